@@ -1,0 +1,92 @@
+//! Exit codes, one per kind of failure, and the one-line error report.
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success (doctor: no findings) |
+//! | 1 | doctor: findings reported; tune revert: values left alone because someone changed them |
+//! | 2 | bad command line or flag value |
+//! | 3 | could not reach the peer: unreachable, refused, connect timeout |
+//! | 4 | the server refused the test (busy, over a limit, access denied) |
+//! | 5 | the peer vanished or broke the protocol during a test |
+//! | 6 | host state forbids it: offline CPU, unknown interface, no privilege to write |
+//! | 7 | local I/O: a file, snapshot or journal could not be read or written |
+//! | 70 | internal error (a bug) |
+
+#![allow(dead_code)] // TEMPORARY: until every command family uses its codes
+
+use std::fmt;
+
+pub const OK: u8 = 0;
+pub const FINDINGS: u8 = 1;
+pub const USAGE: u8 = 2;
+pub const CONNECT: u8 = 3;
+pub const REFUSED: u8 = 4;
+pub const PEER: u8 = 5;
+pub const HOST: u8 = 6;
+pub const IO: u8 = 7;
+pub const INTERNAL: u8 = 70;
+
+/// An error that knows its exit code. Wrap a failure in it (`Fail::new(exit::HOST, ...)` or
+/// `.context(...)` over it) where the code matters; anything else exits with `INTERNAL`.
+#[derive(Debug)]
+pub struct Fail {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Fail {
+    pub fn new(code: u8, message: impl Into<String>) -> Fail {
+        Fail {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Fail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Fail {}
+
+/// Shorthand: `return Err(fail(exit::USAGE, "..."))`.
+pub fn fail(code: u8, message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Fail::new(code, message))
+}
+
+/// The exit code carried by the first `Fail` in the error's chain.
+pub fn code_of(e: &anyhow::Error) -> u8 {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<Fail>().map(|f| f.code))
+        .unwrap_or(INTERNAL)
+}
+
+/// The whole chain on one line: `context: cause: root cause`.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for c in e.chain() {
+        let s = c.to_string().replace('\n', " ");
+        if !parts.iter().any(|p| p.ends_with(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn code_survives_context_and_message_is_one_line() {
+        let e: anyhow::Result<()> = Err(fail(HOST, "CPU 7 is offline"));
+        let e = e.context("pinning worker").unwrap_err();
+        assert_eq!(code_of(&e), HOST);
+        assert_eq!(one_line(&e), "pinning worker: CPU 7 is offline");
+        assert_eq!(code_of(&anyhow::anyhow!("x\ny")), INTERNAL);
+        assert_eq!(one_line(&anyhow::anyhow!("x\ny")), "x y");
+    }
+}

@@ -1,0 +1,12 @@
+//! Host facts, read through a root directory.
+//!
+//! Every read or write of host state in wirespeed goes through a [`Root`]: `/` on a live host, a
+//! directory holding a captured tree (`proc/...`, `sys/...`) in tests and offline diagnosis. Parsers
+//! take `&str` and never touch the file system, so each one is tested on recorded text; the
+//! collectors join the two.
+
+pub mod cpuset;
+pub mod root;
+
+pub use cpuset::{CpuId, CpuSet, CpuSetError};
+pub use root::{Root, RootError};

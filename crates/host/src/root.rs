@@ -1,0 +1,264 @@
+//! File access relative to a root directory.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Component, Path, PathBuf};
+
+/// An error reading or writing a file under a [`Root`]; carries the host path that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RootError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path}: not valid UTF-8")]
+    NotUtf8 { path: String },
+    #[error("{0}: host paths must be absolute and must not contain '..'")]
+    BadPath(String),
+}
+
+impl RootError {
+    /// True when the file simply does not exist (a source this kernel or snapshot lacks).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, RootError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+
+    /// The raw OS error number, when the error came from a system call.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            RootError::Io { source, .. } => source.raw_os_error(),
+            _ => None,
+        }
+    }
+}
+
+/// A directory that stands for `/` of a host.
+///
+/// Host paths are given as they appear on the host (`/proc/interrupts`,
+/// `/sys/class/net/eth0/mtu`); the root maps them below its directory. Relative symbolic links
+/// inside a captured tree resolve inside it, as they do on the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    dir: PathBuf,
+}
+
+impl Default for Root {
+    fn default() -> Self {
+        Root::live()
+    }
+}
+
+impl Root {
+    /// The running host.
+    pub fn live() -> Root {
+        Root {
+            dir: PathBuf::from("/"),
+        }
+    }
+
+    /// A captured tree (or any directory standing for `/`).
+    pub fn new(dir: impl Into<PathBuf>) -> Root {
+        Root { dir: dir.into() }
+    }
+
+    /// The directory this root stands on.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// True for the running host's own `/`.
+    pub fn is_live(&self) -> bool {
+        self.dir == Path::new("/")
+    }
+
+    /// Map a host path (`/sys/...`) to the path below this root.
+    pub fn path(&self, host_path: &str) -> Result<PathBuf, RootError> {
+        let rel = Path::new(host_path)
+            .strip_prefix("/")
+            .map_err(|_| RootError::BadPath(host_path.to_string()))?;
+        if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+            return Err(RootError::BadPath(host_path.to_string()));
+        }
+        Ok(self.dir.join(rel))
+    }
+
+    fn io(host_path: &str, source: io::Error) -> RootError {
+        RootError::Io {
+            path: host_path.to_string(),
+            source,
+        }
+    }
+
+    /// Read a whole file as text.
+    pub fn read(&self, host_path: &str) -> Result<String, RootError> {
+        let bytes = fs::read(self.path(host_path)?).map_err(|e| Self::io(host_path, e))?;
+        String::from_utf8(bytes).map_err(|_| RootError::NotUtf8 {
+            path: host_path.to_string(),
+        })
+    }
+
+    /// Read a file and trim surrounding white space (the usual one-value sysfs file).
+    pub fn read_trim(&self, host_path: &str) -> Result<String, RootError> {
+        Ok(self.read(host_path)?.trim().to_string())
+    }
+
+    /// Read a one-value file; `None` when it is missing or unreadable (an unknown fact).
+    pub fn read_opt(&self, host_path: &str) -> Option<String> {
+        self.read_trim(host_path).ok()
+    }
+
+    /// Read a one-value file and parse it; `None` when missing or not parseable.
+    pub fn parse_opt<T: std::str::FromStr>(&self, host_path: &str) -> Option<T> {
+        self.read_opt(host_path)?.parse().ok()
+    }
+
+    /// True when the path exists (following links).
+    pub fn exists(&self, host_path: &str) -> bool {
+        self.path(host_path).map(|p| p.exists()).unwrap_or(false)
+    }
+
+    /// Names in a directory, sorted; empty when the directory is missing.
+    pub fn list(&self, host_path: &str) -> Result<Vec<String>, RootError> {
+        let dir = self.path(host_path)?;
+        let mut names = Vec::new();
+        for entry in fs::read_dir(&dir).map_err(|e| Self::io(host_path, e))? {
+            let entry = entry.map_err(|e| Self::io(host_path, e))?;
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Names in a directory, sorted; empty when missing.
+    pub fn list_opt(&self, host_path: &str) -> Vec<String> {
+        self.list(host_path).unwrap_or_default()
+    }
+
+    /// The target of a symbolic link, as stored (relative links stay relative).
+    pub fn read_link(&self, host_path: &str) -> Result<PathBuf, RootError> {
+        fs::read_link(self.path(host_path)?).map_err(|e| Self::io(host_path, e))
+    }
+
+    /// The host path a link resolves to (`/sys/class/net/eth0` → `/sys/devices/...`), computed
+    /// inside the root so a captured tree never escapes to the machine reading it.
+    pub fn resolve_link(&self, host_path: &str) -> Result<String, RootError> {
+        let target = self.read_link(host_path)?;
+        let mut parts: Vec<String> = host_path
+            .trim_end_matches('/')
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        parts.pop();
+        if target.is_absolute() {
+            parts.clear();
+        }
+        for c in target.components() {
+            match c {
+                Component::ParentDir => {
+                    parts.pop();
+                }
+                Component::Normal(s) => parts.push(s.to_string_lossy().into_owned()),
+                _ => {}
+            }
+        }
+        Ok(format!("/{}", parts.join("/")))
+    }
+
+    /// Write a value to a file that exists (sysfs, procfs, or a tree standing for them). Files of
+    /// the kernel are written in one `write` call, as the kernel expects.
+    pub fn write(&self, host_path: &str, value: &str) -> Result<(), RootError> {
+        let path = self.path(host_path)?;
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| Self::io(host_path, e))?;
+        f.write_all(value.as_bytes())
+            .map_err(|e| Self::io(host_path, e))
+    }
+
+    /// Create or replace a regular file (configuration we own, journals), creating parents;
+    /// written to a temporary file, synced and renamed into place.
+    pub fn create(&self, host_path: &str, contents: &[u8]) -> Result<(), RootError> {
+        let path = self.path(host_path)?;
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(|e| Self::io(host_path, e))?;
+        }
+        let tmp = path.with_extension("wirespeed-tmp");
+        let write = || -> io::Result<()> {
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(contents)?;
+            f.sync_all()?;
+            fs::rename(&tmp, &path)?;
+            if let Some(parent) = path.parent() {
+                fs::File::open(parent)?.sync_all()?;
+            }
+            Ok(())
+        };
+        write().map_err(|e| Self::io(host_path, e))
+    }
+
+    /// Remove a regular file we created.
+    pub fn remove(&self, host_path: &str) -> Result<(), RootError> {
+        fs::remove_file(self.path(host_path)?).map_err(|e| Self::io(host_path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_host_paths_below_the_root() {
+        let r = Root::new("/tmp/tree");
+        assert_eq!(
+            r.path("/proc/interrupts").unwrap(),
+            PathBuf::from("/tmp/tree/proc/interrupts")
+        );
+        assert!(r.path("proc/x").is_err());
+        assert!(r.path("/sys/../etc/shadow").is_err());
+        assert!(Root::live().is_live());
+    }
+
+    #[test]
+    fn reads_lists_and_resolves_links_inside_the_tree() {
+        let t = tempfile::tempdir().unwrap();
+        let r = Root::new(t.path());
+        std::fs::create_dir_all(
+            t.path()
+                .join("sys/devices/pci0000:00/0000:00:03.0/net/eth0"),
+        )
+        .unwrap();
+        std::fs::create_dir_all(t.path().join("sys/class/net")).unwrap();
+        std::fs::write(
+            t.path()
+                .join("sys/devices/pci0000:00/0000:00:03.0/net/eth0/mtu"),
+            "1500\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(
+            "../../devices/pci0000:00/0000:00:03.0/net/eth0",
+            t.path().join("sys/class/net/eth0"),
+        )
+        .unwrap();
+        assert_eq!(r.list("/sys/class/net").unwrap(), vec!["eth0"]);
+        assert_eq!(r.parse_opt::<u32>("/sys/class/net/eth0/mtu"), Some(1500));
+        assert_eq!(
+            r.resolve_link("/sys/class/net/eth0").unwrap(),
+            "/sys/devices/pci0000:00/0000:00:03.0/net/eth0"
+        );
+        assert!(r
+            .read("/sys/class/net/eth1/mtu")
+            .unwrap_err()
+            .is_not_found());
+        assert_eq!(r.read_opt("/nope"), None);
+        r.write("/sys/class/net/eth0/mtu", "9000").unwrap();
+        assert_eq!(r.read_trim("/sys/class/net/eth0/mtu").unwrap(), "9000");
+        assert!(r.write("/sys/class/net/eth0/absent", "1").is_err());
+        r.create("/var/lib/wirespeed/j.json", b"{}").unwrap();
+        assert_eq!(r.read("/var/lib/wirespeed/j.json").unwrap(), "{}");
+    }
+}
