@@ -6,7 +6,11 @@
 //! collectors join the two.
 
 pub mod cpuset;
+pub mod interrupts;
 pub mod root;
+pub mod softirqs;
+pub mod stat;
 
 pub use cpuset::{CpuId, CpuSet, CpuSetError};
+pub use interrupts::{Interrupts, InterruptsError, IrqKind, IrqLabel, IrqRow};
 pub use root::{Root, RootError};
