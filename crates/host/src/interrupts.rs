@@ -1,0 +1,597 @@
+//! `/proc/interrupts`: per-IRQ, per-CPU interrupt counts, the interrupt chip, hardware IRQ number,
+//! flow type and the action (handler) names; and the classification of a NIC's vectors by those
+//! names into queue (completion) and control (async, admin, link) vectors.
+//!
+//! The header names the CPU of each count column (`CPU0 CPU1 CPU3` when CPU 2 is offline), so a
+//! count is always attributed through [`Interrupts::cpus`], never by column position alone.
+//!
+//! Row shapes the kernel prints (all handled):
+//! ```text
+//!  98:   0 ...  23274  0  IR-PCI-MSIX-0000:01:00.0    0-edge      mlx5_async0@pci:0000:01:00.0
+//! 105:   223 ... 0       PCI-MSI-edge      mlx4-comp-0@pci:0000:20:00.0      (2.6/3.x: chip-flow)
+//!  11:   12  34          GICv3  30 Level     arch_timer                      (SHOW_LEVEL arches)
+//!  56:   0 ...           IR-PCI-MSI-0000:00:01.1    0-edge      PCIe PME, aerdrv (two actions)
+//! NMI:   19347 ...       Non-maskable interrupts
+//! ERR:   0                                                                   (one global count)
+//! ```
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The label of a `/proc/interrupts` row: an IRQ number or a named (architecture) row such as
+/// `NMI`, `LOC`, `RES`, `IPI0`, `ERR`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum IrqLabel {
+    Irq(u32),
+    Named(String),
+}
+
+impl fmt::Display for IrqLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IrqLabel::Irq(n) => write!(f, "{n}"),
+            IrqLabel::Named(s) => f.write_str(s),
+        }
+    }
+}
+
+/// One row of `/proc/interrupts`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IrqRow {
+    pub label: IrqLabel,
+    /// Counts in column order; column `i` belongs to CPU `Interrupts::cpus[i]`. Rows such as
+    /// `ERR:`/`MIS:` carry a single global count.
+    pub counts: Vec<u64>,
+    /// Interrupt chip (`IR-PCI-MSIX-0000:01:00.0`, `IO-APIC`, `PCI-MSI`, `GICv3`); numbered rows only.
+    pub chip: Option<String>,
+    /// Hardware IRQ number within the chip's domain (`0` of `0-edge`), when printed.
+    pub hwirq: Option<String>,
+    /// Flow handler / trigger (`edge`, `fasteoi`, `Level`), when printed.
+    pub flow: Option<String>,
+    /// Action (handler) names, in order (`["PCIe PME", "aerdrv"]`); numbered rows only.
+    pub actions: Vec<String>,
+    /// Description of a named row (`Local timer interrupts`).
+    pub description: Option<String>,
+}
+
+impl IrqRow {
+    /// Sum over all columns.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The IRQ number of a numbered row.
+    pub fn irq(&self) -> Option<u32> {
+        match self.label {
+            IrqLabel::Irq(n) => Some(n),
+            IrqLabel::Named(_) => None,
+        }
+    }
+
+    /// The action names joined as the kernel prints them (`PCIe PME, aerdrv`).
+    pub fn action_text(&self) -> String {
+        self.actions.join(", ")
+    }
+}
+
+/// The parsed `/proc/interrupts`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Interrupts {
+    /// CPU number of each count column, from the header (`CPU0 CPU1 ...`).
+    pub cpus: Vec<u32>,
+    pub rows: Vec<IrqRow>,
+}
+
+/// `/proc/interrupts` text that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InterruptsError {
+    #[error("/proc/interrupts: no CPU header line")]
+    NoHeader,
+    #[error("/proc/interrupts: bad header token {0:?}")]
+    BadHeader(String),
+    #[error("/proc/interrupts line {line}: {reason}")]
+    BadRow { line: usize, reason: String },
+}
+
+/// Flow handler names the kernel appends to the hardware IRQ number (`0-edge`) or, on old kernels,
+/// to the chip name (`PCI-MSI-edge`).
+const FLOWS: &[&str] = &[
+    "edge",
+    "level",
+    "fasteoi",
+    "simple",
+    "percpu",
+    "percpu_devid",
+    "untracked",
+    "none",
+    "bad",
+    "fasteoi_ack",
+    "eoi",
+];
+
+fn split_flow(token: &str) -> Option<(&str, &str)> {
+    let (prefix, flow) = token.rsplit_once('-')?;
+    let lower = flow.to_ascii_lowercase();
+    FLOWS.contains(&lower.as_str()).then_some((prefix, flow))
+}
+
+/// Whitespace-separated tokens with their byte offsets in `s`.
+fn tokens(s: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in s.char_indices() {
+        if c.is_whitespace() {
+            if let Some(st) = start.take() {
+                out.push((st, &s[st..i]));
+            }
+        } else if start.is_none() {
+            start = Some(i);
+        }
+    }
+    if let Some(st) = start {
+        out.push((st, &s[st..]));
+    }
+    out
+}
+
+fn split_actions(s: &str) -> Vec<String> {
+    s.split(", ")
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Parse the text after the counts of a numbered row: chip, hwirq, flow, actions.
+type ChipFields = (Option<String>, Option<String>, Option<String>, Vec<String>);
+
+fn parse_chip_tail(tail: &str) -> ChipFields {
+    let toks = tokens(tail);
+    if toks.is_empty() {
+        return (None, None, None, Vec::new());
+    }
+    // Find the flow token: `<hwirq>-<flow>`, `<chip>-<flow>`, or a bare `Edge`/`Level`.
+    for (i, &(off, tok)) in toks.iter().enumerate() {
+        let rest = tail[off + tok.len()..].trim();
+        if let Some((prefix, flow)) = split_flow(tok) {
+            let before: Vec<&str> = toks[..i].iter().map(|t| t.1).collect();
+            let digits = !prefix.is_empty() && prefix.bytes().all(|b| b.is_ascii_digit());
+            let (chip, hwirq) = if digits {
+                (before.join(" "), Some(prefix.to_string()))
+            } else if before.is_empty() {
+                (prefix.to_string(), None)
+            } else {
+                // `chip  hwirq-ish-flow`: keep what is there.
+                (before.join(" "), Some(prefix.to_string()))
+            };
+            let chip = (!chip.is_empty()).then_some(chip);
+            return (chip, hwirq, Some(flow.to_string()), split_actions(rest));
+        }
+        if i > 0 && (tok.eq_ignore_ascii_case("edge") || tok.eq_ignore_ascii_case("level")) {
+            let chip = toks[0].1.to_string();
+            let hwirq: Vec<&str> = toks[1..i].iter().map(|t| t.1).collect();
+            let hwirq = (!hwirq.is_empty()).then(|| hwirq.join(" "));
+            return (
+                Some(chip),
+                hwirq,
+                Some(tok.to_string()),
+                split_actions(rest),
+            );
+        }
+    }
+    // No recognisable flow: first token is the chip, the rest are actions.
+    let (off, chip) = toks[0];
+    let rest = tail[off + chip.len()..].trim();
+    if rest.is_empty() {
+        // A lone token: more likely an action name (no chip printed) than a chip with no action.
+        return (None, None, None, split_actions(chip));
+    }
+    (Some(chip.to_string()), None, None, split_actions(rest))
+}
+
+impl Interrupts {
+    /// Parse the text of `/proc/interrupts`.
+    pub fn parse(text: &str) -> Result<Interrupts, InterruptsError> {
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty());
+        let (_, header) = lines.next().ok_or(InterruptsError::NoHeader)?;
+        let mut cpus = Vec::new();
+        for tok in header.split_whitespace() {
+            let n = tok
+                .strip_prefix("CPU")
+                .and_then(|n| n.parse::<u32>().ok())
+                .ok_or_else(|| InterruptsError::BadHeader(tok.to_string()))?;
+            cpus.push(n);
+        }
+        if cpus.is_empty() {
+            return Err(InterruptsError::NoHeader);
+        }
+        let mut rows = Vec::new();
+        for (idx, line) in lines {
+            let bad = |reason: &str| InterruptsError::BadRow {
+                line: idx + 1,
+                reason: reason.to_string(),
+            };
+            let (label, rest) = line
+                .split_once(':')
+                .ok_or_else(|| bad("no ':' after the label"))?;
+            let label = label.trim();
+            if label.is_empty() || label.contains(char::is_whitespace) {
+                return Err(bad("bad label"));
+            }
+            let label = match label.parse::<u32>() {
+                Ok(n) => IrqLabel::Irq(n),
+                Err(_) => IrqLabel::Named(label.to_string()),
+            };
+            // Counts: up to one per CPU column.
+            let toks = tokens(rest);
+            let mut counts = Vec::new();
+            let mut tail_at = rest.len();
+            for &(off, tok) in &toks {
+                if counts.len() == cpus.len() {
+                    tail_at = off;
+                    break;
+                }
+                match tok.parse::<u64>() {
+                    Ok(v) => counts.push(v),
+                    Err(_) => {
+                        tail_at = off;
+                        break;
+                    }
+                }
+            }
+            if counts.is_empty() {
+                return Err(bad("no counts"));
+            }
+            let tail = rest[tail_at.min(rest.len())..].trim();
+            let row = match label {
+                IrqLabel::Irq(_) => {
+                    let (chip, hwirq, flow, actions) = parse_chip_tail(tail);
+                    IrqRow {
+                        label,
+                        counts,
+                        chip,
+                        hwirq,
+                        flow,
+                        actions,
+                        description: None,
+                    }
+                }
+                IrqLabel::Named(_) => IrqRow {
+                    label,
+                    counts,
+                    chip: None,
+                    hwirq: None,
+                    flow: None,
+                    actions: Vec::new(),
+                    description: (!tail.is_empty()).then(|| tail.to_string()),
+                },
+            };
+            rows.push(row);
+        }
+        Ok(Interrupts { cpus, rows })
+    }
+
+    /// The row of a numbered IRQ.
+    pub fn irq(&self, irq: u32) -> Option<&IrqRow> {
+        self.rows.iter().find(|r| r.label == IrqLabel::Irq(irq))
+    }
+
+    /// A named row (`NMI`, `LOC`, `RES`, ...).
+    pub fn named(&self, name: &str) -> Option<&IrqRow> {
+        self.rows
+            .iter()
+            .find(|r| matches!(&r.label, IrqLabel::Named(n) if n == name))
+    }
+
+    /// The count of `row` on `cpu`; `None` when the CPU has no column (offline) or the row has no
+    /// per-CPU counts.
+    pub fn count_on(&self, row: &IrqRow, cpu: u32) -> Option<u64> {
+        if row.counts.len() != self.cpus.len() {
+            return None;
+        }
+        let col = self.cpus.iter().position(|&c| c == cpu)?;
+        row.counts.get(col).copied()
+    }
+
+    /// `(cpu, count)` pairs of a row with per-CPU counts (empty for single-count rows).
+    pub fn per_cpu<'a>(&'a self, row: &'a IrqRow) -> impl Iterator<Item = (u32, u64)> + 'a {
+        let ok = row.counts.len() == self.cpus.len();
+        self.cpus
+            .iter()
+            .copied()
+            .zip(row.counts.iter().copied())
+            .filter(move |_| ok)
+    }
+
+    /// Per-CPU sum over the numbered IRQs in `irqs` (e.g. one NIC's vectors), indexed like
+    /// [`Interrupts::cpus`]. IRQs absent from the table contribute nothing.
+    pub fn sum_per_cpu(&self, irqs: &[u32]) -> Vec<u64> {
+        let mut out = vec![0u64; self.cpus.len()];
+        for row in &self.rows {
+            if row.irq().is_some_and(|n| irqs.contains(&n)) && row.counts.len() == out.len() {
+                for (o, c) in out.iter_mut().zip(&row.counts) {
+                    *o += c;
+                }
+            }
+        }
+        out
+    }
+
+    /// Numbered IRQs one of whose action names satisfies `pred`.
+    pub fn irqs_where(&self, mut pred: impl FnMut(&str) -> bool) -> Vec<u32> {
+        self.rows
+            .iter()
+            .filter(|r| r.actions.iter().any(|a| pred(a)))
+            .filter_map(IrqRow::irq)
+            .collect()
+    }
+}
+
+/// What a NIC vector serves, judged from its action name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IrqKind {
+    /// Completion / queue vector: carries packet work (RX/TX/combined queue, completion EQ).
+    Queue,
+    /// Async / control / admin / link / mailbox vector: little or no packet work.
+    Control,
+    /// A queue or control vector of another interface that shares the PCI function (mlx4's two
+    /// ports `p2p1-N`/`p2p2-N` on one function).
+    OtherInterface,
+    /// No known naming convention matched.
+    Unknown,
+}
+
+fn has_word_number_suffix(s: &str) -> bool {
+    // `...-3`, `..._3`, `....3`, `...3` after a letter keyword handled by callers.
+    let t = s.trim_end_matches(|c: char| c.is_ascii_digit());
+    t.len() < s.len() && (t.ends_with('-') || t.ends_with('_') || t.ends_with('.'))
+}
+
+/// Classify one action name of a vector of `iface`'s PCI function. `siblings` are the other
+/// interfaces on the same function (whose per-queue vectors are not `iface`'s).
+///
+/// The rules follow the drivers' own naming conventions, not particular hosts:
+/// - Mellanox: `mlx5_comp<N>[@pci:ADDR]`, `mlx4-comp-<N>[@pci:ADDR]` are completion EQs (queue);
+///   `mlx5_async<N>`, `mlx5_{cmd,pages,async}_eq`, `mlx4-async` are control.
+/// - Intel (igb, igc, ixgbe, i40e, ice, iavf, e1000e), Broadcom bnxt, hns3, nfp, vmxnet3, ena:
+///   `<prefix><iface>-TxRx-<N>`, `-rx-<N>`, `-tx-<N>`, `-Tx-Rx-<N>`, `-rxtx-<N>`, `-fp-<N>` are
+///   queues; a vector named just `<iface>`, or containing `misc`, `other`, `lsc`, `mgmnt`, `event`,
+///   `aeq`, `adminq`, `mbx` is control.
+/// - Per-queue vectors named `<iface>-<N>` (mlx4_en, sfc, tg3) are queues.
+/// - virtio_net: `virtio<M>-input.<N>` / `virtio<M>-output.<N>` are queues, `virtio<M>-config`
+///   and `-control` are control.
+/// - Google gve: `gve-ntfy-blk<N>` queue, `gve-mgmnt` control.
+pub fn classify_action(action: &str, iface: &str, siblings: &[&str]) -> IrqKind {
+    // Drop the `@pci:ADDR` / `@ADDR` suffix mlx drivers append.
+    let name = action.split('@').next().unwrap_or(action).trim();
+    let lower = name.to_ascii_lowercase();
+
+    // A vector that names a sibling interface (and not ours) belongs to that interface.
+    let names_iface = |n: &str| -> bool {
+        !n.is_empty()
+            && (lower == n.to_ascii_lowercase()
+                || lower.starts_with(&format!("{}-", n.to_ascii_lowercase()))
+                || lower.contains(&format!("-{}-", n.to_ascii_lowercase())))
+    };
+    let ours = names_iface(iface);
+    if !ours && siblings.iter().any(|s| names_iface(s)) {
+        return IrqKind::OtherInterface;
+    }
+
+    const CONTROL: &[&str] = &[
+        "async", "cmd_eq", "pages_eq", "ctrl", "control", "config", "misc", "other", "lsc",
+        "mgmnt", "mgmt", "adminq", "admin", "aeq", "mbx", "mailbox", "fwevt", "fw_evt", "event",
+        "link",
+    ];
+    if CONTROL.iter().any(|k| lower.contains(k)) {
+        return IrqKind::Control;
+    }
+
+    const QUEUE: &[&str] = &[
+        "comp", "txrx", "tx-rx", "rxtx", "rx-tx", "-rx-", "-tx-", "-rx", "-tx", "input.",
+        "output.", "-fp-", "ntfy", "-queue", "-q", "_rx", "_tx", "rx_", "tx_",
+    ];
+    if QUEUE.iter().any(|k| lower.contains(k)) {
+        return IrqKind::Queue;
+    }
+
+    if ours {
+        if lower == iface.to_ascii_lowercase() {
+            // igb/ixgbe/e1000e name the "other causes" (link) vector after the interface.
+            return IrqKind::Control;
+        }
+        if has_word_number_suffix(&lower) {
+            // `p2p1-5` (mlx4_en), `eth0-0` (sfc, tg3).
+            return IrqKind::Queue;
+        }
+    }
+    IrqKind::Unknown
+}
+
+/// Classify a vector by all its action names (a shared line has several): a queue name wins over
+/// control, control over unknown; a vector only other interfaces claim is theirs.
+pub fn classify_actions(actions: &[String], iface: &str, siblings: &[&str]) -> IrqKind {
+    let kinds: Vec<IrqKind> = actions
+        .iter()
+        .map(|a| classify_action(a, iface, siblings))
+        .collect();
+    for k in [IrqKind::Queue, IrqKind::Control, IrqKind::OtherInterface] {
+        if kinds.contains(&k) {
+            return k;
+        }
+    }
+    IrqKind::Unknown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(host: &str) -> String {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/hosts")
+            .join(host)
+            .join("proc/interrupts");
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    #[test]
+    fn parses_a_modern_x86_table() {
+        let t = Interrupts::parse(&fixture("crow-9900x-cx5-x4")).unwrap();
+        assert_eq!(t.cpus, (0..12).collect::<Vec<_>>());
+        let r = t.irq(98).unwrap();
+        assert_eq!(r.chip.as_deref(), Some("IR-PCI-MSIX-0000:01:00.0"));
+        assert_eq!(r.hwirq.as_deref(), Some("0"));
+        assert_eq!(r.flow.as_deref(), Some("edge"));
+        assert_eq!(r.actions, vec!["mlx5_async0@pci:0000:01:00.0"]);
+        assert_eq!(t.count_on(r, 10), Some(23274));
+        assert_eq!(t.count_on(r, 9), Some(0));
+        let r = t.irq(114).unwrap();
+        assert_eq!(t.count_on(r, 8), Some(1024467));
+        assert_eq!(t.count_on(r, 6), Some(10));
+        assert_eq!(r.total(), 1024477);
+        // two actions on one line
+        assert_eq!(t.irq(56).unwrap().actions, vec!["PCIe PME", "aerdrv"]);
+        // named rows
+        let loc = t.named("LOC").unwrap();
+        assert_eq!(loc.description.as_deref(), Some("Local timer interrupts"));
+        assert_eq!(t.count_on(loc, 1), Some(39641880));
+        let err = t.named("ERR").unwrap();
+        assert_eq!(err.counts, vec![0]);
+        assert_eq!(t.count_on(err, 0), None);
+        assert_eq!(t.per_cpu(err).count(), 0);
+        assert!(t.named("RES").is_some() && t.named("NMI").is_some());
+        // per-CPU sums over a NIC's vectors
+        let sums = t.sum_per_cpu(&[109, 114, 119]);
+        assert_eq!(sums[8], 395218 + 1024467 + 146064);
+        assert_eq!(sums[6], 10);
+        let comp = t.irqs_where(|a| a.starts_with("mlx5_comp") && a.ends_with("0000:01:00.0"));
+        assert_eq!(comp.len(), 12);
+    }
+
+    #[test]
+    fn parses_an_old_kernel_table() {
+        let t = Interrupts::parse(&fixture("sl-w9-x3650-cx3")).unwrap();
+        assert_eq!(t.cpus.len(), 16);
+        let r = t.irq(108).unwrap();
+        assert_eq!(r.chip.as_deref(), Some("PCI-MSI"));
+        assert_eq!(r.hwirq, None);
+        assert_eq!(r.flow.as_deref(), Some("edge"));
+        assert_eq!(r.actions, vec!["mlx4-async@pci:0000:20:00.0"]);
+        let r = t.irq(111).unwrap();
+        assert_eq!(t.count_on(r, 14), Some(1313334604));
+        assert_eq!(r.actions, vec!["p2p1-2"]);
+        assert_eq!(t.irq(16).unwrap().actions, vec!["ehci_hcd:usb1"]);
+    }
+
+    #[test]
+    fn header_names_the_cpus_of_columns_and_other_shapes_parse() {
+        let text = "           CPU0       CPU2       CPU3\n\
+             \x20 11:        10         20         30     GICv3  30 Level     arch_timer\n\
+             \x20 28:          0          0          5 PCI-MSIX-0000:00:01.0   0-edge      virtio0-config\n\
+             IPI0:         1          2          3       Rescheduling interrupts\n\
+             \x20 40:          1          2          3  dummy\n\
+             Err:          0\n";
+        let t = Interrupts::parse(text).unwrap();
+        assert_eq!(t.cpus, vec![0, 2, 3]);
+        let r = t.irq(11).unwrap();
+        assert_eq!(r.chip.as_deref(), Some("GICv3"));
+        assert_eq!(r.hwirq.as_deref(), Some("30"));
+        assert_eq!(r.flow.as_deref(), Some("Level"));
+        assert_eq!(r.actions, vec!["arch_timer"]);
+        assert_eq!(t.count_on(r, 2), Some(20));
+        assert_eq!(t.count_on(r, 1), None);
+        assert_eq!(t.irq(28).unwrap().actions, vec!["virtio0-config"]);
+        assert_eq!(
+            t.irq(28).unwrap().chip.as_deref(),
+            Some("PCI-MSIX-0000:00:01.0")
+        );
+        assert_eq!(t.named("IPI0").unwrap().counts, vec![1, 2, 3]);
+        assert_eq!(t.irq(40).unwrap().actions, vec!["dummy"]);
+        assert_eq!(t.irq(40).unwrap().chip, None);
+        assert_eq!(t.named("Err").unwrap().total(), 0);
+    }
+
+    #[test]
+    fn live_table_parses_when_present() {
+        match std::fs::read_to_string("/proc/interrupts") {
+            Ok(text) => {
+                let t = Interrupts::parse(&text).unwrap();
+                assert!(!t.cpus.is_empty());
+                assert!(t.rows.iter().any(|r| r.irq().is_some()));
+            }
+            Err(e) => eprintln!("SKIP: live /proc/interrupts unreadable because {e}"),
+        }
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert_eq!(Interrupts::parse(""), Err(InterruptsError::NoHeader));
+        assert!(matches!(
+            Interrupts::parse("CPU0 foo\n"),
+            Err(InterruptsError::BadHeader(_))
+        ));
+        assert!(matches!(
+            Interrupts::parse("CPU0\n 1 2 3\n"),
+            Err(InterruptsError::BadRow { line: 2, .. })
+        ));
+        assert!(matches!(
+            Interrupts::parse("CPU0\n 1: x\n"),
+            Err(InterruptsError::BadRow { .. })
+        ));
+    }
+
+    #[test]
+    fn classifies_by_driver_naming_conventions() {
+        use IrqKind::*;
+        let c = |a: &str, i: &str| classify_action(a, i, &[]);
+        // Mellanox
+        assert_eq!(c("mlx5_comp3@pci:0000:01:00.0", "enp1s0f0np0"), Queue);
+        assert_eq!(c("mlx5_async0@pci:0000:01:00.0", "enp1s0f0np0"), Control);
+        assert_eq!(c("mlx5_comp12", "eth2"), Queue);
+        assert_eq!(c("mlx5_pages_eq", "eth2"), Control);
+        assert_eq!(c("mlx5_cmd_eq", "eth2"), Control);
+        assert_eq!(c("mlx4-comp-0@pci:0000:20:00.0", "p2p1"), Queue);
+        assert_eq!(c("mlx4-async@pci:0000:20:00.0", "p2p1"), Control);
+        assert_eq!(c("p2p1-13", "p2p1"), Queue);
+        // Intel / Broadcom / others
+        assert_eq!(c("eth0-TxRx-3", "eth0"), Queue);
+        assert_eq!(c("ice-ens1f0-TxRx-7", "ens1f0"), Queue);
+        assert_eq!(c("iavf-ens1f0v0-TxRx-0", "ens1f0v0"), Queue);
+        assert_eq!(c("ice-0000:3b:00.0:misc", "ens1f0"), Control);
+        assert_eq!(c("i40e-0000:3b:00.0:misc", "ens1f0"), Control);
+        assert_eq!(c("eth0", "eth0"), Control);
+        assert_eq!(c("eth0-rx-0", "eth0"), Queue);
+        assert_eq!(c("eth0-tx-0", "eth0"), Queue);
+        assert_eq!(c("enp5s0-Tx-Rx-2", "enp5s0"), Queue);
+        assert_eq!(c("ena-mgmnt@pci:0000:00:05.0", "ens5"), Control);
+        assert_eq!(c("eth1-rxtx-0", "eth1"), Queue);
+        assert_eq!(c("eth1-event-0", "eth1"), Control);
+        assert_eq!(c("ens2f0-fp-4", "ens2f0"), Queue);
+        assert_eq!(c("eth0-0", "eth0"), Queue);
+        // virtio / gve
+        assert_eq!(c("virtio2-input.0", "eth0"), Queue);
+        assert_eq!(c("virtio2-output.3", "eth0"), Queue);
+        assert_eq!(c("virtio2-config", "eth0"), Control);
+        assert_eq!(c("virtio2-control", "eth0"), Control);
+        assert_eq!(c("gve-ntfy-blk3@pci:0000:00:04.0", "ens4"), Queue);
+        assert_eq!(c("gve-mgmnt@pci:0000:00:04.0", "ens4"), Control);
+        // unknown names stay unknown rather than guessed
+        assert_eq!(c("nvme0q7", "eth0"), Unknown);
+        // a sibling port's vectors on a shared function
+        assert_eq!(classify_action("p2p2-3", "p2p1", &["p2p2"]), OtherInterface);
+        assert_eq!(classify_action("p2p1-3", "p2p1", &["p2p2"]), Queue);
+        assert_eq!(classify_action("mlx4-comp-1", "p2p1", &["p2p2"]), Queue);
+        // a shared line: queue wins
+        assert_eq!(
+            classify_actions(&["eth0".into(), "eth0-TxRx-0".into()], "eth0", &[]),
+            Queue
+        );
+        assert_eq!(classify_actions(&[], "eth0", &[]), Unknown);
+    }
+}
