@@ -117,7 +117,7 @@ pub struct Start {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Connected {
     /// `socket`: iperf3's stream id (the file descriptor number in iperf3).
-    pub socket: i32,
+    pub socket: u32,
     pub local_host: String,
     pub local_port: u16,
     pub remote_host: String,
@@ -215,7 +215,7 @@ pub struct Interval {
 pub struct IntervalStats {
     /// Stream id; `None` for sums.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub socket: Option<i32>,
+    pub socket: Option<u32>,
     /// Seconds since the test started (after omit).
     #[serde(serialize_with = "num::f64")]
     pub start: f64,
@@ -333,7 +333,7 @@ pub struct EndStream {
 pub struct Summary {
     /// Stream id; `None` in sums.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub socket: Option<i32>,
+    pub socket: Option<u32>,
     #[serde(serialize_with = "num::f64")]
     pub start: f64,
     #[serde(serialize_with = "num::f64")]
@@ -431,6 +431,10 @@ pub struct WirespeedExt {
     /// The peer's workers when the peer is wirespeed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remote_workers: Vec<Worker>,
+    /// Per-stream totals from both ends, including what iperf3's JSON has no
+    /// key for (e.g. UDP receiver bytes per stream).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<StreamTotals>,
     /// Per-CPU observation of this test (issue 6), both ends; opaque here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<Value>,
@@ -453,7 +457,39 @@ pub struct Worker {
     pub cpus_seen: Vec<u32>,
     /// Stream ids (`socket` values) it carried.
     #[serde(default)]
-    pub streams: Vec<i32>,
+    pub streams: Vec<u32>,
+}
+
+/// One stream's whole-test totals as both ends counted them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamTotals {
+    /// Stream id (`socket`).
+    pub socket: u32,
+    /// Whether the local end sent on this stream.
+    pub sender: bool,
+    /// Bytes the sending end counted (excluding the omit period).
+    pub bytes_sent: u64,
+    /// Bytes the receiving end counted (excluding the omit period).
+    pub bytes_received: u64,
+    /// UDP: datagrams the sender sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packets_sent: Option<i64>,
+    /// UDP: datagrams the receiver expected (highest sequence seen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packets_received: Option<i64>,
+    /// UDP: lost datagrams as the receiver counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_packets: Option<i64>,
+    /// UDP: out-of-order datagrams (receiver).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_order: Option<i64>,
+    /// UDP: final jitter, ms (receiver).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "num::opt_f64"
+    )]
+    pub jitter_ms: Option<f64>,
 }
 
 /// What the local end knows about its peer.
