@@ -1,0 +1,200 @@
+//! CPU pinning and placement observation for worker threads.
+
+use crate::DatapathError;
+
+/// Largest CPU number `cpu_set_t` can hold.
+const SETSIZE: u32 = libc::CPU_SETSIZE as u32;
+
+/// CPUs this process may run on, ascending: the affinity of the process's
+/// main thread (`sched_getaffinity(getpid())`), so a worker thread that has
+/// already pinned itself still sees the whole set. Offline CPUs are never in it.
+pub fn allowed_cpus() -> Result<Vec<u32>, DatapathError> {
+    // SAFETY: cpu_set_t is plain data; all-zero is a valid (empty) set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() };
+    // SAFETY: `set` is a valid out-pointer of the size passed.
+    let r =
+        unsafe { libc::sched_getaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if r != 0 {
+        return Err(DatapathError::Affinity {
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok((0..SETSIZE)
+        .filter(|&i| {
+            // SAFETY: `set` is initialized and `i` < CPU_SETSIZE.
+            unsafe { libc::CPU_ISSET(i as usize, &set) }
+        })
+        .collect())
+}
+
+/// Pin the calling thread to exactly one CPU.
+///
+/// A CPU that is offline, absent, or outside this process's allowed set is
+/// [`DatapathError::CpuNotAllowed`] (naming the allowed set); any other
+/// kernel refusal is [`DatapathError::Pin`].
+pub fn pin_current_thread(cpu: u32) -> Result<(), DatapathError> {
+    let refused = |cpu| DatapathError::CpuNotAllowed {
+        cpu,
+        allowed: allowed_cpus()
+            .map(|a| format_list(&a))
+            .unwrap_or_else(|_| "unknown".into()),
+    };
+    if cpu >= SETSIZE {
+        return Err(refused(cpu));
+    }
+    // SAFETY: all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: cpu < CPU_SETSIZE was checked above.
+    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    // SAFETY: `set` is valid for the size given; pid 0 = calling thread.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        // EINVAL: no CPU of the mask is online and permitted by the cpuset.
+        if e.raw_os_error() == Some(libc::EINVAL) {
+            return Err(refused(cpu));
+        }
+        return Err(DatapathError::Pin { cpu, source: e });
+    }
+    Ok(())
+}
+
+/// The CPU the calling thread runs on right now (vDSO/rseq-backed, cheap).
+#[inline]
+pub fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu has no arguments and no memory effects.
+    let c = unsafe { libc::sched_getcpu() };
+    if c < 0 {
+        None
+    } else {
+        Some(c as u32)
+    }
+}
+
+/// Render CPUs in the kernel's list form (`0-3,8`).
+pub fn format_list(cpus: &[u32]) -> String {
+    let mut v: Vec<u32> = cpus.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < v.len() {
+        let start = v[i];
+        let mut end = start;
+        while i + 1 < v.len() && v[i + 1] == end + 1 {
+            i += 1;
+            end = v[i];
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if start == end {
+            out.push_str(&start.to_string());
+        } else {
+            out.push_str(&format!("{start}-{end}"));
+        }
+        i += 1;
+    }
+    out
+}
+
+/// A fixed-size, allocation-free record of CPUs seen; sampled from hot loops.
+#[derive(Clone)]
+pub(crate) struct CpuSampler {
+    bits: [u64; 16], // CPUs 0..1023; higher ones are folded into `overflow`
+    overflow: Vec<u32>,
+    tick: u32,
+}
+
+impl CpuSampler {
+    /// Sample every `EVERY` calls to `tick()`.
+    const EVERY: u32 = 64;
+
+    pub(crate) fn new() -> CpuSampler {
+        let mut s = CpuSampler {
+            bits: [0; 16],
+            overflow: Vec::new(),
+            tick: 0,
+        };
+        s.sample();
+        s
+    }
+
+    #[inline]
+    pub(crate) fn tick(&mut self) {
+        self.tick = self.tick.wrapping_add(1);
+        if self.tick % Self::EVERY == 0 {
+            self.sample();
+        }
+    }
+
+    #[cold]
+    pub(crate) fn sample(&mut self) {
+        if let Some(c) = current_cpu() {
+            if c < 1024 {
+                self.bits[(c / 64) as usize] |= 1 << (c % 64);
+            } else if !self.overflow.contains(&c) {
+                self.overflow.push(c);
+            }
+        }
+    }
+
+    pub(crate) fn cpus(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = (0..1024u32)
+            .filter(|c| self.bits[(c / 64) as usize] & (1 << (c % 64)) != 0)
+            .collect();
+        v.extend(&self.overflow);
+        v.sort_unstable();
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_format() {
+        assert_eq!(format_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(format_list(&[5]), "5");
+        assert_eq!(format_list(&[]), "");
+    }
+
+    #[test]
+    fn pin_to_each_allowed_cpu_and_observe_it() {
+        let allowed = allowed_cpus().expect("affinity");
+        assert!(!allowed.is_empty());
+        let handle = std::thread::spawn(move || {
+            for &c in &allowed {
+                pin_current_thread(c).expect("pin");
+                // After sched_setaffinity to one CPU the thread is migrated before return.
+                assert_eq!(current_cpu(), Some(c));
+            }
+        });
+        handle.join().expect("thread");
+    }
+
+    #[test]
+    fn pin_to_absent_cpu_is_distinct_error() {
+        let err = std::thread::spawn(|| pin_current_thread(SETSIZE - 1))
+            .join()
+            .expect("thread");
+        match err {
+            Err(DatapathError::CpuNotAllowed { cpu, .. }) => assert_eq!(cpu, SETSIZE - 1),
+            other => panic!("expected CpuNotAllowed, got {other:?}"),
+        }
+        let err = std::thread::spawn(|| pin_current_thread(1 << 20))
+            .join()
+            .expect("thread");
+        assert!(matches!(err, Err(DatapathError::CpuNotAllowed { .. })));
+    }
+
+    #[test]
+    fn sampler_records_current_cpu() {
+        let s = CpuSampler::new();
+        let cpus = s.cpus();
+        assert_eq!(cpus.len(), 1);
+    }
+}

@@ -1,0 +1,341 @@
+//! TCP socket options an iperf3 user sets, and `TCP_INFO` reading.
+//!
+//! `TCP_INFO` is read into a byte buffer and decoded by offset in
+//! [`parse_tcp_info`], so older kernels (shorter struct) yield `None` for the
+//! fields they lack instead of garbage, and the decoder is unit-tested
+//! without sockets.
+
+use crate::sys;
+use crate::DatapathError;
+use std::os::fd::{AsFd, AsRawFd};
+
+/// Socket options applied before connect (client) or right after accept (server).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TcpOptions {
+    /// `-w`: SO_SNDBUF and SO_RCVBUF (the kernel doubles the value it stores).
+    pub window: Option<u32>,
+    /// `-M`: TCP_MAXSEG.
+    pub mss: Option<u32>,
+    /// `-N`: TCP_NODELAY.
+    pub nodelay: bool,
+    /// `-C`: TCP_CONGESTION algorithm name.
+    pub congestion: Option<String>,
+    /// `--fq-rate`: SO_MAX_PACING_RATE in bytes per second.
+    pub fq_rate: Option<u64>,
+}
+
+/// Apply `opts` to a socket. Each failure names the option and value.
+pub fn apply(sock: impl AsFd, opts: &TcpOptions) -> Result<(), DatapathError> {
+    let fd = sock.as_fd().as_raw_fd();
+    let fail = |opt: &'static str, value: String| {
+        move |source: std::io::Error| DatapathError::SockOpt { opt, value, source }
+    };
+    if let Some(w) = opts.window {
+        let v = i32::try_from(w).map_err(|_| DatapathError::SockOpt {
+            opt: "SO_SNDBUF/SO_RCVBUF",
+            value: w.to_string(),
+            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        })?;
+        sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, v)
+            .map_err(fail("SO_SNDBUF", w.to_string()))?;
+        sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, v)
+            .map_err(fail("SO_RCVBUF", w.to_string()))?;
+    }
+    if let Some(m) = opts.mss {
+        let v = i32::try_from(m).unwrap_or(i32::MAX);
+        sys::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, v)
+            .map_err(fail("TCP_MAXSEG", m.to_string()))?;
+    }
+    if opts.nodelay {
+        sys::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)
+            .map_err(fail("TCP_NODELAY", "1".into()))?;
+    }
+    if let Some(cc) = &opts.congestion {
+        sys::setsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes()).map_err(
+            |source| DatapathError::Congestion {
+                algo: cc.clone(),
+                source,
+            },
+        )?;
+    }
+    if let Some(rate) = opts.fq_rate {
+        set_max_pacing_rate(fd, rate)?;
+    }
+    Ok(())
+}
+
+/// Set SO_MAX_PACING_RATE (bytes/s) on any socket; honoured by the fq qdisc
+/// and, since Linux 4.13, by TCP's internal pacing. UDP uses it via fq only.
+pub fn set_max_pacing_rate(
+    fd: std::os::fd::RawFd,
+    bytes_per_sec: u64,
+) -> Result<(), DatapathError> {
+    // The kernel accepts a u64 since 4.20 and a u32 before; try u64 first.
+    let r = sys::setsockopt_bytes(
+        fd,
+        libc::SOL_SOCKET,
+        sys::SO_MAX_PACING_RATE,
+        &bytes_per_sec.to_ne_bytes(),
+    );
+    match r {
+        Ok(()) => Ok(()),
+        Err(_) => {
+            let v = u32::try_from(bytes_per_sec).unwrap_or(u32::MAX);
+            sys::setsockopt_bytes(
+                fd,
+                libc::SOL_SOCKET,
+                sys::SO_MAX_PACING_RATE,
+                &v.to_ne_bytes(),
+            )
+            .map_err(|source| DatapathError::SockOpt {
+                opt: "SO_MAX_PACING_RATE",
+                value: bytes_per_sec.to_string(),
+                source,
+            })
+        }
+    }
+}
+
+/// The send/receive buffer sizes the kernel actually granted (after doubling).
+pub fn socket_buffers(sock: impl AsFd) -> Result<(u32, u32), DatapathError> {
+    let fd = sock.as_fd().as_raw_fd();
+    let g = |opt, name: &'static str| {
+        sys::getsockopt_int(fd, libc::SOL_SOCKET, opt)
+            .map(|v| v.max(0) as u32)
+            .map_err(|source| DatapathError::SockOpt {
+                opt: name,
+                value: "?".into(),
+                source,
+            })
+    };
+    Ok((
+        g(libc::SO_SNDBUF, "SO_SNDBUF")?,
+        g(libc::SO_RCVBUF, "SO_RCVBUF")?,
+    ))
+}
+
+/// TCP_INFO fields iperf3 reports, plus the limit counters that explain them.
+/// Optional fields are `None` when the running kernel's struct is too short.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TcpInfo {
+    /// TCP state (1 = ESTABLISHED ...).
+    pub state: u8,
+    /// tcpi_total_retrans: segments retransmitted over the connection's life.
+    pub retransmits_total: u32,
+    /// snd_cwnd × snd_mss, in bytes (what iperf3 prints as Cwnd).
+    pub snd_cwnd_bytes: u64,
+    /// snd_cwnd in segments.
+    pub snd_cwnd_segs: u32,
+    /// Peer's advertised window after scaling (5.19+).
+    pub snd_wnd: Option<u32>,
+    /// Smoothed RTT and its variance, µs.
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    /// Minimum RTT seen, µs (4.6+).
+    pub min_rtt_us: Option<u32>,
+    pub pmtu: u32,
+    pub snd_mss: u32,
+    pub rcv_mss: u32,
+    pub snd_ssthresh: u32,
+    pub unacked: u32,
+    pub lost: u32,
+    pub reordering: u32,
+    /// Current and maximum pacing rate, bytes/s (4.0+).
+    pub pacing_rate: Option<u64>,
+    pub max_pacing_rate: Option<u64>,
+    pub bytes_acked: Option<u64>,
+    pub bytes_received: Option<u64>,
+    /// Bytes written but not yet sent (4.6+).
+    pub notsent_bytes: Option<u32>,
+    pub delivery_rate: Option<u64>,
+    /// µs busy sending / limited by receive window / limited by send buffer (4.10+).
+    pub busy_time_us: Option<u64>,
+    pub rwnd_limited_us: Option<u64>,
+    pub sndbuf_limited_us: Option<u64>,
+    pub bytes_sent: Option<u64>,
+    pub bytes_retrans: Option<u64>,
+    /// Congestion control algorithm (TCP_CONGESTION).
+    pub congestion: Option<String>,
+}
+
+fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+    b.get(off..off + 4)
+        .map(|s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+}
+fn u64_at(b: &[u8], off: usize) -> Option<u64> {
+    b.get(off..off + 8).map(|s| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        u64::from_ne_bytes(a)
+    })
+}
+
+/// Minimum TCP_INFO length we accept (the 2.6-era struct up to total_retrans).
+pub const TCP_INFO_MIN_LEN: usize = 104;
+
+/// Decode the kernel's `struct tcp_info` (native endianness) from the bytes
+/// getsockopt returned. `None` if shorter than [`TCP_INFO_MIN_LEN`].
+pub fn parse_tcp_info(b: &[u8]) -> Option<TcpInfo> {
+    if b.len() < TCP_INFO_MIN_LEN {
+        return None;
+    }
+    let r = |o| u32_at(b, o).unwrap_or(0);
+    let snd_mss = r(16);
+    let cwnd = r(80);
+    Some(TcpInfo {
+        state: b[0],
+        retransmits_total: r(100),
+        snd_cwnd_bytes: u64::from(cwnd) * u64::from(snd_mss),
+        snd_cwnd_segs: cwnd,
+        snd_wnd: u32_at(b, 228),
+        rtt_us: r(68),
+        rttvar_us: r(72),
+        min_rtt_us: u32_at(b, 148),
+        pmtu: r(60),
+        snd_mss,
+        rcv_mss: r(20),
+        snd_ssthresh: r(76),
+        unacked: r(24),
+        lost: r(32),
+        reordering: r(88),
+        pacing_rate: u64_at(b, 104),
+        max_pacing_rate: u64_at(b, 112),
+        bytes_acked: u64_at(b, 120),
+        bytes_received: u64_at(b, 128),
+        notsent_bytes: u32_at(b, 144),
+        delivery_rate: u64_at(b, 160),
+        busy_time_us: u64_at(b, 168),
+        rwnd_limited_us: u64_at(b, 176),
+        sndbuf_limited_us: u64_at(b, 184),
+        bytes_sent: u64_at(b, 200),
+        bytes_retrans: u64_at(b, 208),
+        congestion: None,
+    })
+}
+
+/// Read TCP_INFO (and TCP_CONGESTION) of a TCP socket.
+pub fn tcp_info(fd: impl AsFd) -> Result<TcpInfo, DatapathError> {
+    let raw = fd.as_fd().as_raw_fd();
+    let mut buf = [0u8; 512];
+    let n = sys::getsockopt_bytes(raw, libc::IPPROTO_TCP, libc::TCP_INFO, &mut buf).map_err(
+        |source| DatapathError::Syscall {
+            op: "getsockopt(TCP_INFO)",
+            fd: raw,
+            source,
+        },
+    )?;
+    let mut info = parse_tcp_info(&buf[..n]).ok_or_else(|| DatapathError::Syscall {
+        op: "getsockopt(TCP_INFO) returned a short struct",
+        fd: raw,
+        source: std::io::Error::from(std::io::ErrorKind::InvalidData),
+    })?;
+    let mut cc = [0u8; 32];
+    if let Ok(n) = sys::getsockopt_bytes(raw, libc::IPPROTO_TCP, libc::TCP_CONGESTION, &mut cc) {
+        let name: Vec<u8> = cc[..n].iter().copied().take_while(|&c| c != 0).collect();
+        if !name.is_empty() {
+            info.congestion = Some(String::from_utf8_lossy(&name).into_owned());
+        }
+    }
+    Ok(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let a = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let (b, _) = l.accept().expect("accept");
+        (a, b)
+    }
+
+    #[test]
+    fn parse_short_struct_is_none_and_old_struct_lacks_new_fields() {
+        assert!(parse_tcp_info(&[0u8; 103]).is_none());
+        let mut b = vec![0u8; 104];
+        b[0] = 1;
+        b[16..20].copy_from_slice(&1448u32.to_ne_bytes());
+        b[80..84].copy_from_slice(&10u32.to_ne_bytes());
+        b[100..104].copy_from_slice(&7u32.to_ne_bytes());
+        b[68..72].copy_from_slice(&250u32.to_ne_bytes());
+        let i = parse_tcp_info(&b).expect("parse");
+        assert_eq!(i.state, 1);
+        assert_eq!(i.snd_cwnd_bytes, 14480);
+        assert_eq!(i.retransmits_total, 7);
+        assert_eq!(i.rtt_us, 250);
+        assert_eq!(i.pacing_rate, None);
+        assert_eq!(i.busy_time_us, None);
+        assert_eq!(i.snd_wnd, None);
+    }
+
+    #[test]
+    fn parse_full_struct_offsets() {
+        let mut b = vec![0u8; 248];
+        b[168..176].copy_from_slice(&123456u64.to_ne_bytes());
+        b[176..184].copy_from_slice(&42u64.to_ne_bytes());
+        b[228..232].copy_from_slice(&65535u32.to_ne_bytes());
+        b[160..168].copy_from_slice(&999u64.to_ne_bytes());
+        let i = parse_tcp_info(&b).expect("parse");
+        assert_eq!(i.busy_time_us, Some(123456));
+        assert_eq!(i.rwnd_limited_us, Some(42));
+        assert_eq!(i.snd_wnd, Some(65535));
+        assert_eq!(i.delivery_rate, Some(999));
+    }
+
+    #[test]
+    fn live_tcp_info_and_options() {
+        let (a, b) = pair();
+        let opts = TcpOptions {
+            window: Some(256 * 1024),
+            mss: None,
+            nodelay: true,
+            congestion: None,
+            fq_rate: None,
+        };
+        apply(&a, &opts).expect("apply");
+        let (snd, rcv) = socket_buffers(&a).expect("buffers");
+        assert!(
+            snd >= 256 * 1024 && rcv >= 256 * 1024,
+            "kernel granted {snd}/{rcv}"
+        );
+        assert!(a.nodelay().expect("nodelay"));
+        use std::io::Write;
+        (&a).write_all(&[7u8; 10000]).expect("write");
+        let i = tcp_info(&a).expect("tcp_info");
+        assert_eq!(i.state, 1, "ESTABLISHED");
+        assert!(i.snd_mss > 0 && i.pmtu > 0);
+        assert!(i.snd_cwnd_bytes > 0);
+        assert!(i.congestion.is_some());
+        drop(b);
+    }
+
+    #[test]
+    fn congestion_and_pacing() {
+        let (a, _b) = pair();
+        let e = apply(
+            &a,
+            &TcpOptions {
+                congestion: Some("no-such-cc".into()),
+                ..Default::default()
+            },
+        );
+        match e {
+            Err(DatapathError::Congestion { algo, .. }) => assert_eq!(algo, "no-such-cc"),
+            other => panic!("expected Congestion error, got {other:?}"),
+        }
+        apply(
+            &a,
+            &TcpOptions {
+                congestion: Some("cubic".into()),
+                fq_rate: Some(125_000_000),
+                ..Default::default()
+            },
+        )
+        .expect("cubic + pacing");
+        let i = tcp_info(&a).expect("info");
+        assert_eq!(i.congestion.as_deref(), Some("cubic"));
+        assert_eq!(i.max_pacing_rate, Some(125_000_000));
+    }
+}

@@ -1,0 +1,606 @@
+//! Worker threads: one-stream blocking loop and many-stream epoll loop.
+
+use crate::cpu::{self, CpuSampler};
+use crate::sys;
+use crate::zerocopy::{recv_once, SendOp, SendSetup};
+use crate::{
+    Budget, Control, DatapathError, Direction, RecvPath, SendPath, StreamCounters, StreamEnd,
+    StreamResult, WorkerReport, WorkerSpec, POLL_INTERVAL,
+};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Largest block a worker accepts (iperf3 caps TCP blocks far lower).
+pub const MAX_BLOCK_LEN: usize = 1 << 30;
+/// Calls per ready stream per epoll wake-up (fairness across many streams).
+const BURST: usize = 8;
+/// epoll events fetched per wait.
+const EVENTS: usize = 256;
+
+/// A running worker.
+pub struct WorkerHandle {
+    thread: std::thread::JoinHandle<WorkerReport>,
+    counters: Vec<(u32, Arc<StreamCounters>)>,
+    fds: Vec<(u32, RawFd)>,
+}
+
+impl WorkerHandle {
+    /// Live counters of every stream (cheap to read at any time).
+    pub fn counters(&self) -> Vec<(u32, Arc<StreamCounters>)> {
+        self.counters.clone()
+    }
+    /// Raw fds of the streams (valid until `join`), e.g. for `tcp::tcp_info`.
+    pub fn stream_fds(&self) -> Vec<(u32, RawFd)> {
+        self.fds.clone()
+    }
+    /// True once every stream of this worker has ended (stop, EOF, budget, error).
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+    /// Wait for the worker to end and collect its report (and the sockets).
+    pub fn join(self) -> Result<WorkerReport, DatapathError> {
+        self.thread
+            .join()
+            .map_err(|_| DatapathError::WorkerPanicked)
+    }
+}
+
+/// A page-aligned, never-modified-after-fill byte buffer.
+struct AlignedBuf {
+    ptr: *mut u8,
+    len: usize,
+    layout: std::alloc::Layout,
+}
+
+// SAFETY: AlignedBuf uniquely owns its allocation; it is a plain byte buffer.
+unsafe impl Send for AlignedBuf {}
+
+impl AlignedBuf {
+    fn new(len: usize) -> AlignedBuf {
+        let layout = match std::alloc::Layout::from_size_align(len.max(1), 4096) {
+            Ok(l) => l,
+            Err(_) => std::alloc::handle_alloc_error(std::alloc::Layout::new::<u8>()),
+        };
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        AlignedBuf { ptr, len, layout }
+    }
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len initialized (zeroed) bytes while self lives.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self guarantees uniqueness.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+    }
+}
+
+/// Fill with pseudo-random bytes (payload that does not compress, as iperf3's default).
+fn fill_pattern(buf: &mut [u8]) {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for chunk in buf.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let b = x.to_le_bytes();
+        chunk.copy_from_slice(&b[..chunk.len()]);
+    }
+}
+
+/// Start a worker thread for `spec`. Returns once the thread runs (and is
+/// pinned, if asked). A pin failure is returned here; the sockets of the
+/// spec are then closed.
+pub fn spawn_worker(
+    spec: WorkerSpec,
+    control: Arc<Control>,
+) -> Result<WorkerHandle, DatapathError> {
+    if spec.block_len == 0 || spec.block_len > MAX_BLOCK_LEN {
+        return Err(DatapathError::InvalidSpec(format!(
+            "block length {} out of range 1..={MAX_BLOCK_LEN}",
+            spec.block_len
+        )));
+    }
+    let counters: Vec<(u32, Arc<StreamCounters>)> = spec
+        .streams
+        .iter()
+        .map(|s| (s.id, Arc::new(StreamCounters::new())))
+        .collect();
+    let fds: Vec<(u32, RawFd)> = spec
+        .streams
+        .iter()
+        .map(|s| (s.id, s.socket.as_raw_fd()))
+        .collect();
+    let ctrs = counters
+        .iter()
+        .map(|(_, c)| Arc::clone(c))
+        .collect::<Vec<_>>();
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(), DatapathError>>(1);
+    let name = match spec.cpu {
+        Some(c) => format!("ws-dp-cpu{c}"),
+        None => "ws-dp".to_string(),
+    };
+    let thread = std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            if let Some(c) = spec.cpu {
+                if let Err(e) = cpu::pin_current_thread(c) {
+                    let _ = tx.send(Err(e));
+                    return empty_report(&spec);
+                }
+            }
+            let _ = tx.send(Ok(()));
+            run(spec, &control, ctrs)
+        })
+        .map_err(DatapathError::Spawn)?;
+    match rx.recv() {
+        Ok(Ok(())) => Ok(WorkerHandle {
+            thread,
+            counters,
+            fds,
+        }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(DatapathError::WorkerPanicked)
+        }
+    }
+}
+
+fn empty_report(spec: &WorkerSpec) -> WorkerReport {
+    WorkerReport {
+        cpu_requested: spec.cpu,
+        cpus_seen: Vec::new(),
+        send_path: None,
+        recv_path: None,
+        fallbacks: Vec::new(),
+        streams: Vec::new(),
+        zerocopy_completions: 0,
+        zerocopy_copied: 0,
+        zerocopy_sends: 0,
+        sockets: Vec::new(),
+    }
+}
+
+/// Per-stream state of a running worker.
+struct St {
+    id: u32,
+    fd: RawFd,
+    dir: Direction,
+    ctr: Arc<StreamCounters>,
+    bytes: u64,
+    blocks: u64,
+    /// sender: offset within the current block and its claimed length (0 = claim next)
+    off: usize,
+    cur_len: usize,
+    end: Option<StreamEnd>,
+    err: Option<String>,
+    op: Option<SendOp>,
+}
+
+impl St {
+    fn fail(&mut self, errno: i32, what: &str) {
+        self.end = Some(StreamEnd::Error);
+        self.err = Some(format!(
+            "{what} on stream {}: {}",
+            self.id,
+            std::io::Error::from_raw_os_error(errno)
+        ));
+    }
+}
+
+fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> WorkerReport {
+    let mut sampler = CpuSampler::new();
+    let has_send = spec.streams.iter().any(|s| s.direction == Direction::Send);
+    let has_recv = spec.streams.iter().any(|s| s.direction == Direction::Recv);
+    let mut block = AlignedBuf::new(if has_send { spec.block_len } else { 0 });
+    fill_pattern(block.as_mut_slice());
+    let mut rbuf = AlignedBuf::new(if has_recv { spec.block_len } else { 0 });
+    let mut setup = SendSetup::new(spec.send_path, block.as_slice());
+    let mut fallbacks = Vec::new();
+    let mut recv_path = spec.recv_path;
+
+    let single = spec.streams.len() == 1;
+    let mut sts: Vec<St> = Vec::with_capacity(spec.streams.len());
+    for (s, ctr) in spec.streams.iter().zip(ctrs) {
+        let fd = s.socket.as_raw_fd();
+        let op = match s.direction {
+            Direction::Send => Some(setup.op_for(spec.send_path, fd, spec.block_len)),
+            Direction::Recv => None,
+        };
+        let mut st = St {
+            id: s.id,
+            fd,
+            dir: s.direction,
+            ctr,
+            bytes: 0,
+            blocks: 0,
+            off: 0,
+            cur_len: 0,
+            end: None,
+            err: None,
+            op,
+        };
+        let prep = if single {
+            sys::set_nonblocking(fd, false)
+                .and_then(|_| sys::set_timeout(fd, libc::SO_SNDTIMEO, Some(POLL_INTERVAL)))
+                .and_then(|_| sys::set_timeout(fd, libc::SO_RCVTIMEO, Some(POLL_INTERVAL)))
+        } else {
+            sys::set_nonblocking(fd, true)
+        };
+        if let Err(e) = prep {
+            st.fail(e.raw_os_error().unwrap_or(libc::EINVAL), "socket setup");
+        }
+        sts.push(st);
+    }
+
+    let budget = spec.budget.as_deref();
+    if single {
+        let st = &mut sts[0];
+        if st.end.is_none() {
+            match st.dir {
+                Direction::Send => single_send(st, block.as_slice(), control, budget, &mut sampler),
+                Direction::Recv => single_recv(
+                    st,
+                    rbuf.as_mut_slice(),
+                    &mut recv_path,
+                    &mut fallbacks,
+                    control,
+                    &mut sampler,
+                ),
+            }
+        }
+    } else if let Err(e) = epoll_loop(
+        &mut sts,
+        block.as_slice(),
+        rbuf.as_mut_slice(),
+        &mut recv_path,
+        &mut fallbacks,
+        control,
+        budget,
+        &mut sampler,
+    ) {
+        for st in sts.iter_mut().filter(|s| s.end.is_none()) {
+            st.end = Some(StreamEnd::Error);
+            st.err = Some(format!("worker epoll failed: {e}"));
+        }
+    }
+
+    // Collect outstanding MSG_ZEROCOPY completions briefly, then restore socket modes.
+    let deadline = Instant::now() + Duration::from_millis(200);
+    let (mut zc_sends, mut zc_done, mut zc_copied) = (0, 0, 0);
+    let mut send_paths = Vec::new();
+    for st in &mut sts {
+        if let Some(op) = st.op.as_mut() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            op.drain(st.fd, left.as_millis() as u64);
+            let z = op.zc_stats();
+            zc_sends += z.sends;
+            zc_done += z.completed;
+            zc_copied += z.copied;
+            send_paths.push(op.path());
+        }
+        st.ctr.publish(st.bytes, st.blocks);
+        let _ = sys::set_nonblocking(st.fd, false);
+        let _ = sys::set_timeout(st.fd, libc::SO_SNDTIMEO, None);
+        let _ = sys::set_timeout(st.fd, libc::SO_RCVTIMEO, None);
+    }
+    fallbacks.extend(setup.fallbacks);
+    let send_path = if send_paths.is_empty() {
+        None
+    } else if send_paths.iter().all(|p| *p == send_paths[0]) {
+        Some(send_paths[0])
+    } else {
+        fallbacks.push("send paths differ between streams; reporting copy".into());
+        Some(SendPath::Copy)
+    };
+    sampler.sample();
+    let streams = sts
+        .iter()
+        .map(|s| StreamResult {
+            id: s.id,
+            direction: s.dir,
+            bytes: s.bytes,
+            blocks: s.blocks,
+            end: s.end.unwrap_or(StreamEnd::Stopped),
+            error: s.err.clone(),
+        })
+        .collect();
+    drop(sts);
+    WorkerReport {
+        cpu_requested: spec.cpu,
+        cpus_seen: sampler.cpus(),
+        send_path,
+        recv_path: if has_recv { Some(recv_path) } else { None },
+        fallbacks,
+        streams,
+        zerocopy_completions: zc_done,
+        zerocopy_copied: zc_copied,
+        zerocopy_sends: zc_sends,
+        sockets: spec.streams.into_iter().map(|s| (s.id, s.socket)).collect(),
+    }
+}
+
+/// The one-stream sender: a tight blocking loop.
+fn single_send(
+    st: &mut St,
+    block: &[u8],
+    control: &Control,
+    budget: Option<&Budget>,
+    sampler: &mut CpuSampler,
+) {
+    let Some(op) = st.op.as_mut() else { return };
+    let fd = st.fd;
+    let block_len = block.len();
+    let (mut bytes, mut blocks) = (0u64, 0u64);
+    let end = 'outer: loop {
+        if control.is_stopped() {
+            break StreamEnd::Stopped;
+        }
+        let len = match budget {
+            None => block_len,
+            Some(b) => match b.claim(block_len) {
+                0 => break StreamEnd::BudgetSpent,
+                n => n,
+            },
+        };
+        let mut off = 0;
+        while off < len {
+            match op.send(fd, block, off, len - off) {
+                Ok(0) => {
+                    st.err = Some(format!("send on stream {} wrote 0 bytes", st.id));
+                    break 'outer StreamEnd::Error;
+                }
+                Ok(n) => {
+                    off += n;
+                    bytes += n as u64;
+                    st.ctr.publish(bytes, blocks);
+                }
+                Err(libc::EINTR) => {}
+                Err(libc::EAGAIN) => {
+                    if control.is_stopped() {
+                        break 'outer StreamEnd::Stopped;
+                    }
+                }
+                Err(e) => {
+                    st.bytes = bytes;
+                    st.blocks = blocks;
+                    st.fail(e, "send");
+                    return;
+                }
+            }
+        }
+        blocks += 1;
+        st.ctr.publish(bytes, blocks);
+        sampler.tick();
+    };
+    st.bytes = bytes;
+    st.blocks = blocks;
+    st.end = Some(end);
+}
+
+fn skip_copy_unsupported(path: RecvPath, errno: i32) -> bool {
+    path == RecvPath::SkipCopy
+        && (errno == libc::EINVAL || errno == libc::EOPNOTSUPP || errno == libc::EFAULT)
+}
+
+/// The one-stream receiver: a tight blocking loop (SO_RCVTIMEO wakes it to check stop).
+fn single_recv(
+    st: &mut St,
+    buf: &mut [u8],
+    path: &mut RecvPath,
+    fallbacks: &mut Vec<String>,
+    control: &Control,
+    sampler: &mut CpuSampler,
+) {
+    let fd = st.fd;
+    let (mut bytes, mut reads) = (0u64, 0u64);
+    let end = loop {
+        if control.is_stopped() {
+            break StreamEnd::Stopped;
+        }
+        match recv_once(fd, buf, *path) {
+            Ok(0) => break StreamEnd::Eof,
+            Ok(n) => {
+                bytes += n as u64;
+                reads += 1;
+                st.ctr.publish(bytes, reads);
+                sampler.tick();
+            }
+            Err(libc::EINTR) | Err(libc::EAGAIN) => {}
+            Err(e) if skip_copy_unsupported(*path, e) => {
+                fallbacks.push(format!(
+                    "skip_copy: recv(MSG_TRUNC) refused ({}); using copy",
+                    errno_str(e)
+                ));
+                *path = RecvPath::Copy;
+            }
+            Err(e) => {
+                st.bytes = bytes;
+                st.blocks = reads;
+                st.fail(e, "recv");
+                return;
+            }
+        }
+    };
+    st.bytes = bytes;
+    st.blocks = reads;
+    st.end = Some(end);
+}
+
+fn errno_str(e: i32) -> String {
+    std::io::Error::from_raw_os_error(e).to_string()
+}
+
+/// Owned epoll descriptor.
+struct Epoll(std::os::fd::OwnedFd);
+
+impl Epoll {
+    fn new() -> std::io::Result<Epoll> {
+        // SAFETY: plain syscall with a flag.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fd is new and owned by nobody else.
+        Ok(Epoll(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) }))
+    }
+    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, data: u64) -> std::io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: data };
+        // SAFETY: `ev` is a valid epoll_event for the call.
+        if unsafe { libc::epoll_ctl(self.0.as_raw_fd(), op, fd, &mut ev) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn epoll_loop(
+    sts: &mut [St],
+    block: &[u8],
+    rbuf: &mut [u8],
+    path: &mut RecvPath,
+    fallbacks: &mut Vec<String>,
+    control: &Control,
+    budget: Option<&Budget>,
+    sampler: &mut CpuSampler,
+) -> std::io::Result<()> {
+    let ep = Epoll::new()?;
+    let mut active = 0usize;
+    for (i, st) in sts.iter_mut().enumerate() {
+        if st.end.is_some() {
+            continue;
+        }
+        let ev = match st.dir {
+            Direction::Send => libc::EPOLLOUT as u32,
+            Direction::Recv => (libc::EPOLLIN | libc::EPOLLRDHUP) as u32,
+        };
+        match ep.ctl(libc::EPOLL_CTL_ADD, st.fd, ev, i as u64) {
+            Ok(()) => active += 1,
+            Err(e) => st.fail(e.raw_os_error().unwrap_or(libc::EINVAL), "epoll_ctl"),
+        }
+    }
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+    let timeout_ms = POLL_INTERVAL.as_millis() as libc::c_int;
+    while active > 0 {
+        if control.is_stopped() {
+            break;
+        }
+        // SAFETY: `events` holds EVENTS valid entries.
+        let k = unsafe {
+            libc::epoll_wait(
+                ep.0.as_raw_fd(),
+                events.as_mut_ptr(),
+                EVENTS as libc::c_int,
+                timeout_ms,
+            )
+        };
+        if k < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        for ev in &events[..k as usize] {
+            let (bits, idx) = (ev.events, ev.u64 as usize);
+            let Some(st) = sts.get_mut(idx) else { continue };
+            if st.end.is_some() {
+                continue;
+            }
+            match st.dir {
+                Direction::Send => service_send(st, bits, block, budget),
+                Direction::Recv => service_recv(st, rbuf, path, fallbacks),
+            }
+            st.ctr.publish(st.bytes, st.blocks);
+            sampler.tick();
+            if st.end.is_some() {
+                let _ = ep.ctl(libc::EPOLL_CTL_DEL, st.fd, 0, 0);
+                active -= 1;
+            }
+        }
+    }
+    for st in sts.iter_mut().filter(|s| s.end.is_none()) {
+        st.end = Some(StreamEnd::Stopped);
+    }
+    Ok(())
+}
+
+fn service_send(st: &mut St, bits: u32, block: &[u8], budget: Option<&Budget>) {
+    let Some(op) = st.op.as_mut() else { return };
+    if bits & libc::EPOLLERR as u32 != 0 {
+        op.reap(st.fd);
+    }
+    for _ in 0..BURST {
+        if st.cur_len == 0 {
+            let len = match budget {
+                None => block.len(),
+                Some(b) => b.claim(block.len()),
+            };
+            if len == 0 {
+                st.end = Some(StreamEnd::BudgetSpent);
+                return;
+            }
+            st.cur_len = len;
+            st.off = 0;
+        }
+        match op.send(st.fd, block, st.off, st.cur_len - st.off) {
+            Ok(n) => {
+                st.off += n;
+                st.bytes += n as u64;
+                if st.off >= st.cur_len {
+                    st.blocks += 1;
+                    st.cur_len = 0;
+                }
+            }
+            Err(libc::EINTR) => {}
+            Err(libc::EAGAIN) => return,
+            Err(e) => {
+                st.fail(e, "send");
+                return;
+            }
+        }
+    }
+}
+
+fn service_recv(st: &mut St, buf: &mut [u8], path: &mut RecvPath, fallbacks: &mut Vec<String>) {
+    for _ in 0..BURST {
+        match recv_once(st.fd, buf, *path) {
+            Ok(0) => {
+                st.end = Some(StreamEnd::Eof);
+                return;
+            }
+            Ok(n) => {
+                st.bytes += n as u64;
+                st.blocks += 1;
+            }
+            Err(libc::EINTR) => {}
+            Err(libc::EAGAIN) => return,
+            Err(e) if skip_copy_unsupported(*path, e) => {
+                fallbacks.push(format!(
+                    "skip_copy: recv(MSG_TRUNC) refused ({}); using copy",
+                    errno_str(e)
+                ));
+                *path = RecvPath::Copy;
+            }
+            Err(e) => {
+                st.fail(e, "recv");
+                return;
+            }
+        }
+    }
+}
