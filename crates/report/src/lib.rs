@@ -14,3 +14,5 @@ pub mod model;
 pub mod num;
 
 pub use model::*;
+pub mod sizes;
+pub mod units;
