@@ -1,1 +1,20 @@
-//! TODO
+//! Where the work ran, and what limited a test.
+//!
+//! - [`observe`]: the [`observe::Observer`] the engine runs beside every test, at each end:
+//!   per-interval deltas of `/proc/stat` (per-CPU user/system/irq/softirq/steal/idle shares),
+//!   `/proc/softirqs` (NET_RX/NET_TX per CPU) and the test NIC's rows of `/proc/interrupts`,
+//!   with the CPUs the workers ran on and `TCP_INFO` limits passed in by the engine.
+//! - [`model`]: the serialisable observation ([`model::EndObservation`],
+//!   [`model::TestObservation`]); it carries the host's [`topology::Topology`] so a verdict can
+//!   be computed from it anywhere (the server's observation travels to the client).
+//! - [`route`], [`nic`]: the interface carrying the test and its IRQs.
+//!
+//! Everything that decides (verdicts, modes, sweep recommendations) is a pure function of
+//! observations and topology, tested on recorded data.
+
+pub mod model;
+pub mod nic;
+pub mod observe;
+pub mod render;
+pub mod route;
+pub mod topology;

@@ -1,0 +1,160 @@
+//! The few facts of the test's interface an observation needs: its IRQ numbers, MTU, link
+//! speed and NUMA node.
+//!
+//! This is a narrow reader for the observer. It reads the same sources as the host crate's NIC
+//! facts (`device/msi_irqs`, the virtio parent's `msi_irqs`, the legacy `device/irq`) and is to
+//! be replaced by them where they give the same answer.
+
+use wirespeed_host::Root;
+
+/// What the observer knows of the interface carrying the test.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IfaceFacts {
+    pub iface: String,
+    pub irqs: Vec<u32>,
+    pub mtu: Option<u32>,
+    pub speed_mbps: Option<u64>,
+    pub numa_node: Option<u32>,
+    /// Why some fact is missing.
+    pub notes: Vec<String>,
+}
+
+fn numbered(names: Vec<String>) -> Vec<u32> {
+    let mut v: Vec<u32> = names.iter().filter_map(|n| n.parse().ok()).collect();
+    v.sort_unstable();
+    v
+}
+
+/// Read the facts of `iface` under `root`. Never fails: what is missing is noted.
+pub fn iface_facts(root: &Root, iface: &str) -> IfaceFacts {
+    let base = format!("/sys/class/net/{iface}");
+    let mut f = IfaceFacts {
+        iface: iface.to_string(),
+        mtu: root.parse_opt(&format!("{base}/mtu")),
+        // `speed` is -1 or unreadable (EINVAL) when unknown or the link is down.
+        speed_mbps: root
+            .parse_opt::<i64>(&format!("{base}/speed"))
+            .and_then(|s| u64::try_from(s).ok())
+            .filter(|&s| s > 0),
+        ..Default::default()
+    };
+    if !root.exists(&base) {
+        f.notes.push(format!("{base}: no such interface"));
+        return f;
+    }
+    let dev = format!("{base}/device");
+    if !root.exists(&dev) {
+        f.notes.push(format!(
+            "{iface} has no device (virtual interface): no NIC interrupts to count"
+        ));
+        return f;
+    }
+    f.numa_node = root
+        .parse_opt::<i64>(&format!("{dev}/numa_node"))
+        .and_then(|n| u32::try_from(n).ok());
+    let mut irqs = numbered(root.list_opt(&format!("{dev}/msi_irqs")));
+    if irqs.is_empty() {
+        // virtio: the net device's parent is the PCI function that owns the vectors.
+        let real = root
+            .resolve_link(&base)
+            .map(|b| format!("{b}/device"))
+            .unwrap_or_else(|_| dev.clone());
+        if let Ok(target) = root.resolve_link(&real) {
+            if target
+                .rsplit('/')
+                .next()
+                .is_some_and(|l| l.starts_with("virtio"))
+            {
+                if let Some((parent, _)) = target.rsplit_once('/') {
+                    irqs = numbered(root.list_opt(&format!("{parent}/msi_irqs")));
+                    if f.numa_node.is_none() {
+                        f.numa_node = root
+                            .parse_opt::<i64>(&format!("{parent}/numa_node"))
+                            .and_then(|n| u32::try_from(n).ok());
+                    }
+                }
+            }
+        }
+    }
+    if irqs.is_empty() {
+        if let Some(irq) = root
+            .parse_opt::<u32>(&format!("{dev}/irq"))
+            .filter(|&i| i > 0)
+        {
+            irqs.push(irq);
+        }
+    }
+    if irqs.is_empty() {
+        f.notes
+            .push(format!("{dev}: no msi_irqs or irq: NIC interrupts unknown"));
+    }
+    f.irqs = irqs;
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Root {
+        Root::new(format!(
+            "{}/../../tests/fixtures/hosts/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+    }
+
+    #[test]
+    fn reads_the_connectx5_vectors() {
+        let f = iface_facts(&fixture("crow-9900x-cx5-x4"), "enp1s0f0np0");
+        assert_eq!(
+            f.irqs,
+            vec![98, 99, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119]
+        );
+        assert_eq!(f.mtu, Some(9000));
+        assert_eq!(f.speed_mbps, Some(100000));
+        assert_eq!(f.numa_node, None, "numa_node -1 on a desktop board");
+        assert!(f.notes.is_empty(), "{:?}", f.notes);
+    }
+
+    #[test]
+    fn two_node_host_has_a_nic_node() {
+        let f = iface_facts(&fixture("sl-w9-x3650-cx3"), "p2p1");
+        assert_eq!(f.numa_node, Some(1));
+        assert_eq!(f.irqs.len(), 20);
+        assert_eq!(f.speed_mbps, Some(40000));
+    }
+
+    #[test]
+    fn virtual_and_missing_interfaces_are_noted() {
+        let f = iface_facts(&fixture("crow-9900x-cx5-x4"), "lo");
+        assert!(f.irqs.is_empty());
+        assert!(f.notes[0].contains("virtual"), "{:?}", f.notes);
+        let f = iface_facts(&fixture("crow-9900x-cx5-x4"), "nope0");
+        assert!(f.notes[0].contains("no such interface"));
+    }
+
+    #[test]
+    fn virtio_vectors_come_from_the_pci_parent() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path();
+        let pci = p.join("sys/devices/pci0000:00/0000:00:03.0");
+        std::fs::create_dir_all(pci.join("virtio2/net/eth0")).unwrap();
+        std::fs::create_dir_all(pci.join("msi_irqs")).unwrap();
+        for n in ["37", "38", "39"] {
+            std::fs::write(pci.join("msi_irqs").join(n), "msix\n").unwrap();
+        }
+        std::fs::write(pci.join("virtio2/net/eth0/mtu"), "1500\n").unwrap();
+        std::fs::create_dir_all(p.join("sys/class/net")).unwrap();
+        std::os::unix::fs::symlink(
+            "../../devices/pci0000:00/0000:00:03.0/virtio2/net/eth0",
+            p.join("sys/class/net/eth0"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("../../../virtio2", pci.join("virtio2/net/eth0/device"))
+            .unwrap();
+        let f = iface_facts(&Root::new(p), "eth0");
+        assert_eq!(f.irqs, vec![37, 38, 39]);
+        assert_eq!(f.mtu, Some(1500));
+        assert_eq!(f.speed_mbps, None);
+    }
+}

@@ -1,0 +1,501 @@
+//! The observer the engine runs beside every test, at each end.
+//!
+//! [`Observer::new`] takes a first snapshot of `/proc/stat`, `/proc/softirqs` and the NIC's rows
+//! of `/proc/interrupts`; [`Observer::sample`] takes another at each interval and keeps the
+//! difference ([`delta`], a pure function of two snapshots); [`Observer::finish`] adds the
+//! difference over the whole test and returns the [`EndObservation`]. Reading costs three small
+//! procfs reads per interval.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use wirespeed_host::interrupts::Interrupts;
+use wirespeed_host::softirqs::{self, Softirqs, NET_RX, NET_TX};
+use wirespeed_host::stat::{self, CpuTimes, ProcStat};
+use wirespeed_host::{Root, RootError};
+
+use crate::model::{
+    CpuUse, EndObservation, IntervalObservation, Percent, Role, TcpLimits, WorkerRun,
+};
+use crate::nic::{iface_facts, IfaceFacts};
+use crate::route::iface_for_peer;
+use crate::topology::Topology;
+
+/// Why an observation could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum ObserveError {
+    #[error(transparent)]
+    Read(#[from] RootError),
+    #[error(transparent)]
+    Stat(#[from] stat::StatError),
+}
+
+/// How the observer finds the NIC whose interrupts it counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NicSpec {
+    /// The interface that routes to the peer (`local`: the test's own address, a fallback).
+    Peer { peer: IpAddr, local: Option<IpAddr> },
+    /// A named interface.
+    Iface(String),
+    /// Explicit IRQ numbers (no interface facts).
+    Irqs(Vec<u32>),
+    /// Count no NIC interrupts.
+    None,
+}
+
+/// One reading of the counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub stat: ProcStat,
+    pub softirqs: Option<Softirqs>,
+    /// The NIC's interrupts per CPU (summed over its IRQs); `None` when not counted.
+    pub nic: Option<BTreeMap<u32, u64>>,
+}
+
+impl Snapshot {
+    /// Build a snapshot from file texts (`interrupts` only matters when `irqs` is not empty).
+    pub fn from_texts(
+        stat_text: &str,
+        softirqs_text: Option<&str>,
+        interrupts_text: Option<&str>,
+        irqs: &[u32],
+    ) -> Result<Snapshot, ObserveError> {
+        let stat = stat::parse(stat_text)?;
+        let softirqs = softirqs_text.and_then(|t| softirqs::parse(t).ok());
+        let nic = if irqs.is_empty() {
+            None
+        } else {
+            interrupts_text
+                .and_then(|t| Interrupts::parse(t).ok())
+                .map(|i| {
+                    let sums = i.sum_per_cpu(irqs);
+                    i.cpus.iter().copied().zip(sums).collect()
+                })
+        };
+        Ok(Snapshot {
+            stat,
+            softirqs,
+            nic,
+        })
+    }
+
+    /// Read a snapshot from the host under `root`.
+    pub fn read(root: &Root, irqs: &[u32]) -> Result<Snapshot, ObserveError> {
+        let stat_text = root.read("/proc/stat")?;
+        let soft = root.read("/proc/softirqs").ok();
+        let ints = if irqs.is_empty() {
+            None
+        } else {
+            root.read("/proc/interrupts").ok()
+        };
+        Snapshot::from_texts(&stat_text, soft.as_deref(), ints.as_deref(), irqs)
+    }
+}
+
+/// Did this CPU do anything worth a line: ≥ 1 % busy, a NIC interrupt, a network softirq, or a
+/// worker on it.
+fn did_work(c: &CpuUse, app: &wirespeed_host::CpuSet) -> bool {
+    c.busy().get() >= 1.0 || c.nic_irqs > 0 || c.net_rx > 0 || c.net_tx > 0 || app.contains(c.cpu)
+}
+
+fn shares(d: &CpuTimes) -> Option<[Percent; 6]> {
+    let total = d.total();
+    if total == 0 {
+        return None;
+    }
+    Some([
+        Percent::of(d.user + d.nice, total),
+        Percent::of(d.system, total),
+        Percent::of(d.irq, total),
+        Percent::of(d.softirq, total),
+        Percent::of(d.steal, total),
+        Percent::of(d.idle + d.iowait, total),
+    ])
+}
+
+/// The interval between two snapshots: per-CPU shares and event counts, for the CPUs that did
+/// work. Pure.
+pub fn delta(
+    before: &Snapshot,
+    after: &Snapshot,
+    workers: &[WorkerRun],
+    tcp: Option<TcpLimits>,
+) -> IntervalObservation {
+    let diff = |a: Option<&BTreeMap<u32, u64>>, b: Option<&BTreeMap<u32, u64>>, cpu: u32| {
+        let a = a.and_then(|m| m.get(&cpu)).copied().unwrap_or(0);
+        let b = b.and_then(|m| m.get(&cpu)).copied();
+        b.map_or(0, |b| b.saturating_sub(a))
+    };
+    let rx = |s: &Snapshot| s.softirqs.as_ref().map(|x| x.per_cpu(NET_RX));
+    let tx = |s: &Snapshot| s.softirqs.as_ref().map(|x| x.per_cpu(NET_TX));
+    let (rx0, rx1, tx0, tx1) = (rx(before), rx(after), tx(before), tx(after));
+    let mut obs = IntervalObservation {
+        workers: workers.to_vec(),
+        tcp,
+        ..Default::default()
+    };
+    let app = obs.app_cpus();
+    for (&cpu, now) in &after.stat.cpus {
+        let then = before.stat.cpus.get(&cpu).copied().unwrap_or_default();
+        let Some([user, system, irq, softirq, steal, idle]) = shares(&now.since(&then)) else {
+            continue;
+        };
+        let c = CpuUse {
+            cpu,
+            user,
+            system,
+            irq,
+            softirq,
+            steal,
+            idle,
+            nic_irqs: diff(before.nic.as_ref(), after.nic.as_ref(), cpu),
+            net_rx: diff(rx0.as_ref(), rx1.as_ref(), cpu),
+            net_tx: diff(tx0.as_ref(), tx1.as_ref(), cpu),
+        };
+        if did_work(&c, &app) {
+            obs.cpus.push(c);
+        }
+    }
+    obs
+}
+
+/// Per-test observer of one end.
+#[derive(Debug)]
+pub struct Observer {
+    root: Root,
+    role: Role,
+    facts: Option<IfaceFacts>,
+    irqs: Vec<u32>,
+    topology: Topology,
+    first: Snapshot,
+    last: Snapshot,
+    intervals: Vec<IntervalObservation>,
+    notes: Vec<String>,
+}
+
+impl Observer {
+    /// Start observing: find the NIC, read the topology, take the first snapshot.
+    pub fn new(root: Root, role: Role, nic: NicSpec) -> Result<Observer, ObserveError> {
+        let mut notes = Vec::new();
+        let iface = match &nic {
+            NicSpec::Peer { peer, local } => {
+                let i = iface_for_peer(&root, *peer, *local);
+                if i.is_none() {
+                    notes.push(format!(
+                        "no route to {peer} found: NIC interrupts not counted"
+                    ));
+                }
+                i
+            }
+            NicSpec::Iface(i) => Some(i.clone()),
+            NicSpec::Irqs(_) | NicSpec::None => None,
+        };
+        let facts = iface.map(|i| iface_facts(&root, &i));
+        let irqs = match (&nic, &facts) {
+            (NicSpec::Irqs(v), _) => v.clone(),
+            (_, Some(f)) => {
+                notes.extend(f.notes.iter().cloned());
+                f.irqs.clone()
+            }
+            _ => Vec::new(),
+        };
+        let topology = Topology::read(&root);
+        let first = Snapshot::read(&root, &irqs)?;
+        if first.softirqs.is_none() {
+            notes.push("/proc/softirqs unreadable: NET_RX/NET_TX not counted".to_string());
+        }
+        if !irqs.is_empty() && first.nic.is_none() {
+            notes.push("/proc/interrupts unreadable: NIC interrupts not counted".to_string());
+        }
+        Ok(Observer {
+            root,
+            role,
+            facts,
+            irqs,
+            topology,
+            last: first.clone(),
+            first,
+            intervals: Vec::new(),
+            notes,
+        })
+    }
+
+    /// The interface found for the test, if any.
+    pub fn iface(&self) -> Option<&str> {
+        self.facts.as_ref().map(|f| f.iface.as_str())
+    }
+
+    /// The NIC IRQs being counted.
+    pub fn irqs(&self) -> &[u32] {
+        &self.irqs
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Close an interval: snapshot, and keep the difference from the previous one. `span` is
+    /// the interval's start and end in seconds since the test began, when the engine has them.
+    pub fn sample(
+        &mut self,
+        span: Option<(f64, f64)>,
+        workers: &[WorkerRun],
+        tcp: Option<TcpLimits>,
+    ) -> Result<&IntervalObservation, ObserveError> {
+        let now = Snapshot::read(&self.root, &self.irqs)?;
+        self.push(now, span, workers, tcp);
+        Ok(self.intervals.last().expect("just pushed"))
+    }
+
+    /// Close an interval with a snapshot taken elsewhere (tests, replays).
+    pub fn push(
+        &mut self,
+        now: Snapshot,
+        span: Option<(f64, f64)>,
+        workers: &[WorkerRun],
+        tcp: Option<TcpLimits>,
+    ) {
+        let mut obs = delta(&self.last, &now, workers, tcp);
+        if let Some((s, e)) = span {
+            obs.start = Some(s);
+            obs.end = Some(e);
+        }
+        self.intervals.push(obs);
+        self.last = now;
+    }
+
+    /// The intervals so far.
+    pub fn intervals(&self) -> &[IntervalObservation] {
+        &self.intervals
+    }
+
+    /// End the test: the observation of this end, with the totals from the first snapshot to
+    /// the last one taken (take a final [`Observer::sample`] first to include the tail).
+    pub fn finish(
+        self,
+        host: Option<String>,
+        workers: &[WorkerRun],
+        tcp: Option<TcpLimits>,
+    ) -> EndObservation {
+        let mut total = delta(&self.first, &self.last, workers, tcp);
+        if let (Some(a), Some(b)) = (self.intervals.first(), self.intervals.last()) {
+            total.start = a.start;
+            total.end = b.end;
+        }
+        let facts = self.facts.unwrap_or_default();
+        EndObservation {
+            role: self.role,
+            host,
+            iface: (!facts.iface.is_empty()).then_some(facts.iface),
+            iface_mtu: facts.mtu,
+            iface_speed_mbps: facts.speed_mbps,
+            nic_numa_node: facts.numa_node,
+            nic_irqs: self.irqs,
+            topology: self.topology,
+            intervals: self.intervals,
+            total,
+            notes: self.notes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_host::CpuSet;
+
+    fn worker(cpu: u32) -> WorkerRun {
+        WorkerRun {
+            worker: 0,
+            cpu_requested: Some(cpu),
+            cpus_seen: CpuSet::from_cpus([cpu]),
+            streams: vec![5],
+        }
+    }
+
+    #[test]
+    fn delta_of_two_texts() {
+        let s0 = "cpu0 100 0 100 800 0 0 0 0 0 0\ncpu1 0 0 0 1000 0 0 0 0 0 0\ncpu2 0 0 0 1000 0 0 0 0 0 0\n";
+        let s1 = "cpu0 110 0 150 830 10 0 0 0 0 0\ncpu1 0 0 10 1050 0 0 40 0 0 0\ncpu2 0 0 0 1100 0 0 0 0 0 0\n";
+        let q0 = "CPU0 CPU1 CPU2\nNET_TX: 1 2 0\nNET_RX: 10 20 0\n";
+        let q1 = "CPU0 CPU1 CPU2\nNET_TX: 1 7 0\nNET_RX: 15 920 0\n";
+        let i0 = "   CPU0 CPU1 CPU2\n 40: 0 100 0 PCI-MSI 1-edge eth0-rx-0\n 41: 3 0 0 PCI-MSI 2-edge eth0-tx-0\n 50: 0 0 9 PCI-MSI 3-edge nvme0q1\n";
+        let i1 = "   CPU0 CPU1 CPU2\n 40: 0 600 0 PCI-MSI 1-edge eth0-rx-0\n 41: 4 0 0 PCI-MSI 2-edge eth0-tx-0\n 50: 0 0 99 PCI-MSI 3-edge nvme0q1\n";
+        let a = Snapshot::from_texts(s0, Some(q0), Some(i0), &[40, 41]).unwrap();
+        let b = Snapshot::from_texts(s1, Some(q1), Some(i1), &[40, 41]).unwrap();
+        let d = delta(&a, &b, &[worker(0)], None);
+        // CPU 2 was idle, took only the other device's interrupts: left out.
+        assert_eq!(d.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), vec![0, 1]);
+        let c0 = d.cpu(0).unwrap();
+        assert_eq!(
+            (c0.user.get(), c0.system.get(), c0.idle.get()),
+            (10.0, 50.0, 40.0)
+        );
+        assert_eq!((c0.nic_irqs, c0.net_rx, c0.net_tx), (1, 5, 0));
+        let c1 = d.cpu(1).unwrap();
+        assert_eq!(
+            (c1.system.get(), c1.softirq.get(), c1.idle.get()),
+            (10.0, 40.0, 50.0)
+        );
+        assert_eq!((c1.nic_irqs, c1.net_rx, c1.net_tx), (500, 900, 5));
+        assert_eq!(d.app_cpus().to_string(), "0");
+        assert_eq!(d.nic_irq_total(), 501);
+    }
+
+    #[test]
+    fn a_cpu_that_went_offline_or_has_no_ticks_is_skipped() {
+        let a = Snapshot::from_texts("cpu0 1 0 0 1\ncpu1 1 0 0 1\n", None, None, &[]).unwrap();
+        let b = Snapshot::from_texts("cpu0 1 0 0 1\n", None, None, &[]).unwrap();
+        assert!(delta(&a, &b, &[], None).cpus.is_empty());
+    }
+
+    fn copy_tree(src: &std::path::Path, dst: &std::path::Path) {
+        for entry in std::fs::read_dir(src).unwrap() {
+            let entry = entry.unwrap();
+            let to = dst.join(entry.file_name());
+            let ft = entry.file_type().unwrap();
+            if ft.is_symlink() {
+                std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &to).unwrap();
+            } else if ft.is_dir() {
+                std::fs::create_dir_all(&to).unwrap();
+                copy_tree(&entry.path(), &to);
+            } else {
+                std::fs::copy(entry.path(), &to).unwrap();
+            }
+        }
+    }
+
+    /// Add `add[cpu]` to the counts of `row` (a softirqs name or an IRQ number) in a table.
+    fn bump(text: &str, row: &str, add: &[(usize, u64)]) -> String {
+        let mut out = String::new();
+        for line in text.lines() {
+            let label = line.split(':').next().unwrap_or("").trim();
+            if label == row {
+                let (head, rest) = line.split_once(':').unwrap();
+                let mut toks: Vec<String> = rest.split_whitespace().map(str::to_string).collect();
+                for &(cpu, n) in add {
+                    let v: u64 = toks[cpu].parse().unwrap();
+                    toks[cpu] = (v + n).to_string();
+                }
+                out.push_str(&format!("{head}: {}\n", toks.join(" ")));
+            } else {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn observer_on_a_fixture_copy_counts_only_the_nics_interrupts() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/hosts/crow-9900x-cx5-x4");
+        let t = tempfile::tempdir().unwrap();
+        copy_tree(&src, t.path());
+        let root = Root::new(t.path());
+        let mut obs = Observer::new(
+            root.clone(),
+            Role::Receiver,
+            NicSpec::Iface("enp1s0f0np0".into()),
+        )
+        .unwrap();
+        assert_eq!(obs.irqs().len(), 13);
+        assert_eq!(obs.topology().l3_groups.len(), 2);
+
+        // One second at USER_HZ 100 on CPU 6 (receiver: 55 system, 44 softirq) and CPU 3.
+        let stat = std::fs::read_to_string(t.path().join("proc/stat")).unwrap();
+        let mut new_stat = String::new();
+        for line in stat.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let add: Option<[u64; 7]> = match f.first().copied() {
+                Some("cpu6") => Some([0, 0, 55, 1, 0, 0, 44]),
+                Some("cpu3") => Some([0, 0, 0, 70, 0, 0, 30]),
+                Some(c) if c.starts_with("cpu") && c != "cpu" => Some([0, 0, 0, 100, 0, 0, 0]),
+                _ => None,
+            };
+            match add {
+                Some(add) => {
+                    let mut v: Vec<u64> = f[1..].iter().map(|x| x.parse().unwrap()).collect();
+                    for (i, a) in add.iter().enumerate() {
+                        v[i] += a;
+                    }
+                    let v: Vec<String> = v.iter().map(u64::to_string).collect();
+                    new_stat.push_str(&format!("{} {}\n", f[0], v.join(" ")));
+                }
+                None => {
+                    new_stat.push_str(line);
+                    new_stat.push('\n');
+                }
+            }
+        }
+        std::fs::write(t.path().join("proc/stat"), new_stat).unwrap();
+        let soft = std::fs::read_to_string(t.path().join("proc/softirqs")).unwrap();
+        std::fs::write(
+            t.path().join("proc/softirqs"),
+            bump(&soft, "NET_RX", &[(6, 80_000), (3, 20_000)]),
+        )
+        .unwrap();
+        let ints = std::fs::read_to_string(t.path().join("proc/interrupts")).unwrap();
+        // The NIC's IRQ 111 on CPU 3, and nvme0q7 (IRQ 68, not the NIC's) on CPU 6.
+        let ints = bump(&ints, "111", &[(3, 20_000)]);
+        let ints = bump(&ints, "68", &[(6, 5_000)]);
+        std::fs::write(t.path().join("proc/interrupts"), ints).unwrap();
+
+        let w = [worker(6)];
+        let iv = obs.sample(Some((0.0, 1.0)), &w, None).unwrap().clone();
+        let c6 = iv.cpu(6).unwrap();
+        assert_eq!((c6.system.get(), c6.softirq.get()), (55.0, 44.0));
+        assert_eq!((c6.nic_irqs, c6.net_rx), (0, 80_000));
+        let c3 = iv.cpu(3).unwrap();
+        assert_eq!(
+            (c3.nic_irqs, c3.net_rx, c3.softirq.get()),
+            (20_000, 20_000, 30.0)
+        );
+        assert_eq!(iv.cpus.len(), 2, "idle CPUs are left out: {:?}", iv.cpus);
+        let end = obs.finish(Some("crow".into()), &w, None);
+        assert_eq!(end.total.cpus, iv.cpus);
+        assert_eq!(end.total.start, Some(0.0));
+        assert_eq!(end.iface.as_deref(), Some("enp1s0f0np0"));
+        assert_eq!(end.iface_mtu, Some(9000));
+        assert!(end.notes.is_empty(), "{:?}", end.notes);
+        let j = serde_json::to_value(&end).unwrap();
+        assert_eq!(j["total"]["cpus"][1]["cpu"], 6);
+        assert_eq!(j["role"], "receiver");
+    }
+
+    #[test]
+    fn live_observer_on_this_host() {
+        let mut obs = Observer::new(
+            Root::live(),
+            Role::Sender,
+            NicSpec::Peer {
+                peer: "127.0.0.1".parse().unwrap(),
+                local: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(obs.iface(), Some("lo"));
+        // Burn a little CPU so the interval has ticks to share.
+        let t0 = std::time::Instant::now();
+        let mut x = 0u64;
+        while t0.elapsed() < std::time::Duration::from_millis(50) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let iv = obs.sample(None, &[], None).unwrap();
+        for c in &iv.cpus {
+            let sum = c.user.get()
+                + c.system.get()
+                + c.irq.get()
+                + c.softirq.get()
+                + c.steal.get()
+                + c.idle.get();
+            assert!((99.0..=101.0).contains(&sum), "shares sum to {sum}: {c:?}");
+        }
+        let end = obs.finish(None, &[], None);
+        assert!(end.nic_irqs.is_empty());
+        assert!(
+            end.notes.iter().any(|n| n.contains("virtual")),
+            "{:?}",
+            end.notes
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! Text renderers of observations: a compact per-CPU table of the CPUs that did work.
+
+use std::io::{self, Write};
+
+use crate::model::{EndObservation, IntervalObservation, Role};
+use crate::topology::Topology;
+
+fn role_word(r: Role) -> &'static str {
+    match r {
+        Role::Sender => "sender",
+        Role::Receiver => "receiver",
+        Role::Both => "sender+receiver",
+    }
+}
+
+/// The heading of one end: `receiver crow via enp1s0f0np0 (13 NIC IRQs)`.
+pub fn end_heading(e: &EndObservation) -> String {
+    let mut s = role_word(e.role).to_string();
+    if let Some(h) = &e.host {
+        s.push(' ');
+        s.push_str(h);
+    }
+    if let Some(i) = &e.iface {
+        s.push_str(" via ");
+        s.push_str(i);
+    }
+    if !e.nic_irqs.is_empty() {
+        s.push_str(&format!(" ({} NIC IRQs)", e.nic_irqs.len()));
+    }
+    s
+}
+
+/// The per-CPU table of one interval (or the whole test): the CPUs that did work, with their
+/// time shares, the NIC's interrupts, NET_RX/NET_TX softirqs, the L3 group (and node when the
+/// host has several) and the workers that ran there.
+pub fn write_cpu_table(
+    w: &mut dyn Write,
+    obs: &IntervalObservation,
+    topo: &Topology,
+    indent: &str,
+) -> io::Result<()> {
+    let multi_node = topo.nodes.iter().filter(|n| !n.is_empty()).count() > 1;
+    write!(
+        w,
+        "{indent}{:>4} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>9} {:>9} {:>9} {:>3}",
+        "CPU", "usr", "sys", "irq", "sirq", "steal", "idle", "NIC-IRQ", "NET_RX", "NET_TX", "L3"
+    )?;
+    if multi_node {
+        write!(w, " {:>4}", "node")?;
+    }
+    writeln!(w, "  work")?;
+    for c in &obs.cpus {
+        let l3 = topo
+            .l3_of(c.cpu)
+            .map_or_else(|| "-".to_string(), |g| g.to_string());
+        write!(
+            w,
+            "{indent}{:>4} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>9} {:>9} {:>9} {:>3}",
+            c.cpu,
+            c.user.get(),
+            c.system.get(),
+            c.irq.get(),
+            c.softirq.get(),
+            c.steal.get(),
+            c.idle.get(),
+            c.nic_irqs,
+            c.net_rx,
+            c.net_tx,
+            l3
+        )?;
+        if multi_node {
+            let n = topo
+                .node_of(c.cpu)
+                .map_or_else(|| "-".to_string(), |n| n.to_string());
+            write!(w, " {n:>4}")?;
+        }
+        let workers: Vec<String> = obs
+            .workers
+            .iter()
+            .filter(|wk| wk.cpus_seen.contains(c.cpu))
+            .map(|wk| format!("worker {}", wk.worker))
+            .collect();
+        writeln!(w, "  {}", workers.join(", "))?;
+    }
+    if obs.cpus.is_empty() {
+        writeln!(w, "{indent}(no CPU did measurable work)")?;
+    }
+    if let Some(t) = &obs.tcp {
+        write!(
+            w,
+            "{indent}TCP_INFO: receive-window-limited {}, send-buffer-limited {} of busy time",
+            t.rwnd_share(),
+            t.sndbuf_share()
+        )?;
+        if let Some(p) = t.pmtu {
+            write!(w, ", path MTU {p}")?;
+        }
+        writeln!(w)?;
+    }
+    Ok(())
+}
+
+/// One end's whole-test table with its heading and notes.
+pub fn write_end(w: &mut dyn Write, e: &EndObservation) -> io::Result<()> {
+    writeln!(w, "{}: CPUs that did work", end_heading(e))?;
+    write_cpu_table(w, &e.total, &e.topology, "  ")?;
+    for n in &e.notes {
+        writeln!(w, "  note: {n}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CpuUse, Percent, TcpLimits, WorkerRun};
+    use wirespeed_host::CpuSet;
+
+    fn set(s: &str) -> CpuSet {
+        CpuSet::parse_list(s).unwrap()
+    }
+
+    #[test]
+    fn table_lists_the_cpus_that_did_work() {
+        let topo = Topology::from_groups(vec![set("0-11")], vec![set("0-5"), set("6-11")], vec![]);
+        let obs = IntervalObservation {
+            cpus: vec![
+                CpuUse {
+                    cpu: 3,
+                    softirq: Percent::new(30.0),
+                    idle: Percent::new(70.0),
+                    nic_irqs: 20000,
+                    net_rx: 20000,
+                    ..Default::default()
+                },
+                CpuUse {
+                    cpu: 6,
+                    system: Percent::new(99.0),
+                    idle: Percent::new(1.0),
+                    net_rx: 12,
+                    ..Default::default()
+                },
+            ],
+            workers: vec![WorkerRun {
+                worker: 0,
+                cpu_requested: Some(6),
+                cpus_seen: set("6"),
+                streams: vec![5],
+            }],
+            tcp: Some(TcpLimits {
+                busy_us: 100,
+                rwnd_limited_us: 50,
+                sndbuf_limited_us: 0,
+                pmtu: Some(1500),
+            }),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        write_cpu_table(&mut out, &obs, &topo, "").unwrap();
+        let s = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines.len(), 4, "{s}");
+        assert!(
+            lines[0].contains("NIC-IRQ") && !lines[0].contains("node"),
+            "{s}"
+        );
+        assert!(
+            lines[1].trim_start().starts_with("3 ") && lines[1].contains("20000"),
+            "{s}"
+        );
+        assert!(
+            lines[2].contains(" 99.0 ") && lines[2].ends_with("worker 0"),
+            "{s}"
+        );
+        assert!(
+            lines[3].contains("window-limited 50 %") && lines[3].contains("MTU 1500"),
+            "{s}"
+        );
+    }
+}
