@@ -330,6 +330,9 @@ pub struct WorkerReport {
     pub zerocopy_copied: u64,
     /// MSG_ZEROCOPY send calls issued.
     pub zerocopy_sends: u64,
+    /// CPU time the worker thread spent in user and kernel mode (getrusage(RUSAGE_THREAD)).
+    pub cpu_user: std::time::Duration,
+    pub cpu_system: std::time::Duration,
     /// The sockets, handed back for the engine to close.
     pub sockets: Vec<(u32, std::net::TcpStream)>,
 }

@@ -213,3 +213,17 @@ pub fn raise_fd_limit(want: u64) -> io::Result<u64> {
 pub fn errno() -> i32 {
     io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
+
+/// User and system CPU time of the calling thread.
+pub fn thread_cpu_times() -> (std::time::Duration, std::time::Duration) {
+    // SAFETY: rusage is plain data; zeroed is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid out-pointer.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return (std::time::Duration::ZERO, std::time::Duration::ZERO);
+    }
+    let tv = |t: libc::timeval| {
+        std::time::Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000)
+    };
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}

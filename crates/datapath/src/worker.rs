@@ -171,6 +171,8 @@ fn empty_report(spec: &WorkerSpec) -> WorkerReport {
         zerocopy_completions: 0,
         zerocopy_copied: 0,
         zerocopy_sends: 0,
+        cpu_user: Duration::ZERO,
+        cpu_system: Duration::ZERO,
         sockets: Vec::new(),
     }
 }
@@ -320,6 +322,7 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         })
         .collect();
     drop(sts);
+    let (cpu_user, cpu_system) = sys::thread_cpu_times();
     WorkerReport {
         cpu_requested: spec.cpu,
         cpus_seen: sampler.cpus(),
@@ -330,6 +333,8 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         zerocopy_completions: zc_done,
         zerocopy_copied: zc_copied,
         zerocopy_sends: zc_sends,
+        cpu_user,
+        cpu_system,
         sockets: spec.streams.into_iter().map(|s| (s.id, s.socket)).collect(),
     }
 }
