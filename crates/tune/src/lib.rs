@@ -1,1 +1,55 @@
-//! TODO
+//! `tune`: turn doctor's findings into a plan, apply it with a journal, revert it exactly.
+//!
+//! Architecture:
+//! - [`plan`]: the plan as data: steps (each names the doctor finding it fixes, the setting, the
+//!   current and new value, the equivalent shell command, and a [`plan::Change`] the engine can
+//!   perform) and notes for what software cannot fix. Renders as a table or a shell script.
+//! - [`planner`]: host facts (through a `Root`) + options → plan. IRQ placement policies,
+//!   socket buffers from link speed × RTT, congestion control, qdisc, MTU probing, MTU,
+//!   txqueuelen, governor, rings, irqbalance, persistence files.
+//! - [`engine`]: apply a plan through the root with a [`journal`] (append + fsync before every
+//!   write; IRQ effective affinity read back; EIO = not movable), and revert a journal in
+//!   reverse, leaving alone what someone else changed since.
+//! - [`value`]: normalized comparison (`0-3` = `0,1,2,3`, masks, white space).
+//!
+//! Every read and write goes through [`wirespeed_host::Root`], so a captured tree is a complete
+//! stand-in for a host: plan, apply and revert work on a copy of a fixture exactly as on `/`.
+//! Services (`systemctl`) and ring sizes (ethtool ioctl) exist only on the live host and are
+//! skipped, with a reason, elsewhere.
+
+pub mod engine;
+pub mod ethtool;
+pub mod journal;
+pub mod plan;
+pub mod service;
+pub mod value;
+
+pub use engine::{apply, revert, ApplyOptions, ApplyReport, RevertReport, StepStatus};
+pub use journal::{JournalFile, State};
+pub use plan::{Change, Note, Plan, Step};
+pub use value::Form;
+
+use wirespeed_host::RootError;
+
+/// Errors of the tune library; each names the path or value that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    #[error(transparent)]
+    Root(#[from] RootError),
+    #[error("journal {path}: {source}")]
+    Journal {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("journal {path}: {reason}")]
+    BadJournal { path: String, reason: String },
+    #[error("applying to the live host needs root (effective uid 0)")]
+    NotPrivileged,
+    #[error("cannot write {path}: {source}")]
+    NotWritable {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,984 @@
+//! Apply a plan through a root with the journal, and revert a journal exactly.
+//!
+//! Apply, for each step: read the current value; when it already is the new value, skip; else
+//! append a `change` record (old and new, exact bytes) and sync it, write, read back, append the
+//! `result`. An IRQ the kernel manages answers EIO: the step is "not movable" and the plan goes
+//! on. Revert walks the changes in reverse: a value still holding what tune wrote goes back to the
+//! old bytes; a value someone changed since is reported and left alone unless forced.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use wirespeed_host::{CpuSet, Root};
+
+use crate::journal::{self, Entry, Journal, JournalFile, Outcome, Record, Saved, State, Undo};
+use crate::plan::{irq_affinity_path, Change, Plan, Step};
+use crate::value::Form;
+use crate::{ethtool, service, TuneError};
+
+/// How to apply.
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    /// Journal directory, a host path below the root.
+    pub journal_dir: String,
+    /// Pause after each step (tests use it to land a signal mid-apply).
+    pub step_delay: Duration,
+    /// Name and version of the tool, recorded in the journal.
+    pub tool: String,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            journal_dir: journal::DEFAULT_DIR.to_string(),
+            step_delay: Duration::ZERO,
+            tool: concat!("wirespeed-tune ", env!("CARGO_PKG_VERSION")).to_string(),
+        }
+    }
+}
+
+/// How one step of an apply ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepStatus {
+    Applied,
+    /// The setting already held the new value; nothing written or journaled.
+    AlreadySet,
+    /// A managed IRQ: the kernel refused (EIO).
+    NotMovable,
+    Failed,
+    /// Not possible on this root (a service or ring on a captured tree).
+    Skipped,
+}
+
+impl StepStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Applied => "applied",
+            StepStatus::AlreadySet => "already set",
+            StepStatus::NotMovable => "not movable",
+            StepStatus::Failed => "FAILED",
+            StepStatus::Skipped => "skipped",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    /// Index into the plan's steps.
+    pub step: usize,
+    pub setting: String,
+    pub status: StepStatus,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ApplyReport {
+    /// Host path of the journal.
+    pub journal: String,
+    pub steps: Vec<StepReport>,
+}
+
+impl ApplyReport {
+    pub fn count(&self, status: StepStatus) -> usize {
+        self.steps.iter().filter(|s| s.status == status).count()
+    }
+}
+
+fn not_writable(path: &str, source: io::Error) -> TuneError {
+    TuneError::NotWritable {
+        path: path.to_string(),
+        source,
+    }
+}
+
+/// The nearest existing ancestor directory of a host path.
+fn existing_ancestor(root: &Root, host_path: &str) -> Result<std::path::PathBuf, TuneError> {
+    let mut p = root.path(host_path)?;
+    while !p.exists() {
+        match p.parent() {
+            Some(parent) => p = parent.to_path_buf(),
+            None => break,
+        }
+    }
+    Ok(p)
+}
+
+fn access_w(p: &Path) -> io::Result<()> {
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Check, before anything is journaled or written, that every file the plan writes can be
+/// opened for writing and that the journal directory can be created. Opening a kernel file for
+/// writing changes nothing until a `write`.
+///
+/// IRQ affinity files are not checked: the kernel makes a managed IRQ's file read-only, and such
+/// an IRQ is reported as not movable while the plan goes on.
+pub fn preflight(root: &Root, plan: &Plan, journal_dir: &str) -> Result<(), TuneError> {
+    // SAFETY: geteuid has no preconditions.
+    if root.is_live() && unsafe { libc::geteuid() } != 0 {
+        return Err(TuneError::NotPrivileged);
+    }
+    let jd = existing_ancestor(root, journal_dir)?;
+    access_w(&jd).map_err(|e| not_writable(journal_dir, e))?;
+    for step in &plan.steps {
+        match &step.change {
+            Change::IrqAffinity { .. } => {}
+            Change::Write { .. } => {
+                let path = path_of(&step.change);
+                fs::OpenOptions::new()
+                    .write(true)
+                    .open(root.path(&path)?)
+                    .map_err(|e| not_writable(&path, e))?;
+            }
+            Change::Create { path, .. } | Change::Link { path, .. } => {
+                let anc = existing_ancestor(root, path)?;
+                let target = root.path(path)?;
+                let probe = if target.exists() { &target } else { &anc };
+                access_w(probe).map_err(|e| not_writable(path, e))?;
+                if target != anc {
+                    if let Some(parent) = target.parent().filter(|p| p.exists()) {
+                        access_w(parent).map_err(|e| not_writable(path, e))?;
+                    }
+                }
+            }
+            Change::Service { .. } | Change::Ring { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+fn path_of(change: &Change) -> String {
+    change.path().unwrap_or_default()
+}
+
+struct Applier<'a> {
+    root: &'a Root,
+    journal: Journal,
+    seq: u32,
+}
+
+impl Applier<'_> {
+    fn change(&mut self, step: usize, finding: &str, undo: Undo) -> Result<u32, TuneError> {
+        self.seq += 1;
+        self.journal.append(&Record::Change {
+            seq: self.seq,
+            step,
+            finding: finding.to_string(),
+            undo,
+        })?;
+        Ok(self.seq)
+    }
+
+    fn result(
+        &mut self,
+        seq: u32,
+        outcome: Outcome,
+        detail: &Option<String>,
+    ) -> Result<(), TuneError> {
+        self.journal.append(&Record::Result {
+            seq,
+            outcome,
+            detail: detail.clone(),
+        })
+    }
+
+    /// Journal and create the missing directories above `host_path`, top down.
+    fn make_dirs(&mut self, step: usize, finding: &str, host_path: &str) -> Result<(), String> {
+        let mut missing: Vec<String> = Vec::new();
+        let mut cur = host_path.trim_end_matches('/').to_string();
+        while let Some(pos) = cur.rfind('/') {
+            cur.truncate(pos);
+            if cur.is_empty() {
+                break;
+            }
+            let real = self.root.path(&cur).map_err(|e| e.to_string())?;
+            if real.exists() {
+                break;
+            }
+            missing.push(cur.clone());
+        }
+        for dir in missing.into_iter().rev() {
+            let seq = self
+                .change(step, finding, Undo::Dir { path: dir.clone() })
+                .map_err(|e| e.to_string())?;
+            let real = self.root.path(&dir).map_err(|e| e.to_string())?;
+            let made = fs::create_dir(&real).and_then(|_| {
+                real.parent()
+                    .map(|p| fs::File::open(p).and_then(|f| f.sync_all()))
+                    .unwrap_or(Ok(()))
+            });
+            let (outcome, detail) = match &made {
+                Ok(()) => (Outcome::Applied, None),
+                Err(e) => (Outcome::Failed, Some(format!("{dir}: {e}"))),
+            };
+            self.result(seq, outcome, &detail)
+                .map_err(|e| e.to_string())?;
+            made.map_err(|e| format!("{dir}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Apply a plan. `after_step` runs after each step (tests emulate the kernel there). Errors are
+/// for the journal itself (nothing can be applied safely without it); a step that fails is
+/// reported in the result and the plan goes on.
+pub fn apply(
+    root: &Root,
+    plan: &Plan,
+    opts: &ApplyOptions,
+    after_step: &mut dyn FnMut(&Root, &Step),
+) -> Result<ApplyReport, TuneError> {
+    preflight(root, plan, &opts.journal_dir)?;
+    let begin = Record::Begin {
+        schema: journal::JOURNAL_SCHEMA,
+        created: journal::rfc3339(SystemTime::now()),
+        tool: opts.tool.clone(),
+        root: root.dir().display().to_string(),
+        iface: plan.iface.clone(),
+        steps: plan.steps.len(),
+        addressed: plan.addressed(),
+    };
+    let journal = Journal::create(root, &opts.journal_dir, &begin)?;
+    let mut a = Applier {
+        root,
+        journal,
+        seq: 0,
+    };
+    let mut reports = Vec::new();
+    for (i, step) in plan.steps.iter().enumerate() {
+        let (status, detail) = apply_step(&mut a, i, step)?;
+        reports.push(StepReport {
+            step: i,
+            setting: step.setting.clone(),
+            status,
+            detail,
+        });
+        after_step(root, step);
+        if !opts.step_delay.is_zero() && i + 1 < plan.steps.len() {
+            std::thread::sleep(opts.step_delay);
+        }
+    }
+    let count = |s: StepStatus| reports.iter().filter(|r| r.status == s).count();
+    a.journal.append(&Record::End {
+        finished: journal::rfc3339(SystemTime::now()),
+        applied: count(StepStatus::Applied),
+        not_movable: count(StepStatus::NotMovable),
+        failed: count(StepStatus::Failed),
+    })?;
+    Ok(ApplyReport {
+        journal: a.journal.host_path().to_string(),
+        steps: reports,
+    })
+}
+
+type StepResult = Result<(StepStatus, Option<String>), TuneError>;
+
+fn apply_step(a: &mut Applier<'_>, i: usize, step: &Step) -> StepResult {
+    let finding = step.finding.as_str();
+    match &step.change {
+        Change::Write { path, form, value } => write_value(a, i, finding, path, *form, value, None),
+        Change::IrqAffinity { irq, cpus, .. } => write_value(
+            a,
+            i,
+            finding,
+            &irq_affinity_path(*irq),
+            Form::CpuList,
+            &cpus.to_string(),
+            Some(*irq),
+        ),
+        Change::Create {
+            path,
+            contents,
+            mode,
+        } => create_file(a, i, finding, path, contents, *mode),
+        Change::Link { path, target } => create_link(a, i, finding, path, target),
+        Change::Service {
+            unit,
+            stop,
+            disable,
+        } => stop_service(a, i, finding, unit, *stop, *disable),
+        Change::Ring { iface, rx, tx } => set_ring(a, i, finding, iface, *rx, *tx),
+    }
+}
+
+fn write_value(
+    a: &mut Applier<'_>,
+    i: usize,
+    finding: &str,
+    path: &str,
+    form: Form,
+    value: &str,
+    irq: Option<u32>,
+) -> StepResult {
+    let old = match a.root.read(path) {
+        Ok(v) => v,
+        Err(e) => return Ok((StepStatus::Failed, Some(e.to_string()))),
+    };
+    if form.same(&old, value) {
+        return Ok((StepStatus::AlreadySet, None));
+    }
+    let new = format!("{value}\n");
+    let seq = a.change(
+        i,
+        finding,
+        Undo::File {
+            path: path.to_string(),
+            form,
+            old,
+            new: new.clone(),
+        },
+    )?;
+    let (status, outcome, detail) = match a.root.write(path, &new) {
+        Ok(()) => {
+            let detail = match irq {
+                Some(n) => irq_readback(a.root, n, value),
+                None => match a.root.read(path) {
+                    Ok(now) if !form.same(&now, value) => {
+                        Some(format!("kernel shows {} after writing {value}", now.trim()))
+                    }
+                    _ => None,
+                },
+            };
+            (StepStatus::Applied, Outcome::Applied, detail)
+        }
+        Err(e) if irq.is_some() && e.raw_os_error() == Some(libc::EIO) => (
+            StepStatus::NotMovable,
+            Outcome::NotMovable,
+            Some("the kernel manages this IRQ (EIO): not movable".to_string()),
+        ),
+        Err(e)
+            if irq.is_some()
+                && matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+                && read_only(a.root, path) =>
+        {
+            (
+                StepStatus::NotMovable,
+                Outcome::NotMovable,
+                Some(
+                    "the kernel manages this IRQ (affinity file read-only): not movable"
+                        .to_string(),
+                ),
+            )
+        }
+        Err(e) => (StepStatus::Failed, Outcome::Failed, Some(e.to_string())),
+    };
+    a.result(seq, outcome, &detail)?;
+    Ok((status, detail))
+}
+
+/// True when a file has no write permission bit at all (the kernel's mark of a managed IRQ).
+fn read_only(root: &Root, path: &str) -> bool {
+    root.path(path)
+        .ok()
+        .and_then(|p| fs::metadata(p).ok())
+        .is_some_and(|m| m.permissions().mode() & 0o222 == 0)
+}
+
+/// Read an IRQ's effective affinity after a write and say how it compares with the request.
+fn irq_readback(root: &Root, irq: u32, requested: &str) -> Option<String> {
+    let eff_path = format!("/proc/irq/{irq}/effective_affinity_list");
+    let (eff, source) = match root.read_opt(&eff_path) {
+        Some(v) => (v, "effective"),
+        None => (
+            root.read_opt(&irq_affinity_path(irq)).unwrap_or_default(),
+            "requested",
+        ),
+    };
+    let want = CpuSet::parse_list(requested).unwrap_or_default();
+    match CpuSet::parse_list(&eff) {
+        Ok(set) if !set.is_empty() && set.is_subset(&want) => Some(format!("{source} CPUs {set}")),
+        Ok(set) => Some(format!(
+            "kernel reports {source} CPUs {set}, not within {want} (yet)"
+        )),
+        Err(_) => Some(format!("{source} affinity unreadable: {eff:?}")),
+    }
+}
+
+fn mode_of(p: &Path) -> Option<u32> {
+    fs::metadata(p)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o7777)
+}
+
+fn create_file(
+    a: &mut Applier<'_>,
+    i: usize,
+    finding: &str,
+    path: &str,
+    contents: &str,
+    mode: u32,
+) -> StepResult {
+    let real = a.root.path(path)?;
+    let old = if fs::symlink_metadata(&real).is_ok() {
+        if fs::symlink_metadata(&real)
+            .map(|m| !m.is_file())
+            .unwrap_or(true)
+        {
+            return Ok((
+                StepStatus::Failed,
+                Some(format!(
+                    "{path} exists and is not a regular file; left alone"
+                )),
+            ));
+        }
+        match a.root.read(path) {
+            Ok(text) => Some(Saved {
+                contents: text,
+                mode: mode_of(&real).unwrap_or(0o644),
+            }),
+            Err(e) => {
+                return Ok((
+                    StepStatus::Failed,
+                    Some(format!("{e}; cannot save the original, left alone")),
+                ))
+            }
+        }
+    } else {
+        None
+    };
+    if old.as_ref().is_some_and(|o| o.contents == contents) {
+        return Ok((StepStatus::AlreadySet, None));
+    }
+    if let Err(e) = a.make_dirs(i, finding, path) {
+        return Ok((StepStatus::Failed, Some(e)));
+    }
+    let seq = a.change(
+        i,
+        finding,
+        Undo::Created {
+            path: path.to_string(),
+            new: contents.to_string(),
+            mode,
+            old,
+        },
+    )?;
+    let res = a
+        .root
+        .create(path, contents.as_bytes())
+        .map_err(|e| e.to_string())
+        .and_then(|_| {
+            fs::set_permissions(&real, fs::Permissions::from_mode(mode))
+                .map_err(|e| format!("{path}: {e}"))
+        });
+    let (status, outcome, detail) = match res {
+        Ok(()) => (StepStatus::Applied, Outcome::Applied, None),
+        Err(e) => (StepStatus::Failed, Outcome::Failed, Some(e)),
+    };
+    a.result(seq, outcome, &detail)?;
+    Ok((status, detail))
+}
+
+fn create_link(
+    a: &mut Applier<'_>,
+    i: usize,
+    finding: &str,
+    path: &str,
+    target: &str,
+) -> StepResult {
+    let real = a.root.path(path)?;
+    if fs::symlink_metadata(&real).is_ok() {
+        return Ok(match fs::read_link(&real) {
+            Ok(t) if t == Path::new(target) => (StepStatus::AlreadySet, None),
+            _ => (
+                StepStatus::Failed,
+                Some(format!("{path} exists; left alone")),
+            ),
+        });
+    }
+    if let Err(e) = a.make_dirs(i, finding, path) {
+        return Ok((StepStatus::Failed, Some(e)));
+    }
+    let seq = a.change(
+        i,
+        finding,
+        Undo::Link {
+            path: path.to_string(),
+            target: target.to_string(),
+        },
+    )?;
+    let res = std::os::unix::fs::symlink(target, &real).and_then(|_| {
+        real.parent()
+            .map(|p| fs::File::open(p).and_then(|f| f.sync_all()))
+            .unwrap_or(Ok(()))
+    });
+    let (status, outcome, detail) = match res {
+        Ok(()) => (StepStatus::Applied, Outcome::Applied, None),
+        Err(e) => (
+            StepStatus::Failed,
+            Outcome::Failed,
+            Some(format!("{path}: {e}")),
+        ),
+    };
+    a.result(seq, outcome, &detail)?;
+    Ok((status, detail))
+}
+
+fn stop_service(
+    a: &mut Applier<'_>,
+    i: usize,
+    finding: &str,
+    unit: &str,
+    stop: bool,
+    disable: bool,
+) -> StepResult {
+    if !a.root.is_live() {
+        return Ok((
+            StepStatus::Skipped,
+            Some("services can only be controlled on the live host".into()),
+        ));
+    }
+    let (was_active, was_enabled) = match (service::is_active(unit), service::is_enabled(unit)) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(e), _) | (_, Err(e)) => {
+            return Ok((StepStatus::Failed, Some(format!("systemctl: {e}"))))
+        }
+    };
+    let stopping = stop && was_active;
+    let disabling = disable && was_enabled;
+    if !stopping && !disabling {
+        return Ok((StepStatus::AlreadySet, None));
+    }
+    let seq = a.change(
+        i,
+        finding,
+        Undo::Service {
+            unit: unit.to_string(),
+            was_active,
+            was_enabled,
+            stopped: stopping,
+            disabled: disabling,
+        },
+    )?;
+    let mut res = Ok(());
+    if disabling {
+        res = service::act("disable", unit);
+    }
+    if res.is_ok() && stopping {
+        res = service::act("stop", unit);
+    }
+    let (status, outcome, detail) = match res {
+        Ok(()) => (StepStatus::Applied, Outcome::Applied, None),
+        Err(e) => (StepStatus::Failed, Outcome::Failed, Some(e)),
+    };
+    a.result(seq, outcome, &detail)?;
+    Ok((status, detail))
+}
+
+fn set_ring(
+    a: &mut Applier<'_>,
+    i: usize,
+    finding: &str,
+    iface: &str,
+    rx: u32,
+    tx: u32,
+) -> StepResult {
+    if !a.root.is_live() {
+        return Ok((
+            StepStatus::Skipped,
+            Some("ring sizes can only be set on the live host".into()),
+        ));
+    }
+    let cur = match ethtool::get_ring(iface) {
+        Ok(c) => c,
+        Err(e) => {
+            return Ok((
+                StepStatus::Skipped,
+                Some(format!("ethtool -g {iface}: {e}")),
+            ))
+        }
+    };
+    if cur.rx_pending == rx && cur.tx_pending == tx {
+        return Ok((StepStatus::AlreadySet, None));
+    }
+    let seq = a.change(
+        i,
+        finding,
+        Undo::Ring {
+            iface: iface.to_string(),
+            old_rx: cur.rx_pending,
+            old_tx: cur.tx_pending,
+            new_rx: rx,
+            new_tx: tx,
+        },
+    )?;
+    let (status, outcome, detail) = match ethtool::set_ring(iface, rx, tx) {
+        Ok(()) => (StepStatus::Applied, Outcome::Applied, None),
+        Err(e) => (
+            StepStatus::Failed,
+            Outcome::Failed,
+            Some(format!("ethtool -G {iface}: {e}")),
+        ),
+    };
+    a.result(seq, outcome, &detail)?;
+    Ok((status, detail))
+}
+
+/// What revert did with one change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RevertStatus {
+    /// Put back to the journal's old value.
+    Restored,
+    /// Already holds the old value (an earlier revert, or the write never happened).
+    AlreadyOriginal,
+    /// The step failed or was refused at apply time; nothing to undo.
+    NothingWritten,
+    /// Someone changed it since tune did; left alone (use force to restore anyway).
+    LeftChanged,
+    /// Restoring failed.
+    Failed,
+}
+
+impl RevertStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RevertStatus::Restored => "restored",
+            RevertStatus::AlreadyOriginal => "already original",
+            RevertStatus::NothingWritten => "nothing written",
+            RevertStatus::LeftChanged => "CHANGED SINCE, left alone",
+            RevertStatus::Failed => "FAILED",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RevertItem {
+    pub seq: u32,
+    pub setting: String,
+    pub status: RevertStatus,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RevertReport {
+    pub journal: String,
+    /// True when the journal had already been reverted completely; nothing was done.
+    pub already_reverted: bool,
+    pub items: Vec<RevertItem>,
+}
+
+impl RevertReport {
+    pub fn complete(&self) -> bool {
+        self.items
+            .iter()
+            .all(|i| !matches!(i.status, RevertStatus::LeftChanged | RevertStatus::Failed))
+    }
+    pub fn count(&self, s: RevertStatus) -> usize {
+        self.items.iter().filter(|i| i.status == s).count()
+    }
+}
+
+/// The journal `tune revert` takes by default: the newest one not completely reverted.
+pub fn latest_unreverted(root: &Root, dir: &str) -> Result<Option<String>, TuneError> {
+    for path in journal::list(root, dir).into_iter().rev() {
+        let jf = JournalFile::read(root, &path)?;
+        if jf.state() != State::Reverted {
+            return Ok(Some(path));
+        }
+    }
+    Ok(None)
+}
+
+/// Revert every change of a journal, newest first.
+pub fn revert(root: &Root, journal_path: &str, force: bool) -> Result<RevertReport, TuneError> {
+    let jf = JournalFile::read(root, journal_path)?;
+    if jf.state() == State::Reverted {
+        return Ok(RevertReport {
+            journal: journal_path.to_string(),
+            already_reverted: true,
+            items: Vec::new(),
+        });
+    }
+    let mut items = Vec::new();
+    for e in jf.entries().iter().rev() {
+        let (status, detail) = match e.outcome {
+            Some(Outcome::Failed) | Some(Outcome::NotMovable) => {
+                (RevertStatus::NothingWritten, None)
+            }
+            _ => undo(root, e, force),
+        };
+        items.push(RevertItem {
+            seq: e.seq,
+            setting: e.undo.setting(),
+            status,
+            detail,
+        });
+    }
+    let report = RevertReport {
+        journal: journal_path.to_string(),
+        already_reverted: false,
+        items,
+    };
+    let mut j = Journal::open_append(root, journal_path)?;
+    j.append(&Record::Revert {
+        at: journal::rfc3339(SystemTime::now()),
+        complete: report.complete(),
+        restored: report.count(RevertStatus::Restored),
+        left: report
+            .items
+            .iter()
+            .filter(|i| matches!(i.status, RevertStatus::LeftChanged | RevertStatus::Failed))
+            .map(|i| i.seq)
+            .collect(),
+        forced: force,
+    })?;
+    Ok(report)
+}
+
+fn short(s: &str) -> String {
+    let t = s.trim();
+    if t.len() > 60 {
+        let cut = (0..=60).rev().find(|&i| t.is_char_boundary(i)).unwrap_or(0);
+        format!("{}...", &t[..cut])
+    } else {
+        t.to_string()
+    }
+}
+
+fn undo(root: &Root, e: &Entry, force: bool) -> (RevertStatus, Option<String>) {
+    // `None` outcome: the apply stopped between announcing this change and recording its end;
+    // the write may not have happened, or (in a plain file) may have been cut short.
+    let unconfirmed = e.outcome.is_none();
+    match &e.undo {
+        Undo::File {
+            path,
+            form,
+            old,
+            new,
+        } => {
+            let now = match root.read(path) {
+                Ok(v) => v,
+                Err(err) => return (RevertStatus::Failed, Some(err.to_string())),
+            };
+            if now == *old || form.same(&now, old) {
+                return (RevertStatus::AlreadyOriginal, None);
+            }
+            let ours = form.same(&now, new) || (unconfirmed && new.starts_with(now.as_str()));
+            if !ours && !force {
+                return (
+                    RevertStatus::LeftChanged,
+                    Some(format!(
+                        "now {}, tune wrote {}; original {}",
+                        short(&now),
+                        short(new),
+                        short(old)
+                    )),
+                );
+            }
+            match root.write(path, old) {
+                Ok(()) => (
+                    RevertStatus::Restored,
+                    Some(format!("back to {}", short(old))),
+                ),
+                Err(err) => (RevertStatus::Failed, Some(err.to_string())),
+            }
+        }
+        Undo::Created { path, new, old, .. } => {
+            undo_created(root, path, new, old.as_ref(), unconfirmed, force)
+        }
+        Undo::Dir { path } => {
+            let real = match root.path(path) {
+                Ok(p) => p,
+                Err(err) => return (RevertStatus::Failed, Some(err.to_string())),
+            };
+            if !real.exists() {
+                return (RevertStatus::AlreadyOriginal, None);
+            }
+            match fs::remove_dir(&real) {
+                Ok(()) => {
+                    sync_parent(&real);
+                    (RevertStatus::Restored, Some("removed".into()))
+                }
+                Err(err) => (
+                    RevertStatus::LeftChanged,
+                    Some(format!("directory tune created is not empty now: {err}")),
+                ),
+            }
+        }
+        Undo::Link { path, target } => {
+            let real = match root.path(path) {
+                Ok(p) => p,
+                Err(err) => return (RevertStatus::Failed, Some(err.to_string())),
+            };
+            match fs::read_link(&real) {
+                Err(_) if fs::symlink_metadata(&real).is_err() => {
+                    (RevertStatus::AlreadyOriginal, None)
+                }
+                Ok(t) if t == Path::new(target) || force => match fs::remove_file(&real) {
+                    Ok(()) => {
+                        sync_parent(&real);
+                        (RevertStatus::Restored, Some("removed".into()))
+                    }
+                    Err(err) => (RevertStatus::Failed, Some(format!("{path}: {err}"))),
+                },
+                _ => (
+                    RevertStatus::LeftChanged,
+                    Some(format!("{path} no longer the link tune made")),
+                ),
+            }
+        }
+        Undo::Service {
+            unit,
+            was_active,
+            was_enabled,
+            stopped,
+            disabled,
+        } => {
+            if !root.is_live() {
+                return (
+                    RevertStatus::Failed,
+                    Some("services can only be controlled on the live host".into()),
+                );
+            }
+            let mut done = Vec::new();
+            if *disabled && *was_enabled && service::is_enabled(unit).ok() == Some(false) {
+                if let Err(err) = service::act("enable", unit) {
+                    return (RevertStatus::Failed, Some(err));
+                }
+                done.push("enabled");
+            }
+            if *stopped && *was_active && service::is_active(unit).ok() == Some(false) {
+                if let Err(err) = service::act("start", unit) {
+                    return (RevertStatus::Failed, Some(err));
+                }
+                done.push("started");
+            }
+            if done.is_empty() {
+                (RevertStatus::AlreadyOriginal, None)
+            } else {
+                (RevertStatus::Restored, Some(done.join(" and ")))
+            }
+        }
+        Undo::Ring {
+            iface,
+            old_rx,
+            old_tx,
+            new_rx,
+            new_tx,
+        } => {
+            if !root.is_live() {
+                return (
+                    RevertStatus::Failed,
+                    Some("ring sizes can only be set on the live host".into()),
+                );
+            }
+            let cur = match ethtool::get_ring(iface) {
+                Ok(c) => c,
+                Err(err) => {
+                    return (
+                        RevertStatus::Failed,
+                        Some(format!("ethtool -g {iface}: {err}")),
+                    )
+                }
+            };
+            if cur.rx_pending == *old_rx && cur.tx_pending == *old_tx {
+                return (RevertStatus::AlreadyOriginal, None);
+            }
+            let ours = cur.rx_pending == *new_rx && cur.tx_pending == *new_tx;
+            if !ours && !force {
+                return (
+                    RevertStatus::LeftChanged,
+                    Some(format!(
+                        "now rx {} tx {}, tune set rx {new_rx} tx {new_tx}",
+                        cur.rx_pending, cur.tx_pending
+                    )),
+                );
+            }
+            match ethtool::set_ring(iface, *old_rx, *old_tx) {
+                Ok(()) => (
+                    RevertStatus::Restored,
+                    Some(format!("rx {old_rx} tx {old_tx}")),
+                ),
+                Err(err) => (
+                    RevertStatus::Failed,
+                    Some(format!("ethtool -G {iface}: {err}")),
+                ),
+            }
+        }
+    }
+}
+
+fn sync_parent(p: &Path) {
+    if let Some(parent) = p.parent() {
+        let _ = fs::File::open(parent).and_then(|f| f.sync_all());
+    }
+}
+
+fn undo_created(
+    root: &Root,
+    path: &str,
+    new: &str,
+    old: Option<&Saved>,
+    unconfirmed: bool,
+    force: bool,
+) -> (RevertStatus, Option<String>) {
+    let real = match root.path(path) {
+        Ok(p) => p,
+        Err(err) => return (RevertStatus::Failed, Some(err.to_string())),
+    };
+    // A crash inside Root::create can leave its temporary file behind.
+    let tmp = real.with_extension("wirespeed-tmp");
+    if unconfirmed && tmp.exists() {
+        let _ = fs::remove_file(&tmp);
+    }
+    let now = match fs::symlink_metadata(&real) {
+        Err(_) => None,
+        Ok(_) => match root.read(path) {
+            Ok(t) => Some(t),
+            Err(err) => return (RevertStatus::LeftChanged, Some(err.to_string())),
+        },
+    };
+    let is_old = match (&now, old) {
+        (None, None) => true,
+        (Some(n), Some(o)) => *n == o.contents && mode_of(&real) == Some(o.mode),
+        _ => false,
+    };
+    if is_old {
+        return (RevertStatus::AlreadyOriginal, None);
+    }
+    let ours = now.as_deref() == Some(new);
+    if !ours && !force {
+        return (
+            RevertStatus::LeftChanged,
+            Some(match now {
+                None => format!("{path} was removed since"),
+                Some(_) => format!("{path} was edited since"),
+            }),
+        );
+    }
+    match old {
+        None => match fs::remove_file(&real) {
+            Ok(()) => {
+                sync_parent(&real);
+                (RevertStatus::Restored, Some("removed".into()))
+            }
+            Err(err) => (RevertStatus::Failed, Some(format!("{path}: {err}"))),
+        },
+        Some(o) => match root.create(path, o.contents.as_bytes()).and_then(|_| {
+            fs::set_permissions(&real, fs::Permissions::from_mode(o.mode)).map_err(|e| {
+                wirespeed_host::RootError::Io {
+                    path: path.to_string(),
+                    source: e,
+                }
+            })
+        }) {
+            Ok(()) => (
+                RevertStatus::Restored,
+                Some("original content restored".into()),
+            ),
+            Err(err) => (RevertStatus::Failed, Some(err.to_string())),
+        },
+    }
+}

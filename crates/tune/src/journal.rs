@@ -1,0 +1,516 @@
+//! The journal: an append-only JSON-lines file under the root that records, before each write,
+//! what the setting held and what tune is about to put there.
+//!
+//! Every record is written and `fsync`ed (the file, and the directory when the file is new)
+//! before the write it describes, so a crash or `kill -9` at any point leaves a journal that
+//! names every value tune may have touched. A record cut short by the crash (the last line,
+//! unterminated) is ignored: the write it announced never started.
+
+use serde::{Deserialize, Serialize};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+use wirespeed_host::Root;
+
+use crate::value::Form;
+use crate::TuneError;
+
+/// Version of the journal's record shapes.
+pub const JOURNAL_SCHEMA: u32 = 1;
+/// Where journals live, below the root.
+pub const DEFAULT_DIR: &str = "/var/lib/wirespeed";
+
+/// A file's content and permission bits, saved before tune replaced it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Saved {
+    pub contents: String,
+    pub mode: u32,
+}
+
+/// What revert needs to undo one change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Undo {
+    /// A kernel value file: `old` and `new` are the exact bytes read and written.
+    File {
+        path: String,
+        form: Form,
+        old: String,
+        new: String,
+    },
+    /// A file tune created (`old` is `None`) or replaced (`old` holds the original).
+    Created {
+        path: String,
+        new: String,
+        mode: u32,
+        old: Option<Saved>,
+    },
+    /// A directory tune created; revert removes it when it is empty.
+    Dir { path: String },
+    /// A symbolic link tune created.
+    Link { path: String, target: String },
+    /// A systemd service tune stopped and/or disabled, with its state before.
+    Service {
+        unit: String,
+        was_active: bool,
+        was_enabled: bool,
+        stopped: bool,
+        disabled: bool,
+    },
+    /// NIC ring sizes set through the ethtool interface.
+    Ring {
+        iface: String,
+        old_rx: u32,
+        old_tx: u32,
+        new_rx: u32,
+        new_tx: u32,
+    },
+}
+
+impl Undo {
+    /// The setting, as shown to people.
+    pub fn setting(&self) -> String {
+        match self {
+            Undo::File { path, .. }
+            | Undo::Created { path, .. }
+            | Undo::Dir { path }
+            | Undo::Link { path, .. } => path.clone(),
+            Undo::Service { unit, .. } => unit.clone(),
+            Undo::Ring { iface, .. } => format!("ethtool -G {iface}"),
+        }
+    }
+}
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Written (and read back where the kernel answers).
+    Applied,
+    /// The kernel refused to move a managed IRQ (EIO); nothing changed.
+    NotMovable,
+    /// The write failed; nothing changed.
+    Failed,
+}
+
+/// One line of a journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "kebab-case")]
+pub enum Record {
+    /// First line: what was applied, where, by what.
+    Begin {
+        schema: u32,
+        created: String,
+        tool: String,
+        root: String,
+        iface: Option<String>,
+        steps: usize,
+        addressed: Vec<String>,
+    },
+    /// Written and synced before the change it describes.
+    Change {
+        seq: u32,
+        step: usize,
+        finding: String,
+        undo: Undo,
+    },
+    /// Written after the change.
+    Result {
+        seq: u32,
+        outcome: Outcome,
+        detail: Option<String>,
+    },
+    /// Last line of a complete apply.
+    End {
+        finished: String,
+        applied: usize,
+        not_movable: usize,
+        failed: usize,
+    },
+    /// A revert: complete when every change is back to its old value.
+    Revert {
+        at: String,
+        complete: bool,
+        restored: usize,
+        left: Vec<u32>,
+        forced: bool,
+    },
+}
+
+/// An open journal being appended to.
+#[derive(Debug)]
+pub struct Journal {
+    host_path: String,
+    file: File,
+}
+
+fn io_err(path: &str, source: io::Error) -> TuneError {
+    TuneError::Journal {
+        path: path.to_string(),
+        source,
+    }
+}
+
+/// Sync a directory so a new entry in it survives a crash.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Create a directory and its missing parents, syncing each parent as it gains an entry.
+fn create_dirs_synced(dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent() {
+        create_dirs_synced(parent)?;
+        match fs::create_dir(dir) {
+            Ok(()) => sync_dir(parent)?,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+impl Journal {
+    /// Create a new journal in `dir` (a host path below `root`) and write its first record.
+    pub fn create(root: &Root, dir: &str, begin: &Record) -> Result<Journal, TuneError> {
+        let real_dir = root.path(dir)?;
+        create_dirs_synced(&real_dir).map_err(|e| io_err(dir, e))?;
+        let stamp = compact_stamp(SystemTime::now());
+        let pid = std::process::id();
+        for n in 0..1000u32 {
+            let name = if n == 0 {
+                format!("journal-{stamp}-{pid}.jsonl")
+            } else {
+                format!("journal-{stamp}-{pid}-{n}.jsonl")
+            };
+            let host_path = format!("{}/{name}", dir.trim_end_matches('/'));
+            let real = real_dir.join(&name);
+            match OpenOptions::new().append(true).create_new(true).open(&real) {
+                Ok(file) => {
+                    sync_dir(&real_dir).map_err(|e| io_err(dir, e))?;
+                    let mut j = Journal { host_path, file };
+                    j.append(begin)?;
+                    return Ok(j);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io_err(&host_path, e)),
+            }
+        }
+        Err(io_err(
+            dir,
+            io::Error::new(io::ErrorKind::AlreadyExists, "no free journal name"),
+        ))
+    }
+
+    /// Open an existing journal to append (revert records).
+    pub fn open_append(root: &Root, host_path: &str) -> Result<Journal, TuneError> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(root.path(host_path)?)
+            .map_err(|e| io_err(host_path, e))?;
+        Ok(Journal {
+            host_path: host_path.to_string(),
+            file,
+        })
+    }
+
+    /// The journal's host path (`/var/lib/wirespeed/journal-...jsonl`).
+    pub fn host_path(&self) -> &str {
+        &self.host_path
+    }
+
+    /// Append one record as one line and sync it to disk before returning.
+    pub fn append(&mut self, record: &Record) -> Result<(), TuneError> {
+        let mut line = serde_json::to_string(record).map_err(|e| {
+            io_err(
+                &self.host_path,
+                io::Error::new(io::ErrorKind::InvalidData, e),
+            )
+        })?;
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|_| self.file.sync_all())
+            .map_err(|e| io_err(&self.host_path, e))
+    }
+}
+
+/// The state of a journal, derived from its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// No end record: the apply was interrupted (or is still running).
+    Interrupted,
+    Applied,
+    Reverted,
+    /// A revert left values that someone else had changed.
+    PartlyReverted,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Interrupted => "interrupted",
+            State::Applied => "applied",
+            State::Reverted => "reverted",
+            State::PartlyReverted => "partly reverted",
+        }
+    }
+}
+
+/// A journal read back from disk.
+#[derive(Debug, Clone)]
+pub struct JournalFile {
+    pub host_path: String,
+    pub records: Vec<Record>,
+    /// True when the last line was cut short (a crash while writing it) and was ignored.
+    pub torn_tail: bool,
+}
+
+/// One change with how it ended.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub seq: u32,
+    pub step: usize,
+    pub finding: String,
+    pub undo: Undo,
+    /// `None` when the apply stopped between the change record and its result.
+    pub outcome: Option<Outcome>,
+}
+
+impl JournalFile {
+    /// Parse a journal's text. Every complete line must be a record; only an unterminated last
+    /// line may be unreadable.
+    pub fn parse(host_path: &str, text: &str) -> Result<JournalFile, TuneError> {
+        let mut records = Vec::new();
+        let mut torn_tail = false;
+        let terminated = text.ends_with('\n');
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Record>(line) {
+                Ok(r) => records.push(r),
+                Err(_) if i + 1 == lines.len() && !terminated => torn_tail = true,
+                Err(e) => {
+                    return Err(TuneError::BadJournal {
+                        path: host_path.to_string(),
+                        reason: format!("line {}: {e}", i + 1),
+                    })
+                }
+            }
+        }
+        if !matches!(records.first(), Some(Record::Begin { .. })) {
+            return Err(TuneError::BadJournal {
+                path: host_path.to_string(),
+                reason: "no begin record".into(),
+            });
+        }
+        Ok(JournalFile {
+            host_path: host_path.to_string(),
+            records,
+            torn_tail,
+        })
+    }
+
+    /// Read a journal through the root.
+    pub fn read(root: &Root, host_path: &str) -> Result<JournalFile, TuneError> {
+        let text = root.read(host_path)?;
+        JournalFile::parse(host_path, &text)
+    }
+
+    pub fn state(&self) -> State {
+        let last_revert = self.records.iter().rev().find_map(|r| match r {
+            Record::Revert { complete, .. } => Some(*complete),
+            _ => None,
+        });
+        match last_revert {
+            Some(true) => State::Reverted,
+            Some(false) => State::PartlyReverted,
+            None if self.records.iter().any(|r| matches!(r, Record::End { .. })) => State::Applied,
+            None => State::Interrupted,
+        }
+    }
+
+    /// When the apply began.
+    pub fn created(&self) -> String {
+        match self.records.first() {
+            Some(Record::Begin { created, .. }) => created.clone(),
+            _ => String::new(),
+        }
+    }
+
+    pub fn iface(&self) -> Option<String> {
+        match self.records.first() {
+            Some(Record::Begin { iface, .. }) => iface.clone(),
+            _ => None,
+        }
+    }
+
+    /// The changes in the order they were made, each with its outcome.
+    pub fn entries(&self) -> Vec<Entry> {
+        let mut out: Vec<Entry> = Vec::new();
+        for r in &self.records {
+            match r {
+                Record::Change {
+                    seq,
+                    step,
+                    finding,
+                    undo,
+                } => out.push(Entry {
+                    seq: *seq,
+                    step: *step,
+                    finding: finding.clone(),
+                    undo: undo.clone(),
+                    outcome: None,
+                }),
+                Record::Result { seq, outcome, .. } => {
+                    if let Some(e) = out.iter_mut().rev().find(|e| e.seq == *seq) {
+                        e.outcome = Some(*outcome);
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// Journals in `dir` (host path), oldest first (their names sort by time).
+pub fn list(root: &Root, dir: &str) -> Vec<String> {
+    let mut names: Vec<String> = root
+        .list_opt(dir)
+        .into_iter()
+        .filter(|n| n.starts_with("journal-") && n.ends_with(".jsonl"))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| format!("{}/{n}", dir.trim_end_matches('/')))
+        .collect()
+}
+
+/// Days since 1970-01-01 to a civil date (proleptic Gregorian).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn parts(t: SystemTime) -> (i64, u32, u32, u64, u64, u64, u32) {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (y, mo, da) = civil((secs / 86_400) as i64);
+    let s = secs % 86_400;
+    (y, mo, da, s / 3600, s / 60 % 60, s % 60, d.subsec_millis())
+}
+
+/// RFC 3339 UTC with milliseconds: `2025-11-22T07:55:01.123Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let (y, mo, d, h, mi, s, ms) = parts(t);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+}
+
+/// `20251122T075501Z`, for file names.
+pub fn compact_stamp(t: SystemTime) -> String {
+    let (y, mo, d, h, mi, s, _) = parts(t);
+    format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn time_formats() {
+        let t = UNIX_EPOCH + Duration::from_millis(1_763_798_101_123);
+        assert_eq!(rfc3339(t), "2025-11-22T07:55:01.123Z");
+        assert_eq!(compact_stamp(t), "20251122T075501Z");
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        // a leap day
+        let t = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(compact_stamp(t), "20000229T000000Z");
+    }
+
+    fn begin() -> Record {
+        Record::Begin {
+            schema: JOURNAL_SCHEMA,
+            created: "t".into(),
+            tool: "wirespeed test".into(),
+            root: "/".into(),
+            iface: Some("eth0".into()),
+            steps: 1,
+            addressed: vec!["socket-buffers-small".into()],
+        }
+    }
+
+    #[test]
+    fn appends_reads_back_and_tolerates_a_torn_tail() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let mut j = Journal::create(&root, DEFAULT_DIR, &begin()).unwrap();
+        let undo = Undo::File {
+            path: "/proc/sys/net/core/rmem_max".into(),
+            form: Form::Words,
+            old: "212992\n".into(),
+            new: "268435456\n".into(),
+        };
+        j.append(&Record::Change {
+            seq: 1,
+            step: 0,
+            finding: "socket-buffers-small".into(),
+            undo: undo.clone(),
+        })
+        .unwrap();
+        let path = j.host_path().to_string();
+        assert!(path.starts_with("/var/lib/wirespeed/journal-"));
+        let jf = JournalFile::read(&root, &path).unwrap();
+        assert_eq!(jf.state(), State::Interrupted);
+        assert_eq!(jf.entries().len(), 1);
+        assert_eq!(jf.entries()[0].outcome, None);
+        assert_eq!(list(&root, DEFAULT_DIR), vec![path.clone()]);
+
+        // a crash while writing the next record leaves half a line: ignored
+        let mut text = root.read(&path).unwrap();
+        text.push_str("{\"record\":\"result\",\"se");
+        let jf = JournalFile::parse(&path, &text).unwrap();
+        assert!(jf.torn_tail);
+        assert_eq!(jf.records.len(), 2);
+        // a broken line in the middle is an error, not silently skipped
+        let bad = format!("{}garbage\n{{}}\n", root.read(&path).unwrap());
+        assert!(JournalFile::parse(&path, &bad).is_err());
+
+        j.append(&Record::Result {
+            seq: 1,
+            outcome: Outcome::Applied,
+            detail: None,
+        })
+        .unwrap();
+        j.append(&Record::End {
+            finished: "t".into(),
+            applied: 1,
+            not_movable: 0,
+            failed: 0,
+        })
+        .unwrap();
+        let jf = JournalFile::read(&root, &path).unwrap();
+        assert_eq!(jf.state(), State::Applied);
+        assert_eq!(jf.entries()[0].outcome, Some(Outcome::Applied));
+        // two journals in the same second get distinct names
+        let j2 = Journal::create(&root, DEFAULT_DIR, &begin()).unwrap();
+        assert_ne!(j2.host_path(), path);
+        assert_eq!(list(&root, DEFAULT_DIR).len(), 2);
+    }
+}
