@@ -14,5 +14,6 @@ pub mod model;
 pub mod num;
 
 pub use model::*;
+pub mod builder;
 pub mod sizes;
 pub mod units;
