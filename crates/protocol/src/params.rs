@@ -1,0 +1,418 @@
+//! The test parameters a client sends after `PARAM_EXCHANGE`, with iperf3's exact keys.
+
+use serde_json::{Map, Value};
+
+use crate::ext::{ParamsExt, EXT_KEY};
+use crate::fields::{self, Obj};
+use crate::frame::{self, JsonFrame, MAX_PARAMS_LEN};
+use crate::WireError;
+
+/// Transport of the data streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    #[default]
+    Tcp,
+    Udp,
+    /// iperf3 can ask for SCTP; wirespeed decodes it to refuse it clearly.
+    Sctp,
+}
+
+/// Who sends data, from the client's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Direction {
+    /// The client sends (iperf3's default).
+    #[default]
+    ClientToServer,
+    /// `-R`: the server sends.
+    ServerToClient,
+    /// `--bidir`: both send, on separate streams.
+    Both,
+}
+
+/// Upper bounds for numbers a peer may send. iperf3 checks the same keys (3.17+); the
+/// stream count bound here is only what the wire format allows — servers apply their own
+/// configured limits on top.
+pub mod bounds {
+    pub const MAX_TIME: i64 = 86_400;
+    pub const MAX_OMIT: i64 = 600;
+    pub const MAX_STREAMS: i64 = 1 << 20;
+    pub const MAX_MSS: i64 = 9 * 1024;
+    pub const MAX_WINDOW: i64 = 512 * 1024 * 1024;
+    pub const MAX_BLOCK: i64 = 1 << 30;
+    pub const MAX_BURST: i64 = 1000;
+    pub const MAX_STRING: usize = 4096;
+}
+
+/// The test parameters. Field names are iperf3's keys unless noted.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TestParams {
+    /// `tcp` / `udp` / `sctp` (a `true` key each); TCP when none is present.
+    pub transport: Transport,
+    /// `omit`: seconds at the start not counted.
+    pub omit: u32,
+    /// `server_affinity`: `-A`'s second number.
+    pub server_affinity: Option<u32>,
+    /// `time`: seconds; 0 with `num` or `blockcount` set.
+    pub time: u32,
+    /// `num`: bytes to send in total (`-n`), 0 = not set.
+    pub num: u64,
+    /// `blockcount`: blocks to send (`-k`), 0 = not set.
+    pub blockcount: u64,
+    /// `MSS` (`-M`).
+    pub mss: Option<u32>,
+    /// `nodelay` (`-N`).
+    pub nodelay: bool,
+    /// `parallel` (`-P`): streams per direction.
+    pub parallel: u32,
+    /// `reverse` / `bidirectional`.
+    pub direction: Direction,
+    /// `window` (`-w`): socket buffer bytes.
+    pub window: Option<u32>,
+    /// `len` (`-l`): block (TCP) or datagram (UDP) bytes.
+    pub len: Option<u32>,
+    /// `bandwidth` (`-b`): bits per second per stream, 0 = unlimited.
+    pub bandwidth: Option<u64>,
+    /// `fqrate` (`--fq-rate`): bits per second.
+    pub fqrate: Option<u64>,
+    /// `pacing_timer` (microseconds).
+    pub pacing_timer: Option<u32>,
+    /// `burst`.
+    pub burst: Option<u32>,
+    /// `TOS`.
+    pub tos: Option<u32>,
+    /// `flowlabel`.
+    pub flowlabel: Option<u32>,
+    pub title: Option<String>,
+    pub extra_data: Option<String>,
+    /// `congestion` (`-C`).
+    pub congestion: Option<String>,
+    /// `congestion_used`: the client's algorithm.
+    pub congestion_used: Option<String>,
+    /// `get_server_output`.
+    pub get_server_output: bool,
+    /// `udp_counters_64bit`.
+    pub udp_counters_64bit: bool,
+    /// `repeating_payload`.
+    pub repeating_payload: bool,
+    /// `zerocopy` (`-Z`): iperf3 sends 1.
+    pub zerocopy: Option<u32>,
+    /// `dont_fragment`.
+    pub dont_fragment: bool,
+    /// `skip_rx_copy` (iperf3 3.19+).
+    pub skip_rx_copy: bool,
+    /// `authtoken`: iperf3's RSA authentication; wirespeed does not implement it.
+    pub authtoken: Option<String>,
+    /// `client_version`, e.g. `"3.12"`.
+    pub client_version: Option<String>,
+    /// wirespeed's extension; `Some` means the client is wirespeed.
+    pub wirespeed: Option<ParamsExt>,
+    /// Keys not listed above (iperf3 versions add some, e.g. `gso`, `mptcp`); kept verbatim.
+    pub other: Map<String, Value>,
+}
+
+const KNOWN: &[&str] = &[
+    "tcp",
+    "udp",
+    "sctp",
+    "omit",
+    "server_affinity",
+    "time",
+    "num",
+    "blockcount",
+    "MSS",
+    "nodelay",
+    "parallel",
+    "reverse",
+    "bidirectional",
+    "window",
+    "len",
+    "bandwidth",
+    "fqrate",
+    "pacing_timer",
+    "burst",
+    "TOS",
+    "flowlabel",
+    "title",
+    "extra_data",
+    "congestion",
+    "congestion_used",
+    "get_server_output",
+    "udp_counters_64bit",
+    "repeating_payload",
+    "zerocopy",
+    "dont_fragment",
+    "skip_rx_copy",
+    "authtoken",
+    "client_version",
+    EXT_KEY,
+];
+
+fn u32_of(o: &Obj, key: &str, min: i64, max: i64) -> Result<Option<u32>, WireError> {
+    Ok(fields::int(o, key, min, max)?.map(|v| v as u32))
+}
+
+impl TestParams {
+    /// Parameters as a wirespeed client fills them before it sets its own values.
+    pub fn new_tcp(time: u32, parallel: u32) -> TestParams {
+        TestParams {
+            time,
+            parallel,
+            ..TestParams::default()
+        }
+    }
+
+    /// Decode a complete length-prefixed frame at the start of `buf`.
+    pub fn decode_frame(buf: &[u8]) -> Result<(TestParams, usize), WireError> {
+        let f = JsonFrame::new_checked(buf, MAX_PARAMS_LEN)?;
+        Ok((TestParams::parse(f.payload())?, f.total_len()))
+    }
+
+    /// Parse the JSON payload (without the length prefix).
+    pub fn parse(json: &[u8]) -> Result<TestParams, WireError> {
+        use bounds::*;
+        let o = frame::parse_object(json)?;
+        let mut p = TestParams {
+            transport: Transport::Tcp,
+            ..TestParams::default()
+        };
+        // iperf3 applies tcp, then udp, then sctp: the last present wins.
+        if fields::flag(&o, "tcp")? {
+            p.transport = Transport::Tcp;
+        }
+        if fields::flag(&o, "udp")? {
+            p.transport = Transport::Udp;
+        }
+        if fields::flag(&o, "sctp")? {
+            p.transport = Transport::Sctp;
+        }
+        p.omit = u32_of(&o, "omit", 0, MAX_OMIT)?.unwrap_or(0);
+        p.server_affinity = u32_of(&o, "server_affinity", 0, 1 << 20)?;
+        p.time = u32_of(&o, "time", 0, i64::from(u32::MAX))?.unwrap_or(0);
+        p.num = fields::uint(&o, "num", u64::MAX)?.unwrap_or(0);
+        p.blockcount = fields::uint(&o, "blockcount", u64::MAX)?.unwrap_or(0);
+        p.mss = u32_of(&o, "MSS", 0, MAX_MSS)?.filter(|&m| m != 0);
+        p.nodelay = fields::flag(&o, "nodelay")?;
+        p.parallel = u32_of(&o, "parallel", 1, MAX_STREAMS)?.unwrap_or(1);
+        let reverse = fields::flag(&o, "reverse")?;
+        let bidir = fields::flag(&o, "bidirectional")?;
+        p.direction = match (reverse, bidir) {
+            (_, true) => Direction::Both,
+            (true, false) => Direction::ServerToClient,
+            (false, false) => Direction::ClientToServer,
+        };
+        p.window = u32_of(&o, "window", 0, MAX_WINDOW)?.filter(|&w| w != 0);
+        p.len = u32_of(&o, "len", 0, MAX_BLOCK)?.filter(|&l| l != 0);
+        p.bandwidth = fields::uint(&o, "bandwidth", u64::MAX)?;
+        p.fqrate = fields::uint(&o, "fqrate", u64::MAX)?;
+        p.pacing_timer = u32_of(&o, "pacing_timer", 0, i64::from(u32::MAX))?;
+        p.burst = u32_of(&o, "burst", 0, MAX_BURST)?;
+        p.tos = u32_of(&o, "TOS", 0, 255)?;
+        p.flowlabel = u32_of(&o, "flowlabel", 0, 0xf_ffff)?;
+        p.title = fields::string(&o, "title", MAX_STRING)?;
+        p.extra_data = fields::string(&o, "extra_data", MAX_STRING)?;
+        p.congestion = fields::string(&o, "congestion", MAX_STRING)?;
+        p.congestion_used = fields::string(&o, "congestion_used", MAX_STRING)?;
+        p.get_server_output = fields::flag(&o, "get_server_output")?;
+        p.udp_counters_64bit = fields::flag(&o, "udp_counters_64bit")?;
+        p.repeating_payload = fields::flag(&o, "repeating_payload")?;
+        p.zerocopy = u32_of(&o, "zerocopy", 0, i64::from(u32::MAX))?.filter(|&z| z != 0);
+        p.dont_fragment = fields::flag(&o, "dont_fragment")?;
+        p.skip_rx_copy = fields::flag(&o, "skip_rx_copy")?;
+        p.authtoken = fields::string(&o, "authtoken", 64 * 1024)?;
+        p.client_version = fields::string(&o, "client_version", MAX_STRING)?;
+        p.wirespeed = match o.get(EXT_KEY) {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(ParamsExt::from_value(v)?),
+        };
+        for (k, v) in o.iter() {
+            if !KNOWN.contains(&k.as_str()) {
+                p.other.insert(k.clone(), v.clone());
+            }
+        }
+        Ok(p)
+    }
+
+    /// The JSON object in iperf3's key order. Flags are written only when set (iperf3 3.12
+    /// treats a present flag as set whatever its value).
+    pub fn to_json(&self) -> Value {
+        let mut j = Map::new();
+        match self.transport {
+            Transport::Tcp => j.insert("tcp".into(), Value::Bool(true)),
+            Transport::Udp => j.insert("udp".into(), Value::Bool(true)),
+            Transport::Sctp => j.insert("sctp".into(), Value::Bool(true)),
+        };
+        j.insert("omit".into(), self.omit.into());
+        if let Some(a) = self.server_affinity {
+            j.insert("server_affinity".into(), a.into());
+        }
+        j.insert("time".into(), self.time.into());
+        j.insert("num".into(), self.num.into());
+        j.insert("blockcount".into(), self.blockcount.into());
+        if let Some(m) = self.mss {
+            j.insert("MSS".into(), m.into());
+        }
+        if self.nodelay {
+            j.insert("nodelay".into(), Value::Bool(true));
+        }
+        j.insert("parallel".into(), self.parallel.into());
+        match self.direction {
+            Direction::ServerToClient => {
+                j.insert("reverse".into(), Value::Bool(true));
+            }
+            Direction::Both => {
+                j.insert("bidirectional".into(), Value::Bool(true));
+            }
+            Direction::ClientToServer => {}
+        }
+        let opt_num = |j: &mut Map<String, Value>, k: &str, v: Option<u64>| {
+            if let Some(v) = v.filter(|&v| v != 0) {
+                j.insert(k.into(), v.into());
+            }
+        };
+        opt_num(&mut j, "window", self.window.map(u64::from));
+        opt_num(&mut j, "len", self.len.map(u64::from));
+        opt_num(&mut j, "bandwidth", self.bandwidth);
+        opt_num(&mut j, "fqrate", self.fqrate);
+        opt_num(&mut j, "pacing_timer", self.pacing_timer.map(u64::from));
+        opt_num(&mut j, "burst", self.burst.map(u64::from));
+        opt_num(&mut j, "TOS", self.tos.map(u64::from));
+        opt_num(&mut j, "flowlabel", self.flowlabel.map(u64::from));
+        let opt_str = |j: &mut Map<String, Value>, k: &str, v: &Option<String>| {
+            if let Some(s) = v {
+                j.insert(k.into(), Value::String(s.clone()));
+            }
+        };
+        opt_str(&mut j, "title", &self.title);
+        opt_str(&mut j, "extra_data", &self.extra_data);
+        opt_str(&mut j, "congestion", &self.congestion);
+        opt_str(&mut j, "congestion_used", &self.congestion_used);
+        if self.get_server_output {
+            j.insert("get_server_output".into(), 1.into());
+        }
+        if self.udp_counters_64bit {
+            j.insert("udp_counters_64bit".into(), 1.into());
+        }
+        if self.repeating_payload {
+            j.insert("repeating_payload".into(), 1.into());
+        }
+        opt_num(&mut j, "zerocopy", self.zerocopy.map(u64::from));
+        if self.dont_fragment {
+            j.insert("dont_fragment".into(), 1.into());
+        }
+        if self.skip_rx_copy {
+            j.insert("skip_rx_copy".into(), 1.into());
+        }
+        opt_str(&mut j, "authtoken", &self.authtoken);
+        opt_str(&mut j, "client_version", &self.client_version);
+        for (k, v) in &self.other {
+            j.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        if let Some(e) = &self.wirespeed {
+            if let Ok(v) = serde_json::to_value(e) {
+                j.insert(EXT_KEY.into(), v);
+            }
+        }
+        Value::Object(j)
+    }
+
+    /// The length-prefixed frame to send.
+    pub fn encode_frame(&self) -> Result<Vec<u8>, WireError> {
+        frame::encode(&self.to_json(), MAX_PARAMS_LEN)
+    }
+
+    /// Number of data connections the client opens: `parallel`, twice with `--bidir`.
+    pub fn total_streams(&self) -> u64 {
+        let p = u64::from(self.parallel.max(1));
+        if self.direction == Direction::Both {
+            2 * p
+        } else {
+            p
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ext::ParamsExt;
+
+    /// What `iperf3 -c ... -t 1 -P 4 -R -w 256K -J` (3.12) sends, captured shape.
+    const IPERF312: &str = r#"{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":4,"reverse":true,"window":262144,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
+
+    #[test]
+    fn parses_iperf3_parameters() {
+        let p = TestParams::parse(IPERF312.as_bytes()).unwrap();
+        assert_eq!(p.transport, Transport::Tcp);
+        assert_eq!(p.time, 1);
+        assert_eq!(p.parallel, 4);
+        assert_eq!(p.direction, Direction::ServerToClient);
+        assert_eq!(p.window, Some(262_144));
+        assert_eq!(p.len, Some(131_072));
+        assert_eq!(p.pacing_timer, Some(1000));
+        assert_eq!(p.client_version.as_deref(), Some("3.12"));
+        assert!(p.wirespeed.is_none());
+        assert_eq!(p.total_streams(), 4);
+    }
+
+    #[test]
+    fn round_trips_with_extension_and_unknown_keys() {
+        let mut p = TestParams::new_tcp(5, 8);
+        p.direction = Direction::Both;
+        p.num = 10_000_000_000;
+        p.mss = Some(1400);
+        p.nodelay = true;
+        p.congestion = Some("cubic".into());
+        p.zerocopy = Some(1);
+        p.len = Some(1 << 20);
+        p.client_version = Some("wirespeed 0.1.0".into());
+        p.other.insert("gso".into(), 1.into());
+        p.wirespeed = Some(ParamsExt {
+            version: "0.1.0".into(),
+            protocol: 1,
+            server_cpus: Some(vec![2, 3]),
+            observe: true,
+            drain: true,
+            ..ParamsExt::default()
+        });
+        let f = p.encode_frame().unwrap();
+        let (q, used) = TestParams::decode_frame(&f).unwrap();
+        assert_eq!(used, f.len());
+        assert_eq!(q, p);
+        assert_eq!(q.total_streams(), 16);
+        // Key order is iperf3's.
+        let s = String::from_utf8(f[4..].to_vec()).unwrap();
+        assert!(s.starts_with(r#"{"tcp":true,"omit":0,"time":5,"num":10000000000,"blockcount":0,"MSS":1400,"nodelay":true,"parallel":8,"bidirectional":true"#), "{s}");
+        assert!(!s.contains("reverse"));
+    }
+
+    #[test]
+    fn refuses_wrong_types_and_ranges() {
+        for bad in [
+            r#"{"tcp":true,"parallel":0}"#,
+            r#"{"tcp":true,"parallel":"4"}"#,
+            r#"{"tcp":true,"time":-1}"#,
+            r#"{"tcp":true,"omit":100000}"#,
+            r#"{"tcp":true,"MSS":100000}"#,
+            r#"{"tcp":true,"TOS":256}"#,
+            r#"{"tcp":"yes"}"#,
+            r#"{"title":7}"#,
+            r#"{"wirespeed":{"version":3}}"#,
+            r#"{"wirespeed":"x"}"#,
+        ] {
+            assert!(TestParams::parse(bad.as_bytes()).is_err(), "{bad}");
+        }
+        // Defaults when almost nothing is sent: TCP, one stream.
+        let p = TestParams::parse(b"{}").unwrap();
+        assert_eq!(p.transport, Transport::Tcp);
+        assert_eq!(p.parallel, 1);
+    }
+
+    #[test]
+    fn cjson_float_forms_are_read_as_integers() {
+        let p = TestParams::parse(br#"{"udp":true,"num":1e+16,"bandwidth":1000000000.0,"time":0}"#)
+            .unwrap();
+        assert_eq!(p.transport, Transport::Udp);
+        assert_eq!(p.num, 10_000_000_000_000_000);
+        assert_eq!(p.bandwidth, Some(1_000_000_000));
+    }
+}

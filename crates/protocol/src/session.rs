@@ -1,0 +1,1207 @@
+//! Sans-I/O state machines for the two ends of a control connection.
+//!
+//! Neither machine touches a socket or reads a clock. The caller feeds received bytes
+//! ([`ClientSession::handle_input`]), end of stream, decisions and the current time (a
+//! monotonic `Duration` since any origin the caller likes); the machine answers with bytes to
+//! send ([`ClientSession::take_transmit`]), events to act on ([`ClientSession::poll_event`])
+//! and the next deadline ([`ClientSession::deadline`]) at which the caller must call
+//! `handle_timeout`. Bytes that arrive early stay buffered (bounded) until the phase that reads
+//! them.
+//!
+//! The sequence (TCP; UDP is the same on the control connection):
+//!
+//! ```text
+//! client                                   server
+//!   cookie (37 bytes)            ->
+//!                                <-        PARAM_EXCHANGE
+//!   params (len + JSON)          ->
+//!                                <-        CREATE_STREAMS          (or ACCESS_DENIED /
+//!   data connections, each sends the cookie                         SERVER_ERROR + 8 bytes)
+//!                                <-        TEST_START, TEST_RUNNING
+//!   ... data flows; client decides the end ...
+//!   TEST_END                     ->
+//!                                <-        EXCHANGE_RESULTS
+//!   client results (len + JSON)  ->
+//!                                <-        server results (len + JSON)
+//!                                <-        DISPLAY_RESULTS
+//!   IPERF_DONE                   ->
+//! ```
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::cookie::Cookie;
+use crate::frame::{JsonFrame, MAX_PARAMS_LEN, MAX_RESULTS_LEN};
+use crate::params::TestParams;
+use crate::results::TestResults;
+use crate::server_error::{self, ServerErrorBody, DETAIL_MAGIC, SERVER_ERROR_BODY_LEN};
+use crate::state::State;
+use crate::WireError;
+
+/// How long each waiting phase may last before the machine gives up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Each step of the setup (a state byte, the parameters).
+    pub setup: Duration,
+    /// The data connections after `CREATE_STREAMS` (server side).
+    pub streams: Duration,
+    /// The results exchange after `TEST_END`.
+    pub results: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts {
+            setup: Duration::from_secs(10),
+            streams: Duration::from_secs(20),
+            results: Duration::from_secs(20),
+        }
+    }
+}
+
+/// Why the server said no.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// `ACCESS_DENIED`: busy, or over a limit, as iperf3 reports it.
+    AccessDenied,
+    /// `SERVER_ERROR` with iperf3's codes, and wirespeed's own words when the server is
+    /// wirespeed.
+    ServerError {
+        i_errno: i32,
+        errno: i32,
+        detail: Option<String>,
+    },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::AccessDenied => {
+                f.write_str("access denied (the server is busy or at its limit of tests)")
+            }
+            Refusal::ServerError {
+                i_errno,
+                detail: Some(d),
+                ..
+            } => write!(f, "{d} (iperf3 error {i_errno})"),
+            Refusal::ServerError { i_errno, errno, .. } => {
+                write!(
+                    f,
+                    "{} (iperf3 error {i_errno}",
+                    server_error::describe(*i_errno)
+                )?;
+                if *errno != 0 {
+                    write!(f, ", errno {errno}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+/// A control connection that cannot go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The peer sent bytes that do not decode, or a state not allowed now.
+    Protocol {
+        phase: &'static str,
+        error: WireError,
+    },
+    /// The peer closed the connection.
+    Closed { phase: &'static str },
+    /// Nothing arrived in time.
+    Timeout {
+        phase: &'static str,
+        after: Duration,
+    },
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Protocol { phase, error } => {
+                write!(f, "protocol error while {phase}: {error}")
+            }
+            Failure::Closed { phase } => {
+                write!(f, "the peer closed the control connection while {phase}")
+            }
+            Failure::Timeout { phase, after } => {
+                write!(
+                    f,
+                    "timed out after {:.1} s while {phase}",
+                    after.as_secs_f64()
+                )
+            }
+        }
+    }
+}
+
+/// Bytes received and not yet consumed; bounded.
+#[derive(Debug, Default)]
+struct Inbox {
+    buf: Vec<u8>,
+}
+
+impl Inbox {
+    /// Most bytes buffered at once: the largest frame plus a few state bytes.
+    const MAX: usize = MAX_RESULTS_LEN as usize + 64;
+
+    fn push(&mut self, bytes: &[u8]) -> Result<(), WireError> {
+        if self.buf.len() + bytes.len() > Self::MAX {
+            return Err(WireError::Oversized {
+                len: u32::try_from(self.buf.len() + bytes.len()).unwrap_or(u32::MAX),
+                max: Self::MAX as u32,
+            });
+        }
+        self.buf.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.buf.drain(..n.min(self.buf.len()));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client
+// ---------------------------------------------------------------------------------------------
+
+/// Where the client is in the sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientPhase {
+    AwaitParamExchange,
+    AwaitCreateStreams,
+    AwaitTestStart,
+    AwaitTestRunning,
+    Running,
+    AwaitExchangeResults,
+    /// The caller must call [`ClientSession::send_results`].
+    AwaitLocalResults,
+    AwaitPeerResults,
+    AwaitDisplayResults,
+    Done,
+    Failed,
+}
+
+impl ClientPhase {
+    fn describe(self) -> &'static str {
+        match self {
+            ClientPhase::AwaitParamExchange => "waiting for PARAM_EXCHANGE",
+            ClientPhase::AwaitCreateStreams => "waiting for CREATE_STREAMS",
+            ClientPhase::AwaitTestStart => "waiting for TEST_START",
+            ClientPhase::AwaitTestRunning => "waiting for TEST_RUNNING",
+            ClientPhase::Running => "running the test",
+            ClientPhase::AwaitExchangeResults => "waiting for EXCHANGE_RESULTS",
+            ClientPhase::AwaitLocalResults => "preparing results",
+            ClientPhase::AwaitPeerResults => "waiting for the server's results",
+            ClientPhase::AwaitDisplayResults => "waiting for DISPLAY_RESULTS",
+            ClientPhase::Done => "done",
+            ClientPhase::Failed => "failed",
+        }
+    }
+}
+
+/// What the client's caller must act on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientEvent {
+    /// Open the data connections now (each sends the cookie first).
+    CreateStreams,
+    /// Prepare to run: the server has all streams.
+    TestStart,
+    /// Start moving data.
+    TestRunning,
+    /// The server asks for results: stop, then call [`ClientSession::send_results`].
+    ResultsRequested,
+    /// The server's results.
+    PeerResults(Box<TestResults>),
+    /// `DISPLAY_RESULTS` arrived and `IPERF_DONE` is queued: flush, then close.
+    Finished,
+    /// The server refused or aborted the test.
+    Refused(Refusal),
+    /// `SERVER_TERMINATE`: the server stopped the test.
+    ServerTerminated,
+    /// The connection cannot go on.
+    Failed(Failure),
+}
+
+/// The client end of a control connection.
+#[derive(Debug)]
+pub struct ClientSession {
+    cookie: Cookie,
+    params: TestParams,
+    timeouts: Timeouts,
+    phase: ClientPhase,
+    deadline: Option<Duration>,
+    inbox: Inbox,
+    outbox: Vec<u8>,
+    events: VecDeque<ClientEvent>,
+    /// A SERVER_ERROR body was read and announced a detail frame.
+    pending_error: Option<ServerErrorBody>,
+}
+
+impl ClientSession {
+    /// Start: queues the cookie.
+    pub fn new(
+        now: Duration,
+        cookie: Cookie,
+        params: TestParams,
+        timeouts: Timeouts,
+    ) -> ClientSession {
+        let mut s = ClientSession {
+            cookie,
+            params,
+            timeouts,
+            phase: ClientPhase::AwaitParamExchange,
+            deadline: Some(now + timeouts.setup),
+            inbox: Inbox::default(),
+            outbox: Vec::new(),
+            events: VecDeque::new(),
+            pending_error: None,
+        };
+        s.outbox.extend_from_slice(cookie.as_bytes());
+        s
+    }
+
+    pub fn cookie(&self) -> &Cookie {
+        &self.cookie
+    }
+
+    pub fn params(&self) -> &TestParams {
+        &self.params
+    }
+
+    pub fn phase(&self) -> ClientPhase {
+        self.phase
+    }
+
+    /// When [`Self::handle_timeout`] must be called, if the machine is waiting on the peer.
+    pub fn deadline(&self) -> Option<Duration> {
+        self.deadline
+    }
+
+    /// Bytes to write to the control connection (in order), emptying the queue.
+    pub fn take_transmit(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    /// `true` once finished or failed.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.phase, ClientPhase::Done | ClientPhase::Failed)
+    }
+
+    fn enter(&mut self, now: Duration, phase: ClientPhase, timeout: Option<Duration>) {
+        self.phase = phase;
+        self.deadline = timeout.map(|t| now + t);
+    }
+
+    fn fail(&mut self, f: Failure) {
+        self.phase = ClientPhase::Failed;
+        self.deadline = None;
+        self.events.push_back(ClientEvent::Failed(f));
+    }
+
+    fn stop_with(&mut self, ev: ClientEvent) {
+        self.phase = ClientPhase::Failed;
+        self.deadline = None;
+        self.events.push_back(ev);
+    }
+
+    /// Bytes read from the control connection.
+    pub fn handle_input(&mut self, now: Duration, bytes: &[u8]) {
+        if self.is_closed() {
+            return;
+        }
+        if let Err(e) = self.inbox.push(bytes) {
+            let phase = self.phase.describe();
+            self.fail(Failure::Protocol { phase, error: e });
+            return;
+        }
+        self.process(now);
+    }
+
+    /// The peer closed the control connection.
+    pub fn handle_eof(&mut self, _now: Duration) {
+        if self.is_closed() {
+            return;
+        }
+        let phase = self.phase.describe();
+        self.fail(Failure::Closed { phase });
+    }
+
+    /// Time passed; fails the session if the current deadline has expired.
+    pub fn handle_timeout(&mut self, now: Duration) {
+        if let Some(d) = self.deadline {
+            if now >= d && !self.is_closed() {
+                let phase = self.phase.describe();
+                let after = match self.phase {
+                    ClientPhase::AwaitExchangeResults
+                    | ClientPhase::AwaitPeerResults
+                    | ClientPhase::AwaitDisplayResults => self.timeouts.results,
+                    _ => self.timeouts.setup,
+                };
+                self.fail(Failure::Timeout { phase, after });
+            }
+        }
+    }
+
+    /// The client decided the test is over (time, bytes or blocks reached): queue `TEST_END`.
+    pub fn end_test(&mut self, now: Duration) -> Result<(), WireError> {
+        if self.phase != ClientPhase::Running {
+            return Err(WireError::UnexpectedState {
+                state: State::TestEnd.to_string(),
+                phase: self.phase.describe(),
+            });
+        }
+        self.outbox.push(State::TestEnd.to_byte());
+        self.enter(
+            now,
+            ClientPhase::AwaitExchangeResults,
+            Some(self.timeouts.results),
+        );
+        self.process(now);
+        Ok(())
+    }
+
+    /// Abort the test (Ctrl-C): queue `CLIENT_TERMINATE`.
+    pub fn terminate(&mut self) {
+        if !self.is_closed() {
+            self.outbox.push(State::ClientTerminate.to_byte());
+            self.phase = ClientPhase::Failed;
+            self.deadline = None;
+        }
+    }
+
+    /// Our results, after [`ClientEvent::ResultsRequested`].
+    pub fn send_results(&mut self, now: Duration, results: &TestResults) -> Result<(), WireError> {
+        if self.phase != ClientPhase::AwaitLocalResults {
+            return Err(WireError::UnexpectedState {
+                state: "client results".into(),
+                phase: self.phase.describe(),
+            });
+        }
+        let frame = results.encode_frame()?;
+        self.outbox.extend_from_slice(&frame);
+        self.enter(
+            now,
+            ClientPhase::AwaitPeerResults,
+            Some(self.timeouts.results),
+        );
+        self.process(now);
+        Ok(())
+    }
+
+    fn process(&mut self, now: Duration) {
+        loop {
+            if self.is_closed() {
+                return;
+            }
+            // A SERVER_ERROR detail frame, if one was announced.
+            if let Some(body) = self.pending_error {
+                match server_error::decode_detail(&self.inbox.buf) {
+                    Ok((msg, n)) => {
+                        self.inbox.consume(n);
+                        self.pending_error = None;
+                        self.stop_with(ClientEvent::Refused(Refusal::ServerError {
+                            i_errno: body.i_errno,
+                            errno: 0,
+                            detail: Some(msg),
+                        }));
+                    }
+                    Err(e) if e.is_truncated() => {}
+                    Err(_) => {
+                        // Unreadable detail: report the codes alone.
+                        self.pending_error = None;
+                        self.stop_with(ClientEvent::Refused(Refusal::ServerError {
+                            i_errno: body.i_errno,
+                            errno: 0,
+                            detail: None,
+                        }));
+                    }
+                }
+                return;
+            }
+            match self.phase {
+                ClientPhase::AwaitLocalResults => return,
+                ClientPhase::AwaitPeerResults => {
+                    // A state byte (error) may come instead of results.
+                    if let Some(&b) = self.inbox.buf.first() {
+                        if matches!(
+                            State::from_byte(b),
+                            Ok(State::ServerError | State::AccessDenied | State::ServerTerminate)
+                        ) {
+                            if !self.step_state_at(now) {
+                                return;
+                            }
+                            continue;
+                        }
+                    }
+                    match TestResults::decode_frame(&self.inbox.buf) {
+                        Ok((r, n)) => {
+                            self.inbox.consume(n);
+                            self.events.push_back(ClientEvent::PeerResults(Box::new(r)));
+                            self.enter(
+                                now,
+                                ClientPhase::AwaitDisplayResults,
+                                Some(self.timeouts.results),
+                            );
+                        }
+                        Err(e) if e.is_truncated() => return,
+                        Err(error) => {
+                            let phase = self.phase.describe();
+                            self.fail(Failure::Protocol { phase, error });
+                            return;
+                        }
+                    }
+                }
+                _ => {
+                    if !self.step_state_at(now) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Consume one state byte (and what follows it for `SERVER_ERROR`); `false` when more
+    /// input is needed.
+    fn step_state_at(&mut self, now: Duration) -> bool {
+        let Some(&b) = self.inbox.buf.first() else {
+            return false;
+        };
+        let state = match State::from_byte(b) {
+            Ok(s) => s,
+            Err(error) => {
+                let phase = self.phase.describe();
+                self.fail(Failure::Protocol { phase, error });
+                return false;
+            }
+        };
+        if state == State::ServerError {
+            let body = match ServerErrorBody::parse(&self.inbox.buf[1..]) {
+                Ok(b) => b,
+                Err(_) => return false, // only truncation is possible
+            };
+            self.inbox.consume(1 + SERVER_ERROR_BODY_LEN);
+            if body.errno == DETAIL_MAGIC {
+                self.pending_error = Some(body);
+            } else {
+                self.stop_with(ClientEvent::Refused(Refusal::ServerError {
+                    i_errno: body.i_errno,
+                    errno: body.errno,
+                    detail: None,
+                }));
+            }
+            return true;
+        }
+        self.inbox.consume(1);
+        let unexpected = |s: &mut ClientSession| {
+            let phase = s.phase.describe();
+            s.fail(Failure::Protocol {
+                phase,
+                error: WireError::UnexpectedState {
+                    state: state.to_string(),
+                    phase,
+                },
+            });
+        };
+        match (self.phase, state) {
+            (_, State::AccessDenied) => self.stop_with(ClientEvent::Refused(Refusal::AccessDenied)),
+            (_, State::ServerTerminate) => self.stop_with(ClientEvent::ServerTerminated),
+            (ClientPhase::AwaitParamExchange, State::ParamExchange) => {
+                match self.params.encode_frame() {
+                    Ok(f) => {
+                        self.outbox.extend_from_slice(&f);
+                        self.enter(
+                            now,
+                            ClientPhase::AwaitCreateStreams,
+                            Some(self.timeouts.setup),
+                        );
+                    }
+                    Err(error) => self.fail(Failure::Protocol {
+                        phase: "sending parameters",
+                        error,
+                    }),
+                }
+            }
+            (ClientPhase::AwaitCreateStreams, State::CreateStreams) => {
+                self.events.push_back(ClientEvent::CreateStreams);
+                self.enter(
+                    now,
+                    ClientPhase::AwaitTestStart,
+                    Some(self.timeouts.streams),
+                );
+            }
+            (ClientPhase::AwaitTestStart, State::TestStart) => {
+                self.events.push_back(ClientEvent::TestStart);
+                self.enter(
+                    now,
+                    ClientPhase::AwaitTestRunning,
+                    Some(self.timeouts.setup),
+                );
+            }
+            (ClientPhase::AwaitTestRunning, State::TestRunning) => {
+                self.events.push_back(ClientEvent::TestRunning);
+                self.enter(now, ClientPhase::Running, None);
+            }
+            (ClientPhase::AwaitExchangeResults, State::ExchangeResults) => {
+                self.events.push_back(ClientEvent::ResultsRequested);
+                self.enter(now, ClientPhase::AwaitLocalResults, None);
+            }
+            (ClientPhase::AwaitDisplayResults, State::DisplayResults) => {
+                self.outbox.push(State::IperfDone.to_byte());
+                self.events.push_back(ClientEvent::Finished);
+                self.enter(now, ClientPhase::Done, None);
+            }
+            _ => unexpected(self),
+        }
+        true
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+// ---------------------------------------------------------------------------------------------
+
+/// Where the server is in the sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerPhase {
+    AwaitParams,
+    /// The caller must [`ServerSession::accept`] or [`ServerSession::refuse`].
+    AwaitDecision,
+    /// Data connections are being matched; the caller calls [`ServerSession::streams_ready`].
+    AwaitStreams,
+    Running,
+    /// `TEST_END` arrived; the caller stops the test and calls [`ServerSession::request_results`].
+    Stopping,
+    AwaitClientResults,
+    /// The caller must call [`ServerSession::send_results`].
+    AwaitLocalResults,
+    AwaitDone,
+    Done,
+    Failed,
+}
+
+impl ServerPhase {
+    fn describe(self) -> &'static str {
+        match self {
+            ServerPhase::AwaitParams => "waiting for the test parameters",
+            ServerPhase::AwaitDecision => "deciding on the test",
+            ServerPhase::AwaitStreams => "waiting for the data connections",
+            ServerPhase::Running => "running the test",
+            ServerPhase::Stopping => "stopping the test",
+            ServerPhase::AwaitClientResults => "waiting for the client's results",
+            ServerPhase::AwaitLocalResults => "preparing results",
+            ServerPhase::AwaitDone => "waiting for IPERF_DONE",
+            ServerPhase::Done => "done",
+            ServerPhase::Failed => "failed",
+        }
+    }
+}
+
+/// What the server's caller must act on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerEvent {
+    /// Decide: [`ServerSession::accept`] or [`ServerSession::refuse`].
+    Params(Box<TestParams>),
+    /// `TEST_END`: stop the streams, then [`ServerSession::request_results`].
+    TestEnd,
+    /// The client's results; answer with [`ServerSession::send_results`].
+    PeerResults(Box<TestResults>),
+    /// `IPERF_DONE` (or a close after the results): the test is complete.
+    Finished,
+    /// `CLIENT_TERMINATE`: the client aborted.
+    ClientTerminated,
+    /// The connection cannot go on.
+    Failed(Failure),
+}
+
+/// How the server turns a test down.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decline {
+    /// One `ACCESS_DENIED` byte (iperf3's answer when busy).
+    AccessDenied,
+    /// `SERVER_ERROR` + `i_errno` + `errno`; `detail` is sent only to a wirespeed client.
+    Error {
+        i_errno: i32,
+        errno: i32,
+        detail: String,
+    },
+}
+
+/// The server end of one test's control connection, from the moment its cookie was read.
+#[derive(Debug)]
+pub struct ServerSession {
+    cookie: Cookie,
+    timeouts: Timeouts,
+    phase: ServerPhase,
+    deadline: Option<Duration>,
+    inbox: Inbox,
+    outbox: Vec<u8>,
+    events: VecDeque<ServerEvent>,
+    peer_is_wirespeed: bool,
+}
+
+impl ServerSession {
+    /// The cookie has been read: queue `PARAM_EXCHANGE`.
+    pub fn new(now: Duration, cookie: Cookie, timeouts: Timeouts) -> ServerSession {
+        ServerSession {
+            cookie,
+            timeouts,
+            phase: ServerPhase::AwaitParams,
+            deadline: Some(now + timeouts.setup),
+            inbox: Inbox::default(),
+            outbox: vec![State::ParamExchange.to_byte()],
+            events: VecDeque::new(),
+            peer_is_wirespeed: false,
+        }
+    }
+
+    pub fn cookie(&self) -> &Cookie {
+        &self.cookie
+    }
+
+    pub fn phase(&self) -> ServerPhase {
+        self.phase
+    }
+
+    /// `true` once the parameters carried wirespeed's extension.
+    pub fn peer_is_wirespeed(&self) -> bool {
+        self.peer_is_wirespeed
+    }
+
+    pub fn deadline(&self) -> Option<Duration> {
+        self.deadline
+    }
+
+    pub fn take_transmit(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    pub fn poll_event(&mut self) -> Option<ServerEvent> {
+        self.events.pop_front()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        matches!(self.phase, ServerPhase::Done | ServerPhase::Failed)
+    }
+
+    fn enter(&mut self, now: Duration, phase: ServerPhase, timeout: Option<Duration>) {
+        self.phase = phase;
+        self.deadline = timeout.map(|t| now + t);
+    }
+
+    fn fail(&mut self, f: Failure) {
+        self.phase = ServerPhase::Failed;
+        self.deadline = None;
+        self.events.push_back(ServerEvent::Failed(f));
+    }
+
+    fn wrong(&mut self, what: &str) -> WireError {
+        WireError::UnexpectedState {
+            state: what.to_string(),
+            phase: self.phase.describe(),
+        }
+    }
+
+    pub fn handle_input(&mut self, now: Duration, bytes: &[u8]) {
+        if self.is_closed() {
+            return;
+        }
+        if let Err(error) = self.inbox.push(bytes) {
+            let phase = self.phase.describe();
+            self.fail(Failure::Protocol { phase, error });
+            return;
+        }
+        self.process(now);
+    }
+
+    pub fn handle_eof(&mut self, _now: Duration) {
+        match self.phase {
+            ServerPhase::AwaitDone => {
+                self.phase = ServerPhase::Done;
+                self.deadline = None;
+                self.events.push_back(ServerEvent::Finished);
+            }
+            ServerPhase::Done | ServerPhase::Failed => {}
+            p => {
+                let phase = p.describe();
+                self.fail(Failure::Closed { phase });
+            }
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Duration) {
+        if let Some(d) = self.deadline {
+            if now >= d && !self.is_closed() {
+                let phase = self.phase.describe();
+                let after = match self.phase {
+                    ServerPhase::AwaitStreams => self.timeouts.streams,
+                    ServerPhase::AwaitClientResults | ServerPhase::AwaitDone => {
+                        self.timeouts.results
+                    }
+                    _ => self.timeouts.setup,
+                };
+                self.fail(Failure::Timeout { phase, after });
+            }
+        }
+    }
+
+    /// Run the test: queue `CREATE_STREAMS`.
+    pub fn accept(&mut self, now: Duration) -> Result<(), WireError> {
+        if self.phase != ServerPhase::AwaitDecision {
+            return Err(self.wrong("accept"));
+        }
+        self.outbox.push(State::CreateStreams.to_byte());
+        self.enter(now, ServerPhase::AwaitStreams, Some(self.timeouts.streams));
+        self.process(now);
+        Ok(())
+    }
+
+    /// Turn the test down (at any point before results); the connection is then done.
+    pub fn refuse(&mut self, decline: &Decline) {
+        if self.is_closed() {
+            return;
+        }
+        match decline {
+            Decline::AccessDenied => self.outbox.push(State::AccessDenied.to_byte()),
+            Decline::Error {
+                i_errno,
+                errno,
+                detail,
+            } => {
+                self.outbox.push(State::ServerError.to_byte());
+                let with_detail = self.peer_is_wirespeed && !detail.is_empty();
+                let body = ServerErrorBody {
+                    i_errno: *i_errno,
+                    errno: if with_detail { DETAIL_MAGIC } else { *errno },
+                };
+                self.outbox.extend_from_slice(&body.emit());
+                if with_detail {
+                    self.outbox
+                        .extend_from_slice(&server_error::encode_detail(detail));
+                }
+            }
+        }
+        self.phase = ServerPhase::Failed;
+        self.deadline = None;
+    }
+
+    /// Stop a running test from the server side (e.g. over the maximum duration):
+    /// queue `SERVER_TERMINATE`.
+    pub fn terminate(&mut self) {
+        if !self.is_closed() {
+            self.outbox.push(State::ServerTerminate.to_byte());
+            self.phase = ServerPhase::Failed;
+            self.deadline = None;
+        }
+    }
+
+    /// All data connections are matched: queue `TEST_START`, `TEST_RUNNING`.
+    pub fn streams_ready(&mut self, now: Duration) -> Result<(), WireError> {
+        if self.phase != ServerPhase::AwaitStreams {
+            return Err(self.wrong("streams ready"));
+        }
+        self.outbox.push(State::TestStart.to_byte());
+        self.outbox.push(State::TestRunning.to_byte());
+        self.enter(now, ServerPhase::Running, None);
+        self.process(now);
+        Ok(())
+    }
+
+    /// The streams are stopped: queue `EXCHANGE_RESULTS`.
+    pub fn request_results(&mut self, now: Duration) -> Result<(), WireError> {
+        if self.phase != ServerPhase::Stopping {
+            return Err(self.wrong("request results"));
+        }
+        self.outbox.push(State::ExchangeResults.to_byte());
+        self.enter(
+            now,
+            ServerPhase::AwaitClientResults,
+            Some(self.timeouts.results),
+        );
+        self.process(now);
+        Ok(())
+    }
+
+    /// Our results, after the client's: queue them and `DISPLAY_RESULTS`.
+    pub fn send_results(&mut self, now: Duration, results: &TestResults) -> Result<(), WireError> {
+        if self.phase != ServerPhase::AwaitLocalResults {
+            return Err(self.wrong("server results"));
+        }
+        let frame = results.encode_frame()?;
+        self.outbox.extend_from_slice(&frame);
+        self.outbox.push(State::DisplayResults.to_byte());
+        self.enter(now, ServerPhase::AwaitDone, Some(self.timeouts.results));
+        self.process(now);
+        Ok(())
+    }
+
+    fn process(&mut self, now: Duration) {
+        loop {
+            if self.is_closed() {
+                return;
+            }
+            match self.phase {
+                ServerPhase::AwaitParams => match TestParams::decode_frame(&self.inbox.buf) {
+                    Ok((p, n)) => {
+                        self.inbox.consume(n);
+                        self.peer_is_wirespeed = p.wirespeed.is_some();
+                        self.events.push_back(ServerEvent::Params(Box::new(p)));
+                        self.enter(now, ServerPhase::AwaitDecision, None);
+                    }
+                    Err(e) if e.is_truncated() => {
+                        // Refuse an oversized announcement at once, before its bytes arrive.
+                        if let Err(error) =
+                            JsonFrame::announced_len(&self.inbox.buf, MAX_PARAMS_LEN)
+                        {
+                            if !error.is_truncated() {
+                                self.fail(Failure::Protocol {
+                                    phase: "waiting for the test parameters",
+                                    error,
+                                });
+                            }
+                        }
+                        return;
+                    }
+                    Err(error) => {
+                        self.fail(Failure::Protocol {
+                            phase: "waiting for the test parameters",
+                            error,
+                        });
+                        return;
+                    }
+                },
+                ServerPhase::AwaitClientResults => match TestResults::decode_frame(&self.inbox.buf)
+                {
+                    Ok((r, n)) => {
+                        self.inbox.consume(n);
+                        self.events.push_back(ServerEvent::PeerResults(Box::new(r)));
+                        self.enter(now, ServerPhase::AwaitLocalResults, None);
+                    }
+                    Err(e) if e.is_truncated() => return,
+                    Err(error) => {
+                        let phase = self.phase.describe();
+                        self.fail(Failure::Protocol { phase, error });
+                        return;
+                    }
+                },
+                ServerPhase::AwaitDecision
+                | ServerPhase::Stopping
+                | ServerPhase::AwaitLocalResults => {
+                    // Nothing is read until the caller acts, except an abort.
+                    if self.inbox.buf.first() == Some(&State::ClientTerminate.to_byte()) {
+                        self.inbox.consume(1);
+                        self.phase = ServerPhase::Failed;
+                        self.deadline = None;
+                        self.events.push_back(ServerEvent::ClientTerminated);
+                    }
+                    return;
+                }
+                ServerPhase::AwaitStreams | ServerPhase::Running | ServerPhase::AwaitDone => {
+                    let Some(&b) = self.inbox.buf.first() else {
+                        return;
+                    };
+                    self.inbox.consume(1);
+                    let state = match State::from_byte(b) {
+                        Ok(s) => s,
+                        Err(error) => {
+                            let phase = self.phase.describe();
+                            self.fail(Failure::Protocol { phase, error });
+                            return;
+                        }
+                    };
+                    match (self.phase, state) {
+                        // iperf3's server ignores TEST_START from a client.
+                        (_, State::TestStart) => {}
+                        (_, State::ClientTerminate) => {
+                            self.phase = ServerPhase::Failed;
+                            self.deadline = None;
+                            self.events.push_back(ServerEvent::ClientTerminated);
+                        }
+                        (ServerPhase::Running, State::TestEnd) => {
+                            self.events.push_back(ServerEvent::TestEnd);
+                            self.enter(now, ServerPhase::Stopping, None);
+                        }
+                        (_, State::IperfDone) => {
+                            self.phase = ServerPhase::Done;
+                            self.deadline = None;
+                            self.events.push_back(ServerEvent::Finished);
+                        }
+                        (phase, s) => {
+                            let phase = phase.describe();
+                            self.fail(Failure::Protocol {
+                                phase,
+                                error: WireError::UnexpectedState {
+                                    state: s.to_string(),
+                                    phase,
+                                },
+                            });
+                        }
+                    }
+                }
+                ServerPhase::Done | ServerPhase::Failed => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ext::{ParamsExt, ResultsExt};
+    use crate::params::Direction;
+    use crate::results::StreamResult;
+
+    const T0: Duration = Duration::ZERO;
+
+    fn cookie() -> Cookie {
+        Cookie::from_entropy(&[7u8; 36])
+    }
+
+    fn results(ids: &[i32], bytes: u64) -> TestResults {
+        TestResults {
+            cpu_util_total: 10.0,
+            cpu_util_user: 1.0,
+            cpu_util_system: 9.0,
+            sender_has_retransmits: 1,
+            streams: ids
+                .iter()
+                .map(|&id| StreamResult {
+                    id,
+                    bytes,
+                    retransmits: 0,
+                    omitted_errors: Some(0),
+                    omitted_packets: Some(0),
+                    start_time: Some(0.0),
+                    end_time: Some(1.0),
+                    ..StreamResult::default()
+                })
+                .collect(),
+            ..TestResults::default()
+        }
+    }
+
+    /// Drive a client and a server machine against each other, byte by byte in one direction
+    /// to exercise partial input.
+    #[test]
+    fn client_and_server_run_a_whole_test() {
+        let mut params = TestParams::new_tcp(1, 2);
+        params.direction = Direction::Both;
+        params.wirespeed = Some(ParamsExt {
+            version: "test".into(),
+            ..ParamsExt::default()
+        });
+        let mut c = ClientSession::new(T0, cookie(), params.clone(), Timeouts::default());
+        let hello = c.take_transmit();
+        assert_eq!(hello.len(), 37);
+        let ck = Cookie::parse(&hello).unwrap();
+        let mut s = ServerSession::new(T0, ck, Timeouts::default());
+        let pump_to_client = |s: &mut ServerSession, c: &mut ClientSession| {
+            for b in s.take_transmit() {
+                c.handle_input(T0, &[b]);
+            }
+        };
+        let pump_to_server = |c: &mut ClientSession, s: &mut ServerSession| {
+            let bytes = c.take_transmit();
+            s.handle_input(T0, &bytes);
+        };
+        pump_to_client(&mut s, &mut c);
+        pump_to_server(&mut c, &mut s);
+        let Some(ServerEvent::Params(p)) = s.poll_event() else {
+            panic!("no params")
+        };
+        assert_eq!(*p, params);
+        assert!(s.peer_is_wirespeed());
+        s.accept(T0).unwrap();
+        pump_to_client(&mut s, &mut c);
+        assert_eq!(c.poll_event(), Some(ClientEvent::CreateStreams));
+        s.streams_ready(T0).unwrap();
+        pump_to_client(&mut s, &mut c);
+        assert_eq!(c.poll_event(), Some(ClientEvent::TestStart));
+        assert_eq!(c.poll_event(), Some(ClientEvent::TestRunning));
+        assert_eq!(c.phase(), ClientPhase::Running);
+        assert_eq!(c.deadline(), None, "no timeout while the test runs");
+        c.end_test(T0).unwrap();
+        pump_to_server(&mut c, &mut s);
+        assert_eq!(s.poll_event(), Some(ServerEvent::TestEnd));
+        s.request_results(T0).unwrap();
+        pump_to_client(&mut s, &mut c);
+        assert_eq!(c.poll_event(), Some(ClientEvent::ResultsRequested));
+        let cr = results(&[1, 3, 4, 5], 1000);
+        c.send_results(T0, &cr).unwrap();
+        pump_to_server(&mut c, &mut s);
+        let Some(ServerEvent::PeerResults(r)) = s.poll_event() else {
+            panic!()
+        };
+        assert_eq!(*r, cr);
+        let mut sr = results(&[1, 3, 4, 5], 999);
+        sr.wirespeed = Some(ResultsExt {
+            version: "test".into(),
+            ..ResultsExt::default()
+        });
+        s.send_results(T0, &sr).unwrap();
+        pump_to_client(&mut s, &mut c);
+        let Some(ClientEvent::PeerResults(r)) = c.poll_event() else {
+            panic!()
+        };
+        assert_eq!(*r, sr);
+        assert_eq!(c.poll_event(), Some(ClientEvent::Finished));
+        assert_eq!(c.phase(), ClientPhase::Done);
+        pump_to_server(&mut c, &mut s);
+        assert_eq!(s.poll_event(), Some(ServerEvent::Finished));
+        assert_eq!(s.phase(), ServerPhase::Done);
+    }
+
+    #[test]
+    fn server_refusals_reach_the_client() {
+        for (decline, wirespeed, want) in [
+            (Decline::AccessDenied, false, Refusal::AccessDenied),
+            (
+                Decline::Error {
+                    i_errno: 6,
+                    errno: 0,
+                    detail: "max 8 streams".into(),
+                },
+                false,
+                Refusal::ServerError {
+                    i_errno: 6,
+                    errno: 0,
+                    detail: None,
+                },
+            ),
+            (
+                Decline::Error {
+                    i_errno: 6,
+                    errno: 0,
+                    detail: "max 8 streams".into(),
+                },
+                true,
+                Refusal::ServerError {
+                    i_errno: 6,
+                    errno: 0,
+                    detail: Some("max 8 streams".into()),
+                },
+            ),
+        ] {
+            let mut params = TestParams::new_tcp(1, 100);
+            if wirespeed {
+                params.wirespeed = Some(ParamsExt::default());
+            }
+            let mut c = ClientSession::new(T0, cookie(), params, Timeouts::default());
+            let mut s = ServerSession::new(
+                T0,
+                Cookie::parse(&c.take_transmit()).unwrap(),
+                Timeouts::default(),
+            );
+            c.handle_input(T0, &s.take_transmit());
+            s.handle_input(T0, &c.take_transmit());
+            assert!(matches!(s.poll_event(), Some(ServerEvent::Params(_))));
+            s.refuse(&decline);
+            assert!(s.is_closed());
+            let bytes = s.take_transmit();
+            // Split at every point: the client must assemble the same refusal.
+            for cut in 0..=bytes.len() {
+                let mut c2 = ClientSession::new(
+                    T0,
+                    cookie(),
+                    TestParams::new_tcp(1, 1),
+                    Timeouts::default(),
+                );
+                c2.take_transmit();
+                c2.handle_input(T0, &[State::ParamExchange.to_byte()]);
+                c2.handle_input(T0, &bytes[..cut]);
+                c2.handle_input(T0, &bytes[cut..]);
+                assert_eq!(
+                    c2.poll_event(),
+                    Some(ClientEvent::Refused(want.clone())),
+                    "cut {cut}"
+                );
+            }
+            let _ = c;
+        }
+    }
+
+    #[test]
+    fn server_times_out_silent_peer_and_refuses_oversized_params() {
+        let mut s = ServerSession::new(T0, cookie(), Timeouts::default());
+        s.take_transmit();
+        s.handle_timeout(Duration::from_secs(9));
+        assert!(s.poll_event().is_none());
+        s.handle_timeout(Duration::from_secs(10));
+        assert!(matches!(
+            s.poll_event(),
+            Some(ServerEvent::Failed(Failure::Timeout { .. }))
+        ));
+
+        let mut s = ServerSession::new(T0, cookie(), Timeouts::default());
+        s.handle_input(T0, &[0x7f, 0xff, 0xff, 0xff]);
+        assert!(matches!(
+            s.poll_event(),
+            Some(ServerEvent::Failed(Failure::Protocol {
+                error: WireError::Oversized { .. },
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn unknown_or_misplaced_state_bytes_fail_cleanly() {
+        let mut c =
+            ClientSession::new(T0, cookie(), TestParams::new_tcp(1, 1), Timeouts::default());
+        c.handle_input(T0, &[State::TestRunning.to_byte()]);
+        assert!(matches!(
+            c.poll_event(),
+            Some(ClientEvent::Failed(Failure::Protocol { .. }))
+        ));
+        let mut c =
+            ClientSession::new(T0, cookie(), TestParams::new_tcp(1, 1), Timeouts::default());
+        c.handle_input(T0, &[200]);
+        assert!(matches!(
+            c.poll_event(),
+            Some(ClientEvent::Failed(Failure::Protocol {
+                error: WireError::UnknownState(200),
+                ..
+            }))
+        ));
+        let mut s = ServerSession::new(T0, cookie(), Timeouts::default());
+        s.handle_input(T0, b"\x00\x00\x00\x02{}");
+        s.poll_event();
+        s.accept(T0).unwrap();
+        s.streams_ready(T0).unwrap();
+        s.handle_input(T0, &[State::ExchangeResults.to_byte()]);
+        assert!(matches!(
+            s.poll_event(),
+            Some(ServerEvent::Failed(Failure::Protocol { .. }))
+        ));
+        let mut s = ServerSession::new(T0, cookie(), Timeouts::default());
+        s.handle_eof(T0);
+        assert!(matches!(
+            s.poll_event(),
+            Some(ServerEvent::Failed(Failure::Closed { .. }))
+        ));
+    }
+
+    #[test]
+    fn client_terminate_and_server_terminate() {
+        let mut s = ServerSession::new(T0, cookie(), Timeouts::default());
+        s.handle_input(T0, b"\x00\x00\x00\x02{}");
+        s.poll_event();
+        s.accept(T0).unwrap();
+        s.streams_ready(T0).unwrap();
+        s.handle_input(T0, &[State::ClientTerminate.to_byte()]);
+        assert_eq!(s.poll_event(), Some(ServerEvent::ClientTerminated));
+
+        let mut c =
+            ClientSession::new(T0, cookie(), TestParams::new_tcp(1, 1), Timeouts::default());
+        c.handle_input(T0, &[9, 10, 1, 2]);
+        c.take_transmit();
+        while c.poll_event().is_some() {}
+        c.handle_input(T0, &[State::ServerTerminate.to_byte()]);
+        assert_eq!(c.poll_event(), Some(ClientEvent::ServerTerminated));
+    }
+}

@@ -1,0 +1,16 @@
+#![no_main]
+//! UDP handshake words and datagram headers (both counter widths).
+use libfuzzer_sys::fuzz_target;
+use wirespeed_protocol::udp::{check_connect_msg, check_connect_reply, DatagramHeader};
+
+fuzz_target!(|data: &[u8]| {
+    let _ = check_connect_msg(data);
+    let _ = check_connect_reply(data);
+    for wide in [false, true] {
+        if let Ok(h) = DatagramHeader::parse(data, wide) {
+            let mut buf = [0u8; 16];
+            let n = h.emit(&mut buf, wide).expect("header fits");
+            assert_eq!(&buf[..n], &data[..n]);
+        }
+    }
+});
