@@ -13,8 +13,11 @@
 //! observations and topology, tested on recorded data.
 
 pub mod model;
+pub mod modes;
 pub mod nic;
 pub mod observe;
+pub mod placement;
 pub mod render;
 pub mod route;
 pub mod topology;
+pub mod verdict;

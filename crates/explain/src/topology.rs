@@ -42,15 +42,15 @@ impl Relation {
         }
     }
 
-    /// Words for a sentence: "on the same CPU", "on another L3 group".
+    /// A noun phrase for a sentence: "the app's own CPU", "a different L3 group".
     pub fn describe(self) -> &'static str {
         match self {
-            Relation::SameCpu => "on the same CPU",
-            Relation::SmtSibling => "on an SMT sibling of the same core",
-            Relation::SameL3 => "on another core of the same L3 group",
-            Relation::OtherL3 => "on a different L3 group of the same node",
-            Relation::OtherNode => "on another NUMA node",
-            Relation::Unknown => "at an unknown distance",
+            Relation::SameCpu => "the app's own CPU",
+            Relation::SmtSibling => "an SMT sibling of the app's core",
+            Relation::SameL3 => "another core of the app's L3 group",
+            Relation::OtherL3 => "a different L3 group of the same node",
+            Relation::OtherNode => "another NUMA node",
+            Relation::Unknown => "a CPU at an unknown distance",
         }
     }
 }
