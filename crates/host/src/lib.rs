@@ -5,12 +5,24 @@
 //! take `&str` and never touch the file system, so each one is tested on recorded text; the
 //! collectors join the two.
 
+pub mod cpu;
 pub mod cpuset;
+pub mod ethtool;
+pub mod facts;
 pub mod interrupts;
+pub mod nic;
+pub mod pci;
 pub mod root;
+pub mod snapshot;
 pub mod softirqs;
+pub mod stack;
 pub mod stat;
 
+pub use cpu::{CpuFacts, CpuTopo, L3Group};
 pub use cpuset::{CpuId, CpuSet, CpuSetError};
+pub use facts::{collect, HostFacts};
 pub use interrupts::{Interrupts, InterruptsError, IrqKind, IrqLabel, IrqRow};
-pub use root::{Root, RootError};
+pub use nic::{NicFacts, NicIrq, PcieFacts, PcieLink};
+pub use root::{Recording, Root, RootError};
+pub use snapshot::{capture, Snapshot, SnapshotError};
+pub use stack::StackFacts;

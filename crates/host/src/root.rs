@@ -1,8 +1,10 @@
 //! File access relative to a root directory.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// An error reading or writing a file under a [`Root`]; carries the host path that failed.
 #[derive(Debug, thiserror::Error)]
@@ -34,15 +36,45 @@ impl RootError {
     }
 }
 
+/// What a recording [`Root`] saw being read: the material of a snapshot (see
+/// [`Root::recording`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recording {
+    /// Files read successfully, with the bytes that were read.
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// Files whose read failed (a source this host lacks or refused: `speed` of a down link).
+    pub failed: BTreeSet<String>,
+    /// Directories listed.
+    pub dirs: BTreeSet<String>,
+    /// Paths probed with `exists`, links read or resolved.
+    pub probed: BTreeSet<String>,
+    /// Answers that are not files on the host (ethtool ioctl replies), stored under `/wirespeed/`
+    /// in a snapshot so that a reader of the snapshot finds them through the same root.
+    pub synthetic: BTreeMap<String, Vec<u8>>,
+}
+
 /// A directory that stands for `/` of a host.
 ///
 /// Host paths are given as they appear on the host (`/proc/interrupts`,
 /// `/sys/class/net/eth0/mtu`); the root maps them below its directory. Relative symbolic links
 /// inside a captured tree resolve inside it, as they do on the host.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// A root made with [`Root::recording`] also notes every path read, listed or probed, so that
+/// `capture` can write exactly those files into a snapshot.
+#[derive(Debug, Clone)]
 pub struct Root {
     dir: PathBuf,
+    recorder: Option<Arc<Mutex<Recording>>>,
 }
+
+/// Two roots are equal when they stand on the same directory (recording or not).
+impl PartialEq for Root {
+    fn eq(&self, other: &Root) -> bool {
+        self.dir == other.dir
+    }
+}
+
+impl Eq for Root {}
 
 impl Default for Root {
     fn default() -> Self {
@@ -53,14 +85,51 @@ impl Default for Root {
 impl Root {
     /// The running host.
     pub fn live() -> Root {
-        Root {
-            dir: PathBuf::from("/"),
-        }
+        Root::new("/")
     }
 
     /// A captured tree (or any directory standing for `/`).
     pub fn new(dir: impl Into<PathBuf>) -> Root {
-        Root { dir: dir.into() }
+        Root {
+            dir: dir.into(),
+            recorder: None,
+        }
+    }
+
+    /// The same root, noting every path read, listed or probed through it (and through its
+    /// clones) until [`Root::recorded`] is asked.
+    pub fn recording(&self) -> Root {
+        Root {
+            dir: self.dir.clone(),
+            recorder: Some(Arc::new(Mutex::new(Recording::default()))),
+        }
+    }
+
+    /// What this recording root has seen so far; `None` for a root that does not record.
+    pub fn recorded(&self) -> Option<Recording> {
+        let rec = self.recorder.as_ref()?;
+        let guard = rec.lock().unwrap_or_else(|p| p.into_inner());
+        Some(guard.clone())
+    }
+
+    /// True when this root records what is read through it.
+    pub fn is_recording(&self) -> bool {
+        self.recorder.is_some()
+    }
+
+    /// Store an answer that is not a host file (an ethtool reply) under a `/wirespeed/...` path
+    /// of the recording; no effect on a root that does not record.
+    pub fn record_synthetic(&self, host_path: &str, contents: &[u8]) {
+        self.note(|r| {
+            r.synthetic.insert(host_path.to_string(), contents.to_vec());
+        });
+    }
+
+    fn note(&self, f: impl FnOnce(&mut Recording)) {
+        if let Some(rec) = &self.recorder {
+            let mut guard = rec.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut guard);
+        }
     }
 
     /// The directory this root stands on.
@@ -93,7 +162,18 @@ impl Root {
 
     /// Read a whole file as text.
     pub fn read(&self, host_path: &str) -> Result<String, RootError> {
-        let bytes = fs::read(self.path(host_path)?).map_err(|e| Self::io(host_path, e))?;
+        let bytes = match fs::read(self.path(host_path)?) {
+            Ok(b) => b,
+            Err(e) => {
+                self.note(|r| {
+                    r.failed.insert(host_path.to_string());
+                });
+                return Err(Self::io(host_path, e));
+            }
+        };
+        self.note(|r| {
+            r.files.insert(host_path.to_string(), bytes.clone());
+        });
         String::from_utf8(bytes).map_err(|_| RootError::NotUtf8 {
             path: host_path.to_string(),
         })
@@ -116,12 +196,18 @@ impl Root {
 
     /// True when the path exists (following links).
     pub fn exists(&self, host_path: &str) -> bool {
+        self.note(|r| {
+            r.probed.insert(host_path.to_string());
+        });
         self.path(host_path).map(|p| p.exists()).unwrap_or(false)
     }
 
     /// Names in a directory, sorted; empty when the directory is missing.
     pub fn list(&self, host_path: &str) -> Result<Vec<String>, RootError> {
         let dir = self.path(host_path)?;
+        self.note(|r| {
+            r.dirs.insert(host_path.to_string());
+        });
         let mut names = Vec::new();
         for entry in fs::read_dir(&dir).map_err(|e| Self::io(host_path, e))? {
             let entry = entry.map_err(|e| Self::io(host_path, e))?;
@@ -138,6 +224,9 @@ impl Root {
 
     /// The target of a symbolic link, as stored (relative links stay relative).
     pub fn read_link(&self, host_path: &str) -> Result<PathBuf, RootError> {
+        self.note(|r| {
+            r.probed.insert(host_path.to_string());
+        });
         fs::read_link(self.path(host_path)?).map_err(|e| Self::io(host_path, e))
     }
 

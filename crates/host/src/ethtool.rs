@@ -1,0 +1,430 @@
+//! Ring sizes, channels, interrupt coalescing, offloads and driver info of an interface through
+//! the kernel's ethtool ioctl interface (`SIOCETHTOOL`: `ETHTOOL_GDRVINFO`, `ETHTOOL_GRINGPARAM`,
+//! `ETHTOOL_GCHANNELS`, `ETHTOOL_GCOALESCE`, and `ETHTOOL_GSSET_INFO` + `ETHTOOL_GSTRINGS` +
+//! `ETHTOOL_GFEATURES` for named offloads).
+//!
+//! On a live root each query is an ioctl; a driver that does not implement one answers
+//! `EOPNOTSUPP` and that part stays `None`. In a snapshot the answers are files under
+//! `/wirespeed/ethtool/<iface>/` (`drvinfo.json`, `ring.json`, `channels.json`, `coalesce.json`,
+//! `features.json`) written by `capture`; a recording root stores them there as it queries.
+
+use crate::Root;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// `ETHTOOL_GDRVINFO`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrvInfo {
+    pub driver: String,
+    pub version: String,
+    pub fw_version: String,
+    pub bus_info: String,
+}
+
+/// `ETHTOOL_GRINGPARAM`: descriptor ring sizes (current and maximum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ring {
+    pub rx: u32,
+    pub rx_max: u32,
+    pub rx_mini: u32,
+    pub rx_mini_max: u32,
+    pub rx_jumbo: u32,
+    pub rx_jumbo_max: u32,
+    pub tx: u32,
+    pub tx_max: u32,
+}
+
+/// `ETHTOOL_GCHANNELS`: queue counts (current and maximum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Channels {
+    pub rx: u32,
+    pub tx: u32,
+    pub other: u32,
+    pub combined: u32,
+    pub max_rx: u32,
+    pub max_tx: u32,
+    pub max_other: u32,
+    pub max_combined: u32,
+}
+
+/// `ETHTOOL_GCOALESCE`: the commonly tuned interrupt-coalescing fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Coalesce {
+    pub rx_usecs: u32,
+    pub rx_max_frames: u32,
+    pub tx_usecs: u32,
+    pub tx_max_frames: u32,
+    pub adaptive_rx: bool,
+    pub adaptive_tx: bool,
+    pub rx_usecs_irq: u32,
+    pub tx_usecs_irq: u32,
+    pub pkt_rate_low: u32,
+    pub pkt_rate_high: u32,
+    pub rate_sample_interval: u32,
+}
+
+/// One named offload/feature (`ethtool -k`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Feature {
+    pub active: bool,
+    /// False when the feature is `[fixed]` (not in the device's changeable set).
+    pub changeable: bool,
+}
+
+/// Whatever the kernel answered for one interface; each part `None` when not answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EthtoolFacts {
+    pub drvinfo: Option<DrvInfo>,
+    pub ring: Option<Ring>,
+    pub channels: Option<Channels>,
+    pub coalesce: Option<Coalesce>,
+    pub features: Option<BTreeMap<String, Feature>>,
+}
+
+impl EthtoolFacts {
+    pub fn is_empty(&self) -> bool {
+        self.drvinfo.is_none()
+            && self.ring.is_none()
+            && self.channels.is_none()
+            && self.coalesce.is_none()
+            && self.features.is_none()
+    }
+
+    /// Whether a named feature is active (`Some(true)`), off, or not reported.
+    pub fn feature(&self, name: &str) -> Option<bool> {
+        self.features.as_ref()?.get(name).map(|f| f.active)
+    }
+}
+
+/// Directory of one interface's ethtool answers inside a snapshot.
+pub fn snapshot_dir(iface: &str) -> String {
+    format!("/wirespeed/ethtool/{iface}")
+}
+
+fn store<T: Serialize>(root: &Root, iface: &str, part: &str, v: &Option<T>) {
+    if let Some(v) = v {
+        if let Ok(bytes) = serde_json::to_vec_pretty(v) {
+            root.record_synthetic(&format!("{}/{part}.json", snapshot_dir(iface)), &bytes);
+        }
+    }
+}
+
+fn load<T: for<'de> Deserialize<'de>>(root: &Root, iface: &str, part: &str) -> Option<T> {
+    let text = root
+        .read(&format!("{}/{part}.json", snapshot_dir(iface)))
+        .ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The ethtool facts of `iface`: ioctls on a live root (stored into the recording when the root
+/// records), answer files in any other root. `None` when nothing at all was answered.
+pub fn collect_ethtool(root: &Root, iface: &str) -> Option<EthtoolFacts> {
+    let facts = if root.is_live() {
+        let f = sys::query(iface);
+        store(root, iface, "drvinfo", &f.drvinfo);
+        store(root, iface, "ring", &f.ring);
+        store(root, iface, "channels", &f.channels);
+        store(root, iface, "coalesce", &f.coalesce);
+        store(root, iface, "features", &f.features);
+        f
+    } else {
+        EthtoolFacts {
+            drvinfo: load(root, iface, "drvinfo"),
+            ring: load(root, iface, "ring"),
+            channels: load(root, iface, "channels"),
+            coalesce: load(root, iface, "coalesce"),
+            features: load(root, iface, "features"),
+        }
+    };
+    (!facts.is_empty()).then_some(facts)
+}
+
+/// The ioctl side.
+mod sys {
+    use super::*;
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    const SIOCETHTOOL: libc::c_ulong = 0x8946;
+    const ETHTOOL_GDRVINFO: u32 = 0x03;
+    const ETHTOOL_GCOALESCE: u32 = 0x0e;
+    const ETHTOOL_GRINGPARAM: u32 = 0x10;
+    const ETHTOOL_GSTRINGS: u32 = 0x1b;
+    const ETHTOOL_GSSET_INFO: u32 = 0x37;
+    const ETHTOOL_GFEATURES: u32 = 0x3a;
+    const ETHTOOL_GCHANNELS: u32 = 0x3c;
+    const ETH_SS_FEATURES: u32 = 4;
+    const ETH_GSTRING_LEN: usize = 32;
+    const IFNAMSIZ: usize = 16;
+    /// Upper bound on the feature count we accept from the kernel (today ~70).
+    const MAX_FEATURES: u32 = 4096;
+
+    #[repr(C)]
+    struct IfReq {
+        name: [u8; IFNAMSIZ],
+        data: *mut libc::c_void,
+        _pad: [u8; 16],
+    }
+
+    struct Sock {
+        fd: OwnedFd,
+    }
+
+    impl Sock {
+        fn open() -> io::Result<Sock> {
+            // SAFETY: plain socket(2) call with constant arguments; the result is checked.
+            let fd =
+                unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: fd is a fresh descriptor we own; OwnedFd closes it once.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            Ok(Sock { fd })
+        }
+
+        /// Issue SIOCETHTOOL for `iface` with `buf` as the command buffer (first u32 = command).
+        fn ioctl(&self, iface: &str, buf: &mut [u8]) -> io::Result<()> {
+            let mut req = IfReq {
+                name: [0; IFNAMSIZ],
+                data: buf.as_mut_ptr().cast(),
+                _pad: [0; 16],
+            };
+            let name = iface.as_bytes();
+            if name.is_empty() || name.len() >= IFNAMSIZ || name.contains(&0) {
+                return Err(io::Error::from(io::ErrorKind::InvalidInput));
+            }
+            req.name[..name.len()].copy_from_slice(name);
+            // SAFETY: `req` is a valid ifreq whose data pointer refers to `buf`, which outlives the
+            // call and is as large as the command structure the kernel reads and writes for the
+            // command in its first word (callers size it per command).
+            let rc = unsafe {
+                libc::ioctl(
+                    self.fd.as_raw_fd(),
+                    SIOCETHTOOL as _,
+                    &mut req as *mut IfReq,
+                )
+            };
+            if rc < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        }
+
+        /// A command whose structure is `cmd` + `n` u32 words; returns the words after `cmd`.
+        fn words(&self, iface: &str, cmd: u32, n: usize) -> Option<Vec<u32>> {
+            let mut buf = vec![0u8; 4 * (n + 1)];
+            buf[..4].copy_from_slice(&cmd.to_ne_bytes());
+            self.ioctl(iface, &mut buf).ok()?;
+            Some(
+                buf[4..]
+                    .chunks_exact(4)
+                    .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            )
+        }
+    }
+
+    fn cstr(b: &[u8]) -> String {
+        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+        String::from_utf8_lossy(&b[..end]).into_owned()
+    }
+
+    fn drvinfo(s: &Sock, iface: &str) -> Option<DrvInfo> {
+        // struct ethtool_drvinfo: cmd, driver[32], version[32], fw_version[32], bus_info[32],
+        // erom_version[32], reserved2[12], n_priv_flags, n_stats, testinfo_len, eedump_len,
+        // regdump_len = 4 + 160 + 12 + 20 = 196 bytes.
+        let mut buf = vec![0u8; 196];
+        buf[..4].copy_from_slice(&ETHTOOL_GDRVINFO.to_ne_bytes());
+        s.ioctl(iface, &mut buf).ok()?;
+        Some(DrvInfo {
+            driver: cstr(&buf[4..36]),
+            version: cstr(&buf[36..68]),
+            fw_version: cstr(&buf[68..100]),
+            bus_info: cstr(&buf[100..132]),
+        })
+    }
+
+    fn ring(s: &Sock, iface: &str) -> Option<Ring> {
+        let w = s.words(iface, ETHTOOL_GRINGPARAM, 8)?;
+        Some(Ring {
+            rx_max: w[0],
+            rx_mini_max: w[1],
+            rx_jumbo_max: w[2],
+            tx_max: w[3],
+            rx: w[4],
+            rx_mini: w[5],
+            rx_jumbo: w[6],
+            tx: w[7],
+        })
+    }
+
+    fn channels(s: &Sock, iface: &str) -> Option<Channels> {
+        let w = s.words(iface, ETHTOOL_GCHANNELS, 8)?;
+        Some(Channels {
+            max_rx: w[0],
+            max_tx: w[1],
+            max_other: w[2],
+            max_combined: w[3],
+            rx: w[4],
+            tx: w[5],
+            other: w[6],
+            combined: w[7],
+        })
+    }
+
+    fn coalesce(s: &Sock, iface: &str) -> Option<Coalesce> {
+        // struct ethtool_coalesce: cmd + 22 u32.
+        let w = s.words(iface, ETHTOOL_GCOALESCE, 22)?;
+        Some(Coalesce {
+            rx_usecs: w[0],
+            rx_max_frames: w[1],
+            rx_usecs_irq: w[2],
+            tx_usecs: w[4],
+            tx_max_frames: w[5],
+            tx_usecs_irq: w[6],
+            adaptive_rx: w[9] != 0,
+            adaptive_tx: w[10] != 0,
+            pkt_rate_low: w[11],
+            pkt_rate_high: w[16],
+            rate_sample_interval: w[21],
+        })
+    }
+
+    fn features(s: &Sock, iface: &str) -> Option<BTreeMap<String, Feature>> {
+        // struct ethtool_sset_info: cmd, reserved, u64 sset_mask, u32 data[].
+        let mut info = vec![0u8; 24];
+        info[..4].copy_from_slice(&ETHTOOL_GSSET_INFO.to_ne_bytes());
+        info[8..16].copy_from_slice(&(1u64 << ETH_SS_FEATURES).to_ne_bytes());
+        s.ioctl(iface, &mut info).ok()?;
+        let mask = u64::from_ne_bytes(info[8..16].try_into().ok()?);
+        if mask & (1 << ETH_SS_FEATURES) == 0 {
+            return None;
+        }
+        let count = u32::from_ne_bytes(info[16..20].try_into().ok()?);
+        if count == 0 || count > MAX_FEATURES {
+            return None;
+        }
+        // struct ethtool_gstrings: cmd, string_set, len, data[len * 32].
+        let n = count as usize;
+        let mut strings = vec![0u8; 12 + n * ETH_GSTRING_LEN];
+        strings[..4].copy_from_slice(&ETHTOOL_GSTRINGS.to_ne_bytes());
+        strings[4..8].copy_from_slice(&ETH_SS_FEATURES.to_ne_bytes());
+        strings[8..12].copy_from_slice(&count.to_ne_bytes());
+        s.ioctl(iface, &mut strings).ok()?;
+        // struct ethtool_gfeatures: cmd, size, {available, requested, active, never_changed}[size].
+        let blocks = n.div_ceil(32);
+        let mut feats = vec![0u8; 8 + blocks * 16];
+        feats[..4].copy_from_slice(&ETHTOOL_GFEATURES.to_ne_bytes());
+        feats[4..8].copy_from_slice(&(blocks as u32).to_ne_bytes());
+        s.ioctl(iface, &mut feats).ok()?;
+        let word = |b: usize, f: usize| {
+            let o = 8 + b * 16 + f * 4;
+            u32::from_ne_bytes([feats[o], feats[o + 1], feats[o + 2], feats[o + 3]])
+        };
+        let mut out = BTreeMap::new();
+        for i in 0..n {
+            let name = cstr(&strings[12 + i * ETH_GSTRING_LEN..12 + (i + 1) * ETH_GSTRING_LEN]);
+            if name.is_empty() {
+                continue;
+            }
+            let (b, bit) = (i / 32, 1u32 << (i % 32));
+            out.insert(
+                name,
+                Feature {
+                    active: word(b, 2) & bit != 0,
+                    changeable: word(b, 0) & bit != 0,
+                },
+            );
+        }
+        Some(out)
+    }
+
+    /// Everything the kernel answers for `iface`.
+    pub fn query(iface: &str) -> EthtoolFacts {
+        let Ok(s) = Sock::open() else {
+            return EthtoolFacts::default();
+        };
+        EthtoolFacts {
+            drvinfo: drvinfo(&s, iface),
+            ring: ring(&s, iface),
+            channels: channels(&s, iface),
+            coalesce: coalesce(&s, iface),
+            features: features(&s, iface),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_query_answers_or_skips() {
+        let root = Root::live();
+        let Some(iface) = root
+            .list_opt("/sys/class/net")
+            .into_iter()
+            .find(|n| n != "lo" && root.exists(&format!("/sys/class/net/{n}/device")))
+        else {
+            eprintln!("SKIP: no interface with a device on this host");
+            return;
+        };
+        match collect_ethtool(&root, &iface) {
+            Some(f) => {
+                if let Some(d) = &f.drvinfo {
+                    assert!(!d.driver.is_empty());
+                }
+                if let Some(feats) = &f.features {
+                    assert!(!feats.is_empty());
+                }
+                if let Some(r) = f.ring {
+                    assert!(r.rx <= r.rx_max || r.rx_max == 0);
+                }
+            }
+            None => eprintln!("SKIP: the kernel answered no ethtool query for {iface}"),
+        }
+        assert_eq!(
+            sys::query("this-name-is-far-too-long-for-ifnamsiz"),
+            EthtoolFacts::default()
+        );
+    }
+
+    #[test]
+    fn recording_root_stores_answers_and_snapshot_reads_them() {
+        let live = Root::live().recording();
+        let Some(iface) = live
+            .list_opt("/sys/class/net")
+            .into_iter()
+            .find(|n| n != "lo" && live.exists(&format!("/sys/class/net/{n}/device")))
+        else {
+            eprintln!("SKIP: no interface with a device on this host");
+            return;
+        };
+        let Some(facts) = collect_ethtool(&live, &iface) else {
+            eprintln!("SKIP: the kernel answered no ethtool query for {iface}");
+            return;
+        };
+        let rec = live.recorded().unwrap();
+        let t = tempfile::tempdir().unwrap();
+        for (path, bytes) in &rec.synthetic {
+            let p = t.path().join(path.trim_start_matches('/'));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        }
+        assert_eq!(collect_ethtool(&Root::new(t.path()), &iface), Some(facts));
+    }
+
+    #[test]
+    fn snapshot_without_answers_is_unknown() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(collect_ethtool(&Root::new(t.path()), "eth0"), None);
+        let d = t.path().join("wirespeed/ethtool/eth0");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("ring.json"), r#"{"rx":1024,"rx_max":8192,"rx_mini":0,"rx_mini_max":0,"rx_jumbo":0,"rx_jumbo_max":0,"tx":1024,"tx_max":8192}"#).unwrap();
+        std::fs::write(d.join("channels.json"), "garbage").unwrap();
+        let f = collect_ethtool(&Root::new(t.path()), "eth0").unwrap();
+        assert_eq!(f.ring.unwrap().rx_max, 8192);
+        assert_eq!(f.channels, None);
+    }
+}

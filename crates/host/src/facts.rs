@@ -1,0 +1,95 @@
+//! [`HostFacts`]: everything doctor, topo, tune and explain know about a host, read in one pass
+//! through a [`Root`] by [`collect`]. Serializable; the JSON shape is documented in
+//! `docs/doctor.md` (the `facts` member of doctor's `--json` report).
+
+use crate::cpu::{collect_cpus, CpuFacts};
+use crate::interrupts::Interrupts;
+use crate::nic::{collect_nics, NicFacts};
+use crate::stack::{collect_stack, StackFacts};
+use crate::{CpuSet, Root};
+use serde::{Deserialize, Serialize};
+
+/// Facts of one host.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// `/proc/sys/kernel/hostname`.
+    pub hostname: Option<String>,
+    /// Kernel release, `/proc/sys/kernel/osrelease` (else the third word of `/proc/version`).
+    pub kernel: Option<String>,
+    pub cpu: CpuFacts,
+    /// PCI-backed interfaces, by name.
+    pub nics: Vec<NicFacts>,
+    pub stack: StackFacts,
+}
+
+impl HostFacts {
+    /// The interface named `name`, if it is PCI-backed.
+    pub fn nic(&self, name: &str) -> Option<&NicFacts> {
+        self.nics.iter().find(|n| n.name == name)
+    }
+
+    /// Effective CPUs of an interface's vectors.
+    pub fn nic_irq_cpus(&self, name: &str) -> CpuSet {
+        self.nic(name).map(NicFacts::irq_cpus).unwrap_or_default()
+    }
+}
+
+/// Kernel release from `/proc/version` text (`Linux version 6.8.0-51-generic (...)`).
+pub fn parse_proc_version(text: &str) -> Option<String> {
+    let mut w = text.split_whitespace();
+    (w.next()? == "Linux" && w.next()? == "version").then(|| w.next().map(str::to_string))?
+}
+
+/// Read all facts through `root`. Never fails: what cannot be read is unknown.
+pub fn collect(root: &Root) -> HostFacts {
+    let cpu = collect_cpus(root);
+    let interrupts = root
+        .read("/proc/interrupts")
+        .ok()
+        .and_then(|t| Interrupts::parse(&t).ok());
+    let nics = collect_nics(root, interrupts.as_ref());
+    let stack = collect_stack(root, cpu.online.as_ref());
+    HostFacts {
+        hostname: root.read_opt("/proc/sys/kernel/hostname"),
+        kernel: root.read_opt("/proc/sys/kernel/osrelease").or_else(|| {
+            root.read("/proc/version")
+                .ok()
+                .and_then(|t| parse_proc_version(&t))
+        }),
+        cpu,
+        nics,
+        stack,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_version() {
+        assert_eq!(
+            parse_proc_version("Linux version 6.8.0-51-generic (buildd@x) #52").as_deref(),
+            Some("6.8.0-51-generic")
+        );
+        assert_eq!(parse_proc_version("garbage"), None);
+    }
+
+    #[test]
+    fn live_host_collects_without_errors() {
+        let f = collect(&Root::live());
+        assert!(!f.cpu.online_set().is_empty());
+        // every NIC reported has a PCI address and sysfs paths under /sys
+        for n in &f.nics {
+            assert!(
+                crate::pci::is_pci_address(&n.pci_address),
+                "{}",
+                n.pci_address
+            );
+            assert!(n.device_path.starts_with("/sys/devices/"));
+        }
+        let json = serde_json::to_string(&f).unwrap();
+        let back: HostFacts = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, f);
+    }
+}

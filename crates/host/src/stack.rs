@@ -1,0 +1,284 @@
+//! Network stack facts: socket buffer and TCP sysctls, congestion control, qdisc, backlog,
+//! `/proc/net/softnet_stat` drops and time squeezes per CPU, TCP counters from `/proc/net/snmp`,
+//! and whether irqbalance runs (process names from `/proc/*/comm` only).
+
+use crate::{CpuSet, Root};
+use serde::{Deserialize, Serialize};
+
+/// One CPU's row of `/proc/net/softnet_stat` (hex columns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SoftnetCpu {
+    /// The CPU: the last column on kernels that print it (5.10+ with 13 columns), else the n-th
+    /// online CPU for the n-th row.
+    pub cpu: Option<u32>,
+    /// Packets processed (column 1).
+    pub processed: u64,
+    /// Packets dropped because the backlog queue was full (`netdev_max_backlog`) (column 2).
+    pub dropped: u64,
+    /// Times net_rx_action ran out of budget or time with work left (column 3).
+    pub time_squeeze: u64,
+    /// Received RPS IPIs (column 10), when printed.
+    pub received_rps: Option<u64>,
+    /// Flow-limit drops (column 11), when printed.
+    pub flow_limit_count: Option<u64>,
+}
+
+/// `/proc/net/softnet_stat` that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("/proc/net/softnet_stat line {line}: {reason}")]
+pub struct SoftnetError {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Parse `/proc/net/softnet_stat`. `online` maps rows to CPUs on kernels without the CPU column
+/// (rows are printed for online CPUs in order).
+pub fn parse_softnet_stat(
+    text: &str,
+    online: Option<&CpuSet>,
+) -> Result<Vec<SoftnetCpu>, SoftnetError> {
+    let online: Option<Vec<u32>> = online.map(|s| s.iter().collect());
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |reason: &str| SoftnetError {
+            line: i + 1,
+            reason: reason.to_string(),
+        };
+        let cols: Vec<u64> = line
+            .split_whitespace()
+            .map(|t| u64::from_str_radix(t, 16))
+            .collect::<Result<_, _>>()
+            .map_err(|_| bad("not hexadecimal"))?;
+        if cols.len() < 3 {
+            return Err(bad("fewer than 3 columns"));
+        }
+        let row = out.len();
+        let cpu = if cols.len() >= 13 {
+            Some(cols[12] as u32)
+        } else {
+            online.as_ref().and_then(|o| o.get(row).copied())
+        };
+        out.push(SoftnetCpu {
+            cpu,
+            processed: cols[0],
+            dropped: cols[1],
+            time_squeeze: cols[2],
+            received_rps: cols.get(9).copied(),
+            flow_limit_count: cols.get(10).copied(),
+        });
+    }
+    Ok(out)
+}
+
+/// TCP counters of `/proc/net/snmp` (since boot).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpCounters {
+    pub in_segs: Option<u64>,
+    pub out_segs: Option<u64>,
+    pub retrans_segs: Option<u64>,
+    pub in_errs: Option<u64>,
+}
+
+/// A `Proto: Name Name ...` / `Proto: v v ...` pair of `/proc/net/snmp` (or `netstat`), looked up
+/// by protocol and field name.
+pub fn snmp_field(text: &str, proto: &str, field: &str) -> Option<i64> {
+    let prefix = format!("{proto}:");
+    let mut lines = text.lines().filter(|l| l.starts_with(&prefix));
+    while let (Some(names), Some(values)) = (lines.next(), lines.next()) {
+        let names: Vec<&str> = names[prefix.len()..].split_whitespace().collect();
+        let values: Vec<&str> = values[prefix.len()..].split_whitespace().collect();
+        if let Some(i) = names.iter().position(|n| *n == field) {
+            return values.get(i)?.parse().ok();
+        }
+    }
+    None
+}
+
+/// TCP counters from `/proc/net/snmp` text.
+pub fn parse_tcp_counters(text: &str) -> TcpCounters {
+    let get = |f| snmp_field(text, "Tcp", f).and_then(|v| u64::try_from(v).ok());
+    TcpCounters {
+        in_segs: get("InSegs"),
+        out_segs: get("OutSegs"),
+        retrans_segs: get("RetransSegs"),
+        in_errs: get("InErrs"),
+    }
+}
+
+/// Parse a `min default max` triple (`tcp_rmem`, `tcp_wmem`).
+pub fn parse_triple(s: &str) -> Option<[u64; 3]> {
+    let v: Vec<u64> = s
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    <[u64; 3]>::try_from(v).ok()
+}
+
+/// The network stack's settings and counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackFacts {
+    pub rmem_default: Option<u64>,
+    pub rmem_max: Option<u64>,
+    pub wmem_default: Option<u64>,
+    pub wmem_max: Option<u64>,
+    /// `net.ipv4.tcp_rmem`: min, default, max bytes.
+    pub tcp_rmem: Option<[u64; 3]>,
+    pub tcp_wmem: Option<[u64; 3]>,
+    pub tcp_congestion_control: Option<String>,
+    pub tcp_available_congestion_control: Option<Vec<String>>,
+    pub default_qdisc: Option<String>,
+    pub netdev_max_backlog: Option<u64>,
+    pub netdev_budget: Option<u64>,
+    pub netdev_budget_usecs: Option<u64>,
+    pub tcp_mtu_probing: Option<u32>,
+    pub tcp_timestamps: Option<u32>,
+    pub tcp_sack: Option<u32>,
+    pub tcp_window_scaling: Option<u32>,
+    pub tcp_slow_start_after_idle: Option<u32>,
+    /// Per-CPU softnet counters; `None` when the file is missing or unreadable.
+    pub softnet: Option<Vec<SoftnetCpu>>,
+    pub tcp: Option<TcpCounters>,
+    /// `None` when `/proc` shows no processes (a tree captured without them).
+    pub irqbalance_running: Option<bool>,
+    /// PIDs of irqbalance processes.
+    pub irqbalance_pids: Vec<u32>,
+}
+
+impl StackFacts {
+    pub fn softnet_dropped_total(&self) -> Option<u64> {
+        self.softnet
+            .as_ref()
+            .map(|v| v.iter().map(|c| c.dropped).sum())
+    }
+
+    pub fn softnet_time_squeeze_total(&self) -> Option<u64> {
+        self.softnet
+            .as_ref()
+            .map(|v| v.iter().map(|c| c.time_squeeze).sum())
+    }
+}
+
+/// Host paths of the stack sysctls, for evidence and fixes.
+pub mod paths {
+    pub const RMEM_DEFAULT: &str = "/proc/sys/net/core/rmem_default";
+    pub const RMEM_MAX: &str = "/proc/sys/net/core/rmem_max";
+    pub const WMEM_DEFAULT: &str = "/proc/sys/net/core/wmem_default";
+    pub const WMEM_MAX: &str = "/proc/sys/net/core/wmem_max";
+    pub const TCP_RMEM: &str = "/proc/sys/net/ipv4/tcp_rmem";
+    pub const TCP_WMEM: &str = "/proc/sys/net/ipv4/tcp_wmem";
+    pub const TCP_CC: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
+    pub const TCP_CC_AVAILABLE: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+    pub const DEFAULT_QDISC: &str = "/proc/sys/net/core/default_qdisc";
+    pub const NETDEV_MAX_BACKLOG: &str = "/proc/sys/net/core/netdev_max_backlog";
+    pub const NETDEV_BUDGET: &str = "/proc/sys/net/core/netdev_budget";
+    pub const NETDEV_BUDGET_USECS: &str = "/proc/sys/net/core/netdev_budget_usecs";
+    pub const TCP_MTU_PROBING: &str = "/proc/sys/net/ipv4/tcp_mtu_probing";
+    pub const SOFTNET_STAT: &str = "/proc/net/softnet_stat";
+    pub const SNMP: &str = "/proc/net/snmp";
+    pub const PROC_COMM: &str = "/proc/*/comm";
+}
+
+/// PIDs whose `/proc/PID/comm` is `name`; `None` when `/proc` lists no process at all.
+pub fn find_processes(root: &Root, name: &str) -> Option<Vec<u32>> {
+    let mut any = false;
+    let mut pids = Vec::new();
+    for entry in root.list_opt("/proc") {
+        let Ok(pid) = entry.parse::<u32>() else {
+            continue;
+        };
+        let Some(comm) = root.read_opt(&format!("/proc/{pid}/comm")) else {
+            continue;
+        };
+        any = true;
+        if comm == name {
+            pids.push(pid);
+        }
+    }
+    any.then_some(pids)
+}
+
+/// Read the stack facts through `root`. `online` maps softnet rows to CPUs on old kernels.
+pub fn collect_stack(root: &Root, online: Option<&CpuSet>) -> StackFacts {
+    use paths::*;
+    let irq = find_processes(root, "irqbalance");
+    StackFacts {
+        rmem_default: root.parse_opt(RMEM_DEFAULT),
+        rmem_max: root.parse_opt(RMEM_MAX),
+        wmem_default: root.parse_opt(WMEM_DEFAULT),
+        wmem_max: root.parse_opt(WMEM_MAX),
+        tcp_rmem: root.read_opt(TCP_RMEM).and_then(|s| parse_triple(&s)),
+        tcp_wmem: root.read_opt(TCP_WMEM).and_then(|s| parse_triple(&s)),
+        tcp_congestion_control: root.read_opt(TCP_CC),
+        tcp_available_congestion_control: root
+            .read_opt(TCP_CC_AVAILABLE)
+            .map(|s| s.split_whitespace().map(str::to_string).collect()),
+        default_qdisc: root.read_opt(DEFAULT_QDISC),
+        netdev_max_backlog: root.parse_opt(NETDEV_MAX_BACKLOG),
+        netdev_budget: root.parse_opt(NETDEV_BUDGET),
+        netdev_budget_usecs: root.parse_opt(NETDEV_BUDGET_USECS),
+        tcp_mtu_probing: root.parse_opt(TCP_MTU_PROBING),
+        tcp_timestamps: root.parse_opt("/proc/sys/net/ipv4/tcp_timestamps"),
+        tcp_sack: root.parse_opt("/proc/sys/net/ipv4/tcp_sack"),
+        tcp_window_scaling: root.parse_opt("/proc/sys/net/ipv4/tcp_window_scaling"),
+        tcp_slow_start_after_idle: root.parse_opt("/proc/sys/net/ipv4/tcp_slow_start_after_idle"),
+        softnet: root
+            .read(SOFTNET_STAT)
+            .ok()
+            .and_then(|t| parse_softnet_stat(&t, online).ok()),
+        tcp: root.read(SNMP).ok().map(|t| parse_tcp_counters(&t)),
+        irqbalance_running: irq.as_ref().map(|p| !p.is_empty()),
+        irqbalance_pids: irq.unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn softnet_new_and_old_formats() {
+        let new = "00196f38 00000002 00000010 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n\
+                   001425d9 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000005 00000000 00000000 00000003\n";
+        let v = parse_softnet_stat(new, None).unwrap();
+        assert_eq!(v[0].cpu, Some(0));
+        assert_eq!(v[0].processed, 0x196f38);
+        assert_eq!(v[0].dropped, 2);
+        assert_eq!(v[0].time_squeeze, 16);
+        assert_eq!(v[1].cpu, Some(3)); // CPU column, not row order
+        assert_eq!(v[1].received_rps, Some(5));
+        let old = "010247c3 00000000 0000000a 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n\
+                   00d54665 00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n";
+        let online = CpuSet::parse_list("0,2").unwrap();
+        let v = parse_softnet_stat(old, Some(&online)).unwrap();
+        assert_eq!((v[0].cpu, v[1].cpu), (Some(0), Some(2)));
+        assert_eq!((v[0].time_squeeze, v[1].dropped), (10, 1));
+        assert_eq!(parse_softnet_stat(old, None).unwrap()[1].cpu, None);
+        assert!(parse_softnet_stat("zz 1 2\n", None).is_err());
+        assert!(parse_softnet_stat("1 2\n", None).is_err());
+    }
+
+    #[test]
+    fn snmp_fields() {
+        let t = "Ip: Forwarding DefaultTTL\nIp: 2 64\nTcp: RtoAlgorithm RtoMin MaxConn InSegs OutSegs RetransSegs InErrs\nTcp: 1 200 -1 100 200 7 0\n";
+        assert_eq!(snmp_field(t, "Tcp", "MaxConn"), Some(-1));
+        let c = parse_tcp_counters(t);
+        assert_eq!(c.retrans_segs, Some(7));
+        assert_eq!(c.out_segs, Some(200));
+        assert_eq!(snmp_field(t, "Udp", "InDatagrams"), None);
+        assert_eq!(snmp_field(t, "Tcp", "Nope"), None);
+    }
+
+    #[test]
+    fn triples() {
+        assert_eq!(
+            parse_triple("4096\t131072\t6291456\n"),
+            Some([4096, 131072, 6291456])
+        );
+        assert_eq!(parse_triple("4096 131072"), None);
+        assert_eq!(parse_triple("a b c"), None);
+    }
+}
