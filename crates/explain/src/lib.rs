@@ -12,6 +12,7 @@
 //! Everything that decides (verdicts, modes, sweep recommendations) is a pure function of
 //! observations and topology, tested on recorded data.
 
+pub mod latency;
 pub mod model;
 pub mod modes;
 pub mod nic;
@@ -19,5 +20,6 @@ pub mod observe;
 pub mod placement;
 pub mod render;
 pub mod route;
+pub mod sweep;
 pub mod topology;
 pub mod verdict;
