@@ -1,11 +1,12 @@
 //! The few facts of the test's interface an observation needs: its IRQ numbers, MTU, link
-//! speed and NUMA node.
-//!
-//! This is a narrow reader for the observer. It reads the same sources as the host crate's NIC
-//! facts (`device/msi_irqs`, the virtio parent's `msi_irqs`, the legacy `device/irq`) and is to
-//! be replaced by them where they give the same answer.
+//! speed and NUMA node, taken from the host crate's NIC facts (`collect_nics`: `msi_irqs` of the
+//! PCI function, the virtio parent's for virtio_net, the legacy `irq` line; vectors classified
+//! by their `/proc/interrupts` names). Vectors that belong to another interface on the same PCI
+//! function are left out; queue and control vectors both count (control vectors carry little).
 
-use wirespeed_host::Root;
+use wirespeed_host::interrupts::Interrupts;
+use wirespeed_host::nic::collect_nics;
+use wirespeed_host::{IrqKind, Root};
 
 /// What the observer knows of the interface carrying the test.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -17,12 +18,6 @@ pub struct IfaceFacts {
     pub numa_node: Option<u32>,
     /// Why some fact is missing.
     pub notes: Vec<String>,
-}
-
-fn numbered(names: Vec<String>) -> Vec<u32> {
-    let mut v: Vec<u32> = names.iter().filter_map(|n| n.parse().ok()).collect();
-    v.sort_unstable();
-    v
 }
 
 /// Read the facts of `iface` under `root`. Never fails: what is missing is noted.
@@ -42,53 +37,34 @@ pub fn iface_facts(root: &Root, iface: &str) -> IfaceFacts {
         f.notes.push(format!("{base}: no such interface"));
         return f;
     }
-    let dev = format!("{base}/device");
-    if !root.exists(&dev) {
+    let interrupts = root
+        .read("/proc/interrupts")
+        .ok()
+        .and_then(|t| Interrupts::parse(&t).ok());
+    let Some(nic) = collect_nics(root, interrupts.as_ref())
+        .into_iter()
+        .find(|n| n.name == iface)
+    else {
         f.notes.push(format!(
-            "{iface} has no device (virtual interface): no NIC interrupts to count"
+            "{iface} is not backed by a PCI device (virtual interface): no NIC interrupts to count"
         ));
         return f;
+    };
+    f.numa_node = nic.numa_node.and_then(|n| u32::try_from(n).ok());
+    f.speed_mbps = f.speed_mbps.or(nic.speed_mbps);
+    f.mtu = f.mtu.or(nic.mtu);
+    f.irqs = nic
+        .irqs
+        .iter()
+        .filter(|i| i.kind != IrqKind::OtherInterface)
+        .map(|i| i.irq)
+        .collect();
+    if f.irqs.is_empty() {
+        f.notes.push(format!(
+            "{}: no msi_irqs or irq: NIC interrupts unknown",
+            nic.device_path
+        ));
     }
-    f.numa_node = root
-        .parse_opt::<i64>(&format!("{dev}/numa_node"))
-        .and_then(|n| u32::try_from(n).ok());
-    let mut irqs = numbered(root.list_opt(&format!("{dev}/msi_irqs")));
-    if irqs.is_empty() {
-        // virtio: the net device's parent is the PCI function that owns the vectors.
-        let real = root
-            .resolve_link(&base)
-            .map(|b| format!("{b}/device"))
-            .unwrap_or_else(|_| dev.clone());
-        if let Ok(target) = root.resolve_link(&real) {
-            if target
-                .rsplit('/')
-                .next()
-                .is_some_and(|l| l.starts_with("virtio"))
-            {
-                if let Some((parent, _)) = target.rsplit_once('/') {
-                    irqs = numbered(root.list_opt(&format!("{parent}/msi_irqs")));
-                    if f.numa_node.is_none() {
-                        f.numa_node = root
-                            .parse_opt::<i64>(&format!("{parent}/numa_node"))
-                            .and_then(|n| u32::try_from(n).ok());
-                    }
-                }
-            }
-        }
-    }
-    if irqs.is_empty() {
-        if let Some(irq) = root
-            .parse_opt::<u32>(&format!("{dev}/irq"))
-            .filter(|&i| i > 0)
-        {
-            irqs.push(irq);
-        }
-    }
-    if irqs.is_empty() {
-        f.notes
-            .push(format!("{dev}: no msi_irqs or irq: NIC interrupts unknown"));
-    }
-    f.irqs = irqs;
     f
 }
 
@@ -128,7 +104,7 @@ mod tests {
     fn virtual_and_missing_interfaces_are_noted() {
         let f = iface_facts(&fixture("crow-9900x-cx5-x4"), "lo");
         assert!(f.irqs.is_empty());
-        assert!(f.notes[0].contains("virtual"), "{:?}", f.notes);
+        assert!(f.notes[0].contains("virtual interface"), "{:?}", f.notes);
         let f = iface_facts(&fixture("crow-9900x-cx5-x4"), "nope0");
         assert!(f.notes[0].contains("no such interface"));
     }

@@ -2,13 +2,14 @@
 //! siblings; and the relation of two CPUs, the unit of every placement statement.
 //!
 //! A [`Topology`] is plain data (serialisable, so an observation carries the topology of the host
-//! it was taken on and a verdict can be computed anywhere). [`Topology::read`] builds one from a
-//! [`Root`]: `/sys/devices/system/cpu/cpuN/cache/index*/` (the one with `level` 3),
-//! `/sys/devices/system/node/nodeN/cpulist` and `topology/thread_siblings_list`.
+//! it was taken on and a verdict can be computed anywhere). [`Topology::read`] builds one from
+//! the host crate's CPU facts (`cache/index*` of level 3, `nodeN/cpulist`,
+//! `thread_siblings_list`).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
+use wirespeed_host::cpu::{collect_cpus, CpuFacts};
 use wirespeed_host::{CpuSet, Root};
 
 /// How a CPU is placed relative to another CPU (or to the nearest of a set of CPUs), from the
@@ -97,66 +98,30 @@ impl Topology {
         }
     }
 
-    /// Read the topology of the host under `root`. Missing files leave the matching groups
-    /// empty (relations then read [`Relation::Unknown`]); this never fails.
-    pub fn read(root: &Root) -> Topology {
-        let online = root
-            .read_opt("/sys/devices/system/cpu/online")
-            .and_then(|s| CpuSet::parse_list(&s).ok())
-            .unwrap_or_else(|| {
-                root.list_opt("/sys/devices/system/cpu")
-                    .iter()
-                    .filter_map(|n| n.strip_prefix("cpu")?.parse().ok())
-                    .collect()
-            });
+    /// The topology in the host crate's CPU facts.
+    pub fn from_cpu_facts(f: &CpuFacts) -> Topology {
         let mut nodes = Vec::new();
-        let mut node_ids: Vec<u32> = root
-            .list_opt("/sys/devices/system/node")
-            .iter()
-            .filter_map(|n| n.strip_prefix("node")?.parse().ok())
-            .collect();
-        node_ids.sort_unstable();
-        for id in node_ids {
-            let cpus = root
-                .read_opt(&format!("/sys/devices/system/node/node{id}/cpulist"))
-                .and_then(|s| CpuSet::parse_list(&s).ok())
-                .unwrap_or_default();
+        for (&id, cpus) in &f.numa_nodes {
             while nodes.len() < id as usize {
                 nodes.push(CpuSet::new());
             }
-            nodes.push(cpus);
+            nodes.push(cpus.clone());
         }
-        let mut l3 = Vec::new();
-        let mut smt = Vec::new();
-        for cpu in online.iter() {
-            let base = format!("/sys/devices/system/cpu/cpu{cpu}");
-            for idx in root.list_opt(&format!("{base}/cache")) {
-                if !idx.starts_with("index") {
-                    continue;
-                }
-                let level = root.read_opt(&format!("{base}/cache/{idx}/level"));
-                if level.as_deref() != Some("3") {
-                    continue;
-                }
-                let shared = root
-                    .read_opt(&format!("{base}/cache/{idx}/shared_cpu_list"))
-                    .and_then(|s| CpuSet::parse_list(&s).ok())
-                    .or_else(|| {
-                        root.read_opt(&format!("{base}/cache/{idx}/shared_cpu_map"))
-                            .and_then(|s| CpuSet::parse_mask(&s).ok())
-                    });
-                if let Some(s) = shared {
-                    l3.push(s);
-                }
-            }
-            if let Some(s) = root
-                .read_opt(&format!("{base}/topology/thread_siblings_list"))
-                .and_then(|s| CpuSet::parse_list(&s).ok())
-            {
-                smt.push(s);
-            }
-        }
-        Topology::from_groups(nodes, l3, smt)
+        Topology::from_groups(
+            nodes,
+            f.l3_groups.iter().map(|g| g.cpus.clone()).collect(),
+            f.cpus
+                .iter()
+                .filter_map(|c| c.thread_siblings.clone())
+                .collect(),
+        )
+    }
+
+    /// Read the topology of the host under `root` (through the host crate's CPU facts). Missing
+    /// files leave the matching groups empty (relations then read [`Relation::Unknown`]); this
+    /// never fails.
+    pub fn read(root: &Root) -> Topology {
+        Topology::from_cpu_facts(&collect_cpus(root))
     }
 
     /// The NUMA node of a CPU, when known.
