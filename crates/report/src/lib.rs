@@ -3,17 +3,32 @@
 //! Architecture:
 //! - [`model`]: [`TestResult`] and its parts, shaped exactly like iperf3's `-J`
 //!   output (field names, nesting, which keys appear for TCP/UDP/bidir), with
-//!   wirespeed's additions under the single top-level key `"wirespeed"`.
-//!   Serde Serialize + Deserialize, so the same types parse iperf3's JSON.
-//! - [`num`]: how floats are written (integral values as integers, never NaN).
+//!   wirespeed's additions under the single top-level key `"wirespeed"`
+//!   ([`WirespeedExt`]). Serde Serialize + Deserialize, so the same types
+//!   parse iperf3's JSON (tests round-trip real iperf3 output).
+//! - [`builder`]: [`ResultBuilder`], the one place where counters become
+//!   intervals, rates, sums and the end section (iperf3's arithmetic).
+//! - Renderers, pure functions of the model writing to any `io::Write`:
+//!   [`text`] (iperf3's human output, streaming), [`json`] (`-J` in iperf3's
+//!   layout, and `--json-stream` events).
+//! - [`units`]: iperf3's unit formatting; [`sizes`]: K/M/G/T arguments;
+//!   [`num`]: how floats are written (integral values as integers, never NaN).
 //!
-//! Renderers never touch sockets, clocks or the host: they take the model and
-//! write to any `io::Write`.
+//! Renderers never touch sockets, clocks or the host.
 
+pub mod builder;
+pub mod json;
 pub mod model;
 pub mod num;
-
-pub use model::*;
-pub mod builder;
 pub mod sizes;
+pub mod text;
 pub mod units;
+
+pub use builder::{
+    BuildError, EndInput, EndReport, PeerStream, Protocol, ResultBuilder, Role, StreamSample,
+    TcpSample, UdpSample,
+};
+pub use model::*;
+pub use sizes::{parse_bytes, parse_rate, parse_rate_burst, BitsPerSecond, Bytes, SizeError};
+pub use text::{render_text, TextContext, TextOptions, TextRenderer};
+pub use units::UnitFormat;

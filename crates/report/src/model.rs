@@ -503,6 +503,15 @@ pub struct Peer {
 }
 
 impl TestResult {
+    /// Parse a `-J` document. Unlike `serde_json::from_str::<TestResult>`,
+    /// this accepts the duplicate keys iperf3 itself writes (3.12 repeats
+    /// `sock_bufsize`, `sndbuf_actual`, `rcvbuf_actual` once per stream in
+    /// `start`): the last value wins, at the first key's position.
+    pub fn from_json_str(s: &str) -> Result<TestResult, serde_json::Error> {
+        let v: Value = serde_json::from_str(s)?;
+        serde_json::from_value(v)
+    }
+
     /// `true` for UDP tests (from `start.test_start.protocol`).
     pub fn is_udp(&self) -> bool {
         self.start
