@@ -194,7 +194,6 @@ pub struct TextRenderer {
     ctx: TextContext,
     opts: TextOptions,
     intervals_written: usize,
-    last_omitted: bool,
 }
 
 impl TextRenderer {
@@ -203,7 +202,6 @@ impl TextRenderer {
             ctx,
             opts,
             intervals_written: 0,
-            last_omitted: false,
         }
     }
 
@@ -304,9 +302,8 @@ impl TextRenderer {
     /// One interval: header (first interval) or separator (more than one
     /// stream), the stream lines, and `[SUM]` lines when `-P` > 1.
     pub fn interval<W: Write + ?Sized>(&mut self, w: &mut W, iv: &Interval) -> io::Result<()> {
-        let this_omitted = iv.streams.iter().any(|s| s.omitted) || iv.sum.omitted;
-        let first_real = self.last_omitted && !this_omitted;
-        if self.intervals_written == 0 || first_real {
+        // iperf3 prints the header once (not again after the omit period).
+        if self.intervals_written == 0 {
             w.write_all(self.interval_header().as_bytes())?;
         } else if self.ctx.num_streams > 1 {
             w.write_all(SEPARATOR.as_bytes())?;
@@ -332,7 +329,6 @@ impl TextRenderer {
             w.write_all(self.interval_line(&iv.sum, true).as_bytes())?;
         }
         self.intervals_written += 1;
-        self.last_omitted = this_omitted;
         Ok(())
     }
 

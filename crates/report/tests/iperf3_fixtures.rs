@@ -13,6 +13,7 @@ const CASES: &[&str] = &[
     "tcp_p2",
     "tcp_rev",
     "tcp_bidir",
+    "tcp_omit_p2",
     "udp",
     "udp_p2",
     "udp_rev",

@@ -20,6 +20,7 @@ record tcp        -t 1
 record tcp_p2     -t 2 -P 2
 record tcp_rev    -t 1 -R
 record tcp_bidir  -t 1 --bidir
+record tcp_omit_p2 -t 1 -O 1 -P 2
 record udp        -t 1 -u -b 1M
 record udp_p2     -t 1 -u -b 1M -P 2
 record udp_rev    -t 1 -u -b 1M -R

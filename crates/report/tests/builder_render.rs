@@ -1,0 +1,347 @@
+//! The engine's path: counters -> ResultBuilder -> model -> text/JSON, checked
+//! against the layout of real iperf3 output (tests/data, see README.md there).
+
+use wirespeed_report::json::to_json_string;
+use wirespeed_report::{
+    render_text, Connected, CpuUtilization, EndInput, HostPort, PeerStream, Protocol,
+    ResultBuilder, Role, Start, StreamSample, TcpSample, TestResult, TestStart, TextOptions,
+    UdpSample, WirespeedExt, Worker,
+};
+
+fn data(name: &str) -> String {
+    let p = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}
+
+/// Labels and the column each ends in (numbers dropped, unit prefixes folded).
+fn skeleton(line: &str) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    let mut col = 0;
+    for tok in line.split_inclusive(' ') {
+        let word = tok.trim_end_matches(' ');
+        let end = col + word.len();
+        col += tok.len();
+        if word.is_empty() || word.chars().any(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let f = word.trim_start_matches(['K', 'M', 'G', 'T']);
+        out.push((if f.is_empty() { word } else { f }.to_string(), end));
+    }
+    out
+}
+
+fn assert_same_layout(name: &str, real: &str, ours: &str) {
+    let a: Vec<&str> = real.lines().collect();
+    let b: Vec<&str> = ours.lines().collect();
+    assert_eq!(
+        a.len(),
+        b.len(),
+        "{name}: line count\nreal:\n{real}\nours:\n{ours}"
+    );
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert_eq!(
+            skeleton(x),
+            skeleton(y),
+            "{name} line {}:\n{x:?}\n{y:?}",
+            i + 1
+        );
+        assert_eq!(x.len(), y.len(), "{name} line {}:\n{x:?}\n{y:?}", i + 1);
+    }
+}
+
+fn client_start(protocol: &str, streams: &[(u32, u16)], omit: u64, duration: u64) -> Start {
+    Start {
+        connected: streams
+            .iter()
+            .map(|&(socket, port)| Connected {
+                socket,
+                local_host: "127.0.0.1".into(),
+                local_port: port,
+                remote_host: "127.0.0.1".into(),
+                remote_port: 5611,
+                extra: Default::default(),
+            })
+            .collect(),
+        version: "wirespeed 0.1.0".into(),
+        system_info: "Linux test".into(),
+        connecting_to: Some(HostPort {
+            host: "127.0.0.1".into(),
+            port: 5611,
+        }),
+        cookie: Some("abcdefghijklmnopqrstuvwxyz0123456789".into()),
+        test_start: Some(TestStart {
+            protocol: protocol.into(),
+            num_streams: streams.len() as u32,
+            blksize: 131072,
+            omit,
+            duration,
+            ..TestStart::default()
+        }),
+        ..Start::default()
+    }
+}
+
+fn tcp(total_retrans: u64, cwnd: u64) -> Option<TcpSample> {
+    Some(TcpSample {
+        retransmits_total: total_retrans,
+        snd_cwnd: cwnd,
+        snd_wnd: Some(3 << 20),
+        rtt_us: 50,
+        rttvar_us: 10,
+        pmtu: 65535,
+        reorder: None,
+    })
+}
+
+#[test]
+fn tcp_two_streams_with_omit_reads_like_iperf3() {
+    let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
+    b.add_stream(5, true).unwrap();
+    b.add_stream(7, true).unwrap();
+    let g = 1u64 << 30;
+    // Omit second, then one real second (times restart at 0 after omit, as in iperf3).
+    b.interval(
+        0.0,
+        1.0,
+        true,
+        &[
+            StreamSample {
+                id: 5,
+                bytes: g,
+                tcp: tcp(3, 2_480_000),
+                udp: None,
+            },
+            StreamSample {
+                id: 7,
+                bytes: g + g / 10,
+                tcp: tcp(3, 2_220_000),
+                udp: None,
+            },
+        ],
+    )
+    .unwrap();
+    b.interval(
+        0.0,
+        1.0,
+        false,
+        &[
+            StreamSample {
+                id: 5,
+                bytes: g + 798_000_000,
+                tcp: tcp(4, 785_000),
+                udp: None,
+            },
+            StreamSample {
+                id: 7,
+                bytes: g + g / 10 + 761_000_000,
+                tcp: tcp(3, 785_000),
+                udp: None,
+            },
+        ],
+    )
+    .unwrap();
+    let rep = b.end(&EndInput {
+        local_elapsed: 1.0,
+        peer_elapsed: Some(1.006),
+        peer_streams: vec![
+            PeerStream::from_iperf3(5, 799_000_000, -1, 0.0, 0, 0),
+            PeerStream::from_iperf3(7, 762_000_000, -1, 0.0, 0, 0),
+        ],
+        cpu: CpuUtilization::default(),
+        local_congestion: Some("cubic".into()),
+        remote_congestion: Some("cubic".into()),
+    });
+    assert_eq!(
+        rep.end.sum_sent.as_ref().unwrap().bytes,
+        798_000_000 + 761_000_000
+    );
+    let result = TestResult {
+        start: client_start("TCP", &[(5, 39302), (7, 39308)], 1, 1),
+        intervals: b.take_intervals(),
+        end: rep.end,
+        wirespeed: Some(WirespeedExt {
+            version: "0.1.0".into(),
+            send_path: Some("copy".into()),
+            recv_path: Some("copy".into()),
+            workers: vec![Worker {
+                cpu_requested: Some(0),
+                cpus_seen: vec![0],
+                streams: vec![5, 7],
+            }],
+            streams: rep.totals,
+            ..WirespeedExt::default()
+        }),
+        ..TestResult::default()
+    };
+    let mut out = Vec::new();
+    render_text(&mut out, &result, TextOptions::default()).unwrap();
+    let ours = String::from_utf8(out).unwrap();
+    let real = data("tcp_omit_p2.txt").replace("port 5614", "port 5611");
+    assert_same_layout("tcp_omit_p2", &real, &ours);
+    assert!(ours.contains("(omitted)"));
+
+    // The JSON has iperf3's keys plus one "wirespeed" key, and parses back.
+    let j = to_json_string(&result);
+    let back: TestResult = serde_json::from_str(&j).unwrap();
+    assert_eq!(back, result);
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["start", "intervals", "end", "wirespeed"]);
+}
+
+#[test]
+fn udp_two_streams_reads_like_iperf3() {
+    let mut b = ResultBuilder::new(Protocol::Udp, Role::Client, false, 1.0);
+    b.add_stream(5, true).unwrap();
+    b.add_stream(7, true).unwrap();
+    let sent = |p| {
+        Some(UdpSample {
+            packets: p,
+            ..UdpSample::default()
+        })
+    };
+    b.interval(
+        0.0,
+        1.0,
+        false,
+        &[
+            StreamSample {
+                id: 5,
+                bytes: 131072,
+                tcp: None,
+                udp: sent(4),
+            },
+            StreamSample {
+                id: 7,
+                bytes: 131072,
+                tcp: None,
+                udp: sent(4),
+            },
+        ],
+    )
+    .unwrap();
+    let peer = |id| PeerStream::from_iperf3(id, 131072, -1, 0.0002, 0, 4);
+    let rep = b.end(&EndInput {
+        local_elapsed: 1.0,
+        peer_elapsed: Some(1.0003),
+        peer_streams: vec![peer(5), peer(7)],
+        ..EndInput::default()
+    });
+    let result = TestResult {
+        start: client_start("UDP", &[(5, 43464), (7, 48991)], 0, 1),
+        intervals: b.take_intervals(),
+        end: rep.end,
+        wirespeed: Some(WirespeedExt {
+            streams: rep.totals,
+            ..WirespeedExt::default()
+        }),
+        ..TestResult::default()
+    };
+    let mut out = Vec::new();
+    render_text(&mut out, &result, TextOptions::default()).unwrap();
+    let ours = String::from_utf8(out).unwrap();
+    let real = data("udp_p2.txt");
+    assert_same_layout("udp_p2", &real, &ours);
+    assert!(
+        ours.contains(
+            "[SUM]   0.00-1.00   sec   256 KBytes  2.10 Mbits/sec  0.000 ms  0/8 (0%)  sender"
+        ),
+        "{ours}"
+    );
+    assert!(ours.contains("  0.200 ms  0/8 (0%)  receiver"), "{ours}");
+}
+
+#[test]
+fn server_bidir_lists_receiving_streams_first() {
+    let mut b = ResultBuilder::new(Protocol::Tcp, Role::Server, true, 1.0);
+    b.add_stream(8, true).unwrap();
+    b.add_stream(5, false).unwrap();
+    b.interval(
+        0.0,
+        1.0,
+        false,
+        &[
+            StreamSample {
+                id: 5,
+                bytes: 1_000_000_000,
+                tcp: None,
+                udp: None,
+            },
+            StreamSample {
+                id: 8,
+                bytes: 850_000_000,
+                tcp: tcp(39, 3_000_000),
+                udp: None,
+            },
+        ],
+    )
+    .unwrap();
+    let rep = b.end(&EndInput {
+        local_elapsed: 1.0,
+        peer_elapsed: Some(1.0),
+        peer_streams: vec![
+            PeerStream::from_iperf3(5, 1_000_000_000, 18, 0.0, 0, 0),
+            PeerStream::from_iperf3(8, 850_000_000, -1, 0.0, 0, 0),
+        ],
+        ..EndInput::default()
+    });
+    let mut start = client_start("TCP", &[(5, 5611), (8, 5611)], 0, 1);
+    start.connecting_to = None;
+    start.accepted_connection = Some(HostPort {
+        host: "127.0.0.1".into(),
+        port: 43482,
+    });
+    if let Some(t) = start.test_start.as_mut() {
+        t.num_streams = 1;
+        t.bidir = Some(1);
+    }
+    let result = TestResult {
+        start,
+        intervals: b.take_intervals(),
+        end: rep.end,
+        ..TestResult::default()
+    };
+    let mut out = Vec::new();
+    render_text(&mut out, &result, TextOptions::default()).unwrap();
+    let ours = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = ours.lines().collect();
+    assert_eq!(lines[0], "Accepted connection from 127.0.0.1, port 43482");
+    assert_eq!(
+        lines[3],
+        "[ ID][Role] Interval           Transfer     Bitrate         Retr  Cwnd"
+    );
+    assert!(
+        lines[4].starts_with("[  5][RX-S]   0.00-1.00   sec   954 MBytes  8.00 Gbits/sec"),
+        "{ours}"
+    );
+    assert!(
+        lines[5].starts_with(
+            "[  8][TX-S]   0.00-1.00   sec   811 MBytes  6.80 Gbits/sec   39   2.86 MBytes"
+        ),
+        "{ours}"
+    );
+    // A server prints only its own side of each stream, and no "iperf Done.".
+    assert!(
+        ours.contains(
+            "[  5][RX-S]   0.00-1.00   sec   954 MBytes  8.00 Gbits/sec                  receiver"
+        ),
+        "{ours}"
+    );
+    assert!(
+        ours.contains(
+            "[  8][TX-S]   0.00-1.00   sec   811 MBytes  6.80 Gbits/sec   39             sender"
+        ),
+        "{ours}"
+    );
+    assert!(
+        !ours.contains("[  5][RX-S]   0.00-1.00   sec   954 MBytes  8.00 Gbits/sec   18"),
+        "{ours}"
+    );
+    assert!(!ours.contains("iperf Done."));
+    // Compare the layout of the end with iperf3's server output of a bidir test.
+    let real_server: TestResult = TestResult::from_json_str(&data("tcp_bidir.json")).unwrap();
+    let real_text = real_server.server_output_text.unwrap();
+    let real_end = &real_text[real_text.rfind("- - -").unwrap()..];
+    let our_end = &ours[ours.rfind("- - -").unwrap()..];
+    assert_same_layout("server bidir end", real_end, our_end);
+}
