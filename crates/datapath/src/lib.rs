@@ -41,11 +41,12 @@
 //! (towards `Copy`), and [`WorkerReport`] says what actually ran and why.
 //!
 //! UDP (batched `sendmmsg`/`recvmmsg`, GSO/GRO, pacing, iperf3 datagram
-//! header, loss/jitter accounting) lives in the `udp` module.
+//! header, loss/jitter accounting) lives in [`udp`].
 
 pub mod cpu;
 pub mod sys;
 pub mod tcp;
+pub mod udp;
 mod worker;
 mod zerocopy;
 
