@@ -80,7 +80,11 @@ pub fn write_cpu_table(
             .filter(|wk| wk.cpus_seen.contains(c.cpu))
             .map(|wk| format!("worker {}", wk.worker))
             .collect();
-        writeln!(w, "  {}", workers.join(", "))?;
+        if workers.is_empty() {
+            writeln!(w)?;
+        } else {
+            writeln!(w, "  {}", workers.join(", "))?;
+        }
     }
     if obs.cpus.is_empty() {
         writeln!(w, "{indent}(no CPU did measurable work)")?;

@@ -129,3 +129,30 @@ fn each_run_gets_the_verdict_the_author_reached() {
     }
     let _ = BitsPerSecond(0.0);
 }
+
+#[test]
+fn the_per_cpu_table_of_a_middle_run() {
+    let runs = load();
+    let r = runs[0]
+        .observation
+        .as_ref()
+        .unwrap()
+        .remote
+        .as_ref()
+        .unwrap();
+    let mut out = Vec::new();
+    wirespeed_explain::render::write_end(&mut out, r).unwrap();
+    let t = String::from_utf8(out).unwrap();
+    eprintln!("{t}");
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(
+        lines[0],
+        "receiver crow via enp1s0f0np0 (13 NIC IRQs): CPUs that did work"
+    );
+    let cpus: Vec<&str> = lines[2..]
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(cpus, ["0", "3", "4", "6", "8"]);
+    assert!(lines[5].ends_with("worker 0"));
+}
