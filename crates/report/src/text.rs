@@ -210,17 +210,29 @@ impl TextRenderer {
         &self.ctx
     }
 
-    /// The connection lines (and, with `-V`, the test parameters).
+    /// The connection lines (and, with `-V`, the test parameters):
+    /// `Connecting to host …` or `Accepted connection from …`, then
+    /// everything [`TextRenderer::start_after_connecting`] prints.
     pub fn start<W: Write + ?Sized>(&mut self, w: &mut W, start: &Start) -> io::Result<()> {
         match (&start.connecting_to, &start.accepted_connection) {
-            (Some(c), _) => {
-                write_connecting(w, &c.host, c.port)?;
-                if self.ctx.reverse {
-                    write_reverse(w, &c.host)?;
-                }
-            }
+            (Some(c), _) => write_connecting(w, &c.host, c.port)?,
             (None, Some(a)) => write_accepted(w, &a.host, a.port)?,
             (None, None) => {}
+        }
+        self.start_after_connecting(w, start)
+    }
+
+    /// For a client that already printed `Connecting to host …` live
+    /// ([`write_connecting`]) before `start` was known: the `Reverse mode …`
+    /// line (client, `-R`), one `[ ID] local … connected to …` line per
+    /// stream, and with `-V` the `Starting Test: …` line.
+    pub fn start_after_connecting<W: Write + ?Sized>(
+        &mut self,
+        w: &mut W,
+        start: &Start,
+    ) -> io::Result<()> {
+        if let (Some(c), true) = (&start.connecting_to, self.ctx.reverse) {
+            write_reverse(w, &c.host)?;
         }
         for c in &start.connected {
             write_connected(w, c)?;

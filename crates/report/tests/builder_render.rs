@@ -345,3 +345,32 @@ fn server_bidir_lists_receiving_streams_first() {
     let our_end = &ours[ours.rfind("- - -").unwrap()..];
     assert_same_layout("server bidir end", real_end, our_end);
 }
+
+#[test]
+fn live_client_start_in_two_steps_equals_whole_start() {
+    let mut start = client_start("TCP", &[(5, 40000)], 0, 1);
+    start.test_start.as_mut().unwrap().reverse = 1;
+    let ctx = wirespeed_report::TextContext::from_start(&start);
+    let mut whole = Vec::new();
+    wirespeed_report::TextRenderer::new(ctx, TextOptions::default())
+        .start(&mut whole, &start)
+        .unwrap();
+    let mut live = Vec::new();
+    wirespeed_report::text::write_connecting(&mut live, "127.0.0.1", 5611).unwrap();
+    wirespeed_report::TextRenderer::new(ctx, TextOptions::default())
+        .start_after_connecting(&mut live, &start)
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(live).unwrap(),
+        String::from_utf8(whole).unwrap()
+    );
+    let real = data("tcp_rev.txt");
+    let first3: Vec<&str> = real.lines().take(2).collect();
+    let mut out = Vec::new();
+    wirespeed_report::TextRenderer::new(ctx, TextOptions::default())
+        .start(&mut out, &start)
+        .unwrap();
+    let ours = String::from_utf8(out).unwrap();
+    let ours: Vec<&str> = ours.lines().take(2).collect();
+    assert_eq!(ours, first3);
+}
