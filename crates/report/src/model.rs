@@ -414,6 +414,7 @@ pub struct CpuUtilization {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WirespeedExt {
     /// wirespeed's version, e.g. `"0.1.0"`.
+    #[serde(default)]
     pub version: String,
     /// Send path that ran: e.g. `"copy"`, `"sendfile"`, `"splice"`, `"msg_zerocopy"`,
     /// `"sendmmsg"`, `"udp_gso"`.
@@ -496,6 +497,7 @@ pub struct StreamTotals {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Peer {
     /// True when the peer announced wirespeed's protocol extension.
+    #[serde(default)]
     pub is_wirespeed: bool,
     /// The peer's version string when known (`client_version` or the extension's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
