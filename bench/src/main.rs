@@ -1,0 +1,736 @@
+//! wirespeed-bench: one invocation runs wirespeed, Debian's iperf3 and
+//! bareloop (the copying-loop ceiling) alternately — A/B/C/A/B/C… — on the
+//! same path, block size, duration and CPUs, and prints per-contender medians
+//! with the ratios wirespeed/iperf3 and wirespeed/bareloop.
+//!
+//! Sections (all by default; `--only` picks some):
+//! * `tcp`    — one TCP stream on loopback, 128 KiB and 1 MiB blocks, copying path;
+//! * `zc`     — zero-copy send at 128 KiB: `wirespeed -Z` vs `iperf3 -Z` vs bareloop;
+//! * `netns`  — the `tcp` and `zc` runs across a veth pair between two network
+//!   namespaces made for the run (root only; skipped with a line otherwise);
+//! * `udp`    — 1472-byte datagrams at `-b 0`: receiver goodput and loss;
+//! * `paced`  — UDP at `-b 1G` and `-b 5G`: achieved rate vs target.
+//!
+//! See bench/README.md for how to read the output.
+
+mod netns;
+mod parse;
+mod proc;
+mod stats;
+
+use clap::Parser;
+use parse::Sample;
+use proc::Proc;
+use stats::{fmt_opt, median, ratio};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "wirespeed-bench",
+    about = "Alternating wirespeed / iperf3 / bareloop benchmark"
+)]
+struct Args {
+    /// Rounds: each contender runs once per round, in turn.
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// Seconds per run (whole seconds: iperf3 3.12's -t takes an integer).
+    #[arg(long, default_value_t = 3)]
+    duration: u32,
+    /// The wirespeed binary (default: target/release/wirespeed of this workspace,
+    /// or $CARGO_TARGET_DIR/release/wirespeed).
+    #[arg(long)]
+    wirespeed: Option<PathBuf>,
+    /// The iperf3 binary.
+    #[arg(long, default_value = "iperf3")]
+    iperf3: String,
+    /// bareloop's C source (default: ../shared/bench/bareloop.c beside the repository).
+    #[arg(long)]
+    bareloop_src: Option<PathBuf>,
+    /// Sections to run, comma-separated: tcp,zc,netns,udp,paced.
+    #[arg(long, value_delimiter = ',', default_value = "tcp,zc,netns,udp,paced")]
+    only: Vec<String>,
+    /// CPU for the client (sender) and for the server (receiver).
+    #[arg(long, default_value_t = 0)]
+    client_cpu: u32,
+    #[arg(long, default_value_t = 1)]
+    server_cpu: u32,
+    /// Pause between runs, milliseconds (lets TIME_WAIT and caches settle).
+    #[arg(long, default_value_t = 300)]
+    pause_ms: u64,
+    /// Also write every sample as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Wirespeed,
+    Iperf3,
+    Bareloop,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Wirespeed => "wirespeed",
+            Kind::Iperf3 => "iperf3",
+            Kind::Bareloop => "bareloop",
+        }
+    }
+}
+
+/// One comparison: every contender runs it `rounds` times, alternating.
+#[derive(Debug, Clone)]
+struct Test {
+    title: String,
+    section: &'static str,
+    udp: bool,
+    block: usize,
+    zerocopy: bool,
+    /// UDP -b in bits/s (0 = unlimited)
+    rate: u64,
+    netns: bool,
+    kinds: Vec<Kind>,
+}
+
+struct Env {
+    args: Args,
+    wirespeed: Option<PathBuf>,
+    bareloop: Option<PathBuf>,
+    veth: Option<netns::VethPair>,
+    interrupted: std::sync::Arc<AtomicBool>,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn find_wirespeed(arg: &Option<PathBuf>) -> Result<PathBuf, String> {
+    if let Some(p) = arg {
+        return if p.is_file() {
+            Ok(p.clone())
+        } else {
+            Err(format!("--wirespeed {}: no such file", p.display()))
+        };
+    }
+    let mut cands = Vec::new();
+    if let Ok(t) = std::env::var("CARGO_TARGET_DIR") {
+        cands.push(PathBuf::from(t).join("release/wirespeed"));
+    }
+    cands.push(repo_root().join("target/release/wirespeed"));
+    cands.into_iter().find(|p| p.is_file()).ok_or_else(|| {
+        "no release wirespeed binary found (run `cargo build --release -p wirespeed`, or pass --wirespeed PATH)".into()
+    })
+}
+
+fn build_bareloop(src: &Path, dir: &Path) -> Result<PathBuf, String> {
+    if !src.is_file() {
+        return Err(format!("{} does not exist", src.display()));
+    }
+    let out = dir.join("bareloop");
+    let st = std::process::Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&out)
+        .arg(src)
+        .status()
+        .map_err(|e| format!("cannot run cc: {e}"))?;
+    if st.success() {
+        Ok(out)
+    } else {
+        Err(format!("cc -O2 {} failed ({st})", src.display()))
+    }
+}
+
+fn first_line(cmd: &str, arg: &str) -> String {
+    std::process::Command::new(cmd)
+        .arg(arg)
+        .output()
+        .ok()
+        .map(|o| {
+            let t = if o.stdout.is_empty() {
+                o.stderr
+            } else {
+                o.stdout
+            };
+            String::from_utf8_lossy(&t)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .unwrap_or_else(|| "unavailable".into())
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn size_arg(n: usize) -> String {
+    if n % (1 << 20) == 0 {
+        format!("{}M", n >> 20)
+    } else if n % 1024 == 0 {
+        format!("{}K", n >> 10)
+    } else {
+        n.to_string()
+    }
+}
+
+/// Client and server command lines of an iperf3-flag-compatible tool.
+fn iperf_like_cmds(
+    bin: &str,
+    t: &Test,
+    host: &str,
+    port: u16,
+    a: &Args,
+) -> (Vec<String>, Vec<String>) {
+    let server = vec![
+        bin.to_string(),
+        "-s".into(),
+        "-p".into(),
+        port.to_string(),
+        "-1".into(),
+    ];
+    let mut client = vec![
+        bin.to_string(),
+        "-c".into(),
+        host.to_string(),
+        "-p".into(),
+        port.to_string(),
+        "-t".into(),
+        a.duration.to_string(),
+        "-l".into(),
+        size_arg(t.block),
+        "-A".into(),
+        format!("{},{}", a.client_cpu, a.server_cpu),
+        "-J".into(),
+    ];
+    if t.zerocopy {
+        client.push("-Z".into());
+    }
+    if t.udp {
+        client.extend(["-u".into(), "-b".into(), t.rate.to_string()]);
+    }
+    (client, server)
+}
+
+/// One run of one contender.
+fn run_one(env: &Env, kind: Kind, t: &Test) -> Result<Sample, String> {
+    let a = &env.args;
+    let (ns_a, ns_b, host) = match (&env.veth, t.netns) {
+        (Some(v), true) => (
+            Some(v.ns_a.as_str()),
+            Some(v.ns_b.as_str()),
+            v.addr_b.clone(),
+        ),
+        (None, true) => return Err("no veth pair".into()),
+        _ => (None, None, "127.0.0.1".to_string()),
+    };
+    let port = if t.netns { 5201 } else { proc::free_port()? };
+    let limit = Duration::from_secs(u64::from(a.duration) + 20);
+    let stop = &env.interrupted;
+    match kind {
+        Kind::Bareloop => {
+            let bin = env
+                .bareloop
+                .as_ref()
+                .ok_or("bareloop not built")?
+                .display()
+                .to_string();
+            let blk = t.block.to_string();
+            if !t.netns {
+                let mut c = Proc::spawn(
+                    &[
+                        bin,
+                        "local".into(),
+                        blk,
+                        a.duration.to_string(),
+                        a.client_cpu.to_string(),
+                        a.server_cpu.to_string(),
+                    ],
+                    None,
+                )?;
+                let (ok, why) = c.wait_or_kill(limit, stop);
+                if !ok {
+                    return Err(c.failure(&why));
+                }
+                return parse::parse_bareloop(&c.stdout());
+            }
+            let mut s = Proc::spawn(
+                &[
+                    bin.clone(),
+                    "recv".into(),
+                    host.clone(),
+                    port.to_string(),
+                    blk.clone(),
+                    a.server_cpu.to_string(),
+                ],
+                ns_b,
+            )?;
+            if !proc::wait_listening(&mut s, port, Duration::from_secs(5)) {
+                return Err(s.failure(&format!("did not listen on port {port}")));
+            }
+            let mut c = Proc::spawn(
+                &[
+                    bin,
+                    "send".into(),
+                    host,
+                    port.to_string(),
+                    blk,
+                    a.duration.to_string(),
+                    a.client_cpu.to_string(),
+                ],
+                ns_a,
+            )?;
+            let (ok, why) = c.wait_or_kill(limit, stop);
+            let _ = s.wait_or_kill(Duration::from_secs(5), stop);
+            if !ok {
+                return Err(c.failure(&why));
+            }
+            parse::parse_bareloop(&(s.stdout() + &c.stdout()))
+        }
+        Kind::Wirespeed | Kind::Iperf3 => {
+            let bin = match kind {
+                Kind::Wirespeed => env
+                    .wirespeed
+                    .as_ref()
+                    .ok_or("wirespeed binary not found")?
+                    .display()
+                    .to_string(),
+                _ => a.iperf3.clone(),
+            };
+            let (client, server) = iperf_like_cmds(&bin, t, &host, port, a);
+            let mut s = Proc::spawn(&server, ns_b)?;
+            if !proc::wait_listening(&mut s, port, Duration::from_secs(5)) {
+                return Err(s.failure(&format!("server did not listen on port {port}")));
+            }
+            let mut c = Proc::spawn(&client, ns_a)?;
+            let (ok, why) = c.wait_or_kill(limit, stop);
+            let out = c.stdout();
+            // -1 servers exit after the test; give them a moment, then stop them.
+            let _ = s.wait_or_kill(Duration::from_secs(3), stop);
+            let parsed = parse::parse_iperf_json(&out, if t.udp { Some(t.block) } else { None });
+            match (ok, parsed) {
+                (true, Ok(smp)) => Ok(smp),
+                (_, Err(e)) => Err(c.failure(&format!("{why}: {e}"))),
+                (false, Ok(_)) => Err(c.failure(&why)),
+            }
+        }
+    }
+}
+
+struct Outcome {
+    test: Test,
+    /// per kind: samples (None = that round failed)
+    samples: Vec<(Kind, Vec<Result<Sample, String>>)>,
+}
+
+fn run_test(env: &Env, t: &Test) -> Outcome {
+    let a = &env.args;
+    let mut samples: Vec<(Kind, Vec<Result<Sample, String>>)> =
+        t.kinds.iter().map(|&k| (k, Vec::new())).collect();
+    for round in 0..a.rounds {
+        for (kind, v) in samples.iter_mut() {
+            if env.interrupted.load(Ordering::Relaxed) {
+                return Outcome {
+                    test: t.clone(),
+                    samples,
+                };
+            }
+            let r = run_one(env, *kind, t);
+            match &r {
+                Ok(s) => eprintln!(
+                    "  round {}/{} {:<9} {:>7.2} Gbit/s{}",
+                    round + 1,
+                    a.rounds,
+                    kind.name(),
+                    s.recv_bps / 1e9,
+                    s.paths
+                        .as_ref()
+                        .map(|p| format!("  ({p})"))
+                        .unwrap_or_default()
+                ),
+                Err(e) => eprintln!(
+                    "  round {}/{} {:<9} FAILED: {e}",
+                    round + 1,
+                    a.rounds,
+                    kind.name()
+                ),
+            }
+            v.push(r);
+            std::thread::sleep(Duration::from_millis(a.pause_ms));
+        }
+    }
+    Outcome {
+        test: t.clone(),
+        samples,
+    }
+}
+
+fn med_of(v: &[Result<Sample, String>], f: impl Fn(&Sample) -> Option<f64>) -> Option<f64> {
+    let xs: Vec<f64> = v
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .filter_map(f)
+        .collect();
+    median(&xs)
+}
+
+fn print_outcome(o: &Outcome) {
+    let t = &o.test;
+    println!("\n== {} ==", t.title);
+    let gb = |x: Option<f64>| fmt_opt(x.map(|v| v / 1e9), 2);
+    let get = |k: Kind| {
+        o.samples
+            .iter()
+            .find(|(kk, _)| *kk == k)
+            .map(|(_, v)| v.as_slice())
+    };
+    let rounds_str = |v: &[Result<Sample, String>], f: &dyn Fn(&Sample) -> f64| {
+        v.iter()
+            .map(|r| {
+                r.as_ref()
+                    .map(|s| format!("{:.2}", f(s)))
+                    .unwrap_or_else(|_| "FAIL".into())
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if !t.udp {
+        println!(
+            "{:<10} {:>12}  {:<28} notes",
+            "contender", "median Gb/s", "rounds (receiver Gbit/s)"
+        );
+        for (k, v) in &o.samples {
+            let paths = v
+                .iter()
+                .filter_map(|r| r.as_ref().ok())
+                .find_map(|s| s.paths.clone())
+                .unwrap_or_default();
+            let retr = med_of(v, |s| s.retransmits.map(|x| x as f64));
+            let notes = format!(
+                "{}{}",
+                paths,
+                retr.map(|r| format!(
+                    "{}retransmits(median) {r:.0}",
+                    if paths.is_empty() { "" } else { ", " }
+                ))
+                .unwrap_or_default()
+            );
+            println!(
+                "{:<10} {:>12}  {:<28} {}",
+                k.name(),
+                gb(med_of(v, |s| Some(s.recv_bps))),
+                rounds_str(v, &|s| s.recv_bps / 1e9),
+                notes
+            );
+        }
+    } else if t.rate == 0 {
+        println!(
+            "{:<10} {:>14} {:>12} {:>10} {:>22} {:>10}  rounds (receiver Gbit/s)",
+            "contender", "goodput Gb/s", "sent Gb/s", "loss %", "lost/packets(recv'd)", "jitter ms"
+        );
+        for (k, v) in &o.samples {
+            let lp = med_of(v, |s| s.lost_percent);
+            let last = v.iter().rev().find_map(|r| r.as_ref().ok());
+            let counts = last
+                .map(|s| {
+                    format!(
+                        "{}/{}({})",
+                        s.lost_packets.map(|x| x.to_string()).unwrap_or("-".into()),
+                        s.packets.map(|x| x.to_string()).unwrap_or("-".into()),
+                        s.received_packets
+                            .map(|x| x.to_string())
+                            .unwrap_or("-".into())
+                    )
+                })
+                .unwrap_or_default();
+            println!(
+                "{:<10} {:>14} {:>12} {:>10} {:>22} {:>10}  {}",
+                k.name(),
+                gb(med_of(v, |s| Some(s.recv_bps))),
+                gb(med_of(v, |s| Some(s.sent_bps))),
+                fmt_opt(lp, 2),
+                counts,
+                fmt_opt(med_of(v, |s| s.jitter_ms), 4),
+                rounds_str(v, &|s| s.recv_bps / 1e9)
+            );
+        }
+    } else {
+        println!(
+            "{:<10} {:>10} {:>14} {:>16} {:>14} {:>8}  rounds (achieved/target)",
+            "contender", "target", "achieved Gb/s", "achieved/target", "goodput Gb/s", "loss %"
+        );
+        for (k, v) in &o.samples {
+            let ach = med_of(v, |s| Some(s.sent_bps));
+            println!(
+                "{:<10} {:>10} {:>14} {:>16} {:>14} {:>8}  {}",
+                k.name(),
+                format!("{}G", t.rate as f64 / 1e9),
+                gb(ach),
+                fmt_opt(ach.map(|x| x / t.rate as f64), 4),
+                gb(med_of(v, |s| Some(s.recv_bps))),
+                fmt_opt(med_of(v, |s| s.lost_percent), 2),
+                rounds_str(v, &|s| s.sent_bps / t.rate as f64)
+            );
+        }
+    }
+    let m = |k: Kind| get(k).and_then(|v| med_of(v, |s| Some(s.recv_bps)));
+    let (w, i, b) = (m(Kind::Wirespeed), m(Kind::Iperf3), m(Kind::Bareloop));
+    let mut line = format!(
+        "ratios (medians of receiver rate): wirespeed/iperf3 = {}",
+        fmt_opt(ratio(w, i), 3)
+    );
+    if t.kinds.contains(&Kind::Bareloop) {
+        line.push_str(&format!(
+            "   wirespeed/bareloop = {}",
+            fmt_opt(ratio(w, b), 3)
+        ));
+    }
+    println!("{line}");
+}
+
+fn sample_json(s: &Result<Sample, String>) -> serde_json::Value {
+    match s {
+        Ok(s) => serde_json::json!({
+            "recv_bps": s.recv_bps, "sent_bps": s.sent_bps, "lost_packets": s.lost_packets, "packets": s.packets,
+            "received_packets": s.received_packets, "lost_percent": s.lost_percent, "jitter_ms": s.jitter_ms,
+            "retransmits": s.retransmits, "paths": s.paths,
+        }),
+        Err(e) => serde_json::json!({ "error": e }),
+    }
+}
+
+fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
+    use Kind::*;
+    let tcp3 = vec![Wirespeed, Iperf3, Bareloop];
+    let mut v = Vec::new();
+    let mut tcp = |section: &'static str, where_: &str, netns: bool| {
+        let dur = a.duration;
+        let place = format!(
+            "client CPU {}, server CPU {}, {dur} s",
+            a.client_cpu, a.server_cpu
+        );
+        if section == "tcp" || section == "netns" {
+            for block in [128 << 10, 1 << 20] {
+                v.push(Test {
+                    title: format!(
+                        "TCP {where_}, 1 stream, {} blocks, copy; {place}",
+                        size_arg(block)
+                    ),
+                    section,
+                    udp: false,
+                    block,
+                    zerocopy: false,
+                    rate: 0,
+                    netns,
+                    kinds: tcp3.clone(),
+                });
+            }
+        }
+        if section == "zc" || section == "netns" {
+            v.push(Test {
+                title: format!("TCP {where_}, 1 stream, 128K blocks, zero-copy send (-Z; bareloop copies); {place}"),
+                section,
+                udp: false,
+                block: 128 << 10,
+                zerocopy: true,
+                rate: 0,
+                netns,
+                kinds: tcp3.clone(),
+            });
+        }
+    };
+    let on = |s: &str| a.only.iter().any(|o| o == s);
+    if on("tcp") {
+        tcp("tcp", "loopback", false);
+    }
+    if on("zc") {
+        tcp("zc", "loopback", false);
+    }
+    if on("netns") && veth {
+        tcp("netns", "veth between two netns", true);
+    }
+    if on("udp") {
+        v.push(Test {
+            title: format!(
+                "UDP loopback, 1472-byte datagrams, -b 0 (unlimited); {} s",
+                a.duration
+            ),
+            section: "udp",
+            udp: true,
+            block: 1472,
+            zerocopy: false,
+            rate: 0,
+            netns: false,
+            kinds: vec![Wirespeed, Iperf3],
+        });
+    }
+    if on("paced") {
+        for rate in [1_000_000_000u64, 5_000_000_000] {
+            v.push(Test {
+                title: format!(
+                    "UDP loopback, 1472-byte datagrams, paced -b {}G; {} s",
+                    rate / 1_000_000_000,
+                    a.duration
+                ),
+                section: "paced",
+                udp: true,
+                block: 1472,
+                zerocopy: false,
+                rate,
+                netns: false,
+                kinds: vec![Wirespeed, Iperf3],
+            });
+        }
+    }
+    v
+}
+
+fn main() {
+    let args = Args::parse();
+    if args.rounds == 0 || args.duration == 0 {
+        eprintln!("wirespeed-bench: --rounds and --duration must be at least 1");
+        std::process::exit(2);
+    }
+    let known = ["tcp", "zc", "netns", "udp", "paced"];
+    if let Some(bad) = args.only.iter().find(|o| !known.contains(&o.as_str())) {
+        eprintln!(
+            "wirespeed-bench: unknown section {bad:?} in --only (known: {})",
+            known.join(",")
+        );
+        std::process::exit(2);
+    }
+    let interrupted = proc::interrupt_flag();
+
+    println!(
+        "wirespeed-bench: {} round(s) x {} s per run, alternating contenders",
+        args.rounds, args.duration
+    );
+    println!(
+        "host: {} | {} CPUs online | load average at start: {}",
+        first_line("uname", "-sr"),
+        num_cpus(),
+        loadavg()
+    );
+    let wirespeed = match find_wirespeed(&args.wirespeed) {
+        Ok(p) => {
+            println!(
+                "wirespeed: {} ({})",
+                p.display(),
+                first_line(&p.display().to_string(), "--version")
+            );
+            Some(p)
+        }
+        Err(e) => {
+            println!("wirespeed: NOT AVAILABLE — {e}; its rows will show FAIL");
+            None
+        }
+    };
+    println!("iperf3: {}", first_line(&args.iperf3, "--version"));
+    let src = args
+        .bareloop_src
+        .clone()
+        .unwrap_or_else(|| repo_root().join("../shared/bench/bareloop.c"));
+    let tmp = tempfile::tempdir().ok();
+    let bareloop = match tmp
+        .as_ref()
+        .ok_or_else(|| "no temp dir".to_string())
+        .and_then(|d| build_bareloop(&src, d.path()))
+    {
+        Ok(p) => {
+            println!("bareloop: built from {} with cc -O2", src.display());
+            Some(p)
+        }
+        Err(e) => {
+            println!("bareloop: NOT AVAILABLE — {e}; bareloop rows and wirespeed/bareloop ratios will be empty");
+            None
+        }
+    };
+
+    let mut veth = None;
+    if args.only.iter().any(|o| o == "netns") {
+        if !netns::is_root() {
+            println!("SKIP netns: the veth runs need root (creating network namespaces); run as root to include them");
+        } else {
+            match netns::VethPair::create() {
+                Ok(v) => {
+                    println!(
+                        "netns: {} ({}) <-veth-> {} ({})",
+                        v.ns_a, v.addr_a, v.ns_b, v.addr_b
+                    );
+                    veth = Some(v);
+                }
+                Err(e) => println!("SKIP netns: could not create the veth pair: {e}"),
+            }
+        }
+    }
+    let tests = tests_for(&args, veth.is_some());
+    let env = Env {
+        args,
+        wirespeed,
+        bareloop,
+        veth,
+        interrupted,
+        _tmp: tmp,
+    };
+
+    let mut outcomes = Vec::new();
+    for t in &tests {
+        if env.interrupted.load(Ordering::Relaxed) {
+            break;
+        }
+        let mut t = t.clone();
+        if env.bareloop.is_none() {
+            t.kinds.retain(|k| *k != Kind::Bareloop);
+        }
+        eprintln!("-- {}", t.title);
+        let o = run_test(&env, &t);
+        print_outcome(&o);
+        outcomes.push(o);
+    }
+    println!("\nload average at end: {}", loadavg());
+    if env.interrupted.load(Ordering::Relaxed) {
+        println!("INTERRUPTED: figures above are partial");
+    }
+    if let Some(path) = &env.args.json {
+        let doc = serde_json::json!({
+            "rounds": env.args.rounds,
+            "duration_s": env.args.duration,
+            "tests": outcomes.iter().map(|o| serde_json::json!({
+                "title": o.test.title, "section": o.test.section, "udp": o.test.udp, "block": o.test.block,
+                "zerocopy": o.test.zerocopy, "rate_bps": o.test.rate, "netns": o.test.netns,
+                "contenders": o.samples.iter().map(|(k, v)| serde_json::json!({
+                    "name": k.name(),
+                    "median_recv_bps": med_of(v, |s| Some(s.recv_bps)),
+                    "median_sent_bps": med_of(v, |s| Some(s.sent_bps)),
+                    "samples": v.iter().map(sample_json).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        });
+        match serde_json::to_string_pretty(&doc)
+            .map_err(|e| e.to_string())
+            .and_then(|s| std::fs::write(path, s + "\n").map_err(|e| e.to_string()))
+        {
+            Ok(()) => println!("samples written to {}", path.display()),
+            Err(e) => {
+                eprintln!("wirespeed-bench: cannot write {}: {e}", path.display());
+                std::process::exit(1);
+            }
+        }
+    }
+    drop(env); // tears down the veth pair
+}
+
+fn num_cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}

@@ -1,0 +1,171 @@
+//! Turning each contender's output into one [`Sample`].
+
+use serde_json::Value;
+
+/// One run's figures. Rates in bits per second.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    /// What the receiving end counted (iperf3's `sum_received`).
+    pub recv_bps: f64,
+    /// What the sending end counted (`sum_sent`).
+    pub sent_bps: f64,
+    /// UDP, receiver side.
+    pub lost_packets: Option<u64>,
+    pub packets: Option<u64>,
+    pub lost_percent: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    /// UDP, datagrams the receiver counted (bytes / datagram length).
+    pub received_packets: Option<u64>,
+    pub retransmits: Option<u64>,
+    /// Paths that ran, as the tool reported them (wirespeed only).
+    pub paths: Option<String>,
+}
+
+fn f(v: &Value, path: &[&str]) -> Option<f64> {
+    let mut cur = v;
+    for p in path {
+        cur = cur.get(p)?;
+    }
+    cur.as_f64()
+}
+
+/// iperf3 `-J` output (wirespeed's is the same shape, with a `wirespeed` key).
+/// `udp_len` is the datagram length for UDP runs (to count received datagrams).
+pub fn parse_iperf_json(text: &str, udp_len: Option<usize>) -> Result<Sample, String> {
+    let v: Value =
+        serde_json::from_str(text.trim()).map_err(|e| format!("output is not JSON ({e})"))?;
+    if let Some(err) = v.get("error").and_then(Value::as_str) {
+        return Err(format!("tool reported: {err}"));
+    }
+    let end = v.get("end").ok_or("no \"end\" section in the JSON")?;
+    let recv_bps = f(end, &["sum_received", "bits_per_second"])
+        .or_else(|| f(end, &["sum", "bits_per_second"]))
+        .ok_or("no end.sum_received.bits_per_second")?;
+    let sent_bps = f(end, &["sum_sent", "bits_per_second"]).unwrap_or(recv_bps);
+    let mut s = Sample {
+        recv_bps,
+        sent_bps,
+        ..Sample::default()
+    };
+    s.retransmits = f(end, &["sum_sent", "retransmits"]).map(|x| x as u64);
+    if let Some(len) = udp_len {
+        let r = end
+            .get("sum_received")
+            .or_else(|| end.get("sum"))
+            .ok_or("no UDP receiver sum")?;
+        s.lost_packets = f(r, &["lost_packets"]).map(|x| x as u64);
+        s.packets = f(r, &["packets"]).map(|x| x as u64);
+        s.lost_percent = f(r, &["lost_percent"]);
+        s.jitter_ms = f(r, &["jitter_ms"]);
+        s.received_packets = f(r, &["bytes"]).map(|b| (b / len as f64).round() as u64);
+    }
+    if let Some(w) = v.get("wirespeed") {
+        let get = |k: &str| w.get(k).and_then(Value::as_str).map(str::to_string);
+        let parts: Vec<String> = [("send", get("send_path")), ("recv", get("recv_path"))]
+            .into_iter()
+            .filter_map(|(k, p)| p.map(|p| format!("{k}={p}")))
+            .collect();
+        if !parts.is_empty() {
+            s.paths = Some(parts.join(" "));
+        }
+    }
+    Ok(s)
+}
+
+/// bareloop's one-JSON-object-per-line output; the receiver's line is the figure.
+pub fn parse_bareloop(text: &str) -> Result<Sample, String> {
+    let mut recv = None;
+    let mut send = None;
+    for line in text.lines().filter(|l| l.trim_start().starts_with('{')) {
+        let v: Value =
+            serde_json::from_str(line).map_err(|e| format!("bad bareloop line {line:?}: {e}"))?;
+        let gbps = v
+            .get("gbit_per_s")
+            .and_then(Value::as_f64)
+            .ok_or("bareloop line without gbit_per_s")?;
+        match v.get("role").and_then(Value::as_str) {
+            Some("recv") => recv = Some(gbps * 1e9),
+            Some("send") => send = Some(gbps * 1e9),
+            _ => {}
+        }
+    }
+    match (recv, send) {
+        (Some(r), s) => Ok(Sample {
+            recv_bps: r,
+            sent_bps: s.unwrap_or(r),
+            ..Sample::default()
+        }),
+        (None, Some(s)) => Ok(Sample {
+            recv_bps: s,
+            sent_bps: s,
+            ..Sample::default()
+        }),
+        (None, None) => Err("bareloop printed no result line".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> String {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(name);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    #[test]
+    fn iperf3_tcp() {
+        let s = parse_iperf_json(&fixture("iperf3-3.12-tcp-128k.json"), None).expect("parse");
+        assert!((s.recv_bps - 25050269934.73787).abs() < 1.0);
+        assert!((s.sent_bps - 25051096268.07038).abs() < 1.0);
+        assert_eq!(s.retransmits, Some(13));
+        assert_eq!(s.lost_packets, None);
+        assert_eq!(s.paths, None);
+    }
+
+    #[test]
+    fn iperf3_udp_receiver_figures() {
+        let s = parse_iperf_json(&fixture("iperf3-3.12-udp-1g.json"), Some(1472)).expect("parse");
+        assert!((s.recv_bps - 777444088.5751284).abs() < 1.0);
+        assert!((s.sent_bps - 998932318.9475348).abs() < 1.0);
+        assert_eq!(s.lost_packets, Some(18281));
+        assert_eq!(s.packets, Some(84304));
+        assert_eq!(s.received_packets, Some(97185856 / 1472));
+        // iperf3's receiver: packets = highest sequence, lost = gaps: they agree with the bytes it counted.
+        assert_eq!(
+            s.packets.unwrap_or(0) - s.lost_packets.unwrap_or(0),
+            s.received_packets.unwrap_or(0)
+        );
+    }
+
+    #[test]
+    fn wirespeed_paths_and_errors() {
+        let j = r#"{"start":{},"end":{"sum_sent":{"bits_per_second":2e10},"sum_received":{"bits_per_second":1.9e10}},
+                    "wirespeed":{"version":"0.1.0","send_path":"sendfile","recv_path":"copy"}}"#;
+        let s = parse_iperf_json(j, None).expect("parse");
+        assert_eq!(s.paths.as_deref(), Some("send=sendfile recv=copy"));
+        assert_eq!(s.recv_bps, 1.9e10);
+        let e = parse_iperf_json(
+            r#"{"start":{},"error":"unable to connect to server"}"#,
+            None,
+        );
+        assert_eq!(e, Err("tool reported: unable to connect to server".into()));
+        assert!(parse_iperf_json("garbage", None).is_err());
+        assert!(parse_iperf_json("{}", None).is_err());
+    }
+
+    #[test]
+    fn bareloop_lines() {
+        let t = "{\"role\":\"recv\",\"bytes\":2634022912,\"seconds\":1.001591,\"gbit_per_s\":21.039,\"block\":131072}\n\
+                 {\"role\":\"send\",\"bytes\":2634022912,\"seconds\":1.001687,\"gbit_per_s\":21.037,\"block\":131072}\n";
+        let s = parse_bareloop(t).expect("parse");
+        assert!((s.recv_bps - 21.039e9).abs() < 1.0);
+        assert!((s.sent_bps - 21.037e9).abs() < 1.0);
+        let only_send =
+            "{\"role\":\"send\",\"bytes\":1,\"seconds\":1,\"gbit_per_s\":3.5,\"block\":1}";
+        assert!((parse_bareloop(only_send).expect("send").recv_bps - 3.5e9).abs() < 1.0);
+        assert!(parse_bareloop("bareloop: connect: refused").is_err());
+    }
+}
