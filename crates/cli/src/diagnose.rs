@@ -1,26 +1,220 @@
 //! `doctor`, `topo` and `capture`: host facts and findings.
+//!
+//! The host is read through a root directory: `/` (live), `--root DIR` (a captured tree), or
+//! `--snapshot FILE.tar.gz` (unpacked safely into a temporary directory). Doctor exits 0 when it
+//! has no finding, 1 when it has some, and with the codes of `exit.rs` on errors.
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::Context;
+use wirespeed_doctor::report::{HostInfo, Report};
+use wirespeed_doctor::{diagnose, topo, DoctorError, Options};
+use wirespeed_host::{capture, collect, CpuSet, Root, Snapshot};
 
 use crate::exit;
 
-#[derive(Debug, clap::Args)]
-pub struct DoctorArgs {}
-
-#[derive(Debug, clap::Args)]
-pub struct TopoArgs {}
-
-#[derive(Debug, clap::Args)]
-pub struct CaptureArgs {}
-
-pub fn run_doctor(_args: DoctorArgs) -> anyhow::Result<ExitCode> {
-    Err(exit::fail(exit::INTERNAL, "doctor: not built yet"))
+/// Where the host is read from.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceArgs {
+    /// Read a captured tree (a directory standing for `/`) instead of this host.
+    #[arg(long, value_name = "DIR", conflicts_with = "snapshot")]
+    root: Option<PathBuf>,
+    /// Read a snapshot written by `wirespeed capture` instead of this host.
+    #[arg(long, value_name = "FILE")]
+    snapshot: Option<PathBuf>,
 }
 
-pub fn run_topo(_args: TopoArgs) -> anyhow::Result<ExitCode> {
-    Err(exit::fail(exit::INTERNAL, "topo: not built yet"))
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Diagnose only this interface (default: every PCI NIC).
+    #[arg(long, short = 'i', value_name = "IF")]
+    iface: Option<String>,
+    /// CPUs the application runs on (e.g. 6 or 6-7,10): enables the placement checks.
+    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    app_cpus: Option<CpuSet>,
+    /// Round-trip time of the paths to serve, in ms (socket buffers vs bandwidth × RTT).
+    #[arg(long, value_name = "MS", default_value_t = wirespeed_doctor::DEFAULT_RTT_MS, value_parser = parse_rtt)]
+    rtt: f64,
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Print the versioned JSON report (docs/doctor.md) instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
-pub fn run_capture(_args: CaptureArgs) -> anyhow::Result<ExitCode> {
-    Err(exit::fail(exit::INTERNAL, "capture: not built yet"))
+#[derive(Debug, clap::Args)]
+pub struct TopoArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CaptureArgs {
+    /// The snapshot to write (.tar.gz).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: PathBuf,
+    /// Capture from a tree standing for `/` instead of this host.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+}
+
+fn parse_cpus(s: &str) -> Result<CpuSet, String> {
+    CpuSet::parse_nonempty(s).map_err(|e| e.to_string())
+}
+
+fn parse_rtt(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 100_000.0 => Ok(v),
+        _ => Err(format!("{s:?}: expected a positive number of milliseconds")),
+    }
+}
+
+/// An opened source; holds the unpacked snapshot alive while it is read.
+struct Source {
+    root: Root,
+    info: HostInfo,
+    _snapshot: Option<Snapshot>,
+}
+
+fn root_dir(dir: &Path) -> anyhow::Result<Root> {
+    if !dir.is_dir() {
+        return Err(exit::fail(
+            exit::IO,
+            format!("--root {}: not a directory", dir.display()),
+        ));
+    }
+    Ok(Root::new(dir))
+}
+
+fn open_source(a: &SourceArgs) -> anyhow::Result<Source> {
+    if let Some(file) = &a.snapshot {
+        let snap =
+            Snapshot::open(file).map_err(|e| exit::fail(exit::IO, format!("--snapshot: {e}")))?;
+        return Ok(Source {
+            root: snap.root().clone(),
+            info: HostInfo {
+                hostname: None,
+                kernel: None,
+                source: "snapshot".into(),
+                path: Some(file.display().to_string()),
+            },
+            _snapshot: Some(snap),
+        });
+    }
+    if let Some(dir) = &a.root {
+        return Ok(Source {
+            root: root_dir(dir)?,
+            info: HostInfo {
+                hostname: None,
+                kernel: None,
+                source: "root".into(),
+                path: Some(dir.display().to_string()),
+            },
+            _snapshot: None,
+        });
+    }
+    Ok(Source {
+        root: Root::live(),
+        info: HostInfo {
+            hostname: None,
+            kernel: None,
+            source: "live".into(),
+            path: None,
+        },
+        _snapshot: None,
+    })
+}
+
+/// Write to stdout; a closed pipe (`| head`) is not an error.
+fn emit(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(exit::fail(exit::IO, format!("stdout: {e}"))),
+    }
+}
+
+pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    let mut src = open_source(&args.source)?;
+    let facts = collect(&src.root);
+    let opts = Options {
+        iface: args.iface.clone(),
+        app_cpus: args.app_cpus.clone(),
+        rtt_ms: args.rtt,
+    };
+    let findings = diagnose(&facts, &opts).map_err(|e| {
+        let code = match e {
+            DoctorError::BadRtt(_) => exit::USAGE,
+            DoctorError::UnknownInterface { .. } | DoctorError::OfflineCpus { .. } => exit::HOST,
+        };
+        exit::fail(code, e.to_string())
+    })?;
+    src.info.hostname = facts.hostname.clone();
+    src.info.kernel = facts.kernel.clone();
+    let any = !findings.is_empty();
+    let report = Report::new(
+        format!("wirespeed {}", env!("CARGO_PKG_VERSION")),
+        src.info.clone(),
+        &opts,
+        findings,
+        facts,
+    );
+    if args.json {
+        let mut s = report.to_json();
+        s.push('\n');
+        emit(s.as_bytes())?;
+    } else {
+        let mut buf = Vec::new();
+        report
+            .render_text(&mut buf)
+            .context("rendering the report")?;
+        emit(&buf)?;
+    }
+    Ok(ExitCode::from(if any { exit::FINDINGS } else { exit::OK }))
+}
+
+pub fn run_topo(args: TopoArgs) -> anyhow::Result<ExitCode> {
+    let src = open_source(&args.source)?;
+    let facts = collect(&src.root);
+    let t = topo::build(&facts);
+    if args.json {
+        let mut s = t.to_json();
+        s.push('\n');
+        emit(s.as_bytes())?;
+    } else {
+        let mut buf = Vec::new();
+        t.render_text(&mut buf).context("rendering the topology")?;
+        emit(&buf)?;
+    }
+    Ok(ExitCode::from(exit::OK))
+}
+
+pub fn run_capture(args: CaptureArgs) -> anyhow::Result<ExitCode> {
+    let root = match &args.root {
+        Some(d) => root_dir(d)?,
+        None => Root::live(),
+    };
+    let s =
+        capture(&root, &args.output).map_err(|e| exit::fail(exit::IO, format!("capture: {e}")))?;
+    let size = std::fs::metadata(&args.output)
+        .map(|m| m.len())
+        .unwrap_or(0);
+    eprintln!(
+        "wirespeed capture: {} files ({} bytes), {} placeholders, {} links, {} directories, {} NIC(s) -> {} ({} KiB)",
+        s.files,
+        s.bytes,
+        s.placeholders,
+        s.links,
+        s.dirs,
+        s.facts.nics.len(),
+        args.output.display(),
+        size.div_ceil(1024)
+    );
+    Ok(ExitCode::from(exit::OK))
 }

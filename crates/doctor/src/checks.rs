@@ -1,0 +1,1056 @@
+//! The checks. Each is a pure function from facts and options to zero or more findings, and
+//! each says why it fires in its own documentation.
+
+use crate::{ids, Evidence, Finding, Options, Severity};
+use wirespeed_host::interrupts::IrqKind;
+use wirespeed_host::nic::{NicFacts, NicIrq};
+use wirespeed_host::pci::encoding;
+use wirespeed_host::stack::paths;
+use wirespeed_host::{CpuSet, HostFacts};
+
+/// Run every check.
+pub fn run_all(facts: &HostFacts, opts: &Options) -> Vec<Finding> {
+    let nics = target_nics(facts, opts);
+    let mut out = Vec::new();
+    for nic in &nics {
+        out.extend(pcie_link_downgraded(nic));
+        out.extend(pcie_bandwidth_below_line_rate(nic));
+        out.extend(irq_numa_remote(facts, nic, opts));
+        out.extend(app_numa_remote(facts, nic, opts));
+        out.extend(irq_on_app_core(facts, nic, opts));
+        out.extend(irq_cross_l3(facts, nic, opts));
+        out.extend(mtu_below_jumbo(nic));
+        out.extend(nic_temperature_high(nic));
+    }
+    out.extend(socket_buffers_small(facts, &nics, opts));
+    out.extend(congestion_control_loss_based(facts));
+    out.extend(cpu_governor_not_performance(facts, &nics, opts));
+    out.extend(irqbalance_running(facts));
+    out.extend(softnet_drops(facts));
+    out
+}
+
+/// The NICs to check: `--iface`, else every PCI NIC.
+pub fn target_nics<'a>(facts: &'a HostFacts, opts: &Options) -> Vec<&'a NicFacts> {
+    match &opts.iface {
+        Some(name) => facts.nic(name).into_iter().collect(),
+        None => facts.nics.iter().collect(),
+    }
+}
+
+/// `100 Gbit/s`, `31.5 Gbit/s`, `800 Mbit/s`.
+pub fn fmt_mbps(mbps: u64) -> String {
+    if mbps >= 1000 {
+        let g = mbps as f64 / 1000.0;
+        if (g - g.round()).abs() < 0.05 {
+            format!("{} Gbit/s", g.round() as u64)
+        } else {
+            format!("{g:.1} Gbit/s")
+        }
+    } else {
+        format!("{mbps} Mbit/s")
+    }
+}
+
+fn fmt_bytes(b: u64) -> String {
+    const MIB: f64 = 1024.0 * 1024.0;
+    if b >= 1 << 20 {
+        format!("{b} ({:.1} MiB)", b as f64 / MIB)
+    } else {
+        b.to_string()
+    }
+}
+
+/// `dir/{a,b}`: two files of one directory, shell brace style.
+fn two_files(dir: &str, a: &str, b: &str) -> String {
+    format!("{dir}/{{{a},{b}}}")
+}
+
+/// `8.0 GT/s x4` from the sysfs speed text and width.
+fn link_str(speed: Option<&str>, width: Option<u32>) -> String {
+    format!(
+        "{} x{}",
+        speed.map_or("?", |s| s.trim_end_matches(" PCIe")),
+        width.map_or("?".into(), |w| w.to_string())
+    )
+}
+
+fn irq_label(i: &NicIrq) -> String {
+    match i.actions.first() {
+        Some(a) => format!("IRQ {} ({a})", i.irq),
+        None => format!("IRQ {}", i.irq),
+    }
+}
+
+fn irq_source(i: &NicIrq) -> String {
+    i.effective_source
+        .clone()
+        .unwrap_or_else(|| format!("/proc/irq/{}/smp_affinity_list", i.irq))
+}
+
+fn l3_source() -> &'static str {
+    "/sys/devices/system/cpu/cpu*/cache/index*/shared_cpu_list (level 3)"
+}
+
+fn node_source(n: u32) -> String {
+    format!("/sys/devices/system/node/node{n}/cpulist")
+}
+
+/// CPUs to move a NIC's queue IRQs to: the app's L3 group(s) without the app CPUs and their SMT
+/// siblings; else the NIC's NUMA node without the app CPUs; else every online CPU but the app's.
+pub fn irq_target_cpus(facts: &HostFacts, nic: &NicFacts, app: Option<&CpuSet>) -> CpuSet {
+    let online = facts.cpu.online_set();
+    let empty = CpuSet::new();
+    let app = app.unwrap_or(&empty);
+    let mut avoid = app.clone();
+    for c in app.iter() {
+        if let Some(sib) = facts.cpu.cpu(c).and_then(|t| t.thread_siblings.as_ref()) {
+            avoid = avoid.union(sib);
+        }
+    }
+    let node_cpus = nic
+        .node()
+        .filter(|_| facts.cpu.is_multi_node())
+        .and_then(|n| facts.cpu.numa_nodes.get(&n).cloned());
+    if !app.is_empty() {
+        let l3: CpuSet = facts
+            .cpu
+            .l3_ids_of(app)
+            .iter()
+            .filter_map(|id| facts.cpu.l3_groups.iter().find(|g| g.id == *id))
+            .fold(CpuSet::new(), |a, g| a.union(&g.cpus));
+        for cand in [l3.difference(&avoid), l3.difference(app)] {
+            let cand = match &node_cpus {
+                Some(n) if cand.intersects(n) => cand.intersection(n),
+                _ => cand,
+            };
+            if !cand.is_empty() {
+                return cand;
+            }
+        }
+    }
+    if let Some(n) = node_cpus {
+        let c = n.difference(app);
+        if !c.is_empty() {
+            return c;
+        }
+    }
+    let c = online.difference(app);
+    if c.is_empty() {
+        online
+    } else {
+        c
+    }
+}
+
+/// `echo CPU > /proc/irq/N/smp_affinity_list` lines: each IRQ to the CPU of `cpus` that serves
+/// the fewest of the NIC's other queue vectors so far (ties: lowest CPU).
+pub fn pin_commands(nic: &NicFacts, irqs: &[&NicIrq], cpus: &CpuSet) -> Vec<String> {
+    if cpus.is_empty() {
+        return Vec::new();
+    }
+    let moving: Vec<u32> = irqs.iter().map(|i| i.irq).collect();
+    let mut load: std::collections::BTreeMap<u32, usize> = cpus.iter().map(|c| (c, 0)).collect();
+    for q in nic.queue_irqs() {
+        if moving.contains(&q.irq) {
+            continue;
+        }
+        if let Some(e) = q.effective.as_ref().filter(|e| e.len() == 1) {
+            if let Some(n) = e.first().and_then(|c| load.get_mut(&c)) {
+                *n += 1;
+            }
+        }
+    }
+    irqs.iter()
+        .filter_map(|i| {
+            let (&cpu, _) = load.iter().min_by_key(|(c, n)| (**n, **c))?;
+            *load.entry(cpu).or_default() += 1;
+            Some(format!(
+                "echo {cpu} > /proc/irq/{}/smp_affinity_list",
+                i.irq
+            ))
+        })
+        .collect()
+}
+
+fn irqbalance_note(facts: &HostFacts) -> Option<String> {
+    (facts.stack.irqbalance_running == Some(true))
+        .then(|| "systemctl stop irqbalance   # else it moves the IRQs back".to_string())
+}
+
+/// **pcie-link-downgraded**: the NIC function trained below its own maximum speed or width (a
+/// half-seated card, a riser, a slot wired narrower than it looks, BIOS bifurcation). Compares
+/// the function's current link with the function's own maximum, so a Gen3 card in a Gen5 slot
+/// running Gen3 is not reported. A link that is down (`Unknown` speed) only compares what is known.
+pub fn pcie_link_downgraded(nic: &NicFacts) -> Option<Finding> {
+    let p = nic.pcie.as_ref()?;
+    if p.downgraded != Some(true) {
+        return None;
+    }
+    let f = &p.function;
+    let cur = link_str(f.current_speed.as_deref(), f.current_width);
+    let max = link_str(f.max_speed.as_deref(), f.max_width);
+    let mut evidence = vec![
+        Evidence::new(
+            "current link (function)",
+            &cur,
+            two_files(&f.path, "current_link_speed", "current_link_width"),
+        ),
+        Evidence::new(
+            "maximum link (function)",
+            &max,
+            two_files(&f.path, "max_link_speed", "max_link_width"),
+        ),
+    ];
+    if let (Some(a), Some(c)) = (p.available_mbps, p.capable_mbps) {
+        evidence.push(Evidence::new(
+            "usable PCIe bandwidth now / at maximum",
+            format!("{} / {}", fmt_mbps(a), fmt_mbps(c)),
+            "computed: GT/s × lanes × line code",
+        ));
+    }
+    let mut slot_limits = false;
+    if let Some(u) = &p.upstream {
+        evidence.push(Evidence::new(
+            format!("upstream port {} maximum", u.address),
+            link_str(u.max_speed.as_deref(), u.max_width),
+            two_files(&u.path, "max_link_speed", "max_link_width"),
+        ));
+        let narrower = matches!((u.max_width, f.max_width), (Some(a), Some(b)) if a < b);
+        let slower = matches!((u.max_rate, f.max_rate), (Some(a), Some(b)) if a < b);
+        slot_limits = narrower || slower;
+    }
+    let hurts = matches!((p.available_mbps, nic.speed_mbps), (Some(a), Some(s)) if a < s);
+    let mut fix = vec![format!(
+        "lspci -s {} -vv | grep -E 'LnkCap:|LnkSta:'",
+        nic.pci_address
+    )];
+    if slot_limits {
+        fix.push(format!(
+            "# the slot's port ({}) cannot train wider/faster than it does: move the card to a slot wired for {max}",
+            p.upstream.as_ref().map_or("?", |u| u.address.as_str())
+        ));
+    } else {
+        fix.push(
+            "# power off and reseat the card (fully, in a slot wired for its full width); check risers and the BIOS PCIe bifurcation/link-speed settings"
+                .to_string(),
+        );
+    }
+    fix.push(format!(
+        "cat {}   # after the fix: {max}",
+        two_files(&f.path, "current_link_speed", "current_link_width")
+    ));
+    Some(Finding {
+        id: ids::PCIE_LINK_DOWNGRADED.into(),
+        severity: if hurts {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        },
+        iface: Some(nic.name.clone()),
+        summary: format!(
+            "{} ({}) trained its PCIe link at {cur}, below its maximum {max}",
+            nic.name, nic.pci_address
+        ),
+        evidence,
+        fix,
+    })
+}
+
+/// **pcie-bandwidth-below-line-rate**: the usable bandwidth of the NIC function's PCIe link as
+/// trained (transfer rate × lanes × line code: 8b/10b at 2.5 and 5 GT/s, 128b/130b from 8 GT/s)
+/// is below the port's link speed, so the port can never run at line rate. Needs both the link
+/// speed (a down or unknown-speed port is skipped) and the PCIe link attributes.
+pub fn pcie_bandwidth_below_line_rate(nic: &NicFacts) -> Option<Finding> {
+    let p = nic.pcie.as_ref()?;
+    let speed = nic.speed_mbps?;
+    let avail = p.available_mbps?;
+    if avail >= speed {
+        return None;
+    }
+    let f = &p.function;
+    let rate = f.current_rate?;
+    let width = f.current_width?;
+    let (num, den) = encoding(rate);
+    let mut evidence = vec![
+        Evidence::new(
+            "link speed",
+            fmt_mbps(speed),
+            format!("{}/speed", nic.sysfs),
+        ),
+        Evidence::new(
+            "PCIe link as trained",
+            link_str(f.current_speed.as_deref(), Some(width)),
+            two_files(&f.path, "current_link_speed", "current_link_width"),
+        ),
+        Evidence::new(
+            "usable PCIe bandwidth",
+            format!("{} ({rate} × {width} × {num}/{den})", fmt_mbps(avail)),
+            "computed",
+        ),
+    ];
+    let capable_ok = p.capable_mbps.is_some_and(|c| c >= speed);
+    if let Some(c) = p.capable_mbps {
+        evidence.push(Evidence::new(
+            "usable at the function's maximum",
+            fmt_mbps(c),
+            two_files(&f.path, "max_link_speed", "max_link_width"),
+        ));
+    }
+    let fix = if capable_ok {
+        vec![
+            format!("lspci -s {} -vv | grep -E 'LnkCap:|LnkSta:'", nic.pci_address),
+            "# restore the full link (see pcie-link-downgraded): reseat the card in a slot wired for its full width and speed".to_string(),
+        ]
+    } else {
+        vec![
+            format!("lspci -s {} -vv | grep -E 'LnkCap:|LnkSta:'", nic.pci_address),
+            format!(
+                "# this card's PCIe interface cannot carry {}: expect at most ~{}; use a card/slot of a newer PCIe generation or more lanes",
+                fmt_mbps(speed),
+                fmt_mbps(p.capable_mbps.unwrap_or(avail))
+            ),
+        ]
+    };
+    Some(Finding {
+        id: ids::PCIE_BANDWIDTH_BELOW_LINE_RATE.into(),
+        severity: Severity::Critical,
+        iface: Some(nic.name.clone()),
+        summary: format!(
+            "{}: PCIe {rate} x{width} carries at most {}, below the {} link",
+            nic.name,
+            fmt_mbps(avail),
+            fmt_mbps(speed)
+        ),
+        evidence,
+        fix,
+    })
+}
+
+/// **irq-numa-remote**: on a host with more than one NUMA node holding CPUs, an IRQ of the NIC is
+/// served (effective affinity) by CPUs outside the NIC's node: every packet's completion crosses
+/// the inter-socket link. Needs the NIC's node (`numa_node` ≥ 0).
+pub fn irq_numa_remote(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Option<Finding> {
+    if !facts.cpu.is_multi_node() {
+        return None;
+    }
+    let node = nic.node()?;
+    let node_cpus = facts.cpu.numa_nodes.get(&node).filter(|c| !c.is_empty())?;
+    let remote: Vec<&NicIrq> = nic
+        .own_irqs()
+        .filter(|i| {
+            i.effective
+                .as_ref()
+                .is_some_and(|e| !e.is_empty() && !e.is_subset(node_cpus))
+        })
+        .collect();
+    if remote.is_empty() {
+        return None;
+    }
+    let mut evidence = vec![
+        Evidence::new(
+            "NIC NUMA node",
+            node,
+            format!("{}/numa_node", nic.device_path),
+        ),
+        Evidence::new(format!("node {node} CPUs"), node_cpus, node_source(node)),
+    ];
+    let rows: Vec<(&NicIrq, String)> = remote
+        .iter()
+        .map(|i| {
+            let e = i.effective.clone().unwrap_or_default();
+            let nodes = facts.cpu.nodes_of(&e);
+            (*i, format!("{e} (node {})", join(&nodes)))
+        })
+        .collect();
+    evidence.extend(irq_rows(&rows));
+    let targets = match facts.cpu.numa_nodes.get(&node) {
+        Some(n) => {
+            let t = irq_target_cpus(facts, nic, opts.app_cpus.as_ref()).intersection(n);
+            if t.is_empty() {
+                n.clone()
+            } else {
+                t
+            }
+        }
+        None => CpuSet::new(),
+    };
+    let mut fix: Vec<String> = irqbalance_note(facts).into_iter().collect();
+    fix.extend(pin_commands(nic, &remote, &targets));
+    Some(Finding {
+        id: ids::IRQ_NUMA_REMOTE.into(),
+        severity: Severity::Warning,
+        iface: Some(nic.name.clone()),
+        summary: format!(
+            "{}: {} of its {} IRQs run on CPUs outside its NUMA node {node} (CPUs {node_cpus})",
+            nic.name,
+            remote.len(),
+            nic.own_irqs().count()
+        ),
+        evidence,
+        fix,
+    })
+}
+
+/// Most IRQ rows one finding lists before summing up the rest in one row.
+const MAX_IRQ_ROWS: usize = 8;
+
+/// Evidence rows for offending vectors: one per IRQ up to [`MAX_IRQ_ROWS`], then one row naming
+/// the rest.
+fn irq_rows(irqs: &[(&NicIrq, String)]) -> Vec<Evidence> {
+    let mut out: Vec<Evidence> = irqs
+        .iter()
+        .take(MAX_IRQ_ROWS)
+        .map(|(i, v)| Evidence::new(format!("{} effective CPUs", irq_label(i)), v, irq_source(i)))
+        .collect();
+    if irqs.len() > MAX_IRQ_ROWS {
+        let rest = &irqs[MAX_IRQ_ROWS..];
+        out.push(Evidence::new(
+            format!("{} more IRQs", rest.len()),
+            rest.iter()
+                .map(|(i, v)| format!("{}→{v}", i.irq))
+                .collect::<Vec<_>>()
+                .join(" "),
+            "/proc/irq/*/effective_affinity_list",
+        ));
+    }
+    out
+}
+
+fn join(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// **app-numa-remote**: an application CPU lies outside the NIC's NUMA node, so its socket
+/// buffers and the NIC's DMA live on different sockets. Needs `--app-cpus` and the NIC's node.
+pub fn app_numa_remote(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Option<Finding> {
+    let app = opts.app_cpus.as_ref()?;
+    let node = nic.node()?;
+    let node_cpus = facts.cpu.numa_nodes.get(&node).filter(|c| !c.is_empty())?;
+    let remote = app.difference(node_cpus);
+    if remote.is_empty() {
+        return None;
+    }
+    let app_nodes = facts.cpu.nodes_of(&remote);
+    Some(Finding {
+        id: ids::APP_NUMA_REMOTE.into(),
+        severity: Severity::Warning,
+        iface: Some(nic.name.clone()),
+        summary: format!(
+            "application CPU(s) {remote} are on node {} but {} is on node {node}",
+            join(&app_nodes),
+            nic.name
+        ),
+        evidence: vec![
+            Evidence::new(
+                "NIC NUMA node",
+                node,
+                format!("{}/numa_node", nic.device_path),
+            ),
+            Evidence::new(format!("node {node} CPUs"), node_cpus, node_source(node)),
+            Evidence::new("application CPUs", app, "--app-cpus"),
+        ],
+        fix: vec![
+            format!("numactl --cpunodebind={node} --membind={node} -- <application>"),
+            format!(
+                "wirespeed -c <host> -A {}   # or iperf3 -A with a CPU of node {node}",
+                node_cpus.first().unwrap_or(0)
+            ),
+        ],
+    })
+}
+
+/// **irq-on-app-core**: a queue (completion) vector of the NIC is served by an application CPU,
+/// so the application and the NIC's softirq work share that core (the 65 Gbit/s case). Control
+/// vectors (async/admin) carry no packet work and other devices' IRQs are not the NIC's: neither
+/// counts.
+pub fn irq_on_app_core(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Option<Finding> {
+    let app = opts.app_cpus.as_ref()?;
+    let hits: Vec<&NicIrq> = nic
+        .queue_irqs()
+        .into_iter()
+        .filter(|i| i.effective.as_ref().is_some_and(|e| e.intersects(app)))
+        .collect();
+    if hits.is_empty() {
+        return None;
+    }
+    let mut evidence = vec![Evidence::new("application CPUs", app, "--app-cpus")];
+    let rows: Vec<(&NicIrq, String)> = hits
+        .iter()
+        .map(|i| (*i, i.effective.clone().unwrap_or_default().to_string()))
+        .collect();
+    evidence.extend(irq_rows(&rows));
+    let targets = irq_target_cpus(facts, nic, Some(app));
+    let mut fix: Vec<String> = irqbalance_note(facts).into_iter().collect();
+    fix.extend(pin_commands(nic, &hits, &targets));
+    fix.push(format!(
+        "# or: wirespeed tune --iface {} --app-cpus {app} --irq-policy l3 --apply",
+        nic.name
+    ));
+    let on: CpuSet = hits
+        .iter()
+        .filter_map(|i| i.effective.as_ref())
+        .fold(CpuSet::new(), |a, e| a.union(&e.intersection(app)));
+    Some(Finding {
+        id: ids::IRQ_ON_APP_CORE.into(),
+        severity: Severity::Warning,
+        iface: Some(nic.name.clone()),
+        summary: format!(
+            "{}: {} queue IRQ(s) run on application CPU(s) {on}, so the application shares its core with the NIC's interrupt and softirq work",
+            nic.name,
+            hits.len()
+        ),
+        evidence,
+        fix,
+    })
+}
+
+/// **irq-cross-l3**: on a host with more than one L3 group, a queue vector of the NIC is served
+/// by CPUs of an L3 group other than the application's (the other CCD of a Ryzen, the other
+/// socket): each packet's data crosses the fabric (the 83 Gbit/s case). Control vectors do not
+/// count.
+pub fn irq_cross_l3(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Option<Finding> {
+    let app = opts.app_cpus.as_ref()?;
+    if facts.cpu.l3_groups.len() < 2 {
+        return None;
+    }
+    let app_l3 = facts.cpu.l3_ids_of(app);
+    if app_l3.is_empty() {
+        return None;
+    }
+    let mut hits: Vec<(&NicIrq, Vec<u32>)> = Vec::new();
+    for i in nic.queue_irqs() {
+        let Some(e) = &i.effective else { continue };
+        let groups = facts.cpu.l3_ids_of(e);
+        if groups.iter().any(|g| !app_l3.contains(g)) {
+            hits.push((i, groups));
+        }
+    }
+    if hits.is_empty() {
+        return None;
+    }
+    let mut evidence = vec![
+        Evidence::new("application CPUs", app, "--app-cpus"),
+        Evidence::new(
+            "application L3 group(s)",
+            app_l3
+                .iter()
+                .filter_map(|id| facts.cpu.l3_groups.iter().find(|g| g.id == *id))
+                .map(|g| format!("#{} (CPUs {})", g.id, g.cpus))
+                .collect::<Vec<_>>()
+                .join(", "),
+            l3_source(),
+        ),
+    ];
+    let rows: Vec<(&NicIrq, String)> = hits
+        .iter()
+        .map(|(i, groups)| {
+            (
+                *i,
+                format!(
+                    "{} (L3 #{})",
+                    i.effective.clone().unwrap_or_default(),
+                    join(groups)
+                ),
+            )
+        })
+        .collect();
+    evidence.extend(irq_rows(&rows));
+    let irqs: Vec<&NicIrq> = hits.iter().map(|h| h.0).collect();
+    let app_l3_cpus: CpuSet = app_l3
+        .iter()
+        .filter_map(|id| facts.cpu.l3_groups.iter().find(|g| g.id == *id))
+        .fold(CpuSet::new(), |a, g| a.union(&g.cpus));
+    let nic_node_cpus = nic
+        .node()
+        .filter(|_| facts.cpu.is_multi_node())
+        .and_then(|n| facts.cpu.numa_nodes.get(&n).map(|c| (n, c.clone())))
+        .filter(|(_, c)| !c.is_empty());
+    let mut fix: Vec<String> = Vec::new();
+    match nic_node_cpus {
+        // The application's cache is on another node than the NIC: moving the IRQs there would
+        // make them NUMA-remote; move the application to the NIC's node instead.
+        Some((node, cpus)) if !app_l3_cpus.intersects(&cpus) => {
+            fix.push(format!(
+                "# the application's L3 group is on another NUMA node than {} (node {node}): run the application on the NIC's node rather than moving the IRQs away from it",
+                nic.name
+            ));
+            fix.push(format!(
+                "numactl --cpunodebind={node} --membind={node} -- <application>   # e.g. wirespeed -A {}",
+                cpus.first().unwrap_or(0)
+            ));
+        }
+        _ => {
+            let targets = irq_target_cpus(facts, nic, Some(app));
+            fix.extend(irqbalance_note(facts));
+            fix.extend(pin_commands(nic, &irqs, &targets));
+            fix.push(format!(
+                "# or: wirespeed tune --iface {} --app-cpus {app} --irq-policy l3 --apply",
+                nic.name
+            ));
+        }
+    }
+    Some(Finding {
+        id: ids::IRQ_CROSS_L3.into(),
+        severity: Severity::Warning,
+        iface: Some(nic.name.clone()),
+        summary: format!(
+            "{}: {} queue IRQ(s) run in another L3 group than the application's (L3 #{}), so received data crosses between caches",
+            nic.name,
+            hits.len(),
+            join(&app_l3)
+        ),
+        evidence,
+        fix,
+    })
+}
+
+/// **mtu-below-jumbo**: a link of 10 Gbit/s or more with an MTU below 9000: six times the packets
+/// per byte, and the per-packet CPU cost caps single-stream throughput.
+pub fn mtu_below_jumbo(nic: &NicFacts) -> Option<Finding> {
+    let speed = nic.speed_mbps?;
+    let mtu = nic.mtu?;
+    if speed < 10_000 || mtu >= 9000 {
+        return None;
+    }
+    Some(Finding {
+        id: ids::MTU_BELOW_JUMBO.into(),
+        severity: Severity::Warning,
+        iface: Some(nic.name.clone()),
+        summary: format!(
+            "{}: MTU {mtu} on a {} link; jumbo frames (9000) cut the per-packet CPU cost",
+            nic.name,
+            fmt_mbps(speed)
+        ),
+        evidence: vec![
+            Evidence::new("MTU", mtu, format!("{}/mtu", nic.sysfs)),
+            Evidence::new(
+                "link speed",
+                fmt_mbps(speed),
+                format!("{}/speed", nic.sysfs),
+            ),
+        ],
+        fix: vec![
+            format!("ip link set dev {} mtu 9000", nic.name),
+            "sysctl -w net.ipv4.tcp_mtu_probing=1".into(),
+            "# the peer and every switch port on the path must carry 9000-byte frames too".into(),
+        ],
+    })
+}
+
+/// **socket-buffers-small**: the TCP autotuning maximum (`tcp_rmem`/`tcp_wmem` third value) is
+/// below one bandwidth-delay product (link speed × `--rtt`), so one TCP stream cannot keep the
+/// link full at that RTT. The speed is `--iface`'s, else the fastest NIC that is up; unknown
+/// speed → no finding.
+pub fn socket_buffers_small(
+    facts: &HostFacts,
+    nics: &[&NicFacts],
+    opts: &Options,
+) -> Option<Finding> {
+    let st = &facts.stack;
+    let (speed, nic) = if opts.iface.is_some() {
+        let n = nics.first()?;
+        (n.speed_mbps?, *n)
+    } else {
+        nics.iter()
+            .filter(|n| n.is_up())
+            .filter_map(|n| n.speed_mbps.map(|s| (s, *n)))
+            .max_by_key(|(s, _)| *s)?
+    };
+    let bdp = (speed as f64 * 1e6 / 8.0 * opts.rtt_ms / 1000.0).ceil() as u64;
+    let rmax = st.tcp_rmem.map(|t| t[2]);
+    let wmax = st.tcp_wmem.map(|t| t[2]);
+    let small_r = rmax.is_some_and(|r| r < bdp);
+    let small_w = wmax.is_some_and(|w| w < bdp);
+    if !small_r && !small_w {
+        return None;
+    }
+    let target = (2 * bdp).min(i32::MAX as u64);
+    let target = target
+        .div_ceil(1 << 20)
+        .saturating_mul(1 << 20)
+        .min(i32::MAX as u64);
+    let mut evidence = vec![
+        Evidence::new(
+            "link speed",
+            fmt_mbps(speed),
+            format!("{}/speed", nic.sysfs),
+        ),
+        Evidence::new(
+            "RTT",
+            format!("{} ms", opts.rtt_ms),
+            "--rtt (default 10 ms)",
+        ),
+        Evidence::new(
+            "bandwidth-delay product",
+            fmt_bytes(bdp),
+            "computed: speed × RTT",
+        ),
+    ];
+    if let Some(t) = st.tcp_rmem {
+        evidence.push(Evidence::new(
+            "tcp_rmem",
+            format!("{} {} {}", t[0], t[1], t[2]),
+            paths::TCP_RMEM,
+        ));
+    }
+    if let Some(t) = st.tcp_wmem {
+        evidence.push(Evidence::new(
+            "tcp_wmem",
+            format!("{} {} {}", t[0], t[1], t[2]),
+            paths::TCP_WMEM,
+        ));
+    }
+    if let Some(v) = st.rmem_max {
+        evidence.push(Evidence::new("rmem_max", fmt_bytes(v), paths::RMEM_MAX));
+    }
+    if let Some(v) = st.wmem_max {
+        evidence.push(Evidence::new("wmem_max", fmt_bytes(v), paths::WMEM_MAX));
+    }
+    let rm = st.tcp_rmem.unwrap_or([4096, 131072, 0]);
+    let wm = st.tcp_wmem.unwrap_or([4096, 16384, 0]);
+    let mut fix = vec![
+        format!("sysctl -w net.core.rmem_max={target}"),
+        format!("sysctl -w net.core.wmem_max={target}"),
+    ];
+    if small_r {
+        fix.push(format!(
+            "sysctl -w net.ipv4.tcp_rmem='{} {} {target}'",
+            rm[0], rm[1]
+        ));
+    }
+    if small_w {
+        fix.push(format!(
+            "sysctl -w net.ipv4.tcp_wmem='{} {} {target}'",
+            wm[0], wm[1]
+        ));
+    }
+    let which = match (small_r, small_w) {
+        (true, true) => "tcp_rmem and tcp_wmem maxima",
+        (true, false) => "tcp_rmem maximum",
+        _ => "tcp_wmem maximum",
+    };
+    Some(Finding {
+        id: ids::SOCKET_BUFFERS_SMALL.into(),
+        severity: Severity::Warning,
+        iface: Some(nic.name.clone()),
+        summary: format!(
+            "{which} below the bandwidth-delay product {} of {} × {} ms: one stream cannot fill the link",
+            fmt_bytes(bdp),
+            fmt_mbps(speed),
+            opts.rtt_ms
+        ),
+        evidence,
+        fix,
+    })
+}
+
+/// **congestion-control-loss-based**: reno or cubic backs off on every loss; on long fat paths a
+/// model-based (bbr) or faster-recovering (htcp) algorithm holds the rate. Info.
+pub fn congestion_control_loss_based(facts: &HostFacts) -> Option<Finding> {
+    let cc = facts.stack.tcp_congestion_control.as_deref()?;
+    if cc != "reno" && cc != "cubic" {
+        return None;
+    }
+    let avail = facts
+        .stack
+        .tcp_available_congestion_control
+        .clone()
+        .unwrap_or_default();
+    let mut evidence = vec![Evidence::new("tcp_congestion_control", cc, paths::TCP_CC)];
+    if !avail.is_empty() {
+        evidence.push(Evidence::new(
+            "available",
+            avail.join(" "),
+            paths::TCP_CC_AVAILABLE,
+        ));
+    }
+    let fix = if avail.iter().any(|a| a == "bbr") {
+        vec![
+            "sysctl -w net.core.default_qdisc=fq".to_string(),
+            "sysctl -w net.ipv4.tcp_congestion_control=bbr".to_string(),
+        ]
+    } else if avail.iter().any(|a| a == "htcp") {
+        vec!["sysctl -w net.ipv4.tcp_congestion_control=htcp".to_string()]
+    } else {
+        vec![
+            "modprobe tcp_bbr".to_string(),
+            "sysctl -w net.core.default_qdisc=fq".to_string(),
+            "sysctl -w net.ipv4.tcp_congestion_control=bbr   # or: modprobe tcp_htcp; ...=htcp"
+                .to_string(),
+        ]
+    };
+    Some(Finding {
+        id: ids::CONGESTION_CONTROL_LOSS_BASED.into(),
+        severity: Severity::Info,
+        iface: None,
+        summary: format!(
+            "TCP congestion control is {cc} (loss-based); prefer bbr or htcp on long paths"
+        ),
+        evidence,
+        fix,
+    })
+}
+
+/// **cpu-governor-not-performance**: a CPU that serves the NIC's queue IRQs or runs the
+/// application is under a cpufreq governor other than `performance`, so it ramps its clock after
+/// the load arrives. NICs considered: `--iface`, else those that are up at 10 Gbit/s or more (or
+/// of unknown speed). No cpufreq (a VM) → no finding.
+pub fn cpu_governor_not_performance(
+    facts: &HostFacts,
+    nics: &[&NicFacts],
+    opts: &Options,
+) -> Option<Finding> {
+    let mut cpus = opts.app_cpus.clone().unwrap_or_default();
+    for n in nics {
+        let relevant =
+            opts.iface.is_some() || (n.is_up() && n.speed_mbps.is_none_or(|s| s >= 10_000));
+        if relevant {
+            cpus = cpus.union(&n.queue_irq_cpus());
+        }
+    }
+    let mut slow: Vec<(u32, String)> = Vec::new();
+    for c in cpus.iter() {
+        if let Some(g) = facts.cpu.cpu(c).and_then(|t| t.governor.clone()) {
+            if g != "performance" {
+                slow.push((c, g));
+            }
+        }
+    }
+    if slow.is_empty() {
+        return None;
+    }
+    let set: CpuSet = slow.iter().map(|s| s.0).collect();
+    let mut by_gov: std::collections::BTreeMap<&str, CpuSet> = Default::default();
+    for (c, g) in &slow {
+        by_gov.entry(g.as_str()).or_default().insert(*c);
+    }
+    let mut evidence: Vec<Evidence> = by_gov
+        .iter()
+        .map(|(g, s)| {
+            Evidence::new(
+                format!("governor of CPUs {s}"),
+                g,
+                "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
+            )
+        })
+        .collect();
+    if let Some(d) = &facts.cpu.cpufreq_driver {
+        evidence.push(Evidence::new(
+            "cpufreq driver",
+            d,
+            "/sys/devices/system/cpu/cpu*/cpufreq/scaling_driver",
+        ));
+    }
+    evidence.push(Evidence::new(
+        "CPUs serving the NIC queue IRQs or the application",
+        &cpus,
+        "--app-cpus, /proc/irq/*/effective_affinity_list",
+    ));
+    Some(Finding {
+        id: ids::CPU_GOVERNOR_NOT_PERFORMANCE.into(),
+        severity: Severity::Warning,
+        iface: opts.iface.clone(),
+        summary: format!(
+            "CPU(s) {set} that serve the NIC or the application run governor {}, not performance",
+            by_gov.keys().copied().collect::<Vec<_>>().join("/")
+        ),
+        evidence,
+        fix: vec![
+            format!(
+                "for c in {}; do echo performance > /sys/devices/system/cpu/cpu$c/cpufreq/scaling_governor; done",
+                set.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" ")
+            ),
+            format!("# or: cpupower -c {set} frequency-set -g performance"),
+        ],
+    })
+}
+
+/// **nic-temperature-high**: a NIC sensor reads 70 °C or more, or is within 20 °C of its
+/// critical temperature: the card throttles or fails (no airflow over its heat sink). Critical
+/// within 5 °C of the critical value.
+pub fn nic_temperature_high(nic: &NicFacts) -> Option<Finding> {
+    let h = nic.hwmon.as_ref()?;
+    let hot: Vec<_> = h
+        .sensors
+        .iter()
+        .filter(|s| {
+            let t = s.input_millicelsius;
+            t > 0
+                && (t >= 70_000
+                    || s.crit_millicelsius
+                        .is_some_and(|c| c > 20_000 && t >= c - 20_000))
+        })
+        .collect();
+    if hot.is_empty() {
+        return None;
+    }
+    let critical = hot.iter().any(|s| {
+        s.crit_millicelsius
+            .is_some_and(|c| c > 20_000 && s.input_millicelsius >= c - 5_000)
+    });
+    let c = |mc: i64| format!("{:.1} °C", mc as f64 / 1000.0);
+    let mut evidence = Vec::new();
+    for s in &hot {
+        let name = match &s.label {
+            Some(l) => format!("{} ({l})", s.sensor),
+            None => s.sensor.clone(),
+        };
+        evidence.push(Evidence::new(
+            format!(
+                "{} {name} temperature",
+                h.name.as_deref().unwrap_or(&h.hwmon)
+            ),
+            c(s.input_millicelsius),
+            format!("{}/{}_input", h.path, s.sensor),
+        ));
+        if let Some(cr) = s.crit_millicelsius {
+            evidence.push(Evidence::new(
+                format!("{name} critical"),
+                c(cr),
+                format!("{}/{}_crit", h.path, s.sensor),
+            ));
+        }
+    }
+    let hottest = hot.iter().map(|s| s.input_millicelsius).max().unwrap_or(0);
+    Some(Finding {
+        id: ids::NIC_TEMPERATURE_HIGH.into(),
+        severity: if critical {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        },
+        iface: Some(nic.name.clone()),
+        summary: format!(
+            "{} runs at {}: the card needs airflow over its heat sink",
+            nic.name,
+            c(hottest)
+        ),
+        evidence,
+        fix: vec![
+            "# give the card airflow: a fan on its heat sink, case fans that move air across the PCIe slots".into(),
+            format!(
+                "watch -n 5 cat {}/{}_input   # should settle well below 70000",
+                h.path,
+                hot[0].sensor
+            ),
+        ],
+    })
+}
+
+/// **irqbalance-running**: irqbalance periodically rewrites IRQ affinities, undoing any manual
+/// pinning (and its placement ignores the application's CPUs).
+pub fn irqbalance_running(facts: &HostFacts) -> Option<Finding> {
+    if facts.stack.irqbalance_running != Some(true) {
+        return None;
+    }
+    let pids = &facts.stack.irqbalance_pids;
+    Some(Finding {
+        id: ids::IRQBALANCE_RUNNING.into(),
+        severity: Severity::Warning,
+        iface: None,
+        summary: "irqbalance is running: it moves IRQs that you pin".into(),
+        evidence: pids
+            .iter()
+            .map(|p| Evidence::new("process irqbalance", format!("pid {p}"), format!("/proc/{p}/comm")))
+            .collect(),
+        fix: vec![
+            "systemctl stop irqbalance".into(),
+            "systemctl disable irqbalance   # or ban the NIC's IRQs: IRQBALANCE_BANNED_CPULIST / --banirq".into(),
+        ],
+    })
+}
+
+/// **softnet-drops**: `/proc/net/softnet_stat` shows packets dropped because a CPU's backlog was
+/// full (`netdev_max_backlog`), or time squeezes (the softirq ran out of budget with work left).
+/// Counters are since boot. Drops → warning; squeezes alone → info.
+pub fn softnet_drops(facts: &HostFacts) -> Option<Finding> {
+    let rows = facts.stack.softnet.as_ref()?;
+    let dropped: u64 = rows.iter().map(|r| r.dropped).sum();
+    let squeezed: u64 = rows.iter().map(|r| r.time_squeeze).sum();
+    if dropped == 0 && squeezed == 0 {
+        return None;
+    }
+    let mut evidence = vec![
+        Evidence::new(
+            "dropped (all CPUs, since boot)",
+            dropped,
+            paths::SOFTNET_STAT,
+        ),
+        Evidence::new(
+            "time_squeeze (all CPUs, since boot)",
+            squeezed,
+            paths::SOFTNET_STAT,
+        ),
+    ];
+    for (k, r) in rows.iter().enumerate() {
+        if r.dropped > 0 || r.time_squeeze > 0 {
+            let cpu = r.cpu.map_or(format!("row {k}"), |c| format!("CPU {c}"));
+            evidence.push(Evidence::new(
+                format!("{cpu} dropped / time_squeeze"),
+                format!("{} / {}", r.dropped, r.time_squeeze),
+                paths::SOFTNET_STAT,
+            ));
+        }
+    }
+    let st = &facts.stack;
+    if let Some(b) = st.netdev_max_backlog {
+        evidence.push(Evidence::new(
+            "netdev_max_backlog",
+            b,
+            paths::NETDEV_MAX_BACKLOG,
+        ));
+    }
+    if let Some(b) = st.netdev_budget {
+        evidence.push(Evidence::new("netdev_budget", b, paths::NETDEV_BUDGET));
+    }
+    if let Some(b) = st.netdev_budget_usecs {
+        evidence.push(Evidence::new(
+            "netdev_budget_usecs",
+            b,
+            paths::NETDEV_BUDGET_USECS,
+        ));
+    }
+    let mut fix = Vec::new();
+    if dropped > 0 {
+        let nb = st
+            .netdev_max_backlog
+            .unwrap_or(1000)
+            .saturating_mul(4)
+            .max(10_000);
+        fix.push(format!("sysctl -w net.core.netdev_max_backlog={nb}"));
+    }
+    if squeezed > 0 {
+        let b = st.netdev_budget.unwrap_or(300).saturating_mul(2).max(600);
+        let us = st
+            .netdev_budget_usecs
+            .unwrap_or(2000)
+            .saturating_mul(2)
+            .max(4000);
+        fix.push(format!("sysctl -w net.core.netdev_budget={b}"));
+        fix.push(format!("sysctl -w net.core.netdev_budget_usecs={us}"));
+    }
+    fix.push(
+        "cat /proc/net/softnet_stat   # columns 2 and 3 (hex) should stop growing under load"
+            .into(),
+    );
+    Some(Finding {
+        id: ids::SOFTNET_DROPS.into(),
+        severity: if dropped > 0 {
+            Severity::Warning
+        } else {
+            Severity::Info
+        },
+        iface: None,
+        summary: format!(
+            "softnet_stat shows {dropped} backlog drops and {squeezed} time squeezes since boot"
+        ),
+        evidence,
+        fix,
+    })
+}
+
+/// Queue vectors of a NIC whose kind is known to carry packets (for renderers).
+pub fn is_queue(i: &NicIrq) -> bool {
+    i.kind == IrqKind::Queue
+}

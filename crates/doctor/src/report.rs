@@ -1,0 +1,178 @@
+//! The doctor report: a readable text rendering (worst first, evidence and fix under each
+//! finding) and the versioned JSON document (`docs/doctor.md`).
+
+use crate::{Finding, Options, Severity};
+use serde::{Deserialize, Serialize};
+use std::io::{self, Write};
+use wirespeed_host::HostFacts;
+
+/// Version of the JSON document. Bumped when a member changes meaning or is removed; new members
+/// may appear without a bump.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Which host was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: Option<String>,
+    pub kernel: Option<String>,
+    /// `live`, `root` or `snapshot`.
+    pub source: String,
+    /// The root directory or snapshot file; absent for `live`.
+    pub path: Option<String>,
+}
+
+/// The options as the report shows them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportOptions {
+    pub iface: Option<String>,
+    pub app_cpus: Option<String>,
+    pub rtt_ms: f64,
+}
+
+impl From<&Options> for ReportOptions {
+    fn from(o: &Options) -> Self {
+        ReportOptions {
+            iface: o.iface.clone(),
+            app_cpus: o.app_cpus.as_ref().map(|c| c.to_string()),
+            rtt_ms: o.rtt_ms,
+        }
+    }
+}
+
+/// Counts by severity.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    pub critical: usize,
+    pub warning: usize,
+    pub info: usize,
+}
+
+/// The whole report (`--json` prints it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    /// `wirespeed <version>`.
+    pub tool: String,
+    pub host: HostInfo,
+    pub options: ReportOptions,
+    pub counts: Counts,
+    pub findings: Vec<Finding>,
+    pub facts: HostFacts,
+}
+
+impl Report {
+    pub fn new(
+        tool: impl Into<String>,
+        host: HostInfo,
+        opts: &Options,
+        findings: Vec<Finding>,
+        facts: HostFacts,
+    ) -> Report {
+        let mut counts = Counts::default();
+        for f in &findings {
+            match f.severity {
+                Severity::Critical => counts.critical += 1,
+                Severity::Warning => counts.warning += 1,
+                Severity::Info => counts.info += 1,
+            }
+        }
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool: tool.into(),
+            host,
+            options: opts.into(),
+            counts,
+            findings,
+            facts,
+        }
+    }
+
+    /// The JSON document, pretty-printed.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+
+    /// The text rendering.
+    pub fn render_text(&self, w: &mut dyn Write) -> io::Result<()> {
+        let h = &self.host;
+        let what = match (&h.source[..], &h.path) {
+            ("live", _) => "this host".to_string(),
+            (s, Some(p)) => format!("{s} {p}"),
+            (s, None) => s.to_string(),
+        };
+        writeln!(
+            w,
+            "wirespeed doctor: {} ({}{})",
+            h.hostname.as_deref().unwrap_or("unknown host"),
+            what,
+            h.kernel
+                .as_deref()
+                .map(|k| format!(", kernel {k}"))
+                .unwrap_or_default()
+        )?;
+        let o = &self.options;
+        writeln!(
+            w,
+            "  interface: {}   app CPUs: {}   RTT: {} ms",
+            o.iface.as_deref().unwrap_or("all PCI NICs"),
+            o.app_cpus.as_deref().unwrap_or("not given"),
+            o.rtt_ms
+        )?;
+        writeln!(w)?;
+        if self.findings.is_empty() {
+            writeln!(w, "No findings.")?;
+            return Ok(());
+        }
+        let c = &self.counts;
+        writeln!(
+            w,
+            "{} finding{}: {} critical, {} warning, {} info",
+            self.findings.len(),
+            if self.findings.len() == 1 { "" } else { "s" },
+            c.critical,
+            c.warning,
+            c.info
+        )?;
+        for f in &self.findings {
+            writeln!(w)?;
+            let tag = match f.severity {
+                Severity::Critical => "CRITICAL",
+                Severity::Warning => "WARNING ",
+                Severity::Info => "INFO    ",
+            };
+            writeln!(w, "{tag} {}", f.id)?;
+            writeln!(w, "  {}", f.summary)?;
+            if !f.evidence.is_empty() {
+                writeln!(w, "  evidence:")?;
+                let longest = f
+                    .evidence
+                    .iter()
+                    .map(|e| e.what.chars().count())
+                    .max()
+                    .unwrap_or(0);
+                let width = if longest <= 40 { longest } else { 0 };
+                for e in &f.evidence {
+                    writeln!(
+                        w,
+                        "    {:<width$}  {}",
+                        format!("{}:", e.what),
+                        e.value,
+                        width = width + 1
+                    )?;
+                    writeln!(w, "      from {}", e.source)?;
+                }
+            }
+            if !f.fix.is_empty() {
+                writeln!(w, "  fix:")?;
+                for line in &f.fix {
+                    if line.starts_with('#') {
+                        writeln!(w, "    {line}")?;
+                    } else {
+                        writeln!(w, "    $ {line}")?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
