@@ -12,6 +12,7 @@
 //! Everything that decides (verdicts, modes, sweep recommendations) is a pure function of
 //! observations and topology, tested on recorded data.
 
+pub mod irq_sweep;
 pub mod latency;
 pub mod model;
 pub mod modes;

@@ -348,20 +348,25 @@ mod tests {
         assert!(delta(&a, &b, &[], None).cpus.is_empty());
     }
 
-    fn copy_tree(src: &std::path::Path, dst: &std::path::Path) {
-        for entry in std::fs::read_dir(src).unwrap() {
-            let entry = entry.unwrap();
-            let to = dst.join(entry.file_name());
-            let ft = entry.file_type().unwrap();
-            if ft.is_symlink() {
-                std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &to).unwrap();
-            } else if ft.is_dir() {
-                std::fs::create_dir_all(&to).unwrap();
-                copy_tree(&entry.path(), &to);
+    /// The fixture with the three files the test rewrites copied and everything else (read only)
+    /// linked: copying thousands of small files takes seconds on a loaded machine.
+    fn fixture_copy(src: &std::path::Path) -> tempfile::TempDir {
+        let src = src.canonicalize().unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let link =
+            |a: &std::path::Path, b: &std::path::Path| std::os::unix::fs::symlink(a, b).unwrap();
+        link(&src.join("sys"), &t.path().join("sys"));
+        std::fs::create_dir(t.path().join("proc")).unwrap();
+        for e in std::fs::read_dir(src.join("proc")).unwrap() {
+            let e = e.unwrap();
+            let to = t.path().join("proc").join(e.file_name());
+            if ["stat", "softirqs", "interrupts"].contains(&e.file_name().to_str().unwrap()) {
+                std::fs::copy(e.path(), to).unwrap();
             } else {
-                std::fs::copy(entry.path(), &to).unwrap();
+                link(&e.path(), &to);
             }
         }
+        t
     }
 
     /// Add `add[cpu]` to the counts of `row` (a softirqs name or an IRQ number) in a table.
@@ -389,8 +394,7 @@ mod tests {
     fn observer_on_a_fixture_copy_counts_only_the_nics_interrupts() {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/hosts/crow-9900x-cx5-x4");
-        let t = tempfile::tempdir().unwrap();
-        copy_tree(&src, t.path());
+        let t = fixture_copy(&src);
         let root = Root::new(t.path());
         let mut obs = Observer::new(
             root.clone(),

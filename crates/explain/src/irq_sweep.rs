@@ -1,0 +1,304 @@
+//! The IRQ-moving sweep (`sweep --irq-cpus`): for each IRQ CPU, move the receiving NIC's queue
+//! IRQs there through tune's journal, run a test for every app CPU, and revert before the next
+//! step — ESnet's "application core vs NIC interrupt core" plot as a procedure.
+//!
+//! The function is generic over how a test is run (a closure: the CLI passes the engine's
+//! client, tests a model), over how the kernel reacts to affinity writes (a hook: a no-op on the
+//! live host; tests emulate `effective_affinity_list` following `smp_affinity_list`) and over
+//! when to stop (an [`AtomicBool`] the CLI's Ctrl-C handler sets). Every journal it applies is
+//! reverted: after each step, on an error, on a panic in a test (a guard), and when stopped.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use wirespeed_host::interrupts::Interrupts;
+use wirespeed_host::nic::collect_nics;
+use wirespeed_host::{CpuSet, IrqKind, Root};
+use wirespeed_tune::engine::{self, ApplyOptions, StepStatus};
+use wirespeed_tune::plan::{command_for, irq_affinity_path, Change, Plan, Step, REQUESTED};
+
+use crate::model::BitsPerSecond;
+use crate::sweep::{Axes, Matrix};
+
+/// Why the sweep could not run or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum IrqSweepError {
+    #[error("{iface}: no such PCI network interface under {root}")]
+    NoNic { iface: String, root: String },
+    #[error("{iface}: no queue IRQs found (msi_irqs and /proc/interrupts names)")]
+    NoQueueIrqs { iface: String },
+    #[error(transparent)]
+    Tune(#[from] wirespeed_tune::TuneError),
+    #[error("revert of {journal} incomplete ({detail}): run `wirespeed tune revert {journal}`")]
+    RevertIncomplete { journal: String, detail: String },
+}
+
+/// One IRQ of the NIC to move: its number and action name (recorded in the journal).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueIrq {
+    pub irq: u32,
+    pub name: Option<String>,
+}
+
+/// The queue IRQs of `iface` under `root` (completion / RX / TX vectors; control vectors and
+/// another port's vectors stay where they are). When no vector name is recognised, every vector
+/// of the interface that is not another interface's is taken.
+pub fn queue_irqs(root: &Root, iface: &str) -> Result<Vec<QueueIrq>, IrqSweepError> {
+    let interrupts = root
+        .read("/proc/interrupts")
+        .ok()
+        .and_then(|t| Interrupts::parse(&t).ok());
+    let nic = collect_nics(root, interrupts.as_ref())
+        .into_iter()
+        .find(|n| n.name == iface)
+        .ok_or_else(|| IrqSweepError::NoNic {
+            iface: iface.to_string(),
+            root: root.dir().display().to_string(),
+        })?;
+    let pick = |want: &dyn Fn(IrqKind) -> bool| -> Vec<QueueIrq> {
+        nic.irqs
+            .iter()
+            .filter(|i| want(i.kind))
+            .map(|i| QueueIrq {
+                irq: i.irq,
+                name: i.actions.first().cloned(),
+            })
+            .collect()
+    };
+    let mut irqs = pick(&|k| k == IrqKind::Queue);
+    if irqs.is_empty() {
+        irqs = pick(&|k| k == IrqKind::Unknown);
+    }
+    if irqs.is_empty() {
+        return Err(IrqSweepError::NoQueueIrqs {
+            iface: iface.to_string(),
+        });
+    }
+    Ok(irqs)
+}
+
+/// What one step did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepOutcome {
+    pub irq_cpu: u32,
+    /// Host path of the step's journal.
+    pub journal: String,
+    /// IRQs whose affinity was written (or already held the CPU).
+    pub moved: Vec<u32>,
+    /// IRQs the kernel manages (EIO or read-only): left where they are.
+    pub not_movable: Vec<u32>,
+    /// IRQs whose write failed, with the reason.
+    pub failed: Vec<(u32, String)>,
+    /// IRQs whose effective affinity (read after the step) is not the requested CPU.
+    pub elsewhere: Vec<(u32, CpuSet)>,
+    /// The journal was reverted completely.
+    pub reverted: bool,
+}
+
+/// The whole sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IrqSweepReport {
+    pub iface: String,
+    pub irqs: Vec<QueueIrq>,
+    /// Rows: app CPUs; columns: IRQ CPUs.
+    pub matrix: Matrix,
+    pub steps: Vec<StepOutcome>,
+    /// Stopped early (Ctrl-C).
+    pub interrupted: bool,
+}
+
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct IrqSweepSpec {
+    pub iface: String,
+    pub irqs: Vec<QueueIrq>,
+    pub app_cpus: Vec<u32>,
+    pub irq_cpus: Vec<u32>,
+    /// Tests per cell.
+    pub repeat: u32,
+}
+
+/// Reverts a journal when dropped, unless disarmed: the last line of defence on a panic.
+struct RevertGuard<'a> {
+    root: &'a Root,
+    journal: Option<String>,
+}
+
+impl RevertGuard<'_> {
+    /// Revert now; `Ok(true)` when complete.
+    fn revert(&mut self) -> Result<bool, IrqSweepError> {
+        match self.journal.take() {
+            Some(j) => Ok(engine::revert(self.root, &j, false)?.complete()),
+            None => Ok(true),
+        }
+    }
+}
+
+impl Drop for RevertGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(j) = self.journal.take() {
+            let _ = engine::revert(self.root, &j, false);
+        }
+    }
+}
+
+fn effective(root: &Root, irq: u32) -> Option<CpuSet> {
+    root.read_opt(&format!("/proc/irq/{irq}/effective_affinity_list"))
+        .or_else(|| root.read_opt(&irq_affinity_path(irq)))
+        .and_then(|s| CpuSet::parse_list(&s).ok())
+}
+
+/// Run the sweep. `kernel` runs after every affinity write and after every revert (the live
+/// kernel needs nothing; a tree stands in for it there). `run_test(app_cpu, irq_cpu)` runs one
+/// test and returns its throughput or why it failed.
+pub fn run_irq_sweep(
+    root: &Root,
+    spec: &IrqSweepSpec,
+    opts: &ApplyOptions,
+    stop: &AtomicBool,
+    kernel: &mut dyn FnMut(&Root),
+    run_test: &mut dyn FnMut(u32, u32) -> Result<BitsPerSecond, String>,
+) -> Result<IrqSweepReport, IrqSweepError> {
+    let mut report = IrqSweepReport {
+        iface: spec.iface.clone(),
+        irqs: spec.irqs.clone(),
+        matrix: Matrix::new(Axes::AppIrq, spec.app_cpus.clone(), spec.irq_cpus.clone()),
+        steps: Vec::new(),
+        interrupted: false,
+    };
+    'steps: for &cpu in &spec.irq_cpus {
+        if stop.load(Ordering::SeqCst) {
+            report.interrupted = true;
+            break;
+        }
+        let mut plan = Plan::new(&root.dir().display().to_string());
+        plan.iface = Some(spec.iface.clone());
+        plan.irq_cpus = Some(CpuSet::from_cpus([cpu]));
+        plan.irq_rule = Some(format!("sweep step: every queue IRQ on CPU {cpu}"));
+        for q in &spec.irqs {
+            let change = Change::IrqAffinity {
+                irq: q.irq,
+                name: q.name.clone(),
+                cpus: CpuSet::from_cpus([cpu]),
+            };
+            plan.steps.push(Step {
+                finding: REQUESTED.to_string(),
+                summary: format!("sweep: IRQ {} to CPU {cpu}", q.irq),
+                setting: irq_affinity_path(q.irq),
+                current: root.read_opt(&irq_affinity_path(q.irq)).unwrap_or_default(),
+                new: cpu.to_string(),
+                command: command_for(&change),
+                change,
+            });
+        }
+        let applied = engine::apply(root, &plan, opts, &mut |r, _| kernel(r))?;
+        let mut guard = RevertGuard {
+            root,
+            journal: Some(applied.journal.clone()),
+        };
+        let mut outcome = StepOutcome {
+            irq_cpu: cpu,
+            journal: applied.journal.clone(),
+            moved: Vec::new(),
+            not_movable: Vec::new(),
+            failed: Vec::new(),
+            elsewhere: Vec::new(),
+            reverted: false,
+        };
+        for s in &applied.steps {
+            let irq = spec.irqs[s.step].irq;
+            match s.status {
+                StepStatus::Applied | StepStatus::AlreadySet => outcome.moved.push(irq),
+                StepStatus::NotMovable => outcome.not_movable.push(irq),
+                StepStatus::Failed | StepStatus::Skipped => outcome
+                    .failed
+                    .push((irq, s.detail.clone().unwrap_or_default())),
+            }
+        }
+        for &irq in &outcome.moved {
+            if let Some(e) = effective(root, irq) {
+                if e != CpuSet::from_cpus([cpu]) {
+                    outcome.elsewhere.push((irq, e));
+                }
+            }
+        }
+        if outcome.moved.is_empty() {
+            // Nothing could be moved there: every cell of the column says why.
+            for &app in &spec.app_cpus {
+                report.matrix.record_error(
+                    app,
+                    cpu,
+                    format!("no queue IRQ could be moved to CPU {cpu}"),
+                );
+            }
+        } else {
+            for &app in &spec.app_cpus {
+                for _ in 0..spec.repeat.max(1) {
+                    if stop.load(Ordering::SeqCst) {
+                        report.interrupted = true;
+                        outcome.reverted = guard.revert()?;
+                        kernel(root);
+                        report.steps.push(outcome);
+                        break 'steps;
+                    }
+                    match run_test(app, cpu) {
+                        Ok(bps) => {
+                            report.matrix.record(app, cpu, bps);
+                        }
+                        Err(e) => {
+                            report.matrix.record_error(app, cpu, e);
+                        }
+                    }
+                }
+            }
+        }
+        outcome.reverted = guard.revert()?;
+        kernel(root);
+        let done = outcome.reverted;
+        let journal = outcome.journal.clone();
+        report.steps.push(outcome);
+        if !done {
+            return Err(IrqSweepError::RevertIncomplete {
+                journal,
+                detail: "a value was changed by someone else meanwhile".to_string(),
+            });
+        }
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_irqs_of_the_connectx5_leave_the_control_vector() {
+        let root = Root::new(format!(
+            "{}/../../tests/fixtures/hosts/crow-9900x-cx5-x4",
+            env!("CARGO_MANIFEST_DIR")
+        ));
+        let q = queue_irqs(&root, "enp1s0f0np0").unwrap();
+        let n: Vec<u32> = q.iter().map(|q| q.irq).collect();
+        assert_eq!(
+            n,
+            vec![99, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119]
+        );
+        assert!(q[0].name.as_deref().unwrap().starts_with("mlx5_comp0"));
+        assert!(matches!(
+            queue_irqs(&root, "lo"),
+            Err(IrqSweepError::NoNic { .. })
+        ));
+    }
+
+    #[test]
+    fn the_two_port_connectx3_keeps_the_other_ports_vectors() {
+        let root = Root::new(format!(
+            "{}/../../tests/fixtures/hosts/sl-w9-x3650-cx3",
+            env!("CARGO_MANIFEST_DIR")
+        ));
+        let q = queue_irqs(&root, "p2p1").unwrap();
+        assert!(!q.is_empty());
+        assert!(q
+            .iter()
+            .all(|q| !q.name.as_deref().unwrap_or("").contains("p2p2")));
+    }
+}
