@@ -1,32 +1,635 @@
 //! `client` and `server`: the measuring engine's command line.
+//!
+//! iperf3's flags mean what they mean in iperf3 (sizes take K/M/G suffixes, powers of 1024;
+//! `--connect-timeout` is in milliseconds). `wirespeed -s ...` and `wirespeed -c HOST ...`
+//! are rewritten to the subcommands, so iperf3 command lines work unchanged.
 
 use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use wirespeed_datapath::SendPath;
+use wirespeed_engine::output::SharedWriter;
+use wirespeed_engine::{
+    ClientConfig, EngineError, Family, Format, Limits, Reporter, Server, ServerConfig,
+    StandardReporter,
+};
+use wirespeed_host::CpuSet;
+use wirespeed_protocol::Direction;
+use wirespeed_report::sizes::parse_bytes;
+use wirespeed_report::text::TextOptions;
+use wirespeed_report::units::UnitFormat;
 
 use crate::exit;
 
+fn size(s: &str) -> Result<u64, String> {
+    parse_bytes(s, "size")
+        .map(|b| b.0)
+        .map_err(|e| e.to_string())
+}
+
+fn cpu_list(s: &str) -> Result<Vec<u32>, String> {
+    CpuSet::parse_nonempty(s)
+        .map(|c| c.iter().collect())
+        .map_err(|e| e.to_string())
+}
+
+fn interval_secs(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(v == 0.0 || (0.1..=60.0).contains(&v)) {
+        return Err(format!(
+            "{v} must be 0 (no interval reports) or 0.1..=60 seconds"
+        ));
+    }
+    Ok(v)
+}
+
+/// `-A N[,M]` (also `,M` for the server side only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Affinity {
+    pub client: Option<u32>,
+    pub server: Option<u32>,
+}
+
+fn affinity(s: &str) -> Result<Affinity, String> {
+    let (a, b) = match s.split_once(',') {
+        Some((a, b)) => (a, Some(b)),
+        None => (s, None),
+    };
+    let num = |t: &str| -> Result<Option<u32>, String> {
+        if t.is_empty() {
+            Ok(None)
+        } else {
+            t.trim()
+                .parse::<u32>()
+                .map(Some)
+                .map_err(|_| format!("{t:?} is not a CPU number"))
+        }
+    };
+    let r = Affinity {
+        client: num(a)?,
+        server: match b {
+            Some(b) => num(b)?,
+            None => None,
+        },
+    };
+    if r.client.is_none() && r.server.is_none() {
+        return Err("expected N or N,M".into());
+    }
+    Ok(r)
+}
+
+fn send_path(s: &str) -> Result<SendPath, String> {
+    match s {
+        "sendfile" | "z" => Ok(SendPath::Sendfile),
+        "splice" => Ok(SendPath::Splice),
+        "msg_zerocopy" | "msg-zerocopy" | "zerocopy" => Ok(SendPath::MsgZerocopy),
+        "copy" | "none" => Ok(SendPath::Copy),
+        other => Err(format!(
+            "{other:?}: expected sendfile, splice, msg_zerocopy or copy"
+        )),
+    }
+}
+
+fn unit_format(s: &str) -> Result<UnitFormat, String> {
+    UnitFormat::parse(s).map_err(|e| e.to_string())
+}
+
+/// Output flags shared by client and server.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// Output in JSON (iperf3's -J shape).
+    #[arg(short = 'J', long = "json")]
+    pub json: bool,
+    /// Output one JSON object per line as events happen.
+    #[arg(long = "json-stream", conflicts_with = "json")]
+    pub json_stream: bool,
+    /// Write output to this file instead of stdout (appended).
+    #[arg(long = "logfile", value_name = "FILE")]
+    pub logfile: Option<PathBuf>,
+    /// Bitrate unit: k/m/g/t (bits), K/M/G/T (bytes), a = adaptive.
+    #[arg(short = 'f', long = "format", value_parser = unit_format)]
+    pub format: Option<UnitFormat>,
+    /// More detail (test parameters, CPU utilisation).
+    #[arg(short = 'V', long = "verbose")]
+    pub verbose: bool,
+    /// Seconds between interval reports (0 = none).
+    #[arg(short = 'i', long = "interval", value_parser = interval_secs, default_value = "1")]
+    pub interval: f64,
+}
+
+impl OutputArgs {
+    fn format(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else if self.json_stream {
+            Format::JsonStream
+        } else {
+            Format::Text
+        }
+    }
+
+    fn text_options(&self) -> TextOptions {
+        TextOptions {
+            format: self.format.unwrap_or(UnitFormat::AdaptiveBits),
+            verbose: self.verbose,
+            done_line: true,
+        }
+    }
+
+    fn writer(&self) -> anyhow::Result<SharedWriter> {
+        let w: Box<dyn Write + Send> = match &self.logfile {
+            Some(p) => Box::new(
+                OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| exit::fail(exit::IO, format!("--logfile {}: {e}", p.display())))?,
+            ),
+            None => Box::new(std::io::stdout()),
+        };
+        Ok(Arc::new(Mutex::new(w)))
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct ClientArgs {
-    /// Server host name or address.
-    pub host: String,
+    /// Server host name or address (not with --loopback).
+    #[arg(required_unless_present = "loopback")]
+    pub host: Option<String>,
+    /// Start a server inside this process on 127.0.0.1 and test against it.
+    #[arg(long, conflicts_with = "host")]
+    pub loopback: bool,
+    /// Server port.
+    #[arg(short = 'p', long = "port", default_value_t = 5201)]
+    pub port: u16,
+    /// Seconds to transmit.
+    #[arg(short = 't', long = "time", default_value_t = 10)]
+    pub time: u32,
+    /// Bytes to transmit instead of a time (K/M/G).
+    #[arg(short = 'n', long = "bytes", value_parser = size, conflicts_with = "blockcount")]
+    pub bytes: Option<u64>,
+    /// Blocks to transmit instead of a time (K/M/G).
+    #[arg(short = 'k', long = "blockcount", value_parser = size)]
+    pub blockcount: Option<u64>,
+    /// Parallel streams (per direction).
+    #[arg(short = 'P', long = "parallel", default_value_t = 1)]
+    pub parallel: u32,
+    /// Reverse: the server sends.
+    #[arg(short = 'R', long = "reverse", conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once.
+    #[arg(long = "bidir")]
+    pub bidir: bool,
+    /// Block size (K/M/G), default 128K.
+    #[arg(short = 'l', long = "length", value_parser = size)]
+    pub length: Option<u64>,
+    /// Socket buffer size (K/M/G).
+    #[arg(short = 'w', long = "window", value_parser = size)]
+    pub window: Option<u64>,
+    /// TCP maximum segment size.
+    #[arg(short = 'M', long = "set-mss")]
+    pub mss: Option<u32>,
+    /// TCP_NODELAY.
+    #[arg(short = 'N', long = "no-delay")]
+    pub nodelay: bool,
+    /// TCP congestion control algorithm.
+    #[arg(short = 'C', long = "congestion")]
+    pub congestion: Option<String>,
+    /// Seconds at the start not counted.
+    #[arg(short = 'O', long = "omit", default_value_t = 0)]
+    pub omit: u32,
+    /// CPU affinity: N (client) or N,M (client, server) or ,M.
+    #[arg(short = 'A', long = "affinity", value_parser = affinity)]
+    pub affinity: Option<Affinity>,
+    /// Zero-copy send: -Z is sendfile; --zerocopy=splice|msg_zerocopy|sendfile|copy.
+    #[arg(short = 'Z', long = "zerocopy", num_args = 0..=1, require_equals = true,
+          default_missing_value = "sendfile", value_parser = send_path)]
+    pub zerocopy: Option<SendPath>,
+    /// Receive with MSG_TRUNC (the kernel discards the data without copying it out).
+    #[arg(long = "skip-rx-copy")]
+    pub skip_rx_copy: bool,
+    /// IPv4 only.
+    #[arg(short = '4', long = "version4", conflicts_with = "v6")]
+    pub v4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "version6")]
+    pub v6: bool,
+    /// Milliseconds to wait for the control connection.
+    #[arg(long = "connect-timeout", value_name = "MS")]
+    pub connect_timeout: Option<u64>,
+    /// Fixed source port of the data connections (stream k uses PORT+k).
+    #[arg(long = "cport")]
+    pub cport: Option<u16>,
+    /// Local address to bind.
+    #[arg(short = 'B', long = "bind")]
+    pub bind: Option<IpAddr>,
+    /// One pinned worker per CPU on this end; streams spread round-robin (e.g. 6-11).
+    #[arg(long = "cpus", value_parser = cpu_list)]
+    pub cpus: Option<Vec<u32>>,
+    /// One pinned worker per CPU on the server (wirespeed servers).
+    #[arg(long = "server-cpus", value_parser = cpu_list)]
+    pub server_cpus: Option<Vec<u32>>,
+    /// Prefix for the output (iperf3 -T).
+    #[arg(short = 'T', long = "title")]
+    pub title: Option<String>,
+    /// Data string included in the JSON output.
+    #[arg(long = "extra-data")]
+    pub extra_data: Option<String>,
+    /// Ask for the server's output in the results.
+    #[arg(long = "get-server-output")]
+    pub get_server_output: bool,
+    /// UDP (not in this build yet).
+    #[arg(short = 'u', long = "udp")]
+    pub udp: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct ServerArgs {
     /// Port to listen on.
-    #[arg(short, long, default_value_t = 5201)]
+    #[arg(short = 'p', long = "port", default_value_t = 5201)]
     pub port: u16,
+    /// Local address to listen on.
+    #[arg(short = 'B', long = "bind")]
+    pub bind: Option<IpAddr>,
+    /// Serve one test, then exit.
+    #[arg(short = '1', long = "one-off")]
+    pub one_off: bool,
+    /// iperf3's daemon mode (not supported: use a service manager).
+    #[arg(short = 'D', long = "daemon")]
+    pub daemon: bool,
+    /// IPv4 only.
+    #[arg(short = '4', long = "version4", conflicts_with = "v6")]
+    pub v4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "version6")]
+    pub v6: bool,
+    /// Pin every test's workers to this CPU (unless the client asks otherwise).
+    #[arg(short = 'A', long = "affinity")]
+    pub affinity: Option<u32>,
+    /// One pinned worker per CPU for each test (unless the client asks otherwise).
+    #[arg(long = "cpus", value_parser = cpu_list)]
+    pub cpus: Option<Vec<u32>>,
+    /// Tests that may run at the same time.
+    #[arg(long = "max-tests", default_value_t = 64)]
+    pub max_tests: usize,
+    /// Streams (-P) one test may ask for.
+    #[arg(long = "max-streams", default_value_t = 4096)]
+    pub max_streams: u32,
+    /// Longest test in seconds (-t plus -O; -n/-k tests are stopped at this age).
+    #[arg(long = "max-duration", default_value_t = 86_400)]
+    pub max_duration: u64,
+    /// Seconds a new connection has to send its cookie, and a client each setup step.
+    #[arg(long = "handshake-timeout", default_value_t = 10)]
+    pub handshake_timeout: u64,
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 /// Accept iperf3's spelling: `-s ...` becomes `server ...`, `-c HOST ...` becomes `client HOST ...`.
 pub fn rewrite_iperf3_argv(argv: Vec<OsString>) -> Vec<OsString> {
-    argv
+    const SUBCOMMANDS: &[&str] = &[
+        "client", "server", "doctor", "topo", "capture", "tune", "sweep", "latency", "help",
+    ];
+    if argv.len() < 2 {
+        return argv;
+    }
+    let first = argv[1].to_string_lossy();
+    if SUBCOMMANDS.contains(&first.as_ref())
+        || first == "-h"
+        || first == "--help"
+        || first == "-V"
+        || first == "--version"
+    {
+        return argv;
+    }
+    let mut rest: Vec<OsString> = Vec::with_capacity(argv.len());
+    let mut mode: Option<(&str, Option<OsString>)> = None;
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i].to_string_lossy().into_owned();
+        if mode.is_none() && (a == "-s" || a == "--server") {
+            mode = Some(("server", None));
+        } else if mode.is_none() && (a == "-c" || a == "--client") && i + 1 < argv.len() {
+            mode = Some(("client", Some(argv[i + 1].clone())));
+            i += 1;
+        } else if mode.is_none() && a.starts_with("--client=") {
+            mode = Some(("client", Some(OsString::from(&a["--client=".len()..]))));
+        } else if mode.is_none() && a.starts_with("-c") && a.len() > 2 && !a.starts_with("--") {
+            mode = Some(("client", Some(OsString::from(&a[2..]))));
+        } else {
+            rest.push(argv[i].clone());
+        }
+        i += 1;
+    }
+    let Some((sub, host)) = mode else {
+        return argv;
+    };
+    let mut out = vec![argv[0].clone(), OsString::from(sub)];
+    out.extend(host);
+    out.extend(rest);
+    out
 }
 
-pub fn run_client(_args: ClientArgs) -> anyhow::Result<ExitCode> {
-    Err(exit::fail(exit::INTERNAL, "client: not built yet"))
+fn code_of(e: &EngineError) -> u8 {
+    match e {
+        EngineError::Config(_) => exit::USAGE,
+        EngineError::Host(_) | EngineError::Listen { .. } => exit::HOST,
+        EngineError::Connect { .. } => exit::CONNECT,
+        EngineError::Refused(_) => exit::REFUSED,
+        EngineError::Peer(_) | EngineError::Interrupted => exit::PEER,
+        EngineError::Io { .. } => exit::IO,
+    }
 }
 
-pub fn run_server(_args: ServerArgs) -> anyhow::Result<ExitCode> {
-    Err(exit::fail(exit::INTERNAL, "server: not built yet"))
+fn engine_fail(e: EngineError) -> anyhow::Error {
+    exit::fail(code_of(&e), e.to_string())
+}
+
+fn family(v4: bool, v6: bool) -> Family {
+    if v4 {
+        Family::V4
+    } else if v6 {
+        Family::V6
+    } else {
+        Family::Any
+    }
+}
+
+fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
+    if a.udp {
+        return Err(exit::fail(
+            exit::USAGE,
+            "-u: UDP tests are not in this build yet",
+        ));
+    }
+    let to_u32 = |v: u64, flag: &str| {
+        u32::try_from(v).map_err(|_| exit::fail(exit::USAGE, format!("{flag} {v}: too large")))
+    };
+    if a.parallel == 0 {
+        return Err(exit::fail(exit::USAGE, "-P 0: at least one stream"));
+    }
+    let direction = if a.bidir {
+        Direction::Both
+    } else if a.reverse {
+        Direction::ServerToClient
+    } else {
+        Direction::ClientToServer
+    };
+    Ok(ClientConfig {
+        host: a.host.clone().unwrap_or_else(|| "127.0.0.1".into()),
+        port: a.port,
+        family: family(a.v4, a.v6),
+        bind: a.bind,
+        cport: a.cport,
+        connect_timeout: a.connect_timeout.map(Duration::from_millis),
+        time: a.time,
+        bytes: a.bytes,
+        blocks: a.blockcount,
+        parallel: a.parallel,
+        direction,
+        block_len: a.length.map(|l| to_u32(l, "-l")).transpose()?,
+        window: a.window.map(|w| to_u32(w, "-w")).transpose()?,
+        mss: a.mss,
+        nodelay: a.nodelay,
+        congestion: a.congestion.clone(),
+        omit: a.omit,
+        interval: Duration::from_secs_f64(a.out.interval),
+        affinity: a.affinity.and_then(|x| x.client),
+        server_affinity: a.affinity.and_then(|x| x.server),
+        cpus: a.cpus.clone(),
+        server_cpus: a.server_cpus.clone(),
+        send_path: a.zerocopy.unwrap_or(SendPath::Copy),
+        skip_rx_copy: a.skip_rx_copy,
+        title: a.title.clone(),
+        extra_data: a.extra_data.clone(),
+        get_server_output: a.get_server_output,
+        ..ClientConfig::default()
+    })
+}
+
+/// One line about the host a loopback test ran on.
+fn host_summary() -> String {
+    let cpus = wirespeed_datapath::cpu::allowed_cpus().unwrap_or_default();
+    let kernel = wirespeed_engine::sysinfo::kernel_release();
+    format!(
+        "host: Linux {kernel}, {} CPUs usable ({})",
+        cpus.len(),
+        wirespeed_datapath::cpu::format_list(&cpus)
+    )
+}
+
+/// After the summary: which paths ran and where the workers were (text output).
+fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
+    let x = r.wirespeed.as_ref()?;
+    let workers = |ws: &[wirespeed_report::Worker]| -> String {
+        ws.iter()
+            .map(|w| {
+                let seen = wirespeed_datapath::cpu::format_list(&w.cpus_seen);
+                match w.cpu_requested {
+                    Some(c) => format!("cpu{c}[{} streams, ran on {seen}]", w.streams.len()),
+                    None => format!("unpinned[{} streams, ran on {seen}]", w.streams.len()),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut s = format!(
+        "wirespeed: local send path {}, receive path {}; local workers: {}",
+        x.send_path.as_deref().unwrap_or("-"),
+        x.recv_path.as_deref().unwrap_or("-"),
+        workers(&x.workers)
+    );
+    match &x.peer {
+        Some(p) if p.is_wirespeed => {
+            s.push_str(&format!("; server workers: {}", workers(&x.remote_workers)));
+        }
+        _ => s.push_str("; server: iperf3 (no wirespeed extension)"),
+    }
+    if let Some(fb) = x.extra.get("path_fallbacks") {
+        s.push_str(&format!("; fallbacks: {fb}"));
+    }
+    Some(s)
+}
+
+pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
+    let mut cfg = client_config(&a)?;
+    let out = a.out.writer()?;
+    let format = a.out.format();
+    let mut server = None;
+    if a.loopback {
+        let scfg = ServerConfig {
+            bind: Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
+            port: 0,
+            interval: Duration::ZERO,
+            ..ServerConfig::default()
+        };
+        let s = Server::bind(scfg).map_err(engine_fail)?;
+        let h = s
+            .spawn(Arc::new(|_| {
+                Box::new(wirespeed_engine::NullReporter) as Box<dyn Reporter>
+            }))
+            .map_err(engine_fail)?;
+        cfg.host = "127.0.0.1".into();
+        cfg.port = h.addr.port();
+        server = Some(h);
+        if format == Format::Text {
+            if let Ok(mut w) = out.lock() {
+                let _ = writeln!(w, "{}", host_summary());
+            }
+        }
+    }
+    let mut rep = StandardReporter::new(Arc::clone(&out), format, a.out.text_options());
+    let r = wirespeed_engine::run_client(&cfg, &mut rep);
+    if let Some(h) = server {
+        let _ = h.stop();
+    }
+    let r = r.map_err(engine_fail)?;
+    if format == Format::Text {
+        if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
+            let _ = writeln!(w, "{line}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
+    if a.daemon {
+        return Err(exit::fail(
+            exit::USAGE,
+            "-D: daemon mode is not supported; run wirespeed server under a service manager",
+        ));
+    }
+    if a.max_tests == 0 || a.max_streams == 0 || a.max_duration == 0 {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--max-tests, --max-streams and --max-duration must be above 0",
+        ));
+    }
+    let handshake = Duration::from_secs(a.handshake_timeout.max(1));
+    let cfg = ServerConfig {
+        bind: a.bind,
+        port: a.port,
+        family: family(a.v4, a.v6),
+        one_off: a.one_off,
+        limits: Limits {
+            max_tests: a.max_tests,
+            max_streams: a.max_streams,
+            max_duration: Duration::from_secs(a.max_duration),
+            ..Limits::default()
+        },
+        cpus: a.cpus.clone(),
+        affinity: a.affinity,
+        interval: Duration::from_secs_f64(a.out.interval),
+        timeouts: wirespeed_protocol::Timeouts {
+            setup: handshake,
+            ..Default::default()
+        },
+        cookie_timeout: handshake,
+        ..ServerConfig::default()
+    };
+    let out = a.out.writer()?;
+    let format = a.out.format();
+    let opts = TextOptions {
+        done_line: false,
+        ..a.out.text_options()
+    };
+    let server = Server::bind(cfg).map_err(engine_fail)?;
+    let port = server.local_addr().map_err(engine_fail)?.port();
+    if format == Format::Text {
+        if let Ok(mut w) = out.lock() {
+            let _ = wirespeed_report::text::write_server_listening(&mut *w, port, 1);
+            let _ = w.flush();
+        }
+    }
+    let out2 = Arc::clone(&out);
+    let factory: wirespeed_engine::ReporterFactory = Arc::new(move |_info| {
+        let r = StandardReporter::new(Arc::clone(&out2), format, opts).printing_errors();
+        Box::new(if format == Format::Text {
+            r.capturing()
+        } else {
+            r
+        }) as Box<dyn Reporter>
+    });
+    server.serve(factory).map_err(engine_fail)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn iperf3_spellings_become_subcommands() {
+        assert_eq!(
+            rewrite_iperf3_argv(v(&["ws", "-s", "-p", "5202"])),
+            v(&["ws", "server", "-p", "5202"])
+        );
+        assert_eq!(
+            rewrite_iperf3_argv(v(&["ws", "-c", "10.0.0.1", "-t", "1", "-R"])),
+            v(&["ws", "client", "10.0.0.1", "-t", "1", "-R"])
+        );
+        assert_eq!(
+            rewrite_iperf3_argv(v(&["ws", "-t", "1", "-c", "h"])),
+            v(&["ws", "client", "h", "-t", "1"])
+        );
+        assert_eq!(
+            rewrite_iperf3_argv(v(&["ws", "-chost"])),
+            v(&["ws", "client", "host"])
+        );
+        assert_eq!(
+            rewrite_iperf3_argv(v(&["ws", "--client=h", "-P", "4"])),
+            v(&["ws", "client", "h", "-P", "4"])
+        );
+        // Subcommands and bare invocations are left alone.
+        assert_eq!(
+            rewrite_iperf3_argv(v(&["ws", "client", "-c"])),
+            v(&["ws", "client", "-c"])
+        );
+        assert_eq!(rewrite_iperf3_argv(v(&["ws"])), v(&["ws"]));
+        assert_eq!(
+            rewrite_iperf3_argv(v(&["ws", "doctor", "-s"])),
+            v(&["ws", "doctor", "-s"])
+        );
+    }
+
+    #[test]
+    fn affinity_forms() {
+        assert_eq!(
+            affinity("3").unwrap(),
+            Affinity {
+                client: Some(3),
+                server: None
+            }
+        );
+        assert_eq!(
+            affinity("3,5").unwrap(),
+            Affinity {
+                client: Some(3),
+                server: Some(5)
+            }
+        );
+        assert_eq!(
+            affinity(",5").unwrap(),
+            Affinity {
+                client: None,
+                server: Some(5)
+            }
+        );
+        assert!(affinity("x").is_err());
+        assert!(affinity(",").is_err());
+    }
 }

@@ -1,1 +1,33 @@
-//! TODO
+//! wirespeed-engine: the client and server runners.
+//!
+//! Architecture: the protocol crate's sans-I/O sessions decide *what* to send and when the
+//! test moves on; this crate owns the sockets and the clock. [`client::run_client`] and
+//! [`server::Server`] drive a session over the control connection, open or accept the data
+//! connections (each announced by the cookie), and hand them to [`data::DataPhase`], which
+//! runs datapath workers (sending and receiving streams on separate workers, placed by
+//! [`placement`]) and samples their counters at the interval ticks of [`timeline`]. The report
+//! crate's `ResultBuilder` turns the samples and the peer's results into iperf3's `-J` model;
+//! [`output::Reporter`] receives the live events (the command line renders them).
+//!
+//! Where observation of the hosts (issue 6) plugs in: both ends carry an opaque
+//! `observation` slot in the protocol extension (`wirespeed_protocol::ResultsExt`) and in
+//! the report (`WirespeedExt::observation`); `assemble::results_ext` is where an end puts its
+//! own, and the client copies the server's from the results.
+
+pub mod assemble;
+pub mod client;
+pub mod data;
+mod error;
+pub mod net;
+pub mod output;
+pub mod placement;
+pub mod server;
+pub mod sysinfo;
+pub mod timeline;
+pub mod usage;
+
+pub use client::{run_client, ClientConfig};
+pub use error::EngineError;
+pub use net::Family;
+pub use output::{Format, NullReporter, Reporter, StandardReporter};
+pub use server::{Limits, ReporterFactory, Server, ServerConfig, ServerHandle, Stopper};

@@ -67,7 +67,7 @@ pub struct WorkerInfo {
     #[serde(default)]
     pub cpus_seen: Vec<u32>,
     #[serde(default)]
-    pub streams: Vec<i32>,
+    pub streams: Vec<u32>,
 }
 
 /// What a wirespeed end reports about itself next to iperf3's results.

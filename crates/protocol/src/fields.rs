@@ -26,11 +26,10 @@ pub(crate) fn int(o: &Obj, key: &str, min: i64, max: i64) -> Result<Option<i64>,
     };
     let i = if let Some(i) = n.as_i64() {
         i
-    } else if n.as_u64().is_some() {
-        return Err(WireError::field(
-            key,
-            format!("{n} is out of range {min}..={max}"),
-        ));
+    } else if let Some(u) = n.as_u64() {
+        // iperf3's cJSON prints negative integers as their 64-bit unsigned pattern
+        // (-1 arrives as 18446744073709551615): read them back as signed.
+        u as i64
     } else {
         let f = n.as_f64().unwrap_or(f64::NAN);
         if !f.is_finite() || f >= 9.2e18 || f <= -9.2e18 {
@@ -134,6 +133,8 @@ mod tests {
         assert!(int(&o, "e", 0, 100).is_err());
         assert_eq!(int(&o, "f", 0, 100).unwrap(), None);
         assert_eq!(int(&o, "missing", 0, 100).unwrap(), None);
+        // iperf3 writes -1 as its unsigned 64-bit pattern.
+        assert_eq!(int(&o, "g", -1, 1).unwrap(), Some(-1));
         assert!(uint(&o, "g", u64::MAX).is_err());
     }
 

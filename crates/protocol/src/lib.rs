@@ -43,11 +43,11 @@ pub use state::State;
 /// iperf3's numbering of data streams: the first stream is 1, later ones 3, 4, 5, ...
 /// (iperf3 skips 2). `index` counts streams in the order the client opens them; with
 /// `--bidir` the client opens its sending streams first, then its receiving ones.
-pub fn stream_id(index: usize) -> i32 {
+pub fn stream_id(index: usize) -> u32 {
     if index == 0 {
         1
     } else {
-        i32::try_from(index).map_or(i32::MAX, |i| i.saturating_add(2))
+        u32::try_from(index).map_or(u32::MAX, |i| i.saturating_add(2))
     }
 }
 
@@ -55,7 +55,7 @@ pub fn stream_id(index: usize) -> i32 {
 mod tests {
     #[test]
     fn stream_ids_skip_two_like_iperf3() {
-        let ids: Vec<i32> = (0..5).map(super::stream_id).collect();
+        let ids: Vec<u32> = (0..5).map(super::stream_id).collect();
         assert_eq!(ids, vec![1, 3, 4, 5, 6]);
     }
 }

@@ -18,7 +18,7 @@ pub const MAX_RESULT_STREAMS: usize = 1 << 16;
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StreamResult {
     /// iperf3 stream id (1, 3, 4, 5, ...).
-    pub id: i32,
+    pub id: u32,
     /// Bytes sent (sender, after omit) or received (receiver).
     pub bytes: u64,
     /// Sender's retransmits; -1 when not known (receivers, or no TCP_INFO).
@@ -169,7 +169,7 @@ impl TestResults {
     }
 
     /// The entry for stream `id`.
-    pub fn stream(&self, id: i32) -> Option<&StreamResult> {
+    pub fn stream(&self, id: u32) -> Option<&StreamResult> {
         self.streams.iter().find(|s| s.id == id)
     }
 }
@@ -180,7 +180,7 @@ fn parse_stream(s: &Obj) -> Result<StreamResult, WireError> {
             .ok_or_else(|| WireError::MissingField(format!("streams[].{k}")))
     };
     Ok(StreamResult {
-        id: req_i("id", 0, i64::from(i32::MAX))? as i32,
+        id: req_i("id", 0, i64::from(i32::MAX))? as u32,
         bytes: fields::uint(s, "bytes", u64::MAX)?
             .ok_or_else(|| WireError::MissingField("streams[].bytes".into()))?,
         retransmits: req_i("retransmits", -1, i64::MAX)?,

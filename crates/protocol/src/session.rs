@@ -963,7 +963,7 @@ mod tests {
         Cookie::from_entropy(&[7u8; 36])
     }
 
-    fn results(ids: &[i32], bytes: u64) -> TestResults {
+    fn results(ids: &[u32], bytes: u64) -> TestResults {
         TestResults {
             cpu_util_total: 10.0,
             cpu_util_user: 1.0,

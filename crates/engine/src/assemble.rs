@@ -1,0 +1,247 @@
+//! Building the messages and the report of one end from what its data phase counted:
+//! `start`, the results this end sends, and the final [`TestResult`].
+
+use std::net::TcpStream;
+
+use wirespeed_datapath::WorkerReport;
+use wirespeed_protocol::{ResultsExt, StreamResult, TestResults, WorkerInfo};
+use wirespeed_report::builder::PeerStream;
+use wirespeed_report::{Connected, Peer, TestStart, WirespeedExt, Worker};
+
+use crate::data::DataPhase;
+use crate::usage::CpuPercent;
+
+/// wirespeed's version string.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `start.connected` entries for the data sockets, in stream-id order.
+pub fn connected(streams: &[(u32, &TcpStream)]) -> Vec<Connected> {
+    streams
+        .iter()
+        .filter_map(|(id, s)| {
+            let l = s.local_addr().ok()?;
+            let r = s.peer_addr().ok()?;
+            Some(Connected {
+                socket: *id as _,
+                local_host: l.ip().to_string(),
+                local_port: l.port(),
+                remote_host: r.ip().to_string(),
+                remote_port: r.port(),
+                extra: Default::default(),
+            })
+        })
+        .collect()
+}
+
+/// What the local end sends in the results exchange.
+pub fn local_results(
+    data: &DataPhase,
+    cpu: CpuPercent,
+    measured: f64,
+    congestion: Option<String>,
+    ext: Option<ResultsExt>,
+) -> TestResults {
+    let totals = data.stream_totals();
+    let has_send = totals.iter().any(|t| t.1);
+    let has_retr = totals.iter().any(|t| t.1 && t.3.is_some());
+    let sender_has_retransmits = if !has_send {
+        -1
+    } else if has_retr {
+        1
+    } else {
+        0
+    };
+    TestResults {
+        cpu_util_total: cpu.total,
+        cpu_util_user: cpu.user,
+        cpu_util_system: cpu.system,
+        sender_has_retransmits,
+        congestion_used: congestion,
+        streams: totals
+            .iter()
+            .map(|&(id, send, bytes, retr)| StreamResult {
+                id,
+                bytes,
+                retransmits: if send {
+                    retr.map_or(-1, |r| i64::try_from(r).unwrap_or(i64::MAX))
+                } else {
+                    -1
+                },
+                jitter: 0.0,
+                errors: 0,
+                omitted_errors: Some(0),
+                packets: 0,
+                omitted_packets: Some(0),
+                start_time: Some(0.0),
+                end_time: Some(measured.max(0.0)),
+            })
+            .collect(),
+        server_output_json: None,
+        server_output_text: None,
+        wirespeed: ext,
+    }
+}
+
+/// The peer's per-stream results in the report builder's terms.
+pub fn peer_streams(r: &TestResults) -> Vec<PeerStream> {
+    r.streams
+        .iter()
+        .map(|s| {
+            PeerStream::from_iperf3(s.id, s.bytes, s.retransmits, s.jitter, s.errors, s.packets)
+        })
+        .collect()
+}
+
+/// The peer's elapsed time (iperf3 takes it from the streams' `end_time - start_time`).
+pub fn peer_elapsed(r: &TestResults) -> Option<f64> {
+    r.streams
+        .iter()
+        .filter_map(|s| Some(s.end_time? - s.start_time.unwrap_or(0.0)))
+        .filter(|d| d.is_finite() && *d > 0.0)
+        .reduce(f64::max)
+}
+
+/// Workers as the extension reports them.
+pub fn worker_infos(reports: &[WorkerReport]) -> Vec<WorkerInfo> {
+    reports
+        .iter()
+        .filter(|r| !r.streams.is_empty())
+        .map(|r| {
+            let mut seen = r.cpus_seen.clone();
+            seen.sort_unstable();
+            seen.dedup();
+            WorkerInfo {
+                cpu_requested: r.cpu_requested,
+                cpus_seen: seen,
+                streams: r.streams.iter().map(|s| s.id).collect(),
+            }
+        })
+        .collect()
+}
+
+fn to_worker(w: &WorkerInfo) -> Worker {
+    Worker {
+        cpu_requested: w.cpu_requested,
+        cpus_seen: w.cpus_seen.clone(),
+        streams: w.streams.clone(),
+    }
+}
+
+/// The paths that ran (after fallbacks), joined when workers differ.
+pub fn paths(reports: &[WorkerReport]) -> (Option<String>, Option<String>) {
+    let mut send: Vec<&str> = reports
+        .iter()
+        .filter_map(|r| r.send_path.map(|p| p.as_str()))
+        .collect();
+    send.sort_unstable();
+    send.dedup();
+    let mut recv: Vec<&str> = reports
+        .iter()
+        .filter_map(|r| r.recv_path.map(|p| p.as_str()))
+        .collect();
+    recv.sort_unstable();
+    recv.dedup();
+    let j = |v: Vec<&str>| (!v.is_empty()).then(|| v.join("+"));
+    (j(send), j(recv))
+}
+
+/// Why requested paths were not used (one line each, deduplicated).
+pub fn fallbacks(reports: &[WorkerReport]) -> Vec<String> {
+    let mut v: Vec<String> = reports
+        .iter()
+        .flat_map(|r| r.fallbacks.iter().cloned())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The extension this end sends with its results.
+pub fn results_ext(reports: &[WorkerReport]) -> ResultsExt {
+    let (send_path, recv_path) = paths(reports);
+    ResultsExt {
+        version: VERSION.into(),
+        protocol: wirespeed_protocol::ext::EXT_PROTOCOL_VERSION,
+        workers: worker_infos(reports),
+        send_path,
+        recv_path,
+        observation: None,
+        extra: Default::default(),
+    }
+}
+
+/// The report's `wirespeed` section.
+pub fn report_ext(
+    reports: &[WorkerReport],
+    peer: Option<&ResultsExt>,
+    peer_client_version: Option<&str>,
+    peer_is_wirespeed: bool,
+) -> WirespeedExt {
+    let (send_path, recv_path) = paths(reports);
+    let mut ext = WirespeedExt {
+        version: VERSION.into(),
+        send_path,
+        recv_path,
+        workers: worker_infos(reports).iter().map(to_worker).collect(),
+        peer: Some(Peer {
+            is_wirespeed: peer_is_wirespeed || peer.is_some(),
+            version: peer
+                .map(|p| p.version.clone())
+                .or_else(|| peer_client_version.map(str::to_string)),
+        }),
+        remote_workers: peer
+            .map(|p| p.workers.iter().map(to_worker).collect())
+            .unwrap_or_default(),
+        ..WirespeedExt::default()
+    };
+    let fb = fallbacks(reports);
+    if !fb.is_empty() {
+        ext.extra
+            .insert("path_fallbacks".into(), serde_json::json!(fb));
+    }
+    if let Some(p) = peer {
+        if let Some(sp) = &p.send_path {
+            ext.extra
+                .insert("remote_send_path".into(), sp.clone().into());
+        }
+        if let Some(rp) = &p.recv_path {
+            ext.extra
+                .insert("remote_recv_path".into(), rp.clone().into());
+        }
+    }
+    ext
+}
+
+/// `start.test_start`.
+#[allow(clippy::too_many_arguments)]
+pub fn test_start(
+    protocol: &str,
+    parallel: u32,
+    block_len: u64,
+    omit: u32,
+    duration: u32,
+    bytes: u64,
+    blocks: u64,
+    reverse: bool,
+    bidir: bool,
+    interval: f64,
+) -> TestStart {
+    TestStart {
+        protocol: protocol.into(),
+        num_streams: parallel,
+        blksize: block_len,
+        omit: u64::from(omit),
+        duration: u64::from(duration),
+        bytes,
+        blocks,
+        reverse: u8::from(reverse),
+        tos: 0,
+        target_bitrate: 0,
+        bidir: Some(u8::from(bidir)),
+        fqrate: Some(0),
+        interval: Some(interval),
+        gso: None,
+        gro: None,
+        extra: Default::default(),
+    }
+}

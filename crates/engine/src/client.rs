@@ -1,0 +1,759 @@
+//! The client: one test against an iperf3 or wirespeed server.
+//!
+//! It drives [`ClientSession`] over the control connection, opens the data connections when
+//! the server asks (each announces itself with the cookie), runs the data phase, decides when
+//! the test ends (time, bytes or blocks), exchanges results and builds the report.
+
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wirespeed_datapath::{self as dp, Budget, RecvPath, SendPath};
+use wirespeed_protocol::{
+    ClientEvent, ClientSession, Cookie, Direction, Failure, ParamsExt, TestParams, TestResults,
+    Timeouts, Transport,
+};
+use wirespeed_report::builder::{EndInput, Protocol, ResultBuilder, Role};
+use wirespeed_report::{CpuUtilization, HostPort, Start, TestResult};
+
+use crate::assemble::{self, VERSION};
+use crate::data::{DataConfig, DataPhase, DataStream, Drain};
+use crate::net::{self, Ctrl, Family, ReadOutcome};
+use crate::output::Reporter;
+use crate::placement::Placement;
+use crate::timeline::Timeline;
+use crate::usage::{CpuMeter, CpuPercent};
+use crate::EngineError;
+
+/// Default TCP block (`-l`), as iperf3.
+pub const DEFAULT_TCP_BLOCK: u32 = 128 * 1024;
+
+/// Everything a client test needs.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub host: String,
+    pub port: u16,
+    pub family: Family,
+    /// `-B`: local address of all connections.
+    pub bind: Option<IpAddr>,
+    /// `--cport`: source port of the data connections (stream k uses cport + k).
+    pub cport: Option<u16>,
+    pub connect_timeout: Option<Duration>,
+    /// `-t` seconds (ignored when `bytes` or `blocks` is set).
+    pub time: u32,
+    /// `-n`.
+    pub bytes: Option<u64>,
+    /// `-k`.
+    pub blocks: Option<u64>,
+    /// `-P`: streams per direction.
+    pub parallel: u32,
+    pub direction: Direction,
+    /// `-l`.
+    pub block_len: Option<u32>,
+    /// `-w`.
+    pub window: Option<u32>,
+    /// `-M`.
+    pub mss: Option<u32>,
+    /// `-N`.
+    pub nodelay: bool,
+    /// `-C`.
+    pub congestion: Option<String>,
+    /// `-O` seconds.
+    pub omit: u32,
+    /// `-i`; zero disables interval reports.
+    pub interval: Duration,
+    /// `-A` first number: all local workers on this CPU.
+    pub affinity: Option<u32>,
+    /// `-A` second number (iperf3's `server_affinity`).
+    pub server_affinity: Option<u32>,
+    /// `--cpus`.
+    pub cpus: Option<Vec<u32>>,
+    /// `--server-cpus` (wirespeed servers only).
+    pub server_cpus: Option<Vec<u32>>,
+    /// Local send path (`-Z` / `--zerocopy`).
+    pub send_path: SendPath,
+    /// `--skip-rx-copy` (applies to whichever end receives).
+    pub skip_rx_copy: bool,
+    pub title: Option<String>,
+    pub extra_data: Option<String>,
+    pub get_server_output: bool,
+    /// Setup and results timeouts of the control connection.
+    pub timeouts: Timeouts,
+}
+
+impl Default for ClientConfig {
+    fn default() -> ClientConfig {
+        ClientConfig {
+            host: "127.0.0.1".into(),
+            port: 5201,
+            family: Family::Any,
+            bind: None,
+            cport: None,
+            connect_timeout: None,
+            time: 10,
+            bytes: None,
+            blocks: None,
+            parallel: 1,
+            direction: Direction::ClientToServer,
+            block_len: None,
+            window: None,
+            mss: None,
+            nodelay: false,
+            congestion: None,
+            omit: 0,
+            interval: Duration::from_secs(1),
+            affinity: None,
+            server_affinity: None,
+            cpus: None,
+            server_cpus: None,
+            send_path: SendPath::Copy,
+            skip_rx_copy: false,
+            title: None,
+            extra_data: None,
+            get_server_output: false,
+            timeouts: Timeouts::default(),
+        }
+    }
+}
+
+/// Most streams one test may ask for (per direction).
+pub const MAX_STREAMS: u32 = 65_536;
+
+impl ClientConfig {
+    /// Check values that need no network, including the local CPUs.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        if self.parallel == 0 || self.parallel > MAX_STREAMS {
+            return Err(EngineError::Config(format!(
+                "-P {}: streams must be 1..={MAX_STREAMS}",
+                self.parallel
+            )));
+        }
+        if self.bytes.is_some() && self.blocks.is_some() {
+            return Err(EngineError::Config("-n and -k cannot both be given".into()));
+        }
+        if self.bytes == Some(0) || self.blocks == Some(0) {
+            return Err(EngineError::Config("-n/-k must be above 0".into()));
+        }
+        if self.time == 0 && self.bytes.is_none() && self.blocks.is_none() {
+            return Err(EngineError::Config("-t 0 needs -n or -k".into()));
+        }
+        if let Some(l) = self.block_len {
+            if l == 0 || l as usize > dp_max_block() {
+                return Err(EngineError::Config(format!(
+                    "-l {l}: block length must be 1..={}",
+                    dp_max_block()
+                )));
+            }
+        }
+        if self.affinity.is_some() && self.cpus.is_some() {
+            return Err(EngineError::Config(
+                "-A and --cpus cannot both be given".into(),
+            ));
+        }
+        let mut wanted: Vec<u32> = self.cpus.clone().unwrap_or_default();
+        wanted.extend(self.affinity);
+        if !wanted.is_empty() {
+            check_cpus(&wanted, "local")?;
+        }
+        Ok(())
+    }
+
+    fn total_streams(&self) -> usize {
+        let p = self.parallel as usize;
+        if self.direction == Direction::Both {
+            2 * p
+        } else {
+            p
+        }
+    }
+
+    fn block(&self) -> u32 {
+        self.block_len.unwrap_or(DEFAULT_TCP_BLOCK)
+    }
+
+    /// The parameters sent to the server.
+    pub fn params(&self) -> TestParams {
+        let timed = self.bytes.is_none() && self.blocks.is_none();
+        TestParams {
+            transport: Transport::Tcp,
+            omit: self.omit,
+            server_affinity: self.server_affinity,
+            time: if timed { self.time } else { 0 },
+            num: self.bytes.unwrap_or(0),
+            blockcount: self.blocks.unwrap_or(0),
+            mss: self.mss,
+            nodelay: self.nodelay,
+            parallel: self.parallel,
+            direction: self.direction,
+            window: self.window,
+            len: Some(self.block()),
+            pacing_timer: Some(1000),
+            congestion: self.congestion.clone(),
+            title: self.title.clone(),
+            extra_data: self.extra_data.clone(),
+            get_server_output: self.get_server_output,
+            zerocopy: (self.send_path != SendPath::Copy).then_some(1),
+            skip_rx_copy: self.skip_rx_copy,
+            client_version: Some(format!("wirespeed {VERSION}")),
+            wirespeed: Some(ParamsExt {
+                version: VERSION.into(),
+                protocol: wirespeed_protocol::ext::EXT_PROTOCOL_VERSION,
+                server_cpus: self.server_cpus.clone(),
+                observe: false,
+                recv_path: self.skip_rx_copy.then(|| "skip".to_string()),
+                send_path: (self.send_path != SendPath::Copy)
+                    .then(|| self.send_path.as_str().to_string()),
+                drain: true,
+                extra: Default::default(),
+            }),
+            ..TestParams::default()
+        }
+    }
+}
+
+fn dp_max_block() -> usize {
+    1 << 30
+}
+
+/// Check that every CPU is online and allowed for this process.
+pub fn check_cpus(cpus: &[u32], whose: &str) -> Result<(), EngineError> {
+    let allowed = dp::cpu::allowed_cpus().map_err(|e| EngineError::Host(e.to_string()))?;
+    for c in cpus {
+        if !allowed.contains(c) {
+            return Err(EngineError::Host(format!(
+                "{whose} CPU {c} is offline, absent or not allowed for this process (allowed: {})",
+                dp::cpu::format_list(&allowed)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Number of CPUs this process may use (at least 1).
+pub fn usable_cpus() -> usize {
+    dp::cpu::allowed_cpus().map_or(1, |v| v.len().max(1))
+}
+
+fn random_cookie() -> Result<Cookie, EngineError> {
+    let mut e = [0u8; 36];
+    getrandom::fill(&mut e)
+        .map_err(|err| EngineError::Host(format!("no randomness for the cookie: {err}")))?;
+    Ok(Cookie::from_entropy(&e))
+}
+
+/// State of a client run, kept apart from the loop so failures can still report.
+struct Run<'a> {
+    cfg: &'a ClientConfig,
+    epoch: Instant,
+    target: SocketAddr,
+    ctrl_local: Option<SocketAddr>,
+    cookie: Cookie,
+    start: Option<Start>,
+    streams: Vec<DataStream>,
+    data: Option<DataPhase>,
+    builder: Option<ResultBuilder>,
+    timeline: Option<Timeline>,
+    cpu: Option<CpuMeter>,
+    local_cpu: CpuPercent,
+    ended: bool,
+    final_time: Option<Duration>,
+    local_results: Option<TestResults>,
+    peer_results: Option<TestResults>,
+    tcp_mss_default: Option<u32>,
+}
+
+impl Run<'_> {
+    fn now(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+
+    fn connect_streams(&mut self) -> Result<(), EngineError> {
+        let cfg = self.cfg;
+        let total = cfg.total_streams();
+        let opts = dp::tcp::TcpOptions {
+            window: cfg.window,
+            mss: cfg.mss,
+            nodelay: cfg.nodelay,
+            congestion: cfg.congestion.clone(),
+            fq_rate: None,
+        };
+        if total > 512 {
+            let _ = dp::sys::raise_fd_limit((total as u64) * 2 + 256);
+        }
+        let timeout = cfg.connect_timeout.or(Some(Duration::from_secs(10)));
+        for i in 0..total {
+            let id = wirespeed_protocol::stream_id(i);
+            let send = match cfg.direction {
+                Direction::ClientToServer => true,
+                Direction::ServerToClient => false,
+                Direction::Both => i < cfg.parallel as usize,
+            };
+            let cport = cfg.cport.map(|p| p.wrapping_add(i as u16));
+            let o = opts.clone();
+            let mut s: TcpStream =
+                net::connect(self.target, cfg.bind, cport, timeout, move |sock| {
+                    dp::tcp::apply(sock, &o).map_err(|e| match e {
+                        dp::DatapathError::Congestion { .. } => EngineError::Host(e.to_string()),
+                        other => EngineError::Config(other.to_string()),
+                    })
+                })?;
+            let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
+            std::io::Write::write_all(&mut s, self.cookie.as_bytes()).map_err(|e| {
+                EngineError::Connect {
+                    target: self.target.to_string(),
+                    reason: format!("sending the cookie on data connection {id}: {e}"),
+                }
+            })?;
+            let _ = s.set_write_timeout(None);
+            self.streams.push(DataStream {
+                id,
+                socket: s,
+                send,
+            });
+        }
+        Ok(())
+    }
+
+    fn begin(&mut self, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
+        let cfg = self.cfg;
+        let now = self.now();
+        let refs: Vec<(u32, &TcpStream)> = self.streams.iter().map(|s| (s.id, &s.socket)).collect();
+        let connected = assemble::connected(&refs);
+        let (snd, rcv) = self
+            .streams
+            .first()
+            .and_then(|s| dp::tcp::socket_buffers(&s.socket).ok())
+            .unwrap_or((0, 0));
+        let start = Start {
+            connected,
+            version: format!("wirespeed {VERSION}"),
+            system_info: crate::sysinfo::system_info(),
+            timestamp: Some(crate::sysinfo::timestamp_now()),
+            connecting_to: Some(HostPort {
+                host: cfg.host.clone(),
+                port: cfg.port,
+            }),
+            accepted_connection: None,
+            cookie: Some(self.cookie.as_str().to_string()),
+            tcp_mss: cfg.mss.map(u64::from),
+            tcp_mss_default: if cfg.mss.is_none() {
+                self.tcp_mss_default.map(u64::from)
+            } else {
+                None
+            },
+            target_bitrate: Some(0),
+            fq_rate: None,
+            sock_bufsize: Some(u64::from(cfg.window.unwrap_or(0))),
+            sndbuf_actual: Some(u64::from(snd)),
+            rcvbuf_actual: Some(u64::from(rcv)),
+            test_start: Some(assemble::test_start(
+                "TCP",
+                cfg.parallel,
+                u64::from(cfg.block()),
+                cfg.omit,
+                if cfg.bytes.is_none() && cfg.blocks.is_none() {
+                    cfg.time
+                } else {
+                    0
+                },
+                cfg.bytes.unwrap_or(0),
+                cfg.blocks.unwrap_or(0),
+                cfg.direction == Direction::ServerToClient,
+                cfg.direction == Direction::Both,
+                cfg.interval.as_secs_f64(),
+            )),
+            extra: Default::default(),
+        };
+        reporter.start(&start);
+        self.start = Some(start);
+
+        let mut builder = ResultBuilder::new(
+            Protocol::Tcp,
+            Role::Client,
+            cfg.direction == Direction::Both,
+            cfg.interval.as_secs_f64(),
+        );
+        for s in &self.streams {
+            builder
+                .add_stream(s.id, s.send)
+                .map_err(|e| EngineError::Peer(e.to_string()))?;
+        }
+        self.builder = Some(builder);
+
+        let placement = if let Some(c) = &cfg.cpus {
+            Placement::Cpus(c.clone())
+        } else if let Some(a) = cfg.affinity {
+            Placement::Affinity(a)
+        } else {
+            Placement::Float {
+                max_workers: usable_cpus(),
+            }
+        };
+        // An exact shared budget when only the client sends and nothing is omitted.
+        let budget = if cfg.omit == 0 && cfg.direction == Direction::ClientToServer {
+            cfg.bytes
+                .map(|n| Arc::new(Budget::bytes(n)))
+                .or_else(|| cfg.blocks.map(|k| Arc::new(Budget::blocks(k))))
+        } else {
+            None
+        };
+        let dcfg = DataConfig {
+            block_len: cfg.block() as usize,
+            send_path: cfg.send_path,
+            recv_path: if cfg.skip_rx_copy {
+                RecvPath::SkipCopy
+            } else {
+                RecvPath::Copy
+            },
+            placement,
+            budget,
+        };
+        self.cpu = Some(CpuMeter::start());
+        let streams = std::mem::take(&mut self.streams);
+        self.data = Some(DataPhase::start(streams, &dcfg)?);
+        self.timeline = Some(Timeline::new(
+            now,
+            cfg.interval,
+            Duration::from_secs(u64::from(cfg.omit)),
+        ));
+        Ok(())
+    }
+
+    /// Report every interval that is due.
+    fn ticks(&mut self, reporter: &mut dyn Reporter) {
+        let now = self.now();
+        let (Some(tl), Some(data), Some(b)) =
+            (&mut self.timeline, &mut self.data, &mut self.builder)
+        else {
+            return;
+        };
+        while let Some(t) = tl.due(now) {
+            let samples = data.samples(true);
+            if t.omit_boundary {
+                data.mark_omit_end();
+            }
+            if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
+                if self.cfg.interval > Duration::ZERO {
+                    reporter.interval(iv);
+                }
+            }
+        }
+    }
+
+    fn end_reached(&self) -> bool {
+        let (Some(tl), Some(data)) = (&self.timeline, &self.data) else {
+            return false;
+        };
+        let now = self.now();
+        if !tl.omit_done() {
+            return false;
+        }
+        let cfg = self.cfg;
+        if let Some(n) = cfg.bytes {
+            let (s, r) = data.measured_bytes();
+            return s >= n || r >= n || data.senders_finished();
+        }
+        if let Some(k) = cfg.blocks {
+            let (s, r) = data.blocks();
+            return s >= k || r >= k || data.senders_finished();
+        }
+        if data.senders_finished() {
+            // Every sending stream died (peer reset): end now, the control connection says why.
+            return true;
+        }
+        now >= tl.measure_start() + Duration::from_secs(u64::from(cfg.time))
+    }
+
+    /// The final interval (after senders stopped and receivers drained).
+    fn final_tick(&mut self, reporter: &mut dyn Reporter) {
+        if self.final_time.is_some() {
+            return;
+        }
+        self.ticks(reporter);
+        let now = self.now();
+        self.final_time = Some(now);
+        let (Some(tl), Some(data), Some(b)) =
+            (&mut self.timeline, &mut self.data, &mut self.builder)
+        else {
+            return;
+        };
+        let samples = data.samples(false);
+        if let Some(t) = tl.finish(now) {
+            if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
+                if self.cfg.interval > Duration::ZERO {
+                    reporter.interval(iv);
+                }
+            }
+        }
+    }
+
+    fn measured(&self) -> f64 {
+        match (&self.timeline, self.final_time) {
+            (Some(tl), Some(t)) => tl.measured(t),
+            _ => 0.0,
+        }
+    }
+
+    fn build_local_results(&mut self) -> TestResults {
+        let Some(data) = &self.data else {
+            return TestResults::default();
+        };
+        self.local_cpu = self
+            .cpu
+            .map(|m| m.finish(data.worker_cpu()))
+            .unwrap_or_default();
+        let ext = assemble::results_ext(data.reports());
+        assemble::local_results(
+            data,
+            self.local_cpu,
+            self.measured(),
+            data.congestion(),
+            Some(ext),
+        )
+    }
+
+    /// The report, complete or partial.
+    fn result(&mut self, error: Option<String>) -> TestResult {
+        let mut r = TestResult {
+            start: self.start.clone().unwrap_or_else(|| Start {
+                version: format!("wirespeed {VERSION}"),
+                system_info: crate::sysinfo::system_info(),
+                timestamp: Some(crate::sysinfo::timestamp_now()),
+                connecting_to: Some(HostPort {
+                    host: self.cfg.host.clone(),
+                    port: self.cfg.port,
+                }),
+                ..Start::default()
+            }),
+            title: self.cfg.title.clone(),
+            extra_data: self.cfg.extra_data.clone(),
+            error,
+            ..TestResult::default()
+        };
+        let _ = self.ctrl_local;
+        let measured = self.measured();
+        if let Some(b) = &mut self.builder {
+            let peer = self.peer_results.as_ref();
+            if r.error.is_none() {
+                let input = EndInput {
+                    local_elapsed: measured,
+                    peer_elapsed: peer.and_then(assemble::peer_elapsed),
+                    peer_streams: peer.map(assemble::peer_streams).unwrap_or_default(),
+                    cpu: CpuUtilization {
+                        host_total: self.local_cpu.total,
+                        host_user: self.local_cpu.user,
+                        host_system: self.local_cpu.system,
+                        remote_total: peer.map_or(0.0, |p| p.cpu_util_total),
+                        remote_user: peer.map_or(0.0, |p| p.cpu_util_user),
+                        remote_system: peer.map_or(0.0, |p| p.cpu_util_system),
+                    },
+                    local_congestion: self.data.as_ref().and_then(DataPhase::congestion),
+                    remote_congestion: peer.and_then(|p| p.congestion_used.clone()),
+                };
+                let rep = b.end(&input);
+                r.end = rep.end;
+                let reports = self.data.as_ref().map_or(&[][..], DataPhase::reports);
+                let mut ext = assemble::report_ext(
+                    reports,
+                    peer.and_then(|p| p.wirespeed.as_ref()),
+                    None,
+                    false,
+                );
+                ext.streams = rep.totals;
+                r.wirespeed = Some(ext);
+                if let Some(p) = peer {
+                    r.server_output_json = p.server_output_json.clone();
+                    r.server_output_text = p.server_output_text.clone();
+                }
+            }
+            r.intervals = if self.cfg.interval > Duration::ZERO {
+                b.take_intervals()
+            } else {
+                Vec::new()
+            };
+        }
+        r
+    }
+}
+
+fn failure_error(f: &Failure) -> EngineError {
+    EngineError::Peer(format!("server {f}"))
+}
+
+/// Run one test. The reporter sees the live events; the returned report is complete on
+/// success. On failure the reporter's `finish` still gets a report with `error` set.
+pub fn run_client(
+    cfg: &ClientConfig,
+    reporter: &mut dyn Reporter,
+) -> Result<TestResult, EngineError> {
+    cfg.validate()?;
+    reporter.connecting(&cfg.host, cfg.port);
+    let addrs = net::resolve(&cfg.host, cfg.port, cfg.family)?;
+    let mut last_err = None;
+    let mut ctrl_stream = None;
+    for a in &addrs {
+        match net::connect(*a, cfg.bind, None, cfg.connect_timeout, |_| Ok(())) {
+            Ok(s) => {
+                ctrl_stream = Some((s, *a));
+                break;
+            }
+            Err(e) => last_err = Some(e),
+        }
+    }
+    let Some((stream, target)) = ctrl_stream else {
+        return Err(last_err.unwrap_or(EngineError::Connect {
+            target: format!("{} port {}", cfg.host, cfg.port),
+            reason: "no address".into(),
+        }));
+    };
+    let tcp_mss_default = net::mss_of(&stream);
+    let ctrl_local = stream.local_addr().ok();
+    let mut ctrl = Ctrl::new(stream);
+    let mut run = Run {
+        cfg,
+        epoch: Instant::now(),
+        target,
+        ctrl_local,
+        cookie: random_cookie()?,
+        start: None,
+        streams: Vec::new(),
+        data: None,
+        builder: None,
+        timeline: None,
+        cpu: None,
+        local_cpu: CpuPercent::default(),
+        ended: false,
+        final_time: None,
+        local_results: None,
+        peer_results: None,
+        tcp_mss_default,
+    };
+    let mut timeouts = cfg.timeouts;
+    if let Some(t) = cfg.connect_timeout {
+        timeouts.setup = timeouts.setup.min(t.max(Duration::from_millis(100)));
+    }
+    let mut sess = ClientSession::new(run.now(), run.cookie, cfg.params(), timeouts);
+    let outcome = drive(&mut run, &mut sess, &mut ctrl, reporter);
+    if let Some(d) = &mut run.data {
+        d.close();
+    }
+    match outcome {
+        Ok(()) => {
+            let r = run.result(None);
+            reporter.finish(&r);
+            Ok(r)
+        }
+        Err(e) => {
+            if matches!(e, EngineError::Peer(_) | EngineError::Interrupted) {
+                sess.terminate();
+                let _ = ctrl.send(&sess.take_transmit());
+            }
+            let r = run.result(Some(e.to_string()));
+            reporter.finish(&r);
+            Err(e)
+        }
+    }
+}
+
+fn drive(
+    run: &mut Run<'_>,
+    sess: &mut ClientSession,
+    ctrl: &mut Ctrl,
+    reporter: &mut dyn Reporter,
+) -> Result<(), EngineError> {
+    let cfg = run.cfg;
+    let send_err =
+        |e: std::io::Error| EngineError::Peer(format!("writing to the control connection: {e}"));
+    ctrl.send(&sess.take_transmit()).map_err(send_err)?;
+    loop {
+        // Events first: they may have arrived with the last read.
+        while let Some(ev) = sess.poll_event() {
+            match ev {
+                ClientEvent::CreateStreams => run.connect_streams()?,
+                ClientEvent::TestStart => {}
+                ClientEvent::TestRunning => run.begin(reporter)?,
+                ClientEvent::ResultsRequested => {
+                    if let Some(d) = &mut run.data {
+                        d.stop_senders();
+                        d.finish_receivers(Drain::UntilEof {
+                            within: Duration::from_secs(5),
+                        });
+                    }
+                    run.final_tick(reporter);
+                    let r = run.build_local_results();
+                    let now = run.now();
+                    sess.send_results(now, &r)
+                        .map_err(|e| EngineError::Peer(format!("cannot send results: {e}")))?;
+                    run.local_results = Some(r);
+                }
+                ClientEvent::PeerResults(r) => run.peer_results = Some(*r),
+                ClientEvent::Finished => {
+                    ctrl.send(&sess.take_transmit()).map_err(send_err)?;
+                    return Ok(());
+                }
+                ClientEvent::Refused(r) => return Err(EngineError::Refused(r)),
+                ClientEvent::ServerTerminated => {
+                    return Err(EngineError::Peer("the server terminated the test".into()))
+                }
+                ClientEvent::Failed(f) => {
+                    return Err(match f {
+                        Failure::Closed { .. } | Failure::Timeout { .. }
+                            if run.start.is_none() && run.data.is_none() =>
+                        {
+                            EngineError::Peer(format!(
+                                "server {f} (is it an iperf3 or wirespeed server?)"
+                            ))
+                        }
+                        _ => failure_error(&f),
+                    })
+                }
+            }
+        }
+        ctrl.send(&sess.take_transmit()).map_err(send_err)?;
+
+        // The running test: intervals and the end condition.
+        if run.data.is_some() && !run.ended {
+            if !run.end_reached() {
+                run.ticks(reporter);
+            } else {
+                if let Some(d) = &mut run.data {
+                    d.stop_senders();
+                    if !d.has_receivers() {
+                        run.final_tick(reporter);
+                    }
+                }
+                run.ended = true;
+                let now = run.now();
+                sess.end_test(now)
+                    .map_err(|e| EngineError::Peer(format!("cannot end the test: {e}")))?;
+                ctrl.send(&sess.take_transmit()).map_err(send_err)?;
+            }
+        }
+
+        // Wait for the control connection, the next tick or the end of the test.
+        let now = run.now();
+        let mut wake = sess.deadline().unwrap_or(now + Duration::from_secs(1));
+        if let (Some(tl), false) = (&run.timeline, run.ended) {
+            if let Some(t) = tl.next_event() {
+                wake = wake.min(t);
+            }
+            if cfg.bytes.is_some() || cfg.blocks.is_some() {
+                wake = wake.min(now + Duration::from_millis(2));
+            } else {
+                let end = tl.measure_start() + Duration::from_secs(u64::from(cfg.time));
+                wake = wake.min(end).min(now + Duration::from_millis(50));
+            }
+        }
+        let deadline = run.epoch + wake;
+        let (outcome, bytes) = ctrl
+            .read_until(deadline)
+            .map_err(|e| EngineError::Peer(format!("reading the control connection: {e}")))?;
+        let now = run.now();
+        match outcome {
+            ReadOutcome::Data(_) => sess.handle_input(now, bytes),
+            ReadOutcome::Eof => sess.handle_eof(now),
+            ReadOutcome::Timeout => {}
+        }
+        sess.handle_timeout(run.now());
+    }
+}

@@ -1,0 +1,170 @@
+//! Sockets of the control plane: name resolution with an address family, connect with a
+//! timeout and an optional source port, and a control connection read with deadlines.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use crate::EngineError;
+
+/// `-4` / `-6`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Family {
+    #[default]
+    Any,
+    V4,
+    V6,
+}
+
+impl Family {
+    fn admits(self, a: &SocketAddr) -> bool {
+        match self {
+            Family::Any => true,
+            Family::V4 => a.is_ipv4(),
+            Family::V6 => a.is_ipv6(),
+        }
+    }
+}
+
+/// Resolve `host:port` to the addresses of the wanted family, in resolver order.
+pub fn resolve(host: &str, port: u16, family: Family) -> Result<Vec<SocketAddr>, EngineError> {
+    let target = format!("{host} port {port}");
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| EngineError::Connect {
+            target: target.clone(),
+            reason: format!("name lookup failed: {e}"),
+        })?
+        .filter(|a| family.admits(a))
+        .collect();
+    if addrs.is_empty() {
+        return Err(EngineError::Connect {
+            target,
+            reason: format!("no {family:?} address"),
+        });
+    }
+    Ok(addrs)
+}
+
+/// Describe a connect error the way a network engineer expects.
+pub fn connect_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        ErrorKind::ConnectionRefused => "connection refused (is a server listening?)".into(),
+        ErrorKind::TimedOut | ErrorKind::WouldBlock => "timed out".into(),
+        _ => match e.raw_os_error() {
+            Some(libc::ENETUNREACH) => "network unreachable".into(),
+            Some(libc::EHOSTUNREACH) => "host unreachable".into(),
+            _ => e.to_string(),
+        },
+    }
+}
+
+/// A TCP socket, options applied by `prepare` before `connect` (window, MSS: they must be set
+/// before the SYN), optionally bound to `bind`/`cport`, connected within `timeout`.
+pub fn connect(
+    addr: SocketAddr,
+    bind: Option<IpAddr>,
+    cport: Option<u16>,
+    timeout: Option<Duration>,
+    prepare: impl FnOnce(&Socket) -> Result<(), EngineError>,
+) -> Result<TcpStream, EngineError> {
+    let target = addr.to_string();
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
+        .map_err(|e| EngineError::io(format!("socket for {target}"), e))?;
+    prepare(&sock)?;
+    if bind.is_some() || cport.is_some() {
+        let ip = bind.unwrap_or(match addr {
+            SocketAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            SocketAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        });
+        let local = SocketAddr::new(ip, cport.unwrap_or(0));
+        let _ = sock.set_reuse_address(true);
+        sock.bind(&SockAddr::from(local)).map_err(|e| {
+            EngineError::Config(format!("cannot bind the client socket to {local}: {e}"))
+        })?;
+    }
+    let r = match timeout {
+        Some(t) => sock.connect_timeout(&SockAddr::from(addr), t),
+        None => sock.connect(&SockAddr::from(addr)),
+    };
+    r.map_err(|e| EngineError::Connect {
+        target: target.clone(),
+        reason: connect_reason(&e),
+    })?;
+    Ok(sock.into())
+}
+
+/// What a deadline-bounded read returned.
+#[derive(Debug)]
+pub enum ReadOutcome {
+    Data(usize),
+    Eof,
+    Timeout,
+}
+
+/// The control connection: reads bounded by deadlines, writes bounded by a timeout.
+#[derive(Debug)]
+pub struct Ctrl {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Ctrl {
+    pub fn new(stream: TcpStream) -> Ctrl {
+        let _ = stream.set_nodelay(true);
+        let _ = stream.set_write_timeout(Some(Duration::from_secs(10)));
+        Ctrl {
+            stream,
+            buf: vec![0u8; 64 * 1024],
+        }
+    }
+
+    pub fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
+    /// Write everything (a peer that stops reading for 10 s fails the write).
+    pub fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.stream.write_all(bytes)
+    }
+
+    /// Read what is available, waiting until `deadline` at most.
+    pub fn read_until(&mut self, deadline: Instant) -> std::io::Result<(ReadOutcome, &[u8])> {
+        let wait = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        self.stream.set_read_timeout(Some(wait))?;
+        match self.stream.read(&mut self.buf) {
+            Ok(0) => Ok((ReadOutcome::Eof, &[])),
+            Ok(n) => Ok((ReadOutcome::Data(n), &self.buf[..n])),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                Ok((ReadOutcome::Timeout, &[]))
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+                ) =>
+            {
+                Ok((ReadOutcome::Eof, &[]))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The MSS of a connected socket (iperf3's `tcp_mss_default`).
+pub fn mss_of(s: &TcpStream) -> Option<u32> {
+    let sock = socket2::SockRef::from(s);
+    sock.tcp_mss().ok()
+}

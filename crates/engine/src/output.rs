@@ -1,0 +1,160 @@
+//! Where a test's live events go. The engine calls a [`Reporter`] as things happen; the
+//! standard one renders with the report crate's renderers (text like iperf3, `-J`,
+//! `--json-stream`) to any writer.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use wirespeed_report::json;
+use wirespeed_report::text::{write_error, TextContext, TextOptions, TextRenderer};
+use wirespeed_report::{Interval, Start, TestResult};
+
+/// Live events of one test.
+pub trait Reporter: Send {
+    /// Client: before the control connection (`Connecting to host ...`).
+    fn connecting(&mut self, _host: &str, _port: u16) {}
+    /// The streams are connected; `start` is complete.
+    fn start(&mut self, _start: &Start) {}
+    /// One interval ended.
+    fn interval(&mut self, _iv: &Interval) {}
+    /// The test ended; `result.error` is set when it failed.
+    fn finish(&mut self, _result: &TestResult) {}
+    /// Text captured for iperf3's `--get-server-output` (server side), if this reporter keeps it.
+    fn captured_text(&self) -> Option<String> {
+        None
+    }
+}
+
+/// Discards everything.
+#[derive(Debug, Default)]
+pub struct NullReporter;
+
+impl Reporter for NullReporter {}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// iperf3's human output.
+    #[default]
+    Text,
+    /// `-J`: one JSON document at the end.
+    Json,
+    /// `--json-stream`: one JSON object per line as events happen.
+    JsonStream,
+}
+
+/// A writer several tests may share; each write of a whole block is atomic.
+pub type SharedWriter = Arc<Mutex<Box<dyn Write + Send>>>;
+
+/// Renders to a shared writer in the chosen format.
+pub struct StandardReporter {
+    out: SharedWriter,
+    format: Format,
+    opts: TextOptions,
+    text: Option<TextRenderer>,
+    /// A copy of the text output (server `--get-server-output`).
+    capture: Option<Vec<u8>>,
+    /// Text mode: print `wirespeed: error - ...` for a failed test (the server does; the
+    /// client leaves its one error line to the command line).
+    print_errors: bool,
+}
+
+impl StandardReporter {
+    pub fn new(out: SharedWriter, format: Format, opts: TextOptions) -> StandardReporter {
+        StandardReporter {
+            out,
+            format,
+            opts,
+            text: None,
+            capture: None,
+            print_errors: false,
+        }
+    }
+
+    /// Print failed tests' errors in the text output.
+    pub fn printing_errors(mut self) -> StandardReporter {
+        self.print_errors = true;
+        self
+    }
+
+    /// Keep a copy of the text output.
+    pub fn capturing(mut self) -> StandardReporter {
+        self.capture = Some(Vec::new());
+        self
+    }
+
+    fn emit(&mut self, f: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) {
+        let mut buf = Vec::new();
+        if f(&mut buf).is_err() {
+            return;
+        }
+        if let Some(c) = &mut self.capture {
+            c.extend_from_slice(&buf);
+        }
+        if let Ok(mut w) = self.out.lock() {
+            let _ = w.write_all(&buf);
+            let _ = w.flush();
+        }
+    }
+}
+
+impl Reporter for StandardReporter {
+    fn connecting(&mut self, host: &str, port: u16) {
+        if self.format == Format::Text {
+            self.emit(|b| wirespeed_report::text::write_connecting(b, host, port));
+        }
+    }
+
+    fn start(&mut self, start: &Start) {
+        match self.format {
+            Format::Text => {
+                let mut r = TextRenderer::new(TextContext::from_start(start), self.opts);
+                if start.connecting_to.is_some() {
+                    // `connecting` already printed the first line.
+                    self.emit(|b| r.start_after_connecting(b, start));
+                } else {
+                    self.emit(|b| r.start(b, start));
+                }
+                self.text = Some(r);
+            }
+            Format::JsonStream => self.emit(|b| json::stream_start(b, start)),
+            Format::Json => {}
+        }
+    }
+
+    fn interval(&mut self, iv: &Interval) {
+        match self.format {
+            Format::Text => {
+                if let Some(mut r) = self.text.take() {
+                    self.emit(|b| r.interval(b, iv));
+                    self.text = Some(r);
+                }
+            }
+            Format::JsonStream => self.emit(|b| json::stream_interval(b, iv)),
+            Format::Json => {}
+        }
+    }
+
+    fn finish(&mut self, result: &TestResult) {
+        match self.format {
+            Format::Text => {
+                let err = result.error.clone();
+                let has_end = result.end.sum_sent.is_some() || result.end.sum.is_some();
+                if let (Some(mut r), true) = (self.text.take(), has_end) {
+                    self.emit(|b| r.end(b, result));
+                }
+                if let (Some(e), true) = (err, self.print_errors) {
+                    self.emit(|b| write_error(b, "wirespeed", &e));
+                }
+            }
+            Format::Json => self.emit(|b| json::write_json(b, result)),
+            Format::JsonStream => self.emit(|b| json::stream_finish(b, result)),
+        }
+    }
+
+    fn captured_text(&self) -> Option<String> {
+        self.capture
+            .as_ref()
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+    }
+}

@@ -1,0 +1,118 @@
+//! Which worker carries which stream, and where each worker runs.
+//!
+//! Rules (documented for users in the README):
+//! - `--cpus LIST`: one worker per listed CPU, pinned there; streams are dealt round-robin
+//!   (stream k goes to CPU k mod n), so `-P 8 --cpus 6-9` puts two streams on each CPU.
+//! - `-A N` alone: one worker pinned to CPU N carrying every stream (iperf3 pins its whole
+//!   process).
+//! - neither: one unpinned worker per stream up to the number of CPUs this process may use,
+//!   then streams shared round-robin.
+//!
+//! Sending and receiving streams get separate workers (so each direction can be stopped on
+//! its own); in `--bidir` each CPU then hosts one worker per direction.
+
+/// One planned worker: where it runs and the indices of the streams it carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerPlan {
+    pub cpu: Option<u32>,
+    pub streams: Vec<usize>,
+}
+
+/// Where workers may go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// One pinned worker per CPU (`--cpus`).
+    Cpus(Vec<u32>),
+    /// Everything on one CPU (`-A`).
+    Affinity(u32),
+    /// Unpinned, at most this many workers.
+    Float { max_workers: usize },
+}
+
+/// Spread `n` streams over workers.
+pub fn plan(n: usize, placement: &Placement) -> Vec<WorkerPlan> {
+    if n == 0 {
+        return Vec::new();
+    }
+    match placement {
+        Placement::Affinity(c) => vec![WorkerPlan {
+            cpu: Some(*c),
+            streams: (0..n).collect(),
+        }],
+        Placement::Cpus(cpus) if !cpus.is_empty() => {
+            let used = cpus.len().min(n);
+            let mut w: Vec<WorkerPlan> = cpus[..used]
+                .iter()
+                .map(|&c| WorkerPlan {
+                    cpu: Some(c),
+                    streams: Vec::new(),
+                })
+                .collect();
+            for i in 0..n {
+                w[i % used].streams.push(i);
+            }
+            w
+        }
+        Placement::Cpus(_) => plan(n, &Placement::Float { max_workers: 1 }),
+        Placement::Float { max_workers } => {
+            let k = (*max_workers).clamp(1, n);
+            let mut w: Vec<WorkerPlan> = (0..k)
+                .map(|_| WorkerPlan {
+                    cpu: None,
+                    streams: Vec::new(),
+                })
+                .collect();
+            for i in 0..n {
+                w[i % k].streams.push(i);
+            }
+            w
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpus_get_streams_round_robin() {
+        let p = plan(5, &Placement::Cpus(vec![6, 7]));
+        assert_eq!(p.len(), 2);
+        assert_eq!(
+            p[0],
+            WorkerPlan {
+                cpu: Some(6),
+                streams: vec![0, 2, 4]
+            }
+        );
+        assert_eq!(
+            p[1],
+            WorkerPlan {
+                cpu: Some(7),
+                streams: vec![1, 3]
+            }
+        );
+        // More CPUs than streams: only as many workers as streams.
+        assert_eq!(plan(1, &Placement::Cpus(vec![1, 2, 3])).len(), 1);
+    }
+
+    #[test]
+    fn affinity_and_float() {
+        let p = plan(3, &Placement::Affinity(4));
+        assert_eq!(
+            p,
+            vec![WorkerPlan {
+                cpu: Some(4),
+                streams: vec![0, 1, 2]
+            }]
+        );
+        let p = plan(1024, &Placement::Float { max_workers: 2 });
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].streams.len(), 512);
+        assert!(p.iter().all(|w| w.cpu.is_none()));
+        assert!(plan(0, &Placement::Float { max_workers: 2 }).is_empty());
+        let mut all: Vec<usize> = p.iter().flat_map(|w| w.streams.clone()).collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..1024).collect::<Vec<_>>());
+    }
+}
