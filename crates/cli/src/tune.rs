@@ -1,12 +1,477 @@
-//! `tune`: plans, journals, revert.
+//! `tune`: print a plan (or its script), apply it with a journal, revert a journal, list journals.
+//!
+//! `WIRESPEED_TUNE_STEP_DELAY_MS` (tests only) pauses apply after each step, so a test can land a
+//! real `kill -9` in the middle of an apply.
 
+use std::collections::BTreeSet;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Subcommand, ValueEnum};
+use wirespeed_host::{CpuSet, Root};
+use wirespeed_tune::collect::{self, CollectError};
+use wirespeed_tune::engine::{self, RevertStatus, StepStatus};
+use wirespeed_tune::journal::{self, JournalFile, State};
+use wirespeed_tune::planner::{self, Category, IrqPolicy, PlanError, PlanOptions};
+use wirespeed_tune::{ApplyOptions, TuneError};
 
 use crate::exit;
 
-#[derive(Debug, clap::Args)]
-pub struct TuneArgs {}
+/// Write to stdout; a closed pipe (`| head`) ends the output quietly instead of panicking.
+fn out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
 
-pub fn run(_args: TuneArgs) -> anyhow::Result<ExitCode> {
-    Err(exit::fail(exit::INTERNAL, "tune: not built yet"))
+macro_rules! say {
+    () => { out("\n") };
+    ($($arg:tt)*) => { out(&format!("{}\n", format!($($arg)*))) };
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Without --apply, tune only prints the plan. `wirespeed tune revert` undoes the \
+                  newest applied journal; `wirespeed tune status` lists journals."
+)]
+pub struct TuneArgs {
+    #[command(subcommand)]
+    cmd: Option<TuneCmd>,
+    #[command(flatten)]
+    plan: PlanArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum TuneCmd {
+    /// Restore every value a journal recorded, newest change first.
+    Revert(RevertArgs),
+    /// List the journals under the root and their state.
+    Status(StatusArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PolicyArg {
+    /// The NIC's NUMA node (its local CPUs), without the app CPUs.
+    Node,
+    /// The app CPUs' L3 group (CCD/CCX), without the app CPUs.
+    L3,
+}
+
+#[derive(Debug, clap::Args)]
+struct RootArgs {
+    /// Directory standing for the host's `/` (a captured tree); default the live host.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Where journals live, a path below the root.
+    #[arg(long, value_name = "DIR", default_value = journal::DEFAULT_DIR)]
+    journal_dir: String,
+}
+
+#[derive(Debug, clap::Args)]
+struct PlanArgs {
+    #[command(flatten)]
+    root: RootArgs,
+    /// Plan from a snapshot written by `wirespeed capture` (plan only: nothing to apply to).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["root", "apply"])]
+    snapshot: Option<PathBuf>,
+    /// The interface to tune; default the fastest PCI NIC whose link is up.
+    #[arg(long, value_name = "IF")]
+    iface: Option<String>,
+    /// CPUs the application runs on (kept free of NIC queue IRQs).
+    #[arg(long, value_name = "LIST")]
+    app_cpus: Option<String>,
+    /// Round-trip time the socket buffers are sized for, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    rtt: f64,
+    /// Round-robin the NIC's queue IRQs over these CPUs.
+    #[arg(long, value_name = "LIST", conflicts_with = "irq_policy")]
+    irq_cpus: Option<String>,
+    /// Choose the IRQ CPUs by rule.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    irq_policy: Option<PolicyArg>,
+    /// Let --irq-cpus include app CPUs.
+    #[arg(long)]
+    allow_irq_on_app_cpus: bool,
+    /// Set the interface's MTU (the switch and the peer must carry it).
+    #[arg(long, value_name = "BYTES")]
+    mtu: Option<u32>,
+    /// Set the interface's transmit queue length.
+    #[arg(long, value_name = "PACKETS")]
+    txqueuelen: Option<u32>,
+    /// Stop irqbalance (it would undo IRQ pinning); with --persist also disable it.
+    #[arg(long)]
+    stop_irqbalance: bool,
+    /// Only these groups of settings: irq, stack, link, governor, ring, irqbalance (comma list).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    only: Vec<String>,
+    /// Also write a sysctl.d drop-in and a boot-time unit that re-applies the plan.
+    #[arg(long)]
+    persist: bool,
+    /// Perform the plan, journaling every change first.
+    #[arg(long)]
+    apply: bool,
+    /// Print the plan as a standalone shell script instead.
+    #[arg(long, conflicts_with_all = ["apply", "json"])]
+    emit_script: bool,
+    /// Print JSON (the plan, or the plan and the apply report).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct RevertArgs {
+    #[command(flatten)]
+    root: RootArgs,
+    /// The journal: a name in the journal directory or a host path below the root; default the
+    /// newest one not completely reverted.
+    journal: Option<String>,
+    /// Restore values someone changed since tune wrote them.
+    #[arg(long)]
+    force: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct StatusArgs {
+    #[command(flatten)]
+    root: RootArgs,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
+    match args.cmd {
+        Some(TuneCmd::Revert(a)) => run_revert(a),
+        Some(TuneCmd::Status(a)) => run_status(a),
+        None => run_plan(args.plan),
+    }
+}
+
+fn root_of(a: &RootArgs) -> anyhow::Result<Root> {
+    match &a.root {
+        None => Ok(Root::live()),
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(exit::fail(
+                    exit::IO,
+                    format!("--root {}: not a directory", dir.display()),
+                ));
+            }
+            Ok(Root::new(dir))
+        }
+    }
+}
+
+fn cpu_list(flag: &str, s: &str) -> anyhow::Result<CpuSet> {
+    CpuSet::parse_nonempty(s).map_err(|e| exit::fail(exit::USAGE, format!("{flag}: {e}")))
+}
+
+fn tune_fail(e: TuneError) -> anyhow::Error {
+    let code = match &e {
+        TuneError::NotPrivileged | TuneError::NotWritable { .. } => exit::HOST,
+        TuneError::Root(_) | TuneError::Journal { .. } | TuneError::BadJournal { .. } => exit::IO,
+    };
+    exit::fail(code, e.to_string())
+}
+
+fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
+    let app = a
+        .app_cpus
+        .as_deref()
+        .map(|s| cpu_list("--app-cpus", s))
+        .transpose()?;
+    let irq = match (&a.irq_cpus, a.irq_policy) {
+        (Some(list), _) => Some(IrqPolicy::Cpus(cpu_list("--irq-cpus", list)?)),
+        (None, Some(PolicyArg::Node)) => Some(IrqPolicy::Node),
+        (None, Some(PolicyArg::L3)) => Some(IrqPolicy::L3),
+        (None, None) => None,
+    };
+    let only: BTreeSet<Category> = if a.only.is_empty() {
+        Category::ALL.into_iter().collect()
+    } else {
+        a.only
+            .iter()
+            .map(|s| {
+                Category::parse(s.trim()).ok_or_else(|| {
+                    exit::fail(
+                        exit::USAGE,
+                        format!(
+                            "--only {s}: not one of irq, stack, link, governor, ring, irqbalance"
+                        ),
+                    )
+                })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+
+    let snapshot = match &a.snapshot {
+        Some(p) => Some(
+            wirespeed_host::Snapshot::open(p)
+                .map_err(|e| exit::fail(exit::IO, format!("--snapshot: {e}")))?,
+        ),
+        None => None,
+    };
+    let root = match &snapshot {
+        Some(s) => s.root().clone(),
+        None => root_of(&a.root)?,
+    };
+    let root_shown = match (&a.snapshot, &a.root.root) {
+        (Some(p), _) => format!("snapshot {}", p.display()),
+        (None, Some(d)) => d.display().to_string(),
+        (None, None) => "/".to_string(),
+    };
+    if a.apply {
+        engine::check_privileged(&root).map_err(tune_fail)?;
+    }
+    let facts = wirespeed_host::collect(&root);
+    let mut view = collect::view(&root, &facts, a.iface.as_deref()).map_err(|e| match e {
+        CollectError::UnknownInterface { .. } => exit::fail(exit::HOST, e.to_string()),
+        CollectError::Ambiguous { .. } => exit::fail(exit::USAGE, e.to_string()),
+    })?;
+    let iface = view.nic.as_ref().map(|n| n.name.clone());
+    view.findings = collect::findings(&facts, iface.as_deref(), app.as_ref(), a.rtt);
+
+    let opts = PlanOptions {
+        root: root_shown,
+        app_cpus: app,
+        rtt_ms: a.rtt,
+        irq,
+        allow_irq_on_app_cpus: a.allow_irq_on_app_cpus,
+        mtu: a.mtu,
+        txqueuelen: a.txqueuelen,
+        stop_irqbalance: a.stop_irqbalance,
+        persist: a.persist,
+        only,
+    };
+    let plan = planner::plan(&view, &opts).map_err(|e| {
+        let code = match e {
+            PlanError::CpusOffline { .. } | PlanError::NoNic => exit::HOST,
+            _ => exit::USAGE,
+        };
+        exit::fail(code, e.to_string())
+    })?;
+
+    if a.emit_script {
+        out(&plan.render_script());
+        return Ok(ExitCode::from(exit::OK));
+    }
+    if !a.apply {
+        if a.json {
+            say!("{}", serde_json::to_string_pretty(&plan)?);
+        } else {
+            out(&plan.render_text());
+            if !plan.steps.is_empty() {
+                say!("\nDry run: nothing changed. Add --apply to perform the plan with a journal.");
+            }
+        }
+        return Ok(ExitCode::from(exit::OK));
+    }
+
+    if plan.steps.is_empty() {
+        if a.json {
+            say!(
+                "{}",
+                serde_json::json!({ "plan": plan, "apply": serde_json::Value::Null })
+            );
+        } else {
+            out(&plan.render_text());
+            say!("\nNothing to apply.");
+        }
+        return Ok(ExitCode::from(exit::OK));
+    }
+    let delay_ms: u64 = std::env::var("WIRESPEED_TUNE_STEP_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let aopts = ApplyOptions {
+        journal_dir: a.root.journal_dir.clone(),
+        step_delay: Duration::from_millis(delay_ms),
+        tool: concat!("wirespeed ", env!("CARGO_PKG_VERSION")).to_string(),
+    };
+    if !a.json {
+        out(&plan.render_text());
+        say!();
+    }
+    let report = engine::apply(&root, &plan, &aopts, &mut |_, _| {}).map_err(tune_fail)?;
+    let failed = report.count(StepStatus::Failed);
+    if a.json {
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "plan": plan, "apply": report }))?
+        );
+    } else {
+        say!(
+            "Applied {} of {} steps ({} already set, {} not movable, {} failed, {} skipped).",
+            report.count(StepStatus::Applied),
+            plan.steps.len(),
+            report.count(StepStatus::AlreadySet),
+            report.count(StepStatus::NotMovable),
+            failed,
+            report.count(StepStatus::Skipped),
+        );
+        for s in &report.steps {
+            say!(
+                "{:>3}  {:<12} {}{}",
+                s.step + 1,
+                s.status.as_str(),
+                s.setting,
+                s.detail
+                    .as_deref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            );
+        }
+        let root_flag = a
+            .root
+            .root
+            .as_ref()
+            .map(|d| format!(" --root {}", d.display()))
+            .unwrap_or_default();
+        say!(
+            "Journal: {}\nUndo with: wirespeed tune revert{root_flag}",
+            report.journal
+        );
+    }
+    Ok(ExitCode::from(if failed > 0 {
+        exit::HOST
+    } else {
+        exit::OK
+    }))
+}
+
+fn journal_path(a: &RootArgs, name: &str) -> String {
+    if name.starts_with('/') {
+        name.to_string()
+    } else {
+        format!("{}/{name}", a.journal_dir.trim_end_matches('/'))
+    }
+}
+
+fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
+    let root = root_of(&a.root)?;
+    let path = match &a.journal {
+        Some(j) => journal_path(&a.root, j),
+        None => match engine::latest_unreverted(&root, &a.root.journal_dir).map_err(tune_fail)? {
+            Some(p) => p,
+            None => {
+                eprintln!(
+                    "wirespeed: nothing to revert: no journal under {} that is not reverted",
+                    a.root.journal_dir
+                );
+                return Ok(ExitCode::from(exit::OK));
+            }
+        },
+    };
+    engine::check_privileged(&root).map_err(tune_fail)?;
+    if !root.exists(&path) {
+        return Err(exit::fail(exit::IO, format!("journal {path}: not found")));
+    }
+    let report = engine::revert(&root, &path, a.force)
+        .map_err(tune_fail)
+        .with_context(|| format!("revert {path}"))?;
+    if a.json {
+        say!("{}", serde_json::to_string_pretty(&report)?);
+    } else if report.already_reverted {
+        say!("{path}: already reverted; nothing to do.");
+    } else {
+        for i in &report.items {
+            say!(
+                "{:>3}  {:<26} {}{}",
+                i.seq,
+                i.status.as_str(),
+                i.setting,
+                i.detail
+                    .as_deref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            );
+        }
+        let left = report.count(RevertStatus::LeftChanged);
+        let failed = report.count(RevertStatus::Failed);
+        say!(
+            "{path}: {} restored, {} already original, {left} left alone (changed since), {failed} failed.",
+            report.count(RevertStatus::Restored),
+            report.count(RevertStatus::AlreadyOriginal),
+        );
+        if left > 0 {
+            say!("Values changed by someone else were left alone; `--force` restores them too.");
+        }
+    }
+    let code = if report.count(RevertStatus::Failed) > 0 {
+        exit::HOST
+    } else if report.count(RevertStatus::LeftChanged) > 0 {
+        exit::FINDINGS
+    } else {
+        exit::OK
+    };
+    Ok(ExitCode::from(code))
+}
+
+fn run_status(a: StatusArgs) -> anyhow::Result<ExitCode> {
+    let root = root_of(&a.root)?;
+    let mut rows = Vec::new();
+    for path in journal::list(&root, &a.root.journal_dir) {
+        let row = match JournalFile::read(&root, &path) {
+            Ok(jf) => {
+                let entries = jf.entries();
+                let not_movable = entries
+                    .iter()
+                    .filter(|e| e.outcome == Some(journal::Outcome::NotMovable))
+                    .count();
+                serde_json::json!({
+                    "journal": path,
+                    "created": jf.created(),
+                    "state": jf.state(),
+                    "iface": jf.iface(),
+                    "changes": entries.len(),
+                    "not_movable": not_movable,
+                })
+            }
+            Err(e) => serde_json::json!({ "journal": path, "error": e.to_string() }),
+        };
+        rows.push(row);
+    }
+    if a.json {
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "journals": rows }))?
+        );
+        return Ok(ExitCode::from(exit::OK));
+    }
+    if rows.is_empty() {
+        say!("No journals under {}.", a.root.journal_dir);
+        return Ok(ExitCode::from(exit::OK));
+    }
+    for r in &rows {
+        if let Some(err) = r.get("error") {
+            say!(
+                "{}  unreadable: {}",
+                r["journal"].as_str().unwrap_or(""),
+                err
+            );
+            continue;
+        }
+        let state: State = match r["state"].as_str() {
+            Some("applied") => State::Applied,
+            Some("reverted") => State::Reverted,
+            Some("partly-reverted") => State::PartlyReverted,
+            _ => State::Interrupted,
+        };
+        say!(
+            "{}  {:<16} {:<24} iface {:<14} {} changes{}",
+            r["journal"].as_str().unwrap_or(""),
+            state.as_str(),
+            r["created"].as_str().unwrap_or(""),
+            r["iface"].as_str().unwrap_or("-"),
+            r["changes"],
+            match r["not_movable"].as_u64() {
+                Some(n) if n > 0 => format!(", {n} IRQs not movable"),
+                _ => String::new(),
+            }
+        );
+    }
+    Ok(ExitCode::from(exit::OK))
 }

@@ -119,6 +119,15 @@ fn access_w(p: &Path) -> io::Result<()> {
     }
 }
 
+/// Refuse to change the live host without root: the kernel files tune writes are root's.
+pub fn check_privileged(root: &Root) -> Result<(), TuneError> {
+    // SAFETY: geteuid has no preconditions.
+    if root.is_live() && unsafe { libc::geteuid() } != 0 {
+        return Err(TuneError::NotPrivileged);
+    }
+    Ok(())
+}
+
 /// Check, before anything is journaled or written, that every file the plan writes can be
 /// opened for writing and that the journal directory can be created. Opening a kernel file for
 /// writing changes nothing until a `write`.
@@ -126,10 +135,7 @@ fn access_w(p: &Path) -> io::Result<()> {
 /// IRQ affinity files are not checked: the kernel makes a managed IRQ's file read-only, and such
 /// an IRQ is reported as not movable while the plan goes on.
 pub fn preflight(root: &Root, plan: &Plan, journal_dir: &str) -> Result<(), TuneError> {
-    // SAFETY: geteuid has no preconditions.
-    if root.is_live() && unsafe { libc::geteuid() } != 0 {
-        return Err(TuneError::NotPrivileged);
-    }
+    check_privileged(root)?;
     let jd = existing_ancestor(root, journal_dir)?;
     access_w(&jd).map_err(|e| not_writable(journal_dir, e))?;
     for step in &plan.steps {
@@ -693,6 +699,7 @@ pub fn latest_unreverted(root: &Root, dir: &str) -> Result<Option<String>, TuneE
 
 /// Revert every change of a journal, newest first.
 pub fn revert(root: &Root, journal_path: &str, force: bool) -> Result<RevertReport, TuneError> {
+    check_privileged(root)?;
     let jf = JournalFile::read(root, journal_path)?;
     if jf.state() == State::Reverted {
         return Ok(RevertReport {

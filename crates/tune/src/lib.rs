@@ -17,12 +17,15 @@
 //! Services (`systemctl`) and ring sizes (ethtool ioctl) exist only on the live host and are
 //! skipped, with a reason, elsewhere.
 
+pub mod collect;
 pub mod engine;
 pub mod ethtool;
 pub mod journal;
 pub mod plan;
+pub mod planner;
 pub mod service;
 pub mod value;
+pub mod view;
 
 pub use engine::{apply, revert, ApplyOptions, ApplyReport, RevertReport, StepStatus};
 pub use journal::{JournalFile, State};
@@ -44,7 +47,7 @@ pub enum TuneError {
     },
     #[error("journal {path}: {reason}")]
     BadJournal { path: String, reason: String },
-    #[error("applying to the live host needs root (effective uid 0)")]
+    #[error("changing the live host needs root (effective uid 0)")]
     NotPrivileged,
     #[error("cannot write {path}: {source}")]
     NotWritable {

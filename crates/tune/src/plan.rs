@@ -125,6 +125,10 @@ pub struct Plan {
     pub context: Vec<String>,
     pub steps: Vec<Step>,
     pub notes: Vec<Note>,
+    /// The whole state the plan wants, including settings that already hold their value: what
+    /// a post-boot script must set again (IRQ placement and governors do not survive a reboot).
+    #[serde(default)]
+    pub boot: Vec<Step>,
 }
 
 impl Plan {
@@ -141,6 +145,7 @@ impl Plan {
             context: Vec::new(),
             steps: Vec::new(),
             notes: Vec::new(),
+            boot: Vec::new(),
         }
     }
 
@@ -225,10 +230,31 @@ impl Plan {
         out
     }
 
-    /// The plan as a standalone shell script: what a post-boot script would hold. Live-only
-    /// steps (services, rings) are included as the commands they are; files `--persist` would
-    /// create are left out (the script is itself the persisted form).
+    /// The plan as a standalone shell script: what a post-boot script would hold, so the whole
+    /// wanted state ([`Plan::boot`], or the steps when a plan has no boot list), including values
+    /// that already hold. Services are left out (a boot script does not stop services; `--persist`
+    /// disables them instead), and so are the files `--persist` would create.
     pub fn render_script(&self) -> String {
+        self.render_script_filtered(&|_| true)
+    }
+
+    /// [`Plan::render_script`] restricted to the steps `keep` accepts.
+    pub fn render_script_filtered(&self, keep: &dyn Fn(&Step) -> bool) -> String {
+        let items: Vec<&Step> = if self.boot.is_empty() {
+            self.steps.iter().collect()
+        } else {
+            self.boot.iter().collect()
+        };
+        let items: Vec<&Step> = items
+            .into_iter()
+            .filter(|s| {
+                !matches!(
+                    s.change,
+                    Change::Create { .. } | Change::Link { .. } | Change::Service { .. }
+                )
+            })
+            .filter(|s| keep(s))
+            .collect();
         let mut out = String::new();
         out.push_str("#!/bin/sh\n");
         let host = self.hostname.as_deref().unwrap_or("this host");
@@ -236,20 +262,18 @@ impl Plan {
         for c in &self.context {
             let _ = writeln!(out, "#   {c}");
         }
-        out.push_str("# Run as root. Each command is followed by the finding it fixes.\n");
+        out.push_str(
+            "# Run as root. Each command follows a comment naming the finding it answers.\n",
+        );
         out.push_str("set -u\n\n");
-        if self
-            .steps
+        if items
             .iter()
             .any(|s| matches!(&s.change, Change::IrqAffinity { name: Some(_), .. }))
         {
             out.push_str(SCRIPT_IRQ_FN);
             out.push('\n');
         }
-        for s in &self.steps {
-            if matches!(s.change, Change::Create { .. } | Change::Link { .. }) {
-                continue;
-            }
+        for s in items {
             let _ = writeln!(out, "# {}: {}", s.finding, s.summary);
             let _ = writeln!(out, "{}", script_command(s));
         }

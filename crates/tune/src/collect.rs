@@ -1,0 +1,274 @@
+//! Fill a [`HostView`] from the host crate's facts, plus the few things only tune needs (which
+//! cpufreq policy file governs a CPU, which congestion-control modules the kernel ships).
+
+use wirespeed_host::{CpuSet, HostFacts, IrqKind, Root};
+
+use crate::view::{
+    FindingView, GovernorView, HostView, IrqView, NicView, RingView, StackView, VectorKind,
+};
+
+/// The interface to tune could not be chosen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CollectError {
+    #[error("unknown interface {name:?} (interfaces: {known})")]
+    UnknownInterface { name: String, known: String },
+    #[error("several NICs are up at {speed} Mbit/s ({names}); pass --iface")]
+    Ambiguous { speed: u64, names: String },
+}
+
+/// The `scaling_governor` file that controls `cpu`: its cpufreq policy's, resolved through the
+/// `cpuN/cpufreq` link where the kernel has one, so CPUs sharing a policy share the path.
+pub fn governor_path(root: &Root, cpu: u32) -> Option<String> {
+    let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");
+    let dir = match root.resolve_link(&dir) {
+        Ok(resolved) => resolved,
+        Err(_) => dir,
+    };
+    let path = format!("{dir}/scaling_governor");
+    root.exists(&path).then_some(path)
+}
+
+/// Congestion-control algorithms the kernel ships as modules (`/lib/modules/RELEASE/modules.dep`)
+/// or built in (`modules.builtin`).
+pub fn shipped_congestion_control(root: &Root, release: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for file in ["modules.dep", "modules.builtin"] {
+        let Some(text) = root.read(&format!("/lib/modules/{release}/{file}")).ok() else {
+            continue;
+        };
+        for line in text.lines() {
+            let module = line.split(':').next().unwrap_or("");
+            let base = module.rsplit('/').next().unwrap_or("");
+            if let Some(rest) = base.strip_prefix("tcp_") {
+                let name = rest.split(".ko").next().unwrap_or("");
+                if !name.is_empty() && !out.iter().any(|n| n == name) {
+                    out.push(name.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn read_u32(root: &Root, path: &str) -> Option<u32> {
+    root.parse_opt(path)
+}
+
+/// A view of an interface the host facts do not list (not PCI-backed: veth, bridges, bonds):
+/// link values only, no IRQs.
+fn plain_interface(root: &Root, name: &str) -> Option<NicView> {
+    let base = format!("/sys/class/net/{name}");
+    if !root.exists(&base) {
+        return None;
+    }
+    Some(NicView {
+        name: name.to_string(),
+        driver: None,
+        speed_mbps: root
+            .read_opt(&format!("{base}/speed"))
+            .and_then(|s| wirespeed_host::nic::parse_speed(&s)),
+        mtu: read_u32(root, &format!("{base}/mtu")),
+        txqueuelen: read_u32(root, &format!("{base}/tx_queue_len")),
+        numa_node: None,
+        local_cpus: None,
+        irqs: Vec::new(),
+        ring: None,
+    })
+}
+
+/// Build the planner's view. `iface` names the interface (else the fastest PCI NIC that is up).
+pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostView, CollectError> {
+    let online = facts.cpu.online_set();
+    let mut v = HostView {
+        hostname: facts.hostname.clone(),
+        live: root.is_live(),
+        online: online.clone(),
+        numa_nodes: facts
+            .cpu
+            .nodes_with_cpus()
+            .map(|(n, c)| (n, c.clone()))
+            .collect(),
+        l3_groups: facts.cpu.l3_groups.iter().map(|g| g.cpus.clone()).collect(),
+        ..HostView::default()
+    };
+    for c in &facts.cpu.cpus {
+        if let Some(s) = &c.thread_siblings {
+            v.siblings.insert(c.cpu, s.clone());
+        }
+        if let Some(path) = governor_path(root, c.cpu) {
+            let current = root.read_opt(&path).or_else(|| c.governor.clone());
+            if let Some(current) = current {
+                let avail_path = path.replace("scaling_governor", "scaling_available_governors");
+                let available = root
+                    .read_opt(&avail_path)
+                    .map(|s| s.split_whitespace().map(str::to_string).collect())
+                    .unwrap_or_default();
+                v.governors.insert(
+                    c.cpu,
+                    GovernorView {
+                        path,
+                        current,
+                        available,
+                    },
+                );
+            }
+        }
+    }
+    let s = &facts.stack;
+    v.stack = StackView {
+        rmem_max: s.rmem_max,
+        wmem_max: s.wmem_max,
+        tcp_rmem: s.tcp_rmem,
+        tcp_wmem: s.tcp_wmem,
+        congestion_control: s.tcp_congestion_control.clone(),
+        available_congestion_control: s
+            .tcp_available_congestion_control
+            .clone()
+            .unwrap_or_default(),
+        loadable_congestion_control: facts
+            .kernel
+            .as_deref()
+            .map(|k| shipped_congestion_control(root, k))
+            .unwrap_or_default(),
+        default_qdisc: s.default_qdisc.clone(),
+        tcp_mtu_probing: s.tcp_mtu_probing,
+        netdev_max_backlog: s.netdev_max_backlog,
+        netdev_budget: s.netdev_budget,
+        softnet_dropped: s.softnet_dropped_total(),
+        softnet_time_squeeze: s.softnet_time_squeeze_total(),
+    };
+    v.irqbalance_running = s.irqbalance_running;
+
+    let nic = match iface {
+        Some(name) => match facts.nic(name) {
+            Some(n) => Some(n),
+            None => {
+                v.nic = plain_interface(root, name);
+                if v.nic.is_none() {
+                    let mut known: Vec<String> = root
+                        .list_opt("/sys/class/net")
+                        .into_iter()
+                        .filter(|n| n != "lo")
+                        .collect();
+                    known.sort();
+                    return Err(CollectError::UnknownInterface {
+                        name: name.to_string(),
+                        known: if known.is_empty() {
+                            "none".into()
+                        } else {
+                            known.join(", ")
+                        },
+                    });
+                }
+                return Ok(v);
+            }
+        },
+        None => {
+            let up: Vec<_> = facts
+                .nics
+                .iter()
+                .filter(|n| n.is_up() && n.speed_mbps.is_some())
+                .collect();
+            let best = up.iter().filter_map(|n| n.speed_mbps).max();
+            let fastest: Vec<_> = up
+                .iter()
+                .filter(|n| n.speed_mbps == best)
+                .copied()
+                .collect();
+            match fastest.len() {
+                0 => None,
+                1 => Some(fastest[0]),
+                _ => {
+                    return Err(CollectError::Ambiguous {
+                        speed: best.unwrap_or(0),
+                        names: fastest
+                            .iter()
+                            .map(|n| n.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    })
+                }
+            }
+        }
+    };
+    if let Some(n) = nic {
+        let queue: Vec<u32> = n.queue_irqs().iter().map(|i| i.irq).collect();
+        let mut irqs: Vec<IrqView> = n
+            .own_irqs()
+            .filter_map(|i| {
+                let requested = i.requested.clone()?;
+                Some(IrqView {
+                    irq: i.irq,
+                    name: i.actions.first().cloned(),
+                    kind: if queue.contains(&i.irq) && i.kind != IrqKind::Control {
+                        VectorKind::Queue
+                    } else {
+                        VectorKind::Control
+                    },
+                    effective: i.effective.clone().unwrap_or_else(|| requested.clone()),
+                    requested,
+                })
+            })
+            .collect();
+        irqs.sort_by_key(|i| i.irq);
+        v.nic = Some(NicView {
+            name: n.name.clone(),
+            driver: n.driver.clone(),
+            speed_mbps: n.speed_mbps,
+            mtu: n.mtu,
+            txqueuelen: n.tx_queue_len,
+            numa_node: n.node(),
+            local_cpus: n.local_cpus.clone(),
+            irqs,
+            ring: n
+                .ethtool
+                .as_ref()
+                .and_then(|e| e.ring)
+                .filter(|_| root.is_live())
+                .map(|r| RingView {
+                    rx: r.rx,
+                    rx_max: r.rx_max,
+                    tx: r.tx,
+                    tx_max: r.tx_max,
+                }),
+        });
+    }
+    Ok(v)
+}
+
+/// CPUs of a list that the view knows to be online (empty `online` = unknown, all pass).
+pub fn offline(view: &HostView, cpus: &CpuSet) -> CpuSet {
+    if view.online.is_empty() {
+        CpuSet::new()
+    } else {
+        cpus.difference(&view.online)
+    }
+}
+
+/// Doctor's findings for the same interface, app CPUs and RTT. An interface that is not a PCI
+/// NIC (veth, bridge) gets the host-wide findings only.
+pub fn findings(
+    facts: &HostFacts,
+    iface: Option<&str>,
+    app_cpus: Option<&CpuSet>,
+    rtt_ms: f64,
+) -> Vec<FindingView> {
+    let pci = iface.is_none_or(|i| facts.nic(i).is_some());
+    let opts = wirespeed_doctor::Options {
+        iface: if pci { iface.map(str::to_string) } else { None },
+        app_cpus: app_cpus.cloned(),
+        rtt_ms,
+    };
+    match wirespeed_doctor::diagnose(facts, &opts) {
+        Ok(list) => list
+            .into_iter()
+            .filter(|f| pci || f.iface.is_none())
+            .map(|f| FindingView {
+                id: f.id,
+                summary: f.summary,
+                fix: f.fix,
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}

@@ -1,0 +1,1231 @@
+//! From a host view and the user's options to a plan.
+//!
+//! The rules, each tied to the doctor finding it answers:
+//! - IRQ placement (`irq-on-app-core`, `irq-cross-l3`, `irq-numa-remote`): the NIC's queue IRQs
+//!   round-robin over the IRQ CPUs, chosen by `--irq-cpus LIST`, `--irq-policy node` (the NIC's
+//!   node) or `--irq-policy l3` (the app CPUs' L3 group); the app CPUs and their SMT siblings are
+//!   never IRQ CPUs unless explicitly allowed. A control vector moves only when it sits on an app
+//!   CPU or outside the IRQ CPUs. Without a policy flag, IRQs move only when doctor reports one
+//!   of the three findings (then `l3` with app CPUs, else `node`).
+//! - Socket buffers (`socket-buffers-small`): `tcp_rmem`/`tcp_wmem` maximum = 2 × link speed ×
+//!   RTT rounded up to a power of two, capped at `i32::MAX` (the kernel's limit), `rmem_max` /
+//!   `wmem_max` at least that; a value already larger is never lowered.
+//! - Congestion control (`congestion-control-loss-based`): bbr when the kernel has it (loaded, or
+//!   shipped as a module the sysctl write loads), else htcp, else unchanged with a note.
+//! - `default_qdisc` fq; `tcp_mtu_probing` 1 with a jumbo MTU; `netdev_max_backlog` /
+//!   `netdev_budget` when softnet shows drops / squeezes.
+//! - `--mtu N`, `--txqueuelen N`; governor `performance` on the app and IRQ CPUs
+//!   (`cpu-governor-not-performance`), one write per cpufreq policy; ring sizes to the maximum
+//!   (live only); irqbalance stopped with `--stop-irqbalance`, else a warning.
+//! - Notes for findings software cannot fix (a PCIe link, a temperature) or the plan leaves.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use wirespeed_host::CpuSet;
+
+use crate::plan::{command_for, Change, Note, Plan, Step, PERSIST, REQUESTED};
+use crate::value::Form;
+use crate::view::{HostView, VectorKind};
+
+/// Finding ids: doctor's contract, plus tune's own for settings no doctor check covers.
+pub mod ids {
+    pub use wirespeed_doctor::ids::{
+        APP_NUMA_REMOTE, CONGESTION_CONTROL_LOSS_BASED as CC_LOSS_BASED,
+        CPU_GOVERNOR_NOT_PERFORMANCE as GOVERNOR, IRQBALANCE_RUNNING as IRQBALANCE, IRQ_CROSS_L3,
+        IRQ_NUMA_REMOTE, IRQ_ON_APP_CORE, MTU_BELOW_JUMBO, NIC_TEMPERATURE_HIGH as NIC_TEMPERATURE,
+        PCIE_BANDWIDTH_BELOW_LINE_RATE as PCIE_BANDWIDTH, PCIE_LINK_DOWNGRADED,
+        SOCKET_BUFFERS_SMALL, SOFTNET_DROPS,
+    };
+    /// `default_qdisc` is not fq.
+    pub const QDISC: &str = "default-qdisc-not-fq";
+    /// `tcp_mtu_probing` is off with a jumbo MTU.
+    pub const MTU_PROBING: &str = "tcp-mtu-probing-off";
+    /// NIC rings below the driver's maximum (live hosts).
+    pub const RING: &str = "nic-ring-below-max";
+}
+
+/// Where the NIC's queue IRQs go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IrqPolicy {
+    /// Round-robin over these CPUs.
+    Cpus(CpuSet),
+    /// The NIC's NUMA node (its local CPUs).
+    Node,
+    /// The app CPUs' L3 group(s), minus the app CPUs.
+    L3,
+}
+
+/// Groups of settings, to restrict a plan (`--only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Category {
+    Irq,
+    Stack,
+    Link,
+    Governor,
+    Ring,
+    Irqbalance,
+}
+
+impl Category {
+    pub const ALL: [Category; 6] = [
+        Category::Irq,
+        Category::Stack,
+        Category::Link,
+        Category::Governor,
+        Category::Ring,
+        Category::Irqbalance,
+    ];
+
+    pub fn parse(s: &str) -> Option<Category> {
+        Some(match s {
+            "irq" => Category::Irq,
+            "stack" => Category::Stack,
+            "link" => Category::Link,
+            "governor" => Category::Governor,
+            "ring" => Category::Ring,
+            "irqbalance" => Category::Irqbalance,
+            _ => return None,
+        })
+    }
+}
+
+/// What the user asked for.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    pub root: String,
+    pub app_cpus: Option<CpuSet>,
+    pub rtt_ms: f64,
+    pub irq: Option<IrqPolicy>,
+    /// Let `--irq-cpus` include app CPUs.
+    pub allow_irq_on_app_cpus: bool,
+    pub mtu: Option<u32>,
+    pub txqueuelen: Option<u32>,
+    pub stop_irqbalance: bool,
+    pub persist: bool,
+    pub only: BTreeSet<Category>,
+}
+
+impl PlanOptions {
+    pub fn new(root: &str) -> PlanOptions {
+        PlanOptions {
+            root: root.to_string(),
+            app_cpus: None,
+            rtt_ms: 10.0,
+            irq: None,
+            allow_irq_on_app_cpus: false,
+            mtu: None,
+            txqueuelen: None,
+            stop_irqbalance: false,
+            persist: false,
+            only: Category::ALL.into_iter().collect(),
+        }
+    }
+}
+
+/// A request the planner refuses; each names the flag and the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    #[error("{flag}: CPU list is empty")]
+    EmptyCpuList { flag: String },
+    #[error("{flag}: CPUs {cpus} are offline or do not exist (online: {online})")]
+    CpusOffline {
+        flag: String,
+        cpus: CpuSet,
+        online: CpuSet,
+    },
+    #[error("--irq-cpus {irq} overlaps --app-cpus {app} on CPUs {overlap}; pass --allow-irq-on-app-cpus if that is what you want")]
+    Overlap {
+        irq: CpuSet,
+        app: CpuSet,
+        overlap: CpuSet,
+    },
+    #[error("--irq-policy l3 needs --app-cpus (the policy places IRQs next to the app)")]
+    PolicyNeedsApp,
+    #[error("--irq-policy {policy}: no CPU left for IRQs ({why}); choose them with --irq-cpus")]
+    NoIrqCpus { policy: String, why: String },
+    #[error("{flag} {value}: {reason}")]
+    BadValue {
+        flag: String,
+        value: String,
+        reason: String,
+    },
+    #[error("the plan needs a NIC but none was found; pass --iface")]
+    NoNic,
+}
+
+/// Largest value the kernel accepts for the socket buffer sysctls (they are C ints).
+pub const BUFFER_CAP: u64 = i32::MAX as u64;
+
+/// 2 × BDP rounded up to a power of two, capped at [`BUFFER_CAP`].
+pub fn buffer_target(speed_mbps: u64, rtt_ms: f64) -> u64 {
+    let bdp = speed_mbps as f64 * 1e6 / 8.0 * rtt_ms / 1000.0;
+    let want = (2.0 * bdp).ceil().max(1.0);
+    if want >= BUFFER_CAP as f64 {
+        return BUFFER_CAP;
+    }
+    (want as u64).next_power_of_two().min(BUFFER_CAP)
+}
+
+fn human_bytes(b: u64) -> String {
+    const MIB: u64 = 1 << 20;
+    if b >= MIB && b % MIB == 0 {
+        format!("{} MiB", b / MIB)
+    } else if b >= MIB {
+        format!("{:.1} MiB", b as f64 / MIB as f64)
+    } else {
+        format!("{b} B")
+    }
+}
+
+fn format_mb(b: u64) -> String {
+    let mb = b as f64 / 1e6;
+    if (mb - mb.round()).abs() < 0.05 {
+        format!("{}", mb.round())
+    } else {
+        format!("{mb:.1}")
+    }
+}
+
+struct Gbit(u64);
+impl fmt::Display for Gbit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 % 1000 == 0 {
+            write!(f, "{} Gbit/s", self.0 / 1000)
+        } else {
+            write!(f, "{:.1} Gbit/s", self.0 as f64 / 1000.0)
+        }
+    }
+}
+
+fn check_online(flag: &str, cpus: &CpuSet, view: &HostView) -> Result<(), PlanError> {
+    if cpus.is_empty() {
+        return Err(PlanError::EmptyCpuList {
+            flag: flag.to_string(),
+        });
+    }
+    if view.online.is_empty() {
+        return Ok(()); // unknown online set: nothing to check against
+    }
+    let off = cpus.difference(&view.online);
+    if !off.is_empty() {
+        return Err(PlanError::CpusOffline {
+            flag: flag.to_string(),
+            cpus: off,
+            online: view.online.clone(),
+        });
+    }
+    Ok(())
+}
+
+struct Builder<'a> {
+    view: &'a HostView,
+    opts: &'a PlanOptions,
+    plan: Plan,
+}
+
+impl Builder<'_> {
+    /// Want `change`: it joins the boot state (except services and persistence files) and,
+    /// when `current` is not already `new`, the steps.
+    fn push(
+        &mut self,
+        finding: &str,
+        summary: String,
+        setting: String,
+        current: String,
+        new: String,
+        change: Change,
+    ) {
+        let command = command_for(&change);
+        let holds = match &change {
+            Change::Write { form, .. } => form.same(&current, &new),
+            Change::IrqAffinity { .. } => Form::CpuList.same(&current, &new),
+            Change::Ring { .. } => current == new,
+            Change::Create { .. } | Change::Link { .. } | Change::Service { .. } => false,
+        };
+        let step = Step {
+            finding: finding.to_string(),
+            summary,
+            setting,
+            current,
+            new,
+            command,
+            change,
+        };
+        if !matches!(
+            step.change,
+            Change::Create { .. } | Change::Link { .. } | Change::Service { .. }
+        ) {
+            self.plan.boot.push(step.clone());
+        }
+        if !holds {
+            self.plan.steps.push(step);
+        }
+    }
+
+    fn sysctl(&mut self, finding: &str, key: &str, current: String, new: String, summary: String) {
+        let path = format!("/proc/sys/{}", key.replace('.', "/"));
+        let change = Change::Write {
+            path,
+            form: Form::Words,
+            value: new.clone(),
+        };
+        self.push(finding, summary, key.to_string(), current, new, change);
+    }
+
+    fn note(&mut self, finding: Option<&str>, text: String) {
+        self.plan.notes.push(Note {
+            finding: finding.map(str::to_string),
+            text,
+        });
+    }
+
+    fn on(&self, c: Category) -> bool {
+        self.opts.only.contains(&c)
+    }
+}
+
+/// Build the plan.
+pub fn plan(view: &HostView, opts: &PlanOptions) -> Result<Plan, PlanError> {
+    if let Some(app) = &opts.app_cpus {
+        check_online("--app-cpus", app, view)?;
+    }
+    if !(opts.rtt_ms.is_finite() && opts.rtt_ms > 0.0 && opts.rtt_ms <= 10_000.0) {
+        return Err(PlanError::BadValue {
+            flag: "--rtt".into(),
+            value: opts.rtt_ms.to_string(),
+            reason: "must be a round-trip time in milliseconds, above 0 and at most 10000".into(),
+        });
+    }
+    if let Some(m) = opts.mtu {
+        if !(68..=65535).contains(&m) {
+            return Err(PlanError::BadValue {
+                flag: "--mtu".into(),
+                value: m.to_string(),
+                reason: "must be between 68 and 65535".into(),
+            });
+        }
+    }
+    if let Some(q) = opts.txqueuelen {
+        if q == 0 || q > 1_000_000 {
+            return Err(PlanError::BadValue {
+                flag: "--txqueuelen".into(),
+                value: q.to_string(),
+                reason: "must be between 1 and 1000000".into(),
+            });
+        }
+    }
+    let mut b = Builder {
+        view,
+        opts,
+        plan: Plan::new(&opts.root),
+    };
+    b.plan.hostname = view.hostname.clone();
+    b.plan.iface = view.nic.as_ref().map(|n| n.name.clone());
+    b.plan.app_cpus = opts.app_cpus.clone();
+    b.plan.rtt_ms = opts.rtt_ms;
+    context(&mut b);
+
+    let irq_cpus = irq_targets(&mut b)?;
+    if b.on(Category::Irqbalance) {
+        irqbalance(&mut b);
+    }
+    let mut handling = CpuSet::new();
+    if b.on(Category::Irq) {
+        handling = place_irqs(&mut b, irq_cpus.as_ref());
+    } else if let Some(nic) = &view.nic {
+        handling = nic
+            .irqs
+            .iter()
+            .fold(CpuSet::new(), |acc, i| acc.union(&i.effective));
+    }
+    if b.on(Category::Stack) {
+        stack(&mut b);
+    }
+    if b.on(Category::Link) {
+        link(&mut b);
+    }
+    if b.on(Category::Governor) {
+        governor(&mut b, &handling);
+    }
+    if b.on(Category::Ring) {
+        ring(&mut b);
+    }
+    leftover_notes(&mut b);
+    // what no setting can fix comes first
+    let hardware = |n: &Note| {
+        matches!(
+            n.finding.as_deref(),
+            Some(ids::PCIE_LINK_DOWNGRADED | ids::PCIE_BANDWIDTH | ids::NIC_TEMPERATURE)
+        )
+    };
+    b.plan.notes.sort_by_key(|n| !hardware(n));
+    if opts.persist {
+        persist(&mut b);
+    }
+    Ok(b.plan)
+}
+
+fn context(b: &mut Builder<'_>) {
+    let v = b.view;
+    if let Some(nic) = &v.nic {
+        let mut parts = vec![];
+        if let Some(d) = &nic.driver {
+            parts.push(d.clone());
+        }
+        match nic.speed_mbps {
+            Some(s) => parts.push(Gbit(s).to_string()),
+            None => parts.push("link speed unknown".into()),
+        }
+        if let Some(m) = nic.mtu {
+            parts.push(format!("MTU {m}"));
+        }
+        match (nic.numa_node, &nic.local_cpus) {
+            (Some(n), _) => parts.push(format!("NUMA node {n}")),
+            (None, Some(l)) => parts.push(format!("local CPUs {l}")),
+            _ => {}
+        }
+        let q = nic
+            .irqs
+            .iter()
+            .filter(|i| i.kind == VectorKind::Queue)
+            .count();
+        let c = nic.irqs.len() - q;
+        parts.push(format!("{q} queue IRQs, {c} control"));
+        b.plan
+            .context
+            .push(format!("interface {} ({})", nic.name, parts.join(", ")));
+    }
+    if !v.l3_groups.is_empty() {
+        let groups: Vec<String> = v.l3_groups.iter().map(|g| g.to_string()).collect();
+        let nodes = v.numa_nodes.len().max(1);
+        b.plan.context.push(format!(
+            "CPUs {} online; L3 groups {}; {nodes} NUMA node{}",
+            v.online,
+            groups.join(" | "),
+            if nodes == 1 { "" } else { "s" }
+        ));
+    }
+    b.plan.context.push(format!(
+        "app CPUs {}; socket buffers sized for RTT {} ms",
+        b.opts
+            .app_cpus
+            .as_ref()
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "not given".into()),
+        b.opts.rtt_ms
+    ));
+}
+
+/// Resolve the IRQ CPUs from the options (and findings when no policy is given).
+fn irq_targets(b: &mut Builder<'_>) -> Result<Option<CpuSet>, PlanError> {
+    let v = b.view;
+    let app = b.opts.app_cpus.clone().unwrap_or_default();
+    let app_and_siblings = v.with_siblings(&app);
+    let explicit = b.opts.irq.clone();
+    let policy = match explicit.clone() {
+        Some(p) => Some(p),
+        None if b.on(Category::Irq)
+            && (v.has(ids::IRQ_ON_APP_CORE)
+                || v.has(ids::IRQ_CROSS_L3)
+                || v.has(ids::IRQ_NUMA_REMOTE)) =>
+        {
+            if !app.is_empty()
+                && !v.l3_union(&app).difference(&app_and_siblings).is_empty()
+                && l3_off_node(v, &app).is_none()
+            {
+                Some(IrqPolicy::L3)
+            } else {
+                Some(IrqPolicy::Node)
+            }
+        }
+        None => None,
+    };
+    let Some(policy) = policy else {
+        return Ok(None);
+    };
+    let chosen = if explicit.is_some() {
+        ""
+    } else {
+        ", chosen because doctor reports IRQ placement findings; --irq-policy/--irq-cpus to choose"
+    };
+    let (cpus, rule) = match policy {
+        IrqPolicy::Cpus(cpus) => {
+            check_online("--irq-cpus", &cpus, v)?;
+            let overlap = cpus.intersection(&app);
+            if !overlap.is_empty() && !b.opts.allow_irq_on_app_cpus {
+                return Err(PlanError::Overlap {
+                    irq: cpus,
+                    app,
+                    overlap,
+                });
+            }
+            let rule = format!("--irq-cpus {cpus}");
+            (cpus, rule)
+        }
+        IrqPolicy::L3 => {
+            if app.is_empty() {
+                return Err(PlanError::PolicyNeedsApp);
+            }
+            let group = v.l3_union(&app);
+            if let Some((node, nic_node)) = l3_off_node(v, &app) {
+                return Err(PlanError::NoIrqCpus {
+                    policy: "l3".into(),
+                    why: format!(
+                        "the app CPUs' L3 group {group} is on NUMA node {node} and the NIC on node {nic_node}, so IRQs there would be NUMA-remote; run the app on node {nic_node}"
+                    ),
+                });
+            }
+            if group.is_empty() {
+                return Err(PlanError::NoIrqCpus {
+                    policy: "l3".into(),
+                    why: "the host's L3 groups are unknown".into(),
+                });
+            }
+            let mut cpus = group.difference(&app_and_siblings);
+            let mut rule = format!("l3: the app CPUs' L3 group {group} without the app CPUs");
+            if app_and_siblings != app {
+                rule.push_str(" and their SMT siblings");
+            }
+            if cpus.is_empty() {
+                cpus = group.difference(&app);
+                rule = format!("l3: the app CPUs' L3 group {group} without the app CPUs (their SMT siblings included: nothing else is left)");
+            }
+            if cpus.is_empty() {
+                return Err(PlanError::NoIrqCpus {
+                    policy: "l3".into(),
+                    why: format!("the app CPUs {app} fill their L3 group {group}"),
+                });
+            }
+            (cpus, rule)
+        }
+        IrqPolicy::Node => {
+            let nic = v.nic.as_ref().ok_or(PlanError::NoNic)?;
+            let (node_cpus, what) = match nic
+                .numa_node
+                .and_then(|n| v.numa_nodes.get(&n).map(|c| (n, c)))
+            {
+                Some((n, c)) => (c.clone(), format!("NUMA node {n} ({c})")),
+                None => match &nic.local_cpus {
+                    Some(l) => (l.clone(), format!("the NIC's local CPUs {l}")),
+                    None => (v.online.clone(), format!("all online CPUs {}", v.online)),
+                },
+            };
+            let node_cpus = if v.online.is_empty() {
+                node_cpus
+            } else {
+                node_cpus.intersection(&v.online)
+            };
+            let mut cpus = node_cpus.difference(&app_and_siblings);
+            if cpus.is_empty() {
+                cpus = node_cpus.difference(&app);
+            }
+            if cpus.is_empty() {
+                return Err(PlanError::NoIrqCpus {
+                    policy: "node".into(),
+                    why: format!("the app CPUs {app} fill {what}"),
+                });
+            }
+            let rule = if app.is_empty() {
+                format!("node: {what}")
+            } else {
+                format!("node: {what} without the app CPUs")
+            };
+            (cpus, rule)
+        }
+    };
+    b.plan.irq_cpus = Some(cpus.clone());
+    b.plan.irq_rule = Some(format!("{rule}{chosen}"));
+    b.plan
+        .context
+        .push(format!("IRQ CPUs {cpus} ({rule}{chosen})"));
+    Ok(Some(cpus))
+}
+
+/// Spread the queue IRQs evenly over `targets` with as few moves as possible: an IRQ already
+/// pinned to one target CPU stays while that CPU holds no more than its share (n / k rounded up);
+/// every other IRQ goes, in IRQ order, to the least-loaded target CPU (the lowest on a tie) —
+/// on a host where nothing is pinned yet, that is a plain round-robin.
+pub fn spread_queues(nic: &crate::view::NicView, targets: &[u32]) -> Vec<(u32, u32)> {
+    let queues: Vec<&crate::view::IrqView> = nic
+        .irqs
+        .iter()
+        .filter(|i| i.kind == VectorKind::Queue)
+        .collect();
+    if targets.is_empty() {
+        return Vec::new();
+    }
+    let share = queues.len().div_ceil(targets.len());
+    let mut load: Vec<usize> = vec![0; targets.len()];
+    let mut out: Vec<(u32, Option<u32>)> = Vec::new();
+    for q in &queues {
+        let keep = match (q.requested.len(), q.requested.first()) {
+            (1, Some(c)) => targets
+                .iter()
+                .position(|t| *t == c)
+                .filter(|&p| load[p] < share),
+            _ => None,
+        };
+        match keep {
+            Some(p) => {
+                load[p] += 1;
+                out.push((q.irq, Some(targets[p])));
+            }
+            None => out.push((q.irq, None)),
+        }
+    }
+    out.into_iter()
+        .map(|(irq, cpu)| match cpu {
+            Some(c) => (irq, c),
+            None => {
+                let p = (0..targets.len())
+                    .min_by_key(|&p| (load[p], p))
+                    .unwrap_or(0);
+                load[p] += 1;
+                (irq, targets[p])
+            }
+        })
+        .collect()
+}
+
+/// On a multi-node host, the (node of the app's L3 group, NIC node) when they differ.
+fn l3_off_node(v: &HostView, app: &CpuSet) -> Option<(u32, u32)> {
+    if !v.multi_node() {
+        return None;
+    }
+    let nic_node = v.nic.as_ref()?.numa_node?;
+    let nic_cpus = v.numa_nodes.get(&nic_node)?;
+    let group = v.l3_union(app);
+    if group.is_empty() || group.is_subset(nic_cpus) {
+        return None;
+    }
+    let node = group
+        .iter()
+        .find_map(|c| v.node_of(c))
+        .filter(|n| *n != nic_node)?;
+    Some((node, nic_node))
+}
+
+fn irqbalance(b: &mut Builder<'_>) {
+    if b.view.irqbalance_running != Some(true) {
+        return;
+    }
+    if b.opts.stop_irqbalance {
+        let change = Change::Service {
+            unit: "irqbalance.service".into(),
+            stop: true,
+            disable: b.opts.persist,
+        };
+        b.push(
+            ids::IRQBALANCE,
+            "stop irqbalance so it does not move the pinned IRQs back".into(),
+            "irqbalance.service".into(),
+            "running".into(),
+            if b.opts.persist {
+                "stopped, disabled"
+            } else {
+                "stopped"
+            }
+            .into(),
+            change,
+        );
+    } else {
+        b.note(
+            Some(ids::IRQBALANCE),
+            "irqbalance is running and will undo the IRQ pinning of this plan within seconds; pass --stop-irqbalance (or ban these CPUs in its IRQBALANCE_BANNED_CPULIST)".into(),
+        );
+    }
+}
+
+/// Place the NIC's IRQs; returns the CPUs that will handle the NIC afterwards.
+fn place_irqs(b: &mut Builder<'_>, targets: Option<&CpuSet>) -> CpuSet {
+    let v = b.view;
+    let Some(nic) = &v.nic else {
+        return CpuSet::new();
+    };
+    let Some(targets) = targets else {
+        return nic
+            .irqs
+            .iter()
+            .fold(CpuSet::new(), |acc, i| acc.union(&i.effective));
+    };
+    let app = b.opts.app_cpus.clone().unwrap_or_default();
+    let app_l3 = v.l3_union(&app);
+    let nic_node_cpus = nic
+        .numa_node
+        .and_then(|n| v.numa_nodes.get(&n))
+        .cloned()
+        .filter(|_| v.multi_node());
+    let target_list: Vec<u32> = targets.iter().collect();
+    // IRQs that already sit where the layout wants them keep the layout's reason in the boot state
+    let layout_finding = [
+        ids::IRQ_ON_APP_CORE,
+        ids::IRQ_CROSS_L3,
+        ids::IRQ_NUMA_REMOTE,
+    ]
+    .into_iter()
+    .find(|id| v.has(id))
+    .unwrap_or(REQUESTED);
+    let assignment = spread_queues(nic, &target_list);
+    let mut handling = CpuSet::new();
+    let mut moved_queue = 0usize;
+    let mut queue_count = 0usize;
+    for irq in &nic.irqs {
+        let new = match irq.kind {
+            VectorKind::Queue => {
+                queue_count += 1;
+                let cpu = assignment
+                    .iter()
+                    .find(|(i, _)| *i == irq.irq)
+                    .map(|(_, c)| *c)
+                    .unwrap_or(target_list[0]);
+                CpuSet::from_cpus([cpu])
+            }
+            VectorKind::Control => {
+                let on_app = irq.effective.intersects(&app);
+                let outside = !irq.effective.is_subset(targets);
+                if on_app || outside {
+                    targets.clone()
+                } else {
+                    handling = handling.union(&irq.effective);
+                    continue;
+                }
+            }
+        };
+        handling = handling.union(&new);
+        // Which finding this move fixes: the most specific one that holds before and not after.
+        let finding = if irq.requested == new {
+            layout_finding
+        } else if irq.effective.intersects(&app) && !new.intersects(&app) {
+            ids::IRQ_ON_APP_CORE
+        } else if nic_node_cpus
+            .as_ref()
+            .is_some_and(|n| !irq.effective.is_subset(n) && new.is_subset(n))
+        {
+            ids::IRQ_NUMA_REMOTE
+        } else if !app.is_empty()
+            && irq.kind == VectorKind::Queue
+            && !irq.effective.is_subset(&app_l3)
+            && new.is_subset(&app_l3)
+        {
+            ids::IRQ_CROSS_L3
+        } else {
+            REQUESTED
+        };
+        if irq.kind == VectorKind::Queue && irq.requested != new {
+            moved_queue += 1;
+        }
+        let label = irq
+            .name
+            .as_deref()
+            .map(|n| n.split('@').next().unwrap_or(n))
+            .unwrap_or("");
+        let kind = match irq.kind {
+            VectorKind::Queue => "queue",
+            VectorKind::Control => "control",
+        };
+        let label = if label.is_empty() {
+            String::new()
+        } else {
+            format!(" {label}")
+        };
+        let summary = if irq.requested == new {
+            format!("IRQ {}{label} ({kind} vector) on CPU {new}", irq.irq)
+        } else {
+            format!(
+                "IRQ {}{label} ({kind} vector) from CPU {} to CPU {new}",
+                irq.irq, irq.effective
+            )
+        };
+        let change = Change::IrqAffinity {
+            irq: irq.irq,
+            name: irq.name.clone(),
+            cpus: new.clone(),
+        };
+        b.push(
+            finding,
+            summary,
+            crate::plan::irq_affinity_path(irq.irq),
+            irq.requested.to_string(),
+            new.to_string(),
+            change,
+        );
+    }
+    if queue_count > 0 && moved_queue == 0 {
+        b.plan.context.push(format!(
+            "the {queue_count} queue IRQs already spread evenly over {targets}"
+        ));
+    }
+    handling
+}
+
+fn stack(b: &mut Builder<'_>) {
+    let v = b.view;
+    let s = &v.stack;
+    let speed = v.nic.as_ref().and_then(|n| n.speed_mbps);
+    match speed {
+        Some(speed) => {
+            let target = buffer_target(speed, b.opts.rtt_ms);
+            let bdp = (speed as f64 * 1e6 / 8.0 * b.opts.rtt_ms / 1000.0) as u64;
+            let why = format!(
+                "2 x BDP (BDP = {} x {} ms = {} MB) rounded up to a power of two: {}",
+                Gbit(speed),
+                b.opts.rtt_ms,
+                format_mb(bdp),
+                human_bytes(target)
+            );
+            // a value already at least the target stays (never lowered); it is still part of
+            // the wanted state a boot script restores
+            for (key, cur) in [
+                ("net.core.rmem_max", s.rmem_max),
+                ("net.core.wmem_max", s.wmem_max),
+            ] {
+                if let Some(cur) = cur {
+                    b.sysctl(
+                        ids::SOCKET_BUFFERS_SMALL,
+                        key,
+                        cur.to_string(),
+                        cur.max(target).to_string(),
+                        format!("largest buffer an application may request: {why}"),
+                    );
+                }
+            }
+            for (key, cur) in [
+                ("net.ipv4.tcp_rmem", s.tcp_rmem),
+                ("net.ipv4.tcp_wmem", s.tcp_wmem),
+            ] {
+                if let Some([min, def, max]) = cur {
+                    b.sysctl(
+                        ids::SOCKET_BUFFERS_SMALL,
+                        key,
+                        format!("{min} {def} {max}"),
+                        format!("{min} {def} {}", max.max(target)),
+                        format!("TCP autotuning maximum: {why}"),
+                    );
+                }
+            }
+        }
+        None => {
+            if v.has(ids::SOCKET_BUFFERS_SMALL) || v.nic.is_some() {
+                b.note(
+                    Some(ids::SOCKET_BUFFERS_SMALL),
+                    "the link speed is unknown (link down?), so socket buffers are not sized; bring the link up and plan again".into(),
+                );
+            }
+        }
+    }
+
+    // Congestion control.
+    if let Some(cur) = &s.congestion_control {
+        if cur == "bbr" || cur == "htcp" {
+            b.sysctl(
+                ids::CC_LOSS_BASED,
+                "net.ipv4.tcp_congestion_control",
+                cur.clone(),
+                cur.clone(),
+                format!("{cur} is not loss-based"),
+            );
+        }
+        if cur == "reno" || cur == "cubic" {
+            let has = |name: &str| s.available_congestion_control.iter().any(|a| a == name);
+            let loadable = |name: &str| s.loadable_congestion_control.iter().any(|a| a == name);
+            let pick = ["bbr", "htcp"].into_iter().find(|c| has(c) || loadable(c));
+            match pick {
+                Some(cc) => {
+                    let how = if has(cc) {
+                        format!("{cc} is available")
+                    } else {
+                        format!("{cc} ships as a module; the kernel loads tcp_{cc} on this write")
+                    };
+                    b.sysctl(
+                        ids::CC_LOSS_BASED,
+                        "net.ipv4.tcp_congestion_control",
+                        cur.clone(),
+                        cc.to_string(),
+                        format!("{cur} is loss-based; {how}"),
+                    );
+                }
+                None => b.note(
+                    Some(ids::CC_LOSS_BASED),
+                    format!(
+                        "{cur} stays: this kernel offers only {} (neither bbr nor htcp is loaded or found as a module); if it has them, `modprobe tcp_bbr` and plan again",
+                        if s.available_congestion_control.is_empty() {
+                            "an unknown set".to_string()
+                        } else {
+                            s.available_congestion_control.join(" ")
+                        }
+                    ),
+                ),
+            }
+        }
+    }
+
+    // fq: pacing and per-flow fairness (what bbr expects; useful under cubic too).
+    if let Some(q) = &s.default_qdisc {
+        {
+            let iface = v.nic.as_ref().map(|n| n.name.as_str()).unwrap_or("IF");
+            b.sysctl(
+                ids::QDISC,
+                "net.core.default_qdisc",
+                q.clone(),
+                "fq".into(),
+                format!("fq paces flows and keeps them fair; it applies to qdiscs created from now on: `tc qdisc replace dev {iface} root mq` (or a link down/up) gives the running interface's queues fq"),
+            );
+        }
+    }
+
+    // MTU probing with jumbo frames (a path with a smaller MTU must not black-hole).
+    let mtu = b.opts.mtu.or(v.nic.as_ref().and_then(|n| n.mtu));
+    if let (Some(m), Some(p)) = (mtu, s.tcp_mtu_probing) {
+        if m >= 9000 {
+            b.sysctl(
+                ids::MTU_PROBING,
+                "net.ipv4.tcp_mtu_probing",
+                p.to_string(),
+                p.max(1).to_string(),
+                format!("MTU {m}: probe the path MTU when ICMP is filtered"),
+            );
+        }
+    }
+
+    // Softnet drops / squeezes.
+    if s.softnet_dropped.unwrap_or(0) > 0 {
+        if let Some(cur) = s.netdev_max_backlog {
+            if cur < 250_000 {
+                b.sysctl(
+                    ids::SOFTNET_DROPS,
+                    "net.core.netdev_max_backlog",
+                    cur.to_string(),
+                    "250000".into(),
+                    "softnet_stat counts backlog drops: a longer per-CPU backlog".into(),
+                );
+            }
+        }
+    }
+    if s.softnet_time_squeeze.unwrap_or(0) > 0 {
+        if let Some(cur) = s.netdev_budget {
+            if cur < 600 {
+                b.sysctl(
+                    ids::SOFTNET_DROPS,
+                    "net.core.netdev_budget",
+                    cur.to_string(),
+                    "600".into(),
+                    "softnet_stat counts time squeezes: more packets per softirq run".into(),
+                );
+            }
+        }
+    }
+}
+
+fn link(b: &mut Builder<'_>) {
+    let Some(nic) = &b.view.nic else {
+        return;
+    };
+    let name = nic.name.clone();
+    if let Some(m) = b.opts.mtu {
+        {
+            let fixes_jumbo = m >= 9000
+                && nic.speed_mbps.unwrap_or(0) >= 10_000
+                && nic.mtu.is_some_and(|c| c < 9000);
+            let change = Change::Write {
+                path: format!("/sys/class/net/{name}/mtu"),
+                form: Form::Words,
+                value: m.to_string(),
+            };
+            b.push(
+                if fixes_jumbo {
+                    ids::MTU_BELOW_JUMBO
+                } else {
+                    REQUESTED
+                },
+                format!("MTU of {name} (the switch and the peer must carry it too)"),
+                format!("{name} mtu"),
+                nic.mtu
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "unknown".into()),
+                m.to_string(),
+                change,
+            );
+        }
+    }
+    if let Some(q) = b.opts.txqueuelen {
+        {
+            let change = Change::Write {
+                path: format!("/sys/class/net/{name}/tx_queue_len"),
+                form: Form::Words,
+                value: q.to_string(),
+            };
+            b.push(
+                REQUESTED,
+                format!("transmit queue length of {name}"),
+                format!("{name} txqueuelen"),
+                nic.txqueuelen
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "unknown".into()),
+                q.to_string(),
+                change,
+            );
+        }
+    }
+}
+
+fn governor(b: &mut Builder<'_>, handling: &CpuSet) {
+    let v = b.view;
+    let cpus = handling.union(&b.opts.app_cpus.clone().unwrap_or_default());
+    let mut done: Vec<String> = Vec::new();
+    let mut missing = CpuSet::new();
+    let mut unavailable = CpuSet::new();
+    // one write per cpufreq policy: group the CPUs by policy file
+    let mut by_path: Vec<(String, String, CpuSet)> = Vec::new();
+    for cpu in cpus.iter() {
+        let Some(g) = v.governors.get(&cpu) else {
+            missing.insert(cpu);
+            continue;
+        };
+        if g.current != "performance"
+            && !g.available.is_empty()
+            && !g.available.iter().any(|a| a == "performance")
+        {
+            unavailable.insert(cpu);
+            continue;
+        }
+        match by_path.iter_mut().find(|(p, _, _)| *p == g.path) {
+            Some((_, _, set)) => {
+                set.insert(cpu);
+            }
+            None => by_path.push((g.path.clone(), g.current.clone(), CpuSet::from_cpus([cpu]))),
+        }
+    }
+    for (path, current, set) in by_path {
+        if done.contains(&path) {
+            continue;
+        }
+        done.push(path.clone());
+        let change = Change::Write {
+            path: path.clone(),
+            form: Form::Words,
+            value: "performance".into(),
+        };
+        let role = |c: u32| {
+            if b.opts.app_cpus.as_ref().is_some_and(|a| a.contains(c)) {
+                "app"
+            } else {
+                "IRQ"
+            }
+        };
+        let roles: BTreeSet<&str> = set.iter().map(role).collect();
+        let roles = roles.into_iter().collect::<Vec<_>>().join("+");
+        b.push(
+            ids::GOVERNOR,
+            if current == "performance" {
+                format!("CPU {set} ({roles} CPU) runs performance")
+            } else {
+                format!("CPU {set} ({roles} CPU) from {current} to performance")
+            },
+            path,
+            current,
+            "performance".into(),
+            change,
+        );
+    }
+    if !unavailable.is_empty() {
+        b.note(
+            Some(ids::GOVERNOR),
+            format!("CPUs {unavailable} offer no performance governor"),
+        );
+    }
+    if !missing.is_empty() && v.has(ids::GOVERNOR) {
+        b.note(
+            Some(ids::GOVERNOR),
+            format!("CPUs {missing} show no cpufreq governor here"),
+        );
+    }
+}
+
+fn ring(b: &mut Builder<'_>) {
+    let Some(nic) = &b.view.nic else {
+        return;
+    };
+    let Some(r) = nic.ring else {
+        return;
+    };
+    if nic.speed_mbps.unwrap_or(0) < 25_000 {
+        return;
+    }
+    let rx = r.rx_max.min(8192).max(r.rx);
+    let tx = r.tx_max.min(8192).max(r.tx);
+    let change = Change::Ring {
+        iface: nic.name.clone(),
+        rx,
+        tx,
+    };
+    b.push(
+        ids::RING,
+        format!(
+            "deeper rings absorb bursts at {}",
+            Gbit(nic.speed_mbps.unwrap_or(0))
+        ),
+        format!("ethtool -G {}", nic.name),
+        format!("rx {} tx {}", r.rx, r.tx),
+        format!("rx {rx} tx {tx}"),
+        change,
+    );
+}
+
+/// Notes for the findings no step addresses.
+fn leftover_notes(b: &mut Builder<'_>) {
+    let addressed = b.plan.addressed();
+    let noted: Vec<String> = b
+        .plan
+        .notes
+        .iter()
+        .filter_map(|n| n.finding.clone())
+        .collect();
+    let findings = b.view.findings.clone();
+    for f in findings {
+        if addressed.contains(&f.id) || noted.contains(&f.id) {
+            continue;
+        }
+        let advice = match f.id.as_str() {
+            ids::PCIE_LINK_DOWNGRADED => {
+                "hardware, no setting fixes it: reseat the card (or move it to a slot wired for its full width) and check the slot's lanes in the BIOS".to_string()
+            }
+            ids::PCIE_BANDWIDTH => {
+                "hardware, no setting fixes it: throughput stays capped below the line rate until the PCIe link trains at full width".to_string()
+            }
+            ids::NIC_TEMPERATURE => {
+                "hardware, no setting fixes it: give the NIC airflow (a fan on its heat sink, case fans)".to_string()
+            }
+            ids::APP_NUMA_REMOTE => {
+                let local = b
+                    .view
+                    .nic
+                    .as_ref()
+                    .and_then(|n| n.numa_node.and_then(|x| b.view.numa_nodes.get(&x)).or(n.local_cpus.as_ref()))
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "the NIC's node".into());
+                format!("run the application on the NIC's NUMA node (CPUs {local}) and plan again with those --app-cpus")
+            }
+            ids::MTU_BELOW_JUMBO => {
+                "pass --mtu 9000 once the switch and the peer carry jumbo frames".to_string()
+            }
+            ids::IRQ_CROSS_L3 if b.view.has(ids::APP_NUMA_REMOTE) => {
+                "the app runs on another NUMA node than the NIC; the IRQs stay on the NIC's node (on the app's L3 group they would be NUMA-remote): run the app on the NIC's node".to_string()
+            }
+            ids::IRQ_ON_APP_CORE | ids::IRQ_CROSS_L3 | ids::IRQ_NUMA_REMOTE => {
+                if b.on(Category::Irq) {
+                    "the chosen IRQ CPUs do not fix this; choose others with --irq-cpus or --irq-policy".to_string()
+                } else {
+                    "IRQs are not part of this plan (--only)".to_string()
+                }
+            }
+            ids::SOFTNET_DROPS => {
+                "softnet_stat counts since boot; the backlog and budget are already large, so look at the IRQ CPUs' load".to_string()
+            }
+            _ => String::new(),
+        };
+        let text = if advice.is_empty() {
+            let fix = if f.fix.is_empty() {
+                String::new()
+            } else {
+                format!(" (doctor suggests: {})", f.fix.join("; "))
+            };
+            format!("{}{fix}", f.summary)
+        } else {
+            format!("{} — {advice}", f.summary)
+        };
+        b.note(Some(&f.id), text);
+    }
+}
+
+/// Paths of the files `--persist` writes.
+pub mod persist_paths {
+    pub const SYSCTL: &str = "/etc/sysctl.d/99-wirespeed.conf";
+    pub const SCRIPT: &str = "/etc/wirespeed/tune.sh";
+    pub const UNIT: &str = "/etc/systemd/system/wirespeed-tune.service";
+    pub const WANTS: &str = "/etc/systemd/system/multi-user.target.wants/wirespeed-tune.service";
+}
+
+fn persist(b: &mut Builder<'_>) {
+    use persist_paths::*;
+    let mut sysctl = String::from(
+        "# Written by `wirespeed tune --persist`; `wirespeed tune revert` removes it.\n",
+    );
+    for s in &b.plan.boot {
+        if let Change::Write { path, value, .. } = &s.change {
+            if let Some(key) = crate::value::sysctl_key(path) {
+                sysctl.push_str(&format!(
+                    "# {}: {}\n{key} = {value}\n",
+                    s.finding, s.summary
+                ));
+            }
+        }
+    }
+    let is_sysctl = |s: &Step| matches!(&s.change, Change::Write { path, .. } if path.starts_with("/proc/sys/"));
+    let boot_script = b.plan.render_script_filtered(&|s| !is_sysctl(s));
+    let has_script = b.plan.boot.iter().any(|s| !is_sysctl(s));
+    let has_sysctl = b.plan.boot.iter().any(is_sysctl);
+    if has_sysctl {
+        let change = Change::Create {
+            path: SYSCTL.into(),
+            contents: sysctl,
+            mode: 0o644,
+        };
+        b.push(
+            PERSIST,
+            "the wanted sysctls, applied at every boot by systemd-sysctl".into(),
+            SYSCTL.into(),
+            "-".into(),
+            "created".into(),
+            change,
+        );
+    }
+    if has_script {
+        let change = Change::Create {
+            path: SCRIPT.into(),
+            contents: boot_script,
+            mode: 0o755,
+        };
+        b.push(PERSIST, "the wanted IRQ placement, governors and link settings as a boot-time script (IRQs found by name)".into(), SCRIPT.into(), "-".into(), "created".into(), change);
+        let unit = format!(
+            "# Written by `wirespeed tune --persist`; `wirespeed tune revert` removes it.\n\
+             [Unit]\n\
+             Description=wirespeed tune: re-apply the saved plan at boot\n\
+             Wants=network-online.target\n\
+             After=network-online.target irqbalance.service\n\
+             \n\
+             [Service]\n\
+             Type=oneshot\n\
+             RemainAfterExit=yes\n\
+             ExecStart=/bin/sh {SCRIPT}\n\
+             \n\
+             [Install]\n\
+             WantedBy=multi-user.target\n"
+        );
+        let change = Change::Create {
+            path: UNIT.into(),
+            contents: unit,
+            mode: 0o644,
+        };
+        b.push(
+            PERSIST,
+            "a oneshot unit that runs the script at boot".into(),
+            UNIT.into(),
+            "-".into(),
+            "created".into(),
+            change,
+        );
+        let change = Change::Link {
+            path: WANTS.into(),
+            target: "../wirespeed-tune.service".into(),
+        };
+        b.push(
+            PERSIST,
+            "enable the unit (what `systemctl enable` does)".into(),
+            WANTS.into(),
+            "-".into(),
+            "link".into(),
+            change,
+        );
+    }
+}

@@ -1,0 +1,158 @@
+//! What the planner needs to know about a host: a narrow view, filled from the host crate's
+//! facts (see [`crate::collect`]) or built by hand in tests.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use wirespeed_host::CpuSet;
+
+/// What a NIC vector carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VectorKind {
+    /// Packet work: a queue / completion vector.
+    Queue,
+    /// Control, async, admin: little traffic.
+    Control,
+}
+
+/// One IRQ of the NIC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IrqView {
+    pub irq: u32,
+    /// The action name in `/proc/interrupts` (`mlx5_comp3@pci:0000:01:00.0`).
+    pub name: Option<String>,
+    pub kind: VectorKind,
+    /// `smp_affinity_list`.
+    pub requested: CpuSet,
+    /// `effective_affinity_list` where the kernel has it, else `requested`.
+    pub effective: CpuSet,
+}
+
+/// Ring sizes as the ethtool interface reports them (live hosts only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RingView {
+    pub rx: u32,
+    pub rx_max: u32,
+    pub tx: u32,
+    pub tx_max: u32,
+}
+
+/// The NIC being tuned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NicView {
+    pub name: String,
+    pub driver: Option<String>,
+    /// Link speed in Mbit/s; `None` when the link is down or the driver does not say.
+    pub speed_mbps: Option<u64>,
+    pub mtu: Option<u32>,
+    pub txqueuelen: Option<u32>,
+    /// NUMA node of the PCI function; `None` for -1 (a single-node board) or unknown.
+    pub numa_node: Option<u32>,
+    /// CPUs local to the PCI function (`local_cpulist`).
+    pub local_cpus: Option<CpuSet>,
+    /// The NIC's IRQs (queue and control), in IRQ number order.
+    pub irqs: Vec<IrqView>,
+    pub ring: Option<RingView>,
+}
+
+/// A CPU's frequency governor and where to set it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GovernorView {
+    /// The `scaling_governor` file that controls this CPU (its cpufreq policy's).
+    pub path: String,
+    pub current: String,
+    /// `scaling_available_governors`; empty when unknown.
+    pub available: Vec<String>,
+}
+
+/// Stack sysctls (values as the kernel prints them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackView {
+    pub rmem_max: Option<u64>,
+    pub wmem_max: Option<u64>,
+    pub tcp_rmem: Option<[u64; 3]>,
+    pub tcp_wmem: Option<[u64; 3]>,
+    pub congestion_control: Option<String>,
+    pub available_congestion_control: Vec<String>,
+    /// Congestion-control modules the kernel ships but has not loaded (from
+    /// `/lib/modules/RELEASE/modules.dep` / `modules.builtin`); writing the sysctl loads them.
+    pub loadable_congestion_control: Vec<String>,
+    pub default_qdisc: Option<String>,
+    pub tcp_mtu_probing: Option<u32>,
+    pub netdev_max_backlog: Option<u64>,
+    pub netdev_budget: Option<u64>,
+    pub softnet_dropped: Option<u64>,
+    pub softnet_time_squeeze: Option<u64>,
+}
+
+/// A doctor finding, reduced to what a plan note needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingView {
+    pub id: String,
+    pub summary: String,
+    /// The fix as doctor gives it (commands or advice).
+    pub fix: Vec<String>,
+}
+
+/// Everything the planner reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostView {
+    pub hostname: Option<String>,
+    /// True for the running host (services and ethtool are reachable).
+    pub live: bool,
+    pub online: CpuSet,
+    /// NUMA node → CPUs (nodes with CPUs only).
+    pub numa_nodes: BTreeMap<u32, CpuSet>,
+    /// L3 groups (CPU sets sharing one L3), in order of their first CPU.
+    pub l3_groups: Vec<CpuSet>,
+    /// SMT siblings of each CPU, including itself.
+    pub siblings: BTreeMap<u32, CpuSet>,
+    pub governors: BTreeMap<u32, GovernorView>,
+    pub stack: StackView,
+    pub irqbalance_running: Option<bool>,
+    pub nic: Option<NicView>,
+    /// The doctor's findings for this host with the same interface, app CPUs and RTT.
+    pub findings: Vec<FindingView>,
+}
+
+impl HostView {
+    /// The L3 group holding `cpu`.
+    pub fn l3_of(&self, cpu: u32) -> Option<&CpuSet> {
+        self.l3_groups.iter().find(|g| g.contains(cpu))
+    }
+
+    /// The union of the L3 groups of `cpus`.
+    pub fn l3_union(&self, cpus: &CpuSet) -> CpuSet {
+        cpus.iter()
+            .filter_map(|c| self.l3_of(c))
+            .fold(CpuSet::new(), |acc, g| acc.union(g))
+    }
+
+    pub fn node_of(&self, cpu: u32) -> Option<u32> {
+        self.numa_nodes
+            .iter()
+            .find(|(_, s)| s.contains(cpu))
+            .map(|(n, _)| *n)
+    }
+
+    pub fn multi_node(&self) -> bool {
+        self.numa_nodes.len() > 1
+    }
+
+    /// SMT siblings of a set of CPUs (the set itself included).
+    pub fn with_siblings(&self, cpus: &CpuSet) -> CpuSet {
+        cpus.iter()
+            .fold(cpus.clone(), |acc, c| match self.siblings.get(&c) {
+                Some(s) => acc.union(s),
+                None => acc,
+            })
+    }
+
+    pub fn finding(&self, id: &str) -> Option<&FindingView> {
+        self.findings.iter().find(|f| f.id == id)
+    }
+
+    pub fn has(&self, id: &str) -> bool {
+        self.finding(id).is_some()
+    }
+}
