@@ -417,6 +417,16 @@ fn irq_rows(irqs: &[(&NicIrq, String)]) -> Vec<Evidence> {
     out
 }
 
+/// `7` or `{3,6,7}`: numbers in shell brace form.
+fn braces(v: impl Iterator<Item = u32>) -> String {
+    let v: Vec<String> = v.map(|n| n.to_string()).collect();
+    if v.len() == 1 {
+        v[0].clone()
+    } else {
+        format!("{{{}}}", v.join(","))
+    }
+}
+
 fn join(v: &[u32]) -> String {
     v.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
@@ -801,13 +811,14 @@ pub fn cpu_governor_not_performance(
     nics: &[&NicFacts],
     opts: &Options,
 ) -> Option<Finding> {
+    let relevant: Vec<&NicFacts> = nics
+        .iter()
+        .copied()
+        .filter(|n| opts.iface.is_some() || (n.is_up() && n.speed_mbps.is_none_or(|s| s >= 10_000)))
+        .collect();
     let mut cpus = opts.app_cpus.clone().unwrap_or_default();
-    for n in nics {
-        let relevant =
-            opts.iface.is_some() || (n.is_up() && n.speed_mbps.is_none_or(|s| s >= 10_000));
-        if relevant {
-            cpus = cpus.union(&n.queue_irq_cpus());
-        }
+    for n in &relevant {
+        cpus = cpus.union(&n.queue_irq_cpus());
     }
     let mut slow: Vec<(u32, String)> = Vec::new();
     for c in cpus.iter() {
@@ -831,7 +842,10 @@ pub fn cpu_governor_not_performance(
             Evidence::new(
                 format!("governor of CPUs {s}"),
                 g,
-                "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
+                format!(
+                    "/sys/devices/system/cpu/cpu{}/cpufreq/scaling_governor",
+                    braces(s.iter())
+                ),
             )
         })
         .collect();
@@ -842,10 +856,24 @@ pub fn cpu_governor_not_performance(
             "/sys/devices/system/cpu/cpu*/cpufreq/scaling_driver",
         ));
     }
+    let irq_nums: Vec<u32> = relevant
+        .iter()
+        .flat_map(|n| n.queue_irqs().into_iter().map(|i| i.irq))
+        .collect();
+    let mut src = Vec::new();
+    if opts.app_cpus.is_some() {
+        src.push("--app-cpus".to_string());
+    }
+    if !irq_nums.is_empty() {
+        src.push(format!(
+            "/proc/irq/{}/effective_affinity_list",
+            braces(irq_nums.into_iter())
+        ));
+    }
     evidence.push(Evidence::new(
         "CPUs serving the NIC queue IRQs or the application",
         &cpus,
-        "--app-cpus, /proc/irq/*/effective_affinity_list",
+        src.join(", "),
     ));
     Some(Finding {
         id: ids::CPU_GOVERNOR_NOT_PERFORMANCE.into(),
@@ -1053,4 +1081,69 @@ pub fn softnet_drops(facts: &HostFacts) -> Option<Finding> {
 /// Queue vectors of a NIC whose kind is known to carry packets (for renderers).
 pub fn is_queue(i: &NicIrq) -> bool {
     i.kind == IrqKind::Queue
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formatting() {
+        assert_eq!(fmt_mbps(100_000), "100 Gbit/s");
+        assert_eq!(fmt_mbps(31_504), "31.5 Gbit/s");
+        assert_eq!(fmt_mbps(126_016), "126 Gbit/s");
+        assert_eq!(fmt_mbps(800), "800 Mbit/s");
+        assert_eq!(braces([7].into_iter()), "7");
+        assert_eq!(braces([3, 6, 7].into_iter()), "{3,6,7}");
+        assert_eq!(two_files("/d", "a", "b"), "/d/{a,b}");
+        assert_eq!(link_str(Some("8.0 GT/s PCIe"), Some(4)), "8.0 GT/s x4");
+        assert_eq!(link_str(None, None), "? x?");
+    }
+
+    fn irq(n: u32, kind: IrqKind, cpu: &str) -> NicIrq {
+        NicIrq {
+            irq: n,
+            actions: vec![format!("x-{n}")],
+            kind,
+            requested: CpuSet::parse_list(cpu).ok(),
+            effective: CpuSet::parse_list(cpu).ok(),
+            effective_source: None,
+            affinity_hint: None,
+            node: None,
+        }
+    }
+
+    #[test]
+    fn pinning_fills_the_least_loaded_cpus() {
+        let mut nic: NicFacts = serde_json::from_value(serde_json::json!({
+            "name": "eth0", "sysfs": "/sys/class/net/eth0", "pci_address": "0000:01:00.0",
+            "device_path": "/sys/devices/pci0000:00/0000:01:00.0", "virtio": null, "driver": null,
+            "pci_driver": null, "vendor_id": null, "device_id": null, "subsystem_vendor_id": null,
+            "subsystem_device_id": null, "vendor_name": null, "device_name": null,
+            "subsystem_name": null, "speed_mbps": null, "mtu": null, "tx_queue_len": null,
+            "operstate": null, "carrier": null, "duplex": null, "pcie": null, "numa_node": null,
+            "local_cpus": null, "irqs": [], "hwmon": null, "rx_queues": [], "tx_queues": [],
+            "siblings": [], "ethtool": null
+        }))
+        .unwrap();
+        nic.irqs = vec![
+            irq(1, IrqKind::Queue, "7"),
+            irq(2, IrqKind::Queue, "7"),
+            irq(3, IrqKind::Queue, "8"),
+            irq(4, IrqKind::Control, "9"),
+            irq(5, IrqKind::Queue, "3"),
+            irq(6, IrqKind::Queue, "3"),
+        ];
+        let moving: Vec<&NicIrq> = nic.irqs[4..].iter().collect();
+        let cmds = pin_commands(&nic, &moving, &CpuSet::parse_list("7-9").unwrap());
+        // 9 has no queue vector (4 is control), then 8 has one, 7 two.
+        assert_eq!(
+            cmds,
+            [
+                "echo 9 > /proc/irq/5/smp_affinity_list",
+                "echo 8 > /proc/irq/6/smp_affinity_list"
+            ]
+        );
+        assert!(pin_commands(&nic, &moving, &CpuSet::new()).is_empty());
+    }
 }

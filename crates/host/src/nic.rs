@@ -698,8 +698,21 @@ mod tests {
             "CPU0 CPU1\n 37: 0 0 PCI-MSIX-0000:00:03.0 0-edge virtio2-config\n 38: 1 2 PCI-MSIX-0000:00:03.0 1-edge virtio2-input.0\n 39: 3 4 PCI-MSIX-0000:00:03.0 2-edge virtio2-output.0\n",
         )
         .unwrap();
+        std::fs::write(dev.join("vendor"), "0x1af4\n").unwrap();
+        std::fs::write(dev.join("device"), "0x1041\n").unwrap();
+        std::fs::create_dir_all(d.join("usr/share/hwdata")).unwrap();
+        std::fs::write(
+            d.join("usr/share/hwdata/pci.ids"),
+            "1af4  Red Hat, Inc.\n\t1041  Virtio 1.0 network device\n",
+        )
+        .unwrap();
         let root = Root::new(d);
         let all = collect_nics(&root, Some(&ints));
+        assert_eq!(all[0].vendor_name.as_deref(), Some("Red Hat, Inc."));
+        assert_eq!(
+            all[0].device_name.as_deref(),
+            Some("Virtio 1.0 network device")
+        );
         assert_eq!(all.len(), 1);
         let n = &all[0];
         assert_eq!(n.virtio.as_deref(), Some("virtio2"));

@@ -350,4 +350,27 @@ mod tests {
         r.create("/var/lib/wirespeed/j.json", b"{}").unwrap();
         assert_eq!(r.read("/var/lib/wirespeed/j.json").unwrap(), "{}");
     }
+
+    #[test]
+    fn recording_notes_reads_failures_listings_and_probes() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("proc/net")).unwrap();
+        std::fs::write(t.path().join("proc/net/snmp"), "x").unwrap();
+        let plain = Root::new(t.path());
+        assert!(!plain.is_recording() && plain.recorded().is_none());
+        let r = plain.recording();
+        let clone = r.clone();
+        assert_eq!(r, plain);
+        assert_eq!(clone.read("/proc/net/snmp").unwrap(), "x");
+        assert!(r.read_opt("/proc/net/dev").is_none());
+        r.list_opt("/proc/net");
+        r.exists("/proc/nope");
+        r.record_synthetic("/wirespeed/ethtool/eth0/ring.json", b"{}");
+        let rec = r.recorded().unwrap();
+        assert_eq!(rec.files["/proc/net/snmp"], b"x");
+        assert!(rec.failed.contains("/proc/net/dev"));
+        assert!(rec.dirs.contains("/proc/net"));
+        assert!(rec.probed.contains("/proc/nope"));
+        assert_eq!(rec.synthetic.len(), 1);
+    }
 }
