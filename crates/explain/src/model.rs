@@ -187,6 +187,19 @@ impl TcpLimits {
         };
     }
 
+    /// The counters accumulated between an earlier reading and this one (`TCP_INFO` counts from
+    /// the connection's start); pmtu is this reading's.
+    pub fn since(&self, earlier: &TcpLimits) -> TcpLimits {
+        TcpLimits {
+            busy_us: self.busy_us.saturating_sub(earlier.busy_us),
+            rwnd_limited_us: self.rwnd_limited_us.saturating_sub(earlier.rwnd_limited_us),
+            sndbuf_limited_us: self
+                .sndbuf_limited_us
+                .saturating_sub(earlier.sndbuf_limited_us),
+            pmtu: self.pmtu,
+        }
+    }
+
     /// Share of busy time limited by the receive window.
     pub fn rwnd_share(&self) -> Percent {
         Percent::of(self.rwnd_limited_us, self.busy_us)
@@ -296,6 +309,31 @@ impl TestObservation {
         }
     }
 
+    /// Join the local end with what the peer sent (the `observation` of its protocol
+    /// extension): absent with the reason when the peer is not wirespeed, sent nothing, or sent
+    /// something that does not parse.
+    pub fn combine(
+        local: EndObservation,
+        remote: Option<&serde_json::Value>,
+        peer_is_wirespeed: bool,
+    ) -> TestObservation {
+        let absent = |r: &str| TestObservation::local_only(local.clone(), r);
+        match remote {
+            _ if !peer_is_wirespeed => {
+                absent("the peer is not wirespeed (iperf3 sends no observation)")
+            }
+            None => absent("the peer sent no observation"),
+            Some(v) => match serde_json::from_value::<EndObservation>(v.clone()) {
+                Ok(r) => TestObservation {
+                    local,
+                    remote: Some(r),
+                    remote_absent: None,
+                },
+                Err(e) => absent(&format!("the peer's observation does not parse: {e}")),
+            },
+        }
+    }
+
     pub fn ends(&self) -> impl Iterator<Item = &EndObservation> {
         std::iter::once(&self.local).chain(self.remote.as_ref())
     }
@@ -360,6 +398,42 @@ mod tests {
         assert_eq!(a.rwnd_share().get(), 25.0);
         assert_eq!(a.sndbuf_share().get(), 5.0);
         assert_eq!(a.pmtu, Some(1500));
+    }
+
+    #[test]
+    fn combine_takes_the_peers_observation_or_says_why_not() {
+        let local = EndObservation {
+            role: Role::Sender,
+            host: None,
+            iface: Some("lo".into()),
+            iface_mtu: Some(65536),
+            iface_speed_mbps: None,
+            nic_numa_node: None,
+            nic_irqs: vec![],
+            topology: Topology::default(),
+            intervals: vec![],
+            total: IntervalObservation::default(),
+            notes: vec![],
+        };
+        let mut remote = local.clone();
+        remote.role = Role::Receiver;
+        let v = serde_json::to_value(&remote).unwrap();
+        let t = TestObservation::combine(local.clone(), Some(&v), true);
+        assert_eq!(t.remote.as_ref(), Some(&remote));
+        assert_eq!(t.receiver().map(|e| e.role), Some(Role::Receiver));
+        let t = TestObservation::combine(local.clone(), None, false);
+        assert!(t.remote_absent.unwrap().contains("iperf3"));
+        let t = TestObservation::combine(local.clone(), None, true);
+        assert_eq!(
+            t.remote_absent.as_deref(),
+            Some("the peer sent no observation")
+        );
+        let bad = serde_json::json!({"role": "sideways"});
+        let t = TestObservation::combine(local, Some(&bad), true);
+        assert!(t
+            .remote_absent
+            .unwrap()
+            .starts_with("the peer's observation does not parse"));
     }
 
     #[test]

@@ -114,6 +114,58 @@ pub fn write_end(w: &mut dyn Write, e: &EndObservation) -> io::Result<()> {
     Ok(())
 }
 
+/// One line per interval: the CPUs at least 10 % busy, busiest first, with their main component
+/// and NIC interrupts: `CPU 6 98 % (96 sys) | CPU 3 60 % (57 sirq, 2040000 NIC IRQs)`.
+pub fn interval_line(obs: &IntervalObservation) -> String {
+    let mut cpus: Vec<&crate::model::CpuUse> =
+        obs.cpus.iter().filter(|c| c.busy().get() >= 10.0).collect();
+    cpus.sort_by(|a, b| b.busy().get().total_cmp(&a.busy().get()));
+    if cpus.is_empty() {
+        return "no CPU at 10 % or more".to_string();
+    }
+    cpus.iter()
+        .map(|c| {
+            let (what, p) = c.dominant();
+            let short = match what {
+                "system" => "sys",
+                "softirq" => "sirq",
+                "user" => "usr",
+                other => other,
+            };
+            let mut s = format!("CPU {} {} ({:.0} {short}", c.cpu, c.busy(), p.get());
+            if c.nic_irqs > 0 {
+                s.push_str(&format!(", {} NIC IRQs", c.nic_irqs));
+            }
+            s.push(')');
+            s
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// The "where the work ran" block under a test: each observed end's table, what is missing and
+/// the verdict.
+pub fn write_test(
+    w: &mut dyn Write,
+    test: &crate::model::TestObservation,
+    verdict: Option<&crate::verdict::Verdict>,
+) -> io::Result<()> {
+    writeln!(w, "Where the work ran:")?;
+    for e in test.ends() {
+        write_end(w, e)?;
+    }
+    if let Some(r) = &test.remote_absent {
+        writeln!(w, "peer: not observed ({r})")?;
+    }
+    if let Some(v) = verdict {
+        writeln!(w, "Verdict: {}", v.line)?;
+        for a in &v.also {
+            writeln!(w, "  also: {a}")?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +174,44 @@ mod tests {
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()
+    }
+
+    #[test]
+    fn interval_line_names_the_busy_cpus() {
+        let obs = IntervalObservation {
+            cpus: vec![
+                CpuUse {
+                    cpu: 3,
+                    softirq: Percent::new(57.0),
+                    irq: Percent::new(3.0),
+                    idle: Percent::new(40.0),
+                    nic_irqs: 2040000,
+                    ..Default::default()
+                },
+                CpuUse {
+                    cpu: 6,
+                    system: Percent::new(95.7),
+                    softirq: Percent::new(2.1),
+                    idle: Percent::new(2.2),
+                    ..Default::default()
+                },
+                CpuUse {
+                    cpu: 0,
+                    user: Percent::new(2.0),
+                    idle: Percent::new(98.0),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        assert_eq!(
+            interval_line(&obs),
+            "CPU 6 97.8 % (96 sys) | CPU 3 60 % (57 sirq, 2040000 NIC IRQs)"
+        );
+        assert_eq!(
+            interval_line(&IntervalObservation::default()),
+            "no CPU at 10 % or more"
+        );
     }
 
     #[test]

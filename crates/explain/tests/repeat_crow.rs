@@ -156,3 +156,24 @@ fn the_per_cpu_table_of_a_middle_run() {
     assert_eq!(cpus, ["0", "3", "4", "6", "8"]);
     assert!(lines[5].ends_with("worker 0"));
 }
+
+#[test]
+fn the_where_block_of_a_worst_run() {
+    let runs = load();
+    let run = &runs[1];
+    let obs = run.observation.as_ref().unwrap();
+    let v = verdict(obs, Some(run.bits_per_second));
+    let mut out = Vec::new();
+    wirespeed_explain::render::write_test(&mut out, obs, Some(&v)).unwrap();
+    let t = String::from_utf8(out).unwrap();
+    eprintln!("{t}");
+    assert!(
+        t.starts_with("Where the work ran:\nsender vulture via enp1s0f0np0"),
+        "{t}"
+    );
+    assert!(t.contains("\nreceiver crow via enp1s0f0np0 (13 NIC IRQs): CPUs that did work\n"));
+    assert!(t.contains("  TCP_INFO: receive-window-limited 0 %"), "{t}");
+    assert!(t.ends_with(
+        "Verdict: receiver shares CPU 6 with RX softirq (CPU 6: 51 % system, 46 % softirq; 100 % of the NIC's interrupts)\n"
+    ), "{t}");
+}
