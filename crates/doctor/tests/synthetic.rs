@@ -468,6 +468,21 @@ fn placement_checks_count_queue_vectors_only() {
         ids::IRQ_CROSS_L3
     ));
 
+    // A device with a single vector named after the interface does its packet work on it.
+    let n = Nic::new("eth0").irq(50, "eth0", "1", Some("1"));
+    assert!(has(
+        &run(&one_nic(n), Some("eth0"), Some("1")),
+        ids::IRQ_ON_APP_CORE
+    ));
+    // ... but next to queue vectors, that vector is the link/"other causes" one.
+    let n = Nic::new("eth0")
+        .irq(50, "eth0", "1", Some("1"))
+        .irq(51, "eth0-TxRx-0", "2", Some("2"));
+    assert!(!has(
+        &run(&one_nic(n), Some("eth0"), Some("1")),
+        ids::IRQ_ON_APP_CORE
+    ));
+
     // Without --app-cpus, the app checks are silent.
     let f = run(&ryzen(nic(), None), Some("enp1s0f0np0"), None);
     assert!(!has(&f, ids::IRQ_ON_APP_CORE) && !has(&f, ids::IRQ_CROSS_L3));

@@ -383,10 +383,21 @@ pub fn classify_action(action: &str, iface: &str, siblings: &[&str]) -> IrqKind 
         return IrqKind::OtherInterface;
     }
 
+    // Keywords are looked for in the name without the interface names, so that an interface
+    // called `uplink0` or `rx-dmz` does not decide its own vectors' kind.
+    let mut bare = lower.clone();
+    for n in std::iter::once(iface).chain(siblings.iter().copied()) {
+        if !n.is_empty() {
+            bare = bare.replace(&n.to_ascii_lowercase(), "");
+        }
+    }
+    let lower_full = lower;
+    let lower = bare;
+
     const CONTROL: &[&str] = &[
         "async", "cmd_eq", "pages_eq", "ctrl", "control", "config", "misc", "other", "lsc",
         "mgmnt", "mgmt", "adminq", "admin", "aeq", "mbx", "mailbox", "fwevt", "fw_evt", "event",
-        "link",
+        "link", "hwc",
     ];
     if CONTROL.iter().any(|k| lower.contains(k)) {
         return IrqKind::Control;
@@ -394,18 +405,18 @@ pub fn classify_action(action: &str, iface: &str, siblings: &[&str]) -> IrqKind 
 
     const QUEUE: &[&str] = &[
         "comp", "txrx", "tx-rx", "rxtx", "rx-tx", "-rx-", "-tx-", "-rx", "-tx", "input.",
-        "output.", "-fp-", "ntfy", "-queue", "-q", "_rx", "_tx", "rx_", "tx_",
+        "output.", "-fp-", "ntfy", "-queue", "-q", "_q", "_rx", "_tx", "rx_", "tx_",
     ];
     if QUEUE.iter().any(|k| lower.contains(k)) {
         return IrqKind::Queue;
     }
 
     if ours {
-        if lower == iface.to_ascii_lowercase() {
+        if lower_full == iface.to_ascii_lowercase() {
             // igb/ixgbe/e1000e name the "other causes" (link) vector after the interface.
             return IrqKind::Control;
         }
-        if has_word_number_suffix(&lower) {
+        if has_word_number_suffix(&lower_full) {
             // `p2p1-5` (mlx4_en), `eth0-0` (sfc, tg3).
             return IrqKind::Queue;
         }
@@ -581,6 +592,14 @@ mod tests {
         assert_eq!(c("virtio2-control", "eth0"), Control);
         assert_eq!(c("gve-ntfy-blk3@pci:0000:00:04.0", "ens4"), Queue);
         assert_eq!(c("gve-mgmnt@pci:0000:00:04.0", "ens4"), Control);
+        // the interface's own name never decides the kind
+        assert_eq!(c("uplink0-TxRx-3", "uplink0"), Queue);
+        assert_eq!(c("uplink0", "uplink0"), Control);
+        assert_eq!(c("rxq-eth-5", "rxq-eth"), Queue);
+        assert_eq!(c("othernet-rx-0", "othernet"), Queue);
+        // Azure MANA
+        assert_eq!(c("mana_q3@pci:7870:00:00.0", "eth1"), Queue);
+        assert_eq!(c("mana_hwc@pci:7870:00:00.0", "eth1"), Control);
         // unknown names stay unknown rather than guessed
         assert_eq!(c("nvme0q7", "eth0"), Unknown);
         // a sibling port's vectors on a shared function

@@ -241,8 +241,9 @@ impl NicFacts {
             .filter(|i| i.kind != IrqKind::OtherInterface)
     }
 
-    /// Queue (completion) vectors; when no vector's name says what it is, every vector that is
-    /// not known to be control.
+    /// Queue (completion) vectors. When no vector's name says "queue": the vectors whose names
+    /// say nothing (unknown); when there are none either, all of the interface's vectors (a device
+    /// with one vector named after the interface does its packet work on it).
     pub fn queue_irqs(&self) -> Vec<&NicIrq> {
         let q: Vec<&NicIrq> = self
             .irqs
@@ -252,10 +253,15 @@ impl NicFacts {
         if !q.is_empty() {
             return q;
         }
-        self.irqs
+        let u: Vec<&NicIrq> = self
+            .irqs
             .iter()
             .filter(|i| i.kind == IrqKind::Unknown)
-            .collect()
+            .collect();
+        if !u.is_empty() {
+            return u;
+        }
+        self.own_irqs().collect()
     }
 
     /// Union of the effective CPUs of this interface's vectors.
