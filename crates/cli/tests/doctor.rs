@@ -238,6 +238,15 @@ fn snapshot_of_a_fixture_reads_the_same_as_the_tree() {
     assert!(!s.dir().join("proc/41877/cmdline").exists());
     assert!(!s.dir().join("proc/41877/status").exists());
     assert!(!s.dir().join("proc/cmdline").exists());
+    // only what doctor reads: no /proc/stat, no interface statistics, no DMI strings
+    assert!(!s.dir().join("proc/stat").exists());
+    assert!(!s.dir().join("proc/uptime").exists());
+    assert!(!s.dir().join("sys/class/dmi").exists());
+    assert!(!s
+        .dir()
+        .join("sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/net/enp1s0f0np0/statistics")
+        .exists());
+    assert!(s.dir().join("proc/interrupts").is_file());
 }
 
 #[test]
