@@ -1,11 +1,20 @@
 //! `sweep` and `latency`: where the work runs.
 
 use std::io::{IsTerminal, Write};
+use std::net::{IpAddr, ToSocketAddrs};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
+use wirespeed_engine::{ClientConfig, EngineError, NullReporter};
+use wirespeed_explain::irq_sweep::{self, IrqSweepError, IrqSweepSpec};
 use wirespeed_explain::latency::{self, LatencyError, Options};
+use wirespeed_explain::model::BitsPerSecond;
+use wirespeed_explain::route;
+use wirespeed_explain::sweep::{self, Axes, Matrix};
 use wirespeed_explain::topology::Topology;
 use wirespeed_host::{CpuSet, Root};
+use wirespeed_protocol::Direction;
 
 use crate::exit;
 
@@ -24,8 +33,8 @@ pub struct SweepArgs {
     #[arg(long = "server-cpus", value_parser = cpu_list)]
     pub server_cpus: CpuSet,
     /// Seconds per test.
-    #[arg(short = 't', long = "time", default_value_t = 3.0)]
-    pub time: f64,
+    #[arg(short = 't', long = "time", default_value_t = 3)]
+    pub time: u32,
     /// Tests per pair; the matrix shows their median.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
@@ -63,11 +72,286 @@ pub struct LatencyArgs {
     pub csv: bool,
 }
 
-pub fn run_sweep(_args: SweepArgs) -> anyhow::Result<ExitCode> {
-    Err(exit::fail(
-        exit::INTERNAL,
-        "sweep: waiting for the engine's client API",
-    ))
+/// The exit code of an engine error (the table in exit.rs).
+fn engine_code(e: &EngineError) -> u8 {
+    match e {
+        EngineError::Config(_) => exit::USAGE,
+        EngineError::Host(_) | EngineError::Listen { .. } => exit::HOST,
+        EngineError::Connect { .. } => exit::CONNECT,
+        EngineError::Refused(_) => exit::REFUSED,
+        EngineError::Peer(_) | EngineError::Interrupted => exit::PEER,
+        EngineError::Io { .. } => exit::IO,
+    }
+}
+
+/// SIGINT and SIGTERM set the returned flag instead of killing the process, so a sweep can
+/// finish the running test and put the IRQs back.
+fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| exit::fail(exit::INTERNAL, format!("installing a signal handler: {e}")))?;
+    }
+    Ok(stop)
+}
+
+/// One pinned one-stream test; the receiver's throughput.
+fn one_test(a: &SweepArgs, client_cpu: u32, server_cpu: u32) -> Result<BitsPerSecond, EngineError> {
+    let cfg = ClientConfig {
+        host: a.host.clone(),
+        port: a.port,
+        time: a.time,
+        parallel: 1,
+        direction: if a.reverse {
+            Direction::ServerToClient
+        } else {
+            Direction::ClientToServer
+        },
+        affinity: Some(client_cpu),
+        server_affinity: Some(server_cpu),
+        interval: std::time::Duration::ZERO,
+        ..ClientConfig::default()
+    };
+    let r = wirespeed_engine::run_client(&cfg, &mut NullReporter)?;
+    let bps = r
+        .end
+        .sum_received
+        .as_ref()
+        .or(r.end.sum.as_ref())
+        .map(|s| s.bits_per_second)
+        .ok_or_else(|| EngineError::Peer("the result has no receiver summary".into()))?;
+    Ok(BitsPerSecond(bps))
+}
+
+fn peer_addr(host: &str, port: u16) -> Option<IpAddr> {
+    (host, port).to_socket_addrs().ok()?.next().map(|a| a.ip())
+}
+
+pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
+    if a.time == 0 || a.repeat == 0 {
+        return Err(exit::fail(
+            exit::USAGE,
+            "-t and --repeat must be at least 1",
+        ));
+    }
+    let stop = stop_flag()?;
+    let text = !a.json;
+    let peer = peer_addr(&a.host, a.port);
+    // Both ends on this host (loopback): relations between client and server CPUs mean something.
+    let same_host = peer
+        .is_some_and(|p| route::iface_for_peer(&Root::live(), p, None).as_deref() == Some("lo"));
+    let topo = Topology::read(&Root::live());
+
+    if let Some(irq_cpus) = &a.irq_cpus {
+        return run_irq_sweep(&a, irq_cpus, peer, &topo, &stop);
+    }
+
+    let mut m = Matrix::new(
+        Axes::ClientServer,
+        a.cpus.iter().collect(),
+        a.server_cpus.iter().collect(),
+    );
+    let mut first_err: Option<(u8, String)> = None;
+    let mut ran = 0;
+    'all: for c in a.cpus.iter() {
+        for sc in a.server_cpus.iter() {
+            for _ in 0..a.repeat {
+                if stop.load(Ordering::SeqCst) {
+                    break 'all;
+                }
+                ran += 1;
+                match one_test(&a, c, sc) {
+                    Ok(bps) => {
+                        if text {
+                            eprintln!("client CPU {c}, server CPU {sc}: {bps}");
+                        }
+                        m.record(c, sc, bps);
+                    }
+                    Err(e) => {
+                        if text {
+                            eprintln!("client CPU {c}, server CPU {sc}: {e}");
+                        }
+                        first_err.get_or_insert((engine_code(&e), e.to_string()));
+                        m.record_error(c, sc, e.to_string());
+                    }
+                }
+            }
+        }
+    }
+    let interrupted = stop.load(Ordering::SeqCst);
+    let summary = m.summary(same_host.then_some(&topo));
+    if summary.is_none() {
+        if let Some((code, msg)) = first_err {
+            return Err(exit::fail(code, format!("sweep: every test failed: {msg}")));
+        }
+        if interrupted {
+            return Err(exit::fail(
+                exit::PEER,
+                "sweep: interrupted before any test finished",
+            ));
+        }
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let written = (|| -> std::io::Result<()> {
+        if a.json {
+            let j = serde_json::json!({
+                "matrix": m,
+                "summary": summary,
+                "tests_run": ran,
+                "interrupted": interrupted,
+            });
+            serde_json::to_writer_pretty(&mut out, &j)?;
+            writeln!(out)?;
+        } else {
+            let color = out.is_terminal();
+            sweep::write_heatmap(&mut out, &m, color)?;
+            if let Some(s) = &summary {
+                sweep::write_summary(&mut out, &m, s)?;
+            }
+            if interrupted {
+                writeln!(out, "(interrupted: the matrix is partial)")?;
+            }
+        }
+        out.flush()
+    })();
+    stdout_result(written)
+}
+
+/// `--irq-cpus`: this host must be the receiver (`-R`); its NIC's queue IRQs move through tune's
+/// journal, one CPU per step.
+fn run_irq_sweep(
+    a: &SweepArgs,
+    irq_cpus: &CpuSet,
+    peer: Option<IpAddr>,
+    topo: &Topology,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<ExitCode> {
+    if !a.reverse {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--irq-cpus moves the receiver's NIC interrupts; without -R the receiver is the server, \
+             and a server changes its host only when started with --allow-tune, which this \
+             wirespeed server does not offer yet: add -R to sweep this host's IRQs (the server \
+             sends, this host receives)",
+        ));
+    }
+    if a.server_cpus.len() != 1 {
+        return Err(exit::fail(
+            exit::USAGE,
+            format!(
+                "--irq-cpus sweeps app CPU x IRQ CPU: give one --server-cpus CPU, not {}",
+                a.server_cpus
+            ),
+        ));
+    }
+    let server_cpu = a.server_cpus.first().unwrap_or(0);
+    let root = Root::live();
+    let peer = peer.ok_or_else(|| {
+        exit::fail(
+            exit::CONNECT,
+            format!("{}: cannot resolve the address", a.host),
+        )
+    })?;
+    let iface = route::iface_for_peer(&root, peer, None).ok_or_else(|| {
+        exit::fail(
+            exit::HOST,
+            format!("no route to {peer}: which NIC carries the test?"),
+        )
+    })?;
+    if iface == "lo" {
+        return Err(exit::fail(
+            exit::HOST,
+            format!("{peer} is reached through lo, which has no NIC interrupts to move"),
+        ));
+    }
+    let irqs =
+        irq_sweep::queue_irqs(&root, &iface).map_err(|e| exit::fail(exit::HOST, e.to_string()))?;
+    let spec = IrqSweepSpec {
+        iface: iface.clone(),
+        irqs,
+        app_cpus: a.cpus.iter().collect(),
+        irq_cpus: irq_cpus.iter().collect(),
+        repeat: a.repeat,
+    };
+    let text = !a.json;
+    let mut first_err: Option<(u8, String)> = None;
+    let report = irq_sweep::run_irq_sweep(
+        &root,
+        &spec,
+        &wirespeed_tune::ApplyOptions::default(),
+        stop,
+        &mut |_| {},
+        &mut |app, irq_cpu| match one_test(a, app, server_cpu) {
+            Ok(bps) => {
+                if text {
+                    eprintln!("app CPU {app}, {iface} IRQs on CPU {irq_cpu}: {bps}");
+                }
+                Ok(bps)
+            }
+            Err(e) => {
+                first_err.get_or_insert((engine_code(&e), e.to_string()));
+                Err(e.to_string())
+            }
+        },
+    )
+    .map_err(|e| match e {
+        IrqSweepError::Tune(wirespeed_tune::TuneError::NotPrivileged) => exit::fail(
+            exit::HOST,
+            "--irq-cpus writes /proc/irq/*/smp_affinity_list: run as root",
+        ),
+        IrqSweepError::RevertIncomplete { .. } => exit::fail(exit::HOST, e.to_string()),
+        other => exit::fail(exit::IO, other.to_string()),
+    })?;
+    let summary = report.matrix.summary(Some(topo));
+    if summary.is_none() {
+        if let Some((code, msg)) = first_err {
+            return Err(exit::fail(code, format!("sweep: every test failed: {msg}")));
+        }
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let written = (|| -> std::io::Result<()> {
+        if a.json {
+            let j = serde_json::json!({"irq_sweep": report, "summary": summary});
+            serde_json::to_writer_pretty(&mut out, &j)?;
+            writeln!(out)?;
+        } else {
+            let color = out.is_terminal();
+            sweep::write_heatmap(&mut out, &report.matrix, color)?;
+            if let Some(s) = &summary {
+                sweep::write_summary(&mut out, &report.matrix, s)?;
+            }
+            for s in &report.steps {
+                if !s.not_movable.is_empty() {
+                    writeln!(
+                        out,
+                        "IRQ CPU {}: IRQs {:?} are managed by the kernel and stayed put",
+                        s.irq_cpu, s.not_movable
+                    )?;
+                }
+                for (irq, e) in &s.elsewhere {
+                    writeln!(
+                        out,
+                        "IRQ CPU {}: IRQ {irq} took effect on CPU {e} instead",
+                        s.irq_cpu
+                    )?;
+                }
+            }
+            writeln!(
+                out,
+                "{} step(s), every journal reverted{}",
+                report.steps.len(),
+                if report.interrupted {
+                    " (interrupted)"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        out.flush()
+    })();
+    stdout_result(written)
 }
 
 pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {

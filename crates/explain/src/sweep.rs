@@ -23,6 +23,25 @@ pub enum Axes {
 }
 
 impl Axes {
+    /// How a column CPU sits relative to its row CPU, in words that fit the axes.
+    pub fn relation_words(self, r: Relation) -> &'static str {
+        match (self, r) {
+            (Axes::AppIrq, r) => r.describe(),
+            (Axes::ClientServer, Relation::SameCpu) => "client and server on the same CPU",
+            (Axes::ClientServer, Relation::SmtSibling) => {
+                "client and server on SMT siblings of one core"
+            }
+            (Axes::ClientServer, Relation::SameL3) => {
+                "client and server on two cores of one L3 group"
+            }
+            (Axes::ClientServer, Relation::OtherL3) => "client and server on different L3 groups",
+            (Axes::ClientServer, Relation::OtherNode) => {
+                "client and server on different NUMA nodes"
+            }
+            (Axes::ClientServer, Relation::Unknown) => "client and server at an unknown distance",
+        }
+    }
+
     pub fn labels(self) -> (&'static str, &'static str) {
         match self {
             Axes::ClientServer => ("client CPU", "server CPU"),
@@ -183,7 +202,7 @@ impl Matrix {
         if let Some(t) = topo {
             let rel = t.relation(best.row, best.col);
             if rel != Relation::Unknown {
-                recommendation.push_str(&format!("; best pair: {}", rel.describe()));
+                recommendation.push_str(&format!("; best pair: {}", self.axes.relation_words(rel)));
             }
         }
         if near_best.len() > 1 {
