@@ -169,7 +169,14 @@ pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostV
                 .iter()
                 .filter(|n| n.is_up() && n.speed_mbps.is_some())
                 .collect();
-            let best = up.iter().filter_map(|n| n.speed_mbps).max();
+            // a lone NIC that is up counts even when it reports no speed (virtio)
+            let up_any: Vec<_> = facts.nics.iter().filter(|n| n.is_up()).collect();
+            let up = if up.is_empty() && up_any.len() == 1 {
+                up_any
+            } else {
+                up
+            };
+            let best = up.iter().map(|n| n.speed_mbps).max().flatten();
             let fastest: Vec<_> = up
                 .iter()
                 .filter(|n| n.speed_mbps == best)

@@ -731,10 +731,15 @@ fn place_irqs(b: &mut Builder<'_>, targets: Option<&CpuSet>) -> CpuSet {
         };
         let summary = if irq.requested == new {
             format!("IRQ {}{label} ({kind} vector) on CPU {new}", irq.irq)
-        } else {
+        } else if irq.requested == irq.effective {
             format!(
                 "IRQ {}{label} ({kind} vector) from CPU {} to CPU {new}",
                 irq.irq, irq.effective
+            )
+        } else {
+            format!(
+                "IRQ {}{label} ({kind} vector) from CPUs {} (effective {}) to CPU {new}",
+                irq.irq, irq.requested, irq.effective
             )
         };
         let change = Change::IrqAffinity {
@@ -809,7 +814,7 @@ fn stack(b: &mut Builder<'_>) {
             if v.has(ids::SOCKET_BUFFERS_SMALL) || v.nic.is_some() {
                 b.note(
                     Some(ids::SOCKET_BUFFERS_SMALL),
-                    "the link speed is unknown (link down?), so socket buffers are not sized; bring the link up and plan again".into(),
+                    "the link speed is unknown (the link is down, or a virtual NIC does not report one), so socket buffers are not sized".into(),
                 );
             }
         }

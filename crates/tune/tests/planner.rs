@@ -1,0 +1,463 @@
+//! The planner's rules on hand-built host views: IRQ policies and refusals, socket buffers,
+//! congestion control, governors, irqbalance, persistence.
+
+use std::collections::BTreeMap;
+
+use wirespeed_host::CpuSet;
+use wirespeed_tune::plan::{Change, Plan};
+use wirespeed_tune::planner::{self, buffer_target, IrqPolicy, PlanError, PlanOptions};
+use wirespeed_tune::view::{
+    FindingView, GovernorView, HostView, IrqView, NicView, StackView, VectorKind,
+};
+
+fn set(s: &str) -> CpuSet {
+    CpuSet::parse_list(s).unwrap()
+}
+
+fn irq(n: u32, name: &str, kind: VectorKind, req: &str, eff: &str) -> IrqView {
+    IrqView {
+        irq: n,
+        name: Some(name.into()),
+        kind,
+        requested: set(req),
+        effective: set(eff),
+    }
+}
+
+/// A 12-CPU, two-L3 desktop like the captured Ryzen, with its IRQ layout.
+fn ryzen() -> HostView {
+    let mut governors = BTreeMap::new();
+    for c in 0..12 {
+        governors.insert(
+            c,
+            GovernorView {
+                path: format!("/sys/devices/system/cpu/cpufreq/policy{c}/scaling_governor"),
+                current: "powersave".into(),
+                available: vec!["performance".into(), "powersave".into()],
+            },
+        );
+    }
+    let mut irqs = vec![irq(
+        98,
+        "mlx5_async0@pci:0000:01:00.0",
+        VectorKind::Control,
+        "0-11",
+        "10",
+    )];
+    let cpus = [7, 8, 9, 3, 11, 7, 8, 9, 10, 11, 7, 8];
+    for (i, n) in [99, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119]
+        .into_iter()
+        .enumerate()
+    {
+        let c = cpus[i].to_string();
+        irqs.push(irq(
+            n,
+            &format!("mlx5_comp{i}@pci:0000:01:00.0"),
+            VectorKind::Queue,
+            &c,
+            &c,
+        ));
+    }
+    HostView {
+        hostname: Some("crow".into()),
+        live: false,
+        online: set("0-11"),
+        numa_nodes: [(0, set("0-11"))].into_iter().collect(),
+        l3_groups: vec![set("0-5"), set("6-11")],
+        siblings: BTreeMap::new(),
+        governors,
+        stack: StackView {
+            rmem_max: Some(212_992),
+            wmem_max: Some(212_992),
+            tcp_rmem: Some([4096, 131_072, 6_291_456]),
+            tcp_wmem: Some([4096, 16_384, 4_194_304]),
+            congestion_control: Some("cubic".into()),
+            available_congestion_control: vec!["reno".into(), "cubic".into()],
+            loadable_congestion_control: vec![],
+            default_qdisc: Some("fq_codel".into()),
+            tcp_mtu_probing: Some(0),
+            netdev_max_backlog: Some(1000),
+            netdev_budget: Some(300),
+            softnet_dropped: Some(0),
+            softnet_time_squeeze: Some(0),
+        },
+        irqbalance_running: Some(false),
+        nic: Some(NicView {
+            name: "enp1s0f0np0".into(),
+            driver: Some("mlx5_core".into()),
+            speed_mbps: Some(100_000),
+            mtu: Some(9000),
+            txqueuelen: Some(1000),
+            numa_node: None,
+            local_cpus: Some(set("0-11")),
+            irqs,
+            ring: None,
+        }),
+        findings: vec![],
+    }
+}
+
+fn finding(id: &str) -> FindingView {
+    FindingView {
+        id: id.into(),
+        summary: format!("{id} summary"),
+        fix: vec![],
+    }
+}
+
+fn opts(app: Option<&str>, irq: Option<IrqPolicy>) -> PlanOptions {
+    let mut o = PlanOptions::new("test");
+    o.app_cpus = app.map(set);
+    o.irq = irq;
+    o
+}
+
+fn irq_moves(p: &Plan) -> Vec<(u32, String)> {
+    p.steps
+        .iter()
+        .filter_map(|s| match &s.change {
+            Change::IrqAffinity { irq, cpus, .. } => Some((*irq, cpus.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn step_value(p: &Plan, setting: &str) -> Option<String> {
+    p.steps
+        .iter()
+        .find(|s| s.setting == setting)
+        .map(|s| s.new.clone())
+}
+
+#[test]
+fn l3_policy_moves_only_the_stray_irq_and_never_onto_the_app_cpu() {
+    let p = planner::plan(&ryzen(), &opts(Some("6"), Some(IrqPolicy::L3))).unwrap();
+    assert_eq!(p.irq_cpus.as_ref().unwrap().to_string(), "7-11");
+    assert_eq!(irq_moves(&p), vec![(111, "10".to_string())]);
+    assert_eq!(p.steps[0].finding, "irq-cross-l3");
+    // the boot state holds the whole layout: every queue IRQ on one of 7-11
+    let boot: Vec<_> = p
+        .boot
+        .iter()
+        .filter_map(|s| match &s.change {
+            Change::IrqAffinity { cpus, .. } => Some(cpus.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(boot.len(), 12);
+    assert!(boot.iter().all(|c| c.is_subset(&set("7-11"))));
+}
+
+#[test]
+fn an_app_cpu_that_holds_irqs_loses_them_with_as_few_moves_as_possible() {
+    let p = planner::plan(&ryzen(), &opts(Some("8"), Some(IrqPolicy::L3))).unwrap();
+    assert_eq!(p.irq_cpus.as_ref().unwrap().to_string(), "6-7,9-11");
+    let moves = irq_moves(&p);
+    // IRQs 109, 114, 119 sat on CPU 8 and 111 on CPU 3: exactly those move
+    let moved: Vec<u32> = moves.iter().map(|m| m.0).collect();
+    assert_eq!(moved, vec![109, 111, 114, 119]);
+    assert!(moves.iter().all(|(_, c)| c != "8"));
+    let finding_of = |irq: u32| {
+        p.steps
+            .iter()
+            .find(|s| matches!(s.change, Change::IrqAffinity { irq: i, .. } if i == irq))
+            .unwrap()
+            .finding
+            .clone()
+    };
+    assert_eq!(finding_of(109), "irq-on-app-core");
+    assert_eq!(finding_of(111), "irq-cross-l3");
+    // balanced: no CPU gets more than ceil(12 / 5) = 3 queue IRQs
+    let mut load: BTreeMap<String, usize> = BTreeMap::new();
+    for s in &p.boot {
+        if let Change::IrqAffinity { cpus, .. } = &s.change {
+            *load.entry(cpus.to_string()).or_default() += 1;
+        }
+    }
+    assert!(load.values().all(|&n| n <= 3), "{load:?}");
+}
+
+#[test]
+fn irq_cpus_list_is_round_robin_and_refuses_app_overlap_unless_allowed() {
+    // nothing pinned yet (every IRQ on all CPUs): a plain round-robin
+    let mut v = ryzen();
+    for i in v.nic.as_mut().unwrap().irqs.iter_mut() {
+        i.requested = set("0-11");
+    }
+    let p = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::Cpus(set("7-11"))))).unwrap();
+    let cpus: Vec<String> = irq_moves(&p)
+        .into_iter()
+        .filter(|(irq, _)| *irq != 98)
+        .map(|m| m.1)
+        .collect();
+    assert_eq!(
+        cpus,
+        ["7", "8", "9", "10", "11", "7", "8", "9", "10", "11", "7", "8"]
+    );
+    let err = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::Cpus(set("6-8"))))).unwrap_err();
+    assert!(matches!(err, PlanError::Overlap { .. }), "{err}");
+    assert!(err.to_string().contains("--allow-irq-on-app-cpus"));
+    let mut o = opts(Some("6"), Some(IrqPolicy::Cpus(set("6-8"))));
+    o.allow_irq_on_app_cpus = true;
+    assert!(planner::plan(&v, &o).is_ok());
+}
+
+#[test]
+fn refusals_name_the_flag() {
+    let v = ryzen();
+    let e = planner::plan(&v, &opts(Some("6,12"), None)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--app-cpus: CPUs 12 are offline or do not exist (online: 0-11)"
+    );
+    let e = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::Cpus(set("20-21"))))).unwrap_err();
+    assert!(matches!(e, PlanError::CpusOffline { .. }));
+    let e = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::Cpus(CpuSet::new())))).unwrap_err();
+    assert!(matches!(e, PlanError::EmptyCpuList { .. }));
+    let e = planner::plan(&v, &opts(None, Some(IrqPolicy::L3))).unwrap_err();
+    assert_eq!(e, PlanError::PolicyNeedsApp);
+    let e = planner::plan(&v, &opts(Some("6-11"), Some(IrqPolicy::L3))).unwrap_err();
+    assert!(e.to_string().contains("fill their L3 group 6-11"), "{e}");
+    let mut o = opts(None, None);
+    o.mtu = Some(40);
+    assert!(planner::plan(&v, &o).is_err());
+    let mut o = opts(None, None);
+    o.rtt_ms = 0.0;
+    assert!(planner::plan(&v, &o).is_err());
+}
+
+#[test]
+fn smt_siblings_of_the_app_cpu_are_kept_free() {
+    let mut v = ryzen();
+    // pretend SMT: 6 and 7 are siblings
+    v.siblings.insert(6, set("6-7"));
+    v.siblings.insert(7, set("6-7"));
+    let p = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::L3))).unwrap();
+    assert_eq!(p.irq_cpus.unwrap().to_string(), "8-11");
+}
+
+#[test]
+fn without_a_policy_irqs_move_only_when_doctor_reports_placement() {
+    let v = ryzen();
+    let p = planner::plan(&v, &opts(Some("6"), None)).unwrap();
+    assert!(irq_moves(&p).is_empty());
+    assert!(p.irq_cpus.is_none());
+    let mut v = ryzen();
+    v.findings.push(finding("irq-cross-l3"));
+    let p = planner::plan(&v, &opts(Some("6"), None)).unwrap();
+    assert_eq!(irq_moves(&p), vec![(111, "10".to_string())]);
+    assert!(p
+        .irq_rule
+        .unwrap()
+        .contains("chosen because doctor reports"));
+}
+
+#[test]
+fn node_policy_on_a_two_node_host_and_l3_refused_off_node() {
+    let mut v = ryzen();
+    v.numa_nodes = [(0, set("0-5")), (1, set("6-11"))].into_iter().collect();
+    let nic = v.nic.as_mut().unwrap();
+    nic.numa_node = Some(1);
+    // an IRQ on node 0
+    nic.irqs[1].requested = set("2");
+    nic.irqs[1].effective = set("2");
+    let p = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::Node))).unwrap();
+    assert_eq!(p.irq_cpus.as_ref().unwrap().to_string(), "7-11");
+    let s = p
+        .steps
+        .iter()
+        .find(|s| matches!(s.change, Change::IrqAffinity { irq: 99, .. }))
+        .unwrap();
+    assert_eq!(s.finding, "irq-numa-remote");
+    // the app on node 0: l3 would put IRQs NUMA-remote from the NIC
+    let e = planner::plan(&v, &opts(Some("1"), Some(IrqPolicy::L3))).unwrap_err();
+    assert!(e.to_string().contains("NUMA-remote"), "{e}");
+}
+
+#[test]
+fn control_vectors_move_only_off_app_cpus_or_outside_the_irq_cpus() {
+    let mut v = ryzen();
+    v.nic.as_mut().unwrap().irqs[0].effective = set("6"); // async on the app CPU
+    let p = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::L3))).unwrap();
+    let s = p
+        .steps
+        .iter()
+        .find(|s| matches!(s.change, Change::IrqAffinity { irq: 98, .. }))
+        .unwrap();
+    assert_eq!(s.new, "7-11");
+    assert_eq!(s.finding, "irq-on-app-core");
+}
+
+#[test]
+fn buffers_from_speed_and_rtt_never_lowered() {
+    assert_eq!(buffer_target(100_000, 10.0), 268_435_456); // 2 x 125 MB -> 256 MiB
+    assert_eq!(buffer_target(40_000, 10.0), 134_217_728); // 2 x 50 MB -> 128 MiB
+    assert_eq!(buffer_target(100_000, 100.0), 2_147_483_647); // capped at the kernel's int
+    assert_eq!(buffer_target(10_000, 0.1), 262_144);
+    let p = planner::plan(&ryzen(), &opts(Some("6"), None)).unwrap();
+    assert_eq!(
+        step_value(&p, "net.core.rmem_max").as_deref(),
+        Some("268435456")
+    );
+    assert_eq!(
+        step_value(&p, "net.ipv4.tcp_wmem").as_deref(),
+        Some("4096 16384 268435456")
+    );
+    assert!(p
+        .steps
+        .iter()
+        .all(|s| s.finding != "socket-buffers-small" || s.summary.contains("125 MB")));
+    let mut v = ryzen();
+    v.stack.rmem_max = Some(2_147_483_647);
+    v.stack.tcp_rmem = Some([4096, 87_380, 2_147_483_647]);
+    let p = planner::plan(&v, &opts(Some("6"), None)).unwrap();
+    assert_eq!(step_value(&p, "net.core.rmem_max"), None);
+    assert_eq!(step_value(&p, "net.ipv4.tcp_rmem"), None);
+    // still part of the boot state, at its larger value
+    assert!(p
+        .boot
+        .iter()
+        .any(|s| s.setting == "net.core.rmem_max" && s.new == "2147483647"));
+    // unknown link speed: no buffer step, a note
+    let mut v = ryzen();
+    v.nic.as_mut().unwrap().speed_mbps = None;
+    let p = planner::plan(&v, &opts(Some("6"), None)).unwrap();
+    assert_eq!(step_value(&p, "net.core.rmem_max"), None);
+    assert!(p
+        .notes
+        .iter()
+        .any(|n| n.text.contains("link speed is unknown")));
+}
+
+#[test]
+fn congestion_control_bbr_else_htcp_else_unchanged() {
+    let mut v = ryzen();
+    let p = planner::plan(&v, &opts(None, None)).unwrap();
+    assert_eq!(step_value(&p, "net.ipv4.tcp_congestion_control"), None);
+    assert!(p.notes.iter().any(
+        |n| n.finding.as_deref() == Some("congestion-control-loss-based")
+            && n.text.contains("reno cubic")
+    ));
+    v.stack.available_congestion_control.push("htcp".into());
+    let p = planner::plan(&v, &opts(None, None)).unwrap();
+    assert_eq!(
+        step_value(&p, "net.ipv4.tcp_congestion_control").as_deref(),
+        Some("htcp")
+    );
+    v.stack.loadable_congestion_control.push("bbr".into());
+    let p = planner::plan(&v, &opts(None, None)).unwrap();
+    let s = p
+        .steps
+        .iter()
+        .find(|s| s.setting == "net.ipv4.tcp_congestion_control")
+        .unwrap();
+    assert_eq!(s.new, "bbr");
+    assert!(s.summary.contains("module"));
+    // a deliberate non-loss-based choice stays
+    v.stack.congestion_control = Some("dctcp".into());
+    let p = planner::plan(&v, &opts(None, None)).unwrap();
+    assert_eq!(step_value(&p, "net.ipv4.tcp_congestion_control"), None);
+}
+
+#[test]
+fn governors_one_write_per_policy_for_app_and_irq_cpus() {
+    let mut v = ryzen();
+    // CPUs 6 and 7 share a policy
+    v.governors.get_mut(&7).unwrap().path = v.governors[&6].path.clone();
+    let p = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::L3))).unwrap();
+    let gov: Vec<&str> = p
+        .steps
+        .iter()
+        .filter(|s| s.finding == "cpu-governor-not-performance")
+        .map(|s| s.setting.as_str())
+        .collect();
+    assert_eq!(gov.len(), 5, "{gov:?}"); // policies of 6(+7), 8, 9, 10, 11
+    assert!(!gov
+        .iter()
+        .any(|g| g.contains("policy0/") || g.contains("policy3/")));
+}
+
+#[test]
+fn irqbalance_is_stopped_only_when_asked() {
+    let mut v = ryzen();
+    v.irqbalance_running = Some(true);
+    let p = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::L3))).unwrap();
+    assert!(p
+        .steps
+        .iter()
+        .all(|s| !matches!(s.change, Change::Service { .. })));
+    assert!(p
+        .notes
+        .iter()
+        .any(|n| n.finding.as_deref() == Some("irqbalance-running") && n.text.contains("undo")));
+    let mut o = opts(Some("6"), Some(IrqPolicy::L3));
+    o.stop_irqbalance = true;
+    o.persist = true;
+    let p = planner::plan(&v, &o).unwrap();
+    // first, before any IRQ is pinned; disabled too, since the plan persists
+    assert_eq!(
+        p.steps[0].change,
+        Change::Service {
+            unit: "irqbalance.service".into(),
+            stop: true,
+            disable: true
+        }
+    );
+}
+
+#[test]
+fn persist_writes_the_whole_wanted_state() {
+    let mut o = opts(Some("6"), Some(IrqPolicy::L3));
+    o.persist = true;
+    let p = planner::plan(&ryzen(), &o).unwrap();
+    let created = |path: &str| {
+        p.steps.iter().find_map(|s| match &s.change {
+            Change::Create {
+                path: p2, contents, ..
+            } if p2 == path => Some(contents.clone()),
+            _ => None,
+        })
+    };
+    let conf = created("/etc/sysctl.d/99-wirespeed.conf").unwrap();
+    assert!(conf.contains("net.core.rmem_max = 268435456\n"));
+    assert!(conf.contains("net.ipv4.tcp_rmem = 4096 131072 268435456\n"));
+    let script = created("/etc/wirespeed/tune.sh").unwrap();
+    // all 12 queue IRQs, by name, not just the one that moves now
+    assert_eq!(
+        script.matches("\nset_irq mlx5_comp").count(),
+        12,
+        "{script}"
+    );
+    assert!(script.contains("set_irq mlx5_comp3@pci:0000:01:00.0 111 10\n"));
+    assert!(!script.contains("sysctl -w"));
+    let unit = created("/etc/systemd/system/wirespeed-tune.service").unwrap();
+    assert!(unit.contains("ExecStart=/bin/sh /etc/wirespeed/tune.sh"));
+    assert!(p.steps.iter().any(|s| matches!(&s.change, Change::Link { target, .. } if target == "../wirespeed-tune.service")));
+}
+
+#[test]
+fn hardware_findings_become_notes_first() {
+    let mut v = ryzen();
+    v.findings = vec![
+        finding("congestion-control-loss-based"),
+        finding("nic-temperature-high"),
+        finding("pcie-link-downgraded"),
+        finding("socket-buffers-small"),
+    ];
+    let p = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::L3))).unwrap();
+    let notes: Vec<&str> = p
+        .notes
+        .iter()
+        .filter_map(|n| n.finding.as_deref())
+        .collect();
+    assert_eq!(
+        notes,
+        vec![
+            "nic-temperature-high",
+            "pcie-link-downgraded",
+            "congestion-control-loss-based"
+        ]
+    );
+    assert!(p.notes[0].text.contains("airflow"));
+    assert!(p.notes[1].text.contains("reseat"));
+}
