@@ -27,7 +27,7 @@ const PATHS: [SendPath; 4] = [
 
 /// Read a whole stream in odd-sized chunks and check it repeats with period `block`
 /// (every path sends the same block again and again, whatever the partial writes).
-fn read_and_check(mut s: TcpStream, block: usize) -> u64 {
+fn read_and_check(mut s: TcpStream, block: usize, path: SendPath) -> u64 {
     let mut all = Vec::new();
     let mut buf = vec![0u8; 77_777];
     loop {
@@ -46,7 +46,7 @@ fn read_and_check(mut s: TcpStream, block: usize) -> u64 {
         assert_eq!(
             all[i],
             all[i - block],
-            "byte {i} differs from the block before: a partial send was mis-offset"
+            "{path:?}: byte {i} differs from the block before: a partial send was mis-offset"
         );
     }
     all.len() as u64
@@ -72,7 +72,7 @@ fn each_send_path_one_stream_delivers_intact_bytes() {
         let (a, b) = pairs(1).pop().expect("pair");
         let block = 100_003; // not a page multiple: exercises partial pipe/file ranges
         let total = 3 * 1024 * 1024 + 17;
-        let reader = std::thread::spawn(move || read_and_check(b, block));
+        let reader = std::thread::spawn(move || read_and_check(b, block, path));
         let w = spawn_worker(
             WorkerSpec {
                 cpu: None,
@@ -108,7 +108,7 @@ fn each_send_path_many_streams_delivers_intact_bytes() {
         let mut readers = Vec::new();
         let mut streams = Vec::new();
         for (i, (a, b)) in ps.into_iter().enumerate() {
-            readers.push(std::thread::spawn(move || read_and_check(b, block)));
+            readers.push(std::thread::spawn(move || read_and_check(b, block, path)));
             streams.push(StreamSpec {
                 id: i as u32 + 1,
                 socket: a,
