@@ -33,9 +33,13 @@ fn size(s: &str) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
-fn cpu_list(s: &str) -> Result<Vec<u32>, String> {
+/// A CPU list argument (`6-11`, `0,2,4`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<u32>);
+
+fn cpu_list(s: &str) -> Result<CpuList, String> {
     CpuSet::parse_nonempty(s)
-        .map(|c| c.iter().collect())
+        .map(|c| CpuList(c.iter().collect()))
         .map_err(|e| e.to_string())
 }
 
@@ -233,10 +237,10 @@ pub struct ClientArgs {
     pub bind: Option<IpAddr>,
     /// One pinned worker per CPU on this end; streams spread round-robin (e.g. 6-11).
     #[arg(long = "cpus", value_parser = cpu_list)]
-    pub cpus: Option<Vec<u32>>,
+    pub cpus: Option<CpuList>,
     /// One pinned worker per CPU on the server (wirespeed servers).
     #[arg(long = "server-cpus", value_parser = cpu_list)]
-    pub server_cpus: Option<Vec<u32>>,
+    pub server_cpus: Option<CpuList>,
     /// Prefix for the output (iperf3 -T).
     #[arg(short = 'T', long = "title")]
     pub title: Option<String>,
@@ -278,7 +282,7 @@ pub struct ServerArgs {
     pub affinity: Option<u32>,
     /// One pinned worker per CPU for each test (unless the client asks otherwise).
     #[arg(long = "cpus", value_parser = cpu_list)]
-    pub cpus: Option<Vec<u32>>,
+    pub cpus: Option<CpuList>,
     /// Tests that may run at the same time.
     #[arg(long = "max-tests", default_value_t = 64)]
     pub max_tests: usize,
@@ -406,8 +410,8 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         interval: Duration::from_secs_f64(a.out.interval),
         affinity: a.affinity.and_then(|x| x.client),
         server_affinity: a.affinity.and_then(|x| x.server),
-        cpus: a.cpus.clone(),
-        server_cpus: a.server_cpus.clone(),
+        cpus: a.cpus.clone().map(|c| c.0),
+        server_cpus: a.server_cpus.clone().map(|c| c.0),
         send_path: a.zerocopy.unwrap_or(SendPath::Copy),
         skip_rx_copy: a.skip_rx_copy,
         title: a.title.clone(),
@@ -527,11 +531,12 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
             max_duration: Duration::from_secs(a.max_duration),
             ..Limits::default()
         },
-        cpus: a.cpus.clone(),
+        cpus: a.cpus.clone().map(|c| c.0),
         affinity: a.affinity,
         interval: Duration::from_secs_f64(a.out.interval),
         timeouts: wirespeed_protocol::Timeouts {
             setup: handshake,
+            streams: handshake * 2,
             ..Default::default()
         },
         cookie_timeout: handshake,

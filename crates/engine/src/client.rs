@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use wirespeed_datapath::{self as dp, Budget, RecvPath, SendPath};
 use wirespeed_protocol::{
-    ClientEvent, ClientSession, Cookie, Direction, Failure, ParamsExt, TestParams, TestResults,
-    Timeouts, Transport,
+    ClientEvent, ClientPhase, ClientSession, Cookie, Direction, Failure, ParamsExt, TestParams,
+    TestResults, Timeouts, Transport,
 };
 use wirespeed_report::builder::{EndInput, Protocol, ResultBuilder, Role};
 use wirespeed_report::{CpuUtilization, HostPort, Start, TestResult};
@@ -698,11 +698,15 @@ fn drive(
                 ClientEvent::Failed(f) => {
                     return Err(match f {
                         Failure::Closed { .. } | Failure::Timeout { .. }
-                            if run.start.is_none() && run.data.is_none() =>
+                            if sess.phase_before_failure()
+                                == Some(ClientPhase::AwaitParamExchange) =>
                         {
-                            EngineError::Peer(format!(
-                                "server {f} (is it an iperf3 or wirespeed server?)"
-                            ))
+                            EngineError::Connect {
+                                target: run.target.to_string(),
+                                reason: format!(
+                                    "server {f} (is it an iperf3 or wirespeed server?)"
+                                ),
+                            }
                         }
                         _ => failure_error(&f),
                     })

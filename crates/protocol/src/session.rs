@@ -237,6 +237,8 @@ pub struct ClientSession {
     events: VecDeque<ClientEvent>,
     /// A SERVER_ERROR body was read and announced a detail frame.
     pending_error: Option<ServerErrorBody>,
+    /// The phase the session was in when it failed.
+    failed_in: Option<ClientPhase>,
 }
 
 impl ClientSession {
@@ -257,6 +259,7 @@ impl ClientSession {
             outbox: Vec::new(),
             events: VecDeque::new(),
             pending_error: None,
+            failed_in: None,
         };
         s.outbox.extend_from_slice(cookie.as_bytes());
         s
@@ -300,9 +303,16 @@ impl ClientSession {
     }
 
     fn fail(&mut self, f: Failure) {
+        self.failed_in = Some(self.phase);
         self.phase = ClientPhase::Failed;
         self.deadline = None;
         self.events.push_back(ClientEvent::Failed(f));
+    }
+
+    /// The phase the session was in when it failed (e.g. to tell "no iperf3 server answered"
+    /// from "the server vanished mid-test").
+    pub fn phase_before_failure(&self) -> Option<ClientPhase> {
+        self.failed_in
     }
 
     fn stop_with(&mut self, ev: ClientEvent) {

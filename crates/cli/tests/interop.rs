@@ -1,0 +1,298 @@
+//! Interoperability with Debian's iperf3, both ways: wirespeed client → iperf3 server and
+//! iperf3 client → wirespeed server, for one stream, -P 4, -R, --bidir, -t, -n, -w, all with
+//! -J. Both ends' JSON must agree on the byte totals; where wirespeed receives, it must have
+//! received exactly what was sent (iperf3 as a receiver stops counting at TEST_END, so there
+//! it may be a little below).
+
+mod measure_common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use measure_common::*;
+use serde_json::Value;
+
+struct Case {
+    name: &'static str,
+    args: &'static [&'static str],
+    parallel: usize,
+    reverse: bool,
+    bidir: bool,
+    bytes: Option<u64>,
+    seconds: Option<f64>,
+    window: Option<u64>,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "one stream",
+        args: &["-t", "1"],
+        parallel: 1,
+        reverse: false,
+        bidir: false,
+        bytes: None,
+        seconds: None,
+        window: None,
+    },
+    Case {
+        name: "-P 4",
+        args: &["-t", "1", "-P", "4"],
+        parallel: 4,
+        reverse: false,
+        bidir: false,
+        bytes: None,
+        seconds: None,
+        window: None,
+    },
+    Case {
+        name: "-R",
+        args: &["-t", "1", "-R"],
+        parallel: 1,
+        reverse: true,
+        bidir: false,
+        bytes: None,
+        seconds: None,
+        window: None,
+    },
+    Case {
+        name: "--bidir",
+        args: &["-t", "1", "--bidir"],
+        parallel: 1,
+        reverse: false,
+        bidir: true,
+        bytes: None,
+        seconds: None,
+        window: None,
+    },
+    Case {
+        name: "-t 2",
+        args: &["-t", "2"],
+        parallel: 1,
+        reverse: false,
+        bidir: false,
+        bytes: None,
+        seconds: Some(2.0),
+        window: None,
+    },
+    Case {
+        name: "-n 64M",
+        args: &["-n", "64M"],
+        parallel: 1,
+        reverse: false,
+        bidir: false,
+        bytes: Some(64 << 20),
+        seconds: None,
+        window: None,
+    },
+    Case {
+        name: "-w 256K",
+        args: &["-t", "1", "-w", "256K"],
+        parallel: 1,
+        reverse: false,
+        bidir: false,
+        bytes: None,
+        seconds: None,
+        window: Some(256 << 10),
+    },
+];
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Side {
+    Wirespeed,
+    Iperf3,
+}
+
+fn server_cmd(side: Side, port: u16) -> Command {
+    match side {
+        Side::Wirespeed => {
+            let mut c = Command::new(wirespeed());
+            c.args(["server", "-1", "-J", "-p", &port.to_string()]);
+            c
+        }
+        Side::Iperf3 => {
+            let mut c = Command::new("iperf3");
+            c.args(["-s", "-1", "-J", "-p", &port.to_string()]);
+            c
+        }
+    }
+}
+
+fn client_cmd(side: Side, port: u16, args: &[&str]) -> Command {
+    let mut c = match side {
+        Side::Wirespeed => Command::new(wirespeed()),
+        Side::Iperf3 => Command::new("iperf3"),
+    };
+    c.args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J"])
+        .args(args);
+    c
+}
+
+/// Check one direction: `sent` by one end, `received` by the other.
+fn check_direction(what: &str, sent: u64, received: u64, receiver: Side) {
+    assert!(sent > 0, "{what}: nothing sent");
+    assert!(received > 0, "{what}: nothing received");
+    assert!(
+        received <= sent,
+        "{what}: received {received} > sent {sent}"
+    );
+    match receiver {
+        Side::Wirespeed => assert_eq!(
+            received, sent,
+            "{what}: wirespeed received {received} of {sent} bytes"
+        ),
+        Side::Iperf3 => assert!(
+            received as f64 >= 0.9 * sent as f64,
+            "{what}: iperf3 received only {received} of {sent}"
+        ),
+    }
+}
+
+fn check(case: &Case, client: Side, server: Side, cj: &Value, sj: &Value) {
+    let tag = format!("{} ({client:?} client, {server:?} server)", case.name);
+    assert!(
+        cj.get("error").is_none(),
+        "{tag}: client error {}",
+        cj["error"]
+    );
+    assert!(
+        sj.get("error").is_none(),
+        "{tag}: server error {}",
+        sj["error"]
+    );
+    let n_streams = case.parallel * if case.bidir { 2 } else { 1 };
+    assert_eq!(
+        cj["end"]["streams"].as_array().map(Vec::len),
+        Some(n_streams),
+        "{tag}: client end.streams"
+    );
+    assert_eq!(
+        sj["end"]["streams"].as_array().map(Vec::len),
+        Some(n_streams),
+        "{tag}: server end.streams"
+    );
+
+    // Every total both JSON documents know must be the same number.
+    let (c, s) = (totals(cj), totals(sj));
+    for k in 0..4 {
+        if let (Some(a), Some(b)) = (c[k], s[k]) {
+            if a > 0 && b > 0 {
+                assert_eq!(
+                    a, b,
+                    "{tag}: total #{k} differs between the ends: client {a}, server {b}"
+                );
+            }
+        }
+    }
+    // The client's document has all of them after the results exchange.
+    let fwd_receiver = if case.reverse { client } else { server };
+    check_direction(
+        &format!("{tag} forward"),
+        c[0].unwrap_or(0),
+        c[1].unwrap_or(0),
+        fwd_receiver,
+    );
+    if case.bidir {
+        check_direction(
+            &format!("{tag} reverse"),
+            c[2].unwrap_or(0),
+            c[3].unwrap_or(0),
+            client,
+        );
+    }
+    if let Some(n) = case.bytes {
+        let sent = c[0].unwrap_or(0);
+        assert!(
+            sent >= n && sent < n + 2 * 131_072,
+            "{tag}: -n {n} sent {sent}"
+        );
+        if client == Side::Wirespeed {
+            assert_eq!(sent, n, "{tag}: wirespeed sends exactly -n bytes");
+        }
+    }
+    if let Some(t) = case.seconds {
+        let secs = cj["end"]["sum_sent"]["seconds"].as_f64().unwrap_or(0.0);
+        assert!(
+            secs >= t * 0.9 && secs <= t + 1.0,
+            "{tag}: -t {t} lasted {secs} s"
+        );
+    }
+    if let Some(w) = case.window {
+        for (j, side) in [(cj, client), (sj, server)] {
+            if side == Side::Wirespeed {
+                assert_eq!(
+                    j["start"]["sock_bufsize"].as_u64(),
+                    Some(w),
+                    "{tag}: sock_bufsize"
+                );
+                assert!(
+                    j["start"]["sndbuf_actual"].as_u64().unwrap_or(0) > 0,
+                    "{tag}: sndbuf_actual"
+                );
+            }
+        }
+    }
+    // Who is who: the extension says so.
+    for (j, me, peer) in [(cj, client, server), (sj, server, client)] {
+        if me == Side::Wirespeed {
+            assert_eq!(
+                j["wirespeed"]["peer"]["is_wirespeed"].as_bool(),
+                Some(peer == Side::Wirespeed),
+                "{tag}: peer detection"
+            );
+        }
+    }
+}
+
+fn run_case(case: &Case, client: Side, server: Side) {
+    let port = free_port();
+    let srv = spawn(&mut server_cmd(server, port));
+    wait_listening(port);
+    let out = run(
+        &mut client_cmd(client, port, case.args),
+        Duration::from_secs(30),
+    );
+    let sout = srv.wait_output(Duration::from_secs(15));
+    assert!(
+        out.status.success(),
+        "{}: {client:?} client failed: {}{}",
+        case.name,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cj = json_of(&out.stdout, "client");
+    let sj = json_of(&sout.stdout, "server");
+    check(case, client, server, &cj, &sj);
+    eprintln!(
+        "ok: {} ({client:?} -> {server:?}): totals client {:?} server {:?}",
+        case.name,
+        totals(&cj),
+        totals(&sj)
+    );
+}
+
+#[test]
+fn wirespeed_client_with_iperf3_server() {
+    if !have_iperf3("wirespeed_client_with_iperf3_server") {
+        return;
+    }
+    for case in CASES {
+        run_case(case, Side::Wirespeed, Side::Iperf3);
+    }
+}
+
+#[test]
+fn iperf3_client_with_wirespeed_server() {
+    if !have_iperf3("iperf3_client_with_wirespeed_server") {
+        return;
+    }
+    for case in CASES {
+        run_case(case, Side::Iperf3, Side::Wirespeed);
+    }
+}
+
+#[test]
+fn wirespeed_both_ends_agree_exactly() {
+    for case in CASES {
+        run_case(case, Side::Wirespeed, Side::Wirespeed);
+    }
+}

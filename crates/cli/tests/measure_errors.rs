@@ -1,0 +1,217 @@
+//! Failures of the client and server: one line on stderr, a distinct exit code, no hang.
+
+mod measure_common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use measure_common::*;
+use wirespeed_protocol::{Cookie, State, TestParams};
+
+// Exit codes (crates/cli/src/exit.rs).
+const USAGE: i32 = 2;
+const CONNECT: i32 = 3;
+const REFUSED: i32 = 4;
+const PEER: i32 = 5;
+const HOST: i32 = 6;
+
+fn ws(args: &[&str]) -> Output {
+    run(
+        Command::new(wirespeed()).args(args),
+        Duration::from_secs(30),
+    )
+}
+
+fn assert_fails(o: &Output, code: i32, needle: &str, what: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{what}: stderr {err}");
+    assert!(
+        err.to_lowercase().contains(&needle.to_lowercase()),
+        "{what}: {err:?} lacks {needle:?}"
+    );
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(
+        lines.len() == 1 || code == USAGE,
+        "{what}: not one line: {err:?}"
+    );
+    assert!(!err.contains("panicked"), "{what}: panic: {err}");
+}
+
+#[test]
+fn refused_port_is_a_connect_error() {
+    let port = free_port();
+    let o = ws(&["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"]);
+    assert_fails(&o, CONNECT, "refused", "closed port");
+}
+
+#[test]
+fn bad_flag_values_are_usage_errors() {
+    for (args, needle) in [
+        (&["-c", "127.0.0.1", "-P", "0"][..], "-P 0"),
+        (&["-c", "127.0.0.1", "-t", "abc"][..], "abc"),
+        (&["-c", "127.0.0.1", "-n", "12Q"][..], "12Q"),
+        (&["-c", "127.0.0.1", "-l", "0"][..], "-l 0"),
+        (&["-c", "127.0.0.1", "-R", "--bidir"][..], "--bidir"),
+        (&["-c", "127.0.0.1", "--cpus", "3-1"][..], "3-1"),
+        (&["-c", "127.0.0.1", "-A", "x"][..], "x"),
+        (&["-s", "-D"][..], "daemon"),
+        (&["-c", "127.0.0.1", "-u"][..], "UDP"),
+    ] {
+        let o = ws(args);
+        assert_fails(&o, USAGE, needle, &format!("{args:?}"));
+    }
+}
+
+#[test]
+fn offline_cpu_is_a_host_error() {
+    let o = ws(&["-c", "127.0.0.1", "-p", "1", "-A", "4095", "-t", "1"]);
+    assert_fails(&o, HOST, "CPU 4095", "-A 4095");
+    let o = ws(&[
+        "-c",
+        "127.0.0.1",
+        "-p",
+        "1",
+        "--cpus",
+        "4000-4001",
+        "-t",
+        "1",
+    ]);
+    assert_fails(&o, HOST, "CPU 4000", "--cpus 4000-4001");
+    let o = ws(&["-s", "-p", "1", "--cpus", "4000"]);
+    assert_fails(&o, HOST, "CPU 4000", "server --cpus 4000");
+}
+
+#[test]
+fn server_limits_are_reported_to_the_client() {
+    let port = free_port();
+    let _srv = spawn(Command::new(wirespeed()).args([
+        "server",
+        "-p",
+        &port.to_string(),
+        "--max-streams",
+        "2",
+        "--max-duration",
+        "5",
+        "-i",
+        "0",
+    ]));
+    wait_listening(port);
+    let p = port.to_string();
+    let o = ws(&["-c", "127.0.0.1", "-p", &p, "-P", "3", "-t", "1"]);
+    assert_fails(
+        &o,
+        REFUSED,
+        "at most 2 streams",
+        "-P 3 over --max-streams 2",
+    );
+    let o = ws(&["-c", "127.0.0.1", "-p", &p, "-t", "10"]);
+    assert_fails(&o, REFUSED, "at most 5 s", "-t 10 over --max-duration 5");
+    let o = ws(&["-c", "127.0.0.1", "-p", &p, "-t", "1", "-A", "0,4095"]);
+    assert_fails(&o, REFUSED, "CPU 4095", "server CPU 4095");
+    if have_iperf3("iperf3 client refused by --max-streams") {
+        let o = run(
+            Command::new("iperf3").args(["-c", "127.0.0.1", "-p", &p, "-P", "3", "-t", "1"]),
+            Duration::from_secs(20),
+        );
+        assert!(!o.status.success());
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(text.contains("parallel streams"), "iperf3 said: {text}");
+    }
+}
+
+#[test]
+fn busy_server_refuses_with_access_denied() {
+    let port = free_port();
+    let p = port.to_string();
+    let _srv =
+        spawn(Command::new(wirespeed()).args(["server", "-p", &p, "--max-tests", "1", "-i", "0"]));
+    wait_listening(port);
+    let first = spawn(Command::new(wirespeed()).args(["-c", "127.0.0.1", "-p", &p, "-t", "3"]));
+    std::thread::sleep(Duration::from_millis(700));
+    let o = ws(&["-c", "127.0.0.1", "-p", &p, "-t", "1"]);
+    assert_fails(&o, REFUSED, "maximum of 1 tests", "second wirespeed client");
+    if have_iperf3("iperf3 client against a busy wirespeed server") {
+        let o = run(
+            Command::new("iperf3").args(["-c", "127.0.0.1", "-p", &p, "-t", "1"]),
+            Duration::from_secs(20),
+        );
+        assert!(!o.status.success());
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(text.contains("busy"), "iperf3 said: {text}");
+    }
+    assert!(first.wait_output(Duration::from_secs(20)).status.success());
+}
+
+#[test]
+fn silent_server_hits_the_connect_timeout() {
+    // Accepts (the kernel completes the handshake) but never speaks.
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    let t0 = Instant::now();
+    let o = ws(&[
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-t",
+        "1",
+        "--connect-timeout",
+        "500",
+    ]);
+    let took = t0.elapsed();
+    assert_fails(&o, CONNECT, "timed out", "silent server");
+    assert!(
+        took < Duration::from_secs(3),
+        "took {took:?} with --connect-timeout 500"
+    );
+    drop(l);
+}
+
+/// A fake server that runs the protocol up to TEST_RUNNING, then vanishes.
+#[test]
+fn server_vanishing_mid_test_is_a_peer_error() {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    let fake = std::thread::spawn(move || {
+        let (mut ctrl, _) = l.accept().expect("control");
+        let mut ck = [0u8; 37];
+        ctrl.read_exact(&mut ck).expect("cookie");
+        Cookie::parse(&ck).expect("valid cookie");
+        ctrl.write_all(&[State::ParamExchange.to_byte()])
+            .expect("PARAM_EXCHANGE");
+        let mut len = [0u8; 4];
+        ctrl.read_exact(&mut len).expect("length");
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        ctrl.read_exact(&mut body).expect("params");
+        let p = TestParams::parse(&body).expect("params parse");
+        assert!(p.wirespeed.is_some(), "wirespeed announces itself");
+        ctrl.write_all(&[State::CreateStreams.to_byte()])
+            .expect("CREATE_STREAMS");
+        let (mut data, _) = l.accept().expect("stream");
+        data.read_exact(&mut ck).expect("stream cookie");
+        ctrl.write_all(&[State::TestStart.to_byte(), State::TestRunning.to_byte()])
+            .expect("start");
+        let mut sink = vec![0u8; 1 << 16];
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(400) {
+            let _ = data.read(&mut sink);
+        }
+        // Vanish.
+    });
+    let t0 = Instant::now();
+    let o = ws(&["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "3"]);
+    let took = t0.elapsed();
+    fake.join().expect("fake server");
+    assert_fails(&o, PEER, "server", "vanished server");
+    assert!(took < Duration::from_secs(3 + 15), "took {took:?}");
+}
