@@ -1,16 +1,20 @@
 //! Ring sizes, channels, interrupt coalescing, offloads and driver info of an interface through
 //! the kernel's ethtool ioctl interface (`SIOCETHTOOL`: `ETHTOOL_GDRVINFO`, `ETHTOOL_GRINGPARAM`,
 //! `ETHTOOL_GCHANNELS`, `ETHTOOL_GCOALESCE`, and `ETHTOOL_GSSET_INFO` + `ETHTOOL_GSTRINGS` +
-//! `ETHTOOL_GFEATURES` for named offloads).
+//! `ETHTOOL_GFEATURES` for named offloads), and the one setter wirespeed uses: ring sizes
+//! (`ETHTOOL_SRINGPARAM`, [`set_ring`]).
 //!
 //! On a live root each query is an ioctl; a driver that does not implement one answers
 //! `EOPNOTSUPP` and that part stays `None`. In a snapshot the answers are files under
 //! `/wirespeed/ethtool/<iface>/` (`drvinfo.json`, `ring.json`, `channels.json`, `coalesce.json`,
 //! `features.json`) written by `capture`; a recording root stores them there as it queries.
+//! [`get_ring`] and [`set_ring`] talk to the running kernel only (there is no ring to set in a
+//! captured tree).
 
 use crate::Root;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::io;
 
 /// `ETHTOOL_GDRVINFO`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,6 +143,20 @@ pub fn collect_ethtool(root: &Root, iface: &str) -> Option<EthtoolFacts> {
     (!facts.is_empty()).then_some(facts)
 }
 
+/// Ring sizes of `iface` as the running kernel reports them (`ethtool -g`); an error (often
+/// `EOPNOTSUPP`) when the driver does not answer, `InvalidInput` for a name no interface can have.
+pub fn get_ring(iface: &str) -> io::Result<Ring> {
+    sys::Sock::open()?.ring(iface)
+}
+
+/// Set the rx/tx ring sizes of `iface` (`ethtool -G IF rx RX tx TX`), keeping the mini and jumbo
+/// rings as they are.
+pub fn set_ring(iface: &str, rx: u32, tx: u32) -> io::Result<()> {
+    let s = sys::Sock::open()?;
+    let cur = s.ring(iface)?;
+    s.set_ring(iface, &Ring { rx, tx, ..cur })
+}
+
 /// The ioctl side.
 mod sys {
     use super::*;
@@ -149,6 +167,7 @@ mod sys {
     const ETHTOOL_GDRVINFO: u32 = 0x03;
     const ETHTOOL_GCOALESCE: u32 = 0x0e;
     const ETHTOOL_GRINGPARAM: u32 = 0x10;
+    const ETHTOOL_SRINGPARAM: u32 = 0x11;
     const ETHTOOL_GSTRINGS: u32 = 0x1b;
     const ETHTOOL_GSSET_INFO: u32 = 0x37;
     const ETHTOOL_GFEATURES: u32 = 0x3a;
@@ -166,12 +185,12 @@ mod sys {
         _pad: [u8; 16],
     }
 
-    struct Sock {
+    pub(super) struct Sock {
         fd: OwnedFd,
     }
 
     impl Sock {
-        fn open() -> io::Result<Sock> {
+        pub(super) fn open() -> io::Result<Sock> {
             // SAFETY: plain socket(2) call with constant arguments; the result is checked.
             let fd =
                 unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
@@ -192,7 +211,10 @@ mod sys {
             };
             let name = iface.as_bytes();
             if name.is_empty() || name.len() >= IFNAMSIZ || name.contains(&0) {
-                return Err(io::Error::from(io::ErrorKind::InvalidInput));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("bad interface name {iface:?}"),
+                ));
             }
             req.name[..name.len()].copy_from_slice(name);
             // SAFETY: `req` is a valid ifreq whose data pointer refers to `buf`, which outlives the
@@ -211,17 +233,47 @@ mod sys {
             Ok(())
         }
 
-        /// A command whose structure is `cmd` + `n` u32 words; returns the words after `cmd`.
-        fn words(&self, iface: &str, cmd: u32, n: usize) -> Option<Vec<u32>> {
-            let mut buf = vec![0u8; 4 * (n + 1)];
-            buf[..4].copy_from_slice(&cmd.to_ne_bytes());
-            self.ioctl(iface, &mut buf).ok()?;
-            Some(
-                buf[4..]
-                    .chunks_exact(4)
-                    .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect(),
-            )
+        /// A command whose structure is `cmd` + u32 words: sends `words`, returns the words
+        /// after `cmd` as the kernel left them.
+        fn words(&self, iface: &str, cmd: u32, words: &[u32]) -> io::Result<Vec<u32>> {
+            let mut buf: Vec<u8> = std::iter::once(cmd)
+                .chain(words.iter().copied())
+                .flat_map(u32::to_ne_bytes)
+                .collect();
+            self.ioctl(iface, &mut buf)?;
+            Ok(buf[4..]
+                .chunks_exact(4)
+                .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+                .collect())
+        }
+
+        /// `struct ethtool_ringparam`: cmd, then the four maxima and the four current sizes.
+        pub(super) fn ring(&self, iface: &str) -> io::Result<Ring> {
+            let w = self.words(iface, ETHTOOL_GRINGPARAM, &[0; 8])?;
+            Ok(Ring {
+                rx_max: w[0],
+                rx_mini_max: w[1],
+                rx_jumbo_max: w[2],
+                tx_max: w[3],
+                rx: w[4],
+                rx_mini: w[5],
+                rx_jumbo: w[6],
+                tx: w[7],
+            })
+        }
+
+        pub(super) fn set_ring(&self, iface: &str, r: &Ring) -> io::Result<()> {
+            let w = [
+                r.rx_max,
+                r.rx_mini_max,
+                r.rx_jumbo_max,
+                r.tx_max,
+                r.rx,
+                r.rx_mini,
+                r.rx_jumbo,
+                r.tx,
+            ];
+            self.words(iface, ETHTOOL_SRINGPARAM, &w).map(drop)
         }
     }
 
@@ -245,22 +297,8 @@ mod sys {
         })
     }
 
-    fn ring(s: &Sock, iface: &str) -> Option<Ring> {
-        let w = s.words(iface, ETHTOOL_GRINGPARAM, 8)?;
-        Some(Ring {
-            rx_max: w[0],
-            rx_mini_max: w[1],
-            rx_jumbo_max: w[2],
-            tx_max: w[3],
-            rx: w[4],
-            rx_mini: w[5],
-            rx_jumbo: w[6],
-            tx: w[7],
-        })
-    }
-
     fn channels(s: &Sock, iface: &str) -> Option<Channels> {
-        let w = s.words(iface, ETHTOOL_GCHANNELS, 8)?;
+        let w = s.words(iface, ETHTOOL_GCHANNELS, &[0; 8]).ok()?;
         Some(Channels {
             max_rx: w[0],
             max_tx: w[1],
@@ -275,7 +313,7 @@ mod sys {
 
     fn coalesce(s: &Sock, iface: &str) -> Option<Coalesce> {
         // struct ethtool_coalesce: cmd + 22 u32.
-        let w = s.words(iface, ETHTOOL_GCOALESCE, 22)?;
+        let w = s.words(iface, ETHTOOL_GCOALESCE, &[0; 22]).ok()?;
         Some(Coalesce {
             rx_usecs: w[0],
             rx_max_frames: w[1],
@@ -347,7 +385,7 @@ mod sys {
         };
         EthtoolFacts {
             drvinfo: drvinfo(&s, iface),
-            ring: ring(&s, iface),
+            ring: s.ring(iface).ok(),
             channels: channels(&s, iface),
             coalesce: coalesce(&s, iface),
             features: features(&s, iface),
@@ -388,6 +426,18 @@ mod tests {
             sys::query("this-name-is-far-too-long-for-ifnamsiz"),
             EthtoolFacts::default()
         );
+    }
+
+    #[test]
+    fn ring_rejects_bad_names_and_answers_or_errors_for_lo() {
+        assert!(get_ring("").is_err());
+        assert!(get_ring("a-name-far-too-long-for-ifnamsiz").is_err());
+        assert!(set_ring("a-name-far-too-long-for-ifnamsiz", 1, 1).is_err());
+        // lo has no rings: the kernel answers with an error, never a panic or garbage
+        match get_ring("lo") {
+            Ok(r) => assert!(r.rx <= r.rx_max || r.rx_max == 0),
+            Err(e) => assert!(e.raw_os_error().is_some()),
+        }
     }
 
     #[test]

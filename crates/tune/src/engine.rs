@@ -18,7 +18,8 @@ use wirespeed_host::{CpuSet, Root};
 use crate::journal::{self, Entry, Journal, JournalFile, Outcome, Record, Saved, State, Undo};
 use crate::plan::{irq_affinity_path, Change, Plan, Step};
 use crate::value::Form;
-use crate::{ethtool, service, TuneError};
+use crate::{service, TuneError};
+use wirespeed_host::ethtool;
 
 /// How to apply.
 #[derive(Debug, Clone)]
@@ -605,7 +606,7 @@ fn set_ring(
             ))
         }
     };
-    if cur.rx_pending == rx && cur.tx_pending == tx {
+    if cur.rx == rx && cur.tx == tx {
         return Ok((StepStatus::AlreadySet, None));
     }
     let seq = a.change(
@@ -613,8 +614,8 @@ fn set_ring(
         finding,
         Undo::Ring {
             iface: iface.to_string(),
-            old_rx: cur.rx_pending,
-            old_tx: cur.tx_pending,
+            old_rx: cur.rx,
+            old_tx: cur.tx,
             new_rx: rx,
             new_tx: tx,
         },
@@ -890,16 +891,16 @@ fn undo(root: &Root, e: &Entry, force: bool) -> (RevertStatus, Option<String>) {
                     )
                 }
             };
-            if cur.rx_pending == *old_rx && cur.tx_pending == *old_tx {
+            if cur.rx == *old_rx && cur.tx == *old_tx {
                 return (RevertStatus::AlreadyOriginal, None);
             }
-            let ours = cur.rx_pending == *new_rx && cur.tx_pending == *new_tx;
+            let ours = cur.rx == *new_rx && cur.tx == *new_tx;
             if !ours && !force {
                 return (
                     RevertStatus::LeftChanged,
                     Some(format!(
                         "now rx {} tx {}, tune set rx {new_rx} tx {new_tx}",
-                        cur.rx_pending, cur.tx_pending
+                        cur.rx, cur.tx
                     )),
                 );
             }

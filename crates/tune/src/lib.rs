@@ -14,12 +14,11 @@
 //!
 //! Every read and write goes through [`wirespeed_host::Root`], so a captured tree is a complete
 //! stand-in for a host: plan, apply and revert work on a copy of a fixture exactly as on `/`.
-//! Services (`systemctl`) and ring sizes (ethtool ioctl) exist only on the live host and are
-//! skipped, with a reason, elsewhere.
+//! Services (`systemctl`) and ring sizes (the host crate's ethtool ioctl) exist only on the live
+//! host and are skipped, with a reason, elsewhere.
 
 pub mod collect;
 pub mod engine;
-pub mod ethtool;
 pub mod journal;
 pub mod plan;
 pub mod planner;
