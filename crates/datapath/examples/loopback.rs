@@ -44,6 +44,15 @@ fn main() {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     let s = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
     let (r, _) = l.accept().expect("accept");
+    // Experiment knob: SO_RCVLOWAT on the receiving socket (bytes).
+    if let Some(v) = std::env::var("WS_RCVLOWAT")
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    {
+        use std::os::fd::AsRawFd;
+        sys::setsockopt_int(r.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, v)
+            .expect("SO_RCVLOWAT");
+    }
     let ctl = Arc::new(Control::new());
     let mk = |cpu, socket, direction| WorkerSpec {
         cpu,

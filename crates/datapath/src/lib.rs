@@ -15,6 +15,9 @@
 //!   No allocation, no clock read, no other syscall in the loop. `stop()` is
 //!   noticed promptly because the socket gets `SO_SNDTIMEO`/`SO_RCVTIMEO` of
 //!   [`POLL_INTERVAL`], so a blocked call wakes up to look at the flag.
+//!   A one-stream receiver also sets `SO_RCVLOWAT` to the block length (at
+//!   most [`RCVLOWAT_MAX`]) so it is woken once per block rather than once
+//!   per segment; a shorter tail is still read when the timeout expires.
 //! * **many streams** — non-blocking sockets on one level-triggered `epoll`;
 //!   each ready stream gets a bounded burst of calls per wake-up (fairness),
 //!   so >1000 streams share one or two workers.
@@ -50,7 +53,7 @@ pub mod udp;
 mod worker;
 mod zerocopy;
 
-pub use worker::{spawn_worker, WorkerHandle};
+pub use worker::{spawn_worker, WorkerHandle, MAX_BLOCK_LEN, RCVLOWAT_MAX};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;

@@ -359,3 +359,34 @@ fn zero_block_len_is_rejected() {
     );
     assert!(matches!(r, Err(DatapathError::InvalidSpec(_))));
 }
+
+/// The one-stream receiver waits for a block's worth (SO_RCVLOWAT), but a tail
+/// shorter than that is still counted within a poll interval, with the peer
+/// neither sending more nor closing.
+#[test]
+fn short_tail_is_counted_without_eof() {
+    use std::io::Write;
+    let (a, b) = pairs(1).pop().expect("pair");
+    let c = Arc::new(Control::new());
+    let rx = spawn_worker(
+        spec(None, vec![one(1, b, Direction::Recv)], 1 << 20, None),
+        c.clone(),
+    )
+    .expect("rx");
+    let ctr = rx.counters()[0].1.clone();
+    (&a).write_all(&[5u8; 1000]).expect("write");
+    let t = Instant::now();
+    while ctr.bytes() < 1000 && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(ctr.bytes(), 1000);
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "tail took {:?}",
+        t.elapsed()
+    );
+    c.stop();
+    let r = rx.join().expect("rx");
+    assert_eq!(r.streams[0].bytes, 1000);
+    drop(a);
+}
