@@ -1,6 +1,8 @@
 //! The checks. Each is a pure function from facts and options to zero or more findings, and
 //! each says why it fires in its own documentation.
 
+use crate::placement::{self, PlacementError};
+use crate::sizing;
 use crate::{ids, Evidence, Finding, Options, Severity};
 use wirespeed_host::interrupts::IrqKind;
 use wirespeed_host::nic::{NicFacts, NicIrq};
@@ -96,81 +98,43 @@ fn node_source(n: u32) -> String {
     format!("/sys/devices/system/node/node{n}/cpulist")
 }
 
-/// CPUs to move a NIC's queue IRQs to: the app's L3 group(s) without the app CPUs and their SMT
-/// siblings; else the NIC's NUMA node without the app CPUs; else every online CPU but the app's.
-pub fn irq_target_cpus(facts: &HostFacts, nic: &NicFacts, app: Option<&CpuSet>) -> CpuSet {
-    let online = facts.cpu.online_set();
-    let empty = CpuSet::new();
-    let app = app.unwrap_or(&empty);
-    let mut avoid = app.clone();
-    for c in app.iter() {
-        if let Some(sib) = facts.cpu.cpu(c).and_then(|t| t.thread_siblings.as_ref()) {
-            avoid = avoid.union(sib);
+/// `echo CPUS > /proc/irq/N/smp_affinity_list` for each of `irqs`: the CPUs `wirespeed tune`
+/// gives that vector when no policy is named ([`placement::auto_place`]), so doctor's fix and
+/// tune's plan never disagree. Then the tune command that does the same with a journal. When no
+/// CPU is left for the IRQs, one comment line says why.
+fn pin_commands(
+    facts: &HostFacts,
+    nic: &NicFacts,
+    app: Option<&CpuSet>,
+    irqs: &[&NicIrq],
+) -> Vec<String> {
+    let p = match placement::auto_place(facts, nic, app) {
+        Ok(p) => p,
+        Err(PlacementError::NoIrqCpus { why, .. }) => {
+            return vec![format!(
+                "# no CPU is left for these IRQs ({why}): choose some with wirespeed tune --irq-cpus LIST"
+            )]
         }
-    }
-    let node_cpus = nic
-        .node()
-        .filter(|_| facts.cpu.is_multi_node())
-        .and_then(|n| facts.cpu.numa_nodes.get(&n).cloned());
-    if !app.is_empty() {
-        let l3: CpuSet = facts
-            .cpu
-            .l3_ids_of(app)
-            .iter()
-            .filter_map(|id| facts.cpu.l3_groups.iter().find(|g| g.id == *id))
-            .fold(CpuSet::new(), |a, g| a.union(&g.cpus));
-        for cand in [l3.difference(&avoid), l3.difference(app)] {
-            let cand = match &node_cpus {
-                Some(n) if cand.intersects(n) => cand.intersection(n),
-                _ => cand,
-            };
-            if !cand.is_empty() {
-                return cand;
-            }
-        }
-    }
-    if let Some(n) = node_cpus {
-        let c = n.difference(app);
-        if !c.is_empty() {
-            return c;
-        }
-    }
-    let c = online.difference(app);
-    if c.is_empty() {
-        online
-    } else {
-        c
-    }
-}
-
-/// `echo CPU > /proc/irq/N/smp_affinity_list` lines: each IRQ to the CPU of `cpus` that serves
-/// the fewest of the NIC's other queue vectors so far (ties: lowest CPU).
-pub fn pin_commands(nic: &NicFacts, irqs: &[&NicIrq], cpus: &CpuSet) -> Vec<String> {
-    if cpus.is_empty() {
-        return Vec::new();
-    }
-    let moving: Vec<u32> = irqs.iter().map(|i| i.irq).collect();
-    let mut load: std::collections::BTreeMap<u32, usize> = cpus.iter().map(|c| (c, 0)).collect();
-    for q in nic.queue_irqs() {
-        if moving.contains(&q.irq) {
-            continue;
-        }
-        if let Some(e) = q.effective.as_ref().filter(|e| e.len() == 1) {
-            if let Some(n) = e.first().and_then(|c| load.get_mut(&c)) {
-                *n += 1;
-            }
-        }
-    }
-    irqs.iter()
+        Err(e) => return vec![format!("# {e}")],
+    };
+    let mut out: Vec<String> = irqs
+        .iter()
         .filter_map(|i| {
-            let (&cpu, _) = load.iter().min_by_key(|(c, n)| (**n, **c))?;
-            *load.entry(cpu).or_default() += 1;
+            let cpus = p.wanted.get(&i.irq)?;
             Some(format!(
-                "echo {cpu} > /proc/irq/{}/smp_affinity_list",
+                "echo {cpus} > /proc/irq/{}/smp_affinity_list",
                 i.irq
             ))
         })
-        .collect()
+        .collect();
+    if let Some(policy) = p.policy.name() {
+        let app = app.map(|a| format!(" --app-cpus {a}")).unwrap_or_default();
+        out.push(format!(
+            "# or: wirespeed tune --iface {}{app} --irq-policy {policy} --apply   # IRQ CPUs {}",
+            nic.name, p.irq_cpus.cpus
+        ));
+    }
+    out
 }
 
 fn irqbalance_note(facts: &HostFacts) -> Option<String> {
@@ -364,19 +328,8 @@ pub fn irq_numa_remote(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Opt
         })
         .collect();
     evidence.extend(irq_rows(&rows));
-    let targets = match facts.cpu.numa_nodes.get(&node) {
-        Some(n) => {
-            let t = irq_target_cpus(facts, nic, opts.app_cpus.as_ref()).intersection(n);
-            if t.is_empty() {
-                n.clone()
-            } else {
-                t
-            }
-        }
-        None => CpuSet::new(),
-    };
     let mut fix: Vec<String> = irqbalance_note(facts).into_iter().collect();
-    fix.extend(pin_commands(nic, &remote, &targets));
+    fix.extend(pin_commands(facts, nic, opts.app_cpus.as_ref(), &remote));
     Some(Finding {
         id: ids::IRQ_NUMA_REMOTE.into(),
         severity: Severity::Warning,
@@ -490,13 +443,8 @@ pub fn irq_on_app_core(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Opt
         .map(|i| (*i, i.effective.clone().unwrap_or_default().to_string()))
         .collect();
     evidence.extend(irq_rows(&rows));
-    let targets = irq_target_cpus(facts, nic, Some(app));
     let mut fix: Vec<String> = irqbalance_note(facts).into_iter().collect();
-    fix.extend(pin_commands(nic, &hits, &targets));
-    fix.push(format!(
-        "# or: wirespeed tune --iface {} --app-cpus {app} --irq-policy l3 --apply",
-        nic.name
-    ));
+    fix.extend(pin_commands(facts, nic, Some(app), &hits));
     let on: CpuSet = hits
         .iter()
         .filter_map(|i| i.effective.as_ref())
@@ -591,13 +539,8 @@ pub fn irq_cross_l3(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Option
             ));
         }
         _ => {
-            let targets = irq_target_cpus(facts, nic, Some(app));
             fix.extend(irqbalance_note(facts));
-            fix.extend(pin_commands(nic, &irqs, &targets));
-            fix.push(format!(
-                "# or: wirespeed tune --iface {} --app-cpus {app} --irq-policy l3 --apply",
-                nic.name
-            ));
+            fix.extend(pin_commands(facts, nic, Some(app), &irqs));
         }
     }
     Some(Finding {
@@ -667,7 +610,7 @@ pub fn socket_buffers_small(
             .filter_map(|n| n.speed_mbps.map(|s| (s, *n)))
             .max_by_key(|(s, _)| *s)?
     };
-    let bdp = (speed as f64 * 1e6 / 8.0 * opts.rtt_ms / 1000.0).ceil() as u64;
+    let bdp = sizing::bdp_bytes(speed, opts.rtt_ms);
     let rmax = st.tcp_rmem.map(|t| t[2]);
     let wmax = st.tcp_wmem.map(|t| t[2]);
     let small_r = rmax.is_some_and(|r| r < bdp);
@@ -675,11 +618,7 @@ pub fn socket_buffers_small(
     if !small_r && !small_w {
         return None;
     }
-    let target = (2 * bdp).min(i32::MAX as u64);
-    let target = target
-        .div_ceil(1 << 20)
-        .saturating_mul(1 << 20)
-        .min(i32::MAX as u64);
+    let target = sizing::buffer_target(speed, opts.rtt_ms);
     let mut evidence = vec![
         Evidence::new(
             "link speed",
@@ -719,10 +658,12 @@ pub fn socket_buffers_small(
     }
     let rm = st.tcp_rmem.unwrap_or([4096, 131072, 0]);
     let wm = st.tcp_wmem.unwrap_or([4096, 16384, 0]);
-    let mut fix = vec![
-        format!("sysctl -w net.core.rmem_max={target}"),
-        format!("sysctl -w net.core.wmem_max={target}"),
-    ];
+    // the ceilings an application may request, raised when lower (never lowered)
+    let mut fix: Vec<String> = [("rmem_max", st.rmem_max), ("wmem_max", st.wmem_max)]
+        .into_iter()
+        .filter(|(_, cur)| cur.is_none_or(|c| c < target))
+        .map(|(key, _)| format!("sysctl -w net.core.{key}={target}"))
+        .collect();
     if small_r {
         fix.push(format!(
             "sysctl -w net.ipv4.tcp_rmem='{} {} {target}'",
@@ -1039,24 +980,34 @@ pub fn softnet_drops(facts: &HostFacts) -> Option<Finding> {
             paths::NETDEV_BUDGET_USECS,
         ));
     }
+    // the values tune sets (sizing), raised when lower, never lowered
+    let below = |cur: Option<u64>, want: u64| cur.is_none_or(|c| c < want);
     let mut fix = Vec::new();
-    if dropped > 0 {
-        let nb = st
-            .netdev_max_backlog
-            .unwrap_or(1000)
-            .saturating_mul(4)
-            .max(10_000);
-        fix.push(format!("sysctl -w net.core.netdev_max_backlog={nb}"));
+    if dropped > 0 && below(st.netdev_max_backlog, sizing::NETDEV_MAX_BACKLOG) {
+        fix.push(format!(
+            "sysctl -w net.core.netdev_max_backlog={}",
+            sizing::NETDEV_MAX_BACKLOG
+        ));
     }
     if squeezed > 0 {
-        let b = st.netdev_budget.unwrap_or(300).saturating_mul(2).max(600);
-        let us = st
-            .netdev_budget_usecs
-            .unwrap_or(2000)
-            .saturating_mul(2)
-            .max(4000);
-        fix.push(format!("sysctl -w net.core.netdev_budget={b}"));
-        fix.push(format!("sysctl -w net.core.netdev_budget_usecs={us}"));
+        if below(st.netdev_budget, sizing::NETDEV_BUDGET) {
+            fix.push(format!(
+                "sysctl -w net.core.netdev_budget={}",
+                sizing::NETDEV_BUDGET
+            ));
+        }
+        if below(st.netdev_budget_usecs, sizing::NETDEV_BUDGET_USECS) {
+            fix.push(format!(
+                "sysctl -w net.core.netdev_budget_usecs={}",
+                sizing::NETDEV_BUDGET_USECS
+            ));
+        }
+    }
+    if fix.is_empty() {
+        fix.push(
+            "# the backlog and budget are already large: look at the load of the CPUs that serve the NIC's IRQs (spread them: wirespeed tune)"
+                .into(),
+        );
     }
     fix.push(
         "cat /proc/net/softnet_stat   # columns 2 and 3 (hex) should stop growing under load"
@@ -1115,6 +1066,15 @@ mod tests {
 
     #[test]
     fn pinning_fills_the_least_loaded_cpus() {
+        let mut facts = HostFacts::default();
+        facts.cpu.online = CpuSet::parse_list("0-11").ok();
+        for (id, cpus) in [(0, "0-5"), (1, "6-11")] {
+            facts.cpu.l3_groups.push(wirespeed_host::L3Group {
+                id,
+                cpus: CpuSet::parse_list(cpus).unwrap(),
+                size: None,
+            });
+        }
         let mut nic: NicFacts = serde_json::from_value(serde_json::json!({
             "name": "eth0", "sysfs": "/sys/class/net/eth0", "pci_address": "0000:01:00.0",
             "device_path": "/sys/devices/pci0000:00/0000:01:00.0", "virtio": null, "driver": null,
@@ -1134,16 +1094,23 @@ mod tests {
             irq(5, IrqKind::Queue, "3"),
             irq(6, IrqKind::Queue, "3"),
         ];
+        facts.nics = vec![nic.clone()];
         let moving: Vec<&NicIrq> = nic.irqs[4..].iter().collect();
-        let cmds = pin_commands(&nic, &moving, &CpuSet::parse_list("7-9").unwrap());
+        // the app on 6 and 10-11: its L3 group leaves 7-9 for the IRQs
+        let app = CpuSet::parse_list("6,10-11").unwrap();
+        let cmds = pin_commands(&facts, &nic, Some(&app), &moving);
         // 9 has no queue vector (4 is control), then 8 has one, 7 two.
         assert_eq!(
-            cmds,
+            cmds[..2],
             [
                 "echo 9 > /proc/irq/5/smp_affinity_list",
                 "echo 8 > /proc/irq/6/smp_affinity_list"
             ]
         );
-        assert!(pin_commands(&nic, &moving, &CpuSet::new()).is_empty());
+        assert!(cmds[2].contains("--irq-policy l3"), "{cmds:?}");
+        // every CPU taken by the app: no CPU left, said in one comment
+        let app = CpuSet::parse_list("0-11").unwrap();
+        let cmds = pin_commands(&facts, &nic, Some(&app), &moving);
+        assert!(cmds.iter().all(|c| !c.starts_with("echo ")), "{cmds:?}");
     }
 }

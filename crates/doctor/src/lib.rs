@@ -5,8 +5,10 @@
 //! [`checks`] over the facts with the user's [`Options`] (interface, application CPUs, RTT) and
 //! returns the findings sorted worst first. Each finding has a stable id (the contract in [`ids`]),
 //! a severity, a one-line summary, the evidence (values and the host file each came from) and the
-//! fix as shell commands. [`report`] renders the findings as text or as the versioned JSON
-//! document described in `docs/doctor.md`; [`topo`] renders the CPU/NUMA/L3/NIC-IRQ topology.
+//! fix as shell commands; where a fix moves IRQs or sizes buffers, the values come from
+//! [`placement`] and [`sizing`], the rules `wirespeed tune` plans with, so the two agree. [`report`] renders the findings as text or as
+//! the versioned JSON document described in `docs/doctor.md`; [`topo`] renders the
+//! CPU/NUMA/L3/NIC-IRQ topology.
 //!
 //! Rules every check follows: a fact that is unknown (`None`) never produces a finding; checks
 //! about placement use the NIC's queue (completion) vectors, never another device's IRQs; numbers
@@ -14,7 +16,9 @@
 //! tuned to particular hosts.
 
 pub mod checks;
+pub mod placement;
 pub mod report;
+pub mod sizing;
 pub mod topo;
 
 use serde::{Deserialize, Serialize};

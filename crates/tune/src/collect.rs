@@ -1,11 +1,10 @@
 //! Fill a [`HostView`] from the host crate's facts, plus the few things only tune needs (which
 //! cpufreq policy file governs a CPU, which congestion-control modules the kernel ships).
 
-use wirespeed_host::{CpuSet, HostFacts, IrqKind, Root};
+use wirespeed_doctor::placement::{vectors, CpuLayout};
+use wirespeed_host::{CpuSet, HostFacts, Root};
 
-use crate::view::{
-    FindingView, GovernorView, HostView, IrqView, NicView, RingView, StackView, VectorKind,
-};
+use crate::view::{FindingView, GovernorView, HostView, IrqView, NicView, RingView, StackView};
 
 /// The interface to tune could not be chosen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,23 +77,13 @@ fn plain_interface(root: &Root, name: &str) -> Option<NicView> {
 
 /// Build the planner's view. `iface` names the interface (else the fastest PCI NIC that is up).
 pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostView, CollectError> {
-    let online = facts.cpu.online_set();
     let mut v = HostView {
         hostname: facts.hostname.clone(),
         live: root.is_live(),
-        online: online.clone(),
-        numa_nodes: facts
-            .cpu
-            .nodes_with_cpus()
-            .map(|(n, c)| (n, c.clone()))
-            .collect(),
-        l3_groups: facts.cpu.l3_groups.iter().map(|g| g.cpus.clone()).collect(),
+        layout: CpuLayout::from_facts(facts),
         ..HostView::default()
     };
     for c in &facts.cpu.cpus {
-        if let Some(s) = &c.thread_siblings {
-            v.siblings.insert(c.cpu, s.clone());
-        }
         if let Some(path) = governor_path(root, c.cpu) {
             let current = root.read_opt(&path).or_else(|| c.governor.clone());
             if let Some(current) = current {
@@ -199,25 +188,20 @@ pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostV
         }
     };
     if let Some(n) = nic {
-        let queue: Vec<u32> = n.queue_irqs().iter().map(|i| i.irq).collect();
-        let mut irqs: Vec<IrqView> = n
-            .own_irqs()
-            .filter_map(|i| {
-                let requested = i.requested.clone()?;
-                Some(IrqView {
-                    irq: i.irq,
-                    name: i.actions.first().cloned(),
-                    kind: if queue.contains(&i.irq) && i.kind != IrqKind::Control {
-                        VectorKind::Queue
-                    } else {
-                        VectorKind::Control
-                    },
-                    effective: i.effective.clone().unwrap_or_else(|| requested.clone()),
-                    requested,
-                })
+        let irqs: Vec<IrqView> = vectors(n)
+            .into_iter()
+            .map(|vec| IrqView {
+                irq: vec.irq,
+                name: n
+                    .irqs
+                    .iter()
+                    .find(|i| i.irq == vec.irq)
+                    .and_then(|i| i.actions.first().cloned()),
+                kind: vec.kind,
+                requested: vec.requested,
+                effective: vec.effective,
             })
             .collect();
-        irqs.sort_by_key(|i| i.irq);
         v.nic = Some(NicView {
             name: n.name.clone(),
             driver: n.driver.clone(),
@@ -241,15 +225,6 @@ pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostV
         });
     }
     Ok(v)
-}
-
-/// CPUs of a list that the view knows to be online (empty `online` = unknown, all pass).
-pub fn offline(view: &HostView, cpus: &CpuSet) -> CpuSet {
-    if view.online.is_empty() {
-        CpuSet::new()
-    } else {
-        cpus.difference(&view.online)
-    }
 }
 
 /// Doctor's findings for the same interface, app CPUs and RTT. An interface that is not a PCI

@@ -20,13 +20,18 @@
 //! - Notes for findings software cannot fix (a PCIe link, a temperature) or the plan leaves.
 
 use std::collections::BTreeSet;
-use std::fmt;
 
+use wirespeed_doctor::checks::fmt_mbps;
+use wirespeed_doctor::placement::{self, auto_policy, IrqCpus, PlacementError, Vector};
+use wirespeed_doctor::sizing;
 use wirespeed_host::CpuSet;
 
 use crate::plan::{command_for, Change, Note, Plan, Step, PERSIST, REQUESTED};
 use crate::value::Form;
 use crate::view::{HostView, VectorKind};
+
+pub use wirespeed_doctor::placement::IrqPolicy;
+pub use wirespeed_doctor::sizing::{buffer_target, BUFFER_CAP};
 
 /// Finding ids: doctor's contract, plus tune's own for settings no doctor check covers.
 pub mod ids {
@@ -43,17 +48,6 @@ pub mod ids {
     pub const MTU_PROBING: &str = "tcp-mtu-probing-off";
     /// NIC rings below the driver's maximum (live hosts).
     pub const RING: &str = "nic-ring-below-max";
-}
-
-/// Where the NIC's queue IRQs go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IrqPolicy {
-    /// Round-robin over these CPUs.
-    Cpus(CpuSet),
-    /// The NIC's NUMA node (its local CPUs).
-    Node,
-    /// The app CPUs' L3 group(s), minus the app CPUs.
-    L3,
 }
 
 /// Groups of settings, to restrict a plan (`--only`).
@@ -154,17 +148,14 @@ pub enum PlanError {
     NoNic,
 }
 
-/// Largest value the kernel accepts for the socket buffer sysctls (they are C ints).
-pub const BUFFER_CAP: u64 = i32::MAX as u64;
-
-/// 2 × BDP rounded up to a power of two, capped at [`BUFFER_CAP`].
-pub fn buffer_target(speed_mbps: u64, rtt_ms: f64) -> u64 {
-    let bdp = speed_mbps as f64 * 1e6 / 8.0 * rtt_ms / 1000.0;
-    let want = (2.0 * bdp).ceil().max(1.0);
-    if want >= BUFFER_CAP as f64 {
-        return BUFFER_CAP;
+impl From<PlacementError> for PlanError {
+    fn from(e: PlacementError) -> PlanError {
+        match e {
+            PlacementError::PolicyNeedsApp => PlanError::PolicyNeedsApp,
+            PlacementError::NoIrqCpus { policy, why } => PlanError::NoIrqCpus { policy, why },
+            PlacementError::NoNic => PlanError::NoNic,
+        }
     }
-    (want as u64).next_power_of_two().min(BUFFER_CAP)
 }
 
 fn human_bytes(b: u64) -> String {
@@ -187,32 +178,22 @@ fn format_mb(b: u64) -> String {
     }
 }
 
-struct Gbit(u64);
-impl fmt::Display for Gbit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 % 1000 == 0 {
-            write!(f, "{} Gbit/s", self.0 / 1000)
-        } else {
-            write!(f, "{:.1} Gbit/s", self.0 as f64 / 1000.0)
-        }
-    }
-}
-
 fn check_online(flag: &str, cpus: &CpuSet, view: &HostView) -> Result<(), PlanError> {
     if cpus.is_empty() {
         return Err(PlanError::EmptyCpuList {
             flag: flag.to_string(),
         });
     }
-    if view.online.is_empty() {
+    let online = &view.layout.online;
+    if online.is_empty() {
         return Ok(()); // unknown online set: nothing to check against
     }
-    let off = cpus.difference(&view.online);
+    let off = cpus.difference(online);
     if !off.is_empty() {
         return Err(PlanError::CpusOffline {
             flag: flag.to_string(),
             cpus: off,
-            online: view.online.clone(),
+            online: online.clone(),
         });
     }
     Ok(())
@@ -374,7 +355,7 @@ fn context(b: &mut Builder<'_>) {
             parts.push(d.clone());
         }
         match nic.speed_mbps {
-            Some(s) => parts.push(Gbit(s).to_string()),
+            Some(s) => parts.push(fmt_mbps(s)),
             None => parts.push("link speed unknown".into()),
         }
         if let Some(m) = nic.mtu {
@@ -396,12 +377,13 @@ fn context(b: &mut Builder<'_>) {
             .context
             .push(format!("interface {} ({})", nic.name, parts.join(", ")));
     }
-    if !v.l3_groups.is_empty() {
-        let groups: Vec<String> = v.l3_groups.iter().map(|g| g.to_string()).collect();
-        let nodes = v.numa_nodes.len().max(1);
+    let layout = &v.layout;
+    if !layout.l3_groups.is_empty() {
+        let groups: Vec<String> = layout.l3_groups.iter().map(|g| g.to_string()).collect();
+        let nodes = layout.numa_nodes.len().max(1);
         b.plan.context.push(format!(
             "CPUs {} online; L3 groups {}; {nodes} NUMA node{}",
-            v.online,
+            layout.online,
             groups.join(" | "),
             if nodes == 1 { "" } else { "s" }
         ));
@@ -417,11 +399,12 @@ fn context(b: &mut Builder<'_>) {
     ));
 }
 
-/// Resolve the IRQ CPUs from the options (and findings when no policy is given).
+/// Resolve the IRQ CPUs from the options (and findings when no policy is given) by the rule
+/// doctor's fixes use ([`placement`]).
 fn irq_targets(b: &mut Builder<'_>) -> Result<Option<CpuSet>, PlanError> {
     let v = b.view;
     let app = b.opts.app_cpus.clone().unwrap_or_default();
-    let app_and_siblings = v.with_siblings(&app);
+    let nic = v.nic.as_ref().map(|n| n.locality());
     let explicit = b.opts.irq.clone();
     let policy = match explicit.clone() {
         Some(p) => Some(p),
@@ -430,14 +413,7 @@ fn irq_targets(b: &mut Builder<'_>) -> Result<Option<CpuSet>, PlanError> {
                 || v.has(ids::IRQ_CROSS_L3)
                 || v.has(ids::IRQ_NUMA_REMOTE)) =>
         {
-            if !app.is_empty()
-                && !v.l3_union(&app).difference(&app_and_siblings).is_empty()
-                && l3_off_node(v, &app).is_none()
-            {
-                Some(IrqPolicy::L3)
-            } else {
-                Some(IrqPolicy::Node)
-            }
+            Some(auto_policy(&v.layout, nic, &app))
         }
         None => None,
     };
@@ -449,161 +425,24 @@ fn irq_targets(b: &mut Builder<'_>) -> Result<Option<CpuSet>, PlanError> {
     } else {
         ", chosen because doctor reports IRQ placement findings; --irq-policy/--irq-cpus to choose"
     };
-    let (cpus, rule) = match policy {
-        IrqPolicy::Cpus(cpus) => {
-            check_online("--irq-cpus", &cpus, v)?;
-            let overlap = cpus.intersection(&app);
-            if !overlap.is_empty() && !b.opts.allow_irq_on_app_cpus {
-                return Err(PlanError::Overlap {
-                    irq: cpus,
-                    app,
-                    overlap,
-                });
-            }
-            let rule = format!("--irq-cpus {cpus}");
-            (cpus, rule)
+    if let IrqPolicy::Cpus(cpus) = &policy {
+        check_online("--irq-cpus", cpus, v)?;
+        let overlap = cpus.intersection(&app);
+        if !overlap.is_empty() && !b.opts.allow_irq_on_app_cpus {
+            return Err(PlanError::Overlap {
+                irq: cpus.clone(),
+                app,
+                overlap,
+            });
         }
-        IrqPolicy::L3 => {
-            if app.is_empty() {
-                return Err(PlanError::PolicyNeedsApp);
-            }
-            let group = v.l3_union(&app);
-            if let Some((node, nic_node)) = l3_off_node(v, &app) {
-                return Err(PlanError::NoIrqCpus {
-                    policy: "l3".into(),
-                    why: format!(
-                        "the app CPUs' L3 group {group} is on NUMA node {node} and the NIC on node {nic_node}, so IRQs there would be NUMA-remote; run the app on node {nic_node}"
-                    ),
-                });
-            }
-            if group.is_empty() {
-                return Err(PlanError::NoIrqCpus {
-                    policy: "l3".into(),
-                    why: "the host's L3 groups are unknown".into(),
-                });
-            }
-            let mut cpus = group.difference(&app_and_siblings);
-            let mut rule = format!("l3: the app CPUs' L3 group {group} without the app CPUs");
-            if app_and_siblings != app {
-                rule.push_str(" and their SMT siblings");
-            }
-            if cpus.is_empty() {
-                cpus = group.difference(&app);
-                rule = format!("l3: the app CPUs' L3 group {group} without the app CPUs (their SMT siblings included: nothing else is left)");
-            }
-            if cpus.is_empty() {
-                return Err(PlanError::NoIrqCpus {
-                    policy: "l3".into(),
-                    why: format!("the app CPUs {app} fill their L3 group {group}"),
-                });
-            }
-            (cpus, rule)
-        }
-        IrqPolicy::Node => {
-            let nic = v.nic.as_ref().ok_or(PlanError::NoNic)?;
-            let (node_cpus, what) = match nic
-                .numa_node
-                .and_then(|n| v.numa_nodes.get(&n).map(|c| (n, c)))
-            {
-                Some((n, c)) => (c.clone(), format!("NUMA node {n} ({c})")),
-                None => match &nic.local_cpus {
-                    Some(l) => (l.clone(), format!("the NIC's local CPUs {l}")),
-                    None => (v.online.clone(), format!("all online CPUs {}", v.online)),
-                },
-            };
-            let node_cpus = if v.online.is_empty() {
-                node_cpus
-            } else {
-                node_cpus.intersection(&v.online)
-            };
-            let mut cpus = node_cpus.difference(&app_and_siblings);
-            if cpus.is_empty() {
-                cpus = node_cpus.difference(&app);
-            }
-            if cpus.is_empty() {
-                return Err(PlanError::NoIrqCpus {
-                    policy: "node".into(),
-                    why: format!("the app CPUs {app} fill {what}"),
-                });
-            }
-            let rule = if app.is_empty() {
-                format!("node: {what}")
-            } else {
-                format!("node: {what} without the app CPUs")
-            };
-            (cpus, rule)
-        }
-    };
+    }
+    let IrqCpus { cpus, rule } = placement::irq_cpus(&v.layout, nic, &app, &policy)?;
     b.plan.irq_cpus = Some(cpus.clone());
     b.plan.irq_rule = Some(format!("{rule}{chosen}"));
     b.plan
         .context
         .push(format!("IRQ CPUs {cpus} ({rule}{chosen})"));
     Ok(Some(cpus))
-}
-
-/// Spread the queue IRQs evenly over `targets` with as few moves as possible: an IRQ already
-/// pinned to one target CPU stays while that CPU holds no more than its share (n / k rounded up);
-/// every other IRQ goes, in IRQ order, to the least-loaded target CPU (the lowest on a tie) —
-/// on a host where nothing is pinned yet, that is a plain round-robin.
-pub fn spread_queues(nic: &crate::view::NicView, targets: &[u32]) -> Vec<(u32, u32)> {
-    let queues: Vec<&crate::view::IrqView> = nic
-        .irqs
-        .iter()
-        .filter(|i| i.kind == VectorKind::Queue)
-        .collect();
-    if targets.is_empty() {
-        return Vec::new();
-    }
-    let share = queues.len().div_ceil(targets.len());
-    let mut load: Vec<usize> = vec![0; targets.len()];
-    let mut out: Vec<(u32, Option<u32>)> = Vec::new();
-    for q in &queues {
-        let keep = match (q.requested.len(), q.requested.first()) {
-            (1, Some(c)) => targets
-                .iter()
-                .position(|t| *t == c)
-                .filter(|&p| load[p] < share),
-            _ => None,
-        };
-        match keep {
-            Some(p) => {
-                load[p] += 1;
-                out.push((q.irq, Some(targets[p])));
-            }
-            None => out.push((q.irq, None)),
-        }
-    }
-    out.into_iter()
-        .map(|(irq, cpu)| match cpu {
-            Some(c) => (irq, c),
-            None => {
-                let p = (0..targets.len())
-                    .min_by_key(|&p| (load[p], p))
-                    .unwrap_or(0);
-                load[p] += 1;
-                (irq, targets[p])
-            }
-        })
-        .collect()
-}
-
-/// On a multi-node host, the (node of the app's L3 group, NIC node) when they differ.
-fn l3_off_node(v: &HostView, app: &CpuSet) -> Option<(u32, u32)> {
-    if !v.multi_node() {
-        return None;
-    }
-    let nic_node = v.nic.as_ref()?.numa_node?;
-    let nic_cpus = v.numa_nodes.get(&nic_node)?;
-    let group = v.l3_union(app);
-    if group.is_empty() || group.is_subset(nic_cpus) {
-        return None;
-    }
-    let node = group
-        .iter()
-        .find_map(|c| v.node_of(c))
-        .filter(|n| *n != nic_node)?;
-    Some((node, nic_node))
 }
 
 fn irqbalance(b: &mut Builder<'_>) {
@@ -650,13 +489,12 @@ fn place_irqs(b: &mut Builder<'_>, targets: Option<&CpuSet>) -> CpuSet {
             .fold(CpuSet::new(), |acc, i| acc.union(&i.effective));
     };
     let app = b.opts.app_cpus.clone().unwrap_or_default();
-    let app_l3 = v.l3_union(&app);
+    let app_l3 = v.layout.l3_union(&app);
     let nic_node_cpus = nic
         .numa_node
-        .and_then(|n| v.numa_nodes.get(&n))
+        .and_then(|n| v.layout.numa_nodes.get(&n))
         .cloned()
-        .filter(|_| v.multi_node());
-    let target_list: Vec<u32> = targets.iter().collect();
+        .filter(|_| v.layout.multi_node());
     // IRQs that already sit where the layout wants them keep the layout's reason in the boot state
     let layout_finding = [
         ids::IRQ_ON_APP_CORE,
@@ -666,31 +504,19 @@ fn place_irqs(b: &mut Builder<'_>, targets: Option<&CpuSet>) -> CpuSet {
     .into_iter()
     .find(|id| v.has(id))
     .unwrap_or(REQUESTED);
-    let assignment = spread_queues(nic, &target_list);
+    let vectors: Vec<Vector> = nic.irqs.iter().map(|i| i.vector()).collect();
+    let wanted = placement::place(&vectors, targets, &app);
     let mut handling = CpuSet::new();
     let mut moved_queue = 0usize;
-    let mut queue_count = 0usize;
+    let queue_count = vectors
+        .iter()
+        .filter(|v| v.kind == VectorKind::Queue)
+        .count();
     for irq in &nic.irqs {
-        let new = match irq.kind {
-            VectorKind::Queue => {
-                queue_count += 1;
-                let cpu = assignment
-                    .iter()
-                    .find(|(i, _)| *i == irq.irq)
-                    .map(|(_, c)| *c)
-                    .unwrap_or(target_list[0]);
-                CpuSet::from_cpus([cpu])
-            }
-            VectorKind::Control => {
-                let on_app = irq.effective.intersects(&app);
-                let outside = !irq.effective.is_subset(targets);
-                if on_app || outside {
-                    targets.clone()
-                } else {
-                    handling = handling.union(&irq.effective);
-                    continue;
-                }
-            }
+        // a control vector that already sits well stays
+        let Some(new) = wanted.get(&irq.irq).cloned() else {
+            handling = handling.union(&irq.effective);
+            continue;
         };
         handling = handling.union(&new);
         // Which finding this move fixes: the most specific one that holds before and not after.
@@ -771,10 +597,10 @@ fn stack(b: &mut Builder<'_>) {
     match speed {
         Some(speed) => {
             let target = buffer_target(speed, b.opts.rtt_ms);
-            let bdp = (speed as f64 * 1e6 / 8.0 * b.opts.rtt_ms / 1000.0) as u64;
+            let bdp = sizing::bdp_bytes(speed, b.opts.rtt_ms);
             let why = format!(
                 "2 x BDP (BDP = {} x {} ms = {} MB) rounded up to a power of two: {}",
-                Gbit(speed),
+                fmt_mbps(speed),
                 b.opts.rtt_ms,
                 format_mb(bdp),
                 human_bytes(target)
@@ -896,12 +722,12 @@ fn stack(b: &mut Builder<'_>) {
     // Softnet drops / squeezes.
     if s.softnet_dropped.unwrap_or(0) > 0 {
         if let Some(cur) = s.netdev_max_backlog {
-            if cur < 250_000 {
+            if cur < sizing::NETDEV_MAX_BACKLOG {
                 b.sysctl(
                     ids::SOFTNET_DROPS,
                     "net.core.netdev_max_backlog",
                     cur.to_string(),
-                    "250000".into(),
+                    sizing::NETDEV_MAX_BACKLOG.to_string(),
                     "softnet_stat counts backlog drops: a longer per-CPU backlog".into(),
                 );
             }
@@ -909,12 +735,12 @@ fn stack(b: &mut Builder<'_>) {
     }
     if s.softnet_time_squeeze.unwrap_or(0) > 0 {
         if let Some(cur) = s.netdev_budget {
-            if cur < 600 {
+            if cur < sizing::NETDEV_BUDGET {
                 b.sysctl(
                     ids::SOFTNET_DROPS,
                     "net.core.netdev_budget",
                     cur.to_string(),
-                    "600".into(),
+                    sizing::NETDEV_BUDGET.to_string(),
                     "softnet_stat counts time squeezes: more packets per softirq run".into(),
                 );
             }
@@ -1068,7 +894,7 @@ fn ring(b: &mut Builder<'_>) {
         ids::RING,
         format!(
             "deeper rings absorb bursts at {}",
-            Gbit(nic.speed_mbps.unwrap_or(0))
+            fmt_mbps(nic.speed_mbps.unwrap_or(0))
         ),
         format!("ethtool -G {}", nic.name),
         format!("rx {} tx {}", r.rx, r.tx),
@@ -1106,7 +932,7 @@ fn leftover_notes(b: &mut Builder<'_>) {
                     .view
                     .nic
                     .as_ref()
-                    .and_then(|n| n.numa_node.and_then(|x| b.view.numa_nodes.get(&x)).or(n.local_cpus.as_ref()))
+                    .and_then(|n| n.numa_node.and_then(|x| b.view.layout.numa_nodes.get(&x)).or(n.local_cpus.as_ref()))
                     .map(|c| c.to_string())
                     .unwrap_or_else(|| "the NIC's node".into());
                 format!("run the application on the NIC's NUMA node (CPUs {local}) and plan again with those --app-cpus")

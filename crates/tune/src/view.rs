@@ -3,17 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use wirespeed_doctor::placement::{NicLocality, Vector};
 use wirespeed_host::CpuSet;
 
-/// What a NIC vector carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum VectorKind {
-    /// Packet work: a queue / completion vector.
-    Queue,
-    /// Control, async, admin: little traffic.
-    Control,
-}
+pub use wirespeed_doctor::placement::{CpuLayout, VectorKind};
 
 /// One IRQ of the NIC.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +19,18 @@ pub struct IrqView {
     pub requested: CpuSet,
     /// `effective_affinity_list` where the kernel has it, else `requested`.
     pub effective: CpuSet,
+}
+
+impl IrqView {
+    /// The vector as the shared placement rule sees it.
+    pub fn vector(&self) -> Vector {
+        Vector {
+            irq: self.irq,
+            kind: self.kind,
+            requested: self.requested.clone(),
+            effective: self.effective.clone(),
+        }
+    }
 }
 
 /// Ring sizes as the ethtool interface reports them (live hosts only).
@@ -53,6 +58,15 @@ pub struct NicView {
     /// The NIC's IRQs (queue and control), in IRQ number order.
     pub irqs: Vec<IrqView>,
     pub ring: Option<RingView>,
+}
+
+impl NicView {
+    pub fn locality(&self) -> NicLocality<'_> {
+        NicLocality {
+            node: self.numa_node,
+            local_cpus: self.local_cpus.as_ref(),
+        }
+    }
 }
 
 /// A CPU's frequency governor and where to set it.
@@ -100,13 +114,9 @@ pub struct HostView {
     pub hostname: Option<String>,
     /// True for the running host (services and ethtool are reachable).
     pub live: bool,
-    pub online: CpuSet,
-    /// NUMA node → CPUs (nodes with CPUs only).
-    pub numa_nodes: BTreeMap<u32, CpuSet>,
-    /// L3 groups (CPU sets sharing one L3), in order of their first CPU.
-    pub l3_groups: Vec<CpuSet>,
-    /// SMT siblings of each CPU, including itself.
-    pub siblings: BTreeMap<u32, CpuSet>,
+    /// Online CPUs, NUMA nodes, L3 groups, SMT siblings.
+    #[serde(flatten)]
+    pub layout: CpuLayout,
     pub governors: BTreeMap<u32, GovernorView>,
     pub stack: StackView,
     pub irqbalance_running: Option<bool>,
@@ -116,38 +126,6 @@ pub struct HostView {
 }
 
 impl HostView {
-    /// The L3 group holding `cpu`.
-    pub fn l3_of(&self, cpu: u32) -> Option<&CpuSet> {
-        self.l3_groups.iter().find(|g| g.contains(cpu))
-    }
-
-    /// The union of the L3 groups of `cpus`.
-    pub fn l3_union(&self, cpus: &CpuSet) -> CpuSet {
-        cpus.iter()
-            .filter_map(|c| self.l3_of(c))
-            .fold(CpuSet::new(), |acc, g| acc.union(g))
-    }
-
-    pub fn node_of(&self, cpu: u32) -> Option<u32> {
-        self.numa_nodes
-            .iter()
-            .find(|(_, s)| s.contains(cpu))
-            .map(|(n, _)| *n)
-    }
-
-    pub fn multi_node(&self) -> bool {
-        self.numa_nodes.len() > 1
-    }
-
-    /// SMT siblings of a set of CPUs (the set itself included).
-    pub fn with_siblings(&self, cpus: &CpuSet) -> CpuSet {
-        cpus.iter()
-            .fold(cpus.clone(), |acc, c| match self.siblings.get(&c) {
-                Some(s) => acc.union(s),
-                None => acc,
-            })
-    }
-
     pub fn finding(&self, id: &str) -> Option<&FindingView> {
         self.findings.iter().find(|f| f.id == id)
     }

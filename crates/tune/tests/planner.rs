@@ -7,7 +7,7 @@ use wirespeed_host::CpuSet;
 use wirespeed_tune::plan::{Change, Plan};
 use wirespeed_tune::planner::{self, buffer_target, IrqPolicy, PlanError, PlanOptions};
 use wirespeed_tune::view::{
-    FindingView, GovernorView, HostView, IrqView, NicView, StackView, VectorKind,
+    CpuLayout, FindingView, GovernorView, HostView, IrqView, NicView, StackView, VectorKind,
 };
 
 fn set(s: &str) -> CpuSet {
@@ -61,10 +61,12 @@ fn ryzen() -> HostView {
     HostView {
         hostname: Some("crow".into()),
         live: false,
-        online: set("0-11"),
-        numa_nodes: [(0, set("0-11"))].into_iter().collect(),
-        l3_groups: vec![set("0-5"), set("6-11")],
-        siblings: BTreeMap::new(),
+        layout: CpuLayout {
+            online: set("0-11"),
+            numa_nodes: [(0, set("0-11"))].into_iter().collect(),
+            l3_groups: vec![set("0-5"), set("6-11")],
+            siblings: BTreeMap::new(),
+        },
         governors,
         stack: StackView {
             rmem_max: Some(212_992),
@@ -230,8 +232,8 @@ fn refusals_name_the_flag() {
 fn smt_siblings_of_the_app_cpu_are_kept_free() {
     let mut v = ryzen();
     // pretend SMT: 6 and 7 are siblings
-    v.siblings.insert(6, set("6-7"));
-    v.siblings.insert(7, set("6-7"));
+    v.layout.siblings.insert(6, set("6-7"));
+    v.layout.siblings.insert(7, set("6-7"));
     let p = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::L3))).unwrap();
     assert_eq!(p.irq_cpus.unwrap().to_string(), "8-11");
 }
@@ -255,7 +257,7 @@ fn without_a_policy_irqs_move_only_when_doctor_reports_placement() {
 #[test]
 fn node_policy_on_a_two_node_host_and_l3_refused_off_node() {
     let mut v = ryzen();
-    v.numa_nodes = [(0, set("0-5")), (1, set("6-11"))].into_iter().collect();
+    v.layout.numa_nodes = [(0, set("0-5")), (1, set("6-11"))].into_iter().collect();
     let nic = v.nic.as_mut().unwrap();
     nic.numa_node = Some(1);
     // an IRQ on node 0
