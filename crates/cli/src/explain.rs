@@ -9,12 +9,15 @@ use std::sync::Arc;
 use wirespeed_engine::{ClientConfig, EngineError, NullReporter};
 use wirespeed_explain::irq_sweep::{self, IrqSweepError, IrqSweepSpec};
 use wirespeed_explain::latency::{self, LatencyError, Options};
-use wirespeed_explain::model::BitsPerSecond;
+use wirespeed_explain::model::{BitsPerSecond, TestObservation};
+use wirespeed_explain::modes;
 use wirespeed_explain::route;
 use wirespeed_explain::sweep::{self, Axes, Matrix};
 use wirespeed_explain::topology::Topology;
+use wirespeed_explain::verdict::Verdict;
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_protocol::Direction;
+use wirespeed_report::TestResult;
 
 use crate::exit;
 
@@ -113,14 +116,7 @@ fn one_test(a: &SweepArgs, client_cpu: u32, server_cpu: u32) -> Result<BitsPerSe
         ..ClientConfig::default()
     };
     let r = wirespeed_engine::run_client(&cfg, &mut NullReporter)?;
-    let bps = r
-        .end
-        .sum_received
-        .as_ref()
-        .or(r.end.sum.as_ref())
-        .map(|s| s.bits_per_second)
-        .ok_or_else(|| EngineError::Peer("the result has no receiver summary".into()))?;
-    Ok(BitsPerSecond(bps))
+    receiver_bps(&r).ok_or_else(|| EngineError::Peer("the result has no receiver summary".into()))
 }
 
 fn peer_addr(host: &str, port: u16) -> Option<IpAddr> {
@@ -431,4 +427,99 @@ fn stdout_result(r: std::io::Result<()>) -> anyhow::Result<ExitCode> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::from(exit::OK)),
         Err(e) => Err(exit::fail(exit::IO, format!("writing to stdout: {e}"))),
     }
+}
+
+/// The receiver's throughput of a finished test (`sum_received`, else `sum`).
+pub fn receiver_bps(r: &TestResult) -> Option<BitsPerSecond> {
+    r.end
+        .sum_received
+        .as_ref()
+        .or(r.end.sum.as_ref())
+        .map(|s| BitsPerSecond(s.bits_per_second))
+}
+
+/// The observation and verdict a test carries under `wirespeed`, when it has them.
+pub fn observation_of(r: &TestResult) -> (Option<TestObservation>, Option<Verdict>) {
+    let Some(x) = &r.wirespeed else {
+        return (None, None);
+    };
+    let obs = x
+        .observation
+        .as_ref()
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    let verdict = x
+        .verdict
+        .as_ref()
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    (obs, verdict)
+}
+
+/// The "where the work ran" block under a client's text output; nothing when the test carries
+/// no observation.
+pub fn write_where(w: &mut dyn Write, r: &TestResult) -> std::io::Result<()> {
+    if let (Some(obs), v) = observation_of(r) {
+        wirespeed_explain::render::write_test(w, &obs, v.as_ref())?;
+    }
+    Ok(())
+}
+
+/// `client --repeat N`: N tests in a row with the same settings, then min / median / max /
+/// spread, the modes and the placement each mode's runs share. Text: one line per run and the
+/// analysis; JSON: every run's result and the analysis.
+pub fn run_repeat(
+    cfg: &ClientConfig,
+    n: u32,
+    out: &mut dyn Write,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    if n == 0 {
+        return Err(exit::fail(exit::USAGE, "--repeat must be at least 1"));
+    }
+    let stop = stop_flag()?;
+    let mut runs = Vec::new();
+    let mut results = Vec::new();
+    let mut first_err: Option<(u8, String)> = None;
+    for k in 1..=n {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        match wirespeed_engine::run_client(cfg, &mut NullReporter) {
+            Ok(r) => {
+                let bps = receiver_bps(&r).unwrap_or_default();
+                let (obs, verdict) = observation_of(&r);
+                if !json {
+                    let line = verdict
+                        .as_ref()
+                        .map_or(String::new(), |v| format!(": {}", v.line));
+                    writeln!(out, "run {k}/{n}: {bps}{line}")?;
+                }
+                runs.push(modes::Run {
+                    bits_per_second: bps,
+                    observation: obs,
+                });
+                results.push(r);
+            }
+            Err(e) => {
+                if !json {
+                    writeln!(out, "run {k}/{n}: {e}")?;
+                }
+                first_err.get_or_insert((engine_code(&e), e.to_string()));
+            }
+        }
+    }
+    let Some(analysis) = modes::analyze(&runs) else {
+        return Err(match first_err {
+            Some((code, msg)) => exit::fail(code, format!("--repeat: every test failed: {msg}")),
+            None => exit::fail(exit::PEER, "--repeat: interrupted before any test finished"),
+        });
+    };
+    if json {
+        let j = serde_json::json!({ "runs": results, "repeat": analysis });
+        serde_json::to_writer_pretty(&mut *out, &j)?;
+        writeln!(out)?;
+    } else {
+        modes::write_text(out, &analysis)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::from(exit::OK))
 }

@@ -260,6 +260,8 @@ struct Run<'a> {
     local_results: Option<TestResults>,
     peer_results: Option<TestResults>,
     tcp_mss_default: Option<u32>,
+    /// Where the work ran (issue 6).
+    observer: crate::observe::TestObserver,
 }
 
 impl Run<'_> {
@@ -408,6 +410,12 @@ impl Run<'_> {
             placement,
             budget,
         };
+        self.observer = crate::observe::TestObserver::start(
+            cfg.direction,
+            true,
+            self.target.ip(),
+            self.ctrl_local.map(|a| a.ip()),
+        );
         self.cpu = Some(CpuMeter::start());
         let streams = std::mem::take(&mut self.streams);
         self.data = Some(DataPhase::start(streams, &dcfg)?);
@@ -432,6 +440,7 @@ impl Run<'_> {
             if t.omit_boundary {
                 data.mark_omit_end();
             }
+            self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
                 if self.cfg.interval > Duration::ZERO {
                     reporter.interval(iv);
@@ -479,12 +488,16 @@ impl Run<'_> {
         };
         let samples = data.samples(false);
         if let Some(t) = tl.finish(now) {
+            self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
                 if self.cfg.interval > Duration::ZERO {
                     reporter.interval(iv);
                 }
             }
         }
+        let tcp = crate::observe::tcp_limits(&data.sender_tcp_infos());
+        self.observer
+            .close(&assemble::worker_infos(data.reports()), tcp);
     }
 
     fn measured(&self) -> f64 {
@@ -560,6 +573,12 @@ impl Run<'_> {
                     false,
                 );
                 ext.streams = rep.totals;
+                let received = r.end.sum_received.as_ref().or(r.end.sum.as_ref());
+                self.observer.attach(
+                    &mut ext,
+                    peer.and_then(|p| p.wirespeed.as_ref()),
+                    received.map(|s| s.bits_per_second),
+                );
                 r.wirespeed = Some(ext);
                 if let Some(p) = peer {
                     r.server_output_json = p.server_output_json.clone();
@@ -627,6 +646,7 @@ pub fn run_client(
         local_results: None,
         peer_results: None,
         tcp_mss_default,
+        observer: Default::default(),
     };
     let mut timeouts = cfg.timeouts;
     if let Some(t) = cfg.connect_timeout {

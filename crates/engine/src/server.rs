@@ -674,6 +674,8 @@ struct ServerTest<'a> {
     running_since: Option<Duration>,
     result: Option<TestResult>,
     refused: bool,
+    /// Where the work ran (issue 6); sent to a wirespeed client with the results.
+    observer: crate::observe::TestObserver,
 }
 
 impl<'a> ServerTest<'a> {
@@ -697,6 +699,7 @@ impl<'a> ServerTest<'a> {
             running_since: None,
             result: None,
             refused: false,
+            observer: Default::default(),
         }
     }
 
@@ -959,6 +962,12 @@ impl<'a> ServerTest<'a> {
             placement,
             budget: None,
         };
+        self.observer = crate::observe::TestObserver::start(
+            p.direction,
+            false,
+            self.peer.ip(),
+            self.ctrl.stream().local_addr().ok().map(|a| a.ip()),
+        );
         self.cpu = Some(CpuMeter::start());
         self.data = Some(DataPhase::start(streams, &dcfg).map_err(|e| e.to_string())?);
         self.timeline = Some(Timeline::new(
@@ -982,6 +991,7 @@ impl<'a> ServerTest<'a> {
             if t.omit_boundary {
                 data.mark_omit_end();
             }
+            self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
                 if show {
                     reporter.interval(iv);
@@ -1002,12 +1012,16 @@ impl<'a> ServerTest<'a> {
         };
         let samples = data.samples(false);
         if let Some(t) = tl.finish(now) {
+            self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
                 if show {
                     reporter.interval(iv);
                 }
             }
         }
+        let tcp = crate::observe::tcp_limits(&data.sender_tcp_infos());
+        self.observer
+            .close(&assemble::worker_infos(data.reports()), tcp);
     }
 
     fn measured(&self) -> f64 {
@@ -1105,7 +1119,8 @@ impl<'a> ServerTest<'a> {
         let Some(data) = &self.data else {
             return TestResults::default();
         };
-        let ext = assemble::results_ext(data.reports());
+        let mut ext = assemble::results_ext(data.reports());
+        ext.observation = self.observer.value();
         let mut r = assemble::local_results(
             data,
             self.local_cpu,

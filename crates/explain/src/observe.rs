@@ -268,6 +268,18 @@ impl Observer {
         &self.intervals
     }
 
+    /// End the test now: a last snapshot closes the totals (without adding an interval), then
+    /// [`Observer::finish`]. The host name is read from the root.
+    pub fn close(
+        mut self,
+        workers: &[WorkerRun],
+        tcp: Option<TcpLimits>,
+    ) -> Result<EndObservation, ObserveError> {
+        self.last = Snapshot::read(&self.root, &self.irqs)?;
+        let host = self.root.read_opt("/proc/sys/kernel/hostname");
+        Ok(self.finish(host, workers, tcp))
+    }
+
     /// End the test: the observation of this end, with the totals from the first snapshot to
     /// the last one taken (take a final [`Observer::sample`] first to include the tail).
     pub fn finish(
@@ -494,7 +506,9 @@ mod tests {
                 + c.idle.get();
             assert!((99.0..=101.0).contains(&sum), "shares sum to {sum}: {c:?}");
         }
-        let end = obs.finish(None, &[], None);
+        let end = obs.close(&[], None).unwrap();
+        assert!(end.host.is_some());
+        assert!(end.total.cpus.iter().any(|c| c.busy().get() > 0.0), "{:?}", end.total);
         assert!(end.nic_irqs.is_empty());
         assert!(
             end.notes.iter().any(|n| n.contains("virtual")),
