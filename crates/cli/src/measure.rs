@@ -21,7 +21,7 @@ use wirespeed_engine::{
 };
 use wirespeed_host::CpuSet;
 use wirespeed_protocol::Direction;
-use wirespeed_report::sizes::parse_bytes;
+use wirespeed_report::sizes::{parse_bytes, parse_rate};
 use wirespeed_report::text::TextOptions;
 use wirespeed_report::units::UnitFormat;
 
@@ -36,6 +36,12 @@ fn size(s: &str) -> Result<u64, String> {
 /// A CPU list argument (`6-11`, `0,2,4`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuList(pub Vec<u32>);
+
+fn rate(s: &str) -> Result<u64, String> {
+    parse_rate(s, "rate")
+        .map(|b| b.0)
+        .map_err(|e| e.to_string())
+}
 
 fn cpu_list(s: &str) -> Result<CpuList, String> {
     CpuSet::parse_nonempty(s)
@@ -171,10 +177,6 @@ pub struct ClientArgs {
     /// Start a server inside this process on 127.0.0.1 and test against it.
     #[arg(long, conflicts_with = "host")]
     pub loopback: bool,
-    /// Run the test N times, then min / median / max / spread and the modes with the placement
-    /// each mode's runs share (docs/explain.md).
-    #[arg(long, value_name = "N")]
-    pub repeat: Option<u32>,
     /// Server port.
     #[arg(short = 'p', long = "port", default_value_t = 5201)]
     pub port: u16,
@@ -254,9 +256,19 @@ pub struct ClientArgs {
     /// Ask for the server's output in the results.
     #[arg(long = "get-server-output")]
     pub get_server_output: bool,
-    /// UDP (not in this build yet).
+    /// UDP instead of TCP.
     #[arg(short = 'u', long = "udp")]
     pub udp: bool,
+    /// Target bits/s per stream (K/M/G = 10^3/6/9); UDP default 1M, 0 = unlimited.
+    /// With TCP the kernel paces each stream (SO_MAX_PACING_RATE).
+    #[arg(short = 'b', long = "bitrate", value_parser = rate)]
+    pub bitrate: Option<u64>,
+    /// Per-stream pacing rate in bits/s set with SO_MAX_PACING_RATE.
+    #[arg(long = "fq-rate", value_parser = rate)]
+    pub fq_rate: Option<u64>,
+    /// 64-bit UDP sequence numbers (both ends must support them).
+    #[arg(long = "udp-counters-64bit")]
+    pub udp_counters_64bit: bool,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -374,12 +386,6 @@ fn family(v4: bool, v6: bool) -> Family {
 }
 
 fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
-    if a.udp {
-        return Err(exit::fail(
-            exit::USAGE,
-            "-u: UDP tests are not in this build yet",
-        ));
-    }
     let to_u32 = |v: u64, flag: &str| {
         u32::try_from(v).map_err(|_| exit::fail(exit::USAGE, format!("{flag} {v}: too large")))
     };
@@ -421,6 +427,10 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         title: a.title.clone(),
         extra_data: a.extra_data.clone(),
         get_server_output: a.get_server_output,
+        udp: a.udp,
+        bandwidth: a.bitrate,
+        fq_rate: a.fq_rate,
+        udp_counters_64bit: a.udp_counters_64bit,
         ..ClientConfig::default()
     })
 }
@@ -496,16 +506,6 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    if let Some(n) = a.repeat {
-        let r = match out.lock() {
-            Ok(mut w) => crate::explain::run_repeat(&cfg, n, &mut **w, format != Format::Text),
-            Err(_) => Err(exit::fail(exit::INTERNAL, "output lock poisoned")),
-        };
-        if let Some(h) = server {
-            let _ = h.stop();
-        }
-        return r;
-    }
     let mut rep = StandardReporter::new(Arc::clone(&out), format, a.out.text_options());
     let r = wirespeed_engine::run_client(&cfg, &mut rep);
     if let Some(h) = server {
@@ -515,9 +515,6 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
     if format == Format::Text {
         if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
             let _ = writeln!(w, "{line}");
-        }
-        if let Ok(mut w) = out.lock() {
-            let _ = crate::explain::write_where(&mut **w, &r);
         }
     }
     Ok(ExitCode::SUCCESS)

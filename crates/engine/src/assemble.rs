@@ -1,21 +1,18 @@
 //! Building the messages and the report of one end from what its data phase counted:
 //! `start`, the results this end sends, and the final [`TestResult`].
 
-use std::net::TcpStream;
-
-use wirespeed_datapath::WorkerReport;
 use wirespeed_protocol::{ResultsExt, StreamResult, TestResults, WorkerInfo};
 use wirespeed_report::builder::PeerStream;
 use wirespeed_report::{Connected, Peer, TestStart, WirespeedExt, Worker};
 
-use crate::data::DataPhase;
+use crate::data::{DataPhase, DataSocket, WorkerSummary};
 use crate::usage::CpuPercent;
 
 /// wirespeed's version string.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// `start.connected` entries for the data sockets, in stream-id order.
-pub fn connected(streams: &[(u32, &TcpStream)]) -> Vec<Connected> {
+pub fn connected(streams: &[(u32, &DataSocket)]) -> Vec<Connected> {
     streams
         .iter()
         .filter_map(|(id, s)| {
@@ -23,9 +20,9 @@ pub fn connected(streams: &[(u32, &TcpStream)]) -> Vec<Connected> {
             let r = s.peer_addr().ok()?;
             Some(Connected {
                 socket: *id as _,
-                local_host: l.ip().to_string(),
+                local_host: crate::net::canonical_ip(l.ip()).to_string(),
                 local_port: l.port(),
-                remote_host: r.ip().to_string(),
+                remote_host: crate::net::canonical_ip(r.ip()).to_string(),
                 remote_port: r.port(),
                 extra: Default::default(),
             })
@@ -42,8 +39,8 @@ pub fn local_results(
     ext: Option<ResultsExt>,
 ) -> TestResults {
     let totals = data.stream_totals();
-    let has_send = totals.iter().any(|t| t.1);
-    let has_retr = totals.iter().any(|t| t.1 && t.3.is_some());
+    let has_send = totals.iter().any(|t| t.send);
+    let has_retr = totals.iter().any(|t| t.send && t.retransmits.is_some());
     let sender_has_retransmits = if !has_send {
         -1
     } else if has_retr {
@@ -51,6 +48,7 @@ pub fn local_results(
     } else {
         0
     };
+    let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
     TestResults {
         cpu_util_total: cpu.total,
         cpu_util_user: cpu.user,
@@ -59,19 +57,20 @@ pub fn local_results(
         congestion_used: congestion,
         streams: totals
             .iter()
-            .map(|&(id, send, bytes, retr)| StreamResult {
-                id,
-                bytes,
-                retransmits: if send {
-                    retr.map_or(-1, |r| i64::try_from(r).unwrap_or(i64::MAX))
+            .map(|t| StreamResult {
+                id: t.id,
+                bytes: t.bytes,
+                retransmits: if t.send {
+                    t.retransmits.map_or(-1, i)
                 } else {
                     -1
                 },
-                jitter: 0.0,
-                errors: 0,
+                // iperf3 keeps jitter in seconds on the wire.
+                jitter: t.jitter_ms.map_or(0.0, |j| j / 1000.0),
+                errors: t.lost.map_or(0, i),
                 omitted_errors: Some(0),
-                packets: 0,
-                omitted_packets: Some(0),
+                packets: t.packets.map_or(0, i),
+                omitted_packets: Some(i(data.omitted_packets(t.id))),
                 start_time: Some(0.0),
                 end_time: Some(measured.max(0.0)),
             })
@@ -102,7 +101,7 @@ pub fn peer_elapsed(r: &TestResults) -> Option<f64> {
 }
 
 /// Workers as the extension reports them.
-pub fn worker_infos(reports: &[WorkerReport]) -> Vec<WorkerInfo> {
+pub fn worker_infos(reports: &[WorkerSummary]) -> Vec<WorkerInfo> {
     reports
         .iter()
         .filter(|r| !r.streams.is_empty())
@@ -113,7 +112,7 @@ pub fn worker_infos(reports: &[WorkerReport]) -> Vec<WorkerInfo> {
             WorkerInfo {
                 cpu_requested: r.cpu_requested,
                 cpus_seen: seen,
-                streams: r.streams.iter().map(|s| s.id).collect(),
+                streams: r.streams.clone(),
             }
         })
         .collect()
@@ -128,17 +127,11 @@ fn to_worker(w: &WorkerInfo) -> Worker {
 }
 
 /// The paths that ran (after fallbacks), joined when workers differ.
-pub fn paths(reports: &[WorkerReport]) -> (Option<String>, Option<String>) {
-    let mut send: Vec<&str> = reports
-        .iter()
-        .filter_map(|r| r.send_path.map(|p| p.as_str()))
-        .collect();
+pub fn paths(reports: &[WorkerSummary]) -> (Option<String>, Option<String>) {
+    let mut send: Vec<&str> = reports.iter().filter_map(|r| r.send_path).collect();
     send.sort_unstable();
     send.dedup();
-    let mut recv: Vec<&str> = reports
-        .iter()
-        .filter_map(|r| r.recv_path.map(|p| p.as_str()))
-        .collect();
+    let mut recv: Vec<&str> = reports.iter().filter_map(|r| r.recv_path).collect();
     recv.sort_unstable();
     recv.dedup();
     let j = |v: Vec<&str>| (!v.is_empty()).then(|| v.join("+"));
@@ -146,7 +139,7 @@ pub fn paths(reports: &[WorkerReport]) -> (Option<String>, Option<String>) {
 }
 
 /// Why requested paths were not used (one line each, deduplicated).
-pub fn fallbacks(reports: &[WorkerReport]) -> Vec<String> {
+pub fn fallbacks(reports: &[WorkerSummary]) -> Vec<String> {
     let mut v: Vec<String> = reports
         .iter()
         .flat_map(|r| r.fallbacks.iter().cloned())
@@ -157,7 +150,7 @@ pub fn fallbacks(reports: &[WorkerReport]) -> Vec<String> {
 }
 
 /// The extension this end sends with its results.
-pub fn results_ext(reports: &[WorkerReport]) -> ResultsExt {
+pub fn results_ext(reports: &[WorkerSummary]) -> ResultsExt {
     let (send_path, recv_path) = paths(reports);
     ResultsExt {
         version: VERSION.into(),
@@ -172,7 +165,7 @@ pub fn results_ext(reports: &[WorkerReport]) -> ResultsExt {
 
 /// The report's `wirespeed` section.
 pub fn report_ext(
-    reports: &[WorkerReport],
+    reports: &[WorkerSummary],
     peer: Option<&ResultsExt>,
     peer_client_version: Option<&str>,
     peer_is_wirespeed: bool,

@@ -8,6 +8,7 @@ use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
 use wirespeed_datapath::{self as dp, Budget, RecvPath, SendPath};
 use wirespeed_protocol::{
     ClientEvent, ClientPhase, ClientSession, Cookie, Direction, Failure, ParamsExt, TestParams,
@@ -17,7 +18,7 @@ use wirespeed_report::builder::{EndInput, Protocol, ResultBuilder, Role};
 use wirespeed_report::{CpuUtilization, HostPort, Start, TestResult};
 
 use crate::assemble::{self, VERSION};
-use crate::data::{DataConfig, DataPhase, DataStream, Drain};
+use crate::data::{DataConfig, DataPhase, DataSocket, DataStream, Drain, UdpConfig};
 use crate::net::{self, Ctrl, Family, ReadOutcome};
 use crate::output::Reporter;
 use crate::placement::Placement;
@@ -79,7 +80,25 @@ pub struct ClientConfig {
     pub get_server_output: bool,
     /// Setup and results timeouts of the control connection.
     pub timeouts: Timeouts,
+    /// `-u`.
+    pub udp: bool,
+    /// `-b`: bits/s per stream (UDP default 1 Mbit/s as iperf3, 0 = unlimited; TCP: paced by
+    /// the kernel with SO_MAX_PACING_RATE).
+    pub bandwidth: Option<u64>,
+    /// `--fq-rate`: bits/s per stream, SO_MAX_PACING_RATE.
+    pub fq_rate: Option<u64>,
+    /// `--udp-counters-64bit`.
+    pub udp_counters_64bit: bool,
+    /// Best UDP send path wanted (falls back: GSO, sendmmsg, send).
+    pub udp_send_path: UdpSendPath,
+    /// Best UDP receive path wanted (falls back: GRO, recvmmsg).
+    pub udp_recv_path: UdpRecvPath,
 }
+
+/// iperf3's default UDP rate per stream: 1 Mbit/s.
+pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
+/// iperf3's UDP datagram size when the control connection's MSS is unknown.
+pub const DEFAULT_UDP_BLOCK: u32 = 1460;
 
 impl Default for ClientConfig {
     fn default() -> ClientConfig {
@@ -112,6 +131,12 @@ impl Default for ClientConfig {
             extra_data: None,
             get_server_output: false,
             timeouts: Timeouts::default(),
+            udp: false,
+            bandwidth: None,
+            fq_rate: None,
+            udp_counters_64bit: false,
+            udp_send_path: UdpSendPath::Gso,
+            udp_recv_path: UdpRecvPath::Gro,
         }
     }
 }
@@ -145,6 +170,22 @@ impl ClientConfig {
                 )));
             }
         }
+        if self.udp {
+            if let Some(l) = self.block_len {
+                let min = dp::udp::header_len(self.udp_counters_64bit) as u32;
+                if l < min || l as usize > dp::udp::MAX_DATAGRAM_LEN {
+                    return Err(EngineError::Config(format!(
+                        "-l {l}: a UDP datagram must be {min}..={} bytes",
+                        dp::udp::MAX_DATAGRAM_LEN
+                    )));
+                }
+            }
+            if self.send_path != SendPath::Copy {
+                return Err(EngineError::Config(
+                    "-Z applies to TCP; UDP uses sendmmsg/GSO".into(),
+                ));
+            }
+        }
         if self.affinity.is_some() && self.cpus.is_some() {
             return Err(EngineError::Config(
                 "-A and --cpus cannot both be given".into(),
@@ -171,11 +212,38 @@ impl ClientConfig {
         self.block_len.unwrap_or(DEFAULT_TCP_BLOCK)
     }
 
+    /// The UDP datagram size: `-l`, else (as iperf3) the control connection's MSS.
+    fn udp_block(&self, ctrl_mss: Option<u32>) -> u32 {
+        self.block_len.unwrap_or_else(|| {
+            ctrl_mss
+                .filter(|&m| m > 0 && m as usize <= dp::udp::MAX_DATAGRAM_LEN)
+                .unwrap_or(DEFAULT_UDP_BLOCK)
+        })
+    }
+
+    fn rate(&self) -> u64 {
+        self.bandwidth
+            .unwrap_or(if self.udp { DEFAULT_UDP_RATE } else { 0 })
+    }
+
     /// The parameters sent to the server.
     pub fn params(&self) -> TestParams {
+        self.params_with_mss(None)
+    }
+
+    /// The parameters, with the control connection's MSS for UDP's default datagram size.
+    pub fn params_with_mss(&self, ctrl_mss: Option<u32>) -> TestParams {
         let timed = self.bytes.is_none() && self.blocks.is_none();
+        let rate = self.rate();
         TestParams {
-            transport: Transport::Tcp,
+            transport: if self.udp {
+                Transport::Udp
+            } else {
+                Transport::Tcp
+            },
+            bandwidth: (rate > 0).then_some(rate),
+            fqrate: self.fq_rate,
+            udp_counters_64bit: self.udp && self.udp_counters_64bit,
             omit: self.omit,
             server_affinity: self.server_affinity,
             time: if timed { self.time } else { 0 },
@@ -186,7 +254,11 @@ impl ClientConfig {
             parallel: self.parallel,
             direction: self.direction,
             window: self.window,
-            len: Some(self.block()),
+            len: Some(if self.udp {
+                self.udp_block(ctrl_mss)
+            } else {
+                self.block()
+            }),
             pacing_timer: Some(1000),
             congestion: self.congestion.clone(),
             title: self.title.clone(),
@@ -260,8 +332,10 @@ struct Run<'a> {
     local_results: Option<TestResults>,
     peer_results: Option<TestResults>,
     tcp_mss_default: Option<u32>,
-    /// Where the work ran (issue 6).
-    observer: crate::observe::TestObserver,
+    /// `-l` as sent to the server (block or datagram bytes).
+    block_len: u32,
+    /// When the client decided the test was over.
+    end_decided: Option<Duration>,
 }
 
 impl Run<'_> {
@@ -272,12 +346,13 @@ impl Run<'_> {
     fn connect_streams(&mut self) -> Result<(), EngineError> {
         let cfg = self.cfg;
         let total = cfg.total_streams();
+        let pacing = |bits: u64| (bits > 0).then_some(bits / 8);
         let opts = dp::tcp::TcpOptions {
             window: cfg.window,
             mss: cfg.mss,
             nodelay: cfg.nodelay,
             congestion: cfg.congestion.clone(),
-            fq_rate: None,
+            fq_rate: pacing(cfg.fq_rate.unwrap_or(0)).or(pacing(cfg.bandwidth.unwrap_or(0))),
         };
         if total > 512 {
             let _ = dp::sys::raise_fd_limit((total as u64) * 2 + 256);
@@ -291,27 +366,36 @@ impl Run<'_> {
                 Direction::Both => i < cfg.parallel as usize,
             };
             let cport = cfg.cport.map(|p| p.wrapping_add(i as u16));
-            let o = opts.clone();
-            let mut s: TcpStream =
-                net::connect(self.target, cfg.bind, cport, timeout, move |sock| {
-                    dp::tcp::apply(sock, &o).map_err(|e| match e {
-                        dp::DatapathError::Congestion { .. } => EngineError::Host(e.to_string()),
-                        other => EngineError::Config(other.to_string()),
-                    })
+            let socket = if cfg.udp {
+                DataSocket::Udp(net::udp_connect(
+                    self.target,
+                    cfg.bind,
+                    cport,
+                    cfg.window,
+                    timeout.unwrap_or(Duration::from_secs(10)),
+                )?)
+            } else {
+                let o = opts.clone();
+                let mut s: TcpStream =
+                    net::connect(self.target, cfg.bind, cport, timeout, move |sock| {
+                        dp::tcp::apply(sock, &o).map_err(|e| match e {
+                            dp::DatapathError::Congestion { .. } => {
+                                EngineError::Host(e.to_string())
+                            }
+                            other => EngineError::Config(other.to_string()),
+                        })
+                    })?;
+                let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
+                std::io::Write::write_all(&mut s, self.cookie.as_bytes()).map_err(|e| {
+                    EngineError::Connect {
+                        target: self.target.to_string(),
+                        reason: format!("sending the cookie on data connection {id}: {e}"),
+                    }
                 })?;
-            let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
-            std::io::Write::write_all(&mut s, self.cookie.as_bytes()).map_err(|e| {
-                EngineError::Connect {
-                    target: self.target.to_string(),
-                    reason: format!("sending the cookie on data connection {id}: {e}"),
-                }
-            })?;
-            let _ = s.set_write_timeout(None);
-            self.streams.push(DataStream {
-                id,
-                socket: s,
-                send,
-            });
+                let _ = s.set_write_timeout(None);
+                DataSocket::Tcp(s)
+            };
+            self.streams.push(DataStream { id, socket, send });
         }
         Ok(())
     }
@@ -319,7 +403,8 @@ impl Run<'_> {
     fn begin(&mut self, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
         let cfg = self.cfg;
         let now = self.now();
-        let refs: Vec<(u32, &TcpStream)> = self.streams.iter().map(|s| (s.id, &s.socket)).collect();
+        let refs: Vec<(u32, &DataSocket)> =
+            self.streams.iter().map(|s| (s.id, &s.socket)).collect();
         let connected = assemble::connected(&refs);
         let (snd, rcv) = self
             .streams
@@ -343,15 +428,15 @@ impl Run<'_> {
             } else {
                 None
             },
-            target_bitrate: Some(0),
+            target_bitrate: Some(cfg.rate()),
             fq_rate: None,
             sock_bufsize: Some(u64::from(cfg.window.unwrap_or(0))),
             sndbuf_actual: Some(u64::from(snd)),
             rcvbuf_actual: Some(u64::from(rcv)),
             test_start: Some(assemble::test_start(
-                "TCP",
+                if cfg.udp { "UDP" } else { "TCP" },
                 cfg.parallel,
-                u64::from(cfg.block()),
+                u64::from(self.block_len),
                 cfg.omit,
                 if cfg.bytes.is_none() && cfg.blocks.is_none() {
                     cfg.time
@@ -370,7 +455,11 @@ impl Run<'_> {
         self.start = Some(start);
 
         let mut builder = ResultBuilder::new(
-            Protocol::Tcp,
+            if cfg.udp {
+                Protocol::Udp
+            } else {
+                Protocol::Tcp
+            },
             Role::Client,
             cfg.direction == Direction::Both,
             cfg.interval.as_secs_f64(),
@@ -400,7 +489,7 @@ impl Run<'_> {
             None
         };
         let dcfg = DataConfig {
-            block_len: cfg.block() as usize,
+            block_len: self.block_len as usize,
             send_path: cfg.send_path,
             recv_path: if cfg.skip_rx_copy {
                 RecvPath::SkipCopy
@@ -409,13 +498,15 @@ impl Run<'_> {
             },
             placement,
             budget,
+            udp: cfg.udp.then(|| UdpConfig {
+                datagram_len: self.block_len as usize,
+                counters_64bit: cfg.udp_counters_64bit,
+                rate_bps: cfg.rate(),
+                send_path: cfg.udp_send_path,
+                recv_path: cfg.udp_recv_path,
+                fq_rate: cfg.fq_rate.filter(|&r| r > 0).map(|r| r / 8),
+            }),
         };
-        self.observer = crate::observe::TestObserver::start(
-            cfg.direction,
-            true,
-            self.target.ip(),
-            self.ctrl_local.map(|a| a.ip()),
-        );
         self.cpu = Some(CpuMeter::start());
         let streams = std::mem::take(&mut self.streams);
         self.data = Some(DataPhase::start(streams, &dcfg)?);
@@ -430,6 +521,11 @@ impl Run<'_> {
     /// Report every interval that is due.
     fn ticks(&mut self, reporter: &mut dyn Reporter) {
         let now = self.now();
+        self.ticks_at(reporter, now);
+    }
+
+    /// Report every interval due at `now`.
+    fn ticks_at(&mut self, reporter: &mut dyn Reporter, now: Duration) {
         let (Some(tl), Some(data), Some(b)) =
             (&mut self.timeline, &mut self.data, &mut self.builder)
         else {
@@ -440,7 +536,6 @@ impl Run<'_> {
             if t.omit_boundary {
                 data.mark_omit_end();
             }
-            self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
                 if self.cfg.interval > Duration::ZERO {
                     reporter.interval(iv);
@@ -474,12 +569,12 @@ impl Run<'_> {
     }
 
     /// The final interval (after senders stopped and receivers drained).
-    fn final_tick(&mut self, reporter: &mut dyn Reporter) {
+    fn final_tick(&mut self, reporter: &mut dyn Reporter, end: Duration) {
         if self.final_time.is_some() {
             return;
         }
-        self.ticks(reporter);
-        let now = self.now();
+        let now = end.min(self.now());
+        self.ticks_at(reporter, now);
         self.final_time = Some(now);
         let (Some(tl), Some(data), Some(b)) =
             (&mut self.timeline, &mut self.data, &mut self.builder)
@@ -488,16 +583,12 @@ impl Run<'_> {
         };
         let samples = data.samples(false);
         if let Some(t) = tl.finish(now) {
-            self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
                 if self.cfg.interval > Duration::ZERO {
                     reporter.interval(iv);
                 }
             }
         }
-        let tcp = crate::observe::tcp_limits(&data.sender_tcp_infos());
-        self.observer
-            .close(&assemble::worker_infos(data.reports()), tcp);
     }
 
     fn measured(&self) -> f64 {
@@ -515,7 +606,7 @@ impl Run<'_> {
             .cpu
             .map(|m| m.finish(data.worker_cpu()))
             .unwrap_or_default();
-        let ext = assemble::results_ext(data.reports());
+        let ext = assemble::results_ext(data.summaries());
         assemble::local_results(
             data,
             self.local_cpu,
@@ -565,7 +656,7 @@ impl Run<'_> {
                 };
                 let rep = b.end(&input);
                 r.end = rep.end;
-                let reports = self.data.as_ref().map_or(&[][..], DataPhase::reports);
+                let reports = self.data.as_ref().map_or(&[][..], DataPhase::summaries);
                 let mut ext = assemble::report_ext(
                     reports,
                     peer.and_then(|p| p.wirespeed.as_ref()),
@@ -573,12 +664,6 @@ impl Run<'_> {
                     false,
                 );
                 ext.streams = rep.totals;
-                let received = r.end.sum_received.as_ref().or(r.end.sum.as_ref());
-                self.observer.attach(
-                    &mut ext,
-                    peer.and_then(|p| p.wirespeed.as_ref()),
-                    received.map(|s| s.bits_per_second),
-                );
                 r.wirespeed = Some(ext);
                 if let Some(p) = peer {
                     r.server_output_json = p.server_output_json.clone();
@@ -646,13 +731,16 @@ pub fn run_client(
         local_results: None,
         peer_results: None,
         tcp_mss_default,
-        observer: Default::default(),
+        block_len: 0,
+        end_decided: None,
     };
+    let params = cfg.params_with_mss(tcp_mss_default);
+    run.block_len = params.len.unwrap_or(DEFAULT_TCP_BLOCK);
     let mut timeouts = cfg.timeouts;
     if let Some(t) = cfg.connect_timeout {
         timeouts.setup = timeouts.setup.min(t.max(Duration::from_millis(100)));
     }
-    let mut sess = ClientSession::new(run.now(), run.cookie, cfg.params(), timeouts);
+    let mut sess = ClientSession::new(run.now(), run.cookie, params, timeouts);
     let outcome = drive(&mut run, &mut sess, &mut ctrl, reporter);
     if let Some(d) = &mut run.data {
         d.close();
@@ -693,13 +781,18 @@ fn drive(
                 ClientEvent::TestStart => {}
                 ClientEvent::TestRunning => run.begin(reporter)?,
                 ClientEvent::ResultsRequested => {
+                    let decided = run.end_decided.unwrap_or_else(|| run.now());
+                    let mut end = decided;
                     if let Some(d) = &mut run.data {
                         d.stop_senders();
-                        d.finish_receivers(Drain::UntilEof {
+                        let last = d.finish_receivers(Drain::UntilEof {
                             within: Duration::from_secs(5),
                         });
+                        if let Some(l) = last {
+                            end = end.max(l.saturating_duration_since(run.epoch));
+                        }
                     }
-                    run.final_tick(reporter);
+                    run.final_tick(reporter, end);
                     let r = run.build_local_results();
                     let now = run.now();
                     sess.send_results(now, &r)
@@ -740,10 +833,12 @@ fn drive(
             if !run.end_reached() {
                 run.ticks(reporter);
             } else {
+                let decided = run.now();
+                run.end_decided = Some(decided);
                 if let Some(d) = &mut run.data {
                     d.stop_senders();
                     if !d.has_receivers() {
-                        run.final_tick(reporter);
+                        run.final_tick(reporter, decided);
                     }
                 }
                 run.ended = true;

@@ -1,65 +1,229 @@
 //! The data phase of one test on one end: workers started over the connected data sockets,
 //! counters sampled at interval ticks, the two directions stopped separately, receivers
-//! drained, and the per-stream figures for the results exchange.
+//! drained, and the per-stream figures for the results exchange. TCP and UDP streams run on
+//! the datapath's TCP and UDP workers behind one interface.
 //!
-//! End-of-test rule (both ends, any peer): a sender stops, then half-closes its sockets
+//! End-of-test rule (both ends, any peer): a sender stops, then half-closes its TCP sockets
 //! (`shutdown(SHUT_WR)`), so its peer reads to EOF; a receiver keeps reading until every
 //! stream hit EOF (bounded by a grace period) — or, when the peer never closes before the
-//! results exchange (an iperf3 client), until nothing arrived for a short quiet period.
-//! Byte totals then agree exactly between two wirespeed ends.
+//! results exchange (an iperf3 client, or UDP, which has no EOF), until nothing arrived for a
+//! short quiet period. TCP byte totals then agree exactly between two wirespeed ends, and UDP
+//! datagrams still in flight at the end are counted, not lost.
 
-use std::net::{Shutdown, TcpStream};
-use std::os::fd::{BorrowedFd, RawFd};
+use std::net::{Shutdown, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use wirespeed_datapath::udp::{
+    spawn_udp_worker, UdpCounters, UdpRecvPath, UdpSendPath, UdpSnapshot, UdpStreamSpec,
+    UdpWorkerHandle, UdpWorkerReport, UdpWorkerSpec,
+};
 use wirespeed_datapath::{
     self as dp, spawn_worker, Budget, Control, RecvPath, SendPath, StreamCounters, StreamSpec,
     WorkerHandle, WorkerReport, WorkerSpec,
 };
-use wirespeed_report::builder::{StreamSample, TcpSample};
+use wirespeed_report::builder::{StreamSample, TcpSample, UdpSample};
 
 use crate::placement::{plan, Placement};
 use crate::EngineError;
+
+/// A connected data socket.
+#[derive(Debug)]
+pub enum DataSocket {
+    Tcp(TcpStream),
+    /// Connected to the peer; the 4-byte handshake is done.
+    Udp(UdpSocket),
+}
+
+impl DataSocket {
+    pub fn as_raw_fd(&self) -> RawFd {
+        match self {
+            DataSocket::Tcp(s) => s.as_raw_fd(),
+            DataSocket::Udp(s) => s.as_raw_fd(),
+        }
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        match self {
+            DataSocket::Tcp(s) => s.local_addr(),
+            DataSocket::Udp(s) => s.local_addr(),
+        }
+    }
+
+    pub fn peer_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        match self {
+            DataSocket::Tcp(s) => s.peer_addr(),
+            DataSocket::Udp(s) => s.peer_addr(),
+        }
+    }
+}
+
+impl std::os::fd::AsFd for DataSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            DataSocket::Tcp(s) => s.as_fd(),
+            DataSocket::Udp(s) => s.as_fd(),
+        }
+    }
+}
 
 /// A connected data socket with its iperf3 id and local direction.
 #[derive(Debug)]
 pub struct DataStream {
     pub id: u32,
-    pub socket: TcpStream,
+    pub socket: DataSocket,
     /// `true` when the local end sends on it.
     pub send: bool,
+}
+
+/// UDP settings of a test.
+#[derive(Debug, Clone, Copy)]
+pub struct UdpConfig {
+    /// Datagram payload bytes (`-l`), header included.
+    pub datagram_len: usize,
+    pub counters_64bit: bool,
+    /// Per-stream target, bits/s (`-b`); 0 = unlimited.
+    pub rate_bps: u64,
+    pub send_path: UdpSendPath,
+    pub recv_path: UdpRecvPath,
+    /// SO_MAX_PACING_RATE, bytes/s.
+    pub fq_rate: Option<u64>,
 }
 
 /// How the workers of one end run.
 #[derive(Debug, Clone)]
 pub struct DataConfig {
+    /// TCP block (`-l`).
     pub block_len: usize,
     pub send_path: SendPath,
     pub recv_path: RecvPath,
     pub placement: Placement,
     /// `-n` / `-k` shared by the sending streams.
     pub budget: Option<Arc<Budget>>,
+    /// `Some` for UDP tests.
+    pub udp: Option<UdpConfig>,
 }
 
-#[derive(Debug)]
+/// A worker of either kind.
+enum AnyWorker {
+    Tcp(WorkerHandle),
+    Udp(UdpWorkerHandle),
+}
+
+impl AnyWorker {
+    fn is_finished(&self) -> bool {
+        match self {
+            AnyWorker::Tcp(h) => h.is_finished(),
+            AnyWorker::Udp(h) => h.is_finished(),
+        }
+    }
+}
+
+#[derive(Clone)]
+enum AnyCounter {
+    Tcp(Arc<StreamCounters>),
+    Udp(Arc<UdpCounters>),
+}
+
+impl AnyCounter {
+    fn bytes(&self) -> u64 {
+        match self {
+            AnyCounter::Tcp(c) => c.bytes(),
+            AnyCounter::Udp(c) => c.snapshot().bytes,
+        }
+    }
+    fn blocks(&self) -> u64 {
+        match self {
+            AnyCounter::Tcp(c) => c.blocks(),
+            AnyCounter::Udp(c) => c.snapshot().packets,
+        }
+    }
+    fn udp(&self) -> Option<UdpSnapshot> {
+        match self {
+            AnyCounter::Tcp(_) => None,
+            AnyCounter::Udp(c) => Some(c.snapshot()),
+        }
+    }
+}
+
+/// What one worker did, whatever its kind (for the report and the protocol extension).
+#[derive(Debug, Clone, Default)]
+pub struct WorkerSummary {
+    pub cpu_requested: Option<u32>,
+    pub cpus_seen: Vec<u32>,
+    pub send_path: Option<&'static str>,
+    pub recv_path: Option<&'static str>,
+    pub fallbacks: Vec<String>,
+    pub streams: Vec<u32>,
+    pub cpu_user: Duration,
+    pub cpu_system: Duration,
+}
+
+impl From<&WorkerReport> for WorkerSummary {
+    fn from(r: &WorkerReport) -> WorkerSummary {
+        WorkerSummary {
+            cpu_requested: r.cpu_requested,
+            cpus_seen: r.cpus_seen.clone(),
+            send_path: r.send_path.map(SendPath::as_str),
+            recv_path: r.recv_path.map(RecvPath::as_str),
+            fallbacks: r.fallbacks.clone(),
+            streams: r.streams.iter().map(|s| s.id).collect(),
+            cpu_user: r.cpu_user,
+            cpu_system: r.cpu_system,
+        }
+    }
+}
+
+impl From<&UdpWorkerReport> for WorkerSummary {
+    fn from(r: &UdpWorkerReport) -> WorkerSummary {
+        WorkerSummary {
+            cpu_requested: r.cpu_requested,
+            cpus_seen: r.cpus_seen.clone(),
+            send_path: r.send_path.map(UdpSendPath::as_str),
+            recv_path: r.recv_path.map(UdpRecvPath::as_str),
+            fallbacks: r.fallbacks.clone(),
+            streams: r.streams.iter().map(|s| s.id).collect(),
+            cpu_user: r.cpu_user,
+            cpu_system: r.cpu_system,
+        }
+    }
+}
+
 struct StreamInfo {
     id: u32,
     send: bool,
-    counter: Arc<StreamCounters>,
+    counter: AnyCounter,
     fd: RawFd,
-    /// Bytes and retransmits when the omit period ended.
+    /// Counters when the omit period ended.
     omit_bytes: u64,
     omit_retrans: u64,
-    /// Last TCP_INFO read (senders).
+    omit_udp: UdpSnapshot,
+    /// Last TCP_INFO read (TCP senders).
     last_tcp: Option<TcpSample>,
     congestion: Option<String>,
+}
+
+/// One stream's figures after the omit period.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StreamTotal {
+    pub id: u32,
+    pub send: bool,
+    pub bytes: u64,
+    /// TCP senders.
+    pub retransmits: Option<u64>,
+    /// UDP: sender: datagrams sent; receiver: datagrams expected (highest sequence).
+    pub packets: Option<u64>,
+    /// UDP receivers.
+    pub lost: Option<u64>,
+    pub out_of_order: Option<u64>,
+    pub jitter_ms: Option<f64>,
 }
 
 /// How receivers are finished.
 #[derive(Debug, Clone, Copy)]
 pub enum Drain {
-    /// Read until every stream reached EOF, at most until the deadline.
+    /// Read until every stream reached EOF, at most `within`.
     UntilEof { within: Duration },
     /// Read until nothing arrived for `quiet`, at most `max`.
     UntilQuiet { quiet: Duration, max: Duration },
@@ -67,20 +231,24 @@ pub enum Drain {
 
 /// The running data phase.
 pub struct DataPhase {
+    udp: bool,
     streams: Vec<StreamInfo>,
-    send_workers: Vec<WorkerHandle>,
-    recv_workers: Vec<WorkerHandle>,
+    send_workers: Vec<AnyWorker>,
+    recv_workers: Vec<AnyWorker>,
     send_ctl: Arc<Control>,
     recv_ctl: Arc<Control>,
-    reports: Vec<WorkerReport>,
-    sockets: Vec<(u32, TcpStream)>,
+    summaries: Vec<WorkerSummary>,
+    sockets: Vec<OwnedFd>,
     senders_stopped: bool,
     receivers_stopped: bool,
 }
 
 fn tcp_sample(fd: RawFd) -> Option<(TcpSample, Option<String>)> {
-    // SAFETY: `fd` belongs to a socket owned by a live worker (or by `sockets` after join);
-    // it stays open for the duration of this call.
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` belongs to a socket owned by a live worker or by `DataPhase::sockets`; it
+    // stays open for the duration of this call.
     let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
     let info = dp::tcp::tcp_info(bfd).ok()?;
     Some((
@@ -97,6 +265,15 @@ fn tcp_sample(fd: RawFd) -> Option<(TcpSample, Option<String>)> {
     ))
 }
 
+fn host_error(e: dp::DatapathError) -> EngineError {
+    match e {
+        dp::DatapathError::CpuNotAllowed { .. } | dp::DatapathError::Pin { .. } => {
+            EngineError::Host(e.to_string())
+        }
+        other => EngineError::Host(format!("starting a data worker: {other}")),
+    }
+}
+
 impl DataPhase {
     /// Start the workers (sending and receiving streams on separate workers).
     pub fn start(streams: Vec<DataStream>, cfg: &DataConfig) -> Result<DataPhase, EngineError> {
@@ -105,12 +282,13 @@ impl DataPhase {
         let send_ctl = Arc::new(Control::new());
         let recv_ctl = Arc::new(Control::new());
         let mut phase = DataPhase {
+            udp: cfg.udp.is_some(),
             streams: Vec::new(),
             send_workers: Vec::new(),
             recv_workers: Vec::new(),
             send_ctl: Arc::clone(&send_ctl),
             recv_ctl: Arc::clone(&recv_ctl),
-            reports: Vec::new(),
+            summaries: Vec::new(),
             sockets: Vec::new(),
             senders_stopped: false,
             receivers_stopped: false,
@@ -118,44 +296,95 @@ impl DataPhase {
         for (group, is_send) in [(recv, false), (send, true)] {
             let plans = plan(group.len(), &cfg.placement);
             let mut slots: Vec<Option<DataStream>> = group.into_iter().map(Some).collect();
+            let ctl = if is_send { &send_ctl } else { &recv_ctl };
+            let direction = if is_send {
+                dp::Direction::Send
+            } else {
+                dp::Direction::Recv
+            };
             for wp in plans {
-                let specs: Vec<StreamSpec> = wp
-                    .streams
-                    .iter()
-                    .filter_map(|&i| slots[i].take())
-                    .map(|s| StreamSpec {
-                        id: s.id,
-                        socket: s.socket,
-                        direction: if is_send {
-                            dp::Direction::Send
-                        } else {
-                            dp::Direction::Recv
-                        },
-                    })
-                    .collect();
-                let spec = WorkerSpec {
-                    cpu: wp.cpu,
-                    streams: specs,
-                    block_len: cfg.block_len,
-                    send_path: cfg.send_path,
-                    recv_path: cfg.recv_path,
-                    budget: if is_send { cfg.budget.clone() } else { None },
-                };
-                let ctl = if is_send { &send_ctl } else { &recv_ctl };
-                let h = match spawn_worker(spec, Arc::clone(ctl)) {
-                    Ok(h) => h,
-                    Err(e) => {
-                        phase.abort();
-                        return Err(match e {
-                            dp::DatapathError::CpuNotAllowed { .. }
-                            | dp::DatapathError::Pin { .. } => EngineError::Host(e.to_string()),
-                            other => EngineError::Host(format!("starting a data worker: {other}")),
-                        });
+                let mine: Vec<DataStream> =
+                    wp.streams.iter().filter_map(|&i| slots[i].take()).collect();
+                let started = match cfg.udp {
+                    None => {
+                        let specs = mine
+                            .into_iter()
+                            .filter_map(|s| match s.socket {
+                                DataSocket::Tcp(socket) => Some(StreamSpec {
+                                    id: s.id,
+                                    socket,
+                                    direction,
+                                }),
+                                DataSocket::Udp(_) => None,
+                            })
+                            .collect();
+                        let spec = WorkerSpec {
+                            cpu: wp.cpu,
+                            streams: specs,
+                            block_len: cfg.block_len,
+                            send_path: cfg.send_path,
+                            recv_path: cfg.recv_path,
+                            budget: if is_send { cfg.budget.clone() } else { None },
+                        };
+                        spawn_worker(spec, Arc::clone(ctl)).map(|h| {
+                            let fds = h.stream_fds();
+                            let ctrs: Vec<(u32, AnyCounter, RawFd)> = h
+                                .counters()
+                                .into_iter()
+                                .map(|(id, c)| {
+                                    let fd = fds.iter().find(|(i, _)| *i == id).map_or(-1, |f| f.1);
+                                    (id, AnyCounter::Tcp(c), fd)
+                                })
+                                .collect();
+                            (AnyWorker::Tcp(h), ctrs)
+                        })
+                    }
+                    Some(u) => {
+                        let specs = mine
+                            .into_iter()
+                            .filter_map(|s| match s.socket {
+                                DataSocket::Udp(socket) => Some(UdpStreamSpec {
+                                    id: s.id,
+                                    socket,
+                                    direction,
+                                    rate_bps: u.rate_bps,
+                                }),
+                                DataSocket::Tcp(_) => None,
+                            })
+                            .collect();
+                        let spec = UdpWorkerSpec {
+                            cpu: wp.cpu,
+                            streams: specs,
+                            datagram_len: u.datagram_len,
+                            counters_64bit: u.counters_64bit,
+                            send_path: u.send_path,
+                            recv_path: u.recv_path,
+                            batch: 0,
+                            budget: if is_send { cfg.budget.clone() } else { None },
+                            fq_rate: if is_send { u.fq_rate } else { None },
+                        };
+                        spawn_udp_worker(spec, Arc::clone(ctl)).map(|h| {
+                            let fds = h.stream_fds();
+                            let ctrs: Vec<(u32, AnyCounter, RawFd)> = h
+                                .counters()
+                                .into_iter()
+                                .map(|(id, c)| {
+                                    let fd = fds.iter().find(|(i, _)| *i == id).map_or(-1, |f| f.1);
+                                    (id, AnyCounter::Udp(c), fd)
+                                })
+                                .collect();
+                            (AnyWorker::Udp(h), ctrs)
+                        })
                     }
                 };
-                let fds = h.stream_fds();
-                for (id, counter) in h.counters() {
-                    let fd = fds.iter().find(|(i, _)| *i == id).map_or(-1, |(_, f)| *f);
+                let (w, ctrs) = match started {
+                    Ok(x) => x,
+                    Err(e) => {
+                        phase.abort();
+                        return Err(host_error(e));
+                    }
+                };
+                for (id, counter, fd) in ctrs {
                     phase.streams.push(StreamInfo {
                         id,
                         send: is_send,
@@ -163,19 +392,52 @@ impl DataPhase {
                         fd,
                         omit_bytes: 0,
                         omit_retrans: 0,
+                        omit_udp: UdpSnapshot::default(),
                         last_tcp: None,
                         congestion: None,
                     });
                 }
                 if is_send {
-                    phase.send_workers.push(h);
+                    phase.send_workers.push(w);
                 } else {
-                    phase.recv_workers.push(h);
+                    phase.recv_workers.push(w);
                 }
             }
         }
         phase.streams.sort_by_key(|s| s.id);
         Ok(phase)
+    }
+
+    fn join(&mut self, w: AnyWorker, shutdown: bool) {
+        match w {
+            AnyWorker::Tcp(h) => {
+                if let Ok(r) = h.join() {
+                    self.summaries.push(WorkerSummary::from(&r));
+                    for (id, sock) in r.sockets {
+                        if shutdown {
+                            if let Some(s) = self.streams.iter_mut().find(|s| s.id == id) {
+                                if let Some((t, cc)) = tcp_sample(sock.as_raw_fd()) {
+                                    s.last_tcp = Some(t);
+                                    if cc.is_some() {
+                                        s.congestion = cc;
+                                    }
+                                }
+                            }
+                            let _ = sock.shutdown(Shutdown::Write);
+                        }
+                        self.sockets.push(OwnedFd::from(sock));
+                    }
+                }
+            }
+            AnyWorker::Udp(h) => {
+                if let Ok(r) = h.join() {
+                    self.summaries.push(WorkerSummary::from(&r));
+                    for (_, sock) in r.sockets {
+                        self.sockets.push(OwnedFd::from(sock));
+                    }
+                }
+            }
+        }
     }
 
     /// Stop everything now (error paths).
@@ -184,21 +446,19 @@ impl DataPhase {
         self.recv_ctl.stop();
         let mut all = std::mem::take(&mut self.send_workers);
         all.append(&mut self.recv_workers);
-        for h in all {
-            if let Ok(r) = h.join() {
-                self.collect(r);
-            }
+        for w in all {
+            self.join(w, false);
         }
         self.senders_stopped = true;
         self.receivers_stopped = true;
     }
 
-    /// Cumulative counters (and TCP_INFO of sending streams, if `tcp`) for the report builder.
+    /// Cumulative counters (and TCP_INFO of TCP sending streams, if `tcp`) for the builder.
     pub fn samples(&mut self, tcp: bool) -> Vec<StreamSample> {
-        let read_tcp = tcp && !self.senders_stopped;
+        let read_tcp = tcp && !self.senders_stopped && !self.udp;
         let mut out = Vec::with_capacity(self.streams.len());
         for s in &mut self.streams {
-            if read_tcp && s.send && s.fd >= 0 {
+            if read_tcp && s.send {
                 if let Some((t, cc)) = tcp_sample(s.fd) {
                     s.last_tcp = Some(t);
                     if cc.is_some() {
@@ -206,28 +466,29 @@ impl DataPhase {
                     }
                 }
             }
+            let udp = s.counter.udp().map(|u| {
+                if s.send {
+                    UdpSample {
+                        packets: i64::try_from(u.packets).unwrap_or(i64::MAX),
+                        ..UdpSample::default()
+                    }
+                } else {
+                    UdpSample {
+                        packets: i64::try_from(u.expected).unwrap_or(i64::MAX),
+                        lost: i64::try_from(u.lost).unwrap_or(i64::MAX),
+                        out_of_order: i64::try_from(u.out_of_order).unwrap_or(i64::MAX),
+                        jitter_ms: u.jitter_ms,
+                    }
+                }
+            });
             out.push(StreamSample {
                 id: s.id,
                 bytes: s.counter.bytes(),
                 tcp: if s.send { s.last_tcp } else { None },
-                udp: None,
+                udp,
             });
         }
         out
-    }
-
-    /// `TCP_INFO` of every sending stream whose socket is still open (for the observation's
-    /// busy / window-limited / send-buffer-limited times).
-    pub fn sender_tcp_infos(&self) -> Vec<dp::tcp::TcpInfo> {
-        self.streams
-            .iter()
-            .filter(|s| s.send && s.fd >= 0)
-            .filter_map(|s| {
-                // SAFETY: `fd` belongs to a socket this phase keeps open until `close`.
-                let bfd = unsafe { BorrowedFd::borrow_raw(s.fd) };
-                dp::tcp::tcp_info(bfd).ok()
-            })
-            .collect()
     }
 
     /// Remember the counters at the end of the omit period.
@@ -235,6 +496,7 @@ impl DataPhase {
         for s in &mut self.streams {
             s.omit_bytes = s.counter.bytes();
             s.omit_retrans = s.last_tcp.map_or(0, |t| t.retransmits_total);
+            s.omit_udp = s.counter.udp().unwrap_or_default();
         }
     }
 
@@ -252,7 +514,7 @@ impl DataPhase {
         (sent, recv)
     }
 
-    /// Blocks sent and receive calls (for `-k` on the receiving side).
+    /// Blocks (TCP) or datagrams (UDP) sent and received.
     pub fn blocks(&self) -> (u64, u64) {
         let (mut sent, mut recv) = (0u64, 0u64);
         for s in &self.streams {
@@ -265,6 +527,10 @@ impl DataPhase {
         (sent, recv)
     }
 
+    pub fn is_udp(&self) -> bool {
+        self.udp
+    }
+
     pub fn has_senders(&self) -> bool {
         self.streams.iter().any(|s| s.send)
     }
@@ -275,110 +541,132 @@ impl DataPhase {
 
     /// Every sending worker ended by itself (budget spent, or errors).
     pub fn senders_finished(&self) -> bool {
-        !self.send_workers.is_empty() && self.send_workers.iter().all(WorkerHandle::is_finished)
+        !self.send_workers.is_empty() && self.send_workers.iter().all(AnyWorker::is_finished)
     }
 
     /// Every receiving worker ended by itself (EOF, or errors).
     pub fn receivers_finished(&self) -> bool {
-        self.recv_workers.iter().all(WorkerHandle::is_finished)
+        self.recv_workers.iter().all(AnyWorker::is_finished)
     }
 
-    /// Stop the senders, read their final TCP_INFO, half-close their sockets.
+    /// Stop the senders, read their final TCP_INFO, half-close their TCP sockets.
     pub fn stop_senders(&mut self) {
         if self.senders_stopped {
             return;
         }
         self.send_ctl.stop();
-        for h in std::mem::take(&mut self.send_workers) {
-            if let Ok(r) = h.join() {
-                for (id, sock) in &r.sockets {
-                    if let Some(s) = self.streams.iter_mut().find(|s| s.id == *id) {
-                        if let Some((t, cc)) = tcp_sample(std::os::fd::AsRawFd::as_raw_fd(sock)) {
-                            s.last_tcp = Some(t);
-                            if cc.is_some() {
-                                s.congestion = cc;
-                            }
-                        }
-                    }
-                    let _ = sock.shutdown(Shutdown::Write);
-                }
-                self.collect(r);
-            }
+        for w in std::mem::take(&mut self.send_workers) {
+            self.join(w, true);
         }
         self.senders_stopped = true;
     }
 
-    /// Finish the receivers as `drain` says, then stop them.
-    pub fn finish_receivers(&mut self, drain: Drain) {
+    /// Finish the receivers as `drain` says (UDP always waits for quiet), then stop them.
+    /// Returns when the last byte was seen arriving during the drain (None if none did), so
+    /// the wait itself does not count as measured time.
+    pub fn finish_receivers(&mut self, drain: Drain) -> Option<Instant> {
         if self.receivers_stopped {
-            return;
+            return None;
         }
+        let drain = match (self.udp, drain) {
+            (true, Drain::UntilEof { within }) => Drain::UntilQuiet {
+                quiet: Duration::from_millis(100),
+                max: within,
+            },
+            (_, d) => d,
+        };
         let t0 = Instant::now();
-        match drain {
-            Drain::UntilEof { within } => {
-                while !self.receivers_finished() && t0.elapsed() < within {
-                    std::thread::sleep(Duration::from_millis(5));
+        let (quiet, max) = match drain {
+            Drain::UntilEof { within } => (None, within),
+            Drain::UntilQuiet { quiet, max } => (Some(quiet), max),
+        };
+        let mut last = self.measured_bytes().1;
+        let mut last_change: Option<Instant> = None;
+        while !self.receivers_finished() && t0.elapsed() < max {
+            std::thread::sleep(Duration::from_millis(2));
+            let now = self.measured_bytes().1;
+            if now != last {
+                last = now;
+                last_change = Some(Instant::now());
+            } else if let Some(q) = quiet {
+                if last_change.unwrap_or(t0).elapsed() >= q {
+                    break;
                 }
             }
-            Drain::UntilQuiet { quiet, max } => {
-                let mut last = self.measured_bytes().1;
-                let mut last_change = Instant::now();
-                while !self.receivers_finished() && t0.elapsed() < max {
-                    std::thread::sleep(Duration::from_millis(5));
-                    let now = self.measured_bytes().1;
-                    if now != last {
-                        last = now;
-                        last_change = Instant::now();
-                    } else if last_change.elapsed() >= quiet {
-                        break;
-                    }
-                }
-            }
+        }
+        if self.measured_bytes().1 != last {
+            last_change = Some(Instant::now());
         }
         self.recv_ctl.stop();
-        for h in std::mem::take(&mut self.recv_workers) {
-            if let Ok(r) = h.join() {
-                self.collect(r);
-            }
+        for w in std::mem::take(&mut self.recv_workers) {
+            self.join(w, false);
         }
         self.receivers_stopped = true;
+        last_change
     }
 
-    fn collect(&mut self, mut r: WorkerReport) {
-        self.sockets.append(&mut r.sockets);
-        self.reports.push(r);
-    }
-
-    /// Per-stream figures after omit: (id, sending?, bytes, retransmits).
-    pub fn stream_totals(&self) -> Vec<(u32, bool, u64, Option<u64>)> {
+    /// Per-stream figures after omit, in stream-id order.
+    pub fn stream_totals(&self) -> Vec<StreamTotal> {
         self.streams
             .iter()
             .map(|s| {
                 let bytes = s.counter.bytes().saturating_sub(s.omit_bytes);
-                let retr = if s.send {
+                let retransmits = if s.send && !self.udp {
                     s.last_tcp
                         .map(|t| t.retransmits_total.saturating_sub(s.omit_retrans))
                 } else {
                     None
                 };
-                (s.id, s.send, bytes, retr)
+                let mut t = StreamTotal {
+                    id: s.id,
+                    send: s.send,
+                    bytes,
+                    retransmits,
+                    packets: None,
+                    lost: None,
+                    out_of_order: None,
+                    jitter_ms: None,
+                };
+                if let Some(u) = s.counter.udp() {
+                    let o = s.omit_udp;
+                    if s.send {
+                        t.packets = Some(u.packets.saturating_sub(o.packets));
+                    } else {
+                        t.packets = Some(u.expected.saturating_sub(o.expected));
+                        t.lost = Some(u.lost.saturating_sub(o.lost));
+                        t.out_of_order = Some(u.out_of_order.saturating_sub(o.out_of_order));
+                        t.jitter_ms = Some(u.jitter_ms);
+                    }
+                }
+                t
             })
             .collect()
     }
 
-    /// The congestion algorithm seen on the sending streams.
+    /// Datagrams (or blocks) counted before the omit period ended, per stream.
+    pub fn omitted_packets(&self, id: u32) -> u64 {
+        self.streams.iter().find(|s| s.id == id).map_or(0, |s| {
+            if s.send {
+                s.omit_udp.packets
+            } else {
+                s.omit_udp.expected
+            }
+        })
+    }
+
+    /// The congestion algorithm seen on the TCP sending streams.
     pub fn congestion(&self) -> Option<String> {
         self.streams.iter().find_map(|s| s.congestion.clone())
     }
 
-    /// Worker reports collected so far (after stop/finish).
-    pub fn reports(&self) -> &[WorkerReport] {
-        &self.reports
+    /// Workers joined so far (after stop/finish).
+    pub fn summaries(&self) -> &[WorkerSummary] {
+        &self.summaries
     }
 
     /// User+system CPU time of all joined workers.
     pub fn worker_cpu(&self) -> (Duration, Duration) {
-        self.reports
+        self.summaries
             .iter()
             .fold((Duration::ZERO, Duration::ZERO), |(u, s), r| {
                 (u + r.cpu_user, s + r.cpu_system)

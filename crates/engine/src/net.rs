@@ -2,7 +2,7 @@
 //! timeout and an optional source port, and a control connection read with deadlines.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -94,6 +94,74 @@ pub fn connect(
         reason: connect_reason(&e),
     })?;
     Ok(sock.into())
+}
+
+/// A UDP data stream of a client: bound (optionally to `bind`/`cport`), connected to the
+/// server, iperf3's 4-byte handshake done (the server learns our address from it).
+pub fn udp_connect(
+    server: SocketAddr,
+    bind: Option<IpAddr>,
+    cport: Option<u16>,
+    window: Option<u32>,
+    timeout: Duration,
+) -> Result<std::net::UdpSocket, EngineError> {
+    let target = server.to_string();
+    let sock = Socket::new(
+        Domain::for_address(server),
+        Type::DGRAM,
+        Some(Protocol::UDP),
+    )
+    .map_err(|e| EngineError::io(format!("UDP socket for {target}"), e))?;
+    if let Some(w) = window {
+        let w = w as usize;
+        let _ = sock.set_send_buffer_size(w);
+        let _ = sock.set_recv_buffer_size(w);
+    }
+    if bind.is_some() || cport.is_some() {
+        let ip = bind.unwrap_or(match server {
+            SocketAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        });
+        let local = SocketAddr::new(ip, cport.unwrap_or(0));
+        let _ = sock.set_reuse_address(true);
+        sock.bind(&SockAddr::from(local)).map_err(|e| {
+            EngineError::Config(format!("cannot bind the UDP socket to {local}: {e}"))
+        })?;
+    }
+    sock.connect(&SockAddr::from(server))
+        .map_err(|e| EngineError::Connect {
+            target: target.clone(),
+            reason: connect_reason(&e),
+        })?;
+    let s: std::net::UdpSocket = sock.into();
+    let fail = |reason: String| EngineError::Connect {
+        target: target.clone(),
+        reason,
+    };
+    s.set_read_timeout(Some(timeout.max(Duration::from_millis(10))))
+        .map_err(|e| fail(e.to_string()))?;
+    s.send(&wirespeed_protocol::udp::CONNECT_MSG)
+        .map_err(|e| fail(format!("UDP handshake: {}", connect_reason(&e))))?;
+    let mut b = [0u8; 16];
+    let n = s.recv(&mut b).map_err(|e| {
+        fail(format!(
+            "UDP handshake: no reply within {:.1} s ({})",
+            timeout.as_secs_f64(),
+            connect_reason(&e)
+        ))
+    })?;
+    wirespeed_protocol::udp::check_connect_reply(&b[..n])
+        .map_err(|e| fail(format!("UDP handshake: {e}")))?;
+    s.set_read_timeout(None).map_err(|e| fail(e.to_string()))?;
+    Ok(s)
+}
+
+/// The same address, with IPv4-mapped IPv6 addresses turned into IPv4.
+pub fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    }
 }
 
 /// What a deadline-bounded read returned.

@@ -36,7 +36,7 @@ use wirespeed_report::{CpuUtilization, HostPort, Start, TestResult};
 
 use crate::assemble::{self, VERSION};
 use crate::client::{usable_cpus, DEFAULT_TCP_BLOCK};
-use crate::data::{DataConfig, DataPhase, DataStream, Drain};
+use crate::data::{DataConfig, DataPhase, DataSocket, DataStream, Drain, UdpConfig};
 use crate::net::{Ctrl, Family, ReadOutcome};
 use crate::output::Reporter;
 use crate::placement::Placement;
@@ -154,6 +154,10 @@ pub struct ServerStats {
 
 struct Ctx {
     cfg: ServerConfig,
+    /// The TCP listener's address; UDP streams bind the same address and port.
+    local_addr: SocketAddr,
+    /// UDP stream setup carries no cookie: one test at a time.
+    udp_setup: Mutex<()>,
     registry: Registry,
     factory: ReporterFactory,
     stats: Arc<ServerStats>,
@@ -219,6 +223,18 @@ fn listen_socket(addr: SocketAddr) -> std::io::Result<TcpListener> {
     }
     s.bind(&SockAddr::from(addr))?;
     s.listen(1024)?;
+    Ok(s.into())
+}
+
+/// A UDP socket on the server's address and port, shareable with the stream sockets
+/// already connected there (SO_REUSEADDR, as iperf3).
+fn bind_udp(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(SockProto::UDP))?;
+    s.set_reuse_address(true)?;
+    if addr.is_ipv6() && addr.ip().is_unspecified() {
+        let _ = s.set_only_v6(false);
+    }
+    s.bind(&SockAddr::from(addr))?;
     Ok(s.into())
 }
 
@@ -298,8 +314,11 @@ impl Server {
     /// Accept and serve until stopped (or, with `one_off`, until the first test ends).
     pub fn serve(self, factory: ReporterFactory) -> Result<(), EngineError> {
         let (done_tx, done_rx) = mpsc::channel::<()>();
+        let local_addr = self.local_addr()?;
         let ctx = Arc::new(Ctx {
             cfg: self.cfg.clone(),
+            local_addr,
+            udp_setup: Mutex::new(()),
             registry: Registry::default(),
             factory,
             stats: Arc::clone(&self.stats),
@@ -552,10 +571,18 @@ fn check_params(p: &TestParams, cfg: &ServerConfig) -> Result<(), Decline> {
     match p.transport {
         Transport::Tcp => {}
         Transport::Udp => {
-            return Err(decline(
-                errno::IEUNIMP,
-                "this wirespeed server does not run UDP tests yet",
-            ))
+            let min = dp::udp::header_len(p.udp_counters_64bit) as u32;
+            if let Some(len) = p.len {
+                if len < min || len as usize > dp::udp::MAX_DATAGRAM_LEN {
+                    return Err(decline(
+                        errno::IEUDPBLOCKSIZE,
+                        format!(
+                            "a UDP datagram must be {min}..={} bytes, the client asked for {len}",
+                            dp::udp::MAX_DATAGRAM_LEN
+                        ),
+                    ));
+                }
+            }
         }
         Transport::Sctp => {
             return Err(decline(
@@ -674,8 +701,6 @@ struct ServerTest<'a> {
     running_since: Option<Duration>,
     result: Option<TestResult>,
     refused: bool,
-    /// Where the work ran (issue 6); sent to a wirespeed client with the results.
-    observer: crate::observe::TestObserver,
 }
 
 impl<'a> ServerTest<'a> {
@@ -699,7 +724,6 @@ impl<'a> ServerTest<'a> {
             running_since: None,
             result: None,
             refused: false,
-            observer: Default::default(),
         }
     }
 
@@ -785,50 +809,15 @@ impl<'a> ServerTest<'a> {
         self.params = Some(params.clone());
 
         // Data connections.
-        let (tx, rx) = mpsc::channel::<Incoming>();
-        self.ctx.registry.lock().insert(self.cookie, Some(tx));
-        let now = self.now();
-        self.sess
-            .accept(now)
-            .map_err(|e| format!("cannot accept: {e}"))?;
-        self.flush()?;
         let total = params.total_streams() as usize;
         if total > 512 {
             let _ = dp::sys::raise_fd_limit((total as u64) * 2 + 256);
         }
-        let mut incoming: Vec<Incoming> = Vec::with_capacity(total);
-        while incoming.len() < total {
-            let mut got = false;
-            while let Ok(i) = rx.try_recv() {
-                incoming.push(i);
-                got = true;
-            }
-            if incoming.len() >= total {
-                break;
-            }
-            if let Some(ev) = self.sess.poll_event() {
-                self.ctx.registry.lock().insert(self.cookie, None);
-                return Err(match ev {
-                    ServerEvent::Failed(f) => format!("client {f}"),
-                    ServerEvent::ClientTerminated => "the client terminated".into(),
-                    other => format!("unexpected event {other:?} while waiting for streams"),
-                });
-            }
-            if !got {
-                // Nothing new: watch the control connection briefly, then the streams again.
-                match rx.recv_timeout(Duration::from_millis(5)) {
-                    Ok(i) => incoming.push(i),
-                    Err(_) => {
-                        let dl = Instant::now() + Duration::from_millis(1);
-                        self.pump(dl)?;
-                    }
-                }
-            }
-        }
-        self.ctx.registry.lock().insert(self.cookie, None);
-        drop(rx);
-        incoming.sort_by_key(|i| i.seq);
-        incoming.truncate(total);
+        let sockets = if params.transport == Transport::Udp {
+            self.udp_streams(total)?
+        } else {
+            self.tcp_streams(total)?
+        };
 
         // Ids and directions in the client's order.
         let parallel = params.parallel.max(1) as usize;
@@ -837,25 +826,31 @@ impl<'a> ServerTest<'a> {
             mss: None,
             nodelay: params.nodelay,
             congestion: params.congestion.clone(),
-            fq_rate: None,
+            fq_rate: params
+                .fqrate
+                .or(params.bandwidth)
+                .filter(|&b| b > 0)
+                .map(|b| b / 8),
         };
         let mut streams = Vec::with_capacity(total);
-        for (i, inc) in incoming.into_iter().enumerate() {
+        for (i, socket) in sockets.into_iter().enumerate() {
             let send = match params.direction {
                 Direction::ClientToServer => false,
                 Direction::ServerToClient => true,
                 Direction::Both => i >= parallel,
             };
-            if dp::tcp::apply(&inc.stream, &opts).is_err() {
-                // iperf3 warns and goes on when an option (e.g. the congestion algorithm) is
-                // not available here; so does wirespeed.
-                let mut o = opts.clone();
-                o.congestion = None;
-                let _ = dp::tcp::apply(&inc.stream, &o);
+            if let DataSocket::Tcp(t) = &socket {
+                if dp::tcp::apply(t, &opts).is_err() {
+                    // iperf3 warns and goes on when an option (e.g. the congestion algorithm)
+                    // is not available here; so does wirespeed.
+                    let mut o = opts.clone();
+                    o.congestion = None;
+                    let _ = dp::tcp::apply(t, &o);
+                }
             }
             streams.push(DataStream {
                 id: wirespeed_protocol::stream_id(i),
-                socket: inc.stream,
+                socket,
                 send,
             });
         }
@@ -869,6 +864,127 @@ impl<'a> ServerTest<'a> {
         self.running(&params, reporter)
     }
 
+    /// `CREATE_STREAMS`, then the TCP data connections the acceptor hands over, in the order
+    /// the client opened them.
+    fn tcp_streams(&mut self, total: usize) -> Result<Vec<DataSocket>, String> {
+        let (tx, rx) = mpsc::channel::<Incoming>();
+        self.ctx.registry.lock().insert(self.cookie, Some(tx));
+        let now = self.now();
+        self.sess
+            .accept(now)
+            .map_err(|e| format!("cannot accept: {e}"))?;
+        self.flush()?;
+        let mut incoming: Vec<Incoming> = Vec::with_capacity(total);
+        let result = loop {
+            if incoming.len() >= total {
+                break Ok(());
+            }
+            let mut got = false;
+            while let Ok(i) = rx.try_recv() {
+                incoming.push(i);
+                got = true;
+            }
+            if incoming.len() >= total {
+                break Ok(());
+            }
+            if let Some(ev) = self.sess.poll_event() {
+                break Err(match ev {
+                    ServerEvent::Failed(f) => format!("client {f}"),
+                    ServerEvent::ClientTerminated => "the client terminated".into(),
+                    other => format!("unexpected event {other:?} while waiting for streams"),
+                });
+            }
+            if !got {
+                // Nothing new: watch the control connection briefly, then the streams again.
+                match rx.recv_timeout(Duration::from_millis(5)) {
+                    Ok(i) => incoming.push(i),
+                    Err(_) => {
+                        let dl = Instant::now() + Duration::from_millis(1);
+                        if let Err(e) = self.pump(dl) {
+                            break Err(e);
+                        }
+                    }
+                }
+            }
+        };
+        self.ctx.registry.lock().insert(self.cookie, None);
+        drop(rx);
+        result?;
+        incoming.sort_by_key(|i| i.seq);
+        incoming.truncate(total);
+        Ok(incoming
+            .into_iter()
+            .map(|i| DataSocket::Tcp(i.stream))
+            .collect())
+    }
+
+    /// UDP streams as iperf3 makes them: a UDP socket bound to the server's port receives the
+    /// client's 4-byte word, is connected to the client's address, and answers; a fresh socket
+    /// is bound for the next stream. UDP words carry no cookie, so one test at a time runs
+    /// this (a server-wide lock), and only words from the control connection's host count.
+    fn udp_streams(&mut self, total: usize) -> Result<Vec<DataSocket>, String> {
+        let ctx = self.ctx;
+        let _one_at_a_time = ctx.udp_setup.lock().unwrap_or_else(|p| p.into_inner());
+        let local = ctx.local_addr;
+        let mut listener = match bind_udp(local) {
+            Ok(l) => l,
+            Err(e) => {
+                return Err(self.refuse(&decline(
+                    errno::IELISTEN,
+                    format!("cannot listen for UDP streams on {local}: {e}"),
+                )))
+            }
+        };
+        let now = self.now();
+        self.sess
+            .accept(now)
+            .map_err(|e| format!("cannot accept: {e}"))?;
+        self.flush()?;
+        let want_ip = crate::net::canonical_ip(self.peer.ip());
+        let deadline = Instant::now() + ctx.cfg.timeouts.streams;
+        let mut out = Vec::with_capacity(total);
+        let mut buf = [0u8; 64];
+        while out.len() < total {
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "only {} of {total} UDP streams arrived within {:.0} s",
+                    out.len(),
+                    ctx.cfg.timeouts.streams.as_secs_f64()
+                ));
+            }
+            if let Some(ev) = self.sess.poll_event() {
+                return Err(match ev {
+                    ServerEvent::Failed(f) => format!("client {f}"),
+                    ServerEvent::ClientTerminated => "the client terminated".into(),
+                    other => format!("unexpected event {other:?} while waiting for UDP streams"),
+                });
+            }
+            let _ = listener.set_read_timeout(Some(Duration::from_millis(20)));
+            let (n, from) = match listener.recv_from(&mut buf) {
+                Ok(x) => x,
+                Err(_) => {
+                    self.pump(Instant::now() + Duration::from_millis(1))?;
+                    continue;
+                }
+            };
+            if crate::net::canonical_ip(from.ip()) != want_ip
+                || wirespeed_protocol::udp::check_connect_msg(&buf[..n]).is_err()
+            {
+                continue; // a stray datagram
+            }
+            // The next stream's socket must exist before this one answers.
+            let next = bind_udp(local).map_err(|e| format!("binding UDP on {local}: {e}"))?;
+            let conn = std::mem::replace(&mut listener, next);
+            conn.connect(from)
+                .map_err(|e| format!("connecting UDP stream to {from}: {e}"))?;
+            let _ = conn.set_read_timeout(None);
+            conn.send(&wirespeed_protocol::udp::CONNECT_REPLY)
+                .map_err(|e| format!("answering UDP stream {from}: {e}"))?;
+            out.push(DataSocket::Udp(conn));
+        }
+        Ok(out)
+    }
+
     fn begin(
         &mut self,
         p: &TestParams,
@@ -876,13 +992,17 @@ impl<'a> ServerTest<'a> {
         reporter: &mut dyn Reporter,
     ) -> Result<(), String> {
         let cfg = &self.ctx.cfg;
-        let refs: Vec<(u32, &TcpStream)> = streams.iter().map(|s| (s.id, &s.socket)).collect();
+        let refs: Vec<(u32, &DataSocket)> = streams.iter().map(|s| (s.id, &s.socket)).collect();
         let connected = assemble::connected(&refs);
         let (snd, rcv) = streams
             .first()
             .and_then(|s| dp::tcp::socket_buffers(&s.socket).ok())
             .unwrap_or((0, 0));
-        let block = p.len.unwrap_or(DEFAULT_TCP_BLOCK);
+        let block = p.len.unwrap_or(if p.transport == Transport::Udp {
+            crate::client::DEFAULT_UDP_BLOCK
+        } else {
+            DEFAULT_TCP_BLOCK
+        });
         let start = Start {
             connected,
             version: format!("wirespeed {VERSION}"),
@@ -890,7 +1010,7 @@ impl<'a> ServerTest<'a> {
             timestamp: Some(crate::sysinfo::timestamp_now()),
             connecting_to: None,
             accepted_connection: Some(HostPort {
-                host: self.peer.ip().to_string(),
+                host: crate::net::canonical_ip(self.peer.ip()).to_string(),
                 port: self.peer.port(),
             }),
             cookie: Some(self.cookie.as_str().to_string()),
@@ -906,7 +1026,11 @@ impl<'a> ServerTest<'a> {
             sndbuf_actual: Some(u64::from(snd)),
             rcvbuf_actual: Some(u64::from(rcv)),
             test_start: Some(assemble::test_start(
-                "TCP",
+                if p.transport == Transport::Udp {
+                    "UDP"
+                } else {
+                    "TCP"
+                },
                 p.parallel,
                 u64::from(block),
                 p.omit,
@@ -921,8 +1045,9 @@ impl<'a> ServerTest<'a> {
         };
         reporter.start(&start);
         self.start = Some(start);
+        let udp = p.transport == Transport::Udp;
         let mut b = ResultBuilder::new(
-            Protocol::Tcp,
+            if udp { Protocol::Udp } else { Protocol::Tcp },
             Role::Server,
             p.direction == Direction::Both,
             cfg.interval.as_secs_f64(),
@@ -961,13 +1086,15 @@ impl<'a> ServerTest<'a> {
             recv_path,
             placement,
             budget: None,
+            udp: udp.then(|| UdpConfig {
+                datagram_len: block as usize,
+                counters_64bit: p.udp_counters_64bit,
+                rate_bps: p.bandwidth.unwrap_or(0),
+                send_path: dp::udp::UdpSendPath::Gso,
+                recv_path: dp::udp::UdpRecvPath::Gro,
+                fq_rate: p.fqrate.filter(|&r| r > 0).map(|r| r / 8),
+            }),
         };
-        self.observer = crate::observe::TestObserver::start(
-            p.direction,
-            false,
-            self.peer.ip(),
-            self.ctrl.stream().local_addr().ok().map(|a| a.ip()),
-        );
         self.cpu = Some(CpuMeter::start());
         self.data = Some(DataPhase::start(streams, &dcfg).map_err(|e| e.to_string())?);
         self.timeline = Some(Timeline::new(
@@ -980,6 +1107,11 @@ impl<'a> ServerTest<'a> {
 
     fn ticks(&mut self, reporter: &mut dyn Reporter) {
         let now = self.now();
+        self.ticks_at(reporter, now);
+    }
+
+    /// Report every interval due at `now`.
+    fn ticks_at(&mut self, reporter: &mut dyn Reporter, now: Duration) {
         let show = self.ctx.cfg.interval > Duration::ZERO;
         let (Some(tl), Some(data), Some(b)) =
             (&mut self.timeline, &mut self.data, &mut self.builder)
@@ -991,7 +1123,6 @@ impl<'a> ServerTest<'a> {
             if t.omit_boundary {
                 data.mark_omit_end();
             }
-            self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
                 if show {
                     reporter.interval(iv);
@@ -1000,9 +1131,9 @@ impl<'a> ServerTest<'a> {
         }
     }
 
-    fn final_tick(&mut self, reporter: &mut dyn Reporter) {
-        self.ticks(reporter);
-        let now = self.now();
+    fn final_tick(&mut self, reporter: &mut dyn Reporter, end: Duration) {
+        let now = end.min(self.now());
+        self.ticks_at(reporter, now);
         self.final_time = Some(now);
         let show = self.ctx.cfg.interval > Duration::ZERO;
         let (Some(tl), Some(data), Some(b)) =
@@ -1012,16 +1143,12 @@ impl<'a> ServerTest<'a> {
         };
         let samples = data.samples(false);
         if let Some(t) = tl.finish(now) {
-            self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
                 if show {
                     reporter.interval(iv);
                 }
             }
         }
-        let tcp = crate::observe::tcp_limits(&data.sender_tcp_infos());
-        self.observer
-            .close(&assemble::worker_infos(data.reports()), tcp);
     }
 
     fn measured(&self) -> f64 {
@@ -1054,11 +1181,14 @@ impl<'a> ServerTest<'a> {
             while let Some(ev) = self.sess.poll_event() {
                 match ev {
                     ServerEvent::TestEnd => {
+                        let mut end = self.now();
                         if let Some(d) = &mut self.data {
                             d.stop_senders();
-                            d.finish_receivers(drain);
+                            if let Some(l) = d.finish_receivers(drain) {
+                                end = end.max(l.saturating_duration_since(self.epoch));
+                            }
                         }
-                        self.final_tick(reporter);
+                        self.final_tick(reporter, end);
                         let now = self.now();
                         self.sess
                             .request_results(now)
@@ -1119,8 +1249,7 @@ impl<'a> ServerTest<'a> {
         let Some(data) = &self.data else {
             return TestResults::default();
         };
-        let mut ext = assemble::results_ext(data.reports());
-        ext.observation = self.observer.value();
+        let ext = assemble::results_ext(data.summaries());
         let mut r = assemble::local_results(
             data,
             self.local_cpu,
@@ -1192,7 +1321,7 @@ impl<'a> ServerTest<'a> {
             };
             let rep = b.end(&input);
             r.end = rep.end;
-            let reports = self.data.as_ref().map_or(&[][..], DataPhase::reports);
+            let reports = self.data.as_ref().map_or(&[][..], DataPhase::summaries);
             let mut ext = assemble::report_ext(
                 reports,
                 peer.and_then(|p| p.wirespeed.as_ref()),
@@ -1217,7 +1346,7 @@ impl<'a> ServerTest<'a> {
                 system_info: crate::sysinfo::system_info(),
                 timestamp: Some(crate::sysinfo::timestamp_now()),
                 accepted_connection: Some(HostPort {
-                    host: self.peer.ip().to_string(),
+                    host: crate::net::canonical_ip(self.peer.ip()).to_string(),
                     port: self.peer.port(),
                 }),
                 ..Start::default()
