@@ -17,6 +17,7 @@ pub mod snapshot;
 pub mod softirqs;
 pub mod stack;
 pub mod stat;
+pub mod utc;
 
 pub use cpu::{CpuFacts, CpuTopo, L3Group};
 pub use cpuset::{CpuId, CpuSet, CpuSetError};

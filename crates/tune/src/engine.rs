@@ -15,7 +15,9 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use wirespeed_host::{CpuSet, Root};
 
-use crate::journal::{self, Entry, Journal, JournalFile, Outcome, Record, Saved, State, Undo};
+use crate::journal::{
+    self, sync_parent, Entry, Journal, JournalFile, Outcome, Record, Saved, State, Undo,
+};
 use crate::plan::{irq_affinity_path, Change, Plan, Step};
 use crate::value::Form;
 use crate::{service, TuneError};
@@ -89,6 +91,9 @@ impl ApplyReport {
         self.steps.iter().filter(|s| s.status == status).count()
     }
 }
+
+const LIVE_ONLY_SERVICE: &str = "services can only be controlled on the live host";
+const LIVE_ONLY_RING: &str = "ring sizes can only be set on the live host";
 
 fn not_writable(path: &str, source: io::Error) -> TuneError {
     TuneError::NotWritable {
@@ -201,6 +206,16 @@ impl Applier<'_> {
         })
     }
 
+    /// Record how the write announced as `seq` ended: applied, or failed with the reason.
+    fn finish(&mut self, seq: u32, res: Result<(), String>) -> StepResult {
+        let (status, outcome, detail) = match res {
+            Ok(()) => (StepStatus::Applied, Outcome::Applied, None),
+            Err(e) => (StepStatus::Failed, Outcome::Failed, Some(e)),
+        };
+        self.result(seq, outcome, &detail)?;
+        Ok((status, detail))
+    }
+
     /// Journal and create the missing directories above `host_path`, top down.
     fn make_dirs(&mut self, step: usize, finding: &str, host_path: &str) -> Result<(), String> {
         let mut missing: Vec<String> = Vec::new();
@@ -221,11 +236,7 @@ impl Applier<'_> {
                 .change(step, finding, Undo::Dir { path: dir.clone() })
                 .map_err(|e| e.to_string())?;
             let real = self.root.path(&dir).map_err(|e| e.to_string())?;
-            let made = fs::create_dir(&real).and_then(|_| {
-                real.parent()
-                    .map(|p| fs::File::open(p).and_then(|f| f.sync_all()))
-                    .unwrap_or(Ok(()))
-            });
+            let made = fs::create_dir(&real).and_then(|_| sync_parent(&real));
             let (outcome, detail) = match &made {
                 Ok(()) => (Outcome::Applied, None),
                 Err(e) => (Outcome::Failed, Some(format!("{dir}: {e}"))),
@@ -479,12 +490,7 @@ fn create_file(
             fs::set_permissions(&real, fs::Permissions::from_mode(mode))
                 .map_err(|e| format!("{path}: {e}"))
         });
-    let (status, outcome, detail) = match res {
-        Ok(()) => (StepStatus::Applied, Outcome::Applied, None),
-        Err(e) => (StepStatus::Failed, Outcome::Failed, Some(e)),
-    };
-    a.result(seq, outcome, &detail)?;
-    Ok((status, detail))
+    a.finish(seq, res)
 }
 
 fn create_link(
@@ -515,21 +521,8 @@ fn create_link(
             target: target.to_string(),
         },
     )?;
-    let res = std::os::unix::fs::symlink(target, &real).and_then(|_| {
-        real.parent()
-            .map(|p| fs::File::open(p).and_then(|f| f.sync_all()))
-            .unwrap_or(Ok(()))
-    });
-    let (status, outcome, detail) = match res {
-        Ok(()) => (StepStatus::Applied, Outcome::Applied, None),
-        Err(e) => (
-            StepStatus::Failed,
-            Outcome::Failed,
-            Some(format!("{path}: {e}")),
-        ),
-    };
-    a.result(seq, outcome, &detail)?;
-    Ok((status, detail))
+    let res = std::os::unix::fs::symlink(target, &real).and_then(|_| sync_parent(&real));
+    a.finish(seq, res.map_err(|e| format!("{path}: {e}")))
 }
 
 fn stop_service(
@@ -541,10 +534,7 @@ fn stop_service(
     disable: bool,
 ) -> StepResult {
     if !a.root.is_live() {
-        return Ok((
-            StepStatus::Skipped,
-            Some("services can only be controlled on the live host".into()),
-        ));
+        return Ok((StepStatus::Skipped, Some(LIVE_ONLY_SERVICE.into())));
     }
     let (was_active, was_enabled) = match (service::is_active(unit), service::is_enabled(unit)) {
         (Ok(x), Ok(y)) => (x, y),
@@ -575,12 +565,7 @@ fn stop_service(
     if res.is_ok() && stopping {
         res = service::act("stop", unit);
     }
-    let (status, outcome, detail) = match res {
-        Ok(()) => (StepStatus::Applied, Outcome::Applied, None),
-        Err(e) => (StepStatus::Failed, Outcome::Failed, Some(e)),
-    };
-    a.result(seq, outcome, &detail)?;
-    Ok((status, detail))
+    a.finish(seq, res)
 }
 
 fn set_ring(
@@ -592,10 +577,7 @@ fn set_ring(
     tx: u32,
 ) -> StepResult {
     if !a.root.is_live() {
-        return Ok((
-            StepStatus::Skipped,
-            Some("ring sizes can only be set on the live host".into()),
-        ));
+        return Ok((StepStatus::Skipped, Some(LIVE_ONLY_RING.into())));
     }
     let cur = match ethtool::get_ring(iface) {
         Ok(c) => c,
@@ -620,16 +602,8 @@ fn set_ring(
             new_tx: tx,
         },
     )?;
-    let (status, outcome, detail) = match ethtool::set_ring(iface, rx, tx) {
-        Ok(()) => (StepStatus::Applied, Outcome::Applied, None),
-        Err(e) => (
-            StepStatus::Failed,
-            Outcome::Failed,
-            Some(format!("ethtool -G {iface}: {e}")),
-        ),
-    };
-    a.result(seq, outcome, &detail)?;
-    Ok((status, detail))
+    let res = ethtool::set_ring(iface, rx, tx).map_err(|e| format!("ethtool -G {iface}: {e}"));
+    a.finish(seq, res)
 }
 
 /// What revert did with one change.
@@ -806,7 +780,7 @@ fn undo(root: &Root, e: &Entry, force: bool) -> (RevertStatus, Option<String>) {
             }
             match fs::remove_dir(&real) {
                 Ok(()) => {
-                    sync_parent(&real);
+                    let _ = sync_parent(&real);
                     (RevertStatus::Restored, Some("removed".into()))
                 }
                 Err(err) => (
@@ -826,7 +800,7 @@ fn undo(root: &Root, e: &Entry, force: bool) -> (RevertStatus, Option<String>) {
                 }
                 Ok(t) if t == Path::new(target) || force => match fs::remove_file(&real) {
                     Ok(()) => {
-                        sync_parent(&real);
+                        let _ = sync_parent(&real);
                         (RevertStatus::Restored, Some("removed".into()))
                     }
                     Err(err) => (RevertStatus::Failed, Some(format!("{path}: {err}"))),
@@ -845,10 +819,7 @@ fn undo(root: &Root, e: &Entry, force: bool) -> (RevertStatus, Option<String>) {
             disabled,
         } => {
             if !root.is_live() {
-                return (
-                    RevertStatus::Failed,
-                    Some("services can only be controlled on the live host".into()),
-                );
+                return (RevertStatus::Failed, Some(LIVE_ONLY_SERVICE.into()));
             }
             let mut done = Vec::new();
             if *disabled && *was_enabled && service::is_enabled(unit).ok() == Some(false) {
@@ -877,10 +848,7 @@ fn undo(root: &Root, e: &Entry, force: bool) -> (RevertStatus, Option<String>) {
             new_tx,
         } => {
             if !root.is_live() {
-                return (
-                    RevertStatus::Failed,
-                    Some("ring sizes can only be set on the live host".into()),
-                );
+                return (RevertStatus::Failed, Some(LIVE_ONLY_RING.into()));
             }
             let cur = match ethtool::get_ring(iface) {
                 Ok(c) => c,
@@ -915,12 +883,6 @@ fn undo(root: &Root, e: &Entry, force: bool) -> (RevertStatus, Option<String>) {
                 ),
             }
         }
-    }
-}
-
-fn sync_parent(p: &Path) {
-    if let Some(parent) = p.parent() {
-        let _ = fs::File::open(parent).and_then(|f| f.sync_all());
     }
 }
 
@@ -969,7 +931,7 @@ fn undo_created(
     match old {
         None => match fs::remove_file(&real) {
             Ok(()) => {
-                sync_parent(&real);
+                let _ = sync_parent(&real);
                 (RevertStatus::Restored, Some("removed".into()))
             }
             Err(err) => (RevertStatus::Failed, Some(format!("{path}: {err}"))),

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
+use wirespeed_host::utc::Utc;
 use wirespeed_host::Root;
 
 use crate::value::Form;
@@ -155,6 +156,11 @@ fn io_err(path: &str, source: io::Error) -> TuneError {
 /// Sync a directory so a new entry in it survives a crash.
 fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+/// Sync the directory holding `p` after an entry was added to or removed from it.
+pub(crate) fn sync_parent(p: &Path) -> io::Result<()> {
+    p.parent().map_or(Ok(()), sync_dir)
 }
 
 /// Create a directory and its missing parents, syncing each parent as it gains an entry.
@@ -394,44 +400,20 @@ pub fn list(root: &Root, dir: &str) -> Vec<String> {
         .collect()
 }
 
-/// Days since 1970-01-01 to a civil date (proleptic Gregorian).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-fn parts(t: SystemTime) -> (i64, u32, u32, u64, u64, u64, u32) {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let (y, mo, da) = civil((secs / 86_400) as i64);
-    let s = secs % 86_400;
-    (y, mo, da, s / 3600, s / 60 % 60, s % 60, d.subsec_millis())
-}
-
 /// RFC 3339 UTC with milliseconds: `2025-11-22T07:55:01.123Z`.
 pub fn rfc3339(t: SystemTime) -> String {
-    let (y, mo, d, h, mi, s, ms) = parts(t);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+    Utc::from_system(t).rfc3339()
 }
 
 /// `20251122T075501Z`, for file names.
 pub fn compact_stamp(t: SystemTime) -> String {
-    let (y, mo, d, h, mi, s, _) = parts(t);
-    format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
+    Utc::from_system(t).compact()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn time_formats() {
