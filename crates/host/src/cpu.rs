@@ -173,10 +173,6 @@ pub fn parse_cpuinfo_model(text: &str) -> Option<String> {
         .or_else(|| field("Hardware"))
 }
 
-fn cpu_list(root: &Root, path: &str) -> Option<CpuSet> {
-    CpuSet::parse_list(&root.read_opt(path)?).ok()
-}
-
 /// Numbered entries `prefixN` of a directory, sorted by N.
 pub(crate) fn numbered(root: &Root, dir: &str, prefix: &str) -> Vec<u32> {
     let mut v: Vec<u32> = root
@@ -191,8 +187,8 @@ pub(crate) fn numbered(root: &Root, dir: &str, prefix: &str) -> Vec<u32> {
 /// Read the CPU facts through `root`.
 pub fn collect_cpus(root: &Root) -> CpuFacts {
     const CPU: &str = "/sys/devices/system/cpu";
-    let online = cpu_list(root, &format!("{CPU}/online"));
-    let possible = cpu_list(root, &format!("{CPU}/possible"));
+    let online = root.cpu_list_opt(&format!("{CPU}/online"));
+    let possible = root.cpu_list_opt(&format!("{CPU}/possible"));
     let cpu_ids: Vec<u32> = match &online {
         Some(s) => s.iter().collect(),
         None => numbered(root, CPU, "cpu"),
@@ -204,7 +200,8 @@ pub fn collect_cpus(root: &Root) -> CpuFacts {
     // NUMA nodes.
     let mut numa_nodes = BTreeMap::new();
     for n in numbered(root, "/sys/devices/system/node", "node") {
-        let cpus = cpu_list(root, &format!("/sys/devices/system/node/node{n}/cpulist"))
+        let cpus = root
+            .cpu_list_opt(&format!("/sys/devices/system/node/node{n}/cpulist"))
             .unwrap_or_default();
         numa_nodes.insert(n, cpus);
     }
@@ -221,7 +218,7 @@ pub fn collect_cpus(root: &Root) -> CpuFacts {
             if root.read_opt(&format!("{d}/type")).as_deref() == Some("Instruction") {
                 continue;
             }
-            if let Some(shared) = cpu_list(root, &format!("{d}/shared_cpu_list")) {
+            if let Some(shared) = root.cpu_list_opt(&format!("{d}/shared_cpu_list")) {
                 let id = root.parse_opt::<u32>(&format!("{d}/id"));
                 let size = root.read_opt(&format!("{d}/size"));
                 l3_by_cpu.insert(c, (shared, id, size));
@@ -244,8 +241,9 @@ pub fn collect_cpus(root: &Root) -> CpuFacts {
         let package = root.parse_opt::<u32>(&format!("{t}/physical_package_id"));
         let die = root.parse_opt::<u32>(&format!("{t}/die_id"));
         let core_id = root.parse_opt::<u32>(&format!("{t}/core_id"));
-        let thread_siblings = cpu_list(root, &format!("{t}/thread_siblings_list"))
-            .or_else(|| cpu_list(root, &format!("{t}/core_cpus_list")));
+        let thread_siblings = root
+            .cpu_list_opt(&format!("{t}/thread_siblings_list"))
+            .or_else(|| root.cpu_list_opt(&format!("{t}/core_cpus_list")));
         let governor = root.read_opt(&format!("{f}/scaling_governor"));
         if cpufreq_driver.is_none() {
             cpufreq_driver = root.read_opt(&format!("{f}/scaling_driver"));

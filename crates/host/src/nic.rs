@@ -304,16 +304,41 @@ pub fn parse_speed(s: &str) -> Option<u64> {
     (v > 0 && v != 65535 && v != u32::MAX as i64 && v <= 10_000_000).then_some(v as u64)
 }
 
+/// A CPU set from its list file, else from its mask file; with the host file it came from.
 fn read_set(root: &Root, list_path: &str, mask_path: &str) -> Option<(CpuSet, String)> {
-    if let Some(s) = root.read_opt(list_path) {
-        if let Ok(set) = CpuSet::parse_list(&s) {
-            return Some((set, list_path.to_string()));
+    match root.cpu_list_opt(list_path) {
+        Some(set) => Some((set, list_path.to_string())),
+        None => Some((root.cpu_mask_opt(mask_path)?, mask_path.to_string())),
+    }
+}
+
+/// Link values any interface has (`/sys/class/net/IF/...`), PCI-backed or not.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkState {
+    /// Mbit/s; `None` when down or unknown ([`parse_speed`]).
+    pub speed_mbps: Option<u64>,
+    pub mtu: Option<u32>,
+    pub tx_queue_len: Option<u32>,
+    pub operstate: Option<String>,
+    pub carrier: Option<bool>,
+    pub duplex: Option<String>,
+}
+
+impl LinkState {
+    /// Read the link values of `iface` through `root`; each one `None` when its file is missing.
+    pub fn read(root: &Root, iface: &str) -> LinkState {
+        let net = format!("/sys/class/net/{iface}");
+        LinkState {
+            speed_mbps: root
+                .read_opt(&format!("{net}/speed"))
+                .and_then(|s| parse_speed(&s)),
+            mtu: root.parse_opt(&format!("{net}/mtu")),
+            tx_queue_len: root.parse_opt(&format!("{net}/tx_queue_len")),
+            operstate: root.read_opt(&format!("{net}/operstate")),
+            carrier: root.read_opt(&format!("{net}/carrier")).map(|c| c == "1"),
+            duplex: root.read_opt(&format!("{net}/duplex")),
         }
     }
-    let m = root.read_opt(mask_path)?;
-    CpuSet::parse_mask(&m)
-        .ok()
-        .map(|s| (s, mask_path.to_string()))
 }
 
 /// Affinity facts of one IRQ from `/proc/irq/N/`.
@@ -346,9 +371,7 @@ pub fn read_irq_affinity(root: &Root, irq: u32) -> IrqAffinity {
     IrqAffinity {
         requested: requested.map(|r| r.0),
         effective,
-        hint: root
-            .read_opt(&format!("{d}/affinity_hint"))
-            .and_then(|m| CpuSet::parse_mask(&m).ok()),
+        hint: root.cpu_mask_opt(&format!("{d}/affinity_hint")),
         node: root.parse_opt(&format!("{d}/node")),
     }
 }
@@ -533,22 +556,19 @@ fn collect_nic(
         let qd = format!("{net}/queues/{q}");
         if q.starts_with("rx-") {
             rx_queues.push(RxQueue {
-                rps_cpus: root
-                    .read_opt(&format!("{qd}/rps_cpus"))
-                    .and_then(|m| CpuSet::parse_mask(&m).ok()),
+                rps_cpus: root.cpu_mask_opt(&format!("{qd}/rps_cpus")),
                 rps_flow_cnt: root.parse_opt(&format!("{qd}/rps_flow_cnt")),
                 name: q,
             });
         } else if q.starts_with("tx-") {
             tx_queues.push(TxQueue {
-                xps_cpus: root
-                    .read_opt(&format!("{qd}/xps_cpus"))
-                    .and_then(|m| CpuSet::parse_mask(&m).ok()),
+                xps_cpus: root.cpu_mask_opt(&format!("{qd}/xps_cpus")),
                 name: q,
             });
         }
     }
 
+    let link = LinkState::read(root, name);
     NicFacts {
         name: name.to_string(),
         sysfs: net.clone(),
@@ -564,23 +584,20 @@ fn collect_nic(
         vendor_name: names.vendor,
         device_name: names.device,
         subsystem_name: names.subsystem,
-        speed_mbps: root
-            .read_opt(&format!("{net}/speed"))
-            .and_then(|s| parse_speed(&s)),
-        mtu: root.parse_opt(&format!("{net}/mtu")),
-        tx_queue_len: root.parse_opt(&format!("{net}/tx_queue_len")),
-        operstate: root.read_opt(&format!("{net}/operstate")),
-        carrier: root.read_opt(&format!("{net}/carrier")).map(|c| c == "1"),
-        duplex: root.read_opt(&format!("{net}/duplex")),
+        speed_mbps: link.speed_mbps,
+        mtu: link.mtu,
+        tx_queue_len: link.tx_queue_len,
+        operstate: link.operstate,
+        carrier: link.carrier,
+        duplex: link.duplex,
         pcie,
         numa_node: root.parse_opt(&format!("{dev}/numa_node")),
-        local_cpus: root
-            .read_opt(&format!("{dev}/local_cpulist"))
-            .and_then(|s| CpuSet::parse_list(&s).ok())
-            .or_else(|| {
-                root.read_opt(&format!("{dev}/local_cpus"))
-                    .and_then(|m| CpuSet::parse_mask(&m).ok())
-            }),
+        local_cpus: read_set(
+            root,
+            &format!("{dev}/local_cpulist"),
+            &format!("{dev}/local_cpus"),
+        )
+        .map(|s| s.0),
         irqs,
         hwmon: read_hwmon(root, dev),
         rx_queues,

@@ -194,6 +194,16 @@ impl Root {
         self.read_opt(host_path)?.parse().ok()
     }
 
+    /// Read a CPU list file (`0-3,8`); `None` when missing or not a list.
+    pub fn cpu_list_opt(&self, host_path: &str) -> Option<crate::CpuSet> {
+        crate::CpuSet::parse_list(&self.read_opt(host_path)?).ok()
+    }
+
+    /// Read a CPU mask file (`00000000,000000ff`); `None` when missing or not a mask.
+    pub fn cpu_mask_opt(&self, host_path: &str) -> Option<crate::CpuSet> {
+        crate::CpuSet::parse_mask(&self.read_opt(host_path)?).ok()
+    }
+
     /// True when the path exists (following links).
     pub fn exists(&self, host_path: &str) -> bool {
         self.note(|r| {

@@ -2,6 +2,7 @@
 //! cpufreq policy file governs a CPU, which congestion-control modules the kernel ships).
 
 use wirespeed_doctor::placement::{vectors, CpuLayout};
+use wirespeed_host::nic::LinkState;
 use wirespeed_host::{CpuSet, HostFacts, Root};
 
 use crate::view::{FindingView, GovernorView, HostView, IrqView, NicView, RingView, StackView};
@@ -49,25 +50,19 @@ pub fn shipped_congestion_control(root: &Root, release: &str) -> Vec<String> {
     out
 }
 
-fn read_u32(root: &Root, path: &str) -> Option<u32> {
-    root.parse_opt(path)
-}
-
 /// A view of an interface the host facts do not list (not PCI-backed: veth, bridges, bonds):
 /// link values only, no IRQs.
 fn plain_interface(root: &Root, name: &str) -> Option<NicView> {
-    let base = format!("/sys/class/net/{name}");
-    if !root.exists(&base) {
+    if !root.exists(&format!("/sys/class/net/{name}")) {
         return None;
     }
+    let link = LinkState::read(root, name);
     Some(NicView {
         name: name.to_string(),
         driver: None,
-        speed_mbps: root
-            .read_opt(&format!("{base}/speed"))
-            .and_then(|s| wirespeed_host::nic::parse_speed(&s)),
-        mtu: read_u32(root, &format!("{base}/mtu")),
-        txqueuelen: read_u32(root, &format!("{base}/tx_queue_len")),
+        speed_mbps: link.speed_mbps,
+        mtu: link.mtu,
+        txqueuelen: link.tx_queue_len,
         numa_node: None,
         local_cpus: None,
         irqs: Vec::new(),
