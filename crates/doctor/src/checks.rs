@@ -98,6 +98,39 @@ fn node_source(n: u32) -> String {
     format!("/sys/devices/system/node/node{n}/cpulist")
 }
 
+/// The NIC's link speed and its file.
+fn speed_evidence(nic: &NicFacts, speed: u64) -> Evidence {
+    Evidence::new(
+        "link speed",
+        fmt_mbps(speed),
+        format!("{}/speed", nic.sysfs),
+    )
+}
+
+/// The NIC's NUMA node and that node's CPUs, with their files.
+fn node_evidence(nic: &NicFacts, node: u32, node_cpus: &CpuSet) -> [Evidence; 2] {
+    [
+        Evidence::new(
+            "NIC NUMA node",
+            node,
+            format!("{}/numa_node", nic.device_path),
+        ),
+        Evidence::new(format!("node {node} CPUs"), node_cpus, node_source(node)),
+    ]
+}
+
+fn app_evidence(app: &CpuSet) -> Evidence {
+    Evidence::new("application CPUs", app, "--app-cpus")
+}
+
+/// The command that shows the PCIe link as the card and the slot report it.
+fn lspci_link(nic: &NicFacts) -> String {
+    format!(
+        "lspci -s {} -vv | grep -E 'LnkCap:|LnkSta:'",
+        nic.pci_address
+    )
+}
+
 /// `echo CPUS > /proc/irq/N/smp_affinity_list` for each of `irqs`: the CPUs `wirespeed tune`
 /// gives that vector when no policy is named ([`placement::auto_place`]), so doctor's fix and
 /// tune's plan never disagree. Then the tune command that does the same with a journal. When no
@@ -185,10 +218,7 @@ pub fn pcie_link_downgraded(nic: &NicFacts) -> Option<Finding> {
         slot_limits = narrower || slower;
     }
     let hurts = matches!((p.available_mbps, nic.speed_mbps), (Some(a), Some(s)) if a < s);
-    let mut fix = vec![format!(
-        "lspci -s {} -vv | grep -E 'LnkCap:|LnkSta:'",
-        nic.pci_address
-    )];
+    let mut fix = vec![lspci_link(nic)];
     if slot_limits {
         fix.push(format!(
             "# the slot's port ({}) cannot train wider/faster than it does: move the card to a slot wired for {max}",
@@ -237,11 +267,7 @@ pub fn pcie_bandwidth_below_line_rate(nic: &NicFacts) -> Option<Finding> {
     let width = f.current_width?;
     let (num, den) = encoding(rate);
     let mut evidence = vec![
-        Evidence::new(
-            "link speed",
-            fmt_mbps(speed),
-            format!("{}/speed", nic.sysfs),
-        ),
+        speed_evidence(nic, speed),
         Evidence::new(
             "PCIe link as trained",
             link_str(f.current_speed.as_deref(), Some(width)),
@@ -263,12 +289,12 @@ pub fn pcie_bandwidth_below_line_rate(nic: &NicFacts) -> Option<Finding> {
     }
     let fix = if capable_ok {
         vec![
-            format!("lspci -s {} -vv | grep -E 'LnkCap:|LnkSta:'", nic.pci_address),
+            lspci_link(nic),
             "# restore the full link (see pcie-link-downgraded): reseat the card in a slot wired for its full width and speed".to_string(),
         ]
     } else {
         vec![
-            format!("lspci -s {} -vv | grep -E 'LnkCap:|LnkSta:'", nic.pci_address),
+            lspci_link(nic),
             format!(
                 "# this card's PCIe interface cannot carry {}: expect at most ~{}; use a card/slot of a newer PCIe generation or more lanes",
                 fmt_mbps(speed),
@@ -311,14 +337,7 @@ pub fn irq_numa_remote(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Opt
     if remote.is_empty() {
         return None;
     }
-    let mut evidence = vec![
-        Evidence::new(
-            "NIC NUMA node",
-            node,
-            format!("{}/numa_node", nic.device_path),
-        ),
-        Evidence::new(format!("node {node} CPUs"), node_cpus, node_source(node)),
-    ];
+    let mut evidence = node_evidence(nic, node, node_cpus).to_vec();
     let rows: Vec<(&NicIrq, String)> = remote
         .iter()
         .map(|i| {
@@ -404,15 +423,11 @@ pub fn app_numa_remote(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Opt
             join(&app_nodes),
             nic.name
         ),
-        evidence: vec![
-            Evidence::new(
-                "NIC NUMA node",
-                node,
-                format!("{}/numa_node", nic.device_path),
-            ),
-            Evidence::new(format!("node {node} CPUs"), node_cpus, node_source(node)),
-            Evidence::new("application CPUs", app, "--app-cpus"),
-        ],
+        evidence: [
+            node_evidence(nic, node, node_cpus).as_slice(),
+            &[app_evidence(app)],
+        ]
+        .concat(),
         fix: vec![
             format!("numactl --cpunodebind={node} --membind={node} -- <application>"),
             format!(
@@ -437,7 +452,7 @@ pub fn irq_on_app_core(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Opt
     if hits.is_empty() {
         return None;
     }
-    let mut evidence = vec![Evidence::new("application CPUs", app, "--app-cpus")];
+    let mut evidence = vec![app_evidence(app)];
     let rows: Vec<(&NicIrq, String)> = hits
         .iter()
         .map(|i| (*i, i.effective.clone().unwrap_or_default().to_string()))
@@ -488,7 +503,7 @@ pub fn irq_cross_l3(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Option
         return None;
     }
     let mut evidence = vec![
-        Evidence::new("application CPUs", app, "--app-cpus"),
+        app_evidence(app),
         Evidence::new(
             "application L3 group(s)",
             app_l3
@@ -577,11 +592,7 @@ pub fn mtu_below_jumbo(nic: &NicFacts) -> Option<Finding> {
         ),
         evidence: vec![
             Evidence::new("MTU", mtu, format!("{}/mtu", nic.sysfs)),
-            Evidence::new(
-                "link speed",
-                fmt_mbps(speed),
-                format!("{}/speed", nic.sysfs),
-            ),
+            speed_evidence(nic, speed),
         ],
         fix: vec![
             format!("ip link set dev {} mtu 9000", nic.name),
@@ -620,11 +631,7 @@ pub fn socket_buffers_small(
     }
     let target = sizing::buffer_target(speed, opts.rtt_ms);
     let mut evidence = vec![
-        Evidence::new(
-            "link speed",
-            fmt_mbps(speed),
-            format!("{}/speed", nic.sysfs),
-        ),
+        speed_evidence(nic, speed),
         Evidence::new(
             "RTT",
             format!("{} ms", opts.rtt_ms),
@@ -636,45 +643,35 @@ pub fn socket_buffers_small(
             "computed: speed × RTT",
         ),
     ];
-    if let Some(t) = st.tcp_rmem {
-        evidence.push(Evidence::new(
-            "tcp_rmem",
-            format!("{} {} {}", t[0], t[1], t[2]),
-            paths::TCP_RMEM,
-        ));
+    let autotuning = [
+        ("tcp_rmem", st.tcp_rmem, paths::TCP_RMEM, small_r),
+        ("tcp_wmem", st.tcp_wmem, paths::TCP_WMEM, small_w),
+    ];
+    let ceilings = [
+        ("rmem_max", st.rmem_max, paths::RMEM_MAX),
+        ("wmem_max", st.wmem_max, paths::WMEM_MAX),
+    ];
+    for (name, t, path, _) in autotuning {
+        if let Some([min, def, max]) = t {
+            evidence.push(Evidence::new(name, format!("{min} {def} {max}"), path));
+        }
     }
-    if let Some(t) = st.tcp_wmem {
-        evidence.push(Evidence::new(
-            "tcp_wmem",
-            format!("{} {} {}", t[0], t[1], t[2]),
-            paths::TCP_WMEM,
-        ));
+    for (name, v, path) in ceilings {
+        if let Some(v) = v {
+            evidence.push(Evidence::new(name, fmt_bytes(v), path));
+        }
     }
-    if let Some(v) = st.rmem_max {
-        evidence.push(Evidence::new("rmem_max", fmt_bytes(v), paths::RMEM_MAX));
-    }
-    if let Some(v) = st.wmem_max {
-        evidence.push(Evidence::new("wmem_max", fmt_bytes(v), paths::WMEM_MAX));
-    }
-    let rm = st.tcp_rmem.unwrap_or([4096, 131072, 0]);
-    let wm = st.tcp_wmem.unwrap_or([4096, 16384, 0]);
-    // the ceilings an application may request, raised when lower (never lowered)
-    let mut fix: Vec<String> = [("rmem_max", st.rmem_max), ("wmem_max", st.wmem_max)]
+    // the ceilings an application may request, raised when lower (never lowered), then the
+    // autotuning maxima that are too small
+    let mut fix: Vec<String> = ceilings
         .into_iter()
-        .filter(|(_, cur)| cur.is_none_or(|c| c < target))
-        .map(|(key, _)| format!("sysctl -w net.core.{key}={target}"))
+        .filter(|(_, cur, _)| cur.is_none_or(|c| c < target))
+        .map(|(name, _, _)| format!("sysctl -w net.core.{name}={target}"))
         .collect();
-    if small_r {
-        fix.push(format!(
-            "sysctl -w net.ipv4.tcp_rmem='{} {} {target}'",
-            rm[0], rm[1]
-        ));
-    }
-    if small_w {
-        fix.push(format!(
-            "sysctl -w net.ipv4.tcp_wmem='{} {} {target}'",
-            wm[0], wm[1]
-        ));
+    for (name, t, _, small) in autotuning {
+        if let (true, Some([min, def, _])) = (small, t) {
+            fix.push(format!("sysctl -w net.ipv4.{name}='{min} {def} {target}'"));
+        }
     }
     let which = match (small_r, small_w) {
         (true, true) => "tcp_rmem and tcp_wmem maxima",
