@@ -177,6 +177,10 @@ pub struct ClientArgs {
     /// Start a server inside this process on 127.0.0.1 and test against it.
     #[arg(long, conflicts_with = "host")]
     pub loopback: bool,
+    /// Run the test N times, then min / median / max / spread and the modes with the placement
+    /// each mode's runs share (docs/explain.md).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
     /// Server port.
     #[arg(short = 'p', long = "port", default_value_t = 5201)]
     pub port: u16,
@@ -506,6 +510,16 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    if let Some(n) = a.repeat {
+        let r = match out.lock() {
+            Ok(mut w) => crate::explain::run_repeat(&cfg, n, &mut **w, format != Format::Text),
+            Err(_) => Err(exit::fail(exit::INTERNAL, "output lock poisoned")),
+        };
+        if let Some(h) = server {
+            let _ = h.stop();
+        }
+        return r;
+    }
     let mut rep = StandardReporter::new(Arc::clone(&out), format, a.out.text_options());
     let r = wirespeed_engine::run_client(&cfg, &mut rep);
     if let Some(h) = server {
@@ -515,6 +529,9 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
     if format == Format::Text {
         if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
             let _ = writeln!(w, "{line}");
+        }
+        if let Ok(mut w) = out.lock() {
+            let _ = crate::explain::write_where(&mut **w, &r);
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -336,6 +336,8 @@ struct Run<'a> {
     block_len: u32,
     /// When the client decided the test was over.
     end_decided: Option<Duration>,
+    /// Where the work ran (issue 6).
+    observer: crate::observe::TestObserver,
 }
 
 impl Run<'_> {
@@ -507,6 +509,12 @@ impl Run<'_> {
                 fq_rate: cfg.fq_rate.filter(|&r| r > 0).map(|r| r / 8),
             }),
         };
+        self.observer = crate::observe::TestObserver::start(
+            cfg.direction,
+            true,
+            self.target.ip(),
+            self.ctrl_local.map(|a| a.ip()),
+        );
         self.cpu = Some(CpuMeter::start());
         let streams = std::mem::take(&mut self.streams);
         self.data = Some(DataPhase::start(streams, &dcfg)?);
@@ -536,6 +544,7 @@ impl Run<'_> {
             if t.omit_boundary {
                 data.mark_omit_end();
             }
+            self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
                 if self.cfg.interval > Duration::ZERO {
                     reporter.interval(iv);
@@ -583,12 +592,16 @@ impl Run<'_> {
         };
         let samples = data.samples(false);
         if let Some(t) = tl.finish(now) {
+            self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
                 if self.cfg.interval > Duration::ZERO {
                     reporter.interval(iv);
                 }
             }
         }
+        let tcp = crate::observe::tcp_limits(&data.sender_tcp_infos());
+        self.observer
+            .close(&assemble::worker_infos(data.summaries()), tcp);
     }
 
     fn measured(&self) -> f64 {
@@ -664,6 +677,12 @@ impl Run<'_> {
                     false,
                 );
                 ext.streams = rep.totals;
+                let received = r.end.sum_received.as_ref().or(r.end.sum.as_ref());
+                self.observer.attach(
+                    &mut ext,
+                    peer.and_then(|p| p.wirespeed.as_ref()),
+                    received.map(|s| s.bits_per_second),
+                );
                 r.wirespeed = Some(ext);
                 if let Some(p) = peer {
                     r.server_output_json = p.server_output_json.clone();
@@ -733,6 +752,7 @@ pub fn run_client(
         tcp_mss_default,
         block_len: 0,
         end_decided: None,
+        observer: Default::default(),
     };
     let params = cfg.params_with_mss(tcp_mss_default);
     run.block_len = params.len.unwrap_or(DEFAULT_TCP_BLOCK);

@@ -491,6 +491,20 @@ impl DataPhase {
         out
     }
 
+    /// `TCP_INFO` of every sending stream whose socket is still open (for the observation's
+    /// busy / window-limited / send-buffer-limited times).
+    pub fn sender_tcp_infos(&self) -> Vec<dp::tcp::TcpInfo> {
+        self.streams
+            .iter()
+            .filter(|s| s.send && s.fd >= 0)
+            .filter_map(|s| {
+                // SAFETY: `fd` belongs to a socket this phase keeps open until `close`.
+                let bfd = unsafe { BorrowedFd::borrow_raw(s.fd) };
+                dp::tcp::tcp_info(bfd).ok()
+            })
+            .collect()
+    }
+
     /// Remember the counters at the end of the omit period.
     pub fn mark_omit_end(&mut self) {
         for s in &mut self.streams {

@@ -19,6 +19,7 @@ pub mod client;
 pub mod data;
 mod error;
 pub mod net;
+pub mod observe;
 pub mod output;
 pub mod placement;
 pub mod server;

@@ -701,6 +701,8 @@ struct ServerTest<'a> {
     running_since: Option<Duration>,
     result: Option<TestResult>,
     refused: bool,
+    /// Where the work ran (issue 6); sent to a wirespeed client with the results.
+    observer: crate::observe::TestObserver,
 }
 
 impl<'a> ServerTest<'a> {
@@ -724,6 +726,7 @@ impl<'a> ServerTest<'a> {
             running_since: None,
             result: None,
             refused: false,
+            observer: Default::default(),
         }
     }
 
@@ -1095,6 +1098,12 @@ impl<'a> ServerTest<'a> {
                 fq_rate: p.fqrate.filter(|&r| r > 0).map(|r| r / 8),
             }),
         };
+        self.observer = crate::observe::TestObserver::start(
+            p.direction,
+            false,
+            self.peer.ip(),
+            self.ctrl.stream().local_addr().ok().map(|a| a.ip()),
+        );
         self.cpu = Some(CpuMeter::start());
         self.data = Some(DataPhase::start(streams, &dcfg).map_err(|e| e.to_string())?);
         self.timeline = Some(Timeline::new(
@@ -1123,6 +1132,7 @@ impl<'a> ServerTest<'a> {
             if t.omit_boundary {
                 data.mark_omit_end();
             }
+            self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
                 if show {
                     reporter.interval(iv);
@@ -1143,12 +1153,16 @@ impl<'a> ServerTest<'a> {
         };
         let samples = data.samples(false);
         if let Some(t) = tl.finish(now) {
+            self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
                 if show {
                     reporter.interval(iv);
                 }
             }
         }
+        let tcp = crate::observe::tcp_limits(&data.sender_tcp_infos());
+        self.observer
+            .close(&assemble::worker_infos(data.summaries()), tcp);
     }
 
     fn measured(&self) -> f64 {
@@ -1249,7 +1263,8 @@ impl<'a> ServerTest<'a> {
         let Some(data) = &self.data else {
             return TestResults::default();
         };
-        let ext = assemble::results_ext(data.summaries());
+        let mut ext = assemble::results_ext(data.summaries());
+        ext.observation = self.observer.value();
         let mut r = assemble::local_results(
             data,
             self.local_cpu,

@@ -508,7 +508,11 @@ mod tests {
         }
         let end = obs.close(&[], None).unwrap();
         assert!(end.host.is_some());
-        assert!(end.total.cpus.iter().any(|c| c.busy().get() > 0.0), "{:?}", end.total);
+        assert!(
+            end.total.cpus.iter().any(|c| c.busy().get() > 0.0),
+            "{:?}",
+            end.total
+        );
         assert!(end.nic_irqs.is_empty());
         assert!(
             end.notes.iter().any(|n| n.contains("virtual")),
