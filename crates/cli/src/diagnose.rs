@@ -81,7 +81,8 @@ struct Source {
     _snapshot: Option<Snapshot>,
 }
 
-fn root_dir(dir: &Path) -> anyhow::Result<Root> {
+/// `--root DIR`: a directory standing for the host's `/`.
+pub(crate) fn root_dir(dir: &Path) -> anyhow::Result<Root> {
     if !dir.is_dir() {
         return Err(exit::fail(
             exit::IO,
@@ -91,10 +92,14 @@ fn root_dir(dir: &Path) -> anyhow::Result<Root> {
     Ok(Root::new(dir))
 }
 
+/// `--snapshot FILE`: a snapshot written by `wirespeed capture`, unpacked while it lives.
+pub(crate) fn open_snapshot(file: &Path) -> anyhow::Result<Snapshot> {
+    Snapshot::open(file).map_err(|e| exit::fail(exit::IO, format!("--snapshot: {e}")))
+}
+
 fn open_source(a: &SourceArgs) -> anyhow::Result<Source> {
     if let Some(file) = &a.snapshot {
-        let snap =
-            Snapshot::open(file).map_err(|e| exit::fail(exit::IO, format!("--snapshot: {e}")))?;
+        let snap = open_snapshot(file)?;
         return Ok(Source {
             root: snap.root().clone(),
             info: HostInfo {
@@ -131,13 +136,27 @@ fn open_source(a: &SourceArgs) -> anyhow::Result<Source> {
 }
 
 /// Write to stdout; a closed pipe (`| head`) is not an error.
-fn emit(bytes: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn emit(bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|_| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(exit::fail(exit::IO, format!("stdout: {e}"))),
     }
+}
+
+fn emit_json(mut doc: String) -> anyhow::Result<()> {
+    doc.push('\n');
+    emit(doc.as_bytes())
+}
+
+fn emit_text(
+    render: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    what: &str,
+) -> anyhow::Result<()> {
+    let mut buf = Vec::new();
+    render(&mut buf).with_context(|| format!("rendering {what}"))?;
+    emit(&buf)
 }
 
 pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
@@ -166,15 +185,9 @@ pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         facts,
     );
     if args.json {
-        let mut s = report.to_json();
-        s.push('\n');
-        emit(s.as_bytes())?;
+        emit_json(report.to_json())?;
     } else {
-        let mut buf = Vec::new();
-        report
-            .render_text(&mut buf)
-            .context("rendering the report")?;
-        emit(&buf)?;
+        emit_text(|w| report.render_text(w), "the report")?;
     }
     Ok(ExitCode::from(if any { exit::FINDINGS } else { exit::OK }))
 }
@@ -184,13 +197,9 @@ pub fn run_topo(args: TopoArgs) -> anyhow::Result<ExitCode> {
     let facts = collect(&src.root);
     let t = topo::build(&facts);
     if args.json {
-        let mut s = t.to_json();
-        s.push('\n');
-        emit(s.as_bytes())?;
+        emit_json(t.to_json())?;
     } else {
-        let mut buf = Vec::new();
-        t.render_text(&mut buf).context("rendering the topology")?;
-        emit(&buf)?;
+        emit_text(|w| t.render_text(w), "the topology")?;
     }
     Ok(ExitCode::from(exit::OK))
 }

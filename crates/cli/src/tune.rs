@@ -13,16 +13,15 @@ use clap::{Subcommand, ValueEnum};
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_tune::collect::{self, CollectError};
 use wirespeed_tune::engine::{self, RevertStatus, StepStatus};
-use wirespeed_tune::journal::{self, JournalFile, State};
+use wirespeed_tune::journal::{self, JournalFile};
 use wirespeed_tune::planner::{self, Category, IrqPolicy, PlanError, PlanOptions};
 use wirespeed_tune::{ApplyOptions, TuneError};
 
-use crate::exit;
+use crate::{diagnose, exit};
 
 /// Write to stdout; a closed pipe (`| head`) ends the output quietly instead of panicking.
 fn out(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    let _ = diagnose::emit(text.as_bytes());
 }
 
 macro_rules! say {
@@ -153,15 +152,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
 fn root_of(a: &RootArgs) -> anyhow::Result<Root> {
     match &a.root {
         None => Ok(Root::live()),
-        Some(dir) => {
-            if !dir.is_dir() {
-                return Err(exit::fail(
-                    exit::IO,
-                    format!("--root {}: not a directory", dir.display()),
-                ));
-            }
-            Ok(Root::new(dir))
-        }
+        Some(dir) => diagnose::root_dir(dir),
     }
 }
 
@@ -207,13 +198,11 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             .collect::<anyhow::Result<_>>()?
     };
 
-    let snapshot = match &a.snapshot {
-        Some(p) => Some(
-            wirespeed_host::Snapshot::open(p)
-                .map_err(|e| exit::fail(exit::IO, format!("--snapshot: {e}")))?,
-        ),
-        None => None,
-    };
+    let snapshot = a
+        .snapshot
+        .as_deref()
+        .map(diagnose::open_snapshot)
+        .transpose()?;
     let root = match &snapshot {
         Some(s) => s.root().clone(),
         None => root_of(&a.root)?,
@@ -412,64 +401,62 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
 
 fn run_status(a: StatusArgs) -> anyhow::Result<ExitCode> {
     let root = root_of(&a.root)?;
-    let mut rows = Vec::new();
-    for path in journal::list(&root, &a.root.journal_dir) {
-        let row = match JournalFile::read(&root, &path) {
-            Ok(jf) => {
-                let entries = jf.entries();
-                let not_movable = entries
-                    .iter()
-                    .filter(|e| e.outcome == Some(journal::Outcome::NotMovable))
-                    .count();
-                serde_json::json!({
+    let journals: Vec<(String, Result<JournalFile, TuneError>)> =
+        journal::list(&root, &a.root.journal_dir)
+            .into_iter()
+            .map(|path| {
+                let jf = JournalFile::read(&root, &path);
+                (path, jf)
+            })
+            .collect();
+    let not_movable = |jf: &JournalFile| {
+        jf.entries()
+            .iter()
+            .filter(|e| e.outcome == Some(journal::Outcome::NotMovable))
+            .count()
+    };
+    if a.json {
+        let rows: Vec<serde_json::Value> = journals
+            .iter()
+            .map(|(path, jf)| match jf {
+                Ok(jf) => serde_json::json!({
                     "journal": path,
                     "created": jf.created(),
                     "state": jf.state(),
                     "iface": jf.iface(),
-                    "changes": entries.len(),
-                    "not_movable": not_movable,
-                })
-            }
-            Err(e) => serde_json::json!({ "journal": path, "error": e.to_string() }),
-        };
-        rows.push(row);
-    }
-    if a.json {
+                    "changes": jf.entries().len(),
+                    "not_movable": not_movable(jf),
+                }),
+                Err(e) => serde_json::json!({ "journal": path, "error": e.to_string() }),
+            })
+            .collect();
         say!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({ "journals": rows }))?
         );
         return Ok(ExitCode::from(exit::OK));
     }
-    if rows.is_empty() {
+    if journals.is_empty() {
         say!("No journals under {}.", a.root.journal_dir);
         return Ok(ExitCode::from(exit::OK));
     }
-    for r in &rows {
-        if let Some(err) = r.get("error") {
-            say!(
-                "{}  unreadable: {}",
-                r["journal"].as_str().unwrap_or(""),
-                err
-            );
-            continue;
-        }
-        let state: State = match r["state"].as_str() {
-            Some("applied") => State::Applied,
-            Some("reverted") => State::Reverted,
-            Some("partly-reverted") => State::PartlyReverted,
-            _ => State::Interrupted,
+    for (path, jf) in &journals {
+        let jf = match jf {
+            Ok(jf) => jf,
+            Err(e) => {
+                say!("{path}  unreadable: {e}");
+                continue;
+            }
         };
         say!(
-            "{}  {:<16} {:<24} iface {:<14} {} changes{}",
-            r["journal"].as_str().unwrap_or(""),
-            state.as_str(),
-            r["created"].as_str().unwrap_or(""),
-            r["iface"].as_str().unwrap_or("-"),
-            r["changes"],
-            match r["not_movable"].as_u64() {
-                Some(n) if n > 0 => format!(", {n} IRQs not movable"),
-                _ => String::new(),
+            "{path}  {:<16} {:<24} iface {:<14} {} changes{}",
+            jf.state().as_str(),
+            jf.created(),
+            jf.iface().as_deref().unwrap_or("-"),
+            jf.entries().len(),
+            match not_movable(jf) {
+                0 => String::new(),
+                n => format!(", {n} IRQs not movable"),
             }
         );
     }
