@@ -1,24 +1,14 @@
 //! `wirespeed doctor`, `topo` and `capture` end to end: exit codes, text and JSON reports on the
 //! captured hosts, snapshots of a fixture tree and of this machine read back the same.
 
+mod host_common;
+
+use host_common::{fixtures, hosts, run};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-}
-
-fn hosts() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/hosts")
-}
+use std::process::Output;
 
 fn host(name: &str) -> String {
-    hosts().join(name).display().to_string()
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("run wirespeed")
+    fixtures().join(name).display().to_string()
 }
 
 fn code(o: &Output) -> i32 {
@@ -44,27 +34,28 @@ fn ids(report: &Value) -> Vec<String> {
         .collect()
 }
 
+/// `wirespeed doctor --root ROOT --iface IF --app-cpus APP ARGS`.
+fn doctor(root: &str, iface: &str, app: &str, args: &[&str]) -> Output {
+    let base = [
+        "doctor",
+        "--root",
+        root,
+        "--iface",
+        iface,
+        "--app-cpus",
+        app,
+    ];
+    run(&[&base[..], args].concat())
+}
+
 #[test]
 fn fixtures_exit_codes_and_json_schema() {
-    for name in std::fs::read_dir(hosts()).unwrap() {
-        let dir = name.unwrap().path();
-        let Ok(text) = std::fs::read_to_string(dir.join("EXPECTED.json")) else {
-            continue;
-        };
-        let exp: Value = serde_json::from_str(&text).unwrap();
+    for (_, dir) in hosts() {
+        let exp = host_common::expected(&dir);
         let iface = exp["iface"].as_str().unwrap();
         let app = exp["app_cpus"].as_str().unwrap();
         let root = dir.display().to_string();
-        let o = run(&[
-            "doctor",
-            "--root",
-            &root,
-            "--iface",
-            iface,
-            "--app-cpus",
-            app,
-            "--json",
-        ]);
+        let o = doctor(&root, iface, app, &["--json"]);
         let r = json(&o);
         assert_eq!(r["schema_version"], 1);
         assert_eq!(r["options"]["iface"], iface);
@@ -87,15 +78,7 @@ fn fixtures_exit_codes_and_json_schema() {
         let want_code = if got.is_empty() { 0 } else { 1 };
         assert_eq!(code(&o), want_code, "{root}");
         // text form: same exit code, worst first
-        let t = run(&[
-            "doctor",
-            "--root",
-            &root,
-            "--iface",
-            iface,
-            "--app-cpus",
-            app,
-        ]);
+        let t = doctor(&root, iface, app, &[]);
         assert_eq!(code(&t), want_code);
         let text = String::from_utf8_lossy(&t.stdout);
         if got.is_empty() {
@@ -116,15 +99,7 @@ fn fixtures_exit_codes_and_json_schema() {
 
 #[test]
 fn the_x4_card_reads_as_the_write_up_did() {
-    let o = run(&[
-        "doctor",
-        "--root",
-        &host("crow-9900x-cx5-x4"),
-        "--iface",
-        "enp1s0f0np0",
-        "--app-cpus",
-        "6",
-    ]);
+    let o = doctor(&host("crow-9900x-cx5-x4"), "enp1s0f0np0", "6", &[]);
     assert_eq!(code(&o), 1);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(

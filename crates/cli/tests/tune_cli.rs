@@ -1,11 +1,11 @@
 //! The tune command line: the plan for the captured Ryzen host as an engineer would write it,
 //! refusals with their exit codes, the emitted script, and revert's conflict handling.
 
-mod tune_common;
+mod host_common;
 
 use std::process::Command;
 
-use tune_common::*;
+use host_common::*;
 
 fn crow() -> String {
     fixtures()
@@ -17,15 +17,7 @@ fn crow() -> String {
 #[test]
 fn the_ryzen_plan_is_the_one_an_engineer_would_write() {
     let root = crow();
-    let o = run(&[
-        "tune",
-        "--root",
-        &root,
-        "--app-cpus",
-        "6",
-        "--irq-policy",
-        "l3",
-    ]);
+    let o = tune(&root, &["--app-cpus", "6", "--irq-policy", "l3"]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     eprintln!("{out}");
@@ -91,9 +83,7 @@ fn refusals_have_one_line_and_their_exit_code() {
         (&["--only", "nonsense"], 2, "--only nonsense"),
     ];
     for (args, code, needle) in cases {
-        let mut a = vec!["tune", "--root", root.as_str()];
-        a.extend_from_slice(args);
-        let o = run(&a);
+        let o = tune(&root, args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", text(&o));
         assert!(err.contains(needle), "{args:?}: {err}");
@@ -101,16 +91,16 @@ fn refusals_have_one_line_and_their_exit_code() {
         assert!(o.stdout.is_empty(), "{args:?}");
     }
     // explicitly allowed overlap is a plan
-    let o = run(&[
-        "tune",
-        "--root",
+    let o = tune(
         &root,
-        "--app-cpus",
-        "6",
-        "--irq-cpus",
-        "6-8",
-        "--allow-irq-on-app-cpus",
-    ]);
+        &[
+            "--app-cpus",
+            "6",
+            "--irq-cpus",
+            "6-8",
+            "--allow-irq-on-app-cpus",
+        ],
+    );
     assert!(o.status.success(), "{}", text(&o));
 }
 
@@ -159,18 +149,18 @@ fn emitted_scripts_are_valid_shell_for_every_host() {
     for (name, host) in hosts() {
         let (iface, apps) = cases(&host);
         let root = host.to_string_lossy().into_owned();
-        let o = run(&[
-            "tune",
-            "--root",
+        let o = tune(
             &root,
-            "--iface",
-            &iface,
-            "--app-cpus",
-            &apps[0],
-            "--mtu",
-            "9000",
-            "--emit-script",
-        ]);
+            &[
+                "--iface",
+                &iface,
+                "--app-cpus",
+                &apps[0],
+                "--mtu",
+                "9000",
+                "--emit-script",
+            ],
+        );
         assert!(o.status.success(), "{name}: {}", text(&o));
         let script = String::from_utf8(o.stdout).unwrap();
         assert!(script.starts_with("#!/bin/sh\n"), "{name}");
@@ -187,16 +177,7 @@ fn revert_leaves_a_value_changed_since_unless_forced() {
     let (_t, tree) = temp_copy(&fixtures().join("crow-9900x-cx5-x4"));
     let root = tree.to_string_lossy().into_owned();
     let original = snapshot(&tree);
-    let o = run(&[
-        "tune",
-        "--root",
-        &root,
-        "--app-cpus",
-        "6",
-        "--irq-policy",
-        "l3",
-        "--apply",
-    ]);
+    let o = tune(&root, &["--app-cpus", "6", "--irq-policy", "l3", "--apply"]);
     assert!(o.status.success(), "{}", text(&o));
     // someone else raises rmem_max after tune did
     let rmem = tree.join("proc/sys/net/core/rmem_max");
@@ -242,7 +223,7 @@ fn a_snapshot_plans_like_its_tree_and_cannot_be_applied() {
     let o = run(&["capture", "-o", snap, "--root", &root]);
     assert!(o.status.success(), "{}", text(&o));
     let args = ["--app-cpus", "6", "--irq-policy", "l3", "--json"];
-    let from_tree = run(&[&["tune", "--root", &root][..], &args[..]].concat());
+    let from_tree = tune(&root, &args);
     let from_snap = run(&[&["tune", "--snapshot", snap][..], &args[..]].concat());
     assert!(from_snap.status.success(), "{}", text(&from_snap));
     let mut a: serde_json::Value = serde_json::from_slice(&from_tree.stdout).unwrap();

@@ -4,13 +4,13 @@
 //! original. Also: apply then revert without any emulation is byte-identical; a real SIGKILL in
 //! the middle of an apply, then revert, is byte-identical.
 
-mod tune_common;
+mod host_common;
 
 use std::fs;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use tune_common::*;
+use host_common::*;
 use wirespeed_tune::journal::{JournalFile, State};
 
 /// Ids tune uses for settings no doctor check covers (doctor cannot confirm them).
@@ -22,20 +22,17 @@ const TUNE_ONLY: &[&str] = &[
     "nic-ring-below-max",
 ];
 
-fn plan_json(tree: &std::path::Path, iface: &str, app: &str, extra: &[&str]) -> serde_json::Value {
+/// `wirespeed tune --root TREE --iface IF --app-cpus APP ARGS`.
+fn tune_app(tree: &std::path::Path, iface: &str, app: &str, args: &[&str]) -> Output {
     let root = tree.to_str().unwrap();
-    let mut args = vec![
-        "tune",
-        "--root",
+    tune(
         root,
-        "--iface",
-        iface,
-        "--app-cpus",
-        app,
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    let o = run(&args);
+        &[&["--iface", iface, "--app-cpus", app][..], args].concat(),
+    )
+}
+
+fn plan_json(tree: &std::path::Path, iface: &str, app: &str, extra: &[&str]) -> serde_json::Value {
+    let o = tune_app(tree, iface, app, &[&["--json"][..], extra].concat());
     assert!(o.status.success(), "{}", text(&o));
     serde_json::from_slice(&o.stdout).unwrap()
 }
@@ -81,18 +78,7 @@ fn every_host_plan_apply_doctor_revert() {
                 }
             }
 
-            let o = run(&[
-                "tune",
-                "--root",
-                &root,
-                "--iface",
-                &iface,
-                "--app-cpus",
-                &app,
-                "--persist",
-                "--apply",
-                "--json",
-            ]);
+            let o = tune_app(&tree, &iface, &app, &["--persist", "--apply", "--json"]);
             assert!(o.status.success(), "{name} app {app}: {}", text(&o));
             let applied: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
             let steps = applied["plan"]["steps"].as_array().unwrap().len();
@@ -152,21 +138,19 @@ fn apply_then_revert_without_emulation_is_byte_identical_and_twice_is_harmless()
         let (_t, tree) = temp_copy(&host);
         let root = tree.to_str().unwrap().to_string();
         let original = snapshot(&tree);
-        let o = run(&[
-            "tune",
-            "--root",
-            &root,
-            "--iface",
+        let o = tune_app(
+            &tree,
             &iface,
-            "--app-cpus",
             &apps[0],
-            "--mtu",
-            "9000",
-            "--txqueuelen",
-            "10000",
-            "--persist",
-            "--apply",
-        ]);
+            &[
+                "--mtu",
+                "9000",
+                "--txqueuelen",
+                "10000",
+                "--persist",
+                "--apply",
+            ],
+        );
         assert!(o.status.success(), "{name}: {}", text(&o));
         let changed = snapshot(&tree) != original;
         let o = run(&["tune", "revert", "--root", &root]);

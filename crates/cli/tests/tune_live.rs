@@ -3,12 +3,12 @@
 //! reverted), and a kernel-managed IRQ (the kernel refuses the write: not movable, nothing to
 //! revert). Each test needs root and skips with a message otherwise.
 
-mod tune_common;
+mod host_common;
 
 use std::fs;
 use std::process::{Command, Output};
 
-use tune_common::*;
+use host_common::*;
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_tune::engine::{self, RevertStatus, StepStatus};
 use wirespeed_tune::plan::{command_for, Change, Plan, Step};

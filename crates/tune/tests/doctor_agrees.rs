@@ -4,25 +4,13 @@
 //! for IRQ N (with no policy named, and with the `--irq-policy` doctor's fix names), and every
 //! `sysctl -w KEY=VALUE` doctor suggests for a setting the plan holds has the plan's value.
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_tune::collect;
 use wirespeed_tune::plan::{Change, Plan};
 use wirespeed_tune::planner::{self, IrqPolicy, PlanOptions};
 use wirespeed_tune::Form;
-
-fn hosts() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/hosts");
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("tests/fixtures/hosts")
-        .map(|e| e.expect("fixture entry").path())
-        .filter(|p| p.join("EXPECTED.json").is_file())
-        .collect();
-    out.sort();
-    assert!(!out.is_empty(), "no captured hosts found");
-    out
-}
 
 /// `(irq, cpus)` of each `echo CPUS > /proc/irq/N/smp_affinity_list` line, and the
 /// `--irq-policy` of the `wirespeed tune` line, when there is one.
@@ -71,10 +59,8 @@ fn wanted(plan: &Plan, irq: u32) -> Option<String> {
 #[test]
 fn doctor_fixes_and_tune_plans_name_the_same_cpus() {
     let mut compared = 0;
-    for host in hosts() {
-        let exp: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(host.join("EXPECTED.json")).unwrap())
-                .unwrap();
+    for (_, host) in common::hosts() {
+        let exp = common::expected(&host);
         let iface = exp["iface"].as_str().unwrap();
         let root = Root::new(&host);
         let facts = wirespeed_host::collect(&root);

@@ -2,64 +2,19 @@
 //! byte for byte, a value changed behind tune's back is left alone unless forced, an interrupted
 //! apply reverts, and a second revert does nothing.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+
+use common::{put, snapshot};
 
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_tune::engine::{self, RevertStatus, StepStatus};
 use wirespeed_tune::journal::{JournalFile, Outcome, Record, State};
 use wirespeed_tune::plan::{command_for, Change, Plan, Step};
 use wirespeed_tune::{ApplyOptions, Form};
-
-/// Every file, link and directory below `dir` (except tune's own journal directory and the
-/// directories holding it), with
-/// content, link target and permission bits.
-fn snapshot(dir: &Path) -> BTreeMap<String, String> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        let mut entries: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap()).collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let p = e.path();
-            let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
-            // tune's own record stays after a revert: the journal directory and the
-            // directories made to hold it
-            if rel == "var/lib/wirespeed" || rel == "var/lib" || rel == "var" {
-                if rel != "var/lib/wirespeed" {
-                    walk(base, &p, out);
-                }
-                continue;
-            }
-            let md = fs::symlink_metadata(&p).unwrap();
-            let mode = md.permissions().mode() & 0o7777;
-            if md.file_type().is_symlink() {
-                out.insert(
-                    rel,
-                    format!("link -> {}", fs::read_link(&p).unwrap().display()),
-                );
-            } else if md.is_dir() {
-                out.insert(rel.clone(), format!("dir {mode:o}"));
-                walk(base, &p, out);
-            } else {
-                let bytes = fs::read(&p).unwrap();
-                out.insert(
-                    rel,
-                    format!("file {mode:o} {:?}", String::from_utf8_lossy(&bytes)),
-                );
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-fn put(dir: &Path, rel: &str, text: &str) {
-    let p = dir.join(rel);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, text).unwrap();
-}
 
 fn tree() -> tempfile::TempDir {
     let t = tempfile::tempdir().unwrap();

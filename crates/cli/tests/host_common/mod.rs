@@ -1,121 +1,18 @@
-//! Helpers shared by the tune integration tests: copying a captured tree (links preserved),
-//! comparing trees byte for byte, running the binary, and the explicit kernel emulation.
+//! Helpers shared by the CLI tests of doctor, topo, capture and tune: the tree helpers of tune's
+//! own tests (captured hosts, copies, byte-identical snapshots; one file for both crates), running
+//! the binary, and the explicit kernel emulation.
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use wirespeed_host::CpuSet;
 
-/// `tests/fixtures/hosts` of this repository.
-pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/hosts")
-}
-
-/// Every captured host: (name, its directory).
-pub fn hosts() -> Vec<(String, PathBuf)> {
-    let mut out: Vec<(String, PathBuf)> = fs::read_dir(fixtures())
-        .expect("tests/fixtures/hosts")
-        .map(|e| e.expect("fixture entry"))
-        .filter(|e| e.path().join("EXPECTED.json").is_file())
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-        .collect();
-    out.sort();
-    assert!(!out.is_empty(), "no captured hosts found");
-    out
-}
-
-/// Copy a tree: directories, regular files (content and permission bits) and symbolic links as
-/// links (their targets unchanged).
-pub fn copy_tree(src: &Path, dst: &Path) {
-    fs::create_dir_all(dst).unwrap();
-    let mut entries: Vec<_> = fs::read_dir(src).unwrap().map(|e| e.unwrap()).collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let from = e.path();
-        let to = dst.join(e.file_name());
-        let md = fs::symlink_metadata(&from).unwrap();
-        if md.file_type().is_symlink() {
-            std::os::unix::fs::symlink(fs::read_link(&from).unwrap(), &to).unwrap();
-        } else if md.is_dir() {
-            copy_tree(&from, &to);
-            fs::set_permissions(&to, md.permissions()).unwrap();
-        } else {
-            fs::copy(&from, &to).unwrap();
-            fs::set_permissions(&to, md.permissions()).unwrap();
-        }
-    }
-}
-
-/// A fixture copied to a temporary directory.
-pub fn temp_copy(host: &Path) -> (tempfile::TempDir, PathBuf) {
-    let t = tempfile::tempdir().unwrap();
-    let dir = t.path().join("host");
-    copy_tree(host, &dir);
-    (t, dir)
-}
-
-/// Every file, link and directory below `dir` with its content / target and permission bits,
-/// except tune's own record: the journal directory `var/lib/wirespeed` (and `var/lib`, `var`
-/// when they exist only to hold it).
-pub fn snapshot(dir: &Path) -> BTreeMap<String, String> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        let mut entries: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap()).collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let p = e.path();
-            let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
-            if rel == "var/lib/wirespeed" {
-                continue;
-            }
-            let md = fs::symlink_metadata(&p).unwrap();
-            let mode = md.permissions().mode() & 0o7777;
-            if md.file_type().is_symlink() {
-                out.insert(
-                    rel,
-                    format!("link -> {}", fs::read_link(&p).unwrap().display()),
-                );
-            } else if md.is_dir() {
-                let holder = rel == "var" || rel == "var/lib";
-                if !holder {
-                    out.insert(rel.clone(), format!("dir {mode:o}"));
-                }
-                walk(base, &p, out);
-            } else {
-                let bytes = fs::read(&p).unwrap();
-                out.insert(
-                    rel,
-                    format!("file {mode:o} {}", String::from_utf8_lossy(&bytes)),
-                );
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-/// The differences between two snapshots, for a readable assertion message.
-pub fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
-    let mut d = Vec::new();
-    for (k, v) in a {
-        match b.get(k) {
-            None => d.push(format!("only before: {k}")),
-            Some(w) if w != v => d.push(format!("changed: {k}: {v:?} -> {w:?}")),
-            _ => {}
-        }
-    }
-    for k in b.keys() {
-        if !a.contains_key(k) {
-            d.push(format!("only after: {k}"));
-        }
-    }
-    d
-}
+#[path = "../../../tune/tests/common/mod.rs"]
+mod tree;
+pub use tree::*;
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_wirespeed")
@@ -127,6 +24,11 @@ pub fn run(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run wirespeed")
+}
+
+/// Run `wirespeed tune --root ROOT ARGS`.
+pub fn tune(root: &str, args: &[&str]) -> Output {
+    run(&[&["tune", "--root", root][..], args].concat())
 }
 
 pub fn text(o: &Output) -> String {
@@ -207,8 +109,7 @@ fn mask_width(text: &str) -> u32 {
 
 /// The EXPECTED.json of a host, and its (app CPUs) cases: the main one and the variants.
 pub fn cases(host: &Path) -> (String, Vec<String>) {
-    let v: serde_json::Value =
-        serde_json::from_str(&fs::read_to_string(host.join("EXPECTED.json")).unwrap()).unwrap();
+    let v = expected(host);
     let iface = v["iface"].as_str().unwrap().to_string();
     let mut apps = vec![v["app_cpus"].as_str().unwrap().to_string()];
     if let Some(vars) = v["variants"].as_array() {
