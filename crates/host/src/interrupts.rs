@@ -190,6 +190,19 @@ fn parse_chip_tail(tail: &str) -> ChipFields {
     (Some(chip.to_string()), None, None, split_actions(rest))
 }
 
+/// The CPU numbers of a `CPU0 CPU1 ...` header (`/proc/interrupts`, `/proc/softirqs`); the first
+/// token that is not `CPUn` as the error.
+pub(crate) fn cpu_columns(header: &str) -> Result<Vec<u32>, &str> {
+    header
+        .split_whitespace()
+        .map(|tok| {
+            tok.strip_prefix("CPU")
+                .and_then(|n| n.parse::<u32>().ok())
+                .ok_or(tok)
+        })
+        .collect()
+}
+
 impl Interrupts {
     /// Parse the text of `/proc/interrupts`.
     pub fn parse(text: &str) -> Result<Interrupts, InterruptsError> {
@@ -198,14 +211,8 @@ impl Interrupts {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty());
         let (_, header) = lines.next().ok_or(InterruptsError::NoHeader)?;
-        let mut cpus = Vec::new();
-        for tok in header.split_whitespace() {
-            let n = tok
-                .strip_prefix("CPU")
-                .and_then(|n| n.parse::<u32>().ok())
-                .ok_or_else(|| InterruptsError::BadHeader(tok.to_string()))?;
-            cpus.push(n);
-        }
+        let cpus =
+            cpu_columns(header).map_err(|tok| InterruptsError::BadHeader(tok.to_string()))?;
         if cpus.is_empty() {
             return Err(InterruptsError::NoHeader);
         }

@@ -56,18 +56,14 @@ pub fn parse(text: &str) -> Result<Softirqs, SoftirqsError> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty());
     let (hi, header) = lines.next().ok_or(SoftirqsError::NoHeader)?;
-    let mut out = Softirqs::default();
-    for name in header.split_whitespace() {
-        let cpu = name
-            .strip_prefix("CPU")
-            .and_then(|n| n.parse::<u32>().ok())
-            .ok_or_else(|| SoftirqsError::BadLine {
-                line: hi + 1,
-                reason: "header column is not CPUn",
-                text: header.to_string(),
-            })?;
-        out.cpus.push(cpu);
-    }
+    let mut out = Softirqs {
+        cpus: crate::interrupts::cpu_columns(header).map_err(|_| SoftirqsError::BadLine {
+            line: hi + 1,
+            reason: "header column is not CPUn",
+            text: header.to_string(),
+        })?,
+        ..Softirqs::default()
+    };
     if out.cpus.is_empty() {
         return Err(SoftirqsError::NoHeader);
     }

@@ -172,27 +172,11 @@ impl Plan {
         if self.steps.is_empty() {
             out.push_str("Nothing to change.\n");
         } else {
-            let wf = self
-                .steps
-                .iter()
-                .map(|s| s.finding.len())
-                .max()
-                .unwrap_or(0)
-                .max(7);
-            let ws = self
-                .steps
-                .iter()
-                .map(|s| s.setting.len())
-                .max()
-                .unwrap_or(0)
-                .max(7);
-            let wc = self
-                .steps
-                .iter()
-                .map(|s| s.current.len())
-                .max()
-                .unwrap_or(0)
-                .clamp(7, 24);
+            let width =
+                |f: fn(&Step) -> &str| self.steps.iter().map(|s| f(s).len()).max().unwrap_or(0);
+            let wf = width(|s| &s.finding).max(7);
+            let ws = width(|s| &s.setting).max(7);
+            let wc = width(|s| &s.current).clamp(7, 24);
             let _ = writeln!(
                 out,
                 "{:>3}  {:wf$}  {:ws$}  {:wc$}  new",

@@ -719,31 +719,31 @@ fn stack(b: &mut Builder<'_>) {
         }
     }
 
-    // Softnet drops / squeezes.
-    if s.softnet_dropped.unwrap_or(0) > 0 {
-        if let Some(cur) = s.netdev_max_backlog {
-            if cur < sizing::NETDEV_MAX_BACKLOG {
-                b.sysctl(
-                    ids::SOFTNET_DROPS,
-                    "net.core.netdev_max_backlog",
-                    cur.to_string(),
-                    sizing::NETDEV_MAX_BACKLOG.to_string(),
-                    "softnet_stat counts backlog drops: a longer per-CPU backlog".into(),
-                );
-            }
-        }
-    }
-    if s.softnet_time_squeeze.unwrap_or(0) > 0 {
-        if let Some(cur) = s.netdev_budget {
-            if cur < sizing::NETDEV_BUDGET {
-                b.sysctl(
-                    ids::SOFTNET_DROPS,
-                    "net.core.netdev_budget",
-                    cur.to_string(),
-                    sizing::NETDEV_BUDGET.to_string(),
-                    "softnet_stat counts time squeezes: more packets per softirq run".into(),
-                );
-            }
+    // Softnet drops / squeezes: the values doctor's fix names (sizing), never lowered.
+    for (counted, key, cur, want, why) in [
+        (
+            s.softnet_dropped,
+            "net.core.netdev_max_backlog",
+            s.netdev_max_backlog,
+            sizing::NETDEV_MAX_BACKLOG,
+            "softnet_stat counts backlog drops: a longer per-CPU backlog",
+        ),
+        (
+            s.softnet_time_squeeze,
+            "net.core.netdev_budget",
+            s.netdev_budget,
+            sizing::NETDEV_BUDGET,
+            "softnet_stat counts time squeezes: more packets per softirq run",
+        ),
+    ] {
+        if let Some(cur) = cur.filter(|&c| counted.unwrap_or(0) > 0 && c < want) {
+            b.sysctl(
+                ids::SOFTNET_DROPS,
+                key,
+                cur.to_string(),
+                want.to_string(),
+                why.into(),
+            );
         }
     }
 }
