@@ -4,7 +4,9 @@
 //!   cargo run --release -p wirespeed-datapath --example loopback -- \
 //!       [copy|sendfile|splice|zerocopy] [copy|skip] [BLOCK] [SECONDS] [SEND_CPU] [RECV_CPU]
 //!
-//! Prints one JSON line with the bytes, the rate and what ran.
+//! Prints one JSON line with the bytes, the rate, what ran and the CPU time
+//! each worker thread spent per KiB. Set `WIRESPEED_NO_RCVLOWAT=1` to compare
+//! against a receiver that leaves SO_RCVLOWAT at 1.
 
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
@@ -44,15 +46,6 @@ fn main() {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     let s = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
     let (r, _) = l.accept().expect("accept");
-    // Experiment knob: SO_RCVLOWAT on the receiving socket (bytes).
-    if let Some(v) = std::env::var("WS_RCVLOWAT")
-        .ok()
-        .and_then(|v| v.parse::<i32>().ok())
-    {
-        use std::os::fd::AsRawFd;
-        sys::setsockopt_int(r.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, v)
-            .expect("SO_RCVLOWAT");
-    }
     let ctl = Arc::new(Control::new());
     let mk = |cpu, socket, direction| WorkerSpec {
         cpu,
