@@ -104,10 +104,27 @@ pub fn write_cpu_table(
     Ok(())
 }
 
-/// One end's whole-test table with its heading and notes.
+/// One end's whole-test table with its heading, one line per interval (when there are several)
+/// and the notes.
 pub fn write_end(w: &mut dyn Write, e: &EndObservation) -> io::Result<()> {
     writeln!(w, "{}: CPUs that did work", end_heading(e))?;
     write_cpu_table(w, &e.total, &e.topology, "  ")?;
+    let timed: Vec<&IntervalObservation> = e
+        .intervals
+        .iter()
+        .filter(|i| matches!((i.start, i.end), (Some(s), Some(t)) if t - s >= 0.05))
+        .collect();
+    if timed.len() > 1 {
+        for i in timed {
+            writeln!(
+                w,
+                "  {:>6.2}-{:<6.2} sec  {}",
+                i.start.unwrap_or(0.0),
+                i.end.unwrap_or(0.0),
+                interval_line(i)
+            )?;
+        }
+    }
     for n in &e.notes {
         writeln!(w, "  note: {n}")?;
     }
@@ -169,11 +186,50 @@ pub fn write_test(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CpuUse, Percent, TcpLimits, WorkerRun};
+    use crate::model::{CpuUse, Percent, Role, TcpLimits, WorkerRun};
     use wirespeed_host::CpuSet;
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()
+    }
+
+    #[test]
+    fn an_end_lists_its_intervals_in_one_line_each() {
+        let busy = |cpu, sys| CpuUse {
+            cpu,
+            system: Percent::new(sys),
+            idle: Percent::new(100.0 - sys),
+            ..Default::default()
+        };
+        let iv = |s: f64, e: f64, sys| IntervalObservation {
+            start: Some(s),
+            end: Some(e),
+            cpus: vec![busy(1, sys)],
+            ..Default::default()
+        };
+        let e = EndObservation {
+            role: Role::Sender,
+            host: Some("h".into()),
+            iface: Some("lo".into()),
+            iface_mtu: None,
+            iface_speed_mbps: None,
+            nic_numa_node: None,
+            nic_irqs: vec![],
+            topology: Topology::default(),
+            // The last one is the few milliseconds of the final tick: not worth a line.
+            intervals: vec![iv(0.0, 1.0, 90.0), iv(1.0, 2.0, 80.0), iv(2.0, 2.01, 10.0)],
+            total: iv(0.0, 2.01, 85.0),
+            notes: vec!["n".into()],
+        };
+        let mut out = Vec::new();
+        write_end(&mut out, &e).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "sender h via lo: CPUs that did work");
+        assert_eq!(lines[3], "    0.00-1.00   sec  CPU 1 90 % (90 sys)");
+        assert_eq!(lines[4], "    1.00-2.00   sec  CPU 1 80 % (80 sys)");
+        assert_eq!(lines[5], "  note: n");
+        assert_eq!(lines.len(), 6, "{t}");
     }
 
     #[test]
