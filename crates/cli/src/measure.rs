@@ -10,6 +10,7 @@ use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -171,7 +172,8 @@ impl OutputArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ClientArgs {
-    /// Server host name or address (not with --loopback).
+    /// Server host name or address (not with --loopback); several (`h1,h2`) run one test
+    /// per host at once and sum them.
     #[arg(required_unless_present = "loopback")]
     pub host: Option<String>,
     /// Start a server inside this process on 127.0.0.1 and test against it.
@@ -181,9 +183,14 @@ pub struct ClientArgs {
     /// each mode's runs share (docs/explain.md).
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
-    /// Server port.
-    #[arg(short = 'p', long = "port", default_value_t = 5201)]
-    pub port: u16,
+    /// Server port; several (`-p 5201,5202`) run one test per port at once and sum them.
+    #[arg(
+        short = 'p',
+        long = "port",
+        value_delimiter = ',',
+        default_value = "5201"
+    )]
+    pub port: Vec<u16>,
     /// Seconds to transmit.
     #[arg(short = 't', long = "time", default_value_t = 10)]
     pub time: u32,
@@ -370,7 +377,9 @@ fn code_of(e: &EngineError) -> u8 {
         EngineError::Host(_) | EngineError::Listen { .. } => exit::HOST,
         EngineError::Connect { .. } => exit::CONNECT,
         EngineError::Refused(_) => exit::REFUSED,
-        EngineError::Peer(_) | EngineError::Interrupted => exit::PEER,
+        EngineError::Peer(_) => exit::PEER,
+        // As a shell reports a process ended by SIGINT.
+        EngineError::Interrupted => 130,
         EngineError::Io { .. } => exit::IO,
     }
 }
@@ -405,7 +414,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
     };
     Ok(ClientConfig {
         host: a.host.clone().unwrap_or_else(|| "127.0.0.1".into()),
-        port: a.port,
+        port: a.port.first().copied().unwrap_or(5201),
         family: family(a.v4, a.v6),
         bind: a.bind,
         cport: a.cport,
@@ -485,8 +494,22 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
 
 pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
     let mut cfg = client_config(&a)?;
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt));
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt));
+    cfg.interrupt = Some(interrupt);
     let out = a.out.writer()?;
     let format = a.out.format();
+    let targets = targets(&a);
+    if targets.len() > 1 {
+        if a.loopback || a.repeat.is_some() || format == Format::JsonStream {
+            return Err(exit::fail(
+                exit::USAGE,
+                "several hosts or ports cannot be combined with --loopback, --repeat or --json-stream",
+            ));
+        }
+        return run_targets(&cfg, &targets, &out, format, a.out.text_options());
+    }
     let mut server = None;
     if a.loopback {
         let scfg = ServerConfig {
@@ -535,6 +558,133 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every host × port the command line names.
+fn targets(a: &ClientArgs) -> Vec<(String, u16)> {
+    let hosts: Vec<String> = match &a.host {
+        Some(h) => h
+            .split(',')
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .map(String::from)
+            .collect(),
+        None => vec!["127.0.0.1".into()],
+    };
+    let ports = if a.port.is_empty() {
+        vec![5201]
+    } else {
+        a.port.clone()
+    };
+    hosts
+        .iter()
+        .flat_map(|h| ports.iter().map(move |p| (h.clone(), *p)))
+        .collect()
+}
+
+/// Several targets at once, one thread each (the awk-over-several-iperf3 case): every
+/// target's own report, then the sums over all of them.
+fn run_targets(
+    cfg: &ClientConfig,
+    targets: &[(String, u16)],
+    out: &SharedWriter,
+    format: Format,
+    opts: TextOptions,
+) -> anyhow::Result<ExitCode> {
+    let results: Vec<(
+        String,
+        u16,
+        Result<wirespeed_report::TestResult, EngineError>,
+    )> = std::thread::scope(|scope| {
+        let handles: Vec<_> = targets
+            .iter()
+            .map(|(h, p)| {
+                let mut c = cfg.clone();
+                c.host = h.clone();
+                c.port = *p;
+                scope.spawn(move || {
+                    let mut rep = wirespeed_engine::NullReporter;
+                    (
+                        c.host.clone(),
+                        c.port,
+                        wirespeed_engine::run_client(&c, &mut rep),
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    let (mut sent, mut received, mut seconds) = (0u64, 0u64, 0f64);
+    let mut first_err: Option<EngineError> = None;
+    let mut docs = Vec::new();
+    let mut w = out
+        .lock()
+        .map_err(|_| exit::fail(exit::INTERNAL, "output lock poisoned"))?;
+    for (host, port, r) in results {
+        match r {
+            Ok(r) => {
+                let e = &r.end;
+                sent += e.sum_sent.as_ref().map_or(0, |s| s.bytes)
+                    + e.sum_sent_bidir_reverse.as_ref().map_or(0, |s| s.bytes);
+                received += e.sum_received.as_ref().map_or(0, |s| s.bytes)
+                    + e.sum_received_bidir_reverse.as_ref().map_or(0, |s| s.bytes);
+                seconds = seconds.max(e.sum_sent.as_ref().map_or(0.0, |s| s.seconds));
+                if format == Format::Text {
+                    let _ = writeln!(w, "== {host} port {port}");
+                    let _ = wirespeed_report::text::render_text(
+                        &mut **w,
+                        &r,
+                        TextOptions {
+                            done_line: false,
+                            ..opts
+                        },
+                    );
+                }
+                docs.push(serde_json::json!({"host": host, "port": port, "result": r}));
+            }
+            Err(e) => {
+                if format == Format::Text {
+                    let _ = writeln!(w, "== {host} port {port}: error - {e}");
+                }
+                docs.push(serde_json::json!({"host": host, "port": port, "error": e.to_string()}));
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    let bps = |b: u64| {
+        if seconds > 0.0 {
+            b as f64 * 8.0 / seconds
+        } else {
+            0.0
+        }
+    };
+    match format {
+        Format::Text => {
+            let _ = writeln!(
+                w,
+                "[SUM] {} targets: sent {} ({}), received {} ({})",
+                targets.len(),
+                wirespeed_report::units::format_bytes(sent as f64),
+                wirespeed_report::units::format_rate(bps(sent), opts.format),
+                wirespeed_report::units::format_bytes(received as f64),
+                wirespeed_report::units::format_rate(bps(received), opts.format),
+            );
+        }
+        _ => {
+            let doc = serde_json::json!({
+                "targets": docs,
+                "sum": {"bytes_sent": sent, "bytes_received": received, "seconds": seconds,
+                        "bits_per_second_sent": bps(sent), "bits_per_second_received": bps(received)},
+            });
+            let _ = serde_json::to_writer_pretty(&mut **w, &doc);
+            let _ = writeln!(w);
+        }
+    }
+    let _ = w.flush();
+    match first_err {
+        Some(e) => Err(engine_fail(e)),
+        None => Ok(ExitCode::SUCCESS),
+    }
 }
 
 pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {

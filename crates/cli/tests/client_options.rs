@@ -114,7 +114,10 @@ fn omit_blocks_and_cport() {
     // Each end closes its omit period on its own clock (as iperf3), so the two counts differ
     // by what was in flight at that moment.
     let (sent, recv) = (totals(&c)[0].unwrap_or(0), totals(&c)[1].unwrap_or(0));
-    assert!(sent.abs_diff(recv) * 50 <= sent, "after omit: sent {sent}, received {recv}");
+    assert!(
+        sent.abs_diff(recv) * 50 <= sent,
+        "after omit: sent {sent}, received {recv}"
+    );
     assert_eq!(totals(&s)[1], totals(&c)[1]);
 
     // -k: exactly that many blocks.
@@ -252,4 +255,93 @@ fn loopback_mode_runs_without_a_server() {
     assert!(t[0].unwrap_or(0) > 0);
     assert_eq!(t[0], t[1]);
     assert_eq!(j["wirespeed"]["peer"]["is_wirespeed"], true);
+}
+
+#[test]
+fn several_ports_in_one_run_are_summed() {
+    let (p1, p2) = (free_port(), free_port());
+    let _s1 = spawn(Command::new(wirespeed()).args(["server", "-p", &p1.to_string(), "-i", "0"]));
+    let _s2 = spawn(Command::new(wirespeed()).args(["server", "-p", &p2.to_string(), "-i", "0"]));
+    wait_listening(p1);
+    wait_listening(p2);
+    let ports = format!("{p1},{p2}");
+    let out = run(
+        Command::new(wirespeed()).args(["-c", "127.0.0.1", "-p", &ports, "-t", "1", "-J"]),
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json_of(&out.stdout, "multi-target client");
+    let targets = j["targets"].as_array().expect("targets");
+    assert_eq!(targets.len(), 2);
+    let mut sent = 0;
+    for t in targets {
+        let r = &t["result"];
+        let tt = totals(r);
+        assert_eq!(tt[0], tt[1], "each target's totals agree");
+        sent += tt[0].unwrap_or(0);
+    }
+    assert!(sent > 0);
+    assert_eq!(j["sum"]["bytes_sent"].as_u64(), Some(sent));
+    assert_eq!(j["sum"]["bytes_received"].as_u64(), Some(sent));
+}
+
+#[test]
+fn ctrl_c_ends_the_test_cleanly() {
+    let port = free_port();
+    let _srv =
+        spawn(Command::new(wirespeed()).args(["server", "-p", &port.to_string(), "-i", "0"]));
+    wait_listening(port);
+    let client = spawn(Command::new(wirespeed()).args([
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-t",
+        "30",
+        "-J",
+    ]));
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = client.pid();
+    let k = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(k.success());
+    let t0 = std::time::Instant::now();
+    let out = client.wait_output(Duration::from_secs(10));
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "took {:?} to stop after SIGINT",
+        t0.elapsed()
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json_of(&out.stdout, "interrupted client");
+    assert_eq!(j["error"], "interrupted");
+    // The server is still there for the next test.
+    let again = run(
+        Command::new(wirespeed()).args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "1",
+            "-J",
+        ]),
+        Duration::from_secs(20),
+    );
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
 }

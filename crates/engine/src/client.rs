@@ -93,6 +93,9 @@ pub struct ClientConfig {
     pub udp_send_path: UdpSendPath,
     /// Best UDP receive path wanted (falls back: GRO, recvmmsg).
     pub udp_recv_path: UdpRecvPath,
+    /// Set (e.g. by a SIGINT handler) to abort the test: the client sends `CLIENT_TERMINATE`
+    /// and returns [`EngineError::Interrupted`] with the partial report.
+    pub interrupt: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// iperf3's default UDP rate per stream: 1 Mbit/s.
@@ -137,6 +140,7 @@ impl Default for ClientConfig {
             udp_counters_64bit: false,
             udp_send_path: UdpSendPath::Gso,
             udp_recv_path: UdpRecvPath::Gro,
+            interrupt: None,
         }
     }
 }
@@ -794,6 +798,13 @@ fn drive(
         |e: std::io::Error| EngineError::Peer(format!("writing to the control connection: {e}"));
     ctrl.send(&sess.take_transmit()).map_err(send_err)?;
     loop {
+        if cfg
+            .interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            return Err(EngineError::Interrupted);
+        }
         // Events first: they may have arrived with the last read.
         while let Some(ev) = sess.poll_event() {
             match ev {
@@ -871,7 +882,10 @@ fn drive(
 
         // Wait for the control connection, the next tick or the end of the test.
         let now = run.now();
-        let mut wake = sess.deadline().unwrap_or(now + Duration::from_secs(1));
+        let mut wake = sess
+            .deadline()
+            .unwrap_or(now + Duration::from_secs(1))
+            .min(now + Duration::from_millis(100));
         if let (Some(tl), false) = (&run.timeline, run.ended) {
             if let Some(t) = tl.next_event() {
                 wake = wake.min(t);

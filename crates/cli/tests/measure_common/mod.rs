@@ -72,6 +72,11 @@ fn collect(
 }
 
 impl Proc {
+    /// The child's process id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
     pub fn wait_output(mut self, within: Duration) -> Output {
         let mut child = self.child.take().expect("child");
         let t0 = Instant::now();
