@@ -215,13 +215,14 @@ pub fn run_capture(args: CaptureArgs) -> anyhow::Result<ExitCode> {
         .map(|m| m.len())
         .unwrap_or(0);
     eprintln!(
-        "wirespeed capture: {} files ({} bytes), {} placeholders, {} links, {} directories, {} NIC(s) -> {} ({} KiB)",
+        "wirespeed capture: {} files ({} bytes), {} placeholders, {} links, {} directories, {} NIC{} -> {} ({} KiB)",
         s.files,
         s.bytes,
         s.placeholders,
         s.links,
         s.dirs,
         s.facts.nics.len(),
+        if s.facts.nics.len() == 1 { "" } else { "s" },
         args.output.display(),
         size.div_ceil(1024)
     );

@@ -54,6 +54,29 @@ pub fn fmt_mbps(mbps: u64) -> String {
     }
 }
 
+/// `1 queue IRQ`, `3 queue IRQs`.
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// The verb for a subject of `n` things: `runs` or `run`.
+fn verb(n: usize, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+/// `CPU 8`, `CPUs 6-7`.
+fn cpus_word(set: &CpuSet) -> String {
+    format!("{} {set}", if set.len() == 1 { "CPU" } else { "CPUs" })
+}
+
 fn fmt_bytes(b: u64) -> String {
     const MIB: f64 = 1024.0 * 1024.0;
     if b >= 1 << 20 {
@@ -163,8 +186,9 @@ fn pin_commands(
     if let Some(policy) = p.policy.name() {
         let app = app.map(|a| format!(" --app-cpus {a}")).unwrap_or_default();
         out.push(format!(
-            "# or: wirespeed tune --iface {}{app} --irq-policy {policy} --apply   # IRQ CPUs {}",
-            nic.name, p.irq_cpus.cpus
+            "# or: wirespeed tune --iface {}{app} --irq-policy {policy} --apply   # IRQs on {}",
+            nic.name,
+            cpus_word(&p.irq_cpus.cpus)
         ));
     }
     out
@@ -419,7 +443,9 @@ pub fn app_numa_remote(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Opt
         severity: Severity::Warning,
         iface: Some(nic.name.clone()),
         summary: format!(
-            "application CPU(s) {remote} are on node {} but {} is on node {node}",
+            "application {} {} on node {} but {} is on node {node}",
+            cpus_word(&remote),
+            verb(remote.len(), "is", "are"),
             join(&app_nodes),
             nic.name
         ),
@@ -469,9 +495,11 @@ pub fn irq_on_app_core(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Opt
         severity: Severity::Warning,
         iface: Some(nic.name.clone()),
         summary: format!(
-            "{}: {} queue IRQ(s) run on application CPU(s) {on}, so the application shares its core with the NIC's interrupt and softirq work",
+            "{}: {} {} on application {}, so the application shares its core with the NIC's interrupt and softirq work",
             nic.name,
-            hits.len()
+            count(hits.len(), "queue IRQ"),
+            verb(hits.len(), "runs", "run"),
+            cpus_word(&on)
         ),
         evidence,
         fix,
@@ -505,7 +533,11 @@ pub fn irq_cross_l3(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Option
     let mut evidence = vec![
         app_evidence(app),
         Evidence::new(
-            "application L3 group(s)",
+            if app_l3.len() == 1 {
+                "application L3 group"
+            } else {
+                "application L3 groups"
+            },
             app_l3
                 .iter()
                 .filter_map(|id| facts.cpu.l3_groups.iter().find(|g| g.id == *id))
@@ -563,9 +595,10 @@ pub fn irq_cross_l3(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Option
         severity: Severity::Warning,
         iface: Some(nic.name.clone()),
         summary: format!(
-            "{}: {} queue IRQ(s) run in another L3 group than the application's (L3 #{}), so received data crosses between caches",
+            "{}: {} {} in another L3 group than the application's (L3 #{}), so received data crosses between caches",
             nic.name,
-            hits.len(),
+            count(hits.len(), "queue IRQ"),
+            verb(hits.len(), "runs", "run"),
             join(&app_l3)
         ),
         evidence,
@@ -818,7 +851,9 @@ pub fn cpu_governor_not_performance(
         severity: Severity::Warning,
         iface: opts.iface.clone(),
         summary: format!(
-            "CPU(s) {set} that serve the NIC or the application run governor {}, not performance",
+            "{} serving the NIC or the application {} governor {}, not performance",
+            cpus_word(&set),
+            verb(set.len(), "runs", "run"),
             by_gov.keys().copied().collect::<Vec<_>>().join("/")
         ),
         evidence,
@@ -1019,7 +1054,9 @@ pub fn softnet_drops(facts: &HostFacts) -> Option<Finding> {
         },
         iface: None,
         summary: format!(
-            "softnet_stat shows {dropped} backlog drops and {squeezed} time squeezes since boot"
+            "softnet_stat shows {} and {} since boot",
+            count(dropped as usize, "backlog drop"),
+            count(squeezed as usize, "time squeeze")
         ),
         evidence,
         fix,

@@ -144,13 +144,15 @@ impl Report {
             writeln!(w, "  {}", f.summary)?;
             if !f.evidence.is_empty() {
                 writeln!(w, "  evidence:")?;
-                let longest = f
+                // values line up after the labels of up to 40 characters; a longer label
+                // (an IRQ with its full action name) runs past them
+                let width = f
                     .evidence
                     .iter()
                     .map(|e| e.what.chars().count())
+                    .filter(|&n| n <= 40)
                     .max()
                     .unwrap_or(0);
-                let width = if longest <= 40 { longest } else { 0 };
                 for e in &f.evidence {
                     writeln!(
                         w,

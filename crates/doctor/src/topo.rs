@@ -195,6 +195,15 @@ fn kind_mark(k: IrqKind) -> &'static str {
     }
 }
 
+fn kind_meaning(k: IrqKind) -> &'static str {
+    match k {
+        IrqKind::Queue => "queue vector",
+        IrqKind::Control => "control vector",
+        IrqKind::OtherInterface => "another port's vector",
+        IrqKind::Unknown => "unnamed vector",
+    }
+}
+
 fn node_name(n: Option<u32>) -> String {
     n.map_or("node ?".into(), |n| format!("node {n}"))
 }
@@ -351,9 +360,9 @@ impl Topo {
             if let Some(t) = nic.temp_celsius {
                 writeln!(
                     w,
-                    "  temp   {t:.1} C{}",
+                    "  temp   {t:.1} °C{}",
                     nic.temp_crit_celsius
-                        .map(|c| format!(" (critical {c:.1} C)"))
+                        .map(|c| format!(" (critical {c:.1} °C)"))
                         .unwrap_or_default()
                 )?;
             }
@@ -398,7 +407,15 @@ impl Topo {
                         .join(" ")
                 ));
             }
-            lands.push(format!("CPUs {}", nic.irq_cpus));
+            lands.push(format!(
+                "{} {}",
+                if nic.irq_cpus.len() == 1 {
+                    "CPU"
+                } else {
+                    "CPUs"
+                },
+                nic.irq_cpus
+            ));
         }
         writeln!(
             w,
@@ -473,13 +490,21 @@ impl Topo {
             )?;
         }
         if !unknown.is_empty() {
-            writeln!(w, "         {:<16} {}", "affinity ?", unknown.join(" "))?;
-        }
-        if nic.irqs.iter().any(|i| i.kind != IrqKind::Queue) {
             writeln!(
                 w,
-                "         (c = control vector, o = another port's, ? = unnamed)"
+                "         {:<16} {}",
+                "affinity unknown",
+                unknown.join(" ")
             )?;
+        }
+        // the marks this NIC's rows use
+        let legend: Vec<String> = [IrqKind::Control, IrqKind::OtherInterface, IrqKind::Unknown]
+            .into_iter()
+            .filter(|k| nic.irqs.iter().any(|i| i.kind == *k))
+            .map(|k| format!("{} = {}", kind_mark(k), kind_meaning(k)))
+            .collect();
+        if !legend.is_empty() {
+            writeln!(w, "         ({})", legend.join(", "))?;
         }
         Ok(())
     }

@@ -719,13 +719,15 @@ pub fn revert(root: &Root, journal_path: &str, force: bool) -> Result<RevertRepo
     Ok(report)
 }
 
+/// A value for a one-line report: white space runs (the kernel's tabs) as one space, at most
+/// 60 bytes.
 fn short(s: &str) -> String {
-    let t = s.trim();
+    let t = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if t.len() > 60 {
         let cut = (0..=60).rev().find(|&i| t.is_char_boundary(i)).unwrap_or(0);
         format!("{}...", &t[..cut])
     } else {
-        t.to_string()
+        t
     }
 }
 

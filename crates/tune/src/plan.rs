@@ -175,7 +175,7 @@ impl Plan {
             let width =
                 |f: fn(&Step) -> &str| self.steps.iter().map(|s| f(s).len()).max().unwrap_or(0);
             let wf = width(|s| &s.finding).max(7);
-            let ws = width(|s| &s.setting).max(7);
+            let ws = width(|s| table_setting(&s.setting)).max(7);
             let wc = width(|s| &s.current).clamp(7, 24);
             let _ = writeln!(
                 out,
@@ -188,7 +188,7 @@ impl Plan {
                     "{:>3}  {:wf$}  {:ws$}  {:wc$}  {}",
                     i + 1,
                     s.finding,
-                    s.setting,
+                    table_setting(&s.setting),
                     s.current,
                     s.new
                 );
@@ -274,6 +274,14 @@ impl Plan {
         }
         out
     }
+}
+
+/// A setting as the plan's table shows it: CPU files without their common directory
+/// (`cpufreq/policy6/scaling_governor`); the step's command under it has the full path.
+fn table_setting(setting: &str) -> &str {
+    setting
+        .strip_prefix("/sys/devices/system/cpu/")
+        .unwrap_or(setting)
 }
 
 /// The shell function the script uses to find an IRQ by its action name (numbers change across

@@ -382,8 +382,9 @@ fn context(b: &mut Builder<'_>) {
         let groups: Vec<String> = layout.l3_groups.iter().map(|g| g.to_string()).collect();
         let nodes = layout.numa_nodes.len().max(1);
         b.plan.context.push(format!(
-            "CPUs {} online; L3 groups {}; {nodes} NUMA node{}",
+            "CPUs {} online; L3 group{} {}; {nodes} NUMA node{}",
             layout.online,
+            if groups.len() == 1 { "" } else { "s" },
             groups.join(" | "),
             if nodes == 1 { "" } else { "s" }
         ));
@@ -439,9 +440,10 @@ fn irq_targets(b: &mut Builder<'_>) -> Result<Option<CpuSet>, PlanError> {
     let IrqCpus { cpus, rule } = placement::irq_cpus(&v.layout, nic, &app, &policy)?;
     b.plan.irq_cpus = Some(cpus.clone());
     b.plan.irq_rule = Some(format!("{rule}{chosen}"));
-    b.plan
-        .context
-        .push(format!("IRQ CPUs {cpus} ({rule}{chosen})"));
+    b.plan.context.push(format!(
+        "IRQ {} {cpus} ({rule}{chosen})",
+        if cpus.len() == 1 { "CPU" } else { "CPUs" }
+    ));
     Ok(Some(cpus))
 }
 
