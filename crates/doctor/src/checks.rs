@@ -4,7 +4,6 @@
 use crate::placement::{self, PlacementError};
 use crate::sizing;
 use crate::{ids, Evidence, Finding, Options, Severity};
-use wirespeed_host::interrupts::IrqKind;
 use wirespeed_host::nic::{NicFacts, NicIrq};
 use wirespeed_host::pci::encoding;
 use wirespeed_host::stack::paths;
@@ -1063,14 +1062,10 @@ pub fn softnet_drops(facts: &HostFacts) -> Option<Finding> {
     })
 }
 
-/// Queue vectors of a NIC whose kind is known to carry packets (for renderers).
-pub fn is_queue(i: &NicIrq) -> bool {
-    i.kind == IrqKind::Queue
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wirespeed_host::interrupts::IrqKind;
 
     #[test]
     fn formatting() {

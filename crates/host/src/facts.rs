@@ -6,7 +6,7 @@ use crate::cpu::{collect_cpus, CpuFacts};
 use crate::interrupts::Interrupts;
 use crate::nic::{collect_nics, NicFacts};
 use crate::stack::{collect_stack, StackFacts};
-use crate::{CpuSet, Root};
+use crate::Root;
 use serde::{Deserialize, Serialize};
 
 /// Facts of one host.
@@ -26,11 +26,6 @@ impl HostFacts {
     /// The interface named `name`, if it is PCI-backed.
     pub fn nic(&self, name: &str) -> Option<&NicFacts> {
         self.nics.iter().find(|n| n.name == name)
-    }
-
-    /// Effective CPUs of an interface's vectors.
-    pub fn nic_irq_cpus(&self, name: &str) -> CpuSet {
-        self.nic(name).map(NicFacts::irq_cpus).unwrap_or_default()
     }
 }
 
