@@ -1,5 +1,5 @@
 //! Interoperability with Debian's iperf3, both ways: wirespeed client → iperf3 server and
-//! iperf3 client → wirespeed server, for one stream, -P 4, -R, --bidir, -t, -n, -w, all with
+//! iperf3 client → wirespeed server, for one stream, -P 4, -R, --bidir, -t, -n (both directions), -w, all with
 //! -J. Both ends' JSON must agree on the byte totals; where wirespeed receives, it must have
 //! received exactly what was sent (iperf3 as a receiver stops counting at TEST_END, so there
 //! it may be a little below).
@@ -81,6 +81,16 @@ const CASES: &[Case] = &[
         reverse: false,
         bidir: false,
         bytes: Some(64 << 20),
+        seconds: None,
+        window: None,
+    },
+    Case {
+        name: "-n 32M -R",
+        args: &["-n", "32M", "-R"],
+        parallel: 1,
+        reverse: true,
+        bidir: false,
+        bytes: Some(32 << 20),
         seconds: None,
         window: None,
     },
@@ -205,7 +215,8 @@ fn check(case: &Case, client: Side, server: Side, cj: &Value, sj: &Value) {
             sent >= n && sent < n + 2 * 131_072,
             "{tag}: -n {n} sent {sent}"
         );
-        if client == Side::Wirespeed {
+        let sender = if case.reverse { server } else { client };
+        if sender == Side::Wirespeed {
             assert_eq!(sent, n, "{tag}: wirespeed sends exactly -n bytes");
         }
     }

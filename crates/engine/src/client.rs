@@ -486,8 +486,9 @@ impl Run<'_> {
                 max_workers: usable_cpus(),
             }
         };
-        // An exact shared budget when only the client sends and nothing is omitted.
-        let budget = if cfg.omit == 0 && cfg.direction == Direction::ClientToServer {
+        // An exact shared budget for the client's senders when nothing is omitted (with -O
+        // the end is checked against the counts after the omit period instead).
+        let budget = if cfg.omit == 0 && cfg.direction != Direction::ServerToClient {
             cfg.bytes
                 .map(|n| Arc::new(Budget::bytes(n)))
                 .or_else(|| cfg.blocks.map(|k| Arc::new(Budget::blocks(k))))

@@ -1082,13 +1082,24 @@ impl<'a> ServerTest<'a> {
             } else {
                 RecvPath::Copy
             };
-        // The server never uses -n/-k budgets: the client ends the test with TEST_END.
+        // As iperf3, a sending server stops at -n bytes / -k blocks (the client still ends the
+        // test with TEST_END once it has received them).
         let dcfg = DataConfig {
             block_len: block as usize,
             send_path,
             recv_path,
             placement,
-            budget: None,
+            budget: if p.omit == 0 && p.direction != Direction::ClientToServer {
+                if p.num > 0 {
+                    Some(Arc::new(wirespeed_datapath::Budget::bytes(p.num)))
+                } else if p.blockcount > 0 {
+                    Some(Arc::new(wirespeed_datapath::Budget::blocks(p.blockcount)))
+                } else {
+                    None
+                }
+            } else {
+                None
+            },
             udp: udp.then(|| UdpConfig {
                 datagram_len: block as usize,
                 counters_64bit: p.udp_counters_64bit,
