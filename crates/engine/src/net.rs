@@ -96,6 +96,19 @@ pub fn connect(
     Ok(sock.into())
 }
 
+/// UDP socket buffers when `-w` is not given: large enough that a burst of GSO
+/// super-datagrams (or a receiver that was scheduled out for a millisecond) does not overflow
+/// the kernel's 208 KiB default and show up as loss. The kernel caps it at `net.core.rmem_max`
+/// / `wmem_max`.
+pub const UDP_DEFAULT_BUFFER: usize = 4 * 1024 * 1024;
+
+/// Apply `-w` (or [`UDP_DEFAULT_BUFFER`]) to a UDP socket.
+pub fn set_udp_buffers(sock: &Socket, window: Option<u32>) {
+    let w = window.map_or(UDP_DEFAULT_BUFFER, |w| w as usize);
+    let _ = sock.set_send_buffer_size(w);
+    let _ = sock.set_recv_buffer_size(w);
+}
+
 /// A UDP data stream of a client: bound (optionally to `bind`/`cport`), connected to the
 /// server, iperf3's 4-byte handshake done (the server learns our address from it).
 pub fn udp_connect(
@@ -112,11 +125,7 @@ pub fn udp_connect(
         Some(Protocol::UDP),
     )
     .map_err(|e| EngineError::io(format!("UDP socket for {target}"), e))?;
-    if let Some(w) = window {
-        let w = w as usize;
-        let _ = sock.set_send_buffer_size(w);
-        let _ = sock.set_recv_buffer_size(w);
-    }
+    set_udp_buffers(&sock, window);
     if bind.is_some() || cport.is_some() {
         let ip = bind.unwrap_or(match server {
             SocketAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),

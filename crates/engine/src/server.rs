@@ -228,9 +228,10 @@ fn listen_socket(addr: SocketAddr) -> std::io::Result<TcpListener> {
 
 /// A UDP socket on the server's address and port, shareable with the stream sockets
 /// already connected there (SO_REUSEADDR, as iperf3).
-fn bind_udp(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+fn bind_udp(addr: SocketAddr, window: Option<u32>) -> std::io::Result<std::net::UdpSocket> {
     let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(SockProto::UDP))?;
     s.set_reuse_address(true)?;
+    crate::net::set_udp_buffers(&s, window);
     if addr.is_ipv6() && addr.ip().is_unspecified() {
         let _ = s.set_only_v6(false);
     }
@@ -817,7 +818,7 @@ impl<'a> ServerTest<'a> {
             let _ = dp::sys::raise_fd_limit((total as u64) * 2 + 256);
         }
         let sockets = if params.transport == Transport::Udp {
-            self.udp_streams(total)?
+            self.udp_streams(total, params.window)?
         } else {
             self.tcp_streams(total)?
         };
@@ -925,11 +926,15 @@ impl<'a> ServerTest<'a> {
     /// client's 4-byte word, is connected to the client's address, and answers; a fresh socket
     /// is bound for the next stream. UDP words carry no cookie, so one test at a time runs
     /// this (a server-wide lock), and only words from the control connection's host count.
-    fn udp_streams(&mut self, total: usize) -> Result<Vec<DataSocket>, String> {
+    fn udp_streams(
+        &mut self,
+        total: usize,
+        window: Option<u32>,
+    ) -> Result<Vec<DataSocket>, String> {
         let ctx = self.ctx;
         let _one_at_a_time = ctx.udp_setup.lock().unwrap_or_else(|p| p.into_inner());
         let local = ctx.local_addr;
-        let mut listener = match bind_udp(local) {
+        let mut listener = match bind_udp(local, window) {
             Ok(l) => l,
             Err(e) => {
                 return Err(self.refuse(&decline(
@@ -976,7 +981,8 @@ impl<'a> ServerTest<'a> {
                 continue; // a stray datagram
             }
             // The next stream's socket must exist before this one answers.
-            let next = bind_udp(local).map_err(|e| format!("binding UDP on {local}: {e}"))?;
+            let next =
+                bind_udp(local, window).map_err(|e| format!("binding UDP on {local}: {e}"))?;
             let conn = std::mem::replace(&mut listener, next);
             conn.connect(from)
                 .map_err(|e| format!("connecting UDP stream to {from}: {e}"))?;
