@@ -217,3 +217,25 @@ fn server_vanishing_mid_test_is_a_peer_error() {
     assert_fails(&o, PEER, "server", "vanished server");
     assert!(took < Duration::from_secs(3 + 15), "took {took:?}");
 }
+
+#[test]
+fn server_stops_a_test_past_its_maximum_duration() {
+    let port = free_port();
+    let p = port.to_string();
+    let _srv = spawn(Command::new(wirespeed()).args([
+        "server",
+        "-p",
+        &p,
+        "--max-duration",
+        "2",
+        "-i",
+        "0",
+    ]));
+    wait_listening(port);
+    // -n with no time: only the server's limit ends it.
+    let t0 = Instant::now();
+    let o = ws(&["-c", "127.0.0.1", "-p", &p, "-n", "100T", "-i", "0"]);
+    let took = t0.elapsed();
+    assert_fails(&o, PEER, "terminated", "-n 100T over --max-duration 2");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}

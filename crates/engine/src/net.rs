@@ -42,7 +42,11 @@ pub fn resolve(host: &str, port: u16, family: Family) -> Result<Vec<SocketAddr>,
     if addrs.is_empty() {
         return Err(EngineError::Connect {
             target,
-            reason: format!("no {family:?} address"),
+            reason: match family {
+                Family::V4 => "no IPv4 address (-4)".into(),
+                Family::V6 => "no IPv6 address (-6)".into(),
+                Family::Any => "no address".into(),
+            },
         });
     }
     Ok(addrs)
