@@ -239,3 +239,24 @@ fn server_stops_a_test_past_its_maximum_duration() {
     assert_fails(&o, PEER, "terminated", "-n 100T over --max-duration 2");
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
+
+#[test]
+fn busy_iperf3_server_is_a_refusal() {
+    if !have_iperf3("busy_iperf3_server_is_a_refusal") {
+        return;
+    }
+    let port = free_port();
+    let p = port.to_string();
+    let _srv = spawn(Command::new("iperf3").args(["-s", "-p", &p]));
+    wait_listening(port);
+    let first = spawn(Command::new("iperf3").args(["-c", "127.0.0.1", "-p", &p, "-t", "3"]));
+    std::thread::sleep(Duration::from_millis(700));
+    let o = ws(&["-c", "127.0.0.1", "-p", &p, "-t", "1"]);
+    assert_fails(
+        &o,
+        REFUSED,
+        "busy",
+        "wirespeed client against a busy iperf3 server",
+    );
+    assert!(first.wait_output(Duration::from_secs(20)).status.success());
+}
