@@ -43,8 +43,11 @@
 //! without copying them out). A requested path the kernel refuses falls back
 //! (towards `Copy`), and [`WorkerReport`] says what actually ran and why.
 //!
-//! UDP (batched `sendmmsg`/`recvmmsg`, GSO/GRO, pacing, iperf3 datagram
-//! header, loss/jitter accounting) lives in [`udp`].
+//! UDP (batched `sendmmsg`/`recvmmsg`, GSO/GRO, pacing, loss/jitter
+//! accounting) lives in [`udp`]. The iperf3 datagram header it writes and
+//! reads is `wirespeed_protocol::udp` (the sans-I/O home of every wire format
+//! decoded from peer bytes, fuzzed there); the datapath depends on that crate
+//! for nothing else and knows nothing of the control protocol.
 
 pub mod cpu;
 pub mod sys;

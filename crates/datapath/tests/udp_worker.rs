@@ -250,15 +250,13 @@ fn receiver_counts_loss_reordering_and_duplicates_from_a_raw_sender() {
     // 1 2 4 3 3 6 8 7, and one runt: 5 is lost; 3 and 7 are late; one duplicate of 3.
     for seq in [1u64, 2, 4, 3, 3, 6, 8, 7] {
         let mut d = [0u8; 64];
-        write_header(
-            &mut d,
-            &DatagramHeader {
-                sec: 1,
-                usec: seq as u32 * 1000,
-                seq,
-            },
-            true,
-        );
+        DatagramHeader {
+            sec: 1,
+            usec: seq as u32 * 1000,
+            seq,
+        }
+        .emit(&mut d, true)
+        .expect("header fits");
         a.send(&d).expect("send");
     }
     a.send(&[1u8; 5]).expect("runt");

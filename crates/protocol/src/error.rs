@@ -36,9 +36,13 @@ pub enum WireError {
     /// A key the peer must send is missing.
     #[error("missing key {0:?}")]
     MissingField(String),
-    /// A UDP datagram shorter than iperf3's header, or a handshake word that is not one.
+    /// A UDP handshake word that is not one.
     #[error("bad UDP {what}: {reason}")]
     BadUdp { what: &'static str, reason: String },
+    /// A UDP datagram (or buffer) shorter than iperf3's datagram header. It carries only
+    /// numbers, so the datapath's receive loop can meet it at line rate without allocating.
+    #[error("bad UDP datagram: {len} bytes, shorter than the {header}-byte header")]
+    ShortDatagram { len: usize, header: usize },
     /// The local side asked to emit something that cannot be encoded.
     #[error("cannot encode: {0}")]
     Encode(String),

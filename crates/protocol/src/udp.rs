@@ -6,9 +6,19 @@
 //! the wire read `"9876"` (client) and `"6789"` (server). Old servers answer `987654321`.
 //! Decoding accepts both byte orders.
 //!
-//! Datagram header (network byte order): send time seconds (4 bytes), microseconds (4), then
-//! the sequence number, 4 bytes or — when both ends agreed on `udp_counters_64bit` — 8 bytes.
-//! Sequence numbers start at 1.
+//! Datagram header, at the start of every data datagram, in network byte order:
+//!
+//! | offset | size | field                                             |
+//! |--------|------|---------------------------------------------------|
+//! | 0      | 4    | send time, seconds (sender's monotonic clock)     |
+//! | 4      | 4    | send time, microseconds                           |
+//! | 8      | 4/8  | sequence number: u32, or u64 when both ends       |
+//! |        |      | agreed on 64-bit counters (`udp_counters_64bit`)  |
+//!
+//! Sequence numbers start at 1 and grow by one per datagram of a stream; the rest of the
+//! datagram is payload. This is the one implementation: the datapath's UDP senders and
+//! receivers encode and decode with it on their hot paths (hence `#[inline]` and errors that
+//! do not allocate), and the fuzz targets exercise it.
 
 use crate::WireError;
 
@@ -69,6 +79,17 @@ pub fn check_connect_reply(buf: &[u8]) -> Result<(), WireError> {
 pub const HEADER_LEN_32: usize = 12;
 /// Header length with 64-bit sequence numbers.
 pub const HEADER_LEN_64: usize = 16;
+/// Largest UDP payload over IPv4 (65535 − 20 − 8): the longest datagram a test can use.
+pub const MAX_DATAGRAM_LEN: usize = 65507;
+
+/// Header length for the negotiated counter width.
+pub const fn header_len(counters_64bit: bool) -> usize {
+    if counters_64bit {
+        HEADER_LEN_64
+    } else {
+        HEADER_LEN_32
+    }
+}
 
 /// The decoded header of one data datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,22 +100,15 @@ pub struct DatagramHeader {
 }
 
 impl DatagramHeader {
-    /// Header length for the negotiated counter width.
-    pub const fn len(counters_64bit: bool) -> usize {
-        if counters_64bit {
-            HEADER_LEN_64
-        } else {
-            HEADER_LEN_32
-        }
-    }
-
-    /// Decode the header at the start of a datagram.
+    /// Decode the header at the start of a datagram. With 32-bit counters `seq` is the raw
+    /// 32-bit value; [`unwrap_seq32`] places it on the 64-bit line.
+    #[inline]
     pub fn parse(buf: &[u8], counters_64bit: bool) -> Result<DatagramHeader, WireError> {
-        let need = Self::len(counters_64bit);
-        if buf.len() < need {
-            return Err(WireError::BadUdp {
-                what: "datagram",
-                reason: format!("{} bytes, shorter than the {need}-byte header", buf.len()),
+        let header = header_len(counters_64bit);
+        if buf.len() < header {
+            return Err(WireError::ShortDatagram {
+                len: buf.len(),
+                header,
             });
         }
         let sec = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
@@ -109,24 +123,49 @@ impl DatagramHeader {
         Ok(DatagramHeader { sec, usec, seq })
     }
 
-    /// Write the header into the start of `buf` (which must hold [`Self::len`] bytes).
+    /// Write the header into the start of `buf` (which must hold [`header_len`] bytes) and
+    /// return its length. With 32-bit counters the sequence number is truncated to its low
+    /// 32 bits (it wraps, as iperf3's does).
+    #[inline]
     pub fn emit(&self, buf: &mut [u8], counters_64bit: bool) -> Result<usize, WireError> {
-        let need = Self::len(counters_64bit);
-        if buf.len() < need {
-            return Err(WireError::Encode(format!(
-                "datagram buffer of {} bytes cannot hold the {need}-byte header",
-                buf.len()
-            )));
+        let header = header_len(counters_64bit);
+        if buf.len() < header {
+            return Err(WireError::ShortDatagram {
+                len: buf.len(),
+                header,
+            });
         }
         buf[..4].copy_from_slice(&self.sec.to_be_bytes());
         buf[4..8].copy_from_slice(&self.usec.to_be_bytes());
         if counters_64bit {
             buf[8..16].copy_from_slice(&self.seq.to_be_bytes());
         } else {
-            // 32-bit counters wrap, as iperf3's do.
             buf[8..12].copy_from_slice(&(self.seq as u32).to_be_bytes());
         }
-        Ok(need)
+        Ok(header)
+    }
+
+    /// Send time in seconds as a float (for transit and jitter arithmetic).
+    #[inline]
+    pub fn sent_secs(&self) -> f64 {
+        f64::from(self.sec) + f64::from(self.usec) / 1e6
+    }
+}
+
+/// Extend a 32-bit sequence number to 64 bits: the value congruent to `raw` modulo 2^32 that
+/// is nearest to `highest` (the highest 64-bit sequence seen so far). Lets a receiver count
+/// past 2^32 datagrams of a test on 32-bit counters.
+#[inline]
+pub fn unwrap_seq32(highest: u64, raw: u32) -> u64 {
+    let base = highest & !0xFFFF_FFFF;
+    let cand = base | u64::from(raw);
+    let half = 1u64 << 31;
+    if cand > highest.saturating_add(half) && cand >= 1 << 32 {
+        cand - (1 << 32)
+    } else if cand.saturating_add(half) < highest {
+        cand + (1 << 32)
+    } else {
+        cand
     }
 }
 
@@ -166,5 +205,68 @@ mod tests {
         assert!(DatagramHeader::parse(&b[..11], false).is_err());
         assert!(DatagramHeader::parse(&b[..15], true).is_err());
         assert!(h.emit(&mut b[..10], false).is_err());
+    }
+
+    #[test]
+    fn header_layout_is_network_order() {
+        let h = DatagramHeader {
+            sec: 0x01020304,
+            usec: 999_999,
+            seq: 0x0A0B0C0D,
+        };
+        let mut b = [0u8; 16];
+        assert_eq!(h.emit(&mut b, false).unwrap(), HEADER_LEN_32);
+        assert_eq!(
+            &b[..12],
+            &[1, 2, 3, 4, 0x00, 0x0F, 0x42, 0x3F, 0x0A, 0x0B, 0x0C, 0x0D]
+        );
+        assert_eq!(DatagramHeader::parse(&b, false).unwrap(), h);
+        assert_eq!(h.sent_secs(), f64::from(0x01020304u32) + 0.999_999);
+        let h64 = DatagramHeader {
+            sec: 7,
+            usec: 8,
+            seq: 0x1122334455667788,
+        };
+        assert_eq!(h64.emit(&mut b, true).unwrap(), HEADER_LEN_64);
+        assert_eq!(&b[8..16], &[0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88]);
+        assert_eq!(DatagramHeader::parse(&b, true).unwrap(), h64);
+    }
+
+    #[test]
+    fn short_buffers_are_refused_with_their_lengths() {
+        let h = DatagramHeader {
+            sec: 1,
+            usec: 2,
+            seq: 3,
+        };
+        assert!(h.emit(&mut [0u8; 11], false).is_err());
+        assert!(h.emit(&mut [0u8; 15], true).is_err());
+        assert!(DatagramHeader::parse(&[0u8; 15], true).is_err());
+        assert!(DatagramHeader::parse(&[0u8; 12], false).is_ok());
+        let e = DatagramHeader::parse(&[0u8; 11], false).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "bad UDP datagram: 11 bytes, shorter than the 12-byte header"
+        );
+    }
+
+    #[test]
+    fn seq32_truncates_and_unwraps() {
+        let h = DatagramHeader {
+            sec: 0,
+            usec: 0,
+            seq: (1 << 32) + 5,
+        };
+        let mut b = [0u8; 12];
+        h.emit(&mut b, false).unwrap();
+        assert_eq!(
+            DatagramHeader::parse(&b, false).map(|h| h.seq).ok(),
+            Some(5)
+        );
+        assert_eq!(unwrap_seq32(0, 1), 1);
+        assert_eq!(unwrap_seq32(10, 7), 7);
+        assert_eq!(unwrap_seq32(0xFFFF_FFF0, 3), (1 << 32) + 3);
+        assert_eq!(unwrap_seq32((1 << 32) + 2, 0xFFFF_FFFE), 0xFFFF_FFFE);
+        assert_eq!(unwrap_seq32((5 << 32) + 100, 90), (5 << 32) + 90);
     }
 }

@@ -25,7 +25,8 @@
 //! let report = w.join()?; // UdpWorkerReport: paths that ran, per-stream results, sockets back
 //! ```
 //!
-//! * **Sender** — writes the iperf3 header ([`header`]) into every datagram
+//! * **Sender** — writes the iperf3 datagram header ([`DatagramHeader`], the
+//!   one implementation in `wirespeed_protocol::udp`) into every datagram
 //!   (send time from `CLOCK_MONOTONIC` as iperf3 does, sequence from 1),
 //!   then sends a batch in as few syscalls as the kernel allows:
 //!   `Gso`: `sendmmsg` of several messages each carrying up to 64 datagrams
@@ -52,12 +53,11 @@
 //!   senders that find a full socket wait in `poll(POLLOUT)`.
 
 pub mod accounting;
-pub mod header;
 pub mod pacer;
 mod worker;
 
 pub use accounting::{RecvAccounting, RecvStats};
-pub use header::{header_len, parse_header, write_header, DatagramHeader, MAX_DATAGRAM_LEN};
+pub use wirespeed_protocol::udp::{header_len, DatagramHeader, MAX_DATAGRAM_LEN};
 pub use worker::{spawn_udp_worker, UdpWorkerHandle};
 
 use crate::{Budget, Direction, StreamEnd};

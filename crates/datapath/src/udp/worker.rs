@@ -1,9 +1,6 @@
 //! The UDP worker thread: batched senders with pacing, batched receivers.
 
 use super::accounting::RecvAccounting;
-use super::header::{
-    header_len, parse_header, unwrap_seq32, write_header, DatagramHeader, MAX_DATAGRAM_LEN,
-};
 use super::pacer::{paced_batch, Pacer};
 use super::{
     UdpCounters, UdpRecvPath, UdpSendPath, UdpStreamResult, UdpWorkerReport, UdpWorkerSpec,
@@ -12,6 +9,7 @@ use crate::cpu::{self, CpuSampler};
 use crate::{sys, Budget, Control, DatapathError, Direction, StreamEnd, POLL_INTERVAL};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
+use wirespeed_protocol::udp::{header_len, unwrap_seq32, DatagramHeader, MAX_DATAGRAM_LEN};
 
 /// Receive slot size: room for a GRO-coalesced message or any datagram.
 const SLOT: usize = 65536;
@@ -283,11 +281,9 @@ impl Sender {
                 usec,
                 seq: first_seq + k as u64,
             };
-            write_header(
-                &mut self.buf[k * self.len..(k + 1) * self.len],
-                &h,
-                self.c64,
-            );
+            // Cannot fail: the spec check keeps datagram_len >= header_len.
+            let written = h.emit(&mut self.buf[k * self.len..(k + 1) * self.len], self.c64);
+            debug_assert!(written.is_ok());
         }
     }
 
@@ -511,8 +507,8 @@ impl Receiver {
             let seg = self.gro_size(i).unwrap_or(len).max(1);
             let slot = &self.bufs[i * SLOT..i * SLOT + len.min(SLOT)];
             for d in slot.chunks(seg) {
-                match parse_header(d, c64) {
-                    Some(h) => {
+                match DatagramHeader::parse(d, c64) {
+                    Ok(h) => {
                         let seq = if c64 {
                             h.seq
                         } else {
@@ -520,7 +516,7 @@ impl Receiver {
                         };
                         acc.on_datagram(seq, d.len(), h.sent_secs(), now);
                     }
-                    None => acc.on_malformed(),
+                    Err(_) => acc.on_malformed(),
                 }
             }
             if len == 0 {
