@@ -3,41 +3,29 @@
 //! test whose throughput depends on where the queue IRQs really are: 64.6 Gbit/s on the app's
 //! own CPU, 84.9 on the other L3 group, 98.8 on another core of the app's L3 group.
 
+// The tree helpers of tune's tests (captured hosts, copying a tree with its links).
+#[path = "../../tune/tests/common/mod.rs"]
+mod common;
+
+use common::{copy_tree, fixtures};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use wirespeed_explain::irq_sweep::{queue_irqs, run_irq_sweep, IrqSweepSpec};
+use wirespeed_explain::irq_sweep::{
+    apply_irq_move, queue_irqs, run_irq_sweep, IrqSweepSpec, MoveReport,
+};
 use wirespeed_explain::model::BitsPerSecond;
 use wirespeed_explain::topology::{Relation, Topology};
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_tune::journal::{JournalFile, State};
 use wirespeed_tune::ApplyOptions;
 
-fn copy_tree(src: &Path, dst: &Path) {
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        let ft = entry.file_type().unwrap();
-        if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &to).unwrap();
-        } else if ft.is_dir() {
-            std::fs::create_dir_all(&to).unwrap();
-            copy_tree(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
-}
-
 /// The fixture with the files the sweep writes copied — `/proc/irq/N` of the NIC's vectors —
 /// and everything else, which it only reads, linked (thousands of small files take seconds to
 /// copy on a loaded machine). Nothing is written through the links: the sweep writes only the
 /// affinity files of the IRQs it moves, and its journal goes to a new `/var/lib/wirespeed`.
 fn fixture_copy() -> tempfile::TempDir {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/hosts/crow-9900x-cx5-x4")
-        .canonicalize()
-        .unwrap();
+    let src = fixtures().join("crow-9900x-cx5-x4").canonicalize().unwrap();
     let t = tempfile::tempdir().unwrap();
     let link = |from: &Path, to: &Path| std::os::unix::fs::symlink(from, to).unwrap();
     link(&src.join("sys"), &t.path().join("sys"));
@@ -54,7 +42,6 @@ fn fixture_copy() -> tempfile::TempDir {
         let n: u32 = e.file_name().to_string_lossy().parse().unwrap_or(0);
         // Only the NIC's vectors: nothing else below /proc/irq is read or written.
         if (98..=119).contains(&n) {
-            std::fs::create_dir(&to).unwrap();
             copy_tree(&e.path(), &to);
         }
     }
@@ -120,21 +107,25 @@ fn model(root: &Root, topo: &Topology, irqs: &[u32], app: u32) -> BitsPerSecond 
     })
 }
 
+/// A sweep of the fixture NIC's queue IRQs: every app CPU × IRQ CPU, `repeat` tests a cell.
+fn nic_sweep(root: &Root, app_cpus: Vec<u32>, irq_cpus: Vec<u32>, repeat: u32) -> IrqSweepSpec {
+    IrqSweepSpec {
+        iface: "enp1s0f0np0".into(),
+        irqs: queue_irqs(root, "enp1s0f0np0").unwrap(),
+        app_cpus,
+        irq_cpus,
+        repeat,
+    }
+}
+
 #[test]
 fn sweep_moves_the_irqs_finds_the_best_core_and_reverts() {
     let t = fixture_copy();
     let root = Root::new(t.path());
     let before = affinity_files(&root);
     let topo = Topology::read(&root);
-    let irqs = queue_irqs(&root, "enp1s0f0np0").unwrap();
-    let numbers: Vec<u32> = irqs.iter().map(|q| q.irq).collect();
-    let spec = IrqSweepSpec {
-        iface: "enp1s0f0np0".into(),
-        irqs,
-        app_cpus: vec![6],
-        irq_cpus: vec![3, 6, 8],
-        repeat: 2,
-    };
+    let spec = nic_sweep(&root, vec![6], vec![3, 6, 8], 2);
+    let numbers: Vec<u32> = spec.irqs.iter().map(|q| q.irq).collect();
     let stop = AtomicBool::new(false);
     let mut calls = Vec::new();
     let report = run_irq_sweep(
@@ -183,13 +174,7 @@ fn ctrl_c_mid_sweep_reverts_and_stops() {
     let t = fixture_copy();
     let root = Root::new(t.path());
     let before = affinity_files(&root);
-    let spec = IrqSweepSpec {
-        iface: "enp1s0f0np0".into(),
-        irqs: queue_irqs(&root, "enp1s0f0np0").unwrap(),
-        app_cpus: vec![6, 7],
-        irq_cpus: vec![8, 9, 10],
-        repeat: 1,
-    };
+    let spec = nic_sweep(&root, vec![6, 7], vec![8, 9, 10], 1);
     let stop = AtomicBool::new(false);
     let mut n = 0;
     let report = run_irq_sweep(
@@ -227,13 +212,7 @@ fn a_panicking_test_still_reverts() {
     let t = fixture_copy();
     let root = Root::new(t.path());
     let before = affinity_files(&root);
-    let spec = IrqSweepSpec {
-        iface: "enp1s0f0np0".into(),
-        irqs: queue_irqs(&root, "enp1s0f0np0").unwrap(),
-        app_cpus: vec![6],
-        irq_cpus: vec![9],
-        repeat: 1,
-    };
+    let spec = nic_sweep(&root, vec![6], vec![9], 1);
     let stop = AtomicBool::new(false);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_irq_sweep(
@@ -253,13 +232,7 @@ fn a_panicking_test_still_reverts() {
 fn failed_tests_mark_their_cells() {
     let t = fixture_copy();
     let root = Root::new(t.path());
-    let spec = IrqSweepSpec {
-        iface: "enp1s0f0np0".into(),
-        irqs: queue_irqs(&root, "enp1s0f0np0").unwrap(),
-        app_cpus: vec![6],
-        irq_cpus: vec![7],
-        repeat: 1,
-    };
+    let spec = nic_sweep(&root, vec![6], vec![7], 1);
     let report = run_irq_sweep(
         &root,
         &spec,
@@ -274,4 +247,95 @@ fn failed_tests_mark_their_cells() {
         Some("connection refused")
     );
     assert!(report.matrix.summary(None).is_none());
+}
+
+#[test]
+fn one_move_spreads_the_irqs_in_turn_and_reverts() {
+    let t = fixture_copy();
+    let root = Root::new(t.path());
+    let before = affinity_files(&root);
+    let irqs = queue_irqs(&root, "enp1s0f0np0").unwrap();
+    let mut mv = apply_irq_move(
+        &root,
+        "enp1s0f0np0",
+        &irqs,
+        &[9, 10],
+        &ApplyOptions::default(),
+        &mut emulate_kernel,
+    )
+    .unwrap();
+    let r = mv.report().clone();
+    assert_eq!(r.moved.len(), 12);
+    assert!(r.elsewhere.is_empty(), "{r:?}");
+    for (k, q) in irqs.iter().enumerate() {
+        let want = if k % 2 == 0 { "9" } else { "10" };
+        assert_eq!(
+            root.read_trim(&format!("/proc/irq/{}/smp_affinity_list", q.irq))
+                .unwrap(),
+            want
+        );
+    }
+    // The report travels as JSON (a server sends it to its client).
+    let back: MoveReport = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
+    assert_eq!(back, r);
+    assert!(mv.revert().unwrap());
+    assert!(mv.report().reverted);
+    assert_eq!(affinity_files(&root), before);
+    // Reverting again changes nothing.
+    assert!(mv.revert().unwrap());
+    assert!(apply_irq_move(
+        &root,
+        "enp1s0f0np0",
+        &irqs,
+        &[],
+        &ApplyOptions::default(),
+        &mut emulate_kernel
+    )
+    .is_err());
+}
+
+#[test]
+fn a_move_dropped_in_a_panic_is_reverted_and_a_disarmed_one_is_not() {
+    let t = fixture_copy();
+    let root = Root::new(t.path());
+    let before = affinity_files(&root);
+    let irqs = queue_irqs(&root, "enp1s0f0np0").unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _mv = apply_irq_move(
+            &root,
+            "enp1s0f0np0",
+            &irqs,
+            &[6],
+            &ApplyOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(
+            root.read_trim("/proc/irq/111/smp_affinity_list").unwrap(),
+            "6"
+        );
+        panic!("a bug while the IRQs are moved");
+    }));
+    assert!(r.is_err());
+    assert_eq!(affinity_files(&root), before);
+
+    let mut mv = apply_irq_move(
+        &root,
+        "enp1s0f0np0",
+        &irqs,
+        &[6],
+        &ApplyOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let journal = mv.journal().to_string();
+    mv.disarm();
+    drop(mv);
+    assert_eq!(
+        root.read_trim("/proc/irq/111/smp_affinity_list").unwrap(),
+        "6"
+    );
+    // Whoever disarmed it reverts the journal instead.
+    wirespeed_tune::engine::revert(&root, &journal, false).unwrap();
+    assert_eq!(affinity_files(&root), before);
 }

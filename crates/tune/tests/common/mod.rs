@@ -1,8 +1,9 @@
 //! Test helpers for trees standing for a host: the captured hosts of this repository, copying a
 //! tree (links kept as links), and its state file by file for byte-identical comparisons.
 //!
-//! Shared by tune's tests and the CLI's tune and doctor tests (`crates/cli/tests/host_common`
-//! includes this file), so it uses nothing but std, tempfile and serde_json.
+//! Shared by tune's tests, explain's IRQ sweep test and the CLI's tune and doctor tests
+//! (`crates/cli/tests/host_common` includes this file), so it uses nothing but std, tempfile and
+//! serde_json.
 
 #![allow(dead_code)]
 
