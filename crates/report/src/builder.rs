@@ -730,24 +730,35 @@ mod tests {
         }
     }
 
+    /// The interval the builder keeps for these samples (it must keep one).
+    fn kept(
+        b: &mut ResultBuilder,
+        start: f64,
+        end: f64,
+        omitted: bool,
+        samples: &[StreamSample],
+    ) -> Interval {
+        b.interval(start, end, omitted, samples)
+            .unwrap()
+            .expect("interval kept")
+            .clone()
+    }
+
     #[test]
     fn tcp_client_intervals_and_end() {
         let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
         b.add_stream(5, true).unwrap();
         b.add_stream(7, true).unwrap();
-        let iv = b
-            .interval(
-                0.0,
-                1.0,
-                false,
-                &[
-                    sample(5, 1000, tcp(3, 100, 40)),
-                    sample(7, 3000, tcp(1, 300, 20)),
-                ],
-            )
-            .unwrap()
-            .unwrap()
-            .clone();
+        let iv = kept(
+            &mut b,
+            0.0,
+            1.0,
+            false,
+            &[
+                sample(5, 1000, tcp(3, 100, 40)),
+                sample(7, 3000, tcp(1, 300, 20)),
+            ],
+        );
         assert_eq!(iv.streams.len(), 2);
         assert_eq!(iv.streams[0].bytes, 1000);
         assert_eq!(iv.streams[0].bits_per_second, 8000.0);
@@ -759,19 +770,16 @@ mod tests {
         assert!(iv.sum.sender);
         assert!(iv.sum_bidir_reverse.is_none());
 
-        let iv = b
-            .interval(
-                1.0,
-                2.0,
-                false,
-                &[
-                    sample(5, 5000, tcp(5, 200, 60)),
-                    sample(7, 3000, tcp(1, 100, 30)),
-                ],
-            )
-            .unwrap()
-            .unwrap()
-            .clone();
+        let iv = kept(
+            &mut b,
+            1.0,
+            2.0,
+            false,
+            &[
+                sample(5, 5000, tcp(5, 200, 60)),
+                sample(7, 3000, tcp(1, 100, 30)),
+            ],
+        );
         assert_eq!(iv.streams[0].bytes, 4000);
         assert_eq!(iv.streams[0].retransmits, Some(2));
         assert_eq!(iv.streams[1].bytes, 0);
@@ -831,11 +839,7 @@ mod tests {
     fn reverse_client_reports_peer_retransmits() {
         let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
         b.add_stream(5, false).unwrap();
-        let iv = b
-            .interval(0.0, 1.0, false, &[sample(5, 100, None)])
-            .unwrap()
-            .unwrap()
-            .clone();
+        let iv = kept(&mut b, 0.0, 1.0, false, &[sample(5, 100, None)]);
         assert!(!iv.streams[0].sender);
         assert!(iv.streams[0].retransmits.is_none());
         assert!(iv.sum.retransmits.is_none());
@@ -867,16 +871,13 @@ mod tests {
             // Register in the "wrong" order on purpose.
             b.add_stream(7, !first_sender).unwrap();
             b.add_stream(5, first_sender).unwrap();
-            let iv = b
-                .interval(
-                    0.0,
-                    1.0,
-                    false,
-                    &[sample(5, 10, tcp(0, 1, 1)), sample(7, 30, tcp(0, 1, 1))],
-                )
-                .unwrap()
-                .unwrap()
-                .clone();
+            let iv = kept(
+                &mut b,
+                0.0,
+                1.0,
+                false,
+                &[sample(5, 10, tcp(0, 1, 1)), sample(7, 30, tcp(0, 1, 1))],
+            );
             assert_eq!(iv.streams[0].socket, Some(5), "{role:?}");
             assert_eq!(iv.streams[0].sender, first_sender);
             assert_eq!(iv.sum.bytes, 10);
@@ -914,19 +915,16 @@ mod tests {
             tcp: None,
             udp,
         };
-        let iv = b
-            .interval(
-                0.0,
-                1.0,
-                false,
-                &[
-                    mk(5, 14720, u(10, 0, 0, 0.5)),
-                    mk(7, 7360, u(10, 5, 1, 1.5)),
-                ],
-            )
-            .unwrap()
-            .unwrap()
-            .clone();
+        let iv = kept(
+            &mut b,
+            0.0,
+            1.0,
+            false,
+            &[
+                mk(5, 14720, u(10, 0, 0, 0.5)),
+                mk(7, 7360, u(10, 5, 1, 1.5)),
+            ],
+        );
         assert_eq!(iv.streams[1].lost_packets, Some(5));
         assert_eq!(iv.streams[1].lost_percent, Some(50.0));
         assert_eq!(iv.streams[1].jitter_ms, Some(1.5));
@@ -974,11 +972,7 @@ mod tests {
     fn short_empty_interval_is_dropped_and_omit_not_counted() {
         let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
         b.add_stream(5, true).unwrap();
-        let iv = b
-            .interval(0.0, 1.0, true, &[sample(5, 500, tcp(1, 1, 10))])
-            .unwrap()
-            .unwrap()
-            .clone();
+        let iv = kept(&mut b, 0.0, 1.0, true, &[sample(5, 500, tcp(1, 1, 10))]);
         assert!(iv.streams[0].omitted && iv.sum.omitted);
         b.interval(0.0, 1.0, false, &[sample(5, 800, tcp(2, 1, 20))])
             .unwrap()

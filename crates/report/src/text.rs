@@ -442,6 +442,23 @@ impl TextRenderer {
         }
     }
 
+    /// A UDP sender summary line: iperf3 prints the sending side without loss or jitter.
+    fn udp_sender_line(&self, s: &Summary, socket: Option<u32>, sender_flag: bool) -> String {
+        self.udp_summary_line(
+            socket,
+            sender_flag,
+            s.start,
+            s.end,
+            s.bytes,
+            s.bits_per_second,
+            0.0,
+            0,
+            s.packets.unwrap_or(0),
+            0.0,
+            "sender",
+        )
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn udp_summary_line(
         &self,
@@ -512,20 +529,7 @@ impl TextRenderer {
         if self.skip_sender(local_sender) {
             self.not_available(w, u.socket, "sender")?;
         } else {
-            let line = self.udp_summary_line(
-                u.socket,
-                u.sender,
-                u.start,
-                u.end,
-                u.bytes,
-                u.bits_per_second,
-                0.0,
-                0,
-                u.packets.unwrap_or(0),
-                0.0,
-                "sender",
-            );
-            w.write_all(line.as_bytes())?;
+            w.write_all(self.udp_sender_line(u, u.socket, u.sender).as_bytes())?;
         }
         let ooo = u.out_of_order.unwrap_or(0);
         if ooo > 0 {
@@ -591,59 +595,42 @@ impl TextRenderer {
         sent: Option<&Summary>,
         received: Option<&Summary>,
     ) -> io::Result<()> {
-        if let Some(s) = sent {
-            if self.skip_sender(gsender) {
-                self.not_available(w, None, "sender")?;
+        for (sum, sender_line) in [(sent, true), (received, false)] {
+            let Some(s) = sum else { continue };
+            let label = if sender_line { "sender" } else { "receiver" };
+            let skip = if sender_line {
+                self.skip_sender(gsender)
             } else {
-                let line = match self.ctx.protocol {
-                    Protocol::Tcp => {
-                        let mut s2 = s.clone();
-                        s2.sender = gsender;
-                        self.summary_line(&s2, None, "sender", true)
-                    }
-                    Protocol::Udp => self.udp_summary_line(
-                        None,
-                        gsender,
-                        s.start,
-                        s.end,
-                        s.bytes,
-                        s.bits_per_second,
-                        0.0,
-                        0,
-                        s.packets.unwrap_or(0),
-                        0.0,
-                        "sender",
-                    ),
-                };
-                w.write_all(line.as_bytes())?;
+                self.skip_receiver(gsender)
+            };
+            if skip {
+                self.not_available(w, None, label)?;
+                continue;
             }
-        }
-        if let Some(r) = received {
-            if self.skip_receiver(gsender) {
-                self.not_available(w, None, "receiver")?;
-            } else {
-                let line = match self.ctx.protocol {
-                    Protocol::Tcp => {
-                        let mut r2 = r.clone();
-                        r2.sender = gsender;
-                        self.summary_line(&r2, None, "receiver", false)
-                    }
-                    Protocol::Udp => self.udp_summary_line(
-                        None,
-                        gsender,
-                        r.start,
-                        r.end,
-                        r.bytes,
-                        r.bits_per_second,
-                        r.jitter_ms.unwrap_or(0.0),
-                        r.lost_packets.unwrap_or(0),
-                        r.packets.unwrap_or(0),
-                        r.lost_percent.unwrap_or(0.0),
-                        "receiver",
-                    ),
-                };
-                w.write_all(line.as_bytes())?;
-            }
+            let line = match (self.ctx.protocol, sender_line) {
+                (Protocol::Tcp, _) => {
+                    let s = Summary {
+                        sender: gsender,
+                        ..s.clone()
+                    };
+                    self.summary_line(&s, None, label, sender_line)
+                }
+                (Protocol::Udp, true) => self.udp_sender_line(s, None, gsender),
+                (Protocol::Udp, false) => self.udp_summary_line(
+                    None,
+                    gsender,
+                    s.start,
+                    s.end,
+                    s.bytes,
+                    s.bits_per_second,
+                    s.jitter_ms.unwrap_or(0.0),
+                    s.lost_packets.unwrap_or(0),
+                    s.packets.unwrap_or(0),
+                    s.lost_percent.unwrap_or(0.0),
+                    label,
+                ),
+            };
+            w.write_all(line.as_bytes())?;
         }
         Ok(())
     }

@@ -3,51 +3,14 @@
 
 use wirespeed_report::json::to_json_string;
 use wirespeed_report::{
-    render_text, Connected, CpuUtilization, EndInput, HostPort, PeerStream, Protocol,
-    ResultBuilder, Role, Start, StreamSample, TcpSample, TestResult, TestStart, TextOptions,
-    UdpSample, WirespeedExt, Worker,
+    Connected, CpuUtilization, EndInput, HostPort, PeerStream, Protocol, ResultBuilder, Role,
+    Start, StreamSample, TcpSample, TestResult, TestStart, TextOptions, UdpSample, WirespeedExt,
+    Worker,
 };
 
-fn data(name: &str) -> String {
-    let p = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
-}
+mod common;
 
-/// Labels and the column each ends in (numbers dropped, unit prefixes folded).
-fn skeleton(line: &str) -> Vec<(String, usize)> {
-    let mut out = Vec::new();
-    let mut col = 0;
-    for tok in line.split_inclusive(' ') {
-        let word = tok.trim_end_matches(' ');
-        let end = col + word.len();
-        col += tok.len();
-        if word.is_empty() || word.chars().any(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let f = word.trim_start_matches(['K', 'M', 'G', 'T']);
-        out.push((if f.is_empty() { word } else { f }.to_string(), end));
-    }
-    out
-}
-
-fn assert_same_layout(name: &str, real: &str, ours: &str) {
-    let a: Vec<&str> = real.lines().collect();
-    let b: Vec<&str> = ours.lines().collect();
-    assert_eq!(
-        a.len(),
-        b.len(),
-        "{name}: line count\nreal:\n{real}\nours:\n{ours}"
-    );
-    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        assert_eq!(
-            skeleton(x),
-            skeleton(y),
-            "{name} line {}:\n{x:?}\n{y:?}",
-            i + 1
-        );
-        assert_eq!(x.len(), y.len(), "{name} line {}:\n{x:?}\n{y:?}", i + 1);
-    }
-}
+use common::{assert_same_layout, data, text};
 
 fn client_start(protocol: &str, streams: &[(u32, u16)], omit: u64, duration: u64) -> Start {
     Start {
@@ -93,6 +56,15 @@ fn tcp(total_retrans: u64, cwnd: u64) -> Option<TcpSample> {
     })
 }
 
+fn sample(id: u32, bytes: u64, tcp: Option<TcpSample>, udp: Option<UdpSample>) -> StreamSample {
+    StreamSample {
+        id,
+        bytes,
+        tcp,
+        udp,
+    }
+}
+
 #[test]
 fn tcp_two_streams_with_omit_reads_like_iperf3() {
     let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
@@ -105,18 +77,8 @@ fn tcp_two_streams_with_omit_reads_like_iperf3() {
         1.0,
         true,
         &[
-            StreamSample {
-                id: 5,
-                bytes: g,
-                tcp: tcp(3, 2_480_000),
-                udp: None,
-            },
-            StreamSample {
-                id: 7,
-                bytes: g + g / 10,
-                tcp: tcp(3, 2_220_000),
-                udp: None,
-            },
+            sample(5, g, tcp(3, 2_480_000), None),
+            sample(7, g + g / 10, tcp(3, 2_220_000), None),
         ],
     )
     .unwrap();
@@ -125,18 +87,8 @@ fn tcp_two_streams_with_omit_reads_like_iperf3() {
         1.0,
         false,
         &[
-            StreamSample {
-                id: 5,
-                bytes: g + 798_000_000,
-                tcp: tcp(4, 785_000),
-                udp: None,
-            },
-            StreamSample {
-                id: 7,
-                bytes: g + g / 10 + 761_000_000,
-                tcp: tcp(3, 785_000),
-                udp: None,
-            },
+            sample(5, g + 798_000_000, tcp(4, 785_000), None),
+            sample(7, g + g / 10 + 761_000_000, tcp(3, 785_000), None),
         ],
     )
     .unwrap();
@@ -173,9 +125,7 @@ fn tcp_two_streams_with_omit_reads_like_iperf3() {
         }),
         ..TestResult::default()
     };
-    let mut out = Vec::new();
-    render_text(&mut out, &result, TextOptions::default()).unwrap();
-    let ours = String::from_utf8(out).unwrap();
+    let ours = text(&result);
     let real = data("tcp_omit_p2.txt").replace("port 5614", "port 5611");
     assert_same_layout("tcp_omit_p2", &real, &ours);
     assert!(ours.contains("(omitted)"));
@@ -205,18 +155,8 @@ fn udp_two_streams_reads_like_iperf3() {
         1.0,
         false,
         &[
-            StreamSample {
-                id: 5,
-                bytes: 131072,
-                tcp: None,
-                udp: sent(4),
-            },
-            StreamSample {
-                id: 7,
-                bytes: 131072,
-                tcp: None,
-                udp: sent(4),
-            },
+            sample(5, 131072, None, sent(4)),
+            sample(7, 131072, None, sent(4)),
         ],
     )
     .unwrap();
@@ -237,9 +177,7 @@ fn udp_two_streams_reads_like_iperf3() {
         }),
         ..TestResult::default()
     };
-    let mut out = Vec::new();
-    render_text(&mut out, &result, TextOptions::default()).unwrap();
-    let ours = String::from_utf8(out).unwrap();
+    let ours = text(&result);
     let real = data("udp_p2.txt");
     assert_same_layout("udp_p2", &real, &ours);
     assert!(
@@ -261,18 +199,8 @@ fn server_bidir_lists_receiving_streams_first() {
         1.0,
         false,
         &[
-            StreamSample {
-                id: 5,
-                bytes: 1_000_000_000,
-                tcp: None,
-                udp: None,
-            },
-            StreamSample {
-                id: 8,
-                bytes: 850_000_000,
-                tcp: tcp(39, 3_000_000),
-                udp: None,
-            },
+            sample(5, 1_000_000_000, None, None),
+            sample(8, 850_000_000, tcp(39, 3_000_000), None),
         ],
     )
     .unwrap();
@@ -301,9 +229,7 @@ fn server_bidir_lists_receiving_streams_first() {
         end: rep.end,
         ..TestResult::default()
     };
-    let mut out = Vec::new();
-    render_text(&mut out, &result, TextOptions::default()).unwrap();
-    let ours = String::from_utf8(out).unwrap();
+    let ours = text(&result);
     let lines: Vec<&str> = ours.lines().collect();
     assert_eq!(lines[0], "Accepted connection from 127.0.0.1, port 43482");
     assert_eq!(

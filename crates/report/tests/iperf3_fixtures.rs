@@ -1,8 +1,9 @@
 //! The model and renderers against real iperf3 output recorded in tests/data
 //! (see tests/data/README.md for how and with which iperf3 version).
 
-use std::path::PathBuf;
+mod common;
 
+use common::{assert_same_layout, data, text};
 use serde_json::Value;
 use wirespeed_report::json::{to_json_string, write_json_stream};
 use wirespeed_report::text::{render_text, TextContext, TextOptions, TextRenderer};
@@ -20,13 +21,6 @@ const CASES: &[&str] = &[
     "udp_bidir",
     "error_refused",
 ];
-
-fn data(name: &str) -> String {
-    let p: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "data", name]
-        .iter()
-        .collect();
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
 
 fn parse(name: &str) -> TestResult {
     TestResult::from_json_str(&data(&format!("{name}.json")))
@@ -218,30 +212,6 @@ fn json_stream_replays_every_section() {
     }
 }
 
-/// A line's labels and where they end: the columns of iperf3's layout.
-/// Numbers are left out (they differ between two runs), unit prefixes are
-/// folded (`KBytes`/`MBytes` → `Bytes`), and ports are not compared.
-fn skeleton(line: &str) -> Vec<(String, usize)> {
-    let mut out = Vec::new();
-    let mut col = 0;
-    for tok in line.split_inclusive(' ') {
-        let word = tok.trim_end_matches(' ');
-        let end = col + word.len();
-        col += tok.len();
-        if word.is_empty() || word.chars().any(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let folded = word.trim_start_matches(['K', 'M', 'G', 'T']).to_string();
-        let folded = if folded.is_empty() {
-            word.to_string()
-        } else {
-            folded
-        };
-        out.push((folded, end));
-    }
-    out
-}
-
 /// Render each recorded client `-J` document as text and compare with the
 /// text output iperf3 printed for the same command (another run): the same
 /// lines in the same order, every label ending in the same column.
@@ -249,9 +219,7 @@ fn skeleton(line: &str) -> Vec<(String, usize)> {
 fn text_reads_like_iperf3_client_output() {
     for name in CASES {
         let model = parse(name);
-        let mut out = Vec::new();
-        render_text(&mut out, &model, TextOptions::default()).unwrap();
-        let ours = String::from_utf8(out).unwrap();
+        let ours = text(&model);
         let real = data(&format!("{name}.txt"));
         if *name == "error_refused" {
             // iperf3 prints only its error line; ours is the CLI's job.
@@ -265,29 +233,9 @@ fn text_reads_like_iperf3_client_output() {
             assert_eq!(String::from_utf8(e).unwrap(), real);
             continue;
         }
-        let a: Vec<&str> = real.lines().collect();
-        let b: Vec<&str> = ours.lines().collect();
-        assert_eq!(
-            a.len(),
-            b.len(),
-            "{name}: line count\nreal:\n{real}\nours:\n{ours}"
-        );
-        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-            assert_eq!(
-                skeleton(x),
-                skeleton(y),
-                "{name} line {}:\nreal: {x:?}\nours: {y:?}\n--- ours:\n{ours}",
-                i + 1
-            );
-            assert_eq!(
-                x.len(),
-                y.len(),
-                "{name} line {} width:\n{x:?}\n{y:?}",
-                i + 1
-            );
-        }
+        assert_same_layout(name, &real, &ours);
         // Lines with nothing run-specific must be identical.
-        for (x, y) in a.iter().zip(&b) {
+        for (x, y) in real.lines().zip(ours.lines()) {
             if x.starts_with("[ ID]")
                 || x.starts_with("- -")
                 || x.starts_with("Connecting")
