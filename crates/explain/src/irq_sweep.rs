@@ -2,13 +2,18 @@
 //! IRQs there through tune's journal, run a test for every app CPU, and revert before the next
 //! step — ESnet's "application core vs NIC interrupt core" plot as a procedure.
 //!
+//! One move is [`apply_irq_move`]: a tune plan of `IrqAffinity` steps applied with tune's
+//! journal, held as an [`IrqMove`] that reverts the journal when asked or when dropped. The
+//! sweep on this host (`-R`) and a wirespeed server serving a client's tune request
+//! (`--allow-tune`, the sweep without `-R`) both move IRQs through it.
+//!
 //! The function is generic over how a test is run (a closure: the CLI passes the engine's
 //! client, tests a model), over how the kernel reacts to affinity writes (a hook: a no-op on the
 //! live host; tests emulate `effective_affinity_list` following `smp_affinity_list`) and over
 //! when to stop (an [`AtomicBool`] the CLI's Ctrl-C handler sets). Every journal it applies is
 //! reverted: after each step, on an error, on a panic in a test (a guard), and when stopped.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use wirespeed_host::interrupts::Interrupts;
 use wirespeed_host::nic::collect_nics;
@@ -28,12 +33,14 @@ pub enum IrqSweepError {
     NoQueueIrqs { iface: String },
     #[error(transparent)]
     Tune(#[from] wirespeed_tune::TuneError),
+    #[error("no CPU to move the IRQs to")]
+    NoCpus,
     #[error("revert of {journal} incomplete ({detail}): run `wirespeed tune revert {journal}`")]
     RevertIncomplete { journal: String, detail: String },
 }
 
 /// One IRQ of the NIC to move: its number and action name (recorded in the journal).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueIrq {
     pub irq: u32,
     pub name: Option<String>,
@@ -94,6 +101,21 @@ pub struct StepOutcome {
     pub reverted: bool,
 }
 
+impl StepOutcome {
+    /// A sweep step as a move of the queue IRQs to its one CPU reports it.
+    pub fn from_move(irq_cpu: u32, m: &MoveReport) -> StepOutcome {
+        StepOutcome {
+            irq_cpu,
+            journal: m.journal.clone(),
+            moved: m.moved.clone(),
+            not_movable: m.not_movable.clone(),
+            failed: m.failed.clone(),
+            elsewhere: m.elsewhere.clone(),
+            reverted: m.reverted,
+        }
+    }
+}
+
 /// The whole sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IrqSweepReport {
@@ -117,28 +139,150 @@ pub struct IrqSweepSpec {
     pub repeat: u32,
 }
 
-/// Reverts a journal when dropped, unless disarmed: the last line of defence on a panic.
-struct RevertGuard<'a> {
-    root: &'a Root,
-    journal: Option<String>,
+/// What a move of a NIC's queue IRQs did: the sweep's steps and a server's tune request
+/// (`wirespeed server --allow-tune`) report it; the server sends it to its client in the
+/// results' extension (`irq_move`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MoveReport {
+    pub iface: String,
+    /// The queue IRQs of the interface, in the order they were placed.
+    pub irqs: Vec<QueueIrq>,
+    /// The CPUs asked for: IRQ k goes to `cpus[k mod n]`.
+    pub cpus: Vec<u32>,
+    /// Host path of the journal.
+    pub journal: String,
+    /// IRQs whose affinity was written (or already held their CPU).
+    pub moved: Vec<u32>,
+    /// IRQs the kernel manages (EIO or read-only): left where they are.
+    pub not_movable: Vec<u32>,
+    /// IRQs whose write failed, with the reason.
+    pub failed: Vec<(u32, String)>,
+    /// IRQs whose effective affinity, read back after the move, is not the CPU asked for.
+    pub elsewhere: Vec<(u32, CpuSet)>,
+    /// The journal was reverted completely.
+    pub reverted: bool,
 }
 
-impl RevertGuard<'_> {
-    /// Revert now; `Ok(true)` when complete.
-    fn revert(&mut self) -> Result<bool, IrqSweepError> {
-        match self.journal.take() {
-            Some(j) => Ok(engine::revert(self.root, &j, false)?.complete()),
-            None => Ok(true),
+/// A move of a NIC's queue IRQs, applied through tune's journal and reverted by
+/// [`IrqMove::revert`] — or, as the last line of defence (a panic, an early return), when
+/// dropped.
+#[derive(Debug)]
+pub struct IrqMove {
+    root: Root,
+    journal: Option<String>,
+    report: MoveReport,
+}
+
+impl IrqMove {
+    /// What the move did (and, once reverted, `reverted`).
+    pub fn report(&self) -> &MoveReport {
+        &self.report
+    }
+
+    /// Host path of the journal.
+    pub fn journal(&self) -> &str {
+        &self.report.journal
+    }
+
+    /// Revert the journal now; `Ok(true)` when every value is back (also when reverted
+    /// before). A value someone else changed since is left alone and makes it `Ok(false)`.
+    pub fn revert(&mut self) -> Result<bool, IrqSweepError> {
+        if let Some(j) = self.journal.take() {
+            self.report.reverted = engine::revert(&self.root, &j, false)?.complete();
         }
+        Ok(self.report.reverted)
+    }
+
+    /// Give up the duty to revert (someone else reverted the journal, e.g. a server shutting
+    /// down while the test was still running).
+    pub fn disarm(&mut self) {
+        self.journal = None;
     }
 }
 
-impl Drop for RevertGuard<'_> {
+impl Drop for IrqMove {
     fn drop(&mut self) {
         if let Some(j) = self.journal.take() {
-            let _ = engine::revert(self.root, &j, false);
+            let _ = engine::revert(&self.root, &j, false);
         }
     }
+}
+
+/// Move the queue IRQs `irqs` of `iface` to `cpus` (IRQ k to `cpus[k mod n]`) with a tune plan
+/// of `IrqAffinity` steps applied through tune's journal; `kernel` runs after every affinity
+/// write (a no-op on the live host). The effective affinity is read back afterwards.
+pub fn apply_irq_move(
+    root: &Root,
+    iface: &str,
+    irqs: &[QueueIrq],
+    cpus: &[u32],
+    opts: &ApplyOptions,
+    kernel: &mut dyn FnMut(&Root),
+) -> Result<IrqMove, IrqSweepError> {
+    if cpus.is_empty() {
+        return Err(IrqSweepError::NoCpus);
+    }
+    let target = |k: usize| cpus[k % cpus.len()];
+    let all: CpuSet = cpus.iter().copied().collect();
+    let mut plan = Plan::new(&root.dir().display().to_string());
+    plan.iface = Some(iface.to_string());
+    plan.irq_cpus = Some(all.clone());
+    plan.irq_rule = Some(if cpus.len() == 1 {
+        format!("every queue IRQ on CPU {all}")
+    } else {
+        format!("queue IRQs spread in turn over CPUs {all}")
+    });
+    for (k, q) in irqs.iter().enumerate() {
+        let cpu = target(k);
+        let change = Change::IrqAffinity {
+            irq: q.irq,
+            name: q.name.clone(),
+            cpus: CpuSet::from_cpus([cpu]),
+        };
+        plan.steps.push(Step {
+            finding: REQUESTED.to_string(),
+            summary: format!("IRQ {} to CPU {cpu}", q.irq),
+            setting: irq_affinity_path(q.irq),
+            current: root.read_opt(&irq_affinity_path(q.irq)).unwrap_or_default(),
+            new: cpu.to_string(),
+            command: command_for(&change),
+            change,
+        });
+    }
+    let applied = engine::apply(root, &plan, opts, &mut |r, _| kernel(r))?;
+    let mut mv = IrqMove {
+        root: root.clone(),
+        journal: Some(applied.journal.clone()),
+        report: MoveReport {
+            iface: iface.to_string(),
+            irqs: irqs.to_vec(),
+            cpus: cpus.to_vec(),
+            journal: applied.journal.clone(),
+            ..MoveReport::default()
+        },
+    };
+    let r = &mut mv.report;
+    for s in &applied.steps {
+        let irq = irqs[s.step].irq;
+        match s.status {
+            StepStatus::Applied | StepStatus::AlreadySet => r.moved.push(irq),
+            StepStatus::NotMovable => r.not_movable.push(irq),
+            StepStatus::Failed | StepStatus::Skipped => {
+                r.failed.push((irq, s.detail.clone().unwrap_or_default()))
+            }
+        }
+    }
+    for (k, q) in irqs.iter().enumerate() {
+        if !r.moved.contains(&q.irq) {
+            continue;
+        }
+        if let Some(e) = effective(root, q.irq) {
+            if e != CpuSet::from_cpus([target(k)]) {
+                r.elsewhere.push((q.irq, e));
+            }
+        }
+    }
+    Ok(mv)
 }
 
 fn effective(root: &Root, irq: u32) -> Option<CpuSet> {
@@ -170,58 +314,8 @@ pub fn run_irq_sweep(
             report.interrupted = true;
             break;
         }
-        let mut plan = Plan::new(&root.dir().display().to_string());
-        plan.iface = Some(spec.iface.clone());
-        plan.irq_cpus = Some(CpuSet::from_cpus([cpu]));
-        plan.irq_rule = Some(format!("sweep step: every queue IRQ on CPU {cpu}"));
-        for q in &spec.irqs {
-            let change = Change::IrqAffinity {
-                irq: q.irq,
-                name: q.name.clone(),
-                cpus: CpuSet::from_cpus([cpu]),
-            };
-            plan.steps.push(Step {
-                finding: REQUESTED.to_string(),
-                summary: format!("sweep: IRQ {} to CPU {cpu}", q.irq),
-                setting: irq_affinity_path(q.irq),
-                current: root.read_opt(&irq_affinity_path(q.irq)).unwrap_or_default(),
-                new: cpu.to_string(),
-                command: command_for(&change),
-                change,
-            });
-        }
-        let applied = engine::apply(root, &plan, opts, &mut |r, _| kernel(r))?;
-        let mut guard = RevertGuard {
-            root,
-            journal: Some(applied.journal.clone()),
-        };
-        let mut outcome = StepOutcome {
-            irq_cpu: cpu,
-            journal: applied.journal.clone(),
-            moved: Vec::new(),
-            not_movable: Vec::new(),
-            failed: Vec::new(),
-            elsewhere: Vec::new(),
-            reverted: false,
-        };
-        for s in &applied.steps {
-            let irq = spec.irqs[s.step].irq;
-            match s.status {
-                StepStatus::Applied | StepStatus::AlreadySet => outcome.moved.push(irq),
-                StepStatus::NotMovable => outcome.not_movable.push(irq),
-                StepStatus::Failed | StepStatus::Skipped => outcome
-                    .failed
-                    .push((irq, s.detail.clone().unwrap_or_default())),
-            }
-        }
-        for &irq in &outcome.moved {
-            if let Some(e) = effective(root, irq) {
-                if e != CpuSet::from_cpus([cpu]) {
-                    outcome.elsewhere.push((irq, e));
-                }
-            }
-        }
-        if outcome.moved.is_empty() {
+        let mut mv = apply_irq_move(root, &spec.iface, &spec.irqs, &[cpu], opts, kernel)?;
+        if mv.report().moved.is_empty() {
             // Nothing could be moved there: every cell of the column says why.
             for &app in &spec.app_cpus {
                 report.matrix.record_error(
@@ -235,9 +329,9 @@ pub fn run_irq_sweep(
                 for _ in 0..spec.repeat.max(1) {
                     if stop.load(Ordering::SeqCst) {
                         report.interrupted = true;
-                        outcome.reverted = guard.revert()?;
+                        mv.revert()?;
                         kernel(root);
-                        report.steps.push(outcome);
+                        report.steps.push(StepOutcome::from_move(cpu, mv.report()));
                         break 'steps;
                     }
                     match run_test(app, cpu) {
@@ -251,14 +345,12 @@ pub fn run_irq_sweep(
                 }
             }
         }
-        outcome.reverted = guard.revert()?;
+        let done = mv.revert()?;
         kernel(root);
-        let done = outcome.reverted;
-        let journal = outcome.journal.clone();
-        report.steps.push(outcome);
+        report.steps.push(StepOutcome::from_move(cpu, mv.report()));
         if !done {
             return Err(IrqSweepError::RevertIncomplete {
-                journal,
+                journal: mv.journal().to_string(),
                 detail: "a value was changed by someone else meanwhile".to_string(),
             });
         }
