@@ -52,6 +52,7 @@
 pub mod cpu;
 pub mod sys;
 pub mod tcp;
+pub mod thread;
 pub mod udp;
 mod worker;
 mod zerocopy;

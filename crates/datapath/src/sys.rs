@@ -13,6 +13,34 @@ pub const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
 /// `SO_EE_CODE_ZEROCOPY_COPIED` (linux/errqueue.h): the kernel fell back to copying.
 pub const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
 
+/// `Ok(())` for a call that returned 0, else the thread's errno.
+fn check(r: libc::c_int) -> io::Result<()> {
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Set a socket option to the bytes of a plain-data value (an int, a timeval).
+fn setsockopt_val<T: Copy>(
+    fd: RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    val: &T,
+) -> io::Result<()> {
+    // SAFETY: `val` lives across the call and its exact size is passed.
+    check(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (val as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    })
+}
+
 /// Set an integer-valued socket option.
 pub fn setsockopt_int(
     fd: RawFd,
@@ -20,21 +48,7 @@ pub fn setsockopt_int(
     opt: libc::c_int,
     val: libc::c_int,
 ) -> io::Result<()> {
-    // SAFETY: `val` lives across the call and its exact size is passed.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            (&val as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    setsockopt_val(fd, level, opt, &val)
 }
 
 /// Set a socket option from raw bytes.
@@ -45,7 +59,7 @@ pub fn setsockopt_bytes(
     val: &[u8],
 ) -> io::Result<()> {
     // SAFETY: the slice is valid for its length during the call.
-    let r = unsafe {
+    check(unsafe {
         libc::setsockopt(
             fd,
             level,
@@ -53,12 +67,7 @@ pub fn setsockopt_bytes(
             val.as_ptr().cast(),
             val.len() as libc::socklen_t,
         )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    })
 }
 
 /// Read an integer-valued socket option.
@@ -66,7 +75,7 @@ pub fn getsockopt_int(fd: RawFd, level: libc::c_int, opt: libc::c_int) -> io::Re
     let mut val: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: `val` and `len` are valid out-pointers of the sizes given.
-    let r = unsafe {
+    check(unsafe {
         libc::getsockopt(
             fd,
             level,
@@ -74,12 +83,8 @@ pub fn getsockopt_int(fd: RawFd, level: libc::c_int, opt: libc::c_int) -> io::Re
             (&mut val as *mut libc::c_int).cast(),
             &mut len,
         )
-    };
-    if r == 0 {
-        Ok(val)
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    })?;
+    Ok(val)
 }
 
 /// Read a socket option into `buf`; returns the length the kernel filled.
@@ -91,12 +96,8 @@ pub fn getsockopt_bytes(
 ) -> io::Result<usize> {
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: `buf` is writable for `len` bytes; the kernel writes at most `len` and updates it.
-    let r = unsafe { libc::getsockopt(fd, level, opt, buf.as_mut_ptr().cast(), &mut len) };
-    if r == 0 {
-        Ok((len as usize).min(buf.len()))
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    check(unsafe { libc::getsockopt(fd, level, opt, buf.as_mut_ptr().cast(), &mut len) })?;
+    Ok((len as usize).min(buf.len()))
 }
 
 /// Put a descriptor into (non-)blocking mode.
@@ -132,21 +133,7 @@ pub fn set_timeout(fd: RawFd, opt: libc::c_int, t: Option<std::time::Duration>) 
             tv_usec: 0,
         },
     };
-    // SAFETY: `tv` is a valid timeval for the duration of the call, size passed exactly.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            opt,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    setsockopt_val(fd, libc::SOL_SOCKET, opt, &tv)
 }
 
 /// An anonymous in-memory file (memfd) holding `data`, for sendfile/splice sources.
@@ -206,6 +193,60 @@ pub fn raise_fd_limit(want: u64) -> io::Result<u64> {
         return Err(io::Error::last_os_error());
     }
     Ok(target)
+}
+
+/// Wait up to `ms` milliseconds for `events` on `fd` (error conditions always wake it:
+/// `events` 0 waits for the error queue).
+pub fn poll_fd(fd: RawFd, events: libc::c_short, ms: i32) {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, ms) };
+}
+
+/// An owned epoll descriptor.
+pub struct Epoll(OwnedFd);
+
+impl Epoll {
+    pub fn new() -> io::Result<Epoll> {
+        // SAFETY: plain syscall with a flag.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd is new and owned by nobody else.
+        Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// `epoll_ctl(op)` for `fd` with `events`, tagged `data`.
+    pub fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: data };
+        // SAFETY: `ev` is a valid epoll_event for the call.
+        if unsafe { libc::epoll_ctl(self.0.as_raw_fd(), op, fd, &mut ev) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Wait up to `timeout_ms` for events; returns how many of `events` were filled.
+    pub fn wait(&self, events: &mut [libc::epoll_event], timeout_ms: i32) -> io::Result<usize> {
+        let max = events.len().min(libc::c_int::MAX as usize) as libc::c_int;
+        // SAFETY: `events` has at least `max` writable entries.
+        let k =
+            unsafe { libc::epoll_wait(self.0.as_raw_fd(), events.as_mut_ptr(), max, timeout_ms) };
+        if k < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(k as usize)
+    }
+}
+
+/// An errno as text (`"Connection refused (os error 111)"`).
+pub fn errno_str(e: i32) -> String {
+    io::Error::from_raw_os_error(e).to_string()
 }
 
 /// errno of the last failed call.

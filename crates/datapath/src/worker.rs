@@ -1,7 +1,8 @@
 //! Worker threads: one-stream blocking loop and many-stream epoll loop.
 
-use crate::cpu::{self, CpuSampler};
+use crate::cpu::CpuSampler;
 use crate::sys;
+use crate::thread::{spawn_pinned, WorkerThread};
 use crate::zerocopy::{recv_once, SendOp, SendSetup};
 use crate::{
     Budget, Control, DatapathError, Direction, RecvPath, SendPath, StreamCounters, StreamEnd,
@@ -21,33 +22,8 @@ const BURST: usize = 8;
 /// epoll events fetched per wait.
 const EVENTS: usize = 256;
 
-/// A running worker.
-pub struct WorkerHandle {
-    thread: std::thread::JoinHandle<WorkerReport>,
-    counters: Vec<(u32, Arc<StreamCounters>)>,
-    fds: Vec<(u32, RawFd)>,
-}
-
-impl WorkerHandle {
-    /// Live counters of every stream (cheap to read at any time).
-    pub fn counters(&self) -> Vec<(u32, Arc<StreamCounters>)> {
-        self.counters.clone()
-    }
-    /// Raw fds of the streams (valid until `join`), e.g. for `tcp::tcp_info`.
-    pub fn stream_fds(&self) -> Vec<(u32, RawFd)> {
-        self.fds.clone()
-    }
-    /// True once every stream of this worker has ended (stop, EOF, budget, error).
-    pub fn is_finished(&self) -> bool {
-        self.thread.is_finished()
-    }
-    /// Wait for the worker to end and collect its report (and the sockets).
-    pub fn join(self) -> Result<WorkerReport, DatapathError> {
-        self.thread
-            .join()
-            .map_err(|_| DatapathError::WorkerPanicked)
-    }
-}
+/// A running TCP worker.
+pub type WorkerHandle = WorkerThread<WorkerReport, StreamCounters>;
 
 /// A page-aligned byte buffer of its own anonymous mapping, never modified
 /// after it is filled.
@@ -137,53 +113,15 @@ pub fn spawn_worker(
             spec.block_len
         )));
     }
-    let counters: Vec<(u32, Arc<StreamCounters>)> = spec
-        .streams
-        .iter()
-        .map(|s| (s.id, Arc::new(StreamCounters::new())))
-        .collect();
-    let fds: Vec<(u32, RawFd)> = spec
+    let streams = spec
         .streams
         .iter()
         .map(|s| (s.id, s.socket.as_raw_fd()))
         .collect();
-    let ctrs = counters
-        .iter()
-        .map(|(_, c)| Arc::clone(c))
-        .collect::<Vec<_>>();
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(), DatapathError>>(1);
-    let name = match spec.cpu {
-        Some(c) => format!("ws-dp-cpu{c}"),
-        None => "ws-dp".to_string(),
-    };
-    let thread = std::thread::Builder::new()
-        .name(name)
-        .spawn(move || {
-            if let Some(c) = spec.cpu {
-                if let Err(e) = cpu::pin_current_thread(c) {
-                    let _ = tx.send(Err(e));
-                    return empty_report(&spec);
-                }
-            }
-            let _ = tx.send(Ok(()));
-            run(spec, &control, ctrs)
-        })
-        .map_err(DatapathError::Spawn)?;
-    match rx.recv() {
-        Ok(Ok(())) => Ok(WorkerHandle {
-            thread,
-            counters,
-            fds,
-        }),
-        Ok(Err(e)) => {
-            let _ = thread.join();
-            Err(e)
-        }
-        Err(_) => {
-            let _ = thread.join();
-            Err(DatapathError::WorkerPanicked)
-        }
-    }
+    let unpinned = empty_report(&spec);
+    spawn_pinned("ws-dp", spec.cpu, streams, unpinned, move |ctrs| {
+        run(spec, &control, ctrs)
+    })
 }
 
 fn empty_report(spec: &WorkerSpec) -> WorkerReport {
@@ -445,6 +383,15 @@ fn skip_copy_unsupported(path: RecvPath, errno: i32) -> bool {
         && (errno == libc::EINVAL || errno == libc::EOPNOTSUPP || errno == libc::EFAULT)
 }
 
+/// recv(MSG_TRUNC) was refused with `errno`: say why and receive by copying from now on.
+fn fall_back_to_copy(path: &mut RecvPath, errno: i32, fallbacks: &mut Vec<String>) {
+    fallbacks.push(format!(
+        "skip_copy: recv(MSG_TRUNC) refused ({}); using copy",
+        sys::errno_str(errno)
+    ));
+    *path = RecvPath::Copy;
+}
+
 /// The one-stream receiver: a tight blocking loop (SO_RCVTIMEO wakes it to check stop).
 fn single_recv(
     st: &mut St,
@@ -469,13 +416,7 @@ fn single_recv(
                 sampler.tick();
             }
             Err(libc::EINTR) | Err(libc::EAGAIN) => {}
-            Err(e) if skip_copy_unsupported(*path, e) => {
-                fallbacks.push(format!(
-                    "skip_copy: recv(MSG_TRUNC) refused ({}); using copy",
-                    errno_str(e)
-                ));
-                *path = RecvPath::Copy;
-            }
+            Err(e) if skip_copy_unsupported(*path, e) => fall_back_to_copy(path, e, fallbacks),
             Err(e) => {
                 st.bytes = bytes;
                 st.blocks = reads;
@@ -489,33 +430,6 @@ fn single_recv(
     st.end = Some(end);
 }
 
-fn errno_str(e: i32) -> String {
-    std::io::Error::from_raw_os_error(e).to_string()
-}
-
-/// Owned epoll descriptor.
-struct Epoll(std::os::fd::OwnedFd);
-
-impl Epoll {
-    fn new() -> std::io::Result<Epoll> {
-        // SAFETY: plain syscall with a flag.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: fd is new and owned by nobody else.
-        Ok(Epoll(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) }))
-    }
-    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, data: u64) -> std::io::Result<()> {
-        let mut ev = libc::epoll_event { events, u64: data };
-        // SAFETY: `ev` is a valid epoll_event for the call.
-        if unsafe { libc::epoll_ctl(self.0.as_raw_fd(), op, fd, &mut ev) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn epoll_loop(
     sts: &mut [St],
@@ -527,7 +441,7 @@ fn epoll_loop(
     budget: Option<&Budget>,
     sampler: &mut CpuSampler,
 ) -> std::io::Result<()> {
-    let ep = Epoll::new()?;
+    let ep = sys::Epoll::new()?;
     let mut active = 0usize;
     for (i, st) in sts.iter_mut().enumerate() {
         if st.end.is_some() {
@@ -548,23 +462,12 @@ fn epoll_loop(
         if control.is_stopped() {
             break;
         }
-        // SAFETY: `events` holds EVENTS valid entries.
-        let k = unsafe {
-            libc::epoll_wait(
-                ep.0.as_raw_fd(),
-                events.as_mut_ptr(),
-                EVENTS as libc::c_int,
-                timeout_ms,
-            )
+        let k = match ep.wait(&mut events, timeout_ms) {
+            Ok(k) => k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
         };
-        if k < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        for ev in &events[..k as usize] {
+        for ev in &events[..k] {
             let (bits, idx) = (ev.events, ev.u64 as usize);
             let Some(st) = sts.get_mut(idx) else { continue };
             if st.end.is_some() {
@@ -638,13 +541,7 @@ fn service_recv(st: &mut St, buf: &mut [u8], path: &mut RecvPath, fallbacks: &mu
             }
             Err(libc::EINTR) => {}
             Err(libc::EAGAIN) => return,
-            Err(e) if skip_copy_unsupported(*path, e) => {
-                fallbacks.push(format!(
-                    "skip_copy: recv(MSG_TRUNC) refused ({}); using copy",
-                    errno_str(e)
-                ));
-                *path = RecvPath::Copy;
-            }
+            Err(e) if skip_copy_unsupported(*path, e) => fall_back_to_copy(path, e, fallbacks),
             Err(e) => {
                 st.fail(e, "recv");
                 return;

@@ -195,13 +195,7 @@ impl SendOp {
 
 /// Poll for POLLERR (error-queue readiness) up to `ms` milliseconds.
 fn wait_errqueue(fd: RawFd, ms: i32) {
-    let mut p = libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    unsafe { libc::poll(&mut p, 1, ms) };
+    sys::poll_fd(fd, 0, ms);
 }
 
 /// Drain MSG_ZEROCOPY notifications from the socket error queue.

@@ -1,22 +1,13 @@
 //! Every send path and receive path on loopback: bytes arrive intact, counters
 //! match on both ends, and the report says which path ran.
 
+mod common;
+
+use common::{one, pairs};
 use std::io::Read;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::Arc;
 use wirespeed_datapath::*;
-
-fn pairs(n: usize) -> Vec<(TcpStream, TcpStream)> {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = l.local_addr().expect("addr");
-    (0..n)
-        .map(|_| {
-            let a = TcpStream::connect(addr).expect("connect");
-            let (b, _) = l.accept().expect("accept");
-            (a, b)
-        })
-        .collect()
-}
 
 const PATHS: [SendPath; 4] = [
     SendPath::Copy,
@@ -76,11 +67,7 @@ fn each_send_path_one_stream_delivers_intact_bytes() {
         let w = spawn_worker(
             WorkerSpec {
                 cpu: None,
-                streams: vec![StreamSpec {
-                    id: 1,
-                    socket: a,
-                    direction: Direction::Send,
-                }],
+                streams: vec![one(1, a, Direction::Send)],
                 block_len: block,
                 send_path: path,
                 recv_path: RecvPath::Copy,
@@ -109,11 +96,7 @@ fn each_send_path_many_streams_delivers_intact_bytes() {
         let mut streams = Vec::new();
         for (i, (a, b)) in ps.into_iter().enumerate() {
             readers.push(std::thread::spawn(move || read_and_check(b, block, path)));
-            streams.push(StreamSpec {
-                id: i as u32 + 1,
-                socket: a,
-                direction: Direction::Send,
-            });
+            streams.push(one(i as u32 + 1, a, Direction::Send));
         }
         let w = spawn_worker(
             WorkerSpec {
@@ -149,16 +132,8 @@ fn skip_copy_receiver_counts_exactly() {
         let ps = pairs(nstreams);
         let (mut sends, mut recvs) = (Vec::new(), Vec::new());
         for (i, (a, b)) in ps.into_iter().enumerate() {
-            sends.push(StreamSpec {
-                id: i as u32,
-                socket: a,
-                direction: Direction::Send,
-            });
-            recvs.push(StreamSpec {
-                id: i as u32,
-                socket: b,
-                direction: Direction::Recv,
-            });
+            sends.push(one(i as u32, a, Direction::Send));
+            recvs.push(one(i as u32, b, Direction::Recv));
         }
         let total = 5 * 1024 * 1024 + 1;
         let mk = |streams, budget| WorkerSpec {

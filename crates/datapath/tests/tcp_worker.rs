@@ -1,22 +1,12 @@
 //! Loopback tests of the TCP workers: byte totals, budgets, stop latency,
 //! many streams, errors, pinning.
 
-use std::net::{TcpListener, TcpStream};
+mod common;
+
+use common::{one, pairs, stop_promptly};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wirespeed_datapath::*;
-
-pub fn pairs(n: usize) -> Vec<(TcpStream, TcpStream)> {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = l.local_addr().expect("addr");
-    (0..n)
-        .map(|_| {
-            let a = TcpStream::connect(addr).expect("connect");
-            let (b, _) = l.accept().expect("accept");
-            (a, b)
-        })
-        .collect()
-}
 
 fn spec(
     cpu: Option<u32>,
@@ -31,14 +21,6 @@ fn spec(
         send_path: SendPath::Copy,
         recv_path: RecvPath::Copy,
         budget,
-    }
-}
-
-fn one(id: u32, socket: TcpStream, direction: Direction) -> StreamSpec {
-    StreamSpec {
-        id,
-        socket,
-        direction,
     }
 }
 
@@ -135,15 +117,7 @@ fn stop_interrupts_blocked_receiver_and_blocked_sender() {
         c.clone(),
     )
     .expect("rx");
-    std::thread::sleep(Duration::from_millis(100));
-    let t = Instant::now();
-    c.stop();
-    let r = rx.join().expect("rx");
-    assert!(
-        t.elapsed() < Duration::from_millis(200),
-        "receiver stop took {:?}",
-        t.elapsed()
-    );
+    let r = stop_promptly(rx, &c, Duration::from_millis(100), "receiver").expect("rx");
     assert_eq!(r.streams[0].end, StreamEnd::Stopped);
     assert_eq!(r.streams[0].bytes, 0);
 
@@ -154,15 +128,7 @@ fn stop_interrupts_blocked_receiver_and_blocked_sender() {
         c.clone(),
     )
     .expect("tx");
-    std::thread::sleep(Duration::from_millis(200));
-    let t = Instant::now();
-    c.stop();
-    let s = tx.join().expect("tx");
-    assert!(
-        t.elapsed() < Duration::from_millis(200),
-        "sender stop took {:?}",
-        t.elapsed()
-    );
+    let s = stop_promptly(tx, &c, Duration::from_millis(200), "sender").expect("tx");
     assert_eq!(s.streams[0].end, StreamEnd::Stopped);
     assert!(s.streams[0].bytes > 0);
     drop(r); // the receiving socket lived until here

@@ -2,6 +2,9 @@
 //! a correct iperf3 header, the receiver's accounting matches what was sent, and
 //! pacing never runs ahead of its rate.
 
+mod common;
+
+use common::stop_promptly;
 use std::net::UdpSocket;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -369,14 +372,6 @@ fn bad_lengths_are_refused_and_stop_is_prompt() {
         }
     }
     let w = spawn_udp_worker(spec(b, 1472, true), c.clone()).expect("spawn");
-    std::thread::sleep(Duration::from_millis(80));
-    let t = Instant::now();
-    c.stop();
-    let rep = w.join().expect("join");
-    assert!(
-        t.elapsed() < Duration::from_millis(200),
-        "stop took {:?}",
-        t.elapsed()
-    );
+    let rep = stop_promptly(w, &c, Duration::from_millis(80), "receiver").expect("join");
     assert_eq!(rep.streams[0].end, StreamEnd::Stopped);
 }

@@ -5,9 +5,10 @@ use super::pacer::{paced_batch, Pacer};
 use super::{
     UdpCounters, UdpRecvPath, UdpSendPath, UdpStreamResult, UdpWorkerReport, UdpWorkerSpec,
 };
-use crate::cpu::{self, CpuSampler};
+use crate::cpu::CpuSampler;
+use crate::thread::{spawn_pinned, WorkerThread};
 use crate::{sys, Budget, Control, DatapathError, Direction, StreamEnd, POLL_INTERVAL};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use wirespeed_protocol::udp::{header_len, unwrap_seq32, DatagramHeader, MAX_DATAGRAM_LEN};
 
@@ -27,31 +28,7 @@ const PR_SET_TIMERSLACK: libc::c_int = 29;
 const PACE_SLICE_NS: u64 = 1_000_000;
 
 /// A running UDP worker.
-pub struct UdpWorkerHandle {
-    thread: std::thread::JoinHandle<UdpWorkerReport>,
-    counters: Vec<(u32, Arc<UdpCounters>)>,
-    fds: Vec<(u32, RawFd)>,
-}
-
-impl UdpWorkerHandle {
-    /// Live counters of every stream.
-    pub fn counters(&self) -> Vec<(u32, Arc<UdpCounters>)> {
-        self.counters.clone()
-    }
-    /// Raw fds of the streams (valid until `join`).
-    pub fn stream_fds(&self) -> Vec<(u32, RawFd)> {
-        self.fds.clone()
-    }
-    /// True once the thread has ended (all senders done, or stop()).
-    pub fn is_finished(&self) -> bool {
-        self.thread.is_finished()
-    }
-    pub fn join(self) -> Result<UdpWorkerReport, DatapathError> {
-        self.thread
-            .join()
-            .map_err(|_| DatapathError::WorkerPanicked)
-    }
-}
+pub type UdpWorkerHandle = WorkerThread<UdpWorkerReport, UdpCounters>;
 
 #[inline]
 fn mono_ns() -> u64 {
@@ -80,14 +57,14 @@ fn sleep_until(ns: u64) {
     };
 }
 
-fn wait_fd(fd: RawFd, events: libc::c_short, ms: i32) {
-    let mut p = libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    unsafe { libc::poll(&mut p, 1, ms) };
+/// The socket is full: false when the test is stopping, else true after waiting (1 ms at
+/// most) for room.
+fn wait_for_room(fd: RawFd, control: &Control) -> bool {
+    if control.is_stopped() {
+        return false;
+    }
+    sys::poll_fd(fd, libc::POLLOUT, 1);
+    true
 }
 
 /// Start a UDP worker. Validates the spec and applies `fq_rate` before the
@@ -118,50 +95,15 @@ pub fn spawn_udp_worker(
             crate::tcp::set_max_pacing_rate(s.socket.as_raw_fd(), rate)?;
         }
     }
-    let counters: Vec<(u32, Arc<UdpCounters>)> = spec
-        .streams
-        .iter()
-        .map(|s| (s.id, Arc::new(UdpCounters::new())))
-        .collect();
-    let fds = spec
+    let streams = spec
         .streams
         .iter()
         .map(|s| (s.id, s.socket.as_raw_fd()))
         .collect();
-    let ctrs: Vec<Arc<UdpCounters>> = counters.iter().map(|(_, c)| Arc::clone(c)).collect();
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(), DatapathError>>(1);
-    let name = match spec.cpu {
-        Some(c) => format!("ws-udp-cpu{c}"),
-        None => "ws-udp".into(),
-    };
-    let thread = std::thread::Builder::new()
-        .name(name)
-        .spawn(move || {
-            if let Some(c) = spec.cpu {
-                if let Err(e) = cpu::pin_current_thread(c) {
-                    let _ = tx.send(Err(e));
-                    return empty_report(spec.cpu);
-                }
-            }
-            let _ = tx.send(Ok(()));
-            run(spec, &control, ctrs)
-        })
-        .map_err(DatapathError::Spawn)?;
-    match rx.recv() {
-        Ok(Ok(())) => Ok(UdpWorkerHandle {
-            thread,
-            counters,
-            fds,
-        }),
-        Ok(Err(e)) => {
-            let _ = thread.join();
-            Err(e)
-        }
-        Err(_) => {
-            let _ = thread.join();
-            Err(DatapathError::WorkerPanicked)
-        }
-    }
+    let unpinned = empty_report(spec.cpu);
+    spawn_pinned("ws-udp", spec.cpu, streams, unpinned, move |ctrs| {
+        run(spec, &control, ctrs)
+    })
 }
 
 fn empty_report(cpu: Option<u32>) -> UdpWorkerReport {
@@ -344,10 +286,9 @@ impl Sender {
                 match sys::errno() {
                     libc::EINTR => {}
                     libc::EAGAIN | libc::ENOBUFS => {
-                        if control.is_stopped() {
+                        if !wait_for_room(fd, control) {
                             return SendOutcome::Stopped(done);
                         }
-                        wait_fd(fd, libc::POLLOUT, 1);
                     }
                     e => return SendOutcome::Failed(done, e),
                 }
@@ -378,10 +319,9 @@ impl Sender {
             match e {
                 libc::EINTR => {}
                 libc::EAGAIN | libc::ENOBUFS => {
-                    if control.is_stopped() {
+                    if !wait_for_room(fd, control) {
                         return SendOutcome::Stopped(done);
                     }
-                    wait_fd(fd, libc::POLLOUT, 1);
                 }
                 libc::EIO
                 | libc::EINVAL
@@ -748,16 +688,9 @@ fn run(spec: UdpWorkerSpec, control: &Control, ctrs: Vec<Arc<UdpCounters>>) -> U
             } else {
                 POLL_INTERVAL.as_millis() as i32
             };
-            // SAFETY: `events` has events.len() valid slots.
-            let k = unsafe {
-                libc::epoll_wait(
-                    ep.as_raw_fd(),
-                    events.as_mut_ptr(),
-                    events.len() as libc::c_int,
-                    timeout_ms,
-                )
-            };
-            for ev in &events[..k.max(0) as usize] {
+            // An interrupted (or failed) wait is an empty round.
+            let k = ep.wait(&mut events, timeout_ms).unwrap_or(0);
+            for ev in &events[..k] {
                 let Some(r) = recvs.get_mut(ev.u64 as usize) else {
                     continue;
                 };
@@ -868,32 +801,21 @@ fn claim_datagrams(b: &Budget, len: usize, want: usize) -> usize {
     n
 }
 
-fn make_epoll(recvs: &mut [RecvSt]) -> Option<OwnedFd> {
-    // SAFETY: plain syscall.
-    let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-    if fd < 0 {
-        let e = std::io::Error::last_os_error();
-        for r in recvs.iter_mut() {
-            r.end = Some(StreamEnd::Error);
-            r.err = Some(format!("epoll_create1: {e}"));
+fn make_epoll(recvs: &mut [RecvSt]) -> Option<sys::Epoll> {
+    let ep = match sys::Epoll::new() {
+        Ok(ep) => ep,
+        Err(e) => {
+            for r in recvs.iter_mut() {
+                r.end = Some(StreamEnd::Error);
+                r.err = Some(format!("epoll_create1: {e}"));
+            }
+            return None;
         }
-        return None;
-    }
-    // SAFETY: fd is new and ours.
-    let ep = unsafe { OwnedFd::from_raw_fd(fd) };
+    };
     for (i, r) in recvs.iter_mut().enumerate() {
-        let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: i as u64,
-        };
-        // SAFETY: valid epoll fd, socket fd and event.
-        if unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, r.fd, &mut ev) } < 0 {
+        if let Err(e) = ep.ctl(libc::EPOLL_CTL_ADD, r.fd, libc::EPOLLIN as u32, i as u64) {
             r.end = Some(StreamEnd::Error);
-            r.err = Some(format!(
-                "epoll_ctl on UDP stream {}: {}",
-                r.id,
-                std::io::Error::last_os_error()
-            ));
+            r.err = Some(format!("epoll_ctl on UDP stream {}: {e}", r.id));
         }
     }
     Some(ep)
