@@ -11,10 +11,13 @@
 //! | 6 | host state forbids it: offline CPU, unknown interface, no privilege to write |
 //! | 7 | local I/O: a file, snapshot or journal could not be read or written |
 //! | 70 | internal error (a bug) |
-
-#![allow(dead_code)] // TEMPORARY: until every command family uses its codes
+//! | 130 | interrupted (SIGINT/SIGTERM), as a shell reports a process ended by SIGINT |
+//!
+//! [`engine_code`] is the one mapping of the engine's errors onto this table.
 
 use std::fmt;
+
+use wirespeed_engine::EngineError;
 
 pub const OK: u8 = 0;
 pub const FINDINGS: u8 = 1;
@@ -25,6 +28,7 @@ pub const PEER: u8 = 5;
 pub const HOST: u8 = 6;
 pub const IO: u8 = 7;
 pub const INTERNAL: u8 = 70;
+pub const INTERRUPTED: u8 = 130;
 
 /// An error that knows its exit code. Wrap a failure in it (`Fail::new(exit::HOST, ...)` or
 /// `.context(...)` over it) where the code matters; anything else exits with `INTERNAL`.
@@ -54,6 +58,24 @@ impl std::error::Error for Fail {}
 /// Shorthand: `return Err(fail(exit::USAGE, "..."))`.
 pub fn fail(code: u8, message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Fail::new(code, message))
+}
+
+/// The exit code of an engine error.
+pub fn engine_code(e: &EngineError) -> u8 {
+    match e {
+        EngineError::Config(_) => USAGE,
+        EngineError::Host(_) | EngineError::Listen { .. } => HOST,
+        EngineError::Connect { .. } => CONNECT,
+        EngineError::Refused(_) => REFUSED,
+        EngineError::Peer(_) => PEER,
+        EngineError::Interrupted => INTERRUPTED,
+        EngineError::Io { .. } => IO,
+    }
+}
+
+/// An engine error as a [`Fail`] with its exit code and message.
+pub fn engine_fail(e: EngineError) -> anyhow::Error {
+    fail(engine_code(&e), e.to_string())
 }
 
 /// The exit code carried by the first `Fail` in the error's chain.

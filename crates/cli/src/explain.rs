@@ -19,7 +19,7 @@ use wirespeed_host::{CpuSet, Root};
 use wirespeed_protocol::Direction;
 use wirespeed_report::TestResult;
 
-use crate::exit;
+use crate::exit::{self, engine_code};
 
 fn cpu_list(s: &str) -> Result<CpuSet, String> {
     CpuSet::parse_nonempty(s).map_err(|e| e.to_string())
@@ -73,18 +73,6 @@ pub struct LatencyArgs {
     /// CSV output (one line per pair).
     #[arg(long)]
     pub csv: bool,
-}
-
-/// The exit code of an engine error (the table in exit.rs).
-fn engine_code(e: &EngineError) -> u8 {
-    match e {
-        EngineError::Config(_) => exit::USAGE,
-        EngineError::Host(_) | EngineError::Listen { .. } => exit::HOST,
-        EngineError::Connect { .. } => exit::CONNECT,
-        EngineError::Refused(_) => exit::REFUSED,
-        EngineError::Peer(_) | EngineError::Interrupted => exit::PEER,
-        EngineError::Io { .. } => exit::IO,
-    }
 }
 
 /// SIGINT and SIGTERM set the returned flag instead of killing the process, so a sweep can

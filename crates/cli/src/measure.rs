@@ -26,7 +26,7 @@ use wirespeed_report::sizes::{parse_bytes, parse_rate};
 use wirespeed_report::text::TextOptions;
 use wirespeed_report::units::UnitFormat;
 
-use crate::exit;
+use crate::exit::{self, engine_fail};
 
 fn size(s: &str) -> Result<u64, String> {
     parse_bytes(s, "size")
@@ -369,23 +369,6 @@ pub fn rewrite_iperf3_argv(argv: Vec<OsString>) -> Vec<OsString> {
     out.extend(host);
     out.extend(rest);
     out
-}
-
-fn code_of(e: &EngineError) -> u8 {
-    match e {
-        EngineError::Config(_) => exit::USAGE,
-        EngineError::Host(_) | EngineError::Listen { .. } => exit::HOST,
-        EngineError::Connect { .. } => exit::CONNECT,
-        EngineError::Refused(_) => exit::REFUSED,
-        EngineError::Peer(_) => exit::PEER,
-        // As a shell reports a process ended by SIGINT.
-        EngineError::Interrupted => 130,
-        EngineError::Io { .. } => exit::IO,
-    }
-}
-
-fn engine_fail(e: EngineError) -> anyhow::Error {
-    exit::fail(code_of(&e), e.to_string())
 }
 
 fn family(v4: bool, v6: bool) -> Family {
