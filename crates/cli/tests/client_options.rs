@@ -10,33 +10,15 @@ use std::time::Duration;
 use measure_common::*;
 use serde_json::Value;
 
-/// A one-off wirespeed server and one client run against it.
+/// A one-off wirespeed server and one wirespeed client run against it.
 fn pair(client_args: &[&str]) -> (Output, Output) {
-    let port = free_port();
-    let srv =
-        spawn(Command::new(wirespeed()).args(["server", "-1", "-J", "-p", &port.to_string()]));
-    wait_listening(port);
-    let out = run(
-        Command::new(wirespeed())
-            .args(["client", "127.0.0.1", "-p", &port.to_string()])
-            .args(client_args),
-        Duration::from_secs(30),
-    );
-    let sout = srv.wait_output(Duration::from_secs(15));
-    assert!(
-        out.status.success(),
-        "{client_args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out, sout)
+    let what = format!("{client_args:?}");
+    one_off(Side::Wirespeed, Side::Wirespeed, client_args, &what)
 }
 
 fn pair_json(args: &[&str]) -> (Value, Value) {
-    let mut a = vec!["-J"];
-    a.extend_from_slice(args);
-    let (c, s) = pair(&a);
-    (json_of(&c.stdout, "client"), json_of(&s.stdout, "server"))
+    let what = format!("{args:?}");
+    one_off_json(Side::Wirespeed, Side::Wirespeed, args, &what)
 }
 
 #[test]
@@ -245,11 +227,7 @@ fn loopback_mode_runs_without_a_server() {
         Command::new(wirespeed()).args(["client", "--loopback", "-t", "1", "-J"]),
         Duration::from_secs(30),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "client --loopback");
     let j = json_of(&out.stdout, "loopback");
     let t = totals(&j);
     assert!(t[0].unwrap_or(0) > 0);
@@ -259,21 +237,13 @@ fn loopback_mode_runs_without_a_server() {
 
 #[test]
 fn several_ports_in_one_run_are_summed() {
-    let (p1, p2) = (free_port(), free_port());
-    let _s1 = spawn(Command::new(wirespeed()).args(["server", "-p", &p1.to_string(), "-i", "0"]));
-    let _s2 = spawn(Command::new(wirespeed()).args(["server", "-p", &p2.to_string(), "-i", "0"]));
-    wait_listening(p1);
-    wait_listening(p2);
-    let ports = format!("{p1},{p2}");
+    let (_s1, p1) = start_server(&["-i", "0"]);
+    let (_s2, p2) = start_server(&["-i", "0"]);
     let out = run(
-        Command::new(wirespeed()).args(["-c", "127.0.0.1", "-p", &ports, "-t", "1", "-J"]),
+        &mut client_cmd(Side::Wirespeed, format!("{p1},{p2}"), &["-t", "1", "-J"]),
         Duration::from_secs(30),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "multi-target client");
     let j = json_of(&out.stdout, "multi-target client");
     let targets = j["targets"].as_array().expect("targets");
     assert_eq!(targets.len(), 2);
@@ -291,19 +261,8 @@ fn several_ports_in_one_run_are_summed() {
 
 #[test]
 fn ctrl_c_ends_the_test_cleanly() {
-    let port = free_port();
-    let _srv =
-        spawn(Command::new(wirespeed()).args(["server", "-p", &port.to_string(), "-i", "0"]));
-    wait_listening(port);
-    let client = spawn(Command::new(wirespeed()).args([
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &port.to_string(),
-        "-t",
-        "30",
-        "-J",
-    ]));
+    let (_srv, port) = start_server(&["-i", "0"]);
+    let client = spawn(&mut client_cmd(Side::Wirespeed, port, &["-t", "30", "-J"]));
     std::thread::sleep(Duration::from_millis(1500));
     let pid = client.pid();
     let k = Command::new("kill")
@@ -328,20 +287,8 @@ fn ctrl_c_ends_the_test_cleanly() {
     assert_eq!(j["error"], "interrupted");
     // The server is still there for the next test.
     let again = run(
-        Command::new(wirespeed()).args([
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-t",
-            "1",
-            "-J",
-        ]),
+        &mut client_cmd(Side::Wirespeed, port, &["-t", "1", "-J"]),
         Duration::from_secs(20),
     );
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
+    assert_success(&again, "the next test");
 }

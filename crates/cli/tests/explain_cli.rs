@@ -1,5 +1,8 @@
 //! `wirespeed latency` (and the sweep/repeat commands' argument checks) end to end.
 
+mod measure_common;
+
+use measure_common::online_cpus;
 use std::process::Command;
 
 fn wirespeed(args: &[&str]) -> std::process::Output {
@@ -9,16 +12,9 @@ fn wirespeed(args: &[&str]) -> std::process::Output {
         .expect("run wirespeed")
 }
 
-fn online() -> usize {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| wirespeed_host::CpuSet::parse_list(&s).ok())
-        .map_or(0, |s| s.len())
-}
-
 #[test]
 fn latency_matrix_on_this_machine() {
-    if online() < 2 {
+    if online_cpus() < 2 {
         eprintln!("SKIP: latency_matrix_on_this_machine because fewer than 2 CPUs are online");
         return;
     }

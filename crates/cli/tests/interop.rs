@@ -6,9 +6,6 @@
 
 mod measure_common;
 
-use std::process::Command;
-use std::time::Duration;
-
 use measure_common::*;
 use serde_json::Value;
 
@@ -23,119 +20,52 @@ struct Case {
     window: Option<u64>,
 }
 
-const CASES: &[Case] = &[
+/// A case with one stream, forward, checked only for agreeing totals.
+const fn case(name: &'static str, args: &'static [&'static str]) -> Case {
     Case {
-        name: "one stream",
-        args: &["-t", "1"],
+        name,
+        args,
         parallel: 1,
         reverse: false,
         bidir: false,
         bytes: None,
         seconds: None,
         window: None,
-    },
-    Case {
-        name: "-P 4",
-        args: &["-t", "1", "-P", "4"],
-        parallel: 4,
-        reverse: false,
-        bidir: false,
-        bytes: None,
-        seconds: None,
-        window: None,
-    },
-    Case {
-        name: "-R",
-        args: &["-t", "1", "-R"],
-        parallel: 1,
-        reverse: true,
-        bidir: false,
-        bytes: None,
-        seconds: None,
-        window: None,
-    },
-    Case {
-        name: "--bidir",
-        args: &["-t", "1", "--bidir"],
-        parallel: 1,
-        reverse: false,
-        bidir: true,
-        bytes: None,
-        seconds: None,
-        window: None,
-    },
-    Case {
-        name: "-t 2",
-        args: &["-t", "2"],
-        parallel: 1,
-        reverse: false,
-        bidir: false,
-        bytes: None,
-        seconds: Some(2.0),
-        window: None,
-    },
-    Case {
-        name: "-n 64M",
-        args: &["-n", "64M"],
-        parallel: 1,
-        reverse: false,
-        bidir: false,
-        bytes: Some(64 << 20),
-        seconds: None,
-        window: None,
-    },
-    Case {
-        name: "-n 32M -R",
-        args: &["-n", "32M", "-R"],
-        parallel: 1,
-        reverse: true,
-        bidir: false,
-        bytes: Some(32 << 20),
-        seconds: None,
-        window: None,
-    },
-    Case {
-        name: "-w 256K",
-        args: &["-t", "1", "-w", "256K"],
-        parallel: 1,
-        reverse: false,
-        bidir: false,
-        bytes: None,
-        seconds: None,
-        window: Some(256 << 10),
-    },
-];
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Side {
-    Wirespeed,
-    Iperf3,
-}
-
-fn server_cmd(side: Side, port: u16) -> Command {
-    match side {
-        Side::Wirespeed => {
-            let mut c = Command::new(wirespeed());
-            c.args(["server", "-1", "-J", "-p", &port.to_string()]);
-            c
-        }
-        Side::Iperf3 => {
-            let mut c = Command::new("iperf3");
-            c.args(["-s", "-1", "-J", "-p", &port.to_string()]);
-            c
-        }
     }
 }
 
-fn client_cmd(side: Side, port: u16, args: &[&str]) -> Command {
-    let mut c = match side {
-        Side::Wirespeed => Command::new(wirespeed()),
-        Side::Iperf3 => Command::new("iperf3"),
-    };
-    c.args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J"])
-        .args(args);
-    c
-}
+const CASES: &[Case] = &[
+    case("one stream", &["-t", "1"]),
+    Case {
+        parallel: 4,
+        ..case("-P 4", &["-t", "1", "-P", "4"])
+    },
+    Case {
+        reverse: true,
+        ..case("-R", &["-t", "1", "-R"])
+    },
+    Case {
+        bidir: true,
+        ..case("--bidir", &["-t", "1", "--bidir"])
+    },
+    Case {
+        seconds: Some(2.0),
+        ..case("-t 2", &["-t", "2"])
+    },
+    Case {
+        bytes: Some(64 << 20),
+        ..case("-n 64M", &["-n", "64M"])
+    },
+    Case {
+        reverse: true,
+        bytes: Some(32 << 20),
+        ..case("-n 32M -R", &["-n", "32M", "-R"])
+    },
+    Case {
+        window: Some(256 << 10),
+        ..case("-w 256K", &["-t", "1", "-w", "256K"])
+    },
+];
 
 /// Check one direction: `sent` by one end, `received` by the other.
 fn check_direction(what: &str, sent: u64, received: u64, receiver: Side) {
@@ -159,16 +89,7 @@ fn check_direction(what: &str, sent: u64, received: u64, receiver: Side) {
 
 fn check(case: &Case, client: Side, server: Side, cj: &Value, sj: &Value) {
     let tag = format!("{} ({client:?} client, {server:?} server)", case.name);
-    assert!(
-        cj.get("error").is_none(),
-        "{tag}: client error {}",
-        cj["error"]
-    );
-    assert!(
-        sj.get("error").is_none(),
-        "{tag}: server error {}",
-        sj["error"]
-    );
+    assert_no_error(cj, sj, &tag);
     let n_streams = case.parallel * if case.bidir { 2 } else { 1 };
     assert_eq!(
         cj["end"]["streams"].as_array().map(Vec::len),
@@ -255,23 +176,8 @@ fn check(case: &Case, client: Side, server: Side, cj: &Value, sj: &Value) {
 }
 
 fn run_case(case: &Case, client: Side, server: Side) {
-    let port = free_port();
-    let srv = spawn(&mut server_cmd(server, port));
-    wait_listening(port);
-    let out = run(
-        &mut client_cmd(client, port, case.args),
-        Duration::from_secs(30),
-    );
-    let sout = srv.wait_output(Duration::from_secs(15));
-    assert!(
-        out.status.success(),
-        "{}: {client:?} client failed: {}{}",
-        case.name,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let cj = json_of(&out.stdout, "client");
-    let sj = json_of(&sout.stdout, "server");
+    let what = format!("{}: {client:?} client", case.name);
+    let (cj, sj) = one_off_json(client, server, case.args, &what);
     check(case, client, server, &cj, &sj);
     eprintln!(
         "ok: {} ({client:?} -> {server:?}): totals client {:?} server {:?}",
@@ -281,29 +187,40 @@ fn run_case(case: &Case, client: Side, server: Side) {
     );
 }
 
-#[test]
-fn wirespeed_client_with_iperf3_server() {
-    if !have_iperf3("wirespeed_client_with_iperf3_server") {
+/// Every case between these two ends; with iperf3 at either end, skipped (saying so) when it
+/// is not installed.
+fn run_all(test: &str, client: Side, server: Side) {
+    if (client == Side::Iperf3 || server == Side::Iperf3) && !have_iperf3(test) {
         return;
     }
     for case in CASES {
-        run_case(case, Side::Wirespeed, Side::Iperf3);
+        run_case(case, client, server);
     }
+}
+
+#[test]
+fn wirespeed_client_with_iperf3_server() {
+    run_all(
+        "wirespeed_client_with_iperf3_server",
+        Side::Wirespeed,
+        Side::Iperf3,
+    );
 }
 
 #[test]
 fn iperf3_client_with_wirespeed_server() {
-    if !have_iperf3("iperf3_client_with_wirespeed_server") {
-        return;
-    }
-    for case in CASES {
-        run_case(case, Side::Iperf3, Side::Wirespeed);
-    }
+    run_all(
+        "iperf3_client_with_wirespeed_server",
+        Side::Iperf3,
+        Side::Wirespeed,
+    );
 }
 
 #[test]
 fn wirespeed_both_ends_agree_exactly() {
-    for case in CASES {
-        run_case(case, Side::Wirespeed, Side::Wirespeed);
-    }
+    run_all(
+        "wirespeed_both_ends_agree_exactly",
+        Side::Wirespeed,
+        Side::Wirespeed,
+    );
 }

@@ -5,26 +5,10 @@
 
 mod measure_common;
 
-use std::process::Command;
-use std::time::Duration;
-
 use measure_common::*;
 use serde_json::Value;
 
 const LEN: u64 = 1472;
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Side {
-    Wirespeed,
-    Iperf3,
-}
-
-fn cmd(side: Side) -> Command {
-    match side {
-        Side::Wirespeed => Command::new(wirespeed()),
-        Side::Iperf3 => Command::new("iperf3"),
-    }
-}
 
 /// (packets, lost, bytes) of `end.<key>`.
 fn udp_sum(j: &Value, key: &str) -> Option<(u64, u64, u64)> {
@@ -38,47 +22,11 @@ fn udp_sum(j: &Value, key: &str) -> Option<(u64, u64, u64)> {
 
 fn run_udp(client: Side, server: Side, extra: &[&str], bidir: bool, reverse: bool) {
     let tag = format!("{client:?} client -> {server:?} server {extra:?}");
-    let port = free_port();
-    let srv = spawn(cmd(server).args(["-s", "-1", "-J", "-p", &port.to_string()]));
-    wait_listening(port);
-    let out = run(
-        cmd(client)
-            .args([
-                "-c",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-                "-J",
-                "-u",
-                "-t",
-                "1",
-                "-b",
-                "20M",
-                "-l",
-                &LEN.to_string(),
-            ])
-            .args(extra),
-        Duration::from_secs(30),
-    );
-    let sout = srv.wait_output(Duration::from_secs(15));
-    assert!(
-        out.status.success(),
-        "{tag}: client failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let cj = json_of(&out.stdout, "client");
-    let sj = json_of(&sout.stdout, "server");
-    assert!(
-        cj.get("error").is_none(),
-        "{tag}: client error {}",
-        cj["error"]
-    );
-    assert!(
-        sj.get("error").is_none(),
-        "{tag}: server error {}",
-        sj["error"]
-    );
+    let len = LEN.to_string();
+    let mut args = vec!["-u", "-t", "1", "-b", "20M", "-l", &len];
+    args.extend_from_slice(extra);
+    let (cj, sj) = one_off_json(client, server, &args, &format!("{tag}: client"));
+    assert_no_error(&cj, &sj, &tag);
     assert_eq!(cj["start"]["test_start"]["protocol"], "UDP", "{tag}");
     let mut keys = vec![("sum", if reverse { client } else { server })];
     if bidir {

@@ -24,6 +24,14 @@ fn ws(args: &[&str]) -> Output {
     )
 }
 
+/// A wirespeed client against 127.0.0.1:`port` with `args`.
+fn client(port: u16, args: &[&str]) -> Output {
+    run(
+        &mut client_cmd(Side::Wirespeed, port, args),
+        Duration::from_secs(30),
+    )
+}
+
 fn assert_fails(o: &Output, code: i32, needle: &str, what: &str) {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(code), "{what}: stderr {err}");
@@ -42,7 +50,7 @@ fn assert_fails(o: &Output, code: i32, needle: &str, what: &str) {
 #[test]
 fn refused_port_is_a_connect_error() {
     let port = free_port();
-    let o = ws(&["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"]);
+    let o = client(port, &["-t", "1"]);
     assert_fails(&o, CONNECT, "refused", "closed port");
 }
 
@@ -87,68 +95,43 @@ fn offline_cpu_is_a_host_error() {
 
 #[test]
 fn server_limits_are_reported_to_the_client() {
-    let port = free_port();
-    let _srv = spawn(Command::new(wirespeed()).args([
-        "server",
-        "-p",
-        &port.to_string(),
-        "--max-streams",
-        "2",
-        "--max-duration",
-        "5",
-        "-i",
-        "0",
-    ]));
-    wait_listening(port);
-    let p = port.to_string();
-    let o = ws(&["-c", "127.0.0.1", "-p", &p, "-P", "3", "-t", "1"]);
+    let (_srv, port) = start_server(&["--max-streams", "2", "--max-duration", "5", "-i", "0"]);
+    let o = client(port, &["-P", "3", "-t", "1"]);
     assert_fails(
         &o,
         REFUSED,
         "at most 2 streams",
         "-P 3 over --max-streams 2",
     );
-    let o = ws(&["-c", "127.0.0.1", "-p", &p, "-t", "10"]);
+    let o = client(port, &["-t", "10"]);
     assert_fails(&o, REFUSED, "at most 5 s", "-t 10 over --max-duration 5");
-    let o = ws(&["-c", "127.0.0.1", "-p", &p, "-t", "1", "-A", "0,4095"]);
+    let o = client(port, &["-t", "1", "-A", "0,4095"]);
     assert_fails(&o, REFUSED, "CPU 4095", "server CPU 4095");
     if have_iperf3("iperf3 client refused by --max-streams") {
         let o = run(
-            Command::new("iperf3").args(["-c", "127.0.0.1", "-p", &p, "-P", "3", "-t", "1"]),
+            &mut client_cmd(Side::Iperf3, port, &["-P", "3", "-t", "1"]),
             Duration::from_secs(20),
         );
         assert!(!o.status.success());
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let text = text_of(&o);
         assert!(text.contains("parallel streams"), "iperf3 said: {text}");
     }
 }
 
 #[test]
 fn busy_server_refuses_with_access_denied() {
-    let port = free_port();
-    let p = port.to_string();
-    let _srv =
-        spawn(Command::new(wirespeed()).args(["server", "-p", &p, "--max-tests", "1", "-i", "0"]));
-    wait_listening(port);
-    let first = spawn(Command::new(wirespeed()).args(["-c", "127.0.0.1", "-p", &p, "-t", "3"]));
+    let (_srv, port) = start_server(&["--max-tests", "1", "-i", "0"]);
+    let first = spawn(&mut client_cmd(Side::Wirespeed, port, &["-t", "3"]));
     std::thread::sleep(Duration::from_millis(700));
-    let o = ws(&["-c", "127.0.0.1", "-p", &p, "-t", "1"]);
+    let o = client(port, &["-t", "1"]);
     assert_fails(&o, REFUSED, "maximum of 1 tests", "second wirespeed client");
     if have_iperf3("iperf3 client against a busy wirespeed server") {
         let o = run(
-            Command::new("iperf3").args(["-c", "127.0.0.1", "-p", &p, "-t", "1"]),
+            &mut client_cmd(Side::Iperf3, port, &["-t", "1"]),
             Duration::from_secs(20),
         );
         assert!(!o.status.success());
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
+        let text = text_of(&o);
         assert!(text.contains("busy"), "iperf3 said: {text}");
     }
     assert!(first.wait_output(Duration::from_secs(20)).status.success());
@@ -211,7 +194,7 @@ fn server_vanishing_mid_test_is_a_peer_error() {
         // Vanish.
     });
     let t0 = Instant::now();
-    let o = ws(&["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "3"]);
+    let o = client(port, &["-t", "3"]);
     let took = t0.elapsed();
     fake.join().expect("fake server");
     assert_fails(&o, PEER, "server", "vanished server");
@@ -220,21 +203,10 @@ fn server_vanishing_mid_test_is_a_peer_error() {
 
 #[test]
 fn server_stops_a_test_past_its_maximum_duration() {
-    let port = free_port();
-    let p = port.to_string();
-    let _srv = spawn(Command::new(wirespeed()).args([
-        "server",
-        "-p",
-        &p,
-        "--max-duration",
-        "2",
-        "-i",
-        "0",
-    ]));
-    wait_listening(port);
+    let (_srv, port) = start_server(&["--max-duration", "2", "-i", "0"]);
     // -n with no time: only the server's limit ends it.
     let t0 = Instant::now();
-    let o = ws(&["-c", "127.0.0.1", "-p", &p, "-n", "100T", "-i", "0"]);
+    let o = client(port, &["-n", "100T", "-i", "0"]);
     let took = t0.elapsed();
     assert_fails(&o, PEER, "terminated", "-n 100T over --max-duration 2");
     assert!(took < Duration::from_secs(10), "took {took:?}");
@@ -246,12 +218,11 @@ fn busy_iperf3_server_is_a_refusal() {
         return;
     }
     let port = free_port();
-    let p = port.to_string();
-    let _srv = spawn(Command::new("iperf3").args(["-s", "-p", &p]));
+    let _srv = spawn(Side::Iperf3.command().args(["-s", "-p", &port.to_string()]));
     wait_listening(port);
-    let first = spawn(Command::new("iperf3").args(["-c", "127.0.0.1", "-p", &p, "-t", "3"]));
+    let first = spawn(&mut client_cmd(Side::Iperf3, port, &["-t", "3"]));
     std::thread::sleep(Duration::from_millis(700));
-    let o = ws(&["-c", "127.0.0.1", "-p", &p, "-t", "1"]);
+    let o = client(port, &["-t", "1"]);
     assert_fails(
         &o,
         REFUSED,

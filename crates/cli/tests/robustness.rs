@@ -5,7 +5,6 @@ mod measure_common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use measure_common::*;
@@ -56,30 +55,19 @@ fn hello(port: u16, c: &Cookie) -> TcpStream {
 
 #[test]
 fn server_survives_hostile_and_broken_peers_while_serving_a_real_test() {
-    let port = free_port();
-    let _srv = spawn(Command::new(wirespeed()).args([
-        "server",
-        "-p",
-        &port.to_string(),
+    let (_srv, port) = start_server(&[
         "--handshake-timeout",
         &HANDSHAKE_TIMEOUT_S.to_string(),
         "-i",
         "0",
-    ]));
-    wait_listening(port);
+    ]);
 
     // A real test runs the whole time.
-    let real = spawn(Command::new(wirespeed()).args([
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &port.to_string(),
-        "-t",
-        "3",
-        "-P",
-        "2",
-        "-J",
-    ]));
+    let real = spawn(&mut client_cmd(
+        Side::Wirespeed,
+        port,
+        &["-t", "3", "-P", "2", "-J"],
+    ));
     std::thread::sleep(Duration::from_millis(500));
 
     // 1. Garbage instead of a cookie: ACCESS_DENIED (or nothing), then close.
@@ -182,11 +170,7 @@ fn server_survives_hostile_and_broken_peers_while_serving_a_real_test() {
 
     // The real test finished correctly.
     let out = real.wait_output(Duration::from_secs(20));
-    assert!(
-        out.status.success(),
-        "real test failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "real test");
     let j = json_of(&out.stdout, "real client");
     let t = totals(&j);
     assert!(t[0].unwrap_or(0) > 0);
@@ -194,22 +178,10 @@ fn server_survives_hostile_and_broken_peers_while_serving_a_real_test() {
 
     // And the server still serves.
     let again = run(
-        Command::new(wirespeed()).args([
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-t",
-            "1",
-            "-J",
-        ]),
+        &mut client_cmd(Side::Wirespeed, port, &["-t", "1", "-J"]),
         Duration::from_secs(20),
     );
-    assert!(
-        again.status.success(),
-        "second test failed: {}",
-        String::from_utf8_lossy(&again.stderr)
-    );
+    assert_success(&again, "second test");
     let t = totals(&json_of(&again.stdout, "second client"));
     assert_eq!(t[0], t[1]);
 }

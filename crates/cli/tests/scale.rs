@@ -2,46 +2,23 @@
 
 mod measure_common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use measure_common::*;
 
 #[test]
 fn p1024_on_loopback_has_correct_totals() {
-    let port = free_port();
-    let srv = spawn(Command::new(wirespeed()).args([
-        "server",
-        "-1",
-        "-J",
-        "-i",
-        "0",
-        "-p",
-        &port.to_string(),
-    ]));
-    wait_listening(port);
+    let (srv, port) = start_server(&["-1", "-J", "-i", "0"]);
     let out = run(
-        Command::new(wirespeed()).args([
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-t",
-            "2",
-            "-P",
-            "1024",
-            "-J",
-            "-i",
-            "0",
-        ]),
+        &mut client_cmd(
+            Side::Wirespeed,
+            port,
+            &["-t", "2", "-P", "1024", "-J", "-i", "0"],
+        ),
         Duration::from_secs(60),
     );
     let sout = srv.wait_output(Duration::from_secs(20));
-    assert!(
-        out.status.success(),
-        "client failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out, "client");
     let cj = json_of(&out.stdout, "client");
     let sj = json_of(&sout.stdout, "server");
     let streams = cj["end"]["streams"].as_array().expect("end.streams");
@@ -80,28 +57,23 @@ fn p1024_on_loopback_has_correct_totals() {
 
 #[test]
 fn two_clients_at_once_on_one_server() {
-    let port = free_port();
-    let _srv =
-        spawn(Command::new(wirespeed()).args(["server", "-p", &port.to_string(), "-i", "0"]));
-    wait_listening(port);
-    let args = |extra: &'static [&'static str]| {
-        let mut c = Command::new(wirespeed());
-        c.args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "2", "-J"])
-            .args(extra);
-        c
-    };
-    let a = spawn(&mut args(&["-P", "2"]));
-    let b = spawn(&mut args(&["-R"]));
+    let (_srv, port) = start_server(&["-i", "0"]);
+    let a = spawn(&mut client_cmd(
+        Side::Wirespeed,
+        port,
+        &["-t", "2", "-J", "-P", "2"],
+    ));
+    let b = spawn(&mut client_cmd(
+        Side::Wirespeed,
+        port,
+        &["-t", "2", "-J", "-R"],
+    ));
     let (oa, ob) = (
         a.wait_output(Duration::from_secs(30)),
         b.wait_output(Duration::from_secs(30)),
     );
     for (o, name) in [(&oa, "first"), (&ob, "second")] {
-        assert!(
-            o.status.success(),
-            "{name} client failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_success(o, &format!("{name} client"));
         let j = json_of(&o.stdout, name);
         let t = totals(&j);
         assert!(t[0].unwrap_or(0) > 0, "{name}: nothing moved");

@@ -1,4 +1,5 @@
-//! Helpers for the measuring tests: run wirespeed and iperf3, free ports, JSON totals.
+//! Helpers for the measuring tests: run wirespeed and iperf3 (servers on free ports, clients
+//! against them, one-off tests between any two ends), exit checks, JSON totals.
 #![allow(dead_code)]
 
 use std::net::TcpListener;
@@ -10,6 +11,31 @@ use serde_json::Value;
 
 pub fn wirespeed() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_wirespeed"))
+}
+
+/// Which program runs one end of a test.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Side {
+    Wirespeed,
+    Iperf3,
+}
+
+impl Side {
+    /// The program, without arguments.
+    pub fn command(self) -> Command {
+        match self {
+            Side::Wirespeed => Command::new(wirespeed()),
+            Side::Iperf3 => Command::new("iperf3"),
+        }
+    }
+}
+
+/// How many CPUs are online here (0 when unknown).
+pub fn online_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| wirespeed_host::CpuSet::parse_list(&s).ok())
+        .map_or(0, |s| s.len())
 }
 
 /// `true` if Debian's iperf3 runs here; otherwise prints why the caller skips.
@@ -136,6 +162,84 @@ pub fn spawn(cmd: &mut Command) -> Proc {
 /// Run to completion with a hard time limit (a hang fails the test).
 pub fn run(cmd: &mut Command, within: Duration) -> Output {
     spawn(cmd).wait_output(within)
+}
+
+/// `<side> -c 127.0.0.1 -p <port> <args>`; `port` may be a list (`5201,5202`) for wirespeed.
+pub fn client_cmd(side: Side, port: impl std::fmt::Display, args: &[&str]) -> Command {
+    let mut c = side.command();
+    c.args(["-c", "127.0.0.1", "-p", &port.to_string()])
+        .args(args);
+    c
+}
+
+/// `wirespeed server -p <port> <args>` on a free port, already listening: the process (killed
+/// when dropped) and its port.
+pub fn start_server(args: &[&str]) -> (Proc, u16) {
+    let port = free_port();
+    let srv = spawn(
+        Command::new(wirespeed())
+            .args(["server", "-p", &port.to_string()])
+            .args(args),
+    );
+    wait_listening(port);
+    (srv, port)
+}
+
+/// A process's stdout and stderr, as text.
+pub fn text_of(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Fail, naming `what` and showing the output, unless the process exited with 0.
+pub fn assert_success(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what} failed ({}): {}",
+        o.status,
+        text_of(o)
+    );
+}
+
+/// One test between a one-off server (`-s -1 -J`) and a client with `args` (nothing added),
+/// run within 30 s: both outputs, after checking that the client succeeded.
+pub fn one_off(client: Side, server: Side, args: &[&str], what: &str) -> (Output, Output) {
+    let port = free_port();
+    let srv = spawn(
+        server
+            .command()
+            .args(["-s", "-1", "-J", "-p", &port.to_string()]),
+    );
+    wait_listening(port);
+    let out = run(&mut client_cmd(client, port, args), Duration::from_secs(30));
+    let sout = srv.wait_output(Duration::from_secs(15));
+    assert_success(&out, what);
+    (out, sout)
+}
+
+/// [`one_off`] with `-J` first: the client's and the server's JSON documents.
+pub fn one_off_json(client: Side, server: Side, args: &[&str], what: &str) -> (Value, Value) {
+    let mut a = vec!["-J"];
+    a.extend_from_slice(args);
+    let (c, s) = one_off(client, server, &a, what);
+    (json_of(&c.stdout, "client"), json_of(&s.stdout, "server"))
+}
+
+/// Neither end's JSON document reports an error.
+pub fn assert_no_error(client: &Value, server: &Value, what: &str) {
+    assert!(
+        client.get("error").is_none(),
+        "{what}: client error {}",
+        client["error"]
+    );
+    assert!(
+        server.get("error").is_none(),
+        "{what}: server error {}",
+        server["error"]
+    );
 }
 
 pub fn json_of(out: &[u8], who: &str) -> Value {
