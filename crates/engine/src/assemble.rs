@@ -159,6 +159,7 @@ pub fn results_ext(reports: &[WorkerSummary]) -> ResultsExt {
         send_path,
         recv_path,
         observation: None,
+        irq_move: None,
         extra: Default::default(),
     }
 }
@@ -200,6 +201,9 @@ pub fn report_ext(
         if let Some(rp) = &p.recv_path {
             ext.extra
                 .insert("remote_recv_path".into(), rp.clone().into());
+        }
+        if let Some(m) = &p.irq_move {
+            ext.extra.insert("remote_irq_move".into(), m.clone());
         }
     }
     ext

@@ -71,6 +71,9 @@ pub struct ClientConfig {
     pub cpus: Option<Vec<u32>>,
     /// `--server-cpus` (wirespeed servers only).
     pub server_cpus: Option<Vec<u32>>,
+    /// Ask a wirespeed server started with `--allow-tune` to move its NIC's queue IRQs to
+    /// these CPUs for this test (`--server-irq-cpus`; the sweep's `--irq-cpus` without `-R`).
+    pub server_irq_cpus: Option<Vec<u32>>,
     /// Local send path (`-Z` / `--zerocopy`).
     pub send_path: SendPath,
     /// `--skip-rx-copy` (applies to whichever end receives).
@@ -128,6 +131,7 @@ impl Default for ClientConfig {
             server_affinity: None,
             cpus: None,
             server_cpus: None,
+            server_irq_cpus: None,
             send_path: SendPath::Copy,
             skip_rx_copy: false,
             title: None,
@@ -280,6 +284,7 @@ impl ClientConfig {
                 send_path: (self.send_path != SendPath::Copy)
                     .then(|| self.send_path.as_str().to_string()),
                 drain: true,
+                irq_cpus: self.server_irq_cpus.clone(),
                 extra: Default::default(),
             }),
             ..TestParams::default()
@@ -624,7 +629,9 @@ impl Run<'_> {
             .cpu
             .map(|m| m.finish(data.worker_cpu()))
             .unwrap_or_default();
-        let ext = assemble::results_ext(data.summaries());
+        let mut ext = assemble::results_ext(data.summaries());
+        // This end's observation goes to the server too: it shows both ends of the test.
+        ext.observation = self.observer.value();
         assemble::local_results(
             data,
             self.local_cpu,

@@ -25,6 +25,7 @@ pub mod placement;
 pub mod server;
 pub mod sysinfo;
 pub mod timeline;
+pub mod tune;
 pub mod usage;
 
 pub use client::{run_client, ClientConfig};

@@ -2,9 +2,10 @@
 //!
 //! Each runner owns a [`TestObserver`]: started when its data phase starts, sampled at every
 //! interval tick, closed at the final tick (with the workers' CPUs and the senders' `TCP_INFO`
-//! limits, while the sockets are still open). The server sends its end's observation in the
-//! `observation` slot of its results' extension; the client joins it with its own, computes the
-//! verdict and stores both under the report's `wirespeed.observation` and `wirespeed.verdict`.
+//! limits, while the sockets are still open). Each end sends its observation in the
+//! `observation` slot of its results' extension; each joins the peer's with its own, computes the
+//! verdict and stores both under its report's `wirespeed.observation` and `wirespeed.verdict`, so
+//! the server's output shows where the work ran as the client's does.
 //! Observation never fails a test: when `/proc` cannot be read, the observation is absent.
 
 use std::net::IpAddr;
@@ -111,8 +112,9 @@ impl TestObserver {
         self.end.as_ref().and_then(|e| serde_json::to_value(e).ok())
     }
 
-    /// Client: join the server's observation (from its results' extension) with this end's,
-    /// compute the verdict from the receiver's throughput, and store both in the report.
+    /// Join the peer's observation (from its results' extension; `peer` is `None` when the
+    /// peer is iperf3) with this end's, compute the verdict from the receiver's throughput, and
+    /// store both in the report. The client and the server each do it for their own report.
     pub fn attach(
         &self,
         ext: &mut WirespeedExt,

@@ -9,6 +9,32 @@ use wirespeed_report::json;
 use wirespeed_report::text::{write_error, TextContext, TextOptions, TextRenderer};
 use wirespeed_report::{Interval, Start, TestResult};
 
+/// Under a test's text summary: where the work ran (both ends' tables and the verdict) and, when
+/// a server moved its NIC's queue IRQs for the test, what it did. Nothing when the result
+/// carries neither.
+pub fn write_where(w: &mut dyn Write, r: &TestResult) -> std::io::Result<()> {
+    let Some(x) = &r.wirespeed else {
+        return Ok(());
+    };
+    let obs = x.observation.as_ref().and_then(|v| {
+        serde_json::from_value::<wirespeed_explain::model::TestObservation>(v.clone()).ok()
+    });
+    if let Some(obs) = obs {
+        let verdict = x.verdict.as_ref().and_then(|v| {
+            serde_json::from_value::<wirespeed_explain::verdict::Verdict>(v.clone()).ok()
+        });
+        wirespeed_explain::render::write_test(w, &obs, verdict.as_ref())?;
+    }
+    for (key, who) in [("irq_move", ""), ("remote_irq_move", "server ")] {
+        if let Some(m) = x.extra.get(key).and_then(|v| {
+            serde_json::from_value::<wirespeed_explain::irq_sweep::MoveReport>(v.clone()).ok()
+        }) {
+            writeln!(w, "{who}{}", crate::tune::describe(&m))?;
+        }
+    }
+    Ok(())
+}
+
 /// Live events of one test.
 pub trait Reporter: Send {
     /// Client: before the control connection (`Connecting to host ...`).
@@ -57,6 +83,9 @@ pub struct StandardReporter {
     /// Text mode: print `wirespeed: error - ...` for a failed test (the server does; the
     /// client leaves its one error line to the command line).
     print_errors: bool,
+    /// Text mode: print where the work ran (and any tune change) under each test's summary
+    /// (the server does; the client's command line prints it after its `wirespeed:` line).
+    print_where: bool,
 }
 
 impl StandardReporter {
@@ -68,7 +97,14 @@ impl StandardReporter {
             text: None,
             capture: None,
             print_errors: false,
+            print_where: false,
         }
+    }
+
+    /// Print where the work ran under each finished test (text output).
+    pub fn printing_where(mut self) -> StandardReporter {
+        self.print_where = true;
+        self
     }
 
     /// Print failed tests' errors in the text output.
@@ -142,6 +178,9 @@ impl Reporter for StandardReporter {
                 let has_end = result.end.sum_sent.is_some() || result.end.sum.is_some();
                 if let (Some(mut r), true) = (self.text.take(), has_end) {
                     self.emit(|b| r.end(b, result));
+                }
+                if self.print_where && has_end {
+                    self.emit(|b| write_where(b, result));
                 }
                 if let (Some(e), true) = (err, self.print_errors) {
                     self.emit(|b| write_error(b, "wirespeed", &e));

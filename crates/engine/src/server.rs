@@ -41,6 +41,7 @@ use crate::net::{Ctrl, Family, ReadOutcome};
 use crate::output::Reporter;
 use crate::placement::Placement;
 use crate::timeline::Timeline;
+use crate::tune::{HeldTune, TuneConfig, TuneSlot};
 use crate::usage::{CpuMeter, CpuPercent};
 use crate::EngineError;
 
@@ -93,6 +94,9 @@ pub struct ServerConfig {
     pub cookie_timeout: Duration,
     /// Server-side send path (when the client sends no wish).
     pub send_path: SendPath,
+    /// `--allow-tune`: a client may ask this server to move its NIC's queue IRQs for a test
+    /// ([`crate::tune`]); `None` refuses such requests.
+    pub tune: Option<TuneConfig>,
 }
 
 impl Default for ServerConfig {
@@ -109,6 +113,7 @@ impl Default for ServerConfig {
             timeouts: Timeouts::default(),
             cookie_timeout: Duration::from_secs(10),
             send_path: SendPath::Copy,
+            tune: None,
         }
     }
 }
@@ -162,6 +167,8 @@ struct Ctx {
     factory: ReporterFactory,
     stats: Arc<ServerStats>,
     done_tx: Mutex<Sender<()>>,
+    /// The one tune change this server may hold (`--allow-tune`).
+    tune_slot: TuneSlot,
 }
 
 /// A bound server, ready to [`Server::serve`].
@@ -291,6 +298,11 @@ impl Server {
         Stopper(Arc::clone(&self.stop))
     }
 
+    /// The flag that stops [`Server::serve`] when set (for a signal handler).
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+
     pub fn stats(&self) -> Arc<ServerStats> {
         Arc::clone(&self.stats)
     }
@@ -324,8 +336,12 @@ impl Server {
             factory,
             stats: Arc::clone(&self.stats),
             done_tx: Mutex::new(done_tx),
+            tune_slot: TuneSlot::default(),
         });
-        acceptor(&self.listener, &ctx, &self.stop, &done_rx)
+        let r = acceptor(&self.listener, &ctx, &self.stop, &done_rx);
+        // Stopping (or failing): a tune change still held by a running test goes back now.
+        ctx.tune_slot.close(ctx.cfg.tune.as_ref());
+        r
     }
 }
 
@@ -660,11 +676,13 @@ fn parse_path(s: Option<&str>) -> Option<SendPath> {
 /// One test, on its own thread.
 fn serve_test(stream: TcpStream, peer: SocketAddr, cookie: Cookie, number: u64, ctx: &Ctx) {
     let mut reporter = (ctx.factory)(&TestInfo { number, peer });
-    let mut t = ServerTest::new(stream, peer, cookie, ctx);
+    let mut t = ServerTest::new(stream, peer, cookie, number, ctx);
     let outcome = t.run(reporter.as_mut());
     if let Some(d) = &mut t.data {
         d.close();
     }
+    // Whatever ended the test, its tune change goes back before anything else.
+    t.release_tune();
     match outcome {
         Ok(()) => {
             ctx.stats.tests_completed.fetch_add(1, Ordering::Relaxed);
@@ -704,10 +722,20 @@ struct ServerTest<'a> {
     refused: bool,
     /// Where the work ran (issue 6); sent to a wirespeed client with the results.
     observer: crate::observe::TestObserver,
+    /// 1, 2, 3... (names the holder of a tune change).
+    number: u64,
+    /// The client's tune request, applied (`--allow-tune`); reverted on release or drop.
+    tune: Option<HeldTune<'a>>,
 }
 
 impl<'a> ServerTest<'a> {
-    fn new(stream: TcpStream, peer: SocketAddr, cookie: Cookie, ctx: &'a Ctx) -> ServerTest<'a> {
+    fn new(
+        stream: TcpStream,
+        peer: SocketAddr,
+        cookie: Cookie,
+        number: u64,
+        ctx: &'a Ctx,
+    ) -> ServerTest<'a> {
         let epoch = Instant::now();
         ServerTest {
             ctx,
@@ -728,6 +756,45 @@ impl<'a> ServerTest<'a> {
             result: None,
             refused: false,
             observer: Default::default(),
+            number,
+            tune: None,
+        }
+    }
+
+    /// Revert the test's tune change, if it holds one (once).
+    fn release_tune(&mut self) {
+        if let Some(t) = &mut self.tune {
+            t.release();
+        }
+    }
+
+    /// The client's tune request (`irq_cpus`): refused unless the server allows tuning, the
+    /// test's NIC has queue IRQs and no other test holds a change; else applied now.
+    fn apply_tune(&mut self, p: &TestParams) -> Result<(), Decline> {
+        let Some(cpus) = p.wirespeed.as_ref().and_then(|e| e.irq_cpus.as_ref()) else {
+            return Ok(());
+        };
+        let ctx = self.ctx;
+        let Some(cfg) = ctx.cfg.tune.as_ref() else {
+            return Err(decline(
+                errno::IEACCESSDENIED,
+                crate::tune::not_allowed(cpus).0,
+            ));
+        };
+        let local = self.ctrl.stream().local_addr().ok().map(|a| a.ip());
+        match crate::tune::apply(
+            &ctx.tune_slot,
+            cfg,
+            self.number,
+            cpus,
+            self.peer.ip(),
+            local,
+        ) {
+            Ok(held) => {
+                self.tune = Some(held);
+                Ok(())
+            }
+            Err(r) => Err(decline(errno::IEACCESSDENIED, r.0)),
         }
     }
 
@@ -811,6 +878,9 @@ impl<'a> ServerTest<'a> {
             }
         };
         self.params = Some(params.clone());
+        if let Err(d) = self.apply_tune(&params) {
+            return Err(self.refuse(&d));
+        }
 
         // Data connections.
         let total = params.total_streams() as usize;
@@ -1220,6 +1290,9 @@ impl<'a> ServerTest<'a> {
                             }
                         }
                         self.final_tick(reporter, end);
+                        // The data phase is over: the IRQs go back before the results (a
+                        // sweep's next test may ask for another layout right after).
+                        self.release_tune();
                         let now = self.now();
                         self.sess
                             .request_results(now)
@@ -1282,6 +1355,10 @@ impl<'a> ServerTest<'a> {
         };
         let mut ext = assemble::results_ext(data.summaries());
         ext.observation = self.observer.value();
+        ext.irq_move = self
+            .tune
+            .as_ref()
+            .and_then(|t| serde_json::to_value(t.report()).ok());
         let mut r = assemble::local_results(
             data,
             self.local_cpu,
@@ -1303,6 +1380,7 @@ impl<'a> ServerTest<'a> {
                     )
                     .end(&mut buf, result)
                     .is_ok()
+                        && crate::output::write_where(&mut buf, result).is_ok()
                     {
                         text.push_str(&String::from_utf8_lossy(&buf));
                     }
@@ -1361,6 +1439,23 @@ impl<'a> ServerTest<'a> {
                 is_ws,
             );
             ext.streams = rep.totals;
+            // Where the work ran: this end's observation, the client's when it is wirespeed
+            // (absent, and said so, when it is iperf3), and the verdict.
+            let received = r
+                .end
+                .sum_received
+                .as_ref()
+                .or(r.end.sum.as_ref())
+                .map(|s| s.bits_per_second);
+            self.observer
+                .attach(&mut ext, peer.and_then(|p| p.wirespeed.as_ref()), received);
+            if let Some(m) = self
+                .tune
+                .as_ref()
+                .and_then(|t| serde_json::to_value(t.report()).ok())
+            {
+                ext.extra.insert("irq_move".into(), m);
+            }
             r.wirespeed = Some(ext);
             r.intervals = if show {
                 b.intervals().to_vec()

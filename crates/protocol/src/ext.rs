@@ -54,6 +54,13 @@ pub struct ParamsExt {
     /// counts every byte that was sent before it reports (totals agree exactly).
     #[serde(default, skip_serializing_if = "is_false")]
     pub drain: bool,
+    /// A tune request: move the queue IRQs of the server's NIC for this test (the interface
+    /// that carries the test) to these CPUs, one CPU per IRQ in turn, before the data phase,
+    /// and put them back after it. A server does this only when started with `--allow-tune`;
+    /// otherwise it refuses the test. The server reports what it did in its results
+    /// ([`ResultsExt::irq_move`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_cpus: Option<Vec<u32>>,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -87,16 +94,21 @@ pub struct ResultsExt {
     /// This end's observation of the test (filled by the observation code; opaque here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<Value>,
+    /// What a server did with the client's tune request (`irq_cpus`): the interface, the IRQs
+    /// moved, where the kernel put them, the journal and whether it was reverted (filled by
+    /// the engine; opaque here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_move: Option<Value>,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
-fn check_cpus(list: Option<&Vec<u32>>) -> Result<(), WireError> {
+fn check_cpus(key: &str, list: Option<&Vec<u32>>) -> Result<(), WireError> {
     if let Some(l) = list {
         if l.len() > MAX_CPU_LIST {
             return Err(WireError::field(
-                "wirespeed.server_cpus",
+                key,
                 format!("{} CPUs, more than {MAX_CPU_LIST}", l.len()),
             ));
         }
@@ -108,7 +120,8 @@ impl ParamsExt {
     pub(crate) fn from_value(v: &Value) -> Result<ParamsExt, WireError> {
         let e: ParamsExt = serde_json::from_value(v.clone())
             .map_err(|e| WireError::field(EXT_KEY, e.to_string()))?;
-        check_cpus(e.server_cpus.as_ref())?;
+        check_cpus("wirespeed.server_cpus", e.server_cpus.as_ref())?;
+        check_cpus("wirespeed.irq_cpus", e.irq_cpus.as_ref())?;
         Ok(e)
     }
 }
@@ -121,5 +134,41 @@ impl ResultsExt {
             return Err(WireError::field("wirespeed.workers", "too many workers"));
         }
         Ok(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tune_request_travels_and_its_size_is_capped() {
+        let v = serde_json::json!({"version": "0.1.0", "protocol": 1, "irq_cpus": [3, 8]});
+        let e = ParamsExt::from_value(&v).unwrap();
+        assert_eq!(e.irq_cpus, Some(vec![3, 8]));
+        assert_eq!(
+            serde_json::to_value(&e).unwrap()["irq_cpus"],
+            serde_json::json!([3, 8])
+        );
+        // Absent: no key written, so older servers see nothing new.
+        let plain = ParamsExt::from_value(&serde_json::json!({"version": "0.1.0"})).unwrap();
+        assert!(plain.irq_cpus.is_none());
+        assert!(serde_json::to_value(&plain)
+            .unwrap()
+            .get("irq_cpus")
+            .is_none());
+        let big = serde_json::json!({"version": "x", "irq_cpus": vec![1; MAX_CPU_LIST + 1]});
+        let err = ParamsExt::from_value(&big).unwrap_err().to_string();
+        assert!(err.contains("wirespeed.irq_cpus"), "{err}");
+        let bad = serde_json::json!({"version": "x", "irq_cpus": [-1]});
+        assert!(ParamsExt::from_value(&bad).is_err());
+    }
+
+    #[test]
+    fn the_servers_irq_report_is_kept_opaque() {
+        let v =
+            serde_json::json!({"version": "0.1.0", "irq_move": {"iface": "eth1", "moved": [99]}});
+        let e = ResultsExt::from_value(&v).unwrap();
+        assert_eq!(e.irq_move.unwrap()["iface"], "eth1");
     }
 }

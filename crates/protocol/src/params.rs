@@ -372,6 +372,7 @@ mod tests {
             server_cpus: Some(vec![2, 3]),
             observe: true,
             drain: true,
+            irq_cpus: Some(vec![8]),
             ..ParamsExt::default()
         });
         let f = p.encode_frame().unwrap();
