@@ -57,6 +57,22 @@ fn check_report(rep: &WorkerReport, want: SendPath) {
     }
 }
 
+/// An unpinned worker sending exactly `total` bytes over `streams`, in blocks of `block`, by `path`.
+fn send_total(streams: Vec<StreamSpec>, block: usize, path: SendPath, total: u64) -> WorkerHandle {
+    spawn_worker(
+        WorkerSpec {
+            cpu: None,
+            streams,
+            block_len: block,
+            send_path: path,
+            recv_path: RecvPath::Copy,
+            budget: Some(Arc::new(Budget::bytes(total))),
+        },
+        Arc::new(Control::new()),
+    )
+    .expect("spawn")
+}
+
 #[test]
 fn each_send_path_one_stream_delivers_intact_bytes() {
     for path in PATHS {
@@ -64,18 +80,7 @@ fn each_send_path_one_stream_delivers_intact_bytes() {
         let block = 100_003; // not a page multiple: exercises partial pipe/file ranges
         let total = 3 * 1024 * 1024 + 17;
         let reader = std::thread::spawn(move || read_and_check(b, block, path));
-        let w = spawn_worker(
-            WorkerSpec {
-                cpu: None,
-                streams: vec![one(1, a, Direction::Send)],
-                block_len: block,
-                send_path: path,
-                recv_path: RecvPath::Copy,
-                budget: Some(Arc::new(Budget::bytes(total))),
-            },
-            Arc::new(Control::new()),
-        )
-        .expect("spawn");
+        let w = send_total(vec![one(1, a, Direction::Send)], block, path, total);
         let ctr = w.counters()[0].1.clone();
         let rep = w.join().expect("join");
         check_report(&rep, path);
@@ -98,18 +103,7 @@ fn each_send_path_many_streams_delivers_intact_bytes() {
             readers.push(std::thread::spawn(move || read_and_check(b, block, path)));
             streams.push(one(i as u32 + 1, a, Direction::Send));
         }
-        let w = spawn_worker(
-            WorkerSpec {
-                cpu: None,
-                streams,
-                block_len: block,
-                send_path: path,
-                recv_path: RecvPath::Copy,
-                budget: Some(Arc::new(Budget::bytes(total))),
-            },
-            Arc::new(Control::new()),
-        )
-        .expect("spawn");
+        let w = send_total(streams, block, path, total);
         let rep = w.join().expect("join");
         check_report(&rep, path);
         let per: Vec<u64> = rep.streams.iter().map(|s| s.bytes).collect();
