@@ -42,7 +42,8 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
     /// Also move the receiver NIC's queue IRQs to each of these CPUs in turn (through tune's
-    /// journal; reverted at the end and on Ctrl-C).
+    /// journal; reverted after each step and on Ctrl-C): this host's with -R, else the server's
+    /// (a wirespeed server started with --allow-tune).
     #[arg(long = "irq-cpus", value_parser = cpu_list)]
     pub irq_cpus: Option<CpuSet>,
     /// Server port.
@@ -86,8 +87,14 @@ fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// One pinned one-stream test; the receiver's throughput.
-fn one_test(a: &SweepArgs, client_cpu: u32, server_cpu: u32) -> Result<BitsPerSecond, EngineError> {
+/// One pinned one-stream test; with `irq_cpu`, the server moves its NIC's queue IRQs there for
+/// the test (a server started with `--allow-tune`).
+fn sweep_test(
+    a: &SweepArgs,
+    client_cpu: u32,
+    server_cpu: u32,
+    irq_cpu: Option<u32>,
+) -> Result<TestResult, EngineError> {
     let cfg = ClientConfig {
         host: a.host.clone(),
         port: a.port,
@@ -100,11 +107,21 @@ fn one_test(a: &SweepArgs, client_cpu: u32, server_cpu: u32) -> Result<BitsPerSe
         },
         affinity: Some(client_cpu),
         server_affinity: Some(server_cpu),
+        server_irq_cpus: irq_cpu.map(|c| vec![c]),
         interval: std::time::Duration::ZERO,
         ..ClientConfig::default()
     };
-    let r = wirespeed_engine::run_client(&cfg, &mut NullReporter)?;
-    receiver_bps(&r).ok_or_else(|| EngineError::Peer("the result has no receiver summary".into()))
+    wirespeed_engine::run_client(&cfg, &mut NullReporter)
+}
+
+fn no_receiver_summary() -> EngineError {
+    EngineError::Peer("the result has no receiver summary".into())
+}
+
+/// One pinned one-stream test; the receiver's throughput.
+fn one_test(a: &SweepArgs, client_cpu: u32, server_cpu: u32) -> Result<BitsPerSecond, EngineError> {
+    let r = sweep_test(a, client_cpu, server_cpu, None)?;
+    receiver_bps(&r).ok_or_else(no_receiver_summary)
 }
 
 fn peer_addr(host: &str, port: u16) -> Option<IpAddr> {
@@ -202,8 +219,9 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     stdout_result(written)
 }
 
-/// `--irq-cpus`: this host must be the receiver (`-R`); its NIC's queue IRQs move through tune's
-/// journal, one CPU per step.
+/// `--irq-cpus`: the receiver's NIC's queue IRQs move to one CPU per step. With `-R` this host
+/// receives and moves its own IRQs through tune's journal; without it the server receives, and
+/// each test asks the server to move its IRQs (a server started with `--allow-tune`).
 fn run_irq_sweep(
     a: &SweepArgs,
     irq_cpus: &CpuSet,
@@ -212,13 +230,7 @@ fn run_irq_sweep(
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<ExitCode> {
     if !a.reverse {
-        return Err(exit::fail(
-            exit::USAGE,
-            "--irq-cpus moves the receiver's NIC interrupts; without -R the receiver is the server, \
-             and a server changes its host only when started with --allow-tune, which this \
-             wirespeed server does not offer yet: add -R to sweep this host's IRQs (the server \
-             sends, this host receives)",
-        ));
+        return run_server_irq_sweep(a, irq_cpus, stop);
     }
     if a.server_cpus.len() != 1 {
         return Err(exit::fail(
@@ -293,6 +305,15 @@ fn run_irq_sweep(
             return Err(exit::fail(code, format!("sweep: every test failed: {msg}")));
         }
     }
+    write_irq_report(a, &report, summary.as_ref())
+}
+
+/// The IRQ sweep's output: heatmap and summary (text), or the report and summary (JSON).
+fn write_irq_report(
+    a: &SweepArgs,
+    report: &irq_sweep::IrqSweepReport,
+    summary: Option<&sweep::Summary>,
+) -> anyhow::Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = (|| -> std::io::Result<()> {
@@ -303,7 +324,7 @@ fn run_irq_sweep(
         } else {
             let color = out.is_terminal();
             sweep::write_heatmap(&mut out, &report.matrix, color)?;
-            if let Some(s) = &summary {
+            if let Some(s) = summary {
                 sweep::write_summary(&mut out, &report.matrix, s)?;
             }
             for s in &report.steps {
@@ -324,8 +345,9 @@ fn run_irq_sweep(
             }
             writeln!(
                 out,
-                "{} step(s), every journal reverted{}",
+                "{} step(s), every journal reverted{}{}",
                 report.steps.len(),
+                if a.reverse { "" } else { " on the server" },
                 if report.interrupted {
                     " (interrupted)"
                 } else {
@@ -336,6 +358,143 @@ fn run_irq_sweep(
         out.flush()
     })();
     stdout_result(written)
+}
+
+/// `--irq-cpus` without `-R`: the server receives, so its NIC's queue IRQs move. Each test asks
+/// the server (started with `--allow-tune`) to move them to the step's CPU for that test; the
+/// server applies the move through tune's journal, reverts it when the test's data phase ends and
+/// reports what it did in its results. Rows: the server's app CPUs (`--server-cpus`); columns:
+/// the IRQ CPUs; this host sends from its one `--cpus` CPU.
+fn run_server_irq_sweep(
+    a: &SweepArgs,
+    irq_cpus: &CpuSet,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<ExitCode> {
+    if a.cpus.len() != 1 {
+        return Err(exit::fail(
+            exit::USAGE,
+            format!(
+                "--irq-cpus without -R sweeps the server's app CPU x IRQ CPU: give one --cpus CPU \
+                 (this host sends from it), not {}",
+                a.cpus
+            ),
+        ));
+    }
+    let client_cpu = a.cpus.first().unwrap_or(0);
+    let text = !a.json;
+    let mut report = irq_sweep::IrqSweepReport {
+        iface: String::new(),
+        irqs: Vec::new(),
+        matrix: Matrix::new(
+            Axes::AppIrq,
+            a.server_cpus.iter().collect(),
+            irq_cpus.iter().collect(),
+        ),
+        steps: Vec::new(),
+        interrupted: false,
+    };
+    let mut topo: Option<Topology> = None;
+    let mut ok = 0usize;
+    let mut first_err: Option<(u8, String)> = None;
+    'steps: for irq_cpu in irq_cpus.iter() {
+        let mut step: Option<irq_sweep::StepOutcome> = None;
+        for app in a.server_cpus.iter() {
+            for _ in 0..a.repeat {
+                if stop.load(Ordering::SeqCst) {
+                    report.interrupted = true;
+                    report.steps.extend(step.take());
+                    break 'steps;
+                }
+                let r = match sweep_test(a, client_cpu, app, Some(irq_cpu)) {
+                    Ok(r) => r,
+                    Err(EngineError::Refused(why)) if ok == 0 => {
+                        return Err(exit::fail(
+                            exit::REFUSED,
+                            format!(
+                                "sweep --irq-cpus: the server refused to move its NIC's IRQs: \
+                                 {why}; or add -R to sweep this host's IRQs (the server sends, \
+                                 this host receives)"
+                            ),
+                        ));
+                    }
+                    Err(e) => {
+                        if text {
+                            eprintln!("server app CPU {app}, IRQs on CPU {irq_cpu}: {e}");
+                        }
+                        first_err.get_or_insert((engine_code(&e), e.to_string()));
+                        report.matrix.record_error(app, irq_cpu, e.to_string());
+                        continue;
+                    }
+                };
+                let moved = r
+                    .wirespeed
+                    .as_ref()
+                    .and_then(|x| x.extra.get("remote_irq_move"))
+                    .and_then(|v| serde_json::from_value::<irq_sweep::MoveReport>(v.clone()).ok());
+                let Some(m) = moved else {
+                    // An older wirespeed server ignores the request: the test ran with the IRQs
+                    // wherever they were, which says nothing about this cell.
+                    let e = "the server did not report moving its IRQs (a wirespeed server \
+                             without tune requests?)";
+                    first_err.get_or_insert((exit::PEER, e.to_string()));
+                    report.matrix.record_error(app, irq_cpu, e);
+                    continue;
+                };
+                if !m.reverted {
+                    report
+                        .steps
+                        .push(irq_sweep::StepOutcome::from_move(irq_cpu, &m));
+                    return Err(exit::fail(
+                        exit::PEER,
+                        format!(
+                            "sweep --irq-cpus: the server could not put its IRQs back (journal {} \
+                             on the server: run `wirespeed tune revert {}` there)",
+                            m.journal, m.journal
+                        ),
+                    ));
+                }
+                let Some(bps) = receiver_bps(&r) else {
+                    let e = no_receiver_summary();
+                    first_err.get_or_insert((engine_code(&e), e.to_string()));
+                    report.matrix.record_error(app, irq_cpu, e.to_string());
+                    continue;
+                };
+                ok += 1;
+                if text {
+                    eprintln!(
+                        "server app CPU {app}, {} IRQs on CPU {irq_cpu}: {bps}",
+                        m.iface
+                    );
+                }
+                if topo.is_none() {
+                    topo = observation_of(&r)
+                        .0
+                        .and_then(|o| o.remote)
+                        .map(|e| e.topology);
+                }
+                if report.iface.is_empty() {
+                    report.iface = m.iface.clone();
+                    report.irqs = m.irqs.clone();
+                }
+                step.get_or_insert_with(|| irq_sweep::StepOutcome::from_move(irq_cpu, &m));
+                report.matrix.record(app, irq_cpu, bps);
+            }
+        }
+        report.steps.extend(step);
+    }
+    let summary = report.matrix.summary(topo.as_ref());
+    if summary.is_none() {
+        if let Some((code, msg)) = first_err {
+            return Err(exit::fail(code, format!("sweep: every test failed: {msg}")));
+        }
+        if report.interrupted {
+            return Err(exit::fail(
+                exit::PEER,
+                "sweep: interrupted before any test finished",
+            ));
+        }
+    }
+    write_irq_report(a, &report, summary.as_ref())
 }
 
 pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
@@ -442,13 +601,10 @@ pub fn observation_of(r: &TestResult) -> (Option<TestObservation>, Option<Verdic
     (obs, verdict)
 }
 
-/// The "where the work ran" block under a client's text output; nothing when the test carries
-/// no observation.
+/// The "where the work ran" block under a client's text output (the server's own output prints
+/// the same block); nothing when the test carries no observation.
 pub fn write_where(w: &mut dyn Write, r: &TestResult) -> std::io::Result<()> {
-    if let (Some(obs), v) = observation_of(r) {
-        wirespeed_explain::render::write_test(w, &obs, v.as_ref())?;
-    }
-    Ok(())
+    wirespeed_engine::output::write_where(w, r)
 }
 
 /// `client --repeat N`: N tests in a row with the same settings, then min / median / max /

@@ -16,11 +16,12 @@ use std::time::Duration;
 
 use wirespeed_datapath::SendPath;
 use wirespeed_engine::output::SharedWriter;
+use wirespeed_engine::tune::TuneConfig;
 use wirespeed_engine::{
     ClientConfig, EngineError, Family, Format, Limits, Reporter, Server, ServerConfig,
     StandardReporter,
 };
-use wirespeed_host::CpuSet;
+use wirespeed_host::{CpuSet, Root};
 use wirespeed_protocol::Direction;
 use wirespeed_report::sizes::{parse_bytes, parse_rate};
 use wirespeed_report::text::TextOptions;
@@ -258,6 +259,10 @@ pub struct ClientArgs {
     /// One pinned worker per CPU on the server (wirespeed servers).
     #[arg(long = "server-cpus", value_parser = cpu_list)]
     pub server_cpus: Option<CpuList>,
+    /// Ask the server to move its NIC's queue IRQs to these CPUs (in turn) for this test and
+    /// back after it (a wirespeed server started with --allow-tune).
+    #[arg(long = "server-irq-cpus", value_parser = cpu_list, value_name = "LIST")]
+    pub server_irq_cpus: Option<CpuList>,
     /// Prefix for the output (iperf3 -T).
     #[arg(short = 'T', long = "title")]
     pub title: Option<String>,
@@ -322,6 +327,19 @@ pub struct ServerArgs {
     /// Seconds a new connection has to send its cookie, and a client each setup step.
     #[arg(long = "handshake-timeout", default_value_t = 10)]
     pub handshake_timeout: u64,
+    /// Let clients move this host's NIC queue IRQs for their test (`sweep --irq-cpus`
+    /// without -R, `client --server-irq-cpus`), through tune's journal, reverted after each
+    /// test. Needs root.
+    #[arg(long = "allow-tune")]
+    pub allow_tune: bool,
+    /// With --allow-tune: the interface whose IRQs move (default: the interface of the route
+    /// to the client).
+    #[arg(long = "tune-iface", value_name = "IF", requires = "allow_tune")]
+    pub tune_iface: Option<String>,
+    /// With --allow-tune: the host state (IRQ files, journal) under DIR instead of /, e.g. a
+    /// copy of a captured host (tests, dry runs).
+    #[arg(long = "root", value_name = "DIR", requires = "allow_tune")]
+    pub root: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -418,6 +436,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         server_affinity: a.affinity.and_then(|x| x.server),
         cpus: a.cpus.clone().map(|c| c.0),
         server_cpus: a.server_cpus.clone().map(|c| c.0),
+        server_irq_cpus: a.server_irq_cpus.clone().map(|c| c.0),
         send_path: a.zerocopy.unwrap_or(SendPath::Copy),
         skip_rx_copy: a.skip_rx_copy,
         title: a.title.clone(),
@@ -684,6 +703,31 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let handshake = Duration::from_secs(a.handshake_timeout.max(1));
+    let tune = if a.allow_tune {
+        let root = match &a.root {
+            Some(d) => {
+                if !d.is_dir() {
+                    return Err(exit::fail(
+                        exit::IO,
+                        format!("--root {}: not a directory", d.display()),
+                    ));
+                }
+                Root::new(d)
+            }
+            None => Root::live(),
+        };
+        wirespeed_tune::engine::check_privileged(&root).map_err(|_| {
+            exit::fail(
+                exit::HOST,
+                "--allow-tune: moving IRQs writes /proc/irq/*/smp_affinity_list, which needs root",
+            )
+        })?;
+        let mut t = TuneConfig::new(root);
+        t.iface = a.tune_iface.clone();
+        Some(t)
+    } else {
+        None
+    };
     let cfg = ServerConfig {
         bind: a.bind,
         port: a.port,
@@ -704,6 +748,7 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
             ..Default::default()
         },
         cookie_timeout: handshake,
+        tune,
         ..ServerConfig::default()
     };
     let out = a.out.writer()?;
@@ -720,9 +765,22 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
             let _ = w.flush();
         }
     }
+    // SIGINT/SIGTERM stop the server cleanly (a tune change a running test holds goes back
+    // first); a second signal ends it at once.
+    let stop = server.stop_flag();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(
+            sig,
+            i32::from(exit::INTERRUPTED),
+            Arc::clone(&stop),
+        );
+        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+    }
     let out2 = Arc::clone(&out);
     let factory: wirespeed_engine::ReporterFactory = Arc::new(move |_info| {
-        let r = StandardReporter::new(Arc::clone(&out2), format, opts).printing_errors();
+        let r = StandardReporter::new(Arc::clone(&out2), format, opts)
+            .printing_errors()
+            .printing_where();
         Box::new(if format == Format::Text {
             r.capturing()
         } else {
@@ -730,6 +788,12 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         }) as Box<dyn Reporter>
     });
     server.serve(factory).map_err(engine_fail)?;
+    if stop.load(std::sync::atomic::Ordering::Acquire) {
+        return Err(exit::fail(
+            exit::INTERRUPTED,
+            "interrupted: the server stopped",
+        ));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
