@@ -559,6 +559,17 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
             let _ = crate::explain::write_where(&mut **w, &r);
         }
     }
+    let moved = r
+        .wirespeed
+        .as_ref()
+        .is_some_and(|x| x.extra.contains_key("remote_irq_move"));
+    if cfg.server_irq_cpus.is_some() && !moved {
+        // iperf3 (or a wirespeed server that predates tune requests) ignores the request.
+        eprintln!(
+            "wirespeed: warning: --server-irq-cpus: the server did not move its IRQs (it is \
+             iperf3 or a wirespeed server without tune requests)"
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -420,3 +420,34 @@ fn a_sweep_moves_the_servers_irqs_step_by_step() {
     assert_eq!(n, 2);
     srv.stop().unwrap();
 }
+
+#[test]
+fn an_iperf3_server_ignores_the_request_and_the_client_says_so() {
+    if !measure_common::have_iperf3("an_iperf3_server_ignores_the_request_and_the_client_says_so") {
+        return;
+    }
+    let port = free_port();
+    let _srv =
+        spawn(Command::new("iperf3").args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()]));
+    wait_listening(port);
+    let out = measure_common::run(
+        Command::new(wirespeed()).args([
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "1",
+            "--server-irq-cpus",
+            "0",
+        ]),
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = one_line_err(&out);
+    assert!(err.contains("did not move its IRQs"), "{err}");
+}
