@@ -52,6 +52,28 @@ fn refused_port_is_a_connect_error() {
     let port = free_port();
     let o = client(port, &["-t", "1"]);
     assert_fails(&o, CONNECT, "refused", "closed port");
+    // With -J the output is still one valid iperf3-shaped document carrying the error, as
+    // iperf3 prints it; with --json-stream the last events are "error" and "end".
+    let o = client(port, &["-t", "1", "-J"]);
+    assert_fails(&o, CONNECT, "refused", "closed port, -J");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("-J output on a refused connection is JSON");
+    assert!(
+        doc["error"].as_str().unwrap_or("").contains("refused"),
+        "{doc}"
+    );
+    assert!(doc["start"]["version"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("wirespeed"));
+    assert_eq!(doc["intervals"], serde_json::json!([]));
+    let o = client(port, &["-t", "1", "--json-stream"]);
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each --json-stream line is JSON"))
+        .collect();
+    let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(names, ["error", "end"], "{events:?}");
 }
 
 #[test]

@@ -721,9 +721,24 @@ pub fn run_client(
     cfg: &ClientConfig,
     reporter: &mut dyn Reporter,
 ) -> Result<TestResult, EngineError> {
-    cfg.validate()?;
+    let early = |reporter: &mut dyn Reporter, e: EngineError| {
+        // No control connection yet: the report is what iperf3 prints then, a start section
+        // naming this end and the error, so `-J` readers still get a valid document.
+        let mut r = TestResult::default();
+        r.start.version = format!("wirespeed {VERSION}");
+        r.start.system_info = crate::sysinfo::system_info();
+        r.error = Some(e.to_string());
+        reporter.finish(&r);
+        Err(e)
+    };
+    if let Err(e) = cfg.validate() {
+        return early(reporter, e);
+    }
     reporter.connecting(&cfg.host, cfg.port);
-    let addrs = net::resolve(&cfg.host, cfg.port, cfg.family)?;
+    let addrs = match net::resolve(&cfg.host, cfg.port, cfg.family) {
+        Ok(a) => a,
+        Err(e) => return early(reporter, e),
+    };
     let mut last_err = None;
     let mut ctrl_stream = None;
     for a in &addrs {
@@ -736,10 +751,11 @@ pub fn run_client(
         }
     }
     let Some((stream, target)) = ctrl_stream else {
-        return Err(last_err.unwrap_or(EngineError::Connect {
+        let e = last_err.unwrap_or(EngineError::Connect {
             target: format!("{} port {}", cfg.host, cfg.port),
             reason: "no address".into(),
-        }));
+        });
+        return early(reporter, e);
     };
     let tcp_mss_default = net::mss_of(&stream);
     let ctrl_local = stream.local_addr().ok();
