@@ -162,6 +162,44 @@ impl Inbox {
     }
 }
 
+/// What both ends' machines keep the same way: the phase, the deadline that goes with it,
+/// bytes to send and events to hand out.
+#[derive(Debug)]
+struct Machine<P, E> {
+    phase: P,
+    deadline: Option<Duration>,
+    outbox: Vec<u8>,
+    events: VecDeque<E>,
+}
+
+impl<P, E> Machine<P, E> {
+    fn new(now: Duration, phase: P, timeout: Duration, outbox: Vec<u8>) -> Self {
+        Machine {
+            phase,
+            deadline: Some(now + timeout),
+            outbox,
+            events: VecDeque::new(),
+        }
+    }
+
+    fn enter(&mut self, now: Duration, phase: P, timeout: Option<Duration>) {
+        self.phase = phase;
+        self.deadline = timeout.map(|t| now + t);
+    }
+
+    /// Stay in `phase` with nothing more to wait for.
+    fn settle(&mut self, phase: P) {
+        self.phase = phase;
+        self.deadline = None;
+    }
+
+    /// Settle in `phase` (done or failed) and hand out `ev`.
+    fn stop(&mut self, phase: P, ev: E) {
+        self.settle(phase);
+        self.events.push_back(ev);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Client
 // ---------------------------------------------------------------------------------------------
@@ -230,11 +268,8 @@ pub struct ClientSession {
     cookie: Cookie,
     params: TestParams,
     timeouts: Timeouts,
-    phase: ClientPhase,
-    deadline: Option<Duration>,
+    m: Machine<ClientPhase, ClientEvent>,
     inbox: Inbox,
-    outbox: Vec<u8>,
-    events: VecDeque<ClientEvent>,
     /// A SERVER_ERROR body was read and announced a detail frame.
     pending_error: Option<ServerErrorBody>,
     /// The phase the session was in when it failed.
@@ -249,20 +284,20 @@ impl ClientSession {
         params: TestParams,
         timeouts: Timeouts,
     ) -> ClientSession {
-        let mut s = ClientSession {
+        ClientSession {
             cookie,
             params,
             timeouts,
-            phase: ClientPhase::AwaitParamExchange,
-            deadline: Some(now + timeouts.setup),
+            m: Machine::new(
+                now,
+                ClientPhase::AwaitParamExchange,
+                timeouts.setup,
+                cookie.as_bytes().to_vec(),
+            ),
             inbox: Inbox::default(),
-            outbox: Vec::new(),
-            events: VecDeque::new(),
             pending_error: None,
             failed_in: None,
-        };
-        s.outbox.extend_from_slice(cookie.as_bytes());
-        s
+        }
     }
 
     pub fn cookie(&self) -> &Cookie {
@@ -274,39 +309,36 @@ impl ClientSession {
     }
 
     pub fn phase(&self) -> ClientPhase {
-        self.phase
+        self.m.phase
     }
 
     /// When [`Self::handle_timeout`] must be called, if the machine is waiting on the peer.
     pub fn deadline(&self) -> Option<Duration> {
-        self.deadline
+        self.m.deadline
     }
 
     /// Bytes to write to the control connection (in order), emptying the queue.
     pub fn take_transmit(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.outbox)
+        std::mem::take(&mut self.m.outbox)
     }
 
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<ClientEvent> {
-        self.events.pop_front()
+        self.m.events.pop_front()
     }
 
     /// `true` once finished or failed.
     pub fn is_closed(&self) -> bool {
-        matches!(self.phase, ClientPhase::Done | ClientPhase::Failed)
+        matches!(self.m.phase, ClientPhase::Done | ClientPhase::Failed)
     }
 
     fn enter(&mut self, now: Duration, phase: ClientPhase, timeout: Option<Duration>) {
-        self.phase = phase;
-        self.deadline = timeout.map(|t| now + t);
+        self.m.enter(now, phase, timeout);
     }
 
     fn fail(&mut self, f: Failure) {
-        self.failed_in = Some(self.phase);
-        self.phase = ClientPhase::Failed;
-        self.deadline = None;
-        self.events.push_back(ClientEvent::Failed(f));
+        self.failed_in = Some(self.m.phase);
+        self.m.stop(ClientPhase::Failed, ClientEvent::Failed(f));
     }
 
     /// The phase the session was in when it failed (e.g. to tell "no iperf3 server answered"
@@ -316,9 +348,7 @@ impl ClientSession {
     }
 
     fn stop_with(&mut self, ev: ClientEvent) {
-        self.phase = ClientPhase::Failed;
-        self.deadline = None;
-        self.events.push_back(ev);
+        self.m.stop(ClientPhase::Failed, ev);
     }
 
     /// Bytes read from the control connection.
@@ -327,7 +357,7 @@ impl ClientSession {
             return;
         }
         if let Err(e) = self.inbox.push(bytes) {
-            let phase = self.phase.describe();
+            let phase = self.m.phase.describe();
             self.fail(Failure::Protocol { phase, error: e });
             return;
         }
@@ -339,16 +369,16 @@ impl ClientSession {
         if self.is_closed() {
             return;
         }
-        let phase = self.phase.describe();
+        let phase = self.m.phase.describe();
         self.fail(Failure::Closed { phase });
     }
 
     /// Time passed; fails the session if the current deadline has expired.
     pub fn handle_timeout(&mut self, now: Duration) {
-        if let Some(d) = self.deadline {
+        if let Some(d) = self.m.deadline {
             if now >= d && !self.is_closed() {
-                let phase = self.phase.describe();
-                let after = match self.phase {
+                let phase = self.m.phase.describe();
+                let after = match self.m.phase {
                     ClientPhase::AwaitExchangeResults
                     | ClientPhase::AwaitPeerResults
                     | ClientPhase::AwaitDisplayResults => self.timeouts.results,
@@ -361,13 +391,13 @@ impl ClientSession {
 
     /// The client decided the test is over (time, bytes or blocks reached): queue `TEST_END`.
     pub fn end_test(&mut self, now: Duration) -> Result<(), WireError> {
-        if self.phase != ClientPhase::Running {
+        if self.m.phase != ClientPhase::Running {
             return Err(WireError::UnexpectedState {
                 state: State::TestEnd.to_string(),
-                phase: self.phase.describe(),
+                phase: self.m.phase.describe(),
             });
         }
-        self.outbox.push(State::TestEnd.to_byte());
+        self.m.outbox.push(State::TestEnd.to_byte());
         self.enter(
             now,
             ClientPhase::AwaitExchangeResults,
@@ -380,22 +410,21 @@ impl ClientSession {
     /// Abort the test (Ctrl-C): queue `CLIENT_TERMINATE`.
     pub fn terminate(&mut self) {
         if !self.is_closed() {
-            self.outbox.push(State::ClientTerminate.to_byte());
-            self.phase = ClientPhase::Failed;
-            self.deadline = None;
+            self.m.outbox.push(State::ClientTerminate.to_byte());
+            self.m.settle(ClientPhase::Failed);
         }
     }
 
     /// Our results, after [`ClientEvent::ResultsRequested`].
     pub fn send_results(&mut self, now: Duration, results: &TestResults) -> Result<(), WireError> {
-        if self.phase != ClientPhase::AwaitLocalResults {
+        if self.m.phase != ClientPhase::AwaitLocalResults {
             return Err(WireError::UnexpectedState {
                 state: "client results".into(),
-                phase: self.phase.describe(),
+                phase: self.m.phase.describe(),
             });
         }
         let frame = results.encode_frame()?;
-        self.outbox.extend_from_slice(&frame);
+        self.m.outbox.extend_from_slice(&frame);
         self.enter(
             now,
             ClientPhase::AwaitPeerResults,
@@ -435,7 +464,7 @@ impl ClientSession {
                 }
                 return;
             }
-            match self.phase {
+            match self.m.phase {
                 ClientPhase::AwaitLocalResults => return,
                 ClientPhase::AwaitPeerResults => {
                     // A state byte (error) may come instead of results.
@@ -453,7 +482,9 @@ impl ClientSession {
                     match TestResults::decode_frame(&self.inbox.buf) {
                         Ok((r, n)) => {
                             self.inbox.consume(n);
-                            self.events.push_back(ClientEvent::PeerResults(Box::new(r)));
+                            self.m
+                                .events
+                                .push_back(ClientEvent::PeerResults(Box::new(r)));
                             self.enter(
                                 now,
                                 ClientPhase::AwaitDisplayResults,
@@ -462,7 +493,7 @@ impl ClientSession {
                         }
                         Err(e) if e.is_truncated() => return,
                         Err(error) => {
-                            let phase = self.phase.describe();
+                            let phase = self.m.phase.describe();
                             self.fail(Failure::Protocol { phase, error });
                             return;
                         }
@@ -486,7 +517,7 @@ impl ClientSession {
         let state = match State::from_byte(b) {
             Ok(s) => s,
             Err(error) => {
-                let phase = self.phase.describe();
+                let phase = self.m.phase.describe();
                 self.fail(Failure::Protocol { phase, error });
                 return false;
             }
@@ -510,7 +541,7 @@ impl ClientSession {
         }
         self.inbox.consume(1);
         let unexpected = |s: &mut ClientSession| {
-            let phase = s.phase.describe();
+            let phase = s.m.phase.describe();
             s.fail(Failure::Protocol {
                 phase,
                 error: WireError::UnexpectedState {
@@ -519,13 +550,13 @@ impl ClientSession {
                 },
             });
         };
-        match (self.phase, state) {
+        match (self.m.phase, state) {
             (_, State::AccessDenied) => self.stop_with(ClientEvent::Refused(Refusal::AccessDenied)),
             (_, State::ServerTerminate) => self.stop_with(ClientEvent::ServerTerminated),
             (ClientPhase::AwaitParamExchange, State::ParamExchange) => {
                 match self.params.encode_frame() {
                     Ok(f) => {
-                        self.outbox.extend_from_slice(&f);
+                        self.m.outbox.extend_from_slice(&f);
                         self.enter(
                             now,
                             ClientPhase::AwaitCreateStreams,
@@ -539,7 +570,7 @@ impl ClientSession {
                 }
             }
             (ClientPhase::AwaitCreateStreams, State::CreateStreams) => {
-                self.events.push_back(ClientEvent::CreateStreams);
+                self.m.events.push_back(ClientEvent::CreateStreams);
                 self.enter(
                     now,
                     ClientPhase::AwaitTestStart,
@@ -547,7 +578,7 @@ impl ClientSession {
                 );
             }
             (ClientPhase::AwaitTestStart, State::TestStart) => {
-                self.events.push_back(ClientEvent::TestStart);
+                self.m.events.push_back(ClientEvent::TestStart);
                 self.enter(
                     now,
                     ClientPhase::AwaitTestRunning,
@@ -555,16 +586,16 @@ impl ClientSession {
                 );
             }
             (ClientPhase::AwaitTestRunning, State::TestRunning) => {
-                self.events.push_back(ClientEvent::TestRunning);
+                self.m.events.push_back(ClientEvent::TestRunning);
                 self.enter(now, ClientPhase::Running, None);
             }
             (ClientPhase::AwaitExchangeResults, State::ExchangeResults) => {
-                self.events.push_back(ClientEvent::ResultsRequested);
+                self.m.events.push_back(ClientEvent::ResultsRequested);
                 self.enter(now, ClientPhase::AwaitLocalResults, None);
             }
             (ClientPhase::AwaitDisplayResults, State::DisplayResults) => {
-                self.outbox.push(State::IperfDone.to_byte());
-                self.events.push_back(ClientEvent::Finished);
+                self.m.outbox.push(State::IperfDone.to_byte());
+                self.m.events.push_back(ClientEvent::Finished);
                 self.enter(now, ClientPhase::Done, None);
             }
             _ => unexpected(self),
@@ -648,11 +679,8 @@ pub enum Decline {
 pub struct ServerSession {
     cookie: Cookie,
     timeouts: Timeouts,
-    phase: ServerPhase,
-    deadline: Option<Duration>,
+    m: Machine<ServerPhase, ServerEvent>,
     inbox: Inbox,
-    outbox: Vec<u8>,
-    events: VecDeque<ServerEvent>,
     peer_is_wirespeed: bool,
 }
 
@@ -662,11 +690,13 @@ impl ServerSession {
         ServerSession {
             cookie,
             timeouts,
-            phase: ServerPhase::AwaitParams,
-            deadline: Some(now + timeouts.setup),
+            m: Machine::new(
+                now,
+                ServerPhase::AwaitParams,
+                timeouts.setup,
+                vec![State::ParamExchange.to_byte()],
+            ),
             inbox: Inbox::default(),
-            outbox: vec![State::ParamExchange.to_byte()],
-            events: VecDeque::new(),
             peer_is_wirespeed: false,
         }
     }
@@ -676,7 +706,7 @@ impl ServerSession {
     }
 
     pub fn phase(&self) -> ServerPhase {
-        self.phase
+        self.m.phase
     }
 
     /// `true` once the parameters carried wirespeed's extension.
@@ -685,36 +715,33 @@ impl ServerSession {
     }
 
     pub fn deadline(&self) -> Option<Duration> {
-        self.deadline
+        self.m.deadline
     }
 
     pub fn take_transmit(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.outbox)
+        std::mem::take(&mut self.m.outbox)
     }
 
     pub fn poll_event(&mut self) -> Option<ServerEvent> {
-        self.events.pop_front()
+        self.m.events.pop_front()
     }
 
     pub fn is_closed(&self) -> bool {
-        matches!(self.phase, ServerPhase::Done | ServerPhase::Failed)
+        matches!(self.m.phase, ServerPhase::Done | ServerPhase::Failed)
     }
 
     fn enter(&mut self, now: Duration, phase: ServerPhase, timeout: Option<Duration>) {
-        self.phase = phase;
-        self.deadline = timeout.map(|t| now + t);
+        self.m.enter(now, phase, timeout);
     }
 
     fn fail(&mut self, f: Failure) {
-        self.phase = ServerPhase::Failed;
-        self.deadline = None;
-        self.events.push_back(ServerEvent::Failed(f));
+        self.m.stop(ServerPhase::Failed, ServerEvent::Failed(f));
     }
 
     fn wrong(&mut self, what: &str) -> WireError {
         WireError::UnexpectedState {
             state: what.to_string(),
-            phase: self.phase.describe(),
+            phase: self.m.phase.describe(),
         }
     }
 
@@ -723,7 +750,7 @@ impl ServerSession {
             return;
         }
         if let Err(error) = self.inbox.push(bytes) {
-            let phase = self.phase.describe();
+            let phase = self.m.phase.describe();
             self.fail(Failure::Protocol { phase, error });
             return;
         }
@@ -731,11 +758,9 @@ impl ServerSession {
     }
 
     pub fn handle_eof(&mut self, _now: Duration) {
-        match self.phase {
+        match self.m.phase {
             ServerPhase::AwaitDone => {
-                self.phase = ServerPhase::Done;
-                self.deadline = None;
-                self.events.push_back(ServerEvent::Finished);
+                self.m.stop(ServerPhase::Done, ServerEvent::Finished);
             }
             ServerPhase::Done | ServerPhase::Failed => {}
             p => {
@@ -746,10 +771,10 @@ impl ServerSession {
     }
 
     pub fn handle_timeout(&mut self, now: Duration) {
-        if let Some(d) = self.deadline {
+        if let Some(d) = self.m.deadline {
             if now >= d && !self.is_closed() {
-                let phase = self.phase.describe();
-                let after = match self.phase {
+                let phase = self.m.phase.describe();
+                let after = match self.m.phase {
                     ServerPhase::AwaitStreams => self.timeouts.streams,
                     ServerPhase::AwaitClientResults | ServerPhase::AwaitDone => {
                         self.timeouts.results
@@ -763,10 +788,10 @@ impl ServerSession {
 
     /// Run the test: queue `CREATE_STREAMS`.
     pub fn accept(&mut self, now: Duration) -> Result<(), WireError> {
-        if self.phase != ServerPhase::AwaitDecision {
+        if self.m.phase != ServerPhase::AwaitDecision {
             return Err(self.wrong("accept"));
         }
-        self.outbox.push(State::CreateStreams.to_byte());
+        self.m.outbox.push(State::CreateStreams.to_byte());
         self.enter(now, ServerPhase::AwaitStreams, Some(self.timeouts.streams));
         self.process(now);
         Ok(())
@@ -778,46 +803,45 @@ impl ServerSession {
             return;
         }
         match decline {
-            Decline::AccessDenied => self.outbox.push(State::AccessDenied.to_byte()),
+            Decline::AccessDenied => self.m.outbox.push(State::AccessDenied.to_byte()),
             Decline::Error {
                 i_errno,
                 errno,
                 detail,
             } => {
-                self.outbox.push(State::ServerError.to_byte());
+                self.m.outbox.push(State::ServerError.to_byte());
                 let with_detail = self.peer_is_wirespeed && !detail.is_empty();
                 let body = ServerErrorBody {
                     i_errno: *i_errno,
                     errno: if with_detail { DETAIL_MAGIC } else { *errno },
                 };
-                self.outbox.extend_from_slice(&body.emit());
+                self.m.outbox.extend_from_slice(&body.emit());
                 if with_detail {
-                    self.outbox
+                    self.m
+                        .outbox
                         .extend_from_slice(&server_error::encode_detail(detail));
                 }
             }
         }
-        self.phase = ServerPhase::Failed;
-        self.deadline = None;
+        self.m.settle(ServerPhase::Failed);
     }
 
     /// Stop a running test from the server side (e.g. over the maximum duration):
     /// queue `SERVER_TERMINATE`.
     pub fn terminate(&mut self) {
         if !self.is_closed() {
-            self.outbox.push(State::ServerTerminate.to_byte());
-            self.phase = ServerPhase::Failed;
-            self.deadline = None;
+            self.m.outbox.push(State::ServerTerminate.to_byte());
+            self.m.settle(ServerPhase::Failed);
         }
     }
 
     /// All data connections are matched: queue `TEST_START`, `TEST_RUNNING`.
     pub fn streams_ready(&mut self, now: Duration) -> Result<(), WireError> {
-        if self.phase != ServerPhase::AwaitStreams {
+        if self.m.phase != ServerPhase::AwaitStreams {
             return Err(self.wrong("streams ready"));
         }
-        self.outbox.push(State::TestStart.to_byte());
-        self.outbox.push(State::TestRunning.to_byte());
+        self.m.outbox.push(State::TestStart.to_byte());
+        self.m.outbox.push(State::TestRunning.to_byte());
         self.enter(now, ServerPhase::Running, None);
         self.process(now);
         Ok(())
@@ -825,10 +849,10 @@ impl ServerSession {
 
     /// The streams are stopped: queue `EXCHANGE_RESULTS`.
     pub fn request_results(&mut self, now: Duration) -> Result<(), WireError> {
-        if self.phase != ServerPhase::Stopping {
+        if self.m.phase != ServerPhase::Stopping {
             return Err(self.wrong("request results"));
         }
-        self.outbox.push(State::ExchangeResults.to_byte());
+        self.m.outbox.push(State::ExchangeResults.to_byte());
         self.enter(
             now,
             ServerPhase::AwaitClientResults,
@@ -840,12 +864,12 @@ impl ServerSession {
 
     /// Our results, after the client's: queue them and `DISPLAY_RESULTS`.
     pub fn send_results(&mut self, now: Duration, results: &TestResults) -> Result<(), WireError> {
-        if self.phase != ServerPhase::AwaitLocalResults {
+        if self.m.phase != ServerPhase::AwaitLocalResults {
             return Err(self.wrong("server results"));
         }
         let frame = results.encode_frame()?;
-        self.outbox.extend_from_slice(&frame);
-        self.outbox.push(State::DisplayResults.to_byte());
+        self.m.outbox.extend_from_slice(&frame);
+        self.m.outbox.push(State::DisplayResults.to_byte());
         self.enter(now, ServerPhase::AwaitDone, Some(self.timeouts.results));
         self.process(now);
         Ok(())
@@ -856,12 +880,12 @@ impl ServerSession {
             if self.is_closed() {
                 return;
             }
-            match self.phase {
+            match self.m.phase {
                 ServerPhase::AwaitParams => match TestParams::decode_frame(&self.inbox.buf) {
                     Ok((p, n)) => {
                         self.inbox.consume(n);
                         self.peer_is_wirespeed = p.wirespeed.is_some();
-                        self.events.push_back(ServerEvent::Params(Box::new(p)));
+                        self.m.events.push_back(ServerEvent::Params(Box::new(p)));
                         self.enter(now, ServerPhase::AwaitDecision, None);
                     }
                     Err(e) if e.is_truncated() => {
@@ -890,12 +914,14 @@ impl ServerSession {
                 {
                     Ok((r, n)) => {
                         self.inbox.consume(n);
-                        self.events.push_back(ServerEvent::PeerResults(Box::new(r)));
+                        self.m
+                            .events
+                            .push_back(ServerEvent::PeerResults(Box::new(r)));
                         self.enter(now, ServerPhase::AwaitLocalResults, None);
                     }
                     Err(e) if e.is_truncated() => return,
                     Err(error) => {
-                        let phase = self.phase.describe();
+                        let phase = self.m.phase.describe();
                         self.fail(Failure::Protocol { phase, error });
                         return;
                     }
@@ -906,9 +932,8 @@ impl ServerSession {
                     // Nothing is read until the caller acts, except an abort.
                     if self.inbox.buf.first() == Some(&State::ClientTerminate.to_byte()) {
                         self.inbox.consume(1);
-                        self.phase = ServerPhase::Failed;
-                        self.deadline = None;
-                        self.events.push_back(ServerEvent::ClientTerminated);
+                        self.m
+                            .stop(ServerPhase::Failed, ServerEvent::ClientTerminated);
                     }
                     return;
                 }
@@ -920,27 +945,24 @@ impl ServerSession {
                     let state = match State::from_byte(b) {
                         Ok(s) => s,
                         Err(error) => {
-                            let phase = self.phase.describe();
+                            let phase = self.m.phase.describe();
                             self.fail(Failure::Protocol { phase, error });
                             return;
                         }
                     };
-                    match (self.phase, state) {
+                    match (self.m.phase, state) {
                         // iperf3's server ignores TEST_START from a client.
                         (_, State::TestStart) => {}
                         (_, State::ClientTerminate) => {
-                            self.phase = ServerPhase::Failed;
-                            self.deadline = None;
-                            self.events.push_back(ServerEvent::ClientTerminated);
+                            self.m
+                                .stop(ServerPhase::Failed, ServerEvent::ClientTerminated);
                         }
                         (ServerPhase::Running, State::TestEnd) => {
-                            self.events.push_back(ServerEvent::TestEnd);
+                            self.m.events.push_back(ServerEvent::TestEnd);
                             self.enter(now, ServerPhase::Stopping, None);
                         }
                         (_, State::IperfDone) => {
-                            self.phase = ServerPhase::Done;
-                            self.deadline = None;
-                            self.events.push_back(ServerEvent::Finished);
+                            self.m.stop(ServerPhase::Done, ServerEvent::Finished);
                         }
                         (phase, s) => {
                             let phase = phase.describe();
