@@ -2,10 +2,11 @@
 //! `start`, the results this end sends, and the final [`TestResult`].
 
 use wirespeed_protocol::{ResultsExt, StreamResult, TestResults, WorkerInfo};
-use wirespeed_report::builder::PeerStream;
-use wirespeed_report::{Connected, Peer, TestStart, WirespeedExt, Worker};
+use wirespeed_report::builder::{EndInput, PeerStream, ResultBuilder};
+use wirespeed_report::{Connected, CpuUtilization, End, Peer, TestStart, WirespeedExt, Worker};
 
 use crate::data::{DataPhase, DataSocket, WorkerSummary};
+use crate::observe::TestObserver;
 use crate::usage::CpuPercent;
 
 /// wirespeed's version string.
@@ -207,6 +208,66 @@ pub fn report_ext(
         }
     }
     ext
+}
+
+/// What one end knows when it builds its final report: its own counts and the peer's results.
+pub struct EndSide<'a> {
+    /// Seconds this end measured (after omit).
+    pub measured: f64,
+    /// This end's CPU utilisation.
+    pub cpu: CpuPercent,
+    /// This end's data phase, when it started.
+    pub data: Option<&'a DataPhase>,
+    /// The peer's results from the exchange, when they came.
+    pub peer: Option<&'a TestResults>,
+    /// The client's version from its parameters (server side only).
+    pub peer_client_version: Option<&'a str>,
+    /// The peer said it is wirespeed before the results (server side only).
+    pub peer_is_wirespeed: bool,
+    /// This end's observation of where the work ran.
+    pub observer: &'a TestObserver,
+}
+
+/// The report's `end` and `wirespeed` sections, the same on both ends: CPU utilisation
+/// and congestion control of this end and the peer, per-stream totals of both ends, and
+/// where the work ran with its verdict.
+pub fn end_sections(b: &ResultBuilder, side: &EndSide<'_>) -> (End, WirespeedExt) {
+    let peer = side.peer;
+    let input = EndInput {
+        local_elapsed: side.measured,
+        peer_elapsed: peer.and_then(peer_elapsed),
+        peer_streams: peer.map(peer_streams).unwrap_or_default(),
+        cpu: CpuUtilization {
+            host_total: side.cpu.total,
+            host_user: side.cpu.user,
+            host_system: side.cpu.system,
+            remote_total: peer.map_or(0.0, |p| p.cpu_util_total),
+            remote_user: peer.map_or(0.0, |p| p.cpu_util_user),
+            remote_system: peer.map_or(0.0, |p| p.cpu_util_system),
+        },
+        local_congestion: side.data.and_then(DataPhase::congestion),
+        remote_congestion: peer.and_then(|p| p.congestion_used.clone()),
+    };
+    let rep = b.end(&input);
+    let peer_ext = peer.and_then(|p| p.wirespeed.as_ref());
+    let reports = side.data.map_or(&[][..], DataPhase::summaries);
+    let mut ext = report_ext(
+        reports,
+        peer_ext,
+        side.peer_client_version,
+        side.peer_is_wirespeed,
+    );
+    ext.streams = rep.totals;
+    // Where the work ran: this end's observation, the peer's when it is wirespeed
+    // (absent, and said so, when it is iperf3), and the verdict.
+    let received = rep
+        .end
+        .sum_received
+        .as_ref()
+        .or(rep.end.sum.as_ref())
+        .map(|s| s.bits_per_second);
+    side.observer.attach(&mut ext, peer_ext, received);
+    (rep.end, ext)
 }
 
 /// `start.test_start`.

@@ -14,8 +14,8 @@ use wirespeed_protocol::{
     ClientEvent, ClientPhase, ClientSession, Cookie, Direction, Failure, ParamsExt, TestParams,
     TestResults, Timeouts, Transport,
 };
-use wirespeed_report::builder::{EndInput, Protocol, ResultBuilder, Role};
-use wirespeed_report::{CpuUtilization, HostPort, Start, TestResult};
+use wirespeed_report::builder::{Protocol, ResultBuilder, Role};
+use wirespeed_report::{HostPort, Start, TestResult};
 
 use crate::assemble::{self, VERSION};
 use crate::data::{DataConfig, DataPhase, DataSocket, DataStream, Drain, UdpConfig};
@@ -659,42 +659,23 @@ impl Run<'_> {
             error,
             ..TestResult::default()
         };
-        let _ = self.ctrl_local;
         let measured = self.measured();
         if let Some(b) = &mut self.builder {
             let peer = self.peer_results.as_ref();
             if r.error.is_none() {
-                let input = EndInput {
-                    local_elapsed: measured,
-                    peer_elapsed: peer.and_then(assemble::peer_elapsed),
-                    peer_streams: peer.map(assemble::peer_streams).unwrap_or_default(),
-                    cpu: CpuUtilization {
-                        host_total: self.local_cpu.total,
-                        host_user: self.local_cpu.user,
-                        host_system: self.local_cpu.system,
-                        remote_total: peer.map_or(0.0, |p| p.cpu_util_total),
-                        remote_user: peer.map_or(0.0, |p| p.cpu_util_user),
-                        remote_system: peer.map_or(0.0, |p| p.cpu_util_system),
+                let (end, ext) = assemble::end_sections(
+                    b,
+                    &assemble::EndSide {
+                        measured,
+                        cpu: self.local_cpu,
+                        data: self.data.as_ref(),
+                        peer,
+                        peer_client_version: None,
+                        peer_is_wirespeed: false,
+                        observer: &self.observer,
                     },
-                    local_congestion: self.data.as_ref().and_then(DataPhase::congestion),
-                    remote_congestion: peer.and_then(|p| p.congestion_used.clone()),
-                };
-                let rep = b.end(&input);
-                r.end = rep.end;
-                let reports = self.data.as_ref().map_or(&[][..], DataPhase::summaries);
-                let mut ext = assemble::report_ext(
-                    reports,
-                    peer.and_then(|p| p.wirespeed.as_ref()),
-                    None,
-                    false,
                 );
-                ext.streams = rep.totals;
-                let received = r.end.sum_received.as_ref().or(r.end.sum.as_ref());
-                self.observer.attach(
-                    &mut ext,
-                    peer.and_then(|p| p.wirespeed.as_ref()),
-                    received.map(|s| s.bits_per_second),
-                );
+                r.end = end;
                 r.wirespeed = Some(ext);
                 if let Some(p) = peer {
                     r.server_output_json = p.server_output_json.clone();

@@ -31,8 +31,8 @@ use wirespeed_protocol::{
     Cookie, Decline, Direction, ServerEvent, ServerSession, State, TestParams, TestResults,
     Timeouts, Transport, COOKIE_LEN,
 };
-use wirespeed_report::builder::{EndInput, Protocol, ResultBuilder, Role};
-use wirespeed_report::{CpuUtilization, HostPort, Start, TestResult};
+use wirespeed_report::builder::{Protocol, ResultBuilder, Role};
+use wirespeed_report::{HostPort, Start, TestResult};
 
 use crate::assemble::{self, VERSION};
 use crate::client::{usable_cpus, DEFAULT_TCP_BLOCK};
@@ -1414,41 +1414,19 @@ impl<'a> ServerTest<'a> {
         let client_version = self.params.as_ref().and_then(|p| p.client_version.clone());
         let is_ws = self.sess.peer_is_wirespeed();
         if let Some(b) = &mut self.builder {
-            let input = EndInput {
-                local_elapsed: measured,
-                peer_elapsed: peer.and_then(assemble::peer_elapsed),
-                peer_streams: peer.map(assemble::peer_streams).unwrap_or_default(),
-                cpu: CpuUtilization {
-                    host_total: self.local_cpu.total,
-                    host_user: self.local_cpu.user,
-                    host_system: self.local_cpu.system,
-                    remote_total: peer.map_or(0.0, |p| p.cpu_util_total),
-                    remote_user: peer.map_or(0.0, |p| p.cpu_util_user),
-                    remote_system: peer.map_or(0.0, |p| p.cpu_util_system),
+            let (end, mut ext) = assemble::end_sections(
+                b,
+                &assemble::EndSide {
+                    measured,
+                    cpu: self.local_cpu,
+                    data: self.data.as_ref(),
+                    peer,
+                    peer_client_version: client_version.as_deref(),
+                    peer_is_wirespeed: is_ws,
+                    observer: &self.observer,
                 },
-                local_congestion: self.data.as_ref().and_then(DataPhase::congestion),
-                remote_congestion: peer.and_then(|p| p.congestion_used.clone()),
-            };
-            let rep = b.end(&input);
-            r.end = rep.end;
-            let reports = self.data.as_ref().map_or(&[][..], DataPhase::summaries);
-            let mut ext = assemble::report_ext(
-                reports,
-                peer.and_then(|p| p.wirespeed.as_ref()),
-                client_version.as_deref(),
-                is_ws,
             );
-            ext.streams = rep.totals;
-            // Where the work ran: this end's observation, the client's when it is wirespeed
-            // (absent, and said so, when it is iperf3), and the verdict.
-            let received = r
-                .end
-                .sum_received
-                .as_ref()
-                .or(r.end.sum.as_ref())
-                .map(|s| s.bits_per_second);
-            self.observer
-                .attach(&mut ext, peer.and_then(|p| p.wirespeed.as_ref()), received);
+            r.end = end;
             if let Some(m) = self
                 .tune
                 .as_ref()
