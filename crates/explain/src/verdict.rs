@@ -466,6 +466,12 @@ mod tests {
         end(Role::Sender, ryzen(), 6, &[(6, 60.0, 5.0, 30.0, 10, 100)])
     }
 
+    /// The verdict on a receiver with its app on `app` (and an idle sender), at `gbps`.
+    fn receiver_verdict(topo: Topology, app: u32, rows: &[Row], gbps: Option<f64>) -> Verdict {
+        let r = end(Role::Receiver, topo, app, rows);
+        verdict(&test(idle_sender(), r), gbps.map(BitsPerSecond::from_gbps))
+    }
+
     #[test]
     fn sender_cpu_bound() {
         let s = end(Role::Sender, ryzen(), 3, &[(3, 99.0, 0.0, 1.0, 0, 0)]);
@@ -483,18 +489,14 @@ mod tests {
 
     #[test]
     fn receiver_shares_its_cpu_with_rx_softirq() {
-        let r = end(
-            Role::Receiver,
+        let v = receiver_verdict(
             ryzen(),
             6,
             &[
                 (6, 52.0, 46.0, 2.0, 9700, 90000),
                 (8, 0.0, 1.0, 99.0, 300, 100),
             ],
-        );
-        let v = verdict(
-            &test(idle_sender(), r),
-            Some(BitsPerSecond::from_gbps(64.6)),
+            Some(64.6),
         );
         assert_eq!(v.id, "receiver-shares-cpu-with-softirq");
         assert_eq!(
@@ -506,18 +508,14 @@ mod tests {
 
     #[test]
     fn irqs_on_the_other_l3_group() {
-        let r = end(
-            Role::Receiver,
+        let v = receiver_verdict(
             ryzen(),
             6,
             &[
                 (6, 97.0, 2.0, 1.0, 0, 100),
                 (3, 0.0, 60.0, 40.0, 9000, 9000),
             ],
-        );
-        let v = verdict(
-            &test(idle_sender(), r),
-            Some(BitsPerSecond::from_gbps(84.9)),
+            Some(84.9),
         );
         assert_eq!(v.id, "irq-cross-l3");
         assert_eq!(
@@ -528,13 +526,12 @@ mod tests {
 
     #[test]
     fn remote_numa_node_for_irqs_and_for_the_app() {
-        let r = end(
-            Role::Receiver,
+        let v = receiver_verdict(
             xeon(),
             9,
             &[(9, 98.0, 0.0, 2.0, 0, 10), (2, 0.0, 70.0, 30.0, 5000, 5000)],
+            None,
         );
-        let v = verdict(&test(idle_sender(), r), None);
         assert_eq!(v.id, "irq-numa-remote");
         assert!(
             v.line
@@ -557,15 +554,11 @@ mod tests {
 
     #[test]
     fn receiver_cpu_bound_when_placement_is_right() {
-        let r = end(
-            Role::Receiver,
+        let v = receiver_verdict(
             ryzen(),
             6,
             &[(6, 95.0, 3.0, 2.0, 0, 10), (8, 0.0, 50.0, 50.0, 9000, 9000)],
-        );
-        let v = verdict(
-            &test(idle_sender(), r),
-            Some(BitsPerSecond::from_gbps(90.0)),
+            Some(90.0),
         );
         assert_eq!(v.id, "receiver-cpu-bound");
         assert_eq!(v.line, "receiver CPU-bound (CPU 6, 95 % system)");
@@ -573,15 +566,11 @@ mod tests {
 
     #[test]
     fn line_rate_wins_and_keeps_the_rest_as_also() {
-        let r = end(
-            Role::Receiver,
+        let v = receiver_verdict(
             ryzen(),
             6,
             &[(6, 95.0, 3.0, 2.0, 0, 10), (8, 0.0, 50.0, 50.0, 9000, 9000)],
-        );
-        let v = verdict(
-            &test(idle_sender(), r),
-            Some(BitsPerSecond::from_gbps(98.8)),
+            Some(98.8),
         );
         assert_eq!(v.id, "line-rate");
         assert_eq!(
@@ -596,13 +585,12 @@ mod tests {
 
     #[test]
     fn softirq_cpu_saturated() {
-        let r = end(
-            Role::Receiver,
+        let v = receiver_verdict(
             ryzen(),
             6,
             &[(6, 60.0, 0.0, 40.0, 0, 0), (8, 2.0, 95.0, 3.0, 9000, 9000)],
+            None,
         );
-        let v = verdict(&test(idle_sender(), r), None);
         assert_eq!(v.id, "softirq-cpu-bound");
         assert!(
             v.line
