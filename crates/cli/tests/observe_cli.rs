@@ -4,24 +4,15 @@
 
 mod measure_common;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use measure_common::{free_port, spawn, wait_listening, wirespeed};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_wirespeed")
-}
-
-fn online() -> usize {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| wirespeed_host::CpuSet::parse_list(&s).ok())
-        .map_or(0, |s| s.len())
-}
+use measure_common::{
+    assert_success, free_port, have_iperf3, online_cpus, spawn, wait_listening, wirespeed,
+};
 
 fn json_of(args: &[&str]) -> serde_json::Value {
-    let out = Command::new(bin()).args(args).output().unwrap();
+    let out = Command::new(wirespeed()).args(args).output().unwrap();
     assert!(
         out.status.success(),
         "{args:?}: {}",
@@ -47,7 +38,7 @@ const VERDICTS: &[&str] = &[
 
 #[test]
 fn pinned_workers_are_seen_on_both_ends() {
-    if online() < 2 {
+    if online_cpus() < 2 {
         eprintln!(
             "SKIP: pinned_workers_are_seen_on_both_ends because fewer than 2 CPUs are online"
         );
@@ -94,7 +85,7 @@ fn reverse_swaps_the_roles() {
 
 #[test]
 fn text_output_shows_where_the_work_ran() {
-    let out = Command::new(bin())
+    let out = Command::new(wirespeed())
         .args(["client", "--loopback", "-t", "1", "-A", "0"])
         .output()
         .unwrap();
@@ -131,7 +122,7 @@ fn repeat_groups_the_runs() {
     }
     assert!(a["method"].as_str().unwrap().contains("10 % of the median"));
 
-    let out = Command::new(bin())
+    let out = Command::new(wirespeed())
         .args(["client", "--loopback", "-t", "1", "--repeat", "2"])
         .output()
         .unwrap();
@@ -140,7 +131,7 @@ fn repeat_groups_the_runs() {
     assert!(t.contains("run 1/2: ") && t.contains("run 2/2: "), "{t}");
     assert!(t.contains("2 runs: min "), "{t}");
 
-    let out = Command::new(bin())
+    let out = Command::new(wirespeed())
         .args(["client", "--loopback", "-t", "1", "--repeat", "0"])
         .output()
         .unwrap();
@@ -149,38 +140,14 @@ fn repeat_groups_the_runs() {
 
 #[test]
 fn an_iperf3_server_leaves_the_remote_end_absent() {
-    let Ok(status) = Command::new("iperf3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-    else {
-        eprintln!(
-            "SKIP: an_iperf3_server_leaves_the_remote_end_absent because iperf3 is not installed"
-        );
+    if !have_iperf3("an_iperf3_server_leaves_the_remote_end_absent") {
         return;
-    };
-    assert!(status.success());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    // Not `-1`: the readiness probe below would be its one test.
-    let mut srv = Command::new("iperf3")
-        .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "iperf3 did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
-    let out = Command::new(bin())
+    let port = free_port();
+    let srv =
+        spawn(Command::new("iperf3").args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()]));
+    wait_listening(port);
+    let out = Command::new(wirespeed())
         .args([
             "client",
             "127.0.0.1",
@@ -192,8 +159,7 @@ fn an_iperf3_server_leaves_the_remote_end_absent() {
         ])
         .output()
         .unwrap();
-    let _ = srv.kill();
-    let _ = srv.wait();
+    drop(srv);
     assert!(
         out.status.success(),
         "{}",
@@ -223,16 +189,8 @@ fn serve_one(args: &[&str], client: &mut Command) -> std::process::Output {
     wait_listening(port);
     let c = measure_common::run(client.args(["-p", &p]), Duration::from_secs(30));
     let s = srv.wait_output(Duration::from_secs(20));
-    assert!(
-        c.status.success(),
-        "client: {}",
-        String::from_utf8_lossy(&c.stderr)
-    );
-    assert!(
-        s.status.success(),
-        "server: {}",
-        String::from_utf8_lossy(&s.stderr)
-    );
+    assert_success(&c, "client");
+    assert_success(&s, "server");
     s
 }
 
@@ -244,7 +202,7 @@ fn ws_client(extra: &[&str]) -> Command {
 
 #[test]
 fn the_servers_text_shows_where_the_work_ran_on_both_ends() {
-    if online() < 2 {
+    if online_cpus() < 2 {
         eprintln!("SKIP: the_servers_text_shows_where_the_work_ran_on_both_ends because fewer than 2 CPUs are online");
         return;
     }
@@ -282,7 +240,7 @@ fn the_servers_text_shows_where_the_work_ran_on_both_ends() {
 
 #[test]
 fn the_servers_json_carries_both_ends_and_its_verdict() {
-    if online() < 2 {
+    if online_cpus() < 2 {
         eprintln!("SKIP: the_servers_json_carries_both_ends_and_its_verdict because fewer than 2 CPUs are online");
         return;
     }

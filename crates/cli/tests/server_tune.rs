@@ -16,11 +16,13 @@ mod host_common;
 mod measure_common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use measure_common::{free_port, json_of, spawn, wait_listening, wirespeed};
+use measure_common::{
+    assert_success, free_port, json_of, online_cpus, spawn, start_server, wait_listening, wirespeed,
+};
 use wirespeed_engine::tune::TuneConfig;
 use wirespeed_engine::{ClientConfig, EngineError, NullReporter, Server, ServerConfig};
 use wirespeed_host::Root;
@@ -118,7 +120,25 @@ fn signal(pid: u32, sig: &str) {
     assert!(s.success());
 }
 
-fn one_line_err(o: &std::process::Output) -> String {
+/// `wirespeed <args>`, within 30 s.
+fn ws(args: &[&str]) -> Output {
+    measure_common::run(
+        Command::new(wirespeed()).args(args),
+        Duration::from_secs(30),
+    )
+}
+
+/// The process exited with `code` (its stderr shown otherwise).
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn one_line_err(o: &Output) -> String {
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(err.lines().count(), 1, "one line on stderr: {err}");
     err
@@ -126,18 +146,58 @@ fn one_line_err(o: &std::process::Output) -> String {
 
 #[test]
 fn a_server_without_allow_tune_refuses_with_exit_4() {
-    let port = free_port();
-    let _srv = spawn(Command::new(wirespeed()).args([
-        "server",
-        "-B",
+    let (_srv, port) = start_server(&["-B", "127.0.0.1"]);
+    let p = port.to_string();
+    let out = ws(&[
+        "client",
         "127.0.0.1",
         "-p",
-        &port.to_string(),
-    ]));
-    wait_listening(port);
+        &p,
+        "-t",
+        "1",
+        "--server-irq-cpus",
+        "0",
+    ]);
+    assert_exit(&out, 4);
+    let err = one_line_err(&out);
+    assert!(err.contains("--allow-tune"), "{err}");
+    // The sweep without -R asks the server to move its IRQs: refused at the first test.
+    let out = ws(&[
+        "sweep",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "--cpus",
+        "0",
+        "--server-cpus",
+        "0",
+        "--irq-cpus",
+        "1",
+        "-t",
+        "1",
+    ]);
+    assert_exit(&out, 4);
+    let err = one_line_err(&out);
+    assert!(err.contains("--allow-tune") && err.contains("-R"), "{err}");
+    // The server goes on serving plain tests.
+    let ok = ws(&["client", "127.0.0.1", "-p", &p, "-t", "1", "-J"]);
+    assert_success(&ok, "a plain test after the refusals");
+}
+
+#[test]
+fn allow_tune_over_lo_is_refused_clearly_and_changes_nothing() {
+    let (_t, dir) = crow();
+    let before = host_common::snapshot(&dir);
+    let (_srv, port) = start_server(&[
+        "-B",
+        "127.0.0.1",
+        "--allow-tune",
+        "--root",
+        dir.to_str().unwrap(),
+    ]);
     let p = port.to_string();
-    let out = measure_common::run(
-        Command::new(wirespeed()).args([
+    let ask = |cpus: &str| {
+        ws(&[
             "client",
             "127.0.0.1",
             "-p",
@@ -145,98 +205,15 @@ fn a_server_without_allow_tune_refuses_with_exit_4() {
             "-t",
             "1",
             "--server-irq-cpus",
-            "0",
-        ]),
-        Duration::from_secs(20),
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let err = one_line_err(&out);
-    assert!(err.contains("--allow-tune"), "{err}");
-    // The sweep without -R asks the server to move its IRQs: refused at the first test.
-    let out = measure_common::run(
-        Command::new(wirespeed()).args([
-            "sweep",
-            "127.0.0.1",
-            "-p",
-            &p,
-            "--cpus",
-            "0",
-            "--server-cpus",
-            "0",
-            "--irq-cpus",
-            "1",
-            "-t",
-            "1",
-        ]),
-        Duration::from_secs(20),
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let err = one_line_err(&out);
-    assert!(err.contains("--allow-tune") && err.contains("-R"), "{err}");
-    // The server goes on serving plain tests.
-    let ok = measure_common::run(
-        Command::new(wirespeed()).args(["client", "127.0.0.1", "-p", &p, "-t", "1", "-J"]),
-        Duration::from_secs(20),
-    );
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
-}
-
-#[test]
-fn allow_tune_over_lo_is_refused_clearly_and_changes_nothing() {
-    let (_t, dir) = crow();
-    let before = host_common::snapshot(&dir);
-    let port = free_port();
-    let _srv = spawn(Command::new(wirespeed()).args([
-        "server",
-        "-B",
-        "127.0.0.1",
-        "-p",
-        &port.to_string(),
-        "--allow-tune",
-        "--root",
-        dir.to_str().unwrap(),
-    ]));
-    wait_listening(port);
-    let ask = |cpus: &str| {
-        measure_common::run(
-            Command::new(wirespeed()).args([
-                "client",
-                "127.0.0.1",
-                "-p",
-                &port.to_string(),
-                "-t",
-                "1",
-                "--server-irq-cpus",
-                cpus,
-            ]),
-            Duration::from_secs(20),
-        )
+            cpus,
+        ])
     };
     let out = ask("3");
-    assert_eq!(
-        out.status.code(),
-        Some(4),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 4);
     let err = one_line_err(&out);
     assert!(err.contains("lo, which has no NIC interrupts"), "{err}");
     let out = ask("40");
-    assert_eq!(out.status.code(), Some(4));
+    assert_exit(&out, 4);
     assert!(one_line_err(&out).contains("CPU 40: not online"));
     assert_unchanged(&before, &dir);
     assert!(!dir.join("var/lib/wirespeed").exists(), "no journal either");
@@ -323,13 +300,9 @@ fn one_tune_change_at_a_time_and_shutdown_reverts() {
 fn sigterm_on_the_server_reverts_the_running_tests_change() {
     let (_t, dir) = crow();
     let before = host_common::snapshot(&dir);
-    let port = free_port();
-    let srv = spawn(Command::new(wirespeed()).args([
-        "server",
+    let (srv, port) = start_server(&[
         "-B",
         "127.0.0.1",
-        "-p",
-        &port.to_string(),
         "-i",
         "0",
         "--allow-tune",
@@ -337,8 +310,7 @@ fn sigterm_on_the_server_reverts_the_running_tests_change() {
         dir.to_str().unwrap(),
         "--tune-iface",
         IFACE,
-    ]));
-    wait_listening(port);
+    ]);
     let c = long_client(port, 9);
     // No kernel in this tree: the request moves, the effective affinity stays.
     wait_for("IRQs requested on CPU 9", Duration::from_secs(10), || {
@@ -346,23 +318,14 @@ fn sigterm_on_the_server_reverts_the_running_tests_change() {
     });
     signal(srv.pid(), "-TERM");
     let out = srv.wait_output(Duration::from_secs(10));
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 130);
     assert_unchanged(&before, &dir);
     drop(c);
 }
 
 #[test]
 fn a_sweep_moves_the_servers_irqs_step_by_step() {
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| wirespeed_host::CpuSet::parse_list(&s).ok())
-        .map_or(0, |s| s.len());
-    if online < 2 {
+    if online_cpus() < 2 {
         eprintln!(
             "SKIP: a_sweep_moves_the_servers_irqs_step_by_step because fewer than 2 CPUs are online"
         );
@@ -371,29 +334,22 @@ fn a_sweep_moves_the_servers_irqs_step_by_step() {
     let (_t, dir) = crow();
     let before = host_common::snapshot(&dir);
     let srv = tuning_server(&dir);
-    let out = measure_common::run(
-        Command::new(wirespeed()).args([
-            "sweep",
-            "127.0.0.1",
-            "-p",
-            &srv.addr.port().to_string(),
-            "--cpus",
-            "0",
-            "--server-cpus",
-            "1",
-            "--irq-cpus",
-            "3,8",
-            "-t",
-            "1",
-            "--json",
-        ]),
-        Duration::from_secs(30),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = ws(&[
+        "sweep",
+        "127.0.0.1",
+        "-p",
+        &srv.addr.port().to_string(),
+        "--cpus",
+        "0",
+        "--server-cpus",
+        "1",
+        "--irq-cpus",
+        "3,8",
+        "-t",
+        "1",
+        "--json",
+    ]);
+    assert_success(&out, "sweep --irq-cpus");
     let j = json_of(&out.stdout, "sweep --irq-cpus");
     let s = &j["irq_sweep"];
     assert_eq!(s["iface"], IFACE);
@@ -430,24 +386,17 @@ fn an_iperf3_server_ignores_the_request_and_the_client_says_so() {
     let _srv =
         spawn(Command::new("iperf3").args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()]));
     wait_listening(port);
-    let out = measure_common::run(
-        Command::new(wirespeed()).args([
-            "client",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-t",
-            "1",
-            "--server-irq-cpus",
-            "0",
-        ]),
-        Duration::from_secs(30),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = ws(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-t",
+        "1",
+        "--server-irq-cpus",
+        "0",
+    ]);
+    assert_success(&out, "client against iperf3");
     let err = one_line_err(&out);
     assert!(err.contains("did not move its IRQs"), "{err}");
 }

@@ -1,85 +1,41 @@
 //! `wirespeed sweep` end to end on loopback against a wirespeed server started here.
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod measure_common;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_wirespeed")
-}
+use std::process::{Command, Output};
+use std::time::Duration;
 
-/// A wirespeed server on a free loopback port; killed (by its own pid) when dropped.
-struct ServerProc {
-    child: Child,
-    port: u16,
-}
+use measure_common::{assert_success, free_port, online_cpus, start_server, wirespeed};
 
-impl ServerProc {
-    fn start() -> ServerProc {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(bin())
-            .args(["server", "-B", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let t0 = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "server did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        ServerProc { child, port }
-    }
-}
-
-impl Drop for ServerProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn online() -> usize {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| wirespeed_host::CpuSet::parse_list(&s).ok())
-        .map_or(0, |s| s.len())
+/// `wirespeed <args>`, within 30 s.
+fn ws(args: &[&str]) -> Output {
+    measure_common::run(
+        Command::new(wirespeed()).args(args),
+        Duration::from_secs(30),
+    )
 }
 
 #[test]
 fn a_two_by_two_sweep_completes() {
-    if online() < 2 {
+    if online_cpus() < 2 {
         eprintln!("SKIP: a_two_by_two_sweep_completes because fewer than 2 CPUs are online");
         return;
     }
-    let srv = ServerProc::start();
-    let out = Command::new(bin())
-        .args([
-            "sweep",
-            "127.0.0.1",
-            "-p",
-            &srv.port.to_string(),
-            "--cpus",
-            "0,1",
-            "--server-cpus",
-            "0,1",
-            "-t",
-            "1",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (_srv, port) = start_server(&["-B", "127.0.0.1"]);
+    let out = ws(&[
+        "sweep",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "--cpus",
+        "0,1",
+        "--server-cpus",
+        "0,1",
+        "-t",
+        "1",
+        "--json",
+    ]);
+    assert_success(&out, "sweep");
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["tests_run"], 4);
     assert_eq!(j["matrix"]["rows"], serde_json::json!([0, 1]));
@@ -103,9 +59,8 @@ fn a_two_by_two_sweep_completes() {
 
 #[test]
 fn irq_sweep_refusals_are_clear() {
-    let run = |args: &[&str]| Command::new(bin()).args(args).output().unwrap();
     // Without -R the server's IRQs move (tests/server_tune.rs): this host sends from one CPU.
-    let out = run(&[
+    let out = ws(&[
         "sweep",
         "127.0.0.1",
         "-p",
@@ -122,7 +77,7 @@ fn irq_sweep_refusals_are_clear() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("give one --cpus CPU"), "{err}");
     // With -R to a loopback address there is no NIC to move.
-    let out = run(&[
+    let out = ws(&[
         "sweep",
         "127.0.0.1",
         "-p",
@@ -140,7 +95,7 @@ fn irq_sweep_refusals_are_clear() {
         .unwrap()
         .contains("through lo"));
     // Bad values.
-    let out = run(&[
+    let out = ws(&[
         "sweep",
         "127.0.0.1",
         "--cpus",
@@ -151,32 +106,25 @@ fn irq_sweep_refusals_are_clear() {
         "0",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    let out = run(&["sweep", "127.0.0.1", "--cpus", "x", "--server-cpus", "0"]);
+    let out = ws(&["sweep", "127.0.0.1", "--cpus", "x", "--server-cpus", "0"]);
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn a_sweep_against_no_server_fails_with_the_connect_code() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port(); // closed again: nothing listens there
-    let out = Command::new(bin())
-        .args([
-            "sweep",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "--cpus",
-            "0",
-            "--server-cpus",
-            "0",
-            "-t",
-            "1",
-        ])
-        .output()
-        .unwrap();
+    let port = free_port(); // closed again: nothing listens there
+    let out = ws(&[
+        "sweep",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "--cpus",
+        "0",
+        "--server-cpus",
+        "0",
+        "-t",
+        "1",
+    ]);
     assert_eq!(
         out.status.code(),
         Some(3),
