@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
+use wirespeed_host::ethtool::CoalesceSet;
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_tune::collect::{self, CollectError};
 use wirespeed_tune::engine::{self, RevertStatus, StepStatus};
@@ -58,6 +59,12 @@ enum PolicyArg {
     L3,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OnOff {
+    On,
+    Off,
+}
+
 #[derive(Debug, clap::Args)]
 struct RootArgs {
     /// Directory standing for the host's `/` (a captured tree); default the live host.
@@ -99,10 +106,20 @@ struct PlanArgs {
     /// Set the interface's transmit queue length.
     #[arg(long, value_name = "PACKETS")]
     txqueuelen: Option<u32>,
+    /// Set the NIC's rx interrupt coalescing time (`ethtool -C IF rx-usecs N`); only on request.
+    #[arg(long, value_name = "USECS")]
+    rx_usecs: Option<u32>,
+    /// Set the NIC's tx interrupt coalescing time (`ethtool -C IF tx-usecs N`).
+    #[arg(long, value_name = "USECS")]
+    tx_usecs: Option<u32>,
+    /// Turn the NIC's adaptive rx coalescing on or off (`ethtool -C IF adaptive-rx on|off`).
+    #[arg(long, value_enum, value_name = "on|off")]
+    adaptive_rx: Option<OnOff>,
     /// Stop irqbalance (it would undo IRQ pinning); with --persist also disable it.
     #[arg(long)]
     stop_irqbalance: bool,
-    /// Only these groups of settings: irq, stack, link, governor, ring, irqbalance (comma list).
+    /// Only these groups of settings: irq, stack, link, governor, ring, coalesce, irqbalance
+    /// (comma list).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     only: Vec<String>,
     /// Also write a sysctl.d drop-in and a boot-time unit that re-applies the plan.
@@ -190,7 +207,7 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
                     exit::fail(
                         exit::USAGE,
                         format!(
-                            "--only {s}: not one of irq, stack, link, governor, ring, irqbalance"
+                            "--only {s}: not one of irq, stack, link, governor, ring, coalesce, irqbalance"
                         ),
                     )
                 })
@@ -231,6 +248,11 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         allow_irq_on_app_cpus: a.allow_irq_on_app_cpus,
         mtu: a.mtu,
         txqueuelen: a.txqueuelen,
+        coalesce: CoalesceSet {
+            adaptive_rx: a.adaptive_rx.map(|o| o == OnOff::On),
+            rx_usecs: a.rx_usecs,
+            tx_usecs: a.tx_usecs,
+        },
         stop_irqbalance: a.stop_irqbalance,
         persist: a.persist,
         only,
@@ -301,6 +323,10 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             failed,
             report.count(StepStatus::Skipped),
         );
+        let unsupported = report.count(StepStatus::NotSupported);
+        if unsupported > 0 {
+            say!("{unsupported} not supported by the driver (nothing changed there).");
+        }
         for s in &report.steps {
             say!(
                 "{:>3}  {:<12} {}{}",

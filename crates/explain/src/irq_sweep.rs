@@ -267,7 +267,7 @@ pub fn apply_irq_move(
         match s.status {
             StepStatus::Applied | StepStatus::AlreadySet => r.moved.push(irq),
             StepStatus::NotMovable => r.not_movable.push(irq),
-            StepStatus::Failed | StepStatus::Skipped => {
+            StepStatus::Failed | StepStatus::Skipped | StepStatus::NotSupported => {
                 r.failed.push((irq, s.detail.clone().unwrap_or_default()))
             }
         }

@@ -1,15 +1,16 @@
 //! Ring sizes, channels, interrupt coalescing, offloads and driver info of an interface through
 //! the kernel's ethtool ioctl interface (`SIOCETHTOOL`: `ETHTOOL_GDRVINFO`, `ETHTOOL_GRINGPARAM`,
 //! `ETHTOOL_GCHANNELS`, `ETHTOOL_GCOALESCE`, and `ETHTOOL_GSSET_INFO` + `ETHTOOL_GSTRINGS` +
-//! `ETHTOOL_GFEATURES` for named offloads), and the one setter wirespeed uses: ring sizes
-//! (`ETHTOOL_SRINGPARAM`, [`set_ring`]).
+//! `ETHTOOL_GFEATURES` for named offloads), and the two setters wirespeed uses: ring sizes
+//! (`ETHTOOL_SRINGPARAM`, [`set_ring`]) and the requested interrupt-coalescing fields
+//! (`ETHTOOL_SCOALESCE`, [`set_coalesce`]).
 //!
 //! On a live root each query is an ioctl; a driver that does not implement one answers
 //! `EOPNOTSUPP` and that part stays `None`. In a snapshot the answers are files under
 //! `/wirespeed/ethtool/<iface>/` (`drvinfo.json`, `ring.json`, `channels.json`, `coalesce.json`,
 //! `features.json`) written by `capture`; a recording root stores them there as it queries.
-//! [`get_ring`] and [`set_ring`] talk to the running kernel only (there is no ring to set in a
-//! captured tree).
+//! [`get_ring`], [`set_ring`], [`get_coalesce`] and [`set_coalesce`] talk to the running kernel
+//! only (there is no ring or coalescing to set in a captured tree).
 
 use crate::Root;
 use serde::{Deserialize, Serialize};
@@ -65,6 +66,64 @@ pub struct Coalesce {
     pub pkt_rate_low: u32,
     pub pkt_rate_high: u32,
     pub rate_sample_interval: u32,
+}
+
+/// The coalescing fields wirespeed sets (`ethtool -C IF adaptive-rx on rx-usecs N tx-usecs N`);
+/// `None` leaves a field as the driver has it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoalesceSet {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_rx: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_usecs: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_usecs: Option<u32>,
+}
+
+impl CoalesceSet {
+    /// True when no field is requested.
+    pub fn is_empty(&self) -> bool {
+        self.adaptive_rx.is_none() && self.rx_usecs.is_none() && self.tx_usecs.is_none()
+    }
+
+    /// The values `c` holds for the fields this set names (what a journal saves before a write).
+    pub fn current_in(&self, c: &Coalesce) -> CoalesceSet {
+        CoalesceSet {
+            adaptive_rx: self.adaptive_rx.map(|_| c.adaptive_rx),
+            rx_usecs: self.rx_usecs.map(|_| c.rx_usecs),
+            tx_usecs: self.tx_usecs.map(|_| c.tx_usecs),
+        }
+    }
+
+    /// True when `c` holds every field this set names.
+    pub fn holds_in(&self, c: &Coalesce) -> bool {
+        self.current_in(c) == *self
+    }
+
+    /// `c` with this set's fields changed.
+    pub fn applied_to(&self, c: &Coalesce) -> Coalesce {
+        Coalesce {
+            adaptive_rx: self.adaptive_rx.unwrap_or(c.adaptive_rx),
+            rx_usecs: self.rx_usecs.unwrap_or(c.rx_usecs),
+            tx_usecs: self.tx_usecs.unwrap_or(c.tx_usecs),
+            ..*c
+        }
+    }
+
+    /// The fields as `ethtool -C` takes them: `adaptive-rx on rx-usecs 64 tx-usecs 64`.
+    pub fn ethtool_args(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(a) = self.adaptive_rx {
+            parts.push(format!("adaptive-rx {}", if a { "on" } else { "off" }));
+        }
+        if let Some(u) = self.rx_usecs {
+            parts.push(format!("rx-usecs {u}"));
+        }
+        if let Some(u) = self.tx_usecs {
+            parts.push(format!("tx-usecs {u}"));
+        }
+        parts.join(" ")
+    }
 }
 
 /// One named offload/feature (`ethtool -k`).
@@ -157,6 +216,24 @@ pub fn set_ring(iface: &str, rx: u32, tx: u32) -> io::Result<()> {
     s.set_ring(iface, &Ring { rx, tx, ..cur })
 }
 
+/// Interrupt coalescing of `iface` as the running kernel reports it (`ethtool -c`); an error
+/// (often `EOPNOTSUPP`) when the driver does not answer.
+pub fn get_coalesce(iface: &str) -> io::Result<Coalesce> {
+    let s = sys::Sock::open()?;
+    Ok(sys::coalesce_of(&s.coalesce_words(iface)?))
+}
+
+/// Change the fields `set` names (`ethtool -C IF ...`): the whole `struct ethtool_coalesce` is
+/// read with `ETHTOOL_GCOALESCE`, only those fields are changed, and it is written back with
+/// `ETHTOOL_SCOALESCE`, so every other field keeps the driver's value. A driver that does not
+/// implement coalescing answers `EOPNOTSUPP`; one that refuses a value, `EINVAL`.
+pub fn set_coalesce(iface: &str, set: &CoalesceSet) -> io::Result<()> {
+    let s = sys::Sock::open()?;
+    let mut w = s.coalesce_words(iface)?;
+    sys::put_coalesce(&mut w, set);
+    s.set_coalesce_words(iface, &w)
+}
+
 /// The ioctl side.
 mod sys {
     use super::*;
@@ -166,6 +243,7 @@ mod sys {
     const SIOCETHTOOL: libc::c_ulong = 0x8946;
     const ETHTOOL_GDRVINFO: u32 = 0x03;
     const ETHTOOL_GCOALESCE: u32 = 0x0e;
+    const ETHTOOL_SCOALESCE: u32 = 0x0f;
     const ETHTOOL_GRINGPARAM: u32 = 0x10;
     const ETHTOOL_SRINGPARAM: u32 = 0x11;
     const ETHTOOL_GSTRINGS: u32 = 0x1b;
@@ -275,6 +353,54 @@ mod sys {
             ];
             self.words(iface, ETHTOOL_SRINGPARAM, &w).map(drop)
         }
+
+        /// `struct ethtool_coalesce` after its cmd word: 22 u32 fields, as the kernel left them.
+        pub(super) fn coalesce_words(&self, iface: &str) -> io::Result<Vec<u32>> {
+            let w = self.words(iface, ETHTOOL_GCOALESCE, &[0; 22])?;
+            if w.len() != 22 {
+                return Err(io::Error::other("short ethtool_coalesce"));
+            }
+            Ok(w)
+        }
+
+        pub(super) fn set_coalesce_words(&self, iface: &str, w: &[u32]) -> io::Result<()> {
+            self.words(iface, ETHTOOL_SCOALESCE, w).map(drop)
+        }
+    }
+
+    // Word indices in `struct ethtool_coalesce` after `cmd`.
+    const RX_USECS: usize = 0;
+    const TX_USECS: usize = 4;
+    const USE_ADAPTIVE_RX: usize = 9;
+
+    /// The commonly tuned fields of the 22 words.
+    pub(super) fn coalesce_of(w: &[u32]) -> Coalesce {
+        Coalesce {
+            rx_usecs: w[RX_USECS],
+            rx_max_frames: w[1],
+            rx_usecs_irq: w[2],
+            tx_usecs: w[TX_USECS],
+            tx_max_frames: w[5],
+            tx_usecs_irq: w[6],
+            adaptive_rx: w[USE_ADAPTIVE_RX] != 0,
+            adaptive_tx: w[10] != 0,
+            pkt_rate_low: w[11],
+            pkt_rate_high: w[16],
+            rate_sample_interval: w[21],
+        }
+    }
+
+    /// Change the words `set` names, leaving every other one as read.
+    pub(super) fn put_coalesce(w: &mut [u32], set: &CoalesceSet) {
+        if let Some(u) = set.rx_usecs {
+            w[RX_USECS] = u;
+        }
+        if let Some(u) = set.tx_usecs {
+            w[TX_USECS] = u;
+        }
+        if let Some(a) = set.adaptive_rx {
+            w[USE_ADAPTIVE_RX] = u32::from(a);
+        }
     }
 
     fn cstr(b: &[u8]) -> String {
@@ -312,21 +438,7 @@ mod sys {
     }
 
     fn coalesce(s: &Sock, iface: &str) -> Option<Coalesce> {
-        // struct ethtool_coalesce: cmd + 22 u32.
-        let w = s.words(iface, ETHTOOL_GCOALESCE, &[0; 22]).ok()?;
-        Some(Coalesce {
-            rx_usecs: w[0],
-            rx_max_frames: w[1],
-            rx_usecs_irq: w[2],
-            tx_usecs: w[4],
-            tx_max_frames: w[5],
-            tx_usecs_irq: w[6],
-            adaptive_rx: w[9] != 0,
-            adaptive_tx: w[10] != 0,
-            pkt_rate_low: w[11],
-            pkt_rate_high: w[16],
-            rate_sample_interval: w[21],
-        })
+        s.coalesce_words(iface).ok().map(|w| coalesce_of(&w))
     }
 
     fn features(s: &Sock, iface: &str) -> Option<BTreeMap<String, Feature>> {
@@ -437,6 +549,50 @@ mod tests {
         match get_ring("lo") {
             Ok(r) => assert!(r.rx <= r.rx_max || r.rx_max == 0),
             Err(e) => assert!(e.raw_os_error().is_some()),
+        }
+    }
+
+    #[test]
+    fn coalesce_set_changes_only_the_requested_words() {
+        let mut w: Vec<u32> = (100..122).collect();
+        let set = CoalesceSet {
+            adaptive_rx: Some(true),
+            rx_usecs: Some(64),
+            tx_usecs: None,
+        };
+        sys::put_coalesce(&mut w, &set);
+        let want: Vec<u32> = (100..122)
+            .enumerate()
+            .map(|(i, v)| match i {
+                0 => 64,
+                9 => 1,
+                _ => v,
+            })
+            .collect();
+        assert_eq!(w, want);
+        let c = sys::coalesce_of(&w);
+        assert!(set.holds_in(&c));
+        assert_eq!(c.tx_usecs, 104);
+        let old = set.current_in(&sys::coalesce_of(&(100..122).collect::<Vec<u32>>()));
+        assert_eq!(old.rx_usecs, Some(100));
+        assert_eq!(old.adaptive_rx, Some(true)); // word 9 was 109: nonzero
+        assert_eq!(old.tx_usecs, None);
+        assert_eq!(set.ethtool_args(), "adaptive-rx on rx-usecs 64");
+        assert!(CoalesceSet::default().is_empty());
+        assert_eq!(set.applied_to(&c), c);
+    }
+
+    #[test]
+    fn coalesce_rejects_bad_names_and_answers_or_errors_for_lo() {
+        assert!(get_coalesce("a-name-far-too-long-for-ifnamsiz").is_err());
+        let set = CoalesceSet {
+            rx_usecs: Some(1),
+            ..CoalesceSet::default()
+        };
+        assert!(set_coalesce("a-name-far-too-long-for-ifnamsiz", &set).is_err());
+        // lo does not coalesce: the kernel answers with an error, never a panic or garbage
+        if let Err(e) = get_coalesce("lo") {
+            assert!(e.raw_os_error().is_some());
         }
     }
 

@@ -67,6 +67,7 @@ fn plain_interface(root: &Root, name: &str) -> Option<NicView> {
         local_cpus: None,
         irqs: Vec::new(),
         ring: None,
+        coalesce: wirespeed_host::ethtool::collect_ethtool(root, name).and_then(|e| e.coalesce),
     })
 }
 
@@ -217,6 +218,7 @@ pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostV
                     tx: r.tx,
                     tx_max: r.tx_max,
                 }),
+            coalesce: n.ethtool.as_ref().and_then(|e| e.coalesce),
         });
     }
     Ok(v)

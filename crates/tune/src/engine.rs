@@ -21,7 +21,7 @@ use crate::journal::{
 use crate::plan::{irq_affinity_path, Change, Plan, Step};
 use crate::value::Form;
 use crate::{service, TuneError};
-use wirespeed_host::ethtool;
+use wirespeed_host::ethtool::{self, CoalesceSet};
 
 /// How to apply.
 #[derive(Debug, Clone)]
@@ -54,6 +54,9 @@ pub enum StepStatus {
     /// A managed IRQ: the kernel refused (EIO).
     NotMovable,
     Failed,
+    /// The driver does not implement the setting or refuses the value (coalescing:
+    /// `EOPNOTSUPP`/`EINVAL`); nothing changed.
+    NotSupported,
     /// Not possible on this root (a service or ring on a captured tree).
     Skipped,
 }
@@ -65,6 +68,7 @@ impl StepStatus {
             StepStatus::AlreadySet => "already set",
             StepStatus::NotMovable => "not movable",
             StepStatus::Failed => "FAILED",
+            StepStatus::NotSupported => "not supported",
             StepStatus::Skipped => "skipped",
         }
     }
@@ -94,6 +98,7 @@ impl ApplyReport {
 
 const LIVE_ONLY_SERVICE: &str = "services can only be controlled on the live host";
 const LIVE_ONLY_RING: &str = "ring sizes can only be set on the live host";
+const LIVE_ONLY_COALESCE: &str = "interrupt coalescing can only be set on the live host";
 
 fn not_writable(path: &str, source: io::Error) -> TuneError {
     TuneError::NotWritable {
@@ -165,7 +170,7 @@ pub fn preflight(root: &Root, plan: &Plan, journal_dir: &str) -> Result<(), Tune
                     }
                 }
             }
-            Change::Service { .. } | Change::Ring { .. } => {}
+            Change::Service { .. } | Change::Ring { .. } | Change::Coalesce { .. } => {}
         }
     }
     Ok(())
@@ -328,6 +333,12 @@ fn apply_step(a: &mut Applier<'_>, i: usize, step: &Step) -> StepResult {
             disable,
         } => stop_service(a, i, finding, unit, *stop, *disable),
         Change::Ring { iface, rx, tx } => set_ring(a, i, finding, iface, *rx, *tx),
+        Change::Coalesce { iface, set } => {
+            if !a.root.is_live() {
+                return Ok((StepStatus::Skipped, Some(LIVE_ONLY_COALESCE.into())));
+            }
+            set_coalesce(a, i, finding, iface, set, &KernelCoalesce)
+        }
     }
 }
 
@@ -606,6 +617,123 @@ fn set_ring(
     a.finish(seq, res)
 }
 
+/// Where coalescing is read and set: the kernel's ethtool interface ([`KernelCoalesce`]), or a
+/// stand-in in tests (no NIC on a test host coalesces).
+pub trait CoalesceDevice {
+    fn get(&self, iface: &str) -> io::Result<ethtool::Coalesce>;
+    fn set(&self, iface: &str, set: &CoalesceSet) -> io::Result<()>;
+}
+
+/// The running kernel (`ETHTOOL_GCOALESCE` / `ETHTOOL_SCOALESCE`).
+pub struct KernelCoalesce;
+
+impl CoalesceDevice for KernelCoalesce {
+    fn get(&self, iface: &str) -> io::Result<ethtool::Coalesce> {
+        ethtool::get_coalesce(iface)
+    }
+    fn set(&self, iface: &str, set: &CoalesceSet) -> io::Result<()> {
+        ethtool::set_coalesce(iface, set)
+    }
+}
+
+/// The driver does not implement coalescing (`EOPNOTSUPP`) or refuses the value (`EINVAL`).
+fn unsupported(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)
+    )
+}
+
+/// Set the coalescing fields `set` names: read, skip when they hold, journal the old values of
+/// exactly those fields, write. A driver without coalescing (or refusing the value) is reported
+/// as not supported, and the plan goes on.
+fn set_coalesce(
+    a: &mut Applier<'_>,
+    i: usize,
+    finding: &str,
+    iface: &str,
+    set: &CoalesceSet,
+    dev: &dyn CoalesceDevice,
+) -> StepResult {
+    let cur = match dev.get(iface) {
+        Ok(c) => c,
+        Err(e) if unsupported(&e) => {
+            return Ok((
+                StepStatus::NotSupported,
+                Some(format!("ethtool -c {iface}: {e}")),
+            ))
+        }
+        Err(e) => return Ok((StepStatus::Failed, Some(format!("ethtool -c {iface}: {e}")))),
+    };
+    if set.holds_in(&cur) {
+        return Ok((StepStatus::AlreadySet, None));
+    }
+    let seq = a.change(
+        i,
+        finding,
+        Undo::Coalesce {
+            iface: iface.to_string(),
+            old: set.current_in(&cur),
+            new: *set,
+        },
+    )?;
+    let (status, outcome, detail) = match dev.set(iface, set) {
+        Ok(()) => (StepStatus::Applied, Outcome::Applied, None),
+        Err(e) if unsupported(&e) => (
+            StepStatus::NotSupported,
+            Outcome::NotSupported,
+            Some(format!("ethtool -C {iface}: {e}")),
+        ),
+        Err(e) => (
+            StepStatus::Failed,
+            Outcome::Failed,
+            Some(format!("ethtool -C {iface}: {e}")),
+        ),
+    };
+    a.result(seq, outcome, &detail)?;
+    Ok((status, detail))
+}
+
+/// Put back the coalescing fields a journal saved: only when they still hold what tune set
+/// (or with `force`).
+fn undo_coalesce(
+    iface: &str,
+    old: &CoalesceSet,
+    new: &CoalesceSet,
+    force: bool,
+    dev: &dyn CoalesceDevice,
+) -> (RevertStatus, Option<String>) {
+    let cur = match dev.get(iface) {
+        Ok(c) => c,
+        Err(err) => {
+            return (
+                RevertStatus::Failed,
+                Some(format!("ethtool -c {iface}: {err}")),
+            )
+        }
+    };
+    if old.holds_in(&cur) {
+        return (RevertStatus::AlreadyOriginal, None);
+    }
+    if !new.holds_in(&cur) && !force {
+        return (
+            RevertStatus::LeftChanged,
+            Some(format!(
+                "now {}, tune set {}",
+                new.current_in(&cur).ethtool_args(),
+                new.ethtool_args()
+            )),
+        );
+    }
+    match dev.set(iface, old) {
+        Ok(()) => (RevertStatus::Restored, Some(old.ethtool_args())),
+        Err(err) => (
+            RevertStatus::Failed,
+            Some(format!("ethtool -C {iface}: {err}")),
+        ),
+    }
+}
+
 /// What revert did with one change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -686,7 +814,7 @@ pub fn revert(root: &Root, journal_path: &str, force: bool) -> Result<RevertRepo
     let mut items = Vec::new();
     for e in jf.entries().iter().rev() {
         let (status, detail) = match e.outcome {
-            Some(Outcome::Failed) | Some(Outcome::NotMovable) => {
+            Some(Outcome::Failed) | Some(Outcome::NotMovable) | Some(Outcome::NotSupported) => {
                 (RevertStatus::NothingWritten, None)
             }
             _ => undo(root, e, force),
@@ -885,6 +1013,12 @@ fn undo(root: &Root, e: &Entry, force: bool) -> (RevertStatus, Option<String>) {
                 ),
             }
         }
+        Undo::Coalesce { iface, old, new } => {
+            if !root.is_live() {
+                return (RevertStatus::Failed, Some(LIVE_ONLY_COALESCE.into()));
+            }
+            undo_coalesce(iface, old, new, force, &KernelCoalesce)
+        }
     }
 }
 
@@ -952,5 +1086,172 @@ fn undo_created(
             ),
             Err(err) => (RevertStatus::Failed, Some(err.to_string())),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// A NIC that coalesces, in memory: what a driver with `ETHTOOL_SCOALESCE` does (or one
+    /// that answers `refuse` to every write). No NIC of a test host coalesces.
+    struct FakeNic {
+        state: RefCell<ethtool::Coalesce>,
+        refuse: Option<i32>,
+    }
+
+    impl CoalesceDevice for FakeNic {
+        fn get(&self, _iface: &str) -> io::Result<ethtool::Coalesce> {
+            Ok(*self.state.borrow())
+        }
+        fn set(&self, _iface: &str, set: &CoalesceSet) -> io::Result<()> {
+            if let Some(e) = self.refuse {
+                return Err(io::Error::from_raw_os_error(e));
+            }
+            let new = set.applied_to(&self.state.borrow());
+            *self.state.borrow_mut() = new;
+            Ok(())
+        }
+    }
+
+    fn nic(refuse: Option<i32>) -> FakeNic {
+        FakeNic {
+            state: RefCell::new(ethtool::Coalesce {
+                rx_usecs: 8,
+                rx_max_frames: 128,
+                tx_usecs: 16,
+                tx_max_frames: 128,
+                adaptive_rx: false,
+                adaptive_tx: true,
+                rx_usecs_irq: 0,
+                tx_usecs_irq: 0,
+                pkt_rate_low: 0,
+                pkt_rate_high: 0,
+                rate_sample_interval: 0,
+            }),
+            refuse,
+        }
+    }
+
+    fn applier(root: &Root) -> Applier<'_> {
+        let begin = Record::Begin {
+            schema: journal::JOURNAL_SCHEMA,
+            created: "t".into(),
+            tool: "test".into(),
+            root: root.dir().display().to_string(),
+            iface: Some("eth9".into()),
+            steps: 1,
+            addressed: vec![],
+        };
+        Applier {
+            root,
+            journal: Journal::create(root, "/j", &begin).unwrap(),
+            seq: 0,
+        }
+    }
+
+    const SET: CoalesceSet = CoalesceSet {
+        adaptive_rx: Some(true),
+        rx_usecs: Some(64),
+        tx_usecs: None,
+    };
+
+    #[test]
+    fn coalesce_is_journaled_before_the_write_and_reverts_exactly() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let dev = nic(None);
+        let before = *dev.state.borrow();
+        let mut a = applier(&root);
+        let (status, _) = set_coalesce(&mut a, 0, "requested", "eth9", &SET, &dev).unwrap();
+        assert_eq!(status, StepStatus::Applied);
+        let after = *dev.state.borrow();
+        assert_eq!((after.rx_usecs, after.adaptive_rx), (64, true));
+        // fields not asked for keep the driver's values
+        assert_eq!(after.tx_usecs, 16);
+        assert_eq!(after.rx_max_frames, 128);
+        // applying again changes and journals nothing
+        let (again, _) = set_coalesce(&mut a, 0, "requested", "eth9", &SET, &dev).unwrap();
+        assert_eq!(again, StepStatus::AlreadySet);
+
+        let path = a.journal.host_path().to_string();
+        let jf = JournalFile::read(&root, &path).unwrap();
+        let entries = jf.entries();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].outcome, Some(Outcome::Applied));
+        let Undo::Coalesce { iface, old, new } = &entries[0].undo else {
+            panic!("not a coalesce undo: {:?}", entries[0].undo);
+        };
+        assert_eq!(iface, "eth9");
+        assert_eq!(
+            *old,
+            CoalesceSet {
+                adaptive_rx: Some(false),
+                rx_usecs: Some(8),
+                tx_usecs: None
+            }
+        );
+        assert_eq!(*new, SET);
+
+        let (st, _) = undo_coalesce(iface, old, new, false, &dev);
+        assert_eq!(st, RevertStatus::Restored);
+        assert_eq!(*dev.state.borrow(), before);
+        // reverting twice is harmless
+        let (st, _) = undo_coalesce(iface, old, new, false, &dev);
+        assert_eq!(st, RevertStatus::AlreadyOriginal);
+        assert_eq!(*dev.state.borrow(), before);
+    }
+
+    #[test]
+    fn coalesce_changed_since_is_left_alone_unless_forced() {
+        let dev = nic(None);
+        let before = *dev.state.borrow();
+        let old = SET.current_in(&before);
+        dev.set("eth9", &SET).unwrap();
+        // someone else sets rx-usecs 32 after tune
+        dev.set(
+            "eth9",
+            &CoalesceSet {
+                rx_usecs: Some(32),
+                ..CoalesceSet::default()
+            },
+        )
+        .unwrap();
+        let (st, detail) = undo_coalesce("eth9", &old, &SET, false, &dev);
+        assert_eq!(st, RevertStatus::LeftChanged);
+        assert_eq!(
+            detail.as_deref(),
+            Some("now adaptive-rx on rx-usecs 32, tune set adaptive-rx on rx-usecs 64")
+        );
+        assert_eq!(dev.state.borrow().rx_usecs, 32);
+        let (st, _) = undo_coalesce("eth9", &old, &SET, true, &dev);
+        assert_eq!(st, RevertStatus::Restored);
+        assert_eq!(*dev.state.borrow(), before);
+    }
+
+    #[test]
+    fn a_driver_refusing_coalescing_is_not_supported_and_nothing_is_left_to_revert() {
+        for errno in [libc::EOPNOTSUPP, libc::EINVAL] {
+            let t = tempfile::tempdir().unwrap();
+            let root = Root::new(t.path());
+            let dev = nic(Some(errno));
+            let before = *dev.state.borrow();
+            let mut a = applier(&root);
+            let (status, detail) =
+                set_coalesce(&mut a, 0, "requested", "eth9", &SET, &dev).unwrap();
+            assert_eq!(status, StepStatus::NotSupported, "{detail:?}");
+            assert!(detail.unwrap().starts_with("ethtool -C eth9: "));
+            assert_eq!(*dev.state.borrow(), before);
+            let jf = JournalFile::read(&root, a.journal.host_path()).unwrap();
+            assert_eq!(jf.entries()[0].outcome, Some(Outcome::NotSupported));
+        }
+        // any other error is a failure, not "not supported"
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        let dev = nic(Some(libc::EBUSY));
+        let mut a = applier(&root);
+        let (status, _) = set_coalesce(&mut a, 0, "requested", "eth9", &SET, &dev).unwrap();
+        assert_eq!(status, StepStatus::Failed);
     }
 }

@@ -11,6 +11,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 use std::time::SystemTime;
+use wirespeed_host::ethtool::CoalesceSet;
 use wirespeed_host::utc::Utc;
 use wirespeed_host::Root;
 
@@ -67,6 +68,13 @@ pub enum Undo {
         new_rx: u32,
         new_tx: u32,
     },
+    /// NIC interrupt-coalescing fields set through the ethtool interface: `old` holds what the
+    /// NIC had for exactly the fields `new` names.
+    Coalesce {
+        iface: String,
+        old: CoalesceSet,
+        new: CoalesceSet,
+    },
 }
 
 impl Undo {
@@ -79,6 +87,7 @@ impl Undo {
             | Undo::Link { path, .. } => path.clone(),
             Undo::Service { unit, .. } => unit.clone(),
             Undo::Ring { iface, .. } => format!("ethtool -G {iface}"),
+            Undo::Coalesce { iface, .. } => format!("ethtool -C {iface}"),
         }
     }
 }
@@ -93,6 +102,9 @@ pub enum Outcome {
     NotMovable,
     /// The write failed; nothing changed.
     Failed,
+    /// The driver does not implement the setting or refuses the value (`EOPNOTSUPP`,
+    /// `EINVAL`); nothing changed.
+    NotSupported,
 }
 
 /// One line of a journal.

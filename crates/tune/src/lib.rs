@@ -6,7 +6,8 @@
 //!   perform) and notes for what software cannot fix. Renders as a table or a shell script.
 //! - [`planner`]: host facts (through a `Root`) + options → plan. IRQ placement policies,
 //!   socket buffers from link speed × RTT, congestion control, qdisc, MTU probing, MTU,
-//!   txqueuelen, governor, rings, irqbalance, persistence files.
+//!   txqueuelen, governor, rings, interrupt coalescing (only as requested), irqbalance,
+//!   persistence files.
 //! - [`engine`]: apply a plan through the root with a [`journal`] (append + fsync before every
 //!   write; IRQ effective affinity read back; EIO = not movable), and revert a journal in
 //!   reverse, leaving alone what someone else changed since.
@@ -14,8 +15,8 @@
 //!
 //! Every read and write goes through [`wirespeed_host::Root`], so a captured tree is a complete
 //! stand-in for a host: plan, apply and revert work on a copy of a fixture exactly as on `/`.
-//! Services (`systemctl`) and ring sizes (the host crate's ethtool ioctl) exist only on the live
-//! host and are skipped, with a reason, elsewhere.
+//! Services (`systemctl`), ring sizes and interrupt coalescing (the host crate's ethtool ioctl)
+//! exist only on the live host and are skipped, with a reason, elsewhere.
 
 pub mod collect;
 pub mod engine;

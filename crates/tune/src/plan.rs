@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
+use wirespeed_host::ethtool::CoalesceSet;
 use wirespeed_host::CpuSet;
 
 use crate::value::{shell_quote, sysctl_key, Form};
@@ -53,6 +54,9 @@ pub enum Change {
     },
     /// NIC ring sizes through the ethtool interface; live hosts only.
     Ring { iface: String, rx: u32, tx: u32 },
+    /// NIC interrupt coalescing through the ethtool interface (only the fields `set` names, as
+    /// the user asked); live hosts only.
+    Coalesce { iface: String, set: CoalesceSet },
 }
 
 impl Change {
@@ -63,13 +67,16 @@ impl Change {
             | Change::Create { path, .. }
             | Change::Link { path, .. } => Some(path.clone()),
             Change::IrqAffinity { irq, .. } => Some(irq_affinity_path(*irq)),
-            Change::Service { .. } | Change::Ring { .. } => None,
+            Change::Service { .. } | Change::Ring { .. } | Change::Coalesce { .. } => None,
         }
     }
 
     /// True when the change needs the running host (a service manager, an ioctl), not files.
     pub fn live_only(&self) -> bool {
-        matches!(self, Change::Service { .. } | Change::Ring { .. })
+        matches!(
+            self,
+            Change::Service { .. } | Change::Ring { .. } | Change::Coalesce { .. }
+        )
     }
 }
 
@@ -330,6 +337,7 @@ pub fn command_for(change: &Change) -> String {
             (false, false) => String::new(),
         },
         Change::Ring { iface, rx, tx } => format!("ethtool -G {iface} rx {rx} tx {tx}"),
+        Change::Coalesce { iface, set } => format!("ethtool -C {iface} {}", set.ethtool_args()),
     }
 }
 

@@ -17,6 +17,9 @@
 //! - `--mtu N`, `--txqueuelen N`; governor `performance` on the app and IRQ CPUs
 //!   (`cpu-governor-not-performance`), one write per cpufreq policy; ring sizes to the maximum
 //!   (live only); irqbalance stopped with `--stop-irqbalance`, else a warning.
+//! - Interrupt coalescing only as requested (`--adaptive-rx`, `--rx-usecs`, `--tx-usecs`): a
+//!   low-latency setting cannot be told from a bad one, so no finding asks for it. Unknown (no
+//!   step, a note) when the NIC did not answer `ETHTOOL_GCOALESCE`.
 //! - Notes for findings software cannot fix (a PCIe link, a temperature) or the plan leaves.
 
 use std::collections::BTreeSet;
@@ -24,6 +27,7 @@ use std::collections::BTreeSet;
 use wirespeed_doctor::checks::fmt_mbps;
 use wirespeed_doctor::placement::{self, auto_policy, IrqCpus, PlacementError, Vector};
 use wirespeed_doctor::sizing;
+use wirespeed_host::ethtool::CoalesceSet;
 use wirespeed_host::CpuSet;
 
 use crate::plan::{command_for, Change, Note, Plan, Step, PERSIST, REQUESTED};
@@ -58,16 +62,18 @@ pub enum Category {
     Link,
     Governor,
     Ring,
+    Coalesce,
     Irqbalance,
 }
 
 impl Category {
-    pub const ALL: [Category; 6] = [
+    pub const ALL: [Category; 7] = [
         Category::Irq,
         Category::Stack,
         Category::Link,
         Category::Governor,
         Category::Ring,
+        Category::Coalesce,
         Category::Irqbalance,
     ];
 
@@ -78,6 +84,7 @@ impl Category {
             "link" => Category::Link,
             "governor" => Category::Governor,
             "ring" => Category::Ring,
+            "coalesce" => Category::Coalesce,
             "irqbalance" => Category::Irqbalance,
             _ => return None,
         })
@@ -95,6 +102,9 @@ pub struct PlanOptions {
     pub allow_irq_on_app_cpus: bool,
     pub mtu: Option<u32>,
     pub txqueuelen: Option<u32>,
+    /// Interrupt coalescing the user asked for (`--adaptive-rx`, `--rx-usecs`, `--tx-usecs`);
+    /// empty: coalescing is not planned.
+    pub coalesce: CoalesceSet,
     pub stop_irqbalance: bool,
     pub persist: bool,
     pub only: BTreeSet<Category>,
@@ -110,6 +120,7 @@ impl PlanOptions {
             allow_irq_on_app_cpus: false,
             mtu: None,
             txqueuelen: None,
+            coalesce: CoalesceSet::default(),
             stop_irqbalance: false,
             persist: false,
             only: Category::ALL.into_iter().collect(),
@@ -221,7 +232,7 @@ impl Builder<'_> {
         let holds = match &change {
             Change::Write { form, .. } => form.same(&current, &new),
             Change::IrqAffinity { .. } => Form::CpuList.same(&current, &new),
-            Change::Ring { .. } => current == new,
+            Change::Ring { .. } | Change::Coalesce { .. } => current == new,
             Change::Create { .. } | Change::Link { .. } | Change::Service { .. } => false,
         };
         let step = Step {
@@ -287,6 +298,18 @@ pub fn plan(view: &HostView, opts: &PlanOptions) -> Result<Plan, PlanError> {
             });
         }
     }
+    for (flag, v) in [
+        ("--rx-usecs", opts.coalesce.rx_usecs),
+        ("--tx-usecs", opts.coalesce.tx_usecs),
+    ] {
+        if let Some(u) = v.filter(|u| *u > MAX_COALESCE_USECS) {
+            return Err(PlanError::BadValue {
+                flag: flag.into(),
+                value: u.to_string(),
+                reason: format!("must be at most {MAX_COALESCE_USECS} microseconds"),
+            });
+        }
+    }
     if let Some(q) = opts.txqueuelen {
         if q == 0 || q > 1_000_000 {
             return Err(PlanError::BadValue {
@@ -331,6 +354,9 @@ pub fn plan(view: &HostView, opts: &PlanOptions) -> Result<Plan, PlanError> {
     }
     if b.on(Category::Ring) {
         ring(&mut b);
+    }
+    if b.on(Category::Coalesce) {
+        coalesce(&mut b);
     }
     leftover_notes(&mut b);
     // what no setting can fix comes first
@@ -901,6 +927,42 @@ fn ring(b: &mut Builder<'_>) {
         format!("ethtool -G {}", nic.name),
         format!("rx {} tx {}", r.rx, r.tx),
         format!("rx {rx} tx {tx}"),
+        change,
+    );
+}
+
+/// Largest `rx-usecs`/`tx-usecs` accepted: 100 ms of holding back an interrupt is a typo.
+pub const MAX_COALESCE_USECS: u32 = 100_000;
+
+fn coalesce(b: &mut Builder<'_>) {
+    let want = b.opts.coalesce;
+    if want.is_empty() {
+        return;
+    }
+    let Some(nic) = &b.view.nic else {
+        return;
+    };
+    let Some(cur) = nic.coalesce else {
+        b.note(
+            None,
+            format!(
+                "interrupt coalescing on {} is unknown: the NIC did not answer ETHTOOL_GCOALESCE (ethtool -c), so `{}` is not planned",
+                nic.name,
+                want.ethtool_args()
+            ),
+        );
+        return;
+    };
+    let change = Change::Coalesce {
+        iface: nic.name.clone(),
+        set: want,
+    };
+    b.push(
+        REQUESTED,
+        "interrupt coalescing as requested (fewer interrupts, or lower latency)".into(),
+        format!("ethtool -C {}", nic.name),
+        want.current_in(&cur).ethtool_args(),
+        want.ethtool_args(),
         change,
     );
 }

@@ -58,6 +58,10 @@ pub struct NicView {
     /// The NIC's IRQs (queue and control), in IRQ number order.
     pub irqs: Vec<IrqView>,
     pub ring: Option<RingView>,
+    /// Interrupt coalescing as the NIC answered `ETHTOOL_GCOALESCE` (live, or the answer a
+    /// snapshot carries); `None` when it did not answer.
+    #[serde(default)]
+    pub coalesce: Option<wirespeed_host::ethtool::Coalesce>,
 }
 
 impl NicView {

@@ -94,6 +94,7 @@ fn ryzen() -> HostView {
             local_cpus: Some(set("0-11")),
             irqs,
             ring: None,
+            coalesce: None,
         }),
         findings: vec![],
     }
@@ -462,4 +463,163 @@ fn hardware_findings_become_notes_first() {
     );
     assert!(p.notes[0].text.contains("airflow"));
     assert!(p.notes[1].text.contains("reseat"));
+}
+
+fn coalesce_answer() -> wirespeed_host::ethtool::Coalesce {
+    wirespeed_host::ethtool::Coalesce {
+        rx_usecs: 8,
+        rx_max_frames: 128,
+        tx_usecs: 16,
+        tx_max_frames: 128,
+        adaptive_rx: true,
+        adaptive_tx: true,
+        rx_usecs_irq: 0,
+        tx_usecs_irq: 0,
+        pkt_rate_low: 0,
+        pkt_rate_high: 0,
+        rate_sample_interval: 0,
+    }
+}
+
+fn coalesce_steps(p: &Plan) -> Vec<&wirespeed_tune::plan::Step> {
+    p.steps
+        .iter()
+        .filter(|s| matches!(s.change, Change::Coalesce { .. }))
+        .collect()
+}
+
+#[test]
+fn coalescing_is_planned_only_when_asked_and_only_the_asked_fields() {
+    let mut v = ryzen();
+    v.nic.as_mut().unwrap().coalesce = Some(coalesce_answer());
+    // without the flags: nothing, and no note either
+    let p = planner::plan(&v, &opts(None, None)).unwrap();
+    assert!(coalesce_steps(&p).is_empty());
+    assert!(!p.notes.iter().any(|n| n.text.contains("coalesc")));
+
+    let mut o = opts(None, None);
+    o.coalesce.adaptive_rx = Some(false);
+    o.coalesce.rx_usecs = Some(64);
+    let p = planner::plan(&v, &o).unwrap();
+    let steps = coalesce_steps(&p);
+    assert_eq!(steps.len(), 1);
+    let s = steps[0];
+    assert_eq!(s.finding, "requested");
+    assert_eq!(s.setting, "ethtool -C enp1s0f0np0");
+    assert_eq!(s.current, "adaptive-rx on rx-usecs 8");
+    assert_eq!(s.new, "adaptive-rx off rx-usecs 64");
+    assert_eq!(
+        s.command,
+        "ethtool -C enp1s0f0np0 adaptive-rx off rx-usecs 64"
+    );
+    // the boot script and --persist's script set it again
+    assert!(p
+        .render_script()
+        .contains("\nethtool -C enp1s0f0np0 adaptive-rx off rx-usecs 64\n"));
+    o.persist = true;
+    let p = planner::plan(&v, &o).unwrap();
+    let script = p
+        .steps
+        .iter()
+        .find_map(|s| match &s.change {
+            Change::Create { path, contents, .. } if path == "/etc/wirespeed/tune.sh" => {
+                Some(contents.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert!(script.contains("ethtool -C enp1s0f0np0 adaptive-rx off rx-usecs 64\n"));
+
+    // tx only
+    let mut o = opts(None, None);
+    o.coalesce.tx_usecs = Some(32);
+    let p = planner::plan(&v, &o).unwrap();
+    assert_eq!(coalesce_steps(&p)[0].current, "tx-usecs 16");
+    assert_eq!(
+        coalesce_steps(&p)[0].command,
+        "ethtool -C enp1s0f0np0 tx-usecs 32"
+    );
+
+    // already holding: no step, but the boot state keeps it
+    let mut o = opts(None, None);
+    o.coalesce.rx_usecs = Some(8);
+    o.coalesce.adaptive_rx = Some(true);
+    let p = planner::plan(&v, &o).unwrap();
+    assert!(coalesce_steps(&p).is_empty());
+    assert!(p
+        .boot
+        .iter()
+        .any(|s| matches!(s.change, Change::Coalesce { .. })));
+
+    // --only without coalesce: not planned
+    let mut o = opts(None, None);
+    o.coalesce.rx_usecs = Some(64);
+    o.only = [planner::Category::Link].into_iter().collect();
+    assert!(coalesce_steps(&planner::plan(&v, &o).unwrap()).is_empty());
+}
+
+#[test]
+fn coalescing_unknown_when_the_nic_did_not_answer() {
+    let v = ryzen(); // no GCOALESCE answer
+    let mut o = opts(None, None);
+    o.coalesce.rx_usecs = Some(64);
+    let p = planner::plan(&v, &o).unwrap();
+    assert!(coalesce_steps(&p).is_empty());
+    let note = p
+        .notes
+        .iter()
+        .find(|n| n.text.contains("coalescing"))
+        .expect("a note");
+    assert!(note.text.contains("unknown"), "{}", note.text);
+    assert!(note.text.contains("ethtool -c"), "{}", note.text);
+    // the rest of the plan is still there
+    assert!(!p.steps.is_empty());
+}
+
+#[test]
+fn coalescing_times_are_bounded() {
+    let mut v = ryzen();
+    v.nic.as_mut().unwrap().coalesce = Some(coalesce_answer());
+    let mut o = opts(None, None);
+    o.coalesce.rx_usecs = Some(1_000_000);
+    match planner::plan(&v, &o) {
+        Err(PlanError::BadValue { flag, .. }) => assert_eq!(flag, "--rx-usecs"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn coalescing_from_a_snapshots_ethtool_answer() {
+    // A captured tree carries the NIC's ethtool answers as files; coalescing is read from
+    // there (and would be skipped at apply: nothing in a tree plays the NIC).
+    use wirespeed_host::Root;
+    let t = tempfile::tempdir().unwrap();
+    let net = t.path().join("sys/class/net/ethx");
+    std::fs::create_dir_all(&net).unwrap();
+    std::fs::write(net.join("mtu"), "1500\n").unwrap();
+    std::fs::write(net.join("tx_queue_len"), "1000\n").unwrap();
+    std::fs::write(net.join("operstate"), "up\n").unwrap();
+    let root = Root::new(t.path());
+    let facts = wirespeed_host::collect(&root);
+    let mut o = opts(None, None);
+    o.coalesce.rx_usecs = Some(64);
+    o.only = [planner::Category::Coalesce].into_iter().collect();
+
+    let v = wirespeed_tune::collect::view(&root, &facts, Some("ethx")).unwrap();
+    let p = planner::plan(&v, &o).unwrap();
+    assert!(p.steps.is_empty());
+    assert!(p.notes.iter().any(|n| n.text.contains("unknown")));
+
+    let d = t.path().join("wirespeed/ethtool/ethx");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("coalesce.json"),
+        serde_json::to_string(&coalesce_answer()).unwrap(),
+    )
+    .unwrap();
+    let v = wirespeed_tune::collect::view(&root, &facts, Some("ethx")).unwrap();
+    let p = planner::plan(&v, &o).unwrap();
+    assert_eq!(p.steps.len(), 1, "{p:?}");
+    assert_eq!(p.steps[0].current, "rx-usecs 8");
+    assert_eq!(p.steps[0].command, "ethtool -C ethx rx-usecs 64");
 }
