@@ -69,24 +69,25 @@ fn link_show(ns: &str, dev: &str) -> (String, String) {
     (word_after("mtu"), word_after("qlen"))
 }
 
-#[test]
-fn veth_mtu_and_txqueuelen_change_for_real_and_revert() {
+/// A network namespace holding a veth pair `wsa`/`wsb` (down), removed when dropped; `None`
+/// after a `SKIP:` line when this host cannot make one (not root, no iproute2, no netns).
+fn veth_netns(me: &str, tag: &str) -> Option<Netns> {
     if !is_root() {
-        eprintln!("SKIP: veth_mtu_and_txqueuelen_change_for_real_and_revert because it needs root (network namespaces)");
-        return;
+        eprintln!("SKIP: {me} because it needs root (network namespaces)");
+        return None;
     }
     if Command::new("ip").arg("-V").output().is_err() {
-        eprintln!("SKIP: veth_mtu_and_txqueuelen_change_for_real_and_revert because iproute2 `ip` is missing");
-        return;
+        eprintln!("SKIP: {me} because iproute2 `ip` is missing");
+        return None;
     }
-    let name = format!("wsh4tune{}", std::process::id());
+    let name = format!("{tag}{}", std::process::id());
     let add = sh("ip", &["netns", "add", &name]);
     if !add.status.success() {
         eprintln!(
-            "SKIP: veth_mtu_and_txqueuelen_change_for_real_and_revert because `ip netns add` failed: {}",
+            "SKIP: {me} because `ip netns add` failed: {}",
             String::from_utf8_lossy(&add.stderr).trim()
         );
-        return;
+        return None;
     }
     let ns = Netns(name);
     let o = in_ns(
@@ -96,6 +97,17 @@ fn veth_mtu_and_txqueuelen_change_for_real_and_revert() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o));
+    Some(ns)
+}
+
+#[test]
+fn veth_mtu_and_txqueuelen_change_for_real_and_revert() {
+    let Some(ns) = veth_netns(
+        "veth_mtu_and_txqueuelen_change_for_real_and_revert",
+        "wsh4tune",
+    ) else {
+        return;
+    };
     assert!(in_ns(&ns.0, &["ip", "link", "set", "wsa", "up"])
         .status
         .success());
@@ -219,31 +231,9 @@ fn a_kernel_managed_irq_is_not_movable_and_the_plan_goes_on() {
 #[test]
 fn veth_coalescing_is_unknown_and_the_rest_of_the_plan_applies_and_reverts() {
     let me = "veth_coalescing_is_unknown_and_the_rest_of_the_plan_applies_and_reverts";
-    if !is_root() {
-        eprintln!("SKIP: {me} because it needs root (network namespaces)");
+    let Some(ns) = veth_netns(me, "wsh10co") else {
         return;
-    }
-    if Command::new("ip").arg("-V").output().is_err() {
-        eprintln!("SKIP: {me} because iproute2 `ip` is missing");
-        return;
-    }
-    let name = format!("wsh10co{}", std::process::id());
-    let add = sh("ip", &["netns", "add", &name]);
-    if !add.status.success() {
-        eprintln!(
-            "SKIP: {me} because `ip netns add` failed: {}",
-            String::from_utf8_lossy(&add.stderr).trim()
-        );
-        return;
-    }
-    let ns = Netns(name);
-    let o = in_ns(
-        &ns.0,
-        &[
-            "ip", "link", "add", "wsa", "type", "veth", "peer", "name", "wsb",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    };
     let mtu0 = read_in_ns(&ns.0, "/sys/class/net/wsa/mtu");
     assert_ne!(mtu0, "9000");
     let jdir = tempfile::tempdir().unwrap();
