@@ -107,7 +107,7 @@ fn sweep_test(
         },
         affinity: Some(client_cpu),
         server_affinity: Some(server_cpu),
-        server_irq_cpus: irq_cpu.map(|c| vec![c]),
+        server_irq_cpus: irq_cpu.map(|c| CpuSet::from_cpus([c])),
         interval: std::time::Duration::ZERO,
         ..ClientConfig::default()
     };
@@ -141,7 +141,7 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     // Both ends on this host (loopback): relations between client and server CPUs mean something.
     let same_host = peer
         .is_some_and(|p| route::iface_for_peer(&Root::live(), p, None).as_deref() == Some("lo"));
-    let topo = Topology::read(&Root::live());
+    let topo = wirespeed_explain::topology::read(&Root::live());
 
     if let Some(irq_cpus) = &a.irq_cpus {
         return run_irq_sweep(&a, irq_cpus, peer, &topo, &stop);
@@ -426,11 +426,7 @@ fn run_server_irq_sweep(
                         continue;
                     }
                 };
-                let moved = r
-                    .wirespeed
-                    .as_ref()
-                    .and_then(|x| x.extra.get("remote_irq_move"))
-                    .and_then(|v| serde_json::from_value::<irq_sweep::MoveReport>(v.clone()).ok());
+                let moved = r.wirespeed.as_ref().and_then(|x| x.remote_irq_move.clone());
                 let Some(m) = moved else {
                     // An older wirespeed server ignores the request: the test ran with the IRQs
                     // wherever they were, which says nothing about this cell.
@@ -505,7 +501,7 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let root = Root::live();
-    let topo = Topology::read(&root);
+    let topo = wirespeed_explain::topology::read(&root);
     let online = root
         .read_opt("/sys/devices/system/cpu/online")
         .and_then(|s| CpuSet::parse_list(&s).ok());
@@ -590,15 +586,7 @@ pub fn observation_of(r: &TestResult) -> (Option<TestObservation>, Option<Verdic
     let Some(x) = &r.wirespeed else {
         return (None, None);
     };
-    let obs = x
-        .observation
-        .as_ref()
-        .and_then(|v| serde_json::from_value(v.clone()).ok());
-    let verdict = x
-        .verdict
-        .as_ref()
-        .and_then(|v| serde_json::from_value(v.clone()).ok());
-    (obs, verdict)
+    (x.observation.clone(), x.verdict.clone())
 }
 
 /// The "where the work ran" block under a client's text output (the server's own output prints

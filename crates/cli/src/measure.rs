@@ -37,7 +37,7 @@ fn size(s: &str) -> Result<u64, String> {
 
 /// A CPU list argument (`6-11`, `0,2,4`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuList(pub Vec<u32>);
+pub struct CpuList(pub CpuSet);
 
 fn rate(s: &str) -> Result<u64, String> {
     parse_rate(s, "rate")
@@ -47,7 +47,7 @@ fn rate(s: &str) -> Result<u64, String> {
 
 fn cpu_list(s: &str) -> Result<CpuList, String> {
     CpuSet::parse_nonempty(s)
-        .map(|c| CpuList(c.iter().collect()))
+        .map(CpuList)
         .map_err(|e| e.to_string())
 }
 
@@ -467,7 +467,7 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
     let workers = |ws: &[wirespeed_report::Worker]| -> String {
         ws.iter()
             .map(|w| {
-                let seen = wirespeed_datapath::cpu::format_list(&w.cpus_seen);
+                let seen = w.cpus_seen.to_string();
                 match w.cpu_requested {
                     Some(c) => format!("cpu{c}[{} streams, ran on {seen}]", w.streams.len()),
                     None => format!("unpinned[{} streams, ran on {seen}]", w.streams.len()),
@@ -488,8 +488,11 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
         }
         _ => s.push_str("; server: iperf3 (no wirespeed extension)"),
     }
-    if let Some(fb) = x.extra.get("path_fallbacks") {
-        s.push_str(&format!("; fallbacks: {fb}"));
+    if !x.path_fallbacks.is_empty() {
+        s.push_str(&format!(
+            "; fallbacks: {}",
+            serde_json::json!(x.path_fallbacks)
+        ));
     }
     Some(s)
 }
@@ -562,7 +565,7 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
     let moved = r
         .wirespeed
         .as_ref()
-        .is_some_and(|x| x.extra.contains_key("remote_irq_move"));
+        .is_some_and(|x| x.remote_irq_move.is_some());
     if cfg.server_irq_cpus.is_some() && !moved {
         // iperf3 (or a wirespeed server that predates tune requests) ignores the request.
         eprintln!(

@@ -91,7 +91,7 @@ fn client(port: u16, time: u32, irq_cpus: &[u32]) -> ClientConfig {
         port,
         time,
         interval: Duration::ZERO,
-        server_irq_cpus: Some(irq_cpus.to_vec()),
+        server_irq_cpus: Some(irq_cpus.iter().copied().collect()),
         ..ClientConfig::default()
     }
 }
@@ -237,12 +237,12 @@ fn the_servers_irqs_move_for_the_test_and_come_back() {
     );
     let r = run.join().unwrap().expect("the test runs");
     let x = r.wirespeed.as_ref().unwrap();
-    let m = &x.extra["remote_irq_move"];
-    assert_eq!(m["iface"], IFACE, "{m}");
-    assert_eq!(m["moved"].as_array().unwrap().len(), 12, "{m}");
-    assert_eq!(m["cpus"], serde_json::json!([3]));
-    assert!(m["elsewhere"].as_array().unwrap().is_empty(), "{m}");
-    assert_eq!(m["reverted"], true, "reverted before the results: {m}");
+    let m = x.remote_irq_move.as_ref().expect("the server's IRQ move");
+    assert_eq!(m.iface, IFACE, "{m:?}");
+    assert_eq!(m.moved.len(), 12, "{m:?}");
+    assert_eq!(m.cpus.iter().collect::<Vec<_>>(), vec![3]);
+    assert!(m.elsewhere.is_empty(), "{m:?}");
+    assert!(m.reverted, "reverted before the results: {m:?}");
     // Back, byte for byte, as soon as the client has its results.
     assert_unchanged(&before, &dir);
     let journals: Vec<_> = std::fs::read_dir(dir.join("var/lib/wirespeed"))

@@ -1,7 +1,7 @@
 //! Building the messages and the report of one end from what its data phase counted:
 //! `start`, the results this end sends, and the final [`TestResult`].
 
-use wirespeed_protocol::{ResultsExt, StreamResult, TestResults, WorkerInfo};
+use wirespeed_protocol::{ResultsExt, StreamResult, TestResults};
 use wirespeed_report::builder::{EndInput, PeerStream, ResultBuilder};
 use wirespeed_report::{Connected, CpuUtilization, End, Peer, TestStart, WirespeedExt, Worker};
 
@@ -102,29 +102,16 @@ pub fn peer_elapsed(r: &TestResults) -> Option<f64> {
 }
 
 /// Workers as the extension reports them.
-pub fn worker_infos(reports: &[WorkerSummary]) -> Vec<WorkerInfo> {
+pub fn worker_infos(reports: &[WorkerSummary]) -> Vec<Worker> {
     reports
         .iter()
         .filter(|r| !r.streams.is_empty())
-        .map(|r| {
-            let mut seen = r.cpus_seen.clone();
-            seen.sort_unstable();
-            seen.dedup();
-            WorkerInfo {
-                cpu_requested: r.cpu_requested,
-                cpus_seen: seen,
-                streams: r.streams.clone(),
-            }
+        .map(|r| Worker {
+            cpu_requested: r.cpu_requested,
+            cpus_seen: r.cpus_seen.iter().copied().collect(),
+            streams: r.streams.clone(),
         })
         .collect()
-}
-
-fn to_worker(w: &WorkerInfo) -> Worker {
-    Worker {
-        cpu_requested: w.cpu_requested,
-        cpus_seen: w.cpus_seen.clone(),
-        streams: w.streams.clone(),
-    }
 }
 
 /// The paths that ran (after fallbacks), joined when workers differ.
@@ -160,6 +147,7 @@ pub fn results_ext(reports: &[WorkerSummary]) -> ResultsExt {
         send_path,
         recv_path,
         observation: None,
+        observation_error: None,
         irq_move: None,
         extra: Default::default(),
     }
@@ -173,41 +161,24 @@ pub fn report_ext(
     peer_is_wirespeed: bool,
 ) -> WirespeedExt {
     let (send_path, recv_path) = paths(reports);
-    let mut ext = WirespeedExt {
+    WirespeedExt {
         version: VERSION.into(),
         send_path,
         recv_path,
-        workers: worker_infos(reports).iter().map(to_worker).collect(),
+        workers: worker_infos(reports),
         peer: Some(Peer {
             is_wirespeed: peer_is_wirespeed || peer.is_some(),
             version: peer
                 .map(|p| p.version.clone())
                 .or_else(|| peer_client_version.map(str::to_string)),
         }),
-        remote_workers: peer
-            .map(|p| p.workers.iter().map(to_worker).collect())
-            .unwrap_or_default(),
+        remote_workers: peer.map(|p| p.workers.clone()).unwrap_or_default(),
+        path_fallbacks: fallbacks(reports),
+        remote_send_path: peer.and_then(|p| p.send_path.clone()),
+        remote_recv_path: peer.and_then(|p| p.recv_path.clone()),
+        remote_irq_move: peer.and_then(|p| p.irq_move.clone()),
         ..WirespeedExt::default()
-    };
-    let fb = fallbacks(reports);
-    if !fb.is_empty() {
-        ext.extra
-            .insert("path_fallbacks".into(), serde_json::json!(fb));
     }
-    if let Some(p) = peer {
-        if let Some(sp) = &p.send_path {
-            ext.extra
-                .insert("remote_send_path".into(), sp.clone().into());
-        }
-        if let Some(rp) = &p.recv_path {
-            ext.extra
-                .insert("remote_recv_path".into(), rp.clone().into());
-        }
-        if let Some(m) = &p.irq_move {
-            ext.extra.insert("remote_irq_move".into(), m.clone());
-        }
-    }
-    ext
 }
 
 /// What one end knows when it builds its final report: its own counts and the peer's results.

@@ -25,6 +25,7 @@ use crate::placement::Placement;
 use crate::timeline::Timeline;
 use crate::usage::{CpuMeter, CpuPercent};
 use crate::EngineError;
+use wirespeed_host::CpuSet;
 
 /// Default TCP block (`-l`), as iperf3.
 pub const DEFAULT_TCP_BLOCK: u32 = 128 * 1024;
@@ -68,12 +69,12 @@ pub struct ClientConfig {
     /// `-A` second number (iperf3's `server_affinity`).
     pub server_affinity: Option<u32>,
     /// `--cpus`.
-    pub cpus: Option<Vec<u32>>,
+    pub cpus: Option<CpuSet>,
     /// `--server-cpus` (wirespeed servers only).
-    pub server_cpus: Option<Vec<u32>>,
+    pub server_cpus: Option<CpuSet>,
     /// Ask a wirespeed server started with `--allow-tune` to move its NIC's queue IRQs to
     /// these CPUs for this test (`--server-irq-cpus`; the sweep's `--irq-cpus` without `-R`).
-    pub server_irq_cpus: Option<Vec<u32>>,
+    pub server_irq_cpus: Option<CpuSet>,
     /// Local send path (`-Z` / `--zerocopy`).
     pub send_path: SendPath,
     /// `--skip-rx-copy` (applies to whichever end receives).
@@ -199,7 +200,7 @@ impl ClientConfig {
                 "-A and --cpus cannot both be given".into(),
             ));
         }
-        let mut wanted: Vec<u32> = self.cpus.clone().unwrap_or_default();
+        let mut wanted = self.cpus.clone().unwrap_or_default();
         wanted.extend(self.affinity);
         if !wanted.is_empty() {
             check_cpus(&wanted, "local")?;
@@ -297,10 +298,10 @@ fn dp_max_block() -> usize {
 }
 
 /// Check that every CPU is online and allowed for this process.
-pub fn check_cpus(cpus: &[u32], whose: &str) -> Result<(), EngineError> {
+pub fn check_cpus(cpus: &CpuSet, whose: &str) -> Result<(), EngineError> {
     let allowed = dp::cpu::allowed_cpus().map_err(|e| EngineError::Host(e.to_string()))?;
-    for c in cpus {
-        if !allowed.contains(c) {
+    for c in cpus.iter() {
+        if !allowed.contains(&c) {
             return Err(EngineError::Host(format!(
                 "{whose} CPU {c} is offline, absent or not allowed for this process (allowed: {})",
                 dp::cpu::format_list(&allowed)

@@ -16,7 +16,7 @@ use wirespeed_explain::model::{
 };
 use wirespeed_explain::observe::{NicSpec, Observer};
 use wirespeed_explain::verdict::verdict;
-use wirespeed_host::{CpuSet, Root};
+use wirespeed_host::Root;
 use wirespeed_protocol::{Direction, ResultsExt, WorkerInfo};
 use wirespeed_report::WirespeedExt;
 
@@ -37,7 +37,7 @@ pub fn worker_runs(workers: &[WorkerInfo]) -> Vec<WorkerRun> {
         .map(|(i, w)| WorkerRun {
             worker: i as u32,
             cpu_requested: w.cpu_requested,
-            cpus_seen: w.cpus_seen.iter().copied().collect::<CpuSet>(),
+            cpus_seen: w.cpus_seen.clone(),
             streams: w
                 .streams
                 .iter()
@@ -108,8 +108,8 @@ impl TestObserver {
     }
 
     /// This end's observation as the extension carries it.
-    pub fn value(&self) -> Option<serde_json::Value> {
-        self.end.as_ref().and_then(|e| serde_json::to_value(e).ok())
+    pub fn value(&self) -> Option<EndObservation> {
+        self.end.clone()
     }
 
     /// Join the peer's observation (from its results' extension; `peer` is `None` when the
@@ -124,20 +124,23 @@ impl TestObserver {
         let Some(local) = self.end.clone() else {
             return;
         };
-        let test = TestObservation::combine(
-            local,
-            peer.and_then(|p| p.observation.as_ref()),
-            peer.is_some(),
-        );
-        let v = verdict(&test, receiver_bps.map(BitsPerSecond));
-        ext.observation = serde_json::to_value(&test).ok();
-        ext.verdict = serde_json::to_value(&v).ok();
+        let remote = match peer {
+            Some(ResultsExt {
+                observation_error: Some(e),
+                ..
+            }) => Err(e.as_str()),
+            p => Ok(p.and_then(|p| p.observation.as_ref())),
+        };
+        let test = TestObservation::combine(local, remote, peer.is_some());
+        ext.verdict = Some(verdict(&test, receiver_bps.map(BitsPerSecond)));
+        ext.observation = Some(test);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wirespeed_host::CpuSet;
 
     #[test]
     fn roles_by_direction_and_end() {
@@ -152,7 +155,7 @@ mod tests {
     fn workers_and_tcp_limits_convert() {
         let w = worker_runs(&[WorkerInfo {
             cpu_requested: Some(3),
-            cpus_seen: vec![3, 5],
+            cpus_seen: CpuSet::from_cpus([3, 5]),
             streams: vec![1, 3],
         }]);
         assert_eq!(w[0].cpus_seen.to_string(), "3,5");
@@ -177,7 +180,7 @@ mod tests {
         let mut ext = WirespeedExt::default();
         o.attach(&mut ext, None, Some(1e9));
         let obs = ext.observation.unwrap();
-        assert!(obs["remote_absent"].as_str().unwrap().contains("iperf3"));
-        assert!(ext.verdict.unwrap()["line"].is_string());
+        assert!(obs.remote_absent.unwrap().contains("iperf3"));
+        assert!(!ext.verdict.unwrap().line.is_empty());
     }
 }

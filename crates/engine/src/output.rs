@@ -16,20 +16,12 @@ pub fn write_where(w: &mut dyn Write, r: &TestResult) -> std::io::Result<()> {
     let Some(x) = &r.wirespeed else {
         return Ok(());
     };
-    let obs = x.observation.as_ref().and_then(|v| {
-        serde_json::from_value::<wirespeed_explain::model::TestObservation>(v.clone()).ok()
-    });
-    if let Some(obs) = obs {
-        let verdict = x.verdict.as_ref().and_then(|v| {
-            serde_json::from_value::<wirespeed_explain::verdict::Verdict>(v.clone()).ok()
-        });
-        wirespeed_explain::render::write_test(w, &obs, verdict.as_ref())?;
+    if let Some(obs) = &x.observation {
+        wirespeed_explain::render::write_test(w, obs, x.verdict.as_ref())?;
     }
-    for (key, who) in [("irq_move", ""), ("remote_irq_move", "server ")] {
-        if let Some(m) = x.extra.get(key).and_then(|v| {
-            serde_json::from_value::<wirespeed_explain::irq_sweep::MoveReport>(v.clone()).ok()
-        }) {
-            writeln!(w, "{who}{}", crate::tune::describe(&m))?;
+    for (m, who) in [(&x.irq_move, ""), (&x.remote_irq_move, "server ")] {
+        if let Some(m) = m {
+            writeln!(w, "{who}{}", crate::tune::describe(m))?;
         }
     }
     Ok(())

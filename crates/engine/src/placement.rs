@@ -11,6 +11,8 @@
 //! Sending and receiving streams get separate workers (so each direction can be stopped on
 //! its own); in `--bidir` each CPU then hosts one worker per direction.
 
+use wirespeed_host::CpuSet;
+
 /// One planned worker: where it runs and the indices of the streams it carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerPlan {
@@ -22,7 +24,7 @@ pub struct WorkerPlan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placement {
     /// One pinned worker per CPU (`--cpus`).
-    Cpus(Vec<u32>),
+    Cpus(CpuSet),
     /// Everything on one CPU (`-A`).
     Affinity(u32),
     /// Unpinned, at most this many workers.
@@ -41,9 +43,10 @@ pub fn plan(n: usize, placement: &Placement) -> Vec<WorkerPlan> {
         }],
         Placement::Cpus(cpus) if !cpus.is_empty() => {
             let used = cpus.len().min(n);
-            let mut w: Vec<WorkerPlan> = cpus[..used]
+            let mut w: Vec<WorkerPlan> = cpus
                 .iter()
-                .map(|&c| WorkerPlan {
+                .take(used)
+                .map(|c| WorkerPlan {
                     cpu: Some(c),
                     streams: Vec::new(),
                 })
@@ -76,7 +79,7 @@ mod tests {
 
     #[test]
     fn cpus_get_streams_round_robin() {
-        let p = plan(5, &Placement::Cpus(vec![6, 7]));
+        let p = plan(5, &Placement::Cpus(CpuSet::from_cpus([6, 7])));
         assert_eq!(p.len(), 2);
         assert_eq!(
             p[0],
@@ -93,7 +96,10 @@ mod tests {
             }
         );
         // More CPUs than streams: only as many workers as streams.
-        assert_eq!(plan(1, &Placement::Cpus(vec![1, 2, 3])).len(), 1);
+        assert_eq!(
+            plan(1, &Placement::Cpus(CpuSet::from_cpus([1, 2, 3]))).len(),
+            1
+        );
     }
 
     #[test]

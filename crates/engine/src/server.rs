@@ -44,6 +44,7 @@ use crate::timeline::Timeline;
 use crate::tune::{HeldTune, TuneConfig, TuneSlot};
 use crate::usage::{CpuMeter, CpuPercent};
 use crate::EngineError;
+use wirespeed_host::CpuSet;
 
 /// What one server accepts.
 #[derive(Debug, Clone)]
@@ -84,7 +85,7 @@ pub struct ServerConfig {
     pub one_off: bool,
     pub limits: Limits,
     /// Server-side default placement of workers (`--cpus` on the server).
-    pub cpus: Option<Vec<u32>>,
+    pub cpus: Option<CpuSet>,
     /// `-A` on the server.
     pub affinity: Option<u32>,
     /// `-i` on the server.
@@ -273,7 +274,7 @@ impl Server {
                         crate::client::check_cpus(c, "server")?;
                     }
                     if let Some(a) = cfg.affinity {
-                        crate::client::check_cpus(&[a], "server")?;
+                        crate::client::check_cpus(&CpuSet::from_cpus([a]), "server")?;
                     }
                     return Ok(Server {
                         listener: l,
@@ -645,13 +646,13 @@ fn check_params(p: &TestParams, cfg: &ServerConfig) -> Result<(), Decline> {
             "the test has no end: time, bytes and blocks are all 0",
         ));
     }
-    let mut wanted: Vec<u32> = Vec::new();
+    let mut wanted = CpuSet::new();
     if let Some(ext) = &p.wirespeed {
         if let Some(c) = &ext.server_cpus {
             if c.is_empty() {
                 return Err(decline(errno::IEAFFINITY, "--server-cpus is empty"));
             }
-            wanted.extend(c);
+            wanted = c.clone();
         }
     }
     wanted.extend(p.server_affinity);
@@ -1355,10 +1356,7 @@ impl<'a> ServerTest<'a> {
         };
         let mut ext = assemble::results_ext(data.summaries());
         ext.observation = self.observer.value();
-        ext.irq_move = self
-            .tune
-            .as_ref()
-            .and_then(|t| serde_json::to_value(t.report()).ok());
+        ext.irq_move = self.tune.as_ref().map(|t| t.report().clone());
         let mut r = assemble::local_results(
             data,
             self.local_cpu,
@@ -1427,13 +1425,7 @@ impl<'a> ServerTest<'a> {
                 },
             );
             r.end = end;
-            if let Some(m) = self
-                .tune
-                .as_ref()
-                .and_then(|t| serde_json::to_value(t.report()).ok())
-            {
-                ext.extra.insert("irq_move".into(), m);
-            }
+            ext.irq_move = self.tune.as_ref().map(|t| t.report().clone());
             r.wirespeed = Some(ext);
             r.intervals = if show {
                 b.intervals().to_vec()

@@ -106,17 +106,16 @@ impl TuneSlot {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TuneRefusal(pub String);
 
-fn cpus_text(cpus: &[u32]) -> String {
-    let set: CpuSet = cpus.iter().copied().collect();
+fn cpus_text(cpus: &CpuSet) -> String {
     if cpus.len() == 1 {
-        format!("CPU {set}")
+        format!("CPU {cpus}")
     } else {
-        format!("CPUs {set}")
+        format!("CPUs {cpus}")
     }
 }
 
 /// The message a server without `--allow-tune` answers a tune request with.
-pub fn not_allowed(cpus: &[u32]) -> TuneRefusal {
+pub fn not_allowed(cpus: &CpuSet) -> TuneRefusal {
     TuneRefusal(format!(
         "this server changes its host only when started with --allow-tune (the client asked \
          to move its NIC's queue IRQs to {})",
@@ -169,7 +168,7 @@ pub fn apply<'a>(
     slot: &'a TuneSlot,
     cfg: &'a TuneConfig,
     number: u64,
-    cpus: &[u32],
+    cpus: &CpuSet,
     peer: IpAddr,
     local: Option<IpAddr>,
 ) -> Result<HeldTune<'a>, TuneRefusal> {
@@ -180,8 +179,7 @@ pub fn apply<'a>(
         ));
     }
     if let Some(online) = root.cpu_list_opt("/sys/devices/system/cpu/online") {
-        let asked: CpuSet = cpus.iter().copied().collect();
-        let off = asked.difference(&online);
+        let off = cpus.difference(&online);
         if !off.is_empty() {
             return Err(TuneRefusal(format!(
                 "cannot move IRQs to CPU {off}: not online on this server (online: {online})"
@@ -224,7 +222,8 @@ pub fn apply<'a>(
             k(r);
         }
     };
-    let mut mv = irq_sweep::apply_irq_move(root, &iface, &irqs, cpus, &cfg.apply, &mut kernel)
+    let order: Vec<u32> = cpus.iter().collect();
+    let mut mv = irq_sweep::apply_irq_move(root, &iface, &irqs, &order, &cfg.apply, &mut kernel)
         .map_err(|e| {
             TuneRefusal(match e {
                 IrqSweepError::Tune(TuneError::NotPrivileged) => {

@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 
 use wirespeed_engine::tune::{self, TuneConfig, TuneSlot};
-use wirespeed_host::Root;
+use wirespeed_host::{CpuSet, Root};
 
 #[path = "../../tune/tests/common/mod.rs"]
 mod tree;
@@ -40,7 +40,15 @@ fn a_change_moves_the_queue_irqs_and_release_puts_them_back() {
     let before = tree::snapshot(&dir);
     let cfg = config(&dir, Some(IFACE));
     let slot = TuneSlot::default();
-    let mut held = tune::apply(&slot, &cfg, 1, &[3], ip("192.0.2.7"), None).unwrap();
+    let mut held = tune::apply(
+        &slot,
+        &cfg,
+        1,
+        &CpuSet::from_cpus([3]),
+        ip("192.0.2.7"),
+        None,
+    )
+    .unwrap();
     let r = held.report().clone();
     assert_eq!(r.iface, IFACE);
     assert_eq!(r.moved.len(), 12, "{r:?}");
@@ -72,15 +80,38 @@ fn one_change_at_a_time() {
     let (_t, dir) = crow();
     let cfg = config(&dir, Some(IFACE));
     let slot = TuneSlot::default();
-    let held = tune::apply(&slot, &cfg, 4, &[8], ip("192.0.2.7"), None).unwrap();
-    let e = tune::apply(&slot, &cfg, 5, &[9], ip("192.0.2.7"), None)
-        .err()
-        .unwrap();
+    let held = tune::apply(
+        &slot,
+        &cfg,
+        4,
+        &CpuSet::from_cpus([8]),
+        ip("192.0.2.7"),
+        None,
+    )
+    .unwrap();
+    let e = tune::apply(
+        &slot,
+        &cfg,
+        5,
+        &CpuSet::from_cpus([9]),
+        ip("192.0.2.7"),
+        None,
+    )
+    .err()
+    .unwrap();
     assert!(e.0.contains("another test (#4)"), "{}", e.0);
     assert_eq!(affinity(&dir, 111), "8");
     drop(held);
     assert_eq!(affinity(&dir, 111), "3");
-    let mut again = tune::apply(&slot, &cfg, 6, &[9], ip("192.0.2.7"), None).unwrap();
+    let mut again = tune::apply(
+        &slot,
+        &cfg,
+        6,
+        &CpuSet::from_cpus([9]),
+        ip("192.0.2.7"),
+        None,
+    )
+    .unwrap();
     assert_eq!(affinity(&dir, 111), "9");
     again.release();
 }
@@ -93,7 +124,15 @@ fn a_panic_in_the_tests_thread_reverts_the_change() {
     let slot = TuneSlot::default();
     let r = std::thread::scope(|s| {
         s.spawn(|| {
-            let _held = tune::apply(&slot, &cfg, 1, &[6], ip("192.0.2.7"), None).unwrap();
+            let _held = tune::apply(
+                &slot,
+                &cfg,
+                1,
+                &CpuSet::from_cpus([6]),
+                ip("192.0.2.7"),
+                None,
+            )
+            .unwrap();
             assert_eq!(affinity(&dir, 111), "6");
             panic!("a bug in the middle of the test");
         })
@@ -110,7 +149,15 @@ fn closing_the_slot_reverts_what_a_running_test_holds() {
     let before = tree::snapshot(&dir);
     let cfg = config(&dir, Some(IFACE));
     let slot = TuneSlot::default();
-    let mut held = tune::apply(&slot, &cfg, 2, &[10, 11], ip("192.0.2.7"), None).unwrap();
+    let mut held = tune::apply(
+        &slot,
+        &cfg,
+        2,
+        &CpuSet::from_cpus([10, 11]),
+        ip("192.0.2.7"),
+        None,
+    )
+    .unwrap();
     assert_eq!(affinity(&dir, 99), "10");
     assert_eq!(affinity(&dir, 109), "11");
     // The server stops while the test still runs.
@@ -119,9 +166,16 @@ fn closing_the_slot_reverts_what_a_running_test_holds() {
     // The test ends later and finds its change gone: nothing more is written.
     held.release();
     assert!(tree::diff(&before, &tree::snapshot(&dir)).is_empty());
-    let e = tune::apply(&slot, &cfg, 3, &[9], ip("192.0.2.7"), None)
-        .err()
-        .unwrap();
+    let e = tune::apply(
+        &slot,
+        &cfg,
+        3,
+        &CpuSet::from_cpus([9]),
+        ip("192.0.2.7"),
+        None,
+    )
+    .err()
+    .unwrap();
     assert!(e.0.contains("shutting down"), "{}", e.0);
 }
 
@@ -132,30 +186,60 @@ fn refusals_say_why() {
     let slot = TuneSlot::default();
     let routed = config(&dir, None);
     // A loopback peer: the test runs over lo.
-    let e = tune::apply(&slot, &routed, 1, &[3], ip("127.0.0.1"), None)
-        .err()
-        .unwrap();
+    let e = tune::apply(
+        &slot,
+        &routed,
+        1,
+        &CpuSet::from_cpus([3]),
+        ip("127.0.0.1"),
+        None,
+    )
+    .err()
+    .unwrap();
     assert!(e.0.contains("lo, which has no NIC interrupts"), "{}", e.0);
     // The fixture has no routing table: which NIC carries the test is unknown.
-    let e = tune::apply(&slot, &routed, 1, &[3], ip("192.0.2.7"), None)
-        .err()
-        .unwrap();
+    let e = tune::apply(
+        &slot,
+        &routed,
+        1,
+        &CpuSet::from_cpus([3]),
+        ip("192.0.2.7"),
+        None,
+    )
+    .err()
+    .unwrap();
     assert!(e.0.contains("--tune-iface"), "{}", e.0);
     let fixed = config(&dir, Some(IFACE));
-    let e = tune::apply(&slot, &fixed, 1, &[12], ip("192.0.2.7"), None)
-        .err()
-        .unwrap();
+    let e = tune::apply(
+        &slot,
+        &fixed,
+        1,
+        &CpuSet::from_cpus([12]),
+        ip("192.0.2.7"),
+        None,
+    )
+    .err()
+    .unwrap();
     assert!(e.0.contains("CPU 12: not online"), "{}", e.0);
-    let e = tune::apply(&slot, &fixed, 1, &[], ip("192.0.2.7"), None)
+    let e = tune::apply(&slot, &fixed, 1, &CpuSet::new(), ip("192.0.2.7"), None)
         .err()
         .unwrap();
     assert!(e.0.contains("no CPU"), "{}", e.0);
     let other = config(&dir, Some("enp1s0f1np1x"));
-    let e = tune::apply(&slot, &other, 1, &[3], ip("192.0.2.7"), None)
-        .err()
-        .unwrap();
+    let e = tune::apply(
+        &slot,
+        &other,
+        1,
+        &CpuSet::from_cpus([3]),
+        ip("192.0.2.7"),
+        None,
+    )
+    .err()
+    .unwrap();
     assert!(e.0.contains("not a PCI network interface"), "{}", e.0);
-    assert!(tune::not_allowed(&[3]).0.contains("--allow-tune"));
+    assert!(tune::not_allowed(&CpuSet::from_cpus([3]))
+        .0
+        .contains("--allow-tune"));
     // Nothing was written, not even a journal.
     assert!(tree::diff(&before, &tree::snapshot(&dir)).is_empty());
     assert!(!dir.join("var/lib/wirespeed").exists());

@@ -13,7 +13,7 @@
 //! when to stop (an [`AtomicBool`] the CLI's Ctrl-C handler sets). Every journal it applies is
 //! reverted: after each step, on an error, on a panic in a test (a guard), and when stopped.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use wirespeed_host::interrupts::Interrupts;
 use wirespeed_host::nic::collect_nics;
@@ -37,13 +37,6 @@ pub enum IrqSweepError {
     NoCpus,
     #[error("revert of {journal} incomplete ({detail}): run `wirespeed tune revert {journal}`")]
     RevertIncomplete { journal: String, detail: String },
-}
-
-/// One IRQ of the NIC to move: its number and action name (recorded in the journal).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QueueIrq {
-    pub irq: u32,
-    pub name: Option<String>,
 }
 
 /// The queue IRQs of `iface` under `root` (completion / RX / TX vectors; control vectors and
@@ -139,29 +132,7 @@ pub struct IrqSweepSpec {
     pub repeat: u32,
 }
 
-/// What a move of a NIC's queue IRQs did: the sweep's steps and a server's tune request
-/// (`wirespeed server --allow-tune`) report it; the server sends it to its client in the
-/// results' extension (`irq_move`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MoveReport {
-    pub iface: String,
-    /// The queue IRQs of the interface, in the order they were placed.
-    pub irqs: Vec<QueueIrq>,
-    /// The CPUs asked for: IRQ k goes to `cpus[k mod n]`.
-    pub cpus: Vec<u32>,
-    /// Host path of the journal.
-    pub journal: String,
-    /// IRQs whose affinity was written (or already held their CPU).
-    pub moved: Vec<u32>,
-    /// IRQs the kernel manages (EIO or read-only): left where they are.
-    pub not_movable: Vec<u32>,
-    /// IRQs whose write failed, with the reason.
-    pub failed: Vec<(u32, String)>,
-    /// IRQs whose effective affinity, read back after the move, is not the CPU asked for.
-    pub elsewhere: Vec<(u32, CpuSet)>,
-    /// The journal was reverted completely.
-    pub reverted: bool,
-}
+pub use wirespeed_model::irq::{MoveReport, QueueIrq};
 
 /// A move of a NIC's queue IRQs, applied through tune's journal and reverted by
 /// [`IrqMove::revert`] — or, as the last line of defence (a panic, an early return), when
@@ -256,7 +227,7 @@ pub fn apply_irq_move(
         report: MoveReport {
             iface: iface.to_string(),
             irqs: irqs.to_vec(),
-            cpus: cpus.to_vec(),
+            cpus: cpus.iter().copied().collect(),
             journal: applied.journal.clone(),
             ..MoveReport::default()
         },

@@ -198,7 +198,7 @@ impl Observer {
             }
             _ => Vec::new(),
         };
-        let topology = Topology::read(&root);
+        let topology = crate::topology::read(&root);
         let first = Snapshot::read(&root, &irqs)?;
         if first.softirqs.is_none() {
             notes.push("/proc/softirqs unreadable: NET_RX/NET_TX not counted".to_string());

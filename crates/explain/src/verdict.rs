@@ -21,8 +21,6 @@
 //! CPU gives `sender-cpu-bound`; a saturated CPU that is no app CPU and spends ≥ 50 % in softirq
 //! + irq gives `softirq-cpu-bound`.
 
-use serde::{Deserialize, Serialize};
-
 use crate::model::{BitsPerSecond, CpuUse, EndObservation, Role, TestObservation};
 use crate::placement::{cpus_words, Placement};
 use crate::topology::Relation;
@@ -56,20 +54,7 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     softirq_cpu: 50.0,
 };
 
-/// What limited a test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
-    /// Stable id (see the module docs).
-    pub id: String,
-    /// The end it concerns: `sender` or `receiver`, when it concerns one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub end: Option<String>,
-    /// The verdict in one line with the evidence.
-    pub line: String,
-    /// Further findings that also hold.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub also: Vec<String>,
-}
+pub use wirespeed_model::verdict::Verdict;
 
 fn end_word(e: &EndObservation, as_receiver: bool) -> &'static str {
     match e.role {

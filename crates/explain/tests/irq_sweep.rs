@@ -123,7 +123,7 @@ fn sweep_moves_the_irqs_finds_the_best_core_and_reverts() {
     let t = fixture_copy();
     let root = Root::new(t.path());
     let before = affinity_files(&root);
-    let topo = Topology::read(&root);
+    let topo = wirespeed_explain::topology::read(&root);
     let spec = nic_sweep(&root, vec![6], vec![3, 6, 8], 2);
     let numbers: Vec<u32> = spec.irqs.iter().map(|q| q.irq).collect();
     let stop = AtomicBool::new(false);

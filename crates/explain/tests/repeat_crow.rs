@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use wirespeed_explain::model::BitsPerSecond;
 use wirespeed_explain::modes::{analyze, write_text, Run};
 use wirespeed_explain::placement::Signature;
-use wirespeed_explain::topology::{Relation, Topology};
+use wirespeed_explain::topology::Relation;
 use wirespeed_explain::verdict::verdict;
 use wirespeed_host::Root;
 
@@ -24,7 +24,7 @@ fn load() -> Vec<Run> {
 
 #[test]
 fn the_recorded_topology_is_the_fixtures() {
-    let fixture = Topology::read(&Root::new(
+    let fixture = wirespeed_explain::topology::read(&Root::new(
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/hosts/crow-9900x-cx5-x4"),
     ));

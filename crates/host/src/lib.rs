@@ -6,7 +6,10 @@
 //! collectors join the two.
 
 pub mod cpu;
-pub mod cpuset;
+pub mod cpuset {
+    //! CPU sets live in `wirespeed-model` (the results carry them); re-exported here.
+    pub use wirespeed_model::cpuset::*;
+}
 pub mod ethtool;
 pub mod facts;
 pub mod interrupts;

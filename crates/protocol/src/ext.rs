@@ -6,14 +6,21 @@
 //! itself in the parameters; the server announces itself in its results (the only message an
 //! iperf3 server sends that can carry JSON), so each end learns what the other is.
 //!
-//! Unknown keys inside the extension are kept (`extra`), so a newer peer's additions survive
-//! and other crates can add sections (for example the per-CPU observation of a test) without
-//! changing this crate.
+//! What the extension carries is typed: the workers, the observation and the IRQ move are the
+//! types of `wirespeed-model`, the same ones the report holds. Unknown keys from a newer peer
+//! are kept aside (`extra`) and otherwise ignored.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use wirespeed_model::cpuset::{self, CpuSet};
+use wirespeed_model::{EndObservation, MoveReport};
+
+pub use wirespeed_model::Worker;
 
 use crate::WireError;
+
+/// One worker thread of an end (the model's [`Worker`], under its older protocol name).
+pub type WorkerInfo = Worker;
 
 /// The key under which everything wirespeed adds travels.
 pub const EXT_KEY: &str = "wirespeed";
@@ -37,8 +44,12 @@ pub struct ParamsExt {
     #[serde(default)]
     pub protocol: u32,
     /// `--server-cpus`: one pinned worker per CPU on the server, streams spread round-robin.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_cpus: Option<Vec<u32>>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "cpuset::as_array::option"
+    )]
+    pub server_cpus: Option<CpuSet>,
     /// Ask the server to observe where the work runs and return it in its results.
     #[serde(default, skip_serializing_if = "is_false")]
     pub observe: bool,
@@ -59,22 +70,15 @@ pub struct ParamsExt {
     /// and put them back after it. A server does this only when started with `--allow-tune`;
     /// otherwise it refuses the test. The server reports what it did in its results
     /// ([`ResultsExt::irq_move`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub irq_cpus: Option<Vec<u32>>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "cpuset::as_array::option"
+    )]
+    pub irq_cpus: Option<CpuSet>,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
-}
-
-/// One worker thread of an end: where it was asked to run, where it ran, what it carried.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WorkerInfo {
-    #[serde(default)]
-    pub cpu_requested: Option<u32>,
-    #[serde(default)]
-    pub cpus_seen: Vec<u32>,
-    #[serde(default)]
-    pub streams: Vec<u32>,
 }
 
 /// What a wirespeed end reports about itself next to iperf3's results.
@@ -84,27 +88,30 @@ pub struct ResultsExt {
     #[serde(default)]
     pub protocol: u32,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub workers: Vec<WorkerInfo>,
+    pub workers: Vec<Worker>,
     /// The send path that actually ran on this end (after any fallback).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_path: Option<String>,
     /// The receive path that actually ran on this end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recv_path: Option<String>,
-    /// This end's observation of the test (filled by the observation code; opaque here).
+    /// This end's observation of the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observation: Option<Value>,
+    pub observation: Option<EndObservation>,
+    /// Why the peer's `observation` was dropped on decode (it did not parse); a bad
+    /// observation never fails the results. Never sent.
+    #[serde(skip)]
+    pub observation_error: Option<String>,
     /// What a server did with the client's tune request (`irq_cpus`): the interface, the IRQs
-    /// moved, where the kernel put them, the journal and whether it was reverted (filled by
-    /// the engine; opaque here).
+    /// moved, where the kernel put them, the journal and whether it was reverted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub irq_move: Option<Value>,
+    pub irq_move: Option<MoveReport>,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
-fn check_cpus(key: &str, list: Option<&Vec<u32>>) -> Result<(), WireError> {
+fn check_cpus(key: &str, list: Option<&CpuSet>) -> Result<(), WireError> {
     if let Some(l) = list {
         if l.len() > MAX_CPU_LIST {
             return Err(WireError::field(
@@ -127,9 +134,19 @@ impl ParamsExt {
 }
 
 impl ResultsExt {
+    /// Decode a peer's extension. The observation is decoded on its own: when it does not
+    /// parse, it is dropped with the reason in [`ResultsExt::observation_error`] and the rest
+    /// of the results still count.
     pub(crate) fn from_value(v: &Value) -> Result<ResultsExt, WireError> {
-        let e: ResultsExt = serde_json::from_value(v.clone())
-            .map_err(|e| WireError::field(EXT_KEY, e.to_string()))?;
+        let mut v = v.clone();
+        let observation = v.as_object_mut().and_then(|o| o.remove("observation"));
+        let mut e: ResultsExt =
+            serde_json::from_value(v).map_err(|e| WireError::field(EXT_KEY, e.to_string()))?;
+        match observation.map(serde_json::from_value::<EndObservation>) {
+            None => {}
+            Some(Ok(o)) => e.observation = Some(o),
+            Some(Err(err)) => e.observation_error = Some(err.to_string()),
+        }
         if e.workers.len() > MAX_CPU_LIST {
             return Err(WireError::field("wirespeed.workers", "too many workers"));
         }
@@ -145,7 +162,7 @@ mod tests {
     fn a_tune_request_travels_and_its_size_is_capped() {
         let v = serde_json::json!({"version": "0.1.0", "protocol": 1, "irq_cpus": [3, 8]});
         let e = ParamsExt::from_value(&v).unwrap();
-        assert_eq!(e.irq_cpus, Some(vec![3, 8]));
+        assert_eq!(e.irq_cpus, Some(CpuSet::from_cpus([3, 8])));
         assert_eq!(
             serde_json::to_value(&e).unwrap()["irq_cpus"],
             serde_json::json!([3, 8])
@@ -157,7 +174,8 @@ mod tests {
             .unwrap()
             .get("irq_cpus")
             .is_none());
-        let big = serde_json::json!({"version": "x", "irq_cpus": vec![1; MAX_CPU_LIST + 1]});
+        let many: Vec<u32> = (0..=MAX_CPU_LIST as u32).collect();
+        let big = serde_json::json!({"version": "x", "irq_cpus": many});
         let err = ParamsExt::from_value(&big).unwrap_err().to_string();
         assert!(err.contains("wirespeed.irq_cpus"), "{err}");
         let bad = serde_json::json!({"version": "x", "irq_cpus": [-1]});
@@ -165,10 +183,42 @@ mod tests {
     }
 
     #[test]
-    fn the_servers_irq_report_is_kept_opaque() {
-        let v =
-            serde_json::json!({"version": "0.1.0", "irq_move": {"iface": "eth1", "moved": [99]}});
+    fn the_servers_irq_report_is_typed() {
+        let m = MoveReport {
+            iface: "eth1".into(),
+            cpus: CpuSet::from_cpus([3]),
+            moved: vec![99],
+            ..MoveReport::default()
+        };
+        let v = serde_json::to_value(ResultsExt {
+            version: "0.1.0".into(),
+            irq_move: Some(m.clone()),
+            ..ResultsExt::default()
+        })
+        .unwrap();
+        assert_eq!(v["irq_move"]["cpus"], serde_json::json!([3]));
         let e = ResultsExt::from_value(&v).unwrap();
-        assert_eq!(e.irq_move.unwrap()["iface"], "eth1");
+        assert_eq!(e.irq_move, Some(m));
+        // A report of the wrong shape is a protocol error, not silently dropped.
+        let bad = serde_json::json!({"version": "0.1.0", "irq_move": {"iface": 7}});
+        assert!(ResultsExt::from_value(&bad).is_err());
+    }
+
+    #[test]
+    fn a_bad_observation_is_dropped_with_its_reason_and_unknown_keys_are_ignored() {
+        let v = serde_json::json!({
+            "version": "0.1.0",
+            "workers": [{"cpu_requested": 2, "cpus_seen": [2, 1], "streams": [1]}],
+            "observation": {"role": "sideways"},
+            "from_the_future": {"x": 1}
+        });
+        let e = ResultsExt::from_value(&v).unwrap();
+        assert!(e.observation.is_none());
+        assert!(e.observation_error.unwrap().contains("sideways"));
+        assert_eq!(e.workers[0].cpus_seen, CpuSet::from_cpus([1, 2]));
+        assert_eq!(
+            serde_json::to_value(&e.workers[0]).unwrap()["cpus_seen"],
+            serde_json::json!([1, 2])
+        );
     }
 }

@@ -31,7 +31,7 @@ pub mod udp;
 
 pub use cookie::{Cookie, COOKIE_LEN};
 pub use error::WireError;
-pub use ext::{ParamsExt, ResultsExt, WorkerInfo, EXT_KEY};
+pub use ext::{ParamsExt, ResultsExt, Worker, WorkerInfo, EXT_KEY};
 pub use params::{Direction, TestParams, Transport};
 pub use results::{StreamResult, TestResults};
 pub use session::{

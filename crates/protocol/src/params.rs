@@ -369,10 +369,10 @@ mod tests {
         p.wirespeed = Some(ParamsExt {
             version: "0.1.0".into(),
             protocol: 1,
-            server_cpus: Some(vec![2, 3]),
+            server_cpus: Some(wirespeed_model::CpuSet::from_cpus([2, 3])),
             observe: true,
             drain: true,
-            irq_cpus: Some(vec![8]),
+            irq_cpus: Some(wirespeed_model::CpuSet::from_cpus([8])),
             ..ParamsExt::default()
         });
         let f = p.encode_frame().unwrap();

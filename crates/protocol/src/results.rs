@@ -240,7 +240,7 @@ mod tests {
                 protocol: 1,
                 workers: vec![WorkerInfo {
                     cpu_requested: Some(1),
-                    cpus_seen: vec![1],
+                    cpus_seen: wirespeed_model::CpuSet::from_cpus([1]),
                     streams: vec![1],
                 }],
                 send_path: Some("copy".into()),

@@ -91,7 +91,7 @@ fn seeds() -> Vec<Vec<u8>> {
     p.client_version = Some("3.12".into());
     p.wirespeed = Some(ParamsExt {
         version: "0.1.0".into(),
-        server_cpus: Some(vec![0, 1, 2]),
+        server_cpus: Some(wirespeed_model::CpuSet::from_cpus([0, 1, 2])),
         observe: true,
         ..ParamsExt::default()
     });
@@ -118,7 +118,7 @@ fn seeds() -> Vec<Vec<u8>> {
             version: "0.1.0".into(),
             workers: vec![WorkerInfo {
                 cpu_requested: Some(1),
-                cpus_seen: vec![1],
+                cpus_seen: wirespeed_model::CpuSet::from_cpus([1]),
                 streams: vec![1, 3],
             }],
             ..ResultsExt::default()

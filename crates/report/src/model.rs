@@ -19,6 +19,9 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use wirespeed_model::{MoveReport, TestObservation, Verdict};
+
+pub use wirespeed_model::Worker;
 
 use crate::num;
 
@@ -408,9 +411,9 @@ pub struct CpuUtilization {
 
 /// Everything wirespeed adds, under the top-level key `"wirespeed"`.
 ///
-/// The `Value` slots are filled by other crates (observation by the engine
-/// from the host crate's readers, verdict by explain); they stay opaque here
-/// so this crate does not depend on them.
+/// Every section is typed with `wirespeed-model`'s types (the same ones the
+/// protocol extension carries between the ends); keys this version does not
+/// know are kept in `extra` and otherwise ignored.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WirespeedExt {
     /// wirespeed's version, e.g. `"0.1.0"`.
@@ -436,29 +439,30 @@ pub struct WirespeedExt {
     /// key for (e.g. UDP receiver bytes per stream).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<StreamTotals>,
-    /// Per-CPU observation of this test (issue 6), both ends; opaque here.
+    /// Per-CPU observation of this test, both ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observation: Option<Value>,
-    /// What limited the test (issue 6), opaque here.
+    pub observation: Option<TestObservation>,
+    /// What limited the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Value>,
-    /// Further namespaced sections other crates add (keys of their choosing).
+    pub verdict: Option<Verdict>,
+    /// Why requested send or receive paths were not used (one line each).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_fallbacks: Vec<String>,
+    /// The send path that ran on the peer, when the peer is wirespeed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_send_path: Option<String>,
+    /// The receive path that ran on the peer, when the peer is wirespeed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_recv_path: Option<String>,
+    /// What the server (the peer) did with this client's tune request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_irq_move: Option<MoveReport>,
+    /// What this server did with its client's tune request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_move: Option<MoveReport>,
+    /// Keys this version does not know (from a newer wirespeed's `-J` output).
     #[serde(flatten)]
     pub extra: Extra,
-}
-
-/// One pinned worker thread and the streams it carried.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Worker {
-    /// The CPU it was asked to run on; `None` when not pinned.
-    #[serde(default)]
-    pub cpu_requested: Option<u32>,
-    /// The CPUs it was actually seen running on (sched_getcpu samples), ascending.
-    #[serde(default)]
-    pub cpus_seen: Vec<u32>,
-    /// Stream ids (`socket` values) it carried.
-    #[serde(default)]
-    pub streams: Vec<u32>,
 }
 
 /// One stream's whole-test totals as both ends counted them.

@@ -117,7 +117,7 @@ fn tcp_two_streams_with_omit_reads_like_iperf3() {
             recv_path: Some("copy".into()),
             workers: vec![Worker {
                 cpu_requested: Some(0),
-                cpus_seen: vec![0],
+                cpus_seen: wirespeed_model::CpuSet::from_cpus([0]),
                 streams: vec![5, 7],
             }],
             streams: rep.totals,

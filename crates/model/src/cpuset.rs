@@ -174,6 +174,12 @@ impl CpuSet {
     }
 }
 
+impl Extend<u32> for CpuSet {
+    fn extend<I: IntoIterator<Item = u32>>(&mut self, cpus: I) {
+        self.0.extend(cpus);
+    }
+}
+
 impl FromIterator<u32> for CpuSet {
     fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> Self {
         CpuSet(iter.into_iter().collect())
@@ -224,6 +230,48 @@ impl<'de> Deserialize<'de> for CpuSet {
     }
 }
 
+/// Serde for a CPU set written as an array of CPU numbers (`[0, 1, 8]`), the form the
+/// protocol extension and the reports use (the set's own serde form is the kernel's list text,
+/// `"0-1,8"`): `#[serde(with = "wirespeed_model::cpuset::as_array")]`. Decoding rejects CPU
+/// numbers above [`MAX_CPU`]; order and duplicates in the input do not matter.
+pub mod as_array {
+    use super::{CpuSet, MAX_CPU};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(set: &CpuSet, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(set.iter())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<CpuSet, D::Error> {
+        let v = Vec::<u32>::deserialize(d)?;
+        if let Some(c) = v.iter().find(|&&c| c > MAX_CPU) {
+            return Err(serde::de::Error::custom(format!(
+                "CPU {c} is above {MAX_CPU}"
+            )));
+        }
+        Ok(v.into_iter().collect())
+    }
+
+    /// The same for an optional set (`None` is written as no key or `null`).
+    pub mod option {
+        use super::CpuSet;
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        pub fn serialize<S: Serializer>(set: &Option<CpuSet>, s: S) -> Result<S::Ok, S::Error> {
+            match set {
+                Some(c) => super::serialize(c, s),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<CpuSet>, D::Error> {
+            #[derive(Deserialize)]
+            struct Wrap(#[serde(with = "super")] CpuSet);
+            Ok(Option::<Wrap>::deserialize(d)?.map(|w| w.0))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,5 +312,30 @@ mod tests {
         assert_eq!(a.difference(&b).to_string(), "0-3");
         assert!(a.intersects(&b));
         assert!(!CpuSet::parse_list("6").unwrap().is_subset(&a));
+    }
+
+    #[test]
+    fn as_array_writes_numbers_and_caps_them() {
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct T {
+            #[serde(with = "as_array")]
+            a: CpuSet,
+            #[serde(
+                default,
+                with = "as_array::option",
+                skip_serializing_if = "Option::is_none"
+            )]
+            b: Option<CpuSet>,
+        }
+        let t = T {
+            a: CpuSet::from_cpus([8, 0, 1]),
+            b: None,
+        };
+        assert_eq!(serde_json::to_string(&t).unwrap(), r#"{"a":[0,1,8]}"#);
+        let back: T = serde_json::from_str(r#"{"a":[8,1,0,1],"b":[3]}"#).unwrap();
+        assert_eq!(back.a, t.a);
+        assert_eq!(back.b, Some(CpuSet::from_cpus([3])));
+        assert!(serde_json::from_str::<T>(r#"{"a":[99999999]}"#).is_err());
+        assert!(serde_json::from_str::<T>(r#"{"a":[-1]}"#).is_err());
     }
 }

@@ -1,0 +1,32 @@
+//! wirespeed's own result types: what wirespeed adds to iperf3's results, as plain typed data.
+//!
+//! Both ends need these (a wirespeed server sends its workers, observation and IRQ move to its
+//! client in the protocol extension) and every crate above uses them (the engine fills them,
+//! the report carries them under the `wirespeed` key, explain decides verdicts from them, the
+//! CLI prints them). They live here, below all of those, so no crate passes wirespeed's own
+//! data around as untyped JSON.
+//!
+//! - [`cpuset`]: [`CpuSet`], a set of CPUs in the kernel's list and mask forms (the host crate
+//!   re-exports it as `wirespeed_host::CpuSet`); [`cpuset::as_array`] writes one as an array
+//!   of numbers, the form the extension and the reports use.
+//! - [`worker`]: [`Worker`], one worker thread of an end.
+//! - [`observation`]: where the work ran, per interval and for the whole test, at each end.
+//! - [`topology`]: the host's CPU topology an observation carries, and CPU relations.
+//! - [`verdict`]: [`Verdict`], what limited a test.
+//! - [`irq`]: [`MoveReport`], what a move of a NIC's queue IRQs did.
+//!
+//! Nothing here reads the host, opens sockets or reads clocks.
+
+pub mod cpuset;
+pub mod irq;
+pub mod observation;
+pub mod topology;
+pub mod verdict;
+pub mod worker;
+
+pub use cpuset::{CpuId, CpuSet, CpuSetError};
+pub use irq::{MoveReport, QueueIrq};
+pub use observation::{EndObservation, TestObservation};
+pub use topology::Topology;
+pub use verdict::Verdict;
+pub use worker::Worker;

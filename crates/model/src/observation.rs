@@ -1,0 +1,439 @@
+//! The observation model: what one end of a test saw, per interval and for the whole test, in
+//! a form that serialises to JSON (under the result's `"wirespeed"` key) and travels between a
+//! wirespeed client and server.
+//!
+//! All numbers are plain data; nothing here reads the host. Units are in the field names or in a
+//! newtype ([`Percent`], [`BitsPerSecond`]).
+
+use crate::cpuset::CpuSet;
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A share of CPU time (0–100), kept finite and to one decimal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Percent(f64);
+
+impl Percent {
+    /// `part` of `whole`, in percent, rounded to 0.1; 0 when `whole` is 0.
+    pub fn of(part: u64, whole: u64) -> Percent {
+        if whole == 0 {
+            return Percent(0.0);
+        }
+        Percent::new(part as f64 * 100.0 / whole as f64)
+    }
+
+    /// A percentage, clamped to 0–100 and rounded to 0.1; non-finite values read as 0.
+    pub fn new(v: f64) -> Percent {
+        if !v.is_finite() {
+            return Percent(0.0);
+        }
+        Percent(((v.clamp(0.0, 100.0)) * 10.0).round() / 10.0)
+    }
+
+    pub fn get(self) -> f64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Percent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 >= 99.5 || self.0 == self.0.round() {
+            write!(f, "{:.0} %", self.0)
+        } else {
+            write!(f, "{:.1} %", self.0)
+        }
+    }
+}
+
+/// A throughput in bits per second.
+#[derive(Debug, Clone, Copy, Default, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct BitsPerSecond(pub f64);
+
+impl BitsPerSecond {
+    pub fn from_gbps(g: f64) -> BitsPerSecond {
+        BitsPerSecond(g * 1e9)
+    }
+
+    pub fn gbps(self) -> f64 {
+        self.0 / 1e9
+    }
+}
+
+impl fmt::Display for BitsPerSecond {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        if v >= 1e9 {
+            write!(f, "{:.1} Gbit/s", v / 1e9)
+        } else if v >= 1e6 {
+            write!(f, "{:.1} Mbit/s", v / 1e6)
+        } else {
+            write!(f, "{:.0} bit/s", v)
+        }
+    }
+}
+
+/// Which way data flowed through this end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Sender,
+    Receiver,
+    /// `--bidir`: both.
+    Both,
+}
+
+impl Role {
+    pub fn sends(self) -> bool {
+        matches!(self, Role::Sender | Role::Both)
+    }
+
+    pub fn receives(self) -> bool {
+        matches!(self, Role::Receiver | Role::Both)
+    }
+}
+
+/// One CPU during an interval: shares of its time and the network events it handled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUse {
+    pub cpu: u32,
+    /// user + nice.
+    pub user: Percent,
+    pub system: Percent,
+    pub irq: Percent,
+    pub softirq: Percent,
+    pub steal: Percent,
+    /// idle + iowait.
+    pub idle: Percent,
+    /// Interrupts of the test's NIC taken on this CPU.
+    #[serde(default)]
+    pub nic_irqs: u64,
+    /// `NET_RX` softirqs run on this CPU.
+    #[serde(default)]
+    pub net_rx: u64,
+    /// `NET_TX` softirqs run on this CPU.
+    #[serde(default)]
+    pub net_tx: u64,
+}
+
+impl CpuUse {
+    /// Everything but idle.
+    pub fn busy(&self) -> Percent {
+        Percent::new(100.0 - self.idle.get())
+    }
+
+    /// The largest non-idle component, for evidence: `("system", 99 %)`.
+    pub fn dominant(&self) -> (&'static str, Percent) {
+        let parts = [
+            ("system", self.system),
+            ("softirq", self.softirq),
+            ("user", self.user),
+            ("irq", self.irq),
+            ("steal", self.steal),
+        ];
+        parts.into_iter().fold(("system", Percent(0.0)), |best, p| {
+            if p.1 > best.1 {
+                p
+            } else {
+                best
+            }
+        })
+    }
+}
+
+/// One worker thread of the test: where it was asked to run and where it was seen running.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerRun {
+    /// The worker's number within this end.
+    pub worker: u32,
+    /// The CPU it was pinned to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_requested: Option<u32>,
+    /// The CPUs it was seen running on.
+    pub cpus_seen: CpuSet,
+    /// The stream ids it carried.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<i32>,
+}
+
+/// What `TCP_INFO` says limited the senders of this end, summed over its streams (microseconds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpLimits {
+    /// `tcpi_busy_time`: time with data in flight.
+    pub busy_us: u64,
+    /// `tcpi_rwnd_limited`: time limited by the receiver's window.
+    pub rwnd_limited_us: u64,
+    /// `tcpi_sndbuf_limited`: time limited by the send buffer.
+    pub sndbuf_limited_us: u64,
+    /// `tcpi_pmtu`: the smallest path MTU over the streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmtu: Option<u32>,
+}
+
+impl TcpLimits {
+    /// Add another stream's counters (pmtu: the smaller).
+    pub fn add(&mut self, other: &TcpLimits) {
+        self.busy_us = self.busy_us.saturating_add(other.busy_us);
+        self.rwnd_limited_us = self.rwnd_limited_us.saturating_add(other.rwnd_limited_us);
+        self.sndbuf_limited_us = self
+            .sndbuf_limited_us
+            .saturating_add(other.sndbuf_limited_us);
+        self.pmtu = match (self.pmtu, other.pmtu) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// The counters accumulated between an earlier reading and this one (`TCP_INFO` counts from
+    /// the connection's start); pmtu is this reading's.
+    pub fn since(&self, earlier: &TcpLimits) -> TcpLimits {
+        TcpLimits {
+            busy_us: self.busy_us.saturating_sub(earlier.busy_us),
+            rwnd_limited_us: self.rwnd_limited_us.saturating_sub(earlier.rwnd_limited_us),
+            sndbuf_limited_us: self
+                .sndbuf_limited_us
+                .saturating_sub(earlier.sndbuf_limited_us),
+            pmtu: self.pmtu,
+        }
+    }
+
+    /// Share of busy time limited by the receive window.
+    pub fn rwnd_share(&self) -> Percent {
+        Percent::of(self.rwnd_limited_us, self.busy_us)
+    }
+
+    /// Share of busy time limited by the send buffer.
+    pub fn sndbuf_share(&self) -> Percent {
+        Percent::of(self.sndbuf_limited_us, self.busy_us)
+    }
+}
+
+/// One interval (or the whole test) at one end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalObservation {
+    /// Seconds since the start of the test, when the engine stamped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<f64>,
+    /// The CPUs that did work (see [`CpuUse`]; idle CPUs are left out), ascending.
+    pub cpus: Vec<CpuUse>,
+    /// The workers and where they ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<WorkerRun>,
+    /// `TCP_INFO` limits over the interval, when the engine passed them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpLimits>,
+}
+
+impl IntervalObservation {
+    pub fn cpu(&self, cpu: u32) -> Option<&CpuUse> {
+        self.cpus.iter().find(|c| c.cpu == cpu)
+    }
+
+    /// The CPUs any worker was seen on (the "app CPUs").
+    pub fn app_cpus(&self) -> CpuSet {
+        let mut s = CpuSet::new();
+        for w in &self.workers {
+            s = s.union(&w.cpus_seen);
+        }
+        s
+    }
+
+    /// Total NIC interrupts in the interval.
+    pub fn nic_irq_total(&self) -> u64 {
+        self.cpus.iter().map(|c| c.nic_irqs).sum()
+    }
+
+    pub fn net_rx_total(&self) -> u64 {
+        self.cpus.iter().map(|c| c.net_rx).sum()
+    }
+
+    pub fn net_tx_total(&self) -> u64 {
+        self.cpus.iter().map(|c| c.net_tx).sum()
+    }
+}
+
+/// What one end saw over a test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndObservation {
+    pub role: Role,
+    /// The host name, when known (for the text output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The interface that carried the test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iface: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iface_mtu: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iface_speed_mbps: Option<u64>,
+    /// The NUMA node of the NIC (absent when the platform says -1 or has no NUMA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_numa_node: Option<u32>,
+    /// The IRQ numbers counted as the NIC's.
+    #[serde(default)]
+    pub nic_irqs: Vec<u32>,
+    /// This host's CPU topology.
+    pub topology: Topology,
+    /// Per interval, in order.
+    #[serde(default)]
+    pub intervals: Vec<IntervalObservation>,
+    /// The whole test.
+    pub total: IntervalObservation,
+    /// What could not be observed, and why (`no /proc/softirqs`, `NIC IRQs unknown: ...`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Both ends of a test. The remote end is absent, with the reason, when the peer is iperf3.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestObservation {
+    pub local: EndObservation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<EndObservation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_absent: Option<String>,
+}
+
+impl TestObservation {
+    /// A test with only the local end observed (`reason`: why the remote one is missing).
+    pub fn local_only(local: EndObservation, reason: impl Into<String>) -> TestObservation {
+        TestObservation {
+            local,
+            remote: None,
+            remote_absent: Some(reason.into()),
+        }
+    }
+
+    /// Join the local end with what the peer sent (the `observation` of its protocol
+    /// extension): absent with the reason when the peer is not wirespeed, sent nothing, or sent
+    /// something that does not parse (`remote` is then `Err` with the decoder's words).
+    pub fn combine(
+        local: EndObservation,
+        remote: Result<Option<&EndObservation>, &str>,
+        peer_is_wirespeed: bool,
+    ) -> TestObservation {
+        let absent = |r: &str| TestObservation::local_only(local.clone(), r);
+        match remote {
+            _ if !peer_is_wirespeed => {
+                absent("the peer is not wirespeed (iperf3 sends no observation)")
+            }
+            Ok(None) => absent("the peer sent no observation"),
+            Err(e) => absent(&format!("the peer's observation does not parse: {e}")),
+            Ok(Some(r)) => TestObservation {
+                local,
+                remote: Some(r.clone()),
+                remote_absent: None,
+            },
+        }
+    }
+
+    pub fn ends(&self) -> impl Iterator<Item = &EndObservation> {
+        std::iter::once(&self.local).chain(self.remote.as_ref())
+    }
+
+    /// The end that received (the first one, for `--bidir`).
+    pub fn receiver(&self) -> Option<&EndObservation> {
+        self.ends()
+            .find(|e| e.role == Role::Receiver)
+            .or_else(|| self.ends().find(|e| e.role.receives()))
+    }
+
+    /// The end that sent.
+    pub fn sender(&self) -> Option<&EndObservation> {
+        self.ends()
+            .find(|e| e.role == Role::Sender)
+            .or_else(|| self.ends().find(|e| e.role.sends()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_is_finite_clamped_and_rounded() {
+        assert_eq!(Percent::of(1, 3).get(), 33.3);
+        assert_eq!(Percent::of(5, 0).get(), 0.0);
+        assert_eq!(Percent::new(f64::NAN).get(), 0.0);
+        assert_eq!(Percent::new(120.0).get(), 100.0);
+        assert_eq!(Percent::new(99.96).to_string(), "100 %");
+        assert_eq!(Percent::new(44.25).to_string(), "44.3 %");
+        assert_eq!(serde_json::to_string(&Percent::new(2.0)).unwrap(), "2.0");
+    }
+
+    #[test]
+    fn dominant_component_and_busy() {
+        let c = CpuUse {
+            cpu: 3,
+            system: Percent::new(70.0),
+            softirq: Percent::new(29.0),
+            idle: Percent::new(1.0),
+            ..Default::default()
+        };
+        assert_eq!(c.dominant(), ("system", Percent::new(70.0)));
+        assert_eq!(c.busy().get(), 99.0);
+    }
+
+    #[test]
+    fn tcp_limits_add_and_share() {
+        let mut a = TcpLimits {
+            busy_us: 1000,
+            rwnd_limited_us: 500,
+            sndbuf_limited_us: 0,
+            pmtu: Some(9000),
+        };
+        a.add(&TcpLimits {
+            busy_us: 1000,
+            rwnd_limited_us: 0,
+            sndbuf_limited_us: 100,
+            pmtu: Some(1500),
+        });
+        assert_eq!(a.rwnd_share().get(), 25.0);
+        assert_eq!(a.sndbuf_share().get(), 5.0);
+        assert_eq!(a.pmtu, Some(1500));
+    }
+
+    #[test]
+    fn combine_takes_the_peers_observation_or_says_why_not() {
+        let local = EndObservation {
+            role: Role::Sender,
+            host: None,
+            iface: Some("lo".into()),
+            iface_mtu: Some(65536),
+            iface_speed_mbps: None,
+            nic_numa_node: None,
+            nic_irqs: vec![],
+            topology: Topology::default(),
+            intervals: vec![],
+            total: IntervalObservation::default(),
+            notes: vec![],
+        };
+        let mut remote = local.clone();
+        remote.role = Role::Receiver;
+        let t = TestObservation::combine(local.clone(), Ok(Some(&remote)), true);
+        assert_eq!(t.remote.as_ref(), Some(&remote));
+        assert_eq!(t.receiver().map(|e| e.role), Some(Role::Receiver));
+        let t = TestObservation::combine(local.clone(), Ok(None), false);
+        assert!(t.remote_absent.unwrap().contains("iperf3"));
+        let t = TestObservation::combine(local.clone(), Ok(None), true);
+        assert_eq!(
+            t.remote_absent.as_deref(),
+            Some("the peer sent no observation")
+        );
+        let t = TestObservation::combine(local, Err("unknown variant `sideways`"), true);
+        assert!(t
+            .remote_absent
+            .unwrap()
+            .starts_with("the peer's observation does not parse"));
+    }
+
+    #[test]
+    fn throughput_prints_in_gbit() {
+        assert_eq!(BitsPerSecond::from_gbps(98.8).to_string(), "98.8 Gbit/s");
+        assert_eq!(BitsPerSecond(2.5e6).to_string(), "2.5 Mbit/s");
+    }
+}
