@@ -109,6 +109,7 @@ fn sweep_test(
         server_affinity: Some(server_cpu),
         server_irq_cpus: irq_cpu.map(|c| CpuSet::from_cpus([c])),
         interval: std::time::Duration::ZERO,
+        observe: Some(crate::measure::live_observer()),
         ..ClientConfig::default()
     };
     wirespeed_engine::run_client(&cfg, &mut NullReporter)
@@ -592,7 +593,7 @@ pub fn observation_of(r: &TestResult) -> (Option<TestObservation>, Option<Verdic
 /// The "where the work ran" block under a client's text output (the server's own output prints
 /// the same block); nothing when the test carries no observation.
 pub fn write_where(w: &mut dyn Write, r: &TestResult) -> std::io::Result<()> {
-    wirespeed_engine::output::write_where(w, r)
+    wirespeed_report::where_ran::write_where(w, r)
 }
 
 /// `client --repeat N`: N tests in a row with the same settings, then min / median / max /

@@ -17,10 +17,12 @@ use std::time::Duration;
 use wirespeed_datapath::SendPath;
 use wirespeed_engine::output::SharedWriter;
 use wirespeed_engine::tune::TuneConfig;
+use wirespeed_engine::ObserveHook;
 use wirespeed_engine::{
     ClientConfig, EngineError, Family, Format, Limits, Reporter, Server, ServerConfig,
     StandardReporter,
 };
+use wirespeed_explain::hooks::{HostObserve, IrqTune};
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_protocol::Direction;
 use wirespeed_report::sizes::{parse_bytes, parse_rate};
@@ -399,6 +401,12 @@ fn family(v4: bool, v6: bool) -> Family {
     }
 }
 
+/// Observation of this host (`/proc` and `/sys` of the live system), for every test either end
+/// runs.
+pub fn live_observer() -> ObserveHook {
+    ObserveHook::new(HostObserve::new(Root::live()))
+}
+
 fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
     let to_u32 = |v: u64, flag: &str| {
         u32::try_from(v).map_err(|_| exit::fail(exit::USAGE, format!("{flag} {v}: too large")))
@@ -446,6 +454,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         bandwidth: a.bitrate,
         fq_rate: a.fq_rate,
         udp_counters_64bit: a.udp_counters_64bit,
+        observe: Some(live_observer()),
         ..ClientConfig::default()
     })
 }
@@ -521,6 +530,7 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
             bind: Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
             port: 0,
             interval: Duration::ZERO,
+            observe: Some(live_observer()),
             ..ServerConfig::default()
         };
         let s = Server::bind(scfg).map_err(engine_fail)?;
@@ -736,9 +746,9 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
                 "--allow-tune: moving IRQs writes /proc/irq/*/smp_affinity_list, which needs root",
             )
         })?;
-        let mut t = TuneConfig::new(root);
+        let mut t = IrqTune::new(root);
         t.iface = a.tune_iface.clone();
-        Some(t)
+        Some(TuneConfig::new(t))
     } else {
         None
     };
@@ -763,6 +773,7 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         },
         cookie_timeout: handshake,
         tune,
+        observe: Some(live_observer()),
         ..ServerConfig::default()
     };
     let out = a.out.writer()?;

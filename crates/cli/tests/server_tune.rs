@@ -25,6 +25,7 @@ use measure_common::{
 };
 use wirespeed_engine::tune::TuneConfig;
 use wirespeed_engine::{ClientConfig, EngineError, NullReporter, Server, ServerConfig};
+use wirespeed_explain::hooks::IrqTune;
 use wirespeed_host::Root;
 
 const IFACE: &str = "enp1s0f0np0";
@@ -65,11 +66,12 @@ fn assert_unchanged(before: &std::collections::BTreeMap<String, String>, dir: &P
 
 /// A wirespeed server in this process, tuning the tree `dir` with the kernel emulated there.
 fn tuning_server(dir: &Path) -> wirespeed_engine::ServerHandle {
-    let mut tune = TuneConfig::new(Root::new(dir));
-    tune.iface = Some(IFACE.into());
-    tune.kernel = Some(Arc::new(|root: &Root| {
+    let mut irq = IrqTune::new(Root::new(dir));
+    irq.iface = Some(IFACE.into());
+    irq.kernel = Some(Arc::new(|root: &Root| {
         host_common::emulate_kernel_irq_affinity(root.dir());
     }));
+    let tune = TuneConfig::new(irq);
     let cfg = ServerConfig {
         bind: Some("127.0.0.1".parse().unwrap()),
         port: 0,

@@ -100,6 +100,9 @@ pub struct ClientConfig {
     /// Set (e.g. by a SIGINT handler) to abort the test: the client sends `CLIENT_TERMINATE`
     /// and returns [`EngineError::Interrupted`] with the partial report.
     pub interrupt: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Observe where the work ran at this end (and ask a wirespeed server to do the same);
+    /// `None`: no observation.
+    pub observe: Option<crate::hooks::ObserveHook>,
 }
 
 /// iperf3's default UDP rate per stream: 1 Mbit/s.
@@ -146,6 +149,7 @@ impl Default for ClientConfig {
             udp_send_path: UdpSendPath::Gso,
             udp_recv_path: UdpRecvPath::Gro,
             interrupt: None,
+            observe: None,
         }
     }
 }
@@ -521,6 +525,7 @@ impl Run<'_> {
             }),
         };
         self.observer = crate::observe::TestObserver::start(
+            cfg.observe.as_ref(),
             cfg.direction,
             true,
             self.target.ip(),

@@ -9,15 +9,20 @@
 //! crate's `ResultBuilder` turns the samples and the peer's results into iperf3's `-J` model;
 //! [`output::Reporter`] receives the live events (the command line renders them).
 //!
-//! Where observation of the hosts (issue 6) plugs in: both ends carry an opaque
-//! `observation` slot in the protocol extension (`wirespeed_protocol::ResultsExt`) and in
-//! the report (`WirespeedExt::observation`); `assemble::results_ext` is where an end puts its
-//! own, and the client copies the server's from the results.
+//! The engine measures and nothing more: what it needs from the layers above (observing where
+//! the work ran and deciding the verdict; changing the host on a client's tune request) are the
+//! [`hooks`] traits, which the binary implements (with the explain crate) and passes in through
+//! the configurations. Each end's observation travels typed in the protocol extension
+//! (`wirespeed_protocol::ResultsExt::observation`) and lands in the report
+//! (`WirespeedExt::observation`); `assemble::results_ext` is where an end puts its own.
+//! The engine renders nothing itself: [`output::StandardReporter`] hands the events to the
+//! report crate's renderers.
 
 pub mod assemble;
 pub mod client;
 pub mod data;
 mod error;
+pub mod hooks;
 pub mod net;
 pub mod observe;
 pub mod output;
@@ -30,6 +35,7 @@ pub mod usage;
 
 pub use client::{run_client, ClientConfig};
 pub use error::EngineError;
+pub use hooks::{HostChange, Observe, ObserveHook};
 pub use net::Family;
 pub use output::{Format, NullReporter, Reporter, StandardReporter};
 pub use server::{Limits, ReporterFactory, Server, ServerConfig, ServerHandle, Stopper};

@@ -1,4 +1,5 @@
-//! Where the work ran (issue 6), wired into both runners.
+//! Where the work ran (issue 6), wired into both runners through the [`crate::hooks::Observe`]
+//! hook of their configuration (no hook: no observation).
 //!
 //! Each runner owns a [`TestObserver`]: started when its data phase starts, sampled at every
 //! interval tick, closed at the final tick (with the workers' CPUs and the senders' `TCP_INFO`
@@ -11,14 +12,12 @@
 use std::net::IpAddr;
 
 use wirespeed_datapath::tcp::TcpInfo;
-use wirespeed_explain::model::{
-    BitsPerSecond, EndObservation, Role, TcpLimits, TestObservation, WorkerRun,
-};
-use wirespeed_explain::observe::{NicSpec, Observer};
-use wirespeed_explain::verdict::verdict;
-use wirespeed_host::Root;
-use wirespeed_protocol::{Direction, ResultsExt, WorkerInfo};
+use wirespeed_model::observation::{BitsPerSecond, EndObservation, Role, TcpLimits, WorkerRun};
+use wirespeed_model::{TestObservation, Worker};
+use wirespeed_protocol::{Direction, ResultsExt};
 use wirespeed_report::WirespeedExt;
+
+use crate::hooks::{EndObserver, ObserveHook};
 
 /// The role of one end for a direction.
 pub fn role(direction: Direction, client: bool) -> Role {
@@ -30,7 +29,7 @@ pub fn role(direction: Direction, client: bool) -> Role {
 }
 
 /// The workers (as `assemble::worker_infos` lists them) as the observation records them.
-pub fn worker_runs(workers: &[WorkerInfo]) -> Vec<WorkerRun> {
+pub fn worker_runs(workers: &[Worker]) -> Vec<WorkerRun> {
     workers
         .iter()
         .enumerate()
@@ -68,22 +67,35 @@ pub fn tcp_limits<'a>(infos: impl IntoIterator<Item = &'a TcpInfo>) -> Option<Tc
 }
 
 /// The observer of one end of one test.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct TestObserver {
-    running: Option<Observer>,
+    hook: Option<ObserveHook>,
+    running: Option<Box<dyn EndObserver>>,
     end: Option<EndObservation>,
 }
 
+impl std::fmt::Debug for TestObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestObserver")
+            .field("running", &self.running.is_some())
+            .field("end", &self.end)
+            .finish()
+    }
+}
+
 impl TestObserver {
-    /// Start observing (first snapshot). `peer` finds the NIC through the route to it.
-    pub fn start(direction: Direction, client: bool, peer: IpAddr, local: Option<IpAddr>) -> Self {
+    /// Start observing (first snapshot) through `hook`, when there is one. `peer` finds the NIC
+    /// through the route to it.
+    pub fn start(
+        hook: Option<&ObserveHook>,
+        direction: Direction,
+        client: bool,
+        peer: IpAddr,
+        local: Option<IpAddr>,
+    ) -> Self {
         TestObserver {
-            running: Observer::new(
-                Root::live(),
-                role(direction, client),
-                NicSpec::Peer { peer, local },
-            )
-            .ok(),
+            hook: hook.cloned(),
+            running: hook.and_then(|h| h.0.start(role(direction, client), peer, local)),
             end: None,
         }
     }
@@ -91,14 +103,14 @@ impl TestObserver {
     /// An interval tick.
     pub fn tick(&mut self, start: f64, end: f64) {
         if let Some(o) = &mut self.running {
-            let _ = o.sample(Some((start, end)), &[], None);
+            o.tick(start, end);
         }
     }
 
     /// The final tick: close the totals with the workers and the senders' limits.
-    pub fn close(&mut self, workers: &[WorkerInfo], tcp: Option<TcpLimits>) {
+    pub fn close(&mut self, workers: &[Worker], tcp: Option<TcpLimits>) {
         if let Some(o) = self.running.take() {
-            self.end = o.close(&worker_runs(workers), tcp).ok();
+            self.end = o.close(&worker_runs(workers), tcp);
         }
     }
 
@@ -121,7 +133,7 @@ impl TestObserver {
         peer: Option<&ResultsExt>,
         receiver_bps: Option<f64>,
     ) {
-        let Some(local) = self.end.clone() else {
+        let (Some(local), Some(hook)) = (self.end.clone(), &self.hook) else {
             return;
         };
         let remote = match peer {
@@ -132,7 +144,7 @@ impl TestObserver {
             p => Ok(p.and_then(|p| p.observation.as_ref())),
         };
         let test = TestObservation::combine(local, remote, peer.is_some());
-        ext.verdict = Some(verdict(&test, receiver_bps.map(BitsPerSecond)));
+        ext.verdict = Some(hook.0.verdict(&test, receiver_bps.map(BitsPerSecond)));
         ext.observation = Some(test);
     }
 }
@@ -153,7 +165,7 @@ mod tests {
 
     #[test]
     fn workers_and_tcp_limits_convert() {
-        let w = worker_runs(&[WorkerInfo {
+        let w = worker_runs(&[Worker {
             cpu_requested: Some(3),
             cpus_seen: CpuSet::from_cpus([3, 5]),
             streams: vec![1, 3],
@@ -163,24 +175,135 @@ mod tests {
         assert_eq!(tcp_limits(&[]), None);
     }
 
+    struct FakeObserve;
+    struct FakeEnd(Role, Vec<(f64, f64)>);
+
+    impl crate::hooks::Observe for FakeObserve {
+        fn start(
+            &self,
+            role: Role,
+            _peer: IpAddr,
+            _local: Option<IpAddr>,
+        ) -> Option<Box<dyn EndObserver>> {
+            Some(Box::new(FakeEnd(role, Vec::new())))
+        }
+        fn verdict(
+            &self,
+            test: &TestObservation,
+            receiver: Option<BitsPerSecond>,
+        ) -> wirespeed_model::Verdict {
+            wirespeed_model::Verdict {
+                id: "fake".into(),
+                end: None,
+                line: format!(
+                    "{} intervals at {:?}",
+                    test.local.intervals.len(),
+                    receiver.map(|b| b.0)
+                ),
+                also: vec![],
+            }
+        }
+    }
+
+    impl EndObserver for FakeEnd {
+        fn tick(&mut self, start: f64, end: f64) {
+            self.1.push((start, end));
+        }
+        fn close(
+            self: Box<Self>,
+            workers: &[WorkerRun],
+            tcp: Option<TcpLimits>,
+        ) -> Option<EndObservation> {
+            Some(EndObservation {
+                role: self.0,
+                host: None,
+                iface: Some("lo".into()),
+                iface_mtu: None,
+                iface_speed_mbps: None,
+                nic_numa_node: None,
+                nic_irqs: vec![],
+                topology: Default::default(),
+                intervals: self
+                    .1
+                    .iter()
+                    .map(
+                        |&(s, e)| wirespeed_model::observation::IntervalObservation {
+                            start: Some(s),
+                            end: Some(e),
+                            ..Default::default()
+                        },
+                    )
+                    .collect(),
+                total: wirespeed_model::observation::IntervalObservation {
+                    workers: workers.to_vec(),
+                    tcp,
+                    ..Default::default()
+                },
+                notes: vec![],
+            })
+        }
+    }
+
     #[test]
-    fn observer_on_this_host_closes_with_workers() {
+    fn the_hook_sees_ticks_and_close_and_decides_the_verdict() {
+        let hook = ObserveHook::new(FakeObserve);
         let mut o = TestObserver::start(
+            Some(&hook),
             Direction::ClientToServer,
             true,
             "127.0.0.1".parse().unwrap(),
             None,
         );
         o.tick(0.0, 1.0);
+        o.tick(1.0, 2.0);
+        let workers = [Worker {
+            cpu_requested: Some(2),
+            cpus_seen: CpuSet::from_cpus([2]),
+            streams: vec![1],
+        }];
+        o.close(&workers, None);
         o.close(&[], None);
-        let e = o.end().expect("observation of this host");
+        let e = o.end().expect("closed once");
         assert_eq!(e.role, Role::Sender);
-        assert_eq!(e.iface.as_deref(), Some("lo"));
-        assert_eq!(e.intervals.len(), 1);
+        assert_eq!(e.intervals.len(), 2);
+        assert_eq!(e.total.workers[0].cpus_seen, CpuSet::from_cpus([2]));
         let mut ext = WirespeedExt::default();
         o.attach(&mut ext, None, Some(1e9));
         let obs = ext.observation.unwrap();
         assert!(obs.remote_absent.unwrap().contains("iperf3"));
-        assert!(!ext.verdict.unwrap().line.is_empty());
+        assert_eq!(
+            ext.verdict.unwrap().line,
+            "2 intervals at Some(1000000000.0)"
+        );
+        // A peer whose observation did not parse: said so, the local end still counts.
+        let peer = ResultsExt {
+            observation_error: Some("bad role".into()),
+            ..ResultsExt::default()
+        };
+        let mut ext = WirespeedExt::default();
+        o.attach(&mut ext, Some(&peer), None);
+        assert!(ext
+            .observation
+            .unwrap()
+            .remote_absent
+            .unwrap()
+            .contains("does not parse: bad role"));
+    }
+
+    #[test]
+    fn without_a_hook_nothing_is_observed() {
+        let mut o = TestObserver::start(
+            None,
+            Direction::ServerToClient,
+            false,
+            "127.0.0.1".parse().unwrap(),
+            None,
+        );
+        o.tick(0.0, 1.0);
+        o.close(&[], None);
+        assert!(o.end().is_none());
+        let mut ext = WirespeedExt::default();
+        o.attach(&mut ext, None, None);
+        assert!(ext.observation.is_none() && ext.verdict.is_none());
     }
 }

@@ -7,25 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use wirespeed_report::json;
 use wirespeed_report::text::{write_error, TextContext, TextOptions, TextRenderer};
+use wirespeed_report::where_ran::write_where;
 use wirespeed_report::{Interval, Start, TestResult};
-
-/// Under a test's text summary: where the work ran (both ends' tables and the verdict) and, when
-/// a server moved its NIC's queue IRQs for the test, what it did. Nothing when the result
-/// carries neither.
-pub fn write_where(w: &mut dyn Write, r: &TestResult) -> std::io::Result<()> {
-    let Some(x) = &r.wirespeed else {
-        return Ok(());
-    };
-    if let Some(obs) = &x.observation {
-        wirespeed_explain::render::write_test(w, obs, x.verdict.as_ref())?;
-    }
-    for (m, who) in [(&x.irq_move, ""), (&x.remote_irq_move, "server ")] {
-        if let Some(m) = m {
-            writeln!(w, "{who}{}", crate::tune::describe(m))?;
-        }
-    }
-    Ok(())
-}
 
 /// Live events of one test.
 pub trait Reporter: Send {

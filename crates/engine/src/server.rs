@@ -98,6 +98,8 @@ pub struct ServerConfig {
     /// `--allow-tune`: a client may ask this server to move its NIC's queue IRQs for a test
     /// ([`crate::tune`]); `None` refuses such requests.
     pub tune: Option<TuneConfig>,
+    /// Observe where the work ran at this end; `None`: no observation.
+    pub observe: Option<crate::hooks::ObserveHook>,
 }
 
 impl Default for ServerConfig {
@@ -115,6 +117,7 @@ impl Default for ServerConfig {
             cookie_timeout: Duration::from_secs(10),
             send_path: SendPath::Copy,
             tune: None,
+            observe: None,
         }
     }
 }
@@ -1187,6 +1190,7 @@ impl<'a> ServerTest<'a> {
             }),
         };
         self.observer = crate::observe::TestObserver::start(
+            cfg.observe.as_ref(),
             p.direction,
             false,
             self.peer.ip(),
@@ -1369,16 +1373,8 @@ impl<'a> ServerTest<'a> {
                 Some(t) => {
                     let mut text = t;
                     let mut buf = Vec::new();
-                    if wirespeed_report::text::TextRenderer::new(
-                        wirespeed_report::text::TextContext::from_result(result),
-                        wirespeed_report::text::TextOptions {
-                            done_line: false,
-                            ..Default::default()
-                        },
-                    )
-                    .end(&mut buf, result)
-                    .is_ok()
-                        && crate::output::write_where(&mut buf, result).is_ok()
+                    if wirespeed_report::where_ran::write_server_output_tail(&mut buf, result)
+                        .is_ok()
                     {
                         text.push_str(&String::from_utf8_lossy(&buf));
                     }

@@ -2,67 +2,42 @@
 //! of the NIC that carries the test to the CPUs the client asked for (`irq_cpus` in the
 //! parameters' extension) before the data phase, and put them back after it.
 //!
-//! The move is the sweep's own ([`wirespeed_explain::irq_sweep::apply_irq_move`]: a tune plan
-//! applied through tune's journal). One host has one IRQ layout at a time, so a server holds at
-//! most one tune change: a [`TuneSlot`] names the test holding it and its journal. The change is
-//! reverted when the test's data phase ends, when the test fails (the client vanished, a
-//! refusal, a limit), when its thread unwinds from a panic ([`HeldTune`] reverts on drop), and
-//! when the server stops ([`TuneSlot::close`] reverts whatever is still held). Only a `kill -9`
-//! of the server leaves a change behind; its journal stays for `wirespeed tune revert`.
+//! The change itself is a [`HostChange`] hook (the command line wires in the explain crate's,
+//! which is the sweep's own move: a tune plan applied through tune's journal). One host has one
+//! IRQ layout at a time, so a server holds at most one change: a [`TuneSlot`] names the test
+//! holding it and its journal. The change is reverted when the test's data phase ends, when the
+//! test fails (the client vanished, a refusal, a limit), when its thread unwinds from a panic
+//! ([`HeldTune`] reverts on drop), and when the server stops ([`TuneSlot::close`] reverts
+//! whatever is still held). Only a `kill -9` of the server leaves a change behind; its journal
+//! stays for `wirespeed tune revert`.
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use wirespeed_explain::irq_sweep::{self, IrqMove, IrqSweepError, MoveReport};
-use wirespeed_explain::route;
-use wirespeed_host::{CpuSet, Root};
-use wirespeed_tune::{ApplyOptions, TuneError};
+use wirespeed_host::CpuSet;
+use wirespeed_model::MoveReport;
+use wirespeed_report::where_ran::cpus_text;
 
-/// Runs after every affinity write and every revert: nothing on the live host (the kernel
-/// reacts by itself); tests on a copied tree emulate the kernel there.
-pub type KernelHook = Arc<dyn Fn(&Root) + Send + Sync>;
+pub use crate::hooks::Refusal as TuneRefusal;
+use crate::hooks::{AppliedChange, HostChange};
 
-/// What a server started with `--allow-tune` may change, and where.
+/// What a server started with `--allow-tune` may change: the hook that changes it.
 #[derive(Clone)]
 pub struct TuneConfig {
-    /// The host state (`/`, or a copied tree in tests).
-    pub root: Root,
-    /// The interface whose IRQs move; default: the interface of the route to the client.
-    pub iface: Option<String>,
-    /// Journal directory and tool name.
-    pub apply: ApplyOptions,
-    pub kernel: Option<KernelHook>,
+    pub change: Arc<dyn HostChange>,
 }
 
 impl TuneConfig {
-    /// Tune the host under `root` with tune's default journal directory.
-    pub fn new(root: Root) -> TuneConfig {
+    pub fn new(change: impl HostChange + 'static) -> TuneConfig {
         TuneConfig {
-            root,
-            iface: None,
-            apply: ApplyOptions {
-                tool: format!("wirespeed server {}", crate::assemble::VERSION),
-                ..ApplyOptions::default()
-            },
-            kernel: None,
-        }
-    }
-
-    fn kernel(&self) {
-        if let Some(k) = &self.kernel {
-            k(&self.root);
+            change: Arc::new(change),
         }
     }
 }
 
 impl std::fmt::Debug for TuneConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TuneConfig")
-            .field("root", &self.root)
-            .field("iface", &self.iface)
-            .field("apply", &self.apply)
-            .field("kernel", &self.kernel.as_ref().map(|_| "hook"))
-            .finish()
+        f.write_str("TuneConfig")
     }
 }
 
@@ -95,22 +70,9 @@ impl TuneSlot {
         s.closed = true;
         let (_, journal) = s.holder.take()?;
         if let Some(cfg) = cfg {
-            let _ = wirespeed_tune::engine::revert(&cfg.root, &journal, false);
-            cfg.kernel();
+            cfg.change.revert_journal(&journal);
         }
         Some(journal)
-    }
-}
-
-/// Why a tune request is refused; the words go to the client.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TuneRefusal(pub String);
-
-fn cpus_text(cpus: &CpuSet) -> String {
-    if cpus.len() == 1 {
-        format!("CPU {cpus}")
-    } else {
-        format!("CPUs {cpus}")
     }
 }
 
@@ -126,16 +88,15 @@ pub fn not_allowed(cpus: &CpuSet) -> TuneRefusal {
 /// A test's tune change: reverted by [`HeldTune::release`] or when dropped.
 pub struct HeldTune<'a> {
     slot: &'a TuneSlot,
-    cfg: &'a TuneConfig,
     number: u64,
-    mv: IrqMove,
+    change: Box<dyn AppliedChange>,
     released: bool,
 }
 
 impl HeldTune<'_> {
     /// What the move did so far.
     pub fn report(&self) -> &MoveReport {
-        self.mv.report()
+        self.change.report()
     }
 
     /// Revert now (once); the report says whether everything is back.
@@ -144,15 +105,14 @@ impl HeldTune<'_> {
             self.released = true;
             let mut s = self.slot.lock();
             if s.holder.as_ref().map(|h| h.0) == Some(self.number) {
-                let _ = self.mv.revert();
-                self.cfg.kernel();
+                self.change.revert();
                 s.holder = None;
             } else {
                 // The server's shutdown reverted it already.
-                self.mv.disarm();
+                self.change.disarm();
             }
         }
-        self.mv.report()
+        self.change.report()
     }
 }
 
@@ -163,50 +123,23 @@ impl Drop for HeldTune<'_> {
 }
 
 /// Apply test `number`'s request to move the queue IRQs of its NIC to `cpus`. `peer` and
-/// `local` are the control connection's addresses (the route to the peer names the NIC).
+/// `local` are the control connection's addresses (the route to the peer names the NIC). The
+/// request is checked first (its refusals come before a busy slot's), then applied while the
+/// slot is held.
 pub fn apply<'a>(
     slot: &'a TuneSlot,
-    cfg: &'a TuneConfig,
+    cfg: &TuneConfig,
     number: u64,
     cpus: &CpuSet,
     peer: IpAddr,
     local: Option<IpAddr>,
 ) -> Result<HeldTune<'a>, TuneRefusal> {
-    let root = &cfg.root;
     if cpus.is_empty() {
         return Err(TuneRefusal(
             "the tune request names no CPU for the IRQs".into(),
         ));
     }
-    if let Some(online) = root.cpu_list_opt("/sys/devices/system/cpu/online") {
-        let off = cpus.difference(&online);
-        if !off.is_empty() {
-            return Err(TuneRefusal(format!(
-                "cannot move IRQs to CPU {off}: not online on this server (online: {online})"
-            )));
-        }
-    }
-    let iface = match &cfg.iface {
-        Some(i) => i.clone(),
-        None => route::iface_for_peer(root, peer, local).ok_or_else(|| {
-            TuneRefusal(format!(
-                "cannot tell which interface carries this test (no route to {peer}); start the \
-                 server with --tune-iface IF"
-            ))
-        })?,
-    };
-    let irqs = irq_sweep::queue_irqs(root, &iface).map_err(|e| {
-        TuneRefusal(match e {
-            IrqSweepError::NoNic { .. } if iface == "lo" => {
-                "this test runs over lo, which has no NIC interrupts to move".to_string()
-            }
-            IrqSweepError::NoNic { .. } => format!(
-                "this test runs over {iface}, which is not a PCI network interface: no NIC \
-                 queue IRQs to move"
-            ),
-            other => format!("this test runs over {iface}: {other}"),
-        })
-    })?;
+    let prepared = cfg.change.prepare_irq_move(cpus, peer, local)?;
     let mut s = slot.lock();
     if s.closed {
         return Err(TuneRefusal("the server is shutting down".into()));
@@ -217,88 +150,138 @@ pub fn apply<'a>(
              try again when it ends"
         )));
     }
-    let mut kernel = |r: &Root| {
-        if let Some(k) = &cfg.kernel {
-            k(r);
-        }
-    };
-    let order: Vec<u32> = cpus.iter().collect();
-    let mut mv = irq_sweep::apply_irq_move(root, &iface, &irqs, &order, &cfg.apply, &mut kernel)
-        .map_err(|e| {
-            TuneRefusal(match e {
-                IrqSweepError::Tune(TuneError::NotPrivileged) => {
-                    "the server cannot move IRQs: it does not run as root".to_string()
-                }
-                other => format!("moving {iface}'s queue IRQs failed: {other}"),
-            })
-        })?;
-    if mv.report().moved.is_empty() {
-        let r = mv.report().clone();
-        let _ = mv.revert();
-        cfg.kernel();
-        let why = r
-            .failed
-            .first()
-            .map(|(irq, e)| format!("; IRQ {irq}: {e}"))
-            .unwrap_or_default();
-        return Err(TuneRefusal(format!(
-            "no queue IRQ of {iface} could be moved to {} ({} managed by the kernel, {} failed{why})",
-            cpus_text(cpus),
-            r.not_movable.len(),
-            r.failed.len()
-        )));
-    }
-    s.holder = Some((number, mv.journal().to_string()));
+    let change = prepared.apply()?;
+    s.holder = Some((number, change.journal().to_string()));
     drop(s);
     Ok(HeldTune {
         slot,
-        cfg,
         number,
-        mv,
+        change,
         released: false,
     })
 }
 
-/// One line about a move for text output: `tune: 12 queue IRQs of enp1s0f0np0 moved to CPU 3
-/// for this test (journal ...), reverted`.
-pub fn describe(r: &MoveReport) -> String {
-    let mut s = format!(
-        "tune: {} queue IRQ{} of {} moved to {} for this test",
-        r.moved.len(),
-        if r.moved.len() == 1 { "" } else { "s" },
-        r.iface,
-        cpus_text(&r.cpus)
-    );
-    if !r.not_movable.is_empty() {
-        s.push_str(&format!(
-            "; {} managed by the kernel stayed put",
-            r.not_movable.len()
-        ));
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::PreparedChange;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A host change that records what happens to it.
+    #[derive(Default)]
+    struct Fake {
+        applied: AtomicUsize,
+        reverted: Arc<AtomicUsize>,
+        journals_reverted: Mutex<Vec<String>>,
     }
-    if !r.failed.is_empty() {
-        s.push_str(&format!("; {} failed", r.failed.len()));
+
+    struct FakePrepared(Arc<AtomicUsize>, CpuSet);
+    struct FakeApplied(Arc<AtomicUsize>, MoveReport, bool);
+
+    impl HostChange for Arc<Fake> {
+        fn prepare_irq_move(
+            &self,
+            cpus: &CpuSet,
+            _peer: IpAddr,
+            _local: Option<IpAddr>,
+        ) -> Result<Box<dyn PreparedChange>, TuneRefusal> {
+            if cpus.contains(99) {
+                return Err(TuneRefusal("CPU 99 is not online".into()));
+            }
+            self.applied.fetch_add(1, Ordering::SeqCst);
+            Ok(Box::new(FakePrepared(self.reverted.clone(), cpus.clone())))
+        }
+
+        fn revert_journal(&self, journal: &str) {
+            self.journals_reverted
+                .lock()
+                .unwrap()
+                .push(journal.to_string());
+        }
     }
-    if !r.elsewhere.is_empty() {
-        let shown: Vec<String> = r
-            .elsewhere
-            .iter()
-            .take(3)
-            .map(|(irq, e)| format!("IRQ {irq} on CPU {e}"))
-            .collect();
-        s.push_str(&format!(
-            "; the kernel reports {} of them effective elsewhere ({}{})",
-            r.elsewhere.len(),
-            shown.join(", "),
-            if r.elsewhere.len() > 3 { ", ..." } else { "" }
-        ));
+
+    impl PreparedChange for FakePrepared {
+        fn apply(self: Box<Self>) -> Result<Box<dyn AppliedChange>, TuneRefusal> {
+            let report = MoveReport {
+                iface: "eth9".into(),
+                cpus: self.1,
+                journal: "/j/1".into(),
+                moved: vec![40],
+                ..MoveReport::default()
+            };
+            Ok(Box::new(FakeApplied(self.0, report, false)))
+        }
     }
-    if r.reverted {
-        s.push_str(", reverted");
-    } else {
-        s.push_str(&format!(
-            ", NOT reverted: run `wirespeed tune revert {}`",
-            r.journal
-        ));
+
+    impl AppliedChange for FakeApplied {
+        fn report(&self) -> &MoveReport {
+            &self.1
+        }
+        fn journal(&self) -> &str {
+            &self.1.journal
+        }
+        fn revert(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            self.1.reverted = true;
+        }
+        fn disarm(&mut self) {
+            self.2 = true;
+        }
     }
-    s
+
+    fn ip() -> IpAddr {
+        "192.0.2.7".parse().unwrap()
+    }
+
+    #[test]
+    fn one_change_at_a_time_reverted_on_release_and_drop() {
+        let fake = Arc::new(Fake::default());
+        let cfg = TuneConfig::new(fake.clone());
+        let slot = TuneSlot::default();
+        let mut held = apply(&slot, &cfg, 1, &CpuSet::from_cpus([3]), ip(), None).unwrap();
+        assert_eq!(slot.holder(), Some(1));
+        let busy = apply(&slot, &cfg, 2, &CpuSet::from_cpus([4]), ip(), None)
+            .err()
+            .unwrap();
+        assert!(busy.0.contains("another test (#1)"), "{}", busy.0);
+        // A bad request is refused for what it is, even while the slot is busy.
+        let bad = apply(&slot, &cfg, 3, &CpuSet::from_cpus([99]), ip(), None)
+            .err()
+            .unwrap();
+        assert!(bad.0.contains("not online"), "{}", bad.0);
+        assert!(held.release().reverted);
+        assert!(held.release().reverted, "released once");
+        assert_eq!(fake.reverted.load(Ordering::SeqCst), 1);
+        assert_eq!(slot.holder(), None);
+        drop(held);
+        assert_eq!(fake.reverted.load(Ordering::SeqCst), 1);
+        {
+            let _again = apply(&slot, &cfg, 4, &CpuSet::from_cpus([5]), ip(), None).unwrap();
+        }
+        assert_eq!(fake.reverted.load(Ordering::SeqCst), 2, "dropped: reverted");
+        let none = apply(&slot, &cfg, 5, &CpuSet::new(), ip(), None)
+            .err()
+            .unwrap();
+        assert!(none.0.contains("names no CPU"));
+    }
+
+    #[test]
+    fn closing_the_slot_reverts_the_held_journal_and_refuses_new_changes() {
+        let fake = Arc::new(Fake::default());
+        let cfg = TuneConfig::new(fake.clone());
+        let slot = TuneSlot::default();
+        let mut held = apply(&slot, &cfg, 7, &CpuSet::from_cpus([3]), ip(), None).unwrap();
+        assert_eq!(slot.close(Some(&cfg)).as_deref(), Some("/j/1"));
+        assert_eq!(*fake.journals_reverted.lock().unwrap(), vec!["/j/1"]);
+        // The test ends later: it finds the change gone and does not revert again.
+        assert!(!held.release().reverted);
+        assert_eq!(fake.reverted.load(Ordering::SeqCst), 0);
+        let e = apply(&slot, &cfg, 8, &CpuSet::from_cpus([3]), ip(), None)
+            .err()
+            .unwrap();
+        assert_eq!(e.0, "the server is shutting down");
+        assert!(not_allowed(&CpuSet::from_cpus([3, 4]))
+            .0
+            .contains("--allow-tune (the client asked to move its NIC's queue IRQs to CPUs 3-4)"));
+    }
 }

@@ -8,10 +8,14 @@
 //!   [`model::TestObservation`]); it carries the host's [`topology::Topology`] so a verdict can
 //!   be computed from it anywhere (the server's observation travels to the client).
 //! - [`route`], [`nic`]: the interface carrying the test and its IRQs.
+//! - [`hooks`]: the engine's hooks over a `Root`: observation with verdicts
+//!   ([`hooks::HostObserve`]) and a server's IRQ move on a client's request
+//!   ([`hooks::IrqTune`]); the command line wires them into the engine.
 //!
 //! Everything that decides (verdicts, modes, sweep recommendations) is a pure function of
 //! observations and topology, tested on recorded data.
 
+pub mod hooks;
 pub mod irq_sweep;
 pub mod latency;
 pub mod model;

@@ -10,7 +10,8 @@
 //!   intervals, rates, sums and the end section (iperf3's arithmetic).
 //! - Renderers, pure functions of the model writing to any `io::Write`:
 //!   [`text`] (iperf3's human output, streaming), [`json`] (`-J` in iperf3's
-//!   layout, and `--json-stream` events).
+//!   layout, and `--json-stream` events), [`where_ran`] (where the work ran, the verdict,
+//!   a server's IRQ move; the `--get-server-output` text's tail).
 //! - [`units`]: iperf3's unit formatting; [`sizes`]: K/M/G/T arguments;
 //!   [`num`]: how floats are written (integral values as integers, never NaN).
 //!
@@ -23,6 +24,7 @@ pub mod num;
 pub mod sizes;
 pub mod text;
 pub mod units;
+pub mod where_ran;
 
 pub use builder::{
     BuildError, EndInput, EndReport, PeerStream, Protocol, ResultBuilder, Role, StreamSample,

@@ -1,4 +1,5 @@
-//! A server's tune change, without the network: applied to a copy of the Ryzen fixture (whose
+//! A server's tune change (the engine's slot with this crate's `IrqTune` hook), without the
+//! network: applied to a copy of the Ryzen fixture (whose
 //! ConnectX-5 has 12 queue IRQs), one at a time, reverted on release, on a panic in the test's
 //! thread and when the server closes the slot. Nothing plays the kernel here: tune writes only
 //! `smp_affinity_list`, and the whole tree must come back byte for byte.
@@ -6,7 +7,9 @@
 use std::net::IpAddr;
 
 use wirespeed_engine::tune::{self, TuneConfig, TuneSlot};
+use wirespeed_explain::hooks::IrqTune;
 use wirespeed_host::{CpuSet, Root};
+use wirespeed_report::where_ran::describe_move;
 
 #[path = "../../tune/tests/common/mod.rs"]
 mod tree;
@@ -18,9 +21,9 @@ fn crow() -> (tempfile::TempDir, std::path::PathBuf) {
 }
 
 fn config(dir: &std::path::Path, iface: Option<&str>) -> TuneConfig {
-    let mut c = TuneConfig::new(Root::new(dir));
+    let mut c = IrqTune::new(Root::new(dir));
     c.iface = iface.map(str::to_string);
-    c
+    TuneConfig::new(c)
 }
 
 fn ip(s: &str) -> IpAddr {
@@ -69,9 +72,9 @@ fn a_change_moves_the_queue_irqs_and_release_puts_them_back() {
         .count();
     assert_eq!(journals, 1);
     assert!(
-        tune::describe(&after).ends_with(", reverted"),
+        describe_move(&after).ends_with(", reverted"),
         "{}",
-        tune::describe(&after)
+        describe_move(&after)
     );
 }
 

@@ -1,0 +1,101 @@
+//! What the engine asks of the layers above it, as traits the binary implements and passes in.
+//!
+//! The engine measures; it does not decide where the work ran or how to change the host. Two
+//! hooks plug those in (the explain crate implements both over a `wirespeed_host::Root`, so a
+//! captured tree works as well as the live host; the command line wires them into the
+//! configurations):
+//! - [`Observe`]: watch one end of a test (per-CPU counters, the NIC's interrupts) from the
+//!   start of its data phase to its final tick, and decide the verdict once both ends'
+//!   observations are in. Without it a test carries no observation.
+//! - [`HostChange`]: a client's tune request on a server (`irq_cpus`): check it, move the queue
+//!   IRQs of the test's NIC, and put them back. The engine's [`crate::tune::TuneSlot`] keeps one
+//!   change at a time and reverts it when the test ends, fails, unwinds or the server stops.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use wirespeed_model::observation::{BitsPerSecond, EndObservation, Role, TcpLimits, WorkerRun};
+use wirespeed_model::{CpuSet, MoveReport, TestObservation, Verdict};
+
+/// Observation of the ends of tests.
+pub trait Observe: Send + Sync {
+    /// Start observing this end of a test (the first snapshot). `peer` and `local` are the
+    /// control connection's addresses (the route to the peer names the NIC). `None` when the
+    /// host cannot be observed; observation never fails a test.
+    fn start(
+        &self,
+        role: Role,
+        peer: IpAddr,
+        local: Option<IpAddr>,
+    ) -> Option<Box<dyn EndObserver>>;
+
+    /// What limited a test, from both ends' observation and the receiver's throughput.
+    fn verdict(&self, test: &TestObservation, receiver: Option<BitsPerSecond>) -> Verdict;
+}
+
+/// One end of one test under observation.
+pub trait EndObserver: Send {
+    /// An interval tick (seconds since the start of the test).
+    fn tick(&mut self, start: f64, end: f64);
+
+    /// The final tick: close the totals with the workers and the senders' `TCP_INFO` limits.
+    fn close(
+        self: Box<Self>,
+        workers: &[WorkerRun],
+        tcp: Option<TcpLimits>,
+    ) -> Option<EndObservation>;
+}
+
+/// A shared [`Observe`] implementation in a configuration.
+#[derive(Clone)]
+pub struct ObserveHook(pub Arc<dyn Observe>);
+
+impl ObserveHook {
+    pub fn new(o: impl Observe + 'static) -> ObserveHook {
+        ObserveHook(Arc::new(o))
+    }
+}
+
+impl fmt::Debug for ObserveHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ObserveHook")
+    }
+}
+
+/// Why a host change is refused; the words go to the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal(pub String);
+
+/// A server's changes to its host on a client's request.
+pub trait HostChange: Send + Sync {
+    /// Check a request to move the queue IRQs of the NIC carrying the test (to the peer at
+    /// `peer`, from `local`) to `cpus`, and find them; nothing changes yet.
+    fn prepare_irq_move(
+        &self,
+        cpus: &CpuSet,
+        peer: IpAddr,
+        local: Option<IpAddr>,
+    ) -> Result<Box<dyn PreparedChange>, Refusal>;
+
+    /// Revert a change's journal (the server stops while a test still holds it).
+    fn revert_journal(&self, journal: &str);
+}
+
+/// A checked change, not applied yet.
+pub trait PreparedChange: Send {
+    /// Apply it (through a journal). A change that moved nothing is reverted and refused.
+    fn apply(self: Box<Self>) -> Result<Box<dyn AppliedChange>, Refusal>;
+}
+
+/// An applied change: reverted by [`AppliedChange::revert`], or when dropped.
+pub trait AppliedChange: Send {
+    /// What the change did (and, once reverted, `reverted`).
+    fn report(&self) -> &MoveReport;
+    /// Host path of its journal.
+    fn journal(&self) -> &str;
+    /// Revert now (once).
+    fn revert(&mut self);
+    /// Give up the duty to revert (someone else reverted the journal).
+    fn disarm(&mut self);
+}

@@ -1,0 +1,421 @@
+//! Text renderers of what wirespeed adds under a test: where the work ran (a compact per-CPU
+//! table of the CPUs that did work at each observed end, and the verdict) and what a server's
+//! IRQ move did. Pure: model in, text out to any `io::Write`.
+
+use std::io::{self, Write};
+
+use wirespeed_model::observation::{EndObservation, IntervalObservation, Role, TestObservation};
+use wirespeed_model::topology::Topology;
+use wirespeed_model::{CpuSet, MoveReport, Verdict};
+
+use crate::model::TestResult;
+
+fn role_word(r: Role) -> &'static str {
+    match r {
+        Role::Sender => "sender",
+        Role::Receiver => "receiver",
+        Role::Both => "sender+receiver",
+    }
+}
+
+/// The heading of one end: `receiver crow via enp1s0f0np0 (13 NIC IRQs)`.
+pub fn end_heading(e: &EndObservation) -> String {
+    let mut s = role_word(e.role).to_string();
+    if let Some(h) = &e.host {
+        s.push(' ');
+        s.push_str(h);
+    }
+    if let Some(i) = &e.iface {
+        s.push_str(" via ");
+        s.push_str(i);
+    }
+    if !e.nic_irqs.is_empty() {
+        s.push_str(&format!(" ({} NIC IRQs)", e.nic_irqs.len()));
+    }
+    s
+}
+
+/// The per-CPU table of one interval (or the whole test): the CPUs that did work, with their
+/// time shares, the NIC's interrupts, NET_RX/NET_TX softirqs, the L3 group (and node when the
+/// host has several) and the workers that ran there.
+pub fn write_cpu_table(
+    w: &mut dyn Write,
+    obs: &IntervalObservation,
+    topo: &Topology,
+    indent: &str,
+) -> io::Result<()> {
+    let multi_node = topo.nodes.iter().filter(|n| !n.is_empty()).count() > 1;
+    write!(
+        w,
+        "{indent}{:>4} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5} {:>9} {:>9} {:>9} {:>3}",
+        "CPU", "usr", "sys", "irq", "sirq", "steal", "idle", "NIC-IRQ", "NET_RX", "NET_TX", "L3"
+    )?;
+    if multi_node {
+        write!(w, " {:>4}", "node")?;
+    }
+    writeln!(w, "  work")?;
+    for c in &obs.cpus {
+        let l3 = topo
+            .l3_of(c.cpu)
+            .map_or_else(|| "-".to_string(), |g| g.to_string());
+        write!(
+            w,
+            "{indent}{:>4} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>9} {:>9} {:>9} {:>3}",
+            c.cpu,
+            c.user.get(),
+            c.system.get(),
+            c.irq.get(),
+            c.softirq.get(),
+            c.steal.get(),
+            c.idle.get(),
+            c.nic_irqs,
+            c.net_rx,
+            c.net_tx,
+            l3
+        )?;
+        if multi_node {
+            let n = topo
+                .node_of(c.cpu)
+                .map_or_else(|| "-".to_string(), |n| n.to_string());
+            write!(w, " {n:>4}")?;
+        }
+        let workers: Vec<String> = obs
+            .workers
+            .iter()
+            .filter(|wk| wk.cpus_seen.contains(c.cpu))
+            .map(|wk| format!("worker {}", wk.worker))
+            .collect();
+        if workers.is_empty() {
+            writeln!(w)?;
+        } else {
+            writeln!(w, "  {}", workers.join(", "))?;
+        }
+    }
+    if obs.cpus.is_empty() {
+        writeln!(w, "{indent}(no CPU did measurable work)")?;
+    }
+    if let Some(t) = &obs.tcp {
+        write!(
+            w,
+            "{indent}TCP_INFO: receive-window-limited {}, send-buffer-limited {} of busy time",
+            t.rwnd_share(),
+            t.sndbuf_share()
+        )?;
+        if let Some(p) = t.pmtu {
+            write!(w, ", path MTU {p}")?;
+        }
+        writeln!(w)?;
+    }
+    Ok(())
+}
+
+/// One end's whole-test table with its heading, one line per interval (when there are several)
+/// and the notes.
+pub fn write_end(w: &mut dyn Write, e: &EndObservation) -> io::Result<()> {
+    writeln!(w, "{}: CPUs that did work", end_heading(e))?;
+    write_cpu_table(w, &e.total, &e.topology, "  ")?;
+    let timed: Vec<&IntervalObservation> = e
+        .intervals
+        .iter()
+        .filter(|i| matches!((i.start, i.end), (Some(s), Some(t)) if t - s >= 0.05))
+        .collect();
+    if timed.len() > 1 {
+        for i in timed {
+            writeln!(
+                w,
+                "  {:>6.2}-{:<6.2} sec  {}",
+                i.start.unwrap_or(0.0),
+                i.end.unwrap_or(0.0),
+                interval_line(i)
+            )?;
+        }
+    }
+    for n in &e.notes {
+        writeln!(w, "  note: {n}")?;
+    }
+    Ok(())
+}
+
+/// One line per interval: the CPUs at least 10 % busy, busiest first, with their main component
+/// and NIC interrupts: `CPU 6 98 % (96 sys) | CPU 3 60 % (57 sirq, 2040000 NIC IRQs)`.
+pub fn interval_line(obs: &IntervalObservation) -> String {
+    let mut cpus: Vec<&wirespeed_model::observation::CpuUse> =
+        obs.cpus.iter().filter(|c| c.busy().get() >= 10.0).collect();
+    cpus.sort_by(|a, b| b.busy().get().total_cmp(&a.busy().get()));
+    if cpus.is_empty() {
+        return "no CPU at 10 % or more".to_string();
+    }
+    cpus.iter()
+        .map(|c| {
+            let (what, p) = c.dominant();
+            let short = match what {
+                "system" => "sys",
+                "softirq" => "sirq",
+                "user" => "usr",
+                other => other,
+            };
+            let mut s = format!("CPU {} {} ({:.0} {short}", c.cpu, c.busy(), p.get());
+            if c.nic_irqs > 0 {
+                s.push_str(&format!(", {} NIC IRQs", c.nic_irqs));
+            }
+            s.push(')');
+            s
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// The "where the work ran" block under a test: each observed end's table, what is missing and
+/// the verdict.
+pub fn write_test(
+    w: &mut dyn Write,
+    test: &TestObservation,
+    verdict: Option<&Verdict>,
+) -> io::Result<()> {
+    writeln!(w, "Where the work ran:")?;
+    for e in test.ends() {
+        write_end(w, e)?;
+    }
+    if let Some(r) = &test.remote_absent {
+        writeln!(w, "peer: not observed ({r})")?;
+    }
+    if let Some(v) = verdict {
+        writeln!(w, "Verdict: {}", v.line)?;
+        for a in &v.also {
+            writeln!(w, "  also: {a}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Under a test's text summary: where the work ran (both ends' tables and the verdict) and, when
+/// a server moved its NIC's queue IRQs for the test, what it did. Nothing when the result
+/// carries neither.
+pub fn write_where(w: &mut dyn Write, r: &TestResult) -> io::Result<()> {
+    let Some(x) = &r.wirespeed else {
+        return Ok(());
+    };
+    if let Some(obs) = &x.observation {
+        write_test(w, obs, x.verdict.as_ref())?;
+    }
+    for (m, who) in [(&x.irq_move, ""), (&x.remote_irq_move, "server ")] {
+        if let Some(m) = m {
+            writeln!(w, "{who}{}", describe_move(m))?;
+        }
+    }
+    Ok(())
+}
+
+/// The tail of the text a server returns for iperf3's `--get-server-output`, after the lines it
+/// printed live: its end summary (without the `iperf Done.` line) and where the work ran.
+pub fn write_server_output_tail(w: &mut dyn Write, r: &TestResult) -> io::Result<()> {
+    let mut buf = Vec::new();
+    crate::text::TextRenderer::new(
+        crate::text::TextContext::from_result(r),
+        crate::text::TextOptions {
+            done_line: false,
+            ..Default::default()
+        },
+    )
+    .end(&mut buf, r)?;
+    write_where(&mut buf, r)?;
+    w.write_all(&buf)
+}
+
+/// `CPU 3` or `CPUs 3-4`.
+pub fn cpus_text(cpus: &CpuSet) -> String {
+    if cpus.len() == 1 {
+        format!("CPU {cpus}")
+    } else {
+        format!("CPUs {cpus}")
+    }
+}
+
+/// One line about a move for text output: `tune: 12 queue IRQs of enp1s0f0np0 moved to CPU 3
+/// for this test (journal ...), reverted`.
+pub fn describe_move(r: &MoveReport) -> String {
+    let mut s = format!(
+        "tune: {} queue IRQ{} of {} moved to {} for this test",
+        r.moved.len(),
+        if r.moved.len() == 1 { "" } else { "s" },
+        r.iface,
+        cpus_text(&r.cpus)
+    );
+    if !r.not_movable.is_empty() {
+        s.push_str(&format!(
+            "; {} managed by the kernel stayed put",
+            r.not_movable.len()
+        ));
+    }
+    if !r.failed.is_empty() {
+        s.push_str(&format!("; {} failed", r.failed.len()));
+    }
+    if !r.elsewhere.is_empty() {
+        let shown: Vec<String> = r
+            .elsewhere
+            .iter()
+            .take(3)
+            .map(|(irq, e)| format!("IRQ {irq} on CPU {e}"))
+            .collect();
+        s.push_str(&format!(
+            "; the kernel reports {} of them effective elsewhere ({}{})",
+            r.elsewhere.len(),
+            shown.join(", "),
+            if r.elsewhere.len() > 3 { ", ..." } else { "" }
+        ));
+    }
+    if r.reverted {
+        s.push_str(", reverted");
+    } else {
+        s.push_str(&format!(
+            ", NOT reverted: run `wirespeed tune revert {}`",
+            r.journal
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_model::observation::{CpuUse, Percent, Role, TcpLimits, WorkerRun};
+
+    fn set(s: &str) -> CpuSet {
+        CpuSet::parse_list(s).unwrap()
+    }
+
+    #[test]
+    fn an_end_lists_its_intervals_in_one_line_each() {
+        let busy = |cpu, sys| CpuUse {
+            cpu,
+            system: Percent::new(sys),
+            idle: Percent::new(100.0 - sys),
+            ..Default::default()
+        };
+        let iv = |s: f64, e: f64, sys| IntervalObservation {
+            start: Some(s),
+            end: Some(e),
+            cpus: vec![busy(1, sys)],
+            ..Default::default()
+        };
+        let e = EndObservation {
+            role: Role::Sender,
+            host: Some("h".into()),
+            iface: Some("lo".into()),
+            iface_mtu: None,
+            iface_speed_mbps: None,
+            nic_numa_node: None,
+            nic_irqs: vec![],
+            topology: Topology::default(),
+            // The last one is the few milliseconds of the final tick: not worth a line.
+            intervals: vec![iv(0.0, 1.0, 90.0), iv(1.0, 2.0, 80.0), iv(2.0, 2.01, 10.0)],
+            total: iv(0.0, 2.01, 85.0),
+            notes: vec!["n".into()],
+        };
+        let mut out = Vec::new();
+        write_end(&mut out, &e).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "sender h via lo: CPUs that did work");
+        assert_eq!(lines[3], "    0.00-1.00   sec  CPU 1 90 % (90 sys)");
+        assert_eq!(lines[4], "    1.00-2.00   sec  CPU 1 80 % (80 sys)");
+        assert_eq!(lines[5], "  note: n");
+        assert_eq!(lines.len(), 6, "{t}");
+    }
+
+    #[test]
+    fn interval_line_names_the_busy_cpus() {
+        let obs = IntervalObservation {
+            cpus: vec![
+                CpuUse {
+                    cpu: 3,
+                    softirq: Percent::new(57.0),
+                    irq: Percent::new(3.0),
+                    idle: Percent::new(40.0),
+                    nic_irqs: 2040000,
+                    ..Default::default()
+                },
+                CpuUse {
+                    cpu: 6,
+                    system: Percent::new(95.7),
+                    softirq: Percent::new(2.1),
+                    idle: Percent::new(2.2),
+                    ..Default::default()
+                },
+                CpuUse {
+                    cpu: 0,
+                    user: Percent::new(2.0),
+                    idle: Percent::new(98.0),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        assert_eq!(
+            interval_line(&obs),
+            "CPU 6 97.8 % (96 sys) | CPU 3 60 % (57 sirq, 2040000 NIC IRQs)"
+        );
+        assert_eq!(
+            interval_line(&IntervalObservation::default()),
+            "no CPU at 10 % or more"
+        );
+    }
+
+    #[test]
+    fn table_lists_the_cpus_that_did_work() {
+        let topo = Topology::from_groups(vec![set("0-11")], vec![set("0-5"), set("6-11")], vec![]);
+        let obs = IntervalObservation {
+            cpus: vec![
+                CpuUse {
+                    cpu: 3,
+                    softirq: Percent::new(30.0),
+                    idle: Percent::new(70.0),
+                    nic_irqs: 20000,
+                    net_rx: 20000,
+                    ..Default::default()
+                },
+                CpuUse {
+                    cpu: 6,
+                    system: Percent::new(99.0),
+                    idle: Percent::new(1.0),
+                    net_rx: 12,
+                    ..Default::default()
+                },
+            ],
+            workers: vec![WorkerRun {
+                worker: 0,
+                cpu_requested: Some(6),
+                cpus_seen: set("6"),
+                streams: vec![5],
+            }],
+            tcp: Some(TcpLimits {
+                busy_us: 100,
+                rwnd_limited_us: 50,
+                sndbuf_limited_us: 0,
+                pmtu: Some(1500),
+            }),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        write_cpu_table(&mut out, &obs, &topo, "").unwrap();
+        let s = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines.len(), 4, "{s}");
+        assert!(
+            lines[0].contains("NIC-IRQ") && !lines[0].contains("node"),
+            "{s}"
+        );
+        assert!(
+            lines[1].trim_start().starts_with("3 ") && lines[1].contains("20000"),
+            "{s}"
+        );
+        assert!(
+            lines[2].contains(" 99.0 ") && lines[2].ends_with("worker 0"),
+            "{s}"
+        );
+        assert!(
+            lines[3].contains("window-limited 50 %") && lines[3].contains("MTU 1500"),
+            "{s}"
+        );
+    }
+}
