@@ -9,26 +9,24 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
-use wirespeed_datapath::{self as dp, Budget, RecvPath, SendPath};
+use wirespeed_datapath::{self as dp, RecvPath, SendPath};
 use wirespeed_protocol::{
     ClientEvent, ClientPhase, ClientSession, Cookie, Direction, Failure, ParamsExt, TestParams,
     TestResults, Timeouts, Transport,
 };
-use wirespeed_report::builder::{Protocol, ResultBuilder, Role};
 use wirespeed_report::{HostPort, Start, TestResult};
 
 use crate::assemble::{self, VERSION};
-use crate::data::{DataConfig, DataPhase, DataSocket, DataStream, Drain, UdpConfig};
+use crate::data::{DataSocket, DataStream, Drain};
+use crate::measurement::{self, LocalPaths, Measurement, Whence};
 use crate::net::{self, Ctrl, Family, ReadOutcome};
 use crate::output::Reporter;
 use crate::placement::Placement;
-use crate::timeline::Timeline;
-use crate::usage::{CpuMeter, CpuPercent};
+use crate::usage::CpuPercent;
 use crate::EngineError;
 use wirespeed_host::CpuSet;
 
-/// Default TCP block (`-l`), as iperf3.
-pub const DEFAULT_TCP_BLOCK: u32 = 128 * 1024;
+pub use crate::measurement::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_BLOCK};
 
 /// Everything a client test needs.
 #[derive(Debug, Clone)]
@@ -107,8 +105,6 @@ pub struct ClientConfig {
 
 /// iperf3's default UDP rate per stream: 1 Mbit/s.
 pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
-/// iperf3's UDP datagram size when the control connection's MSS is unknown.
-pub const DEFAULT_UDP_BLOCK: u32 = 1460;
 
 impl Default for ClientConfig {
     fn default() -> ClientConfig {
@@ -336,22 +332,17 @@ struct Run<'a> {
     cookie: Cookie,
     start: Option<Start>,
     streams: Vec<DataStream>,
-    data: Option<DataPhase>,
-    builder: Option<ResultBuilder>,
-    timeline: Option<Timeline>,
-    cpu: Option<CpuMeter>,
+    /// The parameters sent to the server: they describe the test at both ends.
+    params: TestParams,
+    /// The data phase, once running.
+    m: Option<Measurement>,
     local_cpu: CpuPercent,
     ended: bool,
-    final_time: Option<Duration>,
     local_results: Option<TestResults>,
     peer_results: Option<TestResults>,
     tcp_mss_default: Option<u32>,
-    /// `-l` as sent to the server (block or datagram bytes).
-    block_len: u32,
     /// When the client decided the test was over.
     end_decided: Option<Duration>,
-    /// Where the work ran (issue 6).
-    observer: crate::observe::TestObserver,
 }
 
 impl Run<'_> {
@@ -418,75 +409,22 @@ impl Run<'_> {
 
     fn begin(&mut self, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
         let cfg = self.cfg;
-        let now = self.now();
-        let refs: Vec<(u32, &DataSocket)> =
-            self.streams.iter().map(|s| (s.id, &s.socket)).collect();
-        let connected = assemble::connected(&refs);
-        let (snd, rcv) = self
-            .streams
-            .first()
-            .and_then(|s| dp::tcp::socket_buffers(&s.socket).ok())
-            .unwrap_or((0, 0));
-        let start = Start {
-            connected,
-            version: format!("wirespeed {VERSION}"),
-            system_info: crate::sysinfo::system_info(),
-            timestamp: Some(crate::sysinfo::timestamp_now()),
-            connecting_to: Some(HostPort {
+        let p = &self.params;
+        let start = measurement::start_section(
+            p,
+            cfg.interval,
+            &self.streams,
+            &self.cookie,
+            self.tcp_mss_default,
+            Whence::ConnectingTo(HostPort {
                 host: cfg.host.clone(),
                 port: cfg.port,
             }),
-            accepted_connection: None,
-            cookie: Some(self.cookie.as_str().to_string()),
-            tcp_mss: cfg.mss.map(u64::from),
-            tcp_mss_default: if cfg.mss.is_none() {
-                self.tcp_mss_default.map(u64::from)
-            } else {
-                None
-            },
-            target_bitrate: Some(cfg.rate()),
-            fq_rate: None,
-            sock_bufsize: Some(u64::from(cfg.window.unwrap_or(0))),
-            sndbuf_actual: Some(u64::from(snd)),
-            rcvbuf_actual: Some(u64::from(rcv)),
-            test_start: Some(assemble::test_start(
-                if cfg.udp { "UDP" } else { "TCP" },
-                cfg.parallel,
-                u64::from(self.block_len),
-                cfg.omit,
-                if cfg.bytes.is_none() && cfg.blocks.is_none() {
-                    cfg.time
-                } else {
-                    0
-                },
-                cfg.bytes.unwrap_or(0),
-                cfg.blocks.unwrap_or(0),
-                cfg.direction == Direction::ServerToClient,
-                cfg.direction == Direction::Both,
-                cfg.interval.as_secs_f64(),
-            )),
-            extra: Default::default(),
-        };
+        );
         reporter.start(&start);
         self.start = Some(start);
-
-        let mut builder = ResultBuilder::new(
-            if cfg.udp {
-                Protocol::Udp
-            } else {
-                Protocol::Tcp
-            },
-            Role::Client,
-            cfg.direction == Direction::Both,
-            cfg.interval.as_secs_f64(),
-        );
-        for s in &self.streams {
-            builder
-                .add_stream(s.id, s.send)
-                .map_err(|e| EngineError::Peer(e.to_string()))?;
-        }
-        self.builder = Some(builder);
-
+        let builder = measurement::builder(p, true, cfg.interval, &self.streams)
+            .map_err(|e| EngineError::Peer(e.to_string()))?;
         let placement = if let Some(c) = &cfg.cpus {
             Placement::Cpus(c.clone())
         } else if let Some(a) = cfg.affinity {
@@ -496,85 +434,57 @@ impl Run<'_> {
                 max_workers: usable_cpus(),
             }
         };
-        // An exact shared budget for the client's senders when nothing is omitted (with -O
-        // the end is checked against the counts after the omit period instead).
-        let budget = if cfg.omit == 0 && cfg.direction != Direction::ServerToClient {
-            cfg.bytes
-                .map(|n| Arc::new(Budget::bytes(n)))
-                .or_else(|| cfg.blocks.map(|k| Arc::new(Budget::blocks(k))))
-        } else {
-            None
-        };
-        let dcfg = DataConfig {
-            block_len: self.block_len as usize,
-            send_path: cfg.send_path,
-            recv_path: if cfg.skip_rx_copy {
-                RecvPath::SkipCopy
-            } else {
-                RecvPath::Copy
+        let dcfg = measurement::data_config(
+            p,
+            true,
+            LocalPaths {
+                placement,
+                send_path: cfg.send_path,
+                recv_path: if cfg.skip_rx_copy {
+                    RecvPath::SkipCopy
+                } else {
+                    RecvPath::Copy
+                },
+                udp_send_path: cfg.udp_send_path,
+                udp_recv_path: cfg.udp_recv_path,
             },
-            placement,
-            budget,
-            udp: cfg.udp.then(|| UdpConfig {
-                datagram_len: self.block_len as usize,
-                counters_64bit: cfg.udp_counters_64bit,
-                rate_bps: cfg.rate(),
-                send_path: cfg.udp_send_path,
-                recv_path: cfg.udp_recv_path,
-                fq_rate: cfg.fq_rate.filter(|&r| r > 0).map(|r| r / 8),
-            }),
-        };
-        self.observer = crate::observe::TestObserver::start(
+        );
+        let observer = crate::observe::TestObserver::start(
             cfg.observe.as_ref(),
             cfg.direction,
             true,
             self.target.ip(),
             self.ctrl_local.map(|a| a.ip()),
         );
-        self.cpu = Some(CpuMeter::start());
         let streams = std::mem::take(&mut self.streams);
-        self.data = Some(DataPhase::start(streams, &dcfg)?);
-        self.timeline = Some(Timeline::new(
-            now,
+        let epoch = self.epoch;
+        self.m = Some(Measurement::start(
+            streams,
+            &dcfg,
+            builder,
+            observer,
             cfg.interval,
             Duration::from_secs(u64::from(cfg.omit)),
-        ));
+            move || epoch.elapsed(),
+        )?);
         Ok(())
     }
 
     /// Report every interval that is due.
     fn ticks(&mut self, reporter: &mut dyn Reporter) {
         let now = self.now();
-        self.ticks_at(reporter, now);
-    }
-
-    /// Report every interval due at `now`.
-    fn ticks_at(&mut self, reporter: &mut dyn Reporter, now: Duration) {
-        let (Some(tl), Some(data), Some(b)) =
-            (&mut self.timeline, &mut self.data, &mut self.builder)
-        else {
-            return;
-        };
-        while let Some(t) = tl.due(now) {
-            let samples = data.samples(true);
-            if t.omit_boundary {
-                data.mark_omit_end();
-            }
-            self.observer.tick(t.start, t.end);
-            if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
-                if self.cfg.interval > Duration::ZERO {
-                    reporter.interval(iv);
-                }
-            }
+        if let Some(m) = &mut self.m {
+            m.ticks(now, reporter);
         }
     }
 
     fn end_reached(&self) -> bool {
-        let (Some(tl), Some(data)) = (&self.timeline, &self.data) else {
+        let Some(m) = &self.m else {
             return false;
         };
+        let data = m.data();
         let now = self.now();
-        if !tl.omit_done() {
+        if !m.omit_done() {
             return false;
         }
         let cfg = self.cfg;
@@ -590,58 +500,34 @@ impl Run<'_> {
             // Every sending stream died (peer reset): end now, the control connection says why.
             return true;
         }
-        now >= tl.measure_start() + Duration::from_secs(u64::from(cfg.time))
+        now >= m.measure_start() + Duration::from_secs(u64::from(cfg.time))
     }
 
-    /// The final interval (after senders stopped and receivers drained).
+    /// The final interval (after senders stopped and receivers drained), once.
     fn final_tick(&mut self, reporter: &mut dyn Reporter, end: Duration) {
-        if self.final_time.is_some() {
-            return;
+        let now = self.now();
+        if let Some(m) = &mut self.m {
+            m.final_tick(end, now, reporter);
         }
-        let now = end.min(self.now());
-        self.ticks_at(reporter, now);
-        self.final_time = Some(now);
-        let (Some(tl), Some(data), Some(b)) =
-            (&mut self.timeline, &mut self.data, &mut self.builder)
-        else {
-            return;
-        };
-        let samples = data.samples(false);
-        if let Some(t) = tl.finish(now) {
-            self.observer.tick(t.start, t.end);
-            if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
-                if self.cfg.interval > Duration::ZERO {
-                    reporter.interval(iv);
-                }
-            }
-        }
-        let tcp = crate::observe::tcp_limits(&data.sender_tcp_infos());
-        self.observer
-            .close(&assemble::worker_infos(data.summaries()), tcp);
     }
 
     fn measured(&self) -> f64 {
-        match (&self.timeline, self.final_time) {
-            (Some(tl), Some(t)) => tl.measured(t),
-            _ => 0.0,
-        }
+        self.m.as_ref().map_or(0.0, Measurement::measured)
     }
 
     fn build_local_results(&mut self) -> TestResults {
-        let Some(data) = &self.data else {
+        let Some(m) = &self.m else {
             return TestResults::default();
         };
-        self.local_cpu = self
-            .cpu
-            .map(|m| m.finish(data.worker_cpu()))
-            .unwrap_or_default();
+        let data = m.data();
+        self.local_cpu = m.cpu();
         let mut ext = assemble::results_ext(data.summaries());
         // This end's observation goes to the server too: it shows both ends of the test.
-        ext.observation = self.observer.value();
+        ext.observation = m.observer().value();
         assemble::local_results(
             data,
             self.local_cpu,
-            self.measured(),
+            m.measured(),
             data.congestion(),
             Some(ext),
         )
@@ -666,19 +552,19 @@ impl Run<'_> {
             ..TestResult::default()
         };
         let measured = self.measured();
-        if let Some(b) = &mut self.builder {
+        if let Some(m) = &mut self.m {
             let peer = self.peer_results.as_ref();
             if r.error.is_none() {
                 let (end, ext) = assemble::end_sections(
-                    b,
+                    m.builder(),
                     &assemble::EndSide {
                         measured,
                         cpu: self.local_cpu,
-                        data: self.data.as_ref(),
+                        data: Some(m.data()),
                         peer,
                         peer_client_version: None,
                         peer_is_wirespeed: false,
-                        observer: &self.observer,
+                        observer: m.observer(),
                     },
                 );
                 r.end = end;
@@ -689,7 +575,7 @@ impl Run<'_> {
                 }
             }
             r.intervals = if self.cfg.interval > Duration::ZERO {
-                b.take_intervals()
+                m.builder_mut().take_intervals()
             } else {
                 Vec::new()
             };
@@ -755,30 +641,24 @@ pub fn run_client(
         cookie: random_cookie()?,
         start: None,
         streams: Vec::new(),
-        data: None,
-        builder: None,
-        timeline: None,
-        cpu: None,
+        params: cfg.params_with_mss(tcp_mss_default),
+        m: None,
         local_cpu: CpuPercent::default(),
         ended: false,
-        final_time: None,
         local_results: None,
         peer_results: None,
         tcp_mss_default,
-        block_len: 0,
         end_decided: None,
-        observer: Default::default(),
     };
-    let params = cfg.params_with_mss(tcp_mss_default);
-    run.block_len = params.len.unwrap_or(DEFAULT_TCP_BLOCK);
+    let params = run.params.clone();
     let mut timeouts = cfg.timeouts;
     if let Some(t) = cfg.connect_timeout {
         timeouts.setup = timeouts.setup.min(t.max(Duration::from_millis(100)));
     }
     let mut sess = ClientSession::new(run.now(), run.cookie, params, timeouts);
     let outcome = drive(&mut run, &mut sess, &mut ctrl, reporter);
-    if let Some(d) = &mut run.data {
-        d.close();
+    if let Some(m) = &mut run.m {
+        m.data_mut().close();
     }
     match outcome {
         Ok(()) => {
@@ -825,7 +705,7 @@ fn drive(
                 ClientEvent::ResultsRequested => {
                     let decided = run.end_decided.unwrap_or_else(|| run.now());
                     let mut end = decided;
-                    if let Some(d) = &mut run.data {
+                    if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
                         d.stop_senders();
                         let last = d.finish_receivers(Drain::UntilEof {
                             within: Duration::from_secs(5),
@@ -871,13 +751,13 @@ fn drive(
         ctrl.send(&sess.take_transmit()).map_err(send_err)?;
 
         // The running test: intervals and the end condition.
-        if run.data.is_some() && !run.ended {
+        if run.m.is_some() && !run.ended {
             if !run.end_reached() {
                 run.ticks(reporter);
             } else {
                 let decided = run.now();
                 run.end_decided = Some(decided);
-                if let Some(d) = &mut run.data {
+                if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
                     d.stop_senders();
                     if !d.has_receivers() {
                         run.final_tick(reporter, decided);
@@ -897,14 +777,14 @@ fn drive(
             .deadline()
             .unwrap_or(now + Duration::from_secs(1))
             .min(now + Duration::from_millis(100));
-        if let (Some(tl), false) = (&run.timeline, run.ended) {
-            if let Some(t) = tl.next_event() {
+        if let (Some(m), false) = (&run.m, run.ended) {
+            if let Some(t) = m.next_event() {
                 wake = wake.min(t);
             }
             if cfg.bytes.is_some() || cfg.blocks.is_some() {
                 wake = wake.min(now + Duration::from_millis(2));
             } else {
-                let end = tl.measure_start() + Duration::from_secs(u64::from(cfg.time));
+                let end = m.measure_start() + Duration::from_secs(u64::from(cfg.time));
                 wake = wake.min(end).min(now + Duration::from_millis(50));
             }
         }

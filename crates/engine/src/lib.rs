@@ -23,6 +23,7 @@ pub mod client;
 pub mod data;
 mod error;
 pub mod hooks;
+pub mod measurement;
 pub mod net;
 pub mod observe;
 pub mod output;

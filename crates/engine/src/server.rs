@@ -31,18 +31,17 @@ use wirespeed_protocol::{
     Cookie, Decline, Direction, ServerEvent, ServerSession, State, TestParams, TestResults,
     Timeouts, Transport, COOKIE_LEN,
 };
-use wirespeed_report::builder::{Protocol, ResultBuilder, Role};
 use wirespeed_report::{HostPort, Start, TestResult};
 
 use crate::assemble::{self, VERSION};
-use crate::client::{usable_cpus, DEFAULT_TCP_BLOCK};
-use crate::data::{DataConfig, DataPhase, DataSocket, DataStream, Drain, UdpConfig};
+use crate::client::usable_cpus;
+use crate::data::{DataSocket, DataStream, Drain};
+use crate::measurement::{self, LocalPaths, Measurement, Whence};
 use crate::net::{Ctrl, Family, ReadOutcome};
 use crate::output::Reporter;
 use crate::placement::Placement;
-use crate::timeline::Timeline;
 use crate::tune::{HeldTune, TuneConfig, TuneSlot};
-use crate::usage::{CpuMeter, CpuPercent};
+use crate::usage::CpuPercent;
 use crate::EngineError;
 use wirespeed_host::CpuSet;
 
@@ -682,8 +681,8 @@ fn serve_test(stream: TcpStream, peer: SocketAddr, cookie: Cookie, number: u64, 
     let mut reporter = (ctx.factory)(&TestInfo { number, peer });
     let mut t = ServerTest::new(stream, peer, cookie, number, ctx);
     let outcome = t.run(reporter.as_mut());
-    if let Some(d) = &mut t.data {
-        d.close();
+    if let Some(m) = &mut t.m {
+        m.data_mut().close();
     }
     // Whatever ended the test, its tune change goes back before anything else.
     t.release_tune();
@@ -706,6 +705,43 @@ fn serve_test(stream: TcpStream, peer: SocketAddr, cookie: Cookie, number: u64, 
     }
 }
 
+/// Where this server runs a test's workers, and on which paths, from the client's wishes and
+/// the server's own options. Placement, first that applies: the client's `--server-cpus`, the
+/// client's `-A n,m` (the server's CPU), the server's `--cpus`, the server's `-A`; else
+/// unpinned. Send path: the client's wish (`wirespeed.send_path`, or iperf3's `-Z` as
+/// sendfile), else the server's default; receive path: skip-copy when the client asks for it.
+fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
+    let ext = p.wirespeed.as_ref();
+    let placement = if let Some(c) = ext.and_then(|e| e.server_cpus.clone()) {
+        Placement::Cpus(c)
+    } else if let Some(a) = p.server_affinity {
+        Placement::Affinity(a)
+    } else if let Some(c) = &cfg.cpus {
+        Placement::Cpus(c.clone())
+    } else if let Some(a) = cfg.affinity {
+        Placement::Affinity(a)
+    } else {
+        Placement::Float {
+            max_workers: usable_cpus(),
+        }
+    };
+    let send_path = parse_path(ext.and_then(|e| e.send_path.as_deref()))
+        .or_else(|| p.zerocopy.map(|_| SendPath::Sendfile))
+        .unwrap_or(cfg.send_path);
+    let recv_path = if p.skip_rx_copy || ext.and_then(|e| e.recv_path.as_deref()) == Some("skip") {
+        RecvPath::SkipCopy
+    } else {
+        RecvPath::Copy
+    };
+    LocalPaths {
+        placement,
+        send_path,
+        recv_path,
+        udp_send_path: dp::udp::UdpSendPath::Gso,
+        udp_recv_path: dp::udp::UdpRecvPath::Gro,
+    }
+}
+
 struct ServerTest<'a> {
     ctx: &'a Ctx,
     ctrl: Ctrl,
@@ -714,18 +750,14 @@ struct ServerTest<'a> {
     epoch: Instant,
     sess: ServerSession,
     params: Option<TestParams>,
-    data: Option<DataPhase>,
-    builder: Option<ResultBuilder>,
-    timeline: Option<Timeline>,
+    /// The data phase, once running (with where the work ran; sent to a wirespeed client with
+    /// the results).
+    m: Option<Measurement>,
     start: Option<Start>,
-    cpu: Option<CpuMeter>,
     local_cpu: CpuPercent,
-    final_time: Option<Duration>,
     running_since: Option<Duration>,
     result: Option<TestResult>,
     refused: bool,
-    /// Where the work ran (issue 6); sent to a wirespeed client with the results.
-    observer: crate::observe::TestObserver,
     /// 1, 2, 3... (names the holder of a tune change).
     number: u64,
     /// The client's tune request, applied (`--allow-tune`); reverted on release or drop.
@@ -749,17 +781,12 @@ impl<'a> ServerTest<'a> {
             epoch,
             sess: ServerSession::new(Duration::ZERO, cookie, ctx.cfg.timeouts),
             params: None,
-            data: None,
-            builder: None,
-            timeline: None,
+            m: None,
             start: None,
-            cpu: None,
             local_cpu: CpuPercent::default(),
-            final_time: None,
             running_since: None,
             result: None,
             refused: false,
-            observer: Default::default(),
             number,
             tune: None,
         }
@@ -1075,193 +1102,63 @@ impl<'a> ServerTest<'a> {
         reporter: &mut dyn Reporter,
     ) -> Result<(), String> {
         let cfg = &self.ctx.cfg;
-        let refs: Vec<(u32, &DataSocket)> = streams.iter().map(|s| (s.id, &s.socket)).collect();
-        let connected = assemble::connected(&refs);
-        let (snd, rcv) = streams
-            .first()
-            .and_then(|s| dp::tcp::socket_buffers(&s.socket).ok())
-            .unwrap_or((0, 0));
-        let block = p.len.unwrap_or(if p.transport == Transport::Udp {
-            crate::client::DEFAULT_UDP_BLOCK
-        } else {
-            DEFAULT_TCP_BLOCK
-        });
-        let start = Start {
-            connected,
-            version: format!("wirespeed {VERSION}"),
-            system_info: crate::sysinfo::system_info(),
-            timestamp: Some(crate::sysinfo::timestamp_now()),
-            connecting_to: None,
-            accepted_connection: Some(HostPort {
-                host: crate::net::canonical_ip(self.peer.ip()).to_string(),
-                port: self.peer.port(),
-            }),
-            cookie: Some(self.cookie.as_str().to_string()),
-            tcp_mss: p.mss.map(u64::from),
-            tcp_mss_default: if p.mss.is_none() {
-                crate::net::mss_of(self.ctrl.stream()).map(u64::from)
-            } else {
-                None
-            },
-            target_bitrate: Some(p.bandwidth.unwrap_or(0)),
-            fq_rate: None,
-            sock_bufsize: Some(u64::from(p.window.unwrap_or(0))),
-            sndbuf_actual: Some(u64::from(snd)),
-            rcvbuf_actual: Some(u64::from(rcv)),
-            test_start: Some(assemble::test_start(
-                if p.transport == Transport::Udp {
-                    "UDP"
-                } else {
-                    "TCP"
-                },
-                p.parallel,
-                u64::from(block),
-                p.omit,
-                p.time,
-                p.num,
-                p.blockcount,
-                p.direction == Direction::ServerToClient,
-                p.direction == Direction::Both,
-                cfg.interval.as_secs_f64(),
-            )),
-            extra: Default::default(),
-        };
+        let start = measurement::start_section(
+            p,
+            cfg.interval,
+            &streams,
+            &self.cookie,
+            crate::net::mss_of(self.ctrl.stream()),
+            Whence::AcceptedFrom(self.peer),
+        );
         reporter.start(&start);
         self.start = Some(start);
-        let udp = p.transport == Transport::Udp;
-        let mut b = ResultBuilder::new(
-            if udp { Protocol::Udp } else { Protocol::Tcp },
-            Role::Server,
-            p.direction == Direction::Both,
-            cfg.interval.as_secs_f64(),
-        );
-        for s in &streams {
-            b.add_stream(s.id, s.send).map_err(|e| e.to_string())?;
-        }
-        self.builder = Some(b);
-        let ext = p.wirespeed.as_ref();
-        let placement = if let Some(c) = ext.and_then(|e| e.server_cpus.clone()) {
-            Placement::Cpus(c)
-        } else if let Some(a) = p.server_affinity {
-            Placement::Affinity(a)
-        } else if let Some(c) = &cfg.cpus {
-            Placement::Cpus(c.clone())
-        } else if let Some(a) = cfg.affinity {
-            Placement::Affinity(a)
-        } else {
-            Placement::Float {
-                max_workers: usable_cpus(),
-            }
-        };
-        let send_path = parse_path(ext.and_then(|e| e.send_path.as_deref()))
-            .or_else(|| p.zerocopy.map(|_| SendPath::Sendfile))
-            .unwrap_or(cfg.send_path);
-        let recv_path =
-            if p.skip_rx_copy || ext.and_then(|e| e.recv_path.as_deref()) == Some("skip") {
-                RecvPath::SkipCopy
-            } else {
-                RecvPath::Copy
-            };
-        // As iperf3, a sending server stops at -n bytes / -k blocks (the client still ends the
-        // test with TEST_END once it has received them).
-        let dcfg = DataConfig {
-            block_len: block as usize,
-            send_path,
-            recv_path,
-            placement,
-            budget: if p.omit == 0 && p.direction != Direction::ClientToServer {
-                if p.num > 0 {
-                    Some(Arc::new(wirespeed_datapath::Budget::bytes(p.num)))
-                } else if p.blockcount > 0 {
-                    Some(Arc::new(wirespeed_datapath::Budget::blocks(p.blockcount)))
-                } else {
-                    None
-                }
-            } else {
-                None
-            },
-            udp: udp.then(|| UdpConfig {
-                datagram_len: block as usize,
-                counters_64bit: p.udp_counters_64bit,
-                rate_bps: p.bandwidth.unwrap_or(0),
-                send_path: dp::udp::UdpSendPath::Gso,
-                recv_path: dp::udp::UdpRecvPath::Gro,
-                fq_rate: p.fqrate.filter(|&r| r > 0).map(|r| r / 8),
-            }),
-        };
-        self.observer = crate::observe::TestObserver::start(
+        let builder =
+            measurement::builder(p, false, cfg.interval, &streams).map_err(|e| e.to_string())?;
+        let dcfg = measurement::data_config(p, false, local_paths(p, cfg));
+        let observer = crate::observe::TestObserver::start(
             cfg.observe.as_ref(),
             p.direction,
             false,
             self.peer.ip(),
             self.ctrl.stream().local_addr().ok().map(|a| a.ip()),
         );
-        self.cpu = Some(CpuMeter::start());
-        self.data = Some(DataPhase::start(streams, &dcfg).map_err(|e| e.to_string())?);
-        self.timeline = Some(Timeline::new(
-            self.now(),
-            cfg.interval,
-            Duration::from_secs(u64::from(p.omit)),
-        ));
+        let epoch = self.epoch;
+        self.m = Some(
+            Measurement::start(
+                streams,
+                &dcfg,
+                builder,
+                observer,
+                cfg.interval,
+                Duration::from_secs(u64::from(p.omit)),
+                move || epoch.elapsed(),
+            )
+            .map_err(|e| e.to_string())?,
+        );
         Ok(())
     }
 
     fn ticks(&mut self, reporter: &mut dyn Reporter) {
         let now = self.now();
-        self.ticks_at(reporter, now);
-    }
-
-    /// Report every interval due at `now`.
-    fn ticks_at(&mut self, reporter: &mut dyn Reporter, now: Duration) {
-        let show = self.ctx.cfg.interval > Duration::ZERO;
-        let (Some(tl), Some(data), Some(b)) =
-            (&mut self.timeline, &mut self.data, &mut self.builder)
-        else {
-            return;
-        };
-        while let Some(t) = tl.due(now) {
-            let samples = data.samples(true);
-            if t.omit_boundary {
-                data.mark_omit_end();
-            }
-            self.observer.tick(t.start, t.end);
-            if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
-                if show {
-                    reporter.interval(iv);
-                }
-            }
+        if let Some(m) = &mut self.m {
+            m.ticks(now, reporter);
         }
     }
 
+    /// The final interval (after senders stopped and receivers drained), once.
     fn final_tick(&mut self, reporter: &mut dyn Reporter, end: Duration) {
-        let now = end.min(self.now());
-        self.ticks_at(reporter, now);
-        self.final_time = Some(now);
-        let show = self.ctx.cfg.interval > Duration::ZERO;
-        let (Some(tl), Some(data), Some(b)) =
-            (&mut self.timeline, &mut self.data, &mut self.builder)
-        else {
-            return;
-        };
-        let samples = data.samples(false);
-        if let Some(t) = tl.finish(now) {
-            self.observer.tick(t.start, t.end);
-            if let Ok(Some(iv)) = b.interval(t.start, t.end, t.omitted, &samples) {
-                if show {
-                    reporter.interval(iv);
-                }
-            }
+        let now = self.now();
+        if let Some(m) = &mut self.m {
+            m.final_tick(end, now, reporter);
         }
-        let tcp = crate::observe::tcp_limits(&data.sender_tcp_infos());
-        self.observer
-            .close(&assemble::worker_infos(data.summaries()), tcp);
     }
 
     fn measured(&self) -> f64 {
-        match (&self.timeline, self.final_time) {
-            (Some(tl), Some(t)) => tl.measured(t),
-            _ => 0.0,
-        }
+        self.m.as_ref().map_or(0.0, Measurement::measured)
+    }
+
+    fn is_final(&self) -> bool {
+        self.m.as_ref().is_some_and(Measurement::is_final)
     }
 
     fn running(&mut self, p: &TestParams, reporter: &mut dyn Reporter) -> Result<(), String> {
@@ -1288,7 +1185,7 @@ impl<'a> ServerTest<'a> {
                 match ev {
                     ServerEvent::TestEnd => {
                         let mut end = self.now();
-                        if let Some(d) = &mut self.data {
+                        if let Some(d) = self.m.as_mut().map(Measurement::data_mut) {
                             d.stop_senders();
                             if let Some(l) = d.finish_receivers(drain) {
                                 end = end.max(l.saturating_duration_since(self.epoch));
@@ -1328,7 +1225,7 @@ impl<'a> ServerTest<'a> {
             }
             self.ticks(reporter);
             if let Some(since) = self.running_since {
-                if self.final_time.is_none() && self.now() > since + stop_after {
+                if !self.is_final() && self.now() > since + stop_after {
                     self.sess.terminate();
                     let _ = self.flush();
                     return Err(format!(
@@ -1339,10 +1236,8 @@ impl<'a> ServerTest<'a> {
             }
             let now = self.now();
             let mut wake = self.sess.deadline().unwrap_or(now + Duration::from_secs(1));
-            if self.final_time.is_none() {
-                if let Some(t) = self.timeline.as_ref().and_then(Timeline::next_event) {
-                    wake = wake.min(t);
-                }
+            if let Some(t) = self.m.as_ref().and_then(Measurement::next_event) {
+                wake = wake.min(t);
             }
             let dl = self.epoch + wake.max(now + Duration::from_millis(1));
             self.pump(dl)?;
@@ -1355,16 +1250,17 @@ impl<'a> ServerTest<'a> {
         result: &mut TestResult,
         reporter: &mut dyn Reporter,
     ) -> TestResults {
-        let Some(data) = &self.data else {
+        let Some(m) = &self.m else {
             return TestResults::default();
         };
+        let data = m.data();
         let mut ext = assemble::results_ext(data.summaries());
-        ext.observation = self.observer.value();
+        ext.observation = m.observer().value();
         ext.irq_move = self.tune.as_ref().map(|t| t.report().clone());
         let mut r = assemble::local_results(
             data,
             self.local_cpu,
-            self.measured(),
+            m.measured(),
             data.congestion(),
             Some(ext),
         );
@@ -1391,11 +1287,8 @@ impl<'a> ServerTest<'a> {
         peer: Option<&TestResults>,
         _reporter: &mut dyn Reporter,
     ) -> TestResult {
-        if let Some(data) = &self.data {
-            self.local_cpu = self
-                .cpu
-                .map(|m| m.finish(data.worker_cpu()))
-                .unwrap_or_default();
+        if let Some(m) = &self.m {
+            self.local_cpu = m.cpu();
         }
         let mut r = TestResult {
             start: self.start.clone().unwrap_or_default(),
@@ -1407,17 +1300,18 @@ impl<'a> ServerTest<'a> {
         let show = self.ctx.cfg.interval > Duration::ZERO;
         let client_version = self.params.as_ref().and_then(|p| p.client_version.clone());
         let is_ws = self.sess.peer_is_wirespeed();
-        if let Some(b) = &mut self.builder {
+        if let Some(m) = &self.m {
+            let b = m.builder();
             let (end, mut ext) = assemble::end_sections(
                 b,
                 &assemble::EndSide {
                     measured,
                     cpu: self.local_cpu,
-                    data: self.data.as_ref(),
+                    data: Some(m.data()),
                     peer,
                     peer_client_version: client_version.as_deref(),
                     peer_is_wirespeed: is_ws,
-                    observer: &self.observer,
+                    observer: m.observer(),
                 },
             );
             r.end = end;
@@ -1447,9 +1341,9 @@ impl<'a> ServerTest<'a> {
             error: Some(msg),
             ..TestResult::default()
         };
-        if let Some(b) = &self.builder {
+        if let Some(m) = &self.m {
             if self.ctx.cfg.interval > Duration::ZERO {
-                r.intervals = b.intervals().to_vec();
+                r.intervals = m.builder().intervals().to_vec();
             }
         }
         r

@@ -1,0 +1,626 @@
+//! One measurement core for both ends: the test's sections built from its parameters, and the
+//! running measurement (data phase, timeline, result builder, observer, CPU meter) with one
+//! tick rule and one final-tick rule.
+//!
+//! The client builds [`TestParams`] from its options and sends them; the server receives them.
+//! Either way the test is described by those parameters, so `start` and `start.test_start`
+//! ([`start_section`], [`test_start`]) and the data phase's configuration ([`data_config`]) are
+//! built from them here, once, plus what only this end knows (its CPUs and paths, its
+//! addresses, its interval).
+//!
+//! A [`Measurement`] takes the time from its caller (a `Duration` since the test's epoch), like
+//! the protocol's sessions, so its rules are tested without sleeping:
+//! - every interval due at `now` is sampled, given to the observer and built, in order; the tick
+//!   that closes the omit period marks the counters there;
+//! - the final tick happens once: at `min(end, now)` (the last receiver's byte, or when the end
+//!   was decided, never in the future), after the intervals due by then; it closes the interval
+//!   in progress, then closes the observation with the workers and the senders' `TCP_INFO`
+//!   while the sockets are still open. Later calls change nothing;
+//! - the measured time is from the end of the omit period to the final tick (0 before it).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wirespeed_datapath::tcp::TcpInfo;
+use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
+use wirespeed_datapath::{self as dp, Budget, RecvPath, SendPath};
+use wirespeed_model::Worker;
+use wirespeed_protocol::{Cookie, Direction, TestParams, Transport};
+use wirespeed_report::builder::{BuildError, Protocol, ResultBuilder, Role, StreamSample};
+use wirespeed_report::{HostPort, Start, TestStart};
+
+use crate::assemble::{self, VERSION};
+use crate::data::{DataConfig, DataPhase, DataSocket, DataStream, UdpConfig};
+use crate::observe::TestObserver;
+use crate::output::Reporter;
+use crate::placement::Placement;
+use crate::timeline::Timeline;
+use crate::usage::{CpuMeter, CpuPercent};
+use crate::EngineError;
+
+/// iperf3's default TCP block (`-l`): 128 KiB.
+pub const DEFAULT_TCP_BLOCK: u32 = 128 * 1024;
+/// iperf3's UDP datagram size when the control connection's MSS is unknown.
+pub const DEFAULT_UDP_BLOCK: u32 = 1460;
+
+/// The block (TCP) or datagram (UDP) length of a test: `len`, or iperf3's default.
+pub fn block_len(p: &TestParams) -> u32 {
+    p.len.unwrap_or(if p.transport == Transport::Udp {
+        DEFAULT_UDP_BLOCK
+    } else {
+        DEFAULT_TCP_BLOCK
+    })
+}
+
+/// `true` when this end (`client` or not) sends in a test going `direction`.
+pub fn sends(direction: Direction, client: bool) -> bool {
+    match direction {
+        Direction::Both => true,
+        Direction::ClientToServer => client,
+        Direction::ServerToClient => !client,
+    }
+}
+
+/// `start.test_start`, from the parameters and this end's interval.
+pub fn test_start(p: &TestParams, interval: Duration) -> TestStart {
+    assemble::test_start(
+        if p.transport == Transport::Udp {
+            "UDP"
+        } else {
+            "TCP"
+        },
+        p.parallel,
+        u64::from(block_len(p)),
+        p.omit,
+        p.time,
+        p.num,
+        p.blockcount,
+        p.direction == Direction::ServerToClient,
+        p.direction == Direction::Both,
+        interval.as_secs_f64(),
+    )
+}
+
+/// Which end of the control connection this is, for `start`.
+#[derive(Debug, Clone)]
+pub enum Whence {
+    /// The client: `connecting_to`.
+    ConnectingTo(HostPort),
+    /// The server: `accepted_connection` from the client's address.
+    AcceptedFrom(SocketAddr),
+}
+
+/// The report's `start` section once the streams are connected: the parameters, the streams'
+/// addresses and buffers, the cookie, and the control connection's MSS (`mss_default`, used
+/// when no `-M` was asked).
+pub fn start_section(
+    p: &TestParams,
+    interval: Duration,
+    streams: &[DataStream],
+    cookie: &Cookie,
+    mss_default: Option<u32>,
+    whence: Whence,
+) -> Start {
+    let refs: Vec<(u32, &DataSocket)> = streams.iter().map(|s| (s.id, &s.socket)).collect();
+    let (snd, rcv) = streams
+        .first()
+        .and_then(|s| dp::tcp::socket_buffers(&s.socket).ok())
+        .unwrap_or((0, 0));
+    let (connecting_to, accepted_connection) = match whence {
+        Whence::ConnectingTo(h) => (Some(h), None),
+        Whence::AcceptedFrom(a) => (
+            None,
+            Some(HostPort {
+                host: crate::net::canonical_ip(a.ip()).to_string(),
+                port: a.port(),
+            }),
+        ),
+    };
+    Start {
+        connected: assemble::connected(&refs),
+        version: format!("wirespeed {VERSION}"),
+        system_info: crate::sysinfo::system_info(),
+        timestamp: Some(crate::sysinfo::timestamp_now()),
+        connecting_to,
+        accepted_connection,
+        cookie: Some(cookie.as_str().to_string()),
+        tcp_mss: p.mss.map(u64::from),
+        tcp_mss_default: if p.mss.is_none() {
+            mss_default.map(u64::from)
+        } else {
+            None
+        },
+        target_bitrate: Some(p.bandwidth.unwrap_or(0)),
+        fq_rate: None,
+        sock_bufsize: Some(u64::from(p.window.unwrap_or(0))),
+        sndbuf_actual: Some(u64::from(snd)),
+        rcvbuf_actual: Some(u64::from(rcv)),
+        test_start: Some(test_start(p, interval)),
+        extra: Default::default(),
+    }
+}
+
+/// The result builder of this end, with its streams registered.
+pub fn builder(
+    p: &TestParams,
+    client: bool,
+    interval: Duration,
+    streams: &[DataStream],
+) -> Result<ResultBuilder, BuildError> {
+    let mut b = ResultBuilder::new(
+        if p.transport == Transport::Udp {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        },
+        if client { Role::Client } else { Role::Server },
+        p.direction == Direction::Both,
+        interval.as_secs_f64(),
+    );
+    for s in streams {
+        b.add_stream(s.id, s.send)?;
+    }
+    Ok(b)
+}
+
+/// What only this end decides about its data phase.
+#[derive(Debug, Clone)]
+pub struct LocalPaths {
+    pub placement: Placement,
+    pub send_path: SendPath,
+    pub recv_path: RecvPath,
+    pub udp_send_path: UdpSendPath,
+    pub udp_recv_path: UdpRecvPath,
+}
+
+/// The data phase's configuration. A sending end stops at `-n` bytes / `-k` blocks with a
+/// budget its senders share when nothing is omitted (with `-O` the end is checked against the
+/// counts after the omit period instead).
+pub fn data_config(p: &TestParams, client: bool, local: LocalPaths) -> DataConfig {
+    let block = block_len(p);
+    let budget = if p.omit == 0 && sends(p.direction, client) {
+        if p.num > 0 {
+            Some(Arc::new(Budget::bytes(p.num)))
+        } else if p.blockcount > 0 {
+            Some(Arc::new(Budget::blocks(p.blockcount)))
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    DataConfig {
+        block_len: block as usize,
+        send_path: local.send_path,
+        recv_path: local.recv_path,
+        placement: local.placement,
+        budget,
+        udp: (p.transport == Transport::Udp).then(|| UdpConfig {
+            datagram_len: block as usize,
+            counters_64bit: p.udp_counters_64bit,
+            rate_bps: p.bandwidth.unwrap_or(0),
+            send_path: local.udp_send_path,
+            recv_path: local.udp_recv_path,
+            fq_rate: p.fqrate.filter(|&r| r > 0).map(|r| r / 8),
+        }),
+    }
+}
+
+/// What the measurement reads from the data phase (a fake in the tests).
+pub trait Counters {
+    /// Cumulative counters of every stream (`tcp`: read the senders' `TCP_INFO` too).
+    fn samples(&mut self, tcp: bool) -> Vec<StreamSample>;
+    /// Remember the counters at the end of the omit period.
+    fn mark_omit_end(&mut self);
+    /// `TCP_INFO` of the sending streams still open.
+    fn sender_tcp_infos(&self) -> Vec<TcpInfo>;
+    /// The workers and where they ran.
+    fn workers(&self) -> Vec<Worker>;
+}
+
+impl Counters for DataPhase {
+    fn samples(&mut self, tcp: bool) -> Vec<StreamSample> {
+        DataPhase::samples(self, tcp)
+    }
+    fn mark_omit_end(&mut self) {
+        DataPhase::mark_omit_end(self)
+    }
+    fn sender_tcp_infos(&self) -> Vec<TcpInfo> {
+        DataPhase::sender_tcp_infos(self)
+    }
+    fn workers(&self) -> Vec<Worker> {
+        assemble::worker_infos(self.summaries())
+    }
+}
+
+/// The running measurement of one end of one test.
+pub struct Measurement<D = DataPhase> {
+    data: D,
+    builder: ResultBuilder,
+    timeline: Timeline,
+    observer: TestObserver,
+    cpu: CpuMeter,
+    show_intervals: bool,
+    final_time: Option<Duration>,
+}
+
+impl Measurement<DataPhase> {
+    /// Start the data phase over `streams`: the observer's first snapshot, the CPU meter, the
+    /// clock (`now()`, read before any worker moves a byte), then the workers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        streams: Vec<DataStream>,
+        cfg: &DataConfig,
+        builder: ResultBuilder,
+        observer: TestObserver,
+        interval: Duration,
+        omit: Duration,
+        now: impl Fn() -> Duration,
+    ) -> Result<Measurement<DataPhase>, EngineError> {
+        let cpu = CpuMeter::start();
+        let started = now();
+        let data = DataPhase::start(streams, cfg)?;
+        Ok(Measurement::new(
+            data, builder, observer, cpu, started, interval, omit,
+        ))
+    }
+
+    /// This end's CPU utilisation so far (its control thread and its workers).
+    pub fn cpu(&self) -> CpuPercent {
+        self.cpu.finish(self.data.worker_cpu())
+    }
+}
+
+impl<D: Counters> Measurement<D> {
+    /// A measurement over a running data phase whose clock started at `started`.
+    pub fn new(
+        data: D,
+        builder: ResultBuilder,
+        observer: TestObserver,
+        cpu: CpuMeter,
+        started: Duration,
+        interval: Duration,
+        omit: Duration,
+    ) -> Measurement<D> {
+        Measurement {
+            data,
+            builder,
+            timeline: Timeline::new(started, interval, omit),
+            observer,
+            cpu,
+            show_intervals: interval > Duration::ZERO,
+            final_time: None,
+        }
+    }
+
+    /// Every interval due at `now`: sampled, observed, built and reported (when intervals are
+    /// shown). Nothing after the final tick.
+    pub fn ticks(&mut self, now: Duration, reporter: &mut dyn Reporter) {
+        if self.final_time.is_some() {
+            return;
+        }
+        while let Some(t) = self.timeline.due(now) {
+            let samples = self.data.samples(true);
+            if t.omit_boundary {
+                self.data.mark_omit_end();
+            }
+            self.observer.tick(t.start, t.end);
+            if let Ok(Some(iv)) = self.builder.interval(t.start, t.end, t.omitted, &samples) {
+                if self.show_intervals {
+                    reporter.interval(iv);
+                }
+            }
+        }
+    }
+
+    /// The final tick at `min(end, now)`, once (see the module docs). Returns `false` when it
+    /// had already happened.
+    pub fn final_tick(
+        &mut self,
+        end: Duration,
+        now: Duration,
+        reporter: &mut dyn Reporter,
+    ) -> bool {
+        if self.final_time.is_some() {
+            return false;
+        }
+        let at = end.min(now);
+        self.ticks(at, reporter);
+        self.final_time = Some(at);
+        let samples = self.data.samples(false);
+        if let Some(t) = self.timeline.finish(at) {
+            self.observer.tick(t.start, t.end);
+            if let Ok(Some(iv)) = self.builder.interval(t.start, t.end, t.omitted, &samples) {
+                if self.show_intervals {
+                    reporter.interval(iv);
+                }
+            }
+        }
+        let tcp = crate::observe::tcp_limits(&self.data.sender_tcp_infos());
+        self.observer.close(&self.data.workers(), tcp);
+        true
+    }
+
+    /// `true` once the final tick happened.
+    pub fn is_final(&self) -> bool {
+        self.final_time.is_some()
+    }
+
+    /// Seconds measured: from the end of the omit period to the final tick (0 before it).
+    pub fn measured(&self) -> f64 {
+        self.final_time.map_or(0.0, |t| self.timeline.measured(t))
+    }
+
+    /// When the next interval is due (none after the final tick).
+    pub fn next_event(&self) -> Option<Duration> {
+        if self.final_time.is_some() {
+            return None;
+        }
+        self.timeline.next_event()
+    }
+
+    /// `true` once the omit period is over.
+    pub fn omit_done(&self) -> bool {
+        self.timeline.omit_done()
+    }
+
+    /// When the measurement after the omit period started.
+    pub fn measure_start(&self) -> Duration {
+        self.timeline.measure_start()
+    }
+
+    pub fn data(&self) -> &D {
+        &self.data
+    }
+
+    pub fn data_mut(&mut self) -> &mut D {
+        &mut self.data
+    }
+
+    pub fn builder(&self) -> &ResultBuilder {
+        &self.builder
+    }
+
+    pub fn builder_mut(&mut self) -> &mut ResultBuilder {
+        &mut self.builder
+    }
+
+    pub fn observer(&self) -> &TestObserver {
+        &self.observer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hooks::{EndObserver, Observe, ObserveHook};
+    use std::net::IpAddr;
+    use std::sync::Mutex;
+    use wirespeed_model::observation::{
+        BitsPerSecond, EndObservation, Role as ObsRole, TcpLimits, WorkerRun,
+    };
+    use wirespeed_model::{CpuSet, TestObservation, Verdict};
+    use wirespeed_report::Interval;
+
+    /// One stream moving `rate` bytes per second of the clock the test sets.
+    struct Fake {
+        clock: Arc<Mutex<Duration>>,
+        rate: u64,
+        omit_marks: usize,
+    }
+
+    impl Counters for Fake {
+        fn samples(&mut self, _tcp: bool) -> Vec<StreamSample> {
+            let t = *self.clock.lock().unwrap();
+            vec![StreamSample {
+                id: 1,
+                bytes: (t.as_secs_f64() * self.rate as f64) as u64,
+                tcp: None,
+                udp: None,
+            }]
+        }
+        fn mark_omit_end(&mut self) {
+            self.omit_marks += 1;
+        }
+        fn sender_tcp_infos(&self) -> Vec<TcpInfo> {
+            Vec::new()
+        }
+        fn workers(&self) -> Vec<Worker> {
+            vec![Worker {
+                cpu_requested: Some(4),
+                cpus_seen: CpuSet::from_cpus([4]),
+                streams: vec![1],
+            }]
+        }
+    }
+
+    /// Records the observer's ticks and close.
+    #[derive(Default, Clone)]
+    struct Log(Arc<Mutex<Vec<String>>>);
+
+    impl Observe for Log {
+        fn start(&self, _: ObsRole, _: IpAddr, _: Option<IpAddr>) -> Option<Box<dyn EndObserver>> {
+            Some(Box::new(self.clone()))
+        }
+        fn verdict(&self, _: &TestObservation, _: Option<BitsPerSecond>) -> Verdict {
+            unreachable!("not asked here")
+        }
+    }
+
+    impl EndObserver for Log {
+        fn tick(&mut self, start: f64, end: f64) {
+            self.0.lock().unwrap().push(format!("tick {start}-{end}"));
+        }
+        fn close(
+            self: Box<Self>,
+            workers: &[WorkerRun],
+            _: Option<TcpLimits>,
+        ) -> Option<EndObservation> {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("close {} workers", workers.len()));
+            None
+        }
+    }
+
+    /// Keeps the intervals it is given.
+    #[derive(Default)]
+    struct Seen(Vec<Interval>);
+
+    impl Reporter for Seen {
+        fn interval(&mut self, iv: &Interval) {
+            self.0.push(iv.clone());
+        }
+    }
+
+    fn secs(x: f64) -> Duration {
+        Duration::from_secs_f64(x)
+    }
+
+    /// A receiving server's measurement started at t = 10 s, 1 MB/s, intervals of 1 s.
+    fn measurement(omit: f64, interval: f64) -> (Measurement<Fake>, Arc<Mutex<Duration>>, Log) {
+        let clock = Arc::new(Mutex::new(secs(10.0)));
+        let log = Log::default();
+        let hook = ObserveHook::new(log.clone());
+        let observer = TestObserver::start(
+            Some(&hook),
+            Direction::ClientToServer,
+            false,
+            "192.0.2.1".parse().unwrap(),
+            None,
+        );
+        let mut b = ResultBuilder::new(Protocol::Tcp, Role::Server, false, interval);
+        b.add_stream(1, false).unwrap();
+        let m = Measurement::new(
+            Fake {
+                clock: clock.clone(),
+                rate: 1_000_000,
+                omit_marks: 0,
+            },
+            b,
+            observer,
+            CpuMeter::start(),
+            secs(10.0),
+            secs(interval),
+            secs(omit),
+        );
+        (m, clock, log)
+    }
+
+    fn at(m: &mut Measurement<Fake>, clock: &Mutex<Duration>, t: f64, seen: &mut Seen) {
+        *clock.lock().unwrap() = secs(t);
+        m.ticks(secs(t), seen);
+    }
+
+    #[test]
+    fn intervals_come_due_in_order_and_the_final_tick_closes_once() {
+        let (mut m, clock, log) = measurement(0.0, 1.0);
+        let mut seen = Seen::default();
+        at(&mut m, &clock, 10.5, &mut seen);
+        assert!(seen.0.is_empty());
+        assert_eq!(m.next_event(), Some(secs(11.0)));
+        // Late wake-up: both due intervals come out, in order.
+        at(&mut m, &clock, 12.2, &mut seen);
+        let ends: Vec<f64> = seen.0.iter().map(|i| i.sum.end).collect();
+        assert_eq!(ends, vec![1.0, 2.0]);
+        assert_eq!(m.measured(), 0.0, "nothing measured before the final tick");
+        // The end was decided at 12.5 but the last byte came at 12.4: the earlier one counts,
+        // never a time in the future.
+        *clock.lock().unwrap() = secs(12.4);
+        assert!(m.final_tick(secs(12.5), secs(12.4), &mut seen));
+        assert!((m.measured() - 2.4).abs() < 1e-9, "{}", m.measured());
+        assert_eq!(seen.0.len(), 3);
+        assert!((seen.0[2].sum.end - 2.4).abs() < 1e-9);
+        // Once: a second final tick (the other path to the end) changes nothing.
+        assert!(!m.final_tick(secs(20.0), secs(20.0), &mut seen));
+        at(&mut m, &clock, 30.0, &mut seen);
+        assert_eq!(seen.0.len(), 3);
+        assert!((m.measured() - 2.4).abs() < 1e-9);
+        assert_eq!(m.next_event(), None);
+        assert!(m.is_final());
+        let log = log.0.lock().unwrap().clone();
+        assert_eq!(log.len(), 4, "{log:?}");
+        assert_eq!(&log[..2], ["tick 0-1", "tick 1-2"]);
+        assert!(log[2].starts_with("tick 2-2.4"), "{log:?}");
+        assert_eq!(log[3], "close 1 workers");
+    }
+
+    #[test]
+    fn the_omit_period_marks_the_counters_and_is_not_measured() {
+        let (mut m, clock, _log) = measurement(2.0, 1.0);
+        let mut seen = Seen::default();
+        at(&mut m, &clock, 12.0, &mut seen);
+        assert_eq!(m.data().omit_marks, 1);
+        assert!(m.omit_done());
+        assert_eq!(m.measure_start(), secs(12.0));
+        assert!(seen.0.iter().all(|i| i.sum.omitted));
+        at(&mut m, &clock, 13.0, &mut seen);
+        let last = seen.0.last().unwrap();
+        assert!(!last.sum.omitted);
+        assert_eq!((last.sum.start, last.sum.end), (0.0, 1.0));
+        assert!(m.final_tick(secs(13.5), secs(13.5), &mut seen));
+        assert!((m.measured() - 1.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn without_interval_reports_the_final_tick_still_measures() {
+        let (mut m, clock, log) = measurement(0.0, 0.0);
+        let mut seen = Seen::default();
+        at(&mut m, &clock, 15.0, &mut seen);
+        *clock.lock().unwrap() = secs(15.0);
+        assert!(m.final_tick(secs(15.0), secs(16.0), &mut seen));
+        assert!(seen.0.is_empty(), "no interval shown without -i");
+        assert_eq!(m.builder().intervals().len(), 1, "but the summary has one");
+        assert!((m.measured() - 5.0).abs() < 1e-9);
+        assert_eq!(log.0.lock().unwrap().last().unwrap(), "close 1 workers");
+    }
+
+    #[test]
+    fn sections_come_from_the_parameters() {
+        let p = TestParams {
+            transport: Transport::Udp,
+            parallel: 2,
+            time: 0,
+            num: 5_000_000,
+            omit: 0,
+            direction: Direction::ServerToClient,
+            bandwidth: Some(1_000_000),
+            ..TestParams::default()
+        };
+        assert_eq!(block_len(&p), DEFAULT_UDP_BLOCK);
+        let ts = test_start(&p, secs(0.5));
+        assert_eq!(ts.protocol, "UDP");
+        assert_eq!((ts.num_streams, ts.blksize, ts.bytes), (2, 1460, 5_000_000));
+        assert_eq!((ts.reverse, ts.bidir, ts.interval), (1, Some(0), Some(0.5)));
+        let local = LocalPaths {
+            placement: Placement::Affinity(1),
+            send_path: SendPath::Copy,
+            recv_path: RecvPath::Copy,
+            udp_send_path: UdpSendPath::Gso,
+            udp_recv_path: UdpRecvPath::Gro,
+        };
+        // The server sends in -R: it stops at -n; the client receives: no budget.
+        assert!(data_config(&p, false, local.clone()).budget.is_some());
+        assert!(data_config(&p, true, local.clone()).budget.is_none());
+        let udp = data_config(&p, true, local.clone()).udp.unwrap();
+        assert_eq!((udp.datagram_len, udp.rate_bps), (1460, 1_000_000));
+        // With -O the end is checked after the omit period instead.
+        let omitted = TestParams {
+            omit: 1,
+            ..p.clone()
+        };
+        assert!(data_config(&omitted, false, local.clone()).budget.is_none());
+        let tcp = TestParams {
+            transport: Transport::Tcp,
+            len: None,
+            direction: Direction::ClientToServer,
+            ..p
+        };
+        assert_eq!(block_len(&tcp), DEFAULT_TCP_BLOCK);
+        assert!(data_config(&tcp, true, local).udp.is_none());
+        assert!(sends(Direction::Both, true) && sends(Direction::Both, false));
+        assert!(!sends(Direction::ServerToClient, true));
+    }
+}
