@@ -1,0 +1,399 @@
+//! Whether a server runs a test: the client's parameters against the server's limits, a slot
+//! among the concurrent tests, and any policy plugged in ([`AdmissionPolicy`]). Every "no" is
+//! an [`AdmissionError`], which says what was wrong in words and maps to the refusal the
+//! client understands ([`AdmissionError::decline`]): `ACCESS_DENIED` toward an iperf3 client
+//! when the server is busy, `SERVER_ERROR` with iperf3's `i_errno` otherwise, with wirespeed's
+//! own words in the detail.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+use wirespeed_datapath as dp;
+use wirespeed_host::CpuSet;
+use wirespeed_protocol::server_error::errno;
+use wirespeed_protocol::{Decline, TestParams, Transport};
+
+use super::Limits;
+
+/// Why a test is not run.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum AdmissionError {
+    #[error("wirespeed does not run SCTP tests")]
+    Sctp,
+    #[error("a UDP datagram must be {min}..={max} bytes, the client asked for {asked}")]
+    UdpDatagram { min: u32, max: u32, asked: u32 },
+    #[error(
+        "this server allows at most {max} streams per test (-P), the client asked for {asked}"
+    )]
+    TooManyStreams { max: u32, asked: u32 },
+    #[error("this server allows tests of at most {max} s, the client asked for {asked} s")]
+    TooLong { max: u64, asked: u64 },
+    #[error("this server allows blocks of at most {max} bytes, the client asked for {asked}")]
+    BlockTooLarge { max: u32, asked: u32 },
+    #[error("the test has no end: time, bytes and blocks are all 0")]
+    NoEnd,
+    #[error("--server-cpus is empty")]
+    NoServerCpus,
+    /// A CPU the client asked for is offline or not allowed here.
+    #[error("{0}")]
+    Cpus(String),
+    /// Every slot for concurrent tests is taken.
+    #[error("the server is running its maximum of {0} tests; try again later")]
+    Busy(usize),
+    /// The client's tune request cannot be carried out (or tuning is not allowed).
+    #[error("{0}")]
+    Tune(String),
+    /// The UDP streams cannot be set up.
+    #[error("cannot listen for UDP streams on {addr}: {reason}")]
+    UdpListen { addr: SocketAddr, reason: String },
+    /// A plugged-in policy said no.
+    #[error("{0}")]
+    Policy(String),
+}
+
+impl AdmissionError {
+    /// iperf3's `i_errno` for the refusal.
+    pub fn i_errno(&self) -> i32 {
+        match self {
+            AdmissionError::Sctp => errno::IENOSCTP,
+            AdmissionError::UdpDatagram { .. } => errno::IEUDPBLOCKSIZE,
+            AdmissionError::TooManyStreams { .. } => errno::IENUMSTREAMS,
+            AdmissionError::TooLong { .. } => errno::IEMAXSERVERTESTDURATIONEXCEEDED,
+            AdmissionError::BlockTooLarge { .. } => errno::IEBLOCKSIZE,
+            AdmissionError::NoEnd => errno::IERECVPARAMS,
+            AdmissionError::NoServerCpus | AdmissionError::Cpus(_) => errno::IEAFFINITY,
+            AdmissionError::Busy(_) | AdmissionError::Tune(_) | AdmissionError::Policy(_) => {
+                errno::IEACCESSDENIED
+            }
+            AdmissionError::UdpListen { .. } => errno::IELISTEN,
+        }
+    }
+
+    /// The refusal sent to the client: a busy server answers an iperf3 client with
+    /// `ACCESS_DENIED`, as iperf3 does; everything else is `SERVER_ERROR` with the words.
+    pub fn decline(&self, peer_is_wirespeed: bool) -> Decline {
+        if matches!(self, AdmissionError::Busy(_)) && !peer_is_wirespeed {
+            return Decline::AccessDenied;
+        }
+        Decline::Error {
+            i_errno: self.i_errno(),
+            errno: 0,
+            detail: self.to_string(),
+        }
+    }
+}
+
+/// A decision on each test beyond the built-in checks (who may test, with what), plugged into
+/// [`super::ServerConfig::admission`]. Asked after the parameters passed the limits and before
+/// a slot is taken.
+pub trait AdmissionPolicy: Send + Sync {
+    fn admit(&self, peer: SocketAddr, params: &TestParams) -> Result<(), AdmissionError>;
+}
+
+/// A shared [`AdmissionPolicy`] in a configuration.
+#[derive(Clone)]
+pub struct AdmissionHook(pub Arc<dyn AdmissionPolicy>);
+
+impl AdmissionHook {
+    pub fn new(p: impl AdmissionPolicy + 'static) -> AdmissionHook {
+        AdmissionHook(Arc::new(p))
+    }
+}
+
+impl fmt::Debug for AdmissionHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AdmissionHook")
+    }
+}
+
+/// Check a client's parameters against the server's limits; `check_cpus` says whether the
+/// server CPUs the client asked for can be used.
+pub fn check_params(
+    p: &TestParams,
+    l: &Limits,
+    check_cpus: impl Fn(&CpuSet) -> Result<(), String>,
+) -> Result<(), AdmissionError> {
+    match p.transport {
+        Transport::Tcp => {}
+        Transport::Udp => {
+            let min = dp::udp::header_len(p.udp_counters_64bit) as u32;
+            if let Some(len) = p.len {
+                if len < min || len as usize > dp::udp::MAX_DATAGRAM_LEN {
+                    return Err(AdmissionError::UdpDatagram {
+                        min,
+                        max: dp::udp::MAX_DATAGRAM_LEN as u32,
+                        asked: len,
+                    });
+                }
+            }
+        }
+        Transport::Sctp => return Err(AdmissionError::Sctp),
+    }
+    if p.parallel > l.max_streams {
+        return Err(AdmissionError::TooManyStreams {
+            max: l.max_streams,
+            asked: p.parallel,
+        });
+    }
+    let dur = u64::from(p.time) + u64::from(p.omit);
+    if Duration::from_secs(dur) > l.max_duration {
+        return Err(AdmissionError::TooLong {
+            max: l.max_duration.as_secs(),
+            asked: dur,
+        });
+    }
+    if let Some(len) = p.len {
+        if len > l.max_block {
+            return Err(AdmissionError::BlockTooLarge {
+                max: l.max_block,
+                asked: len,
+            });
+        }
+    }
+    if p.num == 0 && p.blockcount == 0 && p.time == 0 {
+        return Err(AdmissionError::NoEnd);
+    }
+    let mut wanted = CpuSet::new();
+    if let Some(c) = p.wirespeed.as_ref().and_then(|e| e.server_cpus.as_ref()) {
+        if c.is_empty() {
+            return Err(AdmissionError::NoServerCpus);
+        }
+        wanted = c.clone();
+    }
+    wanted.extend(p.server_affinity);
+    if !wanted.is_empty() {
+        check_cpus(&wanted).map_err(AdmissionError::Cpus)?;
+    }
+    Ok(())
+}
+
+/// The server's slots for concurrent tests.
+#[derive(Debug, Default)]
+pub struct Slots(AtomicUsize);
+
+/// A test admitted to run; releases its slot when dropped.
+#[derive(Debug)]
+pub struct Slot<'a>(&'a Slots);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0 .0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Slots {
+    /// Take a slot if fewer than `max` are taken.
+    pub fn take(&self, max: usize) -> Result<Slot<'_>, AdmissionError> {
+        let mut cur = self.0.load(Ordering::Acquire);
+        loop {
+            if cur >= max {
+                return Err(AdmissionError::Busy(max));
+            }
+            match self
+                .0
+                .compare_exchange(cur, cur + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Ok(Slot(self)),
+                Err(c) => cur = c,
+            }
+        }
+    }
+
+    /// Slots taken now.
+    pub fn taken(&self) -> usize {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// The whole decision for one test: its parameters, the policy, then a slot.
+pub fn admit<'a>(
+    p: &TestParams,
+    peer: SocketAddr,
+    limits: &Limits,
+    policy: Option<&AdmissionHook>,
+    slots: &'a Slots,
+    check_cpus: impl Fn(&CpuSet) -> Result<(), String>,
+) -> Result<Slot<'a>, AdmissionError> {
+    check_params(p, limits, check_cpus)?;
+    if let Some(h) = policy {
+        h.0.admit(peer, p)?;
+    }
+    slots.take(limits.max_tests)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_protocol::ParamsExt;
+
+    fn ok_cpus(_: &CpuSet) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn params() -> TestParams {
+        TestParams {
+            time: 10,
+            parallel: 4,
+            ..TestParams::default()
+        }
+    }
+
+    fn peer() -> SocketAddr {
+        "192.0.2.9:40000".parse().unwrap()
+    }
+
+    #[test]
+    fn parameters_within_the_limits_pass_and_each_limit_refuses_in_words() {
+        let l = Limits::default();
+        assert_eq!(check_params(&params(), &l, ok_cpus), Ok(()));
+        let cases: Vec<(TestParams, AdmissionError)> = vec![
+            (
+                TestParams {
+                    parallel: l.max_streams + 1,
+                    ..params()
+                },
+                AdmissionError::TooManyStreams {
+                    max: l.max_streams,
+                    asked: l.max_streams + 1,
+                },
+            ),
+            (
+                TestParams {
+                    time: 0,
+                    ..params()
+                },
+                AdmissionError::NoEnd,
+            ),
+            (
+                TestParams {
+                    len: Some(l.max_block + 1),
+                    ..params()
+                },
+                AdmissionError::BlockTooLarge {
+                    max: l.max_block,
+                    asked: l.max_block + 1,
+                },
+            ),
+            (
+                TestParams {
+                    transport: Transport::Sctp,
+                    ..params()
+                },
+                AdmissionError::Sctp,
+            ),
+            (
+                TestParams {
+                    transport: Transport::Udp,
+                    len: Some(3),
+                    ..params()
+                },
+                AdmissionError::UdpDatagram {
+                    min: dp::udp::header_len(false) as u32,
+                    max: dp::udp::MAX_DATAGRAM_LEN as u32,
+                    asked: 3,
+                },
+            ),
+        ];
+        for (p, want) in cases {
+            let got = check_params(&p, &l, ok_cpus).unwrap_err();
+            assert_eq!(got, want);
+            let Decline::Error {
+                i_errno, detail, ..
+            } = got.decline(false)
+            else {
+                panic!("SERVER_ERROR expected for {got:?}");
+            };
+            assert_eq!(i_errno, got.i_errno());
+            assert_eq!(detail, got.to_string());
+        }
+        let long = TestParams {
+            time: l.max_duration.as_secs() as u32,
+            omit: 1,
+            ..params()
+        };
+        let e = check_params(&long, &l, ok_cpus).unwrap_err();
+        assert!(matches!(e, AdmissionError::TooLong { .. }), "{e}");
+        assert!(e.to_string().contains("the client asked for"), "{e}");
+    }
+
+    #[test]
+    fn server_cpus_are_checked_together_with_the_server_affinity() {
+        let l = Limits::default();
+        let with_cpus = |cpus: CpuSet| TestParams {
+            server_affinity: Some(7),
+            wirespeed: Some(ParamsExt {
+                server_cpus: Some(cpus),
+                ..ParamsExt::default()
+            }),
+            ..params()
+        };
+        assert_eq!(
+            check_params(&with_cpus(CpuSet::new()), &l, ok_cpus),
+            Err(AdmissionError::NoServerCpus)
+        );
+        let asked = std::cell::RefCell::new(None);
+        let offline = |c: &CpuSet| {
+            *asked.borrow_mut() = Some(c.clone());
+            Err(format!("server CPU {c} is offline"))
+        };
+        let e = check_params(&with_cpus(CpuSet::from_cpus([2, 3])), &l, offline).unwrap_err();
+        assert_eq!(
+            e,
+            AdmissionError::Cpus("server CPU 2-3,7 is offline".into())
+        );
+        assert_eq!(asked.borrow().clone(), Some(CpuSet::from_cpus([2, 3, 7])));
+        assert_eq!(e.i_errno(), errno::IEAFFINITY);
+    }
+
+    struct OnlyFrom(std::net::IpAddr);
+
+    impl AdmissionPolicy for OnlyFrom {
+        fn admit(&self, peer: SocketAddr, _: &TestParams) -> Result<(), AdmissionError> {
+            if peer.ip() == self.0 {
+                Ok(())
+            } else {
+                Err(AdmissionError::Policy(format!(
+                    "{} may not test here",
+                    peer.ip()
+                )))
+            }
+        }
+    }
+
+    #[test]
+    fn a_policy_decides_after_the_limits_and_slots_are_released_on_drop() {
+        let l = Limits {
+            max_tests: 1,
+            ..Limits::default()
+        };
+        let slots = Slots::default();
+        let policy = AdmissionHook::new(OnlyFrom("192.0.2.9".parse().unwrap()));
+        let other: SocketAddr = "198.51.100.1:1".parse().unwrap();
+        let e = admit(&params(), other, &l, Some(&policy), &slots, ok_cpus).unwrap_err();
+        assert_eq!(e.to_string(), "198.51.100.1 may not test here");
+        assert_eq!(e.i_errno(), errno::IEACCESSDENIED);
+        assert_eq!(slots.taken(), 0, "a refused test takes no slot");
+        // The limits come first: a bad test from anyone is refused for what it is.
+        let bad = TestParams {
+            time: 0,
+            ..params()
+        };
+        assert_eq!(
+            admit(&bad, other, &l, Some(&policy), &slots, ok_cpus).unwrap_err(),
+            AdmissionError::NoEnd
+        );
+        let slot = admit(&params(), peer(), &l, Some(&policy), &slots, ok_cpus).unwrap();
+        assert_eq!(slots.taken(), 1);
+        let busy = admit(&params(), peer(), &l, None, &slots, ok_cpus).unwrap_err();
+        assert_eq!(busy, AdmissionError::Busy(1));
+        assert_eq!(busy.decline(false), Decline::AccessDenied, "iperf3 client");
+        assert!(matches!(busy.decline(true), Decline::Error { .. }));
+        drop(slot);
+        assert_eq!(slots.taken(), 0);
+        assert!(admit(&params(), peer(), &l, None, &slots, ok_cpus).is_ok());
+    }
+}

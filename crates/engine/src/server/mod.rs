@@ -1,0 +1,346 @@
+//! The server: many tests at once, from many clients, on one port.
+//!
+//! In three parts:
+//! - [`acceptor`]: one thread owns the listening socket and every connection whose cookie has
+//!   not arrived yet, and hands each complete one to its test (a data connection) or starts a
+//!   new test on its own thread (a control connection).
+//! - [`admission`]: whether a test runs: its parameters against the [`Limits`], a plugged-in
+//!   [`admission::AdmissionPolicy`], a slot among the concurrent tests; every "no" is an
+//!   [`admission::AdmissionError`] the client understands (`ACCESS_DENIED` toward iperf3
+//!   clients when busy, `SERVER_ERROR` with iperf3's `i_errno` otherwise, wirespeed's own
+//!   words toward wirespeed clients).
+//! - [`test`]: the running test, which drives a `ServerSession` over the control connection
+//!   and ends with a [`test::TestError`] or its results.
+//!
+//! No single client can stop the server: every failure ends only its own test.
+
+pub mod acceptor;
+pub mod admission;
+pub mod test;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol as SockProto, SockAddr, Socket, Type};
+use wirespeed_datapath::SendPath;
+use wirespeed_host::CpuSet;
+use wirespeed_protocol::{Cookie, Timeouts};
+
+use crate::net::Family;
+use crate::output::Reporter;
+use crate::tune::{TuneConfig, TuneSlot};
+use crate::EngineError;
+
+pub use admission::{AdmissionError, AdmissionHook, AdmissionPolicy};
+pub use test::TestError;
+
+/// What one server accepts.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Tests running at the same time.
+    pub max_tests: usize,
+    /// `-P` a client may ask for.
+    pub max_streams: u32,
+    /// Longest test (`-t` + `-O`); `-n`/`-k` tests are stopped at this age.
+    pub max_duration: Duration,
+    /// Largest block (`-l`) a client may ask for.
+    pub max_block: u32,
+    /// Connections whose cookie has not arrived yet.
+    pub max_pending: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_tests: 64,
+            max_streams: 4096,
+            max_duration: Duration::from_secs(86_400),
+            max_block: 16 * 1024 * 1024,
+            max_pending: 4096,
+        }
+    }
+}
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// `-B`.
+    pub bind: Option<IpAddr>,
+    /// `-p`; 0 picks a free port.
+    pub port: u16,
+    pub family: Family,
+    /// `-1`: serve one test, then return.
+    pub one_off: bool,
+    pub limits: Limits,
+    /// Server-side default placement of workers (`--cpus` on the server).
+    pub cpus: Option<CpuSet>,
+    /// `-A` on the server.
+    pub affinity: Option<u32>,
+    /// `-i` on the server.
+    pub interval: Duration,
+    pub timeouts: Timeouts,
+    /// Time a new connection has to send its 37-byte cookie.
+    pub cookie_timeout: Duration,
+    /// Server-side send path (when the client sends no wish).
+    pub send_path: SendPath,
+    /// `--allow-tune`: a client may ask this server to move its NIC's queue IRQs for a test
+    /// ([`crate::tune`]); `None` refuses such requests.
+    pub tune: Option<TuneConfig>,
+    /// A policy asked about every test after the limits ([`admission::AdmissionPolicy`]).
+    pub admission: Option<AdmissionHook>,
+    /// Observe where the work ran at this end; `None`: no observation.
+    pub observe: Option<crate::hooks::ObserveHook>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            bind: None,
+            port: 5201,
+            family: Family::Any,
+            one_off: false,
+            limits: Limits::default(),
+            cpus: None,
+            affinity: None,
+            interval: Duration::from_secs(1),
+            timeouts: Timeouts::default(),
+            cookie_timeout: Duration::from_secs(10),
+            send_path: SendPath::Copy,
+            tune: None,
+            admission: None,
+            observe: None,
+        }
+    }
+}
+
+/// Makes one reporter per test.
+pub type ReporterFactory = Arc<dyn Fn(&TestInfo) -> Box<dyn Reporter> + Send + Sync>;
+
+/// What a reporter factory knows about a new test.
+#[derive(Debug, Clone)]
+pub struct TestInfo {
+    /// 1, 2, 3... in order of control connections.
+    pub number: u64,
+    pub peer: SocketAddr,
+}
+
+/// A data connection handed to its test.
+struct Incoming {
+    seq: u64,
+    stream: TcpStream,
+}
+
+#[derive(Default)]
+struct Registry {
+    tests: Mutex<HashMap<Cookie, Option<Sender<Incoming>>>>,
+    /// Slots of the tests admitted and running.
+    running: admission::Slots,
+    threads: AtomicUsize,
+}
+
+impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Cookie, Option<Sender<Incoming>>>> {
+        self.tests.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Counts of what happened, for the caller and for tests.
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    pub tests_completed: AtomicU64,
+    pub tests_failed: AtomicU64,
+    pub tests_refused: AtomicU64,
+    pub connections_dropped: AtomicU64,
+}
+
+struct Ctx {
+    cfg: ServerConfig,
+    /// The TCP listener's address; UDP streams bind the same address and port.
+    local_addr: SocketAddr,
+    /// UDP stream setup carries no cookie: one test at a time.
+    udp_setup: Mutex<()>,
+    registry: Registry,
+    factory: ReporterFactory,
+    stats: Arc<ServerStats>,
+    done_tx: Mutex<Sender<()>>,
+    /// The one tune change this server may hold (`--allow-tune`).
+    tune_slot: TuneSlot,
+}
+
+/// A bound server, ready to [`Server::serve`].
+pub struct Server {
+    listener: TcpListener,
+    cfg: ServerConfig,
+    stop: Arc<AtomicBool>,
+    stats: Arc<ServerStats>,
+}
+
+/// Stops a serving [`Server`] from another thread.
+#[derive(Debug, Clone)]
+pub struct Stopper(Arc<AtomicBool>);
+
+impl Stopper {
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// A server running on its own thread (`--loopback`, tests).
+pub struct ServerHandle {
+    pub addr: SocketAddr,
+    pub stats: Arc<ServerStats>,
+    stopper: Stopper,
+    thread: Option<std::thread::JoinHandle<Result<(), EngineError>>>,
+}
+
+impl ServerHandle {
+    /// Stop accepting and wait for the acceptor to return.
+    pub fn stop(mut self) -> Result<(), EngineError> {
+        self.stopper.stop();
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(EngineError::Peer("server thread panicked".into())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stopper.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn listen_socket(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let s = Socket::new(
+        Domain::for_address(addr),
+        Type::STREAM,
+        Some(SockProto::TCP),
+    )?;
+    s.set_reuse_address(true)?;
+    if addr.is_ipv6() && addr.ip().is_unspecified() {
+        let _ = s.set_only_v6(false);
+    }
+    s.bind(&SockAddr::from(addr))?;
+    s.listen(1024)?;
+    Ok(s.into())
+}
+
+/// A UDP socket on the server's address and port, shareable with the stream sockets
+/// already connected there (SO_REUSEADDR, as iperf3).
+fn bind_udp(addr: SocketAddr, window: Option<u32>) -> std::io::Result<std::net::UdpSocket> {
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(SockProto::UDP))?;
+    s.set_reuse_address(true)?;
+    crate::net::set_udp_buffers(&s, window);
+    if addr.is_ipv6() && addr.ip().is_unspecified() {
+        let _ = s.set_only_v6(false);
+    }
+    s.bind(&SockAddr::from(addr))?;
+    Ok(s.into())
+}
+
+impl Server {
+    /// Bind the listening socket (dual-stack `[::]` unless `-B` or `-4`).
+    pub fn bind(cfg: ServerConfig) -> Result<Server, EngineError> {
+        let candidates: Vec<SocketAddr> = match (cfg.bind, cfg.family) {
+            (Some(ip), _) => vec![SocketAddr::new(ip, cfg.port)],
+            (None, Family::V4) => vec![SocketAddr::new(
+                IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+                cfg.port,
+            )],
+            (None, Family::V6) => {
+                vec![SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), cfg.port)]
+            }
+            (None, Family::Any) => vec![
+                SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), cfg.port),
+                SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), cfg.port),
+            ],
+        };
+        let mut last = None;
+        for a in candidates {
+            match listen_socket(a) {
+                Ok(l) => {
+                    l.set_nonblocking(true)
+                        .map_err(|e| EngineError::Listen { addr: a, source: e })?;
+                    if let Some(c) = cfg.cpus.as_ref() {
+                        crate::client::check_cpus(c, "server")?;
+                    }
+                    if let Some(a) = cfg.affinity {
+                        crate::client::check_cpus(&CpuSet::from_cpus([a]), "server")?;
+                    }
+                    return Ok(Server {
+                        listener: l,
+                        cfg,
+                        stop: Arc::new(AtomicBool::new(false)),
+                        stats: Arc::new(ServerStats::default()),
+                    });
+                }
+                Err(e) => last = Some(EngineError::Listen { addr: a, source: e }),
+            }
+        }
+        Err(last.unwrap_or(EngineError::Config("no address to listen on".into())))
+    }
+
+    pub fn local_addr(&self) -> Result<SocketAddr, EngineError> {
+        self.listener
+            .local_addr()
+            .map_err(|e| EngineError::io("listening socket address", e))
+    }
+
+    pub fn stopper(&self) -> Stopper {
+        Stopper(Arc::clone(&self.stop))
+    }
+
+    /// The flag that stops [`Server::serve`] when set (for a signal handler).
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+
+    pub fn stats(&self) -> Arc<ServerStats> {
+        Arc::clone(&self.stats)
+    }
+
+    /// Serve on a new thread.
+    pub fn spawn(self, factory: ReporterFactory) -> Result<ServerHandle, EngineError> {
+        let addr = self.local_addr()?;
+        let stopper = self.stopper();
+        let stats = self.stats();
+        let thread = std::thread::Builder::new()
+            .name("ws-acceptor".into())
+            .spawn(move || self.serve(factory))
+            .map_err(|e| EngineError::io("starting the server thread", e))?;
+        Ok(ServerHandle {
+            addr,
+            stats,
+            stopper,
+            thread: Some(thread),
+        })
+    }
+
+    /// Accept and serve until stopped (or, with `one_off`, until the first test ends).
+    pub fn serve(self, factory: ReporterFactory) -> Result<(), EngineError> {
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let local_addr = self.local_addr()?;
+        let ctx = Arc::new(Ctx {
+            cfg: self.cfg.clone(),
+            local_addr,
+            udp_setup: Mutex::new(()),
+            registry: Registry::default(),
+            factory,
+            stats: Arc::clone(&self.stats),
+            done_tx: Mutex::new(done_tx),
+            tune_slot: TuneSlot::default(),
+        });
+        let r = acceptor::acceptor(&self.listener, &ctx, &self.stop, &done_rx);
+        // Stopping (or failing): a tune change still held by a running test goes back now.
+        ctx.tune_slot.close(ctx.cfg.tune.as_ref());
+        r
+    }
+}

@@ -1,0 +1,842 @@
+//! The running test on the server, on its own thread: parameters, admission (see
+//! [`super::admission`]), the client's tune request, the data connections, the measurement
+//! (the engine's one core, [`crate::measurement`]) and the results exchange. Whatever ends a
+//! test is a [`TestError`]; it ends that test only.
+
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+use wirespeed_datapath::{self as dp, RecvPath, SendPath};
+use wirespeed_protocol::{
+    Cookie, Direction, Failure, ServerEvent, ServerSession, TestParams, TestResults, Transport,
+};
+use wirespeed_report::{HostPort, Start, TestResult};
+
+use super::admission::{self, AdmissionError};
+use super::{bind_udp, Ctx, Incoming, ServerConfig, TestInfo};
+use crate::assemble::{self, VERSION};
+use crate::client::usable_cpus;
+use crate::data::{DataSocket, DataStream, Drain};
+use crate::measurement::{self, LocalPaths, Measurement, Whence};
+use crate::net::{Ctrl, ReadOutcome};
+use crate::output::Reporter;
+use crate::placement::Placement;
+use crate::tune::HeldTune;
+use crate::usage::CpuPercent;
+
+/// What ended a test on the server (its words go to the server's output for that test).
+#[derive(Debug, Error)]
+pub enum TestError {
+    /// The test was refused; the client was told why.
+    #[error("refused: {0}")]
+    Refused(AdmissionError),
+    /// The control connection failed.
+    #[error("{what} the control connection: {source}")]
+    Control {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The client's control connection failed (closed, timed out, broke the protocol).
+    #[error("client {0}")]
+    Client(Failure),
+    #[error("the client terminated the test")]
+    ClientTerminated,
+    /// The client sent something not expected now.
+    #[error("unexpected event {0}")]
+    Unexpected(String),
+    /// The session cannot move on.
+    #[error("{0}")]
+    Session(String),
+    /// The data connections could not be set up.
+    #[error("{0}")]
+    Streams(String),
+    /// The data phase could not start.
+    #[error("{0}")]
+    Start(String),
+    /// The test ran past the server's limit.
+    #[error("the test ran past its limit of {secs} s and was terminated")]
+    TooLong { secs: u64 },
+}
+
+fn parse_path(s: Option<&str>) -> Option<SendPath> {
+    match s? {
+        "copy" => Some(SendPath::Copy),
+        "sendfile" => Some(SendPath::Sendfile),
+        "splice" => Some(SendPath::Splice),
+        "msg_zerocopy" => Some(SendPath::MsgZerocopy),
+        _ => None,
+    }
+}
+
+/// One test, on its own thread.
+pub(super) fn serve_test(
+    stream: TcpStream,
+    peer: SocketAddr,
+    cookie: Cookie,
+    number: u64,
+    ctx: &Ctx,
+) {
+    let mut reporter = (ctx.factory)(&TestInfo { number, peer });
+    let mut t = ServerTest::new(stream, peer, cookie, number, ctx);
+    let outcome = t.run(reporter.as_mut());
+    if let Some(m) = &mut t.m {
+        m.data_mut().close();
+    }
+    // Whatever ended the test, its tune change goes back before anything else.
+    t.release_tune();
+    match outcome {
+        Ok(()) => {
+            ctx.stats.tests_completed.fetch_add(1, Ordering::Relaxed);
+            if let Some(r) = t.result.take() {
+                reporter.finish(&r);
+            }
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            if t.refused {
+                ctx.stats.tests_refused.fetch_add(1, Ordering::Relaxed);
+            } else {
+                ctx.stats.tests_failed.fetch_add(1, Ordering::Relaxed);
+            }
+            let r = t.partial_result(msg);
+            reporter.finish(&r);
+        }
+    }
+}
+
+/// Where this server runs a test's workers, and on which paths, from the client's wishes and
+/// the server's own options. Placement, first that applies: the client's `--server-cpus`, the
+/// client's `-A n,m` (the server's CPU), the server's `--cpus`, the server's `-A`; else
+/// unpinned. Send path: the client's wish (`wirespeed.send_path`, or iperf3's `-Z` as
+/// sendfile), else the server's default; receive path: skip-copy when the client asks for it.
+fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
+    let ext = p.wirespeed.as_ref();
+    let placement = if let Some(c) = ext.and_then(|e| e.server_cpus.clone()) {
+        Placement::Cpus(c)
+    } else if let Some(a) = p.server_affinity {
+        Placement::Affinity(a)
+    } else if let Some(c) = &cfg.cpus {
+        Placement::Cpus(c.clone())
+    } else if let Some(a) = cfg.affinity {
+        Placement::Affinity(a)
+    } else {
+        Placement::Float {
+            max_workers: usable_cpus(),
+        }
+    };
+    let send_path = parse_path(ext.and_then(|e| e.send_path.as_deref()))
+        .or_else(|| p.zerocopy.map(|_| SendPath::Sendfile))
+        .unwrap_or(cfg.send_path);
+    let recv_path = if p.skip_rx_copy || ext.and_then(|e| e.recv_path.as_deref()) == Some("skip") {
+        RecvPath::SkipCopy
+    } else {
+        RecvPath::Copy
+    };
+    LocalPaths {
+        placement,
+        send_path,
+        recv_path,
+        udp_send_path: dp::udp::UdpSendPath::Gso,
+        udp_recv_path: dp::udp::UdpRecvPath::Gro,
+    }
+}
+
+struct ServerTest<'a> {
+    ctx: &'a Ctx,
+    ctrl: Ctrl,
+    peer: SocketAddr,
+    cookie: Cookie,
+    epoch: Instant,
+    sess: ServerSession,
+    params: Option<TestParams>,
+    /// The data phase, once running (with where the work ran; sent to a wirespeed client with
+    /// the results).
+    m: Option<Measurement>,
+    start: Option<Start>,
+    local_cpu: CpuPercent,
+    running_since: Option<Duration>,
+    result: Option<TestResult>,
+    refused: bool,
+    /// 1, 2, 3... (names the holder of a tune change).
+    number: u64,
+    /// The client's tune request, applied (`--allow-tune`); reverted on release or drop.
+    tune: Option<HeldTune<'a>>,
+}
+
+impl<'a> ServerTest<'a> {
+    fn new(
+        stream: TcpStream,
+        peer: SocketAddr,
+        cookie: Cookie,
+        number: u64,
+        ctx: &'a Ctx,
+    ) -> ServerTest<'a> {
+        let epoch = Instant::now();
+        ServerTest {
+            ctx,
+            ctrl: Ctrl::new(stream),
+            peer,
+            cookie,
+            epoch,
+            sess: ServerSession::new(Duration::ZERO, cookie, ctx.cfg.timeouts),
+            params: None,
+            m: None,
+            start: None,
+            local_cpu: CpuPercent::default(),
+            running_since: None,
+            result: None,
+            refused: false,
+            number,
+            tune: None,
+        }
+    }
+
+    /// Revert the test's tune change, if it holds one (once).
+    fn release_tune(&mut self) {
+        if let Some(t) = &mut self.tune {
+            t.release();
+        }
+    }
+
+    /// The client's tune request (`irq_cpus`): refused unless the server allows tuning, the
+    /// test's NIC has queue IRQs and no other test holds a change; else applied now.
+    fn apply_tune(&mut self, p: &TestParams) -> Result<(), AdmissionError> {
+        let Some(cpus) = p.wirespeed.as_ref().and_then(|e| e.irq_cpus.as_ref()) else {
+            return Ok(());
+        };
+        let ctx = self.ctx;
+        let Some(cfg) = ctx.cfg.tune.as_ref() else {
+            return Err(AdmissionError::Tune(crate::tune::not_allowed(cpus).0));
+        };
+        let local = self.ctrl.stream().local_addr().ok().map(|a| a.ip());
+        match crate::tune::apply(
+            &ctx.tune_slot,
+            cfg,
+            self.number,
+            cpus,
+            self.peer.ip(),
+            local,
+        ) {
+            Ok(held) => {
+                self.tune = Some(held);
+                Ok(())
+            }
+            Err(r) => Err(AdmissionError::Tune(r.0)),
+        }
+    }
+
+    fn now(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+
+    fn flush(&mut self) -> Result<(), TestError> {
+        let out = self.sess.take_transmit();
+        self.ctrl.send(&out).map_err(|source| TestError::Control {
+            what: "writing to",
+            source,
+        })
+    }
+
+    /// Refuse the test: the client is told why (see [`AdmissionError::decline`]).
+    fn refuse(&mut self, e: AdmissionError, peer_is_wirespeed: bool) -> TestError {
+        self.refused = true;
+        self.sess.refuse(&e.decline(peer_is_wirespeed));
+        let _ = self.flush();
+        TestError::Refused(e)
+    }
+
+    /// Read the control connection until `deadline` and feed the session.
+    fn pump(&mut self, deadline: Instant) -> Result<(), TestError> {
+        let (outcome, bytes) =
+            self.ctrl
+                .read_until(deadline)
+                .map_err(|source| TestError::Control {
+                    what: "reading",
+                    source,
+                })?;
+        let now = self.epoch.elapsed();
+        match outcome {
+            ReadOutcome::Data(_) => self.sess.handle_input(now, bytes),
+            ReadOutcome::Eof => self.sess.handle_eof(now),
+            ReadOutcome::Timeout => {}
+        }
+        self.sess.handle_timeout(self.epoch.elapsed());
+        Ok(())
+    }
+
+    fn run(&mut self, reporter: &mut dyn Reporter) -> Result<(), TestError> {
+        self.flush()?;
+        // Parameters.
+        let params = loop {
+            if let Some(ev) = self.sess.poll_event() {
+                match ev {
+                    ServerEvent::Params(p) => break *p,
+                    ServerEvent::Failed(f) => return Err(TestError::Client(f)),
+                    ServerEvent::ClientTerminated => return Err(TestError::ClientTerminated),
+                    other => return Err(TestError::Unexpected(format!("{other:?}"))),
+                }
+            }
+            let dl = self.epoch
+                + self
+                    .sess
+                    .deadline()
+                    .unwrap_or(self.now() + Duration::from_secs(1));
+            self.pump(dl)?;
+        };
+        let is_ws = params.wirespeed.is_some();
+        let ctx = self.ctx;
+        let _slot = match admission::admit(
+            &params,
+            self.peer,
+            &ctx.cfg.limits,
+            ctx.cfg.admission.as_ref(),
+            &ctx.registry.running,
+            |c| crate::client::check_cpus(c, "server").map_err(|e| e.to_string()),
+        ) {
+            Ok(s) => s,
+            Err(e) => return Err(self.refuse(e, is_ws)),
+        };
+        self.params = Some(params.clone());
+        if let Err(e) = self.apply_tune(&params) {
+            return Err(self.refuse(e, is_ws));
+        }
+
+        // Data connections.
+        let total = params.total_streams() as usize;
+        if total > 512 {
+            let _ = dp::sys::raise_fd_limit((total as u64) * 2 + 256);
+        }
+        let sockets = if params.transport == Transport::Udp {
+            self.udp_streams(total, params.window)?
+        } else {
+            self.tcp_streams(total)?
+        };
+
+        // Ids and directions in the client's order.
+        let parallel = params.parallel.max(1) as usize;
+        let opts = dp::tcp::TcpOptions {
+            window: params.window,
+            mss: None,
+            nodelay: params.nodelay,
+            congestion: params.congestion.clone(),
+            fq_rate: params
+                .fqrate
+                .or(params.bandwidth)
+                .filter(|&b| b > 0)
+                .map(|b| b / 8),
+        };
+        let mut streams = Vec::with_capacity(total);
+        for (i, socket) in sockets.into_iter().enumerate() {
+            let send = match params.direction {
+                Direction::ClientToServer => false,
+                Direction::ServerToClient => true,
+                Direction::Both => i >= parallel,
+            };
+            if let DataSocket::Tcp(t) = &socket {
+                if dp::tcp::apply(t, &opts).is_err() {
+                    // iperf3 warns and goes on when an option (e.g. the congestion algorithm)
+                    // is not available here; so does wirespeed.
+                    let mut o = opts.clone();
+                    o.congestion = None;
+                    let _ = dp::tcp::apply(t, &o);
+                }
+            }
+            streams.push(DataStream {
+                id: wirespeed_protocol::stream_id(i),
+                socket,
+                send,
+            });
+        }
+        self.begin(&params, streams, reporter)?;
+        let now = self.now();
+        self.sess
+            .streams_ready(now)
+            .map_err(|e| TestError::Session(format!("cannot start: {e}")))?;
+        self.flush()?;
+        self.running_since = Some(now);
+        self.running(&params, reporter)
+    }
+
+    /// `CREATE_STREAMS`, then the TCP data connections the acceptor hands over, in the order
+    /// the client opened them.
+    fn tcp_streams(&mut self, total: usize) -> Result<Vec<DataSocket>, TestError> {
+        let (tx, rx) = mpsc::channel::<Incoming>();
+        self.ctx.registry.lock().insert(self.cookie, Some(tx));
+        let now = self.now();
+        self.sess
+            .accept(now)
+            .map_err(|e| TestError::Session(format!("cannot accept: {e}")))?;
+        self.flush()?;
+        let mut incoming: Vec<Incoming> = Vec::with_capacity(total);
+        let result = loop {
+            if incoming.len() >= total {
+                break Ok(());
+            }
+            let mut got = false;
+            while let Ok(i) = rx.try_recv() {
+                incoming.push(i);
+                got = true;
+            }
+            if incoming.len() >= total {
+                break Ok(());
+            }
+            if let Some(ev) = self.sess.poll_event() {
+                break Err(match ev {
+                    ServerEvent::Failed(f) => TestError::Client(f),
+                    ServerEvent::ClientTerminated => TestError::ClientTerminated,
+                    other => TestError::Unexpected(format!("{other:?} while waiting for streams")),
+                });
+            }
+            if !got {
+                // Nothing new: watch the control connection briefly, then the streams again.
+                match rx.recv_timeout(Duration::from_millis(5)) {
+                    Ok(i) => incoming.push(i),
+                    Err(_) => {
+                        let dl = Instant::now() + Duration::from_millis(1);
+                        if let Err(e) = self.pump(dl) {
+                            break Err(e);
+                        }
+                    }
+                }
+            }
+        };
+        self.ctx.registry.lock().insert(self.cookie, None);
+        drop(rx);
+        result?;
+        incoming.sort_by_key(|i| i.seq);
+        incoming.truncate(total);
+        Ok(incoming
+            .into_iter()
+            .map(|i| DataSocket::Tcp(i.stream))
+            .collect())
+    }
+
+    /// UDP streams as iperf3 makes them: a UDP socket bound to the server's port receives the
+    /// client's 4-byte word, is connected to the client's address, and answers; a fresh socket
+    /// is bound for the next stream. UDP words carry no cookie, so one test at a time runs
+    /// this (a server-wide lock), and only words from the control connection's host count.
+    fn udp_streams(
+        &mut self,
+        total: usize,
+        window: Option<u32>,
+    ) -> Result<Vec<DataSocket>, TestError> {
+        let ctx = self.ctx;
+        let _one_at_a_time = ctx.udp_setup.lock().unwrap_or_else(|p| p.into_inner());
+        let local = ctx.local_addr;
+        let mut listener = match bind_udp(local, window) {
+            Ok(l) => l,
+            Err(e) => {
+                let is_ws = self.sess.peer_is_wirespeed();
+                return Err(self.refuse(
+                    AdmissionError::UdpListen {
+                        addr: local,
+                        reason: e.to_string(),
+                    },
+                    is_ws,
+                ));
+            }
+        };
+        let now = self.now();
+        self.sess
+            .accept(now)
+            .map_err(|e| TestError::Session(format!("cannot accept: {e}")))?;
+        self.flush()?;
+        let want_ip = crate::net::canonical_ip(self.peer.ip());
+        let deadline = Instant::now() + ctx.cfg.timeouts.streams;
+        let mut out = Vec::with_capacity(total);
+        let mut buf = [0u8; 64];
+        while out.len() < total {
+            if Instant::now() >= deadline {
+                return Err(TestError::Streams(format!(
+                    "only {} of {total} UDP streams arrived within {:.0} s",
+                    out.len(),
+                    ctx.cfg.timeouts.streams.as_secs_f64()
+                )));
+            }
+            if let Some(ev) = self.sess.poll_event() {
+                return Err(match ev {
+                    ServerEvent::Failed(f) => TestError::Client(f),
+                    ServerEvent::ClientTerminated => TestError::ClientTerminated,
+                    other => {
+                        TestError::Unexpected(format!("{other:?} while waiting for UDP streams"))
+                    }
+                });
+            }
+            let _ = listener.set_read_timeout(Some(Duration::from_millis(20)));
+            let (n, from) = match listener.recv_from(&mut buf) {
+                Ok(x) => x,
+                Err(_) => {
+                    self.pump(Instant::now() + Duration::from_millis(1))?;
+                    continue;
+                }
+            };
+            if crate::net::canonical_ip(from.ip()) != want_ip
+                || wirespeed_protocol::udp::check_connect_msg(&buf[..n]).is_err()
+            {
+                continue; // a stray datagram
+            }
+            // The next stream's socket must exist before this one answers.
+            let next = bind_udp(local, window)
+                .map_err(|e| TestError::Streams(format!("binding UDP on {local}: {e}")))?;
+            let conn = std::mem::replace(&mut listener, next);
+            conn.connect(from)
+                .map_err(|e| TestError::Streams(format!("connecting UDP stream to {from}: {e}")))?;
+            let _ = conn.set_read_timeout(None);
+            conn.send(&wirespeed_protocol::udp::CONNECT_REPLY)
+                .map_err(|e| TestError::Streams(format!("answering UDP stream {from}: {e}")))?;
+            out.push(DataSocket::Udp(conn));
+        }
+        Ok(out)
+    }
+
+    fn begin(
+        &mut self,
+        p: &TestParams,
+        streams: Vec<DataStream>,
+        reporter: &mut dyn Reporter,
+    ) -> Result<(), TestError> {
+        let cfg = &self.ctx.cfg;
+        let start = measurement::start_section(
+            p,
+            cfg.interval,
+            &streams,
+            &self.cookie,
+            crate::net::mss_of(self.ctrl.stream()),
+            Whence::AcceptedFrom(self.peer),
+        );
+        reporter.start(&start);
+        self.start = Some(start);
+        let builder = measurement::builder(p, false, cfg.interval, &streams)
+            .map_err(|e| TestError::Start(e.to_string()))?;
+        let dcfg = measurement::data_config(p, false, local_paths(p, cfg));
+        let observer = crate::observe::TestObserver::start(
+            cfg.observe.as_ref(),
+            p.direction,
+            false,
+            self.peer.ip(),
+            self.ctrl.stream().local_addr().ok().map(|a| a.ip()),
+        );
+        let epoch = self.epoch;
+        self.m = Some(
+            Measurement::start(
+                streams,
+                &dcfg,
+                builder,
+                observer,
+                cfg.interval,
+                Duration::from_secs(u64::from(p.omit)),
+                move || epoch.elapsed(),
+            )
+            .map_err(|e| TestError::Start(e.to_string()))?,
+        );
+        Ok(())
+    }
+
+    fn ticks(&mut self, reporter: &mut dyn Reporter) {
+        let now = self.now();
+        if let Some(m) = &mut self.m {
+            m.ticks(now, reporter);
+        }
+    }
+
+    /// The final interval (after senders stopped and receivers drained), once.
+    fn final_tick(&mut self, reporter: &mut dyn Reporter, end: Duration) {
+        let now = self.now();
+        if let Some(m) = &mut self.m {
+            m.final_tick(end, now, reporter);
+        }
+    }
+
+    fn measured(&self) -> f64 {
+        self.m.as_ref().map_or(0.0, Measurement::measured)
+    }
+
+    fn is_final(&self) -> bool {
+        self.m.as_ref().is_some_and(Measurement::is_final)
+    }
+
+    fn running(&mut self, p: &TestParams, reporter: &mut dyn Reporter) -> Result<(), TestError> {
+        let limit = self.ctx.cfg.limits.max_duration;
+        let timed = u64::from(p.time) + u64::from(p.omit);
+        let stop_after = if p.time > 0 {
+            Duration::from_secs(timed + 30).min(limit + Duration::from_secs(5))
+        } else {
+            limit
+        };
+        let drain = if p.wirespeed.as_ref().is_some_and(|e| e.drain) {
+            Drain::UntilEof {
+                within: Duration::from_secs(5),
+            }
+        } else {
+            Drain::UntilQuiet {
+                quiet: Duration::from_millis(100),
+                max: Duration::from_secs(2),
+            }
+        };
+        let mut client_results: Option<TestResults> = None;
+        loop {
+            while let Some(ev) = self.sess.poll_event() {
+                match ev {
+                    ServerEvent::TestEnd => {
+                        let mut end = self.now();
+                        if let Some(d) = self.m.as_mut().map(Measurement::data_mut) {
+                            d.stop_senders();
+                            if let Some(l) = d.finish_receivers(drain) {
+                                end = end.max(l.saturating_duration_since(self.epoch));
+                            }
+                        }
+                        self.final_tick(reporter, end);
+                        // The data phase is over: the IRQs go back before the results (a
+                        // sweep's next test may ask for another layout right after).
+                        self.release_tune();
+                        let now = self.now();
+                        self.sess.request_results(now).map_err(|e| {
+                            TestError::Session(format!("cannot ask for results: {e}"))
+                        })?;
+                        self.flush()?;
+                    }
+                    ServerEvent::PeerResults(r) => {
+                        let mut result = self.build_result(Some(&r), reporter);
+                        let local = self.local_results(p, &mut result, reporter);
+                        client_results = Some(*r);
+                        let now = self.now();
+                        self.sess
+                            .send_results(now, &local)
+                            .map_err(|e| TestError::Session(format!("cannot send results: {e}")))?;
+                        self.flush()?;
+                        self.result = Some(result);
+                    }
+                    ServerEvent::Finished => {
+                        let _ = client_results;
+                        return Ok(());
+                    }
+                    ServerEvent::ClientTerminated => return Err(TestError::ClientTerminated),
+                    ServerEvent::Failed(f) => return Err(TestError::Client(f)),
+                    ServerEvent::Params(_) => {
+                        return Err(TestError::Unexpected("parameters".into()))
+                    }
+                }
+            }
+            self.ticks(reporter);
+            if let Some(since) = self.running_since {
+                if !self.is_final() && self.now() > since + stop_after {
+                    self.sess.terminate();
+                    let _ = self.flush();
+                    return Err(TestError::TooLong {
+                        secs: stop_after.as_secs(),
+                    });
+                }
+            }
+            let now = self.now();
+            let mut wake = self.sess.deadline().unwrap_or(now + Duration::from_secs(1));
+            if let Some(t) = self.m.as_ref().and_then(Measurement::next_event) {
+                wake = wake.min(t);
+            }
+            let dl = self.epoch + wake.max(now + Duration::from_millis(1));
+            self.pump(dl)?;
+        }
+    }
+
+    fn local_results(
+        &mut self,
+        p: &TestParams,
+        result: &mut TestResult,
+        reporter: &mut dyn Reporter,
+    ) -> TestResults {
+        let Some(m) = &self.m else {
+            return TestResults::default();
+        };
+        let data = m.data();
+        let mut ext = assemble::results_ext(data.summaries());
+        ext.observation = m.observer().value();
+        ext.irq_move = self.tune.as_ref().map(|t| t.report().clone());
+        let mut r = assemble::local_results(
+            data,
+            self.local_cpu,
+            m.measured(),
+            data.congestion(),
+            Some(ext),
+        );
+        if p.get_server_output {
+            match reporter.captured_text() {
+                Some(t) => {
+                    let mut text = t;
+                    let mut buf = Vec::new();
+                    if wirespeed_report::where_ran::write_server_output_tail(&mut buf, result)
+                        .is_ok()
+                    {
+                        text.push_str(&String::from_utf8_lossy(&buf));
+                    }
+                    r.server_output_text = Some(text);
+                }
+                None => r.server_output_json = serde_json::to_value(&*result).ok(),
+            }
+        }
+        r
+    }
+
+    fn build_result(
+        &mut self,
+        peer: Option<&TestResults>,
+        _reporter: &mut dyn Reporter,
+    ) -> TestResult {
+        if let Some(m) = &self.m {
+            self.local_cpu = m.cpu();
+        }
+        let mut r = TestResult {
+            start: self.start.clone().unwrap_or_default(),
+            title: self.params.as_ref().and_then(|p| p.title.clone()),
+            extra_data: self.params.as_ref().and_then(|p| p.extra_data.clone()),
+            ..TestResult::default()
+        };
+        let measured = self.measured();
+        let show = self.ctx.cfg.interval > Duration::ZERO;
+        let client_version = self.params.as_ref().and_then(|p| p.client_version.clone());
+        let is_ws = self.sess.peer_is_wirespeed();
+        if let Some(m) = &self.m {
+            let b = m.builder();
+            let (end, mut ext) = assemble::end_sections(
+                b,
+                &assemble::EndSide {
+                    measured,
+                    cpu: self.local_cpu,
+                    data: Some(m.data()),
+                    peer,
+                    peer_client_version: client_version.as_deref(),
+                    peer_is_wirespeed: is_ws,
+                    observer: m.observer(),
+                },
+            );
+            r.end = end;
+            ext.irq_move = self.tune.as_ref().map(|t| t.report().clone());
+            r.wirespeed = Some(ext);
+            r.intervals = if show {
+                b.intervals().to_vec()
+            } else {
+                Vec::new()
+            };
+        }
+        r
+    }
+
+    fn partial_result(&mut self, msg: String) -> TestResult {
+        let mut r = TestResult {
+            start: self.start.clone().unwrap_or_else(|| Start {
+                version: format!("wirespeed {VERSION}"),
+                system_info: crate::sysinfo::system_info(),
+                timestamp: Some(crate::sysinfo::timestamp_now()),
+                accepted_connection: Some(HostPort {
+                    host: crate::net::canonical_ip(self.peer.ip()).to_string(),
+                    port: self.peer.port(),
+                }),
+                ..Start::default()
+            }),
+            error: Some(msg),
+            ..TestResult::default()
+        };
+        if let Some(m) = &self.m {
+            if self.ctx.cfg.interval > Duration::ZERO {
+                r.intervals = m.builder().intervals().to_vec();
+            }
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_host::CpuSet;
+    use wirespeed_protocol::ParamsExt;
+
+    fn ext(server_cpus: Option<CpuSet>) -> Option<ParamsExt> {
+        Some(ParamsExt {
+            server_cpus,
+            ..ParamsExt::default()
+        })
+    }
+
+    #[test]
+    fn placement_takes_the_clients_wish_first_then_the_servers_options() {
+        let server = ServerConfig {
+            cpus: Some(CpuSet::from_cpus([8, 9])),
+            affinity: Some(5),
+            ..ServerConfig::default()
+        };
+        let both = TestParams {
+            server_affinity: Some(3),
+            wirespeed: ext(Some(CpuSet::from_cpus([1, 2]))),
+            ..TestParams::default()
+        };
+        let place = |p: &TestParams, c: &ServerConfig| local_paths(p, c).placement;
+        assert_eq!(
+            place(&both, &server),
+            Placement::Cpus(CpuSet::from_cpus([1, 2])),
+            "--server-cpus first"
+        );
+        let affinity = TestParams {
+            wirespeed: ext(None),
+            ..both.clone()
+        };
+        assert_eq!(
+            place(&affinity, &server),
+            Placement::Affinity(3),
+            "then -A n,m"
+        );
+        let plain = TestParams::default();
+        assert_eq!(
+            place(&plain, &server),
+            Placement::Cpus(CpuSet::from_cpus([8, 9])),
+            "then the server's --cpus"
+        );
+        let only_a = ServerConfig {
+            cpus: None,
+            ..server.clone()
+        };
+        assert_eq!(
+            place(&plain, &only_a),
+            Placement::Affinity(5),
+            "then its -A"
+        );
+        assert!(matches!(
+            place(&plain, &ServerConfig::default()),
+            Placement::Float { .. }
+        ));
+    }
+
+    #[test]
+    fn paths_follow_the_clients_wishes() {
+        let cfg = ServerConfig::default();
+        let p = local_paths(&TestParams::default(), &cfg);
+        assert_eq!((p.send_path, p.recv_path), (cfg.send_path, RecvPath::Copy));
+        let zerocopy = TestParams {
+            zerocopy: Some(1),
+            skip_rx_copy: true,
+            ..TestParams::default()
+        };
+        let p = local_paths(&zerocopy, &cfg);
+        assert_eq!(
+            (p.send_path, p.recv_path),
+            (SendPath::Sendfile, RecvPath::SkipCopy)
+        );
+        let named = TestParams {
+            zerocopy: Some(1),
+            wirespeed: Some(ParamsExt {
+                send_path: Some("splice".into()),
+                recv_path: Some("skip".into()),
+                ..ParamsExt::default()
+            }),
+            ..TestParams::default()
+        };
+        let p = local_paths(&named, &cfg);
+        assert_eq!(
+            (p.send_path, p.recv_path),
+            (SendPath::Splice, RecvPath::SkipCopy)
+        );
+        assert_eq!(parse_path(Some("bogus")), None);
+    }
+}
