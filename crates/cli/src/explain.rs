@@ -3,20 +3,18 @@
 use std::io::{IsTerminal, Write};
 use std::net::{IpAddr, ToSocketAddrs};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use wirespeed_engine::{ClientConfig, EngineError, NullReporter};
-use wirespeed_explain::irq_sweep::{self, IrqSweepError, IrqSweepSpec};
+use wirespeed_engine::ClientConfig;
+use wirespeed_explain::drive::{self, IrqDrive, IrqDriveError, PairSweep, Repeat, SweepSpec};
+pub use wirespeed_explain::drive::{observation_of, receiver_bps};
+use wirespeed_explain::irq_sweep::{self, IrqSweepError};
 use wirespeed_explain::latency::{self, LatencyError, Options};
-use wirespeed_explain::model::{BitsPerSecond, TestObservation};
 use wirespeed_explain::modes;
 use wirespeed_explain::route;
-use wirespeed_explain::sweep::{self, Axes, Matrix};
-use wirespeed_explain::topology::Topology;
-use wirespeed_explain::verdict::Verdict;
+use wirespeed_explain::sweep;
 use wirespeed_host::{CpuSet, Root};
-use wirespeed_protocol::Direction;
 use wirespeed_report::TestResult;
 
 use crate::exit::{self, engine_code};
@@ -87,42 +85,49 @@ fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// One pinned one-stream test; with `irq_cpu`, the server moves its NIC's queue IRQs there for
-/// the test (a server started with `--allow-tune`).
-fn sweep_test(
-    a: &SweepArgs,
-    client_cpu: u32,
-    server_cpu: u32,
-    irq_cpu: Option<u32>,
-) -> Result<TestResult, EngineError> {
-    let cfg = ClientConfig {
+/// What every sweep test shares, from the arguments.
+fn sweep_spec(a: &SweepArgs) -> SweepSpec {
+    SweepSpec {
         host: a.host.clone(),
         port: a.port,
         time: a.time,
-        parallel: 1,
-        direction: if a.reverse {
-            Direction::ServerToClient
-        } else {
-            Direction::ClientToServer
-        },
-        affinity: Some(client_cpu),
-        server_affinity: Some(server_cpu),
-        server_irq_cpus: irq_cpu.map(|c| CpuSet::from_cpus([c])),
-        interval: std::time::Duration::ZERO,
+        repeat: a.repeat,
+        reverse: a.reverse,
+        cpus: a.cpus.clone(),
+        server_cpus: a.server_cpus.clone(),
         observe: Some(crate::measure::live_observer()),
-        ..ClientConfig::default()
+    }
+}
+
+/// Progress lines on stderr (text output only).
+fn progress(text: bool) -> impl FnMut(String) {
+    move |line| {
+        if text {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// An IRQ sweep that could not run, with its exit code.
+fn irq_fail(e: IrqDriveError) -> anyhow::Error {
+    let code = match &e {
+        IrqDriveError::OneServerCpu(_) | IrqDriveError::OneClientCpu(_) => exit::USAGE,
+        IrqDriveError::Resolve(_) => exit::CONNECT,
+        IrqDriveError::NoRoute(_) | IrqDriveError::Loopback(_) | IrqDriveError::Nic(_) => {
+            exit::HOST
+        }
+        IrqDriveError::Sweep(IrqSweepError::Tune(wirespeed_tune::TuneError::NotPrivileged)) => {
+            return exit::fail(
+                exit::HOST,
+                "--irq-cpus writes /proc/irq/*/smp_affinity_list: run as root",
+            )
+        }
+        IrqDriveError::Sweep(IrqSweepError::RevertIncomplete { .. }) => exit::HOST,
+        IrqDriveError::Sweep(_) => exit::IO,
+        IrqDriveError::ServerRefused(_) => exit::REFUSED,
+        IrqDriveError::ServerNotReverted(_) => exit::PEER,
     };
-    wirespeed_engine::run_client(&cfg, &mut NullReporter)
-}
-
-fn no_receiver_summary() -> EngineError {
-    EngineError::Peer("the result has no receiver summary".into())
-}
-
-/// One pinned one-stream test; the receiver's throughput.
-fn one_test(a: &SweepArgs, client_cpu: u32, server_cpu: u32) -> Result<BitsPerSecond, EngineError> {
-    let r = sweep_test(a, client_cpu, server_cpu, None)?;
-    receiver_bps(&r).ok_or_else(no_receiver_summary)
+    exit::fail(code, e.to_string())
 }
 
 fn peer_addr(host: &str, port: u16) -> Option<IpAddr> {
@@ -145,46 +150,36 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     let topo = wirespeed_explain::topology::read(&Root::live());
 
     if let Some(irq_cpus) = &a.irq_cpus {
-        return run_irq_sweep(&a, irq_cpus, peer, &topo, &stop);
+        let spec = sweep_spec(&a);
+        let run = if a.reverse {
+            drive::run_local_irq_sweep(
+                &spec,
+                irq_cpus,
+                &Root::live(),
+                peer,
+                &stop,
+                &mut progress(text),
+            )
+        } else {
+            drive::run_server_irq_sweep(&spec, irq_cpus, &stop, &mut progress(text))
+        }
+        .map_err(irq_fail)?;
+        return finish_irq_sweep(&a, run);
     }
 
-    let mut m = Matrix::new(
-        Axes::ClientServer,
-        a.cpus.iter().collect(),
-        a.server_cpus.iter().collect(),
-    );
-    let mut first_err: Option<(u8, String)> = None;
-    let mut ran = 0;
-    'all: for c in a.cpus.iter() {
-        for sc in a.server_cpus.iter() {
-            for _ in 0..a.repeat {
-                if stop.load(Ordering::SeqCst) {
-                    break 'all;
-                }
-                ran += 1;
-                match one_test(&a, c, sc) {
-                    Ok(bps) => {
-                        if text {
-                            eprintln!("client CPU {c}, server CPU {sc}: {bps}");
-                        }
-                        m.record(c, sc, bps);
-                    }
-                    Err(e) => {
-                        if text {
-                            eprintln!("client CPU {c}, server CPU {sc}: {e}");
-                        }
-                        first_err.get_or_insert((engine_code(&e), e.to_string()));
-                        m.record_error(c, sc, e.to_string());
-                    }
-                }
-            }
-        }
-    }
-    let interrupted = stop.load(Ordering::SeqCst);
+    let PairSweep {
+        matrix: m,
+        ran,
+        interrupted,
+        first_err,
+    } = drive::run_pair_sweep(&sweep_spec(&a), &stop, &mut progress(text));
     let summary = m.summary(same_host.then_some(&topo));
     if summary.is_none() {
-        if let Some((code, msg)) = first_err {
-            return Err(exit::fail(code, format!("sweep: every test failed: {msg}")));
+        if let Some(e) = first_err {
+            return Err(exit::fail(
+                engine_code(&e),
+                format!("sweep: every test failed: {e}"),
+            ));
         }
         if interrupted {
             return Err(exit::fail(
@@ -220,93 +215,25 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     stdout_result(written)
 }
 
-/// `--irq-cpus`: the receiver's NIC's queue IRQs move to one CPU per step. With `-R` this host
-/// receives and moves its own IRQs through tune's journal; without it the server receives, and
-/// each test asks the server to move its IRQs (a server started with `--allow-tune`).
-fn run_irq_sweep(
-    a: &SweepArgs,
-    irq_cpus: &CpuSet,
-    peer: Option<IpAddr>,
-    topo: &Topology,
-    stop: &Arc<AtomicBool>,
-) -> anyhow::Result<ExitCode> {
-    if !a.reverse {
-        return run_server_irq_sweep(a, irq_cpus, stop);
-    }
-    if a.server_cpus.len() != 1 {
-        return Err(exit::fail(
-            exit::USAGE,
-            format!(
-                "--irq-cpus sweeps app CPU x IRQ CPU: give one --server-cpus CPU, not {}",
-                a.server_cpus
-            ),
-        ));
-    }
-    let server_cpu = a.server_cpus.first().unwrap_or(0);
-    let root = Root::live();
-    let peer = peer.ok_or_else(|| {
-        exit::fail(
-            exit::CONNECT,
-            format!("{}: cannot resolve the address", a.host),
-        )
-    })?;
-    let iface = route::iface_for_peer(&root, peer, None).ok_or_else(|| {
-        exit::fail(
-            exit::HOST,
-            format!("no route to {peer}: which NIC carries the test?"),
-        )
-    })?;
-    if iface == "lo" {
-        return Err(exit::fail(
-            exit::HOST,
-            format!("{peer} is reached through lo, which has no NIC interrupts to move"),
-        ));
-    }
-    let irqs =
-        irq_sweep::queue_irqs(&root, &iface).map_err(|e| exit::fail(exit::HOST, e.to_string()))?;
-    let spec = IrqSweepSpec {
-        iface: iface.clone(),
-        irqs,
-        app_cpus: a.cpus.iter().collect(),
-        irq_cpus: irq_cpus.iter().collect(),
-        repeat: a.repeat,
-    };
-    let text = !a.json;
-    let mut first_err: Option<(u8, String)> = None;
-    let report = irq_sweep::run_irq_sweep(
-        &root,
-        &spec,
-        &wirespeed_tune::ApplyOptions::default(),
-        stop,
-        &mut |_| {},
-        &mut |app, irq_cpu| match one_test(a, app, server_cpu) {
-            Ok(bps) => {
-                if text {
-                    eprintln!("app CPU {app}, {iface} IRQs on CPU {irq_cpu}: {bps}");
-                }
-                Ok(bps)
-            }
-            Err(e) => {
-                first_err.get_or_insert((engine_code(&e), e.to_string()));
-                Err(e.to_string())
-            }
-        },
-    )
-    .map_err(|e| match e {
-        IrqSweepError::Tune(wirespeed_tune::TuneError::NotPrivileged) => exit::fail(
-            exit::HOST,
-            "--irq-cpus writes /proc/irq/*/smp_affinity_list: run as root",
-        ),
-        IrqSweepError::RevertIncomplete { .. } => exit::fail(exit::HOST, e.to_string()),
-        other => exit::fail(exit::IO, other.to_string()),
-    })?;
-    let summary = report.matrix.summary(Some(topo));
+/// An IRQ sweep's summary and output; every test failing (or an interruption before any
+/// finished) is an error.
+fn finish_irq_sweep(a: &SweepArgs, run: IrqDrive) -> anyhow::Result<ExitCode> {
+    let summary = run.report.matrix.summary(run.topology.as_ref());
     if summary.is_none() {
-        if let Some((code, msg)) = first_err {
-            return Err(exit::fail(code, format!("sweep: every test failed: {msg}")));
+        if let Some(e) = run.first_err {
+            return Err(exit::fail(
+                engine_code(&e),
+                format!("sweep: every test failed: {e}"),
+            ));
+        }
+        if run.report.interrupted && !a.reverse {
+            return Err(exit::fail(
+                exit::PEER,
+                "sweep: interrupted before any test finished",
+            ));
         }
     }
-    write_irq_report(a, &report, summary.as_ref())
+    write_irq_report(a, &run.report, summary.as_ref())
 }
 
 /// The IRQ sweep's output: heatmap and summary (text), or the report and summary (JSON).
@@ -359,139 +286,6 @@ fn write_irq_report(
         out.flush()
     })();
     stdout_result(written)
-}
-
-/// `--irq-cpus` without `-R`: the server receives, so its NIC's queue IRQs move. Each test asks
-/// the server (started with `--allow-tune`) to move them to the step's CPU for that test; the
-/// server applies the move through tune's journal, reverts it when the test's data phase ends and
-/// reports what it did in its results. Rows: the server's app CPUs (`--server-cpus`); columns:
-/// the IRQ CPUs; this host sends from its one `--cpus` CPU.
-fn run_server_irq_sweep(
-    a: &SweepArgs,
-    irq_cpus: &CpuSet,
-    stop: &Arc<AtomicBool>,
-) -> anyhow::Result<ExitCode> {
-    if a.cpus.len() != 1 {
-        return Err(exit::fail(
-            exit::USAGE,
-            format!(
-                "--irq-cpus without -R sweeps the server's app CPU x IRQ CPU: give one --cpus CPU \
-                 (this host sends from it), not {}",
-                a.cpus
-            ),
-        ));
-    }
-    let client_cpu = a.cpus.first().unwrap_or(0);
-    let text = !a.json;
-    let mut report = irq_sweep::IrqSweepReport {
-        iface: String::new(),
-        irqs: Vec::new(),
-        matrix: Matrix::new(
-            Axes::AppIrq,
-            a.server_cpus.iter().collect(),
-            irq_cpus.iter().collect(),
-        ),
-        steps: Vec::new(),
-        interrupted: false,
-    };
-    let mut topo: Option<Topology> = None;
-    let mut ok = 0usize;
-    let mut first_err: Option<(u8, String)> = None;
-    'steps: for irq_cpu in irq_cpus.iter() {
-        let mut step: Option<irq_sweep::StepOutcome> = None;
-        for app in a.server_cpus.iter() {
-            for _ in 0..a.repeat {
-                if stop.load(Ordering::SeqCst) {
-                    report.interrupted = true;
-                    report.steps.extend(step.take());
-                    break 'steps;
-                }
-                let r = match sweep_test(a, client_cpu, app, Some(irq_cpu)) {
-                    Ok(r) => r,
-                    Err(EngineError::Refused(why)) if ok == 0 => {
-                        return Err(exit::fail(
-                            exit::REFUSED,
-                            format!(
-                                "sweep --irq-cpus: the server refused to move its NIC's IRQs: \
-                                 {why}; or add -R to sweep this host's IRQs (the server sends, \
-                                 this host receives)"
-                            ),
-                        ));
-                    }
-                    Err(e) => {
-                        if text {
-                            eprintln!("server app CPU {app}, IRQs on CPU {irq_cpu}: {e}");
-                        }
-                        first_err.get_or_insert((engine_code(&e), e.to_string()));
-                        report.matrix.record_error(app, irq_cpu, e.to_string());
-                        continue;
-                    }
-                };
-                let moved = r.wirespeed.as_ref().and_then(|x| x.remote_irq_move.clone());
-                let Some(m) = moved else {
-                    // An older wirespeed server ignores the request: the test ran with the IRQs
-                    // wherever they were, which says nothing about this cell.
-                    let e = "the server did not report moving its IRQs (a wirespeed server \
-                             without tune requests?)";
-                    first_err.get_or_insert((exit::PEER, e.to_string()));
-                    report.matrix.record_error(app, irq_cpu, e);
-                    continue;
-                };
-                if !m.reverted {
-                    report
-                        .steps
-                        .push(irq_sweep::StepOutcome::from_move(irq_cpu, &m));
-                    return Err(exit::fail(
-                        exit::PEER,
-                        format!(
-                            "sweep --irq-cpus: the server could not put its IRQs back (journal {} \
-                             on the server: run `wirespeed tune revert {}` there)",
-                            m.journal, m.journal
-                        ),
-                    ));
-                }
-                let Some(bps) = receiver_bps(&r) else {
-                    let e = no_receiver_summary();
-                    first_err.get_or_insert((engine_code(&e), e.to_string()));
-                    report.matrix.record_error(app, irq_cpu, e.to_string());
-                    continue;
-                };
-                ok += 1;
-                if text {
-                    eprintln!(
-                        "server app CPU {app}, {} IRQs on CPU {irq_cpu}: {bps}",
-                        m.iface
-                    );
-                }
-                if topo.is_none() {
-                    topo = observation_of(&r)
-                        .0
-                        .and_then(|o| o.remote)
-                        .map(|e| e.topology);
-                }
-                if report.iface.is_empty() {
-                    report.iface = m.iface.clone();
-                    report.irqs = m.irqs.clone();
-                }
-                step.get_or_insert_with(|| irq_sweep::StepOutcome::from_move(irq_cpu, &m));
-                report.matrix.record(app, irq_cpu, bps);
-            }
-        }
-        report.steps.extend(step);
-    }
-    let summary = report.matrix.summary(topo.as_ref());
-    if summary.is_none() {
-        if let Some((code, msg)) = first_err {
-            return Err(exit::fail(code, format!("sweep: every test failed: {msg}")));
-        }
-        if report.interrupted {
-            return Err(exit::fail(
-                exit::PEER,
-                "sweep: interrupted before any test finished",
-            ));
-        }
-    }
-    write_irq_report(a, &report, summary.as_ref())
 }
 
 pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
@@ -573,23 +367,6 @@ fn stdout_result(r: std::io::Result<()>) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The receiver's throughput of a finished test (`sum_received`, else `sum`).
-pub fn receiver_bps(r: &TestResult) -> Option<BitsPerSecond> {
-    r.end
-        .sum_received
-        .as_ref()
-        .or(r.end.sum.as_ref())
-        .map(|s| BitsPerSecond(s.bits_per_second))
-}
-
-/// The observation and verdict a test carries under `wirespeed`, when it has them.
-pub fn observation_of(r: &TestResult) -> (Option<TestObservation>, Option<Verdict>) {
-    let Some(x) = &r.wirespeed else {
-        return (None, None);
-    };
-    (x.observation.clone(), x.verdict.clone())
-}
-
 /// The "where the work ran" block under a client's text output (the server's own output prints
 /// the same block); nothing when the test carries no observation.
 pub fn write_where(w: &mut dyn Write, r: &TestResult) -> std::io::Result<()> {
@@ -609,40 +386,28 @@ pub fn run_repeat(
         return Err(exit::fail(exit::USAGE, "--repeat must be at least 1"));
     }
     let stop = stop_flag()?;
-    let mut runs = Vec::new();
-    let mut results = Vec::new();
-    let mut first_err: Option<(u8, String)> = None;
-    for k in 1..=n {
-        if stop.load(Ordering::SeqCst) {
-            break;
+    let Repeat {
+        runs,
+        results,
+        first_err,
+    } = drive::run_repeat(cfg, n, &stop, &mut |k, r| {
+        if json {
+            return Ok(());
         }
-        match wirespeed_engine::run_client(cfg, &mut NullReporter) {
+        match r {
             Ok(r) => {
-                let bps = receiver_bps(&r).unwrap_or_default();
-                let (obs, verdict) = observation_of(&r);
-                if !json {
-                    let line = verdict
-                        .as_ref()
-                        .map_or(String::new(), |v| format!(": {}", v.line));
-                    writeln!(out, "run {k}/{n}: {bps}{line}")?;
-                }
-                runs.push(modes::Run {
-                    bits_per_second: bps,
-                    observation: obs,
-                });
-                results.push(r);
+                let bps = receiver_bps(r).unwrap_or_default();
+                let line = observation_of(r)
+                    .1
+                    .map_or(String::new(), |v| format!(": {}", v.line));
+                writeln!(out, "run {k}/{n}: {bps}{line}")
             }
-            Err(e) => {
-                if !json {
-                    writeln!(out, "run {k}/{n}: {e}")?;
-                }
-                first_err.get_or_insert((engine_code(&e), e.to_string()));
-            }
+            Err(e) => writeln!(out, "run {k}/{n}: {e}"),
         }
-    }
+    })?;
     let Some(analysis) = modes::analyze(&runs) else {
         return Err(match first_err {
-            Some((code, msg)) => exit::fail(code, format!("--repeat: every test failed: {msg}")),
+            Some(e) => exit::fail(engine_code(&e), format!("--repeat: every test failed: {e}")),
             None => exit::fail(exit::PEER, "--repeat: interrupted before any test finished"),
         });
     };

@@ -8,6 +8,7 @@
 //!   [`model::TestObservation`]); it carries the host's [`topology::Topology`] so a verdict can
 //!   be computed from it anywhere (the server's observation travels to the client).
 //! - [`route`], [`nic`]: the interface carrying the test and its IRQs.
+//! - [`drive`]: the sweeps and `--repeat`, run through the engine test by test.
 //! - [`hooks`]: the engine's hooks over a `Root`: observation with verdicts
 //!   ([`hooks::HostObserve`]) and a server's IRQ move on a client's request
 //!   ([`hooks::IrqTune`]); the command line wires them into the engine.
@@ -15,6 +16,7 @@
 //! Everything that decides (verdicts, modes, sweep recommendations) is a pure function of
 //! observations and topology, tested on recorded data.
 
+pub mod drive;
 pub mod hooks;
 pub mod irq_sweep;
 pub mod latency;
