@@ -25,6 +25,8 @@ use wirespeed_datapath::{
 };
 use wirespeed_report::builder::{StreamSample, TcpSample, UdpSample};
 
+use wirespeed_host::CpuSet;
+
 use crate::placement::{plan, Placement};
 use crate::EngineError;
 
@@ -151,7 +153,7 @@ impl AnyCounter {
 #[derive(Debug, Clone, Default)]
 pub struct WorkerSummary {
     pub cpu_requested: Option<u32>,
-    pub cpus_seen: Vec<u32>,
+    pub cpus_seen: CpuSet,
     pub send_path: Option<&'static str>,
     pub recv_path: Option<&'static str>,
     pub fallbacks: Vec<String>,
@@ -164,7 +166,7 @@ impl From<&WorkerReport> for WorkerSummary {
     fn from(r: &WorkerReport) -> WorkerSummary {
         WorkerSummary {
             cpu_requested: r.cpu_requested,
-            cpus_seen: r.cpus_seen.clone(),
+            cpus_seen: r.cpus_seen.iter().copied().collect(),
             send_path: r.send_path.map(SendPath::as_str),
             recv_path: r.recv_path.map(RecvPath::as_str),
             fallbacks: r.fallbacks.clone(),
@@ -179,7 +181,7 @@ impl From<&UdpWorkerReport> for WorkerSummary {
     fn from(r: &UdpWorkerReport) -> WorkerSummary {
         WorkerSummary {
             cpu_requested: r.cpu_requested,
-            cpus_seen: r.cpus_seen.clone(),
+            cpus_seen: r.cpus_seen.iter().copied().collect(),
             send_path: r.send_path.map(UdpSendPath::as_str),
             recv_path: r.recv_path.map(UdpRecvPath::as_str),
             fallbacks: r.fallbacks.clone(),

@@ -224,8 +224,8 @@ pub fn run_local_irq_sweep(
     let spec = IrqSweepSpec {
         iface: iface.clone(),
         irqs,
-        app_cpus: s.cpus.iter().collect(),
-        irq_cpus: irq_cpus.iter().collect(),
+        app_cpus: s.cpus.clone(),
+        irq_cpus: irq_cpus.clone(),
         repeat: s.repeat,
     };
     let mut first_err = None;

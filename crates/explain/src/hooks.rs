@@ -190,17 +190,16 @@ impl PreparedChange for PreparedMove {
                 k(r);
             }
         };
-        let order: Vec<u32> = cpus.iter().collect();
         let mut mv =
-            irq_sweep::apply_irq_move(&tune.root, &iface, &irqs, &order, &tune.apply, &mut kernel)
+            irq_sweep::apply_irq_move(&tune.root, &iface, &irqs, &cpus, &tune.apply, &mut kernel)
                 .map_err(|e| {
-                    Refusal(match e {
-                        IrqSweepError::Tune(TuneError::NotPrivileged) => {
-                            "the server cannot move IRQs: it does not run as root".to_string()
-                        }
-                        other => format!("moving {iface}'s queue IRQs failed: {other}"),
-                    })
-                })?;
+                Refusal(match e {
+                    IrqSweepError::Tune(TuneError::NotPrivileged) => {
+                        "the server cannot move IRQs: it does not run as root".to_string()
+                    }
+                    other => format!("moving {iface}'s queue IRQs failed: {other}"),
+                })
+            })?;
         if mv.report().moved.is_empty() {
             let r = mv.report().clone();
             let _ = mv.revert();

@@ -126,8 +126,8 @@ pub struct IrqSweepReport {
 pub struct IrqSweepSpec {
     pub iface: String,
     pub irqs: Vec<QueueIrq>,
-    pub app_cpus: Vec<u32>,
-    pub irq_cpus: Vec<u32>,
+    pub app_cpus: CpuSet,
+    pub irq_cpus: CpuSet,
     /// Tests per cell.
     pub repeat: u32,
 }
@@ -186,15 +186,16 @@ pub fn apply_irq_move(
     root: &Root,
     iface: &str,
     irqs: &[QueueIrq],
-    cpus: &[u32],
+    cpus: &CpuSet,
     opts: &ApplyOptions,
     kernel: &mut dyn FnMut(&Root),
 ) -> Result<IrqMove, IrqSweepError> {
     if cpus.is_empty() {
         return Err(IrqSweepError::NoCpus);
     }
-    let target = |k: usize| cpus[k % cpus.len()];
-    let all: CpuSet = cpus.iter().copied().collect();
+    let order: Vec<u32> = cpus.iter().collect();
+    let target = |k: usize| order[k % order.len()];
+    let all = cpus.clone();
     let mut plan = Plan::new(&root.dir().display().to_string());
     plan.iface = Some(iface.to_string());
     plan.irq_cpus = Some(all.clone());
@@ -227,7 +228,7 @@ pub fn apply_irq_move(
         report: MoveReport {
             iface: iface.to_string(),
             irqs: irqs.to_vec(),
-            cpus: cpus.iter().copied().collect(),
+            cpus: cpus.clone(),
             journal: applied.journal.clone(),
             ..MoveReport::default()
         },
@@ -276,19 +277,30 @@ pub fn run_irq_sweep(
     let mut report = IrqSweepReport {
         iface: spec.iface.clone(),
         irqs: spec.irqs.clone(),
-        matrix: Matrix::new(Axes::AppIrq, spec.app_cpus.clone(), spec.irq_cpus.clone()),
+        matrix: Matrix::new(
+            Axes::AppIrq,
+            spec.app_cpus.iter().collect(),
+            spec.irq_cpus.iter().collect(),
+        ),
         steps: Vec::new(),
         interrupted: false,
     };
-    'steps: for &cpu in &spec.irq_cpus {
+    'steps: for cpu in spec.irq_cpus.iter() {
         if stop.load(Ordering::SeqCst) {
             report.interrupted = true;
             break;
         }
-        let mut mv = apply_irq_move(root, &spec.iface, &spec.irqs, &[cpu], opts, kernel)?;
+        let mut mv = apply_irq_move(
+            root,
+            &spec.iface,
+            &spec.irqs,
+            &CpuSet::from_cpus([cpu]),
+            opts,
+            kernel,
+        )?;
         if mv.report().moved.is_empty() {
             // Nothing could be moved there: every cell of the column says why.
-            for &app in &spec.app_cpus {
+            for app in spec.app_cpus.iter() {
                 report.matrix.record_error(
                     app,
                     cpu,
@@ -296,7 +308,7 @@ pub fn run_irq_sweep(
                 );
             }
         } else {
-            for &app in &spec.app_cpus {
+            for app in spec.app_cpus.iter() {
                 for _ in 0..spec.repeat.max(1) {
                     if stop.load(Ordering::SeqCst) {
                         report.interrupted = true;

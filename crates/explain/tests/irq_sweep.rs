@@ -112,8 +112,8 @@ fn nic_sweep(root: &Root, app_cpus: Vec<u32>, irq_cpus: Vec<u32>, repeat: u32) -
     IrqSweepSpec {
         iface: "enp1s0f0np0".into(),
         irqs: queue_irqs(root, "enp1s0f0np0").unwrap(),
-        app_cpus,
-        irq_cpus,
+        app_cpus: app_cpus.into_iter().collect(),
+        irq_cpus: irq_cpus.into_iter().collect(),
         repeat,
     }
 }
@@ -259,7 +259,7 @@ fn one_move_spreads_the_irqs_in_turn_and_reverts() {
         &root,
         "enp1s0f0np0",
         &irqs,
-        &[9, 10],
+        &CpuSet::from_cpus([9, 10]),
         &ApplyOptions::default(),
         &mut emulate_kernel,
     )
@@ -287,7 +287,7 @@ fn one_move_spreads_the_irqs_in_turn_and_reverts() {
         &root,
         "enp1s0f0np0",
         &irqs,
-        &[],
+        &CpuSet::from_cpus([]),
         &ApplyOptions::default(),
         &mut emulate_kernel
     )
@@ -305,7 +305,7 @@ fn a_move_dropped_in_a_panic_is_reverted_and_a_disarmed_one_is_not() {
             &root,
             "enp1s0f0np0",
             &irqs,
-            &[6],
+            &CpuSet::from_cpus([6]),
             &ApplyOptions::default(),
             &mut |_| {},
         )
@@ -323,7 +323,7 @@ fn a_move_dropped_in_a_panic_is_reverted_and_a_disarmed_one_is_not() {
         &root,
         "enp1s0f0np0",
         &irqs,
-        &[6],
+        &CpuSet::from_cpus([6]),
         &ApplyOptions::default(),
         &mut |_| {},
     )
