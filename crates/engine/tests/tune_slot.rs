@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use wirespeed_engine::tune::{self, TuneConfig, TuneSlot};
 use wirespeed_host::Root;
 
-#[path = "../../tune/tests/common/mod.rs"]
+#[path = "../../tune/tests/tune/common.rs"]
 mod tree;
 
 const IFACE: &str = "enp1s0f0np0";

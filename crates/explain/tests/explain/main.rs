@@ -1,0 +1,5 @@
+//! Integration tests of wirespeed-explain in one test binary (one build and link instead of one per file): one module per area.
+
+mod irq_sweep;
+mod recorded;
+mod repeat_crow;
