@@ -5,6 +5,7 @@
 
 mod host_common;
 mod measure_common;
+mod need;
 
 mod client_options;
 mod doctor;

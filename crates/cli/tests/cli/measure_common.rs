@@ -38,15 +38,54 @@ pub fn online_cpus() -> usize {
         .map_or(0, |s| s.len())
 }
 
-/// `true` if Debian's iperf3 runs here; otherwise prints why the caller skips.
+/// `true` if Debian's iperf3 runs here; otherwise the caller skips, saying so, or fails under
+/// CI ([`crate::need::iperf3`]).
 pub fn have_iperf3(test: &str) -> bool {
-    match Command::new("iperf3").arg("--version").output() {
-        Ok(o) if o.status.success() => true,
-        _ => {
-            eprintln!("SKIP: {test} because iperf3 is not installed (apt-get install iperf3)");
-            false
-        }
+    crate::need::iperf3(test)
+}
+
+/// How long a wait for something that must happen gives up: a hang detector, not a
+/// performance bound (an idle machine needs a fraction of it; a loaded CI machine may be slower
+/// by seconds, never by a minute). Speed is the benchmark's job (`bench/`).
+pub const HANG: Duration = Duration::from_secs(60);
+
+/// Poll `cond` until it holds; fail naming `what` if it still does not after [`HANG`].
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < HANG, "{what}: still not after {HANG:?}");
+        std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// The TCP sockets of this host in state `state` (hex, as the kernel prints it: `0A` LISTEN,
+/// `01` ESTABLISHED) whose local (`remote == false`) or remote port is `port`, from the kernel's
+/// socket tables (no probe connection, which a one-off server would take for a client).
+fn sockets_on(port: u16, remote: bool, state: &str) -> usize {
+    let needle = format!(":{port:04X}");
+    let field = if remote { 2 } else { 1 };
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(t).ok())
+        .map(|text| {
+            text.lines()
+                .skip(1)
+                .filter(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    f.len() > 3 && f[field].ends_with(&needle) && f[3] == state
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// Wait until `n` client connections to the server on `port` are established (a test is
+/// running once its control connection and its streams are): the readiness wait for "while a
+/// test runs".
+pub fn wait_connected(port: u16, n: usize) {
+    wait_until(&format!("{n} connections to port {port}"), || {
+        sockets_on(port, true, "01") >= n
+    });
 }
 
 /// A port free right now on 127.0.0.1.
@@ -58,23 +97,9 @@ pub fn free_port() -> u16 {
 /// Wait until a socket listens on the port, without connecting to it (a probe connection
 /// would count as a failed test for `iperf3 -s -1`): read the kernel's socket tables.
 pub fn wait_listening(port: u16) {
-    let t0 = Instant::now();
-    let needle = format!(":{port:04X} ");
-    while t0.elapsed() < Duration::from_secs(10) {
-        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            if let Ok(text) = std::fs::read_to_string(table) {
-                // Field 2 is local address:port (hex), field 4 the state (0A = LISTEN).
-                if text.lines().skip(1).any(|l| {
-                    let f: Vec<&str> = l.split_whitespace().collect();
-                    f.len() > 3 && format!("{} ", f[1]).ends_with(&needle) && f[3] == "0A"
-                }) {
-                    return;
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("nothing listens on port {port} after 10 s");
+    wait_until(&format!("something listens on port {port}"), || {
+        sockets_on(port, false, "0A") > 0
+    });
 }
 
 /// A child process whose output is collected as it is written (a full pipe would block it),

@@ -143,8 +143,9 @@ fn server_limits_are_reported_to_the_client() {
 #[test]
 fn busy_server_refuses_with_access_denied() {
     let (_srv, port) = start_server(&["--max-tests", "1", "-i", "0"]);
-    let first = spawn(&mut client_cmd(Side::Wirespeed, port, &["-t", "3"]));
-    std::thread::sleep(Duration::from_millis(700));
+    // Long enough for the refusals below to happen while it runs, however loaded the machine.
+    let first = spawn(&mut client_cmd(Side::Wirespeed, port, &["-t", "10"]));
+    wait_connected(port, 2); // its control connection and its stream: the test runs
     let o = client(port, &["-t", "1"]);
     assert_fails(&o, REFUSED, "maximum of 1 tests", "second wirespeed client");
     if have_iperf3("iperf3 client against a busy wirespeed server") {
@@ -156,7 +157,7 @@ fn busy_server_refuses_with_access_denied() {
         let text = text_of(&o);
         assert!(text.contains("busy"), "iperf3 said: {text}");
     }
-    assert!(first.wait_output(Duration::from_secs(20)).status.success());
+    assert!(first.wait_output(HANG).status.success());
 }
 
 #[test]
@@ -164,7 +165,8 @@ fn silent_server_hits_the_connect_timeout() {
     // Accepts (the kernel completes the handshake) but never speaks.
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = l.local_addr().expect("addr").port();
-    let t0 = Instant::now();
+    // Without the timeout the client would wait forever: `ws`'s hard limit (30 s) ends it
+    // with a signal, not exit code 3.
     let o = ws(&[
         "-c",
         "127.0.0.1",
@@ -175,12 +177,7 @@ fn silent_server_hits_the_connect_timeout() {
         "--connect-timeout",
         "500",
     ]);
-    let took = t0.elapsed();
     assert_fails(&o, CONNECT, "timed out", "silent server");
-    assert!(
-        took < Duration::from_secs(3),
-        "took {took:?} with --connect-timeout 500"
-    );
     drop(l);
 }
 
@@ -215,23 +212,20 @@ fn server_vanishing_mid_test_is_a_peer_error() {
         }
         // Vanish.
     });
-    let t0 = Instant::now();
+    // A client that never noticed would be ended by `client`'s hard limit (30 s), with a
+    // signal instead of exit code 5.
     let o = client(port, &["-t", "3"]);
-    let took = t0.elapsed();
     fake.join().expect("fake server");
     assert_fails(&o, PEER, "server", "vanished server");
-    assert!(took < Duration::from_secs(3 + 15), "took {took:?}");
 }
 
 #[test]
 fn server_stops_a_test_past_its_maximum_duration() {
     let (_srv, port) = start_server(&["--max-duration", "2", "-i", "0"]);
-    // -n with no time: only the server's limit ends it.
-    let t0 = Instant::now();
+    // -n with no time: only the server's limit ends it (otherwise `client`'s hard limit of
+    // 30 s would, with a signal instead of exit code 5).
     let o = client(port, &["-n", "100T", "-i", "0"]);
-    let took = t0.elapsed();
     assert_fails(&o, PEER, "terminated", "-n 100T over --max-duration 2");
-    assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
 #[test]
@@ -242,8 +236,8 @@ fn busy_iperf3_server_is_a_refusal() {
     let port = free_port();
     let _srv = spawn(Side::Iperf3.command().args(["-s", "-p", &port.to_string()]));
     wait_listening(port);
-    let first = spawn(&mut client_cmd(Side::Iperf3, port, &["-t", "3"]));
-    std::thread::sleep(Duration::from_millis(700));
+    let first = spawn(&mut client_cmd(Side::Iperf3, port, &["-t", "10"]));
+    wait_connected(port, 2); // its control connection and its stream: the test runs
     let o = client(port, &["-t", "1"]);
     assert_fails(
         &o,
@@ -251,5 +245,5 @@ fn busy_iperf3_server_is_a_refusal() {
         "busy",
         "wirespeed client against a busy iperf3 server",
     );
-    assert!(first.wait_output(Duration::from_secs(20)).status.success());
+    assert!(first.wait_output(HANG).status.success());
 }

@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use measure_common::{
-    assert_success, free_port, json_of, online_cpus, spawn, start_server, wait_listening, wirespeed,
+    assert_success, free_port, json_of, online_cpus, spawn, start_server, wait_listening,
+    wirespeed, HANG,
 };
 use wirespeed_engine::tune::TuneConfig;
 use wirespeed_engine::{ClientConfig, EngineError, NullReporter, Server, ServerConfig};
@@ -230,11 +231,9 @@ fn the_servers_irqs_move_for_the_test_and_come_back() {
     let cfg = client(srv.addr.port(), 2, &[3]);
     let run = std::thread::spawn(move || wirespeed_engine::run_client(&cfg, &mut NullReporter));
     // While the test runs every queue IRQ sits on CPU 3 (requested and, emulated, effective).
-    wait_for(
-        "IRQs on CPU 3 during the test",
-        Duration::from_secs(10),
-        || all_on(&dir, 3, true),
-    );
+    wait_for("IRQs on CPU 3 during the test", HANG, || {
+        all_on(&dir, 3, true)
+    });
     let r = run.join().unwrap().expect("the test runs");
     let x = r.wirespeed.as_ref().unwrap();
     let m = &x.extra["remote_irq_move"];
@@ -258,16 +257,12 @@ fn a_killed_client_gets_the_irqs_reverted() {
     let before = host_common::snapshot(&dir);
     let srv = tuning_server(&dir);
     let c = long_client(srv.addr.port(), 8);
-    wait_for("IRQs on CPU 8", Duration::from_secs(10), || {
-        all_on(&dir, 8, true)
-    });
+    wait_for("IRQs on CPU 8", HANG, || all_on(&dir, 8, true));
     signal(c.pid(), "-KILL");
     let _ = c.wait_output(Duration::from_secs(5));
-    wait_for(
-        "the IRQs back after the client vanished",
-        Duration::from_secs(10),
-        || host_common::diff(&before, &host_common::snapshot(&dir)).is_empty(),
-    );
+    wait_for("the IRQs back after the client vanished", HANG, || {
+        host_common::diff(&before, &host_common::snapshot(&dir)).is_empty()
+    });
     assert_unchanged(&before, &dir);
     srv.stop().unwrap();
 }
@@ -279,9 +274,7 @@ fn one_tune_change_at_a_time_and_shutdown_reverts() {
     let srv = tuning_server(&dir);
     let port = srv.addr.port();
     let first = long_client(port, 8);
-    wait_for("IRQs on CPU 8", Duration::from_secs(10), || {
-        all_on(&dir, 8, true)
-    });
+    wait_for("IRQs on CPU 8", HANG, || all_on(&dir, 8, true));
     // A second test asking for another layout meanwhile is refused.
     match wirespeed_engine::run_client(&client(port, 1, &[9]), &mut NullReporter) {
         Err(EngineError::Refused(r)) => {
@@ -313,11 +306,9 @@ fn sigterm_on_the_server_reverts_the_running_tests_change() {
     ]);
     let c = long_client(port, 9);
     // No kernel in this tree: the request moves, the effective affinity stays.
-    wait_for("IRQs requested on CPU 9", Duration::from_secs(10), || {
-        all_on(&dir, 9, false)
-    });
+    wait_for("IRQs requested on CPU 9", HANG, || all_on(&dir, 9, false));
     signal(srv.pid(), "-TERM");
-    let out = srv.wait_output(Duration::from_secs(10));
+    let out = srv.wait_output(HANG);
     assert_exit(&out, 130);
     assert_unchanged(&before, &dir);
     drop(c);

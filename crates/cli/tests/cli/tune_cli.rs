@@ -1,7 +1,7 @@
 //! The tune command line: the plan for the captured Ryzen host as an engineer would write it,
 //! refusals with their exit codes, the emitted script, and revert's conflict handling.
 
-use crate::host_common;
+use crate::{host_common, need};
 
 use std::process::Command;
 
@@ -106,10 +106,12 @@ fn refusals_have_one_line_and_their_exit_code() {
 
 #[test]
 fn apply_on_the_live_host_without_root_is_refused() {
-    if Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!(
-            "SKIP: apply_on_the_live_host_without_root_is_refused because setpriv is missing"
-        );
+    if !need::tool(
+        "apply_on_the_live_host_without_root_is_refused",
+        "setpriv",
+        "--version",
+        "util-linux",
+    ) {
         return;
     }
     let uid = Command::new("id").arg("-u").output().unwrap();

@@ -3,7 +3,7 @@
 //! reverted), and a kernel-managed IRQ (the kernel refuses the write: not movable, nothing to
 //! revert). Each test needs root and skips with a message otherwise.
 
-use crate::host_common;
+use crate::{host_common, need};
 
 use std::fs;
 use std::process::{Command, Output};
@@ -13,14 +13,6 @@ use wirespeed_host::{CpuSet, Root};
 use wirespeed_tune::engine::{self, RevertStatus, StepStatus};
 use wirespeed_tune::plan::{command_for, Change, Plan, Step};
 use wirespeed_tune::ApplyOptions;
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
 
 fn sh(cmd: &str, args: &[&str]) -> Output {
     Command::new(cmd)
@@ -72,20 +64,18 @@ fn link_show(ns: &str, dev: &str) -> (String, String) {
 /// A network namespace holding a veth pair `wsa`/`wsb` (down), removed when dropped; `None`
 /// after a `SKIP:` line when this host cannot make one (not root, no iproute2, no netns).
 fn veth_netns(me: &str, tag: &str) -> Option<Netns> {
-    if !is_root() {
-        eprintln!("SKIP: {me} because it needs root (network namespaces)");
-        return None;
-    }
-    if Command::new("ip").arg("-V").output().is_err() {
-        eprintln!("SKIP: {me} because iproute2 `ip` is missing");
+    if !need::root(me) || !need::tool(me, "ip", "-V", "iproute2") {
         return None;
     }
     let name = format!("{tag}{}", std::process::id());
     let add = sh("ip", &["netns", "add", &name]);
     if !add.status.success() {
-        eprintln!(
-            "SKIP: {me} because `ip netns add` failed: {}",
-            String::from_utf8_lossy(&add.stderr).trim()
+        need::unavailable(
+            me,
+            &format!(
+                "`ip netns add` failed: {}",
+                String::from_utf8_lossy(&add.stderr).trim()
+            ),
         );
         return None;
     }
@@ -161,10 +151,7 @@ fn veth_mtu_and_txqueuelen_change_for_real_and_revert() {
 
 #[test]
 fn a_kernel_managed_irq_is_not_movable_and_the_plan_goes_on() {
-    if !is_root() {
-        eprintln!(
-            "SKIP: a_kernel_managed_irq_is_not_movable_and_the_plan_goes_on because it needs root"
-        );
+    if !need::root("a_kernel_managed_irq_is_not_movable_and_the_plan_goes_on") {
         return;
     }
     // The kernel makes a managed IRQ's affinity file read-only (and answers EIO on older
@@ -299,8 +286,7 @@ const EOPNOTSUPP: i32 = 95;
 #[test]
 fn a_coalesce_step_the_driver_refuses_is_not_supported_and_the_plan_goes_on() {
     let me = "a_coalesce_step_the_driver_refuses_is_not_supported_and_the_plan_goes_on";
-    if !is_root() {
-        eprintln!("SKIP: {me} because it needs root");
+    if !need::root(me) {
         return;
     }
     // The loopback device has no interrupt coalescing: the kernel answers EOPNOTSUPP and nothing

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::stop_promptly;
+use common::{stop_and_join, wait_until};
 use std::net::UdpSocket;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -84,15 +84,11 @@ fn run(
     .expect("tx");
     let sent = tx.join().expect("tx join");
     let total_sent: u64 = sent.streams.iter().map(|s| s.packets).sum();
-    let t = Instant::now();
     let ctrs = rx.counters();
-    while ctrs.iter().map(|(_, c)| c.snapshot().unique).sum::<u64>() < total_sent
-        && t.elapsed() < Duration::from_secs(2)
-    {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    rctl.stop();
-    let got = rx.join().expect("rx join");
+    wait_until("the receiver counts every datagram sent", || {
+        ctrs.iter().map(|(_, c)| c.snapshot().unique).sum::<u64>() >= total_sent
+    });
+    let got = stop_and_join(rx, &rctl, "receiver").expect("rx join");
     Run { sent, got }
 }
 
@@ -183,8 +179,7 @@ fn counters_32bit_and_odd_sizes_and_many_streams() {
 #[test]
 fn header_on_the_wire_is_iperf3s() {
     let (a, b) = udp_pair();
-    b.set_read_timeout(Some(Duration::from_secs(2)))
-        .expect("timeout");
+    b.set_read_timeout(Some(common::HANG)).expect("timeout");
     let w = spawn_udp_worker(
         UdpWorkerSpec {
             cpu: None,
@@ -264,15 +259,12 @@ fn receiver_counts_loss_reordering_and_duplicates_from_a_raw_sender() {
     }
     a.send(&[1u8; 5]).expect("runt");
     let ctr = w.counters()[0].1.clone();
-    let t = Instant::now();
-    while ctr.snapshot().packets + ctr.snapshot().malformed < 9
-        && t.elapsed() < Duration::from_secs(2)
-    {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_until("the receiver counts all nine datagrams", || {
+        let s = ctr.snapshot();
+        s.packets + s.malformed >= 9
+    });
     let snap = ctr.snapshot();
-    ctl.stop();
-    let rep = w.join().expect("join");
+    let rep = stop_and_join(w, &ctl, "receiver").expect("join");
     let st = rep.streams[0].recv.expect("stats");
     assert_eq!(st.received, 8);
     assert_eq!(st.unique, 7);
@@ -334,9 +326,12 @@ fn pacing_never_runs_ahead_of_the_rate() {
         "sent {bytes} B in {el:.3} s: above the {rate} bit/s schedule"
     );
     assert!(bytes > 0);
-    std::thread::sleep(Duration::from_millis(50));
-    rctl.stop();
-    let got = rx.join().expect("rx");
+    let ctr = rx.counters()[0].1.clone();
+    let sent = rep.streams[0].packets;
+    wait_until("the receiver counts every datagram sent", || {
+        ctr.snapshot().unique >= sent
+    });
+    let got = stop_and_join(rx, &rctl, "receiver").expect("rx");
     assert_eq!(
         got.streams[0].recv.expect("stats").unique,
         rep.streams[0].packets
@@ -372,6 +367,6 @@ fn bad_lengths_are_refused_and_stop_is_prompt() {
         }
     }
     let w = spawn_udp_worker(spec(b, 1472, true), c.clone()).expect("spawn");
-    let rep = stop_promptly(w, &c, Duration::from_millis(80), "receiver").expect("join");
+    let rep = stop_and_join(w, &c, "receiver").expect("join");
     assert_eq!(rep.streams[0].end, StreamEnd::Stopped);
 }
