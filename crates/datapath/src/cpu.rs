@@ -11,11 +11,8 @@ const SETSIZE: u32 = CpuSet::MAX_CPU as u32;
 /// main thread (`sched_getaffinity(getpid())`), so a worker thread that has
 /// already pinned itself still sees the whole set. Offline CPUs are never in it.
 pub fn allowed_cpus() -> Result<Vec<u32>, DatapathError> {
-    let set = rustix::thread::sched_getaffinity(Some(rustix::process::getpid())).map_err(|e| {
-        DatapathError::Affinity {
-            source: e.into(),
-        }
-    })?;
+    let set = rustix::thread::sched_getaffinity(Some(rustix::process::getpid()))
+        .map_err(|e| DatapathError::Affinity { source: e.into() })?;
     Ok((0..SETSIZE).filter(|&i| set.is_set(i as usize)).collect())
 }
 

@@ -77,12 +77,10 @@ impl Utc {
 pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     // The Julian day number of 1970-01-01.
     const EPOCH_JULIAN_DAY: i64 = 2_440_588;
-    let jd = days
-        .saturating_add(EPOCH_JULIAN_DAY)
-        .clamp(
-            i64::from(Date::MIN.to_julian_day()),
-            i64::from(Date::MAX.to_julian_day()),
-        );
+    let jd = days.saturating_add(EPOCH_JULIAN_DAY).clamp(
+        i64::from(Date::MIN.to_julian_day()),
+        i64::from(Date::MAX.to_julian_day()),
+    );
     let d = Date::from_julian_day(jd as i32).unwrap_or(Date::MIN);
     (
         i64::from(d.year()),
