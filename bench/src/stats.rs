@@ -1,18 +1,10 @@
 //! Medians and ratios.
 
-/// Median of the finite values (mean of the two middle ones for an even count).
+/// Median of the finite values (mean of the two middle ones for an even count): the
+/// workspace's one median, `wirespeed_explain::modes::median`, over the samples that exist.
 pub fn median(xs: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+    let v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    wirespeed_explain::modes::median(&v)
 }
 
 /// a / b when both exist and b > 0.

@@ -1,32 +1,19 @@
-//! CPU pinning and placement observation for worker threads.
+//! CPU pinning and placement observation for worker threads: the workspace's one pinning
+//! function ([`pin_current_thread`]); the latency measurement and every worker use it.
 
 use crate::DatapathError;
+use rustix::thread::CpuSet;
 
 /// Largest CPU number `cpu_set_t` can hold.
-const SETSIZE: u32 = libc::CPU_SETSIZE as u32;
+const SETSIZE: u32 = CpuSet::MAX_CPU as u32;
 
 /// CPUs this process may run on, ascending: the affinity of the process's
 /// main thread (`sched_getaffinity(getpid())`), so a worker thread that has
 /// already pinned itself still sees the whole set. Offline CPUs are never in it.
 pub fn allowed_cpus() -> Result<Vec<u32>, DatapathError> {
-    // SAFETY: cpu_set_t is plain data; all-zero is a valid (empty) set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
-    // SAFETY: `set` is a valid out-pointer of the size passed.
-    let r =
-        unsafe { libc::sched_getaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if r != 0 {
-        return Err(DatapathError::Affinity {
-            source: std::io::Error::last_os_error(),
-        });
-    }
-    Ok((0..SETSIZE)
-        .filter(|&i| {
-            // SAFETY: `set` is initialized and `i` < CPU_SETSIZE.
-            unsafe { libc::CPU_ISSET(i as usize, &set) }
-        })
-        .collect())
+    let set = rustix::thread::sched_getaffinity(Some(rustix::process::getpid()))
+        .map_err(|e| DatapathError::Affinity { source: e.into() })?;
+    Ok((0..SETSIZE).filter(|&i| set.is_set(i as usize)).collect())
 }
 
 /// Pin the calling thread to exactly one CPU.
@@ -44,33 +31,24 @@ pub fn pin_current_thread(cpu: u32) -> Result<(), DatapathError> {
     if cpu >= SETSIZE {
         return Err(refused(cpu));
     }
-    // SAFETY: all-zero cpu_set_t is a valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu < CPU_SETSIZE was checked above.
-    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
-    // SAFETY: `set` is valid for the size given; pid 0 = calling thread.
-    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
+    let mut set = CpuSet::new();
+    set.set(cpu as usize);
+    // None: the calling thread.
+    match rustix::thread::sched_setaffinity(None, &set) {
+        Ok(()) => Ok(()),
         // EINVAL: no CPU of the mask is online and permitted by the cpuset.
-        if e.raw_os_error() == Some(libc::EINVAL) {
-            return Err(refused(cpu));
-        }
-        return Err(DatapathError::Pin { cpu, source: e });
+        Err(rustix::io::Errno::INVAL) => Err(refused(cpu)),
+        Err(e) => Err(DatapathError::Pin {
+            cpu,
+            source: e.into(),
+        }),
     }
-    Ok(())
 }
 
 /// The CPU the calling thread runs on right now (vDSO/rseq-backed, cheap).
 #[inline]
 pub fn current_cpu() -> Option<u32> {
-    // SAFETY: sched_getcpu has no arguments and no memory effects.
-    let c = unsafe { libc::sched_getcpu() };
-    if c < 0 {
-        None
-    } else {
-        Some(c as u32)
-    }
+    u32::try_from(rustix::thread::sched_getcpu()).ok()
 }
 
 /// Render CPUs in the kernel's list form (`0-3,8`).

@@ -1,8 +1,34 @@
-//! Thin, checked wrappers over the few raw syscalls the datapath needs, and the
-//! kernel constants the `libc` crate does not (yet) export for every arch.
+//! Thin, checked wrappers over the syscalls the datapath needs, and the kernel constants the
+//! `libc` crate does not (yet) export for every arch.
+//!
+//! The syscall crate is `rustix` (epoll, poll, memfd, rlimit, non-blocking mode, socket
+//! timeouts; pipes, splice, sendfile and send/recv in `zerocopy`; affinity in `cpu`). `libc`
+//! remains only where rustix has no call: socket options by number (`TCP_INFO`, `TCP_MAXSEG`,
+//! `SO_ZEROCOPY`, `SO_MAX_PACING_RATE`, `UDP_SEGMENT`, `UDP_GRO`, `SO_RCVLOWAT`),
+//! `getrusage(RUSAGE_THREAD)`, the MSG_ZEROCOPY error queue and `sendmmsg`/`recvmmsg` with their
+//! control messages (GSO/GRO) in `udp`.
+//!
+//! Functions here take the raw fd of a descriptor the calling worker owns (a stream's socket
+//! from its `StreamSpec`, or an `OwnedFd` it holds) and keeps open for the whole call.
 
+use rustix::event::{epoll, PollFd, PollFlags, Timespec};
+use rustix::process::{Resource, Rlimit};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+/// `fd` borrowed for one call.
+#[inline]
+pub(crate) fn borrow<'a>(fd: RawFd) -> BorrowedFd<'a> {
+    // SAFETY: every fd handed to this crate's syscall wrappers is a descriptor the calling
+    // worker owns and keeps open for the whole call (see the module docs).
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
+
+/// A millisecond timeout as rustix takes it (negative: wait forever).
+fn timespec_ms(ms: i32) -> Option<Timespec> {
+    (ms >= 0).then(|| Timespec::try_from(Duration::from_millis(ms as u64)).unwrap_or_default())
+}
 
 /// `SO_MAX_PACING_RATE` (asm-generic/socket.h).
 pub const SO_MAX_PACING_RATE: libc::c_int = 47;
@@ -102,145 +128,105 @@ pub fn getsockopt_bytes(
 
 /// Put a descriptor into (non-)blocking mode.
 pub fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
-    // SAFETY: fcntl on a caller-provided descriptor with integer arguments only.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let new = if on {
-        flags | libc::O_NONBLOCK
-    } else {
-        flags & !libc::O_NONBLOCK
-    };
-    if new != flags {
-        // SAFETY: as above.
-        if unsafe { libc::fcntl(fd, libc::F_SETFL, new) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    Ok(rustix::io::ioctl_fionbio(borrow(fd), on)?)
 }
 
+/// Which socket timeout [`set_timeout`] sets.
+pub use rustix::net::sockopt::Timeout;
+
 /// Set SO_SNDTIMEO / SO_RCVTIMEO (None = block forever).
-pub fn set_timeout(fd: RawFd, opt: libc::c_int, t: Option<std::time::Duration>) -> io::Result<()> {
-    let tv = match t {
-        Some(d) => libc::timeval {
-            tv_sec: d.as_secs() as libc::time_t,
-            tv_usec: d.subsec_micros() as libc::suseconds_t,
-        },
-        None => libc::timeval {
-            tv_sec: 0,
-            tv_usec: 0,
-        },
-    };
-    setsockopt_val(fd, libc::SOL_SOCKET, opt, &tv)
+pub fn set_timeout(fd: RawFd, which: Timeout, t: Option<Duration>) -> io::Result<()> {
+    Ok(rustix::net::sockopt::set_socket_timeout(
+        borrow(fd),
+        which,
+        t,
+    )?)
 }
 
 /// An anonymous in-memory file (memfd) holding `data`, for sendfile/splice sources.
 pub fn memfd_with(name: &str, data: &[u8]) -> io::Result<OwnedFd> {
-    let cname =
-        std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: `cname` is a valid NUL-terminated string; flags are constants.
-    let fd = unsafe { libc::memfd_create(cname.as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just returned by memfd_create and is owned by nobody else.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut off = 0usize;
-    while off < data.len() {
-        // SAFETY: writing from a valid slice range into our own descriptor.
-        let n = unsafe {
-            libc::write(
-                owned.as_raw_fd(),
-                data[off..].as_ptr().cast(),
-                data.len() - off,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
+    let fd = rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::CLOEXEC)?;
+    let mut rest = data;
+    while !rest.is_empty() {
+        match rustix::io::write(&fd, rest) {
+            Ok(n) => rest = &rest[n..],
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
-        off += n as usize;
     }
-    Ok(owned)
+    Ok(fd)
 }
 
 /// Raise RLIMIT_NOFILE's soft limit to at least `want` (up to the hard limit);
 /// returns the soft limit now in force. Tests with >1000 streams need this.
 pub fn raise_fd_limit(want: u64) -> io::Result<u64> {
-    let mut rl = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `rl` is a valid out-pointer.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
-        return Err(io::Error::last_os_error());
+    let rl = rustix::process::getrlimit(Resource::Nofile);
+    let cur = rl.current.unwrap_or(u64::MAX);
+    if cur >= want {
+        return Ok(cur);
     }
-    if rl.rlim_cur >= want {
-        return Ok(rl.rlim_cur);
-    }
-    let target = want.min(rl.rlim_max);
-    let new = libc::rlimit {
-        rlim_cur: target,
-        rlim_max: rl.rlim_max,
-    };
-    // SAFETY: `new` is a valid rlimit.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let target = rl.maximum.map_or(want, |max| want.min(max));
+    rustix::process::setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(target),
+            maximum: rl.maximum,
+        },
+    )?;
     Ok(target)
 }
 
 /// Wait up to `ms` milliseconds for `events` on `fd` (error conditions always wake it:
-/// `events` 0 waits for the error queue).
-pub fn poll_fd(fd: RawFd, events: libc::c_short, ms: i32) {
-    let mut p = libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    unsafe { libc::poll(&mut p, 1, ms) };
+/// empty `events` waits for the error queue).
+pub fn poll_fd(fd: RawFd, events: PollFlags, ms: i32) {
+    let mut p = [PollFd::from_borrowed_fd(borrow(fd), events)];
+    let _ = rustix::event::poll(&mut p, timespec_ms(ms).as_ref());
 }
 
-/// An owned epoll descriptor.
+/// What an epoll entry waits for, and what it reported.
+pub use rustix::event::epoll::{Event as EpollEvent, EventFlags as EpollFlags};
+
+/// An owned epoll descriptor whose entries carry a `u64` tag (the stream's index).
 pub struct Epoll(OwnedFd);
 
 impl Epoll {
     pub fn new() -> io::Result<Epoll> {
-        // SAFETY: plain syscall with a flag.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd is new and owned by nobody else.
-        Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
+        Ok(Epoll(epoll::create(epoll::CreateFlags::CLOEXEC)?))
     }
 
-    /// `epoll_ctl(op)` for `fd` with `events`, tagged `data`.
-    pub fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, data: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event { events, u64: data };
-        // SAFETY: `ev` is a valid epoll_event for the call.
-        if unsafe { libc::epoll_ctl(self.0.as_raw_fd(), op, fd, &mut ev) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+    /// Watch `fd` for `events`, tagged `data`.
+    pub fn add(&self, fd: RawFd, events: EpollFlags, data: u64) -> io::Result<()> {
+        Ok(epoll::add(
+            &self.0,
+            borrow(fd),
+            epoll::EventData::new_u64(data),
+            events,
+        )?)
+    }
+
+    /// Stop watching `fd`.
+    pub fn delete(&self, fd: RawFd) -> io::Result<()> {
+        Ok(epoll::delete(&self.0, borrow(fd))?)
+    }
+
+    /// A buffer of `n` events for [`Epoll::wait`].
+    pub fn events(n: usize) -> Vec<EpollEvent> {
+        vec![
+            EpollEvent {
+                flags: EpollFlags::empty(),
+                data: epoll::EventData::new_u64(0),
+            };
+            n
+        ]
     }
 
     /// Wait up to `timeout_ms` for events; returns how many of `events` were filled.
-    pub fn wait(&self, events: &mut [libc::epoll_event], timeout_ms: i32) -> io::Result<usize> {
-        let max = events.len().min(libc::c_int::MAX as usize) as libc::c_int;
-        // SAFETY: `events` has at least `max` writable entries.
-        let k =
-            unsafe { libc::epoll_wait(self.0.as_raw_fd(), events.as_mut_ptr(), max, timeout_ms) };
-        if k < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(k as usize)
+    pub fn wait(&self, events: &mut [EpollEvent], timeout_ms: i32) -> io::Result<usize> {
+        Ok(epoll::wait(
+            &self.0,
+            events,
+            timespec_ms(timeout_ms).as_ref(),
+        )?)
     }
 }
 

@@ -7,6 +7,7 @@
 
 use crate::sys;
 use crate::DatapathError;
+use rustix::net::sockopt;
 use std::os::fd::{AsFd, AsRawFd};
 
 /// Socket options applied before connect (client) or right after accept (server).
@@ -26,20 +27,22 @@ pub struct TcpOptions {
 
 /// Apply `opts` to a socket. Each failure names the option and value.
 pub fn apply(sock: impl AsFd, opts: &TcpOptions) -> Result<(), DatapathError> {
-    let fd = sock.as_fd().as_raw_fd();
+    let sock = sock.as_fd();
+    let fd = sock.as_raw_fd();
     let fail = |opt: &'static str, value: String| {
         move |source: std::io::Error| DatapathError::SockOpt { opt, value, source }
     };
     if let Some(w) = opts.window {
+        // The kernel takes an int: larger values are refused here, not truncated.
         let v = i32::try_from(w).map_err(|_| DatapathError::SockOpt {
             opt: "SO_SNDBUF/SO_RCVBUF",
             value: w.to_string(),
             source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
-        })?;
-        sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, v)
-            .map_err(fail("SO_SNDBUF", w.to_string()))?;
-        sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, v)
-            .map_err(fail("SO_RCVBUF", w.to_string()))?;
+        })? as usize;
+        sockopt::set_socket_send_buffer_size(sock, v)
+            .map_err(|e| fail("SO_SNDBUF", w.to_string())(e.into()))?;
+        sockopt::set_socket_recv_buffer_size(sock, v)
+            .map_err(|e| fail("SO_RCVBUF", w.to_string())(e.into()))?;
     }
     if let Some(m) = opts.mss {
         let v = i32::try_from(m).unwrap_or(i32::MAX);
@@ -47,16 +50,14 @@ pub fn apply(sock: impl AsFd, opts: &TcpOptions) -> Result<(), DatapathError> {
             .map_err(fail("TCP_MAXSEG", m.to_string()))?;
     }
     if opts.nodelay {
-        sys::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)
-            .map_err(fail("TCP_NODELAY", "1".into()))?;
+        sockopt::set_tcp_nodelay(sock, true)
+            .map_err(|e| fail("TCP_NODELAY", "1".into())(e.into()))?;
     }
     if let Some(cc) = &opts.congestion {
-        sys::setsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes()).map_err(
-            |source| DatapathError::Congestion {
-                algo: cc.clone(),
-                source,
-            },
-        )?;
+        sockopt::set_tcp_congestion(sock, cc).map_err(|e| DatapathError::Congestion {
+            algo: cc.clone(),
+            source: e.into(),
+        })?;
     }
     if let Some(rate) = opts.fq_rate {
         set_max_pacing_rate(fd, rate)?;
@@ -98,19 +99,18 @@ pub fn set_max_pacing_rate(
 
 /// The send/receive buffer sizes the kernel actually granted (after doubling).
 pub fn socket_buffers(sock: impl AsFd) -> Result<(u32, u32), DatapathError> {
-    let fd = sock.as_fd().as_raw_fd();
-    let g = |opt, name: &'static str| {
-        sys::getsockopt_int(fd, libc::SOL_SOCKET, opt)
-            .map(|v| v.max(0) as u32)
-            .map_err(|source| DatapathError::SockOpt {
-                opt: name,
-                value: "?".into(),
-                source,
-            })
+    let sock = sock.as_fd();
+    let fail = |name: &'static str| {
+        move |e: rustix::io::Errno| DatapathError::SockOpt {
+            opt: name,
+            value: "?".into(),
+            source: e.into(),
+        }
     };
+    let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
     Ok((
-        g(libc::SO_SNDBUF, "SO_SNDBUF")?,
-        g(libc::SO_RCVBUF, "SO_RCVBUF")?,
+        clamp(sockopt::socket_send_buffer_size(sock).map_err(fail("SO_SNDBUF"))?),
+        clamp(sockopt::socket_recv_buffer_size(sock).map_err(fail("SO_RCVBUF"))?),
     ))
 }
 
@@ -229,11 +229,10 @@ pub fn tcp_info(fd: impl AsFd) -> Result<TcpInfo, DatapathError> {
         fd: raw,
         source: std::io::Error::from(std::io::ErrorKind::InvalidData),
     })?;
-    let mut cc = [0u8; 32];
-    if let Ok(n) = sys::getsockopt_bytes(raw, libc::IPPROTO_TCP, libc::TCP_CONGESTION, &mut cc) {
-        let name: Vec<u8> = cc[..n].iter().copied().take_while(|&c| c != 0).collect();
+    if let Ok(name) = sockopt::tcp_congestion(fd.as_fd()) {
+        let name = name.trim_end_matches('\0');
         if !name.is_empty() {
-            info.congestion = Some(String::from_utf8_lossy(&name).into_owned());
+            info.congestion = Some(name.to_string());
         }
     }
     Ok(info)

@@ -47,24 +47,23 @@ unsafe impl Send for AlignedBuf {}
 impl AlignedBuf {
     fn new(len: usize) -> AlignedBuf {
         let map_len = len.max(1).div_ceil(4096) * 4096;
-        // SAFETY: anonymous private mapping, no fd; the result is checked.
+        use rustix::mm::{MapFlags, ProtFlags};
+        // SAFETY: a new anonymous private mapping (no hint address, no fd) aliases nothing.
         let p = unsafe {
-            libc::mmap(
+            rustix::mm::mmap_anonymous(
                 std::ptr::null_mut(),
                 map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::PRIVATE,
             )
         };
-        if p == libc::MAP_FAILED {
+        let Ok(p) = p else {
             // Out of address space: the same outcome as a failed allocation.
             std::alloc::handle_alloc_error(
                 std::alloc::Layout::from_size_align(map_len, 4096)
                     .unwrap_or(std::alloc::Layout::new::<u8>()),
             );
-        }
+        };
         AlignedBuf {
             ptr: p.cast(),
             len,
@@ -83,8 +82,8 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        // SAFETY: unmapping exactly the mapping made in `new`.
-        unsafe { libc::munmap(self.ptr.cast(), self.map_len) };
+        // SAFETY: unmapping exactly the mapping made in `new`, which nothing uses any more.
+        let _ = unsafe { rustix::mm::munmap(self.ptr.cast(), self.map_len) };
     }
 }
 
@@ -203,8 +202,8 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         };
         let prep = if single {
             sys::set_nonblocking(fd, false)
-                .and_then(|_| sys::set_timeout(fd, libc::SO_SNDTIMEO, Some(POLL_INTERVAL)))
-                .and_then(|_| sys::set_timeout(fd, libc::SO_RCVTIMEO, Some(POLL_INTERVAL)))
+                .and_then(|_| sys::set_timeout(fd, sys::Timeout::Send, Some(POLL_INTERVAL)))
+                .and_then(|_| sys::set_timeout(fd, sys::Timeout::Recv, Some(POLL_INTERVAL)))
         } else {
             sys::set_nonblocking(fd, true)
         };
@@ -273,8 +272,8 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         }
         st.ctr.publish(st.bytes, st.blocks);
         let _ = sys::set_nonblocking(st.fd, false);
-        let _ = sys::set_timeout(st.fd, libc::SO_SNDTIMEO, None);
-        let _ = sys::set_timeout(st.fd, libc::SO_RCVTIMEO, None);
+        let _ = sys::set_timeout(st.fd, sys::Timeout::Send, None);
+        let _ = sys::set_timeout(st.fd, sys::Timeout::Recv, None);
         if single && st.dir == Direction::Recv && recv_lowat {
             let _ = sys::setsockopt_int(st.fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, 1);
         }
@@ -448,16 +447,16 @@ fn epoll_loop(
             continue;
         }
         let ev = match st.dir {
-            Direction::Send => libc::EPOLLOUT as u32,
-            Direction::Recv => (libc::EPOLLIN | libc::EPOLLRDHUP) as u32,
+            Direction::Send => sys::EpollFlags::OUT,
+            Direction::Recv => sys::EpollFlags::IN | sys::EpollFlags::RDHUP,
         };
-        match ep.ctl(libc::EPOLL_CTL_ADD, st.fd, ev, i as u64) {
+        match ep.add(st.fd, ev, i as u64) {
             Ok(()) => active += 1,
             Err(e) => st.fail(e.raw_os_error().unwrap_or(libc::EINVAL), "epoll_ctl"),
         }
     }
-    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
-    let timeout_ms = POLL_INTERVAL.as_millis() as libc::c_int;
+    let mut events = sys::Epoll::events(EVENTS);
+    let timeout_ms = POLL_INTERVAL.as_millis() as i32;
     while active > 0 {
         if control.is_stopped() {
             break;
@@ -468,7 +467,7 @@ fn epoll_loop(
             Err(e) => return Err(e),
         };
         for ev in &events[..k] {
-            let (bits, idx) = (ev.events, ev.u64 as usize);
+            let (bits, idx) = (ev.flags, ev.data.u64() as usize);
             let Some(st) = sts.get_mut(idx) else { continue };
             if st.end.is_some() {
                 continue;
@@ -480,7 +479,7 @@ fn epoll_loop(
             st.ctr.publish(st.bytes, st.blocks);
             sampler.tick();
             if st.end.is_some() {
-                let _ = ep.ctl(libc::EPOLL_CTL_DEL, st.fd, 0, 0);
+                let _ = ep.delete(st.fd);
                 active -= 1;
             }
         }
@@ -491,9 +490,9 @@ fn epoll_loop(
     Ok(())
 }
 
-fn service_send(st: &mut St, bits: u32, block: &[u8], budget: Option<&Budget>) {
+fn service_send(st: &mut St, bits: sys::EpollFlags, block: &[u8], budget: Option<&Budget>) {
     let Some(op) = st.op.as_mut() else { return };
-    if bits & libc::EPOLLERR as u32 != 0 {
+    if bits.contains(sys::EpollFlags::ERR) {
         op.reap(st.fd);
     }
     for _ in 0..BURST {

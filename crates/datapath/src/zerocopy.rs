@@ -6,9 +6,21 @@
 //! for `Splice` (vmsplice when the pipe is empty + splice) and the occasional
 //! error-queue drain of `MsgZerocopy`.
 
-use crate::sys;
+use crate::sys::{self, borrow};
 use crate::{RecvPath, SendPath};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use rustix::io::Errno;
+use rustix::net::{RecvFlags, SendFlags};
+use rustix::pipe::SpliceFlags;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// `MSG_ZEROCOPY` (linux/socket.h), which rustix's `SendFlags` does not name.
+const MSG_ZEROCOPY: u32 = 0x0400_0000;
+
+/// A rustix error as the errno the workers match on.
+#[inline]
+fn errno(e: Errno) -> i32 {
+    e.raw_os_error()
+}
 
 /// Start reading MSG_ZEROCOPY completions once this many calls are outstanding.
 const ZC_REAP_AT: u64 = 64;
@@ -63,8 +75,9 @@ impl SendOp {
         }
     }
 
-    /// One transfer attempt. `Err(errno)`; EAGAIN means "not now" (timeout or
-    /// non-blocking), EINTR means "retry".
+    /// One transfer attempt of `block[off..off + len]`. `Err(errno)`; EAGAIN means "not now"
+    /// (timeout or non-blocking), EINTR means "retry", and a range outside `block` is EINVAL
+    /// (a caller's bug, refused rather than trusted).
     #[inline]
     pub(crate) fn send(
         &mut self,
@@ -73,28 +86,17 @@ impl SendOp {
         off: usize,
         len: usize,
     ) -> Result<usize, i32> {
-        debug_assert!(off + len <= block.len());
+        let data = off
+            .checked_add(len)
+            .and_then(|end| block.get(off..end))
+            .ok_or(libc::EINVAL)?;
+        let fd = borrow(fd);
         match self {
-            SendOp::Copy => {
-                // SAFETY: block[off..off+len] is a valid readable range.
-                let n = unsafe {
-                    libc::send(fd, block.as_ptr().add(off).cast(), len, libc::MSG_NOSIGNAL)
-                };
-                if n < 0 {
-                    Err(sys::errno())
-                } else {
-                    Ok(n as usize)
-                }
-            }
+            SendOp::Copy => rustix::net::send(fd, data, SendFlags::NOSIGNAL).map_err(errno),
             SendOp::Sendfile { memfd } => {
-                let mut o = off as libc::off_t;
-                // SAFETY: `o` is a valid in/out offset; memfd holds block.len() bytes.
-                let n = unsafe { libc::sendfile(fd, *memfd, &mut o, len) };
-                if n < 0 {
-                    Err(sys::errno())
-                } else {
-                    Ok(n as usize)
-                }
+                // The memfd holds a copy of `block`: the same range, by offset.
+                let mut o = off as u64;
+                rustix::fs::sendfile(fd, borrow(*memfd), Some(&mut o), len).map_err(errno)
             }
             SendOp::Splice {
                 pipe_r,
@@ -102,72 +104,49 @@ impl SendOp {
                 in_pipe,
             } => {
                 if *in_pipe == 0 {
-                    let iov = libc::iovec {
-                        // SAFETY: in-bounds pointer arithmetic on `block`.
-                        iov_base: unsafe { block.as_ptr().add(off) } as *mut libc::c_void,
-                        iov_len: len,
-                    };
-                    // SAFETY: iov points into `block`, which is never modified while
-                    // the worker lives; vmsplice takes page references, so pages
-                    // left in the pipe stay valid even after the buffer is freed.
-                    let n = unsafe { libc::vmsplice(pipe_w.as_raw_fd(), &iov, 1, 0) };
-                    if n < 0 {
-                        return Err(sys::errno());
-                    }
-                    *in_pipe = n as usize;
+                    let iov = [rustix::pipe::IoSliceRaw::from_slice(data)];
+                    // SAFETY: `iov` describes `data`, a range of `block`, which is never
+                    // modified while the worker lives; vmsplice takes page references, so
+                    // pages left in the pipe stay valid even after the buffer is freed.
+                    let n = unsafe { rustix::pipe::vmsplice(&*pipe_w, &iov, SpliceFlags::empty()) }
+                        .map_err(errno)?;
+                    *in_pipe = n;
                 }
-                // SAFETY: plain fds, null offsets (pipes/sockets have none).
-                let n = unsafe {
-                    libc::splice(
-                        pipe_r.as_raw_fd(),
-                        std::ptr::null_mut(),
-                        fd,
-                        std::ptr::null_mut(),
-                        *in_pipe,
-                        libc::SPLICE_F_MOVE,
-                    )
-                };
-                if n < 0 {
-                    return Err(sys::errno());
-                }
-                *in_pipe -= n as usize;
-                Ok(n as usize)
+                let n = rustix::pipe::splice(&*pipe_r, None, fd, None, *in_pipe, SpliceFlags::MOVE)
+                    .map_err(errno)?;
+                *in_pipe -= n;
+                Ok(n)
             }
             SendOp::Zerocopy(st) => {
                 if st.outstanding() >= ZC_REAP_AT {
-                    reap(fd, st);
+                    let raw = fd.as_raw_fd();
+                    reap(raw, st);
                     if st.outstanding() >= ZC_MAX_OUTSTANDING {
-                        wait_errqueue(fd, 10);
-                        reap(fd, st);
+                        wait_errqueue(raw, 10);
+                        reap(raw, st);
                         if st.outstanding() >= ZC_MAX_OUTSTANDING {
                             return Err(libc::EAGAIN);
                         }
                     }
                 }
-                // SAFETY: block[off..off+len] is valid; it is never modified, so the
-                // kernel may keep referencing its pages until completion.
-                let n = unsafe {
-                    libc::send(
-                        fd,
-                        block.as_ptr().add(off).cast(),
-                        len,
-                        libc::MSG_NOSIGNAL | libc::MSG_ZEROCOPY,
-                    )
-                };
-                if n < 0 {
-                    let e = sys::errno();
-                    if e == libc::ENOBUFS {
+                // `block` is never modified while the worker lives, so the kernel may keep
+                // referencing its pages until the completion arrives.
+                let flags = SendFlags::NOSIGNAL | SendFlags::from_bits_retain(MSG_ZEROCOPY);
+                match rustix::net::send(fd, data, flags) {
+                    Err(Errno::NOBUFS) => {
                         // optmem full of notifications: read them and let the caller retry.
-                        wait_errqueue(fd, 10);
-                        reap(fd, st);
-                        return Err(libc::EINTR);
+                        let raw = fd.as_raw_fd();
+                        wait_errqueue(raw, 10);
+                        reap(raw, st);
+                        Err(libc::EINTR)
                     }
-                    Err(e)
-                } else {
-                    if n > 0 {
-                        st.sends += 1;
+                    Err(e) => Err(errno(e)),
+                    Ok(n) => {
+                        if n > 0 {
+                            st.sends += 1;
+                        }
+                        Ok(n)
                     }
-                    Ok(n as usize)
                 }
             }
         }
@@ -195,7 +174,7 @@ impl SendOp {
 
 /// Poll for POLLERR (error-queue readiness) up to `ms` milliseconds.
 fn wait_errqueue(fd: RawFd, ms: i32) {
-    sys::poll_fd(fd, 0, ms);
+    sys::poll_fd(fd, rustix::event::PollFlags::empty(), ms);
 }
 
 /// Drain MSG_ZEROCOPY notifications from the socket error queue.
@@ -304,17 +283,9 @@ impl SendSetup {
 
 /// A pipe sized to hold one block if the system allows it.
 fn make_pipe(block_len: usize) -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` is a valid 2-element out array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both fds were just created and are owned by nobody else.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     // Best effort: a larger pipe means fewer vmsplice/splice rounds per block.
-    let want = block_len.clamp(4096, 1 << 20) as libc::c_int;
-    // SAFETY: fcntl with an integer argument on our own fd.
-    unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, want) };
+    let _ = rustix::pipe::fcntl_setpipe_size(&w, block_len.clamp(4096, 1 << 20));
     Ok((r, w))
 }
 
@@ -322,14 +293,12 @@ fn make_pipe(block_len: usize) -> std::io::Result<(OwnedFd, OwnedFd)> {
 #[inline]
 pub(crate) fn recv_once(fd: RawFd, buf: &mut [u8], path: RecvPath) -> Result<usize, i32> {
     let flags = match path {
-        RecvPath::Copy => 0,
-        RecvPath::SkipCopy => libc::MSG_TRUNC,
+        RecvPath::Copy => RecvFlags::empty(),
+        RecvPath::SkipCopy => RecvFlags::TRUNC,
     };
-    // SAFETY: `buf` is writable for its length (with MSG_TRUNC TCP does not write to it).
-    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
-    if n < 0 {
-        Err(sys::errno())
-    } else {
-        Ok(n as usize)
-    }
+    // With MSG_TRUNC TCP does not write to `buf`, and the count is what was consumed (it may
+    // exceed the buffer): the second value.
+    rustix::net::recv(borrow(fd), buf, flags)
+        .map(|(_, n)| n)
+        .map_err(errno)
 }

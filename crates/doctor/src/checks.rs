@@ -76,10 +76,10 @@ fn cpus_word(set: &CpuSet) -> String {
     format!("{} {set}", if set.len() == 1 { "CPU" } else { "CPUs" })
 }
 
+/// The exact count, and from 1 MiB on the size as people read it: `8388608 (8 MiB)`.
 fn fmt_bytes(b: u64) -> String {
-    const MIB: f64 = 1024.0 * 1024.0;
     if b >= 1 << 20 {
-        format!("{b} ({:.1} MiB)", b as f64 / MIB)
+        format!("{b} ({})", crate::sizing::human_bytes(b))
     } else {
         b.to_string()
     }

@@ -1,5 +1,7 @@
 //! The values doctor's fixes suggest and `wirespeed tune` sets, from one place so the two agree:
-//! socket buffers from link speed × RTT, and the softnet backlog and budget.
+//! socket buffers from link speed × RTT, and the softnet backlog and budget; and the one way
+//! doctor's findings and tune's plans write a size in bytes ([`human_bytes`]). (iperf3's
+//! `KBytes`/`Mbits/sec` columns are a different format, iperf3's own: the report crate's.)
 
 /// Largest value the kernel accepts for the socket buffer sysctls (they are C ints).
 pub const BUFFER_CAP: u64 = i32::MAX as u64;
@@ -30,6 +32,18 @@ pub fn buffer_target(speed_mbps: u64, rtt_ms: f64) -> u64 {
     (want as u64).next_power_of_two().min(BUFFER_CAP)
 }
 
+/// A size for people: `512 B`, `256 MiB`, `1.5 MiB` (binary MiB, one decimal unless whole).
+pub fn human_bytes(b: u64) -> String {
+    const MIB: u64 = 1 << 20;
+    if b >= MIB && b % MIB == 0 {
+        format!("{} MiB", b / MIB)
+    } else if b >= MIB {
+        format!("{:.1} MiB", b as f64 / MIB as f64)
+    } else {
+        format!("{b} B")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -39,5 +53,12 @@ mod tests {
         assert_eq!(bdp_bytes(100_000, 10.0), 125_000_000);
         assert_eq!(buffer_target(100_000, 10.0), 1 << 28);
         assert_eq!(buffer_target(100_000, 100.0), BUFFER_CAP);
+    }
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(256 << 20), "256 MiB");
+        assert_eq!(human_bytes(3 << 19), "1.5 MiB");
     }
 }

@@ -30,7 +30,10 @@ struct Line {
 #[derive(Debug, thiserror::Error)]
 pub enum LatencyError {
     #[error("CPU {cpu}: cannot pin a thread there: {source}")]
-    Pin { cpu: u32, source: nix::Error },
+    Pin {
+        cpu: u32,
+        source: wirespeed_datapath::DatapathError,
+    },
     #[error("CPUs {a} and {b}: no progress for {secs} s (is one of them saturated or offline?)")]
     Stalled { a: u32, b: u32, secs: u64 },
     #[error("need at least two CPUs, got {0}")]
@@ -67,11 +70,9 @@ pub struct PairLatency {
     pub stderr_ns: f64,
 }
 
+/// Pin the calling thread with the workspace's one pinning function (the datapath's).
 fn pin(cpu: u32) -> Result<(), LatencyError> {
-    let mut set = nix::sched::CpuSet::new();
-    set.set(cpu as usize)
-        .map_err(|source| LatencyError::Pin { cpu, source })?;
-    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+    wirespeed_datapath::cpu::pin_current_thread(cpu)
         .map_err(|source| LatencyError::Pin { cpu, source })
 }
 

@@ -1,7 +1,10 @@
 //! UTC calendar time from the system clock, for the time stamps wirespeed writes (journals, JSON
-//! documents). No time zone database: UTC only, proleptic Gregorian calendar.
+//! documents). UTC only, proleptic Gregorian calendar; the calendar arithmetic is the `time`
+//! crate's, this module only gives wirespeed's callers the fields and the two text forms they use.
 
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use time::{Date, OffsetDateTime, PrimitiveDateTime};
 
 /// A moment broken down into UTC calendar fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,21 +33,25 @@ impl Utc {
         }
     }
 
-    /// Seconds since 1970-01-01T00:00:00Z (negative before) in UTC.
+    /// Seconds since 1970-01-01T00:00:00Z (negative before) in UTC; a time beyond the years
+    /// -9999..=9999 counts as the nearest end of that range.
     pub fn from_unix(secs: i64) -> Utc {
-        let days = secs.div_euclid(86_400);
-        let s = secs.rem_euclid(86_400) as u32;
-        let (year, month, day) = civil_from_days(days);
+        let t = OffsetDateTime::from_unix_timestamp(secs).unwrap_or_else(|_| {
+            if secs < 0 {
+                PrimitiveDateTime::MIN.assume_utc()
+            } else {
+                PrimitiveDateTime::MAX.assume_utc()
+            }
+        });
         Utc {
-            year,
-            month,
-            day,
-            hour: s / 3600,
-            minute: s / 60 % 60,
-            second: s % 60,
+            year: i64::from(t.year()),
+            month: u32::from(u8::from(t.month())),
+            day: u32::from(t.day()),
+            hour: u32::from(t.hour()),
+            minute: u32::from(t.minute()),
+            second: u32::from(t.second()),
             millis: 0,
-            // 1970-01-01 was a Thursday
-            weekday: (days + 3).rem_euclid(7) as u32,
+            weekday: u32::from(t.weekday().number_days_from_monday()),
         }
     }
 
@@ -65,19 +72,21 @@ impl Utc {
     }
 }
 
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's
-/// `civil_from_days`).
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (clamped to the years
+/// -9999..=9999).
 pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    // The Julian day number of 1970-01-01.
+    const EPOCH_JULIAN_DAY: i64 = 2_440_588;
+    let jd = days.saturating_add(EPOCH_JULIAN_DAY).clamp(
+        i64::from(Date::MIN.to_julian_day()),
+        i64::from(Date::MAX.to_julian_day()),
+    );
+    let d = Date::from_julian_day(jd as i32).unwrap_or(Date::MIN);
+    (
+        i64::from(d.year()),
+        u32::from(u8::from(d.month())),
+        u32::from(d.day()),
+    )
 }
 
 #[cfg(test)]
@@ -98,6 +107,19 @@ mod tests {
             (leap.year, leap.month, leap.day, leap.weekday),
             (2000, 2, 29, 1)
         );
+        assert_eq!(Utc::from_unix(-1).rfc3339(), "1969-12-31T23:59:59.000Z");
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn out_of_range_times_clamp_instead_of_panicking() {
+        assert_eq!(Utc::from_unix(i64::MAX).year, 9999);
+        assert_eq!(Utc::from_unix(i64::MIN).year, -9999);
+        assert_eq!(civil_from_days(i64::MAX).0, 9999);
+        assert_eq!(civil_from_days(i64::MIN).0, -9999);
+        let far = Utc::from_system(UNIX_EPOCH + Duration::from_secs(1 << 40));
+        assert_eq!(far.year, 9999);
     }
 }

@@ -169,17 +169,6 @@ impl From<PlacementError> for PlanError {
     }
 }
 
-fn human_bytes(b: u64) -> String {
-    const MIB: u64 = 1 << 20;
-    if b >= MIB && b % MIB == 0 {
-        format!("{} MiB", b / MIB)
-    } else if b >= MIB {
-        format!("{:.1} MiB", b as f64 / MIB as f64)
-    } else {
-        format!("{b} B")
-    }
-}
-
 fn format_mb(b: u64) -> String {
     let mb = b as f64 / 1e6;
     if (mb - mb.round()).abs() < 0.05 {
@@ -631,7 +620,7 @@ fn stack(b: &mut Builder<'_>) {
                 fmt_mbps(speed),
                 b.opts.rtt_ms,
                 format_mb(bdp),
-                human_bytes(target)
+                sizing::human_bytes(target)
             );
             // a value already at least the target stays (never lowered); it is still part of
             // the wanted state a boot script restores

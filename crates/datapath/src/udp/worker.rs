@@ -22,8 +22,6 @@ const GSO_MAX_BYTES: usize = 65000;
 const GSO_MSGS: usize = 8;
 /// recvmmsg rounds per ready socket per wake-up.
 const RECV_ROUNDS: usize = 16;
-/// prctl(PR_SET_TIMERSLACK).
-const PR_SET_TIMERSLACK: libc::c_int = 29;
 /// Pace in slices of about this much time.
 const PACE_SLICE_NS: u64 = 1_000_000;
 
@@ -63,7 +61,7 @@ fn wait_for_room(fd: RawFd, control: &Control) -> bool {
     if control.is_stopped() {
         return false;
     }
-    sys::poll_fd(fd, libc::POLLOUT, 1);
+    sys::poll_fd(fd, rustix::event::PollFlags::OUT, 1);
     true
 }
 
@@ -599,8 +597,8 @@ fn run(spec: UdpWorkerSpec, control: &Control, ctrs: Vec<Arc<UdpCounters>>) -> U
         }
     }
     if sends.iter().any(|s| s.pacer.is_some()) {
-        // SAFETY: prctl with integer arguments; affects only this thread's timer slack.
-        unsafe { libc::prctl(PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+        // 1 ns of timer slack for this thread: the pacer's sleeps end on time.
+        let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
     }
 
     let ep = if recvs.is_empty() {
@@ -608,7 +606,7 @@ fn run(spec: UdpWorkerSpec, control: &Control, ctrs: Vec<Arc<UdpCounters>>) -> U
     } else {
         make_epoll(&mut recvs)
     };
-    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; recvs.len().clamp(1, 256)];
+    let mut events = sys::Epoll::events(recvs.len().clamp(1, 256));
     let budget = spec.budget.as_deref();
 
     loop {
@@ -691,7 +689,7 @@ fn run(spec: UdpWorkerSpec, control: &Control, ctrs: Vec<Arc<UdpCounters>>) -> U
             // An interrupted (or failed) wait is an empty round.
             let k = ep.wait(&mut events, timeout_ms).unwrap_or(0);
             for ev in &events[..k] {
-                let Some(r) = recvs.get_mut(ev.u64 as usize) else {
+                let Some(r) = recvs.get_mut(ev.data.u64() as usize) else {
                     continue;
                 };
                 if r.end.is_some() {
@@ -813,7 +811,7 @@ fn make_epoll(recvs: &mut [RecvSt]) -> Option<sys::Epoll> {
         }
     };
     for (i, r) in recvs.iter_mut().enumerate() {
-        if let Err(e) = ep.ctl(libc::EPOLL_CTL_ADD, r.fd, libc::EPOLLIN as u32, i as u64) {
+        if let Err(e) = ep.add(r.fd, sys::EpollFlags::IN, i as u64) {
             r.end = Some(StreamEnd::Error);
             r.err = Some(format!("epoll_ctl on UDP stream {}: {e}", r.id));
         }

@@ -1,0 +1,310 @@
+//! Client options beyond interop: zero-copy paths (and that the output says which ran),
+//! skip-rx-copy, omit, -k, --cport, CPU placement on both ends, --json-stream, --logfile and
+//! the iperf3-style text output.
+
+use crate::measure_common;
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use measure_common::*;
+use serde_json::Value;
+
+/// A one-off wirespeed server and one wirespeed client run against it.
+fn pair(client_args: &[&str]) -> (Output, Output) {
+    let what = format!("{client_args:?}");
+    one_off(Side::Wirespeed, Side::Wirespeed, client_args, &what)
+}
+
+fn pair_json(args: &[&str]) -> (Value, Value) {
+    let what = format!("{args:?}");
+    one_off_json(Side::Wirespeed, Side::Wirespeed, args, &what)
+}
+
+#[test]
+fn zero_copy_paths_run_and_are_reported() {
+    for (flag, want) in [
+        ("-Z", "sendfile"),
+        ("--zerocopy=splice", "splice"),
+        ("--zerocopy=msg_zerocopy", "msg_zerocopy"),
+    ] {
+        let (c, s) = pair_json(&["-t", "1", flag]);
+        let x = &c["wirespeed"];
+        let path = x["send_path"].as_str().unwrap_or("");
+        let fell_back = x["path_fallbacks"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty());
+        assert!(
+            path == want || (fell_back && path == "copy"),
+            "{flag}: ran {path}, fallbacks {}",
+            x["path_fallbacks"]
+        );
+        let t = totals(&c);
+        assert_eq!(t[0], t[1], "{flag}: sent != received");
+        assert_eq!(totals(&s)[1], t[1]);
+        eprintln!("{flag}: send path {path}, {} bytes", t[0].unwrap_or(0));
+    }
+    // Reverse: the server sends with the path the client asked for.
+    let (c, _) = pair_json(&["-t", "1", "-R", "--zerocopy=splice"]);
+    let remote = c["wirespeed"]["remote_send_path"].as_str().unwrap_or("");
+    assert!(
+        remote == "splice" || remote == "copy",
+        "remote send path {remote}"
+    );
+}
+
+#[test]
+fn skip_rx_copy_applies_to_the_receiver() {
+    let (c, s) = pair_json(&["-t", "1", "--skip-rx-copy"]);
+    assert_eq!(
+        s["wirespeed"]["recv_path"], "skip_copy",
+        "server receiver: {}",
+        s["wirespeed"]
+    );
+    let t = totals(&c);
+    assert_eq!(t[0], t[1]);
+    let (c, _) = pair_json(&["-t", "1", "-R", "--skip-rx-copy"]);
+    assert_eq!(
+        c["wirespeed"]["recv_path"], "skip_copy",
+        "client receiver: {}",
+        c["wirespeed"]
+    );
+}
+
+#[test]
+fn omit_blocks_and_cport() {
+    // -O 1 -t 1: the first interval is omitted and not counted.
+    let (c, s) = pair_json(&["-t", "1", "-O", "1"]);
+    let ivs = c["intervals"].as_array().expect("intervals");
+    assert_eq!(ivs[0]["sum"]["omitted"], true);
+    assert!(ivs.iter().any(|i| i["sum"]["omitted"] == false));
+    let secs = c["end"]["sum_sent"]["seconds"].as_f64().unwrap_or(0.0);
+    assert!(
+        (0.9..1.6).contains(&secs),
+        "measured {secs} s, the omitted second included?"
+    );
+    let counted: u64 = ivs
+        .iter()
+        .filter(|i| i["sum"]["omitted"] == false)
+        .filter_map(|i| i["sum"]["bytes"].as_u64())
+        .sum();
+    assert_eq!(
+        Some(counted),
+        totals(&c)[0],
+        "totals are the non-omitted intervals"
+    );
+    // Each end closes its omit period on its own clock (as iperf3), so the two counts differ by
+    // what was in flight at that moment, which depends on the machine's load: compare each end
+    // with its own intervals instead, and the receiver with everything ever sent.
+    let non_omitted = |j: &Value| -> u64 {
+        j["intervals"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|i| i["sum"]["omitted"] == false)
+            .filter_map(|i| i["sum"]["bytes"].as_u64())
+            .sum()
+    };
+    let all_sent: u64 = ivs.iter().filter_map(|i| i["sum"]["bytes"].as_u64()).sum();
+    let recv = totals(&s)[1].unwrap_or(0);
+    assert_eq!(
+        s["intervals"][0]["sum"]["omitted"], true,
+        "the receiver omits too"
+    );
+    assert_eq!(
+        recv,
+        non_omitted(&s),
+        "receiver totals are its non-omitted intervals"
+    );
+    assert!(
+        recv > 0 && recv < all_sent,
+        "after omit: received {recv} of {all_sent} sent in all"
+    );
+    assert_eq!(totals(&s)[1], totals(&c)[1]);
+
+    // -k: exactly that many blocks.
+    let (c, _) = pair_json(&["-k", "40", "-l", "64K"]);
+    assert_eq!(totals(&c)[0], Some(40 * 65536));
+    assert_eq!(totals(&c)[1], Some(40 * 65536));
+
+    // --cport: data connections from fixed source ports.
+    let base = free_port().saturating_sub(3).max(20000);
+    let (c, _) = pair_json(&["-t", "1", "-P", "2", "--cport", &base.to_string()]);
+    let ports: Vec<u64> = c["start"]["connected"]
+        .as_array()
+        .expect("connected")
+        .iter()
+        .filter_map(|x| x["local_port"].as_u64())
+        .collect();
+    assert_eq!(ports, vec![u64::from(base), u64::from(base) + 1]);
+}
+
+#[test]
+fn cpu_placement_on_both_ends() {
+    let cpus = wirespeed_datapath::cpu::allowed_cpus().unwrap_or_default();
+    if cpus.len() < 2 {
+        eprintln!(
+            "SKIP: cpu_placement_on_both_ends because only {} CPU is usable",
+            cpus.len()
+        );
+        return;
+    }
+    let (a, b) = (cpus[0], cpus[1]);
+    let (c, _) = pair_json(&["-t", "1", "-A", &format!("{a},{b}")]);
+    let w = &c["wirespeed"];
+    assert_eq!(w["workers"][0]["cpu_requested"], a);
+    assert_eq!(w["workers"][0]["cpus_seen"], serde_json::json!([a]));
+    assert_eq!(w["remote_workers"][0]["cpu_requested"], b);
+    assert_eq!(w["remote_workers"][0]["cpus_seen"], serde_json::json!([b]));
+
+    let list = format!("{a},{b}");
+    let (c, _) = pair_json(&[
+        "-t",
+        "1",
+        "-P",
+        "4",
+        "--cpus",
+        &list,
+        "--server-cpus",
+        &list,
+    ]);
+    let w = &c["wirespeed"];
+    for key in ["workers", "remote_workers"] {
+        let ws = w[key].as_array().expect("workers");
+        assert_eq!(ws.len(), 2, "{key}: {ws:?}");
+        for x in ws {
+            assert_eq!(
+                x["streams"].as_array().map(Vec::len),
+                Some(2),
+                "{key}: streams spread round-robin"
+            );
+            assert_eq!(
+                x["cpus_seen"],
+                serde_json::json!([x["cpu_requested"]]),
+                "{key}: pinned"
+            );
+        }
+    }
+}
+
+#[test]
+fn json_stream_logfile_and_text() {
+    // --json-stream: one JSON object per line, start .. interval .. end.
+    let (c, _) = pair(&["-t", "1", "--json-stream"]);
+    let text = String::from_utf8_lossy(&c.stdout);
+    let events: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+            v["event"].as_str().unwrap_or("").to_string()
+        })
+        .collect();
+    assert_eq!(events.first().map(String::as_str), Some("start"));
+    assert!(events.iter().any(|e| e == "interval"));
+    assert_eq!(events.last().map(String::as_str), Some("end"));
+
+    // --logfile: the output goes to the file.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("out.json");
+    let (c, _) = pair(&[
+        "-t",
+        "1",
+        "-J",
+        "--logfile",
+        log.to_str().expect("utf-8 path"),
+    ]);
+    assert!(
+        c.stdout.is_empty(),
+        "stdout not empty: {}",
+        String::from_utf8_lossy(&c.stdout)
+    );
+    let j: Value = serde_json::from_slice(&std::fs::read(&log).expect("logfile"))
+        .expect("JSON in the logfile");
+    assert!(totals(&j)[0].unwrap_or(0) > 0);
+
+    // Text: what an iperf3 user expects to read.
+    let (c, _) = pair(&["-t", "1", "-P", "2"]);
+    let t = String::from_utf8_lossy(&c.stdout);
+    for needle in [
+        "Connecting to host 127.0.0.1",
+        "[ ID] Interval",
+        "Retr",
+        "[SUM]",
+        "sender",
+        "receiver",
+        "iperf Done.",
+        "send path",
+    ] {
+        assert!(t.contains(needle), "text output lacks {needle:?}:\n{t}");
+    }
+}
+
+#[test]
+fn loopback_mode_runs_without_a_server() {
+    let out = run(
+        Command::new(wirespeed()).args(["client", "--loopback", "-t", "1", "-J"]),
+        Duration::from_secs(30),
+    );
+    assert_success(&out, "client --loopback");
+    let j = json_of(&out.stdout, "loopback");
+    let t = totals(&j);
+    assert!(t[0].unwrap_or(0) > 0);
+    assert_eq!(t[0], t[1]);
+    assert_eq!(j["wirespeed"]["peer"]["is_wirespeed"], true);
+}
+
+#[test]
+fn several_ports_in_one_run_are_summed() {
+    let (_s1, p1) = start_server(&["-i", "0"]);
+    let (_s2, p2) = start_server(&["-i", "0"]);
+    let out = run(
+        &mut client_cmd(Side::Wirespeed, format!("{p1},{p2}"), &["-t", "1", "-J"]),
+        Duration::from_secs(30),
+    );
+    assert_success(&out, "multi-target client");
+    let j = json_of(&out.stdout, "multi-target client");
+    let targets = j["targets"].as_array().expect("targets");
+    assert_eq!(targets.len(), 2);
+    let mut sent = 0;
+    for t in targets {
+        let r = &t["result"];
+        let tt = totals(r);
+        assert_eq!(tt[0], tt[1], "each target's totals agree");
+        sent += tt[0].unwrap_or(0);
+    }
+    assert!(sent > 0);
+    assert_eq!(j["sum"]["bytes_sent"].as_u64(), Some(sent));
+    assert_eq!(j["sum"]["bytes_received"].as_u64(), Some(sent));
+}
+
+#[test]
+fn ctrl_c_ends_the_test_cleanly() {
+    let (_srv, port) = start_server(&["-i", "0"]);
+    let client = spawn(&mut client_cmd(Side::Wirespeed, port, &["-t", "30", "-J"]));
+    wait_connected(port, 2); // its control connection and its stream: the test runs
+    let pid = client.pid();
+    let k = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(k.success());
+    // Well before its 30 s (a client that ignored SIGINT would be killed at HANG, with a
+    // signal instead of exit code 130).
+    let out = client.wait_output(HANG);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json_of(&out.stdout, "interrupted client");
+    assert_eq!(j["error"], "interrupted");
+    // The server is still there for the next test.
+    let again = run(
+        &mut client_cmd(Side::Wirespeed, port, &["-t", "1", "-J"]),
+        Duration::from_secs(20),
+    );
+    assert_success(&again, "the next test");
+}

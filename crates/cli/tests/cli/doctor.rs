@@ -1,0 +1,329 @@
+//! `wirespeed doctor`, `topo` and `capture` end to end: exit codes, text and JSON reports on the
+//! captured hosts, snapshots of a fixture tree and of this machine read back the same.
+
+use crate::host_common;
+
+use host_common::{fixtures, hosts, run};
+use serde_json::Value;
+use std::process::Output;
+
+fn host(name: &str) -> String {
+    fixtures().join(name).display().to_string()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+fn ids(report: &Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `wirespeed doctor --root ROOT --iface IF --app-cpus APP ARGS`.
+fn doctor(root: &str, iface: &str, app: &str, args: &[&str]) -> Output {
+    let base = [
+        "doctor",
+        "--root",
+        root,
+        "--iface",
+        iface,
+        "--app-cpus",
+        app,
+    ];
+    run(&[&base[..], args].concat())
+}
+
+#[test]
+fn fixtures_exit_codes_and_json_schema() {
+    for (_, dir) in hosts() {
+        let exp = host_common::expected(&dir);
+        let iface = exp["iface"].as_str().unwrap();
+        let app = exp["app_cpus"].as_str().unwrap();
+        let root = dir.display().to_string();
+        let o = doctor(&root, iface, app, &["--json"]);
+        let r = json(&o);
+        assert_eq!(r["schema_version"], 1);
+        assert_eq!(r["options"]["iface"], iface);
+        assert!(r["facts"]["nics"].is_array());
+        let got = ids(&r);
+        for want in exp["expect_findings"].as_array().unwrap() {
+            assert!(
+                got.iter().any(|g| g == want.as_str().unwrap()),
+                "{root}: {want} not in {got:?}"
+            );
+        }
+        for f in r["findings"].as_array().unwrap() {
+            for k in ["id", "severity", "summary", "evidence", "fix"] {
+                assert!(!f[k].is_null(), "{root}: finding without {k}");
+            }
+            for e in f["evidence"].as_array().unwrap() {
+                assert!(e["what"].is_string() && e["value"].is_string() && e["source"].is_string());
+            }
+        }
+        let want_code = if got.is_empty() { 0 } else { 1 };
+        assert_eq!(code(&o), want_code, "{root}");
+        // text form: same exit code, worst first
+        let t = doctor(&root, iface, app, &[]);
+        assert_eq!(code(&t), want_code);
+        let text = String::from_utf8_lossy(&t.stdout);
+        if got.is_empty() {
+            assert!(text.contains("No findings."), "{text}");
+        } else {
+            let first = text.find(&got[0]).unwrap();
+            for g in &got[1..] {
+                assert!(
+                    text.find(g.as_str()).unwrap() > first,
+                    "{g} before {}",
+                    got[0]
+                );
+            }
+            assert!(text.contains("evidence:") && text.contains("fix:") && text.contains("from /"));
+        }
+    }
+}
+
+#[test]
+fn the_x4_card_reads_as_the_write_up_did() {
+    let o = doctor(&host("crow-9900x-cx5-x4"), "enp1s0f0np0", "6", &[]);
+    assert_eq!(code(&o), 1);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("8.0 GT/s x4, below its maximum 8.0 GT/s x16"),
+        "{text}"
+    );
+    assert!(text.contains("31.5 Gbit/s"));
+    assert!(text.contains("IRQ 111 (mlx5_comp3@pci:0000:01:00.0)"));
+    assert!(text.contains("74.0 °C"));
+    // the fix moves IRQ 111 into CPU 6's L3 group (7-11), never onto CPU 6
+    let line = text
+        .lines()
+        .find(|l| l.contains("/proc/irq/111/smp_affinity_list"))
+        .unwrap();
+    let cpu: u32 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert!((7..=11).contains(&cpu), "{line}");
+}
+
+#[test]
+fn bad_input_gets_one_line_and_its_exit_code() {
+    let crow = host("crow-9900x-cx5-x4");
+    let cases: &[(&[&str], i32)] = &[
+        (&["doctor", "--root", &crow, "--iface", "eth9"], 6),
+        (&["doctor", "--root", &crow, "--app-cpus", "6,40"], 6),
+        (&["doctor", "--root", &crow, "--app-cpus", "x"], 2),
+        (&["doctor", "--root", &crow, "--rtt", "0"], 2),
+        (&["doctor", "--root", &crow, "--rtt", "-3"], 2),
+        (&["doctor", "--root", "/nonexistent/tree"], 7),
+        (&["doctor", "--snapshot", "/nonexistent/x.tar.gz"], 7),
+        (&["doctor", "--root", &crow, "--snapshot", "x.tar.gz"], 2),
+        (&["topo", "--root", "/nonexistent/tree"], 7),
+        (
+            &[
+                "capture",
+                "--root",
+                "/nonexistent/tree",
+                "-o",
+                "/tmp/never.tar.gz",
+            ],
+            7,
+        ),
+        (
+            &[
+                "capture",
+                "--root",
+                &crow,
+                "-o",
+                "/nonexistent/dir/x.tar.gz",
+            ],
+            7,
+        ),
+    ];
+    for (args, want) in cases {
+        let o = run(args);
+        assert_eq!(
+            code(&o),
+            *want,
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        if *want != 2 {
+            assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        }
+    }
+    // a file that is not a snapshot
+    let t = tempfile::tempdir().unwrap();
+    let junk = t.path().join("junk.tar.gz");
+    std::fs::write(&junk, b"not a tarball").unwrap();
+    let o = run(&["doctor", "--snapshot", junk.to_str().unwrap()]);
+    assert_eq!(code(&o), 7, "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Volatile counters change between two reads of a live host; everything else must not.
+fn strip_volatile(mut facts: Value) -> Value {
+    if let Some(st) = facts.get_mut("stack").and_then(Value::as_object_mut) {
+        st.remove("softnet");
+        st.remove("tcp");
+    }
+    for nic in facts["nics"].as_array_mut().into_iter().flatten() {
+        if let Some(h) = nic.get_mut("hwmon").and_then(Value::as_object_mut) {
+            h.remove("sensors");
+        }
+    }
+    facts
+}
+
+#[test]
+fn snapshot_of_a_fixture_reads_the_same_as_the_tree() {
+    let t = tempfile::tempdir().unwrap();
+    let snap = t.path().join("crow.tar.gz");
+    let crow = host("crow-9900x-cx5-x4");
+    let o = run(&["capture", "--root", &crow, "-o", snap.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let args = ["--iface", "enp1s0f0np0", "--app-cpus", "6", "--json"];
+    let a = json(&run(&[&["doctor", "--root", &crow][..], &args].concat()));
+    let b = json(&run(&[
+        &["doctor", "--snapshot", snap.to_str().unwrap()][..],
+        &args,
+    ]
+    .concat()));
+    assert_eq!(a["findings"], b["findings"]);
+    assert_eq!(a["facts"], b["facts"]);
+    assert_eq!(b["host"]["source"], "snapshot");
+    // what went into the archive: links stay links, processes give only their names
+    let s = wirespeed_host::Snapshot::open(&snap).unwrap();
+    let l = std::fs::symlink_metadata(s.dir().join("sys/class/net/enp1s0f0np0")).unwrap();
+    assert!(l.file_type().is_symlink());
+    assert!(s.dir().join("proc/41877/comm").is_file());
+    assert!(!s.dir().join("proc/41877/cmdline").exists());
+    assert!(!s.dir().join("proc/41877/status").exists());
+    assert!(!s.dir().join("proc/cmdline").exists());
+    // only what doctor reads: no /proc/stat, no interface statistics, no DMI strings
+    assert!(!s.dir().join("proc/stat").exists());
+    assert!(!s.dir().join("proc/uptime").exists());
+    assert!(!s.dir().join("sys/class/dmi").exists());
+    assert!(!s
+        .dir()
+        .join("sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/net/enp1s0f0np0/statistics")
+        .exists());
+    assert!(s.dir().join("proc/interrupts").is_file());
+}
+
+/// Findings of a live run and of a snapshot captured *before* it agree, except that counters
+/// since boot (softnet drops/squeezes) may have grown in between: then the later, live run may
+/// report `softnet-drops` the snapshot did not, never the reverse.
+fn assert_same_findings(live: &Value, snap: &Value) {
+    let split = |r: &Value| {
+        let all = r["findings"].as_array().unwrap().clone();
+        let (soft, rest): (Vec<Value>, Vec<Value>) =
+            all.into_iter().partition(|f| f["id"] == "softnet-drops");
+        (!soft.is_empty(), rest)
+    };
+    let (live_soft, live_rest) = split(live);
+    let (snap_soft, snap_rest) = split(snap);
+    assert_eq!(live_rest, snap_rest);
+    assert!(
+        live_soft || !snap_soft,
+        "softnet-drops in the snapshot but not in the later live run"
+    );
+}
+
+#[test]
+fn live_doctor_and_its_snapshot_agree() {
+    let t = tempfile::tempdir().unwrap();
+    let snap = t.path().join("live.tar.gz");
+    let o = run(&["capture", "-o", snap.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let live = run(&["doctor", "--json"]);
+    let off = run(&["doctor", "--snapshot", snap.to_str().unwrap(), "--json"]);
+    let (a, b) = (json(&live), json(&off));
+    assert_same_findings(&a, &b);
+    let want = |r: &Value| i32::from(!r["findings"].as_array().unwrap().is_empty());
+    assert_eq!(code(&live), want(&a));
+    assert_eq!(code(&off), want(&b));
+    assert_eq!(
+        strip_volatile(a["facts"].clone()),
+        strip_volatile(b["facts"].clone())
+    );
+    // No false PCIe finding on a NIC without PCIe link attributes (virtio in a VM).
+    for nic in a["facts"]["nics"].as_array().unwrap() {
+        if nic["pcie"].is_null() {
+            let name = nic["name"].as_str().unwrap();
+            assert!(!a["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| { f["iface"] == name && f["id"].as_str().unwrap().starts_with("pcie-") }));
+        }
+    }
+    // per interface too (snapshot first: counters only grow)
+    for nic in a["facts"]["nics"].as_array().unwrap() {
+        let name = nic["name"].as_str().unwrap();
+        let snap = snap.to_str().unwrap();
+        let s = json(&run(&[
+            "doctor",
+            "--snapshot",
+            snap,
+            "--iface",
+            name,
+            "--app-cpus",
+            "0",
+            "--json",
+        ]));
+        let l = json(&run(&[
+            "doctor",
+            "--iface",
+            name,
+            "--app-cpus",
+            "0",
+            "--json",
+        ]));
+        assert_same_findings(&l, &s);
+    }
+}
+
+#[test]
+fn topo_reads_well_and_has_json() {
+    let o = run(&["topo", "--root", &host("crow-9900x-cx5-x4")]);
+    assert_eq!(code(&o), 0);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("node 0   CPUs 0-11"), "{text}");
+    assert!(text.contains("L3 #0") && text.contains("CPUs 6-11"));
+    assert!(text.contains("enp1s0f0np0  0000:01:00.0  mlx5_core"));
+    assert!(text.contains("DOWNGRADED"));
+    assert!(text.contains("node 0 / L3 #0   CPU 3: 111"), "{text}");
+    let j = json(&run(&[
+        "topo",
+        "--root",
+        &host("sl-w9-x3650-cx3"),
+        "--json",
+    ]));
+    let p2p1 = j["nics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "p2p1")
+        .unwrap();
+    assert_eq!(p2p1["irq_nodes"], serde_json::json!([1]));
+    assert_eq!(p2p1["irq_cpus"], "8-15");
+    assert_eq!(j["nodes"].as_array().unwrap().len(), 2);
+    // live
+    let o = run(&["topo"]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("CPUs online"));
+}

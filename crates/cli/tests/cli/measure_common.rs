@@ -1,0 +1,292 @@
+//! Helpers for the measuring tests: run wirespeed and iperf3 (servers on free ports, clients
+//! against them, one-off tests between any two ends), exit checks, JSON totals.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn wirespeed() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_wirespeed"))
+}
+
+/// Which program runs one end of a test.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Side {
+    Wirespeed,
+    Iperf3,
+}
+
+impl Side {
+    /// The program, without arguments.
+    pub fn command(self) -> Command {
+        match self {
+            Side::Wirespeed => Command::new(wirespeed()),
+            Side::Iperf3 => Command::new("iperf3"),
+        }
+    }
+}
+
+/// How many CPUs are online here (0 when unknown).
+pub fn online_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| wirespeed_host::CpuSet::parse_list(&s).ok())
+        .map_or(0, |s| s.len())
+}
+
+/// `true` if Debian's iperf3 runs here; otherwise the caller skips, saying so, or fails under
+/// CI ([`crate::need::iperf3`]).
+pub fn have_iperf3(test: &str) -> bool {
+    crate::need::iperf3(test)
+}
+
+/// How long a wait for something that must happen gives up: a hang detector, not a
+/// performance bound (an idle machine needs a fraction of it; a loaded CI machine may be slower
+/// by seconds, never by a minute). Speed is the benchmark's job (`bench/`).
+pub const HANG: Duration = Duration::from_secs(60);
+
+/// Poll `cond` until it holds; fail naming `what` if it still does not after [`HANG`].
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < HANG, "{what}: still not after {HANG:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The TCP sockets of this host in state `state` (hex, as the kernel prints it: `0A` LISTEN,
+/// `01` ESTABLISHED) whose local (`remote == false`) or remote port is `port`, from the kernel's
+/// socket tables (no probe connection, which a one-off server would take for a client).
+fn sockets_on(port: u16, remote: bool, state: &str) -> usize {
+    let needle = format!(":{port:04X}");
+    let field = if remote { 2 } else { 1 };
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(t).ok())
+        .map(|text| {
+            text.lines()
+                .skip(1)
+                .filter(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    f.len() > 3 && f[field].ends_with(&needle) && f[3] == state
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// Wait until `n` client connections to the server on `port` are established (a test is
+/// running once its control connection and its streams are): the readiness wait for "while a
+/// test runs".
+pub fn wait_connected(port: u16, n: usize) {
+    wait_until(&format!("{n} connections to port {port}"), || {
+        sockets_on(port, true, "01") >= n
+    });
+}
+
+/// A port free right now on 127.0.0.1.
+pub fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    l.local_addr().expect("local addr").port()
+}
+
+/// Wait until a socket listens on the port, without connecting to it (a probe connection
+/// would count as a failed test for `iperf3 -s -1`): read the kernel's socket tables.
+pub fn wait_listening(port: u16) {
+    wait_until(&format!("something listens on port {port}"), || {
+        sockets_on(port, false, "0A") > 0
+    });
+}
+
+/// A child process whose output is collected as it is written (a full pipe would block it),
+/// killed when dropped.
+pub struct Proc {
+    child: Option<Child>,
+    out: Option<std::thread::JoinHandle<Vec<u8>>>,
+    err: Option<std::thread::JoinHandle<Vec<u8>>>,
+}
+
+fn collect(
+    r: Option<impl std::io::Read + Send + 'static>,
+) -> Option<std::thread::JoinHandle<Vec<u8>>> {
+    r.map(|mut r| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    })
+}
+
+impl Proc {
+    /// The child's process id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    pub fn wait_output(mut self, within: Duration) -> Output {
+        let mut child = self.child.take().expect("child");
+        let t0 = Instant::now();
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if t0.elapsed() < within => std::thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    let _ = child.kill();
+                    break;
+                }
+            }
+        }
+        let status = child.wait().expect("wait");
+        let stdout = self
+            .out
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let stderr = self
+            .err
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        Output {
+            status,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn spawn(cmd: &mut Command) -> Proc {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let out = collect(child.stdout.take());
+    let err = collect(child.stderr.take());
+    Proc {
+        child: Some(child),
+        out,
+        err,
+    }
+}
+
+/// Run to completion with a hard time limit (a hang fails the test).
+pub fn run(cmd: &mut Command, within: Duration) -> Output {
+    spawn(cmd).wait_output(within)
+}
+
+/// `<side> -c 127.0.0.1 -p <port> <args>`; `port` may be a list (`5201,5202`) for wirespeed.
+pub fn client_cmd(side: Side, port: impl std::fmt::Display, args: &[&str]) -> Command {
+    let mut c = side.command();
+    c.args(["-c", "127.0.0.1", "-p", &port.to_string()])
+        .args(args);
+    c
+}
+
+/// `wirespeed server -p <port> <args>` on a free port, already listening: the process (killed
+/// when dropped) and its port.
+pub fn start_server(args: &[&str]) -> (Proc, u16) {
+    let port = free_port();
+    let srv = spawn(
+        Command::new(wirespeed())
+            .args(["server", "-p", &port.to_string()])
+            .args(args),
+    );
+    wait_listening(port);
+    (srv, port)
+}
+
+/// A process's stdout and stderr, as text.
+pub fn text_of(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Fail, naming `what` and showing the output, unless the process exited with 0.
+pub fn assert_success(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what} failed ({}): {}",
+        o.status,
+        text_of(o)
+    );
+}
+
+/// One test between a one-off server (`-s -1 -J`) and a client with `args` (nothing added),
+/// run within 30 s: both outputs, after checking that the client succeeded.
+pub fn one_off(client: Side, server: Side, args: &[&str], what: &str) -> (Output, Output) {
+    let port = free_port();
+    let srv = spawn(
+        server
+            .command()
+            .args(["-s", "-1", "-J", "-p", &port.to_string()]),
+    );
+    wait_listening(port);
+    let out = run(&mut client_cmd(client, port, args), Duration::from_secs(30));
+    let sout = srv.wait_output(Duration::from_secs(15));
+    assert_success(&out, what);
+    (out, sout)
+}
+
+/// [`one_off`] with `-J` first: the client's and the server's JSON documents.
+pub fn one_off_json(client: Side, server: Side, args: &[&str], what: &str) -> (Value, Value) {
+    let mut a = vec!["-J"];
+    a.extend_from_slice(args);
+    let (c, s) = one_off(client, server, &a, what);
+    (json_of(&c.stdout, "client"), json_of(&s.stdout, "server"))
+}
+
+/// Neither end's JSON document reports an error.
+pub fn assert_no_error(client: &Value, server: &Value, what: &str) {
+    assert!(
+        client.get("error").is_none(),
+        "{what}: client error {}",
+        client["error"]
+    );
+    assert!(
+        server.get("error").is_none(),
+        "{what}: server error {}",
+        server["error"]
+    );
+}
+
+pub fn json_of(out: &[u8], who: &str) -> Value {
+    serde_json::from_slice(out).unwrap_or_else(|e| {
+        panic!(
+            "{who} did not print valid JSON ({e}): {}",
+            String::from_utf8_lossy(out)
+        )
+    })
+}
+
+/// `end.<key>.bytes`, or None.
+pub fn bytes(j: &Value, key: &str) -> Option<u64> {
+    j["end"][key]["bytes"].as_u64()
+}
+
+/// The four directional totals iperf3's JSON has: (sent, received, sent_rev, received_rev).
+pub fn totals(j: &Value) -> [Option<u64>; 4] {
+    [
+        bytes(j, "sum_sent"),
+        bytes(j, "sum_received"),
+        bytes(j, "sum_sent_bidir_reverse"),
+        bytes(j, "sum_received_bidir_reverse"),
+    ]
+}

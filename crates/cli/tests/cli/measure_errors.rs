@@ -1,0 +1,249 @@
+//! Failures of the client and server: one line on stderr, a distinct exit code, no hang.
+
+use crate::measure_common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use measure_common::*;
+use wirespeed_protocol::{Cookie, State, TestParams};
+
+// Exit codes (crates/cli/src/exit.rs).
+const USAGE: i32 = 2;
+const CONNECT: i32 = 3;
+const REFUSED: i32 = 4;
+const PEER: i32 = 5;
+const HOST: i32 = 6;
+
+fn ws(args: &[&str]) -> Output {
+    run(
+        Command::new(wirespeed()).args(args),
+        Duration::from_secs(30),
+    )
+}
+
+/// A wirespeed client against 127.0.0.1:`port` with `args`.
+fn client(port: u16, args: &[&str]) -> Output {
+    run(
+        &mut client_cmd(Side::Wirespeed, port, args),
+        Duration::from_secs(30),
+    )
+}
+
+fn assert_fails(o: &Output, code: i32, needle: &str, what: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{what}: stderr {err}");
+    assert!(
+        err.to_lowercase().contains(&needle.to_lowercase()),
+        "{what}: {err:?} lacks {needle:?}"
+    );
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(
+        lines.len() == 1 || code == USAGE,
+        "{what}: not one line: {err:?}"
+    );
+    assert!(!err.contains("panicked"), "{what}: panic: {err}");
+}
+
+#[test]
+fn refused_port_is_a_connect_error() {
+    let port = free_port();
+    let o = client(port, &["-t", "1"]);
+    assert_fails(&o, CONNECT, "refused", "closed port");
+    // With -J the output is still one valid iperf3-shaped document carrying the error, as
+    // iperf3 prints it; with --json-stream the last events are "error" and "end".
+    let o = client(port, &["-t", "1", "-J"]);
+    assert_fails(&o, CONNECT, "refused", "closed port, -J");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("-J output on a refused connection is JSON");
+    assert!(
+        doc["error"].as_str().unwrap_or("").contains("refused"),
+        "{doc}"
+    );
+    assert!(doc["start"]["version"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("wirespeed"));
+    assert_eq!(doc["intervals"], serde_json::json!([]));
+    let o = client(port, &["-t", "1", "--json-stream"]);
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each --json-stream line is JSON"))
+        .collect();
+    let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(names, ["error", "end"], "{events:?}");
+}
+
+#[test]
+fn bad_flag_values_are_usage_errors() {
+    for (args, needle) in [
+        (&["-c", "127.0.0.1", "-P", "0"][..], "-P 0"),
+        (&["-c", "127.0.0.1", "-t", "abc"][..], "abc"),
+        (&["-c", "127.0.0.1", "-n", "12Q"][..], "12Q"),
+        (&["-c", "127.0.0.1", "-l", "0"][..], "-l 0"),
+        (&["-c", "127.0.0.1", "-R", "--bidir"][..], "--bidir"),
+        (&["-c", "127.0.0.1", "--cpus", "3-1"][..], "3-1"),
+        (&["-c", "127.0.0.1", "-A", "x"][..], "x"),
+        (&["-s", "-D"][..], "daemon"),
+        (&["-c", "127.0.0.1", "-u", "-l", "70000"][..], "65507"),
+        (&["-c", "127.0.0.1", "-u", "-l", "8"][..], "-l 8"),
+        (&["-c", "127.0.0.1", "-b", "fast"][..], "fast"),
+    ] {
+        let o = ws(args);
+        assert_fails(&o, USAGE, needle, &format!("{args:?}"));
+    }
+}
+
+#[test]
+fn offline_cpu_is_a_host_error() {
+    let o = ws(&["-c", "127.0.0.1", "-p", "1", "-A", "4095", "-t", "1"]);
+    assert_fails(&o, HOST, "CPU 4095", "-A 4095");
+    let o = ws(&[
+        "-c",
+        "127.0.0.1",
+        "-p",
+        "1",
+        "--cpus",
+        "4000-4001",
+        "-t",
+        "1",
+    ]);
+    assert_fails(&o, HOST, "CPU 4000", "--cpus 4000-4001");
+    let o = ws(&["-s", "-p", "1", "--cpus", "4000"]);
+    assert_fails(&o, HOST, "CPU 4000", "server --cpus 4000");
+}
+
+#[test]
+fn server_limits_are_reported_to_the_client() {
+    let (_srv, port) = start_server(&["--max-streams", "2", "--max-duration", "5", "-i", "0"]);
+    let o = client(port, &["-P", "3", "-t", "1"]);
+    assert_fails(
+        &o,
+        REFUSED,
+        "at most 2 streams",
+        "-P 3 over --max-streams 2",
+    );
+    let o = client(port, &["-t", "10"]);
+    assert_fails(&o, REFUSED, "at most 5 s", "-t 10 over --max-duration 5");
+    let o = client(port, &["-t", "1", "-A", "0,4095"]);
+    assert_fails(&o, REFUSED, "CPU 4095", "server CPU 4095");
+    if have_iperf3("iperf3 client refused by --max-streams") {
+        let o = run(
+            &mut client_cmd(Side::Iperf3, port, &["-P", "3", "-t", "1"]),
+            Duration::from_secs(20),
+        );
+        assert!(!o.status.success());
+        let text = text_of(&o);
+        assert!(text.contains("parallel streams"), "iperf3 said: {text}");
+    }
+}
+
+#[test]
+fn busy_server_refuses_with_access_denied() {
+    let (_srv, port) = start_server(&["--max-tests", "1", "-i", "0"]);
+    // Long enough for the refusals below to happen while it runs, however loaded the machine.
+    let first = spawn(&mut client_cmd(Side::Wirespeed, port, &["-t", "10"]));
+    wait_connected(port, 2); // its control connection and its stream: the test runs
+    let o = client(port, &["-t", "1"]);
+    assert_fails(&o, REFUSED, "maximum of 1 tests", "second wirespeed client");
+    if have_iperf3("iperf3 client against a busy wirespeed server") {
+        let o = run(
+            &mut client_cmd(Side::Iperf3, port, &["-t", "1"]),
+            Duration::from_secs(20),
+        );
+        assert!(!o.status.success());
+        let text = text_of(&o);
+        assert!(text.contains("busy"), "iperf3 said: {text}");
+    }
+    assert!(first.wait_output(HANG).status.success());
+}
+
+#[test]
+fn silent_server_hits_the_connect_timeout() {
+    // Accepts (the kernel completes the handshake) but never speaks.
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    // Without the timeout the client would wait forever: `ws`'s hard limit (30 s) ends it
+    // with a signal, not exit code 3.
+    let o = ws(&[
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-t",
+        "1",
+        "--connect-timeout",
+        "500",
+    ]);
+    assert_fails(&o, CONNECT, "timed out", "silent server");
+    drop(l);
+}
+
+/// A fake server that runs the protocol up to TEST_RUNNING, then vanishes.
+#[test]
+fn server_vanishing_mid_test_is_a_peer_error() {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    let fake = std::thread::spawn(move || {
+        let (mut ctrl, _) = l.accept().expect("control");
+        let mut ck = [0u8; 37];
+        ctrl.read_exact(&mut ck).expect("cookie");
+        Cookie::parse(&ck).expect("valid cookie");
+        ctrl.write_all(&[State::ParamExchange.to_byte()])
+            .expect("PARAM_EXCHANGE");
+        let mut len = [0u8; 4];
+        ctrl.read_exact(&mut len).expect("length");
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        ctrl.read_exact(&mut body).expect("params");
+        let p = TestParams::parse(&body).expect("params parse");
+        assert!(p.wirespeed.is_some(), "wirespeed announces itself");
+        ctrl.write_all(&[State::CreateStreams.to_byte()])
+            .expect("CREATE_STREAMS");
+        let (mut data, _) = l.accept().expect("stream");
+        data.read_exact(&mut ck).expect("stream cookie");
+        ctrl.write_all(&[State::TestStart.to_byte(), State::TestRunning.to_byte()])
+            .expect("start");
+        let mut sink = vec![0u8; 1 << 16];
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(400) {
+            let _ = data.read(&mut sink);
+        }
+        // Vanish.
+    });
+    // A client that never noticed would be ended by `client`'s hard limit (30 s), with a
+    // signal instead of exit code 5.
+    let o = client(port, &["-t", "3"]);
+    fake.join().expect("fake server");
+    assert_fails(&o, PEER, "server", "vanished server");
+}
+
+#[test]
+fn server_stops_a_test_past_its_maximum_duration() {
+    let (_srv, port) = start_server(&["--max-duration", "2", "-i", "0"]);
+    // -n with no time: only the server's limit ends it (otherwise `client`'s hard limit of
+    // 30 s would, with a signal instead of exit code 5).
+    let o = client(port, &["-n", "100T", "-i", "0"]);
+    assert_fails(&o, PEER, "terminated", "-n 100T over --max-duration 2");
+}
+
+#[test]
+fn busy_iperf3_server_is_a_refusal() {
+    if !have_iperf3("busy_iperf3_server_is_a_refusal") {
+        return;
+    }
+    let port = free_port();
+    let _srv = spawn(Side::Iperf3.command().args(["-s", "-p", &port.to_string()]));
+    wait_listening(port);
+    let first = spawn(&mut client_cmd(Side::Iperf3, port, &["-t", "10"]));
+    wait_connected(port, 2); // its control connection and its stream: the test runs
+    let o = client(port, &["-t", "1"]);
+    assert_fails(
+        &o,
+        REFUSED,
+        "busy",
+        "wirespeed client against a busy iperf3 server",
+    );
+    assert!(first.wait_output(HANG).status.success());
+}

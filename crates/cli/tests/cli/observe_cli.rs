@@ -1,0 +1,326 @@
+//! Observation in every test, end to end on loopback: where the workers ran on both ends, the
+//! verdict, `--repeat` grouping, and the absent remote end with an iperf3 peer — on the client's
+//! output and on the server's (text, `-J`, `--json-stream`).
+
+use crate::measure_common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use measure_common::{
+    assert_success, free_port, have_iperf3, online_cpus, spawn, wait_listening, wirespeed,
+};
+
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = Command::new(wirespeed()).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+const VERDICTS: &[&str] = &[
+    "line-rate",
+    "pmtu-below-mtu",
+    "receiver-shares-cpu-with-softirq",
+    "irq-numa-remote",
+    "app-numa-remote",
+    "irq-cross-l3",
+    "receiver-cpu-bound",
+    "sender-cpu-bound",
+    "softirq-cpu-bound",
+    "window-limited",
+    "sndbuf-limited",
+    "no-cpu-saturated",
+];
+
+#[test]
+fn pinned_workers_are_seen_on_both_ends() {
+    if online_cpus() < 2 {
+        eprintln!(
+            "SKIP: pinned_workers_are_seen_on_both_ends because fewer than 2 CPUs are online"
+        );
+        return;
+    }
+    let j = json_of(&["client", "--loopback", "-t", "1", "-A", "0,1", "-J"]);
+    let obs = &j["wirespeed"]["observation"];
+    let local = &obs["local"];
+    let remote = &obs["remote"];
+    assert_eq!(local["role"], "sender");
+    assert_eq!(remote["role"], "receiver");
+    assert_eq!(local["iface"], "lo");
+    assert_eq!(local["total"]["workers"][0]["cpus_seen"], "0");
+    assert_eq!(remote["total"]["workers"][0]["cpus_seen"], "1");
+    // The CPUs that did work include both workers' CPUs, with shares that add up.
+    for end in [local, remote] {
+        let cpus = end["total"]["cpus"].as_array().unwrap();
+        for want in [0, 1] {
+            let c = cpus
+                .iter()
+                .find(|c| c["cpu"] == want)
+                .expect("worker CPU listed");
+            let sum: f64 = ["user", "system", "irq", "softirq", "steal", "idle"]
+                .iter()
+                .map(|k| c[*k].as_f64().unwrap())
+                .sum();
+            assert!((99.0..=101.0).contains(&sum), "{c}");
+        }
+        assert!(!end["intervals"].as_array().unwrap().is_empty());
+    }
+    assert!(local["total"]["tcp"]["busy_us"].as_u64().unwrap() > 0);
+    let v = &j["wirespeed"]["verdict"];
+    assert!(VERDICTS.contains(&v["id"].as_str().unwrap()), "{v}");
+    assert!(!v["line"].as_str().unwrap().is_empty());
+}
+
+#[test]
+fn reverse_swaps_the_roles() {
+    let j = json_of(&["client", "--loopback", "-t", "1", "-R", "-J"]);
+    let obs = &j["wirespeed"]["observation"];
+    assert_eq!(obs["local"]["role"], "receiver");
+    assert_eq!(obs["remote"]["role"], "sender");
+}
+
+#[test]
+fn text_output_shows_where_the_work_ran() {
+    let out = Command::new(wirespeed())
+        .args(["client", "--loopback", "-t", "1", "-A", "0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let t = String::from_utf8(out.stdout).unwrap();
+    let at = t.find("Where the work ran:").expect(&t);
+    let tail = &t[at..];
+    assert!(
+        tail.contains("\nsender ") && tail.contains(" via lo: CPUs that did work\n"),
+        "{tail}"
+    );
+    assert!(tail.contains("\nreceiver "), "{tail}");
+    assert!(tail.contains("worker 0"), "{tail}");
+    assert!(tail.contains("\nVerdict: "), "{tail}");
+}
+
+#[test]
+fn repeat_groups_the_runs() {
+    let j = json_of(&["client", "--loopback", "-t", "1", "--repeat", "3", "-J"]);
+    assert_eq!(j["runs"].as_array().unwrap().len(), 3);
+    let a = &j["repeat"];
+    assert_eq!(a["stats"]["runs"], 3);
+    let modes = a["modes"].as_array().unwrap();
+    assert!(!modes.is_empty());
+    let grouped: usize = modes
+        .iter()
+        .map(|m| m["runs"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(grouped, 3);
+    for m in modes {
+        // Every run was observed, so every mode has a placement signature.
+        assert!(m["signature"].is_object(), "{m}");
+        assert!(m["agreeing"].as_u64().unwrap() >= 1);
+    }
+    assert!(a["method"].as_str().unwrap().contains("10 % of the median"));
+
+    let out = Command::new(wirespeed())
+        .args(["client", "--loopback", "-t", "1", "--repeat", "2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let t = String::from_utf8(out.stdout).unwrap();
+    assert!(t.contains("run 1/2: ") && t.contains("run 2/2: "), "{t}");
+    assert!(t.contains("2 runs: min "), "{t}");
+
+    let out = Command::new(wirespeed())
+        .args(["client", "--loopback", "-t", "1", "--repeat", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn an_iperf3_server_leaves_the_remote_end_absent() {
+    if !have_iperf3("an_iperf3_server_leaves_the_remote_end_absent") {
+        return;
+    }
+    let port = free_port();
+    let srv =
+        spawn(Command::new("iperf3").args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()]));
+    wait_listening(port);
+    let out = Command::new(wirespeed())
+        .args([
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            "1",
+            "-J",
+        ])
+        .output()
+        .unwrap();
+    drop(srv);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let obs = &j["wirespeed"]["observation"];
+    assert_eq!(obs["local"]["role"], "sender");
+    assert!(obs["remote"].is_null());
+    assert!(
+        obs["remote_absent"].as_str().unwrap().contains("iperf3"),
+        "{obs}"
+    );
+    assert!(j["wirespeed"]["verdict"]["line"].is_string());
+}
+
+/// `wirespeed server -1` with `args` on a free port, and the `client` command's test against it
+/// (its port appended); the server's output.
+fn serve_one(args: &[&str], client: &mut Command) -> std::process::Output {
+    let port = free_port();
+    let p = port.to_string();
+    let srv = spawn(
+        Command::new(wirespeed())
+            .args(["server", "-B", "127.0.0.1", "-p", &p, "-1"])
+            .args(args),
+    );
+    wait_listening(port);
+    let c = measure_common::run(client.args(["-p", &p]), Duration::from_secs(30));
+    let s = srv.wait_output(Duration::from_secs(20));
+    assert_success(&c, "client");
+    assert_success(&s, "server");
+    s
+}
+
+fn ws_client(extra: &[&str]) -> Command {
+    let mut c = Command::new(wirespeed());
+    c.args(["client", "127.0.0.1", "-t", "1"]).args(extra);
+    c
+}
+
+#[test]
+fn the_servers_text_shows_where_the_work_ran_on_both_ends() {
+    if online_cpus() < 2 {
+        eprintln!("SKIP: the_servers_text_shows_where_the_work_ran_on_both_ends because fewer than 2 CPUs are online");
+        return;
+    }
+    let s = serve_one(&[], &mut ws_client(&["-A", "0,1"]));
+    let t = String::from_utf8(s.stdout).unwrap();
+    let at = t.find("Where the work ran:").expect(&t);
+    let tail = &t[at..];
+    // This end (the receiver, its worker pinned to CPU 1) first, then the client's.
+    let recv = tail.find("\nreceiver ").expect(tail);
+    let send = tail.find("\nsender ").expect(tail);
+    assert!(recv < send, "{tail}");
+    let recv_table = &tail[recv..send];
+    let worker_row = recv_table
+        .lines()
+        .find(|l| l.ends_with("worker 0"))
+        .expect(recv_table);
+    assert_eq!(
+        worker_row.split_whitespace().next(),
+        Some("1"),
+        "{recv_table}"
+    );
+    let send_table = &tail[send..];
+    let worker_row = send_table
+        .lines()
+        .find(|l| l.ends_with("worker 0"))
+        .expect(send_table);
+    assert_eq!(
+        worker_row.split_whitespace().next(),
+        Some("0"),
+        "{send_table}"
+    );
+    assert!(tail.contains("\nVerdict: "), "{tail}");
+    assert!(!tail.contains("not observed"), "{tail}");
+}
+
+#[test]
+fn the_servers_json_carries_both_ends_and_its_verdict() {
+    if online_cpus() < 2 {
+        eprintln!("SKIP: the_servers_json_carries_both_ends_and_its_verdict because fewer than 2 CPUs are online");
+        return;
+    }
+    let s = serve_one(&["-J"], &mut ws_client(&["-A", "0,1", "-R"]));
+    let j = measure_common::json_of(&s.stdout, "server -J");
+    let obs = &j["wirespeed"]["observation"];
+    // -R: the server sends from CPU 1, the client receives on CPU 0.
+    assert_eq!(obs["local"]["role"], "sender", "{obs}");
+    assert_eq!(obs["local"]["total"]["workers"][0]["cpus_seen"], "1");
+    assert_eq!(obs["remote"]["role"], "receiver");
+    assert_eq!(obs["remote"]["total"]["workers"][0]["cpus_seen"], "0");
+    assert!(obs["remote_absent"].is_null());
+    let v = &j["wirespeed"]["verdict"];
+    assert!(VERDICTS.contains(&v["id"].as_str().unwrap()), "{v}");
+
+    let s = serve_one(&["--json-stream"], &mut ws_client(&[]));
+    let t = String::from_utf8(s.stdout).unwrap();
+    let ev: serde_json::Value = t
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "wirespeed")
+        .expect(&t);
+    assert_eq!(
+        ev["data"]["observation"]["local"]["role"], "receiver",
+        "{ev}"
+    );
+    assert_eq!(
+        ev["data"]["observation"]["remote"]["role"], "sender",
+        "{ev}"
+    );
+    assert!(ev["data"]["verdict"]["line"].is_string(), "{ev}");
+}
+
+#[test]
+fn an_iperf3_peer_is_said_to_be_unobserved_on_either_side() {
+    if !measure_common::have_iperf3("an_iperf3_peer_is_said_to_be_unobserved_on_either_side") {
+        return;
+    }
+    // iperf3 client -> wirespeed server: the server's own end, and why not the client's.
+    let mut c = Command::new("iperf3");
+    c.args(["-c", "127.0.0.1", "-t", "1"]);
+    let s = serve_one(&["-J"], &mut c);
+    let j = measure_common::json_of(&s.stdout, "server -J");
+    let obs = &j["wirespeed"]["observation"];
+    assert_eq!(obs["local"]["role"], "receiver", "{obs}");
+    assert!(obs["remote"].is_null());
+    assert!(
+        obs["remote_absent"].as_str().unwrap().contains("iperf3"),
+        "{obs}"
+    );
+    assert!(j["wirespeed"]["verdict"]["line"].is_string());
+    let mut c = Command::new("iperf3");
+    c.args(["-c", "127.0.0.1", "-t", "1", "-R"]);
+    let s = serve_one(&[], &mut c);
+    let t = String::from_utf8(s.stdout).unwrap();
+    assert!(t.contains("Where the work ran:\nsender "), "{t}");
+    assert!(
+        t.contains("peer: not observed (the peer is not wirespeed (iperf3 sends no observation))"),
+        "{t}"
+    );
+
+    // wirespeed client -> iperf3 server, text: the same words under the client's test.
+    let port = free_port();
+    let _srv =
+        spawn(Command::new("iperf3").args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()]));
+    wait_listening(port);
+    let out = measure_common::run(
+        ws_client(&["-p", &port.to_string()]).args(["-i", "0"]),
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = String::from_utf8(out.stdout).unwrap();
+    assert!(t.contains("Where the work ran:\nsender "), "{t}");
+    assert!(
+        t.contains("peer: not observed (the peer is not wirespeed"),
+        "{t}"
+    );
+    assert!(t.contains("\nVerdict: "), "{t}");
+}

@@ -1,0 +1,139 @@
+//! `wirespeed sweep` end to end on loopback against a wirespeed server started here.
+
+use crate::measure_common;
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use measure_common::{assert_success, free_port, online_cpus, start_server, wirespeed};
+
+/// `wirespeed <args>`, within 30 s.
+fn ws(args: &[&str]) -> Output {
+    measure_common::run(
+        Command::new(wirespeed()).args(args),
+        Duration::from_secs(30),
+    )
+}
+
+#[test]
+fn a_two_by_two_sweep_completes() {
+    if online_cpus() < 2 {
+        eprintln!("SKIP: a_two_by_two_sweep_completes because fewer than 2 CPUs are online");
+        return;
+    }
+    let (_srv, port) = start_server(&["-B", "127.0.0.1"]);
+    let out = ws(&[
+        "sweep",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "--cpus",
+        "0,1",
+        "--server-cpus",
+        "0,1",
+        "-t",
+        "1",
+        "--json",
+    ]);
+    assert_success(&out, "sweep");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["tests_run"], 4);
+    assert_eq!(j["matrix"]["rows"], serde_json::json!([0, 1]));
+    assert_eq!(j["matrix"]["cols"], serde_json::json!([0, 1]));
+    for r in 0..2 {
+        for c in 0..2 {
+            let cell = &j["matrix"]["cells"][r][c];
+            assert_eq!(cell["runs"].as_array().unwrap().len(), 1, "{cell}");
+            assert!(cell["median"].as_f64().unwrap() > 0.0, "{cell}");
+        }
+    }
+    let best = &j["summary"]["best"];
+    assert!(best["median"].as_f64().unwrap() > 0.0);
+    assert!(j["summary"]["recommendation"]
+        .as_str()
+        .unwrap()
+        .starts_with("run the client on CPU"));
+    // Loopback: both ends on this host, so the cells are grouped by relation.
+    assert!(!j["summary"]["by_relation"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn irq_sweep_refusals_are_clear() {
+    // Without -R the server's IRQs move (server_tune.rs): this host sends from one CPU.
+    let out = ws(&[
+        "sweep",
+        "127.0.0.1",
+        "-p",
+        "9",
+        "--cpus",
+        "0,1",
+        "--server-cpus",
+        "0",
+        "--irq-cpus",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("give one --cpus CPU"), "{err}");
+    // With -R to a loopback address there is no NIC to move.
+    let out = ws(&[
+        "sweep",
+        "127.0.0.1",
+        "-p",
+        "9",
+        "--cpus",
+        "0",
+        "--server-cpus",
+        "0",
+        "--irq-cpus",
+        "1",
+        "-R",
+    ]);
+    assert_eq!(out.status.code(), Some(6));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("through lo"));
+    // Bad values.
+    let out = ws(&[
+        "sweep",
+        "127.0.0.1",
+        "--cpus",
+        "0",
+        "--server-cpus",
+        "0",
+        "-t",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = ws(&["sweep", "127.0.0.1", "--cpus", "x", "--server-cpus", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_sweep_against_no_server_fails_with_the_connect_code() {
+    let port = free_port(); // closed again: nothing listens there
+    let out = ws(&[
+        "sweep",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "--cpus",
+        "0",
+        "--server-cpus",
+        "0",
+        "-t",
+        "1",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.lines().last().unwrap().contains("every test failed"),
+        "{err}"
+    );
+}

@@ -1,0 +1,238 @@
+//! The tune command line: the plan for the captured Ryzen host as an engineer would write it,
+//! refusals with their exit codes, the emitted script, and revert's conflict handling.
+
+use crate::{host_common, need};
+
+use std::process::Command;
+
+use host_common::*;
+
+fn crow() -> String {
+    fixtures()
+        .join("crow-9900x-cx5-x4")
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn the_ryzen_plan_is_the_one_an_engineer_would_write() {
+    let root = crow();
+    let o = tune(&root, &["--app-cpus", "6", "--irq-policy", "l3"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    eprintln!("{out}");
+    // IRQs on 7-11, the one stray completion vector (mlx5_comp3 on CPU 3) moved, none on CPU 6
+    assert!(out.contains("IRQ CPUs 7-11"));
+    assert!(out.contains("IRQ 111 mlx5_comp3 (queue vector) from CPU 3 to CPU 10"));
+    assert_eq!(
+        out.matches("smp_affinity_list").count(),
+        2,
+        "one IRQ step: {out}"
+    );
+    // buffers from 100 Gbit/s x 10 ms: 2 x 125 MB -> 256 MiB
+    for line in [
+        "sysctl -w net.core.rmem_max=268435456",
+        "sysctl -w net.core.wmem_max=268435456",
+        "sysctl -w 'net.ipv4.tcp_rmem=4096 131072 268435456'",
+        "sysctl -w 'net.ipv4.tcp_wmem=4096 16384 268435456'",
+        "sysctl -w net.core.default_qdisc=fq",
+        "sysctl -w net.ipv4.tcp_mtu_probing=1",
+    ] {
+        assert!(out.contains(line), "missing {line}");
+    }
+    // governor performance for the app CPU and the IRQ CPUs, nothing else
+    for c in 6..=11 {
+        assert!(out.contains(&format!(
+            "echo performance > /sys/devices/system/cpu/cpufreq/policy{c}/scaling_governor"
+        )));
+    }
+    for c in 0..=5 {
+        assert!(!out.contains(&format!("policy{c}/scaling_governor")));
+    }
+    // only reno and cubic: congestion control stays, with the reason
+    assert!(!out.contains("tcp_congestion_control"));
+    assert!(out.contains("cubic stays: this kernel offers only reno cubic"));
+    // what no setting fixes
+    assert!(out.contains("pcie-link-downgraded"));
+    assert!(out.contains("reseat the card"));
+    assert!(out.contains("nic-temperature-high"));
+    assert!(out.contains("airflow"));
+    assert!(out.contains("Dry run: nothing changed"));
+}
+
+#[test]
+fn refusals_have_one_line_and_their_exit_code() {
+    let root = crow();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["--iface", "eth9"], 6, "unknown interface \"eth9\""),
+        (&["--app-cpus", "6,40"], 6, "CPUs 40 are offline"),
+        (&["--app-cpus", ""], 2, "--app-cpus"),
+        (&["--app-cpus", "x"], 2, "--app-cpus"),
+        (
+            &["--app-cpus", "6", "--irq-cpus", "6-8"],
+            2,
+            "--allow-irq-on-app-cpus",
+        ),
+        (&["--irq-policy", "l3"], 2, "needs --app-cpus"),
+        (
+            &["--app-cpus", "6-11", "--irq-policy", "l3"],
+            2,
+            "no CPU left",
+        ),
+        (&["--mtu", "20"], 2, "--mtu 20"),
+        (&["--only", "nonsense"], 2, "--only nonsense"),
+    ];
+    for (args, code, needle) in cases {
+        let o = tune(&root, args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", text(&o));
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    // explicitly allowed overlap is a plan
+    let o = tune(
+        &root,
+        &[
+            "--app-cpus",
+            "6",
+            "--irq-cpus",
+            "6-8",
+            "--allow-irq-on-app-cpus",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn apply_on_the_live_host_without_root_is_refused() {
+    if !need::tool(
+        "apply_on_the_live_host_without_root_is_refused",
+        "setpriv",
+        "--version",
+        "util-linux",
+    ) {
+        return;
+    }
+    let uid = Command::new("id").arg("-u").output().unwrap();
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        // already unprivileged: run directly
+        let o = run(&["tune", "--only", "stack", "--apply"]);
+        assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+        return;
+    }
+    for args in [
+        vec!["tune", "--only", "stack", "--apply"],
+        vec!["tune", "revert", "/var/lib/wirespeed/none.jsonl"],
+    ] {
+        let o = Command::new("setpriv")
+            .args([
+                "--reuid",
+                "65534",
+                "--regid",
+                "65534",
+                "--clear-groups",
+                bin(),
+            ])
+            .args(&args[..])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(6), "{args:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("needs root"),
+            "{}",
+            text(&o)
+        );
+    }
+}
+
+#[test]
+fn emitted_scripts_are_valid_shell_for_every_host() {
+    for (name, host) in hosts() {
+        let (iface, apps) = cases(&host);
+        let root = host.to_string_lossy().into_owned();
+        let o = tune(
+            &root,
+            &[
+                "--iface",
+                &iface,
+                "--app-cpus",
+                &apps[0],
+                "--mtu",
+                "9000",
+                "--emit-script",
+            ],
+        );
+        assert!(o.status.success(), "{name}: {}", text(&o));
+        let script = String::from_utf8(o.stdout).unwrap();
+        assert!(script.starts_with("#!/bin/sh\n"), "{name}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tune.sh");
+        std::fs::write(&path, &script).unwrap();
+        let check = Command::new("sh").arg("-n").arg(&path).output().unwrap();
+        assert!(check.status.success(), "{name}: {}", text(&check));
+    }
+}
+
+#[test]
+fn revert_leaves_a_value_changed_since_unless_forced() {
+    let (_t, tree) = temp_copy(&fixtures().join("crow-9900x-cx5-x4"));
+    let root = tree.to_string_lossy().into_owned();
+    let original = snapshot(&tree);
+    let o = tune(&root, &["--app-cpus", "6", "--irq-policy", "l3", "--apply"]);
+    assert!(o.status.success(), "{}", text(&o));
+    // someone else raises rmem_max after tune did
+    let rmem = tree.join("proc/sys/net/core/rmem_max");
+    std::fs::write(&rmem, "536870912\n").unwrap();
+    let o = run(&["tune", "revert", "--root", &root]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("CHANGED SINCE, left alone"), "{out}");
+    assert!(
+        out.contains("now 536870912, tune wrote 268435456; original 212992"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(&rmem).unwrap(), "536870912\n");
+    let o = run(&["tune", "status", "--root", &root]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("partly reverted"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["tune", "revert", "--root", &root, "--force"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let now = snapshot(&tree);
+    assert!(now == original, "{:#?}", diff(&original, &now));
+}
+
+#[test]
+fn a_journal_that_does_not_exist_is_an_io_error() {
+    let (_t, tree) = temp_copy(&fixtures().join("crow-9900x-cx5-tuned"));
+    let root = tree.to_string_lossy().into_owned();
+    let o = run(&["tune", "revert", "--root", &root, "journal-none.jsonl"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let o = run(&["tune", "status", "--root", &root]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("No journals"));
+}
+
+#[test]
+fn a_snapshot_plans_like_its_tree_and_cannot_be_applied() {
+    let root = crow();
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("crow.tar.gz");
+    let snap = snap.to_str().unwrap();
+    let o = run(&["capture", "-o", snap, "--root", &root]);
+    assert!(o.status.success(), "{}", text(&o));
+    let args = ["--app-cpus", "6", "--irq-policy", "l3", "--json"];
+    let from_tree = tune(&root, &args);
+    let from_snap = run(&[&["tune", "--snapshot", snap][..], &args[..]].concat());
+    assert!(from_snap.status.success(), "{}", text(&from_snap));
+    let mut a: serde_json::Value = serde_json::from_slice(&from_tree.stdout).unwrap();
+    let mut b: serde_json::Value = serde_json::from_slice(&from_snap.stdout).unwrap();
+    a["root"] = serde_json::Value::Null;
+    b["root"] = serde_json::Value::Null;
+    assert_eq!(a, b);
+    let o = run(&["tune", "--snapshot", snap, "--apply"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}

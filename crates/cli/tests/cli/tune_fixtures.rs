@@ -1,0 +1,254 @@
+//! tune on a temporary copy of every captured host (and every app-CPU variant of it): plan,
+//! apply (with --persist), let the emulated kernel react, doctor no longer reports what the plan
+//! addressed; revert, let the emulated kernel react again, and the tree is byte-identical to the
+//! original. Also: apply then revert without any emulation is byte-identical; a real SIGKILL in
+//! the middle of an apply, then revert, is byte-identical.
+
+use crate::host_common;
+
+use std::fs;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use host_common::*;
+use wirespeed_tune::journal::{JournalFile, State};
+
+/// Ids tune uses for settings no doctor check covers (doctor cannot confirm them).
+const TUNE_ONLY: &[&str] = &[
+    "requested",
+    "persist",
+    "default-qdisc-not-fq",
+    "tcp-mtu-probing-off",
+    "nic-ring-below-max",
+];
+
+/// `wirespeed tune --root TREE --iface IF --app-cpus APP ARGS`.
+fn tune_app(tree: &std::path::Path, iface: &str, app: &str, args: &[&str]) -> Output {
+    let root = tree.to_str().unwrap();
+    tune(
+        root,
+        &[&["--iface", iface, "--app-cpus", app][..], args].concat(),
+    )
+}
+
+fn plan_json(tree: &std::path::Path, iface: &str, app: &str, extra: &[&str]) -> serde_json::Value {
+    let o = tune_app(tree, iface, app, &[&["--json"][..], extra].concat());
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn addressed(plan: &serde_json::Value) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for s in plan["steps"].as_array().unwrap() {
+        let f = s["finding"].as_str().unwrap().to_string();
+        if !ids.contains(&f) {
+            ids.push(f);
+        }
+    }
+    ids
+}
+
+#[test]
+fn every_host_plan_apply_doctor_revert() {
+    for (name, host) in hosts() {
+        let (iface, apps) = cases(&host);
+        for app in apps {
+            let (_t, tree) = temp_copy(&host);
+            let root = tree.to_str().unwrap().to_string();
+            let original = snapshot(&tree);
+            let before = doctor_ids(&tree, &iface, &app, 10.0);
+
+            let plan = plan_json(&tree, &iface, &app, &["--persist"]);
+            let ids = addressed(&plan);
+            // every doctor id the plan claims to fix is one doctor reports now
+            for id in ids.iter().filter(|i| !TUNE_ONLY.contains(&i.as_str())) {
+                assert!(
+                    before.contains(id),
+                    "{name} app {app}: plan addresses {id}, doctor did not report it ({before:?})"
+                );
+            }
+            // never a queue IRQ on an app CPU (none of these runs allows it)
+            let app_set = wirespeed_host::CpuSet::parse_list(&app).unwrap();
+            for s in plan["steps"].as_array().unwrap() {
+                if s["change"]["kind"] == "irq-affinity" {
+                    let cpus =
+                        wirespeed_host::CpuSet::parse_list(s["change"]["cpus"].as_str().unwrap())
+                            .unwrap();
+                    assert!(!cpus.intersects(&app_set), "{name} app {app}: {s}");
+                }
+            }
+
+            let o = tune_app(&tree, &iface, &app, &["--persist", "--apply", "--json"]);
+            assert!(o.status.success(), "{name} app {app}: {}", text(&o));
+            let applied: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let steps = applied["plan"]["steps"].as_array().unwrap().len();
+            if steps > 0 {
+                for s in applied["apply"]["steps"].as_array().unwrap() {
+                    assert!(
+                        ["applied", "skipped"].contains(&s["status"].as_str().unwrap()),
+                        "{name} app {app}: {s}"
+                    );
+                }
+            }
+
+            // EMULATION: the kernel's reaction to the IRQ writes (see emulate_kernel_irq_affinity)
+            let moved = emulate_kernel_irq_affinity(&tree);
+            let after = doctor_ids(&tree, &iface, &app, 10.0);
+            for id in ids.iter().filter(|i| !TUNE_ONLY.contains(&i.as_str())) {
+                assert!(
+                    !after.contains(id),
+                    "{name} app {app}: {id} still reported after apply (before {before:?}, after {after:?})"
+                );
+            }
+            // and tune never brings a finding that was not there
+            for id in &after {
+                assert!(
+                    before.contains(id),
+                    "{name} app {app}: apply introduced {id} (before {before:?}, after {after:?})"
+                );
+            }
+            eprintln!(
+                "{name} --app-cpus {app}: {steps} steps; doctor before {before:?}; after {after:?}; emulated IRQs {moved:?}"
+            );
+
+            let o = run(&["tune", "revert", "--root", &root]);
+            assert!(o.status.success(), "{name} app {app}: {}", text(&o));
+            // EMULATION again: the kernel follows the restored requests
+            emulate_kernel_irq_affinity(&tree);
+            let now = snapshot(&tree);
+            assert!(
+                now == original,
+                "{name} app {app}: not byte-identical after revert: {:#?}",
+                diff(&original, &now)
+            );
+            // the doctor's view is the original one again
+            assert_eq!(
+                doctor_ids(&tree, &iface, &app, 10.0),
+                before,
+                "{name} app {app}"
+            );
+        }
+    }
+}
+
+#[test]
+fn apply_then_revert_without_emulation_is_byte_identical_and_twice_is_harmless() {
+    for (name, host) in hosts() {
+        let (iface, apps) = cases(&host);
+        let (_t, tree) = temp_copy(&host);
+        let root = tree.to_str().unwrap().to_string();
+        let original = snapshot(&tree);
+        let o = tune_app(
+            &tree,
+            &iface,
+            &apps[0],
+            &[
+                "--mtu",
+                "9000",
+                "--txqueuelen",
+                "10000",
+                "--persist",
+                "--apply",
+            ],
+        );
+        assert!(o.status.success(), "{name}: {}", text(&o));
+        let changed = snapshot(&tree) != original;
+        let o = run(&["tune", "revert", "--root", &root]);
+        assert!(o.status.success(), "{name}: {}", text(&o));
+        let now = snapshot(&tree);
+        assert!(now == original, "{name}: {:#?}", diff(&original, &now));
+        // a second revert of the same journal: nothing to do, nothing changes
+        let status = run(&["tune", "status", "--root", &root, "--json"]);
+        let st: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+        let journals = st["journals"].as_array().unwrap();
+        if changed {
+            assert_eq!(journals.len(), 1, "{name}: {st}");
+            assert_eq!(journals[0]["state"], "reverted");
+            let j = journals[0]["journal"].as_str().unwrap();
+            let o = run(&["tune", "revert", "--root", &root, j]);
+            assert!(o.status.success(), "{}", text(&o));
+            assert!(String::from_utf8_lossy(&o.stdout).contains("already reverted"));
+            let o = run(&["tune", "revert", "--root", &root]);
+            assert!(o.status.success(), "{}", text(&o));
+            assert!(String::from_utf8_lossy(&o.stderr).contains("nothing to revert"));
+            assert!(snapshot(&tree) == original, "{name}");
+        }
+    }
+}
+
+#[test]
+fn kill_9_during_apply_then_revert_is_byte_identical() {
+    let host = fixtures().join("crow-9900x-cx5-x4");
+    let (_t, tree) = temp_copy(&host);
+    let root = tree.to_str().unwrap().to_string();
+    let original = snapshot(&tree);
+    let mut child = Command::new(bin())
+        .args([
+            "tune",
+            "--root",
+            &root,
+            "--iface",
+            "enp1s0f0np0",
+            "--app-cpus",
+            "6",
+            "--irq-policy",
+            "l3",
+            "--persist",
+            "--apply",
+        ])
+        .env("WIRESPEED_TUNE_STEP_DELAY_MS", "200")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // wait until a few changes are journaled (and written), then a real SIGKILL
+    let jdir = tree.join("var/lib/wirespeed");
+    let deadline = Instant::now() + Duration::from_secs(60); // a hang detector, not a bound
+    let journal = loop {
+        let found = fs::read_dir(&jdir).ok().and_then(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        });
+        if let Some(p) = found {
+            let t = fs::read_to_string(&p).unwrap_or_default();
+            if t.matches("\"record\":\"change\"").count() >= 4 {
+                break p;
+            }
+        }
+        assert!(Instant::now() < deadline, "apply did not progress");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap(); // SIGKILL on Unix
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(9), "killed by SIGKILL");
+
+    let text_j = fs::read_to_string(&journal).unwrap();
+    let host_path = format!(
+        "/var/lib/wirespeed/{}",
+        journal.file_name().unwrap().to_string_lossy()
+    );
+    let jf = JournalFile::parse(&host_path, &text_j).unwrap();
+    assert_eq!(jf.state(), State::Interrupted, "{text_j}");
+    assert!(!text_j.contains("\"record\":\"end\""));
+    let mid = snapshot(&tree);
+    assert!(mid != original, "the kill landed before any write");
+    eprintln!(
+        "killed after {} journaled changes; {} files differ",
+        jf.entries().len(),
+        diff(&original, &mid).len()
+    );
+
+    let o = run(&["tune", "status", "--root", &root]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("interrupted"),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["tune", "revert", "--root", &root]);
+    assert!(o.status.success(), "{}", text(&o));
+    let now = snapshot(&tree);
+    assert!(now == original, "{:#?}", diff(&original, &now));
+}

@@ -1,0 +1,357 @@
+//! tune on the live kernel, where it cannot harm the host: a veth pair inside a network
+//! namespace this test creates (MTU and txqueuelen changed for real through /sys, then
+//! reverted), and a kernel-managed IRQ (the kernel refuses the write: not movable, nothing to
+//! revert). Each test needs root and skips with a message otherwise.
+
+use crate::{host_common, need};
+
+use std::fs;
+use std::process::{Command, Output};
+
+use host_common::*;
+use wirespeed_host::{CpuSet, Root};
+use wirespeed_tune::engine::{self, RevertStatus, StepStatus};
+use wirespeed_tune::plan::{command_for, Change, Plan, Step};
+use wirespeed_tune::ApplyOptions;
+
+fn sh(cmd: &str, args: &[&str]) -> Output {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd}: {e}"))
+}
+
+/// A network namespace, deleted when dropped (also when the test panics).
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+/// `ip netns exec NS ARGS...` (it enters the namespace and remounts /sys for it).
+fn in_ns(ns: &str, args: &[&str]) -> Output {
+    let mut a = vec!["netns", "exec", ns];
+    a.extend_from_slice(args);
+    sh("ip", &a)
+}
+
+fn read_in_ns(ns: &str, path: &str) -> String {
+    let o = in_ns(ns, &["cat", path]);
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// MTU and qlen of a link as netlink reports them (independent of the /sys files tune wrote).
+fn link_show(ns: &str, dev: &str) -> (String, String) {
+    let o = sh("ip", &["-n", ns, "-o", "link", "show", dev]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = String::from_utf8_lossy(&o.stdout).to_string();
+    let word_after = |key: &str| {
+        let mut it = s.split_whitespace();
+        while let Some(w) = it.next() {
+            if w == key {
+                // `-o` joins lines with a backslash
+                return it.next().unwrap_or("").trim_end_matches('\\').to_string();
+            }
+        }
+        String::new()
+    };
+    (word_after("mtu"), word_after("qlen"))
+}
+
+/// A network namespace holding a veth pair `wsa`/`wsb` (down), removed when dropped; `None`
+/// after a `SKIP:` line when this host cannot make one (not root, no iproute2, no netns).
+fn veth_netns(me: &str, tag: &str) -> Option<Netns> {
+    if !need::root(me) || !need::tool(me, "ip", "-V", "iproute2") {
+        return None;
+    }
+    let name = format!("{tag}{}", std::process::id());
+    let add = sh("ip", &["netns", "add", &name]);
+    if !add.status.success() {
+        need::unavailable(
+            me,
+            &format!(
+                "`ip netns add` failed: {}",
+                String::from_utf8_lossy(&add.stderr).trim()
+            ),
+        );
+        return None;
+    }
+    let ns = Netns(name);
+    let o = in_ns(
+        &ns.0,
+        &[
+            "ip", "link", "add", "wsa", "type", "veth", "peer", "name", "wsb",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    Some(ns)
+}
+
+#[test]
+fn veth_mtu_and_txqueuelen_change_for_real_and_revert() {
+    let Some(ns) = veth_netns(
+        "veth_mtu_and_txqueuelen_change_for_real_and_revert",
+        "wsh4tune",
+    ) else {
+        return;
+    };
+    assert!(in_ns(&ns.0, &["ip", "link", "set", "wsa", "up"])
+        .status
+        .success());
+    let mtu0 = read_in_ns(&ns.0, "/sys/class/net/wsa/mtu");
+    let qlen0 = read_in_ns(&ns.0, "/sys/class/net/wsa/tx_queue_len");
+    assert_eq!(link_show(&ns.0, "wsa"), (mtu0.clone(), qlen0.clone()));
+    assert_ne!(mtu0, "9000");
+    assert_ne!(qlen0, "5000");
+
+    // journals in a directory of this test, not the host's /var/lib
+    let jdir = tempfile::tempdir().unwrap();
+    let jd = jdir.path().to_str().unwrap();
+    let o = in_ns(
+        &ns.0,
+        &[
+            bin(),
+            "tune",
+            "--iface",
+            "wsa",
+            "--mtu",
+            "9000",
+            "--txqueuelen",
+            "5000",
+            "--only",
+            "link",
+            "--journal-dir",
+            jd,
+            "--apply",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Applied 2 of 2 steps"), "{out}");
+    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/wsa/mtu"), "9000");
+    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/wsa/tx_queue_len"), "5000");
+    assert_eq!(link_show(&ns.0, "wsa"), ("9000".into(), "5000".into()));
+    eprintln!("veth wsa: mtu {mtu0} -> 9000, txqueuelen {qlen0} -> 5000 (netlink agrees)");
+
+    let o = in_ns(&ns.0, &[bin(), "tune", "revert", "--journal-dir", jd]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(link_show(&ns.0, "wsa"), (mtu0.clone(), qlen0.clone()));
+    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/wsa/mtu"), mtu0);
+    let o = in_ns(&ns.0, &[bin(), "tune", "status", "--journal-dir", jd]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("reverted"),
+        "{}",
+        text(&o)
+    );
+    eprintln!("reverted: mtu {mtu0}, txqueuelen {qlen0}");
+}
+
+#[test]
+fn a_kernel_managed_irq_is_not_movable_and_the_plan_goes_on() {
+    if !need::root("a_kernel_managed_irq_is_not_movable_and_the_plan_goes_on") {
+        return;
+    }
+    // The kernel makes a managed IRQ's affinity file read-only (and answers EIO on older
+    // kernels); look for one. Writing to it changes nothing.
+    let root = Root::live();
+    let managed = root.list_opt("/proc/irq").into_iter().find_map(|n| {
+        let irq: u32 = n.parse().ok()?;
+        let path = format!("/proc/irq/{irq}/smp_affinity_list");
+        let md = fs::metadata(root.path(&path).ok()?).ok()?;
+        use std::os::unix::fs::PermissionsExt;
+        (md.permissions().mode() & 0o222 == 0).then_some(irq)
+    });
+    let Some(irq) = managed else {
+        eprintln!("SKIP: a_kernel_managed_irq_is_not_movable_and_the_plan_goes_on because this host has no managed IRQ");
+        return;
+    };
+    let before = root
+        .read(&format!("/proc/irq/{irq}/smp_affinity_list"))
+        .unwrap();
+    let change = Change::IrqAffinity {
+        irq,
+        name: None,
+        cpus: CpuSet::from_cpus([0]),
+    };
+    let mut plan = Plan::new("/");
+    plan.steps.push(Step {
+        finding: "irq-on-app-core".into(),
+        summary: "move a managed IRQ (the kernel refuses)".into(),
+        setting: change.path().unwrap(),
+        current: before.trim().into(),
+        new: "0".into(),
+        command: command_for(&change),
+        change,
+    });
+    let jdir = tempfile::tempdir().unwrap();
+    let opts = ApplyOptions {
+        journal_dir: jdir.path().to_str().unwrap().to_string(),
+        ..ApplyOptions::default()
+    };
+    let report = engine::apply(&root, &plan, &opts, &mut |_, _| {}).unwrap();
+    if report.steps[0].status == StepStatus::AlreadySet {
+        eprintln!("SKIP: IRQ {irq} already on CPU 0 only");
+        return;
+    }
+    assert_eq!(
+        report.steps[0].status,
+        StepStatus::NotMovable,
+        "{report:#?}"
+    );
+    eprintln!(
+        "IRQ {irq}: {}",
+        report.steps[0].detail.as_deref().unwrap_or("")
+    );
+    assert_eq!(
+        root.read(&format!("/proc/irq/{irq}/smp_affinity_list"))
+            .unwrap(),
+        before
+    );
+    let r = engine::revert(&root, &report.journal, false).unwrap();
+    assert!(r.complete());
+    assert_eq!(r.items[0].status, RevertStatus::NothingWritten);
+}
+
+#[test]
+fn veth_coalescing_is_unknown_and_the_rest_of_the_plan_applies_and_reverts() {
+    let me = "veth_coalescing_is_unknown_and_the_rest_of_the_plan_applies_and_reverts";
+    let Some(ns) = veth_netns(me, "wsh10co") else {
+        return;
+    };
+    let mtu0 = read_in_ns(&ns.0, "/sys/class/net/wsa/mtu");
+    assert_ne!(mtu0, "9000");
+    let jdir = tempfile::tempdir().unwrap();
+    let jd = jdir.path().to_str().unwrap();
+    let args = [
+        "--iface",
+        "wsa",
+        "--mtu",
+        "9000",
+        "--rx-usecs",
+        "64",
+        "--adaptive-rx",
+        "off",
+        "--only",
+        "link,coalesce",
+        "--journal-dir",
+        jd,
+    ];
+    // veth does not answer ETHTOOL_GCOALESCE on this kernel (if a later one does, the step is
+    // planned and the driver's answer to the write decides; this test then says so and stops)
+    let mut plan_args = vec![bin(), "tune"];
+    plan_args.extend_from_slice(&args);
+    plan_args.push("--json");
+    let o = in_ns(&ns.0, &plan_args);
+    assert!(o.status.success(), "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let has_coalesce_step = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["change"]["kind"] == "coalesce");
+    if has_coalesce_step {
+        eprintln!("SKIP: {me} because veth answers ETHTOOL_GCOALESCE on this kernel");
+        return;
+    }
+    let notes = plan["notes"].to_string();
+    assert!(
+        notes.contains("interrupt coalescing on wsa is unknown"),
+        "{notes}"
+    );
+
+    let mut apply_args = vec![bin(), "tune"];
+    apply_args.extend_from_slice(&args);
+    apply_args.push("--apply");
+    let o = in_ns(&ns.0, &apply_args);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Applied 1 of 1 steps"), "{out}");
+    assert!(out.contains("coalescing on wsa is unknown"), "{out}");
+    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/wsa/mtu"), "9000");
+    assert_eq!(link_show(&ns.0, "wsa").0, "9000");
+    eprintln!("veth wsa: coalescing unknown (no ETHTOOL_GCOALESCE answer), mtu {mtu0} -> 9000");
+
+    let o = in_ns(&ns.0, &[bin(), "tune", "revert", "--journal-dir", jd]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/wsa/mtu"), mtu0);
+    assert_eq!(link_show(&ns.0, "wsa").0, mtu0);
+}
+
+/// Linux's errno for "operation not supported".
+const EOPNOTSUPP: i32 = 95;
+
+#[test]
+fn a_coalesce_step_the_driver_refuses_is_not_supported_and_the_plan_goes_on() {
+    let me = "a_coalesce_step_the_driver_refuses_is_not_supported_and_the_plan_goes_on";
+    if !need::root(me) {
+        return;
+    }
+    // The loopback device has no interrupt coalescing: the kernel answers EOPNOTSUPP and nothing
+    // changes. The step after it (a value file in a temporary directory, written through the
+    // live root) still applies and reverts.
+    match wirespeed_host::ethtool::get_coalesce("lo") {
+        Ok(_) => {
+            eprintln!("SKIP: {me} because lo answers ETHTOOL_GCOALESCE on this kernel");
+            return;
+        }
+        Err(e) if e.raw_os_error() == Some(EOPNOTSUPP) => {}
+        Err(e) => {
+            eprintln!("SKIP: {me} because lo answers ETHTOOL_GCOALESCE with {e}, not EOPNOTSUPP");
+            return;
+        }
+    }
+    let t = tempfile::tempdir().unwrap();
+    let value = t.path().join("value");
+    fs::write(&value, "1\n").unwrap();
+    let value_path = value.to_str().unwrap().to_string();
+    let mut plan = Plan::new("/");
+    let changes = [
+        Change::Coalesce {
+            iface: "lo".into(),
+            set: wirespeed_host::ethtool::CoalesceSet {
+                rx_usecs: Some(64),
+                ..Default::default()
+            },
+        },
+        Change::Write {
+            path: value_path.clone(),
+            form: wirespeed_tune::Form::Words,
+            value: "2".into(),
+        },
+    ];
+    for change in changes {
+        plan.steps.push(Step {
+            finding: "requested".into(),
+            summary: "test".into(),
+            setting: change.path().unwrap_or_else(|| "ethtool -C lo".into()),
+            current: "?".into(),
+            new: "?".into(),
+            command: command_for(&change),
+            change,
+        });
+    }
+    let jdir = tempfile::tempdir().unwrap();
+    let opts = ApplyOptions {
+        journal_dir: jdir.path().to_str().unwrap().to_string(),
+        ..ApplyOptions::default()
+    };
+    let root = Root::live();
+    let report = engine::apply(&root, &plan, &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(
+        report.steps[0].status,
+        StepStatus::NotSupported,
+        "{report:#?}"
+    );
+    assert_eq!(report.steps[1].status, StepStatus::Applied, "{report:#?}");
+    eprintln!(
+        "lo: {}",
+        report.steps[0].detail.as_deref().unwrap_or_default()
+    );
+    assert_eq!(fs::read_to_string(&value).unwrap(), "2\n");
+    let r = engine::revert(&root, &report.journal, false).unwrap();
+    assert!(r.complete(), "{r:#?}");
+    assert_eq!(fs::read_to_string(&value).unwrap(), "1\n");
+}

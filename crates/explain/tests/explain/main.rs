@@ -1,0 +1,6 @@
+//! Integration tests of wirespeed-explain in one test binary (one build and link instead of one per file): one module per area.
+
+mod irq_sweep;
+mod recorded;
+mod repeat_crow;
+mod server_tune_slot;

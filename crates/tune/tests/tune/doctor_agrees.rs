@@ -1,0 +1,118 @@
+//! Doctor's IRQ fix commands and tune's plan come from one placement rule, so they never
+//! disagree: on every captured host, with the application on each online CPU in turn, every
+//! `echo CPUS > /proc/irq/N/smp_affinity_list` doctor suggests is the CPU set tune's plan wants
+//! for IRQ N (with no policy named, and with the `--irq-policy` doctor's fix names), and every
+//! `sysctl -w KEY=VALUE` doctor suggests for a setting the plan holds has the plan's value.
+
+use crate::common;
+
+use wirespeed_host::{CpuSet, Root};
+use wirespeed_tune::collect;
+use wirespeed_tune::plan::{Change, Plan};
+use wirespeed_tune::planner::{self, IrqPolicy, PlanOptions};
+use wirespeed_tune::Form;
+
+/// `(irq, cpus)` of each `echo CPUS > /proc/irq/N/smp_affinity_list` line, and the
+/// `--irq-policy` of the `wirespeed tune` line, when there is one.
+fn pins(fix: &[String]) -> (Vec<(u32, String)>, Option<String>) {
+    let mut out = Vec::new();
+    let mut policy = None;
+    for l in fix {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if let ["echo", cpus, ">", path, ..] = w[..] {
+            if let Some(n) = path
+                .strip_prefix("/proc/irq/")
+                .and_then(|p| p.strip_suffix("/smp_affinity_list"))
+            {
+                out.push((n.parse().unwrap(), cpus.to_string()));
+            }
+        }
+        if l.contains("wirespeed tune") {
+            if let Some(i) = w.iter().position(|x| *x == "--irq-policy") {
+                policy = w.get(i + 1).map(|p| p.to_string());
+            }
+        }
+    }
+    (out, policy)
+}
+
+/// `(key, value)` of each `sysctl -w KEY=VALUE` line (quotes and a trailing comment removed).
+fn sysctls(fix: &[String]) -> Vec<(String, String)> {
+    fix.iter()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("sysctl -w ")?;
+            let rest = rest.split("   #").next()?.replace('\'', "");
+            let (k, v) = rest.trim().split_once('=')?;
+            Some((k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// The CPUs the plan wants for each IRQ (its whole wanted state, moves or not).
+fn wanted(plan: &Plan, irq: u32) -> Option<String> {
+    plan.boot.iter().find_map(|s| match &s.change {
+        Change::IrqAffinity { irq: i, cpus, .. } if *i == irq => Some(cpus.to_string()),
+        _ => None,
+    })
+}
+
+#[test]
+fn doctor_fixes_and_tune_plans_name_the_same_cpus() {
+    let mut compared = 0;
+    for (_, host) in common::hosts() {
+        let exp = common::expected(&host);
+        let iface = exp["iface"].as_str().unwrap();
+        let root = Root::new(&host);
+        let facts = wirespeed_host::collect(&root);
+        for cpu in facts.cpu.online_set().iter() {
+            let app = CpuSet::from_cpus([cpu]);
+            let findings = wirespeed_doctor::diagnose(
+                &facts,
+                &wirespeed_doctor::Options {
+                    iface: Some(iface.into()),
+                    app_cpus: Some(app.clone()),
+                    rtt_ms: 10.0,
+                },
+            )
+            .unwrap();
+            let mut view = collect::view(&root, &facts, Some(iface)).unwrap();
+            view.findings = collect::findings(&facts, Some(iface), Some(&app), 10.0);
+            let mut opts = PlanOptions::new("test");
+            opts.app_cpus = Some(app.clone());
+            let auto = planner::plan(&view, &opts).unwrap();
+            for f in &findings {
+                let (pins, policy) = pins(&f.fix);
+                let named = policy.map(|p| {
+                    opts.irq = Some(match p.as_str() {
+                        "l3" => IrqPolicy::L3,
+                        "node" => IrqPolicy::Node,
+                        other => panic!("unknown policy {other}"),
+                    });
+                    planner::plan(&view, &opts).unwrap()
+                });
+                for (key, value) in sysctls(&f.fix) {
+                    if let Some(s) = auto.boot.iter().find(|s| s.setting == key) {
+                        assert!(
+                            Form::Words.same(&s.new, &value),
+                            "{} app {cpu} {}: doctor {key}={value}, tune {}",
+                            host.display(),
+                            f.id,
+                            s.new
+                        );
+                        compared += 1;
+                    }
+                }
+                for (irq, cpus) in pins {
+                    let ctx = format!("{} app {cpu} {}: IRQ {irq}", host.display(), f.id);
+                    assert_eq!(wanted(&auto, irq).as_deref(), Some(cpus.as_str()), "{ctx}");
+                    if let Some(p) = &named {
+                        assert_eq!(wanted(p, irq).as_deref(), Some(cpus.as_str()), "{ctx}");
+                    }
+                    compared += 1;
+                }
+            }
+        }
+    }
+    eprintln!("{compared} IRQ pins and sysctls compared");
+    assert!(compared > 0, "no doctor fix to compare");
+}
