@@ -390,22 +390,15 @@ impl Root {
 
     fn create_inner(&self, host_path: &str, contents: &[u8], mode: u32) -> Result<(), RootError> {
         let rel = self.rel(host_path)?;
-        if let Some(parent) = rel.parent() {
-            let mut at = String::new();
-            for c in parent.components() {
-                at.push('/');
-                at.push_str(&c.as_os_str().to_string_lossy());
-                let (dir, name) = self.parent(&at)?;
-                match rustix::fs::mkdirat(&dir, name.as_os_str(), Mode::from_raw_mode(0o755)) {
-                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-                    Err(e) => return Err(self.io(host_path, e.into())),
-                }
-            }
+        if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+            self.mkdir_all(&format!("/{}", parent.display()), 0o755)?;
         }
         let (dir, name) = self.parent(host_path)?;
         // O_PATH descriptors cannot be synced; the directory is reopened for that.
-        let mut tmp = name.clone();
-        tmp.push(".wirespeed-tmp");
+        // The name a crash may leave behind; tune's revert knows it.
+        let tmp = Path::new(&name)
+            .with_extension("wirespeed-tmp")
+            .into_os_string();
         let write = || -> io::Result<()> {
             let _ = rustix::fs::unlinkat(&dir, tmp.as_os_str(), AtFlags::empty());
             let fd = rustix::fs::openat(
@@ -462,7 +455,11 @@ impl Root {
     /// The metadata of `host_path` itself (a link is not followed); `None` when it does not
     /// exist.
     pub fn lstat(&self, host_path: &str) -> Result<Option<fs::Metadata>, RootError> {
-        let (dir, name) = self.parent(host_path)?;
+        let (dir, name) = match self.parent(host_path) {
+            Ok(p) => p,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e),
+        };
         let fd = match rustix::fs::openat(
             &dir,
             name.as_os_str(),
@@ -484,6 +481,63 @@ impl Root {
         self.open(host_path, OFlags::PATH)?
             .metadata()
             .map_err(|e| self.io(host_path, e))
+    }
+
+    /// Create a new file (it must not exist) open for appending; a link in its place is
+    /// refused, never followed.
+    pub fn create_new_append(&self, host_path: &str, mode: u32) -> Result<fs::File, RootError> {
+        let (dir, name) = self.parent(host_path)?;
+        rustix::fs::openat(
+            &dir,
+            name.as_os_str(),
+            OFlags::WRONLY
+                | OFlags::APPEND
+                | OFlags::CREATE
+                | OFlags::EXCL
+                | OFlags::NOFOLLOW
+                | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )
+        .map(fs::File::from)
+        .map_err(|e| self.io(host_path, e.into()))
+    }
+
+    /// Open an existing file for appending.
+    pub fn open_append(&self, host_path: &str) -> Result<fs::File, RootError> {
+        self.open(host_path, OFlags::WRONLY | OFlags::APPEND)
+    }
+
+    /// Open a file for reading and writing, creating it when missing (a lock file); a link
+    /// in its place is refused, never followed.
+    pub fn open_or_create(&self, host_path: &str, mode: u32) -> Result<fs::File, RootError> {
+        let (dir, name) = self.parent(host_path)?;
+        rustix::fs::openat(
+            &dir,
+            name.as_os_str(),
+            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )
+        .map(fs::File::from)
+        .map_err(|e| self.io(host_path, e.into()))
+    }
+
+    /// Create a directory and its missing parents below the root (`mkdir -p`), resolved
+    /// beneath the root at each level. Returns the directories it created, top down.
+    pub fn mkdir_all(&self, host_path: &str, mode: u32) -> Result<Vec<String>, RootError> {
+        let rel = self.rel(host_path)?;
+        let mut at = String::new();
+        let mut made = Vec::new();
+        for c in rel.components() {
+            at.push('/');
+            at.push_str(&c.as_os_str().to_string_lossy());
+            let (dir, name) = self.parent(&at)?;
+            match rustix::fs::mkdirat(&dir, name.as_os_str(), Mode::from_raw_mode(mode)) {
+                Ok(()) => made.push(at.clone()),
+                Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(self.io(host_path, e.into())),
+            }
+        }
+        Ok(made)
     }
 
     /// Check that a file that exists can be opened for writing, without changing it (no
