@@ -411,6 +411,18 @@ impl ClientSession {
         if self.is_closed() {
             return;
         }
+        // iperf3 refuses an authentication with SERVER_ERROR and i_errno alone (4 bytes, no
+        // errno) before it closes: that is a refusal, not a vanished server.
+        let d = self.inbox.data();
+        if d.len() >= 5 && d[0] == State::ServerError.to_byte() && self.pending_error.is_none() {
+            let i_errno = i32::from_be_bytes([d[1], d[2], d[3], d[4]]);
+            self.stop_with(ClientEvent::Refused(Refusal::ServerError {
+                i_errno,
+                errno: 0,
+                detail: None,
+            }));
+            return;
+        }
         let phase = self.m.phase.describe();
         self.fail(Failure::Closed { phase });
     }
@@ -1322,6 +1334,28 @@ mod tests {
         let mut s = at_results();
         s.handle_input(T0, &results(&[1], 5).encode_frame().unwrap());
         assert!(matches!(s.poll_event(), Some(ServerEvent::PeerResults(_))));
+    }
+
+    /// iperf3's authentication refusal: SERVER_ERROR, `IEAUTHTEST` alone, then the close.
+    #[test]
+    fn a_short_server_error_before_the_close_is_a_refusal() {
+        let mut c =
+            ClientSession::new(T0, cookie(), TestParams::new_tcp(1, 1), Timeouts::default());
+        c.take_transmit();
+        c.handle_input(T0, &[State::ParamExchange.to_byte()]);
+        c.take_transmit();
+        let mut refusal = vec![State::ServerError.to_byte()];
+        refusal.extend_from_slice(&142i32.to_be_bytes());
+        c.handle_input(T0, &refusal);
+        assert_eq!(c.poll_event(), None, "waits for errno");
+        c.handle_eof(T0);
+        let Some(ClientEvent::Refused(r)) = c.poll_event() else {
+            panic!("not a refusal")
+        };
+        assert_eq!(
+            r.to_string(),
+            "test authorization failed (iperf3 error 142)"
+        );
     }
 
     #[test]
