@@ -11,6 +11,7 @@
 //! - [`udp`]: the UDP stream handshake words and the datagram header.
 //! - [`ext`]: wirespeed's additions, all under the one key `"wirespeed"`, which iperf3 ignores.
 //! - [`auth`]: iperf3's RSA authentication (the `authtoken` key), both ends.
+//! - [`psk`]: wirespeed's pre-shared key: HMAC tags over the parameters and both results.
 //! - [`session`]: sans-I/O state machines for the client and the server end of a control
 //!   connection; the engine drives them over real sockets.
 //!
@@ -25,6 +26,7 @@ pub mod ext;
 mod fields;
 pub mod frame;
 pub mod params;
+pub mod psk;
 pub mod results;
 pub mod server_error;
 pub mod session;
