@@ -210,6 +210,8 @@ impl Inbox {
 struct Machine<P, E> {
     phase: P,
     deadline: Option<Duration>,
+    /// How long the current deadline allows (what a timeout reports it waited).
+    armed: Duration,
     outbox: Vec<u8>,
     events: VecDeque<E>,
 }
@@ -219,6 +221,7 @@ impl<P, E> Machine<P, E> {
         Machine {
             phase,
             deadline: Some(now + timeout),
+            armed: timeout,
             outbox,
             events: VecDeque::new(),
         }
@@ -227,6 +230,7 @@ impl<P, E> Machine<P, E> {
     fn enter(&mut self, now: Duration, phase: P, timeout: Option<Duration>) {
         self.phase = phase;
         self.deadline = timeout.map(|t| now + t);
+        self.armed = timeout.unwrap_or_default();
     }
 
     /// Stay in `phase` with nothing more to wait for.
@@ -432,12 +436,7 @@ impl ClientSession {
         if let Some(d) = self.m.deadline {
             if now >= d && !self.is_closed() {
                 let phase = self.m.phase.describe();
-                let after = match self.m.phase {
-                    ClientPhase::AwaitExchangeResults
-                    | ClientPhase::AwaitPeerResults
-                    | ClientPhase::AwaitDisplayResults => self.timeouts.results,
-                    _ => self.timeouts.setup,
-                };
+                let after = self.m.armed;
                 self.fail(Failure::Timeout { phase, after });
             }
         }
@@ -828,13 +827,7 @@ impl ServerSession {
         if let Some(d) = self.m.deadline {
             if now >= d && !self.is_closed() {
                 let phase = self.m.phase.describe();
-                let after = match self.m.phase {
-                    ServerPhase::AwaitStreams => self.timeouts.streams,
-                    ServerPhase::AwaitClientResults | ServerPhase::AwaitDone => {
-                        self.timeouts.results
-                    }
-                    _ => self.timeouts.setup,
-                };
+                let after = self.m.armed;
                 self.fail(Failure::Timeout { phase, after });
             }
         }
@@ -1334,6 +1327,51 @@ mod tests {
         let mut s = at_results();
         s.handle_input(T0, &results(&[1], 5).encode_frame().unwrap());
         assert!(matches!(s.poll_event(), Some(ServerEvent::PeerResults(_))));
+    }
+
+    /// A timeout reports what it waited for and for as long as it actually waited (the
+    /// client waits for TEST_START as long as the server waits for the streams).
+    #[test]
+    fn timeouts_report_the_wait_they_armed() {
+        let t = Timeouts {
+            setup: Duration::from_secs(10),
+            streams: Duration::from_secs(20),
+            results: Duration::from_secs(30),
+        };
+        let mut c = ClientSession::new(T0, cookie(), TestParams::new_tcp(1, 1), t);
+        c.take_transmit();
+        c.handle_input(
+            T0,
+            &[
+                State::ParamExchange.to_byte(),
+                State::CreateStreams.to_byte(),
+            ],
+        );
+        assert_eq!(c.poll_event(), Some(ClientEvent::CreateStreams));
+        assert_eq!(c.phase(), ClientPhase::AwaitTestStart);
+        c.handle_timeout(Duration::from_secs(19));
+        assert_eq!(c.poll_event(), None);
+        c.handle_timeout(Duration::from_secs(20));
+        match c.poll_event() {
+            Some(ClientEvent::Failed(f @ Failure::Timeout { .. })) => {
+                assert_eq!(
+                    f.to_string(),
+                    "timed out after 20.0 s while waiting for TEST_START"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut s = ServerSession::new(T0, cookie(), t);
+        s.handle_timeout(Duration::from_secs(10));
+        match s.poll_event() {
+            Some(ServerEvent::Failed(f @ Failure::Timeout { .. })) => {
+                assert!(
+                    f.to_string().starts_with("timed out after 10.0 s while"),
+                    "{f}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     /// iperf3's authentication refusal: SERVER_ERROR, `IEAUTHTEST` alone, then the close.
