@@ -215,7 +215,9 @@ impl Journal {
                     j.append(begin)?;
                     return Ok(j);
                 }
-                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::EXIST.raw_os_error()) => {
+                    continue
+                }
                 Err(e) => return Err(e.into()),
             }
         }
