@@ -94,6 +94,9 @@ pub(crate) fn root_dir(dir: &Path) -> anyhow::Result<Root> {
 
 /// `--snapshot FILE`: a snapshot written by `wirespeed capture`, unpacked while it lives.
 pub(crate) fn open_snapshot(file: &Path) -> anyhow::Result<Snapshot> {
+    // An interrupted run must not leave the unpacked tree in $TMPDIR.
+    wirespeed_host::snapshot::remove_on_signals()
+        .map_err(|e| exit::fail(exit::INTERNAL, format!("signal handler: {e}")))?;
     Snapshot::open(file).map_err(|e| exit::fail(exit::IO, format!("--snapshot: {e}")))
 }
 

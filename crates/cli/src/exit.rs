@@ -3,12 +3,12 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success (doctor: no findings) |
-//! | 1 | doctor: findings reported; tune revert: values left alone because someone changed them |
+//! | 1 | doctor: findings reported; tune revert: values left alone because someone changed them, or journal lines it could not read |
 //! | 2 | bad command line or flag value |
 //! | 3 | could not reach the peer: unreachable, refused, connect timeout |
 //! | 4 | the server refused the test (busy, over a limit, access denied) |
 //! | 5 | the peer vanished or broke the protocol during a test |
-//! | 6 | host state forbids it: offline CPU, unknown interface, no privilege to write |
+//! | 6 | host state forbids it: offline CPU, unknown interface, no privilege to write, another tune run holds the root |
 //! | 7 | local I/O: a file, snapshot or journal could not be read or written |
 //! | 70 | internal error (a bug) |
 //! | 130 | interrupted (SIGINT/SIGTERM), as a shell reports a process ended by SIGINT |

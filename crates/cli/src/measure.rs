@@ -414,6 +414,16 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
     if a.parallel == 0 {
         return Err(exit::fail(exit::USAGE, "-P 0: at least one stream"));
     }
+    wirespeed_protocol::params::check_client(&wirespeed_protocol::params::ClientChoices {
+        time: a.time,
+        omit: a.omit,
+        mss: a.mss,
+        title: a.title.as_deref(),
+        extra_data: a.extra_data.as_deref(),
+        congestion: a.congestion.as_deref(),
+        ..Default::default()
+    })
+    .map_err(|e| exit::fail(exit::USAGE, e.to_string()))?;
     let direction = if a.bidir {
         Direction::Both
     } else if a.reverse {

@@ -179,7 +179,9 @@ fn cpu_list(flag: &str, s: &str) -> anyhow::Result<CpuSet> {
 
 fn tune_fail(e: TuneError) -> anyhow::Error {
     let code = match &e {
-        TuneError::NotPrivileged | TuneError::NotWritable { .. } => exit::HOST,
+        TuneError::NotPrivileged | TuneError::NotWritable { .. } | TuneError::Busy { .. } => {
+            exit::HOST
+        }
         TuneError::Root(_) | TuneError::Journal { .. } | TuneError::BadJournal { .. } => exit::IO,
     };
     exit::fail(code, e.to_string())
@@ -414,10 +416,24 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
         if left > 0 {
             say!("Values changed by someone else were left alone; `--force` restores them too.");
         }
+        if !report.unreadable.is_empty() {
+            let lines: Vec<String> = report
+                .unreadable
+                .iter()
+                .map(|u| u.line.to_string())
+                .collect();
+            say!(
+                "{path}: could not read line(s) {}; every readable change was reverted, any change on those lines was not:",
+                lines.join(", ")
+            );
+            for u in &report.unreadable {
+                say!("  line {}: {}", u.line, u.reason.escape_debug());
+            }
+        }
     }
     let code = if report.count(RevertStatus::Failed) > 0 {
         exit::HOST
-    } else if report.count(RevertStatus::LeftChanged) > 0 {
+    } else if report.count(RevertStatus::LeftChanged) > 0 || !report.unreadable.is_empty() {
         exit::FINDINGS
     } else {
         exit::OK

@@ -1,10 +1,22 @@
 //! File access relative to a root directory.
+//!
+//! A root other than `/` is a directory someone else may have filled (a captured tree, a
+//! snapshot): its symbolic links are not trusted. Every read and write below such a root is
+//! resolved beneath it — with `openat2(RESOLVE_BENEATH)` where the kernel has it (Linux 5.6+),
+//! and with an equivalent walk, one component at a time with `O_NOFOLLOW`, where it does not.
+//! Links that stay inside the tree (`sys/class/net/eth0 -> ../../devices/...`) resolve as on
+//! the host; a link or `..` that would leave the tree, and any absolute link, is refused with
+//! [`RootError::Escape`]. Reads are capped at [`MAX_READ`] bytes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
 
 /// An error reading or writing a file under a [`Root`]; carries the host path that failed.
 #[derive(Debug, thiserror::Error)]
@@ -19,7 +31,17 @@ pub enum RootError {
     NotUtf8 { path: String },
     #[error("{0}: host paths must be absolute and must not contain '..'")]
     BadPath(String),
+    /// A symbolic link or `..` below a root that leads outside it.
+    #[error("{path}: resolves outside the root {root} (a symbolic link or '..' that leaves the tree); refused")]
+    Escape { path: String, root: String },
+    /// A file larger than [`MAX_READ`].
+    #[error("{path}: larger than {max} bytes; refused")]
+    TooLarge { path: String, max: u64 },
 }
+
+/// Most bytes one [`Root::read`] returns: far above any file of `/proc` or `/sys` wirespeed
+/// reads (a 1,024-CPU `/proc/interrupts` is a few MiB), far below what a trap file could cost.
+pub const MAX_READ: u64 = 64 * 1024 * 1024;
 
 impl RootError {
     /// True when the file simply does not exist (a source this kernel or snapshot lacks).
@@ -153,22 +175,74 @@ impl Root {
         Ok(self.dir.join(rel))
     }
 
-    fn io(host_path: &str, source: io::Error) -> RootError {
+    fn io(&self, host_path: &str, source: io::Error) -> RootError {
+        if source.raw_os_error() == Some(beneath::ESCAPE.raw_os_error()) {
+            return RootError::Escape {
+                path: host_path.to_string(),
+                root: self.dir.display().to_string(),
+            };
+        }
         RootError::Io {
             path: host_path.to_string(),
             source,
         }
     }
 
-    /// Read a whole file as text.
+    /// The path relative to the root (`proc/interrupts`), checked like [`Root::path`].
+    fn rel<'a>(&self, host_path: &'a str) -> Result<&'a Path, RootError> {
+        let rel = Path::new(host_path)
+            .strip_prefix("/")
+            .map_err(|_| RootError::BadPath(host_path.to_string()))?;
+        if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+            return Err(RootError::BadPath(host_path.to_string()));
+        }
+        Ok(rel)
+    }
+
+    /// Open `host_path` with `flags`: directly on the live host, beneath the root otherwise.
+    fn open(&self, host_path: &str, flags: OFlags) -> Result<fs::File, RootError> {
+        let rel = self.rel(host_path)?;
+        let fd = if self.is_live() {
+            rustix::fs::open(self.dir.join(rel), flags | OFlags::CLOEXEC, Mode::empty())
+                .map_err(io::Error::from)
+        } else {
+            beneath::open(&self.dir, rel, flags)
+        };
+        fd.map(fs::File::from).map_err(|e| self.io(host_path, e))
+    }
+
+    /// The directory holding `host_path` (opened beneath the root unless live) and the last
+    /// component's name, for operations on the name itself (links, create, remove).
+    fn parent(&self, host_path: &str) -> Result<(OwnedFd, std::ffi::OsString), RootError> {
+        let rel = self.rel(host_path)?;
+        let name = rel
+            .file_name()
+            .ok_or_else(|| RootError::BadPath(host_path.to_string()))?
+            .to_os_string();
+        let parent = rel.parent().unwrap_or(Path::new(""));
+        let flags = OFlags::PATH | OFlags::DIRECTORY;
+        let fd = if self.is_live() {
+            rustix::fs::open(
+                self.dir.join(parent),
+                flags | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(io::Error::from)
+        } else {
+            beneath::open(&self.dir, parent, flags)
+        };
+        fd.map(|fd| (fd, name)).map_err(|e| self.io(host_path, e))
+    }
+
+    /// Read a whole file as text (at most [`MAX_READ`] bytes).
     pub fn read(&self, host_path: &str) -> Result<String, RootError> {
-        let bytes = match fs::read(self.path(host_path)?) {
+        let bytes = match self.read_bytes(host_path) {
             Ok(b) => b,
             Err(e) => {
                 self.note(|r| {
                     r.failed.insert(host_path.to_string());
                 });
-                return Err(Self::io(host_path, e));
+                return Err(e);
             }
         };
         self.note(|r| {
@@ -177,6 +251,21 @@ impl Root {
         String::from_utf8(bytes).map_err(|_| RootError::NotUtf8 {
             path: host_path.to_string(),
         })
+    }
+
+    fn read_bytes(&self, host_path: &str) -> Result<Vec<u8>, RootError> {
+        let f = self.open(host_path, OFlags::RDONLY)?;
+        let mut bytes = Vec::new();
+        f.take(MAX_READ + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| self.io(host_path, e))?;
+        if bytes.len() as u64 > MAX_READ {
+            return Err(RootError::TooLarge {
+                path: host_path.to_string(),
+                max: MAX_READ,
+            });
+        }
+        Ok(bytes)
     }
 
     /// Read a file and trim surrounding white space (the usual one-value sysfs file).
@@ -209,19 +298,23 @@ impl Root {
         self.note(|r| {
             r.probed.insert(host_path.to_string());
         });
-        self.path(host_path).map(|p| p.exists()).unwrap_or(false)
+        self.open(host_path, OFlags::PATH).is_ok()
     }
 
     /// Names in a directory, sorted; empty when the directory is missing.
     pub fn list(&self, host_path: &str) -> Result<Vec<String>, RootError> {
-        let dir = self.path(host_path)?;
         self.note(|r| {
             r.dirs.insert(host_path.to_string());
         });
+        let dir = self.open(host_path, OFlags::RDONLY | OFlags::DIRECTORY)?;
         let mut names = Vec::new();
-        for entry in fs::read_dir(&dir).map_err(|e| Self::io(host_path, e))? {
-            let entry = entry.map_err(|e| Self::io(host_path, e))?;
-            names.push(entry.file_name().to_string_lossy().into_owned());
+        let entries = rustix::fs::Dir::new(dir).map_err(|e| self.io(host_path, e.into()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| self.io(host_path, e.into()))?;
+            let name = entry.file_name().to_bytes();
+            if name != b"." && name != b".." {
+                names.push(String::from_utf8_lossy(name).into_owned());
+            }
         }
         names.sort();
         Ok(names)
@@ -237,7 +330,12 @@ impl Root {
         self.note(|r| {
             r.probed.insert(host_path.to_string());
         });
-        fs::read_link(self.path(host_path)?).map_err(|e| Self::io(host_path, e))
+        let (dir, name) = self.parent(host_path)?;
+        let target = rustix::fs::readlinkat(&dir, name.as_os_str(), Vec::new())
+            .map_err(|e| self.io(host_path, e.into()))?;
+        Ok(PathBuf::from(std::ffi::OsString::from_vec(
+            target.into_bytes(),
+        )))
     }
 
     /// The host path a link resolves to (`/sys/class/net/eth0` → `/sys/devices/...`), computed
@@ -269,40 +367,317 @@ impl Root {
     /// Write a value to a file that exists (sysfs, procfs, or a tree standing for them). Files of
     /// the kernel are written in one `write` call, as the kernel expects.
     pub fn write(&self, host_path: &str, value: &str) -> Result<(), RootError> {
-        let path = self.path(host_path)?;
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(&path)
-            .map_err(|e| Self::io(host_path, e))?;
+        let mut f = self.open(host_path, OFlags::WRONLY | OFlags::TRUNC)?;
         f.write_all(value.as_bytes())
-            .map_err(|e| Self::io(host_path, e))
+            .map_err(|e| self.io(host_path, e))
     }
 
     /// Create or replace a regular file (configuration we own, journals), creating parents;
     /// written to a temporary file, synced and renamed into place.
     pub fn create(&self, host_path: &str, contents: &[u8]) -> Result<(), RootError> {
-        let path = self.path(host_path)?;
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(|e| Self::io(host_path, e))?;
+        self.create_inner(host_path, contents, 0o644)
+    }
+
+    /// [`Root::create`] with the file's permission bits set before it is renamed into place.
+    pub fn create_with_mode(
+        &self,
+        host_path: &str,
+        contents: &[u8],
+        mode: u32,
+    ) -> Result<(), RootError> {
+        self.create_inner(host_path, contents, mode)
+    }
+
+    fn create_inner(&self, host_path: &str, contents: &[u8], mode: u32) -> Result<(), RootError> {
+        let rel = self.rel(host_path)?;
+        if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+            self.mkdir_all(&format!("/{}", parent.display()), 0o755)?;
         }
-        let tmp = path.with_extension("wirespeed-tmp");
+        let (dir, name) = self.parent(host_path)?;
+        // O_PATH descriptors cannot be synced; the directory is reopened for that.
+        // The name a crash may leave behind; tune's revert knows it.
+        let tmp = Path::new(&name)
+            .with_extension("wirespeed-tmp")
+            .into_os_string();
         let write = || -> io::Result<()> {
-            let mut f = fs::File::create(&tmp)?;
+            let _ = rustix::fs::unlinkat(&dir, tmp.as_os_str(), AtFlags::empty());
+            let fd = rustix::fs::openat(
+                &dir,
+                tmp.as_os_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o644),
+            )?;
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
+            let mut f = fs::File::from(fd);
             f.write_all(contents)?;
             f.sync_all()?;
-            fs::rename(&tmp, &path)?;
-            if let Some(parent) = path.parent() {
-                fs::File::open(parent)?.sync_all()?;
-            }
+            rustix::fs::renameat(&dir, tmp.as_os_str(), &dir, name.as_os_str())?;
+            let d = rustix::fs::openat(
+                &dir,
+                ".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            rustix::fs::fsync(&d)?;
             Ok(())
         };
-        write().map_err(|e| Self::io(host_path, e))
+        write().map_err(|e| self.io(host_path, e))
     }
 
     /// Remove a regular file we created.
     pub fn remove(&self, host_path: &str) -> Result<(), RootError> {
-        fs::remove_file(self.path(host_path)?).map_err(|e| Self::io(host_path, e))
+        let (dir, name) = self.parent(host_path)?;
+        rustix::fs::unlinkat(&dir, name.as_os_str(), AtFlags::empty())
+            .map_err(|e| self.io(host_path, e.into()))
+    }
+
+    /// Remove an empty directory.
+    pub fn remove_dir(&self, host_path: &str) -> Result<(), RootError> {
+        let (dir, name) = self.parent(host_path)?;
+        rustix::fs::unlinkat(&dir, name.as_os_str(), AtFlags::REMOVEDIR)
+            .map_err(|e| self.io(host_path, e.into()))
+    }
+
+    /// Create one directory (its parent must exist).
+    pub fn mkdir(&self, host_path: &str, mode: u32) -> Result<(), RootError> {
+        let (dir, name) = self.parent(host_path)?;
+        rustix::fs::mkdirat(&dir, name.as_os_str(), Mode::from_raw_mode(mode))
+            .map_err(|e| self.io(host_path, e.into()))
+    }
+
+    /// Create a symbolic link at `host_path` holding `target` (stored as given, not resolved).
+    pub fn symlink(&self, target: &str, host_path: &str) -> Result<(), RootError> {
+        let (dir, name) = self.parent(host_path)?;
+        rustix::fs::symlinkat(target, &dir, name.as_os_str())
+            .map_err(|e| self.io(host_path, e.into()))
+    }
+
+    /// The metadata of `host_path` itself (a link is not followed); `None` when it does not
+    /// exist.
+    pub fn lstat(&self, host_path: &str) -> Result<Option<fs::Metadata>, RootError> {
+        let (dir, name) = match self.parent(host_path) {
+            Ok(p) => p,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let fd = match rustix::fs::openat(
+            &dir,
+            name.as_os_str(),
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(self.io(host_path, e.into())),
+        };
+        fs::File::from(fd)
+            .metadata()
+            .map(Some)
+            .map_err(|e| self.io(host_path, e))
+    }
+
+    /// The metadata of what `host_path` leads to (links inside the root followed).
+    pub fn stat(&self, host_path: &str) -> Result<fs::Metadata, RootError> {
+        self.open(host_path, OFlags::PATH)?
+            .metadata()
+            .map_err(|e| self.io(host_path, e))
+    }
+
+    /// Create a new file (it must not exist) open for appending; a link in its place is
+    /// refused, never followed.
+    pub fn create_new_append(&self, host_path: &str, mode: u32) -> Result<fs::File, RootError> {
+        let (dir, name) = self.parent(host_path)?;
+        rustix::fs::openat(
+            &dir,
+            name.as_os_str(),
+            OFlags::WRONLY
+                | OFlags::APPEND
+                | OFlags::CREATE
+                | OFlags::EXCL
+                | OFlags::NOFOLLOW
+                | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )
+        .map(fs::File::from)
+        .map_err(|e| self.io(host_path, e.into()))
+    }
+
+    /// Open an existing file for appending.
+    pub fn open_append(&self, host_path: &str) -> Result<fs::File, RootError> {
+        self.open(host_path, OFlags::WRONLY | OFlags::APPEND)
+    }
+
+    /// Open a file for reading and writing, creating it when missing (a lock file); a link
+    /// in its place is refused, never followed.
+    pub fn open_or_create(&self, host_path: &str, mode: u32) -> Result<fs::File, RootError> {
+        let (dir, name) = self.parent(host_path)?;
+        rustix::fs::openat(
+            &dir,
+            name.as_os_str(),
+            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )
+        .map(fs::File::from)
+        .map_err(|e| self.io(host_path, e.into()))
+    }
+
+    /// Create a directory and its missing parents below the root (`mkdir -p`), resolved
+    /// beneath the root at each level. Returns the directories it created, top down.
+    pub fn mkdir_all(&self, host_path: &str, mode: u32) -> Result<Vec<String>, RootError> {
+        let rel = self.rel(host_path)?;
+        let mut at = String::new();
+        let mut made = Vec::new();
+        for c in rel.components() {
+            at.push('/');
+            at.push_str(&c.as_os_str().to_string_lossy());
+            let (dir, name) = self.parent(&at)?;
+            match rustix::fs::mkdirat(&dir, name.as_os_str(), Mode::from_raw_mode(mode)) {
+                Ok(()) => made.push(at.clone()),
+                Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(self.io(host_path, e.into())),
+            }
+        }
+        Ok(made)
+    }
+
+    /// Check that a file that exists can be opened for writing, without changing it (no
+    /// truncation, no write).
+    pub fn can_write(&self, host_path: &str) -> Result<(), RootError> {
+        self.open(host_path, OFlags::WRONLY).map(drop)
+    }
+}
+
+/// Opening a path beneath a directory without leaving it.
+mod beneath {
+    use std::collections::VecDeque;
+    use std::ffi::OsString;
+    use std::io;
+    use std::os::fd::OwnedFd;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::{Component, Path};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+    use rustix::io::Errno;
+
+    /// The error an escape is reported with (what `openat2` answers for one).
+    pub const ESCAPE: Errno = Errno::XDEV;
+
+    /// Symbolic links followed in one lookup at most, as the kernel's limit.
+    const MAX_LINKS: usize = 40;
+
+    /// Set once `openat2` turned out to be missing (ENOSYS, or refused by a seccomp filter).
+    static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
+
+    /// Open `rel` beneath `root` with `flags`; an escape fails with [`ESCAPE`].
+    pub fn open(root: &Path, rel: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+        let dir = rustix::fs::open(
+            root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let rel = if rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            rel
+        };
+        if !NO_OPENAT2.load(Ordering::Relaxed) {
+            match rustix::fs::openat2(
+                &dir,
+                rel,
+                flags | OFlags::CLOEXEC,
+                Mode::empty(),
+                ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+            ) {
+                Err(Errno::NOSYS) | Err(Errno::PERM) => NO_OPENAT2.store(true, Ordering::Relaxed),
+                Err(Errno::AGAIN) => {} // a concurrent rename: the walk settles it
+                other => return other.map_err(io::Error::from),
+            }
+        }
+        walk(dir, rel, flags)
+    }
+
+    /// The same as `openat2(RESOLVE_BENEATH)`, one component at a time: each is opened with
+    /// `O_NOFOLLOW` relative to the directory before it; a link's target is spliced into the
+    /// components still to walk; `..` goes back one directory and never above the first.
+    pub fn walk(root: OwnedFd, rel: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+        let mut todo: VecDeque<OsString> = VecDeque::new();
+        for c in rel.components() {
+            match c {
+                Component::Normal(n) => todo.push_back(n.to_os_string()),
+                Component::ParentDir => todo.push_back("..".into()),
+                Component::CurDir => {}
+                Component::RootDir | Component::Prefix(_) => return Err(ESCAPE.into()),
+            }
+        }
+        let mut dirs: Vec<OwnedFd> = vec![root];
+        let mut links = 0usize;
+        loop {
+            let Some(name) = todo.pop_front() else {
+                // Only directories were walked (or nothing): reopen the last one as asked.
+                let top = dirs.last().ok_or(ESCAPE)?;
+                return Ok(rustix::fs::openat(
+                    top,
+                    ".",
+                    flags | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?);
+            };
+            if name.as_bytes() == b".." {
+                if dirs.len() == 1 {
+                    return Err(ESCAPE.into());
+                }
+                dirs.pop();
+                continue;
+            }
+            let top = dirs.last().ok_or(ESCAPE)?;
+            let probe = rustix::fs::openat(
+                top,
+                name.as_os_str(),
+                OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            let kind = FileType::from_raw_mode(rustix::fs::fstat(&probe)?.st_mode);
+            if kind == FileType::Symlink {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(Errno::LOOP.into());
+                }
+                let target = rustix::fs::readlinkat(top, name.as_os_str(), Vec::new())?;
+                let target = OsString::from_vec(target.into_bytes());
+                let target = Path::new(&target);
+                if target.is_absolute() {
+                    return Err(ESCAPE.into());
+                }
+                let mut spliced: Vec<OsString> = Vec::new();
+                for c in target.components() {
+                    match c {
+                        Component::Normal(n) => spliced.push(n.to_os_string()),
+                        Component::ParentDir => spliced.push("..".into()),
+                        Component::CurDir => {}
+                        Component::RootDir | Component::Prefix(_) => return Err(ESCAPE.into()),
+                    }
+                }
+                for n in spliced.into_iter().rev() {
+                    todo.push_front(n);
+                }
+                continue;
+            }
+            if todo.is_empty() {
+                // The last component, not a link: open it as asked; O_NOFOLLOW fails a link
+                // swapped in since the probe.
+                return Ok(rustix::fs::openat(
+                    top,
+                    name.as_os_str(),
+                    flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?);
+            }
+            if kind != FileType::Directory {
+                return Err(Errno::NOTDIR.into());
+            }
+            dirs.push(probe);
+        }
     }
 }
 
@@ -382,5 +757,125 @@ mod tests {
         assert!(rec.dirs.contains("/proc/net"));
         assert!(rec.probed.contains("/proc/nope"));
         assert_eq!(rec.synthetic.len(), 1);
+    }
+
+    /// A tree with traps: links to a file outside (relative and absolute), a directory link
+    /// that leaves the tree, and a link that stays inside.
+    fn trap_tree() -> (tempfile::TempDir, Root, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let outside = t.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("secret"), "untouched").unwrap();
+        let tree = t.path().join("tree");
+        let core = tree.join("proc/sys/net/core");
+        std::fs::create_dir_all(&core).unwrap();
+        std::fs::write(core.join("rmem_max"), "212992\n").unwrap();
+        std::os::unix::fs::symlink("../../../../../outside/secret", core.join("wmem_max")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), core.join("abs_max")).unwrap();
+        std::os::unix::fs::symlink("rmem_max", core.join("inside_max")).unwrap();
+        std::os::unix::fs::symlink("../../outside", tree.join("etc")).unwrap();
+        std::os::unix::fs::symlink("loop2", tree.join("loop1")).unwrap();
+        std::os::unix::fs::symlink("loop1", tree.join("loop2")).unwrap();
+        let r = Root::new(&tree);
+        (t, r, outside.join("secret"))
+    }
+
+    fn assert_escape(e: RootError) {
+        assert!(matches!(e, RootError::Escape { .. }), "{e}");
+        assert!(e.to_string().contains("outside the root"), "{e}");
+    }
+
+    #[test]
+    fn links_and_dot_dots_that_leave_the_root_are_refused() {
+        let (_t, r, secret) = trap_tree();
+        for trap in [
+            "/proc/sys/net/core/wmem_max",
+            "/proc/sys/net/core/abs_max",
+            "/etc/secret",
+        ] {
+            assert_escape(r.read(trap).unwrap_err());
+            assert_escape(r.write(trap, "1").unwrap_err());
+            assert_escape(r.can_write(trap).unwrap_err());
+            assert!(!r.exists(trap), "{trap}");
+        }
+        assert_escape(r.create("/etc/new", b"x").unwrap_err());
+        assert_escape(r.create("/etc/sub/new", b"x").unwrap_err());
+        assert_escape(r.remove("/etc/secret").unwrap_err());
+        assert_escape(r.list("/etc").unwrap_err());
+        assert_escape(r.symlink("x", "/etc/l").unwrap_err());
+        assert_escape(r.mkdir("/etc/d", 0o755).unwrap_err());
+        assert!(matches!(
+            r.path("/proc/../etc/x"),
+            Err(RootError::BadPath(_))
+        ));
+        assert!(r.read("/loop1").is_err());
+        // Links are still read as links, and links that stay inside resolve.
+        assert_eq!(r.read_link("/proc/sys/net/core/abs_max").unwrap(), secret);
+        assert_eq!(
+            r.read_trim("/proc/sys/net/core/inside_max").unwrap(),
+            "212992"
+        );
+        r.write("/proc/sys/net/core/inside_max", "4194304").unwrap();
+        assert_eq!(
+            r.read_trim("/proc/sys/net/core/rmem_max").unwrap(),
+            "4194304"
+        );
+        assert!(r
+            .lstat("/proc/sys/net/core/wmem_max")
+            .unwrap()
+            .unwrap()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "untouched");
+        assert!(!secret.with_file_name("new").exists());
+    }
+
+    #[test]
+    fn the_walk_without_openat2_refuses_the_same_traps() {
+        let (_t, r, secret) = trap_tree();
+        let open = |rel: &str, flags: OFlags| {
+            let dir = rustix::fs::open(
+                r.dir(),
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .unwrap();
+            beneath::walk(dir, Path::new(rel), flags)
+        };
+        for trap in [
+            "proc/sys/net/core/wmem_max",
+            "proc/sys/net/core/abs_max",
+            "etc/secret",
+            "proc/../..",
+            "proc/sys/../../../outside/secret",
+        ] {
+            let e = open(trap, OFlags::WRONLY).unwrap_err();
+            assert_eq!(
+                e.raw_os_error(),
+                Some(beneath::ESCAPE.raw_os_error()),
+                "{trap}: {e}"
+            );
+        }
+        assert_eq!(
+            open("loop1", OFlags::RDONLY).unwrap_err().raw_os_error(),
+            Some(rustix::io::Errno::LOOP.raw_os_error())
+        );
+        let mut text = String::new();
+        fs::File::from(open("proc/sys/net/core/inside_max", OFlags::RDONLY).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "212992\n");
+        // `..` that stays inside is fine, as is the root itself.
+        assert!(open("proc/sys/../sys/net/core/rmem_max", OFlags::RDONLY).is_ok());
+        assert!(open("", OFlags::RDONLY | OFlags::DIRECTORY).is_ok());
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "untouched");
+    }
+
+    #[test]
+    fn reads_are_capped() {
+        let t = tempfile::tempdir().unwrap();
+        let f = fs::File::create(t.path().join("big")).unwrap();
+        f.set_len(MAX_READ + 1).unwrap();
+        let e = Root::new(t.path()).read("/big").unwrap_err();
+        assert!(matches!(e, RootError::TooLarge { .. }), "{e}");
     }
 }

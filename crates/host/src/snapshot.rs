@@ -11,8 +11,14 @@
 //!
 //! **Open** ([`Snapshot::open`]) unpacks into a private temporary directory and refuses anything
 //! unsafe: absolute paths, `..` components, entries below a symbolic link, links that are absolute
-//! or resolve outside the tree, hard links and device nodes, and archives that unpack to more than
-//! [`MAX_UNPACKED_BYTES`].
+//! or resolve outside the tree, hard links and device nodes, a file larger than
+//! [`MAX_FILE_BYTES`] (a 1 MB archive can hold a 900 MiB `proc/interrupts` of zeros), and
+//! archives that unpack to more than [`MAX_UNPACKED_BYTES`]. Entry names in messages have
+//! their control characters escaped, so a name cannot drive the terminal it is printed on.
+//!
+//! An unpacked snapshot is removed when the [`Snapshot`] is dropped; a program that may be
+//! stopped by SIGINT or SIGTERM while one is open (or being unpacked) calls
+//! [`remove_on_signals`] once, and the directories are removed before the process ends.
 
 use crate::facts::{collect, HostFacts};
 use crate::root::Recording;
@@ -22,8 +28,12 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
 
-/// Largest total of file bytes a snapshot may unpack to.
-pub const MAX_UNPACKED_BYTES: u64 = 1 << 30;
+/// Largest total of file bytes a snapshot may unpack to. A capture of a large host is a few
+/// MiB.
+pub const MAX_UNPACKED_BYTES: u64 = 256 << 20;
+/// Largest single file a snapshot may hold: room for the `/proc/interrupts` of a host with
+/// thousands of CPUs, and the same as what [`Root::read`] returns at most.
+pub const MAX_FILE_BYTES: u64 = crate::root::MAX_READ;
 /// Largest number of entries a snapshot may hold.
 pub const MAX_ENTRIES: usize = 2_000_000;
 
@@ -36,7 +46,7 @@ pub enum SnapshotError {
         #[source]
         source: io::Error,
     },
-    #[error("{archive}: unsafe entry {entry:?}: {reason}")]
+    #[error("{archive}: unsafe entry \"{entry}\": {reason}")]
     Unsafe {
         archive: String,
         entry: String,
@@ -48,9 +58,23 @@ pub enum SnapshotError {
 
 fn io_err(path: impl AsRef<Path>, source: io::Error) -> SnapshotError {
     SnapshotError::Io {
-        path: path.as_ref().display().to_string(),
+        path: printable(&path.as_ref().display().to_string()),
         source,
     }
+}
+
+/// `s` with control characters (terminal escapes, newlines, NUL) written as Rust escapes
+/// (`\u{1b}`), everything else as is.
+pub fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -407,16 +431,84 @@ impl Snapshot {
             .prefix("wirespeed-snapshot-")
             .tempdir()
             .map_err(|e| io_err("temporary directory", e))?;
-        unpack(archive, io::BufReader::new(f), dir.path())?;
+        signals::register(dir.path());
+        if let Err(e) = unpack(archive, io::BufReader::new(f), dir.path()) {
+            signals::unregister(dir.path());
+            return Err(e);
+        }
         let root = Root::new(dir.path());
         Ok(Snapshot { dir, root })
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        signals::unregister(self.dir.path());
+    }
+}
+
+/// Remove every snapshot directory still open (or being unpacked) when SIGINT or SIGTERM
+/// arrives, then end the process as the signal would have. Call once, early; later calls do
+/// nothing. Other handlers of these signals keep running (they are chained).
+pub fn remove_on_signals() -> io::Result<()> {
+    signals::install()
+}
+
+/// The directories to remove on a signal, and the thread that does it.
+mod signals {
+    use std::path::{Path, PathBuf};
+    use std::sync::{Mutex, OnceLock};
+
+    use signal_hook::consts::{SIGINT, SIGTERM};
+
+    fn dirs() -> &'static Mutex<Vec<PathBuf>> {
+        static DIRS: OnceLock<Mutex<Vec<PathBuf>>> = OnceLock::new();
+        DIRS.get_or_init(|| Mutex::new(Vec::new()))
+    }
+
+    pub fn register(dir: &Path) {
+        let mut d = dirs().lock().unwrap_or_else(|p| p.into_inner());
+        d.push(dir.to_path_buf());
+    }
+
+    pub fn unregister(dir: &Path) {
+        let mut d = dirs().lock().unwrap_or_else(|p| p.into_inner());
+        d.retain(|x| x != dir);
+    }
+
+    pub fn install() -> std::io::Result<()> {
+        static INSTALLED: OnceLock<()> = OnceLock::new();
+        if INSTALLED.get().is_some() {
+            return Ok(());
+        }
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+        let _ = INSTALLED.set(());
+        std::thread::Builder::new()
+            .name("snapshot-cleanup".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    // Hold the lock to the end: no snapshot opens or closes meanwhile.
+                    let d = dirs().lock().unwrap_or_else(|p| p.into_inner());
+                    for dir in d.iter() {
+                        // An unpack still writing may add entries as they go: try again.
+                        for _ in 0..10 {
+                            if std::fs::remove_dir_all(dir).is_ok() || !dir.exists() {
+                                break;
+                            }
+                        }
+                    }
+                    let _ = signal_hook::low_level::emulate_default_handler(sig);
+                    std::process::exit(128 + sig);
+                }
+            })?;
+        Ok(())
     }
 }
 
 fn entry_components(archive: &str, raw: &Path) -> Result<Vec<String>, SnapshotError> {
     let unsafe_entry = |reason: &str| SnapshotError::Unsafe {
         archive: archive.to_string(),
-        entry: raw.display().to_string(),
+        entry: printable(&raw.display().to_string()),
         reason: reason.to_string(),
     };
     let mut out = Vec::new();
@@ -476,14 +568,14 @@ fn check_link(comps: &[String], target: &Path) -> Result<(), String> {
 }
 
 fn unpack(archive_path: &Path, reader: impl Read, dest: &Path) -> Result<(), SnapshotError> {
-    let archive = archive_path.display().to_string();
+    let archive = printable(&archive_path.display().to_string());
     let gz = flate2::read::GzDecoder::new(reader);
     let mut ar = tar::Archive::new(gz);
     let mut total: u64 = 0;
     let mut count = 0usize;
     let unsafe_err = |entry: &Path, reason: String| SnapshotError::Unsafe {
         archive: archive.clone(),
-        entry: entry.display().to_string(),
+        entry: printable(&entry.display().to_string()),
         reason,
     };
     for entry in ar.entries().map_err(|e| io_err(archive_path, e))? {
@@ -518,6 +610,15 @@ fn unpack(archive_path: &Path, reader: impl Read, dest: &Path) -> Result<(), Sna
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 let size = entry.header().size().map_err(|e| io_err(archive_path, e))?;
+                if size > MAX_FILE_BYTES {
+                    return Err(SnapshotError::TooLarge {
+                        archive,
+                        reason: format!(
+                            "entry \"{}\" is {size} bytes, more than the {MAX_FILE_BYTES} a file may hold",
+                            printable(&raw.display().to_string())
+                        ),
+                    });
+                }
                 total = total.saturating_add(size);
                 if total > MAX_UNPACKED_BYTES {
                     return Err(SnapshotError::TooLarge {
@@ -761,5 +862,42 @@ mod tests {
             open_bytes(b"plain text"),
             Err(SnapshotError::Io { .. })
         ));
+    }
+
+    /// A header announcing `size` bytes, then no data: the cap must refuse it from the header.
+    fn announced_only(path: &str, size: u64) -> Vec<u8> {
+        let h = raw_header(path, tar::EntryType::Regular, None, size);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(h.as_bytes()).unwrap();
+        gz.finish().unwrap()
+    }
+
+    #[test]
+    fn a_huge_file_is_refused_from_its_header_and_names_are_escaped() {
+        let bytes = announced_only("proc/interrupts", 900 << 20);
+        assert!(bytes.len() < 1024);
+        match open_bytes(&bytes) {
+            Err(e @ SnapshotError::TooLarge { .. }) => {
+                let m = e.to_string();
+                assert!(m.contains("\"proc/interrupts\" is 943718400 bytes"), "{m}");
+                assert!(
+                    m.contains(&format!("more than the {MAX_FILE_BYTES}")),
+                    "{m}"
+                );
+            }
+            other => panic!("expected TooLarge, got {other:?}"),
+        }
+        let evil = "sys/\u{1b}]0;pwned\u{7}\u{1b}[2J";
+        let bytes = archive(|b| {
+            let h = raw_header(evil, tar::EntryType::Symlink, Some("/etc"), 0);
+            b.append(&h, io::empty()).unwrap();
+        });
+        let m = open_bytes(&bytes).unwrap_err().to_string();
+        assert!(!m.chars().any(|c| c.is_control()), "{m:?}");
+        assert!(m.contains("sys/\\u{1b}]0;pwned\\u{7}\\u{1b}[2J"), "{m}");
+        let m = announced_only(evil, 900 << 20);
+        let m = open_bytes(&m).unwrap_err().to_string();
+        assert!(!m.chars().any(|c| c.is_control()), "{m:?}");
+        assert_eq!(printable("a\tb\nc"), "a\\tb\\nc");
     }
 }

@@ -19,8 +19,28 @@ pub const MAX_PARAMS_LEN: u32 = 64 * 1024;
 /// (`--get-server-output`), which holds a whole `-J` document.
 pub const MAX_RESULTS_LEN: u32 = 32 * 1024 * 1024;
 
+/// Cap on the results a server accepts from a client. A client's results list only its
+/// streams (about 200 bytes each; iperf3 never puts `server_output_*` in them), so this is
+/// room for some 20,000 streams, and it keeps what one control connection can make a server
+/// buffer and parse to a few MiB.
+pub const MAX_CLIENT_RESULTS_LEN: u32 = 4 * 1024 * 1024;
+
+/// Cap on the structural tokens (see [`MAX_JSON_TOKENS`]) in a client's results: 22 per
+/// stream for some 6,000 streams.
+pub const MAX_CLIENT_RESULTS_TOKENS: usize = 1 << 17;
+
 /// Cap on wirespeed's error-detail frame.
 pub const MAX_DETAIL_LEN: u32 = 16 * 1024;
+
+/// Deepest nesting of arrays and objects accepted in any message. iperf3's own messages
+/// nest at most 6 deep (a `-J` document inside `server_output_json`).
+pub const MAX_JSON_DEPTH: usize = 32;
+
+/// Most structural tokens (`{`, `[`, `:` and `,`) accepted in one message: a bound on the
+/// number of values, hence on the memory the parsed tree takes, whatever the byte count.
+/// A results message of 128 streams with a 60-second `-J` server document holds about
+/// 250,000.
+pub const MAX_JSON_TOKENS: usize = 1 << 20;
 
 /// A checked view of one length-prefixed JSON frame at the start of a buffer.
 #[derive(Debug, Clone, Copy)]
@@ -79,8 +99,64 @@ impl<'a> JsonFrame<'a> {
     }
 }
 
-/// Parse bytes as one JSON object (serde_json bounds nesting depth at 128).
+/// Check, in one pass and without allocating, that `json` nests at most `max_depth` deep and
+/// holds at most `max_tokens` structural tokens (`{`, `[`, `:`, `,`) outside strings.
+///
+/// This runs before any tree is built, so a message that would cost far more memory parsed
+/// than its bytes (millions of tiny values) is refused at the cost of reading it once. It
+/// does not validate JSON: the parser does that afterwards.
+pub fn prescan(json: &[u8], max_depth: usize, max_tokens: usize) -> Result<(), WireError> {
+    let mut depth = 0usize;
+    let mut tokens = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (at, &b) in json.iter().enumerate() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > max_depth {
+                    return Err(WireError::BadJson(format!(
+                        "nested more than {max_depth} deep (at byte {at})"
+                    )));
+                }
+                tokens += 1;
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b':' | b',' => tokens += 1,
+            _ => continue,
+        }
+        if tokens > max_tokens {
+            return Err(WireError::BadJson(format!(
+                "more than {max_tokens} values (at byte {at})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Parse bytes as one JSON object, after [`prescan`] with [`MAX_JSON_DEPTH`] and
+/// [`MAX_JSON_TOKENS`].
 pub fn parse_object(json: &[u8]) -> Result<serde_json::Map<String, serde_json::Value>, WireError> {
+    parse_object_capped(json, MAX_JSON_TOKENS)
+}
+
+/// [`parse_object`] with a tighter cap on structural tokens.
+pub fn parse_object_capped(
+    json: &[u8],
+    max_tokens: usize,
+) -> Result<serde_json::Map<String, serde_json::Value>, WireError> {
+    prescan(json, MAX_JSON_DEPTH, max_tokens)?;
     match serde_json::from_slice::<serde_json::Value>(json) {
         Ok(serde_json::Value::Object(m)) => Ok(m),
         Ok(other) => Err(WireError::BadJson(format!(
@@ -178,5 +254,33 @@ mod tests {
         // Deep nesting is refused, not a stack overflow.
         let deep = "[".repeat(100_000);
         assert!(parse_object(deep.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn prescan_bounds_depth_and_values_outside_strings_only() {
+        let at_cap = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
+        assert_eq!(prescan(at_cap.as_bytes(), MAX_JSON_DEPTH, 100), Ok(()));
+        let over = format!("[{at_cap}]");
+        let e = prescan(over.as_bytes(), MAX_JSON_DEPTH, 100).unwrap_err();
+        assert!(e.to_string().contains("nested more than 32 deep"), "{e}");
+        let obj = format!("{{\"a\":{over}}}");
+        assert!(matches!(
+            parse_object(obj.as_bytes()),
+            Err(WireError::BadJson(_))
+        ));
+
+        // Brackets, commas and escaped quotes inside strings are not structure.
+        let s = br#"{"t":"[[[[,,,,\"{{{{:::"}"#;
+        assert_eq!(prescan(s, 1, 2), Ok(()));
+        assert!(parse_object(s).is_ok());
+
+        // Five values: 1 '[' and 4 ','.
+        assert_eq!(prescan(b"[1,2,3,4,5]", 4, 5), Ok(()));
+        let e = prescan(b"[1,2,3,4,5]", 4, 4).unwrap_err();
+        assert!(e.to_string().contains("more than 4 values"), "{e}");
     }
 }

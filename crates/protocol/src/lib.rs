@@ -10,6 +10,8 @@
 //! - [`server_error`]: `SERVER_ERROR`'s two integers and wirespeed's optional detail frame.
 //! - [`udp`]: the UDP stream handshake words and the datagram header.
 //! - [`ext`]: wirespeed's additions, all under the one key `"wirespeed"`, which iperf3 ignores.
+//! - [`auth`]: iperf3's RSA authentication (the `authtoken` key), both ends.
+//! - [`psk`]: wirespeed's pre-shared key: HMAC tags over the parameters and both results.
 //! - [`session`]: sans-I/O state machines for the client and the server end of a control
 //!   connection; the engine drives them over real sockets.
 //!
@@ -17,12 +19,14 @@
 //! than the bytes it was given (frame lengths are checked against caps before any payload is
 //! buffered). `docs/protocol.md` describes the wire protocol in prose.
 
+pub mod auth;
 pub mod cookie;
 pub mod error;
 pub mod ext;
 mod fields;
 pub mod frame;
 pub mod params;
+pub mod psk;
 pub mod results;
 pub mod server_error;
 pub mod session;

@@ -43,6 +43,99 @@ pub mod bounds {
     pub const MAX_STRING: usize = 4096;
 }
 
+/// What a client is about to ask for, as far as a server checks it before it runs a test.
+///
+/// [`check_client`] applies the limits a wirespeed server (and iperf3's, which has the same
+/// ones) would refuse, so the client can say why before it connects instead of reporting a
+/// closed connection afterwards.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientChoices<'a> {
+    /// `-t`, seconds.
+    pub time: u32,
+    /// `-O`, seconds.
+    pub omit: u32,
+    /// `-M`, bytes.
+    pub mss: Option<u32>,
+    /// `--burst` (UDP, datagrams).
+    pub burst: Option<u32>,
+    /// `-T`.
+    pub title: Option<&'a str>,
+    /// `--extra-data`.
+    pub extra_data: Option<&'a str>,
+    /// `-C`.
+    pub congestion: Option<&'a str>,
+}
+
+/// A choice a server would refuse, in iperf3's words where iperf3 has them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientCheckError {
+    /// iperf3's `IEDURATION`.
+    #[error("test duration valid values are 0 to {max} seconds (-t {got})")]
+    Duration { got: u32, max: i64 },
+    /// iperf3's `IEOMIT`.
+    #[error("bogus value for --omit (maximum = {max} seconds) (-O {got})")]
+    Omit { got: u32, max: i64 },
+    /// iperf3's `IEMSS`.
+    #[error("TCP MSS too large (maximum = {max} bytes) (-M {got})")]
+    Mss { got: u32, max: i64 },
+    /// iperf3's `IEBURST`.
+    #[error("invalid burst count (maximum = {max}) (--burst {got})")]
+    Burst { got: u32, max: i64 },
+    /// A string the server would not accept: iperf3 has no words for it (its server
+    /// refuses the whole parameters message with "unable to receive parameters from
+    /// client").
+    #[error("{option} too long: {got} bytes (maximum = {max} bytes)")]
+    TooLong {
+        option: &'static str,
+        got: usize,
+        max: usize,
+    },
+}
+
+/// Check a client's choices against the limits servers apply to the parameters
+/// ([`bounds`]); the first one over its limit is reported.
+pub fn check_client(c: &ClientChoices<'_>) -> Result<(), ClientCheckError> {
+    use bounds::*;
+    if i64::from(c.time) > MAX_TIME {
+        return Err(ClientCheckError::Duration {
+            got: c.time,
+            max: MAX_TIME,
+        });
+    }
+    if i64::from(c.omit) > MAX_OMIT {
+        return Err(ClientCheckError::Omit {
+            got: c.omit,
+            max: MAX_OMIT,
+        });
+    }
+    if let Some(m) = c.mss.filter(|&m| i64::from(m) > MAX_MSS) {
+        return Err(ClientCheckError::Mss {
+            got: m,
+            max: MAX_MSS,
+        });
+    }
+    if let Some(b) = c.burst.filter(|&b| i64::from(b) > MAX_BURST) {
+        return Err(ClientCheckError::Burst {
+            got: b,
+            max: MAX_BURST,
+        });
+    }
+    for (option, v) in [
+        ("title (-T)", c.title),
+        ("extra data (--extra-data)", c.extra_data),
+        ("congestion algorithm (-C)", c.congestion),
+    ] {
+        if let Some(v) = v.filter(|v| v.len() > MAX_STRING) {
+            return Err(ClientCheckError::TooLong {
+                option,
+                got: v.len(),
+                max: MAX_STRING,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The test parameters. Field names are iperf3's keys unless noted.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TestParams {
@@ -406,6 +499,88 @@ mod tests {
         let p = TestParams::parse(b"{}").unwrap();
         assert_eq!(p.transport, Transport::Tcp);
         assert_eq!(p.parallel, 1);
+    }
+
+    #[test]
+    fn client_checks_match_what_the_parser_refuses() {
+        use bounds::*;
+        let ok = ClientChoices {
+            time: MAX_TIME as u32,
+            omit: MAX_OMIT as u32,
+            mss: Some(MAX_MSS as u32),
+            burst: Some(MAX_BURST as u32),
+            title: Some(&"t".repeat(MAX_STRING)),
+            ..ClientChoices::default()
+        };
+        assert_eq!(check_client(&ok), Ok(()));
+        let too_long = "x".repeat(MAX_STRING + 1);
+        let cases: Vec<(ClientChoices, &str, &str)> = vec![
+            (
+                ClientChoices {
+                    omit: 999_999,
+                    ..ok
+                },
+                "bogus value for --omit (maximum = 600 seconds)",
+                "omit",
+            ),
+            (
+                ClientChoices {
+                    mss: Some(99_999),
+                    ..ok
+                },
+                "TCP MSS too large (maximum = 9216 bytes)",
+                "MSS",
+            ),
+            (
+                ClientChoices { time: 86_401, ..ok },
+                "test duration valid values are 0 to 86400 seconds",
+                "",
+            ),
+            (
+                ClientChoices {
+                    burst: Some(1001),
+                    ..ok
+                },
+                "invalid burst count (maximum = 1000)",
+                "burst",
+            ),
+            (
+                ClientChoices {
+                    title: Some(&too_long),
+                    ..ok
+                },
+                "title (-T) too long: 4097 bytes",
+                "title",
+            ),
+            (
+                ClientChoices {
+                    extra_data: Some(&too_long),
+                    ..ok
+                },
+                "extra data (--extra-data) too long",
+                "extra_data",
+            ),
+        ];
+        for (c, words, key) in cases {
+            let e = check_client(&c).unwrap_err().to_string();
+            assert!(e.starts_with(words), "{e}");
+            if key.is_empty() {
+                continue; // the server checks the duration after parsing
+            }
+            // The same choice, sent anyway, is what a server's parser refuses.
+            let p = TestParams {
+                omit: c.omit,
+                time: c.time,
+                mss: c.mss,
+                burst: c.burst,
+                title: c.title.map(String::from),
+                extra_data: c.extra_data.map(String::from),
+                ..TestParams::new_tcp(c.time, 1)
+            };
+            let f = p.encode_frame().unwrap();
+            let err = TestParams::decode_frame(&f).unwrap_err().to_string();
+            assert!(err.contains(key), "{key}: {err}");
+        }
     }
 
     #[test]

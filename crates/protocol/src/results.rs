@@ -8,7 +8,10 @@ use serde_json::{Map, Value};
 
 use crate::ext::{ResultsExt, EXT_KEY};
 use crate::fields::{self, finite, Obj};
-use crate::frame::{self, JsonFrame, MAX_RESULTS_LEN};
+use crate::frame::{
+    self, JsonFrame, MAX_CLIENT_RESULTS_LEN, MAX_CLIENT_RESULTS_TOKENS, MAX_JSON_TOKENS,
+    MAX_RESULTS_LEN,
+};
 use crate::WireError;
 
 /// Most streams one results message may list.
@@ -60,16 +63,35 @@ pub struct TestResults {
 }
 
 impl TestResults {
-    /// Decode a complete length-prefixed frame at the start of `buf`.
+    /// Decode a complete length-prefixed frame at the start of `buf`: a server's results,
+    /// as a client reads them (up to [`MAX_RESULTS_LEN`]).
     pub fn decode_frame(buf: &[u8]) -> Result<(TestResults, usize), WireError> {
         let f = JsonFrame::new_checked(buf, MAX_RESULTS_LEN)?;
-        Ok((TestResults::parse(f.payload())?, f.total_len()))
+        Ok((
+            TestResults::parse_capped(f.payload(), MAX_JSON_TOKENS)?,
+            f.total_len(),
+        ))
+    }
+
+    /// Decode a client's results, as a server reads them: capped at
+    /// [`MAX_CLIENT_RESULTS_LEN`] bytes and [`MAX_CLIENT_RESULTS_TOKENS`] values, so an
+    /// unauthenticated peer cannot make the server buffer or parse more than a few MiB.
+    pub fn decode_client_frame(buf: &[u8]) -> Result<(TestResults, usize), WireError> {
+        let f = JsonFrame::new_checked(buf, MAX_CLIENT_RESULTS_LEN)?;
+        Ok((
+            TestResults::parse_capped(f.payload(), MAX_CLIENT_RESULTS_TOKENS)?,
+            f.total_len(),
+        ))
     }
 
     /// Parse the JSON payload. Required keys are the ones iperf3 requires (it fails the test
     /// with "unable to receive results" without them).
     pub fn parse(json: &[u8]) -> Result<TestResults, WireError> {
-        let o = frame::parse_object(json)?;
+        TestResults::parse_capped(json, MAX_JSON_TOKENS)
+    }
+
+    fn parse_capped(json: &[u8], max_tokens: usize) -> Result<TestResults, WireError> {
+        let mut o = frame::parse_object_capped(json, max_tokens)?;
         let req_f =
             |k: &str| fields::float(&o, k)?.ok_or_else(|| WireError::MissingField(k.into()));
         let mut r = TestResults {
@@ -99,9 +121,9 @@ impl TestResults {
             };
             r.streams.push(parse_stream(s)?);
         }
-        r.server_output_json = match o.get("server_output_json") {
+        r.server_output_json = match o.remove("server_output_json") {
             None | Some(Value::Null) => None,
-            Some(v @ Value::Object(_)) => Some(v.clone()),
+            Some(v @ Value::Object(_)) => Some(v),
             Some(_) => return Err(WireError::field("server_output_json", "expected an object")),
         };
         r.server_output_text = fields::string(&o, "server_output_text", MAX_RESULTS_LEN as usize)?;

@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::cookie::Cookie;
-use crate::frame::{JsonFrame, MAX_PARAMS_LEN, MAX_RESULTS_LEN};
+use crate::frame::{JsonFrame, MAX_CLIENT_RESULTS_LEN, MAX_PARAMS_LEN, MAX_RESULTS_LEN};
 use crate::params::TestParams;
 use crate::results::TestResults;
 use crate::server_error::{self, ServerErrorBody, DETAIL_MAGIC, SERVER_ERROR_BODY_LEN};
@@ -137,28 +137,70 @@ impl std::fmt::Display for Failure {
 }
 
 /// Bytes received and not yet consumed; bounded.
-#[derive(Debug, Default)]
+///
+/// Consuming only moves a read offset; the consumed front is dropped in one move once it is
+/// at least half the buffer (or everything was read). Each byte is therefore moved a bounded
+/// number of times, so a flood of one-byte state messages costs O(n), not O(n²).
+#[derive(Debug)]
 struct Inbox {
+    /// Most bytes held at once.
+    max: usize,
     buf: Vec<u8>,
+    /// Bytes of `buf` already consumed.
+    start: usize,
+    /// Bytes moved by compaction, for the tests' O(n) check.
+    #[cfg(test)]
+    moved: usize,
 }
 
 impl Inbox {
-    /// Most bytes buffered at once: the largest frame plus a few state bytes.
-    const MAX: usize = MAX_RESULTS_LEN as usize + 64;
+    /// An inbox that holds at most the largest frame `max_frame` plus a few state bytes.
+    fn new(max_frame: u32) -> Inbox {
+        Inbox {
+            max: max_frame as usize + 64,
+            buf: Vec::new(),
+            start: 0,
+            #[cfg(test)]
+            moved: 0,
+        }
+    }
 
     fn push(&mut self, bytes: &[u8]) -> Result<(), WireError> {
-        if self.buf.len() + bytes.len() > Self::MAX {
+        let held = self.buf.len() - self.start;
+        if held + bytes.len() > self.max {
             return Err(WireError::Oversized {
-                len: u32::try_from(self.buf.len() + bytes.len()).unwrap_or(u32::MAX),
-                max: Self::MAX as u32,
+                len: u32::try_from(held + bytes.len()).unwrap_or(u32::MAX),
+                max: u32::try_from(self.max).unwrap_or(u32::MAX),
             });
         }
+        self.compact();
         self.buf.extend_from_slice(bytes);
         Ok(())
     }
 
+    /// The bytes not yet consumed.
+    fn data(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+
     fn consume(&mut self, n: usize) {
-        self.buf.drain(..n.min(self.buf.len()));
+        self.start = (self.start + n).min(self.buf.len());
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+    }
+
+    /// Drop the consumed front when it is at least half the buffer.
+    fn compact(&mut self) {
+        if self.start > 0 && self.start * 2 >= self.buf.len() {
+            #[cfg(test)]
+            {
+                self.moved += self.buf.len() - self.start;
+            }
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
     }
 }
 
@@ -168,6 +210,8 @@ impl Inbox {
 struct Machine<P, E> {
     phase: P,
     deadline: Option<Duration>,
+    /// How long the current deadline allows (what a timeout reports it waited).
+    armed: Duration,
     outbox: Vec<u8>,
     events: VecDeque<E>,
 }
@@ -177,6 +221,7 @@ impl<P, E> Machine<P, E> {
         Machine {
             phase,
             deadline: Some(now + timeout),
+            armed: timeout,
             outbox,
             events: VecDeque::new(),
         }
@@ -185,6 +230,7 @@ impl<P, E> Machine<P, E> {
     fn enter(&mut self, now: Duration, phase: P, timeout: Option<Duration>) {
         self.phase = phase;
         self.deadline = timeout.map(|t| now + t);
+        self.armed = timeout.unwrap_or_default();
     }
 
     /// Stay in `phase` with nothing more to wait for.
@@ -294,7 +340,7 @@ impl ClientSession {
                 timeouts.setup,
                 cookie.as_bytes().to_vec(),
             ),
-            inbox: Inbox::default(),
+            inbox: Inbox::new(MAX_RESULTS_LEN),
             pending_error: None,
             failed_in: None,
         }
@@ -369,6 +415,18 @@ impl ClientSession {
         if self.is_closed() {
             return;
         }
+        // iperf3 refuses an authentication with SERVER_ERROR and i_errno alone (4 bytes, no
+        // errno) before it closes: that is a refusal, not a vanished server.
+        let d = self.inbox.data();
+        if d.len() >= 5 && d[0] == State::ServerError.to_byte() && self.pending_error.is_none() {
+            let i_errno = i32::from_be_bytes([d[1], d[2], d[3], d[4]]);
+            self.stop_with(ClientEvent::Refused(Refusal::ServerError {
+                i_errno,
+                errno: 0,
+                detail: None,
+            }));
+            return;
+        }
         let phase = self.m.phase.describe();
         self.fail(Failure::Closed { phase });
     }
@@ -378,12 +436,7 @@ impl ClientSession {
         if let Some(d) = self.m.deadline {
             if now >= d && !self.is_closed() {
                 let phase = self.m.phase.describe();
-                let after = match self.m.phase {
-                    ClientPhase::AwaitExchangeResults
-                    | ClientPhase::AwaitPeerResults
-                    | ClientPhase::AwaitDisplayResults => self.timeouts.results,
-                    _ => self.timeouts.setup,
-                };
+                let after = self.m.armed;
                 self.fail(Failure::Timeout { phase, after });
             }
         }
@@ -441,7 +494,7 @@ impl ClientSession {
             }
             // A SERVER_ERROR detail frame, if one was announced.
             if let Some(body) = self.pending_error {
-                match server_error::decode_detail(&self.inbox.buf) {
+                match server_error::decode_detail(self.inbox.data()) {
                     Ok((msg, n)) => {
                         self.inbox.consume(n);
                         self.pending_error = None;
@@ -468,7 +521,7 @@ impl ClientSession {
                 ClientPhase::AwaitLocalResults => return,
                 ClientPhase::AwaitPeerResults => {
                     // A state byte (error) may come instead of results.
-                    if let Some(&b) = self.inbox.buf.first() {
+                    if let Some(&b) = self.inbox.data().first() {
                         if matches!(
                             State::from_byte(b),
                             Ok(State::ServerError | State::AccessDenied | State::ServerTerminate)
@@ -479,7 +532,7 @@ impl ClientSession {
                             continue;
                         }
                     }
-                    match TestResults::decode_frame(&self.inbox.buf) {
+                    match TestResults::decode_frame(self.inbox.data()) {
                         Ok((r, n)) => {
                             self.inbox.consume(n);
                             self.m
@@ -511,7 +564,7 @@ impl ClientSession {
     /// Consume one state byte (and what follows it for `SERVER_ERROR`); `false` when more
     /// input is needed.
     fn step_state_at(&mut self, now: Duration) -> bool {
-        let Some(&b) = self.inbox.buf.first() else {
+        let Some(&b) = self.inbox.data().first() else {
             return false;
         };
         let state = match State::from_byte(b) {
@@ -523,7 +576,7 @@ impl ClientSession {
             }
         };
         if state == State::ServerError {
-            let body = match ServerErrorBody::parse(&self.inbox.buf[1..]) {
+            let body = match ServerErrorBody::parse(&self.inbox.data()[1..]) {
                 Ok(b) => b,
                 Err(_) => return false, // only truncation is possible
             };
@@ -696,7 +749,7 @@ impl ServerSession {
                 timeouts.setup,
                 vec![State::ParamExchange.to_byte()],
             ),
-            inbox: Inbox::default(),
+            inbox: Inbox::new(MAX_CLIENT_RESULTS_LEN),
             peer_is_wirespeed: false,
         }
     }
@@ -774,13 +827,7 @@ impl ServerSession {
         if let Some(d) = self.m.deadline {
             if now >= d && !self.is_closed() {
                 let phase = self.m.phase.describe();
-                let after = match self.m.phase {
-                    ServerPhase::AwaitStreams => self.timeouts.streams,
-                    ServerPhase::AwaitClientResults | ServerPhase::AwaitDone => {
-                        self.timeouts.results
-                    }
-                    _ => self.timeouts.setup,
-                };
+                let after = self.m.armed;
                 self.fail(Failure::Timeout { phase, after });
             }
         }
@@ -881,7 +928,7 @@ impl ServerSession {
                 return;
             }
             match self.m.phase {
-                ServerPhase::AwaitParams => match TestParams::decode_frame(&self.inbox.buf) {
+                ServerPhase::AwaitParams => match TestParams::decode_frame(self.inbox.data()) {
                     Ok((p, n)) => {
                         self.inbox.consume(n);
                         self.peer_is_wirespeed = p.wirespeed.is_some();
@@ -891,7 +938,7 @@ impl ServerSession {
                     Err(e) if e.is_truncated() => {
                         // Refuse an oversized announcement at once, before its bytes arrive.
                         if let Err(error) =
-                            JsonFrame::announced_len(&self.inbox.buf, MAX_PARAMS_LEN)
+                            JsonFrame::announced_len(self.inbox.data(), MAX_PARAMS_LEN)
                         {
                             if !error.is_truncated() {
                                 self.fail(Failure::Protocol {
@@ -910,27 +957,39 @@ impl ServerSession {
                         return;
                     }
                 },
-                ServerPhase::AwaitClientResults => match TestResults::decode_frame(&self.inbox.buf)
-                {
-                    Ok((r, n)) => {
-                        self.inbox.consume(n);
-                        self.m
-                            .events
-                            .push_back(ServerEvent::PeerResults(Box::new(r)));
-                        self.enter(now, ServerPhase::AwaitLocalResults, None);
+                ServerPhase::AwaitClientResults => {
+                    match TestResults::decode_client_frame(self.inbox.data()) {
+                        Ok((r, n)) => {
+                            self.inbox.consume(n);
+                            self.m
+                                .events
+                                .push_back(ServerEvent::PeerResults(Box::new(r)));
+                            self.enter(now, ServerPhase::AwaitLocalResults, None);
+                        }
+                        Err(e) if e.is_truncated() => {
+                            // Refuse an oversized announcement at once, before its bytes arrive.
+                            if let Err(error) =
+                                JsonFrame::announced_len(self.inbox.data(), MAX_CLIENT_RESULTS_LEN)
+                            {
+                                if !error.is_truncated() {
+                                    let phase = self.m.phase.describe();
+                                    self.fail(Failure::Protocol { phase, error });
+                                }
+                            }
+                            return;
+                        }
+                        Err(error) => {
+                            let phase = self.m.phase.describe();
+                            self.fail(Failure::Protocol { phase, error });
+                            return;
+                        }
                     }
-                    Err(e) if e.is_truncated() => return,
-                    Err(error) => {
-                        let phase = self.m.phase.describe();
-                        self.fail(Failure::Protocol { phase, error });
-                        return;
-                    }
-                },
+                }
                 ServerPhase::AwaitDecision
                 | ServerPhase::Stopping
                 | ServerPhase::AwaitLocalResults => {
                     // Nothing is read until the caller acts, except an abort.
-                    if self.inbox.buf.first() == Some(&State::ClientTerminate.to_byte()) {
+                    if self.inbox.data().first() == Some(&State::ClientTerminate.to_byte()) {
                         self.inbox.consume(1);
                         self.m
                             .stop(ServerPhase::Failed, ServerEvent::ClientTerminated);
@@ -938,7 +997,7 @@ impl ServerSession {
                     return;
                 }
                 ServerPhase::AwaitStreams | ServerPhase::Running | ServerPhase::AwaitDone => {
-                    let Some(&b) = self.inbox.buf.first() else {
+                    let Some(&b) = self.inbox.data().first() else {
                         return;
                     };
                     self.inbox.consume(1);
@@ -985,6 +1044,41 @@ impl ServerSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inbox_keeps_order_and_moves_each_byte_a_bounded_number_of_times() {
+        let mut inbox = Inbox::new(1 << 20);
+        let mut expect = std::collections::VecDeque::new();
+        let mut next = 0u8;
+        let mut pushed = 0usize;
+        // A flood: chunks of up to 4 KiB, consumed one byte at a time, with some bytes
+        // always left over so compaction has something to move.
+        for round in 0..2_000usize {
+            let chunk: Vec<u8> = (0..(round % 4096) + 1)
+                .map(|_| {
+                    next = next.wrapping_add(1);
+                    next
+                })
+                .collect();
+            pushed += chunk.len();
+            inbox.push(&chunk).unwrap();
+            expect.extend(chunk);
+            let eat = expect.len().saturating_sub(7);
+            for _ in 0..eat {
+                assert_eq!(inbox.data().first(), expect.front());
+                inbox.consume(1);
+                expect.pop_front();
+            }
+            assert_eq!(inbox.data(), expect.iter().copied().collect::<Vec<_>>());
+        }
+        // Quadratic consumption would move ~pushed * buffer bytes; ours moves at most the
+        // bytes pushed.
+        assert!(
+            inbox.moved <= pushed,
+            "moved {} bytes for {pushed} pushed",
+            inbox.moved
+        );
+    }
     use crate::ext::{ParamsExt, ResultsExt};
     use crate::params::Direction;
     use crate::results::StreamResult;
@@ -1179,6 +1273,127 @@ mod tests {
                 ..
             }))
         ));
+    }
+
+    /// A server at the results exchange: an announcement above the client-results cap is
+    /// refused from its four length bytes, a flood of values under it by the pre-scan, and a
+    /// flood of state bytes beforehand is consumed without trouble.
+    #[test]
+    fn server_bounds_client_results() {
+        let at_results = || {
+            let mut s = ServerSession::new(T0, cookie(), Timeouts::default());
+            s.take_transmit();
+            s.handle_input(T0, &TestParams::new_tcp(1, 1).encode_frame().unwrap());
+            assert!(matches!(s.poll_event(), Some(ServerEvent::Params(_))));
+            s.accept(T0).unwrap();
+            s.streams_ready(T0).unwrap();
+            // Ignored TEST_START bytes, many of them, then TEST_END.
+            s.handle_input(T0, &vec![State::TestStart.to_byte(); 60_000]);
+            s.handle_input(T0, &[State::TestEnd.to_byte()]);
+            assert_eq!(s.poll_event(), Some(ServerEvent::TestEnd));
+            s.request_results(T0).unwrap();
+            s
+        };
+        let mut s = at_results();
+        s.handle_input(T0, &(32u32 << 20).to_be_bytes());
+        assert!(matches!(
+            s.poll_event(),
+            Some(ServerEvent::Failed(Failure::Protocol {
+                error: WireError::Oversized {
+                    max: MAX_CLIENT_RESULTS_LEN,
+                    ..
+                },
+                ..
+            }))
+        ));
+
+        let mut s = at_results();
+        let mut body = br#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":0,"sender_has_retransmits":0,"streams":[],"x":["#.to_vec();
+        while body.len() < (MAX_CLIENT_RESULTS_LEN as usize) - 8 {
+            body.extend_from_slice(b"0,");
+        }
+        body.extend_from_slice(b"0]}");
+        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        s.handle_input(T0, &frame);
+        match s.poll_event() {
+            Some(ServerEvent::Failed(Failure::Protocol {
+                error: WireError::BadJson(why),
+                ..
+            })) => assert!(why.contains("values"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+
+        let mut s = at_results();
+        s.handle_input(T0, &results(&[1], 5).encode_frame().unwrap());
+        assert!(matches!(s.poll_event(), Some(ServerEvent::PeerResults(_))));
+    }
+
+    /// A timeout reports what it waited for and for as long as it actually waited (the
+    /// client waits for TEST_START as long as the server waits for the streams).
+    #[test]
+    fn timeouts_report_the_wait_they_armed() {
+        let t = Timeouts {
+            setup: Duration::from_secs(10),
+            streams: Duration::from_secs(20),
+            results: Duration::from_secs(30),
+        };
+        let mut c = ClientSession::new(T0, cookie(), TestParams::new_tcp(1, 1), t);
+        c.take_transmit();
+        c.handle_input(
+            T0,
+            &[
+                State::ParamExchange.to_byte(),
+                State::CreateStreams.to_byte(),
+            ],
+        );
+        assert_eq!(c.poll_event(), Some(ClientEvent::CreateStreams));
+        assert_eq!(c.phase(), ClientPhase::AwaitTestStart);
+        c.handle_timeout(Duration::from_secs(19));
+        assert_eq!(c.poll_event(), None);
+        c.handle_timeout(Duration::from_secs(20));
+        match c.poll_event() {
+            Some(ClientEvent::Failed(f @ Failure::Timeout { .. })) => {
+                assert_eq!(
+                    f.to_string(),
+                    "timed out after 20.0 s while waiting for TEST_START"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut s = ServerSession::new(T0, cookie(), t);
+        s.handle_timeout(Duration::from_secs(10));
+        match s.poll_event() {
+            Some(ServerEvent::Failed(f @ Failure::Timeout { .. })) => {
+                assert!(
+                    f.to_string().starts_with("timed out after 10.0 s while"),
+                    "{f}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// iperf3's authentication refusal: SERVER_ERROR, `IEAUTHTEST` alone, then the close.
+    #[test]
+    fn a_short_server_error_before_the_close_is_a_refusal() {
+        let mut c =
+            ClientSession::new(T0, cookie(), TestParams::new_tcp(1, 1), Timeouts::default());
+        c.take_transmit();
+        c.handle_input(T0, &[State::ParamExchange.to_byte()]);
+        c.take_transmit();
+        let mut refusal = vec![State::ServerError.to_byte()];
+        refusal.extend_from_slice(&142i32.to_be_bytes());
+        c.handle_input(T0, &refusal);
+        assert_eq!(c.poll_event(), None, "waits for errno");
+        c.handle_eof(T0);
+        let Some(ClientEvent::Refused(r)) = c.poll_event() else {
+            panic!("not a refusal")
+        };
+        assert_eq!(
+            r.to_string(),
+            "test authorization failed (iperf3 error 142)"
+        );
     }
 
     #[test]

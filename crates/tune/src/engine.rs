@@ -6,7 +6,6 @@
 //! on. Revert walks the changes in reverse: a value still holding what tune wrote goes back to the
 //! old bytes; a value someone changed since is reported and left alone unless forced.
 
-use std::fs;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -154,12 +153,14 @@ pub fn preflight(root: &Root, plan: &Plan, journal_dir: &str) -> Result<(), Tune
             Change::IrqAffinity { .. } => {}
             Change::Write { .. } => {
                 let path = path_of(&step.change);
-                fs::OpenOptions::new()
-                    .write(true)
-                    .open(root.path(&path)?)
-                    .map_err(|e| not_writable(&path, e))?;
+                root.can_write(&path).map_err(|e| match e {
+                    wirespeed_host::RootError::Io { source, .. } => not_writable(&path, source),
+                    other => TuneError::Root(other),
+                })?;
             }
             Change::Create { path, .. } | Change::Link { path, .. } => {
+                // Refuses a path that leads out of the root (a link on the way).
+                root.lstat(path)?;
                 let anc = existing_ancestor(root, path)?;
                 let target = root.path(path)?;
                 let probe = if target.exists() { &target } else { &anc };
@@ -230,8 +231,7 @@ impl Applier<'_> {
             if cur.is_empty() {
                 break;
             }
-            let real = self.root.path(&cur).map_err(|e| e.to_string())?;
-            if real.exists() {
+            if self.root.lstat(&cur).map_err(|e| e.to_string())?.is_some() {
                 break;
             }
             missing.push(cur.clone());
@@ -240,15 +240,17 @@ impl Applier<'_> {
             let seq = self
                 .change(step, finding, Undo::Dir { path: dir.clone() })
                 .map_err(|e| e.to_string())?;
-            let real = self.root.path(&dir).map_err(|e| e.to_string())?;
-            let made = fs::create_dir(&real).and_then(|_| sync_parent(&real));
+            let made = self.root.mkdir(&dir, 0o755).map_err(|e| e.to_string());
+            if made.is_ok() {
+                let _ = self.root.path(&dir).map(|real| sync_parent(&real));
+            }
             let (outcome, detail) = match &made {
                 Ok(()) => (Outcome::Applied, None),
-                Err(e) => (Outcome::Failed, Some(format!("{dir}: {e}"))),
+                Err(e) => (Outcome::Failed, Some(e.clone())),
             };
             self.result(seq, outcome, &detail)
                 .map_err(|e| e.to_string())?;
-            made.map_err(|e| format!("{dir}: {e}"))?;
+            made?;
         }
         Ok(())
     }
@@ -264,6 +266,7 @@ pub fn apply(
     after_step: &mut dyn FnMut(&Root, &Step),
 ) -> Result<ApplyReport, TuneError> {
     preflight(root, plan, &opts.journal_dir)?;
+    let _lock = journal::ApplyLock::acquire(root, &opts.journal_dir)?;
     let begin = Record::Begin {
         schema: journal::JOURNAL_SCHEMA,
         created: journal::rfc3339(SystemTime::now()),
@@ -409,9 +412,8 @@ fn write_value(
 
 /// True when a file has no write permission bit at all (the kernel's mark of a managed IRQ).
 fn read_only(root: &Root, path: &str) -> bool {
-    root.path(path)
+    root.stat(path)
         .ok()
-        .and_then(|p| fs::metadata(p).ok())
         .is_some_and(|m| m.permissions().mode() & 0o222 == 0)
 }
 
@@ -435,8 +437,8 @@ fn irq_readback(root: &Root, irq: u32, requested: &str) -> Option<String> {
     }
 }
 
-fn mode_of(p: &Path) -> Option<u32> {
-    fs::metadata(p)
+fn mode_of(root: &Root, path: &str) -> Option<u32> {
+    root.stat(path)
         .ok()
         .map(|m| m.permissions().mode() & 0o7777)
 }
@@ -449,12 +451,8 @@ fn create_file(
     contents: &str,
     mode: u32,
 ) -> StepResult {
-    let real = a.root.path(path)?;
-    let old = if fs::symlink_metadata(&real).is_ok() {
-        if fs::symlink_metadata(&real)
-            .map(|m| !m.is_file())
-            .unwrap_or(true)
-        {
+    let old = if let Some(meta) = a.root.lstat(path)? {
+        if !meta.is_file() {
             return Ok((
                 StepStatus::Failed,
                 Some(format!(
@@ -465,7 +463,7 @@ fn create_file(
         match a.root.read(path) {
             Ok(text) => Some(Saved {
                 contents: text,
-                mode: mode_of(&real).unwrap_or(0o644),
+                mode: mode_of(a.root, path).unwrap_or(0o644),
             }),
             Err(e) => {
                 return Ok((
@@ -495,12 +493,8 @@ fn create_file(
     )?;
     let res = a
         .root
-        .create(path, contents.as_bytes())
-        .map_err(|e| e.to_string())
-        .and_then(|_| {
-            fs::set_permissions(&real, fs::Permissions::from_mode(mode))
-                .map_err(|e| format!("{path}: {e}"))
-        });
+        .create_with_mode(path, contents.as_bytes(), mode)
+        .map_err(|e| e.to_string());
     a.finish(seq, res)
 }
 
@@ -511,9 +505,8 @@ fn create_link(
     path: &str,
     target: &str,
 ) -> StepResult {
-    let real = a.root.path(path)?;
-    if fs::symlink_metadata(&real).is_ok() {
-        return Ok(match fs::read_link(&real) {
+    if a.root.lstat(path)?.is_some() {
+        return Ok(match a.root.read_link(path) {
             Ok(t) if t == Path::new(target) => (StepStatus::AlreadySet, None),
             _ => (
                 StepStatus::Failed,
@@ -532,8 +525,11 @@ fn create_link(
             target: target.to_string(),
         },
     )?;
-    let res = std::os::unix::fs::symlink(target, &real).and_then(|_| sync_parent(&real));
-    a.finish(seq, res.map_err(|e| format!("{path}: {e}")))
+    let res = a.root.symlink(target, path).map_err(|e| e.to_string());
+    if res.is_ok() {
+        let _ = a.root.path(path).map(|real| sync_parent(&real));
+    }
+    a.finish(seq, res)
 }
 
 fn stop_service(
@@ -776,6 +772,9 @@ pub struct RevertReport {
     /// True when the journal had already been reverted completely; nothing was done.
     pub already_reverted: bool,
     pub items: Vec<RevertItem>,
+    /// Journal lines that could not be read: whatever change they held was not reverted.
+    /// Every readable record was.
+    pub unreadable: Vec<journal::Unreadable>,
 }
 
 impl RevertReport {
@@ -792,9 +791,11 @@ impl RevertReport {
 /// The journal `tune revert` takes by default: the newest one not completely reverted.
 pub fn latest_unreverted(root: &Root, dir: &str) -> Result<Option<String>, TuneError> {
     for path in journal::list(root, dir).into_iter().rev() {
-        let jf = JournalFile::read(root, &path)?;
-        if jf.state() != State::Reverted {
-            return Ok(Some(path));
+        // A journal that cannot be read at all (a trap, a permission) is taken too: revert
+        // then says what is wrong with it instead of silently passing to an older one.
+        match JournalFile::read(root, &path) {
+            Ok(jf) if jf.state() == State::Reverted => continue,
+            _ => return Ok(Some(path)),
         }
     }
     Ok(None)
@@ -803,12 +804,19 @@ pub fn latest_unreverted(root: &Root, dir: &str) -> Result<Option<String>, TuneE
 /// Revert every change of a journal, newest first.
 pub fn revert(root: &Root, journal_path: &str, force: bool) -> Result<RevertReport, TuneError> {
     check_privileged(root)?;
+    let dir = Path::new(journal_path)
+        .parent()
+        .and_then(|d| d.to_str())
+        .filter(|d| !d.is_empty())
+        .unwrap_or("/");
+    let _lock = journal::ApplyLock::acquire(root, dir)?;
     let jf = JournalFile::read(root, journal_path)?;
     if jf.state() == State::Reverted {
         return Ok(RevertReport {
             journal: journal_path.to_string(),
             already_reverted: true,
             items: Vec::new(),
+            unreadable: Vec::new(),
         });
     }
     let mut items = Vec::new();
@@ -830,6 +838,7 @@ pub fn revert(root: &Root, journal_path: &str, force: bool) -> Result<RevertRepo
         journal: journal_path.to_string(),
         already_reverted: false,
         items,
+        unreadable: jf.unreadable.clone(),
     };
     let mut j = Journal::open_append(root, journal_path)?;
     j.append(&Record::Revert {
@@ -901,16 +910,14 @@ fn undo(root: &Root, e: &Entry, force: bool) -> (RevertStatus, Option<String>) {
             undo_created(root, path, new, old.as_ref(), unconfirmed, force)
         }
         Undo::Dir { path } => {
-            let real = match root.path(path) {
-                Ok(p) => p,
+            match root.lstat(path) {
+                Ok(None) => return (RevertStatus::AlreadyOriginal, None),
+                Ok(Some(_)) => {}
                 Err(err) => return (RevertStatus::Failed, Some(err.to_string())),
-            };
-            if !real.exists() {
-                return (RevertStatus::AlreadyOriginal, None);
             }
-            match fs::remove_dir(&real) {
+            match root.remove_dir(path) {
                 Ok(()) => {
-                    let _ = sync_parent(&real);
+                    let _ = root.path(path).map(|real| sync_parent(&real));
                     (RevertStatus::Restored, Some("removed".into()))
                 }
                 Err(err) => (
@@ -919,28 +926,20 @@ fn undo(root: &Root, e: &Entry, force: bool) -> (RevertStatus, Option<String>) {
                 ),
             }
         }
-        Undo::Link { path, target } => {
-            let real = match root.path(path) {
-                Ok(p) => p,
-                Err(err) => return (RevertStatus::Failed, Some(err.to_string())),
-            };
-            match fs::read_link(&real) {
-                Err(_) if fs::symlink_metadata(&real).is_err() => {
-                    (RevertStatus::AlreadyOriginal, None)
+        Undo::Link { path, target } => match root.read_link(path) {
+            Err(_) if matches!(root.lstat(path), Ok(None)) => (RevertStatus::AlreadyOriginal, None),
+            Ok(t) if t == Path::new(target) || force => match root.remove(path) {
+                Ok(()) => {
+                    let _ = root.path(path).map(|real| sync_parent(&real));
+                    (RevertStatus::Restored, Some("removed".into()))
                 }
-                Ok(t) if t == Path::new(target) || force => match fs::remove_file(&real) {
-                    Ok(()) => {
-                        let _ = sync_parent(&real);
-                        (RevertStatus::Restored, Some("removed".into()))
-                    }
-                    Err(err) => (RevertStatus::Failed, Some(format!("{path}: {err}"))),
-                },
-                _ => (
-                    RevertStatus::LeftChanged,
-                    Some(format!("{path} no longer the link tune made")),
-                ),
-            }
-        }
+                Err(err) => (RevertStatus::Failed, Some(err.to_string())),
+            },
+            _ => (
+                RevertStatus::LeftChanged,
+                Some(format!("{path} no longer the link tune made")),
+            ),
+        },
         Undo::Service {
             unit,
             was_active,
@@ -1030,25 +1029,25 @@ fn undo_created(
     unconfirmed: bool,
     force: bool,
 ) -> (RevertStatus, Option<String>) {
-    let real = match root.path(path) {
-        Ok(p) => p,
-        Err(err) => return (RevertStatus::Failed, Some(err.to_string())),
-    };
     // A crash inside Root::create can leave its temporary file behind.
-    let tmp = real.with_extension("wirespeed-tmp");
-    if unconfirmed && tmp.exists() {
-        let _ = fs::remove_file(&tmp);
+    let tmp = Path::new(path)
+        .with_extension("wirespeed-tmp")
+        .display()
+        .to_string();
+    if unconfirmed && matches!(root.lstat(&tmp), Ok(Some(_))) {
+        let _ = root.remove(&tmp);
     }
-    let now = match fs::symlink_metadata(&real) {
-        Err(_) => None,
-        Ok(_) => match root.read(path) {
+    let now = match root.lstat(path) {
+        Ok(None) => None,
+        Ok(Some(_)) => match root.read(path) {
             Ok(t) => Some(t),
             Err(err) => return (RevertStatus::LeftChanged, Some(err.to_string())),
         },
+        Err(err) => return (RevertStatus::Failed, Some(err.to_string())),
     };
     let is_old = match (&now, old) {
         (None, None) => true,
-        (Some(n), Some(o)) => *n == o.contents && mode_of(&real) == Some(o.mode),
+        (Some(n), Some(o)) => *n == o.contents && mode_of(root, path) == Some(o.mode),
         _ => false,
     };
     if is_old {
@@ -1065,21 +1064,14 @@ fn undo_created(
         );
     }
     match old {
-        None => match fs::remove_file(&real) {
+        None => match root.remove(path) {
             Ok(()) => {
-                let _ = sync_parent(&real);
+                let _ = root.path(path).map(|real| sync_parent(&real));
                 (RevertStatus::Restored, Some("removed".into()))
             }
-            Err(err) => (RevertStatus::Failed, Some(format!("{path}: {err}"))),
+            Err(err) => (RevertStatus::Failed, Some(err.to_string())),
         },
-        Some(o) => match root.create(path, o.contents.as_bytes()).and_then(|_| {
-            fs::set_permissions(&real, fs::Permissions::from_mode(o.mode)).map_err(|e| {
-                wirespeed_host::RootError::Io {
-                    path: path.to_string(),
-                    source: e,
-                }
-            })
-        }) {
+        Some(o) => match root.create_with_mode(path, o.contents.as_bytes(), o.mode) {
             Ok(()) => (
                 RevertStatus::Restored,
                 Some("original content restored".into()),

@@ -5,10 +5,19 @@
 //! before the write it describes, so a crash or `kill -9` at any point leaves a journal that
 //! names every value tune may have touched. A record cut short by the crash (the last line,
 //! unterminated) is ignored: the write it announced never started.
+//!
+//! A journal damaged otherwise (a corrupt, empty or truncated line anywhere) is still read:
+//! every line that is a record counts, and the others are listed in
+//! [`JournalFile::unreadable`] so that revert can undo everything it can read and say what it
+//! could not.
+//!
+//! One apply (or revert) at a time per root: [`ApplyLock`] holds an exclusive `flock` on
+//! `lock` in the journal directory for as long as it lives, with the holder's pid and start
+//! time written in the file so that a refused second run can name it.
 
 use serde::{Deserialize, Serialize};
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, Read, Seek, Write};
 use std::path::Path;
 use std::time::SystemTime;
 use wirespeed_host::ethtool::CoalesceSet;
@@ -170,32 +179,26 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Create `dir` and its missing parents beneath the root, syncing the parent of each new
+/// directory so that it survives a crash.
+fn create_dir_synced(root: &Root, dir: &str) -> Result<(), TuneError> {
+    for made in root.mkdir_all(dir, 0o755)? {
+        let real = root.path(&made)?;
+        sync_parent(&real).map_err(|e| io_err(&made, e))?;
+    }
+    Ok(())
+}
+
 /// Sync the directory holding `p` after an entry was added to or removed from it.
 pub(crate) fn sync_parent(p: &Path) -> io::Result<()> {
     p.parent().map_or(Ok(()), sync_dir)
 }
 
-/// Create a directory and its missing parents, syncing each parent as it gains an entry.
-fn create_dirs_synced(dir: &Path) -> io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent() {
-        create_dirs_synced(parent)?;
-        match fs::create_dir(dir) {
-            Ok(()) => sync_dir(parent)?,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
 impl Journal {
     /// Create a new journal in `dir` (a host path below `root`) and write its first record.
     pub fn create(root: &Root, dir: &str, begin: &Record) -> Result<Journal, TuneError> {
+        create_dir_synced(root, dir)?;
         let real_dir = root.path(dir)?;
-        create_dirs_synced(&real_dir).map_err(|e| io_err(dir, e))?;
         let stamp = compact_stamp(SystemTime::now());
         let pid = std::process::id();
         for n in 0..1000u32 {
@@ -205,16 +208,17 @@ impl Journal {
                 format!("journal-{stamp}-{pid}-{n}.jsonl")
             };
             let host_path = format!("{}/{name}", dir.trim_end_matches('/'));
-            let real = real_dir.join(&name);
-            match OpenOptions::new().append(true).create_new(true).open(&real) {
+            match root.create_new_append(&host_path, 0o644) {
                 Ok(file) => {
                     sync_dir(&real_dir).map_err(|e| io_err(dir, e))?;
                     let mut j = Journal { host_path, file };
                     j.append(begin)?;
                     return Ok(j);
                 }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(io_err(&host_path, e)),
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::EXIST.raw_os_error()) => {
+                    continue
+                }
+                Err(e) => return Err(e.into()),
             }
         }
         Err(io_err(
@@ -225,10 +229,7 @@ impl Journal {
 
     /// Open an existing journal to append (revert records).
     pub fn open_append(root: &Root, host_path: &str) -> Result<Journal, TuneError> {
-        let file = OpenOptions::new()
-            .append(true)
-            .open(root.path(host_path)?)
-            .map_err(|e| io_err(host_path, e))?;
+        let file = root.open_append(host_path)?;
         Ok(Journal {
             host_path: host_path.to_string(),
             file,
@@ -253,6 +254,55 @@ impl Journal {
             .write_all(line.as_bytes())
             .and_then(|_| self.file.sync_all())
             .map_err(|e| io_err(&self.host_path, e))
+    }
+}
+
+/// Name of the lock file in the journal directory.
+pub const LOCK_NAME: &str = "lock";
+
+/// One `tune --apply` or `tune revert` at a time per root: an exclusive `flock` on the
+/// journal directory's `lock` file, held until dropped (the kernel drops it when the process
+/// ends, however it ends, so a crash never leaves a stale lock). The file holds the holder's
+/// pid and start time for the refusal message.
+#[derive(Debug)]
+pub struct ApplyLock {
+    _file: File,
+}
+
+impl ApplyLock {
+    /// Take the lock, creating the journal directory if needed; refused with
+    /// [`TuneError::Busy`] (naming the holder) when another run holds it.
+    pub fn acquire(root: &Root, dir: &str) -> Result<ApplyLock, TuneError> {
+        create_dir_synced(root, dir)?;
+        let host_path = format!("{}/{LOCK_NAME}", dir.trim_end_matches('/'));
+        let mut file = root.open_or_create(&host_path, 0o644)?;
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                let mut holder = String::new();
+                let _ = (&file).take(256).read_to_string(&mut holder);
+                let holder = holder.trim();
+                return Err(TuneError::Busy {
+                    lock: host_path,
+                    holder: if holder.is_empty() {
+                        "another tune run (it has not written its name yet)".into()
+                    } else {
+                        holder.escape_debug().to_string()
+                    },
+                });
+            }
+            Err(e) => return Err(io_err(&host_path, e.into())),
+        }
+        let me = format!(
+            "pid {} (wirespeed tune), started {}\n",
+            std::process::id(),
+            rfc3339(SystemTime::now())
+        );
+        file.set_len(0)
+            .and_then(|_| file.rewind())
+            .and_then(|_| file.write_all(me.as_bytes()))
+            .map_err(|e| io_err(&host_path, e))?;
+        Ok(ApplyLock { _file: file })
     }
 }
 
@@ -286,6 +336,16 @@ pub struct JournalFile {
     pub records: Vec<Record>,
     /// True when the last line was cut short (a crash while writing it) and was ignored.
     pub torn_tail: bool,
+    /// Lines that are not records (1-based), with the reason; everything else was read.
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A journal line that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unreadable {
+    /// 1-based line number.
+    pub line: usize,
+    pub reason: String,
 }
 
 /// One change with how it ended.
@@ -300,11 +360,14 @@ pub struct Entry {
 }
 
 impl JournalFile {
-    /// Parse a journal's text. Every complete line must be a record; only an unterminated last
-    /// line may be unreadable.
+    /// Parse a journal's text. Every line that is a record is kept, whatever surrounds it;
+    /// the others are listed in [`JournalFile::unreadable`] (an unterminated last line, the
+    /// mark of a crash while writing it, is [`JournalFile::torn_tail`] instead). Parsing
+    /// never fails: an empty or wholly unreadable journal has no records.
     pub fn parse(host_path: &str, text: &str) -> Result<JournalFile, TuneError> {
         let mut records = Vec::new();
         let mut torn_tail = false;
+        let mut unreadable = Vec::new();
         let terminated = text.ends_with('\n');
         let lines: Vec<&str> = text.lines().collect();
         for (i, line) in lines.iter().enumerate() {
@@ -314,25 +377,40 @@ impl JournalFile {
             match serde_json::from_str::<Record>(line) {
                 Ok(r) => records.push(r),
                 Err(_) if i + 1 == lines.len() && !terminated => torn_tail = true,
-                Err(e) => {
-                    return Err(TuneError::BadJournal {
-                        path: host_path.to_string(),
-                        reason: format!("line {}: {e}", i + 1),
-                    })
-                }
+                Err(e) => unreadable.push(Unreadable {
+                    line: i + 1,
+                    reason: e.to_string(),
+                }),
             }
         }
-        if !matches!(records.first(), Some(Record::Begin { .. })) {
-            return Err(TuneError::BadJournal {
-                path: host_path.to_string(),
-                reason: "no begin record".into(),
+        if !records.is_empty() && !matches!(records.first(), Some(Record::Begin { .. })) {
+            unreadable.push(Unreadable {
+                line: 1,
+                reason: "no begin record (the journal's first line is missing or damaged)".into(),
             });
+            unreadable.sort_by_key(|u| u.line);
+            unreadable.dedup_by_key(|u| u.line);
         }
         Ok(JournalFile {
             host_path: host_path.to_string(),
             records,
             torn_tail,
+            unreadable,
         })
+    }
+
+    /// The unreadable lines, as one line of text for people: `line 3 (expected value at
+    /// line 1 column 1); line 7 (...)`.
+    pub fn unreadable_summary(&self) -> Option<String> {
+        if self.unreadable.is_empty() {
+            return None;
+        }
+        let parts: Vec<String> = self
+            .unreadable
+            .iter()
+            .map(|u| format!("line {} ({})", u.line, u.reason))
+            .collect();
+        Some(parts.join("; "))
     }
 
     /// Read a journal through the root.
@@ -482,9 +560,28 @@ mod tests {
         let jf = JournalFile::parse(&path, &text).unwrap();
         assert!(jf.torn_tail);
         assert_eq!(jf.records.len(), 2);
-        // a broken line in the middle is an error, not silently skipped
-        let bad = format!("{}garbage\n{{}}\n", root.read(&path).unwrap());
-        assert!(JournalFile::parse(&path, &bad).is_err());
+        // broken lines in the middle are listed, and the records around them still count
+        let bad = format!(
+            "{}garbage\n{{}}\n\n{{\"record\":\"result\",\"seq\":1,\"outcome\":\"applied\",\"detail\":null}}\n",
+            root.read(&path).unwrap()
+        );
+        let jf = JournalFile::parse(&path, &bad).unwrap();
+        assert_eq!(jf.records.len(), 3);
+        let lines: Vec<usize> = jf.unreadable.iter().map(|u| u.line).collect();
+        assert_eq!(lines, vec![3, 4]);
+        assert_eq!(jf.entries()[0].outcome, Some(Outcome::Applied));
+        assert!(jf.unreadable_summary().unwrap().starts_with("line 3 ("));
+        // a damaged first line: the changes are still there
+        let headless = bad.replacen("{\"record\":\"begin\"", "{\"record\":\"beg", 1);
+        let jf = JournalFile::parse(&path, &headless).unwrap();
+        assert_eq!(jf.entries().len(), 1);
+        assert_eq!(jf.unreadable[0].line, 1);
+        // empty and all-garbage journals have nothing in them, and say so
+        let jf = JournalFile::parse(&path, "").unwrap();
+        assert!(jf.records.is_empty() && jf.unreadable.is_empty());
+        let jf = JournalFile::parse(&path, "\u{0}\u{0}\n\n").unwrap();
+        assert!(jf.records.is_empty());
+        assert_eq!(jf.unreadable.len(), 1);
 
         j.append(&Record::Result {
             seq: 1,

@@ -47,6 +47,8 @@ pub enum TuneError {
     },
     #[error("journal {path}: {reason}")]
     BadJournal { path: String, reason: String },
+    #[error("another tune run is changing this root: {holder} holds {lock}; wait for it to finish (or revert its journal) and try again")]
+    Busy { lock: String, holder: String },
     #[error("changing the live host needs root (effective uid 0)")]
     NotPrivileged,
     #[error("cannot write {path}: {source}")]

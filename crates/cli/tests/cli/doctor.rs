@@ -327,3 +327,66 @@ fn topo_reads_well_and_has_json() {
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("CPUs online"));
 }
+
+/// SIGTERM while a snapshot is being unpacked leaves nothing in $TMPDIR. The archive comes
+/// through a FIFO, so the unpack is still running (waiting for more) when the signal lands.
+#[test]
+fn an_interrupted_snapshot_unpack_leaves_nothing_behind() {
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+
+    let t = tempfile::tempdir().unwrap();
+    let tmp = t.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let fifo = t.path().join("snap.tar.gz");
+    let mk = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(mk.success());
+    let mut child = std::process::Command::new(host_common::bin())
+        .args(["doctor", "--snapshot", fifo.to_str().unwrap()])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // One whole file entry, flushed through gzip, and the stream left open.
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::OpenOptions::new().write(true).open(&fifo).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let mut h = tar::Header::new_gnu();
+    h.set_path("proc/first").unwrap();
+    h.set_size(4);
+    h.set_mode(0o644);
+    h.set_cksum();
+    gz.write_all(h.as_bytes()).unwrap();
+    gz.write_all(&[b'x'; 512]).unwrap();
+    gz.flush().unwrap();
+    // Ready when the first file is on disk.
+    let unpacked = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&tmp)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect()
+    };
+    let mut seen = false;
+    for _ in 0..2000 {
+        if unpacked().iter().any(|d| d.join("proc/first").exists()) {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(seen, "the unpack never started: {:?}", unpacked());
+    let k = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let status = child.wait().unwrap();
+    drop(gz);
+    assert_eq!(status.signal(), Some(15), "{status:?}");
+    assert!(unpacked().is_empty(), "left behind: {:?}", unpacked());
+}

@@ -90,6 +90,23 @@ fn bad_flag_values_are_usage_errors() {
         (&["-c", "127.0.0.1", "-u", "-l", "70000"][..], "65507"),
         (&["-c", "127.0.0.1", "-u", "-l", "8"][..], "-l 8"),
         (&["-c", "127.0.0.1", "-b", "fast"][..], "fast"),
+        // What a server would refuse, said before connecting, in iperf3's words.
+        (
+            &["-c", "127.0.0.1", "-O", "999999"][..],
+            "bogus value for --omit (maximum = 600 seconds)",
+        ),
+        (
+            &["-c", "127.0.0.1", "-M", "99999"][..],
+            "TCP MSS too large (maximum = 9216 bytes)",
+        ),
+        (
+            &["-c", "127.0.0.1", "-T", &"t".repeat(4097)][..],
+            "title (-T) too long: 4097 bytes",
+        ),
+        (
+            &["-c", "127.0.0.1", "--extra-data", &"x".repeat(5000)][..],
+            "extra data (--extra-data) too long: 5000 bytes",
+        ),
     ] {
         let o = ws(args);
         assert_fails(&o, USAGE, needle, &format!("{args:?}"));

@@ -206,6 +206,40 @@ fn revert_leaves_a_value_changed_since_unless_forced() {
 }
 
 #[test]
+fn revert_goes_around_a_damaged_journal_line_and_names_it() {
+    let (_t, tree) = temp_copy(&fixtures().join("crow-9900x-cx5-x4"));
+    let root = tree.to_string_lossy().into_owned();
+    let original = snapshot(&tree);
+    let o = tune(&root, &["--app-cpus", "6", "--irq-policy", "l3", "--apply"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = tree.join("var/lib/wirespeed");
+    let journal = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    // A line in the middle replaced by garbage holding a terminal escape sequence.
+    let text_j = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<&str> = text_j.lines().collect();
+    let end = lines.len() - 1;
+    lines.insert(end, "\u{1b}]0;pwned\u{7} not json");
+    std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    let o = run(&["tune", "revert", "--root", &root]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(&format!("could not read line(s) {}", end + 1)),
+        "{out}"
+    );
+    assert!(
+        !out.contains('\u{1b}'),
+        "control characters are not printed raw"
+    );
+    let now = snapshot(&tree);
+    assert!(now == original, "{:#?}", diff(&original, &now));
+}
+
+#[test]
 fn a_journal_that_does_not_exist_is_an_io_error() {
     let (_t, tree) = temp_copy(&fixtures().join("crow-9900x-cx5-tuned"));
     let root = tree.to_string_lossy().into_owned();

@@ -373,3 +373,149 @@ fn the_after_step_hook_sees_each_write_in_order() {
         Some(Record::End { applied: 8, .. })
     ));
 }
+
+/// Attack: a tree whose kernel file is a link to a file outside it (relative and absolute),
+/// and whose `/etc` leads outside. Apply refuses before writing anything; a journal naming
+/// those paths reverts nothing outside either.
+#[test]
+fn links_out_of_the_root_are_never_written_through() {
+    let t = tempfile::tempdir().unwrap();
+    let outside = t.path().join("outside");
+    put(&outside, "wmem_max", "212992\n");
+    put(&outside, "etc/sysctl.d/keep.conf", "mine\n");
+    let d = t.path().join("tree");
+    let tr = tree();
+    fs::rename(tr.path(), &d).unwrap();
+    std::os::unix::fs::symlink(
+        "../../../../../outside/wmem_max",
+        d.join("proc/sys/net/core/wmem_max"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        outside.join("wmem_max"),
+        d.join("proc/sys/net/core/abs_max"),
+    )
+    .unwrap();
+    let root = Root::new(&d);
+    for trap in ["/proc/sys/net/core/wmem_max", "/proc/sys/net/core/abs_max"] {
+        let mut p = Plan::new("test");
+        p.steps = vec![step("socket-buffers-small", write(trap, "268435456"))];
+        let e = engine::apply(&root, &p, &ApplyOptions::default(), &mut |_, _| {}).unwrap_err();
+        assert!(e.to_string().contains("outside the root"), "{e}");
+    }
+    // /etc itself leads outside: creating a file below it is refused before anything.
+    fs::remove_dir_all(d.join("etc")).unwrap();
+    std::os::unix::fs::symlink("../outside/etc", d.join("etc")).unwrap();
+    let mut p = Plan::new("test");
+    p.steps = vec![step(
+        "persist",
+        Change::Create {
+            path: "/etc/sysctl.d/keep.conf".into(),
+            contents: "tuned\n".into(),
+            mode: 0o644,
+        },
+    )];
+    let e = engine::apply(&root, &p, &ApplyOptions::default(), &mut |_, _| {}).unwrap_err();
+    assert!(e.to_string().contains("outside the root"), "{e}");
+    assert!(wirespeed_tune::journal::list(&root, "/var/lib/wirespeed").is_empty());
+    // A journal that names the trap (forged, or written on the host the tree came from):
+    // revert fails that item and touches nothing outside.
+    let forged = format!(
+        "{}\n{}\n",
+        r#"{"record":"begin","schema":1,"created":"t","tool":"t","root":"/","iface":null,"steps":1,"addressed":[]}"#,
+        r#"{"record":"change","seq":1,"step":0,"finding":"x","undo":{"kind":"file","path":"/proc/sys/net/core/wmem_max","form":"words","old":"1\n","new":"268435456\n"}}"#
+    );
+    root.create("/var/lib/wirespeed/journal-forged.jsonl", forged.as_bytes())
+        .unwrap();
+    let r = engine::revert(&root, "/var/lib/wirespeed/journal-forged.jsonl", true).unwrap();
+    assert_eq!(r.items[0].status, RevertStatus::Failed);
+    assert_eq!(read(&outside, "wmem_max"), "212992\n");
+    assert_eq!(read(&outside, "etc/sysctl.d/keep.conf"), "mine\n");
+}
+
+/// Attack: corrupt, empty and truncated lines in the middle of a journal. Revert undoes
+/// every change it can read, lists the lines it could not, and never stops at the first.
+#[test]
+fn a_damaged_journal_reverts_around_its_bad_lines() {
+    let t = tree();
+    let root = Root::new(t.path());
+    let report = engine::apply(&root, &plan(), &ApplyOptions::default(), &mut |_, _| {}).unwrap();
+    let text = root.read(&report.journal).unwrap();
+    let mut damaged = String::new();
+    let mut bad_lines = Vec::new();
+    let mut n = 0;
+    for line in text.lines() {
+        let mut push = |s: &str, bad: bool| {
+            n += 1;
+            if bad {
+                bad_lines.push(n);
+            }
+            damaged.push_str(s);
+            damaged.push('\n');
+        };
+        if line.contains("\"record\":\"result\"") && line.contains("\"seq\":2,") {
+            push(&line[..line.len() / 2], true); // truncated
+        } else if line.contains("\"record\":\"end\"") {
+            push("\u{1b}[2J garbage", true); // corrupt
+            push(line, false);
+        } else {
+            push(line, false);
+        }
+    }
+    damaged.insert(damaged.find('\n').unwrap() + 1, '\n'); // an empty line: harmless
+    let bad_lines: Vec<usize> = bad_lines.iter().map(|l| l + 1).collect();
+    root.create(&report.journal, damaged.as_bytes()).unwrap();
+
+    let before_apply = {
+        // What the tree held before apply, for the checks below.
+        let t2 = tree();
+        snapshot(t2.path())
+    };
+    let r = engine::revert(&root, &report.journal, false).unwrap();
+    let lines: Vec<usize> = r.unreadable.iter().map(|u| u.line).collect();
+    assert_eq!(lines, bad_lines, "{r:#?}");
+    assert!(r.complete(), "{r:#?}");
+    assert!(r.count(RevertStatus::Restored) >= 8, "{r:#?}");
+    assert_eq!(snapshot(t.path()), before_apply);
+    let jf = JournalFile::read(&root, &report.journal).unwrap();
+    assert_eq!(jf.state(), State::Reverted);
+}
+
+/// Attack: two applies at once on one root. The second is refused before it journals or
+/// writes anything, naming the first (pid, start time); the first reverts completely.
+#[test]
+fn a_second_concurrent_apply_is_refused_and_the_first_reverts() {
+    let t = tree();
+    let root = Root::new(t.path());
+    let before = snapshot(t.path());
+    let mut second = None;
+    let report = engine::apply(&root, &plan(), &ApplyOptions::default(), &mut |r, _| {
+        if second.is_none() {
+            let mut p = Plan::new("test");
+            p.steps = vec![step("x", write("/proc/sys/net/core/rmem_max", "1"))];
+            second = Some(engine::apply(
+                r,
+                &p,
+                &ApplyOptions::default(),
+                &mut |_, _| {},
+            ));
+        }
+    })
+    .unwrap();
+    let e = second.unwrap().unwrap_err().to_string();
+    let me = format!("pid {} (wirespeed tune), started ", std::process::id());
+    assert!(e.contains("another tune run") && e.contains(&me), "{e}");
+    assert_eq!(
+        wirespeed_tune::journal::list(&root, "/var/lib/wirespeed"),
+        vec![report.journal.clone()],
+        "the refused apply left no journal"
+    );
+    // The refused revert while an apply holds the lock says so too.
+    let lock = wirespeed_tune::journal::ApplyLock::acquire(&root, "/var/lib/wirespeed").unwrap();
+    let e = engine::revert(&root, &report.journal, false).unwrap_err();
+    assert!(e.to_string().contains("another tune run"), "{e}");
+    drop(lock);
+    let r = engine::revert(&root, &report.journal, false).unwrap();
+    assert!(r.complete(), "{r:#?}");
+    assert_eq!(snapshot(t.path()), before);
+}

@@ -1,0 +1,687 @@
+//! Admission policy for a server that faces the internet, as plain data and arithmetic: no
+//! sockets, no clocks, no threads. The server's acceptor owns one [`Guard`] (behind a lock
+//! when several threads use it), asks it before each step that costs something, and tells it
+//! when the cost is given back.
+//!
+//! What is counted, per peer and for the whole server:
+//! - **pending** connections: accepted, parameters not yet read and checked. Nothing else
+//!   (no thread, no test slot) is spent on a connection before its parameters pass.
+//! - **tests** running, and the **streams** they hold.
+//! - **control bytes** buffered but not yet consumed for the peer's control connections: the
+//!   memory one peer can make the server hold.
+//!
+//! A peer is an IPv4 address, or the /64 prefix of an IPv6 address (one host usually owns a
+//! whole /64); an IPv4-mapped IPv6 address counts as its IPv4 address. Per-peer limits keep one
+//! busy or hostile address from locking out another; server-wide limits bound the total.
+//!
+//! Before all of it, [`AddrPolicy`] applies allow and deny lists (CIDR): a deny entry always
+//! wins; with a non-empty allow list, only listed addresses pass.
+//!
+//! Every refusal is a [`Refusal`]: a reason for the server's log (one line, with the
+//! address), and what to send the peer in iperf3's terms ([`Refusal::decline`]):
+//! `ACCESS_DENIED` for "not now / not you" (iperf3's client prints "the server is busy
+//! running a test"), `SERVER_ERROR` with iperf3's `i_errno` where iperf3 has one
+//! (`IENUMSTREAMS` for too many streams).
+//!
+//! Typical use by the acceptor:
+//!
+//! ```
+//! use std::net::IpAddr;
+//! use wirespeed_guard::{Guard, Limits};
+//!
+//! let mut g = Guard::new(Limits::default());
+//! let ip: IpAddr = "192.0.2.7".parse().unwrap();
+//! let peer = g.admit_connection(ip).unwrap();   // on accept, before reading anything
+//! g.add_control_bytes(peer, 37).unwrap();       // as bytes are buffered
+//! g.release_control_bytes(peer, 37);            // as they are consumed
+//! g.admit_test(peer, 4).unwrap();               // parameters read and checked: 4 streams
+//! // ... the test runs ...
+//! g.test_done(peer, 4);
+//! g.connection_closed(peer);
+//! assert_eq!(g.usage(peer), Default::default());
+//! ```
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use ipnet::IpNet;
+use wirespeed_protocol::server_error::errno;
+use wirespeed_protocol::Decline;
+
+/// Who a peer is, for accounting: an IPv4 address or an IPv6 /64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PeerKey {
+    V4(Ipv4Addr),
+    /// The upper 64 bits of the address.
+    V6Prefix(u64),
+}
+
+impl PeerKey {
+    pub fn of(ip: IpAddr) -> PeerKey {
+        match ip {
+            IpAddr::V4(a) => PeerKey::V4(a),
+            IpAddr::V6(a) => match a.to_ipv4_mapped() {
+                Some(v4) => PeerKey::V4(v4),
+                None => PeerKey::V6Prefix((u128::from(a) >> 64) as u64),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for PeerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PeerKey::V4(a) => write!(f, "{a}"),
+            PeerKey::V6Prefix(p) => write!(f, "{}/64", Ipv6Addr::from(u128::from(*p) << 64)),
+        }
+    }
+}
+
+/// A list entry that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{entry:?} is not an address or a CIDR prefix (like 192.0.2.0/24 or 2001:db8::/32)")]
+pub struct BadEntry {
+    pub entry: String,
+}
+
+/// Allow and deny lists of CIDR prefixes (a bare address is its own /32 or /128).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AddrPolicy {
+    allow: Vec<IpNet>,
+    deny: Vec<IpNet>,
+}
+
+fn parse_net(s: &str) -> Result<IpNet, BadEntry> {
+    let t = s.trim();
+    t.parse::<IpNet>()
+        .or_else(|_| t.parse::<IpAddr>().map(IpNet::from))
+        .map(|n| n.trunc())
+        .map_err(|_| BadEntry {
+            entry: s.to_string(),
+        })
+}
+
+/// The IPv4 address inside an IPv4-mapped IPv6 address, so that lists of IPv4 prefixes
+/// apply to a dual-stack socket's peers.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(a) => a.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+impl AddrPolicy {
+    /// From the entries of `--allow` and `--deny` (each an address or a prefix; a list
+    /// given as one comma-separated string is split here too).
+    pub fn new<S: AsRef<str>>(allow: &[S], deny: &[S]) -> Result<AddrPolicy, BadEntry> {
+        let parse = |v: &[S]| -> Result<Vec<IpNet>, BadEntry> {
+            v.iter()
+                .flat_map(|s| {
+                    s.as_ref()
+                        .split(',')
+                        .map(str::to_string)
+                        .collect::<Vec<_>>()
+                })
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| parse_net(&s))
+                .collect()
+        };
+        Ok(AddrPolicy {
+            allow: parse(allow)?,
+            deny: parse(deny)?,
+        })
+    }
+
+    /// Check one peer address.
+    pub fn check(&self, ip: IpAddr) -> Result<(), Refusal> {
+        let ip = canonical(ip);
+        if let Some(n) = self.deny.iter().find(|n| n.contains(&ip)) {
+            return Err(Refusal::Denied {
+                reason: format!("in the deny list ({n})"),
+            });
+        }
+        if !self.allow.is_empty() && !self.allow.iter().any(|n| n.contains(&ip)) {
+            return Err(Refusal::Denied {
+                reason: "not in the allow list".into(),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.allow.is_empty() && self.deny.is_empty()
+    }
+}
+
+/// Limits for one peer (an IPv4 address or an IPv6 /64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerLimits {
+    /// Connections whose parameters have not been read and checked yet.
+    pub pending: u32,
+    /// Tests running at once.
+    pub tests: u32,
+    /// Streams of all its running tests together.
+    pub streams: u32,
+    /// Bytes of control messages buffered and not yet consumed.
+    pub control_bytes: u64,
+}
+
+/// Limits for the whole server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    pub pending: u32,
+    pub tests: u32,
+    pub streams: u32,
+    pub control_bytes: u64,
+}
+
+/// Both sets of limits, and the addresses allowed at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    pub peer: PeerLimits,
+    pub server: ServerLimits,
+    pub addrs: AddrPolicy,
+}
+
+impl Default for Limits {
+    /// Defaults for a server left running on a routable host: a peer may hold 8 pending
+    /// connections, 2 tests of 128 streams together and 8 MiB of control input; the server
+    /// 256 pending connections, 64 tests, 1024 streams and 256 MiB of control input.
+    fn default() -> Limits {
+        Limits {
+            peer: PeerLimits {
+                pending: 8,
+                tests: 2,
+                streams: 128,
+                control_bytes: 8 << 20,
+            },
+            server: ServerLimits {
+                pending: 256,
+                tests: 64,
+                streams: 1024,
+                control_bytes: 256 << 20,
+            },
+            addrs: AddrPolicy::default(),
+        }
+    }
+}
+
+/// What one peer (or the whole server) holds now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub pending: u32,
+    pub tests: u32,
+    pub streams: u32,
+    pub control_bytes: u64,
+}
+
+impl Usage {
+    fn is_zero(&self) -> bool {
+        *self == Usage::default()
+    }
+}
+
+/// Which limit a refusal hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The peer's own limit.
+    Peer,
+    /// The server-wide limit.
+    Server,
+}
+
+impl Scope {
+    fn words(self) -> &'static str {
+        match self {
+            Scope::Peer => "per-address",
+            Scope::Server => "server-wide",
+        }
+    }
+}
+
+/// Why the guard said no.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The address lists refuse the peer.
+    #[error("address refused: {reason}")]
+    Denied { reason: String },
+    #[error("{} limit of {limit} pending connections reached", scope.words())]
+    Pending { scope: Scope, limit: u32 },
+    #[error("{} limit of {limit} running tests reached", scope.words())]
+    Tests { scope: Scope, limit: u32 },
+    #[error("{} limit of {limit} streams: {held} held, {asked} more asked for", scope.words())]
+    Streams {
+        scope: Scope,
+        limit: u32,
+        held: u32,
+        asked: u32,
+    },
+    #[error("{} limit of {limit} bytes of buffered control messages reached", scope.words())]
+    ControlBytes { scope: Scope, limit: u64 },
+}
+
+impl Refusal {
+    /// What to send the peer, in iperf3's terms. Too many streams is iperf3's own error
+    /// (`IENUMSTREAMS`, "number of parallel streams too large"); everything else is
+    /// `ACCESS_DENIED`, which an iperf3 client reports as a busy server. A wirespeed client
+    /// also gets the reason ([`Decline::Error`]'s detail) where a `SERVER_ERROR` is sent.
+    pub fn decline(&self) -> Decline {
+        match self {
+            Refusal::Streams { .. } => Decline::Error {
+                i_errno: errno::IENUMSTREAMS,
+                errno: 0,
+                detail: self.to_string(),
+            },
+            _ => Decline::AccessDenied,
+        }
+    }
+
+    /// The server's log line for it: `refused 192.0.2.7: per-address limit of ...`.
+    pub fn log_line(&self, ip: IpAddr) -> String {
+        format!("refused {}: {self}", canonical(ip))
+    }
+}
+
+/// The accounting: what each peer and the server hold, against the limits.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    limits: Limits,
+    peers: HashMap<PeerKey, Usage>,
+    total: Usage,
+}
+
+impl Guard {
+    pub fn new(limits: Limits) -> Guard {
+        Guard {
+            limits,
+            peers: HashMap::new(),
+            total: Usage::default(),
+        }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// What `peer` holds now.
+    pub fn usage(&self, peer: PeerKey) -> Usage {
+        self.peers.get(&peer).copied().unwrap_or_default()
+    }
+
+    /// What the whole server holds now.
+    pub fn total(&self) -> Usage {
+        self.total
+    }
+
+    /// Peers holding anything.
+    pub fn peers(&self) -> usize {
+        self.peers.len()
+    }
+
+    fn entry(&mut self, peer: PeerKey) -> &mut Usage {
+        self.peers.entry(peer).or_default()
+    }
+
+    fn tidy(&mut self, peer: PeerKey) {
+        if self.peers.get(&peer).is_some_and(Usage::is_zero) {
+            self.peers.remove(&peer);
+        }
+    }
+
+    /// A connection was accepted from `ip`: check the address lists and the pending limits,
+    /// and count it as pending. Call before reading anything from it.
+    pub fn admit_connection(&mut self, ip: IpAddr) -> Result<PeerKey, Refusal> {
+        self.limits.addrs.check(ip)?;
+        let peer = PeerKey::of(ip);
+        let limits = self.limits.clone();
+        if self.usage(peer).pending >= limits.peer.pending {
+            return Err(Refusal::Pending {
+                scope: Scope::Peer,
+                limit: limits.peer.pending,
+            });
+        }
+        if self.total.pending >= limits.server.pending {
+            return Err(Refusal::Pending {
+                scope: Scope::Server,
+                limit: limits.server.pending,
+            });
+        }
+        self.entry(peer).pending += 1;
+        self.total.pending += 1;
+        Ok(peer)
+    }
+
+    /// A pending connection closed (or was refused) before it became a test.
+    pub fn connection_closed(&mut self, peer: PeerKey) {
+        let u = self.entry(peer);
+        if u.pending > 0 {
+            u.pending -= 1;
+            self.total.pending = self.total.pending.saturating_sub(1);
+        }
+        self.tidy(peer);
+    }
+
+    /// The peer's parameters were read and passed the checks: a test of `streams` streams
+    /// may start. The connection stays counted as pending until [`Guard::connection_closed`]
+    /// is called for it — call that now, or keep it pending while the streams connect.
+    pub fn admit_test(&mut self, peer: PeerKey, streams: u32) -> Result<(), Refusal> {
+        let l = self.limits.clone();
+        let u = self.usage(peer);
+        if u.tests >= l.peer.tests {
+            return Err(Refusal::Tests {
+                scope: Scope::Peer,
+                limit: l.peer.tests,
+            });
+        }
+        if self.total.tests >= l.server.tests {
+            return Err(Refusal::Tests {
+                scope: Scope::Server,
+                limit: l.server.tests,
+            });
+        }
+        if u64::from(u.streams) + u64::from(streams) > u64::from(l.peer.streams) {
+            return Err(Refusal::Streams {
+                scope: Scope::Peer,
+                limit: l.peer.streams,
+                held: u.streams,
+                asked: streams,
+            });
+        }
+        if u64::from(self.total.streams) + u64::from(streams) > u64::from(l.server.streams) {
+            return Err(Refusal::Streams {
+                scope: Scope::Server,
+                limit: l.server.streams,
+                held: self.total.streams,
+                asked: streams,
+            });
+        }
+        let e = self.entry(peer);
+        e.tests += 1;
+        e.streams += streams;
+        self.total.tests += 1;
+        self.total.streams += streams;
+        Ok(())
+    }
+
+    /// A test admitted with `streams` streams ended (however it ended).
+    pub fn test_done(&mut self, peer: PeerKey, streams: u32) {
+        let u = self.entry(peer);
+        if u.tests > 0 {
+            u.tests -= 1;
+            let s = streams.min(u.streams);
+            u.streams -= s;
+            self.total.tests = self.total.tests.saturating_sub(1);
+            self.total.streams = self.total.streams.saturating_sub(s);
+        }
+        self.tidy(peer);
+    }
+
+    /// `n` bytes from the peer's control connection are about to be buffered.
+    pub fn add_control_bytes(&mut self, peer: PeerKey, n: u64) -> Result<(), Refusal> {
+        let l = self.limits.clone();
+        if self.usage(peer).control_bytes.saturating_add(n) > l.peer.control_bytes {
+            return Err(Refusal::ControlBytes {
+                scope: Scope::Peer,
+                limit: l.peer.control_bytes,
+            });
+        }
+        if self.total.control_bytes.saturating_add(n) > l.server.control_bytes {
+            return Err(Refusal::ControlBytes {
+                scope: Scope::Server,
+                limit: l.server.control_bytes,
+            });
+        }
+        self.entry(peer).control_bytes += n;
+        self.total.control_bytes += n;
+        Ok(())
+    }
+
+    /// `n` buffered control bytes were consumed (or dropped with their connection).
+    pub fn release_control_bytes(&mut self, peer: PeerKey, n: u64) {
+        let u = self.entry(peer);
+        let n = n.min(u.control_bytes);
+        u.control_bytes -= n;
+        self.total.control_bytes = self.total.control_bytes.saturating_sub(n);
+        self.tidy(peer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn small() -> Limits {
+        Limits {
+            peer: PeerLimits {
+                pending: 2,
+                tests: 1,
+                streams: 8,
+                control_bytes: 100,
+            },
+            server: ServerLimits {
+                pending: 3,
+                tests: 2,
+                streams: 12,
+                control_bytes: 150,
+            },
+            addrs: AddrPolicy::default(),
+        }
+    }
+
+    #[test]
+    fn peers_are_ipv4_addresses_and_ipv6_64s() {
+        assert_eq!(
+            PeerKey::of(ip("192.0.2.1")),
+            PeerKey::V4("192.0.2.1".parse().unwrap())
+        );
+        assert_eq!(
+            PeerKey::of(ip("::ffff:192.0.2.1")),
+            PeerKey::of(ip("192.0.2.1"))
+        );
+        assert_eq!(
+            PeerKey::of(ip("2001:db8:1:2::1")),
+            PeerKey::of(ip("2001:db8:1:2:ffff:ffff:ffff:ffff"))
+        );
+        assert_ne!(
+            PeerKey::of(ip("2001:db8:1:2::1")),
+            PeerKey::of(ip("2001:db8:1:3::1"))
+        );
+        assert_eq!(
+            PeerKey::of(ip("2001:db8:1:2::9")).to_string(),
+            "2001:db8:1:2::/64"
+        );
+        assert_ne!(PeerKey::of(ip("192.0.2.1")), PeerKey::of(ip("192.0.2.2")));
+    }
+
+    #[test]
+    fn one_busy_address_never_locks_out_another() {
+        let mut g = Guard::new(small());
+        let a = ip("127.0.0.1");
+        let pa = g.admit_connection(a).unwrap();
+        g.admit_connection(a).unwrap();
+        // The third from the same address is refused by its own limit...
+        let e = g.admit_connection(a).unwrap_err();
+        assert_eq!(
+            e,
+            Refusal::Pending {
+                scope: Scope::Peer,
+                limit: 2
+            }
+        );
+        assert_eq!(e.decline(), Decline::AccessDenied);
+        assert_eq!(
+            e.log_line(a),
+            "refused 127.0.0.1: per-address limit of 2 pending connections reached"
+        );
+        // ...while another address still gets in.
+        let b = g.admit_connection(ip("127.0.0.2")).unwrap();
+        assert_eq!(g.total().pending, 3);
+        // The server-wide limit applies to everyone once reached.
+        assert_eq!(
+            g.admit_connection(ip("127.0.0.3")).unwrap_err(),
+            Refusal::Pending {
+                scope: Scope::Server,
+                limit: 3
+            }
+        );
+        g.connection_closed(pa);
+        g.connection_closed(pa);
+        g.connection_closed(pa); // one too many: harmless
+        assert_eq!(g.usage(pa), Usage::default());
+        assert_eq!(g.total().pending, 1);
+        g.connection_closed(b);
+        assert_eq!(g.total(), Usage::default());
+        assert_eq!(g.peers(), 0, "nothing kept for peers that hold nothing");
+    }
+
+    #[test]
+    fn tests_and_streams_per_peer_and_server_wide() {
+        let mut g = Guard::new(small());
+        let a = g.admit_connection(ip("10.0.0.1")).unwrap();
+        g.admit_test(a, 8).unwrap();
+        assert_eq!(
+            g.admit_test(a, 1).unwrap_err(),
+            Refusal::Tests {
+                scope: Scope::Peer,
+                limit: 1
+            }
+        );
+        let b = g.admit_connection(ip("10.0.0.2")).unwrap();
+        let e = g.admit_test(b, 9).unwrap_err();
+        assert_eq!(
+            e,
+            Refusal::Streams {
+                scope: Scope::Peer,
+                limit: 8,
+                held: 0,
+                asked: 9
+            }
+        );
+        match e.decline() {
+            Decline::Error {
+                i_errno, detail, ..
+            } => {
+                assert_eq!(i_errno, errno::IENUMSTREAMS);
+                assert!(
+                    detail.contains("per-address limit of 8 streams"),
+                    "{detail}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = g.admit_test(b, 5).unwrap_err();
+        assert_eq!(
+            e,
+            Refusal::Streams {
+                scope: Scope::Server,
+                limit: 12,
+                held: 8,
+                asked: 5
+            }
+        );
+        g.admit_test(b, 4).unwrap();
+        let c = g.admit_connection(ip("10.0.0.3")).unwrap();
+        assert_eq!(
+            g.admit_test(c, 0).unwrap_err(),
+            Refusal::Tests {
+                scope: Scope::Server,
+                limit: 2
+            }
+        );
+        g.test_done(a, 8);
+        g.admit_test(c, 1).unwrap();
+        assert_eq!(g.total().tests, 2);
+        assert_eq!(g.total().streams, 5);
+        g.test_done(b, 4);
+        g.test_done(c, 1);
+        for p in [a, b, c] {
+            g.connection_closed(p);
+        }
+        assert_eq!(g.total(), Usage::default());
+        assert_eq!(g.peers(), 0);
+    }
+
+    #[test]
+    fn control_bytes_are_bounded_per_peer_and_in_total() {
+        let mut g = Guard::new(small());
+        let a = g.admit_connection(ip("2001:db8::1")).unwrap();
+        let a2 = g.admit_connection(ip("2001:db8::2")).unwrap();
+        assert_eq!(a, a2, "same /64");
+        g.add_control_bytes(a, 60).unwrap();
+        assert_eq!(
+            g.add_control_bytes(a2, 41).unwrap_err(),
+            Refusal::ControlBytes {
+                scope: Scope::Peer,
+                limit: 100
+            }
+        );
+        let b = g.admit_connection(ip("2001:db8:0:1::1")).unwrap();
+        g.add_control_bytes(b, 90).unwrap();
+        assert_eq!(
+            g.add_control_bytes(a, 1).unwrap_err(),
+            Refusal::ControlBytes {
+                scope: Scope::Server,
+                limit: 150
+            }
+        );
+        g.release_control_bytes(a, 60);
+        g.add_control_bytes(a, 40).unwrap();
+        g.release_control_bytes(a, 1000);
+        g.release_control_bytes(b, 90);
+        assert_eq!(g.total().control_bytes, 0);
+    }
+
+    #[test]
+    fn allow_and_deny_lists() {
+        let p = AddrPolicy::new(
+            &["192.0.2.0/24", "2001:db8::/32"],
+            &["192.0.2.66", "10.0.0.0/8"],
+        )
+        .unwrap();
+        assert!(p.check(ip("192.0.2.1")).is_ok());
+        assert!(p.check(ip("::ffff:192.0.2.1")).is_ok(), "IPv4-mapped");
+        assert!(p.check(ip("2001:db8:ffff::1")).is_ok());
+        let e = p.check(ip("192.0.2.66")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "address refused: in the deny list (192.0.2.66/32)"
+        );
+        assert!(p
+            .check(ip("198.51.100.1"))
+            .unwrap_err()
+            .to_string()
+            .contains("not in the allow list"));
+        assert!(
+            p.check(ip("10.1.2.3")).is_err(),
+            "deny wins even when not allowed anyway"
+        );
+        let open = AddrPolicy::new::<&str>(&[], &[]).unwrap();
+        assert!(open.is_open() && open.check(ip("203.0.113.9")).is_ok());
+        let only_deny = AddrPolicy::new(&[""], &["203.0.113.0/24,198.51.100.0/24"]).unwrap();
+        assert!(only_deny.check(ip("198.51.100.200")).is_err());
+        assert!(only_deny.check(ip("192.0.2.1")).is_ok());
+        assert_eq!(
+            AddrPolicy::new(&["192.0.2.0/33"], &[]).unwrap_err().entry,
+            "192.0.2.0/33"
+        );
+        assert!(AddrPolicy::new(&["example.com"], &[]).is_err());
+        // A prefix with host bits set is taken as its network.
+        let p = AddrPolicy::new(&["192.0.2.77/24"], &[]).unwrap();
+        assert!(p.check(ip("192.0.2.1")).is_ok());
+
+        let mut g = Guard::new(Limits {
+            addrs: AddrPolicy::new(&[], &["127.0.0.1"]).unwrap(),
+            ..Limits::default()
+        });
+        assert!(matches!(
+            g.admit_connection(ip("127.0.0.1")),
+            Err(Refusal::Denied { .. })
+        ));
+        assert_eq!(g.total(), Usage::default());
+        assert!(g.admit_connection(ip("127.0.0.2")).is_ok());
+    }
+}

@@ -1,0 +1,412 @@
+//! wirespeed's pre-shared key (`--psk FILE`), wirespeed to wirespeed: an HMAC-SHA-256 tag that
+//! binds the parameters and both ends' results to the test's cookie and a timestamp, so that
+//! only holders of the key can start a test (or ask for anything in the `wirespeed`
+//! extension, such as moving IRQs) and nobody on the path can change what either end
+//! reports.
+//!
+//! The tag travels inside the extension, as `"wirespeed": {..., "psk": {"ts": <unix
+//! seconds>, "mac": "<64 hex digits>"}}`; iperf3 never sees it (it ignores the `wirespeed`
+//! key, and a server with a key refuses clients without one).
+//!
+//! What is authenticated: `HMAC-SHA-256(key, "wirespeed-psk-v1" 0x00 <kind> 0x00 <cookie, 37
+//! bytes> <ts, 8 bytes big-endian> <canonical JSON>)`, where kind is `params`,
+//! `client-results` or `server-results`, and the canonical JSON is the message's JSON
+//! without the tag, decoded and encoded once more by this crate (so both ends hash the same
+//! bytes whatever the sender's spelling). The verifier compares tags in constant time and
+//! refuses parameters whose timestamp is more than the skew threshold from its clock.
+//!
+//! What it does not do: encrypt anything, or stop a replay of a captured parameters message
+//! within the skew window with the same cookie (the server refuses a cookie it already
+//! holds). See docs/protocol.md.
+
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use crate::cookie::Cookie;
+use crate::ext::{ParamsExt, ResultsExt};
+use crate::params::TestParams;
+use crate::results::TestResults;
+
+/// The key under the extension that holds the tag.
+pub const TAG_KEY: &str = "psk";
+
+/// Shortest key accepted, bytes (after trimming white space).
+pub const MIN_KEY_LEN: usize = 16;
+/// Longest key file read, bytes.
+pub const MAX_KEY_LEN: usize = 4096;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The shared secret.
+#[derive(Clone)]
+pub struct Psk {
+    key: Vec<u8>,
+}
+
+impl std::fmt::Debug for Psk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Psk(<redacted>)")
+    }
+}
+
+/// A key file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PskError {
+    #[error("the key is {len} bytes; at least {MIN_KEY_LEN} are needed (e.g. `head -c 32 /dev/urandom | base64 > FILE`)")]
+    TooShort { len: usize },
+    #[error("the key file is larger than {MAX_KEY_LEN} bytes")]
+    TooLong,
+    /// Sealing needs the extension (the peer must be wirespeed).
+    #[error("the pre-shared key protects wirespeed's extension, and this message has none")]
+    NoExtension,
+}
+
+/// Why a tag does not verify.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PskRefusal {
+    #[error("no pre-shared key tag (the peer has no --psk, or is not wirespeed)")]
+    Missing,
+    #[error("the pre-shared key tag is malformed")]
+    Malformed,
+    #[error("the pre-shared key tag does not match (another key, or the message was changed)")]
+    Mismatch,
+    #[error("the tag's timestamp is {skew} s from this clock, more than {threshold} s")]
+    Skew { skew: i64, threshold: u32 },
+}
+
+/// Whose results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+fn kind_results(side: Side) -> &'static str {
+    match side {
+        Side::Client => "client-results",
+        Side::Server => "server-results",
+    }
+}
+
+/// Read the tag out of an extension's extra keys.
+fn tag_of(extra: &serde_json::Map<String, Value>) -> Result<(i64, Vec<u8>), PskRefusal> {
+    let t = extra.get(TAG_KEY).ok_or(PskRefusal::Missing)?;
+    let ts = t
+        .get("ts")
+        .and_then(Value::as_i64)
+        .ok_or(PskRefusal::Malformed)?;
+    let mac = t
+        .get("mac")
+        .and_then(Value::as_str)
+        .filter(|m| m.len() == 64)
+        .ok_or(PskRefusal::Malformed)?;
+    let bytes = (0..32)
+        .map(|i| u8::from_str_radix(&mac[2 * i..2 * i + 2], 16))
+        .collect::<Result<Vec<u8>, _>>()
+        .map_err(|_| PskRefusal::Malformed)?;
+    Ok((ts, bytes))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Parameters without the tag, encoded, decoded and encoded again.
+fn canonical_params(p: &TestParams) -> Vec<u8> {
+    let mut p = p.clone();
+    if let Some(e) = p.wirespeed.as_mut() {
+        e.extra.remove(TAG_KEY);
+    }
+    let once = serde_json::to_vec(&p.to_json()).unwrap_or_default();
+    match TestParams::parse(&once) {
+        Ok(q) => serde_json::to_vec(&q.to_json()).unwrap_or_default(),
+        Err(_) => once,
+    }
+}
+
+/// Results without the tag, encoded, decoded and encoded again.
+fn canonical_results(r: &TestResults) -> Vec<u8> {
+    let mut r = r.clone();
+    if let Some(e) = r.wirespeed.as_mut() {
+        e.extra.remove(TAG_KEY);
+    }
+    let once = serde_json::to_vec(&r.to_json()).unwrap_or_default();
+    match TestResults::parse(&once) {
+        Ok(q) => serde_json::to_vec(&q.to_json()).unwrap_or_default(),
+        Err(_) => once,
+    }
+}
+
+impl Psk {
+    /// The key from a key file's contents: surrounding white space is not part of it.
+    pub fn from_file_contents(bytes: &[u8]) -> Result<Psk, PskError> {
+        if bytes.len() > MAX_KEY_LEN {
+            return Err(PskError::TooLong);
+        }
+        let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
+        let end = bytes.iter().rposition(|b| !b.is_ascii_whitespace());
+        let key = match (start, end) {
+            (Some(s), Some(e)) => bytes[s..=e].to_vec(),
+            _ => Vec::new(),
+        };
+        if key.len() < MIN_KEY_LEN {
+            return Err(PskError::TooShort { len: key.len() });
+        }
+        Ok(Psk { key })
+    }
+
+    fn mac(&self, kind: &str, cookie: &Cookie, ts: i64, json: &[u8]) -> HmacSha256 {
+        // HMAC takes keys of any length.
+        let mut m = HmacSha256::new_from_slice(&self.key).expect("HMAC accepts any key length");
+        m.update(b"wirespeed-psk-v1\0");
+        m.update(kind.as_bytes());
+        m.update(b"\0");
+        m.update(cookie.as_bytes());
+        m.update(&ts.to_be_bytes());
+        m.update(json);
+        m
+    }
+
+    fn tag(&self, kind: &str, cookie: &Cookie, ts: i64, json: &[u8]) -> Value {
+        let mac = self.mac(kind, cookie, ts, json).finalize().into_bytes();
+        json!({ "ts": ts, "mac": hex(&mac) })
+    }
+
+    fn check(
+        &self,
+        kind: &str,
+        cookie: &Cookie,
+        extra: &serde_json::Map<String, Value>,
+        json: &[u8],
+    ) -> Result<i64, PskRefusal> {
+        let (ts, mac) = tag_of(extra)?;
+        self.mac(kind, cookie, ts, json)
+            .verify_slice(&mac)
+            .map_err(|_| PskRefusal::Mismatch)?;
+        Ok(ts)
+    }
+
+    /// Tag the parameters a wirespeed client sends (`now`: Unix seconds).
+    pub fn seal_params(
+        &self,
+        p: &mut TestParams,
+        cookie: &Cookie,
+        now: i64,
+    ) -> Result<(), PskError> {
+        if p.wirespeed.is_none() {
+            return Err(PskError::NoExtension);
+        }
+        let tag = self.tag("params", cookie, now, &canonical_params(p));
+        if let Some(e) = p.wirespeed.as_mut() {
+            e.extra.insert(TAG_KEY.into(), tag);
+        }
+        Ok(())
+    }
+
+    /// Check the parameters a server received, at `now` on its clock.
+    pub fn verify_params(
+        &self,
+        p: &TestParams,
+        cookie: &Cookie,
+        now: i64,
+        skew_threshold: u32,
+    ) -> Result<(), PskRefusal> {
+        let ext: &ParamsExt = p.wirespeed.as_ref().ok_or(PskRefusal::Missing)?;
+        let ts = self.check("params", cookie, &ext.extra, &canonical_params(p))?;
+        let skew = now.saturating_sub(ts);
+        if skew.unsigned_abs() > u64::from(skew_threshold) {
+            return Err(PskRefusal::Skew {
+                skew,
+                threshold: skew_threshold,
+            });
+        }
+        Ok(())
+    }
+
+    /// Tag one end's results before they are sent.
+    pub fn seal_results(
+        &self,
+        r: &mut TestResults,
+        cookie: &Cookie,
+        side: Side,
+        now: i64,
+    ) -> Result<(), PskError> {
+        if r.wirespeed.is_none() {
+            return Err(PskError::NoExtension);
+        }
+        let tag = self.tag(kind_results(side), cookie, now, &canonical_results(r));
+        if let Some(e) = r.wirespeed.as_mut() {
+            e.extra.insert(TAG_KEY.into(), tag);
+        }
+        Ok(())
+    }
+
+    /// Check results received from the peer (`side`: whose results they are).
+    pub fn verify_results(
+        &self,
+        r: &TestResults,
+        cookie: &Cookie,
+        side: Side,
+    ) -> Result<(), PskRefusal> {
+        let ext: &ResultsExt = r.wirespeed.as_ref().ok_or(PskRefusal::Missing)?;
+        self.check(
+            kind_results(side),
+            cookie,
+            &ext.extra,
+            &canonical_results(r),
+        )
+        .map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::StreamResult;
+    use wirespeed_model::CpuSet;
+
+    fn psk(s: &str) -> Psk {
+        Psk::from_file_contents(s.as_bytes()).unwrap()
+    }
+
+    fn params() -> TestParams {
+        let mut p = TestParams::new_tcp(10, 4);
+        p.client_version = Some("wirespeed test".into());
+        p.wirespeed = Some(ParamsExt {
+            version: "test".into(),
+            protocol: 1,
+            irq_cpus: Some(CpuSet::from_cpus([2, 3])),
+            ..ParamsExt::default()
+        });
+        p
+    }
+
+    fn results() -> TestResults {
+        TestResults {
+            cpu_util_total: 12.5,
+            cpu_util_user: 0.1,
+            cpu_util_system: 12.4,
+            sender_has_retransmits: 1,
+            streams: vec![StreamResult {
+                id: 1,
+                bytes: 123_456_789,
+                retransmits: 3,
+                end_time: Some(10.000_123),
+                ..StreamResult::default()
+            }],
+            wirespeed: Some(ResultsExt {
+                version: "test".into(),
+                ..ResultsExt::default()
+            }),
+            ..TestResults::default()
+        }
+    }
+
+    #[test]
+    fn key_files() {
+        assert!(Psk::from_file_contents(b"  0123456789abcdef\n").is_ok());
+        assert_eq!(
+            Psk::from_file_contents(b"short\n").unwrap_err(),
+            PskError::TooShort { len: 5 }
+        );
+        assert_eq!(
+            Psk::from_file_contents(b" \n").unwrap_err(),
+            PskError::TooShort { len: 0 }
+        );
+        assert_eq!(
+            Psk::from_file_contents(&[b'k'; 5000]).unwrap_err(),
+            PskError::TooLong
+        );
+        assert_eq!(format!("{:?}", psk("0123456789abcdef")), "Psk(<redacted>)");
+    }
+
+    #[test]
+    fn parameters_are_bound_to_key_cookie_content_and_time() {
+        let k = psk("correct horse battery staple");
+        let cookie = Cookie::from_entropy(&[b'a'; 36]);
+        let now = 1_800_000_000;
+        let mut p = params();
+        k.seal_params(&mut p, &cookie, now).unwrap();
+        // Through the wire and back: still verifies.
+        let (q, _) = TestParams::decode_frame(&p.encode_frame().unwrap()).unwrap();
+        assert_eq!(k.verify_params(&q, &cookie, now + 3, 10), Ok(()));
+        // Another key, another cookie, a changed value, an old tag: refused.
+        assert_eq!(
+            psk("another key, long enough").verify_params(&q, &cookie, now, 10),
+            Err(PskRefusal::Mismatch)
+        );
+        let other = Cookie::from_entropy(&[b'b'; 36]);
+        assert_eq!(
+            k.verify_params(&q, &other, now, 10),
+            Err(PskRefusal::Mismatch)
+        );
+        let mut more = q.clone();
+        more.parallel = 128;
+        assert_eq!(
+            k.verify_params(&more, &cookie, now, 10),
+            Err(PskRefusal::Mismatch)
+        );
+        let mut irq = q.clone();
+        irq.wirespeed.as_mut().unwrap().irq_cpus = Some(CpuSet::from_cpus([0]));
+        assert_eq!(
+            k.verify_params(&irq, &cookie, now, 10),
+            Err(PskRefusal::Mismatch)
+        );
+        assert_eq!(
+            k.verify_params(&q, &cookie, now + 11, 10),
+            Err(PskRefusal::Skew {
+                skew: 11,
+                threshold: 10
+            })
+        );
+        // No tag, or no extension at all (an iperf3 client).
+        assert_eq!(
+            k.verify_params(&params(), &cookie, now, 10),
+            Err(PskRefusal::Missing)
+        );
+        assert_eq!(
+            k.verify_params(&TestParams::new_tcp(1, 1), &cookie, now, 10),
+            Err(PskRefusal::Missing)
+        );
+        let mut bad = q.clone();
+        bad.wirespeed
+            .as_mut()
+            .unwrap()
+            .extra
+            .insert(TAG_KEY.into(), json!({"ts": now, "mac": "zz"}));
+        assert_eq!(
+            k.verify_params(&bad, &cookie, now, 10),
+            Err(PskRefusal::Malformed)
+        );
+        assert_eq!(
+            k.seal_params(&mut TestParams::new_tcp(1, 1), &cookie, now),
+            Err(PskError::NoExtension)
+        );
+    }
+
+    #[test]
+    fn results_are_bound_both_ways() {
+        let k = psk("correct horse battery staple");
+        let cookie = Cookie::from_entropy(&[b'c'; 36]);
+        let mut r = results();
+        k.seal_results(&mut r, &cookie, Side::Server, 7).unwrap();
+        let (back, _) = TestResults::decode_frame(&r.encode_frame().unwrap()).unwrap();
+        assert_eq!(k.verify_results(&back, &cookie, Side::Server), Ok(()));
+        // A server's tag is not a client's.
+        assert_eq!(
+            k.verify_results(&back, &cookie, Side::Client),
+            Err(PskRefusal::Mismatch)
+        );
+        let mut inflated = back.clone();
+        inflated.streams[0].bytes *= 2;
+        assert_eq!(
+            k.verify_results(&inflated, &cookie, Side::Server),
+            Err(PskRefusal::Mismatch)
+        );
+        let mut c = results();
+        k.seal_results(&mut c, &cookie, Side::Client, 7).unwrap();
+        let (back, _) = TestResults::decode_client_frame(&c.encode_frame().unwrap()).unwrap();
+        assert_eq!(k.verify_results(&back, &cookie, Side::Client), Ok(()));
+    }
+}
