@@ -192,6 +192,7 @@ fn kind_mark(k: IrqKind) -> &'static str {
         IrqKind::Control => "c",
         IrqKind::OtherInterface => "o",
         IrqKind::Unknown => "?",
+        IrqKind::Unrequested => "-",
     }
 }
 
@@ -201,6 +202,7 @@ fn kind_meaning(k: IrqKind) -> &'static str {
         IrqKind::Control => "control vector",
         IrqKind::OtherInterface => "another port's vector",
         IrqKind::Unknown => "unnamed vector",
+        IrqKind::Unrequested => "never requested by a driver",
     }
 }
 
@@ -382,6 +384,7 @@ impl Topo {
             (IrqKind::Control, "control"),
             (IrqKind::OtherInterface, "other port"),
             (IrqKind::Unknown, "unnamed"),
+            (IrqKind::Unrequested, "never requested"),
         ] {
             let n = count(k);
             if n > 0 {
@@ -498,11 +501,16 @@ impl Topo {
             )?;
         }
         // the marks this NIC's rows use
-        let legend: Vec<String> = [IrqKind::Control, IrqKind::OtherInterface, IrqKind::Unknown]
-            .into_iter()
-            .filter(|k| nic.irqs.iter().any(|i| i.kind == *k))
-            .map(|k| format!("{} = {}", kind_mark(k), kind_meaning(k)))
-            .collect();
+        let legend: Vec<String> = [
+            IrqKind::Control,
+            IrqKind::OtherInterface,
+            IrqKind::Unknown,
+            IrqKind::Unrequested,
+        ]
+        .into_iter()
+        .filter(|k| nic.irqs.iter().any(|i| i.kind == *k))
+        .map(|k| format!("{} = {}", kind_mark(k), kind_meaning(k)))
+        .collect();
         if !legend.is_empty() {
             writeln!(w, "         ({})", legend.join(", "))?;
         }

@@ -351,6 +351,10 @@ pub enum IrqKind {
     OtherInterface,
     /// No known naming convention matched.
     Unknown,
+    /// Allocated (listed in `msi_irqs`) but never requested by a driver: no action name in
+    /// `/proc/interrupts`, no interrupt counted, no effective CPU (an `ethtool -L` that shrank the
+    /// queues, vectors reserved for an RDMA driver that is not loaded). Listed, never placed.
+    Unrequested,
 }
 
 fn has_word_number_suffix(s: &str) -> bool {
