@@ -212,11 +212,24 @@ fn snapshot_of_a_fixture_reads_the_same_as_the_tree() {
     assert!(s.dir().join("proc/41877/comm").is_file());
     assert!(!s.dir().join("proc/41877/cmdline").exists());
     assert!(!s.dir().join("proc/41877/status").exists());
-    assert!(!s.dir().join("proc/cmdline").exists());
-    // only what doctor reads: no /proc/stat, no interface statistics, no DMI strings
+    // the kernel command line is read (iommu=pt decides iommu-translated)
+    assert!(s.dir().join("proc/cmdline").is_file());
+    // only what doctor reads: no /proc/stat, no interface statistics, of DMI only the product
+    // name and vendor (an instance type), never serial numbers or UUIDs
     assert!(!s.dir().join("proc/stat").exists());
     assert!(!s.dir().join("proc/uptime").exists());
-    assert!(!s.dir().join("sys/class/dmi").exists());
+    for f in [
+        "product_serial",
+        "product_uuid",
+        "board_serial",
+        "chassis_serial",
+    ] {
+        assert!(!s.dir().join("sys/class/dmi/id").join(f).exists(), "{f}");
+        assert!(
+            !s.dir().join("sys/devices/virtual/dmi/id").join(f).exists(),
+            "{f}"
+        );
+    }
     assert!(!s
         .dir()
         .join("sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/net/enp1s0f0np0/statistics")

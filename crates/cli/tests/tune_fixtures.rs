@@ -19,7 +19,7 @@ const TUNE_ONLY: &[&str] = &[
     "persist",
     "default-qdisc-not-fq",
     "tcp-mtu-probing-off",
-    "nic-ring-below-max",
+    "app-on-nic-node",
 ];
 
 /// `wirespeed tune --root TREE --iface IF --app-cpus APP ARGS`.

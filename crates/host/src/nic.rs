@@ -10,6 +10,8 @@
 //! - `DEV/{vendor,device,subsystem_vendor,subsystem_device,numa_node,local_cpulist,driver,irq}`,
 //!   `DEV/{current,max}_link_{speed,width}` and the same of the upstream port (`DEV/..`),
 //!   `DEV/msi_irqs/*`, `DEV/hwmon/hwmonN/{name,tempK_input,tempK_crit,tempK_max,tempK_label}`
+//! - `DEV/config` (PCI Express capability: payload and read-request sizes), `DEV/iommu_group`
+//!   → `/sys/kernel/iommu_groups/N/type`, `IF/{gso_max_size,gro_max_size,tso_max_size}`
 //! - `/proc/interrupts` (action names), `/proc/irq/N/{smp_affinity_list,smp_affinity,effective_affinity_list,effective_affinity,affinity_hint,node}`
 //! - `pci.ids` at its distribution path ([`crate::pci::PCI_IDS_PATHS`])
 //! - ethtool ([`crate::ethtool`])
@@ -18,7 +20,7 @@ use crate::ethtool::{collect_ethtool, EthtoolFacts};
 use crate::interrupts::{classify_actions, Interrupts, IrqKind};
 use crate::pci::{
     is_pci_address, link_bandwidth_mbps, lookup_pci_ids, parse_link_speed, parse_link_width,
-    MegaTransfers, PCI_IDS_PATHS,
+    parse_pcie_devctl, MegaTransfers, PcieDevCtl, PCI_IDS_PATHS,
 };
 use crate::{CpuSet, Root};
 use serde::{Deserialize, Serialize};
@@ -89,6 +91,12 @@ pub struct PcieFacts {
     /// The function's current speed or width is below its own maximum; `None` when neither pair
     /// is known.
     pub downgraded: Option<bool>,
+    /// Payload and read-request sizes of the function (`DEV/config`; needs a privileged read).
+    #[serde(default)]
+    pub devctl: Option<PcieDevCtl>,
+    /// The same of the upstream port (the payload in force is the smaller of the two ends').
+    #[serde(default)]
+    pub upstream_devctl: Option<PcieDevCtl>,
 }
 
 impl PcieFacts {
@@ -106,6 +114,8 @@ impl PcieFacts {
             (a, b) => Some(a.unwrap_or(false) || b.unwrap_or(false)),
         };
         PcieFacts {
+            devctl: None,
+            upstream_devctl: None,
             available_mbps: function.current_mbps(),
             capable_mbps: function.max_mbps(),
             downgraded,
@@ -225,6 +235,36 @@ pub struct NicFacts {
     /// Other interfaces on the same PCI function (mlx4 ports).
     pub siblings: Vec<String>,
     pub ethtool: Option<EthtoolFacts>,
+    /// `IF/gso_max_size`, `IF/gro_max_size`: the largest GSO/GRO packet the stack builds for
+    /// this interface (above 65536 = BIG TCP, kernels ≥ 6.3).
+    #[serde(default)]
+    pub gso_max_size: Option<u32>,
+    #[serde(default)]
+    pub gro_max_size: Option<u32>,
+    /// `IF/tso_max_size`: the largest TSO packet the driver accepts (kernels ≥ 6.0).
+    #[serde(default)]
+    pub tso_max_size: Option<u32>,
+    /// The IOMMU group of the PCI function, when an IOMMU is on.
+    #[serde(default)]
+    pub iommu_group: Option<IommuGroup>,
+}
+
+/// The IOMMU group of a PCI function (`DEV/iommu_group` → `/sys/kernel/iommu_groups/N`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IommuGroup {
+    pub group: String,
+    /// `type` of the group (kernels ≥ 5.11): `identity` is pass-through; `DMA` and `DMA-FQ`
+    /// translate every DMA address (strict or lazy invalidation).
+    pub domain_type: Option<String>,
+}
+
+/// Largest configuration-space image read (the PCIe extended space).
+const CONFIG_LIMIT: usize = 4096;
+
+fn read_devctl(root: &Root, dev: &str) -> Option<PcieDevCtl> {
+    root.read_bytes(&format!("{dev}/config"), CONFIG_LIMIT)
+        .ok()
+        .and_then(|b| parse_pcie_devctl(&b))
 }
 
 impl NicFacts {
@@ -523,8 +563,20 @@ fn collect_nic(
         let upstream = is_pci_address(base(up))
             .then(|| PcieLink::read(root, up))
             .flatten();
-        PcieFacts::from_links(f, upstream)
+        let mut p = PcieFacts::from_links(f, upstream);
+        p.devctl = read_devctl(root, dev);
+        if p.upstream.is_some() {
+            p.upstream_devctl = read_devctl(root, up);
+        }
+        p
     });
+    let iommu_group = root
+        .resolve_link(&format!("{dev}/iommu_group"))
+        .ok()
+        .map(|g| IommuGroup {
+            domain_type: root.read_opt(&format!("{g}/type")),
+            group: base(&g).to_string(),
+        });
 
     // Vectors: msi_irqs, else the legacy line.
     let mut irq_numbers: Vec<u32> = root
@@ -628,6 +680,10 @@ fn collect_nic(
         tx_queues,
         siblings,
         ethtool: collect_ethtool(root, name),
+        gso_max_size: root.parse_opt(&format!("{net}/gso_max_size")),
+        gro_max_size: root.parse_opt(&format!("{net}/gro_max_size")),
+        tso_max_size: root.parse_opt(&format!("{net}/tso_max_size")),
+        iommu_group,
     }
 }
 

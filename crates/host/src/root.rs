@@ -179,6 +179,24 @@ impl Root {
         })
     }
 
+    /// Read a whole binary file (PCI configuration space), at most `limit` bytes.
+    pub fn read_bytes(&self, host_path: &str, limit: usize) -> Result<Vec<u8>, RootError> {
+        use std::io::Read as _;
+        let mut bytes = Vec::new();
+        let read = fs::File::open(self.path(host_path)?)
+            .and_then(|f| f.take(limit as u64).read_to_end(&mut bytes));
+        if let Err(e) = read {
+            self.note(|r| {
+                r.failed.insert(host_path.to_string());
+            });
+            return Err(Self::io(host_path, e));
+        }
+        self.note(|r| {
+            r.files.insert(host_path.to_string(), bytes.clone());
+        });
+        Ok(bytes)
+    }
+
     /// Read a file and trim surrounding white space (the usual one-value sysfs file).
     pub fn read_trim(&self, host_path: &str) -> Result<String, RootError> {
         Ok(self.read(host_path)?.trim().to_string())

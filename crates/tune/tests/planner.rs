@@ -59,6 +59,7 @@ fn ryzen() -> HostView {
         ));
     }
     HostView {
+        instance: None,
         hostname: Some("crow".into()),
         live: false,
         layout: CpuLayout {
@@ -105,6 +106,7 @@ fn finding(id: &str) -> FindingView {
         id: id.into(),
         summary: format!("{id} summary"),
         fix: vec![],
+        writes: vec![],
     }
 }
 
@@ -272,9 +274,30 @@ fn node_policy_on_a_two_node_host_and_l3_refused_off_node() {
         .find(|s| matches!(s.change, Change::IrqAffinity { irq: 99, .. }))
         .unwrap();
     assert_eq!(s.finding, "irq-numa-remote");
-    // the app on node 0: l3 would put IRQs NUMA-remote from the NIC
-    let e = planner::plan(&v, &opts(Some("1"), Some(IrqPolicy::L3))).unwrap_err();
-    assert!(e.to_string().contains("NUMA-remote"), "{e}");
+    // the app on node 0, the NIC on node 1: no dead end. The plan's first line says where to
+    // run the app (the NIC's node), and l3 places the IRQs next to that CPU on the NIC's node.
+    let p = planner::plan(&v, &opts(Some("1"), Some(IrqPolicy::L3))).unwrap();
+    let first = p.render_text().lines().next().unwrap().to_string();
+    assert!(
+        first.starts_with("FIRST: run the application on"),
+        "{first}"
+    );
+    assert!(
+        first.contains("NUMA node 1 (CPUs 6-11)") && first.contains("--app-cpus 6"),
+        "{first}"
+    );
+    assert!(first.contains("-A 6"), "{first}");
+    assert_eq!(p.app_cpus.as_ref().unwrap().to_string(), "6");
+    assert_eq!(p.irq_cpus.as_ref().unwrap().to_string(), "7-11");
+    // two app CPUs: two CPUs of the NIC's node, one per core
+    v.layout.siblings = [(6, set("6-7")), (7, set("6-7"))].into_iter().collect();
+    let p = planner::plan(&v, &opts(Some("0-1"), Some(IrqPolicy::Node))).unwrap();
+    assert_eq!(p.app_cpus.as_ref().unwrap().to_string(), "6,8");
+    assert!(p.irq_cpus.as_ref().unwrap().is_subset(&set("6-11")));
+    // the app already on the NIC's node: no such line
+    let p = planner::plan(&v, &opts(Some("8"), Some(IrqPolicy::L3))).unwrap();
+    assert!(p.run_app.is_none());
+    assert!(p.render_text().starts_with("tune plan for"));
 }
 
 #[test]
