@@ -431,7 +431,8 @@ pub const RPS_SOCK_FLOW_ENTRIES: u64 = 32_768;
 /// **arfs-off**: the application is pinned (`--app-cpus`) and the NIC has several receive
 /// queues, but accelerated RFS cannot steer its flows to the queue whose IRQ serves the
 /// application's CPU: `ntuple` filters are off, or RFS's flow table (`rps_sock_flow_entries`)
-/// is 0. Info: it is the alternative to pinning IRQs next to the application, which is what
+/// is 0. A NIC whose ntuple filters are fixed off has no aRFS: nothing to report. Info: it is
+/// the alternative to pinning IRQs next to the application, which is what
 /// `wirespeed tune` does.
 pub fn arfs_off(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Option<Finding> {
     opts.app_cpus.as_ref()?;
@@ -445,6 +446,10 @@ pub fn arfs_off(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Option<Fin
         .and_then(|e| e.features.as_ref())
         .and_then(|f| f.get("rx-ntuple-filter").copied());
     let entries = facts.stack.rps_sock_flow_entries;
+    // a NIC without ntuple filters (fixed off) has no accelerated RFS to turn on
+    if ntuple.is_some_and(|f| !f.active && !f.changeable) {
+        return None;
+    }
     let ntuple_off = ntuple.is_some_and(|f| !f.active && f.changeable);
     let table_off = entries == Some(0);
     if !ntuple_off && !table_off {
@@ -545,7 +550,7 @@ pub fn cstates_deep(facts: &HostFacts, nics: &[&NicFacts], opts: &Options) -> Op
         return None;
     }
     let mut evidence = Vec::new();
-    let mut writes = Vec::new();
+    let writes = cstate_writes(&facts.cpu.cstates, &cpus);
     let mut names = Vec::new();
     let mut all = CpuSet::new();
     for s in &facts.cpu.cstates {
@@ -580,17 +585,6 @@ pub fn cstates_deep(facts: &HostFacts, nics: &[&NicFacts], opts: &Options) -> Op
                 s.index
             ),
         ));
-        for c in on.iter() {
-            writes.push(FileWrite {
-                path: format!(
-                    "/sys/devices/system/cpu/cpu{c}/cpuidle/state{}/disable",
-                    s.index
-                ),
-                current: "0".into(),
-                value: "1".into(),
-                what: format!("no {} on CPU {c}", s.name),
-            });
-        }
     }
     if writes.is_empty() {
         return None;
@@ -617,6 +611,35 @@ pub fn cstates_deep(facts: &HostFacts, nics: &[&NicFacts], opts: &Options) -> Op
         ],
         writes,
     })
+}
+
+/// The writes that disable the idle states deeper than [`DEEP_CSTATE_LATENCY_US`] on `cpus`
+/// where they are enabled: doctor's fix, and what tune applies on the CPUs that serve the NIC
+/// after its IRQ moves.
+pub fn cstate_writes(cstates: &[wirespeed_host::cpu::CState], cpus: &CpuSet) -> Vec<FileWrite> {
+    let mut writes = Vec::new();
+    for s in cstates {
+        if s.latency_us.is_none_or(|l| l <= DEEP_CSTATE_LATENCY_US) {
+            continue;
+        }
+        for c in s
+            .cpus
+            .intersection(cpus)
+            .difference(&s.disabled_cpus)
+            .iter()
+        {
+            writes.push(FileWrite {
+                path: format!(
+                    "/sys/devices/system/cpu/cpu{c}/cpuidle/state{}/disable",
+                    s.index
+                ),
+                current: "0".into(),
+                value: "1".into(),
+                what: format!("no {} on CPU {c}", s.name),
+            });
+        }
+    }
+    writes
 }
 
 /// `rx-usecs` below which, with adaptive coalescing off, the NIC interrupts for nearly every

@@ -346,11 +346,13 @@ fn arfs_off() {
     assert_eq!(a.writes[1].value, "8192");
     h.file("/proc/sys/net/core/rps_sock_flow_entries", "32768");
     assert!(find(&h.run(Some("1"), None), ids::ARFS_OFF).is_none());
-    // ntuple fixed off (the NIC has no filters): nothing to turn on
+    // ntuple fixed off (the NIC has no filters): no aRFS to turn on, whatever the RFS table
     h.ethtool(
         "features",
         r#"{"rx-ntuple-filter":{"active":false,"changeable":false}}"#,
     );
+    assert!(find(&h.run(Some("1"), None), ids::ARFS_OFF).is_none());
+    h.file("/proc/sys/net/core/rps_sock_flow_entries", "0");
     assert!(find(&h.run(Some("1"), None), ids::ARFS_OFF).is_none());
 }
 

@@ -82,6 +82,7 @@ pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostV
             .product_name
             .as_deref()
             .and_then(|p| wirespeed_doctor::rate::instance_rate(p).map(|r| (p.to_string(), r))),
+        cstates: facts.cpu.cstates.clone(),
         ..HostView::default()
     };
     for c in &facts.cpu.cpus {

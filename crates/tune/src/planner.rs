@@ -923,9 +923,33 @@ fn link(b: &mut Builder<'_>) {
     }
 }
 
+/// `cstates-deep`: the deep idle states off on the CPUs that serve the NIC after the IRQ moves
+/// and on the app CPUs, by doctor's rule ([`wirespeed_doctor::knobs::cstate_writes`]).
+fn cstates(b: &mut Builder<'_>, cpus: &CpuSet) {
+    if !b.view.has(ids::CSTATES_DEEP) {
+        return;
+    }
+    for w in wirespeed_doctor::knobs::cstate_writes(&b.view.cstates, cpus) {
+        let change = Change::Write {
+            path: w.path.clone(),
+            form: Form::Words,
+            value: w.value.clone(),
+        };
+        b.push(
+            ids::CSTATES_DEEP,
+            w.what,
+            w.path,
+            w.current,
+            w.value,
+            change,
+        );
+    }
+}
+
 fn governor(b: &mut Builder<'_>, handling: &CpuSet) {
     let v = b.view;
     let cpus = handling.union(&b.opts.app_cpus.clone().unwrap_or_default());
+    cstates(b, &cpus);
     let mut done: Vec<String> = Vec::new();
     let mut missing = CpuSet::new();
     let mut unavailable = CpuSet::new();
@@ -1072,7 +1096,6 @@ fn doctor_writes(b: &mut Builder<'_>) {
         let cat = match f.id.as_str() {
             ids::TCP_OPTIONS_OFF | ids::ARFS_OFF => Category::Stack,
             ids::TXQUEUELEN_SHORT => Category::Link,
-            ids::CSTATES_DEEP => Category::Governor,
             _ => continue,
         };
         if !b.on(cat) {

@@ -134,6 +134,9 @@ pub struct HostView {
     /// knows it (sizes buffers for a NIC that reports no speed).
     #[serde(default)]
     pub instance: Option<(String, u64)>,
+    /// The CPUs' idle states (`cpuidle/stateK`), for `cstates-deep`.
+    #[serde(default)]
+    pub cstates: Vec<wirespeed_host::cpu::CState>,
 }
 
 impl HostView {
