@@ -6,7 +6,11 @@
 //! returns the findings sorted worst first. Each finding has a stable id (the contract in [`ids`]),
 //! a severity, a one-line summary, the evidence (values and the host file each came from) and the
 //! fix as shell commands; where a fix moves IRQs or sizes buffers, the values come from
-//! [`placement`] and [`sizing`], the rules `wirespeed tune` plans with, so the two agree. [`report`] renders the findings as text or as
+//! [`placement`] and [`sizing`], the rules `wirespeed tune` plans with, so the two agree; where a
+//! file write fixes a finding, the finding carries it ([`Finding::writes`]) and tune applies it.
+//! [`knobs`] holds the checks of the knobs the host-tuning write-ups turn; [`rate`] the rate a
+//! check sizes for when the link reports no speed, and [`notes`] says what was not checked.
+//! [`report`] renders the findings as text or as
 //! the versioned JSON document described in `docs/doctor.md`; [`topo`] renders the
 //! CPU/NUMA/L3/NIC-IRQ topology.
 //!

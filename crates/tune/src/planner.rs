@@ -20,6 +20,12 @@
 //! - Interrupt coalescing only as requested (`--adaptive-rx`, `--rx-usecs`, `--tx-usecs`): a
 //!   low-latency setting cannot be told from a bad one, so no finding asks for it. Unknown (no
 //!   step, a note) when the NIC did not answer `ETHTOOL_GCOALESCE`.
+//! - Doctor's file writes for `tcp-options-off`, `txqueuelen-short`, `arfs-off`; deep C-states
+//!   off (`cstates-deep`) on the CPUs that serve the NIC after the IRQ moves; rings by doctor's
+//!   `ring-below-max` rule.
+//! - Socket buffers sized for `--rate`, else the link speed, else the instance type's rate.
+//! - An app on another NUMA node than the NIC: the plan's first line says where to run it, and
+//!   the plan is made for the app there (no dead end).
 //! - Notes for findings software cannot fix (a PCIe link, a temperature) or the plan leaves.
 
 use std::collections::BTreeSet;
