@@ -431,8 +431,13 @@ impl Topo {
         let mut per_cpu: BTreeMap<u32, Vec<String>> = BTreeMap::new();
         let mut spread: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut unknown = Vec::new();
+        let mut unrequested = Vec::new();
         for i in &nic.irqs {
             let label = format!("{}{}", i.irq, kind_mark(i.kind));
+            if i.kind == IrqKind::Unrequested {
+                unrequested.push(i.irq.to_string());
+                continue;
+            }
             match i.cpus.len() {
                 0 => unknown.push(label),
                 1 => per_cpu
@@ -500,12 +505,19 @@ impl Topo {
                 unknown.join(" ")
             )?;
         }
+        if !unrequested.is_empty() {
+            writeln!(
+                w,
+                "         {:<16} {}",
+                "never requested",
+                unrequested.join(" ")
+            )?;
+        }
         // the marks this NIC's rows use
         let legend: Vec<String> = [
             IrqKind::Control,
             IrqKind::OtherInterface,
             IrqKind::Unknown,
-            IrqKind::Unrequested,
         ]
         .into_iter()
         .filter(|k| nic.irqs.iter().any(|i| i.kind == *k))
