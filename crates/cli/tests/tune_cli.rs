@@ -267,3 +267,41 @@ fn an_app_on_the_other_node_gets_a_plan_whose_first_line_says_where_to_run_it() 
         assert!(!out.contains(&format!("/proc/irq/{irq}/")), "{out}");
     }
 }
+
+#[test]
+fn vectors_no_driver_requested_are_never_in_a_plan() {
+    let bnxt = fixtures().join("bnxt-57508-epyc").display().to_string();
+    for app in ["20", "6"] {
+        let o = tune(
+            &bnxt,
+            &["--iface", "ens2f0np0", "--app-cpus", app, "--emit-script"],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        // the queue vectors are placed (the script holds the whole wanted state, one
+        // `set_irq NAME NUMBER CPUS` line per IRQ) ...
+        assert!(out.contains("set_irq ens2f0np0-TxRx-0 120 "), "{out}");
+        // ... the vectors reserved for bnxt_re never
+        for irq in 128..137 {
+            assert!(!out.contains(&format!(" {irq} ")), "app {app}: {out}");
+            assert!(!out.contains(&format!("IRQ {irq} ")), "app {app}: {out}");
+        }
+        // nor in the plan's steps
+        let o = tune(
+            &bnxt,
+            &["--iface", "ens2f0np0", "--app-cpus", app, "--json"],
+        );
+        let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let irqs: Vec<u64> = plan["boot"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["change"]["irq"].as_u64())
+            .collect();
+        assert!(!irqs.is_empty(), "app {app}: {plan}");
+        assert!(
+            irqs.iter().all(|i| (120..128).contains(i)),
+            "app {app}: {irqs:?}"
+        );
+    }
+}

@@ -119,19 +119,19 @@ pub fn iommu_translated(facts: &HostFacts, nic: &NicFacts) -> Option<Finding> {
         Some("identity") => return None,
         Some(t @ "DMA") => (
             Severity::Warning,
-            "strict translation",
+            "strict invalidation",
             Evidence::new("IOMMU group type", t, format!("{group_dir}/type")),
         ),
         Some(t @ "DMA-FQ") => (
             Severity::Info,
-            "translation (lazy invalidation)",
+            "lazy invalidation",
             Evidence::new("IOMMU group type", t, format!("{group_dir}/type")),
         ),
         Some(_) => return None,
         None if pt || facts.platform.cmdline.is_none() => return None,
         None => (
             Severity::Info,
-            "translation (no iommu=pt)",
+            "no iommu=pt on the command line",
             Evidence::new(
                 "IOMMU group",
                 &g.group,
@@ -156,7 +156,7 @@ pub fn iommu_translated(facts: &HostFacts, nic: &NicFacts) -> Option<Finding> {
         severity,
         iface: Some(nic.name.clone()),
         summary: format!(
-            "{}: the IOMMU maps every DMA buffer ({mode}); pass-through (iommu=pt) removes that cost for the host's own drivers",
+            "{}: the IOMMU translates every DMA buffer address ({mode}); pass-through (iommu=pt) removes that cost for the host's own drivers",
             nic.name
         ),
         evidence,

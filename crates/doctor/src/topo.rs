@@ -514,15 +514,11 @@ impl Topo {
             )?;
         }
         // the marks this NIC's rows use
-        let legend: Vec<String> = [
-            IrqKind::Control,
-            IrqKind::OtherInterface,
-            IrqKind::Unknown,
-        ]
-        .into_iter()
-        .filter(|k| nic.irqs.iter().any(|i| i.kind == *k))
-        .map(|k| format!("{} = {}", kind_mark(k), kind_meaning(k)))
-        .collect();
+        let legend: Vec<String> = [IrqKind::Control, IrqKind::OtherInterface, IrqKind::Unknown]
+            .into_iter()
+            .filter(|k| nic.irqs.iter().any(|i| i.kind == *k))
+            .map(|k| format!("{} = {}", kind_mark(k), kind_meaning(k)))
+            .collect();
         if !legend.is_empty() {
             writeln!(w, "         ({})", legend.join(", "))?;
         }
