@@ -37,6 +37,10 @@ pub struct DoctorArgs {
     /// Round-trip time of the paths to serve, in ms (socket buffers vs bandwidth × RTT).
     #[arg(long, value_name = "MS", default_value_t = wirespeed_doctor::DEFAULT_RTT_MS, value_parser = parse_rtt)]
     rtt: f64,
+    /// The rate wanted from the path (50G, 25000M, 100g): sizes buffers for it, and is the rate
+    /// checked against when the NIC reports no speed (virtual NICs).
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    rate: Option<u64>,
     #[command(flatten)]
     source: SourceArgs,
     /// Print the versioned JSON report (docs/doctor.md) instead of text.
@@ -65,6 +69,10 @@ pub struct CaptureArgs {
 
 fn parse_cpus(s: &str) -> Result<CpuSet, String> {
     CpuSet::parse_nonempty(s).map_err(|e| e.to_string())
+}
+
+pub(crate) fn parse_rate(s: &str) -> Result<u64, String> {
+    wirespeed_doctor::rate::parse_rate(s)
 }
 
 fn parse_rtt(s: &str) -> Result<f64, String> {
@@ -169,10 +177,11 @@ pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         iface: args.iface.clone(),
         app_cpus: args.app_cpus.clone(),
         rtt_ms: args.rtt,
+        rate_mbps: args.rate,
     };
     let findings = diagnose(&facts, &opts).map_err(|e| {
         let code = match e {
-            DoctorError::BadRtt(_) => exit::USAGE,
+            DoctorError::BadRtt(_) | DoctorError::BadRate(_) => exit::USAGE,
             DoctorError::UnknownInterface { .. } | DoctorError::OfflineCpus { .. } => exit::HOST,
         };
         exit::fail(code, e.to_string())
@@ -180,13 +189,15 @@ pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     src.info.hostname = facts.hostname.clone();
     src.info.kernel = facts.kernel.clone();
     let any = !findings.is_empty();
+    let notes = wirespeed_doctor::notes(&facts, &opts);
     let report = Report::new(
         format!("wirespeed {}", env!("CARGO_PKG_VERSION")),
         src.info.clone(),
         &opts,
         findings,
         facts,
-    );
+    )
+    .with_notes(notes);
     if args.json {
         emit_json(report.to_json())?;
     } else {

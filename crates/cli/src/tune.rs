@@ -91,6 +91,10 @@ struct PlanArgs {
     /// Round-trip time the socket buffers are sized for, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10.0)]
     rtt: f64,
+    /// The rate wanted from the path (50G, 25000M): socket buffers are sized for it; needed for
+    /// a NIC that reports no speed when DMI names no known instance type.
+    #[arg(long, value_name = "RATE", value_parser = crate::diagnose::parse_rate)]
+    rate: Option<u64>,
     /// Round-robin the NIC's queue IRQs over these CPUs.
     #[arg(long, value_name = "LIST", conflicts_with = "irq_policy")]
     irq_cpus: Option<String>,
@@ -240,12 +244,13 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         CollectError::Ambiguous { .. } => exit::fail(exit::USAGE, e.to_string()),
     })?;
     let iface = view.nic.as_ref().map(|n| n.name.clone());
-    view.findings = collect::findings(&facts, iface.as_deref(), app.as_ref(), a.rtt);
+    view.findings = collect::findings(&facts, iface.as_deref(), app.as_ref(), a.rtt, a.rate);
 
     let opts = PlanOptions {
         root: root_shown,
         app_cpus: app,
         rtt_ms: a.rtt,
+        rate_mbps: a.rate,
         irq,
         allow_irq_on_app_cpus: a.allow_irq_on_app_cpus,
         mtu: a.mtu,

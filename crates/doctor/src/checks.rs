@@ -28,6 +28,7 @@ pub fn run_all(facts: &HostFacts, opts: &Options) -> Vec<Finding> {
     out.extend(cpu_governor_not_performance(facts, &nics, opts));
     out.extend(irqbalance_running(facts));
     out.extend(softnet_drops(facts));
+    out.extend(crate::knobs::run_all(facts, &nics, opts));
     out
 }
 
@@ -258,6 +259,7 @@ pub fn pcie_link_downgraded(nic: &NicFacts) -> Option<Finding> {
         two_files(&f.path, "current_link_speed", "current_link_width")
     ));
     Some(Finding {
+        writes: Vec::new(),
         id: ids::PCIE_LINK_DOWNGRADED.into(),
         severity: if hurts {
             Severity::Critical
@@ -326,6 +328,7 @@ pub fn pcie_bandwidth_below_line_rate(nic: &NicFacts) -> Option<Finding> {
         ]
     };
     Some(Finding {
+        writes: Vec::new(),
         id: ids::PCIE_BANDWIDTH_BELOW_LINE_RATE.into(),
         severity: Severity::Critical,
         iface: Some(nic.name.clone()),
@@ -373,6 +376,7 @@ pub fn irq_numa_remote(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Opt
     let mut fix: Vec<String> = irqbalance_note(facts).into_iter().collect();
     fix.extend(pin_commands(facts, nic, opts.app_cpus.as_ref(), &remote));
     Some(Finding {
+        writes: Vec::new(),
         id: ids::IRQ_NUMA_REMOTE.into(),
         severity: Severity::Warning,
         iface: Some(nic.name.clone()),
@@ -438,6 +442,7 @@ pub fn app_numa_remote(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Opt
     }
     let app_nodes = facts.cpu.nodes_of(&remote);
     Some(Finding {
+        writes: Vec::new(),
         id: ids::APP_NUMA_REMOTE.into(),
         severity: Severity::Warning,
         iface: Some(nic.name.clone()),
@@ -490,6 +495,7 @@ pub fn irq_on_app_core(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Opt
         .filter_map(|i| i.effective.as_ref())
         .fold(CpuSet::new(), |a, e| a.union(&e.intersection(app)));
     Some(Finding {
+        writes: Vec::new(),
         id: ids::IRQ_ON_APP_CORE.into(),
         severity: Severity::Warning,
         iface: Some(nic.name.clone()),
@@ -590,6 +596,7 @@ pub fn irq_cross_l3(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Option
         }
     }
     Some(Finding {
+        writes: Vec::new(),
         id: ids::IRQ_CROSS_L3.into(),
         severity: Severity::Warning,
         iface: Some(nic.name.clone()),
@@ -614,6 +621,7 @@ pub fn mtu_below_jumbo(nic: &NicFacts) -> Option<Finding> {
         return None;
     }
     Some(Finding {
+        writes: Vec::new(),
         id: ids::MTU_BELOW_JUMBO.into(),
         severity: Severity::Warning,
         iface: Some(nic.name.clone()),
@@ -644,15 +652,16 @@ pub fn socket_buffers_small(
     opts: &Options,
 ) -> Option<Finding> {
     let st = &facts.stack;
-    let (speed, nic) = if opts.iface.is_some() {
+    let (basis, nic) = if opts.iface.is_some() {
         let n = nics.first()?;
-        (n.speed_mbps?, *n)
+        (crate::rate::basis(facts, n, opts).ok()?, *n)
     } else {
         nics.iter()
             .filter(|n| n.is_up())
-            .filter_map(|n| n.speed_mbps.map(|s| (s, *n)))
-            .max_by_key(|(s, _)| *s)?
+            .filter_map(|n| crate::rate::basis(facts, n, opts).ok().map(|b| (b, *n)))
+            .max_by_key(|(b, _)| b.mbps())?
     };
+    let speed = basis.mbps();
     let bdp = sizing::bdp_bytes(speed, opts.rtt_ms);
     let rmax = st.tcp_rmem.map(|t| t[2]);
     let wmax = st.tcp_wmem.map(|t| t[2]);
@@ -663,7 +672,7 @@ pub fn socket_buffers_small(
     }
     let target = sizing::buffer_target(speed, opts.rtt_ms);
     let mut evidence = vec![
-        speed_evidence(nic, speed),
+        Evidence::new(basis.what(), basis.value(), basis.source(nic)),
         Evidence::new(
             "RTT",
             format!("{} ms", opts.rtt_ms),
@@ -711,6 +720,7 @@ pub fn socket_buffers_small(
         _ => "tcp_wmem maximum",
     };
     Some(Finding {
+        writes: Vec::new(),
         id: ids::SOCKET_BUFFERS_SMALL.into(),
         severity: Severity::Warning,
         iface: Some(nic.name.clone()),
@@ -761,6 +771,7 @@ pub fn congestion_control_loss_based(facts: &HostFacts) -> Option<Finding> {
         ]
     };
     Some(Finding {
+        writes: Vec::new(),
         id: ids::CONGESTION_CONTROL_LOSS_BASED.into(),
         severity: Severity::Info,
         iface: None,
@@ -846,6 +857,7 @@ pub fn cpu_governor_not_performance(
         src.join(", "),
     ));
     Some(Finding {
+        writes: Vec::new(),
         id: ids::CPU_GOVERNOR_NOT_PERFORMANCE.into(),
         severity: Severity::Warning,
         iface: opts.iface.clone(),
@@ -914,6 +926,7 @@ pub fn nic_temperature_high(nic: &NicFacts) -> Option<Finding> {
     }
     let hottest = hot.iter().map(|s| s.input_millicelsius).max().unwrap_or(0);
     Some(Finding {
+        writes: Vec::new(),
         id: ids::NIC_TEMPERATURE_HIGH.into(),
         severity: if critical {
             Severity::Critical
@@ -946,6 +959,7 @@ pub fn irqbalance_running(facts: &HostFacts) -> Option<Finding> {
     }
     let pids = &facts.stack.irqbalance_pids;
     Some(Finding {
+        writes: Vec::new(),
         id: ids::IRQBALANCE_RUNNING.into(),
         severity: Severity::Warning,
         iface: None,
@@ -1045,6 +1059,7 @@ pub fn softnet_drops(facts: &HostFacts) -> Option<Finding> {
             .into(),
     );
     Some(Finding {
+        writes: Vec::new(),
         id: ids::SOFTNET_DROPS.into(),
         severity: if dropped > 0 {
             Severity::Warning

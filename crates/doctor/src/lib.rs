@@ -6,7 +6,11 @@
 //! returns the findings sorted worst first. Each finding has a stable id (the contract in [`ids`]),
 //! a severity, a one-line summary, the evidence (values and the host file each came from) and the
 //! fix as shell commands; where a fix moves IRQs or sizes buffers, the values come from
-//! [`placement`] and [`sizing`], the rules `wirespeed tune` plans with, so the two agree. [`report`] renders the findings as text or as
+//! [`placement`] and [`sizing`], the rules `wirespeed tune` plans with, so the two agree; where a
+//! file write fixes a finding, the finding carries it ([`Finding::writes`]) and tune applies it.
+//! [`knobs`] holds the checks of the knobs the host-tuning write-ups turn; [`rate`] the rate a
+//! check sizes for when the link reports no speed, and [`notes`] says what was not checked.
+//! [`report`] renders the findings as text or as
 //! the versioned JSON document described in `docs/doctor.md`; [`topo`] renders the
 //! CPU/NUMA/L3/NIC-IRQ topology.
 //!
@@ -16,7 +20,9 @@
 //! tuned to particular hosts.
 
 pub mod checks;
+pub mod knobs;
 pub mod placement;
+pub mod rate;
 pub mod report;
 pub mod sizing;
 pub mod topo;
@@ -39,9 +45,20 @@ pub mod ids {
     pub const NIC_TEMPERATURE_HIGH: &str = "nic-temperature-high";
     pub const IRQBALANCE_RUNNING: &str = "irqbalance-running";
     pub const SOFTNET_DROPS: &str = "softnet-drops";
+    pub const TCP_OPTIONS_OFF: &str = "tcp-options-off";
+    pub const IOMMU_TRANSLATED: &str = "iommu-translated";
+    pub const TXQUEUELEN_SHORT: &str = "txqueuelen-short";
+    pub const RING_BELOW_MAX: &str = "ring-below-max";
+    pub const PCIE_MPS_SMALL: &str = "pcie-mps-small";
+    pub const PCIE_MAXREADREQ_SMALL: &str = "pcie-maxreadreq-small";
+    pub const BIG_TCP_OFF: &str = "big-tcp-off";
+    pub const ARFS_OFF: &str = "arfs-off";
+    pub const CSTATES_DEEP: &str = "cstates-deep";
+    pub const COALESCING: &str = "coalescing";
+    pub const PAUSE_FRAMES_OFF: &str = "pause-frames-off";
 
     /// Every id, in the order of the documentation table.
-    pub const ALL: [&str; 13] = [
+    pub const ALL: [&str; 24] = [
         PCIE_LINK_DOWNGRADED,
         PCIE_BANDWIDTH_BELOW_LINE_RATE,
         IRQ_NUMA_REMOTE,
@@ -55,6 +72,17 @@ pub mod ids {
         NIC_TEMPERATURE_HIGH,
         IRQBALANCE_RUNNING,
         SOFTNET_DROPS,
+        TCP_OPTIONS_OFF,
+        IOMMU_TRANSLATED,
+        TXQUEUELEN_SHORT,
+        RING_BELOW_MAX,
+        PCIE_MPS_SMALL,
+        PCIE_MAXREADREQ_SMALL,
+        BIG_TCP_OFF,
+        ARFS_OFF,
+        CSTATES_DEEP,
+        COALESCING,
+        PAUSE_FRAMES_OFF,
     ];
 }
 
@@ -119,6 +147,23 @@ pub struct Finding {
     /// Shell commands that fix or verify it; lines starting with `#` are instructions for steps
     /// no command can do (reseat a card, add a fan).
     pub fix: Vec<String>,
+    /// The kernel files the fix writes, with the values: what `wirespeed tune` journals and
+    /// applies for findings that a file write fixes. Empty when no file write fixes it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<FileWrite>,
+}
+
+/// One kernel file a fix writes (a sysctl, a sysfs attribute).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileWrite {
+    /// Host path (`/proc/sys/net/ipv4/tcp_sack`, `/sys/class/net/IF/tx_queue_len`).
+    pub path: String,
+    /// The value now, as read.
+    pub current: String,
+    /// The value the fix writes.
+    pub value: String,
+    /// What the write does, in a few words.
+    pub what: String,
 }
 
 /// What the user asked doctor to consider.
@@ -130,6 +175,9 @@ pub struct Options {
     pub app_cpus: Option<CpuSet>,
     /// Round-trip time of the paths to serve, ms (bandwidth-delay product).
     pub rtt_ms: f64,
+    /// The rate the user wants from the path, Mbit/s (`--rate`); else the link speed, else the
+    /// instance type's ([`rate`]).
+    pub rate_mbps: Option<u64>,
 }
 
 impl Default for Options {
@@ -138,6 +186,7 @@ impl Default for Options {
             iface: None,
             app_cpus: None,
             rtt_ms: DEFAULT_RTT_MS,
+            rate_mbps: None,
         }
     }
 }
@@ -158,6 +207,41 @@ pub enum DoctorError {
     },
     #[error("--rtt {0}: expected a positive number of milliseconds")]
     BadRtt(f64),
+    #[error("--rate {0}: expected a rate between 1 Mbit/s and 10 Tbit/s")]
+    BadRate(u64),
+}
+
+/// What doctor could not check, and why (a NIC with no speed and no `--rate`), and the vectors it
+/// listed but did not judge (never requested by a driver): lines the report prints under the
+/// findings.
+pub fn notes(facts: &HostFacts, opts: &Options) -> Vec<String> {
+    let mut out = Vec::new();
+    for nic in checks::target_nics(facts, opts) {
+        let up_or_named = opts.iface.is_some() || nic.is_up();
+        if up_or_named {
+            match rate::basis(facts, nic, opts) {
+                Ok(rate::Basis::Instance { mbps, product }) => out.push(format!(
+                    "{}: the driver reports no link speed; sizing for {} from the instance type {product}",
+                    nic.name,
+                    checks::fmt_mbps(mbps)
+                )),
+                Ok(_) => {}
+                Err(why) => out.push(format!("not checked: {why}")),
+            }
+        }
+        let unreq: Vec<String> = nic.unrequested_irqs().map(|i| i.irq.to_string()).collect();
+        if !unreq.is_empty() {
+            out.push(format!(
+                "{}: IRQ{} {} of {} {} never requested by a driver (no handler, no interrupt, no effective CPU): listed, not judged or moved",
+                nic.name,
+                if unreq.len() == 1 { "" } else { "s" },
+                unreq.join(","),
+                nic.pci_address,
+                if unreq.len() == 1 { "was" } else { "were" }
+            ));
+        }
+    }
+    out
 }
 
 /// Run every check. Findings come sorted worst first (severity, then the order of [`ids::ALL`],
@@ -173,6 +257,9 @@ pub fn diagnose(facts: &HostFacts, opts: &Options) -> Result<Vec<Finding>, Docto
 pub fn validate(facts: &HostFacts, opts: &Options) -> Result<(), DoctorError> {
     if !(opts.rtt_ms.is_finite() && opts.rtt_ms > 0.0) {
         return Err(DoctorError::BadRtt(opts.rtt_ms));
+    }
+    if let Some(r) = opts.rate_mbps.filter(|r| !(1..=10_000_000).contains(r)) {
+        return Err(DoctorError::BadRate(r));
     }
     if let Some(name) = &opts.iface {
         if facts.nic(name).is_none() {

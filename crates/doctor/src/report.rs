@@ -27,6 +27,9 @@ pub struct ReportOptions {
     pub iface: Option<String>,
     pub app_cpus: Option<String>,
     pub rtt_ms: f64,
+    /// `--rate`, Mbit/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_mbps: Option<u64>,
 }
 
 impl From<&Options> for ReportOptions {
@@ -35,6 +38,7 @@ impl From<&Options> for ReportOptions {
             iface: o.iface.clone(),
             app_cpus: o.app_cpus.as_ref().map(|c| c.to_string()),
             rtt_ms: o.rtt_ms,
+            rate_mbps: o.rate_mbps,
         }
     }
 }
@@ -57,6 +61,9 @@ pub struct Report {
     pub options: ReportOptions,
     pub counts: Counts,
     pub findings: Vec<Finding>,
+    /// What was not checked and why, and vectors listed but not judged ([`crate::notes`]).
+    #[serde(default)]
+    pub notes: Vec<String>,
     pub facts: HostFacts,
 }
 
@@ -83,8 +90,27 @@ impl Report {
             options: opts.into(),
             counts,
             findings,
+            notes: Vec::new(),
             facts,
         }
+    }
+
+    /// The report with the lines of [`crate::notes`].
+    pub fn with_notes(mut self, notes: Vec<String>) -> Report {
+        self.notes = notes;
+        self
+    }
+
+    fn render_notes(&self, w: &mut dyn Write) -> io::Result<()> {
+        if self.notes.is_empty() {
+            return Ok(());
+        }
+        writeln!(w)?;
+        writeln!(w, "notes:")?;
+        for n in &self.notes {
+            writeln!(w, "  {n}")?;
+        }
+        Ok(())
     }
 
     /// The JSON document, pretty-printed.
@@ -113,15 +139,18 @@ impl Report {
         let o = &self.options;
         writeln!(
             w,
-            "  interface: {}   app CPUs: {}   RTT: {} ms",
+            "  interface: {}   app CPUs: {}   RTT: {} ms{}",
             o.iface.as_deref().unwrap_or("all PCI NICs"),
             o.app_cpus.as_deref().unwrap_or("not given"),
-            o.rtt_ms
+            o.rtt_ms,
+            o.rate_mbps
+                .map(|r| format!("   rate: {}", crate::checks::fmt_mbps(r)))
+                .unwrap_or_default()
         )?;
         writeln!(w)?;
         if self.findings.is_empty() {
             writeln!(w, "No findings.")?;
-            return Ok(());
+            return self.render_notes(w);
         }
         let c = &self.counts;
         writeln!(
@@ -175,6 +204,6 @@ impl Report {
                 }
             }
         }
-        Ok(())
+        self.render_notes(w)
     }
 }

@@ -16,6 +16,16 @@ pub const NETDEV_BUDGET: u64 = 600;
 /// `netdev_budget_usecs` doctor suggests with time squeezes (the kernel's default is 2000).
 pub const NETDEV_BUDGET_USECS: u64 = 4000;
 
+/// Deepest descriptor ring doctor suggests and tune sets: deeper rings add latency under load
+/// without helping throughput further.
+pub const RING_CAP: u32 = 8192;
+
+/// The ring size for a ring of `cur` descriptors whose driver allows `max`: the maximum up to
+/// [`RING_CAP`], never below what is set.
+pub fn ring_target(cur: u32, max: u32) -> u32 {
+    max.min(RING_CAP).max(cur)
+}
+
 /// The bandwidth-delay product in bytes: link speed (Mbit/s) × RTT (ms).
 pub fn bdp_bytes(speed_mbps: u64, rtt_ms: f64) -> u64 {
     (speed_mbps as f64 * 1e6 / 8.0 * rtt_ms / 1000.0).ceil() as u64

@@ -192,6 +192,7 @@ fn kind_mark(k: IrqKind) -> &'static str {
         IrqKind::Control => "c",
         IrqKind::OtherInterface => "o",
         IrqKind::Unknown => "?",
+        IrqKind::Unrequested => "-",
     }
 }
 
@@ -201,6 +202,7 @@ fn kind_meaning(k: IrqKind) -> &'static str {
         IrqKind::Control => "control vector",
         IrqKind::OtherInterface => "another port's vector",
         IrqKind::Unknown => "unnamed vector",
+        IrqKind::Unrequested => "never requested by a driver",
     }
 }
 
@@ -382,6 +384,7 @@ impl Topo {
             (IrqKind::Control, "control"),
             (IrqKind::OtherInterface, "other port"),
             (IrqKind::Unknown, "unnamed"),
+            (IrqKind::Unrequested, "never requested"),
         ] {
             let n = count(k);
             if n > 0 {
@@ -428,8 +431,13 @@ impl Topo {
         let mut per_cpu: BTreeMap<u32, Vec<String>> = BTreeMap::new();
         let mut spread: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut unknown = Vec::new();
+        let mut unrequested = Vec::new();
         for i in &nic.irqs {
             let label = format!("{}{}", i.irq, kind_mark(i.kind));
+            if i.kind == IrqKind::Unrequested {
+                unrequested.push(i.irq.to_string());
+                continue;
+            }
             match i.cpus.len() {
                 0 => unknown.push(label),
                 1 => per_cpu
@@ -495,6 +503,14 @@ impl Topo {
                 "         {:<16} {}",
                 "affinity unknown",
                 unknown.join(" ")
+            )?;
+        }
+        if !unrequested.is_empty() {
+            writeln!(
+                w,
+                "         {:<16} {}",
+                "never requested",
+                unrequested.join(" ")
             )?;
         }
         // the marks this NIC's rows use

@@ -8,7 +8,7 @@
 //! On a live root each query is an ioctl; a driver that does not implement one answers
 //! `EOPNOTSUPP` and that part stays `None`. In a snapshot the answers are files under
 //! `/wirespeed/ethtool/<iface>/` (`drvinfo.json`, `ring.json`, `channels.json`, `coalesce.json`,
-//! `features.json`) written by `capture`; a recording root stores them there as it queries.
+//! `features.json`, `pause.json` from `ETHTOOL_GPAUSEPARAM`) written by `capture`; a recording root stores them there as it queries.
 //! [`get_ring`], [`set_ring`], [`get_coalesce`] and [`set_coalesce`] talk to the running kernel
 //! only (there is no ring or coalescing to set in a captured tree).
 
@@ -126,6 +126,16 @@ impl CoalesceSet {
     }
 }
 
+/// `ETHTOOL_GPAUSEPARAM`: Ethernet flow control (pause frames), `ethtool -a`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pause {
+    pub autoneg: bool,
+    /// The NIC honours pause frames from the switch (stops sending when told).
+    pub rx: bool,
+    /// The NIC sends pause frames when its receive buffers fill.
+    pub tx: bool,
+}
+
 /// One named offload/feature (`ethtool -k`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Feature {
@@ -142,11 +152,14 @@ pub struct EthtoolFacts {
     pub channels: Option<Channels>,
     pub coalesce: Option<Coalesce>,
     pub features: Option<BTreeMap<String, Feature>>,
+    #[serde(default)]
+    pub pause: Option<Pause>,
 }
 
 impl EthtoolFacts {
     pub fn is_empty(&self) -> bool {
-        self.drvinfo.is_none()
+        self.pause.is_none()
+            && self.drvinfo.is_none()
             && self.ring.is_none()
             && self.channels.is_none()
             && self.coalesce.is_none()
@@ -189,6 +202,7 @@ pub fn collect_ethtool(root: &Root, iface: &str) -> Option<EthtoolFacts> {
         store(root, iface, "channels", &f.channels);
         store(root, iface, "coalesce", &f.coalesce);
         store(root, iface, "features", &f.features);
+        store(root, iface, "pause", &f.pause);
         f
     } else {
         EthtoolFacts {
@@ -197,6 +211,7 @@ pub fn collect_ethtool(root: &Root, iface: &str) -> Option<EthtoolFacts> {
             channels: load(root, iface, "channels"),
             coalesce: load(root, iface, "coalesce"),
             features: load(root, iface, "features"),
+            pause: load(root, iface, "pause"),
         }
     };
     (!facts.is_empty()).then_some(facts)
@@ -245,6 +260,7 @@ mod sys {
     const ETHTOOL_GCOALESCE: u32 = 0x0e;
     const ETHTOOL_SCOALESCE: u32 = 0x0f;
     const ETHTOOL_GRINGPARAM: u32 = 0x10;
+    const ETHTOOL_GPAUSEPARAM: u32 = 0x12;
     const ETHTOOL_SRINGPARAM: u32 = 0x11;
     const ETHTOOL_GSTRINGS: u32 = 0x1b;
     const ETHTOOL_GSSET_INFO: u32 = 0x37;
@@ -437,6 +453,16 @@ mod sys {
         })
     }
 
+    /// `struct ethtool_pauseparam`: cmd, autoneg, rx_pause, tx_pause.
+    fn pause(s: &Sock, iface: &str) -> Option<Pause> {
+        let w = s.words(iface, ETHTOOL_GPAUSEPARAM, &[0; 3]).ok()?;
+        Some(Pause {
+            autoneg: w[0] != 0,
+            rx: w[1] != 0,
+            tx: w[2] != 0,
+        })
+    }
+
     fn coalesce(s: &Sock, iface: &str) -> Option<Coalesce> {
         s.coalesce_words(iface).ok().map(|w| coalesce_of(&w))
     }
@@ -501,6 +527,7 @@ mod sys {
             channels: channels(&s, iface),
             coalesce: coalesce(&s, iface),
             features: features(&s, iface),
+            pause: pause(&s, iface),
         }
     }
 }

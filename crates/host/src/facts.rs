@@ -20,6 +20,52 @@ pub struct HostFacts {
     /// PCI-backed interfaces, by name.
     pub nics: Vec<NicFacts>,
     pub stack: StackFacts,
+    #[serde(default)]
+    pub platform: PlatformFacts,
+}
+
+/// The machine around the CPUs and NICs: what it is (DMI) and how the kernel was booted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlatformFacts {
+    /// `/proc/cmdline`.
+    pub cmdline: Option<String>,
+    /// `/sys/class/dmi/id/product_name`: the model, or a cloud instance type (`c5n.18xlarge`).
+    pub product_name: Option<String>,
+    /// `/sys/class/dmi/id/sys_vendor` (`Amazon EC2`, `Google`, `Microsoft Corporation`).
+    pub sys_vendor: Option<String>,
+    /// Number of entries of `/sys/kernel/iommu_groups` (0: no IOMMU translates DMA).
+    pub iommu_groups: Option<usize>,
+}
+
+/// Paths of the platform facts.
+pub mod platform_paths {
+    pub const CMDLINE: &str = "/proc/cmdline";
+    pub const PRODUCT_NAME: &str = "/sys/class/dmi/id/product_name";
+    pub const SYS_VENDOR: &str = "/sys/class/dmi/id/sys_vendor";
+    pub const IOMMU_GROUPS: &str = "/sys/kernel/iommu_groups";
+}
+
+/// The value of `key=` on a kernel command line (the last one wins, as in the kernel); `Some("")`
+/// for a bare `key`.
+pub fn cmdline_value<'a>(cmdline: &'a str, key: &str) -> Option<&'a str> {
+    cmdline
+        .split_whitespace()
+        .filter_map(|w| match w.split_once('=') {
+            Some((k, v)) if k == key => Some(v),
+            None if w == key => Some(""),
+            _ => None,
+        })
+        .next_back()
+}
+
+fn collect_platform(root: &Root) -> PlatformFacts {
+    use platform_paths::*;
+    PlatformFacts {
+        cmdline: root.read_opt(CMDLINE),
+        product_name: root.read_opt(PRODUCT_NAME).filter(|s| !s.is_empty()),
+        sys_vendor: root.read_opt(SYS_VENDOR).filter(|s| !s.is_empty()),
+        iommu_groups: root.list(IOMMU_GROUPS).ok().map(|l| l.len()),
+    }
 }
 
 impl HostFacts {
@@ -54,6 +100,7 @@ pub fn collect(root: &Root) -> HostFacts {
         cpu,
         nics,
         stack,
+        platform: collect_platform(root),
     }
 }
 
@@ -68,6 +115,15 @@ mod tests {
             Some("6.8.0-51-generic")
         );
         assert_eq!(parse_proc_version("garbage"), None);
+    }
+
+    #[test]
+    fn kernel_command_line_values() {
+        let c = "BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt quiet iommu=nopt";
+        assert_eq!(cmdline_value(c, "intel_iommu"), Some("on"));
+        assert_eq!(cmdline_value(c, "iommu"), Some("nopt"));
+        assert_eq!(cmdline_value(c, "quiet"), Some(""));
+        assert_eq!(cmdline_value(c, "amd_iommu"), None);
     }
 
     #[test]

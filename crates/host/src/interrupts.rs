@@ -351,6 +351,10 @@ pub enum IrqKind {
     OtherInterface,
     /// No known naming convention matched.
     Unknown,
+    /// Allocated (listed in `msi_irqs`) but never requested by a driver: no action name in
+    /// `/proc/interrupts`, no interrupt counted, no effective CPU (an `ethtool -L` that shrank the
+    /// queues, vectors reserved for an RDMA driver that is not loaded). Listed, never placed.
+    Unrequested,
 }
 
 fn has_word_number_suffix(s: &str) -> bool {
@@ -373,6 +377,11 @@ fn has_word_number_suffix(s: &str) -> bool {
 /// - virtio_net: `virtio<M>-input.<N>` / `virtio<M>-output.<N>` are queues, `virtio<M>-config`
 ///   and `-control` are control.
 /// - Google gve: `gve-ntfy-blk<N>` queue, `gve-mgmnt` control.
+/// - Chelsio cxgb4: `<iface>-Rx<N>` queue, `<iface>-FWeventq` and `<iface>` control.
+/// - QLogic qede: `<iface>-fp-<N>` queue; qed's slowpath `sp-<N>-<bus>:<slot>.<pf>` control.
+/// - Netronome nfp: `<iface>-rxtx-<N>` queue, `<iface>-lsc` / `<iface>-exn` control.
+///
+/// docs/doctor.md has the table, with the kernel source file each name comes from.
 pub fn classify_action(action: &str, iface: &str, siblings: &[&str]) -> IrqKind {
     // Drop the `@pci:ADDR` / `@ADDR` suffix mlx drivers append.
     let name = action.split('@').next().unwrap_or(action).trim();
@@ -404,9 +413,16 @@ pub fn classify_action(action: &str, iface: &str, siblings: &[&str]) -> IrqKind 
     const CONTROL: &[&str] = &[
         "async", "cmd_eq", "pages_eq", "ctrl", "control", "config", "misc", "other", "lsc",
         "mgmnt", "mgmt", "adminq", "admin", "aeq", "mbx", "mailbox", "fwevt", "fw_evt", "event",
-        "link", "hwc",
+        "link", "hwc", "exn",
     ];
     if CONTROL.iter().any(|k| lower.contains(k)) {
+        return IrqKind::Control;
+    }
+    // qed (qede's core) names its slowpath vector `sp-<hwfn>-<bus>:<slot>.<pf>`
+    if lower
+        .strip_prefix("sp-")
+        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+    {
         return IrqKind::Control;
     }
 
@@ -562,6 +578,163 @@ mod tests {
             Interrupts::parse("CPU0\n 1: x\n"),
             Err(InterruptsError::BadRow { .. })
         ));
+    }
+
+    /// `/proc/interrupts` lines as each driver's `request_irq` names its vectors (the formats
+    /// of the kernel sources listed in docs/doctor.md), parsed and classified: every queue
+    /// vector a queue, every control vector control, on a 4-CPU header.
+    #[test]
+    fn every_drivers_vectors_as_proc_interrupts_shows_them() {
+        use IrqKind::*;
+        struct Case {
+            driver: &'static str,
+            iface: &'static str,
+            rows: &'static [(&'static str, IrqKind)],
+        }
+        let cases = [
+            Case {
+                driver: "mlx5_core",
+                iface: "enp1s0f0np0",
+                rows: &[
+                    ("mlx5_async0@pci:0000:01:00.0", Control),
+                    ("mlx5_comp0@pci:0000:01:00.0", Queue),
+                    ("mlx5_comp11@pci:0000:01:00.0", Queue),
+                ],
+            },
+            Case {
+                driver: "mlx4_core/mlx4_en",
+                iface: "p2p1",
+                rows: &[
+                    ("mlx4-async@pci:0000:20:00.0", Control),
+                    ("mlx4-comp-0@pci:0000:20:00.0", Queue),
+                    ("p2p1-5", Queue),
+                ],
+            },
+            Case {
+                driver: "cxgb4",
+                iface: "ens1f4",
+                rows: &[
+                    ("ens1f4", Control),
+                    ("ens1f4-FWeventq", Control),
+                    ("ens1f4-Rx0", Queue),
+                    ("ens1f4-Rx7", Queue),
+                ],
+            },
+            Case {
+                driver: "ice",
+                iface: "ens1f0",
+                rows: &[
+                    ("ice-0000:81:00.0:misc", Control),
+                    ("ice-ens1f0-TxRx-0", Queue),
+                    ("ice-ens1f0-rx-3", Queue),
+                    ("ice-ens1f0-tx-3", Queue),
+                ],
+            },
+            Case {
+                driver: "i40e",
+                iface: "ens3f0",
+                rows: &[
+                    ("i40e-0000:3b:00.0:misc", Control),
+                    ("i40e-ens3f0-TxRx-0", Queue),
+                    ("i40e-ens3f0-TxRx-15", Queue),
+                ],
+            },
+            Case {
+                driver: "ixgbe",
+                iface: "eth2",
+                rows: &[
+                    ("eth2", Control),
+                    ("eth2-TxRx-0", Queue),
+                    ("eth2-rx-1", Queue),
+                    ("eth2-tx-1", Queue),
+                ],
+            },
+            Case {
+                driver: "bnxt_en",
+                iface: "ens2f0np0",
+                rows: &[
+                    ("ens2f0np0-TxRx-0", Queue),
+                    ("ens2f0np0-rx-1", Queue),
+                    ("ens2f0np0-tx-2", Queue),
+                ],
+            },
+            Case {
+                driver: "ena",
+                iface: "ens5",
+                rows: &[
+                    ("ena-mgmnt@pci:0000:00:05.0", Control),
+                    ("ens5-Tx-Rx-0", Queue),
+                    ("ens5-Tx-Rx-7", Queue),
+                ],
+            },
+            Case {
+                driver: "gve",
+                iface: "ens4",
+                rows: &[
+                    ("gve-mgmnt@pci:0000:00:04.0", Control),
+                    ("gve-ntfy-blk0@pci:0000:00:04.0", Queue),
+                    ("gve-ntfy-blk15@pci:0000:00:04.0", Queue),
+                ],
+            },
+            Case {
+                driver: "virtio_net",
+                iface: "eth0",
+                rows: &[
+                    ("virtio1-config", Control),
+                    ("virtio1-input.0", Queue),
+                    ("virtio1-output.0", Queue),
+                    ("virtio1-control", Control),
+                ],
+            },
+            Case {
+                driver: "qede",
+                iface: "ens2f0",
+                rows: &[
+                    ("sp-0-04:00.00", Control),
+                    ("ens2f0-fp-0", Queue),
+                    ("ens2f0-fp-7", Queue),
+                ],
+            },
+            Case {
+                driver: "sfc",
+                iface: "ens1f0np0",
+                rows: &[("ens1f0np0-0", Queue), ("ens1f0np0-7", Queue)],
+            },
+            Case {
+                driver: "nfp",
+                iface: "enp5s0np0",
+                rows: &[
+                    ("enp5s0np0-lsc", Control),
+                    ("enp5s0np0-exn", Control),
+                    ("enp5s0np0-rxtx-0", Queue),
+                    ("enp5s0np0-rxtx-7", Queue),
+                ],
+            },
+        ];
+        for case in &cases {
+            let mut text = String::from(
+                "           CPU0       CPU1       CPU2       CPU3
+",
+            );
+            for (k, (name, _)) in case.rows.iter().enumerate() {
+                text.push_str(&format!(
+                    " {:>3}:          0       1234          0          0  IR-PCI-MSIX-0000:81:00.0  {k}-edge      {name}\n",
+                    100 + k
+                ));
+            }
+            let t = Interrupts::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", case.driver));
+            for (k, (name, want)) in case.rows.iter().enumerate() {
+                let row = t.irq(100 + k as u32).unwrap();
+                assert_eq!(row.actions, vec![name.to_string()], "{}", case.driver);
+                assert_eq!(t.count_on(row, 1), Some(1234), "{}", case.driver);
+                assert_eq!(
+                    classify_actions(&row.actions, case.iface, &[]),
+                    *want,
+                    "{}: {name}",
+                    case.driver
+                );
+            }
+        }
     }
 
     #[test]

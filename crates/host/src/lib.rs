@@ -24,7 +24,7 @@ pub mod utc;
 
 pub use cpu::{CpuFacts, CpuTopo, L3Group};
 pub use cpuset::{CpuId, CpuSet, CpuSetError};
-pub use facts::{collect, HostFacts};
+pub use facts::{collect, HostFacts, PlatformFacts};
 pub use interrupts::{Interrupts, InterruptsError, IrqKind, IrqLabel, IrqRow};
 pub use nic::{NicFacts, NicIrq, PcieFacts, PcieLink};
 pub use root::{Recording, Root, RootError};

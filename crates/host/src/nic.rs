@@ -10,6 +10,8 @@
 //! - `DEV/{vendor,device,subsystem_vendor,subsystem_device,numa_node,local_cpulist,driver,irq}`,
 //!   `DEV/{current,max}_link_{speed,width}` and the same of the upstream port (`DEV/..`),
 //!   `DEV/msi_irqs/*`, `DEV/hwmon/hwmonN/{name,tempK_input,tempK_crit,tempK_max,tempK_label}`
+//! - `DEV/config` (PCI Express capability: payload and read-request sizes), `DEV/iommu_group`
+//!   → `/sys/kernel/iommu_groups/N/type`, `IF/{gso_max_size,gro_max_size,tso_max_size}`
 //! - `/proc/interrupts` (action names), `/proc/irq/N/{smp_affinity_list,smp_affinity,effective_affinity_list,effective_affinity,affinity_hint,node}`
 //! - `pci.ids` at its distribution path ([`crate::pci::PCI_IDS_PATHS`])
 //! - ethtool ([`crate::ethtool`])
@@ -18,7 +20,7 @@ use crate::ethtool::{collect_ethtool, EthtoolFacts};
 use crate::interrupts::{classify_actions, Interrupts, IrqKind};
 use crate::pci::{
     is_pci_address, link_bandwidth_mbps, lookup_pci_ids, parse_link_speed, parse_link_width,
-    MegaTransfers, PCI_IDS_PATHS,
+    parse_pcie_devctl, MegaTransfers, PcieDevCtl, PCI_IDS_PATHS,
 };
 use crate::{CpuSet, Root};
 use serde::{Deserialize, Serialize};
@@ -89,6 +91,12 @@ pub struct PcieFacts {
     /// The function's current speed or width is below its own maximum; `None` when neither pair
     /// is known.
     pub downgraded: Option<bool>,
+    /// Payload and read-request sizes of the function (`DEV/config`; needs a privileged read).
+    #[serde(default)]
+    pub devctl: Option<PcieDevCtl>,
+    /// The same of the upstream port (the payload in force is the smaller of the two ends').
+    #[serde(default)]
+    pub upstream_devctl: Option<PcieDevCtl>,
 }
 
 impl PcieFacts {
@@ -106,6 +114,8 @@ impl PcieFacts {
             (a, b) => Some(a.unwrap_or(false) || b.unwrap_or(false)),
         };
         PcieFacts {
+            devctl: None,
+            upstream_devctl: None,
             available_mbps: function.current_mbps(),
             capable_mbps: function.max_mbps(),
             downgraded,
@@ -225,6 +235,36 @@ pub struct NicFacts {
     /// Other interfaces on the same PCI function (mlx4 ports).
     pub siblings: Vec<String>,
     pub ethtool: Option<EthtoolFacts>,
+    /// `IF/gso_max_size`, `IF/gro_max_size`: the largest GSO/GRO packet the stack builds for
+    /// this interface (above 65536 = BIG TCP, kernels ≥ 6.3).
+    #[serde(default)]
+    pub gso_max_size: Option<u32>,
+    #[serde(default)]
+    pub gro_max_size: Option<u32>,
+    /// `IF/tso_max_size`: the largest TSO packet the driver accepts (kernels ≥ 6.0).
+    #[serde(default)]
+    pub tso_max_size: Option<u32>,
+    /// The IOMMU group of the PCI function, when an IOMMU is on.
+    #[serde(default)]
+    pub iommu_group: Option<IommuGroup>,
+}
+
+/// The IOMMU group of a PCI function (`DEV/iommu_group` → `/sys/kernel/iommu_groups/N`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IommuGroup {
+    pub group: String,
+    /// `type` of the group (kernels ≥ 5.11): `identity` is pass-through; `DMA` and `DMA-FQ`
+    /// translate every DMA address (strict or lazy invalidation).
+    pub domain_type: Option<String>,
+}
+
+/// Largest configuration-space image read (the PCIe extended space).
+const CONFIG_LIMIT: usize = 4096;
+
+fn read_devctl(root: &Root, dev: &str) -> Option<PcieDevCtl> {
+    root.read_bytes(&format!("{dev}/config"), CONFIG_LIMIT)
+        .ok()
+        .and_then(|b| parse_pcie_devctl(&b))
 }
 
 impl NicFacts {
@@ -234,11 +274,16 @@ impl NicFacts {
     }
 
     /// The vectors of this interface: every vector of the function except those that name a
-    /// sibling interface.
+    /// sibling interface and those no driver requested ([`IrqKind::Unrequested`]).
     pub fn own_irqs(&self) -> impl Iterator<Item = &NicIrq> {
         self.irqs
             .iter()
-            .filter(|i| i.kind != IrqKind::OtherInterface)
+            .filter(|i| !matches!(i.kind, IrqKind::OtherInterface | IrqKind::Unrequested))
+    }
+
+    /// Vectors of the function that no driver requested: listed, never placed or judged.
+    pub fn unrequested_irqs(&self) -> impl Iterator<Item = &NicIrq> {
+        self.irqs.iter().filter(|i| i.kind == IrqKind::Unrequested)
     }
 
     /// Queue (completion) vectors. When no vector's name says "queue": the vectors whose names
@@ -351,6 +396,16 @@ pub struct IrqAffinity {
     pub effective: Option<(CpuSet, String)>,
     pub hint: Option<CpuSet>,
     pub node: Option<i32>,
+    /// True when the kernel shows an effective affinity and it is empty (no CPU serves the IRQ:
+    /// nobody requested it, or it is shut down).
+    pub effective_empty: bool,
+}
+
+/// A vector no driver requested: no action name in `/proc/interrupts` (the row is absent or names
+/// no handler), not one interrupt counted, and no effective CPU shown (an empty
+/// `effective_affinity_list`; on an old kernel without the file no vector is marked).
+pub fn is_unrequested(actions: &[String], counted: u64, effective_empty: bool) -> bool {
+    actions.is_empty() && counted == 0 && effective_empty
 }
 
 /// Read the affinity of `irq` through `root`.
@@ -361,14 +416,17 @@ pub fn read_irq_affinity(root: &Root, irq: u32) -> IrqAffinity {
         &format!("{d}/smp_affinity_list"),
         &format!("{d}/smp_affinity"),
     );
-    let effective = read_set(
+    let shown = read_set(
         root,
         &format!("{d}/effective_affinity_list"),
         &format!("{d}/effective_affinity"),
-    )
-    .filter(|(s, _)| !s.is_empty())
-    .or_else(|| requested.clone());
+    );
+    let effective_empty = shown.as_ref().is_some_and(|(s, _)| s.is_empty());
+    let effective = shown
+        .filter(|(s, _)| !s.is_empty())
+        .or_else(|| requested.clone());
     IrqAffinity {
+        effective_empty,
         requested: requested.map(|r| r.0),
         effective,
         hint: root.cpu_mask_opt(&format!("{d}/affinity_hint")),
@@ -505,8 +563,20 @@ fn collect_nic(
         let upstream = is_pci_address(base(up))
             .then(|| PcieLink::read(root, up))
             .flatten();
-        PcieFacts::from_links(f, upstream)
+        let mut p = PcieFacts::from_links(f, upstream);
+        p.devctl = read_devctl(root, dev);
+        if p.upstream.is_some() {
+            p.upstream_devctl = read_devctl(root, up);
+        }
+        p
     });
+    let iommu_group = root
+        .resolve_link(&format!("{dev}/iommu_group"))
+        .ok()
+        .map(|g| IommuGroup {
+            domain_type: root.read_opt(&format!("{g}/type")),
+            group: base(&g).to_string(),
+        });
 
     // Vectors: msi_irqs, else the legacy line.
     let mut irq_numbers: Vec<u32> = root
@@ -526,19 +596,25 @@ fn collect_nic(
     let irqs = irq_numbers
         .into_iter()
         .map(|irq| {
-            let actions = interrupts
-                .and_then(|t| t.irq(irq))
-                .map(|r| r.actions.clone())
-                .unwrap_or_default();
-            let kind = classify_actions(&actions, name, &sib_refs);
+            let row = interrupts.and_then(|t| t.irq(irq));
+            let actions = row.map(|r| r.actions.clone()).unwrap_or_default();
+            let counted = row.map_or(0, |r| r.total());
             let a = read_irq_affinity(root, irq);
+            let unrequested = is_unrequested(&actions, counted, a.effective_empty);
+            let kind = if unrequested {
+                IrqKind::Unrequested
+            } else {
+                classify_actions(&actions, name, &sib_refs)
+            };
+            // an unrequested vector's requested affinity (often every CPU) serves nothing
+            let effective = a.effective.filter(|_| !unrequested);
             NicIrq {
                 irq,
                 actions,
                 kind,
                 requested: a.requested,
-                effective_source: a.effective.as_ref().map(|e| e.1.clone()),
-                effective: a.effective.map(|e| e.0),
+                effective_source: effective.as_ref().map(|e| e.1.clone()),
+                effective: effective.map(|e| e.0),
                 affinity_hint: a.hint,
                 node: a.node,
             }
@@ -604,6 +680,10 @@ fn collect_nic(
         tx_queues,
         siblings,
         ethtool: collect_ethtool(root, name),
+        gso_max_size: root.parse_opt(&format!("{net}/gso_max_size")),
+        gro_max_size: root.parse_opt(&format!("{net}/gro_max_size")),
+        tso_max_size: root.parse_opt(&format!("{net}/tso_max_size")),
+        iommu_group,
     }
 }
 
@@ -755,6 +835,59 @@ mod tests {
         );
         // no affinity files at all: unknown
         assert_eq!(n.irqs[0].effective, None);
+    }
+
+    #[test]
+    fn vectors_no_driver_requested_are_listed_but_not_the_interfaces() {
+        // an ice function with two queue vectors and two vectors reserved for an RDMA driver
+        // that never requested them: no row in /proc/interrupts, empty effective list,
+        // smp_affinity_list every CPU
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let dev = d.join("sys/devices/pci0000:80/0000:80:02.0/0000:81:00.0");
+        std::fs::create_dir_all(dev.join("net/ens1f0")).unwrap();
+        std::fs::create_dir_all(dev.join("msi_irqs")).unwrap();
+        for i in ["200", "201", "202", "203", "204"] {
+            std::fs::write(dev.join("msi_irqs").join(i), "msix\n").unwrap();
+        }
+        std::fs::create_dir_all(d.join("sys/class/net")).unwrap();
+        std::os::unix::fs::symlink(
+            "../../devices/pci0000:80/0000:80:02.0/0000:81:00.0/net/ens1f0",
+            d.join("sys/class/net/ens1f0"),
+        )
+        .unwrap();
+        for (irq, eff) in [
+            ("200", "16"),
+            ("201", "17"),
+            ("202", "18"),
+            ("203", ""),
+            ("204", ""),
+        ] {
+            let p = d.join("proc/irq").join(irq);
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(p.join("smp_affinity_list"), "0-31\n").unwrap();
+            std::fs::write(p.join("effective_affinity_list"), format!("{eff}\n")).unwrap();
+        }
+        let ints = Interrupts::parse(
+            "CPU0 CPU1\n 200: 0 9 IR-PCI-MSIX-0000:81:00.0 0-edge ice-0000:81:00.0:misc\n 201: 5 7 IR-PCI-MSIX-0000:81:00.0 1-edge ice-ens1f0-TxRx-0\n 202: 3 4 IR-PCI-MSIX-0000:81:00.0 2-edge ice-ens1f0-TxRx-1\n",
+        )
+        .unwrap();
+        let all = collect_nics(&Root::new(d), Some(&ints));
+        let n = &all[0];
+        assert_eq!(n.irqs.len(), 5);
+        let own: Vec<u32> = n.own_irqs().map(|i| i.irq).collect();
+        assert_eq!(own, [200, 201, 202]);
+        let unreq: Vec<u32> = n.unrequested_irqs().map(|i| i.irq).collect();
+        assert_eq!(unreq, [203, 204]);
+        // their smp_affinity_list (every CPU) is not taken as CPUs serving them
+        assert_eq!(n.irqs[3].effective, None);
+        assert_eq!(n.irqs[3].requested.as_ref().unwrap().to_string(), "0-31");
+        assert_eq!(n.irq_cpus().to_string(), "16-18");
+        assert_eq!(n.queue_irq_cpus().to_string(), "17-18");
+        assert!(is_unrequested(&[], 0, true));
+        assert!(!is_unrequested(&[], 3, true));
+        assert!(!is_unrequested(&["x".into()], 0, true));
+        assert!(!is_unrequested(&[], 0, false));
     }
 
     #[test]

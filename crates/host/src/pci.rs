@@ -230,3 +230,96 @@ mod tests {
         );
     }
 }
+
+/// Payload and read-request sizes of a PCIe function, from the PCI Express capability of its
+/// configuration space (Device Capabilities and Device Control registers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PcieDevCtl {
+    /// Max_Payload_Size in force (Device Control bits 7:5), bytes.
+    pub mps: u32,
+    /// Max_Payload_Size the function supports (Device Capabilities bits 2:0), bytes.
+    pub mps_supported: u32,
+    /// Max_Read_Request_Size in force (Device Control bits 14:12), bytes.
+    pub mrrs: u32,
+    /// Byte offset of the PCI Express capability (what `setpci CAP_EXP` addresses).
+    pub cap_offset: u16,
+}
+
+/// Find the PCI Express capability (id 0x10) in a configuration-space image (`DEV/config`) and
+/// read its payload and read-request sizes. `None` when the image is too short (an unprivileged
+/// read returns only the 64-byte header), has no capability list, or loops.
+pub fn parse_pcie_devctl(config: &[u8]) -> Option<PcieDevCtl> {
+    const STATUS_CAP_LIST: u8 = 0x10;
+    if config.len() < 64 || config[0x06] & STATUS_CAP_LIST == 0 {
+        return None;
+    }
+    let mut at = (config[0x34] & 0xfc) as usize;
+    for _ in 0..48 {
+        if at < 0x40 || at + 12 > config.len() {
+            return None;
+        }
+        if config[at] == 0x10 {
+            let u16_at = |o: usize| u16::from_le_bytes([config[o], config[o + 1]]);
+            let devcap = u32::from_le_bytes([
+                config[at + 4],
+                config[at + 5],
+                config[at + 6],
+                config[at + 7],
+            ]);
+            let devctl = u16_at(at + 8);
+            let size = |code: u32| 128u32 << code.min(5);
+            return Some(PcieDevCtl {
+                mps: size(((devctl >> 5) & 7) as u32),
+                mps_supported: size(devcap & 7),
+                mrrs: size(((devctl >> 12) & 7) as u32),
+                cap_offset: at as u16,
+            });
+        }
+        at = (config[at + 1] & 0xfc) as usize;
+        if at == 0 {
+            return None;
+        }
+    }
+    None
+}
+
+/// A configuration-space image with a PCI Express capability at 0x70 holding these sizes (for
+/// tests and modelled host trees).
+pub fn config_image(mps: u32, mps_supported: u32, mrrs: u32) -> Vec<u8> {
+    let code = |b: u32| (b / 128).trailing_zeros();
+    let mut c = vec![0u8; 256];
+    c[0x06] = 0x10; // capability list present
+    c[0x34] = 0x70;
+    c[0x70] = 0x10; // PCI Express
+    c[0x71] = 0x00; // last capability
+    c[0x74..0x78].copy_from_slice(&code(mps_supported).to_le_bytes());
+    let ctl = ((code(mps) << 5) | (code(mrrs) << 12)) as u16;
+    c[0x78..0x7a].copy_from_slice(&ctl.to_le_bytes());
+    c
+}
+
+#[cfg(test)]
+mod devctl_tests {
+    use super::*;
+
+    #[test]
+    fn payload_and_read_request_from_config_space() {
+        let d = parse_pcie_devctl(&config_image(256, 512, 512)).unwrap();
+        assert_eq!(
+            (d.mps, d.mps_supported, d.mrrs, d.cap_offset),
+            (256, 512, 512, 0x70)
+        );
+        let d = parse_pcie_devctl(&config_image(128, 256, 4096)).unwrap();
+        assert_eq!((d.mps, d.mrrs), (128, 4096));
+        // the 64-byte header an unprivileged read gets, no capability list, a looping list
+        assert_eq!(parse_pcie_devctl(&config_image(256, 256, 512)[..64]), None);
+        let mut c = config_image(256, 256, 512);
+        c[0x06] = 0;
+        assert_eq!(parse_pcie_devctl(&c), None);
+        let mut c = config_image(256, 256, 512);
+        c[0x70] = 0x05; // MSI, pointing at itself
+        c[0x71] = 0x70;
+        assert_eq!(parse_pcie_devctl(&c), None);
+        assert_eq!(parse_pcie_devctl(&[]), None);
+    }
+}

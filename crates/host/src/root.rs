@@ -236,7 +236,7 @@ impl Root {
 
     /// Read a whole file as text (at most [`MAX_READ`] bytes).
     pub fn read(&self, host_path: &str) -> Result<String, RootError> {
-        let bytes = match self.read_bytes(host_path) {
+        let bytes = match self.read_capped(host_path, MAX_READ, true) {
             Ok(b) => b,
             Err(e) => {
                 self.note(|r| {
@@ -253,16 +253,36 @@ impl Root {
         })
     }
 
-    fn read_bytes(&self, host_path: &str) -> Result<Vec<u8>, RootError> {
+    /// Read a whole binary file (PCI configuration space), at most `limit` bytes: a longer
+    /// file is cut at `limit` (config space readers ask for a prefix).
+    pub fn read_bytes(&self, host_path: &str, limit: usize) -> Result<Vec<u8>, RootError> {
+        let bytes = match self.read_capped(host_path, (limit as u64).min(MAX_READ), false) {
+            Ok(b) => b,
+            Err(e) => {
+                self.note(|r| {
+                    r.failed.insert(host_path.to_string());
+                });
+                return Err(e);
+            }
+        };
+        self.note(|r| {
+            r.files.insert(host_path.to_string(), bytes.clone());
+        });
+        Ok(bytes)
+    }
+
+    /// Read at most `max` bytes of `host_path` beneath the root; with `whole`, a longer file
+    /// is an error ([`RootError::TooLarge`]) instead of a prefix.
+    fn read_capped(&self, host_path: &str, max: u64, whole: bool) -> Result<Vec<u8>, RootError> {
         let f = self.open(host_path, OFlags::RDONLY)?;
         let mut bytes = Vec::new();
-        f.take(MAX_READ + 1)
+        f.take(max + u64::from(whole))
             .read_to_end(&mut bytes)
             .map_err(|e| self.io(host_path, e))?;
-        if bytes.len() as u64 > MAX_READ {
+        if whole && bytes.len() as u64 > max {
             return Err(RootError::TooLarge {
                 path: host_path.to_string(),
-                max: MAX_READ,
+                max,
             });
         }
         Ok(bytes)

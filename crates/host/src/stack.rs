@@ -139,6 +139,9 @@ pub struct StackFacts {
     pub tcp_sack: Option<u32>,
     pub tcp_window_scaling: Option<u32>,
     pub tcp_slow_start_after_idle: Option<u32>,
+    /// `net.core.rps_sock_flow_entries`: the global flow table of RFS (0 = RFS off).
+    #[serde(default)]
+    pub rps_sock_flow_entries: Option<u64>,
     /// Per-CPU softnet counters; `None` when the file is missing or unreadable.
     pub softnet: Option<Vec<SoftnetCpu>>,
     pub tcp: Option<TcpCounters>,
@@ -177,6 +180,10 @@ pub mod paths {
     pub const NETDEV_BUDGET: &str = "/proc/sys/net/core/netdev_budget";
     pub const NETDEV_BUDGET_USECS: &str = "/proc/sys/net/core/netdev_budget_usecs";
     pub const TCP_MTU_PROBING: &str = "/proc/sys/net/ipv4/tcp_mtu_probing";
+    pub const TCP_TIMESTAMPS: &str = "/proc/sys/net/ipv4/tcp_timestamps";
+    pub const TCP_SACK: &str = "/proc/sys/net/ipv4/tcp_sack";
+    pub const TCP_WINDOW_SCALING: &str = "/proc/sys/net/ipv4/tcp_window_scaling";
+    pub const RPS_SOCK_FLOW_ENTRIES: &str = "/proc/sys/net/core/rps_sock_flow_entries";
     pub const SOFTNET_STAT: &str = "/proc/net/softnet_stat";
     pub const SNMP: &str = "/proc/net/snmp";
     pub const PROC_COMM: &str = "/proc/*/comm";
@@ -221,10 +228,11 @@ pub fn collect_stack(root: &Root, online: Option<&CpuSet>) -> StackFacts {
         netdev_budget: root.parse_opt(NETDEV_BUDGET),
         netdev_budget_usecs: root.parse_opt(NETDEV_BUDGET_USECS),
         tcp_mtu_probing: root.parse_opt(TCP_MTU_PROBING),
-        tcp_timestamps: root.parse_opt("/proc/sys/net/ipv4/tcp_timestamps"),
-        tcp_sack: root.parse_opt("/proc/sys/net/ipv4/tcp_sack"),
-        tcp_window_scaling: root.parse_opt("/proc/sys/net/ipv4/tcp_window_scaling"),
+        tcp_timestamps: root.parse_opt(TCP_TIMESTAMPS),
+        tcp_sack: root.parse_opt(TCP_SACK),
+        tcp_window_scaling: root.parse_opt(TCP_WINDOW_SCALING),
         tcp_slow_start_after_idle: root.parse_opt("/proc/sys/net/ipv4/tcp_slow_start_after_idle"),
+        rps_sock_flow_entries: root.parse_opt(RPS_SOCK_FLOW_ENTRIES),
         softnet: root
             .read(SOFTNET_STAT)
             .ok()

@@ -77,6 +77,12 @@ pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostV
         hostname: facts.hostname.clone(),
         live: root.is_live(),
         layout: CpuLayout::from_facts(facts),
+        instance: facts
+            .platform
+            .product_name
+            .as_deref()
+            .and_then(|p| wirespeed_doctor::rate::instance_rate(p).map(|r| (p.to_string(), r))),
+        cstates: facts.cpu.cstates.clone(),
         ..HostView::default()
     };
     for c in &facts.cpu.cpus {
@@ -231,12 +237,14 @@ pub fn findings(
     iface: Option<&str>,
     app_cpus: Option<&CpuSet>,
     rtt_ms: f64,
+    rate_mbps: Option<u64>,
 ) -> Vec<FindingView> {
     let pci = iface.is_none_or(|i| facts.nic(i).is_some());
     let opts = wirespeed_doctor::Options {
         iface: if pci { iface.map(str::to_string) } else { None },
         app_cpus: app_cpus.cloned(),
         rtt_ms,
+        rate_mbps,
     };
     match wirespeed_doctor::diagnose(facts, &opts) {
         Ok(list) => list
@@ -246,6 +254,7 @@ pub fn findings(
                 id: f.id,
                 summary: f.summary,
                 fix: f.fix,
+                writes: f.writes,
             })
             .collect(),
         Err(_) => Vec::new(),

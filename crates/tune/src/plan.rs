@@ -136,6 +136,10 @@ pub struct Plan {
     /// a post-boot script must set again (IRQ placement and governors do not survive a reboot).
     #[serde(default)]
     pub boot: Vec<Step>,
+    /// Where to run the application, when the CPUs given are on another NUMA node than the
+    /// NIC: the plan's first line, and the app CPUs the plan was made for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_app: Option<String>,
 }
 
 impl Plan {
@@ -153,6 +157,7 @@ impl Plan {
             steps: Vec::new(),
             notes: Vec::new(),
             boot: Vec::new(),
+            run_app: None,
         }
     }
 
@@ -170,6 +175,9 @@ impl Plan {
     /// The plan as a readable table.
     pub fn render_text(&self) -> String {
         let mut out = String::new();
+        if let Some(line) = &self.run_app {
+            let _ = writeln!(out, "FIRST: {line}");
+        }
         let host = self.hostname.as_deref().unwrap_or("host");
         let _ = writeln!(out, "tune plan for {host} (root {})", self.root);
         for c in &self.context {
@@ -250,6 +258,9 @@ impl Plan {
         out.push_str("#!/bin/sh\n");
         let host = self.hostname.as_deref().unwrap_or("this host");
         let _ = writeln!(out, "# wirespeed tune plan for {host}");
+        if let Some(line) = &self.run_app {
+            let _ = writeln!(out, "# FIRST: {line}");
+        }
         for c in &self.context {
             let _ = writeln!(out, "#   {c}");
         }

@@ -20,6 +20,12 @@
 //! - Interrupt coalescing only as requested (`--adaptive-rx`, `--rx-usecs`, `--tx-usecs`): a
 //!   low-latency setting cannot be told from a bad one, so no finding asks for it. Unknown (no
 //!   step, a note) when the NIC did not answer `ETHTOOL_GCOALESCE`.
+//! - Doctor's file writes for `tcp-options-off`, `txqueuelen-short`, `arfs-off`; deep C-states
+//!   off (`cstates-deep`) on the CPUs that serve the NIC after the IRQ moves; rings by doctor's
+//!   `ring-below-max` rule.
+//! - Socket buffers sized for `--rate`, else the link speed, else the instance type's rate.
+//! - An app on another NUMA node than the NIC: the plan's first line says where to run it, and
+//!   the plan is made for the app there (no dead end).
 //! - Notes for findings software cannot fix (a PCIe link, a temperature) or the plan leaves.
 
 use std::collections::BTreeSet;
@@ -50,8 +56,12 @@ pub mod ids {
     pub const QDISC: &str = "default-qdisc-not-fq";
     /// `tcp_mtu_probing` is off with a jumbo MTU.
     pub const MTU_PROBING: &str = "tcp-mtu-probing-off";
-    /// NIC rings below the driver's maximum (live hosts).
-    pub const RING: &str = "nic-ring-below-max";
+    /// IRQ placement for the application moved to the NIC's NUMA node (the plan's first line);
+    /// doctor, run with the CPUs the user gave, cannot confirm it.
+    pub const APP_ON_NIC_NODE: &str = "app-on-nic-node";
+    /// NIC rings below the driver's maximum (doctor's `ring-below-max`).
+    pub use wirespeed_doctor::ids::RING_BELOW_MAX as RING;
+    pub use wirespeed_doctor::ids::{ARFS_OFF, CSTATES_DEEP, TCP_OPTIONS_OFF, TXQUEUELEN_SHORT};
 }
 
 /// Groups of settings, to restrict a plan (`--only`).
@@ -97,6 +107,9 @@ pub struct PlanOptions {
     pub root: String,
     pub app_cpus: Option<CpuSet>,
     pub rtt_ms: f64,
+    /// The rate wanted from the path, Mbit/s (`--rate`): buffers are sized for it; else the link
+    /// speed, else the instance type's advertised rate.
+    pub rate_mbps: Option<u64>,
     pub irq: Option<IrqPolicy>,
     /// Let `--irq-cpus` include app CPUs.
     pub allow_irq_on_app_cpus: bool,
@@ -116,6 +129,7 @@ impl PlanOptions {
             root: root.to_string(),
             app_cpus: None,
             rtt_ms: 10.0,
+            rate_mbps: None,
             irq: None,
             allow_irq_on_app_cpus: false,
             mtu: None,
@@ -308,6 +322,19 @@ pub fn plan(view: &HostView, opts: &PlanOptions) -> Result<Plan, PlanError> {
             });
         }
     }
+    // The app on another NUMA node than the NIC: say where to run it, and plan for that.
+    let moved = relocate_app(view, opts);
+    let moved_opts;
+    let opts = match &moved {
+        Some(m) => {
+            moved_opts = PlanOptions {
+                app_cpus: Some(m.cpus.clone()),
+                ..opts.clone()
+            };
+            &moved_opts
+        }
+        None => opts,
+    };
     let mut b = Builder {
         view,
         opts,
@@ -317,6 +344,9 @@ pub fn plan(view: &HostView, opts: &PlanOptions) -> Result<Plan, PlanError> {
     b.plan.iface = view.nic.as_ref().map(|n| n.name.clone());
     b.plan.app_cpus = opts.app_cpus.clone();
     b.plan.rtt_ms = opts.rtt_ms;
+    if let Some(m) = &moved {
+        b.plan.run_app = Some(m.line.clone());
+    }
     context(&mut b);
 
     let irq_cpus = irq_targets(&mut b)?;
@@ -347,6 +377,7 @@ pub fn plan(view: &HostView, opts: &PlanOptions) -> Result<Plan, PlanError> {
     if b.on(Category::Coalesce) {
         coalesce(&mut b);
     }
+    doctor_writes(&mut b);
     leftover_notes(&mut b);
     // what no setting can fix comes first
     let hardware = |n: &Note| {
@@ -360,6 +391,61 @@ pub fn plan(view: &HostView, opts: &PlanOptions) -> Result<Plan, PlanError> {
         persist(&mut b);
     }
     Ok(b.plan)
+}
+
+/// Where to run an application that the user placed on another NUMA node than the NIC.
+struct AppMove {
+    /// The CPUs the plan assumes for the application: as many as were given, on the NIC's
+    /// node, one per core first.
+    cpus: CpuSet,
+    /// The first line of the plan.
+    line: String,
+}
+
+/// When every app CPU is on another NUMA node than the NIC (Red Hat's "most expensive mistake":
+/// each packet crosses the inter-socket link), the CPUs on the NIC's node to run the
+/// application on instead.
+fn relocate_app(view: &HostView, opts: &PlanOptions) -> Option<AppMove> {
+    let app = opts.app_cpus.as_ref()?;
+    let layout = &view.layout;
+    if !layout.multi_node() {
+        return None;
+    }
+    let nic = view.nic.as_ref()?;
+    let node = nic.numa_node?;
+    let node_cpus = layout.numa_nodes.get(&node)?;
+    if node_cpus.is_empty() || app.intersects(node_cpus) {
+        return None;
+    }
+    // one CPU per core first (an SMT sibling shares the core's caches and execution units)
+    let mut pick = CpuSet::new();
+    for c in node_cpus.iter() {
+        if pick.len() >= app.len() {
+            break;
+        }
+        let sibs = layout.with_siblings(&CpuSet::from_cpus([c]));
+        if !sibs.intersects(&pick) {
+            pick.insert(c);
+        }
+    }
+    for c in node_cpus.iter() {
+        if pick.len() >= app.len() {
+            break;
+        }
+        pick.insert(c);
+    }
+    let app_nodes: BTreeSet<u32> = app.iter().filter_map(|c| layout.node_of(c)).collect();
+    let from = app_nodes
+        .iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let first = pick.first().unwrap_or(0);
+    let line = format!(
+        "run the application on {}'s NUMA node {node} (CPUs {node_cpus}), not on CPUs {app} (node {from}): e.g. --app-cpus {pick}, `wirespeed -c HOST -A {first}` or `wirespeed -c HOST --cpus {pick}`, `iperf3 -A {first}`, or `numactl --cpunodebind={node} --membind={node} -- APP`; this plan places the IRQs for the application on CPUs {pick}",
+        nic.name
+    );
+    Some(AppMove { cpus: pick, line })
 }
 
 fn context(b: &mut Builder<'_>) {
@@ -555,6 +641,13 @@ fn place_irqs(b: &mut Builder<'_>, targets: Option<&CpuSet>) -> CpuSet {
         } else {
             REQUESTED
         };
+        // placement for an application the plan moved to the NIC's node answers no finding
+        // doctor reports for the CPUs the user gave
+        let finding = if b.plan.run_app.is_some() && finding != REQUESTED && !v.has(finding) {
+            ids::APP_ON_NIC_NODE
+        } else {
+            finding
+        };
         if irq.kind == VectorKind::Queue && irq.requested != new {
             moved_queue += 1;
         }
@@ -610,13 +703,21 @@ fn place_irqs(b: &mut Builder<'_>, targets: Option<&CpuSet>) -> CpuSet {
 fn stack(b: &mut Builder<'_>) {
     let v = b.view;
     let s = &v.stack;
-    let speed = v.nic.as_ref().and_then(|n| n.speed_mbps);
-    match speed {
-        Some(speed) => {
+    let nic_speed = v.nic.as_ref().and_then(|n| n.speed_mbps);
+    let basis = match (b.opts.rate_mbps, nic_speed, &v.instance) {
+        (Some(r), _, _) => Some((r, "--rate".to_string())),
+        (None, Some(s), _) => Some((s, "link speed".to_string())),
+        (None, None, Some((p, r))) if v.nic.is_some() => {
+            Some((*r, format!("instance type {p}: no link speed")))
+        }
+        _ => None,
+    };
+    match basis {
+        Some((speed, whence)) => {
             let target = buffer_target(speed, b.opts.rtt_ms);
             let bdp = sizing::bdp_bytes(speed, b.opts.rtt_ms);
             let why = format!(
-                "2 x BDP (BDP = {} x {} ms = {} MB) rounded up to a power of two: {}",
+                "2 x BDP (BDP = {} ({whence}) x {} ms = {} MB) rounded up to a power of two: {}",
                 fmt_mbps(speed),
                 b.opts.rtt_ms,
                 format_mb(bdp),
@@ -657,7 +758,7 @@ fn stack(b: &mut Builder<'_>) {
             if v.has(ids::SOCKET_BUFFERS_SMALL) || v.nic.is_some() {
                 b.note(
                     Some(ids::SOCKET_BUFFERS_SMALL),
-                    "the link speed is unknown (the link is down, or a virtual NIC does not report one), so socket buffers are not sized".into(),
+                    "the link speed is unknown (the link is down, or a virtual NIC does not report one) and DMI names no known instance type, so socket buffers are not sized; pass --rate (e.g. --rate 50G) to size them for the rate wanted".into(),
                 );
             }
         }
@@ -817,9 +918,33 @@ fn link(b: &mut Builder<'_>) {
     }
 }
 
+/// `cstates-deep`: the deep idle states off on the CPUs that serve the NIC after the IRQ moves
+/// and on the app CPUs, by doctor's rule ([`wirespeed_doctor::knobs::cstate_writes`]).
+fn cstates(b: &mut Builder<'_>, cpus: &CpuSet) {
+    if !b.view.has(ids::CSTATES_DEEP) {
+        return;
+    }
+    for w in wirespeed_doctor::knobs::cstate_writes(&b.view.cstates, cpus) {
+        let change = Change::Write {
+            path: w.path.clone(),
+            form: Form::Words,
+            value: w.value.clone(),
+        };
+        b.push(
+            ids::CSTATES_DEEP,
+            w.what,
+            w.path,
+            w.current,
+            w.value,
+            change,
+        );
+    }
+}
+
 fn governor(b: &mut Builder<'_>, handling: &CpuSet) {
     let v = b.view;
     let cpus = handling.union(&b.opts.app_cpus.clone().unwrap_or_default());
+    cstates(b, &cpus);
     let mut done: Vec<String> = Vec::new();
     let mut missing = CpuSet::new();
     let mut unavailable = CpuSet::new();
@@ -897,11 +1022,12 @@ fn ring(b: &mut Builder<'_>) {
     let Some(r) = nic.ring else {
         return;
     };
-    if nic.speed_mbps.unwrap_or(0) < 25_000 {
+    // doctor's rule (ring-below-max): 10 Gbit/s and faster, or a speed nobody reports
+    if nic.speed_mbps.is_some_and(|s| s < 10_000) {
         return;
     }
-    let rx = r.rx_max.min(8192).max(r.rx);
-    let tx = r.tx_max.min(8192).max(r.tx);
+    let rx = sizing::ring_target(r.rx, r.rx_max);
+    let tx = sizing::ring_target(r.tx, r.tx_max);
     let change = Change::Ring {
         iface: nic.name.clone(),
         rx,
@@ -909,10 +1035,10 @@ fn ring(b: &mut Builder<'_>) {
     };
     b.push(
         ids::RING,
-        format!(
-            "deeper rings absorb bursts at {}",
-            fmt_mbps(nic.speed_mbps.unwrap_or(0))
-        ),
+        match nic.speed_mbps {
+            Some(s) => format!("deeper rings absorb bursts at {}", fmt_mbps(s)),
+            None => "deeper rings absorb bursts".into(),
+        },
         format!("ethtool -G {}", nic.name),
         format!("rx {} tx {}", r.rx, r.tx),
         format!("rx {rx} tx {tx}"),
@@ -954,6 +1080,48 @@ fn coalesce(b: &mut Builder<'_>) {
         want.ethtool_args(),
         change,
     );
+}
+
+/// The findings whose fix is a kernel file write that doctor computed (TCP options, transmit
+/// queue length, RFS tables, C-states): exactly those writes, in the category they belong to.
+/// A path another step already sets (`--txqueuelen`) is left to that step.
+fn doctor_writes(b: &mut Builder<'_>) {
+    let findings = b.view.findings.clone();
+    for f in findings {
+        let cat = match f.id.as_str() {
+            ids::TCP_OPTIONS_OFF | ids::ARFS_OFF => Category::Stack,
+            ids::TXQUEUELEN_SHORT => Category::Link,
+            _ => continue,
+        };
+        if !b.on(cat) {
+            continue;
+        }
+        for w in &f.writes {
+            let taken = b
+                .plan
+                .boot
+                .iter()
+                .chain(&b.plan.steps)
+                .any(|s| s.change.path().as_deref() == Some(w.path.as_str()));
+            if taken {
+                continue;
+            }
+            let setting = crate::value::sysctl_key(&w.path).unwrap_or_else(|| w.path.clone());
+            let change = Change::Write {
+                path: w.path.clone(),
+                form: Form::Words,
+                value: w.value.clone(),
+            };
+            b.push(
+                &f.id,
+                w.what.clone(),
+                setting,
+                w.current.clone(),
+                w.value.clone(),
+                change,
+            );
+        }
+    }
 }
 
 /// Notes for the findings no step addresses.

@@ -110,6 +110,9 @@ pub struct FindingView {
     pub summary: String,
     /// The fix as doctor gives it (commands or advice).
     pub fix: Vec<String>,
+    /// The kernel files doctor's fix writes (tune applies exactly these).
+    #[serde(default)]
+    pub writes: Vec<wirespeed_doctor::FileWrite>,
 }
 
 /// Everything the planner reads.
@@ -127,6 +130,13 @@ pub struct HostView {
     pub nic: Option<NicView>,
     /// The doctor's findings for this host with the same interface, app CPUs and RTT.
     pub findings: Vec<FindingView>,
+    /// The cloud instance type DMI names and its advertised rate in Mbit/s, when doctor's table
+    /// knows it (sizes buffers for a NIC that reports no speed).
+    #[serde(default)]
+    pub instance: Option<(String, u64)>,
+    /// The CPUs' idle states (`cpuidle/stateK`), for `cstates-deep`.
+    #[serde(default)]
+    pub cstates: Vec<wirespeed_host::cpu::CState>,
 }
 
 impl HostView {

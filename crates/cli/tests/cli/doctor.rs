@@ -127,6 +127,8 @@ fn bad_input_gets_one_line_and_its_exit_code() {
         (&["doctor", "--root", &crow, "--app-cpus", "x"], 2),
         (&["doctor", "--root", &crow, "--rtt", "0"], 2),
         (&["doctor", "--root", &crow, "--rtt", "-3"], 2),
+        (&["doctor", "--root", &crow, "--rate", "fast"], 2),
+        (&["doctor", "--root", &crow, "--rate", "0"], 2),
         (&["doctor", "--root", "/nonexistent/tree"], 7),
         (&["doctor", "--snapshot", "/nonexistent/x.tar.gz"], 7),
         (&["doctor", "--root", &crow, "--snapshot", "x.tar.gz"], 2),
@@ -212,11 +214,24 @@ fn snapshot_of_a_fixture_reads_the_same_as_the_tree() {
     assert!(s.dir().join("proc/41877/comm").is_file());
     assert!(!s.dir().join("proc/41877/cmdline").exists());
     assert!(!s.dir().join("proc/41877/status").exists());
-    assert!(!s.dir().join("proc/cmdline").exists());
-    // only what doctor reads: no /proc/stat, no interface statistics, no DMI strings
+    // the kernel command line is read (iommu=pt decides iommu-translated)
+    assert!(s.dir().join("proc/cmdline").is_file());
+    // only what doctor reads: no /proc/stat, no interface statistics, of DMI only the product
+    // name and vendor (an instance type), never serial numbers or UUIDs
     assert!(!s.dir().join("proc/stat").exists());
     assert!(!s.dir().join("proc/uptime").exists());
-    assert!(!s.dir().join("sys/class/dmi").exists());
+    for f in [
+        "product_serial",
+        "product_uuid",
+        "board_serial",
+        "chassis_serial",
+    ] {
+        assert!(!s.dir().join("sys/class/dmi/id").join(f).exists(), "{f}");
+        assert!(
+            !s.dir().join("sys/devices/virtual/dmi/id").join(f).exists(),
+            "{f}"
+        );
+    }
     assert!(!s
         .dir()
         .join("sys/devices/pci0000:00/0000:00:01.1/0000:01:00.0/net/enp1s0f0np0/statistics")
@@ -389,4 +404,47 @@ fn an_interrupted_snapshot_unpack_leaves_nothing_behind() {
     drop(gz);
     assert_eq!(status.signal(), Some(15), "{status:?}");
     assert!(unpacked().is_empty(), "left behind: {:?}", unpacked());
+}
+
+#[test]
+fn a_vm_nic_without_speed_is_checked_against_rate_or_instance_type_and_says_which() {
+    let aws = host("aws-c5n-ena");
+    // the instance type DMI names: 100 Gbit/s, said in the notes
+    let o = doctor(&aws, "ens5", "50", &[]);
+    assert_eq!(code(&o), 1);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("socket-buffers-small"), "{text}");
+    assert!(
+        text.contains("notes:\n  ens5: the driver reports no link speed; sizing for 100 Gbit/s from the instance type c5n.18xlarge"),
+        "{text}"
+    );
+    // --rate 50G: sized for 50 Gbit/s, shown in the header and the JSON options
+    let o = doctor(&aws, "ens5", "50", &["--rate", "50G", "--json"]);
+    let r = json(&o);
+    assert_eq!(r["options"]["rate_mbps"], 50_000);
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "socket-buffers-small")
+        .unwrap();
+    assert_eq!(f["evidence"][0]["value"], "50 Gbit/s");
+    assert_eq!(f["evidence"][0]["source"], "--rate");
+    assert_eq!(r["notes"], serde_json::json!([]));
+    // the ice host: vectors never requested are listed, and no irq-numa-remote
+    let ice = host("ice-e810-2s-xeon");
+    let o = doctor(&ice, "ens5f0np0", "24", &["--json"]);
+    let r = json(&o);
+    assert!(!ids(&r).contains(&"irq-numa-remote".to_string()));
+    let notes = r["notes"].as_array().unwrap();
+    assert!(notes
+        .iter()
+        .any(|n| n.as_str().unwrap().contains("never requested by a driver")));
+    let kinds: Vec<&str> = r["facts"]["nics"][0]["irqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "unrequested").count(), 16);
 }

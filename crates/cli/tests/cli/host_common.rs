@@ -128,6 +128,7 @@ pub fn doctor_ids(tree: &Path, iface: &str, app: &str, rtt_ms: f64) -> Vec<Strin
         iface: Some(iface.to_string()),
         app_cpus: Some(CpuSet::parse_list(app).unwrap()),
         rtt_ms,
+        rate_mbps: None,
     };
     wirespeed_doctor::diagnose(&facts, &opts)
         .unwrap()

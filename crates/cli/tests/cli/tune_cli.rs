@@ -270,3 +270,74 @@ fn a_snapshot_plans_like_its_tree_and_cannot_be_applied() {
     let o = run(&["tune", "--snapshot", snap, "--apply"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+#[test]
+fn an_app_on_the_other_node_gets_a_plan_whose_first_line_says_where_to_run_it() {
+    let ice = fixtures().join("ice-e810-2s-xeon").display().to_string();
+    let o = tune(
+        &ice,
+        &[
+            "--iface",
+            "ens5f0np0",
+            "--app-cpus",
+            "2",
+            "--irq-policy",
+            "l3",
+            "--only",
+            "irq",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with("FIRST: run the application on ens5f0np0's NUMA node 1 (CPUs 16-31,48-63), not on CPUs 2 (node 0): e.g. --app-cpus 16"),
+        "{out}"
+    );
+    assert!(first.contains("-A 16"), "{first}");
+    // IRQs placed for the app on CPU 16: the queue vector on CPU 16 moves, none lands on 16 or
+    // its SMT sibling 48, and no step touches a vector no driver requested (217-232)
+    assert!(out.contains("IRQ CPUs 17-31,49-63"), "{out}");
+    assert!(out.contains("/proc/irq/201/smp_affinity_list"), "{out}");
+    for irq in 217..233 {
+        assert!(!out.contains(&format!("/proc/irq/{irq}/")), "{out}");
+    }
+}
+
+#[test]
+fn vectors_no_driver_requested_are_never_in_a_plan() {
+    let bnxt = fixtures().join("bnxt-57508-epyc").display().to_string();
+    for app in ["20", "6"] {
+        let o = tune(
+            &bnxt,
+            &["--iface", "ens2f0np0", "--app-cpus", app, "--emit-script"],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        // the queue vectors are placed (the script holds the whole wanted state, one
+        // `set_irq NAME NUMBER CPUS` line per IRQ) ...
+        assert!(out.contains("set_irq ens2f0np0-TxRx-0 120 "), "{out}");
+        // ... the vectors reserved for bnxt_re never
+        for irq in 128..137 {
+            assert!(!out.contains(&format!(" {irq} ")), "app {app}: {out}");
+            assert!(!out.contains(&format!("IRQ {irq} ")), "app {app}: {out}");
+        }
+        // nor in the plan's steps
+        let o = tune(
+            &bnxt,
+            &["--iface", "ens2f0np0", "--app-cpus", app, "--json"],
+        );
+        let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let irqs: Vec<u64> = plan["boot"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["change"]["irq"].as_u64())
+            .collect();
+        assert!(!irqs.is_empty(), "app {app}: {plan}");
+        assert!(
+            irqs.iter().all(|i| (120..128).contains(i)),
+            "app {app}: {irqs:?}"
+        );
+    }
+}

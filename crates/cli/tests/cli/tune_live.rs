@@ -355,3 +355,77 @@ fn a_coalesce_step_the_driver_refuses_is_not_supported_and_the_plan_goes_on() {
     assert!(r.complete(), "{r:#?}");
     assert_eq!(fs::read_to_string(&value).unwrap(), "1\n");
 }
+
+/// Doctor's file writes go through tune's journal for real: in a namespace of its own (where
+/// `net.ipv4.tcp_sack` is the namespace's, not the host's) SACK is switched off, doctor reports
+/// `tcp-options-off` with the write, tune applies exactly that write and revert puts it back.
+#[test]
+fn doctors_tcp_option_write_applies_and_reverts_in_a_namespace() {
+    let me = "doctors_tcp_option_write_applies_and_reverts_in_a_namespace";
+    let Some(ns) = veth_netns(me, "wsd4tcp") else {
+        return;
+    };
+    const SACK: &str = "/proc/sys/net/ipv4/tcp_sack";
+    let host_before = fs::read_to_string(SACK).unwrap_or_default();
+    let o = in_ns(&ns.0, &["sysctl", "-q", "-w", "net.ipv4.tcp_sack=0"]);
+    if !o.status.success() {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{me}: sysctl failed: {err}"
+        );
+        eprintln!(
+            "SKIP: {me} because sysctl in the namespace failed: {}",
+            err.trim()
+        );
+        return;
+    }
+    assert_eq!(read_in_ns(&ns.0, SACK), "0");
+
+    let o = in_ns(&ns.0, &[bin(), "doctor", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let f = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "tcp-options-off")
+        .unwrap_or_else(|| panic!("{me}: no tcp-options-off in {report}"));
+    assert_eq!(f["writes"][0]["path"], SACK);
+    assert_eq!(f["writes"][0]["value"], "1");
+
+    let jdir = tempfile::tempdir().unwrap();
+    let jd = jdir.path().to_str().unwrap();
+    let o = in_ns(
+        &ns.0,
+        &[
+            bin(),
+            "tune",
+            "--iface",
+            "wsa",
+            "--only",
+            "stack",
+            "--journal-dir",
+            jd,
+            "--apply",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let applied: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let steps = applied["plan"]["steps"].as_array().unwrap();
+    let s = steps
+        .iter()
+        .find(|s| s["finding"] == "tcp-options-off")
+        .unwrap_or_else(|| panic!("{me}: no tcp-options-off step in {steps:?}"));
+    assert_eq!(s["setting"], "net.ipv4.tcp_sack");
+    assert_eq!(read_in_ns(&ns.0, SACK), "1");
+    // the host's own value never moved
+    assert_eq!(fs::read_to_string(SACK).unwrap_or_default(), host_before);
+    eprintln!("namespace tcp_sack 0 -> 1 by doctor's write through tune's journal");
+
+    let o = in_ns(&ns.0, &[bin(), "tune", "revert", "--journal-dir", jd]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(read_in_ns(&ns.0, SACK), "0");
+    assert_eq!(fs::read_to_string(SACK).unwrap_or_default(), host_before);
+    eprintln!("reverted: namespace tcp_sack 0");
+}

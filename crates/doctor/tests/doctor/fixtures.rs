@@ -48,11 +48,26 @@ fn check_case(host: &str, facts: &HostFacts, iface: Option<&str>, app: Option<&s
     let opts = Options {
         iface: iface.map(str::to_string),
         app_cpus: app.map(|a| CpuSet::parse_nonempty(a).unwrap()),
+        rate_mbps: exp["rate"]
+            .as_str()
+            .map(|r| wirespeed_doctor::rate::parse_rate(r).unwrap()),
         ..Options::default()
     };
     let findings = diagnose(facts, &opts).unwrap_or_else(|e| panic!("{host}: {e}"));
     let got: Vec<&str> = findings.iter().map(|f| f.id.as_str()).collect();
-    let ctx = format!("{host} iface={iface:?} app_cpus={app:?}: reported {got:?}");
+    let ctx = format!(
+        "{host} iface={iface:?} app_cpus={app:?} rate={:?}: reported {got:?}",
+        opts.rate_mbps
+    );
+    // what the report says it did not check, or did not judge
+    let notes = wirespeed_doctor::notes(facts, &opts);
+    for want in exp["expect_notes"].as_array().into_iter().flatten() {
+        let want = want.as_str().unwrap();
+        assert!(
+            notes.iter().any(|n| n.contains(want)),
+            "{ctx}: no note containing {want:?} in {notes:?}"
+        );
+    }
     for id in ids_of(exp, "expect_findings") {
         assert!(
             ids::ALL.contains(&id.as_str()),
@@ -197,6 +212,26 @@ fn check_facts(host: &str, facts: &HostFacts, exp: &Value) -> Vec<String> {
             "link_speed_mbps" => ok(nic.speed_mbps.into()),
             "mtu" => ok(nic.mtu.into()),
             "iface_irqs" => ok(nic.own_irqs().map(|i| i.irq).collect::<Vec<_>>().into()),
+            "iface_unrequested_irqs" => ok(nic
+                .unrequested_irqs()
+                .map(|i| i.irq)
+                .collect::<Vec<_>>()
+                .into()),
+            "tx_queue_len" => ok(nic.tx_queue_len.into()),
+            "product_name" => ok(opt_str(facts.platform.product_name.as_ref())),
+            "rps_sock_flow_entries" => ok(facts.stack.rps_sock_flow_entries.into()),
+            "coalesce_rx_usecs" => ok(nic
+                .ethtool
+                .as_ref()
+                .and_then(|e| e.coalesce)
+                .map(|c| c.rx_usecs)
+                .into()),
+            "pause_rx_tx" => ok(nic
+                .ethtool
+                .as_ref()
+                .and_then(|e| e.pause)
+                .map(|p| vec![p.rx, p.tx])
+                .into()),
             "iface_irq_effective_cpus" => {
                 let got: serde_json::Map<String, Value> = nic
                     .own_irqs()

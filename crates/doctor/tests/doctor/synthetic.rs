@@ -212,6 +212,7 @@ fn run_rtt(facts: &HostFacts, iface: Option<&str>, app: Option<&str>, rtt: f64) 
             iface: iface.map(str::to_string),
             app_cpus: app.map(|a| CpuSet::parse_nonempty(a).unwrap()),
             rtt_ms: rtt,
+            rate_mbps: None,
         },
     )
     .unwrap()
@@ -673,6 +674,7 @@ fn bad_options_are_errors_not_findings() {
         iface: iface.map(str::to_string),
         app_cpus: app.map(|a| CpuSet::parse_nonempty(a).unwrap()),
         rtt_ms: rtt,
+        rate_mbps: None,
     };
     assert!(matches!(
         diagnose(&facts, &opts(Some("eth9"), None, 10.0)),

@@ -72,11 +72,12 @@ fn doctor_fixes_and_tune_plans_name_the_same_cpus() {
                     iface: Some(iface.into()),
                     app_cpus: Some(app.clone()),
                     rtt_ms: 10.0,
+                    rate_mbps: None,
                 },
             )
             .unwrap();
             let mut view = collect::view(&root, &facts, Some(iface)).unwrap();
-            view.findings = collect::findings(&facts, Some(iface), Some(&app), 10.0);
+            view.findings = collect::findings(&facts, Some(iface), Some(&app), 10.0, None);
             let mut opts = PlanOptions::new("test");
             opts.app_cpus = Some(app.clone());
             let auto = planner::plan(&view, &opts).unwrap();

@@ -59,6 +59,8 @@ fn ryzen() -> HostView {
         ));
     }
     HostView {
+        instance: None,
+        cstates: vec![],
         hostname: Some("crow".into()),
         live: false,
         layout: CpuLayout {
@@ -105,6 +107,7 @@ fn finding(id: &str) -> FindingView {
         id: id.into(),
         summary: format!("{id} summary"),
         fix: vec![],
+        writes: vec![],
     }
 }
 
@@ -272,9 +275,30 @@ fn node_policy_on_a_two_node_host_and_l3_refused_off_node() {
         .find(|s| matches!(s.change, Change::IrqAffinity { irq: 99, .. }))
         .unwrap();
     assert_eq!(s.finding, "irq-numa-remote");
-    // the app on node 0: l3 would put IRQs NUMA-remote from the NIC
-    let e = planner::plan(&v, &opts(Some("1"), Some(IrqPolicy::L3))).unwrap_err();
-    assert!(e.to_string().contains("NUMA-remote"), "{e}");
+    // the app on node 0, the NIC on node 1: no dead end. The plan's first line says where to
+    // run the app (the NIC's node), and l3 places the IRQs next to that CPU on the NIC's node.
+    let p = planner::plan(&v, &opts(Some("1"), Some(IrqPolicy::L3))).unwrap();
+    let first = p.render_text().lines().next().unwrap().to_string();
+    assert!(
+        first.starts_with("FIRST: run the application on"),
+        "{first}"
+    );
+    assert!(
+        first.contains("NUMA node 1 (CPUs 6-11)") && first.contains("--app-cpus 6"),
+        "{first}"
+    );
+    assert!(first.contains("-A 6"), "{first}");
+    assert_eq!(p.app_cpus.as_ref().unwrap().to_string(), "6");
+    assert_eq!(p.irq_cpus.as_ref().unwrap().to_string(), "7-11");
+    // two app CPUs: two CPUs of the NIC's node, one per core
+    v.layout.siblings = [(6, set("6-7")), (7, set("6-7"))].into_iter().collect();
+    let p = planner::plan(&v, &opts(Some("0-1"), Some(IrqPolicy::Node))).unwrap();
+    assert_eq!(p.app_cpus.as_ref().unwrap().to_string(), "6,8");
+    assert!(p.irq_cpus.as_ref().unwrap().is_subset(&set("6-11")));
+    // the app already on the NIC's node: no such line
+    let p = planner::plan(&v, &opts(Some("8"), Some(IrqPolicy::L3))).unwrap();
+    assert!(p.run_app.is_none());
+    assert!(p.render_text().starts_with("tune plan for"));
 }
 
 #[test]
@@ -622,4 +646,114 @@ fn coalescing_from_a_snapshots_ethtool_answer() {
     assert_eq!(p.steps.len(), 1, "{p:?}");
     assert_eq!(p.steps[0].current, "rx-usecs 8");
     assert_eq!(p.steps[0].command, "ethtool -C ethx rx-usecs 64");
+}
+
+#[test]
+fn doctors_file_writes_become_journaled_steps_once() {
+    let mut v = ryzen();
+    let mut f = finding("tcp-options-off");
+    f.writes = vec![wirespeed_doctor::FileWrite {
+        path: "/proc/sys/net/ipv4/tcp_sack".into(),
+        current: "0".into(),
+        value: "1".into(),
+        what: "turn tcp_sack on".into(),
+    }];
+    v.findings.push(f);
+    let mut f = finding("txqueuelen-short");
+    f.writes = vec![wirespeed_doctor::FileWrite {
+        path: "/sys/class/net/enp1s0f0np0/tx_queue_len".into(),
+        current: "1000".into(),
+        value: "10000".into(),
+        what: "transmit queue".into(),
+    }];
+    v.findings.push(f);
+    let p = planner::plan(&v, &opts(Some("6"), None)).unwrap();
+    let s = p
+        .steps
+        .iter()
+        .find(|s| s.finding == "tcp-options-off")
+        .unwrap();
+    assert_eq!(s.setting, "net.ipv4.tcp_sack");
+    assert!(matches!(&s.change, Change::Write { path, value, .. }
+        if path == "/proc/sys/net/ipv4/tcp_sack" && value == "1"));
+    let s = p
+        .steps
+        .iter()
+        .find(|s| s.finding == "txqueuelen-short")
+        .unwrap();
+    assert_eq!((s.current.as_str(), s.new.as_str()), ("1000", "10000"));
+    // --txqueuelen names the value: one step for the file, the user's
+    let mut o = opts(Some("6"), None);
+    o.txqueuelen = Some(5000);
+    let p = planner::plan(&v, &o).unwrap();
+    let q: Vec<_> = p
+        .steps
+        .iter()
+        .filter(|s| s.change.path().as_deref() == Some("/sys/class/net/enp1s0f0np0/tx_queue_len"))
+        .collect();
+    assert_eq!(q.len(), 1);
+    assert_eq!(q[0].new, "5000");
+    // --only irq leaves them out
+    let mut o = opts(Some("6"), None);
+    o.only = [planner::Category::Irq].into_iter().collect();
+    let p = planner::plan(&v, &o).unwrap();
+    assert!(p.steps.iter().all(|s| s.finding != "tcp-options-off"));
+}
+
+#[test]
+fn deep_cstates_off_on_the_cpus_that_serve_the_nic_after_the_moves() {
+    let mut v = ryzen();
+    v.cstates = vec![wirespeed_host::cpu::CState {
+        index: 3,
+        name: "C6".into(),
+        desc: None,
+        latency_us: Some(170),
+        cpus: set("0-11"),
+        disabled_cpus: set("0"),
+    }];
+    // no finding: nothing
+    let p = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::L3))).unwrap();
+    assert!(p.steps.iter().all(|s| s.finding != "cstates-deep"));
+    v.findings.push(finding("cstates-deep"));
+    let p = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::L3))).unwrap();
+    let cpus: Vec<&str> = p
+        .steps
+        .iter()
+        .filter(|s| s.finding == "cstates-deep")
+        .map(|s| s.setting.as_str())
+        .collect();
+    // the app CPU 6 and the IRQ CPUs 7-11 (CPU 3's stray IRQ moved away)
+    assert_eq!(
+        cpus,
+        (6..12)
+            .map(|c| format!("/sys/devices/system/cpu/cpu{c}/cpuidle/state3/disable"))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn unknown_speed_sizes_for_rate_or_instance_else_names_what_is_missing() {
+    let mut v = ryzen();
+    v.nic.as_mut().unwrap().speed_mbps = None;
+    let p = planner::plan(&v, &opts(Some("6"), None)).unwrap();
+    assert!(step_value(&p, "net.core.rmem_max").is_none());
+    let note = p
+        .notes
+        .iter()
+        .find(|n| n.finding.as_deref() == Some("socket-buffers-small"))
+        .unwrap();
+    assert!(note.text.contains("--rate"), "{}", note.text);
+    let mut o = opts(Some("6"), None);
+    o.rate_mbps = Some(50_000);
+    let p = planner::plan(&v, &o).unwrap();
+    assert_eq!(
+        step_value(&p, "net.core.rmem_max").as_deref(),
+        Some("134217728")
+    );
+    v.instance = Some(("c5n.18xlarge".into(), 100_000));
+    let p = planner::plan(&v, &opts(Some("6"), None)).unwrap();
+    assert_eq!(
+        step_value(&p, "net.core.rmem_max").as_deref(),
+        Some("268435456")
+    );
 }

@@ -1,0 +1,187 @@
+//! The rate a host must carry, when the link does not say: `--rate`, else the link speed, else
+//! the cloud instance type DMI names (a small table of common 50–200 Gbit/s instance types),
+//! else unknown, with the reason said in the report instead of a silent skip.
+//!
+//! Virtual NICs (ENA, virtio_net, gVNIC) often report no speed: reading `speed` fails or gives
+//! -1. Their buffers still have to fit the rate the instance is sold with.
+
+use crate::checks::fmt_mbps;
+use crate::Options;
+use wirespeed_host::facts::platform_paths;
+use wirespeed_host::nic::NicFacts;
+use wirespeed_host::HostFacts;
+
+/// Advertised network bandwidth of common cloud instance types whose DMI `product_name` is the
+/// instance type (AWS Nitro instances), in Mbit/s. The figure is the instance's "up to" rate
+/// from the provider's instance-type tables; a single flow outside a placement group gets less
+/// (5 Gbit/s on AWS). Providers whose DMI names only the platform ("Google Compute Engine",
+/// "Virtual Machine") are not in the table: pass `--rate` there.
+pub const INSTANCE_RATES: &[(&str, u64)] = &[
+    ("c5n.9xlarge", 50_000),
+    ("c5n.18xlarge", 100_000),
+    ("c5n.metal", 100_000),
+    ("c6gn.8xlarge", 50_000),
+    ("c6gn.16xlarge", 100_000),
+    ("c6i.32xlarge", 50_000),
+    ("c6in.16xlarge", 100_000),
+    ("c6in.32xlarge", 200_000),
+    ("c6in.metal", 200_000),
+    ("c7gn.8xlarge", 100_000),
+    ("c7gn.16xlarge", 200_000),
+    ("c7i.48xlarge", 50_000),
+    ("hpc6a.48xlarge", 100_000),
+    ("m5n.24xlarge", 100_000),
+    ("m6i.32xlarge", 50_000),
+    ("m6in.16xlarge", 100_000),
+    ("m6in.32xlarge", 200_000),
+    ("r5n.24xlarge", 100_000),
+    ("r6in.32xlarge", 200_000),
+];
+
+/// The rate of an instance type from [`INSTANCE_RATES`].
+pub fn instance_rate(product_name: &str) -> Option<u64> {
+    let p = product_name.trim();
+    INSTANCE_RATES
+        .iter()
+        .find(|(name, _)| *name == p)
+        .map(|(_, r)| *r)
+}
+
+/// Where the rate a check sizes for comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Basis {
+    /// `--rate`.
+    Requested(u64),
+    /// The link's `speed`.
+    Link(u64),
+    /// The instance type DMI names.
+    Instance { mbps: u64, product: String },
+}
+
+impl Basis {
+    pub fn mbps(&self) -> u64 {
+        match self {
+            Basis::Requested(m) | Basis::Link(m) => *m,
+            Basis::Instance { mbps, .. } => *mbps,
+        }
+    }
+
+    /// What the rate is, for evidence (`rate`, `link speed`, `instance type rate`).
+    pub fn what(&self) -> &'static str {
+        match self {
+            Basis::Requested(_) => "wanted rate",
+            Basis::Link(_) => "link speed",
+            Basis::Instance { .. } => "instance type's advertised rate",
+        }
+    }
+
+    /// The value as evidence shows it.
+    pub fn value(&self) -> String {
+        match self {
+            Basis::Instance { mbps, product } => format!("{} ({product})", fmt_mbps(*mbps)),
+            b => fmt_mbps(b.mbps()),
+        }
+    }
+
+    /// Where it came from.
+    pub fn source(&self, nic: &NicFacts) -> String {
+        match self {
+            Basis::Requested(_) => "--rate".into(),
+            Basis::Link(_) => format!("{}/speed", nic.sysfs),
+            Basis::Instance { .. } => format!(
+                "{} (table of instance types in docs/doctor.md)",
+                platform_paths::PRODUCT_NAME
+            ),
+        }
+    }
+}
+
+/// The rate to size for on `nic`, or why there is none.
+pub fn basis(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Result<Basis, String> {
+    if let Some(r) = opts.rate_mbps {
+        return Ok(Basis::Requested(r));
+    }
+    if let Some(s) = nic.speed_mbps {
+        return Ok(Basis::Link(s));
+    }
+    let product = facts.platform.product_name.as_deref();
+    if let Some((mbps, p)) = product.and_then(|p| instance_rate(p).map(|m| (m, p))) {
+        return Ok(Basis::Instance {
+            mbps,
+            product: p.to_string(),
+        });
+    }
+    let why = if !nic.is_up() && nic.operstate.is_some() {
+        "the link is down"
+    } else {
+        "the driver reports no link speed"
+    };
+    Err(match product {
+        Some(p) => format!(
+            "{}: {why} and the instance type {p:?} is not in doctor's table; pass --rate (e.g. --rate 50G) for the checks that size buffers and queues",
+            nic.name
+        ),
+        None => format!(
+            "{}: {why} and DMI names no instance type; pass --rate (e.g. --rate 50G) for the checks that size buffers and queues",
+            nic.name
+        ),
+    })
+}
+
+/// Parse a rate: `50G`, `100g`, `25000M`, `400Gbit`, `2.5G`, or plain Mbit/s (`40000`).
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let lower = lower
+        .trim_end_matches("/s")
+        .trim_end_matches("bps")
+        .trim_end_matches("bit");
+    let (num, mult) = if let Some(n) = lower.strip_suffix('t') {
+        (n, 1_000_000.0)
+    } else if let Some(n) = lower.strip_suffix('g') {
+        (n, 1000.0)
+    } else if let Some(n) = lower.strip_suffix('m') {
+        (n, 1.0)
+    } else {
+        (lower, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v * mult >= 1.0 && v * mult <= 10_000_000.0 => {
+            Ok((v * mult).round() as u64)
+        }
+        _ => Err(format!(
+            "{s:?}: expected a rate such as 50G, 25000M or 100g (between 1 Mbit/s and 10 Tbit/s)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse() {
+        assert_eq!(parse_rate("50G"), Ok(50_000));
+        assert_eq!(parse_rate("100g"), Ok(100_000));
+        assert_eq!(parse_rate("2.5G"), Ok(2_500));
+        assert_eq!(parse_rate("25000M"), Ok(25_000));
+        assert_eq!(parse_rate("40000"), Ok(40_000));
+        assert_eq!(parse_rate("400Gbit/s"), Ok(400_000));
+        assert_eq!(parse_rate("1T"), Ok(1_000_000));
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("-5G").is_err());
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("100T").is_err());
+    }
+
+    #[test]
+    fn instance_types() {
+        assert_eq!(instance_rate("c5n.18xlarge\n"), Some(100_000));
+        assert_eq!(instance_rate("c6in.32xlarge"), Some(200_000));
+        assert_eq!(instance_rate("t3.micro"), None);
+        assert_eq!(instance_rate("Google Compute Engine"), None);
+        for (name, r) in INSTANCE_RATES {
+            assert!((50_000..=200_000).contains(r), "{name}");
+        }
+    }
+}
