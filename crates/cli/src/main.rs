@@ -11,6 +11,7 @@ mod exit;
 mod explain;
 mod lab;
 mod measure;
+mod model;
 mod tune;
 
 #[derive(Debug, Parser)]
@@ -46,6 +47,8 @@ enum Command {
     Latency(explain::LatencyArgs),
     /// A two-host lab on this machine: network namespaces, a path with MTU, rate, loss, delay.
     Lab(lab::LabArgs),
+    /// What a path allows one TCP stream: BDP, buffers, slow start, the Mathis ceiling of loss.
+    Model(model::ModelArgs),
 }
 
 fn main() -> ExitCode {
@@ -83,6 +86,7 @@ fn main() -> ExitCode {
         Command::Sweep(a) => explain::run_sweep(*a),
         Command::Latency(a) => explain::run_latency(a),
         Command::Lab(a) => lab::run(a),
+        Command::Model(a) => model::run(a),
     };
     match result {
         Ok(code) => code,

@@ -16,6 +16,7 @@
 //! tuned to particular hosts.
 
 pub mod checks;
+pub mod path_model;
 pub mod placement;
 pub mod report;
 pub mod sizing;
