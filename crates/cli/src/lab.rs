@@ -58,6 +58,10 @@ struct UpArgs {
     /// Steer both ends' receive softirq (RPS) to these CPUs, e.g. 1 or 0-1.
     #[arg(long, value_name = "LIST")]
     rps_cpus: Option<String>,
+    /// With --path-mtu: only the middle link's far end has it, so larger frames toward the
+    /// server vanish without an ICMP answer (an MTU black hole, a switch dropping jumbo frames).
+    #[arg(long)]
+    blackhole: bool,
 }
 
 #[derive(Debug, Args)]
@@ -132,6 +136,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
             .map(|c| CpuSet::parse_nonempty(&c))
             .transpose()
             .map_err(|e| usage(format!("--rps-cpus: {e}")))?,
+        blackhole: a.blackhole,
     };
     spec.validate().map_err(lab_fail)?;
     let lab = Lab::up(spec).map_err(lab_fail)?;
@@ -164,10 +169,19 @@ fn describe(lab: &Lab) -> Vec<String> {
     ];
     if s.routed() {
         out.push(format!(
-            "  path: routers {} and {}; middle link MTU {}",
+            "  path: routers {} and {}; middle link MTU {}{}",
             lab.netns(Side::Router1),
             lab.netns(Side::Router2),
-            s.path_mtu.unwrap_or(s.end_mtu())
+            s.path_mtu.unwrap_or(s.end_mtu()),
+            if s.blackhole {
+                format!(
+                    " at its far end only: frames above it toward the server vanish (a black hole; {} sends {})",
+                    lab.netns(Side::Router1),
+                    s.end_mtu()
+                )
+            } else {
+                String::new()
+            }
         ));
     }
     if let Some(r) = s.rate_bps {

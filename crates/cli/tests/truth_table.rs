@@ -104,10 +104,15 @@ const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "a link whose ends disagree on MTU (9000 into 1500)",
-        place: Place::Lab(|s| s),
+        place: Place::Lab(|s| Spec {
+            mtu: Some(9000),
+            path_mtu: Some(1500),
+            blackhole: true,
+            ..s
+        }),
         args: &[],
         want: "mtu-blackhole",
-        pending: Some("a lab link with mismatched ends, and black-hole detection in the engine's control connection"),
+        pending: Some("black-hole detection in the engine (today the client times out waiting for the results)"),
     },
 ];
 

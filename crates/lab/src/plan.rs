@@ -36,6 +36,10 @@ pub struct Spec {
     pub delay_ms: Option<f64>,
     /// CPUs the ends' receive packet steering (RPS) sends the receive softirq to.
     pub rps_cpus: Option<CpuSet>,
+    /// Only the far end of the middle link (the server side's router) has `path_mtu`; the near
+    /// end keeps the ends' MTU, so larger frames toward the server vanish without an ICMP
+    /// "fragmentation needed" (a switch that drops jumbo frames): an MTU black hole.
+    pub blackhole: bool,
 }
 
 impl Spec {
@@ -48,6 +52,7 @@ impl Spec {
             loss: None,
             delay_ms: None,
             rps_cpus: None,
+            blackhole: false,
         }
     }
 
@@ -102,6 +107,12 @@ impl Spec {
                     "--delay {d}: a delay is above 0 and at most 10000 ms"
                 ));
             }
+        }
+        if self.blackhole && self.path_mtu.is_none_or(|p| p >= self.end_mtu()) {
+            return bad(format!(
+                "--blackhole needs a --path-mtu below the ends' MTU {}",
+                self.end_mtu()
+            ));
         }
         if self.rps_cpus.as_ref().is_some_and(|c| c.is_empty()) {
             return bad("--rps-cpus: the list is empty".into());
@@ -262,23 +273,25 @@ pub fn links(spec: &Spec, kernel: Kernel) -> Result<Vec<Step>, LabError> {
     );
     let mtu = spec.end_mtu().to_string();
     let mut steps = Vec::new();
-    let mut veth = |n1: &str, d1: &str, n2: &str, d2: &str, mtu: &str| {
+    let mut veth = |n1: &str, d1: &str, n2: &str, d2: &str, mtu1: &str, mtu2: &str| {
         steps.push(Step::new(&[
-            "ip", "-n", n1, "link", "add", d1, "mtu", mtu, "type", "veth", "peer", "name", d2,
-            "mtu", mtu, "netns", n2,
+            "ip", "-n", n1, "link", "add", d1, "mtu", mtu1, "type", "veth", "peer", "name", d2,
+            "mtu", mtu2, "netns", n2,
         ]));
     };
     let mut addrs: Vec<(&str, &str, &str)> = Vec::new();
     let routed = spec.routed();
     if !routed {
-        veth(&a, END_DEV, &b, END_DEV, &mtu);
+        veth(&a, END_DEV, &b, END_DEV, &mtu, &mtu);
         addrs.push((&a, END_DEV, "10.77.0.1/24"));
         addrs.push((&b, END_DEV, "10.77.0.2/24"));
     } else {
         let path = spec.path_mtu.unwrap_or(spec.end_mtu()).to_string();
-        veth(&a, END_DEV, &r1, ROUTER_DEV_A, &mtu);
-        veth(&r1, ROUTER_DEV_B, &r2, ROUTER_DEV_A, &path);
-        veth(&r2, ROUTER_DEV_B, &b, END_DEV, &mtu);
+        // a black hole: the near end of the middle link sends frames its far end drops
+        let near = if spec.blackhole { &mtu } else { &path };
+        veth(&a, END_DEV, &r1, ROUTER_DEV_A, &mtu, &mtu);
+        veth(&r1, ROUTER_DEV_B, &r2, ROUTER_DEV_A, near, &path);
+        veth(&r2, ROUTER_DEV_B, &b, END_DEV, &mtu, &mtu);
         addrs.extend([
             (a.as_str(), END_DEV, "10.77.1.1/24"),
             (r1.as_str(), ROUTER_DEV_A, "10.77.1.254/24"),
@@ -484,6 +497,31 @@ mod tests {
             ..Spec::new("t2")
         };
         assert!(!same.routed());
+    }
+
+    #[test]
+    fn a_black_hole_is_a_middle_link_whose_ends_disagree() {
+        let s = Spec {
+            mtu: Some(9000),
+            path_mtu: Some(1500),
+            blackhole: true,
+            ..Spec::new("t9")
+        };
+        let l = lines(&links(&s, Kernel::default()).unwrap());
+        assert_eq!(
+            l[1],
+            "ip -n t9-r1 link add wsb mtu 9000 type veth peer name wsa mtu 1500 netns t9-r2"
+        );
+        let e = Spec {
+            blackhole: true,
+            ..Spec::new("t9")
+        }
+        .validate()
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("--blackhole needs a --path-mtu"),
+            "{e}"
+        );
     }
 
     #[test]
