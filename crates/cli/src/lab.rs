@@ -1,6 +1,8 @@
 //! `wirespeed lab`: a two-host lab on this machine (see the `wirespeed-lab` crate).
 
 use std::process::{Command, ExitCode};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use wirespeed_host::CpuSet;
@@ -96,6 +98,7 @@ pub fn parse_fraction(text: &str, what: &str) -> anyhow::Result<f64> {
 fn lab_fail(e: LabError) -> anyhow::Error {
     let code = match e {
         LabError::BadSpec(_) => exit::USAGE,
+        LabError::Interrupted => exit::INTERRUPTED,
         _ => exit::HOST,
     };
     exit::fail(code, format!("lab: {e}"))
@@ -139,7 +142,13 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         blackhole: a.blackhole,
     };
     spec.validate().map_err(lab_fail)?;
-    let lab = Lab::up(spec).map_err(lab_fail)?;
+    // Ctrl-C or SIGTERM while building: stop between steps and remove what was built
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| exit::fail(exit::INTERNAL, format!("installing a signal handler: {e}")))?;
+    }
+    let lab = Lab::up_until(spec, &stop).map_err(lab_fail)?;
     for line in describe(&lab) {
         println!("{line}");
     }

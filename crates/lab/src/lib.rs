@@ -21,7 +21,7 @@
 use std::io::Write;
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 pub mod plan;
 
@@ -42,6 +42,8 @@ pub enum LabError {
     Step { step: String, message: String },
     #[error("no lab named '{0}' (see `wirespeed lab status`)")]
     NotFound(String),
+    #[error("interrupted; what was built is removed")]
+    Interrupted,
 }
 
 /// Root and the tools are there; the reason otherwise (for a test's `SKIP:` line).
@@ -211,6 +213,25 @@ pub struct Lab {
 impl Lab {
     /// Build the lab (replacing one of the same name). On any failure what was built is removed.
     pub fn up(spec: Spec) -> Result<Lab, LabError> {
+        Lab::up_until(spec, &AtomicBool::new(false))
+    }
+
+    /// [`Lab::up`], stopping between steps once `stop` is set (a signal handler's flag): what
+    /// was built is removed and the answer is [`LabError::Interrupted`].
+    pub fn up_until(spec: Spec, stop: &AtomicBool) -> Result<Lab, LabError> {
+        let step = |s: &Step| {
+            if stop.load(Ordering::Relaxed) {
+                return Err(LabError::Interrupted);
+            }
+            // a step killed by the same signal fails: say why
+            run_step(s).map(drop).map_err(|e| {
+                if stop.load(Ordering::Relaxed) {
+                    LabError::Interrupted
+                } else {
+                    e
+                }
+            })
+        };
         spec.validate()?;
         check_can_run(spec.loss.is_some())?;
         remove(&spec.name);
@@ -220,14 +241,14 @@ impl Lab {
             kernel: Kernel::default(),
             keep: false,
         };
-        for step in plan::namespaces(&lab.spec) {
-            run_step(&step)?;
+        for s in plan::namespaces(&lab.spec) {
+            step(&s)?;
         }
         if lab.spec.loss.is_some() || lab.spec.delay_ms.is_some() {
             lab.kernel.netem = probe_netem(&Side::Client.netns(&lab.spec.name));
         }
-        for step in plan::links(&lab.spec, lab.kernel)? {
-            run_step(&step)?;
+        for s in plan::links(&lab.spec, lab.kernel)? {
+            step(&s)?;
         }
         Ok(lab)
     }
@@ -357,6 +378,10 @@ mod tests {
         );
         assert!(!ping("8972").status.success());
         drop(lab);
+        assert!(existing(&name).is_empty());
+        // interrupted before the first step: nothing is left
+        let stopped = Lab::up_until(Spec::new(name.clone()), &AtomicBool::new(true));
+        assert!(matches!(stopped, Err(LabError::Interrupted)), "{stopped:?}");
         assert!(existing(&name).is_empty());
     }
 }
