@@ -69,7 +69,7 @@ pub fn run(a: ModelArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|l| parse_fraction(l, "--loss"))
         .transpose()?;
-    if a.table {
+    let out = if a.table {
         let t = path_model::table(rate, a.mss);
         if a.json {
             let doc = serde_json::json!({
@@ -78,99 +78,157 @@ pub fn run(a: ModelArgs) -> anyhow::Result<ExitCode> {
                 "losses": LOSSES,
                 "rows": t,
             });
-            println!("{}", serde_json::to_string_pretty(&doc)?);
-            return Ok(ExitCode::SUCCESS);
+            serde_json::to_string_pretty(&doc)? + "\n"
+        } else {
+            table_text(rate, a.mss, &t)
         }
-        println!(
-            "one loss-based TCP stream on a {} path, MSS {} bytes: the smaller of the link and MSS/RTT x 1.22/sqrt(loss)",
-            fmt_bps(rate as f64),
-            a.mss
-        );
-        print!("{:<14} {:>8}", "distance", "RTT");
-        for l in LOSSES {
-            print!(" {:>14}", format!("1 in {:.0}", 1.0 / l));
+    } else {
+        let rtt = a
+            .rtt
+            .ok_or_else(|| usage("model: --rtt MS is needed (or --table)".into()))?;
+        if !(rtt > 0.0 && rtt <= 100_000.0) {
+            return Err(usage(format!(
+                "--rtt {rtt}: a round-trip time is above 0 ms"
+            )));
         }
-        println!();
-        for row in &t {
-            print!("{:<14} {:>5} ms", row.distance, row.rtt_ms);
-            for v in &row.expected_bps {
-                print!(" {:>14}", fmt_bps(*v));
-            }
-            println!();
+        let m = path_model::model(&Path {
+            rate_bps: rate,
+            rtt_ms: rtt,
+            loss,
+            mss: a.mss,
+        });
+        if a.json {
+            serde_json::to_string_pretty(&m)? + "\n"
+        } else {
+            model_text(&m)
         }
-        println!("loss-tolerant algorithms (HTCP, BBR) do far better than this line on long paths in ESnet's measurements");
-        return Ok(ExitCode::SUCCESS);
+    };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The loss × distance table as text.
+fn table_text(rate: u64, mss: u32, t: &[path_model::TableRow]) -> String {
+    let mut o = format!(
+        "one loss-based TCP stream on a {} path, MSS {mss} bytes: the smaller of the link and MSS/RTT x 1.22/sqrt(loss)\n",
+        fmt_bps(rate as f64)
+    );
+    o += &format!("{:<14} {:>8}", "distance", "RTT");
+    for l in LOSSES {
+        o += &format!(" {:>14}", format!("1 in {:.0}", 1.0 / l));
     }
-    let rtt = a
-        .rtt
-        .ok_or_else(|| usage("model: --rtt MS is needed (or --table)".into()))?;
-    if !(rtt > 0.0 && rtt <= 100_000.0) {
-        return Err(usage(format!(
-            "--rtt {rtt}: a round-trip time is above 0 ms"
-        )));
+    o.push('\n');
+    for row in t {
+        o += &format!("{:<14} {:>5} ms", row.distance, row.rtt_ms);
+        for v in &row.expected_bps {
+            o += &format!(" {:>14}", fmt_bps(*v));
+        }
+        o.push('\n');
     }
-    let m = path_model::model(&Path {
-        rate_bps: rate,
-        rtt_ms: rtt,
-        loss,
-        mss: a.mss,
-    });
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&m)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    let loss_text = loss.map_or(String::new(), |p| {
+    o += "loss-tolerant algorithms (HTCP, BBR) do far better than this line on long paths in ESnet's measurements\n";
+    o
+}
+
+/// One path's model as text.
+fn model_text(m: &path_model::Model) -> String {
+    let rate = m.rate_bps as f64;
+    let loss_text = m.loss.map_or(String::new(), |p| {
         format!(", loss {:.5} % (1 in {:.0})", p * 100.0, 1.0 / p)
     });
-    println!(
-        "path: {}, RTT {rtt} ms, MSS {} bytes{loss_text}",
-        fmt_bps(rate as f64),
-        a.mss
+    let mut o = format!(
+        "path: {}, RTT {} ms, MSS {} bytes{loss_text}\n",
+        fmt_bps(rate),
+        m.rtt_ms,
+        m.mss
     );
-    println!(
-        "bandwidth-delay product: {} ({} segments)",
+    o += &format!(
+        "bandwidth-delay product: {} ({} segments)\n",
         fmt_bytes(m.bdp_bytes),
         m.window_segments
     );
-    println!(
-        "socket buffers to set: {} (2 x BDP rounded up to a power of two, as doctor's fix and tune's plan set them)",
+    o += &format!(
+        "socket buffers to set: {} (2 x BDP rounded up to a power of two, as doctor's fix and tune's plan set them)\n",
         fmt_bytes(m.buffer_bytes)
     );
-    println!(
-        "  sysctl -w net.core.rmem_max={b} net.core.wmem_max={b}; the maximum of net.ipv4.tcp_rmem and tcp_wmem to {b}",
+    o += &format!(
+        "  sysctl -w net.core.rmem_max={b} net.core.wmem_max={b}; the maximum of net.ipv4.tcp_rmem and tcp_wmem to {b}\n",
         b = m.buffer_bytes
     );
-    println!(
-        "slow start: {} round trips ({:.2} s) from {} segments to {}, if nothing is lost on the way",
+    o += &format!(
+        "slow start: {} round trips ({:.2} s) from {} segments to {}, if nothing is lost on the way\n",
         m.slow_start.round_trips,
         m.slow_start.seconds,
         path_model::INITIAL_WINDOW,
         m.window_segments
     );
     if let Some(ceiling) = m.mathis_bps {
-        println!(
-            "Mathis ceiling of loss-based congestion control (Reno, CUBIC): MSS/RTT x 1.22/sqrt(p) = {}",
+        o += &format!(
+            "Mathis ceiling of loss-based congestion control (Reno, CUBIC): MSS/RTT x 1.22/sqrt(p) = {}\n",
             fmt_bps(ceiling)
         );
         if m.loss_limited {
-            println!(
-                "  the loss, not the link, limits one stream: {:.1} % of {}",
-                ceiling * 100.0 / rate as f64,
-                fmt_bps(rate as f64)
+            o += &format!(
+                "  the loss, not the link, limits one stream: {:.1} % of {}\n",
+                ceiling * 100.0 / rate,
+                fmt_bps(rate)
             );
-            println!(
-                "  loss-tolerant algorithms did better in ESnet's measurements: with 1 loss in 22,000 at 90 ms, a 10 Gbit/s path gave about 0.5 Gbit/s with HTCP (far less with Reno); BBR does not take loss for congestion"
-            );
+            o += "  loss-tolerant algorithms did better in ESnet's measurements: with 1 loss in 22,000 at 90 ms, a 10 Gbit/s path gave about 0.5 Gbit/s with HTCP (far less with Reno); BBR does not take loss for congestion\n";
         } else {
-            println!("  above the link's rate: the loss does not limit one stream here");
+            o += "  above the link's rate: the loss does not limit one stream here\n";
         }
     }
-    Ok(ExitCode::SUCCESS)
+    o
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn esnet_s_example_prints_the_ceiling_and_the_loss_tolerant_algorithms() {
+        let path = Path {
+            rate_bps: 10_000_000_000,
+            rtt_ms: 90.0,
+            loss: Some(0.0000455),
+            mss: 8948,
+        };
+        let t = model_text(&path_model::model(&path));
+        assert!(t.contains("MSS/RTT x 1.22/sqrt(p) = 143.9 Mbit/s\n"), "{t}");
+        assert!(t.contains("1.4 % of 10.00 Gbit/s"), "{t}");
+        assert!(t.contains("HTCP"), "{t}");
+        let small = model_text(&path_model::model(&Path { mss: 1448, ..path }));
+        assert!(small.contains("= 23.3 Mbit/s"), "{small}");
+    }
+
+    #[test]
+    fn buffers_at_100g_10ms_are_the_sizing_rule_s() {
+        let m = path_model::model(&Path {
+            rate_bps: 100_000_000_000,
+            rtt_ms: 10.0,
+            loss: None,
+            mss: 1448,
+        });
+        let t = model_text(&m);
+        let want = wirespeed_doctor::sizing::buffer_target(100_000, 10.0);
+        assert!(
+            t.contains(&format!(
+                "net.core.rmem_max={want} net.core.wmem_max={want}"
+            )),
+            "{t}"
+        );
+        assert!(!t.contains("Mathis"), "{t}");
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_distance() {
+        let rows = path_model::table(10_000_000_000, 1448);
+        let t = table_text(10_000_000_000, 1448, &rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 2 + path_model::DISTANCES.len() + 1, "{t}");
+        assert!(lines[1].contains("1 in 22000"), "{t}");
+        assert!(lines[2].starts_with("LAN"), "{t}");
+        assert!(lines[6].starts_with("international"), "{t}");
+    }
 
     #[test]
     fn rates_print_in_the_unit_that_fits() {
