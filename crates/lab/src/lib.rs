@@ -40,7 +40,7 @@ pub enum LabError {
     BadSpec(String),
     #[error("`{step}` failed: {message}")]
     Step { step: String, message: String },
-    #[error("no lab named '{0}' (see `wirespeed lab status`)")]
+    #[error("no namespace '{0}': the lab is not up, or it has no routers (only a lab with a path has r1 and r2; see `wirespeed lab status`)")]
     NotFound(String),
     #[error("interrupted; what was built is removed")]
     Interrupted,
