@@ -10,7 +10,7 @@
 //! | `pmtu-below-mtu` | a sender's `TCP_INFO` path MTU < 90 % of its interface MTU (jumbo frames not passed end to end) |
 //! | `same-host` | both ends on one host (the test runs over `lo`, or both ends report the same host name and topology) and their workers compete: unpinned, or on shared CPUs |
 //! | `udp-receiver-cpu-bound` / `udp-path-loss` | UDP with ≥ 1 % of the datagrams lost: a receiver CPU saturated, or not |
-//! | `loss-limited` | TCP with retransmits, a known RTT and MSS, and a throughput ≤ 1.5 × the Mathis ceiling MSS/RTT × 1.22/√p |
+//! | `loss-limited` | TCP with retransmits, a known RTT (the smallest seen) and MSS, and a throughput ≤ 1.5 × the Mathis ceiling MSS/RTT × 1.22/√p |
 //! | `cpu-steal` | a saturated CPU with ≥ 10 % steal (the hypervisor took it) |
 //! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on — in ≥ 50 % of the intervals; the busiest saturated CPU over both ends decides, a receiver winning a tie |
 //! | `window-limited` | `TCP_INFO` receive-window-limited time ≥ 25 % of busy time |
@@ -641,10 +641,11 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
     }
 
     // 2d. Loss-limited TCP: the throughput is what the Mathis ceiling allows.
-    if let (Some(p), Some((_, mean_us, _)), Some(mss), Some(bps)) =
+    // the path's RTT is the smallest the sender saw: queueing only lowers the ceiling further
+    if let (Some(p), Some((min_us, _, _)), Some(mss), Some(bps)) =
         (m.tcp_loss(), m.rtt_us, m.mss, throughput)
     {
-        let rtt_ms = mean_us as f64 / 1000.0;
+        let rtt_ms = min_us as f64 / 1000.0;
         let ceiling = wirespeed_doctor::path_model::mathis_bps(mss, rtt_ms, p);
         if rtt_ms > 0.0 && bps.0 <= ceiling * th.mathis_factor {
             found.push(Verdict {
