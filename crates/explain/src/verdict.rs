@@ -10,7 +10,7 @@
 //! | `pmtu-below-mtu` | a sender's `TCP_INFO` path MTU < 90 % of its interface MTU (jumbo frames not passed end to end) |
 //! | `same-host` | both ends on one host (the test runs over `lo`, or both ends report the same host name and topology) and their workers compete: unpinned, or on shared CPUs |
 //! | `udp-receiver-cpu-bound` / `udp-path-loss` | UDP with ≥ 1 % of the datagrams lost: a receiver CPU saturated, or not |
-//! | `loss-limited` | TCP with retransmits, a known RTT (the smallest seen) and MSS, and a throughput ≤ 1.5 × the Mathis ceiling MSS/RTT × 1.22/√p |
+//! | `loss-limited` | TCP with retransmits, a known RTT (the smallest seen) and MSS, and a throughput ≤ 3 × the Mathis ceiling MSS/RTT × 1.22/√p |
 //! | `cpu-steal` | a saturated CPU with ≥ 10 % steal (the hypervisor took it) |
 //! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on — in ≥ 50 % of the intervals; the busiest saturated CPU over both ends decides, a receiver winning a tie |
 //! | `window-limited` | `TCP_INFO` receive-window-limited time ≥ 25 % of busy time |
@@ -76,7 +76,7 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     steal: 10.0,
     saturated_intervals: 50.0,
     udp_loss: 1.0,
-    mathis_factor: 1.5,
+    mathis_factor: 3.0,
     flat_cv: 10.0,
     below_link: 90.0,
 };
@@ -1382,6 +1382,48 @@ mod tests {
         assert_eq!(
             Measured { rtt_us: None, ..m }.tcp_loss(),
             Some(1000.0 / 22_000_000.0)
+        );
+    }
+
+    /// `Measured` from a recorded file's report fields.
+    fn measured_of(doc: &serde_json::Value) -> Measured {
+        let u = |k: &str| doc[k].as_u64();
+        let rtt: Vec<u64> = doc["rtt_us"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
+            .unwrap_or_default();
+        Measured {
+            throughput: doc["receiver_bps"].as_f64().map(BitsPerSecond),
+            interval_bps: doc["interval_bps"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
+                .unwrap_or_default(),
+            retransmits: u("retransmits"),
+            bytes_sent: u("bytes_sent"),
+            mss: u("mss").map(|m| m as u32),
+            rtt_us: (rtt.len() == 3).then(|| (rtt[0], rtt[1], rtt[2])),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn recorded_half_percent_loss_in_the_lab_is_loss_limited() {
+        let (obs, doc) = recorded("lab-loss-half-percent-2cpu.json");
+        let m = measured_of(&doc);
+        // the retransmits overstate the loss the lab's nftables counters saw (814 of 162167)
+        let p = m.tcp_loss().unwrap();
+        assert!(p > 0.005 * 2.0 && p < 0.005 * 3.0, "{p}");
+        let v = verdict_of(&obs, &m);
+        assert_eq!(v.id, "loss-limited", "{v:?}");
+        assert!(
+            v.line.starts_with("loss-limited: 1.3 % retransmitted (2081 segments) at 0.83 ms RTT allows about 149.6 Mbit/s"),
+            "{}",
+            v.line
+        );
+        // with the throughput alone (what the engine passes today) it was a CPU verdict
+        assert_eq!(
+            verdict(&obs, m.throughput).id,
+            doc["verdict_when_recorded"]["id"]
         );
     }
 
