@@ -66,6 +66,12 @@ pub struct LatencyArgs {
     /// Round trips per sample.
     #[arg(long = "round-trips", default_value_t = 100)]
     pub round_trips: usize,
+    /// A pair is noise when its standard error stays above this % of its mean.
+    #[arg(long = "max-stderr", value_name = "PCT", default_value_t = 5.0)]
+    pub max_stderr: f64,
+    /// Rounds of --samples samples at most for a pair above --max-stderr.
+    #[arg(long = "max-rounds", value_name = "N", default_value_t = 5)]
+    pub max_rounds: usize,
     /// JSON output.
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
@@ -289,10 +295,19 @@ fn write_irq_report(
 }
 
 pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
-    if args.samples == 0 || args.round_trips == 0 {
+    if args.samples == 0 || args.round_trips == 0 || args.max_rounds == 0 {
         return Err(exit::fail(
             exit::USAGE,
-            "--samples and --round-trips must be at least 1",
+            "--samples, --round-trips and --max-rounds must be at least 1",
+        ));
+    }
+    if !(args.max_stderr > 0.0 && args.max_stderr <= 100.0) {
+        return Err(exit::fail(
+            exit::USAGE,
+            format!(
+                "--max-stderr {}: a percentage above 0 and at most 100",
+                args.max_stderr
+            ),
         ));
     }
     let root = Root::live();
@@ -329,9 +344,33 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
     let opts = Options {
         samples: args.samples,
         round_trips: args.round_trips,
+        max_rel_stderr: args.max_stderr / 100.0,
+        max_rounds: args.max_rounds,
         ..Options::default()
     };
-    let m = latency::measure(&cpus, &opts, Some(&topo)).map_err(|e| {
+    // progress on stderr, one line per round of each pair (also with --json and --csv)
+    let mut progress = |p: latency::Progress| {
+        let l = p.latency;
+        eprintln!(
+            "latency: CPUs {},{} (pair {} of {}), round {}: {:.1} ± {:.1} ns ({:.1} % of the mean){}",
+            p.a,
+            p.b,
+            p.index,
+            p.pairs,
+            l.rounds,
+            l.mean_ns,
+            l.stderr_ns,
+            l.rel_stderr() * 100.0,
+            if p.again {
+                ", measuring again"
+            } else if l.noisy {
+                ", still noise: giving up"
+            } else {
+                ""
+            }
+        );
+    };
+    let m = latency::measure_with(&cpus, &opts, Some(&topo), &mut progress).map_err(|e| {
         let code = match e {
             LatencyError::Pin { .. } | LatencyError::Stalled { .. } => exit::HOST,
             LatencyError::TooFewCpus(_) => exit::USAGE,
@@ -339,6 +378,11 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
         };
         exit::fail(code, format!("latency: {e}"))
     })?;
+    if args.json || args.csv {
+        if let Some(w) = m.noise_warning() {
+            eprintln!("{w}");
+        }
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = (|| -> std::io::Result<()> {

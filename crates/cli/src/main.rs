@@ -3,13 +3,15 @@
 //! The binary is thin: argument parsing, wiring of the library crates, and exit codes. Each
 //! subcommand family lives in its own module.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 mod diagnose;
 mod exit;
 mod explain;
+mod lab;
 mod measure;
+mod model;
 mod tune;
 
 #[derive(Debug, Parser)]
@@ -43,10 +45,25 @@ enum Command {
     Sweep(Box<explain::SweepArgs>),
     /// Core-to-core latency matrix.
     Latency(explain::LatencyArgs),
+    /// A two-host lab on this machine: network namespaces, a path with MTU, rate, loss, delay.
+    Lab(lab::LabArgs),
+    /// What a path allows one TCP stream: BDP, buffers, slow start, the Mathis ceiling of loss.
+    Model(model::ModelArgs),
 }
 
 fn main() -> ExitCode {
-    let argv = measure::rewrite_iperf3_argv(std::env::args_os().collect());
+    // iperf3's spellings (`-c HOST`, `-s`) are rewritten unless the first word is one of our
+    // subcommands (whose own arguments may contain `-c`, e.g. `lab exec client -- ping -c1`)
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let ours = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| Cli::command().get_subcommands().any(|c| c.get_name() == a));
+    let argv = if ours {
+        args
+    } else {
+        measure::rewrite_iperf3_argv(args)
+    };
     let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(e) => {
@@ -68,6 +85,8 @@ fn main() -> ExitCode {
         Command::Tune(a) => tune::run(a),
         Command::Sweep(a) => explain::run_sweep(*a),
         Command::Latency(a) => explain::run_latency(a),
+        Command::Lab(a) => lab::run(a),
+        Command::Model(a) => model::run(a),
     };
     match result {
         Ok(code) => code,

@@ -21,6 +21,7 @@
 
 pub mod checks;
 pub mod knobs;
+pub mod path_model;
 pub mod placement;
 pub mod rate;
 pub mod report;

@@ -7,6 +7,11 @@
 //! pinger times batches of round trips; one sample is (batch time / round trips / 2), the one-way
 //! latency; a pair's figure is the mean over samples ± its standard error (sd / √n).
 //!
+//! The figure says how much to trust it: a pair whose standard error is above
+//! [`Options::max_rel_stderr`] of its mean (5 % by default) is measured again — another round of
+//! samples joins the first — up to [`Options::max_rounds`] rounds; a pair still above it is
+//! `noisy` (another thread on the CPU, a hypervisor's steal), and the matrix counts them.
+//!
 //! The diagonal (a CPU with itself) is not measured: two threads on one CPU ping-pong through
 //! the scheduler, which says nothing about caches.
 
@@ -43,7 +48,7 @@ pub enum LatencyError {
 }
 
 /// How much to measure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Options {
     /// Samples per pair.
     pub samples: usize,
@@ -51,6 +56,10 @@ pub struct Options {
     pub round_trips: usize,
     /// Give up on a pair that makes no progress for this long.
     pub stall_timeout: Duration,
+    /// A pair is converged when its standard error is at most this share of its mean.
+    pub max_rel_stderr: f64,
+    /// Rounds of `samples` samples at most, while a pair has not converged.
+    pub max_rounds: usize,
 }
 
 impl Default for Options {
@@ -59,15 +68,76 @@ impl Default for Options {
             samples: 300,
             round_trips: 100,
             stall_timeout: Duration::from_secs(10),
+            max_rel_stderr: DEFAULT_MAX_REL_STDERR,
+            max_rounds: DEFAULT_MAX_ROUNDS,
         }
     }
 }
+
+/// A standard error above 5 % of the mean is noise worth a warning.
+pub const DEFAULT_MAX_REL_STDERR: f64 = 0.05;
+
+/// Up to 5 rounds of samples per pair while it has not converged.
+pub const DEFAULT_MAX_ROUNDS: usize = 5;
 
 /// The one-way latency of one pair.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PairLatency {
     pub mean_ns: f64,
     pub stderr_ns: f64,
+    /// Samples behind the figure (every round's).
+    #[serde(default)]
+    pub samples: usize,
+    /// Rounds of samples measured.
+    #[serde(default)]
+    pub rounds: usize,
+    /// The standard error stayed above [`Options::max_rel_stderr`] of the mean.
+    #[serde(default)]
+    pub noisy: bool,
+}
+
+impl PairLatency {
+    /// The standard error as a share of the mean (0 for a zero mean).
+    pub fn rel_stderr(&self) -> f64 {
+        if self.mean_ns > 0.0 {
+            self.stderr_ns / self.mean_ns
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One pair's progress, for a line on stderr.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// The pair (pinger, responder).
+    pub a: u32,
+    pub b: u32,
+    /// Its number among the pairs (from 1) and how many pairs there are.
+    pub index: usize,
+    pub pairs: usize,
+    /// The figure so far, and whether another round follows.
+    pub latency: PairLatency,
+    pub again: bool,
+}
+
+/// Whether the samples so far call for another round: not converged, and rounds left.
+pub fn needs_another_round(p: &PairLatency, opts: &Options) -> bool {
+    p.rel_stderr() > opts.max_rel_stderr && p.rounds < opts.max_rounds.max(1)
+}
+
+/// The figure of a pair from all its samples after `rounds` rounds.
+pub fn pair_from_samples(samples: &[f64], rounds: usize, opts: &Options) -> PairLatency {
+    let (mean_ns, stderr_ns) = mean_stderr(samples);
+    let mut p = PairLatency {
+        mean_ns,
+        stderr_ns,
+        samples: samples.len(),
+        rounds,
+        noisy: false,
+    };
+    p.noisy = p.rel_stderr() > opts.max_rel_stderr;
+    p
 }
 
 /// Pin the calling thread with the workspace's one pinning function (the datapath's).
@@ -108,8 +178,36 @@ pub fn mean_stderr(v: &[f64]) -> (f64, f64) {
     (mean, (var / n).sqrt())
 }
 
-/// Measure the one-way latency between CPUs `a` (pinger) and `b` (responder).
+/// Measure the one-way latency between CPUs `a` (pinger) and `b` (responder), in rounds until
+/// it converges (see [`Options::max_rel_stderr`]).
 pub fn measure_pair(a: u32, b: u32, opts: &Options) -> Result<PairLatency, LatencyError> {
+    measure_pair_with(a, b, opts, &mut |_, _| {})
+}
+
+/// [`measure_pair`], calling `round` after each round with the figure so far and whether
+/// another round follows.
+pub fn measure_pair_with(
+    a: u32,
+    b: u32,
+    opts: &Options,
+    round: &mut dyn FnMut(PairLatency, bool),
+) -> Result<PairLatency, LatencyError> {
+    let mut all = Vec::new();
+    let mut rounds = 0;
+    loop {
+        all.extend(sample_pair(a, b, opts)?);
+        rounds += 1;
+        let p = pair_from_samples(&all, rounds, opts);
+        let again = needs_another_round(&p, opts);
+        round(p, again);
+        if !again {
+            return Ok(p);
+        }
+    }
+}
+
+/// One round: `opts.samples` samples of the one-way latency between `a` and `b`.
+fn sample_pair(a: u32, b: u32, opts: &Options) -> Result<Vec<f64>, LatencyError> {
     let line = Arc::new(Line {
         v: AtomicU64::new(0),
     });
@@ -210,9 +308,7 @@ pub fn measure_pair(a: u32, b: u32, opts: &Options) -> Result<PairLatency, Laten
     stop.store(true, Ordering::Relaxed);
     let _ = pinger.join();
     let _ = responder.join();
-    let samples = result?;
-    let (mean_ns, stderr_ns) = mean_stderr(&samples);
-    Ok(PairLatency { mean_ns, stderr_ns })
+    result
 }
 
 /// A pair and its latency, for the extremes.
@@ -248,6 +344,33 @@ pub struct LatencyMatrix {
     /// Means per topology relation, when a topology was given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_relation: Vec<ClassMean>,
+    /// The share of the mean a pair's standard error may reach before it is noisy.
+    #[serde(default)]
+    pub max_rel_stderr: f64,
+    /// Pairs whose standard error stayed above it after every round.
+    #[serde(default)]
+    pub noisy_pairs: usize,
+}
+
+impl LatencyMatrix {
+    /// The warning for noisy pairs, when there are any.
+    pub fn noise_warning(&self) -> Option<String> {
+        if self.noisy_pairs == 0 {
+            return None;
+        }
+        let total = self
+            .matrix
+            .iter()
+            .enumerate()
+            .map(|(i, r)| r.iter().take(i).filter(|p| p.is_some()).count())
+            .sum::<usize>();
+        Some(format!(
+            "warning: {} of {} pairs are noise, not a measurement: their standard error stayed above {:.0} % of the mean after every round (another thread on those CPUs, or a hypervisor's steal time); marked * in the table",
+            self.noisy_pairs,
+            total,
+            self.max_rel_stderr * 100.0
+        ))
+    }
 }
 
 impl LatencyMatrix {
@@ -306,6 +429,8 @@ impl LatencyMatrix {
             max,
             mean_ns,
             by_relation,
+            max_rel_stderr: opts.max_rel_stderr,
+            noisy_pairs: pairs.iter().filter(|(_, p)| p.noisy).count(),
         }
     }
 }
@@ -316,14 +441,37 @@ pub fn measure(
     opts: &Options,
     topo: Option<&Topology>,
 ) -> Result<LatencyMatrix, LatencyError> {
+    measure_with(cpus, opts, topo, &mut |_| {})
+}
+
+/// [`measure`], calling `progress` after every round of every pair.
+pub fn measure_with(
+    cpus: &CpuSet,
+    opts: &Options,
+    topo: Option<&Topology>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<LatencyMatrix, LatencyError> {
     if cpus.len() < 2 {
         return Err(LatencyError::TooFewCpus(cpus.to_string()));
     }
     let list: Vec<u32> = cpus.iter().collect();
+    let n_pairs = list.len() * (list.len() - 1) / 2;
     let mut pairs = Vec::new();
     for i in 0..list.len() {
         for j in 0..i {
-            pairs.push(((i, j), measure_pair(list[i], list[j], opts)?));
+            let (a, b) = (list[i], list[j]);
+            let index = pairs.len() + 1;
+            let p = measure_pair_with(a, b, opts, &mut |latency, again| {
+                progress(Progress {
+                    a,
+                    b,
+                    index,
+                    pairs: n_pairs,
+                    latency,
+                    again,
+                })
+            })?;
+            pairs.push(((i, j), p));
         }
     }
     Ok(LatencyMatrix::from_pairs(list, opts, &pairs, topo))
@@ -347,7 +495,10 @@ pub fn write_table(w: &mut dyn Write, m: &LatencyMatrix) -> io::Result<()> {
         for j in 0..i {
             let cell = m.matrix[i][j].map_or_else(
                 || "-".to_string(),
-                |p| format!("{:.1}±{:.1}", p.mean_ns, p.stderr_ns),
+                |p| {
+                    let mark = if p.noisy { "*" } else { "" };
+                    format!("{:.1}±{:.1}{mark}", p.mean_ns, p.stderr_ns)
+                },
             );
             write!(w, " {cell:>width$}")?;
         }
@@ -370,19 +521,23 @@ pub fn write_table(w: &mut dyn Write, m: &LatencyMatrix) -> io::Result<()> {
             c.mean_ns
         )?;
     }
+    if let Some(warning) = m.noise_warning() {
+        writeln!(w, "{warning}")?;
+    }
     Ok(())
 }
 
-/// CSV: one line per measured pair (lower triangle).
+/// CSV: one line per measured pair (lower triangle); `samples` is the pair's own count (every
+/// round's), `noisy` whether its standard error stayed above the threshold.
 pub fn write_csv(w: &mut dyn Write, m: &LatencyMatrix) -> io::Result<()> {
-    writeln!(w, "cpu_a,cpu_b,mean_ns,stderr_ns,samples,round_trips")?;
+    writeln!(w, "cpu_a,cpu_b,mean_ns,stderr_ns,samples,round_trips,noisy")?;
     for (i, &ci) in m.cpus.iter().enumerate() {
         for (j, &cj) in m.cpus.iter().enumerate().take(i) {
             if let Some(p) = m.matrix[i][j] {
                 writeln!(
                     w,
-                    "{ci},{cj},{:.2},{:.2},{},{}",
-                    p.mean_ns, p.stderr_ns, m.samples, m.round_trips
+                    "{ci},{cj},{:.2},{:.2},{},{},{}",
+                    p.mean_ns, p.stderr_ns, p.samples, m.round_trips, p.noisy
                 )?;
             }
         }
@@ -422,6 +577,9 @@ mod tests {
         let p = |m| PairLatency {
             mean_ns: m,
             stderr_ns: 0.5,
+            samples: 10,
+            rounds: 1,
+            noisy: false,
         };
         let m = LatencyMatrix::from_pairs(
             vec![0, 6, 7],
@@ -464,7 +622,10 @@ mod tests {
         write_csv(&mut out, &m).unwrap();
         let csv = String::from_utf8(out).unwrap();
         assert_eq!(csv.lines().count(), 4);
-        assert_eq!(csv.lines().nth(3), Some("7,6,25.00,0.50,10,5"));
+        assert_eq!(csv.lines().nth(3), Some("7,6,25.00,0.50,10,5,false"));
+        assert_eq!(m.noisy_pairs, 0);
+        assert!(m.noise_warning().is_none());
+        assert!(!t.contains("warning"), "{t}");
         let j = serde_json::to_value(&m).unwrap();
         assert!(j["matrix"][0][0].is_null());
         assert_eq!(j["matrix"][0][1]["mean_ns"], 220.0);
@@ -487,6 +648,7 @@ mod tests {
             samples: 20,
             round_trips: 20,
             stall_timeout: Duration::from_secs(20),
+            ..Options::default()
         };
         let m = measure(&cpus, &opts, None).unwrap();
         assert_eq!(m.matrix.len(), 2);
@@ -495,6 +657,57 @@ mod tests {
         assert!(p.mean_ns > 0.0 && p.mean_ns.is_finite(), "{p:?}");
         assert!(p.stderr_ns >= 0.0);
         assert!(m.matrix[0][0].is_none() && m.matrix[1][1].is_none());
+    }
+
+    #[test]
+    fn a_noisy_pair_gets_more_rounds_then_is_marked_and_warned_about() {
+        let opts = Options {
+            max_rounds: 3,
+            ..Options::default()
+        };
+        // 1094±1028 ns (three runs gave 1094, 225 and 56 ns): noise
+        let noisy = pair_from_samples(&[56.0, 225.0, 3000.0, 60.0, 2130.0], 1, &opts);
+        assert!(noisy.noisy && noisy.rel_stderr() > 0.05, "{noisy:?}");
+        assert!(needs_another_round(&noisy, &opts));
+        let last = PairLatency { rounds: 3, ..noisy };
+        assert!(!needs_another_round(&last, &opts), "bounded by max_rounds");
+        // 5 % of the mean is the line: 100 ± 4.9 converged, 100 ± 5.1 not
+        let steady = pair_from_samples(&[100.0, 101.0, 99.0, 100.5, 99.5], 1, &opts);
+        assert!(!steady.noisy && !needs_another_round(&steady, &opts));
+        let p = |m, noisy| PairLatency {
+            mean_ns: m,
+            stderr_ns: if noisy { m } else { 1.0 },
+            samples: 300,
+            rounds: 3,
+            noisy,
+        };
+        let m = LatencyMatrix::from_pairs(
+            vec![0, 1, 2],
+            &opts,
+            &[
+                ((1, 0), p(1094.0, true)),
+                ((2, 0), p(60.0, false)),
+                ((2, 1), p(58.0, false)),
+            ],
+            None,
+        );
+        assert_eq!(m.noisy_pairs, 1);
+        let w = m.noise_warning().unwrap();
+        assert!(w.starts_with("warning: 1 of 3 pairs are noise"), "{w}");
+        assert!(w.contains("above 5 % of the mean"), "{w}");
+        let mut out = Vec::new();
+        write_table(&mut out, &m).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(t.contains("1094.0±1094.0*"), "{t}");
+        assert!(
+            t.lines().last().unwrap().starts_with("warning: 1 of 3"),
+            "{t}"
+        );
+        let mut out = Vec::new();
+        write_csv(&mut out, &m).unwrap();
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .contains("1,0,1094.00,1094.00,300,100,true"));
     }
 
     #[test]

@@ -8,6 +8,9 @@ use wirespeed_host::interrupts::Interrupts;
 use wirespeed_host::nic::collect_nics;
 use wirespeed_host::{IrqKind, Root};
 
+/// The words a note uses for an interface whose link speed is nominal (no line behind it).
+pub const VIRTUAL_INTERFACE: &str = "(virtual interface)";
+
 /// What the observer knows of the interface carrying the test.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IfaceFacts {
@@ -46,10 +49,15 @@ pub fn iface_facts(root: &Root, iface: &str) -> IfaceFacts {
         .find(|n| n.name == iface)
     else {
         f.notes.push(format!(
-            "{iface} is not backed by a PCI device (virtual interface): no NIC interrupts to count"
+            "{iface} is not backed by a PCI device {VIRTUAL_INTERFACE}: no NIC interrupts to count"
         ));
         return f;
     };
+    if nic.virtio.is_some() || nic.driver.as_deref() == Some("virtio_net") {
+        f.notes.push(format!(
+            "{iface} is a virtio NIC {VIRTUAL_INTERFACE}: its link speed is nominal, not a line"
+        ));
+    }
     f.numa_node = nic.numa_node.and_then(|n| u32::try_from(n).ok());
     f.speed_mbps = f.speed_mbps.or(nic.speed_mbps);
     f.mtu = f.mtu.or(nic.mtu);

@@ -21,20 +21,7 @@ fn json_of(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-const VERDICTS: &[&str] = &[
-    "line-rate",
-    "pmtu-below-mtu",
-    "receiver-shares-cpu-with-softirq",
-    "irq-numa-remote",
-    "app-numa-remote",
-    "irq-cross-l3",
-    "receiver-cpu-bound",
-    "sender-cpu-bound",
-    "softirq-cpu-bound",
-    "window-limited",
-    "sndbuf-limited",
-    "no-cpu-saturated",
-];
+const VERDICTS: &[&str] = wirespeed_explain::verdict::IDS;
 
 #[test]
 fn pinned_workers_are_seen_on_both_ends() {

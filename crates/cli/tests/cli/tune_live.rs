@@ -1,5 +1,5 @@
-//! tune on the live kernel, where it cannot harm the host: a veth pair inside a network
-//! namespace this test creates (MTU and txqueuelen changed for real through /sys, then
+//! tune on the live kernel, where it cannot harm the host: the veth end of a `wirespeed lab`
+//! this test builds (MTU and txqueuelen changed for real through /sys, then
 //! reverted), and a kernel-managed IRQ (the kernel refuses the write: not movable, nothing to
 //! revert). Each test needs root and skips with a message otherwise.
 
@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 
 use host_common::*;
 use wirespeed_host::{CpuSet, Root};
+use wirespeed_lab::{unique_name, Lab, Side, Spec};
 use wirespeed_tune::engine::{self, RevertStatus, StepStatus};
 use wirespeed_tune::plan::{command_for, Change, Plan, Step};
 use wirespeed_tune::ApplyOptions;
@@ -21,14 +22,9 @@ fn sh(cmd: &str, args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("{cmd}: {e}"))
 }
 
-/// A network namespace, deleted when dropped (also when the test panics).
-struct Netns(String);
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-    }
-}
+/// The client side of a plain `wirespeed lab` (its namespace name first), removed when dropped
+/// (also when the test panics).
+struct Netns(String, #[allow(dead_code)] Lab);
 
 /// `ip netns exec NS ARGS...` (it enters the namespace and remounts /sys for it).
 fn in_ns(ns: &str, args: &[&str]) -> Output {
@@ -61,33 +57,24 @@ fn link_show(ns: &str, dev: &str) -> (String, String) {
     (word_after("mtu"), word_after("qlen"))
 }
 
-/// A network namespace holding a veth pair `wsa`/`wsb` (down), removed when dropped; `None`
-/// after a `SKIP:` line when this host cannot make one (not root, no iproute2, no netns).
+/// A network namespace holding the veth end `ws0` of a plain lab (its peer in the lab's other
+/// namespace), removed when dropped; `None` after a `SKIP:` line when this host cannot make one
+/// (not root, no iproute2, no netns).
 fn veth_netns(me: &str, tag: &str) -> Option<Netns> {
     if !need::root(me) || !need::tool(me, "ip", "-V", "iproute2") {
         return None;
     }
-    let name = format!("{tag}{}", std::process::id());
-    let add = sh("ip", &["netns", "add", &name]);
-    if !add.status.success() {
-        need::unavailable(
-            me,
-            &format!(
-                "`ip netns add` failed: {}",
-                String::from_utf8_lossy(&add.stderr).trim()
-            ),
-        );
+    if let Err(e) = wirespeed_lab::check_can_run(false) {
+        need::unavailable(me, &e.to_string());
         return None;
     }
-    let ns = Netns(name);
-    let o = in_ns(
-        &ns.0,
-        &[
-            "ip", "link", "add", "wsa", "type", "veth", "peer", "name", "wsb",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    Some(ns)
+    match Lab::up(Spec::new(unique_name(tag))) {
+        Ok(lab) => Some(Netns(lab.netns(Side::Client), lab)),
+        Err(e) => {
+            need::unavailable(me, &format!("the lab could not be built: {e}"));
+            None
+        }
+    }
 }
 
 #[test]
@@ -98,12 +85,12 @@ fn veth_mtu_and_txqueuelen_change_for_real_and_revert() {
     ) else {
         return;
     };
-    assert!(in_ns(&ns.0, &["ip", "link", "set", "wsa", "up"])
+    assert!(in_ns(&ns.0, &["ip", "link", "set", "ws0", "up"])
         .status
         .success());
-    let mtu0 = read_in_ns(&ns.0, "/sys/class/net/wsa/mtu");
-    let qlen0 = read_in_ns(&ns.0, "/sys/class/net/wsa/tx_queue_len");
-    assert_eq!(link_show(&ns.0, "wsa"), (mtu0.clone(), qlen0.clone()));
+    let mtu0 = read_in_ns(&ns.0, "/sys/class/net/ws0/mtu");
+    let qlen0 = read_in_ns(&ns.0, "/sys/class/net/ws0/tx_queue_len");
+    assert_eq!(link_show(&ns.0, "ws0"), (mtu0.clone(), qlen0.clone()));
     assert_ne!(mtu0, "9000");
     assert_ne!(qlen0, "5000");
 
@@ -116,7 +103,7 @@ fn veth_mtu_and_txqueuelen_change_for_real_and_revert() {
             bin(),
             "tune",
             "--iface",
-            "wsa",
+            "ws0",
             "--mtu",
             "9000",
             "--txqueuelen",
@@ -131,15 +118,15 @@ fn veth_mtu_and_txqueuelen_change_for_real_and_revert() {
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("Applied 2 of 2 steps"), "{out}");
-    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/wsa/mtu"), "9000");
-    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/wsa/tx_queue_len"), "5000");
-    assert_eq!(link_show(&ns.0, "wsa"), ("9000".into(), "5000".into()));
-    eprintln!("veth wsa: mtu {mtu0} -> 9000, txqueuelen {qlen0} -> 5000 (netlink agrees)");
+    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/ws0/mtu"), "9000");
+    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/ws0/tx_queue_len"), "5000");
+    assert_eq!(link_show(&ns.0, "ws0"), ("9000".into(), "5000".into()));
+    eprintln!("veth ws0: mtu {mtu0} -> 9000, txqueuelen {qlen0} -> 5000 (netlink agrees)");
 
     let o = in_ns(&ns.0, &[bin(), "tune", "revert", "--journal-dir", jd]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(link_show(&ns.0, "wsa"), (mtu0.clone(), qlen0.clone()));
-    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/wsa/mtu"), mtu0);
+    assert_eq!(link_show(&ns.0, "ws0"), (mtu0.clone(), qlen0.clone()));
+    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/ws0/mtu"), mtu0);
     let o = in_ns(&ns.0, &[bin(), "tune", "status", "--journal-dir", jd]);
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("reverted"),
@@ -221,13 +208,13 @@ fn veth_coalescing_is_unknown_and_the_rest_of_the_plan_applies_and_reverts() {
     let Some(ns) = veth_netns(me, "wsh10co") else {
         return;
     };
-    let mtu0 = read_in_ns(&ns.0, "/sys/class/net/wsa/mtu");
+    let mtu0 = read_in_ns(&ns.0, "/sys/class/net/ws0/mtu");
     assert_ne!(mtu0, "9000");
     let jdir = tempfile::tempdir().unwrap();
     let jd = jdir.path().to_str().unwrap();
     let args = [
         "--iface",
-        "wsa",
+        "ws0",
         "--mtu",
         "9000",
         "--rx-usecs",
@@ -258,7 +245,7 @@ fn veth_coalescing_is_unknown_and_the_rest_of_the_plan_applies_and_reverts() {
     }
     let notes = plan["notes"].to_string();
     assert!(
-        notes.contains("interrupt coalescing on wsa is unknown"),
+        notes.contains("interrupt coalescing on ws0 is unknown"),
         "{notes}"
     );
 
@@ -269,15 +256,15 @@ fn veth_coalescing_is_unknown_and_the_rest_of_the_plan_applies_and_reverts() {
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("Applied 1 of 1 steps"), "{out}");
-    assert!(out.contains("coalescing on wsa is unknown"), "{out}");
-    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/wsa/mtu"), "9000");
-    assert_eq!(link_show(&ns.0, "wsa").0, "9000");
-    eprintln!("veth wsa: coalescing unknown (no ETHTOOL_GCOALESCE answer), mtu {mtu0} -> 9000");
+    assert!(out.contains("coalescing on ws0 is unknown"), "{out}");
+    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/ws0/mtu"), "9000");
+    assert_eq!(link_show(&ns.0, "ws0").0, "9000");
+    eprintln!("veth ws0: coalescing unknown (no ETHTOOL_GCOALESCE answer), mtu {mtu0} -> 9000");
 
     let o = in_ns(&ns.0, &[bin(), "tune", "revert", "--journal-dir", jd]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/wsa/mtu"), mtu0);
-    assert_eq!(link_show(&ns.0, "wsa").0, mtu0);
+    assert_eq!(read_in_ns(&ns.0, "/sys/class/net/ws0/mtu"), mtu0);
+    assert_eq!(link_show(&ns.0, "ws0").0, mtu0);
 }
 
 /// Linux's errno for "operation not supported".

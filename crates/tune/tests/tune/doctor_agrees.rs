@@ -117,3 +117,75 @@ fn doctor_fixes_and_tune_plans_name_the_same_cpus() {
     eprintln!("{compared} IRQ pins and sysctls compared");
     assert!(compared > 0, "no doctor fix to compare");
 }
+
+/// `wirespeed model`'s buffer sizes are doctor's fix and tune's plan: on the captured 100 Gbit/s
+/// host at 10 ms, each of the four buffer sysctls doctor suggests and tune plans carries the
+/// model's buffer size (its maximum, for the tcp_*mem triples).
+#[test]
+fn the_path_model_s_buffers_are_doctor_s_and_tune_s_at_100g_10ms() {
+    use wirespeed_doctor::path_model::{model, Path};
+    let m = model(&Path {
+        rate_bps: 100_000_000_000,
+        rtt_ms: 10.0,
+        loss: None,
+        mss: 8948,
+    });
+    let want = m.buffer_bytes.to_string();
+    let host = common::hosts()
+        .into_iter()
+        .map(|(_, h)| h)
+        .find(|h| h.ends_with("crow-9900x-cx5-x4"))
+        .expect("the crow-9900x-cx5-x4 fixture");
+    let iface = common::expected(&host)["iface"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let root = Root::new(&host);
+    let facts = wirespeed_host::collect(&root);
+    assert_eq!(
+        facts
+            .nics
+            .iter()
+            .find(|n| n.name == iface)
+            .unwrap()
+            .speed_mbps,
+        Some(100_000)
+    );
+    let findings = wirespeed_doctor::diagnose(
+        &facts,
+        &wirespeed_doctor::Options {
+            iface: Some(iface.clone()),
+            app_cpus: None,
+            rtt_ms: 10.0,
+            rate_mbps: None,
+        },
+    )
+    .unwrap();
+    let f = findings
+        .iter()
+        .find(|f| f.id == "socket-buffers-small")
+        .expect("the fixture's buffers are below the BDP");
+    let last = |v: &str| v.split_whitespace().last().unwrap().to_string();
+    let doctor: Vec<(String, String)> = sysctls(&f.fix);
+    assert!(!doctor.is_empty(), "{:?}", f.fix);
+    for (key, value) in &doctor {
+        assert_eq!(last(value), want, "doctor {key}={value}");
+    }
+    let mut view = collect::view(&root, &facts, Some(&iface)).unwrap();
+    view.findings = collect::findings(&facts, Some(&iface), None, 10.0, None);
+    let plan = planner::plan(&view, &PlanOptions::new("test")).unwrap();
+    let mut planned = 0;
+    for key in [
+        "net.core.rmem_max",
+        "net.core.wmem_max",
+        "net.ipv4.tcp_rmem",
+        "net.ipv4.tcp_wmem",
+    ] {
+        if let Some(s) = plan.boot.iter().find(|s| s.setting == key) {
+            assert_eq!(last(&s.new), want, "tune {key}={}", s.new);
+            planned += 1;
+        }
+    }
+    assert_eq!(planned, 4, "tune plans all four buffer sysctls");
+    eprintln!("model, doctor and tune: {want} bytes at 100 Gbit/s x 10 ms");
+}

@@ -1,0 +1,306 @@
+//! `wirespeed lab`: a two-host lab on this machine (see the `wirespeed-lab` crate).
+
+use std::process::{Command, ExitCode};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use wirespeed_host::CpuSet;
+use wirespeed_lab::{self as lab, Lab, LabError, Side, Spec};
+use wirespeed_report::sizes::parse_rate;
+
+use crate::exit;
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    command: LabCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum LabCommand {
+    /// Build the lab (replacing one of the same name): namespaces NAME-a (client) and NAME-b
+    /// (server), with routers NAME-r1 and NAME-r2 between them when the path needs a middle.
+    Up(UpArgs),
+    /// Run a command inside one side: a|client, b|server, r1, r2.
+    Exec(ExecArgs),
+    /// Show the lab's namespaces, addresses, MTUs, qdiscs and drop counters.
+    Status(NameArg),
+    /// Remove the lab (nothing to do when it is not up).
+    Down(NameArg),
+}
+
+#[derive(Debug, Args)]
+struct NameArg {
+    /// The lab's name (its namespaces' prefix).
+    #[arg(long, default_value = "wslab")]
+    name: String,
+}
+
+#[derive(Debug, Args)]
+struct UpArgs {
+    #[command(flatten)]
+    name: NameArg,
+    /// MTU of the ends' interfaces (default 1500).
+    #[arg(long, value_name = "BYTES")]
+    mtu: Option<u32>,
+    /// MTU of the link between the routers (a smaller one than --mtu: path MTU discovery).
+    #[arg(long, value_name = "BYTES")]
+    path_mtu: Option<u32>,
+    /// Bottleneck rate each direction, iperf3 style (2G = 2 Gbit/s), by tbf on the path.
+    #[arg(long, value_name = "RATE")]
+    rate: Option<String>,
+    /// Random loss each direction: a fraction (0.005) or a percentage (0.5%). netem where the
+    /// kernel has it, otherwise an nftables random drop.
+    #[arg(long, value_name = "P")]
+    loss: Option<String>,
+    /// Added round-trip time in ms (half each way); needs the kernel's netem.
+    #[arg(long, value_name = "MS")]
+    delay: Option<f64>,
+    /// Steer both ends' receive softirq (RPS) to these CPUs, e.g. 1 or 0-1.
+    #[arg(long, value_name = "LIST")]
+    rps_cpus: Option<String>,
+    /// With --path-mtu: only the middle link's far end has it, so larger frames toward the
+    /// server vanish without an ICMP answer (an MTU black hole, a switch dropping jumbo frames).
+    #[arg(long)]
+    blackhole: bool,
+}
+
+#[derive(Debug, Args)]
+struct ExecArgs {
+    #[command(flatten)]
+    name: NameArg,
+    /// a|client, b|server, r1, r2.
+    side: String,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+/// A fraction (`0.005`) or a percentage (`0.5%`), above 0 and below 1.
+pub fn parse_fraction(text: &str, what: &str) -> anyhow::Result<f64> {
+    let t = text.trim();
+    let (num, scale) = match t.strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (t, 1.0),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v / scale > 0.0 && v / scale < 1.0 => Ok(v / scale),
+        _ => Err(exit::fail(
+            exit::USAGE,
+            format!(
+                "invalid {what} '{text}': a fraction above 0 and below 1 (0.005) or a percentage (0.5%)"
+            ),
+        )),
+    }
+}
+
+fn lab_fail(e: LabError) -> anyhow::Error {
+    let code = match e {
+        LabError::BadSpec(_) => exit::USAGE,
+        LabError::Interrupted => exit::INTERRUPTED,
+        _ => exit::HOST,
+    };
+    exit::fail(code, format!("lab: {e}"))
+}
+
+pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        LabCommand::Up(a) => up(a),
+        LabCommand::Exec(a) => exec(a),
+        LabCommand::Status(a) => status(&a.name),
+        LabCommand::Down(a) => {
+            lab::check_can_run(false).map_err(lab_fail)?;
+            if lab::remove(&a.name) {
+                println!("lab {} removed", a.name);
+            } else {
+                println!("lab {} was not up", a.name);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
+    let usage = |e: String| exit::fail(exit::USAGE, e);
+    let spec = Spec {
+        name: a.name.name,
+        mtu: a.mtu,
+        path_mtu: a.path_mtu,
+        rate_bps: a
+            .rate
+            .map(|r| parse_rate(&r, "--rate").map(|r| r.0))
+            .transpose()
+            .map_err(|e| usage(e.to_string()))?,
+        loss: a.loss.map(|l| parse_fraction(&l, "--loss")).transpose()?,
+        delay_ms: a.delay,
+        rps_cpus: a
+            .rps_cpus
+            .map(|c| CpuSet::parse_nonempty(&c))
+            .transpose()
+            .map_err(|e| usage(format!("--rps-cpus: {e}")))?,
+        blackhole: a.blackhole,
+    };
+    spec.validate().map_err(lab_fail)?;
+    // Ctrl-C or SIGTERM while building: stop between steps and remove what was built
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| exit::fail(exit::INTERNAL, format!("installing a signal handler: {e}")))?;
+    }
+    let lab = Lab::up_until(spec, &stop).map_err(lab_fail)?;
+    for line in describe(&lab) {
+        println!("{line}");
+    }
+    lab.keep();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `lab up` built, one fact a line.
+fn describe(lab: &Lab) -> Vec<String> {
+    let s = lab.spec();
+    let addr = |side| lab.addr(side).map_or("-".into(), |a| a.to_string());
+    let mut out = vec![
+        format!(
+            "lab {} up: client {} ({}), server {} ({}), ends' MTU {}",
+            s.name,
+            lab.netns(Side::Client),
+            addr(Side::Client),
+            lab.netns(Side::Server),
+            addr(Side::Server),
+            s.end_mtu()
+        ),
+        format!(
+            "  run: wirespeed lab exec server --name {0} -- wirespeed server   and   wirespeed lab exec client --name {0} -- wirespeed client {1}",
+            s.name,
+            addr(Side::Server)
+        ),
+    ];
+    if s.routed() {
+        out.push(format!(
+            "  path: routers {} and {}; middle link MTU {}{}",
+            lab.netns(Side::Router1),
+            lab.netns(Side::Router2),
+            s.path_mtu.unwrap_or(s.end_mtu()),
+            if s.blackhole {
+                format!(
+                    " at its far end only: frames above it toward the server vanish (a black hole; {} sends {})",
+                    lab.netns(Side::Router1),
+                    s.end_mtu()
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if let Some(r) = s.rate_bps {
+        out.push(format!(
+            "  rate: {} Mbit/s each direction (tbf on the middle link)",
+            r as f64 / 1e6
+        ));
+    }
+    if let Some(p) = s.loss {
+        let how = if lab.kernel().netem {
+            "netem"
+        } else {
+            "nftables random drop, counted (this kernel has no netem)"
+        };
+        out.push(format!("  loss: {}% each direction ({how})", p * 100.0));
+    }
+    if let Some(d) = s.delay_ms {
+        out.push(format!("  delay: {d} ms added round trip (netem)"));
+    }
+    if let Some(c) = &s.rps_cpus {
+        out.push(format!("  RPS: the ends' receive softirq on CPUs {c}"));
+    }
+    out
+}
+
+fn exec(a: ExecArgs) -> anyhow::Result<ExitCode> {
+    let side = Side::parse(&a.side).ok_or_else(|| {
+        exit::fail(
+            exit::USAGE,
+            format!(
+                "lab exec: side '{}': use a|client, b|server, r1 or r2",
+                a.side
+            ),
+        )
+    })?;
+    lab::check_can_run(false).map_err(lab_fail)?;
+    if !lab::existing(&a.name.name).contains(&side) {
+        return Err(lab_fail(LabError::NotFound(side.netns(&a.name.name))));
+    }
+    let status = Command::new("ip")
+        .args(["netns", "exec", &side.netns(&a.name.name)])
+        .args(&a.command)
+        .status()
+        .map_err(|e| exit::fail(exit::HOST, format!("lab exec: cannot run ip: {e}")))?;
+    // the command's own exit code, as a shell would give it
+    let code = status.code().unwrap_or(128 + 1);
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+fn status(name: &str) -> anyhow::Result<ExitCode> {
+    lab::check_can_run(false).map_err(lab_fail)?;
+    let sides = lab::existing(name);
+    if sides.is_empty() {
+        println!("lab {name} is not up");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for side in sides {
+        let ns = side.netns(name);
+        println!("{ns}:");
+        let show = |args: &[&str]| {
+            Command::new(args[0])
+                .args(&args[1..])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+        };
+        for l in show(&["ip", "-n", &ns, "-br", "addr"]).lines() {
+            let dev = l.split_whitespace().next().unwrap_or("");
+            if dev == "lo" {
+                continue;
+            }
+            let dev = dev.split('@').next().unwrap_or(dev);
+            let mtu = show(&[
+                "ip",
+                "netns",
+                "exec",
+                &ns,
+                "cat",
+                &format!("/sys/class/net/{dev}/mtu"),
+            ]);
+            println!("  {l}  mtu {}", mtu.trim());
+        }
+        for l in show(&["tc", "-n", &ns, "qdisc", "show"]).lines() {
+            if l.contains("tbf") || l.contains("netem") {
+                println!("  {l}");
+            }
+        }
+        let nft = show(&[
+            "ip",
+            "netns",
+            "exec",
+            &ns,
+            "nft",
+            "list",
+            "table",
+            "inet",
+            "wirespeed_lab",
+        ]);
+        if let Some(c) = lab::parse_drop_counters(&nft) {
+            println!(
+                "  random drop: {} of {} packets forwarded from its end ({:.3}%)",
+                c.dropped,
+                c.seen,
+                if c.seen > 0 {
+                    c.dropped as f64 * 100.0 / c.seen as f64
+                } else {
+                    0.0
+                }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

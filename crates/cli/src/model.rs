@@ -1,0 +1,239 @@
+//! `wirespeed model`: what a path allows one TCP stream (see `wirespeed_doctor::path_model`).
+
+use std::process::ExitCode;
+
+use clap::Args;
+use wirespeed_doctor::path_model::{self, Path, LOSSES};
+use wirespeed_report::sizes::parse_rate;
+
+use crate::exit;
+use crate::lab::parse_fraction;
+
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// The path's bottleneck rate, iperf3 style (10G = 10 Gbit/s).
+    #[arg(long, value_name = "RATE")]
+    rate: String,
+    /// Round-trip time, ms (required unless --table).
+    #[arg(long, value_name = "MS")]
+    rtt: Option<f64>,
+    /// Packet loss: a fraction (0.0000455) or a percentage (0.00455%).
+    #[arg(long, value_name = "P")]
+    loss: Option<String>,
+    /// TCP maximum segment size, bytes (1448: a 1500-byte MTU with timestamps; 8948 for 9000).
+    #[arg(long, value_name = "BYTES", default_value_t = path_model::DEFAULT_MSS)]
+    mss: u32,
+    /// ESnet-style table: one stream's expected rate by distance (RTT) and loss.
+    #[arg(long)]
+    table: bool,
+    /// JSON output.
+    #[arg(short = 'J', long)]
+    json: bool,
+}
+
+/// `1.44 Gbit/s`, `143.9 Mbit/s`, `820 kbit/s`.
+pub fn fmt_bps(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.2} Gbit/s", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.1} Mbit/s", v / 1e6)
+    } else {
+        format!("{:.0} kbit/s", v / 1e3)
+    }
+}
+
+fn fmt_bytes(b: u64) -> String {
+    if b >= 1 << 20 {
+        format!("{b} bytes ({:.1} MiB)", b as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{b} bytes ({:.1} KiB)", b as f64 / 1024.0)
+    }
+}
+
+pub fn run(a: ModelArgs) -> anyhow::Result<ExitCode> {
+    let usage = |m: String| exit::fail(exit::USAGE, m);
+    let rate = parse_rate(&a.rate, "--rate")
+        .map_err(|e| usage(e.to_string()))?
+        .0;
+    if rate == 0 {
+        return Err(usage("--rate: a rate must be above zero".into()));
+    }
+    if a.mss < 88 || a.mss > 65_495 {
+        return Err(usage(format!(
+            "--mss {}: an MSS is 88 to 65495 bytes",
+            a.mss
+        )));
+    }
+    let loss = a
+        .loss
+        .as_deref()
+        .map(|l| parse_fraction(l, "--loss"))
+        .transpose()?;
+    let out = if a.table {
+        let t = path_model::table(rate, a.mss);
+        if a.json {
+            let doc = serde_json::json!({
+                "rate_bps": rate,
+                "mss": a.mss,
+                "losses": LOSSES,
+                "rows": t,
+            });
+            serde_json::to_string_pretty(&doc)? + "\n"
+        } else {
+            table_text(rate, a.mss, &t)
+        }
+    } else {
+        let rtt = a
+            .rtt
+            .ok_or_else(|| usage("model: --rtt MS is needed (or --table)".into()))?;
+        if !(rtt > 0.0 && rtt <= 100_000.0) {
+            return Err(usage(format!(
+                "--rtt {rtt}: a round-trip time is above 0 ms"
+            )));
+        }
+        let m = path_model::model(&Path {
+            rate_bps: rate,
+            rtt_ms: rtt,
+            loss,
+            mss: a.mss,
+        });
+        if a.json {
+            serde_json::to_string_pretty(&m)? + "\n"
+        } else {
+            model_text(&m)
+        }
+    };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The loss × distance table as text.
+fn table_text(rate: u64, mss: u32, t: &[path_model::TableRow]) -> String {
+    let mut o = format!(
+        "one loss-based TCP stream on a {} path, MSS {mss} bytes: the smaller of the link and MSS/RTT x 1.22/sqrt(loss)\n",
+        fmt_bps(rate as f64)
+    );
+    o += &format!("{:<14} {:>8}", "distance", "RTT");
+    for l in LOSSES {
+        o += &format!(" {:>14}", format!("1 in {:.0}", 1.0 / l));
+    }
+    o.push('\n');
+    for row in t {
+        o += &format!("{:<14} {:>5} ms", row.distance, row.rtt_ms);
+        for v in &row.expected_bps {
+            o += &format!(" {:>14}", fmt_bps(*v));
+        }
+        o.push('\n');
+    }
+    o += "loss-tolerant algorithms (HTCP, BBR) do far better than this line on long paths in ESnet's measurements\n";
+    o
+}
+
+/// One path's model as text.
+fn model_text(m: &path_model::Model) -> String {
+    let rate = m.rate_bps as f64;
+    let loss_text = m.loss.map_or(String::new(), |p| {
+        format!(", loss {:.5} % (1 in {:.0})", p * 100.0, 1.0 / p)
+    });
+    let mut o = format!(
+        "path: {}, RTT {} ms, MSS {} bytes{loss_text}\n",
+        fmt_bps(rate),
+        m.rtt_ms,
+        m.mss
+    );
+    o += &format!(
+        "bandwidth-delay product: {} ({} segments)\n",
+        fmt_bytes(m.bdp_bytes),
+        m.window_segments
+    );
+    o += &format!(
+        "socket buffers to set: {} (2 x BDP rounded up to a power of two, as doctor's fix and tune's plan set them)\n",
+        fmt_bytes(m.buffer_bytes)
+    );
+    o += &format!(
+        "  sysctl -w net.core.rmem_max={b} net.core.wmem_max={b}; the maximum of net.ipv4.tcp_rmem and tcp_wmem to {b}\n",
+        b = m.buffer_bytes
+    );
+    o += &format!(
+        "slow start: {} round trips ({:.2} s) from {} segments to {}, if nothing is lost on the way\n",
+        m.slow_start.round_trips,
+        m.slow_start.seconds,
+        path_model::INITIAL_WINDOW,
+        m.window_segments
+    );
+    if let Some(ceiling) = m.mathis_bps {
+        o += &format!(
+            "Mathis ceiling of loss-based congestion control (Reno, CUBIC): MSS/RTT x 1.22/sqrt(p) = {}\n",
+            fmt_bps(ceiling)
+        );
+        if m.loss_limited {
+            o += &format!(
+                "  the loss, not the link, limits one stream: {:.1} % of {}\n",
+                ceiling * 100.0 / rate,
+                fmt_bps(rate)
+            );
+            o += "  loss-tolerant algorithms did better in ESnet's measurements: with 1 loss in 22,000 at 90 ms, a 10 Gbit/s path gave about 0.5 Gbit/s with HTCP (far less with Reno); BBR does not take loss for congestion\n";
+        } else {
+            o += "  above the link's rate: the loss does not limit one stream here\n";
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn esnet_s_example_prints_the_ceiling_and_the_loss_tolerant_algorithms() {
+        let path = Path {
+            rate_bps: 10_000_000_000,
+            rtt_ms: 90.0,
+            loss: Some(0.0000455),
+            mss: 8948,
+        };
+        let t = model_text(&path_model::model(&path));
+        assert!(t.contains("MSS/RTT x 1.22/sqrt(p) = 143.9 Mbit/s\n"), "{t}");
+        assert!(t.contains("1.4 % of 10.00 Gbit/s"), "{t}");
+        assert!(t.contains("HTCP"), "{t}");
+        let small = model_text(&path_model::model(&Path { mss: 1448, ..path }));
+        assert!(small.contains("= 23.3 Mbit/s"), "{small}");
+    }
+
+    #[test]
+    fn buffers_at_100g_10ms_are_the_sizing_rule_s() {
+        let m = path_model::model(&Path {
+            rate_bps: 100_000_000_000,
+            rtt_ms: 10.0,
+            loss: None,
+            mss: 1448,
+        });
+        let t = model_text(&m);
+        let want = wirespeed_doctor::sizing::buffer_target(100_000, 10.0);
+        assert!(
+            t.contains(&format!(
+                "net.core.rmem_max={want} net.core.wmem_max={want}"
+            )),
+            "{t}"
+        );
+        assert!(!t.contains("Mathis"), "{t}");
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_distance() {
+        let rows = path_model::table(10_000_000_000, 1448);
+        let t = table_text(10_000_000_000, 1448, &rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 2 + path_model::DISTANCES.len() + 1, "{t}");
+        assert!(lines[1].contains("1 in 22000"), "{t}");
+        assert!(lines[2].starts_with("LAN"), "{t}");
+        assert!(lines[6].starts_with("international"), "{t}");
+    }
+
+    #[test]
+    fn rates_print_in_the_unit_that_fits() {
+        assert_eq!(fmt_bps(1.44e9), "1.44 Gbit/s");
+        assert_eq!(fmt_bps(143.87e6), "143.9 Mbit/s");
+        assert_eq!(fmt_bps(820e3), "820 kbit/s");
+    }
+}
