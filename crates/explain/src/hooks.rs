@@ -239,3 +239,28 @@ impl AppliedChange for AppliedMove {
         self.mv.disarm();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn observation_runs_against_a_captured_tree() {
+        let root = Root::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/hosts/crow-9900x-cx5-x4"
+        ));
+        let hook = HostObserve::new(root);
+        let mut end = hook
+            .start(Role::Receiver, "192.0.2.1".parse().unwrap(), None)
+            .expect("the tree has /proc/stat");
+        end.tick(0.0, 1.0);
+        let e = end.close(&[], None).expect("the observation closes");
+        assert_eq!(e.role, Role::Receiver);
+        assert_eq!(e.intervals.len(), 1);
+        // The tree's topology (a Ryzen with two L3 groups), not this host's.
+        assert_eq!(e.topology.l3_groups.len(), 2);
+        let v = hook.verdict(&TestObservation::local_only(e, "test"), None);
+        assert!(!v.id.is_empty());
+    }
+}
