@@ -38,7 +38,20 @@ fn run_udp(client: Side, server: Side, extra: &[&str], bidir: bool, reverse: boo
         let (sp, sl, _) =
             udp_sum(&sj, key).unwrap_or_else(|| panic!("{tag}: server lacks end.{key}"));
         assert!(cp > 1000, "{tag}: {key}: only {cp} datagrams at 20 Mbit/s");
-        assert_eq!(cp, sp, "{tag}: {key}: the ends disagree on datagrams");
+        if receiver == Side::Iperf3 && receiver != client {
+            // An iperf3 server that receives counts up to the highest sequence number it read
+            // before TEST_END and reads no further: the last datagrams still in its socket
+            // buffer at that moment are in neither its count nor its loss. On an idle host
+            // that tail is empty; on a loaded one (two busy loops on two cores) it was 4 of
+            // 1383. The header and sequence numbers are what this test checks, so a short tail
+            // passes and anything more (a quarter, as for loss below) fails.
+            assert!(
+                sp <= cp && (cp - sp) * 4 <= cp,
+                "{tag}: {key}: the ends disagree on datagrams: sent {cp}, iperf3 counted {sp}"
+            );
+        } else {
+            assert_eq!(cp, sp, "{tag}: {key}: the ends disagree on datagrams");
+        }
         // An iperf3 server writes its document before the results exchange: it knows the
         // loss only where it received.
         if server == Side::Wirespeed || receiver == server {
