@@ -131,6 +131,66 @@ impl Measured {
         }
     }
 
+    /// What a report in iperf3's `-J` shape holds: the receiver's throughput over the test and
+    /// per interval, UDP loss as the receiver counted it, TCP retransmits, bytes sent, the MSS
+    /// and the senders' RTT (smallest, mean of the streams' means, largest). Missing keys stay
+    /// unknown.
+    pub fn from_report(doc: &serde_json::Value) -> Measured {
+        let end = &doc["end"];
+        let udp = doc["start"]["test_start"]["protocol"].as_str() == Some("UDP");
+        let received = &end["sum_received"];
+        let rtts: Vec<(u64, u64, u64)> = end["streams"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|st| {
+                        let snd = &st["sender"];
+                        Some((
+                            snd["min_rtt"].as_u64()?,
+                            snd["mean_rtt"].as_u64()?,
+                            snd["max_rtt"].as_u64()?,
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let rtt_us = (!rtts.is_empty()).then(|| {
+            (
+                rtts.iter().map(|r| r.0).min().unwrap_or(0),
+                rtts.iter().map(|r| r.1).sum::<u64>() / rtts.len() as u64,
+                rtts.iter().map(|r| r.2).max().unwrap_or(0),
+            )
+        });
+        let lost =
+            |v: &serde_json::Value| Some((v["lost_packets"].as_u64()?, v["packets"].as_u64()?));
+        Measured {
+            throughput: received["bits_per_second"].as_f64().map(BitsPerSecond),
+            interval_bps: doc["intervals"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|i| i["sum"]["bits_per_second"].as_f64())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            udp,
+            retransmits: (!udp)
+                .then(|| end["sum_sent"]["retransmits"].as_u64())
+                .flatten(),
+            bytes_sent: end["sum_sent"]["bytes"].as_u64(),
+            mss: (!udp)
+                .then(|| doc["start"]["tcp_mss_default"].as_u64())
+                .flatten()
+                .and_then(|m| u32::try_from(m).ok()),
+            rtt_us: if udp { None } else { rtt_us },
+            udp_lost: if udp {
+                lost(received).or_else(|| lost(&end["sum"]))
+            } else {
+                None
+            },
+        }
+    }
+
     /// The TCP loss rate: retransmitted segments over segments sent.
     pub fn tcp_loss(&self) -> Option<f64> {
         let (r, b, m) = (self.retransmits?, self.bytes_sent?, self.mss?);
@@ -1389,6 +1449,52 @@ mod tests {
             rtt_us: (rtt.len() == 3).then(|| (rtt[0], rtt[1], rtt[2])),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn measured_from_an_iperf3_shaped_report() {
+        let tcp = serde_json::json!({
+            "start": {"test_start": {"protocol": "TCP"}, "tcp_mss_default": 1448},
+            "intervals": [{"sum": {"bits_per_second": 3.4e8}}, {"sum": {"bits_per_second": 3.7e8}}],
+            "end": {
+                "streams": [
+                    {"sender": {"min_rtt": 828, "mean_rtt": 5000, "max_rtt": 26288}},
+                    {"sender": {"min_rtt": 900, "mean_rtt": 6000, "max_rtt": 20000}}
+                ],
+                "sum_sent": {"bytes": 231473152u64, "retransmits": 2081},
+                "sum_received": {"bits_per_second": 3.07e8}
+            }
+        });
+        let m = Measured::from_report(&tcp);
+        assert_eq!(
+            m,
+            Measured {
+                throughput: Some(BitsPerSecond(3.07e8)),
+                interval_bps: vec![3.4e8, 3.7e8],
+                udp: false,
+                retransmits: Some(2081),
+                bytes_sent: Some(231473152),
+                mss: Some(1448),
+                rtt_us: Some((828, 5500, 26288)),
+                udp_lost: None,
+            }
+        );
+        let udp = serde_json::json!({
+            "start": {"test_start": {"protocol": "UDP"}},
+            "end": {
+                "sum": {"lost_packets": 9, "packets": 100},
+                "sum_sent": {"bytes": 1000},
+                "sum_received": {"bits_per_second": 1e9, "lost_packets": 25, "packets": 100}
+            }
+        });
+        let m = Measured::from_report(&udp);
+        assert!(m.udp);
+        assert_eq!(m.udp_lost, Some((25, 100)));
+        assert_eq!((m.retransmits, m.mss, m.rtt_us), (None, None, None));
+        assert_eq!(
+            Measured::from_report(&serde_json::json!({})),
+            Measured::default()
+        );
     }
 
     #[test]
