@@ -3,12 +3,13 @@
 //! The binary is thin: argument parsing, wiring of the library crates, and exit codes. Each
 //! subcommand family lives in its own module.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 mod diagnose;
 mod exit;
 mod explain;
+mod generate;
 mod measure;
 mod tune;
 
@@ -43,6 +44,10 @@ enum Command {
     Sweep(Box<explain::SweepArgs>),
     /// Core-to-core latency matrix.
     Latency(explain::LatencyArgs),
+    /// Print a shell completion script (e.g. `wirespeed completions bash > /etc/bash_completion.d/wirespeed`).
+    Completions(generate::CompletionsArgs),
+    /// Print the manual page (roff), or write one page per command with --dir.
+    Man(generate::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +73,8 @@ fn main() -> ExitCode {
         Command::Tune(a) => tune::run(a),
         Command::Sweep(a) => explain::run_sweep(*a),
         Command::Latency(a) => explain::run_latency(a),
+        Command::Completions(a) => generate::run_completions(a, Cli::command()),
+        Command::Man(a) => generate::run_man(a, Cli::command()),
     };
     match result {
         Ok(code) => code,
