@@ -69,7 +69,7 @@ pub struct LatencyArgs {
     #[arg(long = "round-trips", default_value_t = 100)]
     pub round_trips: usize,
     /// JSON output.
-    #[arg(long, conflicts_with = "csv")]
+    #[arg(short = 'J', long, conflicts_with = "csv")]
     pub json: bool,
     /// CSV output (one line per pair).
     #[arg(long)]

@@ -366,7 +366,7 @@ pub fn rewrite_iperf3_argv(argv: Vec<OsString>) -> Vec<OsString> {
     if SUBCOMMANDS.contains(&first.as_ref())
         || first == "-h"
         || first == "--help"
-        || first == "-V"
+        || first == "-v"
         || first == "--version"
     {
         return argv;

@@ -132,7 +132,7 @@ struct PlanArgs {
     #[arg(long, conflicts_with_all = ["apply", "json"])]
     emit_script: bool,
     /// Print JSON (the plan, or the plan and the apply report).
-    #[arg(long)]
+    #[arg(short = 'J', long)]
     json: bool,
 }
 
@@ -146,7 +146,8 @@ struct RevertArgs {
     /// Restore values someone changed since tune wrote them.
     #[arg(long)]
     force: bool,
-    #[arg(long)]
+    /// Print the revert report as JSON.
+    #[arg(short = 'J', long)]
     json: bool,
 }
 
@@ -154,7 +155,8 @@ struct RevertArgs {
 struct StatusArgs {
     #[command(flatten)]
     root: RootArgs,
-    #[arg(long)]
+    /// Print the journals and their state as JSON.
+    #[arg(short = 'J', long)]
     json: bool,
 }
 
