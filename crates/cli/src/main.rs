@@ -10,6 +10,7 @@ mod diagnose;
 mod exit;
 mod explain;
 mod generate;
+mod iperf3;
 mod measure;
 mod tune;
 
@@ -18,13 +19,14 @@ mod tune;
     name = "wirespeed",
     version,
     disable_version_flag = true,
+    propagate_version = true,
     about = "Measure, observe, explain, diagnose and tune high-speed network hosts",
     long_about = "Measure, observe, explain, diagnose and tune high-speed network hosts.\n\n\
                   iperf3's own forms work too: `wirespeed -s` and `wirespeed -c HOST [iperf3 flags]`."
 )]
 struct Cli {
     /// Print the version (iperf3's -v; -V is --verbose in client and server, as in iperf3).
-    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version, global = true)]
     version: Option<bool>,
     #[command(subcommand)]
     command: Command,

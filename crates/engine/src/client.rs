@@ -99,6 +99,9 @@ pub struct ClientConfig {
     /// Set (e.g. by a SIGINT handler) to abort the test: the client sends `CLIENT_TERMINATE`
     /// and returns [`EngineError::Interrupted`] with the partial report.
     pub interrupt: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// iperf3's socket options and peer parameters beyond the test shape (TOS, device,
+    /// don't-fragment, keepalive, burst, ...).
+    pub extras: crate::Extras,
 }
 
 /// iperf3's default UDP rate per stream: 1 Mbit/s.
@@ -145,6 +148,7 @@ impl Default for ClientConfig {
             udp_send_path: UdpSendPath::Gso,
             udp_recv_path: UdpRecvPath::Gro,
             interrupt: None,
+            extras: crate::Extras::default(),
         }
     }
 }
@@ -267,7 +271,11 @@ impl ClientConfig {
             } else {
                 self.block()
             }),
-            pacing_timer: Some(1000),
+            pacing_timer: Some(self.extras.pacing_timer.unwrap_or(1000)),
+            burst: self.extras.burst,
+            tos: self.extras.tos.filter(|&t| t != 0),
+            repeating_payload: self.extras.repeating_payload,
+            dont_fragment: self.extras.dont_fragment,
             congestion: self.congestion.clone(),
             title: self.title.clone(),
             extra_data: self.extra_data.clone(),
@@ -378,13 +386,15 @@ impl Run<'_> {
             };
             let cport = cfg.cport.map(|p| p.wrapping_add(i as u16));
             let socket = if cfg.udp {
-                DataSocket::Udp(net::udp_connect(
+                let u = net::udp_connect(
                     self.target,
                     cfg.bind,
                     cport,
                     cfg.window,
                     timeout.unwrap_or(Duration::from_secs(10)),
-                )?)
+                )?;
+                cfg.extras.udp_data(&u)?;
+                DataSocket::Udp(u)
             } else {
                 let o = opts.clone();
                 let mut s: TcpStream =
@@ -394,7 +404,8 @@ impl Run<'_> {
                                 EngineError::Host(e.to_string())
                             }
                             other => EngineError::Config(other.to_string()),
-                        })
+                        })?;
+                        cfg.extras.tcp_data(sock)
                     })?;
                 let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
                 std::io::Write::write_all(&mut s, self.cookie.as_bytes()).map_err(|e| {
@@ -723,7 +734,9 @@ pub fn run_client(
     let mut last_err = None;
     let mut ctrl_stream = None;
     for a in &addrs {
-        match net::connect(*a, cfg.bind, None, cfg.connect_timeout, |_| Ok(())) {
+        match net::connect(*a, cfg.bind, None, cfg.connect_timeout, |s| {
+            cfg.extras.control(s)
+        }) {
             Ok(s) => {
                 ctrl_stream = Some((s, *a));
                 break;

@@ -18,6 +18,7 @@ pub mod assemble;
 pub mod client;
 pub mod data;
 mod error;
+pub mod extras;
 pub mod net;
 pub mod observe;
 pub mod output;
@@ -30,6 +31,7 @@ pub mod usage;
 
 pub use client::{run_client, ClientConfig};
 pub use error::EngineError;
+pub use extras::{Extras, Keepalive};
 pub use net::Family;
 pub use output::{Format, NullReporter, Reporter, StandardReporter};
 pub use server::{Limits, ReporterFactory, Server, ServerConfig, ServerHandle, Stopper};

@@ -97,6 +97,9 @@ pub struct ServerConfig {
     /// `--allow-tune`: a client may ask this server to move its NIC's queue IRQs for a test
     /// ([`crate::tune`]); `None` refuses such requests.
     pub tune: Option<TuneConfig>,
+    /// iperf3's `--bind-dev` (the TCP listener), `--cntl-ka` (every accepted connection, the
+    /// control one included) and `--snd-timeout` (TCP data sockets) on the server.
+    pub extras: crate::Extras,
 }
 
 impl Default for ServerConfig {
@@ -114,6 +117,7 @@ impl Default for ServerConfig {
             cookie_timeout: Duration::from_secs(10),
             send_path: SendPath::Copy,
             tune: None,
+            extras: crate::Extras::default(),
         }
     }
 }
@@ -218,12 +222,15 @@ impl Drop for ServerHandle {
     }
 }
 
-fn listen_socket(addr: SocketAddr) -> std::io::Result<TcpListener> {
+fn listen_socket(addr: SocketAddr, dev: Option<&str>) -> std::io::Result<TcpListener> {
     let s = Socket::new(
         Domain::for_address(addr),
         Type::STREAM,
         Some(SockProto::TCP),
     )?;
+    if let Some(dev) = dev {
+        s.bind_device(Some(dev.as_bytes()))?;
+    }
     s.set_reuse_address(true)?;
     if addr.is_ipv6() && addr.ip().is_unspecified() {
         let _ = s.set_only_v6(false);
@@ -265,7 +272,7 @@ impl Server {
         };
         let mut last = None;
         for a in candidates {
-            match listen_socket(a) {
+            match listen_socket(a, cfg.extras.bind_dev.as_deref()) {
                 Ok(l) => {
                     l.set_nonblocking(true)
                         .map_err(|e| EngineError::Listen { addr: a, source: e })?;
@@ -527,6 +534,7 @@ fn acceptor(
                         if s.set_nonblocking(true).is_err() {
                             continue;
                         }
+                        let _ = cfg.extras.keepalive(&s);
                         pending.push(Pending {
                             stream: s,
                             peer,
@@ -897,7 +905,7 @@ impl<'a> ServerTest<'a> {
         let parallel = params.parallel.max(1) as usize;
         let opts = dp::tcp::TcpOptions {
             window: params.window,
-            mss: None,
+            mss: params.mss,
             nodelay: params.nodelay,
             congestion: params.congestion.clone(),
             fq_rate: params
@@ -920,6 +928,17 @@ impl<'a> ServerTest<'a> {
                     let mut o = opts.clone();
                     o.congestion = None;
                     let _ = dp::tcp::apply(t, &o);
+                }
+            }
+            match &socket {
+                DataSocket::Tcp(t) => {
+                    crate::extras::server_data(t, params.tos, false);
+                    if let Some(to) = self.ctx.cfg.extras.snd_timeout {
+                        let _ = dp::sockopt::set_user_timeout(t, to);
+                    }
+                }
+                DataSocket::Udp(u) => {
+                    crate::extras::server_data(u, params.tos, params.dont_fragment)
                 }
             }
             streams.push(DataStream {
