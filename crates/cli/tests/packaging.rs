@@ -102,7 +102,7 @@ fn every_deb_asset_is_generated_or_in_the_tree() {
             Some(rel) => (dir.path().to_path_buf(), rel.to_string()),
             None => (workspace().join("crates/cli"), src.clone()),
         };
-        let matches: Vec<PathBuf> = match rel.strip_suffix("*.1").or(rel.strip_suffix("*.md")) {
+        let matches: Vec<PathBuf> = match rel.strip_suffix("*.1.gz").or(rel.strip_suffix("*.md")) {
             Some(d) => std::fs::read_dir(base.join(d))
                 .unwrap_or_else(|e| panic!("{src}: {e}"))
                 .filter_map(|e| e.ok().map(|e| e.path()))
@@ -122,9 +122,26 @@ fn every_deb_asset_is_generated_or_in_the_tree() {
 
 #[test]
 fn man_pages_cover_every_subcommand_and_are_valid_roff() {
-    let dir = assets();
+    // The pages scripts/package gzips, uncompressed.
+    let dir = tempfile::tempdir().unwrap();
+    let man = dir.path().to_path_buf();
+    run_ok(
+        Command::new(wirespeed()).arg("man").arg("--dir").arg(&man),
+        "wirespeed man --dir",
+    );
+    let packaged = assets();
+    for page in std::fs::read_dir(&man).unwrap() {
+        let name = page.unwrap().file_name().into_string().unwrap();
+        assert!(
+            packaged
+                .path()
+                .join("man")
+                .join(format!("{name}.gz"))
+                .is_file(),
+            "scripts/package ships {name}.gz"
+        );
+    }
     let help = run_ok(Command::new(wirespeed()).arg("--help"), "wirespeed --help");
-    let man = dir.path().join("man");
     for sub in [
         "client", "server", "doctor", "topo", "capture", "tune", "sweep", "latency",
     ] {
