@@ -1,6 +1,6 @@
 //! iperf3's flags that are not about the measurement itself: output decoration (`--timestamps`,
-//! `--forceflush`), `-I/--pidfile`, `-d/--debug`, `--json-stream-full-output`, and the flags
-//! wirespeed refuses with the reason and what to use instead (`-F`, SCTP). The table of every
+//! `--forceflush`), `-I/--pidfile`, `-d/--debug`, `--json-stream-full-output`, `-m/--mptcp`,
+//! and the flags wirespeed refuses with the reason and what to use instead (`-F`, `-L`, SCTP). The table of every
 //! iperf3 flag and what wirespeed does with it is in docs/measure.md.
 
 use std::io::{self, Write};
@@ -33,8 +33,9 @@ pub struct CommonArgs {
     /// iperf3's -F (send or receive a file): not supported, see docs/measure.md.
     #[arg(short = 'F', long = "file", value_name = "NAME", hide = true)]
     pub file: Option<PathBuf>,
-    /// iperf3's -m/--mptcp: not supported yet, see docs/measure.md.
-    #[arg(short = 'm', long = "mptcp", hide = true)]
+    /// Multipath TCP instead of TCP (the client's connections, the server's listener); the
+    /// kernel falls back to TCP when the other end does not speak it.
+    #[arg(short = 'm', long = "mptcp")]
     pub mptcp: bool,
 }
 
@@ -63,13 +64,6 @@ impl CommonArgs {
                 exit::USAGE,
                 "-F/--file: sending or receiving a file is not supported (disk speed is not the \
                  network's); use -n SIZE for a transfer of that size, and -Z to send without copies",
-            ));
-        }
-        if self.mptcp {
-            return Err(exit::fail(
-                exit::USAGE,
-                "-m/--mptcp: MPTCP is not supported yet; wirespeed tests plain TCP (several paths: \
-                 -P with one --bind address per run, or HOST1,HOST2 for one test per path, summed)",
             ));
         }
         if let Some(l) = self.debug {

@@ -544,6 +544,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         burst: a.bitrate.and_then(|b| b.1),
         pacing_timer,
         repeating_payload: a.repeating_payload,
+        mptcp: a.out.iperf3.mptcp,
     };
     Ok(ClientConfig {
         host,
@@ -912,6 +913,7 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
                 .or(a.bind.as_ref().and_then(|b| b.1.clone())),
             cntl_keepalive: a.cntl_ka,
             snd_timeout: a.snd_timeout.map(Duration::from_millis),
+            mptcp: a.out.iperf3.mptcp,
             ..Default::default()
         },
         port: a.port,

@@ -34,7 +34,6 @@ fn kind(long: &str) -> Kind {
     use Kind::*;
     match long {
         "file" => Refused("-F/--file: sending or receiving a file is not supported"),
-        "mptcp" => Refused("-m/--mptcp: MPTCP is not supported yet"),
         "daemon" => Refused("systemctl enable --now wirespeed"),
         "sctp" | "xbind" | "nstreams" => Refused("SCTP is not supported"),
         "flowlabel" => Refused("-L/--flowlabel: IPv6 flow labels are not supported yet"),
@@ -647,6 +646,26 @@ fn check(f: &Flag) {
                     some_socket(c, "client --dont-fragment", df),
                     "client UDP socket DF"
                 );
+            });
+        }
+        "mptcp" => {
+            let on = std::fs::read_to_string("/proc/sys/net/mptcp/enabled")
+                .is_ok_and(|v| v.trim() == "1");
+            if !on {
+                let o = ws(&["-c", "127.0.0.1", "-t", "1", "-m"]);
+                assert!(
+                    text_of(&o).contains("does not offer MPTCP"),
+                    "{}",
+                    text_of(&o)
+                );
+                return;
+            }
+            during(&["-m"], &["-m"], |s, c| {
+                let mptcp = |k: &socket2::SockRef<'_>| {
+                    int_opt(k, libc::SOL_SOCKET, libc::SO_PROTOCOL) == Some(libc::IPPROTO_MPTCP)
+                };
+                assert!(some_socket(c, "client -m", mptcp), "client MPTCP socket");
+                assert!(some_socket(s, "server -m", mptcp), "server MPTCP listener");
             });
         }
         other => panic!("no check for --{other}"),

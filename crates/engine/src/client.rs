@@ -397,8 +397,13 @@ impl Run<'_> {
                 DataSocket::Udp(u)
             } else {
                 let o = opts.clone();
-                let mut s: TcpStream =
-                    net::connect(self.target, cfg.bind, cport, timeout, move |sock| {
+                let mut s: TcpStream = net::connect_with(
+                    self.target,
+                    cfg.bind,
+                    cport,
+                    timeout,
+                    cfg.extras.mptcp,
+                    move |sock| {
                         dp::tcp::apply(sock, &o).map_err(|e| match e {
                             dp::DatapathError::Congestion { .. } => {
                                 EngineError::Host(e.to_string())
@@ -406,7 +411,8 @@ impl Run<'_> {
                             other => EngineError::Config(other.to_string()),
                         })?;
                         cfg.extras.tcp_data(sock)
-                    })?;
+                    },
+                )?;
                 let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
                 std::io::Write::write_all(&mut s, self.cookie.as_bytes()).map_err(|e| {
                     EngineError::Connect {
@@ -734,9 +740,14 @@ pub fn run_client(
     let mut last_err = None;
     let mut ctrl_stream = None;
     for a in &addrs {
-        match net::connect(*a, cfg.bind, None, cfg.connect_timeout, |s| {
-            cfg.extras.control(s)
-        }) {
+        match net::connect_with(
+            *a,
+            cfg.bind,
+            None,
+            cfg.connect_timeout,
+            cfg.extras.mptcp,
+            |s| cfg.extras.control(s),
+        ) {
             Ok(s) => {
                 ctrl_stream = Some((s, *a));
                 break;

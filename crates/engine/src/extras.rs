@@ -1,5 +1,5 @@
 //! iperf3's requests beyond the test shape: socket options (`-S`/`--dscp`, `--bind-dev`,
-//! `--dont-fragment`, `--snd-timeout`, `--cntl-ka`) and parameters passed to the peer as
+//! `--dont-fragment`, `--snd-timeout`, `--cntl-ka`, `-m` MPTCP) and parameters passed to the peer as
 //! iperf3 passes them (`-b RATE/BURST`, `--pacing-timer`, `--repeating-payload`). The client
 //! applies them to its own sockets; the TOS, the MSS and don't-fragment also travel in the
 //! parameters, so the server applies them to its data sockets (iperf3 does the same).
@@ -39,6 +39,8 @@ pub struct Extras {
     pub pacing_timer: Option<u32>,
     /// `--repeating-payload`: `repeating_payload` in the parameters.
     pub repeating_payload: bool,
+    /// `-m`/`--mptcp`: the client's TCP connections, or the server's listener, over MPTCP.
+    pub mptcp: bool,
 }
 
 fn config(e: dp::DatapathError) -> EngineError {

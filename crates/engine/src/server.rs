@@ -222,12 +222,13 @@ impl Drop for ServerHandle {
     }
 }
 
-fn listen_socket(addr: SocketAddr, dev: Option<&str>) -> std::io::Result<TcpListener> {
-    let s = Socket::new(
-        Domain::for_address(addr),
-        Type::STREAM,
-        Some(SockProto::TCP),
-    )?;
+fn listen_socket(addr: SocketAddr, dev: Option<&str>, mptcp: bool) -> std::io::Result<TcpListener> {
+    let proto = if mptcp {
+        SockProto::MPTCP
+    } else {
+        SockProto::TCP
+    };
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(proto))?;
     if let Some(dev) = dev {
         s.bind_device(Some(dev.as_bytes()))?;
     }
@@ -272,7 +273,7 @@ impl Server {
         };
         let mut last = None;
         for a in candidates {
-            match listen_socket(a, cfg.extras.bind_dev.as_deref()) {
+            match listen_socket(a, cfg.extras.bind_dev.as_deref(), cfg.extras.mptcp) {
                 Ok(l) => {
                     l.set_nonblocking(true)
                         .map_err(|e| EngineError::Listen { addr: a, source: e })?;
