@@ -236,6 +236,31 @@ fn during(sargs: &[&str], cargs: &[&str], check: impl FnOnce(u32, u32)) {
     check(srv.pid(), cl.pid());
 }
 
+/// [`during`] with Debian's iperf3 as the client (the server must apply what an iperf3 client
+/// asks for); `check` gets the server's pid. SKIP (a failure under CI) without iperf3.
+fn during_iperf3(cargs: &[&str], check: impl FnOnce(u32)) {
+    if !measure_common::have_iperf3("the iperf3-client half of this check") {
+        assert!(!in_ci(), "iperf3 is missing under CI");
+        return;
+    }
+    let (srv, port) = server(&[]);
+    let _cl = spawn(
+        Command::new("iperf3")
+            .args([
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-t",
+                "30",
+                "-i",
+                "0",
+            ])
+            .args(cargs),
+    );
+    check(srv.pid());
+}
+
 fn int_opt(s: &socket2::SockRef<'_>, level: i32, opt: i32) -> Option<i32> {
     use std::os::fd::AsRawFd;
     let mut v: libc::c_int = 0;
@@ -624,6 +649,13 @@ fn check(f: &Flag) {
                 let tos = |k: &socket2::SockRef<'_>| k.tos_v4().is_ok_and(|t| t == 0x28);
                 assert!(some_socket(c, "client -S", tos), "client data socket TOS");
                 assert!(some_socket(s, "server -S", tos), "server data socket TOS");
+            });
+            during_iperf3(&["-S", "0x28"], |s| {
+                let tos = |k: &socket2::SockRef<'_>| k.tos_v4().is_ok_and(|t| t == 0x28);
+                assert!(
+                    some_socket(s, "server -S (iperf3 client)", tos),
+                    "server TOS for iperf3 -S"
+                );
             });
         }
         "zerocopy" => {
