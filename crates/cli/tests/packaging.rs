@@ -201,8 +201,25 @@ fn completions_load_in_their_shells() {
         zsh.starts_with("#compdef wirespeed"),
         "zsh completion header"
     );
+    if have("zsh", "zsh completion syntax", "zsh") {
+        run_ok(
+            Command::new("zsh").arg("-n").arg(c.join("_wirespeed")),
+            "zsh -n",
+        );
+    }
     let fish = std::fs::read_to_string(c.join("wirespeed.fish")).unwrap();
     assert!(fish.contains("complete -c wirespeed"), "fish completion");
+    if have("fish", "fish completion", "fish") {
+        // fish offers the subcommands from the script alone.
+        let out = run_ok(
+            Command::new("fish").arg("-c").arg(format!(
+                "source {}; complete -C 'wirespeed cl'",
+                c.join("wirespeed.fish").display()
+            )),
+            "fish completion",
+        );
+        assert!(out.starts_with("client"), "{out}");
+    }
     // Unknown shells are a usage error.
     let o = Command::new(wirespeed())
         .args(["completions", "tcsh"])
