@@ -1,6 +1,6 @@
 //! iperf3's flags that are not about the measurement itself: output decoration (`--timestamps`,
 //! `--forceflush`), `-I/--pidfile`, `-d/--debug`, `--json-stream-full-output`, `-m/--mptcp`,
-//! and the flags wirespeed refuses with the reason and what to use instead (`-F`, `-L`, SCTP). The table of every
+//! and the flags wirespeed refuses with the reason and what to use instead (`-F`, SCTP). The table of every
 //! iperf3 flag and what wirespeed does with it is in docs/measure.md.
 
 use std::io::{self, Write};
@@ -39,7 +39,7 @@ pub struct CommonArgs {
     pub mptcp: bool,
 }
 
-/// Client flags wirespeed refuses: SCTP (iperf3's SCTP build) and the IPv6 flow label.
+/// Client flags of iperf3's SCTP build, refused.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SctpArgs {
     /// iperf3's --sctp: not supported (wirespeed measures TCP and UDP).
@@ -51,9 +51,6 @@ pub struct SctpArgs {
     /// iperf3's --nstreams (SCTP): not supported.
     #[arg(long = "nstreams", value_name = "N", hide = true)]
     pub nstreams: Option<u32>,
-    /// iperf3's -L/--flowlabel (IPv6 flow label): not supported yet.
-    #[arg(short = 'L', long = "flowlabel", value_name = "N", hide = true)]
-    pub flowlabel: Option<String>,
 }
 
 impl CommonArgs {
@@ -92,13 +89,6 @@ impl SctpArgs {
                 exit::USAGE,
                 "--sctp, -X/--xbind, --nstreams: SCTP is not supported; wirespeed measures TCP \
                  (default) and UDP (-u)",
-            ));
-        }
-        if self.flowlabel.is_some() {
-            return Err(exit::fail(
-                exit::USAGE,
-                "-L/--flowlabel: IPv6 flow labels are not supported yet; mark the traffic with \
-                 -S/--tos or --dscp instead",
             ));
         }
         Ok(())
@@ -217,6 +207,13 @@ pub fn tos(s: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("{s:?}: the TOS is 0-255 (52, 064 and 0x34 are the same)"))
 }
 
+/// iperf3's `-L`: an IPv6 flow label, 1-0xfffff (decimal, 0x hex or 0 octal).
+pub fn flowlabel(s: &str) -> Result<u32, String> {
+    c_number(s)
+        .filter(|&l| (1..=0xf_ffff).contains(&l))
+        .ok_or_else(|| format!("{s:?}: a flow label is 1-1048575 (0xfffff)"))
+}
+
 /// A number as C's strtol with base 0 reads it: `0x` hex, leading `0` octal, else decimal.
 fn c_number(s: &str) -> Option<u32> {
     let s = s.trim();
@@ -278,6 +275,8 @@ mod tests {
         assert_eq!(dscp_tos("af43"), Ok(38 << 2));
         assert_eq!(dscp_tos("cs7"), Ok(56 << 2));
         assert_eq!(dscp_tos("0x3f"), Ok(63 << 2));
+        assert_eq!(flowlabel("0xfffff"), Ok(0xfffff));
+        assert!(flowlabel("0").is_err() && flowlabel("0x100000").is_err());
         assert!(dscp_tos("64").is_err() && dscp_tos("af51").is_err() && dscp_tos("cs8").is_err());
     }
 

@@ -340,6 +340,9 @@ pub struct ClientArgs {
     /// and `HOST%DEV`.
     #[arg(long = "bind-dev", value_name = "DEV")]
     pub bind_dev: Option<String>,
+    /// IPv6 flow label (1-0xfffff) of the TCP data connections.
+    #[arg(short = 'L', long = "flowlabel", value_parser = crate::iperf3::flowlabel, value_name = "N")]
+    pub flowlabel: Option<u32>,
     /// Set the IPv4 don't-fragment bit on UDP data (the server sets it on its side too).
     #[arg(long = "dont-fragment")]
     pub dont_fragment: bool,
@@ -545,6 +548,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         pacing_timer,
         repeating_payload: a.repeating_payload,
         mptcp: a.out.iperf3.mptcp,
+        flowlabel: a.flowlabel,
     };
     Ok(ClientConfig {
         host,

@@ -36,7 +36,6 @@ fn kind(long: &str) -> Kind {
         "file" => Refused("-F/--file: sending or receiving a file is not supported"),
         "daemon" => Refused("systemctl enable --now wirespeed"),
         "sctp" | "xbind" | "nstreams" => Refused("SCTP is not supported"),
-        "flowlabel" => Refused("-L/--flowlabel: IPv6 flow labels are not supported yet"),
         "json-stream-full-output" => {
             ClientOnly("--json-stream-full-output: the server prints each test's stream only")
         }
@@ -700,6 +699,45 @@ fn check(f: &Flag) {
                 assert!(some_socket(s, "server -m", mptcp), "server MPTCP listener");
             });
         }
+        "flowlabel" => {
+            assert_eq!(p(&["-L", "0x1234a"])["flowlabel"], 0x1234a);
+            // The label is leased for the data connections to ::1 while the test runs.
+            let (_srv, port) = server(&[]);
+            let o = ws(&[
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-t",
+                "1",
+                "-L",
+                "5",
+            ]);
+            assert!(text_of(&o).contains("IPv6 only"), "{}", text_of(&o));
+            let _cl = spawn(&mut Command::new(wirespeed()).args([
+                "-c",
+                "::1",
+                "-p",
+                &port.to_string(),
+                "-t",
+                "30",
+                "-i",
+                "0",
+                "-L",
+                "0x2b3c4",
+            ]));
+            let t0 = Instant::now();
+            let leased = || {
+                std::fs::read_to_string("/proc/net/ip6_flowlabel")
+                    .unwrap_or_default()
+                    .lines()
+                    .any(|l| l.to_ascii_lowercase().starts_with("2b3c4 "))
+            };
+            while !leased() && t0.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert!(leased(), "flow label 0x2b3c4 in /proc/net/ip6_flowlabel");
+        }
         other => panic!("no check for --{other}"),
     }
 }
@@ -708,7 +746,7 @@ fn refuse(f: &Flag, reason: &str) {
     let short = f.short.map(|c| format!("-{c}"));
     let spelled = short.unwrap_or_else(|| format!("--{}", f.long));
     let value: &[&str] = match f.long.as_str() {
-        "file" | "xbind" | "flowlabel" | "nstreams" => &["1"],
+        "file" | "xbind" | "nstreams" => &["1"],
         _ => &[],
     };
     let mut args = vec![];

@@ -275,6 +275,7 @@ impl ClientConfig {
             burst: self.extras.burst,
             tos: self.extras.tos.filter(|&t| t != 0),
             repeating_payload: self.extras.repeating_payload,
+            flowlabel: self.extras.flowlabel,
             dont_fragment: self.extras.dont_fragment,
             congestion: self.congestion.clone(),
             title: self.title.clone(),
@@ -397,8 +398,9 @@ impl Run<'_> {
                 DataSocket::Udp(u)
             } else {
                 let o = opts.clone();
+                let target = cfg.extras.data_target(self.target)?;
                 let mut s: TcpStream = net::connect_with(
-                    self.target,
+                    target,
                     cfg.bind,
                     cport,
                     timeout,
@@ -410,7 +412,7 @@ impl Run<'_> {
                             }
                             other => EngineError::Config(other.to_string()),
                         })?;
-                        cfg.extras.tcp_data(sock)
+                        cfg.extras.tcp_data(sock, target)
                     },
                 )?;
                 let _ = s.set_write_timeout(Some(Duration::from_secs(10)));

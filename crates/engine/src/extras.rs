@@ -4,6 +4,7 @@
 //! applies them to its own sockets; the TOS, the MSS and don't-fragment also travel in the
 //! parameters, so the server applies them to its data sockets (iperf3 does the same).
 
+use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::time::Duration;
 
@@ -41,6 +42,9 @@ pub struct Extras {
     pub repeating_payload: bool,
     /// `-m`/`--mptcp`: the client's TCP connections, or the server's listener, over MPTCP.
     pub mptcp: bool,
+    /// `-L`/`--flowlabel`: the IPv6 flow label of the TCP data connections, and `flowlabel` in
+    /// the parameters.
+    pub flowlabel: Option<u32>,
 }
 
 fn config(e: dp::DatapathError) -> EngineError {
@@ -66,8 +70,26 @@ impl Extras {
         Ok(())
     }
 
-    /// A TCP data socket, before connect.
-    pub fn tcp_data(&self, sock: impl AsFd) -> Result<(), EngineError> {
+    /// The address a TCP data connection connects to: with `-L`, the flow label in its
+    /// flowinfo (IPv6 only, as iperf3).
+    pub fn data_target(&self, target: SocketAddr) -> Result<SocketAddr, EngineError> {
+        match (self.flowlabel, target) {
+            (None, t) => Ok(t),
+            (Some(l), SocketAddr::V6(mut a)) => {
+                a.set_flowinfo(dp::sockopt::flowinfo(l));
+                Ok(SocketAddr::V6(a))
+            }
+            (Some(_), SocketAddr::V4(a)) => Err(EngineError::Config(format!(
+                "-L/--flowlabel: flow labels are IPv6 only, and {a} is IPv4 (use -6 or an IPv6 address)"
+            ))),
+        }
+    }
+
+    /// A TCP data socket, before it connects to `target` (from [`Extras::data_target`]).
+    pub fn tcp_data(&self, sock: impl AsFd, target: SocketAddr) -> Result<(), EngineError> {
+        if let (Some(l), SocketAddr::V6(a)) = (self.flowlabel, target) {
+            dp::sockopt::set_flowlabel(&sock, *a.ip(), l).map_err(config)?;
+        }
         if let Some(dev) = &self.bind_dev {
             dp::sockopt::bind_device(&sock, dev).map_err(config)?;
         }
