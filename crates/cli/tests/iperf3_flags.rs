@@ -714,7 +714,7 @@ fn check(f: &Flag) {
                 "5",
             ]);
             assert!(text_of(&o).contains("IPv6 only"), "{}", text_of(&o));
-            let _cl = spawn(&mut Command::new(wirespeed()).args([
+            let _cl = spawn(Command::new(wirespeed()).args([
                 "-c",
                 "::1",
                 "-p",
