@@ -1018,6 +1018,12 @@ mod tests {
             rewrite_iperf3_argv(v(&["ws", "--client=h", "-P", "4"])),
             v(&["ws", "client", "h", "-P", "4"])
         );
+        // iperf3's -V (verbose) may come first; -v alone is the version.
+        assert_eq!(
+            rewrite_iperf3_argv(v(&["ws", "-V", "-c", "h"])),
+            v(&["ws", "client", "h", "-V"])
+        );
+        assert_eq!(rewrite_iperf3_argv(v(&["ws", "-v"])), v(&["ws", "-v"]));
         // Subcommands and bare invocations are left alone.
         assert_eq!(
             rewrite_iperf3_argv(v(&["ws", "client", "-c"])),
