@@ -263,7 +263,7 @@ pub struct ClientArgs {
     #[arg(short = 'N', long = "no-delay")]
     pub nodelay: bool,
     /// TCP congestion control algorithm.
-    #[arg(short = 'C', long = "congestion")]
+    #[arg(short = 'C', long = "congestion", alias = "linux-congestion")]
     pub congestion: Option<String>,
     /// Seconds at the start not counted.
     #[arg(short = 'O', long = "omit", default_value_t = 0)]
