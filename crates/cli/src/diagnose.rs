@@ -28,8 +28,9 @@ pub struct SourceArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
-    /// Diagnose only this interface (default: every PCI NIC).
-    #[arg(long, short = 'i', value_name = "IF")]
+    /// Diagnose only this interface (default: every PCI NIC). No short form: `-i` is
+    /// `--interval` in client and server.
+    #[arg(long, value_name = "IF")]
     iface: Option<String>,
     /// CPUs the application runs on (e.g. 6 or 6-7,10): enables the placement checks.
     #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
@@ -44,7 +45,7 @@ pub struct DoctorArgs {
     #[command(flatten)]
     source: SourceArgs,
     /// Print the versioned JSON report (docs/doctor.md) instead of text.
-    #[arg(long)]
+    #[arg(short = 'J', long)]
     json: bool,
 }
 
@@ -53,7 +54,7 @@ pub struct TopoArgs {
     #[command(flatten)]
     source: SourceArgs,
     /// Print JSON instead of text.
-    #[arg(long)]
+    #[arg(short = 'J', long)]
     json: bool,
 }
 

@@ -73,7 +73,7 @@ pub struct LatencyArgs {
     #[arg(long = "max-rounds", value_name = "N", default_value_t = 5)]
     pub max_rounds: usize,
     /// JSON output.
-    #[arg(long, conflicts_with = "csv")]
+    #[arg(short = 'J', long, conflicts_with = "csv")]
     pub json: bool,
     /// CSV output (one line per pair).
     #[arg(long)]

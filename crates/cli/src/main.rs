@@ -9,6 +9,8 @@ use std::process::ExitCode;
 mod diagnose;
 mod exit;
 mod explain;
+mod generate;
+mod iperf3;
 mod lab;
 mod measure;
 mod model;
@@ -18,11 +20,16 @@ mod tune;
 #[command(
     name = "wirespeed",
     version,
+    disable_version_flag = true,
+    propagate_version = true,
     about = "Measure, observe, explain, diagnose and tune high-speed network hosts",
     long_about = "Measure, observe, explain, diagnose and tune high-speed network hosts.\n\n\
                   iperf3's own forms work too: `wirespeed -s` and `wirespeed -c HOST [iperf3 flags]`."
 )]
 struct Cli {
+    /// Print the version (iperf3's -v; -V is --verbose in client and server, as in iperf3).
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version, global = true)]
+    version: Option<bool>,
     #[command(subcommand)]
     command: Command,
 }
@@ -49,6 +56,10 @@ enum Command {
     Lab(lab::LabArgs),
     /// What a path allows one TCP stream: BDP, buffers, slow start, the Mathis ceiling of loss.
     Model(model::ModelArgs),
+    /// Print a shell completion script (e.g. `wirespeed completions bash > /etc/bash_completion.d/wirespeed`).
+    Completions(generate::CompletionsArgs),
+    /// Print the manual page (roff), or write one page per command with --dir.
+    Man(generate::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -87,12 +98,86 @@ fn main() -> ExitCode {
         Command::Latency(a) => explain::run_latency(a),
         Command::Lab(a) => lab::run(a),
         Command::Model(a) => model::run(a),
+        Command::Completions(a) => generate::run_completions(a, Cli::command()),
+        Command::Man(a) => generate::run_man(a, Cli::command()),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("wirespeed: {}", exit::one_line(&e));
             ExitCode::from(exit::code_of(&e))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// Every command in the tree, with its path (`wirespeed tune revert`).
+    fn walk(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        out.push((path.clone(), cmd.clone()));
+        for sub in cmd.get_subcommands() {
+            walk(sub, format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    fn commands() -> Vec<(String, clap::Command)> {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut all = Vec::new();
+        walk(&cmd, "wirespeed".into(), &mut all);
+        all
+    }
+
+    #[test]
+    fn every_argument_is_described() {
+        let mut missing = Vec::new();
+        for (path, cmd) in commands() {
+            for arg in cmd.get_arguments() {
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path}: {}", arg.get_id()));
+                }
+            }
+            if path != "wirespeed" && cmd.get_about().is_none() {
+                missing.push(format!("{path} (the command itself)"));
+            }
+        }
+        assert!(missing.is_empty(), "no help text: {missing:#?}");
+    }
+
+    #[test]
+    fn a_short_flag_means_one_thing_everywhere() {
+        // short -> (long name, where)
+        let mut seen: BTreeMap<char, Vec<(String, String)>> = BTreeMap::new();
+        for (path, cmd) in commands() {
+            for arg in cmd.get_arguments() {
+                if let Some(s) = arg.get_short() {
+                    let long = arg.get_long().unwrap_or("(no long name)").to_string();
+                    seen.entry(s).or_default().push((long, path.clone()));
+                }
+            }
+        }
+        let clashes: Vec<String> = seen
+            .iter()
+            .filter(|(_, uses)| uses.iter().any(|(l, _)| *l != uses[0].0))
+            .map(|(s, uses)| format!("-{s}: {uses:?}"))
+            .collect();
+        assert!(
+            clashes.is_empty(),
+            "short flags with two meanings: {clashes:#?}"
+        );
+    }
+
+    #[test]
+    fn json_output_is_dash_j_everywhere() {
+        for (path, cmd) in commands() {
+            for arg in cmd.get_arguments() {
+                if arg.get_long() == Some("json") {
+                    assert_eq!(arg.get_short(), Some('J'), "{path} --json has no -J");
+                }
+            }
         }
     }
 }

@@ -112,6 +112,34 @@ fn send_path(s: &str) -> Result<SendPath, String> {
     }
 }
 
+/// `-b RATE[/BURST]`.
+fn rate_burst(s: &str) -> Result<(u64, Option<u32>), String> {
+    match s.split_once('/') {
+        None => Ok((rate(s)?, None)),
+        Some((r, b)) => {
+            let burst = b
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|&n| (1..=1000).contains(&n))
+                .ok_or_else(|| format!("{b:?}: the burst is 1 to 1000 packets"))?;
+            Ok((rate(r)?, Some(burst)))
+        }
+    }
+}
+
+/// `-B ADDR[%DEV]`.
+fn bind_addr(s: &str) -> Result<(IpAddr, Option<String>), String> {
+    let (addr, dev) = match s.rsplit_once('%') {
+        Some((a, d)) if !d.is_empty() => (a, Some(d.to_string())),
+        _ => (s, None),
+    };
+    let ip = addr
+        .parse::<IpAddr>()
+        .map_err(|_| format!("{addr:?} is not an IP address"))?;
+    Ok((ip, dev))
+}
+
 fn unit_format(s: &str) -> Result<UnitFormat, String> {
     UnitFormat::parse(s).map_err(|e| e.to_string())
 }
@@ -122,8 +150,8 @@ pub struct OutputArgs {
     /// Output in JSON (iperf3's -J shape).
     #[arg(short = 'J', long = "json")]
     pub json: bool,
-    /// Output one JSON object per line as events happen.
-    #[arg(long = "json-stream", conflicts_with = "json")]
+    /// Output one JSON object per line as events happen (with -J too, as iperf3).
+    #[arg(long = "json-stream")]
     pub json_stream: bool,
     /// Write output to this file instead of stdout (appended).
     #[arg(long = "logfile", value_name = "FILE")]
@@ -137,14 +165,16 @@ pub struct OutputArgs {
     /// Seconds between interval reports (0 = none).
     #[arg(short = 'i', long = "interval", value_parser = interval_secs, default_value = "1")]
     pub interval: f64,
+    #[command(flatten)]
+    pub iperf3: crate::iperf3::CommonArgs,
 }
 
 impl OutputArgs {
     fn format(&self) -> Format {
-        if self.json {
-            Format::Json
-        } else if self.json_stream {
+        if self.json_stream {
             Format::JsonStream
+        } else if self.json {
+            Format::Json
         } else {
             Format::Text
         }
@@ -169,6 +199,16 @@ impl OutputArgs {
             ),
             None => Box::new(std::io::stdout()),
         };
+        let c = &self.iperf3;
+        let w: Box<dyn Write + Send> =
+            if self.format() == Format::Text && c.timestamps.is_some() || c.forceflush {
+                let stamps = (self.format() == Format::Text)
+                    .then(|| c.timestamps.clone())
+                    .flatten();
+                Box::new(crate::iperf3::Decorated::new(w, stamps, c.forceflush))
+            } else {
+                w
+            };
         Ok(Arc::new(Mutex::new(w)))
     }
 }
@@ -225,7 +265,7 @@ pub struct ClientArgs {
     #[arg(short = 'N', long = "no-delay")]
     pub nodelay: bool,
     /// TCP congestion control algorithm.
-    #[arg(short = 'C', long = "congestion")]
+    #[arg(short = 'C', long = "congestion", alias = "linux-congestion")]
     pub congestion: Option<String>,
     /// Seconds at the start not counted.
     #[arg(short = 'O', long = "omit", default_value_t = 0)]
@@ -252,9 +292,9 @@ pub struct ClientArgs {
     /// Fixed source port of the data connections (stream k uses PORT+k).
     #[arg(long = "cport")]
     pub cport: Option<u16>,
-    /// Local address to bind.
-    #[arg(short = 'B', long = "bind")]
-    pub bind: Option<IpAddr>,
+    /// Local address to bind; `ADDR%DEV` also binds to the interface DEV (as --bind-dev).
+    #[arg(short = 'B', long = "bind", value_parser = bind_addr, value_name = "ADDR[%DEV]")]
+    pub bind: Option<(IpAddr, Option<String>)>,
     /// One pinned worker per CPU on this end; streams spread round-robin (e.g. 6-11).
     #[arg(long = "cpus", value_parser = cpu_list)]
     pub cpus: Option<CpuList>,
@@ -279,14 +319,53 @@ pub struct ClientArgs {
     pub udp: bool,
     /// Target bits/s per stream (K/M/G = 10^3/6/9); UDP default 1M, 0 = unlimited.
     /// With TCP the kernel paces each stream (SO_MAX_PACING_RATE).
-    #[arg(short = 'b', long = "bitrate", value_parser = rate)]
-    pub bitrate: Option<u64>,
+    /// `/BURST` after the rate sends BURST packets back to back per pacing tick (iperf3's burst
+    /// mode; passed to an iperf3 sender).
+    #[arg(short = 'b', long = "bitrate", alias = "bandwidth", value_parser = rate_burst,
+          value_name = "RATE[/BURST]")]
+    pub bitrate: Option<(u64, Option<u32>)>,
     /// Per-stream pacing rate in bits/s set with SO_MAX_PACING_RATE.
     #[arg(long = "fq-rate", value_parser = rate)]
     pub fq_rate: Option<u64>,
     /// 64-bit UDP sequence numbers (both ends must support them).
     #[arg(long = "udp-counters-64bit")]
     pub udp_counters_64bit: bool,
+    /// IP type of service byte for the data (0-255; 52, 064 and 0x34 are the same); the
+    /// server sets it on its data sockets too.
+    #[arg(short = 'S', long = "tos", value_parser = crate::iperf3::tos, value_name = "N")]
+    pub tos: Option<u32>,
+    /// DSCP for the data: 0-63 or a name (ef, af11..af43, cs0..cs7, le, va); sets the TOS.
+    #[arg(long = "dscp", value_parser = crate::iperf3::dscp_tos, conflicts_with = "tos",
+          value_name = "N|NAME")]
+    pub dscp: Option<u32>,
+    /// Bind every socket to this network interface (SO_BINDTODEVICE); also `-B ADDR%DEV`
+    /// and `HOST%DEV`.
+    #[arg(long = "bind-dev", value_name = "DEV")]
+    pub bind_dev: Option<String>,
+    /// IPv6 flow label (1-0xfffff) of the TCP data connections.
+    #[arg(short = 'L', long = "flowlabel", value_parser = crate::iperf3::flowlabel, value_name = "N")]
+    pub flowlabel: Option<u32>,
+    /// Set the IPv4 don't-fragment bit on UDP data (the server sets it on its side too).
+    #[arg(long = "dont-fragment")]
+    pub dont_fragment: bool,
+    /// Milliseconds sent data may stay unacknowledged before the connection is dropped
+    /// (TCP_USER_TIMEOUT on the data connections).
+    #[arg(long = "snd-timeout", value_name = "MS")]
+    pub snd_timeout: Option<u64>,
+    /// TCP keepalive on the control connection: `--cntl-ka` or `--cntl-ka=IDLE/INTERVAL/COUNT`
+    /// (seconds, seconds, probes; each part optional).
+    #[arg(long = "cntl-ka", value_name = "IDLE/INTERVAL/COUNT", num_args = 0..=1,
+          require_equals = true, default_missing_value = "", value_parser = crate::iperf3::keepalive)]
+    pub cntl_ka: Option<wirespeed_engine::Keepalive>,
+    /// Pacing timer in microseconds asked of an iperf3 sender (deprecated in iperf3;
+    /// wirespeed's own sender paces by its clock).
+    #[arg(long = "pacing-timer", value_parser = size, value_name = "USECS")]
+    pub pacing_timer: Option<u64>,
+    /// Ask the sender for a repeating payload pattern instead of random bytes (iperf3 peers).
+    #[arg(long = "repeating-payload")]
+    pub repeating_payload: bool,
+    #[command(flatten)]
+    pub sctp: crate::iperf3::SctpArgs,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -296,14 +375,26 @@ pub struct ServerArgs {
     /// Port to listen on.
     #[arg(short = 'p', long = "port", default_value_t = 5201)]
     pub port: u16,
-    /// Local address to listen on.
-    #[arg(short = 'B', long = "bind")]
-    pub bind: Option<IpAddr>,
+    /// Local address to listen on; `ADDR%DEV` also binds to the interface DEV.
+    #[arg(short = 'B', long = "bind", value_parser = bind_addr, value_name = "ADDR[%DEV]")]
+    pub bind: Option<(IpAddr, Option<String>)>,
+    /// Accept tests only through this network interface (SO_BINDTODEVICE on the listener).
+    #[arg(long = "bind-dev", value_name = "DEV")]
+    pub bind_dev: Option<String>,
+    /// TCP keepalive on every accepted connection (the control one included):
+    /// `--cntl-ka` or `--cntl-ka=IDLE/INTERVAL/COUNT`.
+    #[arg(long = "cntl-ka", value_name = "IDLE/INTERVAL/COUNT", num_args = 0..=1,
+          require_equals = true, default_missing_value = "", value_parser = crate::iperf3::keepalive)]
+    pub cntl_ka: Option<wirespeed_engine::Keepalive>,
+    /// Milliseconds sent data may stay unacknowledged (TCP_USER_TIMEOUT on the data
+    /// connections).
+    #[arg(long = "snd-timeout", value_name = "MS")]
+    pub snd_timeout: Option<u64>,
     /// Serve one test, then exit.
     #[arg(short = '1', long = "one-off")]
     pub one_off: bool,
-    /// iperf3's daemon mode (not supported: use a service manager).
-    #[arg(short = 'D', long = "daemon")]
+    /// iperf3's daemon mode: not supported, run the shipped systemd unit (wirespeed.service).
+    #[arg(short = 'D', long = "daemon", hide = true)]
     pub daemon: bool,
     /// IPv4 only.
     #[arg(short = '4', long = "version4", conflicts_with = "v6")]
@@ -324,7 +415,11 @@ pub struct ServerArgs {
     #[arg(long = "max-streams", default_value_t = 4096)]
     pub max_streams: u32,
     /// Longest test in seconds (-t plus -O; -n/-k tests are stopped at this age).
-    #[arg(long = "max-duration", default_value_t = 86_400)]
+    #[arg(
+        long = "max-duration",
+        alias = "server-max-duration",
+        default_value_t = 86_400
+    )]
     pub max_duration: u64,
     /// Seconds a new connection has to send its cookie, and a client each setup step.
     #[arg(long = "handshake-timeout", default_value_t = 10)]
@@ -349,7 +444,17 @@ pub struct ServerArgs {
 /// Accept iperf3's spelling: `-s ...` becomes `server ...`, `-c HOST ...` becomes `client HOST ...`.
 pub fn rewrite_iperf3_argv(argv: Vec<OsString>) -> Vec<OsString> {
     const SUBCOMMANDS: &[&str] = &[
-        "client", "server", "doctor", "topo", "capture", "tune", "sweep", "latency", "help",
+        "client",
+        "server",
+        "doctor",
+        "topo",
+        "capture",
+        "tune",
+        "sweep",
+        "latency",
+        "completions",
+        "man",
+        "help",
     ];
     if argv.len() < 2 {
         return argv;
@@ -358,7 +463,7 @@ pub fn rewrite_iperf3_argv(argv: Vec<OsString>) -> Vec<OsString> {
     if SUBCOMMANDS.contains(&first.as_ref())
         || first == "-h"
         || first == "--help"
-        || first == "-V"
+        || first == "-v"
         || first == "--version"
     {
         return argv;
@@ -431,11 +536,43 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
     } else {
         Direction::ClientToServer
     };
+    a.out.iperf3.refuse_unsupported()?;
+    a.sctp.refuse()?;
+    // `HOST%DEV` and `-B ADDR%DEV` bind to DEV, as --bind-dev DEV does.
+    let (host, host_dev) = match a.host.as_deref().map(|h| h.rsplit_once('%')) {
+        Some(Some((h, d))) if !d.is_empty() => (h.to_string(), Some(d.to_string())),
+        _ => (a.host.clone().unwrap_or_else(|| "127.0.0.1".into()), None),
+    };
+    let bind_dev = a
+        .bind_dev
+        .clone()
+        .or(host_dev)
+        .or(a.bind.as_ref().and_then(|b| b.1.clone()));
+    let pacing_timer = a
+        .pacing_timer
+        .map(|t| {
+            u32::try_from(t).ok().filter(|&t| t > 0).ok_or_else(|| {
+                exit::fail(exit::USAGE, format!("--pacing-timer {t}: 1 to 2^32-1 µs"))
+            })
+        })
+        .transpose()?;
+    let extras = wirespeed_engine::Extras {
+        tos: a.tos.or(a.dscp),
+        bind_dev,
+        dont_fragment: a.dont_fragment,
+        snd_timeout: a.snd_timeout.map(Duration::from_millis),
+        cntl_keepalive: a.cntl_ka,
+        burst: a.bitrate.and_then(|b| b.1),
+        pacing_timer,
+        repeating_payload: a.repeating_payload,
+        mptcp: a.out.iperf3.mptcp,
+        flowlabel: a.flowlabel,
+    };
     Ok(ClientConfig {
-        host: a.host.clone().unwrap_or_else(|| "127.0.0.1".into()),
+        host,
         port: a.port.first().copied().unwrap_or(5201),
         family: family(a.v4, a.v6),
-        bind: a.bind,
+        bind: a.bind.as_ref().map(|b| b.0),
         cport: a.cport,
         connect_timeout: a.connect_timeout.map(Duration::from_millis),
         time: a.time,
@@ -461,10 +598,11 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         extra_data: a.extra_data.clone(),
         get_server_output: a.get_server_output,
         udp: a.udp,
-        bandwidth: a.bitrate,
+        bandwidth: a.bitrate.map(|b| b.0),
         fq_rate: a.fq_rate,
         udp_counters_64bit: a.udp_counters_64bit,
         observe: Some(live_observer()),
+        extras,
         ..ClientConfig::default()
     })
 }
@@ -518,6 +656,14 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
 
 pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
     let mut cfg = client_config(&a)?;
+    let _pidfile = a
+        .out
+        .iperf3
+        .pidfile
+        .as_deref()
+        .map(crate::iperf3::PidFile::create)
+        .transpose()?;
+    a.out.iperf3.debug(&cfg);
     let interrupt = Arc::new(AtomicBool::new(false));
     let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt));
     let _ = signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt));
@@ -574,6 +720,13 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         let _ = h.stop();
     }
     let r = r.map_err(engine_fail)?;
+    if format == Format::JsonStream && a.out.iperf3.json_stream_full_output {
+        // iperf3: the whole -J document after the stream's "end" event.
+        if let Ok(mut w) = out.lock() {
+            let _ = wirespeed_report::json::write_json(&mut **w, &r);
+            let _ = w.flush();
+        }
+    }
     if format == Format::Text {
         if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
             let _ = writeln!(w, "{line}");
@@ -727,9 +880,25 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
     if a.daemon {
         return Err(exit::fail(
             exit::USAGE,
-            "-D: daemon mode is not supported; run wirespeed server under a service manager",
+            "-D/--daemon: not supported; run the server as a service: systemctl enable --now \
+             wirespeed (the .deb's unit), or under any service manager",
         ));
     }
+    a.out.iperf3.refuse_unsupported()?;
+    if a.out.iperf3.json_stream_full_output {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--json-stream-full-output: the server prints each test's stream only; use -J for \
+             whole documents",
+        ));
+    }
+    let _pidfile = a
+        .out
+        .iperf3
+        .pidfile
+        .as_deref()
+        .map(crate::iperf3::PidFile::create)
+        .transpose()?;
     if a.max_tests == 0 || a.max_streams == 0 || a.max_duration == 0 {
         return Err(exit::fail(
             exit::USAGE,
@@ -763,7 +932,17 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         None
     };
     let cfg = ServerConfig {
-        bind: a.bind,
+        bind: a.bind.as_ref().map(|b| b.0),
+        extras: wirespeed_engine::Extras {
+            bind_dev: a
+                .bind_dev
+                .clone()
+                .or(a.bind.as_ref().and_then(|b| b.1.clone())),
+            cntl_keepalive: a.cntl_ka,
+            snd_timeout: a.snd_timeout.map(Duration::from_millis),
+            mptcp: a.out.iperf3.mptcp,
+            ..Default::default()
+        },
         port: a.port,
         family: family(a.v4, a.v6),
         one_off: a.one_off,
@@ -786,6 +965,7 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         observe: Some(live_observer()),
         ..ServerConfig::default()
     };
+    a.out.iperf3.debug(&cfg);
     let out = a.out.writer()?;
     let format = a.out.format();
     let opts = TextOptions {
@@ -862,6 +1042,12 @@ mod tests {
             rewrite_iperf3_argv(v(&["ws", "--client=h", "-P", "4"])),
             v(&["ws", "client", "h", "-P", "4"])
         );
+        // iperf3's -V (verbose) may come first; -v alone is the version.
+        assert_eq!(
+            rewrite_iperf3_argv(v(&["ws", "-V", "-c", "h"])),
+            v(&["ws", "client", "h", "-V"])
+        );
+        assert_eq!(rewrite_iperf3_argv(v(&["ws", "-v"])), v(&["ws", "-v"]));
         // Subcommands and bare invocations are left alone.
         assert_eq!(
             rewrite_iperf3_argv(v(&["ws", "client", "-c"])),

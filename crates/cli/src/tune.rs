@@ -136,7 +136,7 @@ struct PlanArgs {
     #[arg(long, conflicts_with_all = ["apply", "json"])]
     emit_script: bool,
     /// Print JSON (the plan, or the plan and the apply report).
-    #[arg(long)]
+    #[arg(short = 'J', long)]
     json: bool,
 }
 
@@ -150,7 +150,8 @@ struct RevertArgs {
     /// Restore values someone changed since tune wrote them.
     #[arg(long)]
     force: bool,
-    #[arg(long)]
+    /// Print the revert report as JSON.
+    #[arg(short = 'J', long)]
     json: bool,
 }
 
@@ -158,7 +159,8 @@ struct RevertArgs {
 struct StatusArgs {
     #[command(flatten)]
     root: RootArgs,
-    #[arg(long)]
+    /// Print the journals and their state as JSON.
+    #[arg(short = 'J', long)]
     json: bool,
 }
 

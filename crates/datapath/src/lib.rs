@@ -50,6 +50,7 @@
 //! for nothing else and knows nothing of the control protocol.
 
 pub mod cpu;
+pub mod sockopt;
 pub mod sys;
 pub mod tcp;
 pub mod thread;

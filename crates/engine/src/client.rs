@@ -101,6 +101,9 @@ pub struct ClientConfig {
     /// Observe where the work ran at this end (and ask a wirespeed server to do the same);
     /// `None`: no observation.
     pub observe: Option<crate::hooks::ObserveHook>,
+    /// iperf3's socket options and peer parameters beyond the test shape (TOS, device,
+    /// don't-fragment, keepalive, burst, ...).
+    pub extras: crate::Extras,
 }
 
 /// iperf3's default UDP rate per stream: 1 Mbit/s.
@@ -146,6 +149,7 @@ impl Default for ClientConfig {
             udp_recv_path: UdpRecvPath::Gro,
             interrupt: None,
             observe: None,
+            extras: crate::Extras::default(),
         }
     }
 }
@@ -268,7 +272,12 @@ impl ClientConfig {
             } else {
                 self.block()
             }),
-            pacing_timer: Some(1000),
+            pacing_timer: Some(self.extras.pacing_timer.unwrap_or(1000)),
+            burst: self.extras.burst,
+            tos: self.extras.tos.filter(|&t| t != 0),
+            repeating_payload: self.extras.repeating_payload,
+            flowlabel: self.extras.flowlabel,
+            dont_fragment: self.extras.dont_fragment,
             congestion: self.congestion.clone(),
             title: self.title.clone(),
             extra_data: self.extra_data.clone(),
@@ -374,24 +383,34 @@ impl Run<'_> {
             };
             let cport = cfg.cport.map(|p| p.wrapping_add(i as u16));
             let socket = if cfg.udp {
-                DataSocket::Udp(net::udp_connect(
+                let u = net::udp_connect(
                     self.target,
                     cfg.bind,
                     cport,
                     cfg.window,
                     timeout.unwrap_or(Duration::from_secs(10)),
-                )?)
+                )?;
+                cfg.extras.udp_data(&u)?;
+                DataSocket::Udp(u)
             } else {
                 let o = opts.clone();
-                let mut s: TcpStream =
-                    net::connect(self.target, cfg.bind, cport, timeout, move |sock| {
+                let target = cfg.extras.data_target(self.target)?;
+                let mut s: TcpStream = net::connect_with(
+                    target,
+                    cfg.bind,
+                    cport,
+                    timeout,
+                    cfg.extras.mptcp,
+                    move |sock| {
                         dp::tcp::apply(sock, &o).map_err(|e| match e {
                             dp::DatapathError::Congestion { .. } => {
                                 EngineError::Host(e.to_string())
                             }
                             other => EngineError::Config(other.to_string()),
-                        })
-                    })?;
+                        })?;
+                        cfg.extras.tcp_data(sock, target)
+                    },
+                )?;
                 let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
                 std::io::Write::write_all(&mut s, self.cookie.as_bytes()).map_err(|e| {
                     EngineError::Connect {
@@ -615,7 +634,14 @@ pub fn run_client(
     let mut last_err = None;
     let mut ctrl_stream = None;
     for a in &addrs {
-        match net::connect(*a, cfg.bind, None, cfg.connect_timeout, |_| Ok(())) {
+        match net::connect_with(
+            *a,
+            cfg.bind,
+            None,
+            cfg.connect_timeout,
+            cfg.extras.mptcp,
+            |s| cfg.extras.control(s),
+        ) {
             Ok(s) => {
                 ctrl_stream = Some((s, *a));
                 break;

@@ -22,6 +22,7 @@ pub mod assemble;
 pub mod client;
 pub mod data;
 mod error;
+pub mod extras;
 pub mod hooks;
 pub mod measurement;
 pub mod net;
@@ -36,6 +37,7 @@ pub mod usage;
 
 pub use client::{run_client, ClientConfig};
 pub use error::EngineError;
+pub use extras::{Extras, Keepalive};
 pub use hooks::{HostChange, Observe, ObserveHook};
 pub use net::Family;
 pub use output::{Format, NullReporter, Reporter, StandardReporter};

@@ -74,9 +74,34 @@ pub fn connect(
     timeout: Option<Duration>,
     prepare: impl FnOnce(&Socket) -> Result<(), EngineError>,
 ) -> Result<TcpStream, EngineError> {
+    connect_with(addr, bind, cport, timeout, false, prepare)
+}
+
+/// [`connect`], over MPTCP when `mptcp` (iperf3's `-m`; the kernel falls back to TCP when the
+/// peer does not speak it).
+pub fn connect_with(
+    addr: SocketAddr,
+    bind: Option<IpAddr>,
+    cport: Option<u16>,
+    timeout: Option<Duration>,
+    mptcp: bool,
+    prepare: impl FnOnce(&Socket) -> Result<(), EngineError>,
+) -> Result<TcpStream, EngineError> {
     let target = addr.to_string();
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
-        .map_err(|e| EngineError::io(format!("socket for {target}"), e))?;
+    let proto = if mptcp {
+        Protocol::MPTCP
+    } else {
+        Protocol::TCP
+    };
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(proto)).map_err(|e| {
+        if mptcp {
+            EngineError::Config(format!(
+                "-m/--mptcp: this kernel does not offer MPTCP ({e})"
+            ))
+        } else {
+            EngineError::io(format!("socket for {target}"), e)
+        }
+    })?;
     prepare(&sock)?;
     if bind.is_some() || cport.is_some() {
         let ip = bind.unwrap_or(match addr {

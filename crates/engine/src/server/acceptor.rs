@@ -202,6 +202,7 @@ pub(super) fn acceptor(
                         if s.set_nonblocking(true).is_err() {
                             continue;
                         }
+                        let _ = cfg.extras.keepalive(&s);
                         pending.push(Pending {
                             stream: s,
                             peer,

@@ -94,6 +94,9 @@ pub struct ServerConfig {
     pub admission: Option<AdmissionHook>,
     /// Observe where the work ran at this end; `None`: no observation.
     pub observe: Option<crate::hooks::ObserveHook>,
+    /// iperf3's `--bind-dev` (the TCP listener), `--cntl-ka` (every accepted connection, the
+    /// control one included) and `--snd-timeout` (TCP data sockets) on the server.
+    pub extras: crate::Extras,
 }
 
 impl Default for ServerConfig {
@@ -113,6 +116,7 @@ impl Default for ServerConfig {
             tune: None,
             admission: None,
             observe: None,
+            extras: crate::Extras::default(),
         }
     }
 }
@@ -218,12 +222,16 @@ impl Drop for ServerHandle {
     }
 }
 
-fn listen_socket(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    let s = Socket::new(
-        Domain::for_address(addr),
-        Type::STREAM,
-        Some(SockProto::TCP),
-    )?;
+fn listen_socket(addr: SocketAddr, dev: Option<&str>, mptcp: bool) -> std::io::Result<TcpListener> {
+    let proto = if mptcp {
+        SockProto::MPTCP
+    } else {
+        SockProto::TCP
+    };
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(proto))?;
+    if let Some(dev) = dev {
+        s.bind_device(Some(dev.as_bytes()))?;
+    }
     s.set_reuse_address(true)?;
     if addr.is_ipv6() && addr.ip().is_unspecified() {
         let _ = s.set_only_v6(false);
@@ -265,7 +273,7 @@ impl Server {
         };
         let mut last = None;
         for a in candidates {
-            match listen_socket(a) {
+            match listen_socket(a, cfg.extras.bind_dev.as_deref(), cfg.extras.mptcp) {
                 Ok(l) => {
                     l.set_nonblocking(true)
                         .map_err(|e| EngineError::Listen { addr: a, source: e })?;

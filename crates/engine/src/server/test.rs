@@ -320,7 +320,7 @@ impl<'a> ServerTest<'a> {
         let parallel = params.parallel.max(1) as usize;
         let opts = dp::tcp::TcpOptions {
             window: params.window,
-            mss: None,
+            mss: params.mss,
             nodelay: params.nodelay,
             congestion: params.congestion.clone(),
             fq_rate: params
@@ -343,6 +343,17 @@ impl<'a> ServerTest<'a> {
                     let mut o = opts.clone();
                     o.congestion = None;
                     let _ = dp::tcp::apply(t, &o);
+                }
+            }
+            match &socket {
+                DataSocket::Tcp(t) => {
+                    crate::extras::server_data(t, params.tos, false);
+                    if let Some(to) = self.ctx.cfg.extras.snd_timeout {
+                        let _ = dp::sockopt::set_user_timeout(t, to);
+                    }
+                }
+                DataSocket::Udp(u) => {
+                    crate::extras::server_data(u, params.tos, params.dont_fragment)
                 }
             }
             streams.push(DataStream {

@@ -4,8 +4,7 @@
 //! own CPU, 84.9 on the other L3 group, 98.8 on another core of the app's L3 group.
 
 // The tree helpers of tune's tests (captured hosts, copying a tree with its links).
-#[path = "../../../tune/tests/tune/common.rs"]
-mod common;
+use crate::common;
 
 use common::{copy_tree, fixtures};
 use std::collections::BTreeMap;

@@ -11,8 +11,7 @@ use wirespeed_explain::hooks::IrqTune;
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_report::where_ran::describe_move;
 
-#[path = "../../../tune/tests/tune/common.rs"]
-mod tree;
+use crate::common as tree;
 
 const IFACE: &str = "enp1s0f0np0";
 

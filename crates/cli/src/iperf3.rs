@@ -1,0 +1,314 @@
+//! iperf3's flags that are not about the measurement itself: output decoration (`--timestamps`,
+//! `--forceflush`), `-I/--pidfile`, `-d/--debug`, `--json-stream-full-output`, `-m/--mptcp`,
+//! and the flags wirespeed refuses with the reason and what to use instead (`-F`, SCTP). The table of every
+//! iperf3 flag and what wirespeed does with it is in docs/measure.md.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::exit;
+
+/// Flags iperf3 accepts on both ends.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CommonArgs {
+    /// Write this process's id to FILE (removed at exit), as iperf3 -I.
+    #[arg(short = 'I', long = "pidfile", value_name = "FILE")]
+    pub pidfile: Option<PathBuf>,
+    /// Flush the output after every write (wirespeed never holds back more than a line).
+    #[arg(long = "forceflush")]
+    pub forceflush: bool,
+    /// Prefix every text output line with the time, formatted as strftime(3) FORMAT
+    /// (default "%c ").
+    #[arg(long = "timestamps", value_name = "FORMAT", num_args = 0..=1,
+          require_equals = true, default_missing_value = "%c ")]
+    pub timestamps: Option<String>,
+    /// Debugging output on stderr (the settings in effect); LEVEL 1-4 is accepted, every level
+    /// prints the same.
+    #[arg(short = 'd', long = "debug", value_name = "LEVEL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "4")]
+    pub debug: Option<u8>,
+    /// With --json-stream: also print the whole JSON document at the end, as -J does.
+    #[arg(long = "json-stream-full-output")]
+    pub json_stream_full_output: bool,
+    /// iperf3's -F (send or receive a file): not supported, see docs/measure.md.
+    #[arg(short = 'F', long = "file", value_name = "NAME", hide = true)]
+    pub file: Option<PathBuf>,
+    /// Multipath TCP instead of TCP (the client's connections, the server's listener); the
+    /// kernel falls back to TCP when the other end does not speak it.
+    #[arg(short = 'm', long = "mptcp")]
+    pub mptcp: bool,
+}
+
+/// Client flags of iperf3's SCTP build, refused.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SctpArgs {
+    /// iperf3's --sctp: not supported (wirespeed measures TCP and UDP).
+    #[arg(long = "sctp", hide = true)]
+    pub sctp: bool,
+    /// iperf3's -X/--xbind (SCTP): not supported.
+    #[arg(short = 'X', long = "xbind", value_name = "NAME", hide = true)]
+    pub xbind: Option<String>,
+    /// iperf3's --nstreams (SCTP): not supported.
+    #[arg(long = "nstreams", value_name = "N", hide = true)]
+    pub nstreams: Option<u32>,
+}
+
+impl CommonArgs {
+    /// Refuse what wirespeed does not do, with the reason and what to use instead.
+    pub fn refuse_unsupported(&self) -> anyhow::Result<()> {
+        if self.file.is_some() {
+            return Err(exit::fail(
+                exit::USAGE,
+                "-F/--file: sending or receiving a file is not supported (disk speed is not the \
+                 network's); use -n SIZE for a transfer of that size, and -Z to send without copies",
+            ));
+        }
+        if let Some(l) = self.debug {
+            if !(1..=4).contains(&l) {
+                return Err(exit::fail(
+                    exit::USAGE,
+                    format!("--debug={l}: the level is 1 to 4"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `-d`: one line per setting on stderr.
+    pub fn debug(&self, what: &dyn std::fmt::Debug) {
+        if self.debug.is_some() {
+            eprintln!("debug: {what:#?}");
+        }
+    }
+}
+
+impl SctpArgs {
+    pub fn refuse(&self) -> anyhow::Result<()> {
+        if self.sctp || self.xbind.is_some() || self.nstreams.is_some() {
+            return Err(exit::fail(
+                exit::USAGE,
+                "--sctp, -X/--xbind, --nstreams: SCTP is not supported; wirespeed measures TCP \
+                 (default) and UDP (-u)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `-I FILE`: the pid written at start, the file removed when this is dropped.
+pub struct PidFile(PathBuf);
+
+impl PidFile {
+    pub fn create(path: &Path) -> anyhow::Result<PidFile> {
+        std::fs::write(path, format!("{}\n", std::process::id()))
+            .map_err(|e| exit::fail(exit::IO, format!("-I/--pidfile {}: {e}", path.display())))?;
+        Ok(PidFile(path.to_path_buf()))
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The output writer with `--timestamps` (a time prefix at the start of every line) and
+/// `--forceflush` (a flush after every write).
+pub struct Decorated<W: Write> {
+    inner: W,
+    timestamps: Option<String>,
+    flush_each: bool,
+    at_line_start: bool,
+}
+
+impl<W: Write> Decorated<W> {
+    pub fn new(inner: W, timestamps: Option<String>, flush_each: bool) -> Decorated<W> {
+        Decorated {
+            inner,
+            timestamps,
+            flush_each,
+            at_line_start: true,
+        }
+    }
+}
+
+/// `fmt` (strftime(3) syntax) at the current local time; an invalid format prints as given.
+pub fn timestamp(fmt: &str) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    if write!(s, "{}", chrono::Local::now().format(fmt)).is_err() {
+        return fmt.to_string();
+    }
+    s
+}
+
+impl<W: Write> Write for Decorated<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &self.timestamps {
+            None => self.inner.write_all(buf)?,
+            Some(fmt) => {
+                for piece in buf.split_inclusive(|&b| b == b'\n') {
+                    if self.at_line_start {
+                        self.inner.write_all(timestamp(fmt).as_bytes())?;
+                    }
+                    self.inner.write_all(piece)?;
+                    self.at_line_start = piece.ends_with(b"\n");
+                }
+            }
+        }
+        if self.flush_each {
+            self.inner.flush()?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// iperf3's `--dscp`: a number 0-63 (decimal, 0x hex or 0 octal) or a name (RFC 2474 class
+/// selectors, RFC 2597 assured forwarding, RFC 3246 expedited forwarding, RFC 5865 voice admit,
+/// RFC 8622 lower effort); the TOS byte is the DSCP shifted left by two.
+pub fn dscp_tos(s: &str) -> Result<u32, String> {
+    let named = match s.to_ascii_lowercase().as_str() {
+        "le" => Some(1),
+        "ef" => Some(46),
+        "va" => Some(44),
+        n => {
+            if let Some(c) = n.strip_prefix("cs") {
+                c.parse::<u32>().ok().filter(|&c| c <= 7).map(|c| c << 3)
+            } else if let Some(af) = n.strip_prefix("af") {
+                let mut d = af.chars().map(|c| c.to_digit(10));
+                match (d.next(), d.next(), d.next()) {
+                    (Some(Some(class @ 1..=4)), Some(Some(drop @ 1..=3)), None) => {
+                        Some((class << 3) | (drop << 1))
+                    }
+                    _ => None,
+                }
+            } else {
+                None
+            }
+        }
+    };
+    let dscp = match named {
+        Some(d) => d,
+        None => c_number(s).filter(|&d| d <= 63).ok_or_else(|| {
+            format!("{s:?}: a DSCP is 0-63 or a name (ef, af11..af43, cs0..cs7, le, va)")
+        })?,
+    };
+    Ok(dscp << 2)
+}
+
+/// iperf3's `-S`: the TOS byte, 0-255, decimal, 0x hex or 0 octal.
+pub fn tos(s: &str) -> Result<u32, String> {
+    c_number(s)
+        .filter(|&t| t <= 255)
+        .ok_or_else(|| format!("{s:?}: the TOS is 0-255 (52, 064 and 0x34 are the same)"))
+}
+
+/// iperf3's `-L`: an IPv6 flow label, 1-0xfffff (decimal, 0x hex or 0 octal).
+pub fn flowlabel(s: &str) -> Result<u32, String> {
+    c_number(s)
+        .filter(|&l| (1..=0xf_ffff).contains(&l))
+        .ok_or_else(|| format!("{s:?}: a flow label is 1-1048575 (0xfffff)"))
+}
+
+/// A number as C's strtol with base 0 reads it: `0x` hex, leading `0` octal, else decimal.
+fn c_number(s: &str) -> Option<u32> {
+    let s = s.trim();
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u32::from_str_radix(h, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u32::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+/// `--cntl-ka[=IDLE/INTERVAL/COUNT]`: TCP keepalive on the control connection; each part may be
+/// empty (the system's setting).
+pub fn keepalive(s: &str) -> Result<wirespeed_engine::Keepalive, String> {
+    let mut parts = s.split('/');
+    let mut next = |what: &str| -> Result<Option<u32>, String> {
+        match parts.next().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(v) => v
+                .parse::<u32>()
+                .ok()
+                .filter(|&n| n > 0)
+                .map(Some)
+                .ok_or_else(|| format!("--cntl-ka: {what} {v:?} is not a positive number")),
+        }
+    };
+    let ka = wirespeed_engine::Keepalive {
+        idle_secs: next("idle time")?,
+        interval_secs: next("interval")?,
+        count: next("count")?,
+    };
+    if parts.next().is_some() {
+        return Err("--cntl-ka: at most IDLE/INTERVAL/COUNT".into());
+    }
+    if let (Some(idle), Some(iv), Some(n)) = (ka.idle_secs, ka.interval_secs, ka.count) {
+        if idle <= iv.saturating_mul(n) {
+            return Err(format!(
+                "--cntl-ka={idle}/{iv}/{n}: the idle time must exceed interval x count"
+            ));
+        }
+    }
+    Ok(ka)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tos_and_dscp_read_as_iperf3_reads_them() {
+        assert_eq!(tos("52"), Ok(52));
+        assert_eq!(tos("064"), Ok(52));
+        assert_eq!(tos("0x34"), Ok(52));
+        assert!(tos("256").is_err() && tos("x").is_err());
+        assert_eq!(dscp_tos("46"), Ok(46 << 2));
+        assert_eq!(dscp_tos("EF"), Ok(46 << 2));
+        assert_eq!(dscp_tos("af11"), Ok(10 << 2));
+        assert_eq!(dscp_tos("af43"), Ok(38 << 2));
+        assert_eq!(dscp_tos("cs7"), Ok(56 << 2));
+        assert_eq!(dscp_tos("0x3f"), Ok(63 << 2));
+        assert_eq!(flowlabel("0xfffff"), Ok(0xfffff));
+        assert!(flowlabel("0").is_err() && flowlabel("0x100000").is_err());
+        assert!(dscp_tos("64").is_err() && dscp_tos("af51").is_err() && dscp_tos("cs8").is_err());
+    }
+
+    #[test]
+    fn keepalive_parts_are_optional() {
+        let k = keepalive("").unwrap();
+        assert_eq!((k.idle_secs, k.interval_secs, k.count), (None, None, None));
+        let k = keepalive("30/5/3").unwrap();
+        assert_eq!(
+            (k.idle_secs, k.interval_secs, k.count),
+            (Some(30), Some(5), Some(3))
+        );
+        let k = keepalive("/7").unwrap();
+        assert_eq!(
+            (k.idle_secs, k.interval_secs, k.count),
+            (None, Some(7), None)
+        );
+        assert!(
+            keepalive("10/5/3").is_err(),
+            "idle must exceed interval x count"
+        );
+        assert!(keepalive("1/2/3/4").is_err() && keepalive("x").is_err());
+    }
+
+    #[test]
+    fn timestamps_prefix_every_line_once() {
+        let mut d = Decorated::new(Vec::new(), Some("T ".into()), true);
+        d.write_all(b"one\ntw").unwrap();
+        d.write_all(b"o\nthree\n").unwrap();
+        assert_eq!(
+            String::from_utf8(d.inner).unwrap(),
+            "T one\nT two\nT three\n"
+        );
+    }
+}
