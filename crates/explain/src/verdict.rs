@@ -108,7 +108,8 @@ pub const IDS: &[&str] = &[
 pub struct Measured {
     /// The receiver's throughput over the test.
     pub throughput: Option<BitsPerSecond>,
-    /// The receiver's throughput in each interval, in order.
+    /// The throughput in each interval, in order (a UDP sender's report leaves it empty: what
+    /// it sent is not what arrived).
     pub interval_bps: Vec<f64>,
     /// A UDP test.
     pub udp: bool,
@@ -168,7 +169,9 @@ impl Measured {
             interval_bps: doc["intervals"]
                 .as_array()
                 .map(|a| {
+                    // a UDP sender's intervals are what it sent, not what arrived
                     a.iter()
+                        .filter(|i| !udp || i["sum"]["sender"].as_bool() == Some(false))
                         .filter_map(|i| i["sum"]["bits_per_second"].as_f64())
                         .collect()
                 })
@@ -1481,6 +1484,7 @@ mod tests {
         );
         let udp = serde_json::json!({
             "start": {"test_start": {"protocol": "UDP"}},
+            "intervals": [{"sum": {"bits_per_second": 3e9, "sender": true}}],
             "end": {
                 "sum": {"lost_packets": 9, "packets": 100},
                 "sum_sent": {"bytes": 1000},
@@ -1489,6 +1493,7 @@ mod tests {
         });
         let m = Measured::from_report(&udp);
         assert!(m.udp);
+        assert!(m.interval_bps.is_empty());
         assert_eq!(m.udp_lost, Some((25, 100)));
         assert_eq!((m.retransmits, m.mss, m.rtt_us), (None, None, None));
         assert_eq!(
