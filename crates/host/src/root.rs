@@ -87,6 +87,8 @@ pub struct Recording {
 pub struct Root {
     dir: PathBuf,
     recorder: Option<Arc<Mutex<Recording>>>,
+    /// Paths resolved beneath `dir` (every root but `/` and [`Root::unconfined`] ones).
+    confined: bool,
 }
 
 /// Two roots are equal when they stand on the same directory (recording or not).
@@ -115,6 +117,19 @@ impl Root {
         Root {
             dir: dir.into(),
             recorder: None,
+            confined: true,
+        }
+    }
+
+    /// A tree you built yourself whose links may lead out of it on purpose (a test that links
+    /// a read-only fixture's directories instead of copying thousands of files). Paths are
+    /// joined to the directory and links followed wherever they lead: never use it for a
+    /// tree someone else made — that is what [`Root::new`] is for.
+    pub fn unconfined(dir: impl Into<PathBuf>) -> Root {
+        Root {
+            dir: dir.into(),
+            recorder: None,
+            confined: false,
         }
     }
 
@@ -124,6 +139,7 @@ impl Root {
         Root {
             dir: self.dir.clone(),
             recorder: Some(Arc::new(Mutex::new(Recording::default()))),
+            confined: self.confined,
         }
     }
 
@@ -202,7 +218,7 @@ impl Root {
     /// Open `host_path` with `flags`: directly on the live host, beneath the root otherwise.
     fn open(&self, host_path: &str, flags: OFlags) -> Result<fs::File, RootError> {
         let rel = self.rel(host_path)?;
-        let fd = if self.is_live() {
+        let fd = if self.is_live() || !self.confined {
             rustix::fs::open(self.dir.join(rel), flags | OFlags::CLOEXEC, Mode::empty())
                 .map_err(io::Error::from)
         } else {
@@ -221,7 +237,7 @@ impl Root {
             .to_os_string();
         let parent = rel.parent().unwrap_or(Path::new(""));
         let flags = OFlags::PATH | OFlags::DIRECTORY;
-        let fd = if self.is_live() {
+        let fd = if self.is_live() || !self.confined {
             rustix::fs::open(
                 self.dir.join(parent),
                 flags | OFlags::CLOEXEC,
@@ -522,6 +538,11 @@ impl Root {
         .map_err(|e| self.io(host_path, e.into()))
     }
 
+    /// Open a directory (to lock it, or to list it by descriptor).
+    pub fn open_dir(&self, host_path: &str) -> Result<fs::File, RootError> {
+        self.open(host_path, OFlags::RDONLY | OFlags::DIRECTORY)
+    }
+
     /// Open an existing file for appending.
     pub fn open_append(&self, host_path: &str) -> Result<fs::File, RootError> {
         self.open(host_path, OFlags::WRONLY | OFlags::APPEND)
@@ -793,7 +814,7 @@ mod tests {
         std::os::unix::fs::symlink("../../../../../outside/secret", core.join("wmem_max")).unwrap();
         std::os::unix::fs::symlink(outside.join("secret"), core.join("abs_max")).unwrap();
         std::os::unix::fs::symlink("rmem_max", core.join("inside_max")).unwrap();
-        std::os::unix::fs::symlink("../../outside", tree.join("etc")).unwrap();
+        std::os::unix::fs::symlink("../outside", tree.join("etc")).unwrap();
         std::os::unix::fs::symlink("loop2", tree.join("loop1")).unwrap();
         std::os::unix::fs::symlink("loop1", tree.join("loop2")).unwrap();
         let r = Root::new(&tree);
@@ -888,6 +909,16 @@ mod tests {
         assert!(open("proc/sys/../sys/net/core/rmem_max", OFlags::RDONLY).is_ok());
         assert!(open("", OFlags::RDONLY | OFlags::DIRECTORY).is_ok());
         assert_eq!(std::fs::read_to_string(&secret).unwrap(), "untouched");
+    }
+
+    #[test]
+    fn an_unconfined_root_follows_links_out_of_it() {
+        let (_t, r, secret) = trap_tree();
+        let u = Root::unconfined(r.dir());
+        assert_eq!(u.read("/proc/sys/net/core/abs_max").unwrap(), "untouched");
+        assert_eq!(u.read("/etc/secret").unwrap(), "untouched");
+        assert!(u.recording().read("/etc/secret").is_ok());
+        assert_eq!(std::fs::read_to_string(secret).unwrap(), "untouched");
     }
 
     #[test]

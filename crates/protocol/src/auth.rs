@@ -35,6 +35,9 @@ use sha2::{Digest, Sha256};
 
 use crate::server_error::errno::IEAUTHTEST;
 
+/// The operating system's random numbers, for [`encode_token`]'s `rng`.
+pub use rand_core::OsRng;
+
 /// iperf3's default `--time-skew-threshold`, seconds.
 pub const DEFAULT_SKEW_THRESHOLD: u32 = 10;
 

@@ -378,6 +378,12 @@ impl ClientSession {
         matches!(self.m.phase, ClientPhase::Done | ClientPhase::Failed)
     }
 
+    /// Bytes received and not yet consumed (for per-peer accounting of buffered control
+    /// input).
+    pub fn buffered(&self) -> usize {
+        self.inbox.data().len()
+    }
+
     fn enter(&mut self, now: Duration, phase: ClientPhase, timeout: Option<Duration>) {
         self.m.enter(now, phase, timeout);
     }
@@ -781,6 +787,12 @@ impl ServerSession {
 
     pub fn is_closed(&self) -> bool {
         matches!(self.m.phase, ServerPhase::Done | ServerPhase::Failed)
+    }
+
+    /// Bytes received and not yet consumed (for per-peer accounting of buffered control
+    /// input, see the guard crate).
+    pub fn buffered(&self) -> usize {
+        self.inbox.data().len()
     }
 
     fn enter(&mut self, now: Duration, phase: ServerPhase, timeout: Option<Duration>) {

@@ -11,13 +11,14 @@
 //! [`JournalFile::unreadable`] so that revert can undo everything it can read and say what it
 //! could not.
 //!
-//! One apply (or revert) at a time per root: [`ApplyLock`] holds an exclusive `flock` on
-//! `lock` in the journal directory for as long as it lives, with the holder's pid and start
-//! time written in the file so that a refused second run can name it.
+//! One apply (or revert) at a time per root: [`ApplyLock`] holds an exclusive `flock` on the
+//! journal directory for as long as it lives, with the holder's pid and start time in the
+//! file `lock` beside the journals (removed on release) so that a refused second run can name
+//! it.
 
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Write};
 use std::path::Path;
 use std::time::SystemTime;
 use wirespeed_host::ethtool::CoalesceSet;
@@ -257,16 +258,19 @@ impl Journal {
     }
 }
 
-/// Name of the lock file in the journal directory.
+/// Name of the file, in the journal directory, that names the run holding the lock.
 pub const LOCK_NAME: &str = "lock";
 
 /// One `tune --apply` or `tune revert` at a time per root: an exclusive `flock` on the
-/// journal directory's `lock` file, held until dropped (the kernel drops it when the process
-/// ends, however it ends, so a crash never leaves a stale lock). The file holds the holder's
-/// pid and start time for the refusal message.
+/// journal directory itself, held until dropped (the kernel drops it when the process ends,
+/// however it ends, so a crash never leaves a stale lock). While it is held, the file `lock`
+/// in the directory names the holder (pid, start time) for the refusal message; it is removed
+/// when the lock is released.
 #[derive(Debug)]
 pub struct ApplyLock {
-    _file: File,
+    root: Root,
+    info: String,
+    _dir: File,
 }
 
 impl ApplyLock {
@@ -274,16 +278,18 @@ impl ApplyLock {
     /// [`TuneError::Busy`] (naming the holder) when another run holds it.
     pub fn acquire(root: &Root, dir: &str) -> Result<ApplyLock, TuneError> {
         create_dir_synced(root, dir)?;
-        let host_path = format!("{}/{LOCK_NAME}", dir.trim_end_matches('/'));
-        let mut file = root.open_or_create(&host_path, 0o644)?;
-        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        let dir_fd = root.open_dir(dir)?;
+        let info = format!("{}/{LOCK_NAME}", dir.trim_end_matches('/'));
+        match rustix::fs::flock(
+            &dir_fd,
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        ) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => {
-                let mut holder = String::new();
-                let _ = (&file).take(256).read_to_string(&mut holder);
-                let holder = holder.trim();
+                let holder = root.read(&info).unwrap_or_default();
+                let holder: String = holder.trim().chars().take(200).collect();
                 return Err(TuneError::Busy {
-                    lock: host_path,
+                    lock: dir.to_string(),
                     holder: if holder.is_empty() {
                         "another tune run (it has not written its name yet)".into()
                     } else {
@@ -291,18 +297,26 @@ impl ApplyLock {
                     },
                 });
             }
-            Err(e) => return Err(io_err(&host_path, e.into())),
+            Err(e) => return Err(io_err(dir, e.into())),
         }
         let me = format!(
             "pid {} (wirespeed tune), started {}\n",
             std::process::id(),
             rfc3339(SystemTime::now())
         );
-        file.set_len(0)
-            .and_then(|_| file.rewind())
-            .and_then(|_| file.write_all(me.as_bytes()))
-            .map_err(|e| io_err(&host_path, e))?;
-        Ok(ApplyLock { _file: file })
+        root.create(&info, me.as_bytes())?;
+        Ok(ApplyLock {
+            root: root.clone(),
+            info,
+            _dir: dir_fd,
+        })
+    }
+}
+
+impl Drop for ApplyLock {
+    fn drop(&mut self) {
+        // Before the descriptor (and with it the lock) goes: no other run reads a stale name.
+        let _ = self.root.remove(&self.info);
     }
 }
 

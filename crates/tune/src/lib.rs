@@ -47,7 +47,7 @@ pub enum TuneError {
     },
     #[error("journal {path}: {reason}")]
     BadJournal { path: String, reason: String },
-    #[error("another tune run is changing this root: {holder} holds {lock}; wait for it to finish (or revert its journal) and try again")]
+    #[error("another tune run is changing this root: {holder} holds the lock on {lock}; wait for it to finish and try again")]
     Busy { lock: String, holder: String },
     #[error("changing the live host needs root (effective uid 0)")]
     NotPrivileged,

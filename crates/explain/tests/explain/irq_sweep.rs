@@ -120,7 +120,7 @@ fn nic_sweep(root: &Root, app_cpus: Vec<u32>, irq_cpus: Vec<u32>, repeat: u32) -
 #[test]
 fn sweep_moves_the_irqs_finds_the_best_core_and_reverts() {
     let t = fixture_copy();
-    let root = Root::new(t.path());
+    let root = Root::unconfined(t.path()); // links into the fixture, on purpose
     let before = affinity_files(&root);
     let topo = wirespeed_explain::topology::read(&root);
     let spec = nic_sweep(&root, vec![6], vec![3, 6, 8], 2);
@@ -171,7 +171,7 @@ fn sweep_moves_the_irqs_finds_the_best_core_and_reverts() {
 #[test]
 fn ctrl_c_mid_sweep_reverts_and_stops() {
     let t = fixture_copy();
-    let root = Root::new(t.path());
+    let root = Root::unconfined(t.path()); // links into the fixture, on purpose
     let before = affinity_files(&root);
     let spec = nic_sweep(&root, vec![6, 7], vec![8, 9, 10], 1);
     let stop = AtomicBool::new(false);
@@ -209,7 +209,7 @@ fn ctrl_c_mid_sweep_reverts_and_stops() {
 #[test]
 fn a_panicking_test_still_reverts() {
     let t = fixture_copy();
-    let root = Root::new(t.path());
+    let root = Root::unconfined(t.path()); // links into the fixture, on purpose
     let before = affinity_files(&root);
     let spec = nic_sweep(&root, vec![6], vec![9], 1);
     let stop = AtomicBool::new(false);
@@ -230,7 +230,7 @@ fn a_panicking_test_still_reverts() {
 #[test]
 fn failed_tests_mark_their_cells() {
     let t = fixture_copy();
-    let root = Root::new(t.path());
+    let root = Root::unconfined(t.path()); // links into the fixture, on purpose
     let spec = nic_sweep(&root, vec![6], vec![7], 1);
     let report = run_irq_sweep(
         &root,
@@ -251,7 +251,7 @@ fn failed_tests_mark_their_cells() {
 #[test]
 fn one_move_spreads_the_irqs_in_turn_and_reverts() {
     let t = fixture_copy();
-    let root = Root::new(t.path());
+    let root = Root::unconfined(t.path()); // links into the fixture, on purpose
     let before = affinity_files(&root);
     let irqs = queue_irqs(&root, "enp1s0f0np0").unwrap();
     let mut mv = apply_irq_move(
@@ -296,7 +296,7 @@ fn one_move_spreads_the_irqs_in_turn_and_reverts() {
 #[test]
 fn a_move_dropped_in_a_panic_is_reverted_and_a_disarmed_one_is_not() {
     let t = fixture_copy();
-    let root = Root::new(t.path());
+    let root = Root::unconfined(t.path()); // links into the fixture, on purpose
     let before = affinity_files(&root);
     let irqs = queue_irqs(&root, "enp1s0f0np0").unwrap();
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -226,6 +226,12 @@ fn decode_everything(rng: &mut Rng, input: &[u8]) {
     let _ = udp::check_connect_reply(input);
     let _ = DatagramHeader::parse(input, false);
     let _ = DatagramHeader::parse(input, true);
+    let _ = TestResults::decode_client_frame(input);
+    let _ = frame::prescan(input, frame::MAX_JSON_DEPTH, frame::MAX_JSON_TOKENS);
+    if let Ok(text) = std::str::from_utf8(input) {
+        let _ = wirespeed_protocol::auth::AuthorizedUsers::parse(text);
+        let _ = wirespeed_protocol::auth::public_key_from_pem(text);
+    }
 
     let t0 = Duration::ZERO;
     let cut = rng.below(input.len() + 1);
