@@ -6,6 +6,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod agent;
 mod diagnose;
 mod exit;
 mod explain;
@@ -43,6 +44,8 @@ enum Command {
     Sweep(Box<explain::SweepArgs>),
     /// Core-to-core latency matrix.
     Latency(explain::LatencyArgs),
+    /// Test server plus an HTTP endpoint for Prometheus (/metrics, /probe).
+    Agent(Box<agent::AgentArgs>),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Command::Tune(a) => tune::run(a),
         Command::Sweep(a) => explain::run_sweep(*a),
         Command::Latency(a) => explain::run_latency(a),
+        Command::Agent(a) => agent::run(*a),
     };
     match result {
         Ok(code) => code,

@@ -347,7 +347,8 @@ pub struct ServerArgs {
 /// Accept iperf3's spelling: `-s ...` becomes `server ...`, `-c HOST ...` becomes `client HOST ...`.
 pub fn rewrite_iperf3_argv(argv: Vec<OsString>) -> Vec<OsString> {
     const SUBCOMMANDS: &[&str] = &[
-        "client", "server", "doctor", "topo", "capture", "tune", "sweep", "latency", "help",
+        "client", "server", "doctor", "topo", "capture", "tune", "sweep", "latency", "agent",
+        "help",
     ];
     if argv.len() < 2 {
         return argv;
