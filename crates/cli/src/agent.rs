@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use wirespeed_agent::probe::ProbeLimits;
 use wirespeed_agent::{Agent, AgentConfig};
+use wirespeed_engine::tune::TuneConfig;
 use wirespeed_engine::{Limits, ServerConfig};
 use wirespeed_host::Root;
 
@@ -43,6 +44,13 @@ pub struct AgentArgs {
     /// Longest test the server runs, seconds.
     #[arg(long = "max-duration", default_value_t = 86_400)]
     max_duration: u64,
+    /// Let clients move this host's NIC queue IRQs for their test, as `wirespeed server
+    /// --allow-tune` (journaled, reverted after each test). Needs root.
+    #[arg(long = "allow-tune")]
+    allow_tune: bool,
+    /// With --allow-tune: the interface whose IRQs move (default: the route to the client).
+    #[arg(long = "tune-iface", value_name = "IF", requires = "allow_tune")]
+    tune_iface: Option<String>,
     /// Read host facts from a captured tree standing for `/` (doctor --root).
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
@@ -64,8 +72,22 @@ pub struct AgentArgs {
 }
 
 /// The test server beside the endpoint: the engine's server on its own thread.
-fn server_config(a: &AgentArgs) -> ServerConfig {
-    ServerConfig {
+fn server_config(a: &AgentArgs) -> anyhow::Result<ServerConfig> {
+    let tune = if a.allow_tune {
+        let root = Root::live();
+        wirespeed_tune::engine::check_privileged(&root).map_err(|_| {
+            exit::fail(
+                exit::HOST,
+                "--allow-tune: moving IRQs writes /proc/irq/*/smp_affinity_list, which needs root",
+            )
+        })?;
+        let mut t = TuneConfig::new(root);
+        t.iface = a.tune_iface.clone();
+        Some(t)
+    } else {
+        None
+    };
+    Ok(ServerConfig {
         bind: a.bind,
         port: a.port,
         limits: Limits {
@@ -74,8 +96,9 @@ fn server_config(a: &AgentArgs) -> ServerConfig {
             max_duration: Duration::from_secs(a.max_duration),
             ..Limits::default()
         },
+        tune,
         ..ServerConfig::default()
-    }
+    })
 }
 
 pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
@@ -99,11 +122,17 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         Some(d) => root_dir(d)?,
         None => Root::live(),
     };
+    if a.no_server && a.allow_tune {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--allow-tune needs the test server (drop --no-server)",
+        ));
+    }
     let (server, counters) = if a.no_server {
         (None, None)
     } else {
         let (h, c) =
-            wirespeed_agent::bridge::start_server(server_config(&a)).map_err(exit::engine_fail)?;
+            wirespeed_agent::bridge::start_server(server_config(&a)?).map_err(exit::engine_fail)?;
         (Some(h), Some(c))
     };
     let cfg = AgentConfig {
