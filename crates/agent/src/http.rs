@@ -6,7 +6,7 @@
 //! then a watchdog that interrupts the test).
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,8 @@ use crate::probe::{
 const MAX_URL: usize = MAX_QUERY + 32;
 /// Time past a probe's duration before its watchdog interrupts it.
 const PROBE_GRACE: Duration = Duration::from_secs(15);
+/// Probe requests that may wait for their interface or run at once (the rest get 503).
+const MAX_PROBE_REQUESTS: usize = 16;
 
 /// What the endpoint serves.
 #[derive(Clone)]
@@ -53,6 +55,7 @@ struct State {
     server: Option<Arc<dyn CounterSource>>,
     probes: ProbeCounters,
     slots: Slots,
+    probe_requests: AtomicUsize,
     epoch: Instant,
 }
 
@@ -80,6 +83,7 @@ impl Agent {
                 server,
                 probes: ProbeCounters::default(),
                 slots: Slots::default(),
+                probe_requests: AtomicUsize::new(0),
                 epoch: Instant::now(),
             }),
         })
@@ -129,7 +133,7 @@ fn text(rq: Request, code: u16, body: impl Into<String>) {
     reply(rq, code, "text/plain; charset=utf-8", b);
 }
 
-fn handle(st: &State, rq: Request) {
+fn handle(st: &Arc<State>, rq: Request) {
     if !matches!(rq.method(), Method::Get | Method::Head) {
         return text(rq, 405, "only GET and HEAD");
     }
@@ -143,35 +147,28 @@ fn handle(st: &State, rq: Request) {
             let body = metrics(st);
             reply(rq, 200, CONTENT_TYPE, body)
         }
-        "/probe" | "/probe.json" => {
-            let json = path == "/probe.json";
-            match parse_probe(query, &st.cfg.limits) {
-                Err(e) => {
-                    st.probes.add(ProbeOutcome::BadRequest);
-                    text(rq, 400, e.0)
-                }
-                Ok(p) => match probe(st, p) {
-                    Err(busy) => {
-                        st.probes.add(ProbeOutcome::Busy);
-                        text(rq, 503, busy)
-                    }
-                    Ok(rep) => {
-                        st.probes.add(if rep.success() {
-                            ProbeOutcome::Ok
-                        } else {
-                            ProbeOutcome::Failed
-                        });
-                        if json {
-                            reply(rq, 200, "application/json", rep.to_json())
-                        } else {
-                            let mut e = Exposition::new();
-                            write_probe(&mut e, &rep);
-                            reply(rq, 200, CONTENT_TYPE, e.finish())
-                        }
-                    }
-                },
+        "/probe" | "/probe.json" => match parse_probe(query, &st.cfg.limits) {
+            Err(e) => {
+                st.probes.add(ProbeOutcome::BadRequest);
+                text(rq, 400, e.0)
             }
-        }
+            Ok(p) => {
+                // Probes run on their own threads so that waiting ones never hold up /metrics;
+                // how many may wait or run at once is bounded.
+                let Some(ticket) = Ticket::take(st) else {
+                    st.probes.add(ProbeOutcome::Busy);
+                    return text(rq, 503, "too many probe requests at once");
+                };
+                let st = Arc::clone(st);
+                let json = path == "/probe.json";
+                let _ = std::thread::Builder::new()
+                    .name("ws-probe".into())
+                    .spawn(move || {
+                        let _ticket = ticket;
+                        answer_probe(&st, rq, p, json);
+                    });
+            }
+        },
         "/-/healthy" => text(rq, 200, "OK"),
         "/-/ready" => text(rq, 200, "OK"),
         "/" => text(
@@ -180,6 +177,49 @@ fn handle(st: &State, rq: Request) {
             "wirespeed agent: /metrics, /probe?target=HOST[:PORT]&duration=&streams=&reverse=&udp_rate=&bind=, /probe.json?..., /-/healthy, /-/ready",
         ),
         _ => text(rq, 404, "not found"),
+    }
+}
+
+fn answer_probe(st: &State, rq: Request, p: ProbeParams, json: bool) {
+    match probe(st, p) {
+        Err(busy) => {
+            st.probes.add(ProbeOutcome::Busy);
+            text(rq, 503, busy)
+        }
+        Ok(rep) => {
+            st.probes.add(if rep.success() {
+                ProbeOutcome::Ok
+            } else {
+                ProbeOutcome::Failed
+            });
+            if json {
+                reply(rq, 200, "application/json", rep.to_json())
+            } else {
+                let mut e = Exposition::new();
+                write_probe(&mut e, &rep);
+                reply(rq, 200, CONTENT_TYPE, e.finish())
+            }
+        }
+    }
+}
+
+/// One of the [`MAX_PROBE_REQUESTS`] probe requests that may wait or run at once.
+struct Ticket(Arc<State>);
+
+impl Ticket {
+    fn take(st: &Arc<State>) -> Option<Ticket> {
+        let n = st.probe_requests.fetch_add(1, Ordering::AcqRel);
+        if n >= MAX_PROBE_REQUESTS {
+            st.probe_requests.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(Ticket(Arc::clone(st)))
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.0.probe_requests.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
