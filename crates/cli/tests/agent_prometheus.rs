@@ -332,6 +332,8 @@ scrape_configs:
             (web_b.clone(), format!("{net}.1:5201")),
         ]
     );
+    let verdicts = query(&h, &prom, "wirespeed_probe_verdict_info");
+    eprintln!("wirespeed_probe_verdict_info:\n{}", show(&verdicts));
     for series in [
         "wirespeed_probe_sent_bytes",
         "wirespeed_probe_rtt_seconds",
