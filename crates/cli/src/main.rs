@@ -6,6 +6,7 @@
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
+mod agent;
 mod diagnose;
 mod exit;
 mod explain;
@@ -60,6 +61,8 @@ enum Command {
     Completions(generate::CompletionsArgs),
     /// Print the manual page (roff), or write one page per command with --dir.
     Man(generate::ManArgs),
+    /// Test server plus an HTTP endpoint for Prometheus (/metrics, /probe).
+    Agent(Box<agent::AgentArgs>),
 }
 
 fn main() -> ExitCode {
@@ -100,6 +103,7 @@ fn main() -> ExitCode {
         Command::Model(a) => model::run(a),
         Command::Completions(a) => generate::run_completions(a, Cli::command()),
         Command::Man(a) => generate::run_man(a, Cli::command()),
+        Command::Agent(a) => agent::run(*a),
     };
     match result {
         Ok(code) => code,

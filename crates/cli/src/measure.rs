@@ -454,6 +454,7 @@ pub fn rewrite_iperf3_argv(argv: Vec<OsString>) -> Vec<OsString> {
         "latency",
         "completions",
         "man",
+        "agent",
         "help",
     ];
     if argv.len() < 2 {

@@ -1,0 +1,161 @@
+//! The agent's two calls into the engine, each in one function so the engine's API can change
+//! under them in one place: [`run_probe`] runs one client test, [`start_server`] runs the test
+//! server and counts what it does for `/metrics`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use wirespeed_engine::output::Reporter;
+use wirespeed_engine::server::ServerStats;
+use wirespeed_engine::{
+    run_client, ClientConfig, EngineError, ObserveHook, ReporterFactory, Server, ServerConfig,
+    ServerHandle,
+};
+use wirespeed_explain::hooks::HostObserve;
+use wirespeed_host::Root;
+use wirespeed_protocol::params::Direction;
+use wirespeed_report::{Start, TestResult};
+
+use crate::counters::{CounterSource, ServerCounters};
+use crate::probe::ProbeParams;
+
+/// Keeps the report the engine hands to `finish` (also on failure).
+#[derive(Default)]
+struct Keep(Option<TestResult>);
+
+impl Reporter for Keep {
+    fn finish(&mut self, r: &TestResult) {
+        self.0 = Some(r.clone());
+    }
+}
+
+/// Run one test as the probe asks. `stop` set from another thread ends it early (the agent's
+/// watchdog). Returns the report when the test got far enough to make one, and the error.
+pub fn run_probe(p: &ProbeParams, stop: Arc<AtomicBool>) -> (Option<TestResult>, Option<String>) {
+    let cfg = ClientConfig {
+        host: p.host.clone(),
+        port: p.port,
+        bind: p.bind,
+        connect_timeout: Some(Duration::from_secs(5)),
+        time: p.duration,
+        parallel: p.streams,
+        direction: if p.reverse {
+            Direction::ServerToClient
+        } else {
+            Direction::ClientToServer
+        },
+        udp: p.udp_rate.is_some(),
+        bandwidth: p.udp_rate,
+        interval: Duration::ZERO,
+        title: None,
+        interrupt: Some(stop),
+        // Where the work ran and the verdict, as a `wirespeed client` run observes them.
+        observe: Some(ObserveHook::new(HostObserve::new(Root::live()))),
+        ..ClientConfig::default()
+    };
+    let mut keep = Keep::default();
+    match run_client(&cfg, &mut keep) {
+        Ok(r) => (Some(r), None),
+        Err(e) => (keep.0, Some(e.to_string())),
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    running: AtomicU64,
+    received: AtomicU64,
+    sent: AtomicU64,
+}
+
+/// Counts one server test: running while it runs, its bytes when it ends.
+struct Counting {
+    counts: Arc<Counts>,
+    started: bool,
+    reverse: bool,
+    bidir: bool,
+}
+
+impl Reporter for Counting {
+    fn start(&mut self, s: &Start) {
+        if !self.started {
+            self.started = true;
+            if let Some(t) = &s.test_start {
+                self.reverse = t.reverse != 0;
+                self.bidir = t.bidir.unwrap_or(0) != 0;
+            }
+            self.counts.running.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn finish(&mut self, r: &TestResult) {
+        if std::mem::take(&mut self.started) {
+            self.counts.running.fetch_sub(1, Ordering::Relaxed);
+        }
+        let bytes = |s: &Option<wirespeed_report::Summary>| s.as_ref().map_or(0, |s| s.bytes);
+        let e = &r.end;
+        // The server receives in a forward test and sends in a reverse one.
+        let (rx, tx) = if self.bidir {
+            (bytes(&e.sum_received), bytes(&e.sum_sent_bidir_reverse))
+        } else if self.reverse {
+            (0, bytes(&e.sum_sent))
+        } else {
+            (bytes(&e.sum_received).max(bytes(&e.sum)), 0)
+        };
+        self.counts.received.fetch_add(rx, Ordering::Relaxed);
+        self.counts.sent.fetch_add(tx, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Counting {
+    fn drop(&mut self) {
+        if self.started {
+            self.counts.running.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The server's counters: the engine's statistics and the bytes the reporters saw.
+struct EngineCounters {
+    stats: Arc<ServerStats>,
+    counts: Arc<Counts>,
+}
+
+impl CounterSource for EngineCounters {
+    fn counters(&self) -> ServerCounters {
+        let s = &self.stats;
+        ServerCounters {
+            tests_completed: s.tests_completed.load(Ordering::Relaxed),
+            tests_failed: s.tests_failed.load(Ordering::Relaxed),
+            // The engine counts refusals without a reason; they are its limits today.
+            tests_refused: [s.tests_refused.load(Ordering::Relaxed), 0, 0],
+            bytes_received: self.counts.received.load(Ordering::Relaxed),
+            bytes_sent: self.counts.sent.load(Ordering::Relaxed),
+            tests_running: self.counts.running.load(Ordering::Relaxed),
+            connections_dropped: s.connections_dropped.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Bind and start the test server on its own thread.
+pub fn start_server(
+    cfg: ServerConfig,
+) -> Result<(ServerHandle, Arc<dyn CounterSource>), EngineError> {
+    let server = Server::bind(cfg)?;
+    let counts = Arc::new(Counts::default());
+    let c = Arc::clone(&counts);
+    let factory: ReporterFactory = Arc::new(move |_| {
+        Box::new(Counting {
+            counts: Arc::clone(&c),
+            started: false,
+            reverse: false,
+            bidir: false,
+        })
+    });
+    let handle = server.spawn(factory)?;
+    let source = Arc::new(EngineCounters {
+        stats: Arc::clone(&handle.stats),
+        counts,
+    });
+    Ok((handle, source))
+}

@@ -1,0 +1,172 @@
+//! `wirespeed agent`: the test server plus an HTTP endpoint for Prometheus (`/metrics`,
+//! `/probe`, `/probe.json`). The work is in `wirespeed-agent`; this is arguments and wiring.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wirespeed_agent::probe::ProbeLimits;
+use wirespeed_agent::{Agent, AgentConfig};
+use wirespeed_engine::tune::TuneConfig;
+use wirespeed_engine::{Limits, ServerConfig};
+use wirespeed_explain::hooks::IrqTune;
+use wirespeed_host::Root;
+
+use crate::diagnose::root_dir;
+use crate::exit;
+
+#[derive(Debug, clap::Args)]
+pub struct AgentArgs {
+    /// Address of the HTTP endpoint (/metrics, /probe, /probe.json, /-/healthy).
+    #[arg(
+        long = "web.listen-address",
+        value_name = "HOST:PORT",
+        default_value = "[::]:9762"
+    )]
+    listen: SocketAddr,
+    /// Port of the test server (as `wirespeed server -p`).
+    #[arg(short = 'p', long = "port", default_value_t = 5201)]
+    port: u16,
+    /// Local address of the test server.
+    #[arg(short = 'B', long = "bind")]
+    bind: Option<IpAddr>,
+    /// No test server: only the HTTP endpoint (probes still run from here).
+    #[arg(long = "no-server")]
+    no_server: bool,
+    /// Tests the server runs at the same time.
+    #[arg(long = "max-tests", default_value_t = 64)]
+    max_tests: usize,
+    /// Streams (-P) one test may ask the server for.
+    #[arg(long = "max-streams", default_value_t = 4096)]
+    max_streams: u32,
+    /// Longest test the server runs, seconds.
+    #[arg(long = "max-duration", default_value_t = 86_400)]
+    max_duration: u64,
+    /// Let clients move this host's NIC queue IRQs for their test, as `wirespeed server
+    /// --allow-tune` (journaled, reverted after each test). Needs root.
+    #[arg(long = "allow-tune")]
+    allow_tune: bool,
+    /// With --allow-tune: the interface whose IRQs move (default: the route to the client).
+    #[arg(long = "tune-iface", value_name = "IF", requires = "allow_tune")]
+    tune_iface: Option<String>,
+    /// Read host facts from a captured tree standing for `/` (doctor --root).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Test port of a probe target that names none.
+    #[arg(long = "probe.default-port", default_value_t = 5201)]
+    probe_port: u16,
+    /// A probe's duration when its request names none, seconds.
+    #[arg(long = "probe.default-duration", default_value_t = 5)]
+    probe_duration: u32,
+    /// Longest probe duration a request may ask for, seconds.
+    #[arg(long = "probe.max-duration", default_value_t = 30)]
+    probe_max_duration: u32,
+    /// Most streams a probe may ask for.
+    #[arg(long = "probe.max-streams", default_value_t = 16)]
+    probe_max_streams: u32,
+    /// Seconds a probe waits for another probe on the same interface before it is refused (503).
+    #[arg(long = "probe.wait", default_value_t = 30)]
+    probe_wait: u64,
+}
+
+/// The test server beside the endpoint: the engine's server on its own thread.
+fn server_config(a: &AgentArgs) -> anyhow::Result<ServerConfig> {
+    let tune = if a.allow_tune {
+        let root = Root::live();
+        wirespeed_tune::engine::check_privileged(&root).map_err(|_| {
+            exit::fail(
+                exit::HOST,
+                "--allow-tune: moving IRQs writes /proc/irq/*/smp_affinity_list, which needs root",
+            )
+        })?;
+        let mut t = IrqTune::new(root);
+        t.iface = a.tune_iface.clone();
+        Some(TuneConfig::new(t))
+    } else {
+        None
+    };
+    Ok(ServerConfig {
+        bind: a.bind,
+        port: a.port,
+        limits: Limits {
+            max_tests: a.max_tests,
+            max_streams: a.max_streams,
+            max_duration: Duration::from_secs(a.max_duration),
+            ..Limits::default()
+        },
+        tune,
+        observe: Some(crate::measure::live_observer()),
+        ..ServerConfig::default()
+    })
+}
+
+pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
+    if a.max_tests == 0 || a.max_streams == 0 || a.max_duration == 0 {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--max-tests, --max-streams and --max-duration must be above 0",
+        ));
+    }
+    if !(1..=3600).contains(&a.probe_max_duration)
+        || !(1..=a.probe_max_duration).contains(&a.probe_duration)
+        || !(1..=1024).contains(&a.probe_max_streams)
+        || a.probe_wait > 3600
+    {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--probe.max-duration 1..=3600, --probe.default-duration 1..=max, --probe.max-streams 1..=1024, --probe.wait 0..=3600",
+        ));
+    }
+    let root = match &a.root {
+        Some(d) => root_dir(d)?,
+        None => Root::live(),
+    };
+    if a.no_server && a.allow_tune {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--allow-tune needs the test server (drop --no-server)",
+        ));
+    }
+    let (server, counters) = if a.no_server {
+        (None, None)
+    } else {
+        let (h, c) =
+            wirespeed_agent::bridge::start_server(server_config(&a)?).map_err(exit::engine_fail)?;
+        (Some(h), Some(c))
+    };
+    let cfg = AgentConfig {
+        listen: a.listen,
+        root,
+        limits: ProbeLimits {
+            default_port: a.probe_port,
+            default_duration: a.probe_duration,
+            max_duration: a.probe_max_duration,
+            max_streams: a.probe_max_streams,
+            ..ProbeLimits::default()
+        },
+        probe_wait: Duration::from_secs(a.probe_wait),
+        threads: 4,
+        version: env!("CARGO_PKG_VERSION").into(),
+    };
+    let agent = Agent::bind(cfg, counters).map_err(|e| exit::fail(exit::HOST, e.to_string()))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| exit::fail(exit::INTERNAL, format!("signal handler: {e}")))?;
+    }
+    let web = agent
+        .local_addr()
+        .map_or_else(|| a.listen.to_string(), |s| s.to_string());
+    match &server {
+        Some(h) => eprintln!("wirespeed agent: http://{web}/metrics, tests on {}", h.addr),
+        None => eprintln!("wirespeed agent: http://{web}/metrics, no test server"),
+    }
+    agent.serve(&stop);
+    if let Some(h) = server {
+        h.stop().map_err(exit::engine_fail)?;
+    }
+    Ok(ExitCode::from(exit::OK))
+}
