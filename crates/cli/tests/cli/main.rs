@@ -3,11 +3,15 @@
 //!
 //! Run one area with `cargo test -p wirespeed --test cli interop::`.
 
+mod agent_common;
 mod host_common;
 mod measure_common;
 mod need;
 
+mod agent;
+mod agent_prometheus;
 mod client_options;
+mod deploy_files;
 mod doctor;
 mod explain_cli;
 mod interop;
@@ -16,6 +20,7 @@ mod iperf3_flags;
 mod measure_errors;
 mod observe_cli;
 mod packaging;
+mod pscheduler_plugin;
 mod robustness;
 mod scale;
 mod server_tune;

@@ -388,7 +388,7 @@ fn doctors_tcp_option_write_applies_and_reverts_in_a_namespace() {
             bin(),
             "tune",
             "--iface",
-            "wsa",
+            "ws0",
             "--only",
             "stack",
             "--journal-dir",

@@ -11,7 +11,7 @@
 //! veth pairs. Needs root, iproute2, `prometheus`/`promtool` and curl; prints `SKIP:` otherwise,
 //! and fails instead when `CI` is set.
 
-mod agent_common;
+use crate::agent_common;
 
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,7 +1,7 @@
 //! `wirespeed agent` on loopback: /metrics with a fixture root's findings (promtool clean),
 //! probes against the agent's own test server, one probe per interface at a time, hostile HTTP.
 
-mod agent_common;
+use crate::agent_common;
 
 use agent_common::{fixture, get, promtool_complaints, raw, raw_within, start_agent, value};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! and participant-data answer as pScheduler expects; a real two-participant run on loopback
 //! (participant 1's `run` serves, participant 0's `run` measures) goes through merged-results,
 //! and the merged result validates against pScheduler's throughput result schema
-//! (`tests/pscheduler/throughput-result-schema.json`, written from pScheduler's source); so does
+//! (`tests/data/pscheduler/throughput-result-schema.json`, written from pScheduler's source); so does
 //! a UDP loopback run. Needs python3 with the jsonschema package (`python3-jsonschema`); prints
 //! `SKIP:` otherwise, and fails instead when `CI` is set.
 
@@ -21,7 +21,7 @@ fn plugin(name: &str) -> PathBuf {
 
 fn here(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/pscheduler")
+        .join("tests/data/pscheduler")
         .join(name)
 }
 
