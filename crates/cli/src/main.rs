@@ -10,6 +10,7 @@ mod diagnose;
 mod exit;
 mod explain;
 mod measure;
+mod pictures;
 mod tune;
 
 #[derive(Debug, Parser)]
@@ -43,6 +44,10 @@ enum Command {
     Sweep(Box<explain::SweepArgs>),
     /// Core-to-core latency matrix.
     Latency(explain::LatencyArgs),
+    /// One self-contained HTML page (or CSV) of JSON results; several side by side.
+    Report(pictures::ReportArgs),
+    /// What changed between two JSON results; exit 9 past --threshold.
+    Diff(pictures::DiffArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +73,8 @@ fn main() -> ExitCode {
         Command::Tune(a) => tune::run(a),
         Command::Sweep(a) => explain::run_sweep(*a),
         Command::Latency(a) => explain::run_latency(a),
+        Command::Report(a) => pictures::run_report(a),
+        Command::Diff(a) => pictures::run_diff(a),
     };
     match result {
         Ok(code) => code,

@@ -289,6 +289,10 @@ pub struct ClientArgs {
     pub udp_counters_64bit: bool,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub html: crate::pictures::HtmlArg,
+    #[command(flatten)]
+    pub csv: crate::pictures::CsvFileArg,
 }
 
 #[derive(Debug, clap::Args)]
@@ -550,7 +554,13 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(n) = a.repeat {
         let r = match out.lock() {
-            Ok(mut w) => crate::explain::run_repeat(&cfg, n, &mut **w, format != Format::Text),
+            Ok(mut w) => crate::explain::run_repeat(
+                &cfg,
+                n,
+                &mut **w,
+                format != Format::Text,
+                (&a.html, &a.csv),
+            ),
             Err(_) => Err(exit::fail(exit::INTERNAL, "output lock poisoned")),
         };
         if let Some(h) = server {
@@ -564,6 +574,13 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         let _ = h.stop();
     }
     let r = r.map_err(engine_fail)?;
+    crate::pictures::save(
+        &a.html,
+        Some(&a.csv),
+        "client",
+        || Ok(wirespeed_report::doc::Document::Test(Box::new(r.clone()))),
+        None,
+    )?;
     if format == Format::Text {
         if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
             let _ = writeln!(w, "{line}");

@@ -131,8 +131,8 @@ pub fn repeat(r: &RepeatDoc, w: &mut dyn io::Write) -> Result<(), CsvError> {
 pub fn sweep(s: &SweepDoc, w: &mut dyn io::Write) -> Result<(), CsvError> {
     let mut c = csv::Writer::from_writer(w);
     let (rl, cl) = s.matrix.labels();
-    let rl = rl.replace(' ', "_");
-    let cl = cl.replace(' ', "_");
+    let rl = rl.replace(' ', "_").to_lowercase();
+    let cl = cl.replace(' ', "_").to_lowercase();
     c.write_record([
         rl.as_str(),
         cl.as_str(),

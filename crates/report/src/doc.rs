@@ -93,7 +93,8 @@ impl Document {
     }
 
     /// Recognise and parse an already decoded document.
-    pub fn from_value(v: Value) -> Result<Document, DocError> {
+    pub fn from_value(mut v: Value) -> Result<Document, DocError> {
+        lift_irq_sweep(&mut v);
         let kind = kind_of(&v).ok_or(DocError::Unknown)?;
         let invalid = |e: serde_json::Error| DocError::Invalid {
             kind,
@@ -141,6 +142,21 @@ impl Document {
             Document::Latency(l) if l.topology.is_none() => l.topology = Some(topo.clone()),
             _ => {}
         }
+    }
+}
+
+/// `sweep --irq-cpus -J` writes `{"irq_sweep": {"matrix", "steps", "interrupted"}, "summary"}`:
+/// read it as a sweep (its matrix's axes are `app-irq`).
+fn lift_irq_sweep(v: &mut Value) {
+    let Some(o) = v.as_object_mut() else { return };
+    if o.contains_key("matrix") {
+        return;
+    }
+    let Some(Value::Object(inner)) = o.remove("irq_sweep") else {
+        return;
+    };
+    for (k, val) in inner {
+        o.entry(k).or_insert(val);
     }
 }
 

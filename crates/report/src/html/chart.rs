@@ -10,10 +10,10 @@ use wirespeed_model::{CpuSet, Topology};
 use super::esc;
 use crate::doc::group_order;
 
-/// One line of a line chart.
+/// One line of a line chart: a value per interval (start s, end s, value), drawn as steps.
 pub struct Series {
     pub name: String,
-    pub points: Vec<(f64, f64)>,
+    pub points: Vec<(f64, f64, f64)>,
     /// Drawn thick in the foreground colour (the sum).
     pub sum: bool,
 }
@@ -100,13 +100,13 @@ pub fn line_chart(h: &mut String, caption: &str, unit: &str, series: &[Series]) 
     let xmax = nice_max(
         series
             .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .flat_map(|s| s.points.iter().map(|p| p.1))
             .fold(0.0, f64::max),
     );
     let ymax = nice_max(
         series
             .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .flat_map(|s| s.points.iter().map(|p| p.2))
             .fold(0.0, f64::max),
     );
     let pw = W - L - R;
@@ -115,7 +115,7 @@ pub fn line_chart(h: &mut String, caption: &str, unit: &str, series: &[Series]) 
     let y = |v: f64| T + ph - ph * v / ymax;
     let _ = write!(
         h,
-        "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{}\">",
+        "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" style=\"max-width:820px\" role=\"img\" aria-label=\"{}\">",
         esc(caption),
         esc(caption)
     );
@@ -136,10 +136,11 @@ pub fn line_chart(h: &mut String, caption: &str, unit: &str, series: &[Series]) 
             .enumerate()
             .map(|(i, p)| {
                 format!(
-                    "{}{:.1},{:.1}",
+                    "{}{:.1},{:.1}H{:.1}",
                     if i == 0 { 'M' } else { 'L' },
                     x(p.0),
-                    y(p.1)
+                    y(p.2),
+                    x(p.1)
                 )
             })
             .collect();
@@ -147,12 +148,13 @@ pub fn line_chart(h: &mut String, caption: &str, unit: &str, series: &[Series]) 
         for p in &s.points {
             let _ = write!(
                 h,
-                "<circle class=\"pt {cls}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\"><title>{} at {} s: {} {}</title></circle>",
-                x(p.0),
-                y(p.1),
+                "<circle class=\"pt {cls}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\"><title>{}, {}–{} s: {} {}</title></circle>",
+                x((p.0 + p.1) / 2.0),
+                y(p.2),
                 esc(&s.name),
                 tick(p.0),
                 tick(p.1),
+                tick(p.2),
                 esc(unit)
             );
         }
@@ -181,7 +183,7 @@ pub fn bar_chart(h: &mut String, caption: &str, unit: &str, bars: &[(f64, f64, f
     let y = |v: f64| T + ph - ph * v / ymax;
     let _ = write!(
         h,
-        "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{}\">",
+        "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" style=\"max-width:820px\" role=\"img\" aria-label=\"{}\">",
         esc(caption),
         esc(caption)
     );
@@ -269,7 +271,7 @@ pub fn cpu_bars(
     let height = T + ph + 34.0 + irq_h + brackets + 6.0;
     let _ = write!(
         h,
-        "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {height:.0}\" role=\"img\" aria-label=\"{}\">",
+        "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {height:.0}\" style=\"max-width:820px\" role=\"img\" aria-label=\"{}\">",
         esc(caption),
         esc(caption)
     );
@@ -463,7 +465,7 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
     let top = 52.0;
     let gw = cell * cols.len() as f64;
     let gh = cell * rows.len() as f64;
-    let width = left + gw + 16.0;
+    let width = (left + gw + 16.0).max(left + 260.0 + 110.0);
     let height = top + gh + 64.0;
     let values: Vec<f64> = rows
         .iter()
@@ -551,7 +553,8 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
     if let Some(topo) = m.topo {
         boundaries(h, &rows, &cols, topo, left, top, cell);
     }
-    for (pair, cls, word) in [(m.best, "best", "best"), (m.worst, "worst", "worst")] {
+    let worst = m.worst.filter(|w| Some(*w) != m.best);
+    for (pair, cls, word) in [(m.best, "best", "best"), (worst, "worst", "worst")] {
         let Some((r, c)) = pair else { continue };
         let (Some(i), Some(j)) = (
             rows.iter().position(|&x| x == r),
@@ -559,20 +562,23 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
         ) else {
             continue;
         };
+        // A white halo under the mark keeps it visible on dark and bright cells alike.
+        let (x, y, s) = (
+            left + cell * j as f64 + 2.5,
+            top + cell * i as f64 + 2.5,
+            cell - 5.0,
+        );
         let _ = write!(
             h,
-            "<rect class=\"{cls}\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\"><title>{word}: {} {r}, {} {c}</title></rect>",
-            left + cell * j as f64 + 1.5,
-            top + cell * i as f64 + 1.5,
-            cell - 3.0,
-            cell - 3.0,
+            "<rect class=\"halo\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{s:.1}\" height=\"{s:.1}\"/>\
+             <rect class=\"{cls}\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{s:.1}\" height=\"{s:.1}\"><title>{word}: {} {r}, {} {c}</title></rect>",
             esc(m.row_label),
             esc(m.col_label)
         );
     }
     // Legend: the scale from low to high.
     let ly = top + gh + 22.0;
-    let lw = gw.clamp(120.0, 260.0);
+    let lw = 260.0;
     for k in 0..20 {
         let (fill, _) = scale(f64::from(k) / 19.0);
         let _ = write!(

@@ -163,6 +163,8 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:8px 0}h3{font-size:15p
 .docs{display:grid;grid-template-columns:1fr;gap:20px}
 .docs.multi{grid-template-columns:repeat(auto-fit,minmax(520px,1fr))}
 section.doc{min-width:0}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:0 14px}
+.docs.multi .charts{grid-template-columns:1fr}
 figure{margin:10px 0 16px;background:var(--panel);border:1px solid var(--grid);border-radius:6px;padding:8px 10px}
 figcaption{font-weight:600;margin-bottom:4px}
 svg{display:block;width:100%;height:auto;max-width:100%}
@@ -176,7 +178,7 @@ svg path.ln.s0,svg path.ln.s1,svg path.ln.s2,svg path.ln.s3,svg path.ln.s4,svg p
 svg .u{fill:var(--u)}svg .sy{fill:var(--sy)}svg .irq{fill:var(--irq)}svg .si{fill:var(--si)}svg .st{fill:var(--st)}svg .nic{fill:var(--nic)}
 svg .bar{fill:var(--s1)}svg .appmark{fill:var(--app);stroke:var(--fg);stroke-width:.6}
 svg .l3{fill:none;stroke:var(--fg);stroke-width:2}svg .node{fill:none;stroke:var(--fg);stroke-width:3.5}
-svg .best{fill:none;stroke:var(--fg);stroke-width:3}svg .worst{fill:none;stroke:var(--fg);stroke-width:2.5;stroke-dasharray:4 3}
+svg .halo{fill:none;stroke:#fff;stroke-width:5}svg .best{fill:none;stroke:#000;stroke-width:2.5}svg .worst{fill:none;stroke:#000;stroke-width:2.5;stroke-dasharray:4 3}
 svg .cpu{fill:var(--bg);stroke:var(--line)}svg .cpu.app{fill:var(--app);stroke:var(--fg)}
 svg .gbox{fill:none;stroke:var(--line);stroke-width:1.5;stroke-dasharray:5 3}svg .nbox{fill:var(--panel);stroke:var(--fg);stroke-width:1.5}
 svg .nicbox{fill:var(--bg);stroke:var(--nic);stroke-width:2}svg .irqdot{fill:var(--nic)}

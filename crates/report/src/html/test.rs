@@ -92,30 +92,33 @@ pub(super) fn test(h: &mut String, t: &TestResult, _idx: usize) {
     }
 
     // Throughput per stream and sum.
-    let mut per_stream: BTreeMap<u32, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut per_stream: BTreeMap<u32, Vec<(f64, f64, f64)>> = BTreeMap::new();
     let mut sum = Vec::new();
     let mut retr = Vec::new();
-    let mut cwnd: BTreeMap<u32, Vec<(f64, f64)>> = BTreeMap::new();
-    let mut rtt: BTreeMap<u32, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut cwnd: BTreeMap<u32, Vec<(f64, f64, f64)>> = BTreeMap::new();
+    let mut rtt: BTreeMap<u32, Vec<(f64, f64, f64)>> = BTreeMap::new();
     for iv in &t.intervals {
         for s in &iv.streams {
             let id = s.socket.unwrap_or(0);
             per_stream
                 .entry(id)
                 .or_default()
-                .push((s.end, s.bits_per_second / 1e9));
+                .push((s.start, s.end, s.bits_per_second / 1e9));
             if let Some(c) = s.snd_cwnd {
-                cwnd.entry(id).or_default().push((s.end, c as f64 / 1024.0));
+                cwnd.entry(id)
+                    .or_default()
+                    .push((s.start, s.end, c as f64 / 1024.0));
             }
             if let Some(r) = s.rtt {
-                rtt.entry(id).or_default().push((s.end, r as f64));
+                rtt.entry(id).or_default().push((s.start, s.end, r as f64));
             }
         }
-        sum.push((iv.sum.end, iv.sum.bits_per_second / 1e9));
+        sum.push((iv.sum.start, iv.sum.end, iv.sum.bits_per_second / 1e9));
         if let Some(r) = iv.sum.retransmits {
             retr.push((iv.sum.start, iv.sum.end, r as f64));
         }
     }
+    h.push_str("<div class=\"charts\">");
     if !sum.is_empty() {
         let mut series: Vec<Series> = per_stream
             .iter()
@@ -145,7 +148,7 @@ pub(super) fn test(h: &mut String, t: &TestResult, _idx: usize) {
             &retr,
         );
     }
-    let named = |m: BTreeMap<u32, Vec<(f64, f64)>>| -> Vec<Series> {
+    let named = |m: BTreeMap<u32, Vec<(f64, f64, f64)>>| -> Vec<Series> {
         m.into_iter()
             .map(|(id, p)| Series {
                 name: format!("stream {id}"),
@@ -160,6 +163,7 @@ pub(super) fn test(h: &mut String, t: &TestResult, _idx: usize) {
     if !rtt.is_empty() {
         chart::line_chart(h, "Smoothed RTT (sender)", "µs", &named(rtt));
     }
+    h.push_str("</div>\n<div class=\"charts\">");
 
     match t.wirespeed.as_ref().and_then(|w| w.observation.as_ref()) {
         Some(obs) => {
@@ -176,6 +180,7 @@ pub(super) fn test(h: &mut String, t: &TestResult, _idx: usize) {
             "<p class=\"mute\">no per-CPU observation in this document (iperf3 output, or a test without one)</p>",
         ),
     }
+    h.push_str("</div>\n");
 }
 
 /// The busiest CPU of each end, as numbers (the verdict's evidence).
@@ -221,6 +226,7 @@ fn evidence<'a>(h: &mut String, ends: impl Iterator<Item = &'a EndObservation>) 
 }
 
 fn end_cpus(h: &mut String, e: &EndObservation, workers: &[Worker]) {
+    h.push_str("<div>");
     let mut app: CpuSet = e.total.app_cpus();
     if app.is_empty() {
         // Fall back on the workers the result lists for this end.
@@ -262,6 +268,7 @@ fn end_cpus(h: &mut String, e: &EndObservation, workers: &[Worker]) {
                 .unwrap_or_default()
         );
     }
+    h.push_str("</div>");
 }
 
 pub(super) fn repeat(h: &mut String, r: &RepeatDoc, _idx: usize) {
@@ -366,7 +373,7 @@ pub(super) fn repeat(h: &mut String, r: &RepeatDoc, _idx: usize) {
             esc(&mode.description),
             mode.placement
                 .as_ref()
-                .map(|p| format!("<br><code>{}</code>", esc(&p.to_string())))
+                .map(|p| format!("<br><code>{}</code>", esc(&flat(p))))
                 .unwrap_or_default()
         );
     }
@@ -374,4 +381,28 @@ pub(super) fn repeat(h: &mut String, r: &RepeatDoc, _idx: usize) {
     if let Some(m) = &r.repeat.method {
         let _ = write!(h, "<p class=\"mute\">modes: {}</p>", esc(m));
     }
+}
+
+/// A JSON value as `key=value` words (`softirq.relation=same-cpu softirq.share=93.8`).
+fn flat(v: &serde_json::Value) -> String {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(o) => {
+                for (k, x) in o {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&key, x, out);
+                }
+            }
+            serde_json::Value::Null => {}
+            serde_json::Value::String(s) => out.push(format!("{prefix}={s}")),
+            other => out.push(format!("{prefix}={other}")),
+        }
+    }
+    let mut out = Vec::new();
+    walk("", v, &mut out);
+    out.join(" ")
 }
