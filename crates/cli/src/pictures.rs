@@ -74,16 +74,16 @@ fn threshold(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Read and recognise one document; a file that cannot be read exits with `IO`, one that is
-/// not a result wirespeed knows with `DOCUMENT`.
+/// Read and recognise one document (a file or a pipe, at most `MAX_DOCUMENT_BYTES` read); a file
+/// that cannot be read exits with `IO`, one that is not a result wirespeed knows with `DOCUMENT`.
 pub fn read_document(path: &Path) -> anyhow::Result<Document> {
     let shown = path.display();
     let f = File::open(path).map_err(|e| exit::fail(exit::IO, format!("{shown}: {e}")))?;
     let meta = f
         .metadata()
         .map_err(|e| exit::fail(exit::IO, format!("{shown}: {e}")))?;
-    if !meta.is_file() {
-        return Err(exit::fail(exit::IO, format!("{shown}: not a regular file")));
+    if meta.is_dir() {
+        return Err(exit::fail(exit::IO, format!("{shown}: a directory")));
     }
     let mut bytes = Vec::new();
     f.take(MAX_DOCUMENT_BYTES as u64 + 1)

@@ -85,8 +85,23 @@ fn compare(h: &mut String, inputs: &[Input<'_>]) {
     for other in &inputs[1..] {
         let d = crate::diff::diff(first.doc, other.doc);
         let _ = writeln!(h, "<h3>{} → {}</h3>", esc(first.name), esc(other.name));
+        if !d.comparable() {
+            let _ = writeln!(
+                h,
+                "<p class=\"mute\">a {} and a {}: shown side by side, not compared</p>",
+                d.kinds.0, d.kinds.1
+            );
+            continue;
+        }
+        for (word, ids) in [("added", &d.added), ("gone", &d.gone)] {
+            if !ids.is_empty() {
+                let _ = writeln!(h, "<p>findings {word}: {}</p>", esc(&ids.join(", ")));
+            }
+        }
         if d.changes.is_empty() {
-            h.push_str("<p class=\"mute\">no difference found</p>\n");
+            if d.added.is_empty() && d.gone.is_empty() {
+                h.push_str("<p class=\"mute\">no difference found</p>\n");
+            }
             continue;
         }
         h.push_str("<table class=\"cmp\"><thead><tr><th>what</th><th>before</th><th>after</th><th>change</th></tr></thead><tbody>\n");
@@ -155,7 +170,7 @@ const CSS: &str = r#"
 --u:#6f9bd1;--sy:#ffa552;--irq:#ff7b7d;--si:#7fcf72;--st:#d09cc4;--nic:#c586e0;
 --crit:#ff6b6b;--warn:#ffb74d;--info:#64b5f6;--app:#6b5a12;--good:#6fd672;--bad:#ff6b6b}}
 @media print{:root{--bg:#fff;--fg:#000;--mute:#444;--grid:#ccc;--panel:#fff;--line:#888;--app:#ffe082}
-body{margin:0}.docs.multi{display:block}section.doc,figure,.finding{break-inside:avoid}}
+body{margin:0}.docs.multi,.charts{display:block}section.doc,figure,.finding{break-inside:avoid}}
 *{box-sizing:border-box}
 body{background:var(--bg);color:var(--fg);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;padding:16px 20px;max-width:1800px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:8px 0}h3{font-size:15px;margin:14px 0 6px}
@@ -188,7 +203,7 @@ svg .nicbox{fill:var(--bg);stroke:var(--nic);stroke-width:2}svg .irqdot{fill:var
 .verdict b{font-size:15px}
 .facts{display:flex;flex-wrap:wrap;gap:6px 22px;margin:6px 0}.facts div span{color:var(--mute);margin-right:4px}
 table{border-collapse:collapse;margin:6px 0;font-size:13px}th,td{border-bottom:1px solid var(--grid);padding:3px 10px 3px 0;text-align:left;vertical-align:top}
-td.num,th.num{text-align:right}.good{color:var(--good)}.bad{color:var(--bad)}
+td.num,th.num{text-align:right;white-space:nowrap}table.cmp td:last-child{white-space:nowrap}.good{color:var(--good)}.bad{color:var(--bad)}
 .finding{border:1px solid var(--grid);border-left:6px solid var(--info);border-radius:4px;padding:6px 10px;margin:8px 0;background:var(--panel)}
 .finding.critical{border-left-color:var(--crit)}.finding.warning{border-left-color:var(--warn)}
 .sev{font-size:11px;font-weight:700;text-transform:uppercase;letter-spacing:.04em}
