@@ -9,6 +9,7 @@ use std::process::ExitCode;
 mod diagnose;
 mod exit;
 mod explain;
+mod live;
 mod measure;
 mod pictures;
 mod tune;
