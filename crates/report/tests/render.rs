@@ -271,3 +271,50 @@ fn diff_of_two_repeat_runs() {
     d.render_text(&mut out).unwrap();
     insta::assert_snapshot!("diff_runs", String::from_utf8(out).unwrap());
 }
+
+/// Hostile documents: every recorded document cut short at many points and with bytes
+/// changed never panics in parsing or in any renderer.
+#[test]
+fn damaged_documents_never_panic() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut parsed = 0;
+    for name in ["test.json", "repeat.json", "sweep.json", "latency.json"] {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        let step = (bytes.len() / 97).max(1);
+        for i in (0..bytes.len()).step_by(step) {
+            let mut variants = vec![bytes[..i].to_vec()];
+            for b in [b'9', b'-', b'"', b'e', b'0', b'{'] {
+                let mut v = bytes.clone();
+                v[i] = b;
+                variants.push(v);
+            }
+            for v in variants {
+                let Ok(doc) = Document::parse(&v) else {
+                    continue;
+                };
+                parsed += 1;
+                let _ = page(&[("x", &doc)]);
+                let _ = csv::render(&doc, &mut Vec::new());
+                let _ = diff::diff(&doc, &doc);
+            }
+        }
+    }
+    assert!(
+        parsed > 100,
+        "the mutations should leave many documents readable: {parsed}"
+    );
+}
+
+#[test]
+fn extreme_values_render() {
+    let v = serde_json::json!({
+        "matrix": {"axes": "app-irq", "rows": [0, 4294967295u32], "cols": [1],
+                   "cells": [[{"runs": [1e308], "median": 1e308}], [{"runs": [-1e308], "median": -1e308}]]},
+        "summary": {"best": {"row": 0, "col": 1, "median": 1e308}},
+    });
+    let doc = Document::from_value(v).unwrap();
+    let h = page(&[("<script>alert(1)</script>", &doc)]);
+    self_contained(&h);
+    assert!(h.contains("&lt;script&gt;"));
+    assert!(h.contains("app CPU"));
+}

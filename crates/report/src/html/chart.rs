@@ -435,6 +435,9 @@ pub fn scale(t: f64) -> (String, &'static str) {
     )
 }
 
+/// The most rows (and columns) a heatmap draws.
+pub const MAX_AXIS: usize = 512;
+
 /// What a heatmap shows.
 pub struct Heatmap<'a> {
     pub caption: &'a str,
@@ -457,8 +460,11 @@ pub struct Heatmap<'a> {
 /// thicker one at every node boundary), the blocks where row and column share an L3 group
 /// outlined, the best cell boxed and the worst dashed.
 pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
-    let rows = group_order(m.rows, m.topo);
-    let cols = group_order(m.cols, m.topo);
+    let mut rows = group_order(m.rows, m.topo);
+    let mut cols = group_order(m.cols, m.topo);
+    let cut = rows.len() > MAX_AXIS || cols.len() > MAX_AXIS;
+    rows.truncate(MAX_AXIS);
+    cols.truncate(MAX_AXIS);
     let n = rows.len().max(cols.len()).max(1) as f64;
     let cell = (560.0 / n).clamp(12.0, 56.0);
     let left = 92.0;
@@ -617,6 +623,12 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
     h.push_str(
         "</svg><div class=\"legend\"><span>solid box: best</span><span>dashed box: worst</span>",
     );
+    if cut {
+        let _ = write!(
+            h,
+            "<span>only the first {MAX_AXIS} rows and columns are drawn</span>"
+        );
+    }
     if m.topo.is_some() {
         h.push_str(
             "<span>thin line: L3 group boundary; thick line: NUMA node boundary; outlined blocks: same L3 group</span>",
