@@ -47,6 +47,8 @@ pub struct DoctorArgs {
     /// Print the versioned JSON report (docs/doctor.md) instead of text.
     #[arg(short = 'J', long)]
     json: bool,
+    #[command(flatten)]
+    html: crate::pictures::HtmlArg,
 }
 
 #[derive(Debug, clap::Args)]
@@ -199,6 +201,17 @@ pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         facts,
     )
     .with_notes(notes);
+    crate::pictures::save(
+        &args.html,
+        None,
+        "doctor",
+        || {
+            Ok(wirespeed_report::doc::Document::Doctor(Box::new(
+                report.clone(),
+            )))
+        },
+        None,
+    )?;
     if args.json {
         emit_json(report.to_json())?;
     } else {

@@ -10,6 +10,8 @@
 //! | 5 | the peer vanished or broke the protocol during a test |
 //! | 6 | host state forbids it: offline CPU, unknown interface, no privilege to write, another tune run holds the root |
 //! | 7 | local I/O: a file, snapshot or journal could not be read or written |
+//! | 8 | a document (JSON result given to `report` or `diff`) is not one wirespeed reads: not JSON, unknown kind, too large, or two kinds `diff` cannot compare |
+//! | 9 | `diff --threshold`: the results differ by more than the threshold |
 //! | 70 | internal error (a bug) |
 //! | 130 | interrupted (SIGINT/SIGTERM), as a shell reports a process ended by SIGINT |
 //!
@@ -27,6 +29,8 @@ pub const REFUSED: u8 = 4;
 pub const PEER: u8 = 5;
 pub const HOST: u8 = 6;
 pub const IO: u8 = 7;
+pub const DOCUMENT: u8 = 8;
+pub const CHANGED: u8 = 9;
 pub const INTERNAL: u8 = 70;
 pub const INTERRUPTED: u8 = 130;
 

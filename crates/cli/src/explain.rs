@@ -53,6 +53,10 @@ pub struct SweepArgs {
     /// JSON output.
     #[arg(short = 'J', long)]
     pub json: bool,
+    #[command(flatten)]
+    pub html: crate::pictures::HtmlArg,
+    #[command(flatten)]
+    pub csv: crate::pictures::CsvFileArg,
 }
 
 #[derive(Debug, clap::Args)]
@@ -75,6 +79,8 @@ pub struct LatencyArgs {
     /// JSON output.
     #[arg(short = 'J', long, conflicts_with = "csv")]
     pub json: bool,
+    #[command(flatten)]
+    pub html: crate::pictures::HtmlArg,
     /// CSV output (one line per pair).
     #[arg(long)]
     pub csv: bool,
@@ -194,16 +200,23 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
             ));
         }
     }
+    let j = serde_json::json!({
+        "matrix": m,
+        "summary": summary,
+        "tests_run": ran,
+        "interrupted": interrupted,
+    });
+    crate::pictures::save(
+        &a.html,
+        Some(&a.csv),
+        "sweep",
+        || crate::pictures::from_json(j.clone()),
+        same_host.then_some(&topo),
+    )?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = (|| -> std::io::Result<()> {
         if a.json {
-            let j = serde_json::json!({
-                "matrix": m,
-                "summary": summary,
-                "tests_run": ran,
-                "interrupted": interrupted,
-            });
             serde_json::to_writer_pretty(&mut out, &j)?;
             writeln!(out)?;
         } else {
@@ -248,11 +261,18 @@ fn write_irq_report(
     report: &irq_sweep::IrqSweepReport,
     summary: Option<&sweep::Summary>,
 ) -> anyhow::Result<ExitCode> {
+    let j = serde_json::json!({"irq_sweep": report, "summary": summary});
+    crate::pictures::save(
+        &a.html,
+        Some(&a.csv),
+        "sweep",
+        || crate::pictures::from_json(j.clone()),
+        None,
+    )?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = (|| -> std::io::Result<()> {
         if a.json {
-            let j = serde_json::json!({"irq_sweep": report, "summary": summary});
             serde_json::to_writer_pretty(&mut out, &j)?;
             writeln!(out)?;
         } else {
@@ -383,6 +403,13 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
             eprintln!("{w}");
         }
     }
+    crate::pictures::save(
+        &args.html,
+        None,
+        "latency",
+        || crate::pictures::from_json(serde_json::to_value(&m)?),
+        Some(&topo),
+    )?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = (|| -> std::io::Result<()> {
@@ -425,6 +452,7 @@ pub fn run_repeat(
     n: u32,
     out: &mut dyn Write,
     json: bool,
+    (html, csv): (&crate::pictures::HtmlArg, &crate::pictures::CsvFileArg),
 ) -> anyhow::Result<ExitCode> {
     if n == 0 {
         return Err(exit::fail(exit::USAGE, "--repeat must be at least 1"));
@@ -455,8 +483,15 @@ pub fn run_repeat(
             None => exit::fail(exit::PEER, "--repeat: interrupted before any test finished"),
         });
     };
+    let j = serde_json::json!({ "runs": results, "repeat": analysis });
+    crate::pictures::save(
+        html,
+        Some(csv),
+        "client --repeat",
+        || crate::pictures::from_json(j.clone()),
+        None,
+    )?;
     if json {
-        let j = serde_json::json!({ "runs": results, "repeat": analysis });
         serde_json::to_writer_pretty(&mut *out, &j)?;
         writeln!(out)?;
     } else {

@@ -13,8 +13,10 @@ mod explain;
 mod generate;
 mod iperf3;
 mod lab;
+mod live;
 mod measure;
 mod model;
+mod pictures;
 mod tune;
 
 #[derive(Debug, Parser)]
@@ -63,6 +65,10 @@ enum Command {
     Man(generate::ManArgs),
     /// Test server plus an HTTP endpoint for Prometheus (/metrics, /probe).
     Agent(Box<agent::AgentArgs>),
+    /// One self-contained HTML page (or CSV) of JSON results; several side by side.
+    Report(pictures::ReportArgs),
+    /// What changed between two JSON results; exit 9 past --threshold.
+    Diff(pictures::DiffArgs),
 }
 
 fn main() -> ExitCode {
@@ -104,6 +110,8 @@ fn main() -> ExitCode {
         Command::Completions(a) => generate::run_completions(a, Cli::command()),
         Command::Man(a) => generate::run_man(a, Cli::command()),
         Command::Agent(a) => agent::run(*a),
+        Command::Report(a) => pictures::run_report(a),
+        Command::Diff(a) => pictures::run_diff(a),
     };
     match result {
         Ok(code) => code,

@@ -368,6 +368,14 @@ pub struct ClientArgs {
     pub sctp: crate::iperf3::SctpArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    /// A full-screen view refreshed every interval (throughput per stream and sum, this host's
+    /// CPUs, NIC interrupts); q or Ctrl-C ends the test, then the usual summary.
+    #[arg(long, conflicts_with_all = ["json", "json_stream", "repeat", "logfile"])]
+    pub live: bool,
+    #[command(flatten)]
+    pub html: crate::pictures::HtmlArg,
+    #[command(flatten)]
+    pub csv: crate::pictures::CsvFileArg,
 }
 
 #[derive(Debug, clap::Args)]
@@ -707,13 +715,22 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(n) = a.repeat {
         let r = match out.lock() {
-            Ok(mut w) => crate::explain::run_repeat(&cfg, n, &mut **w, format != Format::Text),
+            Ok(mut w) => crate::explain::run_repeat(
+                &cfg,
+                n,
+                &mut **w,
+                format != Format::Text,
+                (&a.html, &a.csv),
+            ),
             Err(_) => Err(exit::fail(exit::INTERNAL, "output lock poisoned")),
         };
         if let Some(h) = server {
             let _ = h.stop();
         }
         return r;
+    }
+    if a.live {
+        return run_live(&a, &cfg, server);
     }
     let mut rep = StandardReporter::new(Arc::clone(&out), format, a.out.text_options());
     let r = wirespeed_engine::run_client(&cfg, &mut rep);
@@ -728,6 +745,13 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
             let _ = w.flush();
         }
     }
+    crate::pictures::save(
+        &a.html,
+        Some(&a.csv),
+        "client",
+        || Ok(wirespeed_report::doc::Document::Test(Box::new(r.clone()))),
+        None,
+    )?;
     if format == Format::Text {
         if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
             let _ = writeln!(w, "{line}");
@@ -748,6 +772,50 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--live`: the full-screen view while the test runs, then the usual text summary (also when
+/// the view was quit early, with what was measured by then).
+fn run_live(
+    a: &ClientArgs,
+    cfg: &ClientConfig,
+    server: Option<wirespeed_engine::ServerHandle>,
+) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        if let Some(h) = server {
+            let _ = h.stop();
+        }
+        return Err(exit::fail(exit::USAGE, "--live needs a terminal on stdout"));
+    }
+    let stop = cfg.interrupt.clone().unwrap_or_default();
+    let peer = wirespeed_engine::net::resolve(&cfg.host, cfg.port, cfg.family)
+        .ok()
+        .and_then(|v| v.first().map(|s| s.ip()));
+    let mut live = crate::live::Live::new(
+        format!("wirespeed --live {}:{}", cfg.host, cfg.port),
+        peer,
+        a.reverse,
+        f64::from(a.time),
+        stop,
+    );
+    let r = wirespeed_engine::run_client(cfg, &mut live);
+    live.close();
+    if let Some(h) = server {
+        let _ = h.stop();
+    }
+    let partial = live.take_result();
+    let mut out = std::io::stdout().lock();
+    let shown = r.as_ref().ok().or(partial.as_ref());
+    if let Some(res) = shown {
+        let _ = wirespeed_report::render_text(&mut out, res, a.out.text_options());
+        let _ = crate::explain::write_where(&mut out, res);
+    }
+    let _ = out.flush();
+    match r {
+        Ok(_) => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(engine_fail(e)),
+    }
 }
 
 /// Every host × port the command line names.

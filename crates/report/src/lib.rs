@@ -11,13 +11,19 @@
 //! - Renderers, pure functions of the model writing to any `io::Write`:
 //!   [`text`] (iperf3's human output, streaming), [`json`] (`-J` in iperf3's
 //!   layout, and `--json-stream` events), [`where_ran`] (where the work ran, the verdict,
-//!   a server's IRQ move; the `--get-server-output` text's tail).
+//!   a server's IRQ move; the `--get-server-output` text's tail), [`html`] (one
+//!   self-contained HTML page of any documents), [`csv`] (tests, repeats, sweeps), [`diff`]
+//!   (what changed between two documents). [`doc`] recognises a JSON document's kind.
 //! - [`units`]: iperf3's unit formatting; [`sizes`]: K/M/G/T arguments;
 //!   [`num`]: how floats are written (integral values as integers, never NaN).
 //!
 //! Renderers never touch sockets, clocks or the host.
 
 pub mod builder;
+pub mod csv;
+pub mod diff;
+pub mod doc;
+pub mod html;
 pub mod json;
 pub mod model;
 pub mod num;

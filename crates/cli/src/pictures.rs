@@ -1,0 +1,215 @@
+//! Pictures of results: `wirespeed report FILE.json… -o report.html` (or `--csv`), `wirespeed
+//! diff A.json B.json [--threshold PCT]`, and the `--html FILE` / `--csv FILE` options of
+//! client, sweep, latency and doctor. The renderers are the report crate's (`html`, `csv`,
+//! `diff`); this module reads files, picks exit codes and writes the output.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use wirespeed_explain::topology::Topology;
+use wirespeed_host::Root;
+use wirespeed_report::doc::{Document, MAX_DOCUMENT_BYTES};
+use wirespeed_report::{csv, diff, html};
+
+use crate::exit;
+
+/// `--html FILE` of client, sweep, latency and doctor.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct HtmlArg {
+    /// Also write the result as one self-contained HTML page (charts inline; docs/report.md).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// `--csv FILE` of client and sweep.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CsvFileArg {
+    /// Also write the result as CSV: a test one row per interval and stream, a --repeat one row
+    /// per run, a sweep one row per cell.
+    #[arg(long = "csv", value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// JSON results (client -J, client --repeat N -J, sweep -J, latency --json, doctor --json);
+    /// several make a side-by-side comparison against the first.
+    #[arg(required = true, value_name = "FILE.json")]
+    pub files: Vec<PathBuf>,
+    /// Where to write the page (default: stdout).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write CSV instead of HTML (one document: a test, a repeat or a sweep).
+    #[arg(long)]
+    pub csv: bool,
+    /// The page's title.
+    #[arg(long, default_value = "wirespeed report")]
+    pub title: String,
+    /// Outline the L3 groups and NUMA nodes of this captured tree (a directory standing for
+    /// `/`; `--root /` for this host) in sweep and latency heatmaps whose document has none.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The first (before) result.
+    #[arg(value_name = "A.json")]
+    pub a: PathBuf,
+    /// The second (after) result.
+    #[arg(value_name = "B.json")]
+    pub b: PathBuf,
+    /// Exit with status 9 when the headline figure (throughput, a repeat's median, a sweep's
+    /// best pair, mean latency) moved by more than PCT percent, or a doctor finding appeared.
+    #[arg(long, value_name = "PCT", value_parser = threshold)]
+    pub threshold: Option<f64>,
+}
+
+fn threshold(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a percentage (a number ≥ 0)")),
+    }
+}
+
+/// Read and recognise one document (a file or a pipe, at most `MAX_DOCUMENT_BYTES` read); a file
+/// that cannot be read exits with `IO`, one that is not a result wirespeed knows with `DOCUMENT`.
+pub fn read_document(path: &Path) -> anyhow::Result<Document> {
+    let shown = path.display();
+    let f = File::open(path).map_err(|e| exit::fail(exit::IO, format!("{shown}: {e}")))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| exit::fail(exit::IO, format!("{shown}: {e}")))?;
+    if meta.is_dir() {
+        return Err(exit::fail(exit::IO, format!("{shown}: a directory")));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_DOCUMENT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| exit::fail(exit::IO, format!("{shown}: {e}")))?;
+    Document::parse(&bytes).map_err(|e| exit::fail(exit::DOCUMENT, format!("{shown}: {e}")))
+}
+
+fn name_of(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+fn create(path: &Path) -> anyhow::Result<File> {
+    File::create(path).map_err(|e| exit::fail(exit::IO, format!("{}: {e}", path.display())))
+}
+
+fn io_fail(path: &Path, e: impl std::fmt::Display) -> anyhow::Error {
+    exit::fail(exit::IO, format!("{}: {e}", path.display()))
+}
+
+/// Write `doc` as an HTML page to `path`.
+fn write_html(path: &Path, name: &str, doc: &Document) -> anyhow::Result<()> {
+    let mut f = create(path)?;
+    html::render(&[html::Input { name, doc }], "wirespeed report", &mut f)
+        .and_then(|()| f.flush())
+        .map_err(|e| io_fail(path, e))
+}
+
+fn write_csv(path: &Path, doc: &Document) -> anyhow::Result<()> {
+    let mut f = create(path)?;
+    csv::render(doc, &mut f).map_err(|e| io_fail(path, e))?;
+    f.flush().map_err(|e| io_fail(path, e))
+}
+
+/// The `--html` / `--csv` files of a command, from its result as a document.
+pub fn save(
+    html: &HtmlArg,
+    csv: Option<&CsvFileArg>,
+    name: &str,
+    doc: impl FnOnce() -> anyhow::Result<Document>,
+    topo: Option<&Topology>,
+) -> anyhow::Result<()> {
+    let csv = csv.and_then(|c| c.csv.as_deref());
+    if html.html.is_none() && csv.is_none() {
+        return Ok(());
+    }
+    let mut doc = doc()?;
+    if let Some(t) = topo {
+        doc.set_topology_if_missing(t);
+    }
+    if let Some(p) = &html.html {
+        write_html(p, name, &doc)?;
+    }
+    if let Some(p) = csv {
+        write_csv(p, &doc)?;
+    }
+    Ok(())
+}
+
+/// A command's JSON value as a document (for `save`).
+pub fn from_json(v: serde_json::Value) -> anyhow::Result<Document> {
+    Document::from_value(v).map_err(|e| exit::fail(exit::INTERNAL, format!("result: {e}")))
+}
+
+pub fn run_report(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    let mut docs = Vec::new();
+    for p in &a.files {
+        docs.push((name_of(p), read_document(p)?));
+    }
+    if let Some(dir) = &a.root {
+        let topo = wirespeed_explain::topology::read(&Root::new(dir));
+        for (_, d) in &mut docs {
+            d.set_topology_if_missing(&topo);
+        }
+    }
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(p) => Box::new(create(p)?),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let target = a.output.clone().unwrap_or_else(|| PathBuf::from("stdout"));
+    if a.csv {
+        let [(_, doc)] = &docs[..] else {
+            return Err(exit::fail(exit::USAGE, "--csv takes exactly one document"));
+        };
+        csv::render(doc, &mut out).map_err(|e| match e {
+            csv::CsvError::Unsupported(_) => exit::fail(exit::DOCUMENT, e.to_string()),
+            e => io_fail(&target, e),
+        })?;
+    } else {
+        let inputs: Vec<html::Input<'_>> = docs
+            .iter()
+            .map(|(name, doc)| html::Input { name, doc })
+            .collect();
+        html::render(&inputs, &a.title, &mut out).map_err(|e| io_fail(&target, e))?;
+    }
+    out.flush().map_err(|e| io_fail(&target, e))?;
+    Ok(ExitCode::from(exit::OK))
+}
+
+pub fn run_diff(a: DiffArgs) -> anyhow::Result<ExitCode> {
+    let da = read_document(&a.a)?;
+    let db = read_document(&a.b)?;
+    let d = diff::diff(&da, &db);
+    if !d.comparable() {
+        return Err(exit::fail(
+            exit::DOCUMENT,
+            format!(
+                "{} is a {} result and {} a {} result: nothing to compare",
+                a.a.display(),
+                d.kinds.0,
+                a.b.display(),
+                d.kinds.1
+            ),
+        ));
+    }
+    let mut out = std::io::stdout().lock();
+    d.render_text(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| exit::fail(exit::IO, format!("writing to stdout: {e}")))?;
+    match a.threshold {
+        Some(t) if d.exceeds(t) => {
+            eprintln!("wirespeed: diff: past the threshold of {t} %");
+            Ok(ExitCode::from(exit::CHANGED))
+        }
+        _ => Ok(ExitCode::from(exit::OK)),
+    }
+}

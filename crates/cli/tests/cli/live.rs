@@ -1,0 +1,155 @@
+//! `client --live` in a pseudo-terminal (a tmux session per test, named after the pid and a
+//! counter, killed on drop): a 10 s loopback test whose last live screen seen shows the per-CPU
+//! bars and the sum, then the usual summary; and `q` ending a test early with the intervals so far.
+//!
+//! Without tmux the tests say `SKIP:`; with the environment variable `CI` set they fail.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+struct Session(String);
+
+impl Session {
+    fn start(cmd: &str) -> Option<Session> {
+        if !Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "tmux is not installed (CI installs it)"
+            );
+            eprintln!("SKIP: --live tests need tmux (apt-get install tmux)");
+            return None;
+        }
+        let name = format!(
+            "wslive{}x{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        );
+        let full = format!("{cmd}; echo EXIT=$?; sleep 600");
+        let ok = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "120",
+                "-y",
+                "40",
+                &full,
+            ])
+            .status()
+            .expect("tmux new-session");
+        assert!(ok.success());
+        Some(Session(name))
+    }
+
+    fn screen(&self) -> String {
+        let o = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.0])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// The first screen that satisfies `want` (a guard against a hang, not a timing check).
+    fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let s = self.screen();
+            if want(&s) {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "never saw {what}; screen:\n{s}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn keys(&self, k: &str) {
+        Command::new("tmux")
+            .args(["send-keys", "-t", &self.0, k])
+            .status()
+            .expect("tmux send-keys");
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .status();
+    }
+}
+
+fn wirespeed() -> &'static str {
+    env!("CARGO_BIN_EXE_wirespeed")
+}
+
+#[test]
+fn a_ten_second_test_shows_cpu_bars_and_the_sum_then_the_summary() {
+    let Some(s) = Session::start(&format!("{} client --loopback -t 10 --live", wirespeed())) else {
+        return;
+    };
+    // Every live frame until the process ends; the last one is the final screen.
+    let mut last_frame = None;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let t = s.screen();
+        if t.contains("EXIT=") {
+            break;
+        }
+        if t.contains("q: quit") {
+            last_frame = Some(t);
+        }
+        assert!(Instant::now() < deadline, "the test never ended");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let last = last_frame.expect("at least one live frame");
+    assert!(last.contains("wirespeed --live 127.0.0.1:"), "{last}");
+    assert!(last.contains("/10 s"), "{last}");
+    assert!(last.contains("sum: "), "{last}");
+    assert!(last.contains("stream 1: "), "{last}");
+    let bars = last
+        .lines()
+        .filter(|l| l.contains("CPU ") && l.contains('█') && l.contains("% busy"))
+        .count();
+    assert!(bars >= 1, "per-CPU bars in the final screen: {last}");
+    let end = s.wait_for("the summary", |t| t.contains("EXIT="));
+    assert!(end.contains("EXIT=0"), "{end}");
+    assert!(end.contains("sender"), "the usual summary: {end}");
+    assert!(end.contains("Verdict:"), "{end}");
+    assert!(!end.contains("q: quit"), "the terminal is restored: {end}");
+}
+
+#[test]
+fn q_ends_the_test_with_the_intervals_so_far() {
+    let Some(s) = Session::start(&format!("{} client --loopback -t 60 --live", wirespeed())) else {
+        return;
+    };
+    s.wait_for("the first interval", |t| t.contains("stream 1: "));
+    s.keys("q");
+    let end = s.wait_for("the exit", |t| t.contains("EXIT="));
+    assert!(end.contains("EXIT=130"), "{end}");
+    assert!(end.contains("0.00-1.00"), "the intervals so far: {end}");
+    assert!(!end.contains("q: quit"), "the terminal is restored: {end}");
+}
+
+#[test]
+fn live_without_a_terminal_is_a_usage_error() {
+    let o = Command::new(wirespeed())
+        .args(["client", "--loopback", "-t", "1", "--live"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

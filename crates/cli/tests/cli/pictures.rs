@@ -1,0 +1,410 @@
+//! `wirespeed report`, `diff` and the `--html` / `--csv` options end to end: real results
+//! (a loopback test, a `--repeat 5`, a sweep against a server started here, a latency matrix,
+//! doctor on the 9900X fixture) rendered and opened in headless Chromium, which must log no
+//! console message (the page's Content-Security-Policy turns any attempted fetch into one);
+//! a control page that does try a fetch proves the check sees it.
+//!
+//! Without Chromium the browser half says `SKIP:`; with the environment variable `CI` set it
+//! fails instead. Set `WIRESPEED_SCREENS=DIR` to keep the screenshots.
+
+use crate::measure_common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use measure_common::{assert_success, online_cpus, start_server, wirespeed};
+
+fn ws(args: &[&str]) -> Output {
+    measure_common::run(
+        Command::new(wirespeed()).args(args),
+        Duration::from_secs(120),
+    )
+}
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/../../tests/fixtures/hosts/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn recorded(name: &str) -> String {
+    format!("{}/../report/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The browser, or `None` after saying why the caller skips (a failure under CI).
+fn chromium(test: &str) -> Option<&'static str> {
+    match Command::new("chromium").arg("--version").output() {
+        Ok(o) if o.status.success() => Some("chromium"),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{test}: chromium is not installed (CI installs it: apt-get install chromium)"
+            );
+            eprintln!("SKIP: {test}: chromium is not installed (apt-get install chromium)");
+            None
+        }
+    }
+}
+
+/// Open `page` in headless Chromium: the DOM it built, the console lines it logged, and a
+/// screenshot written to `png`.
+fn open(browser: &str, page: &Path, png: &Path) -> (String, Vec<String>) {
+    let profile = tempfile::tempdir().unwrap();
+    let base = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let url = format!("file://{}", page.display());
+    let dom = measure_common::run(
+        Command::new(browser)
+            .args(base)
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(["--dump-dom", &url]),
+        Duration::from_secs(90),
+    );
+    assert!(
+        dom.status.success(),
+        "chromium --dump-dom: {}",
+        stderr(&dom)
+    );
+    let console: Vec<String> = stderr(&dom)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(String::from)
+        .collect();
+    let profile2 = tempfile::tempdir().unwrap();
+    let shot = measure_common::run(
+        Command::new(browser)
+            .args(base)
+            .arg(format!("--user-data-dir={}", profile2.path().display()))
+            .args([
+                "--window-size=1280,2400",
+                &format!("--screenshot={}", png.display()),
+                &url,
+            ]),
+        Duration::from_secs(90),
+    );
+    assert!(
+        shot.status.success(),
+        "chromium --screenshot: {}",
+        stderr(&shot)
+    );
+    let bytes = std::fs::read(png).expect("the screenshot");
+    assert!(
+        bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 10_000,
+        "{png:?}"
+    );
+    (String::from_utf8_lossy(&dom.stdout).into_owned(), console)
+}
+
+fn screens_dir(tmp: &Path) -> PathBuf {
+    match std::env::var_os("WIRESPEED_SCREENS") {
+        Some(d) => {
+            std::fs::create_dir_all(&d).unwrap();
+            PathBuf::from(d)
+        }
+        None => tmp.to_path_buf(),
+    }
+}
+
+#[test]
+fn reports_of_real_results_render_in_chromium_without_console_messages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let p = |n: &str| t.join(n).display().to_string();
+
+    // A real loopback test, with its page and CSV written by the client itself.
+    let o = ws(&[
+        "client",
+        "--loopback",
+        "-t",
+        "3",
+        "-J",
+        "--html",
+        &p("test.html"),
+        "--csv",
+        &p("test.csv"),
+    ]);
+    assert_success(&o, "client --loopback -t 3 -J --html --csv");
+    std::fs::write(t.join("test.json"), &o.stdout).unwrap();
+    let csv = std::fs::read_to_string(t.join("test.csv")).unwrap();
+    assert!(
+        csv.starts_with("stream,start_s,end_s,bytes,bits_per_second,"),
+        "{csv}"
+    );
+    assert!(csv.lines().count() >= 4, "{csv}");
+
+    let o = ws(&[
+        "client",
+        "--loopback",
+        "-t",
+        "1",
+        "--repeat",
+        "5",
+        "-J",
+        "--html",
+        &p("repeat.html"),
+        "--csv",
+        &p("repeat.csv"),
+    ]);
+    assert_success(&o, "client --loopback --repeat 5 -J --html");
+    std::fs::write(t.join("repeat.json"), &o.stdout).unwrap();
+    let csv = std::fs::read_to_string(t.join("repeat.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        6,
+        "a header and one row per run: {csv}"
+    );
+
+    let mut pages = vec!["test.html", "repeat.html"];
+    if online_cpus() >= 2 {
+        let (_srv, port) = start_server(&[]);
+        let o = ws(&[
+            "sweep",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "--cpus",
+            "0-1",
+            "--server-cpus",
+            "0-1",
+            "-t",
+            "1",
+            "-J",
+            "--html",
+            &p("sweep.html"),
+            "--csv",
+            &p("sweep.csv"),
+        ]);
+        assert_success(&o, "sweep --html");
+        std::fs::write(t.join("sweep.json"), &o.stdout).unwrap();
+        let csv = std::fs::read_to_string(t.join("sweep.csv")).unwrap();
+        assert_eq!(
+            csv.lines().count(),
+            5,
+            "a header and one row per cell: {csv}"
+        );
+        pages.push("sweep.html");
+
+        let o = ws(&[
+            "latency",
+            "--samples",
+            "30",
+            "--json",
+            "--html",
+            &p("latency.html"),
+        ]);
+        assert_success(&o, "latency --html");
+        pages.push("latency.html");
+    } else {
+        eprintln!("SKIP: sweep and latency pages need 2 online CPUs");
+    }
+
+    let o = ws(&[
+        "doctor",
+        "--root",
+        &fixture("crow-9900x-cx5-x4"),
+        "--app-cpus",
+        "6-7",
+        "--json",
+        "--html",
+        &p("doctor.html"),
+    ]);
+    assert_eq!(
+        code(&o),
+        1,
+        "doctor finds things on this fixture: {}",
+        stderr(&o)
+    );
+    std::fs::write(t.join("doctor.json"), &o.stdout).unwrap();
+    pages.push("doctor.html");
+
+    // `report` of several documents: a comparison page.
+    let o = ws(&[
+        "report",
+        &p("test.json"),
+        &p("repeat.json"),
+        &p("doctor.json"),
+        "-o",
+        &p("all.html"),
+    ]);
+    assert_success(&o, "report of three documents");
+    pages.push("all.html");
+    // The L3-grouped pictures: the recorded sweep and latency laid over the 9900X fixture.
+    let o = ws(&[
+        "report",
+        &recorded("latency.json"),
+        "--root",
+        &fixture("crow-9900x-cx5-x4"),
+        "-o",
+        &p("latency-root.html"),
+    ]);
+    assert_success(&o, "report --root");
+    pages.push("latency-root.html");
+
+    for page in &pages {
+        let html = std::fs::read_to_string(t.join(page)).unwrap();
+        assert!(html.contains("Content-Security-Policy"), "{page}");
+        assert!(!html.contains("<script"), "{page}");
+    }
+
+    let Some(browser) = chromium("reports_of_real_results_render_in_chromium") else {
+        return;
+    };
+    let shots = screens_dir(t);
+    // The control: a page that tries to fetch is caught by the same check.
+    std::fs::write(
+        t.join("control.html"),
+        format!(
+            "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" content=\"{}\"></head>\
+             <body><img src=\"http://127.0.0.1:9/x.png\"></body></html>",
+            wirespeed_report::html::CSP
+        ),
+    )
+    .unwrap();
+    let (_, console) = open(browser, &t.join("control.html"), &t.join("control.png"));
+    assert!(
+        console
+            .iter()
+            .any(|l| l.contains("Content Security Policy")),
+        "the control page's blocked fetch must show on the console: {console:?}"
+    );
+    for page in &pages {
+        let png = shots.join(page.replace(".html", ".png"));
+        let (dom, console) = open(browser, &t.join(page), &png);
+        assert!(console.is_empty(), "{page}: console: {console:?}");
+        assert!(dom.contains("<svg"), "{page}: no SVG in the DOM");
+        assert!(dom.contains("wirespeed report"), "{page}");
+    }
+}
+
+#[test]
+fn unreadable_and_unknown_documents_get_one_line_and_their_exit_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    std::fs::write(t.join("other.json"), br#"{"hello": "world"}"#).unwrap();
+    std::fs::write(t.join("garbage.json"), b"\x00\x01 not json").unwrap();
+    std::fs::write(t.join("deep.json"), "[".repeat(200_000)).unwrap();
+    let cases: [(&str, Vec<String>, i32); 6] = [
+        (
+            "unknown kind",
+            vec![t.join("other.json").display().to_string()],
+            8,
+        ),
+        (
+            "not JSON",
+            vec![t.join("garbage.json").display().to_string()],
+            8,
+        ),
+        (
+            "nested too deep",
+            vec![t.join("deep.json").display().to_string()],
+            8,
+        ),
+        (
+            "missing",
+            vec![t.join("missing.json").display().to_string()],
+            7,
+        ),
+        ("a directory", vec![t.display().to_string()], 7),
+        (
+            "CSV of a latency matrix",
+            vec![recorded("latency.json"), "--csv".into()],
+            8,
+        ),
+    ];
+    for (what, args, want) in cases {
+        let mut all = vec!["report".to_string()];
+        all.extend(args);
+        let o = measure_common::run(
+            Command::new(wirespeed()).args(&all),
+            Duration::from_secs(30),
+        );
+        assert_eq!(code(&o), want, "{what}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{what}: {err}");
+        assert!(err.starts_with("wirespeed: "), "{what}: {err}");
+    }
+    let o = ws(&["diff", &recorded("test.json"), &recorded("sweep.json")]);
+    assert_eq!(code(&o), 8, "{}", stderr(&o));
+}
+
+#[test]
+fn report_csv_of_a_recorded_sweep() {
+    let o = ws(&["report", "--csv", &recorded("sweep.json")]);
+    assert_success(&o, "report --csv");
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        s.starts_with("client_cpu,server_cpu,median_bits_per_second,"),
+        "{s}"
+    );
+    assert_eq!(s.lines().count(), 5);
+}
+
+#[test]
+fn diff_of_two_placements_reports_the_change_and_gates_on_the_threshold() {
+    if online_cpus() < 2 {
+        eprintln!("SKIP: diff of two -A placements needs 2 online CPUs");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for cpu in ["0", "1"] {
+        let o = ws(&["client", "--loopback", "-t", "1", "-A", cpu, "-J"]);
+        assert_success(&o, "client -A");
+        let f = tmp.path().join(format!("a{cpu}.json"));
+        std::fs::write(&f, &o.stdout).unwrap();
+        files.push(f.display().to_string());
+    }
+    let o = ws(&["diff", &files[0], &files[1], "--threshold", "0"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("throughput: "), "{out}");
+    assert!(out.contains("placement: local CPU 0"), "{out}");
+    assert!(out.contains("-> local CPU 1"), "{out}");
+    assert_eq!(code(&o), 9, "past a 0 % threshold: {out}{}", stderr(&o));
+    let o = ws(&["diff", &files[0], &files[1], "--threshold", "100000"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = ws(&["diff", &files[0], &files[1]]);
+    assert_eq!(code(&o), 0, "without --threshold diff only reports");
+}
+
+#[test]
+fn diff_of_doctor_reports_names_findings_added_and_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for name in ["crow-9900x-cx5-x4", "crow-9900x-cx5-tuned"] {
+        let o = ws(&["doctor", "--root", &fixture(name), "--json"]);
+        let f = tmp.path().join(format!("{name}.json"));
+        std::fs::write(&f, &o.stdout).unwrap();
+        files.push(f.display().to_string());
+    }
+    let o = ws(&["diff", &files[0], &files[1], "--threshold", "5"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("finding gone: "), "{out}");
+    let o2 = ws(&["diff", &files[1], &files[0], "--threshold", "5"]);
+    let out2 = String::from_utf8_lossy(&o2.stdout);
+    assert!(out2.contains("finding added: "), "{out2}");
+    assert_eq!(code(&o2), 9, "a new finding is past any threshold: {out2}");
+    if !out.contains("finding added: ") {
+        assert_eq!(code(&o), 0, "only findings gone: {out}");
+    }
+}

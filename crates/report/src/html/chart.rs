@@ -1,0 +1,750 @@
+//! SVG chart primitives, each appending one `<figure>` to a string. Hover values are SVG
+//! `<title>` elements; colours are CSS classes (see the page's style) except heatmap cells,
+//! whose fill is computed from the value.
+
+use std::fmt::Write as _;
+
+use wirespeed_model::observation::CpuUse;
+use wirespeed_model::{CpuSet, Topology};
+
+use super::esc;
+use crate::doc::group_order;
+
+/// One line of a line chart: a value per interval (start s, end s, value), drawn as steps.
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64, f64)>,
+    /// Drawn thick in the foreground colour (the sum).
+    pub sum: bool,
+}
+
+/// A y-axis maximum that is a round number at or above `max`.
+pub fn nice_max(max: f64) -> f64 {
+    if !(max.is_finite() && max > 0.0) {
+        return 1.0;
+    }
+    let p = 10f64.powf(max.log10().floor());
+    for m in [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0] {
+        if m * p >= max {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+fn tick(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+const W: f64 = 640.0;
+const H: f64 = 230.0;
+const L: f64 = 58.0;
+const R: f64 = 14.0;
+const T: f64 = 12.0;
+const B: f64 = 38.0;
+
+fn axes(h: &mut String, xmax: f64, ymax: f64, x_label: &str, y_label: &str) {
+    let pw = W - L - R;
+    let ph = H - T - B;
+    for i in 0..=4 {
+        let v = ymax * f64::from(i) / 4.0;
+        let y = T + ph - ph * f64::from(i) / 4.0;
+        let _ = write!(
+            h,
+            "<line class=\"gr\" x1=\"{L}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>\
+             <text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            L + pw,
+            L - 6.0,
+            y + 4.0,
+            tick(v)
+        );
+    }
+    for i in 0..=5 {
+        let v = xmax * f64::from(i) / 5.0;
+        let x = L + pw * f64::from(i) / 5.0;
+        let _ = write!(
+            h,
+            "<text class=\"m\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            T + ph + 15.0,
+            tick(v)
+        );
+    }
+    let _ = write!(
+        h,
+        "<line class=\"ax\" x1=\"{L}\" x2=\"{L}\" y1=\"{T}\" y2=\"{:.1}\"/>\
+         <line class=\"ax\" x1=\"{L}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/>\
+         <text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\
+         <text class=\"m\" transform=\"translate(13 {:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+        T + ph,
+        L + pw,
+        T + ph,
+        T + ph,
+        L + pw / 2.0,
+        H - 4.0,
+        esc(x_label),
+        T + ph / 2.0,
+        esc(y_label)
+    );
+}
+
+/// A line chart of `series` over x (seconds); the y values are already in `unit`.
+pub fn line_chart(h: &mut String, caption: &str, unit: &str, series: &[Series]) {
+    let xmax = nice_max(
+        series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .fold(0.0, f64::max),
+    );
+    let ymax = nice_max(
+        series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.2))
+            .fold(0.0, f64::max),
+    );
+    let pw = W - L - R;
+    let ph = H - T - B;
+    let x = |v: f64| L + pw * v / xmax;
+    let y = |v: f64| T + ph - ph * v / ymax;
+    let _ = write!(
+        h,
+        "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" style=\"max-width:820px\" role=\"img\" aria-label=\"{}\">",
+        esc(caption),
+        esc(caption)
+    );
+    axes(h, xmax, ymax, "seconds", unit);
+    let mut colour = 0;
+    let mut legend = String::new();
+    for s in series {
+        let cls = if s.sum {
+            "sum".to_string()
+        } else {
+            let c = format!("s{}", colour % 8);
+            colour += 1;
+            c
+        };
+        let d: Vec<String> = s
+            .points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                format!(
+                    "{}{:.1},{:.1}H{:.1}",
+                    if i == 0 { 'M' } else { 'L' },
+                    x(p.0),
+                    y(p.2),
+                    x(p.1)
+                )
+            })
+            .collect();
+        let _ = write!(h, "<path class=\"ln {cls}\" d=\"{}\"/>", d.join(""));
+        for p in &s.points {
+            let _ = write!(
+                h,
+                "<circle class=\"pt {cls}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\"><title>{}, {}–{} s: {} {}</title></circle>",
+                x((p.0 + p.1) / 2.0),
+                y(p.2),
+                esc(&s.name),
+                tick(p.0),
+                tick(p.1),
+                tick(p.2),
+                esc(unit)
+            );
+        }
+        let swatch = if s.sum {
+            "var(--fg)".to_string()
+        } else {
+            format!("var(--{cls})")
+        };
+        let _ = write!(
+            legend,
+            "<span><i style=\"background:{swatch}\"></i>{}</span>",
+            esc(&s.name)
+        );
+    }
+    let _ = writeln!(h, "</svg><div class=\"legend\">{legend}</div></figure>");
+}
+
+/// Bars, one per x value (e.g. retransmits per interval).
+pub fn bar_chart(h: &mut String, caption: &str, unit: &str, bars: &[(f64, f64, f64)]) {
+    // (start, end, value)
+    let xmax = nice_max(bars.iter().map(|b| b.1).fold(0.0, f64::max));
+    let ymax = nice_max(bars.iter().map(|b| b.2).fold(0.0, f64::max));
+    let pw = W - L - R;
+    let ph = H - T - B;
+    let x = |v: f64| L + pw * v / xmax;
+    let y = |v: f64| T + ph - ph * v / ymax;
+    let _ = write!(
+        h,
+        "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" style=\"max-width:820px\" role=\"img\" aria-label=\"{}\">",
+        esc(caption),
+        esc(caption)
+    );
+    axes(h, xmax, ymax, "seconds", unit);
+    for &(s, e, v) in bars {
+        let w = (x(e) - x(s) - 2.0).max(1.0);
+        let _ = write!(
+            h,
+            "<rect class=\"bar\" x=\"{:.1}\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\"><title>{}–{} s: {} {}</title></rect>",
+            x(s) + 1.0,
+            y(v),
+            (T + ph - y(v)).max(0.0),
+            tick(s),
+            tick(e),
+            tick(v),
+            esc(unit)
+        );
+    }
+    h.push_str("</svg></figure>\n");
+}
+
+/// Under a CPU axis: a bracket and a label for each L3 group (and node) of `order`.
+fn group_brackets(
+    h: &mut String,
+    order: &[u32],
+    topo: Option<&Topology>,
+    x0: f64,
+    step: f64,
+    y: f64,
+) {
+    let Some(topo) = topo else { return };
+    for (label, groups, dy) in [("L3 ", &topo.l3_groups, 0.0), ("node ", &topo.nodes, 18.0)] {
+        if groups.len() < 2 && label == "node " {
+            continue;
+        }
+        for (gi, g) in groups.iter().enumerate() {
+            let idx: Vec<usize> = order
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| g.contains(**c))
+                .map(|(i, _)| i)
+                .collect();
+            let (Some(&a), Some(&b)) = (idx.first(), idx.last()) else {
+                continue;
+            };
+            let xa = x0 + step * a as f64 + 2.0;
+            let xb = x0 + step * (b + 1) as f64 - 2.0;
+            let yy = y + dy;
+            let _ = write!(
+                h,
+                "<path class=\"ln ax\" d=\"M{xa:.1},{:.1}V{yy:.1}H{xb:.1}V{:.1}\"/>\
+                 <text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}{gi} ({})</text>",
+                yy - 4.0,
+                yy - 4.0,
+                (xa + xb) / 2.0,
+                yy + 12.0,
+                g
+            );
+        }
+    }
+}
+
+/// Per-CPU work as stacked bars (user/system/IRQ/softirq/steal), the application's CPUs
+/// marked, and under them where the NIC's interrupts landed.
+pub fn cpu_bars(
+    h: &mut String,
+    caption: &str,
+    cpus: &[CpuUse],
+    app: &CpuSet,
+    topo: Option<&Topology>,
+    show_irqs: bool,
+) {
+    let ids: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
+    let order = group_order(&ids, topo);
+    let n = order.len().max(1) as f64;
+    let step = ((W - L - R) / n).min(48.0);
+    let bw = (step * 0.7).max(2.0);
+    let ph = 150.0;
+    let irq_h = if show_irqs { 46.0 } else { 0.0 };
+    let brackets = match topo {
+        Some(t) if t.nodes.len() > 1 => 40.0,
+        Some(_) => 22.0,
+        None => 0.0,
+    };
+    let height = T + ph + 34.0 + irq_h + brackets + 6.0;
+    let _ = write!(
+        h,
+        "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {height:.0}\" style=\"max-width:820px\" role=\"img\" aria-label=\"{}\">",
+        esc(caption),
+        esc(caption)
+    );
+    for i in 0..=4 {
+        let y = T + ph - ph * f64::from(i) / 4.0;
+        let _ = write!(
+            h,
+            "<line class=\"gr\" x1=\"{L}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>\
+             <text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}%</text>",
+            L + step * n,
+            L - 6.0,
+            y + 4.0,
+            25 * i
+        );
+    }
+    let max_irq = cpus.iter().map(|c| c.nic_irqs).max().unwrap_or(0);
+    for (i, cpu) in order.iter().enumerate() {
+        let Some(c) = cpus.iter().find(|c| c.cpu == *cpu) else {
+            continue;
+        };
+        let x = L + step * i as f64 + (step - bw) / 2.0;
+        let mut top = T + ph;
+        let parts = [
+            ("u", "user", c.user.get()),
+            ("sy", "system", c.system.get()),
+            ("irq", "irq", c.irq.get()),
+            ("si", "softirq", c.softirq.get()),
+            ("st", "steal", c.steal.get()),
+        ];
+        let tip = format!(
+            "CPU {}: user {:.1} %, system {:.1} %, irq {:.1} %, softirq {:.1} %, steal {:.1} %, idle {:.1} %; NIC interrupts {}",
+            c.cpu,
+            c.user.get(),
+            c.system.get(),
+            c.irq.get(),
+            c.softirq.get(),
+            c.steal.get(),
+            c.idle.get(),
+            c.nic_irqs
+        );
+        for (cls, name, v) in parts {
+            let v = v.clamp(0.0, 100.0);
+            if v <= 0.0 {
+                continue;
+            }
+            let hh = ph * v / 100.0;
+            top -= hh;
+            let _ = write!(
+                h,
+                "<rect class=\"{cls}\" x=\"{x:.1}\" y=\"{top:.1}\" width=\"{bw:.1}\" height=\"{hh:.1}\"><title>CPU {}: {name} {v:.1} %\n{tip}</title></rect>",
+                c.cpu
+            );
+        }
+        let is_app = app.contains(c.cpu);
+        let ly = T + ph + 14.0;
+        if is_app {
+            let _ = write!(
+                h,
+                "<rect class=\"appmark\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"15\" rx=\"3\"><title>CPU {} runs the application (a worker)</title></rect>",
+                L + step * i as f64 + 1.0,
+                ly - 11.0,
+                step - 2.0,
+                c.cpu
+            );
+        }
+        let _ = write!(
+            h,
+            "<text x=\"{:.1}\" y=\"{ly:.1}\" text-anchor=\"middle\"{}>{}<title>{tip}</title></text>",
+            L + step * (i as f64 + 0.5),
+            if is_app { " font-weight=\"700\"" } else { "" },
+            c.cpu
+        );
+        if show_irqs {
+            let base = T + ph + 30.0 + irq_h - 14.0;
+            let hh = if max_irq == 0 {
+                0.0
+            } else {
+                (irq_h - 18.0) * c.nic_irqs as f64 / max_irq as f64
+            };
+            let _ = write!(
+                h,
+                "<rect class=\"nic\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{bw:.1}\" height=\"{hh:.1}\"><title>CPU {}: {} NIC interrupts</title></rect>\
+                 <text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                base - hh,
+                c.cpu,
+                c.nic_irqs,
+                L + step * (i as f64 + 0.5),
+                base + 11.0,
+                short_count(c.nic_irqs)
+            );
+        }
+    }
+    let _ = write!(
+        h,
+        "<text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">CPU</text>",
+        L - 6.0,
+        T + ph + 14.0
+    );
+    if show_irqs {
+        let _ = write!(
+            h,
+            "<text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">NIC irqs</text>",
+            L - 6.0,
+            T + ph + 30.0 + irq_h - 3.0
+        );
+    }
+    group_brackets(h, &order, topo, L, step, T + ph + 34.0 + irq_h + 8.0);
+    h.push_str("</svg><div class=\"legend\">");
+    for (cls, name) in [
+        ("u", "user"),
+        ("sy", "system"),
+        ("irq", "IRQ"),
+        ("si", "softirq"),
+        ("st", "steal"),
+    ] {
+        let _ = write!(
+            h,
+            "<span><i style=\"background:var(--{cls})\"></i>{name}</span>"
+        );
+    }
+    h.push_str("<span><i style=\"background:var(--app)\"></i>application CPU</span>");
+    if show_irqs {
+        h.push_str("<span><i style=\"background:var(--nic)\"></i>NIC interrupts</span>");
+    }
+    h.push_str("</div></figure>\n");
+}
+
+fn short_count(n: u64) -> String {
+    if n >= 10_000_000 {
+        format!("{}M", n / 1_000_000)
+    } else if n >= 10_000 {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+/// A colour for `t` in 0..=1 on a perceptually even scale (viridis), and the text colour that
+/// reads on it.
+pub fn scale(t: f64) -> (String, &'static str) {
+    const STOPS: [(f64, f64, f64); 5] = [
+        (68.0, 1.0, 84.0),
+        (59.0, 82.0, 139.0),
+        (33.0, 145.0, 140.0),
+        (94.0, 201.0, 98.0),
+        (253.0, 231.0, 37.0),
+    ];
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let p = t * 4.0;
+    let i = (p.floor() as usize).min(3);
+    let f = p - i as f64;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    let c = |x: f64, y: f64| (x + (y - x) * f).round() as u8;
+    (
+        format!("#{:02x}{:02x}{:02x}", c(a.0, b.0), c(a.1, b.1), c(a.2, b.2)),
+        if t > 0.55 { "#111" } else { "#fff" },
+    )
+}
+
+/// The most rows (and columns) a heatmap draws.
+pub const MAX_AXIS: usize = 512;
+
+/// What a heatmap shows.
+pub struct Heatmap<'a> {
+    pub caption: &'a str,
+    pub row_label: &'a str,
+    pub col_label: &'a str,
+    pub rows: &'a [u32],
+    pub cols: &'a [u32],
+    /// Cell value, or `None` for an empty cell.
+    pub value: &'a dyn Fn(u32, u32) -> Option<f64>,
+    /// The value as written in a cell and its hover text.
+    pub fmt: &'a dyn Fn(f64) -> String,
+    /// Bright means high; with `higher_is_better` false the legend says so.
+    pub higher_is_better: bool,
+    pub best: Option<(u32, u32)>,
+    pub worst: Option<(u32, u32)>,
+    pub topo: Option<&'a Topology>,
+}
+
+/// A heatmap: rows and columns ordered by node and L3 group, a line at every L3 boundary (a
+/// thicker one at every node boundary), the blocks where row and column share an L3 group
+/// outlined, the best cell boxed and the worst dashed.
+pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
+    let mut rows = group_order(m.rows, m.topo);
+    let mut cols = group_order(m.cols, m.topo);
+    let cut = rows.len() > MAX_AXIS || cols.len() > MAX_AXIS;
+    rows.truncate(MAX_AXIS);
+    cols.truncate(MAX_AXIS);
+    let n = rows.len().max(cols.len()).max(1) as f64;
+    let cell = (560.0 / n).clamp(12.0, 56.0);
+    let left = 92.0;
+    let top = 52.0;
+    let gw = cell * cols.len() as f64;
+    let gh = cell * rows.len() as f64;
+    let width = (left + gw + 16.0).max(left + 260.0 + 110.0);
+    let height = top + gh + 64.0;
+    let values: Vec<f64> = rows
+        .iter()
+        .flat_map(|&r| cols.iter().map(move |&c| (r, c)))
+        .filter_map(|(r, c)| (m.value)(r, c))
+        .filter(|v| v.is_finite())
+        .collect();
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let norm = |v: f64| {
+        if hi > lo {
+            (v - lo) / (hi - lo)
+        } else {
+            0.5
+        }
+    };
+    let _ = write!(
+        h,
+        "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {width:.0} {height:.0}\" style=\"max-width:{:.0}px\" role=\"img\" aria-label=\"{}\">",
+        esc(m.caption),
+        (width * 1.25).max(420.0),
+        esc(m.caption)
+    );
+    let _ = write!(
+        h,
+        "<text class=\"m\" x=\"{:.1}\" y=\"14\" text-anchor=\"middle\">{} →</text>\
+         <text class=\"m\" transform=\"translate(14 {:.1}) rotate(-90)\" text-anchor=\"middle\">← {}</text>",
+        left + gw / 2.0,
+        esc(m.col_label),
+        top + gh / 2.0,
+        esc(m.row_label)
+    );
+    let font = (cell * 0.32).clamp(7.0, 12.0);
+    for (j, c) in cols.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" style=\"font-size:{font:.0}px\">{c}</text>",
+            left + cell * (j as f64 + 0.5),
+            top - 6.0
+        );
+    }
+    for (i, r) in rows.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" style=\"font-size:{font:.0}px\">{r}</text>",
+            left - 6.0,
+            top + cell * (i as f64 + 0.5) + font / 3.0
+        );
+        for (j, c) in cols.iter().enumerate() {
+            let x = left + cell * j as f64;
+            let y = top + cell * i as f64;
+            match (m.value)(*r, *c).filter(|v| v.is_finite()) {
+                Some(v) => {
+                    let (fill, ink) = scale(norm(v));
+                    let text = (m.fmt)(v);
+                    let _ = write!(
+                        h,
+                        "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" fill=\"{fill}\"><title>{} {r}, {} {c}: {}</title></rect>",
+                        esc(m.row_label),
+                        esc(m.col_label),
+                        esc(&text)
+                    );
+                    if cell >= 26.0 {
+                        let _ = write!(
+                            h,
+                            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" style=\"fill:{ink};font-size:{:.0}px;pointer-events:none\">{}</text>",
+                            x + cell / 2.0,
+                            y + cell / 2.0 + font / 3.0,
+                            font * 0.95,
+                            esc(&short_value(&text))
+                        );
+                    }
+                }
+                None => {
+                    let _ = write!(
+                        h,
+                        "<rect class=\"gr\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" style=\"fill:var(--panel)\"><title>{} {r}, {} {c}: no value</title></rect>",
+                        esc(m.row_label),
+                        esc(m.col_label)
+                    );
+                }
+            }
+        }
+    }
+    if let Some(topo) = m.topo {
+        boundaries(h, &rows, &cols, topo, left, top, cell);
+    }
+    let worst = m.worst.filter(|w| Some(*w) != m.best);
+    for (pair, cls, word) in [(m.best, "best", "best"), (worst, "worst", "worst")] {
+        let Some((r, c)) = pair else { continue };
+        let (Some(i), Some(j)) = (
+            rows.iter().position(|&x| x == r),
+            cols.iter().position(|&x| x == c),
+        ) else {
+            continue;
+        };
+        // A white halo under the mark keeps it visible on dark and bright cells alike.
+        let (x, y, s) = (
+            left + cell * j as f64 + 2.5,
+            top + cell * i as f64 + 2.5,
+            cell - 5.0,
+        );
+        let _ = write!(
+            h,
+            "<rect class=\"halo\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{s:.1}\" height=\"{s:.1}\"/>\
+             <rect class=\"{cls}\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{s:.1}\" height=\"{s:.1}\"><title>{word}: {} {r}, {} {c}</title></rect>",
+            esc(m.row_label),
+            esc(m.col_label)
+        );
+    }
+    // Legend: the scale from low to high.
+    let ly = top + gh + 22.0;
+    let lw = 260.0;
+    for k in 0..20 {
+        let (fill, _) = scale(f64::from(k) / 19.0);
+        let _ = write!(
+            h,
+            "<rect x=\"{:.1}\" y=\"{ly:.1}\" width=\"{:.1}\" height=\"10\" fill=\"{fill}\"/>",
+            left + lw * f64::from(k) / 20.0,
+            lw / 20.0 + 0.5
+        );
+    }
+    if values.is_empty() {
+        let _ = write!(
+            h,
+            "<text class=\"m\" x=\"{left}\" y=\"{:.1}\">no values</text>",
+            ly + 24.0
+        );
+    } else {
+        let _ = write!(
+            h,
+            "<text class=\"m\" x=\"{left}\" y=\"{:.1}\">{}</text>\
+             <text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\
+             <text class=\"m\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            ly + 24.0,
+            esc(&(m.fmt)(lo)),
+            left + lw,
+            ly + 24.0,
+            esc(&(m.fmt)(hi)),
+            left + lw + 8.0,
+            ly + 9.0,
+            if m.higher_is_better {
+                "bright = better"
+            } else {
+                "bright = worse"
+            }
+        );
+    }
+    h.push_str(
+        "</svg><div class=\"legend\"><span>solid box: best</span><span>dashed box: worst</span>",
+    );
+    if cut {
+        let _ = write!(
+            h,
+            "<span>only the first {MAX_AXIS} rows and columns are drawn</span>"
+        );
+    }
+    if m.topo.is_some() {
+        h.push_str(
+            "<span>thin line: L3 group boundary; thick line: NUMA node boundary; outlined blocks: same L3 group</span>",
+        );
+    } else {
+        h.push_str("<span>no topology in the document: L3 groups not drawn</span>");
+    }
+    h.push_str("</div></figure>\n");
+}
+
+fn short_value(s: &str) -> String {
+    // "20.97 Gbit/s" → "20.97"; "123 ns" → "123"
+    s.split_whitespace().next().unwrap_or("").to_string()
+}
+
+/// Group index (by `groups`) of each CPU in `order`.
+fn group_of(order: &[u32], groups: &[CpuSet]) -> Vec<Option<usize>> {
+    order
+        .iter()
+        .map(|c| groups.iter().position(|g| g.contains(*c)))
+        .collect()
+}
+
+/// Runs of equal group index: (group, first position, one past the last).
+fn runs(ids: &[Option<usize>]) -> Vec<(Option<usize>, usize, usize)> {
+    let mut out: Vec<(Option<usize>, usize, usize)> = Vec::new();
+    for (i, g) in ids.iter().enumerate() {
+        match out.last_mut() {
+            Some(last) if last.0 == *g => last.2 = i + 1,
+            _ => out.push((*g, i, i + 1)),
+        }
+    }
+    out
+}
+
+fn boundaries(
+    h: &mut String,
+    rows: &[u32],
+    cols: &[u32],
+    topo: &Topology,
+    left: f64,
+    top: f64,
+    cell: f64,
+) {
+    let gw = cell * cols.len() as f64;
+    let gh = cell * rows.len() as f64;
+    for (groups, cls) in [(&topo.l3_groups, "l3"), (&topo.nodes, "node")] {
+        let rr = runs(&group_of(rows, groups));
+        let cr = runs(&group_of(cols, groups));
+        for (k, &(_, a, _)) in rr.iter().enumerate() {
+            if k > 0 {
+                let y = top + cell * a as f64;
+                let _ = write!(
+                    h,
+                    "<line class=\"{cls}\" x1=\"{left:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" style=\"stroke-opacity:.55\"/>",
+                    left + gw
+                );
+            }
+        }
+        for (k, &(_, a, _)) in cr.iter().enumerate() {
+            if k > 0 {
+                let x = left + cell * a as f64;
+                let _ = write!(
+                    h,
+                    "<line class=\"{cls}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top:.1}\" y2=\"{:.1}\" style=\"stroke-opacity:.55\"/>",
+                    top + gh
+                );
+            }
+        }
+        if cls == "l3" {
+            for &(g, ra, rb) in &rr {
+                let Some(g) = g else { continue };
+                for &(g2, ca, cb) in &cr {
+                    if g2 == Some(g) {
+                        let _ = write!(
+                            h,
+                            "<rect class=\"l3\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\"><title>L3 group {g} ({})</title></rect>",
+                            left + cell * ca as f64,
+                            top + cell * ra as f64,
+                            cell * (cb - ca) as f64,
+                            cell * (rb - ra) as f64,
+                            topo.l3_groups[g]
+                        );
+                    }
+                }
+            }
+            // Group names along the top.
+            for &(g, ca, cb) in &cr {
+                let Some(g) = g else { continue };
+                let _ = write!(
+                    h,
+                    "<text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">L3 {g}</text>",
+                    left + cell * (ca + cb) as f64 / 2.0,
+                    top - 22.0
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_maxima() {
+        assert_eq!(nice_max(8.94), 10.0);
+        assert_eq!(nice_max(21.0), 25.0);
+        assert_eq!(nice_max(0.0), 1.0);
+        assert_eq!(nice_max(f64::NAN), 1.0);
+    }
+
+    #[test]
+    fn scale_ends() {
+        assert_eq!(scale(0.0).0, "#440154");
+        assert_eq!(scale(1.0).0, "#fde725");
+        assert_eq!(scale(f64::NAN).0, "#440154");
+    }
+}

@@ -1,0 +1,145 @@
+//! Sweep and latency heatmaps.
+
+use std::fmt::Write as _;
+
+use super::chart::{self, Heatmap};
+use super::{esc, rate};
+use crate::doc::{LatencyDoc, SweepDoc};
+
+pub(super) fn sweep(h: &mut String, s: &SweepDoc) {
+    let m = &s.matrix;
+    let (rl, cl) = m.labels();
+    let summary = s.summary.as_ref();
+    if let Some(rec) = summary.and_then(|x| x.recommendation.as_ref()) {
+        let _ = write!(h, "<div class=\"verdict\"><b>{}</b></div>", esc(rec));
+    }
+    if s.interrupted {
+        h.push_str("<p class=\"mute\">the sweep was interrupted: some cells are empty</p>");
+    }
+    let value = |r: u32, c: u32| m.median(r, c);
+    let fmt = |v: f64| format!("{:.2} Gbit/s", v / 1e9);
+    let caption = format!("Throughput (median Gbit/s) by {rl} × {cl}");
+    chart::heatmap(
+        h,
+        &Heatmap {
+            caption: &caption,
+            row_label: rl,
+            col_label: cl,
+            rows: &m.rows,
+            cols: &m.cols,
+            value: &value,
+            fmt: &fmt,
+            higher_is_better: true,
+            best: summary.and_then(|x| x.best).map(|p| (p.row, p.col)),
+            worst: summary.and_then(|x| x.worst).map(|p| (p.row, p.col)),
+            topo: s.topology.as_ref(),
+        },
+    );
+    if let Some(sum) = summary {
+        h.push_str("<div class=\"facts\">");
+        if let Some(b) = sum.best {
+            let _ = write!(
+                h,
+                "<div><span>best</span>{} {}, {} {}: {}</div>",
+                rl,
+                b.row,
+                cl,
+                b.col,
+                esc(&rate(b.median))
+            );
+        }
+        if let Some(w) = sum.worst {
+            let _ = write!(
+                h,
+                "<div><span>worst</span>{} {}, {} {}: {}</div>",
+                rl,
+                w.row,
+                cl,
+                w.col,
+                esc(&rate(w.median))
+            );
+        }
+        h.push_str("</div>\n");
+    }
+    let errors: Vec<String> = m
+        .cells
+        .iter()
+        .flatten()
+        .flatten()
+        .filter_map(|c| c.error.clone())
+        .collect();
+    if !errors.is_empty() {
+        let _ = write!(
+            h,
+            "<p class=\"mute\">{} cells failed, e.g.: {}</p>",
+            errors.len(),
+            esc(&errors[0])
+        );
+    }
+}
+
+pub(super) fn latency(h: &mut String, l: &LatencyDoc) {
+    h.push_str("<div class=\"facts\">");
+    if let Some(m) = l.mean_ns {
+        let _ = write!(h, "<div><span>mean</span>{m:.0} ns</div>");
+    }
+    if let Some(p) = l.min {
+        let _ = write!(
+            h,
+            "<div><span>fastest pair</span>CPU {} ↔ {}: {:.0} ns</div>",
+            p.a, p.b, p.mean_ns
+        );
+    }
+    if let Some(p) = l.max {
+        let _ = write!(
+            h,
+            "<div><span>slowest pair</span>CPU {} ↔ {}: {:.0} ns</div>",
+            p.a, p.b, p.mean_ns
+        );
+    }
+    let _ = writeln!(
+        h,
+        "<div><span>samples × round trips</span>{} × {}</div></div>",
+        l.samples, l.round_trips
+    );
+    let value = |a: u32, b: u32| {
+        let i = l.cpus.iter().position(|&x| x == a)?;
+        let j = l.cpus.iter().position(|&x| x == b)?;
+        l.matrix
+            .get(i)?
+            .get(j)
+            .copied()
+            .flatten()
+            .map(|p| p.mean_ns)
+    };
+    let fmt = |v: f64| format!("{v:.0} ns");
+    chart::heatmap(
+        h,
+        &Heatmap {
+            caption: "Core-to-core round trip (mean ns; one cache line bounced between two pinned threads)",
+            row_label: "CPU",
+            col_label: "CPU",
+            rows: &l.cpus,
+            cols: &l.cpus,
+            value: &value,
+            fmt: &fmt,
+            higher_is_better: false,
+            best: l.min.map(|p| (p.a, p.b)),
+            worst: l.max.map(|p| (p.a, p.b)),
+            topo: l.topology.as_ref(),
+        },
+    );
+    if !l.by_relation.is_empty() {
+        h.push_str("<table><thead><tr><th>pairs</th><th class=\"num\">count</th><th class=\"num\">mean</th></tr></thead><tbody>");
+        for r in &l.by_relation {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.0} ns</td></tr>",
+                esc(&r.relation),
+                r.pairs,
+                r.mean_ns
+            );
+        }
+        h.push_str("</tbody></table>\n");
+    }
+}

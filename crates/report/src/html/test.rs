@@ -1,0 +1,408 @@
+//! A test: headline figures and verdict, throughput per stream and sum, retransmits, cwnd and
+//! RTT, per-CPU work on both ends with the NIC's interrupts. A `--repeat`: every run as a point,
+//! coloured by mode, and what each mode's runs share.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use wirespeed_model::observation::Role;
+use wirespeed_model::{CpuSet, EndObservation, Worker};
+
+use super::chart::{self, Series};
+use super::{esc, rate};
+use crate::doc::{headline_throughput as throughput, RepeatDoc};
+use crate::model::TestResult;
+
+fn role(e: &EndObservation) -> &'static str {
+    match e.role {
+        Role::Sender => "sender",
+        Role::Receiver => "receiver",
+        Role::Both => "sender and receiver",
+    }
+}
+
+fn fact(h: &mut String, k: &str, v: &str) {
+    let _ = write!(h, "<div><span>{}</span>{}</div>", esc(k), esc(v));
+}
+
+pub(super) fn test(h: &mut String, t: &TestResult, _idx: usize) {
+    if let Some(e) = &t.error {
+        let _ = write!(
+            h,
+            "<div class=\"verdict\" style=\"border-left-color:var(--crit)\"><b>error</b>: {}</div>",
+            esc(e)
+        );
+    }
+    h.push_str("<div class=\"facts\">");
+    if let Some(bps) = throughput(t) {
+        fact(h, "throughput", &rate(bps));
+    }
+    if let Some(r) = t.end.sum_sent.as_ref().and_then(|s| s.retransmits) {
+        fact(h, "retransmits", &r.to_string());
+    }
+    if let Some(ts) = &t.start.test_start {
+        fact(h, "protocol", &ts.protocol);
+        fact(h, "streams", &ts.num_streams.to_string());
+        if ts.reverse != 0 {
+            fact(h, "direction", "reverse (server sends)");
+        }
+    }
+    if let Some(c) = &t.end.sender_tcp_congestion {
+        fact(h, "congestion control", c);
+    }
+    if let Some(w) = &t.wirespeed {
+        if let Some(p) = &w.send_path {
+            fact(h, "send path", p);
+        }
+        let app: Vec<String> = w.workers.iter().map(|k| k.cpus_seen.to_string()).collect();
+        if !app.is_empty() {
+            fact(h, "local CPUs", &app.join(", "));
+        }
+        let rem: Vec<String> = w
+            .remote_workers
+            .iter()
+            .map(|k| k.cpus_seen.to_string())
+            .collect();
+        if !rem.is_empty() {
+            fact(h, "peer CPUs", &rem.join(", "));
+        }
+    }
+    if let Some(ts) = &t.start.timestamp {
+        fact(h, "time", &ts.time);
+    }
+    h.push_str("</div>\n");
+    if let Some(v) = t.wirespeed.as_ref().and_then(|w| w.verdict.as_ref()) {
+        let _ = write!(
+            h,
+            "<div class=\"verdict\"><b>{}</b> <code>{}</code>",
+            esc(&v.line),
+            esc(&v.id)
+        );
+        if !v.also.is_empty() {
+            h.push_str("<ul>");
+            for a in &v.also {
+                let _ = write!(h, "<li>also: {}</li>", esc(a));
+            }
+            h.push_str("</ul>");
+        }
+        if let Some(obs) = t.wirespeed.as_ref().and_then(|w| w.observation.as_ref()) {
+            evidence(h, obs.ends());
+        }
+        h.push_str("</div>\n");
+    }
+
+    // Throughput per stream and sum.
+    let mut per_stream: BTreeMap<u32, Vec<(f64, f64, f64)>> = BTreeMap::new();
+    let mut sum = Vec::new();
+    let mut retr = Vec::new();
+    let mut cwnd: BTreeMap<u32, Vec<(f64, f64, f64)>> = BTreeMap::new();
+    let mut rtt: BTreeMap<u32, Vec<(f64, f64, f64)>> = BTreeMap::new();
+    for iv in &t.intervals {
+        for s in &iv.streams {
+            let id = s.socket.unwrap_or(0);
+            per_stream
+                .entry(id)
+                .or_default()
+                .push((s.start, s.end, s.bits_per_second / 1e9));
+            if let Some(c) = s.snd_cwnd {
+                cwnd.entry(id)
+                    .or_default()
+                    .push((s.start, s.end, c as f64 / 1024.0));
+            }
+            if let Some(r) = s.rtt {
+                rtt.entry(id).or_default().push((s.start, s.end, r as f64));
+            }
+        }
+        sum.push((iv.sum.start, iv.sum.end, iv.sum.bits_per_second / 1e9));
+        if let Some(r) = iv.sum.retransmits {
+            retr.push((iv.sum.start, iv.sum.end, r as f64));
+        }
+    }
+    h.push_str("<div class=\"charts\">");
+    if !sum.is_empty() {
+        let mut series: Vec<Series> = per_stream
+            .iter()
+            .map(|(id, p)| Series {
+                name: format!("stream {id}"),
+                points: p.clone(),
+                sum: false,
+            })
+            .collect();
+        if per_stream.len() > 1 || per_stream.is_empty() {
+            series.push(Series {
+                name: "sum".into(),
+                points: sum,
+                sum: true,
+            });
+        } else if let Some(s) = series.first_mut() {
+            s.name.push_str(" (= sum)");
+            s.sum = true;
+        }
+        chart::line_chart(h, "Throughput per stream and sum", "Gbit/s", &series);
+    }
+    if !retr.is_empty() {
+        chart::bar_chart(
+            h,
+            "Retransmits per interval (all streams)",
+            "retransmits",
+            &retr,
+        );
+    }
+    let named = |m: BTreeMap<u32, Vec<(f64, f64, f64)>>| -> Vec<Series> {
+        m.into_iter()
+            .map(|(id, p)| Series {
+                name: format!("stream {id}"),
+                points: p,
+                sum: false,
+            })
+            .collect()
+    };
+    if !cwnd.is_empty() {
+        chart::line_chart(h, "Congestion window (sender)", "KiB", &named(cwnd));
+    }
+    if !rtt.is_empty() {
+        chart::line_chart(h, "Smoothed RTT (sender)", "µs", &named(rtt));
+    }
+    h.push_str("</div>\n<div class=\"charts\">");
+
+    match t.wirespeed.as_ref().and_then(|w| w.observation.as_ref()) {
+        Some(obs) => {
+            let w = t.wirespeed.as_ref();
+            end_cpus(h, &obs.local, w.map(|w| &w.workers[..]).unwrap_or(&[]));
+            if let Some(remote) = &obs.remote {
+                end_cpus(h, remote, w.map(|w| &w.remote_workers[..]).unwrap_or(&[]));
+            }
+            if let Some(why) = &obs.remote_absent {
+                let _ = write!(h, "<p class=\"mute\">peer's CPUs: {}</p>", esc(why));
+            }
+        }
+        None => h.push_str(
+            "<p class=\"mute\">no per-CPU observation in this document (iperf3 output, or a test without one)</p>",
+        ),
+    }
+    h.push_str("</div>\n");
+}
+
+/// The busiest CPU of each end, as numbers (the verdict's evidence).
+fn evidence<'a>(h: &mut String, ends: impl Iterator<Item = &'a EndObservation>) {
+    let mut rows = String::new();
+    for e in ends {
+        let Some(c) = e
+            .total
+            .cpus
+            .iter()
+            .max_by(|a, b| a.busy().get().total_cmp(&b.busy().get()))
+        else {
+            continue;
+        };
+        let _ = write!(
+            rows,
+            "<tr><td>{} ({})</td><td>CPU {}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td></tr>",
+            esc(e.host.as_deref().unwrap_or("?")),
+            role(e),
+            c.cpu,
+            c.user.get(),
+            c.system.get(),
+            c.irq.get(),
+            c.softirq.get(),
+            c.idle.get(),
+            c.nic_irqs
+        );
+        if let Some(tcp) = &e.total.tcp {
+            let _ = write!(
+                rows,
+                "<tr><td colspan=\"8\" class=\"mute\">TCP: receive window limited {:.1} % of the time, send buffer limited {:.1} %</td></tr>",
+                tcp.rwnd_share().get(),
+                tcp.sndbuf_share().get()
+            );
+        }
+    }
+    if !rows.is_empty() {
+        let _ = write!(
+            h,
+            "<table><thead><tr><th>busiest CPU of</th><th></th><th class=\"num\">user %</th><th class=\"num\">system %</th><th class=\"num\">irq %</th><th class=\"num\">softirq %</th><th class=\"num\">idle %</th><th class=\"num\">NIC irqs</th></tr></thead><tbody>{rows}</tbody></table>"
+        );
+    }
+}
+
+fn end_cpus(h: &mut String, e: &EndObservation, workers: &[Worker]) {
+    h.push_str("<div>");
+    let mut app: CpuSet = e.total.app_cpus();
+    if app.is_empty() {
+        // Fall back on the workers the result lists for this end.
+        app = CpuSet::from_cpus(workers.iter().flat_map(|k| k.cpus_seen.iter()));
+    }
+    let caption = format!(
+        "Per-CPU work on the {} ({}{}), whole test",
+        role(e),
+        e.host.as_deref().unwrap_or("?"),
+        e.iface
+            .as_deref()
+            .map(|i| format!(", {i}"))
+            .unwrap_or_default()
+    );
+    chart::cpu_bars(
+        h,
+        &caption,
+        &e.total.cpus,
+        &app,
+        Some(&e.topology).filter(|t| !t.l3_groups.is_empty() || !t.nodes.is_empty()),
+        true,
+    );
+    if e.nic_irqs.is_empty() {
+        for n in &e.notes {
+            let _ = write!(h, "<p class=\"mute\">{}</p>", esc(n));
+        }
+    } else {
+        let _ = write!(
+            h,
+            "<p class=\"mute\">NIC interrupts counted: IRQs {}{}</p>",
+            esc(&e
+                .nic_irqs
+                .iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")),
+            e.nic_numa_node
+                .map(|n| format!("; the NIC sits on NUMA node {n}"))
+                .unwrap_or_default()
+        );
+    }
+    h.push_str("</div>");
+}
+
+pub(super) fn repeat(h: &mut String, r: &RepeatDoc, _idx: usize) {
+    let s = &r.repeat.stats;
+    h.push_str("<div class=\"facts\">");
+    fact(h, "runs", &r.runs.len().to_string());
+    fact(h, "median", &rate(s.median));
+    fact(
+        h,
+        "min – max",
+        &format!("{} – {}", rate(s.min), rate(s.max)),
+    );
+    fact(h, "spread", &format!("{:.1} % of the median", s.spread));
+    fact(h, "modes", &r.repeat.modes.len().to_string());
+    h.push_str("</div>\n");
+    if let Some(c) = &r.repeat.conclusion {
+        let _ = write!(h, "<div class=\"verdict\"><b>{}</b></div>", esc(c));
+    }
+
+    // Every run as a point: x = run number, y = throughput, colour = mode.
+    let pts: Vec<(usize, f64)> = r
+        .runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| throughput(t).map(|b| (i + 1, b / 1e9)))
+        .collect();
+    let w = 640.0;
+    let hgt = 220.0;
+    let (l, rr, tp, b) = (58.0, 14.0, 12.0, 38.0);
+    let pw = w - l - rr;
+    let ph = hgt - tp - b;
+    let ymax = chart::nice_max(pts.iter().map(|p| p.1).fold(0.0, f64::max));
+    let n = pts.len().max(1) as f64;
+    let _ = write!(
+        h,
+        "<figure><figcaption>Every run, coloured by mode</figcaption><svg viewBox=\"0 0 {w} {hgt}\" role=\"img\" aria-label=\"runs\">"
+    );
+    for i in 0..=4 {
+        let y = tp + ph - ph * f64::from(i) / 4.0;
+        let _ = write!(
+            h,
+            "<line class=\"gr\" x1=\"{l}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{:.1}</text>",
+            l + pw,
+            l - 6.0,
+            y + 4.0,
+            ymax * f64::from(i) / 4.0
+        );
+    }
+    let _ = write!(
+        h,
+        "<text class=\"m\" transform=\"translate(13 {:.1}) rotate(-90)\" text-anchor=\"middle\">Gbit/s</text><text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">run</text>",
+        tp + ph / 2.0,
+        l + pw / 2.0,
+        hgt - 4.0
+    );
+    for (m, mode) in r.repeat.modes.iter().enumerate() {
+        let y = tp + ph - ph * (mode.stats.median / 1e9) / ymax;
+        let _ = write!(
+            h,
+            "<line class=\"ln s{}\" x1=\"{l}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" style=\"stroke-dasharray:5 4;stroke-width:1\"><title>mode {}: median {}</title></line>",
+            m % 8,
+            l + pw,
+            m + 1,
+            esc(&rate(mode.stats.median))
+        );
+    }
+    for &(run, g) in &pts {
+        let x = l + pw * (run as f64 - 0.5) / n;
+        let y = tp + ph - ph * g / ymax;
+        let mode = r.mode_of(run);
+        let cls = mode.map(|m| format!("s{}", m % 8)).unwrap_or("sum".into());
+        let _ = write!(
+            h,
+            "<circle class=\"pt {cls}\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"6\"><title>run {run}: {g:.2} Gbit/s{}</title></circle><text class=\"m\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{run}</text>",
+            mode.map(|m| format!(", mode {}", m + 1)).unwrap_or_default(),
+            tp + ph + 15.0
+        );
+    }
+    h.push_str("</svg><div class=\"legend\">");
+    for (m, _) in r.repeat.modes.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<span><i style=\"background:var(--s{})\"></i>mode {}</span>",
+            m % 8,
+            m + 1
+        );
+    }
+    h.push_str("<span>dashed: each mode's median</span></div></figure>\n");
+
+    h.push_str("<h3>Modes and what their runs share</h3><table><thead><tr><th>mode</th><th>runs</th><th class=\"num\">median</th><th>range</th><th>placement the runs share</th></tr></thead><tbody>\n");
+    for (m, mode) in r.repeat.modes.iter().enumerate() {
+        let runs: Vec<String> = mode.runs.iter().map(|x| x.to_string()).collect();
+        let _ = writeln!(
+            h,
+            "<tr><td><i style=\"display:inline-block;width:10px;height:10px;border-radius:5px;background:var(--s{})\"></i> {}</td><td>{}</td><td class=\"num\">{}</td><td>{} – {}</td><td>{}{}</td></tr>",
+            m % 8,
+            m + 1,
+            runs.join(", "),
+            esc(&rate(mode.stats.median)),
+            esc(&rate(mode.stats.min)),
+            esc(&rate(mode.stats.max)),
+            esc(&mode.description),
+            mode.placement
+                .as_ref()
+                .map(|p| format!("<br><code>{}</code>", esc(&flat(p))))
+                .unwrap_or_default()
+        );
+    }
+    h.push_str("</tbody></table>\n");
+    if let Some(m) = &r.repeat.method {
+        let _ = write!(h, "<p class=\"mute\">modes: {}</p>", esc(m));
+    }
+}
+
+/// A JSON value as `key=value` words (`softirq.relation=same-cpu softirq.share=93.8`).
+fn flat(v: &serde_json::Value) -> String {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(o) => {
+                for (k, x) in o {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&key, x, out);
+                }
+            }
+            serde_json::Value::Null => {}
+            serde_json::Value::String(s) => out.push(format!("{prefix}={s}")),
+            other => out.push(format!("{prefix}={other}")),
+        }
+    }
+    let mut out = Vec::new();
+    walk("", v, &mut out);
+    out.join(" ")
+}

@@ -1,0 +1,320 @@
+//! Snapshot tests of the pure renderers (HTML, CSV, diff) on recorded documents: a loopback
+//! test, a `--repeat 5`, a sweep and a latency matrix recorded on a 2-CPU VM, doctor on the
+//! Ryzen 9900X fixture (two L3 groups), and a latency matrix and sweep laid over that fixture's
+//! topology so the L3 outlines have something to show.
+
+use std::path::PathBuf;
+
+use wirespeed_host::{HostFacts, Root};
+use wirespeed_model::Topology;
+use wirespeed_report::doc::{Document, Kind};
+use wirespeed_report::{csv, diff, html};
+
+fn data(name: &str) -> Document {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    Document::parse(&std::fs::read(&p).unwrap()).unwrap()
+}
+
+fn crow_facts() -> HostFacts {
+    let root = Root::new(format!(
+        "{}/../../tests/fixtures/hosts/crow-9900x-cx5-x4",
+        env!("CARGO_MANIFEST_DIR")
+    ));
+    wirespeed_host::collect(&root)
+}
+
+fn topology(f: &HostFacts) -> Topology {
+    Topology {
+        nodes: f.cpu.numa_nodes.values().cloned().collect(),
+        l3_groups: f.cpu.l3_groups.iter().map(|g| g.cpus.clone()).collect(),
+        smt_cores: vec![],
+    }
+}
+
+fn page(docs: &[(&str, &Document)]) -> String {
+    let inputs: Vec<html::Input<'_>> = docs
+        .iter()
+        .map(|(name, doc)| html::Input { name, doc })
+        .collect();
+    let mut out = Vec::new();
+    html::render(&inputs, "wirespeed report", &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// What every page must be: self-contained, nothing fetched, no script.
+fn self_contained(h: &str) {
+    assert!(h.starts_with("<!DOCTYPE html>"));
+    assert!(h.contains(&format!(
+        "http-equiv=\"Content-Security-Policy\" content=\"{}\"",
+        html::CSP
+    )));
+    for bad in ["<script", "src=", "href=", "@import", "url(", "<link"] {
+        assert!(!h.contains(bad), "page contains {bad}");
+    }
+}
+
+/// A synthetic latency matrix over the 9900X's twelve CPUs: ~20 ns inside an L3 group, ~80 ns
+/// across (the shape of a CCD boundary), with a small per-pair variation.
+fn crow_latency(topo: &Topology) -> Document {
+    let cpus: Vec<u32> = (0..12).collect();
+    let group = |c: u32| topo.l3_groups.iter().position(|g| g.contains(c));
+    let mut rows = Vec::new();
+    for &a in &cpus {
+        let mut row = Vec::new();
+        for &b in &cpus {
+            if a == b {
+                row.push(serde_json::Value::Null);
+            } else {
+                let base = if group(a) == group(b) { 20.0 } else { 80.0 };
+                let ns = base + f64::from((a * 7 + b * 3) % 5);
+                row.push(serde_json::json!({"mean_ns": ns, "stderr_ns": 0.5}));
+            }
+        }
+        rows.push(serde_json::Value::Array(row));
+    }
+    let v = serde_json::json!({
+        "cpus": cpus, "samples": 300, "round_trips": 100, "matrix": rows,
+        "min": {"a": 1, "b": 0, "mean_ns": 20.0}, "max": {"a": 0, "b": 6, "mean_ns": 84.0},
+        "mean_ns": 50.0, "topology": topo,
+    });
+    Document::from_value(v).unwrap()
+}
+
+#[test]
+fn loopback_test_page() {
+    let doc = data("test.json");
+    assert_eq!(doc.kind(), Kind::Test);
+    let h = page(&[("test.json", &doc)]);
+    self_contained(&h);
+    for want in [
+        "Throughput per stream and sum",
+        "Retransmits per interval",
+        "Congestion window",
+        "Smoothed RTT",
+        "Per-CPU work on the sender",
+        "Per-CPU work on the receiver",
+        "receiver-cpu-bound",
+    ] {
+        assert!(h.contains(want), "missing {want}");
+    }
+    insta::assert_snapshot!("test_html", h);
+}
+
+#[test]
+fn repeat_page_shows_every_run_and_the_modes() {
+    let doc = data("repeat.json");
+    assert_eq!(doc.kind(), Kind::Repeat);
+    let h = page(&[("repeat.json", &doc)]);
+    self_contained(&h);
+    assert_eq!(h.matches("<title>run ").count(), 5);
+    assert!(h.contains("Modes and what their runs share"));
+    insta::assert_snapshot!("repeat_html", h);
+}
+
+#[test]
+fn sweep_page_marks_best_and_worst() {
+    let doc = data("sweep.json");
+    let h = page(&[("sweep.json", &doc)]);
+    self_contained(&h);
+    assert!(h.contains("<rect class=\"best\""));
+    assert!(h.contains("<rect class=\"worst\""));
+    assert!(h.contains("20.97"));
+    insta::assert_snapshot!("sweep_html", h);
+}
+
+#[test]
+fn latency_on_the_vm_has_one_l3_group() {
+    let mut doc = data("latency.json");
+    doc.set_topology_if_missing(&Topology {
+        nodes: vec![wirespeed_model::CpuSet::from_cpus([0, 1])],
+        l3_groups: vec![wirespeed_model::CpuSet::from_cpus([0, 1])],
+        smt_cores: vec![],
+    });
+    let h = page(&[("latency.json", &doc)]);
+    self_contained(&h);
+    assert_eq!(h.matches("<rect class=\"l3\"").count(), 1);
+    insta::assert_snapshot!("latency_vm_html", h);
+}
+
+#[test]
+fn latency_over_the_9900x_outlines_both_ccds() {
+    let topo = topology(&crow_facts());
+    assert_eq!(topo.l3_groups.len(), 2, "the fixture has two CCDs");
+    let doc = crow_latency(&topo);
+    let h = page(&[("latency-9900x.json", &doc)]);
+    self_contained(&h);
+    // Two diagonal blocks, one per CCD, and a boundary line each way between them.
+    assert_eq!(h.matches("<rect class=\"l3\"").count(), 2);
+    assert!(h.contains("<title>L3 group 0 (0-5)</title>"));
+    assert!(h.contains("<title>L3 group 1 (6-11)</title>"));
+    assert_eq!(h.matches("<line class=\"l3\"").count(), 2);
+    insta::assert_snapshot!("latency_9900x_html", h);
+}
+
+#[test]
+fn sweep_over_the_9900x_outlines_both_ccds() {
+    let topo = topology(&crow_facts());
+    let cpus = [0u32, 1, 6, 7];
+    let cells: Vec<Vec<serde_json::Value>> = cpus
+        .iter()
+        .map(|&r| {
+            cpus.iter()
+                .map(|&c| {
+                    let same = (r < 6) == (c < 6);
+                    let bps = if same { 40e9 } else { 28e9 } + f64::from(r + c) * 1e8;
+                    serde_json::json!({"runs": [bps], "median": bps})
+                })
+                .collect()
+        })
+        .collect();
+    let v = serde_json::json!({
+        "matrix": {"axes": "client-server", "rows": cpus, "cols": cpus, "cells": cells},
+        "summary": {"best": {"row": 7, "col": 7, "median": 41.4e9},
+                    "worst": {"row": 0, "col": 6, "median": 28.6e9},
+                    "recommendation": "synthetic"},
+        "topology": topo,
+    });
+    let doc = Document::from_value(v).unwrap();
+    let h = page(&[("sweep-9900x.json", &doc)]);
+    self_contained(&h);
+    assert_eq!(h.matches("<rect class=\"l3\"").count(), 2);
+    insta::assert_snapshot!("sweep_9900x_html", h);
+}
+
+#[test]
+fn doctor_page_draws_the_9900x() {
+    let facts = crow_facts();
+    let opts = wirespeed_doctor::Options {
+        app_cpus: Some(wirespeed_model::CpuSet::from_cpus([6, 7])),
+        ..Default::default()
+    };
+    let findings = {
+        let mut f = wirespeed_doctor::diagnose(&facts, &opts).unwrap();
+        wirespeed_doctor::sort_findings(&mut f);
+        f
+    };
+    let host = wirespeed_doctor::report::HostInfo {
+        hostname: facts.hostname.clone(),
+        kernel: facts.kernel.clone(),
+        source: "root".into(),
+        path: Some("crow-9900x-cx5-x4".into()),
+    };
+    let report =
+        wirespeed_doctor::report::Report::new("wirespeed test", host, &opts, findings, facts);
+    let doc = Document::from_value(serde_json::to_value(&report).unwrap()).unwrap();
+    assert_eq!(doc.kind(), Kind::Doctor);
+    let h = page(&[("doctor.json", &doc)]);
+    self_contained(&h);
+    assert!(h.contains("NUMA node 0"));
+    assert!(h.contains("L3 group 0 · CPUs 0-5"));
+    assert!(h.contains("L3 group 1 · CPUs 6-11"));
+    assert!(h.contains("enp1s0f0np0"));
+    assert_eq!(h.matches("class=\"cpu app\"").count(), 2);
+    // Worst first: the first finding box is a critical one.
+    let first = h.find("<div class=\"finding ").unwrap();
+    assert!(h[first..].starts_with("<div class=\"finding critical\""));
+    insta::assert_snapshot!("doctor_9900x_html", h);
+}
+
+#[test]
+fn two_documents_make_a_comparison() {
+    let a = data("test.json");
+    let b = data("repeat.json");
+    let Document::Repeat(r) = &b else { panic!() };
+    let b = Document::Test(Box::new(r.runs[0].clone()));
+    let h = page(&[("before.json", &a), ("after.json", &b)]);
+    self_contained(&h);
+    assert!(h.contains("Compared with the first document"));
+    assert!(h.contains("before.json → after.json"));
+    assert!(h.contains("<td>throughput</td>"));
+}
+
+#[test]
+fn csv_snapshots() {
+    for (name, file) in [
+        ("test_csv", "test.json"),
+        ("repeat_csv", "repeat.json"),
+        ("sweep_csv", "sweep.json"),
+    ] {
+        let mut out = Vec::new();
+        csv::render(&data(file), &mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        let header = s.lines().next().unwrap();
+        assert!(header.contains("bits_per_second"), "{header}");
+        insta::assert_snapshot!(name, s);
+    }
+    assert!(csv::render(&data("latency.json"), &mut Vec::new()).is_err());
+}
+
+#[test]
+fn test_csv_has_one_row_per_interval_and_stream() {
+    let doc = data("test.json");
+    let Document::Test(t) = &doc else { panic!() };
+    let mut out = Vec::new();
+    csv::render(&doc, &mut out).unwrap();
+    let rows = String::from_utf8(out).unwrap().lines().count() - 1;
+    let want: usize = t.intervals.iter().map(|i| i.streams.len() + 1).sum();
+    assert_eq!(rows, want);
+}
+
+#[test]
+fn diff_of_two_repeat_runs() {
+    let Document::Repeat(r) = data("repeat.json") else {
+        panic!()
+    };
+    let a = Document::Test(Box::new(r.runs[0].clone()));
+    let b = Document::Test(Box::new(r.runs[2].clone()));
+    let d = diff::diff(&a, &b);
+    let mut out = Vec::new();
+    d.render_text(&mut out).unwrap();
+    insta::assert_snapshot!("diff_runs", String::from_utf8(out).unwrap());
+}
+
+/// Hostile documents: every recorded document cut short at many points and with bytes
+/// changed never panics in parsing or in any renderer.
+#[test]
+fn damaged_documents_never_panic() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut parsed = 0;
+    for name in ["test.json", "repeat.json", "sweep.json", "latency.json"] {
+        let bytes = std::fs::read(dir.join(name)).unwrap();
+        let step = (bytes.len() / 97).max(1);
+        for i in (0..bytes.len()).step_by(step) {
+            let mut variants = vec![bytes[..i].to_vec()];
+            for b in [b'9', b'-', b'"', b'e', b'0', b'{'] {
+                let mut v = bytes.clone();
+                v[i] = b;
+                variants.push(v);
+            }
+            for v in variants {
+                let Ok(doc) = Document::parse(&v) else {
+                    continue;
+                };
+                parsed += 1;
+                let _ = page(&[("x", &doc)]);
+                let _ = csv::render(&doc, &mut Vec::new());
+                let _ = diff::diff(&doc, &doc);
+            }
+        }
+    }
+    assert!(
+        parsed > 100,
+        "the mutations should leave many documents readable: {parsed}"
+    );
+}
+
+#[test]
+fn extreme_values_render() {
+    let v = serde_json::json!({
+        "matrix": {"axes": "app-irq", "rows": [0, 4294967295u32], "cols": [1],
+                   "cells": [[{"runs": [1e308], "median": 1e308}], [{"runs": [-1e308], "median": -1e308}]]},
+        "summary": {"best": {"row": 0, "col": 1, "median": 1e308}},
+    });
+    let doc = Document::from_value(v).unwrap();
+    let h = page(&[("<script>alert(1)</script>", &doc)]);
+    self_contained(&h);
+    assert!(h.contains("&lt;script&gt;"));
+    assert!(h.contains("app CPU"));
+}
