@@ -368,6 +368,11 @@ fn doctors_tcp_option_write_applies_and_reverts_in_a_namespace() {
         return;
     }
     assert_eq!(read_in_ns(&ns.0, SACK), "0");
+    // The lab's link is up, so the veth announces 10 Gbit/s and the plan would also size the
+    // socket buffers: net.core.*mem_max are the host's, read-only inside a namespace. Down, the
+    // link has no speed and the plan keeps to the namespace's own TCP options.
+    let o = in_ns(&ns.0, &["ip", "link", "set", "ws0", "down"]);
+    assert!(o.status.success(), "{}", text(&o));
 
     let o = in_ns(&ns.0, &[bin(), "doctor", "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
