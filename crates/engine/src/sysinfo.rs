@@ -7,24 +7,23 @@ use wirespeed_report::Timestamp;
 
 /// `uname -a`-like line: sysname nodename release version machine.
 pub fn system_info() -> String {
-    match nix::sys::utsname::uname() {
-        Ok(u) => format!(
-            "{} {} {} {} {}",
-            u.sysname().to_string_lossy(),
-            u.nodename().to_string_lossy(),
-            u.release().to_string_lossy(),
-            u.version().to_string_lossy(),
-            u.machine().to_string_lossy()
-        ),
-        Err(_) => "unknown".into(),
-    }
+    let u = rustix::system::uname();
+    format!(
+        "{} {} {} {} {}",
+        u.sysname().to_string_lossy(),
+        u.nodename().to_string_lossy(),
+        u.release().to_string_lossy(),
+        u.version().to_string_lossy(),
+        u.machine().to_string_lossy()
+    )
 }
 
 /// The kernel release (`uname -r`).
 pub fn kernel_release() -> String {
-    nix::sys::utsname::uname()
-        .map(|u| u.release().to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "unknown".into())
+    rustix::system::uname()
+        .release()
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// RFC 1123 form of a Unix time: `Sun, 22 Nov 2026 07:56:40 GMT`.
