@@ -236,7 +236,8 @@ pub struct NicFacts {
     pub siblings: Vec<String>,
     pub ethtool: Option<EthtoolFacts>,
     /// `IF/gso_max_size`, `IF/gro_max_size`: the largest GSO/GRO packet the stack builds for
-    /// this interface (above 65536 = BIG TCP, kernels ≥ 6.3).
+    /// this interface (above 65536 = BIG TCP, kernels ≥ 6.3); on a live root from rtnetlink
+    /// ([`crate::link`]), which has them where `/sys` does not.
     #[serde(default)]
     pub gso_max_size: Option<u32>,
     #[serde(default)]
@@ -645,6 +646,7 @@ fn collect_nic(
     }
 
     let link = LinkState::read(root, name);
+    let sizes = crate::link::collect_sizes(root, name);
     NicFacts {
         name: name.to_string(),
         sysfs: net.clone(),
@@ -680,9 +682,9 @@ fn collect_nic(
         tx_queues,
         siblings,
         ethtool: collect_ethtool(root, name),
-        gso_max_size: root.parse_opt(&format!("{net}/gso_max_size")),
-        gro_max_size: root.parse_opt(&format!("{net}/gro_max_size")),
-        tso_max_size: root.parse_opt(&format!("{net}/tso_max_size")),
+        gso_max_size: sizes.and_then(|s| s.gso_max_size),
+        gro_max_size: sizes.and_then(|s| s.gro_max_size),
+        tso_max_size: sizes.and_then(|s| s.tso_max_size),
         iommu_group,
     }
 }
