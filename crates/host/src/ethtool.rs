@@ -138,6 +138,47 @@ pub struct Pause {
     pub tx: bool,
 }
 
+/// The flow-control directions wirespeed sets (`ethtool -A IF rx on tx off`); `None` leaves a
+/// direction as the driver has it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PauseSet {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx: Option<bool>,
+}
+
+impl PauseSet {
+    pub fn is_empty(&self) -> bool {
+        self.rx.is_none() && self.tx.is_none()
+    }
+
+    /// The values `p` holds for the directions this set names.
+    pub fn current_in(&self, p: &Pause) -> PauseSet {
+        PauseSet {
+            rx: self.rx.map(|_| p.rx),
+            tx: self.tx.map(|_| p.tx),
+        }
+    }
+
+    pub fn holds_in(&self, p: &Pause) -> bool {
+        self.current_in(p) == *self
+    }
+
+    /// The directions as `ethtool -A` takes them: `rx on tx off`.
+    pub fn ethtool_args(&self) -> String {
+        let on = |b: bool| if b { "on" } else { "off" };
+        let mut parts = Vec::new();
+        if let Some(r) = self.rx {
+            parts.push(format!("rx {}", on(r)));
+        }
+        if let Some(t) = self.tx {
+            parts.push(format!("tx {}", on(t)));
+        }
+        parts.join(" ")
+    }
+}
+
 /// One named offload/feature (`ethtool -k`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Feature {
@@ -257,13 +298,21 @@ pub fn get_pause(iface: &str) -> io::Result<Pause> {
     sys::Sock::open()?.pause(iface)
 }
 
-/// Set RX/TX pause of `iface` (`ethtool -A IF rx on|off tx on|off`), keeping pause
-/// autonegotiation as the driver has it (`ETHTOOL_GPAUSEPARAM`, then `ETHTOOL_SPAUSEPARAM`). A
-/// driver without flow control (veth, virtio) answers `EOPNOTSUPP`.
-pub fn set_pause(iface: &str, rx: bool, tx: bool) -> io::Result<()> {
+/// Set the flow-control directions `set` names (`ethtool -A IF rx on|off tx on|off`), keeping
+/// the other direction and pause autonegotiation as the driver has them (`ETHTOOL_GPAUSEPARAM`,
+/// then `ETHTOOL_SPAUSEPARAM`). A driver without flow control (veth, virtio) answers
+/// `EOPNOTSUPP`.
+pub fn set_pause(iface: &str, set: &PauseSet) -> io::Result<()> {
     let s = sys::Sock::open()?;
     let cur = s.pause(iface)?;
-    s.set_pause(iface, &Pause { rx, tx, ..cur })
+    s.set_pause(
+        iface,
+        &Pause {
+            rx: set.rx.unwrap_or(cur.rx),
+            tx: set.tx.unwrap_or(cur.tx),
+            ..cur
+        },
+    )
 }
 
 /// The ioctl side.
@@ -652,11 +701,31 @@ mod tests {
         };
         assert_eq!(sys::pause_words(&p), [1, 0, 1]);
         assert!(get_pause("a-name-far-too-long-for-ifnamsiz").is_err());
-        assert!(set_pause("a-name-far-too-long-for-ifnamsiz", true, true).is_err());
+        let both = PauseSet {
+            rx: Some(true),
+            tx: Some(true),
+        };
+        assert!(set_pause("a-name-far-too-long-for-ifnamsiz", &both).is_err());
         // lo has no flow control: an error from the kernel, never a panic
-        if let Err(e) = set_pause("lo", true, true) {
+        if let Err(e) = set_pause("lo", &both) {
             assert!(e.raw_os_error().is_some());
         }
+        let rx_only = PauseSet {
+            rx: Some(false),
+            tx: None,
+        };
+        assert_eq!(rx_only.ethtool_args(), "rx off");
+        assert_eq!(both.ethtool_args(), "rx on tx on");
+        assert_eq!(
+            rx_only.current_in(&p),
+            PauseSet {
+                rx: Some(false),
+                tx: None
+            }
+        );
+        assert!(rx_only.holds_in(&p));
+        assert!(!both.holds_in(&p));
+        assert!(PauseSet::default().is_empty());
     }
 
     #[test]
