@@ -26,7 +26,11 @@
 //! - Socket buffers sized for `--rate`, else the link speed, else the instance type's rate.
 //! - An app on another NUMA node than the NIC: the plan's first line says where to run it, and
 //!   the plan is made for the app there (no dead end).
-//! - Notes for findings software cannot fix (a PCIe link, a temperature) or the plan leaves.
+//! - BIG TCP (`big-tcp-off`): GSO/GRO sizes (and the IPv4 ones the kernel reports) to doctor's
+//!   size, at most the driver's limit, through rtnetlink; flow control only as requested
+//!   (`--pause`), since the switch port is the other half.
+//! - Notes for findings software cannot fix (a PCIe link, a temperature) or should not change
+//!   live (the IOMMU mode, PCIe payload sizes: boot parameters, firmware), saying what to do.
 
 use std::collections::BTreeSet;
 
