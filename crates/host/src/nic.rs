@@ -242,6 +242,11 @@ pub struct NicFacts {
     pub gso_max_size: Option<u32>,
     #[serde(default)]
     pub gro_max_size: Option<u32>,
+    /// `gso_ipv4_max_size`, `gro_ipv4_max_size`: the same for IPv4 (kernels ≥ 6.3).
+    #[serde(default)]
+    pub gso_ipv4_max_size: Option<u32>,
+    #[serde(default)]
+    pub gro_ipv4_max_size: Option<u32>,
     /// `IF/tso_max_size`: the largest TSO packet the driver accepts (kernels ≥ 6.0).
     #[serde(default)]
     pub tso_max_size: Option<u32>,
@@ -684,6 +689,8 @@ fn collect_nic(
         ethtool: collect_ethtool(root, name),
         gso_max_size: sizes.and_then(|s| s.gso_max_size),
         gro_max_size: sizes.and_then(|s| s.gro_max_size),
+        gso_ipv4_max_size: sizes.and_then(|s| s.gso_ipv4_max_size),
+        gro_ipv4_max_size: sizes.and_then(|s| s.gro_ipv4_max_size),
         tso_max_size: sizes.and_then(|s| s.tso_max_size),
         iommu_group,
     }
