@@ -11,7 +11,9 @@
 //!   `DEV/{current,max}_link_{speed,width}` and the same of the upstream port (`DEV/..`),
 //!   `DEV/msi_irqs/*`, `DEV/hwmon/hwmonN/{name,tempK_input,tempK_crit,tempK_max,tempK_label}`
 //! - `DEV/config` (PCI Express capability: payload and read-request sizes), `DEV/iommu_group`
-//!   → `/sys/kernel/iommu_groups/N/type`, `IF/{gso_max_size,gro_max_size,tso_max_size}`
+//!   → `/sys/kernel/iommu_groups/N/type`
+//! - GSO/GRO sizes: rtnetlink on a live root, `IF/{gso,gro,tso}_max_size` in a tree
+//!   ([`crate::link`])
 //! - `/proc/interrupts` (action names), `/proc/irq/N/{smp_affinity_list,smp_affinity,effective_affinity_list,effective_affinity,affinity_hint,node}`
 //! - `pci.ids` at its distribution path ([`crate::pci::PCI_IDS_PATHS`])
 //! - ethtool ([`crate::ethtool`])
