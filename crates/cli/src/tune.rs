@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
-use wirespeed_host::ethtool::CoalesceSet;
+use wirespeed_host::ethtool::{CoalesceSet, PauseSet};
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_tune::collect::{self, CollectError};
 use wirespeed_tune::engine::{self, RevertStatus, StepStatus};
@@ -62,6 +62,15 @@ enum PolicyArg {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum OnOff {
     On,
+    Off,
+}
+
+/// `--pause`: which directions of flow control to turn on (the others off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum PauseArg {
+    Rx,
+    Tx,
+    Both,
     Off,
 }
 
@@ -119,11 +128,21 @@ struct PlanArgs {
     /// Turn the NIC's adaptive rx coalescing on or off (`ethtool -C IF adaptive-rx on|off`).
     #[arg(long, value_enum, value_name = "on|off")]
     adaptive_rx: Option<OnOff>,
+    /// Set the NIC's flow control (`ethtool -A IF rx on tx on`): rx, tx, both or off; only on
+    /// request, since the switch port must do its half.
+    #[arg(long, value_enum, value_name = "rx|tx|both|off", conflicts_with_all = ["rx_pause", "tx_pause"])]
+    pause: Option<PauseArg>,
+    /// Turn the NIC's RX pause (honouring the switch's pause frames) on or off.
+    #[arg(long, value_enum, value_name = "on|off")]
+    rx_pause: Option<OnOff>,
+    /// Turn the NIC's TX pause (sending pause frames when its buffers fill) on or off.
+    #[arg(long, value_enum, value_name = "on|off")]
+    tx_pause: Option<OnOff>,
     /// Stop irqbalance (it would undo IRQ pinning); with --persist also disable it.
     #[arg(long)]
     stop_irqbalance: bool,
-    /// Only these groups of settings: irq, stack, link, governor, ring, coalesce, irqbalance
-    /// (comma list).
+    /// Only these groups of settings: irq, stack, link, governor, ring, coalesce, pause,
+    /// irqbalance (comma list).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     only: Vec<String>,
     /// Also write a sysctl.d drop-in and a boot-time unit that re-applies the plan.
@@ -215,7 +234,7 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
                     exit::fail(
                         exit::USAGE,
                         format!(
-                            "--only {s}: not one of irq, stack, link, governor, ring, coalesce, irqbalance"
+                            "--only {s}: not one of irq, stack, link, governor, ring, coalesce, pause, irqbalance"
                         ),
                     )
                 })
@@ -261,6 +280,16 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             adaptive_rx: a.adaptive_rx.map(|o| o == OnOff::On),
             rx_usecs: a.rx_usecs,
             tx_usecs: a.tx_usecs,
+        },
+        pause: match a.pause {
+            Some(p) => PauseSet {
+                rx: Some(matches!(p, PauseArg::Rx | PauseArg::Both)),
+                tx: Some(matches!(p, PauseArg::Tx | PauseArg::Both)),
+            },
+            None => PauseSet {
+                rx: a.rx_pause.map(|o| o == OnOff::On),
+                tx: a.tx_pause.map(|o| o == OnOff::On),
+            },
         },
         stop_irqbalance: a.stop_irqbalance,
         persist: a.persist,

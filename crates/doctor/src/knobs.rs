@@ -364,9 +364,10 @@ pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
 }
 
 /// **big-tcp-off**: a link of 100 Gbit/s or more on a kernel of 6.3 or later (BIG TCP for IPv4
-/// and IPv6) whose driver accepts packets above 64 KiB (`tso_max_size`), with `gso_max_size` or
-/// `gro_max_size` still at 64 KiB: each packet through the stack carries at most 64 KiB where it
-/// could carry ~185 KB, so the per-packet cost stays. Info.
+/// and IPv6) whose driver accepts packets above 64 KiB (`tso_max_size`), with `gso_max_size`,
+/// `gro_max_size` or (where the kernel reports them) their IPv4 twins still at 64 KiB: each
+/// packet through the stack carries at most 64 KiB where it could carry ~185 KB, so the
+/// per-packet cost stays. Info.
 pub fn big_tcp_off(facts: &HostFacts, nic: &NicFacts) -> Option<Finding> {
     const LIMIT: u32 = 65_536;
     let speed = nic.speed_mbps?;
@@ -377,16 +378,29 @@ pub fn big_tcp_off(facts: &HostFacts, nic: &NicFacts) -> Option<Finding> {
         return None;
     }
     let gro = nic.gro_max_size;
-    if gso > LIMIT && gro.is_none_or(|g| g > LIMIT) {
+    let v4 = [nic.gso_ipv4_max_size, nic.gro_ipv4_max_size];
+    if gso > LIMIT && gro.is_none_or(|g| g > LIMIT) && v4.iter().flatten().all(|s| *s > LIMIT) {
         return None;
     }
     let size = BIG_TCP_SIZE.min(tso);
+    let src = |attr: &str, file: &str| {
+        format!(
+            "{attr} (rtnetlink, ip -d link show {}; in a capture {}/{file} or {})",
+            nic.name,
+            nic.sysfs,
+            wirespeed_host::link::snapshot_path(&nic.name)
+        )
+    };
     let mut evidence = vec![
-        Evidence::new("gso_max_size", gso, format!("{}/gso_max_size", nic.sysfs)),
+        Evidence::new(
+            "gso_max_size",
+            gso,
+            src("IFLA_GSO_MAX_SIZE", "gso_max_size"),
+        ),
         Evidence::new(
             "tso_max_size (driver limit)",
             tso,
-            format!("{}/tso_max_size", nic.sysfs),
+            src("IFLA_TSO_MAX_SIZE", "tso_max_size"),
         ),
         Evidence::new("kernel", release, "/proc/sys/kernel/osrelease"),
         Evidence::new(
@@ -398,8 +412,27 @@ pub fn big_tcp_off(facts: &HostFacts, nic: &NicFacts) -> Option<Finding> {
     if let Some(g) = gro {
         evidence.insert(
             1,
-            Evidence::new("gro_max_size", g, format!("{}/gro_max_size", nic.sysfs)),
+            Evidence::new("gro_max_size", g, src("IFLA_GRO_MAX_SIZE", "gro_max_size")),
         );
+    }
+    for (i, (name, attr, v)) in [
+        (
+            "gso_ipv4_max_size",
+            "IFLA_GSO_IPV4_MAX_SIZE",
+            nic.gso_ipv4_max_size,
+        ),
+        (
+            "gro_ipv4_max_size",
+            "IFLA_GRO_IPV4_MAX_SIZE",
+            nic.gro_ipv4_max_size,
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if let Some(v) = v {
+            evidence.insert(2 + i, Evidence::new(name, v, src(attr, name)));
+        }
     }
     Some(Finding {
         id: ids::BIG_TCP_OFF.into(),

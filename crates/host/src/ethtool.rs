@@ -1,16 +1,18 @@
 //! Ring sizes, channels, interrupt coalescing, offloads and driver info of an interface through
 //! the kernel's ethtool ioctl interface (`SIOCETHTOOL`: `ETHTOOL_GDRVINFO`, `ETHTOOL_GRINGPARAM`,
 //! `ETHTOOL_GCHANNELS`, `ETHTOOL_GCOALESCE`, and `ETHTOOL_GSSET_INFO` + `ETHTOOL_GSTRINGS` +
-//! `ETHTOOL_GFEATURES` for named offloads), and the two setters wirespeed uses: ring sizes
-//! (`ETHTOOL_SRINGPARAM`, [`set_ring`]) and the requested interrupt-coalescing fields
-//! (`ETHTOOL_SCOALESCE`, [`set_coalesce`]).
+//! `ETHTOOL_GFEATURES` for named offloads), and the three setters wirespeed uses: ring sizes
+//! (`ETHTOOL_SRINGPARAM`, [`set_ring`]), the requested interrupt-coalescing fields
+//! (`ETHTOOL_SCOALESCE`, [`set_coalesce`]) and flow control (`ETHTOOL_SPAUSEPARAM`,
+//! [`set_pause`]).
 //!
 //! On a live root each query is an ioctl; a driver that does not implement one answers
 //! `EOPNOTSUPP` and that part stays `None`. In a snapshot the answers are files under
 //! `/wirespeed/ethtool/<iface>/` (`drvinfo.json`, `ring.json`, `channels.json`, `coalesce.json`,
 //! `features.json`, `pause.json` from `ETHTOOL_GPAUSEPARAM`) written by `capture`; a recording root stores them there as it queries.
-//! [`get_ring`], [`set_ring`], [`get_coalesce`] and [`set_coalesce`] talk to the running kernel
-//! only (there is no ring or coalescing to set in a captured tree).
+//! [`get_ring`], [`set_ring`], [`get_coalesce`], [`set_coalesce`], [`get_pause`] and
+//! [`set_pause`] talk to the running kernel only (there is no ring, coalescing or flow control
+//! to set in a captured tree).
 
 use crate::Root;
 use serde::{Deserialize, Serialize};
@@ -136,6 +138,47 @@ pub struct Pause {
     pub tx: bool,
 }
 
+/// The flow-control directions wirespeed sets (`ethtool -A IF rx on tx off`); `None` leaves a
+/// direction as the driver has it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PauseSet {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx: Option<bool>,
+}
+
+impl PauseSet {
+    pub fn is_empty(&self) -> bool {
+        self.rx.is_none() && self.tx.is_none()
+    }
+
+    /// The values `p` holds for the directions this set names.
+    pub fn current_in(&self, p: &Pause) -> PauseSet {
+        PauseSet {
+            rx: self.rx.map(|_| p.rx),
+            tx: self.tx.map(|_| p.tx),
+        }
+    }
+
+    pub fn holds_in(&self, p: &Pause) -> bool {
+        self.current_in(p) == *self
+    }
+
+    /// The directions as `ethtool -A` takes them: `rx on tx off`.
+    pub fn ethtool_args(&self) -> String {
+        let on = |b: bool| if b { "on" } else { "off" };
+        let mut parts = Vec::new();
+        if let Some(r) = self.rx {
+            parts.push(format!("rx {}", on(r)));
+        }
+        if let Some(t) = self.tx {
+            parts.push(format!("tx {}", on(t)));
+        }
+        parts.join(" ")
+    }
+}
+
 /// One named offload/feature (`ethtool -k`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Feature {
@@ -249,6 +292,29 @@ pub fn set_coalesce(iface: &str, set: &CoalesceSet) -> io::Result<()> {
     s.set_coalesce_words(iface, &w)
 }
 
+/// Flow control of `iface` as the running kernel reports it (`ethtool -a`); an error (often
+/// `EOPNOTSUPP`) when the driver does not answer.
+pub fn get_pause(iface: &str) -> io::Result<Pause> {
+    sys::Sock::open()?.pause(iface)
+}
+
+/// Set the flow-control directions `set` names (`ethtool -A IF rx on|off tx on|off`), keeping
+/// the other direction and pause autonegotiation as the driver has them (`ETHTOOL_GPAUSEPARAM`,
+/// then `ETHTOOL_SPAUSEPARAM`). A driver without flow control (veth, virtio) answers
+/// `EOPNOTSUPP`.
+pub fn set_pause(iface: &str, set: &PauseSet) -> io::Result<()> {
+    let s = sys::Sock::open()?;
+    let cur = s.pause(iface)?;
+    s.set_pause(
+        iface,
+        &Pause {
+            rx: set.rx.unwrap_or(cur.rx),
+            tx: set.tx.unwrap_or(cur.tx),
+            ..cur
+        },
+    )
+}
+
 /// The ioctl side.
 mod sys {
     use super::*;
@@ -262,6 +328,7 @@ mod sys {
     const ETHTOOL_GRINGPARAM: u32 = 0x10;
     const ETHTOOL_GPAUSEPARAM: u32 = 0x12;
     const ETHTOOL_SRINGPARAM: u32 = 0x11;
+    const ETHTOOL_SPAUSEPARAM: u32 = 0x13;
     const ETHTOOL_GSTRINGS: u32 = 0x1b;
     const ETHTOOL_GSSET_INFO: u32 = 0x37;
     const ETHTOOL_GFEATURES: u32 = 0x3a;
@@ -453,14 +520,30 @@ mod sys {
         })
     }
 
-    /// `struct ethtool_pauseparam`: cmd, autoneg, rx_pause, tx_pause.
+    /// The three words of `struct ethtool_pauseparam` after cmd: autoneg, rx_pause, tx_pause.
+    pub(super) fn pause_words(p: &Pause) -> [u32; 3] {
+        [u32::from(p.autoneg), u32::from(p.rx), u32::from(p.tx)]
+    }
+
+    impl Sock {
+        /// `struct ethtool_pauseparam`: cmd, autoneg, rx_pause, tx_pause.
+        pub(super) fn pause(&self, iface: &str) -> io::Result<Pause> {
+            let w = self.words(iface, ETHTOOL_GPAUSEPARAM, &[0; 3])?;
+            Ok(Pause {
+                autoneg: w[0] != 0,
+                rx: w[1] != 0,
+                tx: w[2] != 0,
+            })
+        }
+
+        pub(super) fn set_pause(&self, iface: &str, p: &Pause) -> io::Result<()> {
+            self.words(iface, ETHTOOL_SPAUSEPARAM, &pause_words(p))
+                .map(drop)
+        }
+    }
+
     fn pause(s: &Sock, iface: &str) -> Option<Pause> {
-        let w = s.words(iface, ETHTOOL_GPAUSEPARAM, &[0; 3]).ok()?;
-        Some(Pause {
-            autoneg: w[0] != 0,
-            rx: w[1] != 0,
-            tx: w[2] != 0,
-        })
+        s.pause(iface).ok()
     }
 
     fn coalesce(s: &Sock, iface: &str) -> Option<Coalesce> {
@@ -607,6 +690,42 @@ mod tests {
         assert_eq!(set.ethtool_args(), "adaptive-rx on rx-usecs 64");
         assert!(CoalesceSet::default().is_empty());
         assert_eq!(set.applied_to(&c), c);
+    }
+
+    #[test]
+    fn pause_words_and_refusals() {
+        let p = Pause {
+            autoneg: true,
+            rx: false,
+            tx: true,
+        };
+        assert_eq!(sys::pause_words(&p), [1, 0, 1]);
+        assert!(get_pause("a-name-far-too-long-for-ifnamsiz").is_err());
+        let both = PauseSet {
+            rx: Some(true),
+            tx: Some(true),
+        };
+        assert!(set_pause("a-name-far-too-long-for-ifnamsiz", &both).is_err());
+        // lo has no flow control: an error from the kernel, never a panic
+        if let Err(e) = set_pause("lo", &both) {
+            assert!(e.raw_os_error().is_some());
+        }
+        let rx_only = PauseSet {
+            rx: Some(false),
+            tx: None,
+        };
+        assert_eq!(rx_only.ethtool_args(), "rx off");
+        assert_eq!(both.ethtool_args(), "rx on tx on");
+        assert_eq!(
+            rx_only.current_in(&p),
+            PauseSet {
+                rx: Some(false),
+                tx: None
+            }
+        );
+        assert!(rx_only.holds_in(&p));
+        assert!(!both.holds_in(&p));
+        assert!(PauseSet::default().is_empty());
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod cpuset {
 pub mod ethtool;
 pub mod facts;
 pub mod interrupts;
+pub mod link;
 pub mod nic;
 pub mod pci;
 pub mod root;

@@ -11,7 +11,9 @@
 //!   `DEV/{current,max}_link_{speed,width}` and the same of the upstream port (`DEV/..`),
 //!   `DEV/msi_irqs/*`, `DEV/hwmon/hwmonN/{name,tempK_input,tempK_crit,tempK_max,tempK_label}`
 //! - `DEV/config` (PCI Express capability: payload and read-request sizes), `DEV/iommu_group`
-//!   → `/sys/kernel/iommu_groups/N/type`, `IF/{gso_max_size,gro_max_size,tso_max_size}`
+//!   → `/sys/kernel/iommu_groups/N/type`
+//! - GSO/GRO sizes: rtnetlink on a live root, `IF/{gso,gro,tso}_max_size` in a tree
+//!   ([`crate::link`])
 //! - `/proc/interrupts` (action names), `/proc/irq/N/{smp_affinity_list,smp_affinity,effective_affinity_list,effective_affinity,affinity_hint,node}`
 //! - `pci.ids` at its distribution path ([`crate::pci::PCI_IDS_PATHS`])
 //! - ethtool ([`crate::ethtool`])
@@ -236,11 +238,17 @@ pub struct NicFacts {
     pub siblings: Vec<String>,
     pub ethtool: Option<EthtoolFacts>,
     /// `IF/gso_max_size`, `IF/gro_max_size`: the largest GSO/GRO packet the stack builds for
-    /// this interface (above 65536 = BIG TCP, kernels ≥ 6.3).
+    /// this interface (above 65536 = BIG TCP, kernels ≥ 6.3); on a live root from rtnetlink
+    /// ([`crate::link`]), which has them where `/sys` does not.
     #[serde(default)]
     pub gso_max_size: Option<u32>,
     #[serde(default)]
     pub gro_max_size: Option<u32>,
+    /// `gso_ipv4_max_size`, `gro_ipv4_max_size`: the same for IPv4 (kernels ≥ 6.3).
+    #[serde(default)]
+    pub gso_ipv4_max_size: Option<u32>,
+    #[serde(default)]
+    pub gro_ipv4_max_size: Option<u32>,
     /// `IF/tso_max_size`: the largest TSO packet the driver accepts (kernels ≥ 6.0).
     #[serde(default)]
     pub tso_max_size: Option<u32>,
@@ -645,6 +653,7 @@ fn collect_nic(
     }
 
     let link = LinkState::read(root, name);
+    let sizes = crate::link::collect_sizes(root, name);
     NicFacts {
         name: name.to_string(),
         sysfs: net.clone(),
@@ -680,9 +689,11 @@ fn collect_nic(
         tx_queues,
         siblings,
         ethtool: collect_ethtool(root, name),
-        gso_max_size: root.parse_opt(&format!("{net}/gso_max_size")),
-        gro_max_size: root.parse_opt(&format!("{net}/gro_max_size")),
-        tso_max_size: root.parse_opt(&format!("{net}/tso_max_size")),
+        gso_max_size: sizes.and_then(|s| s.gso_max_size),
+        gro_max_size: sizes.and_then(|s| s.gro_max_size),
+        gso_ipv4_max_size: sizes.and_then(|s| s.gso_ipv4_max_size),
+        gro_ipv4_max_size: sizes.and_then(|s| s.gro_ipv4_max_size),
+        tso_max_size: sizes.and_then(|s| s.tso_max_size),
         iommu_group,
     }
 }

@@ -57,6 +57,7 @@ fn plain_interface(root: &Root, name: &str) -> Option<NicView> {
         return None;
     }
     let link = LinkState::read(root, name);
+    let ethtool = wirespeed_host::ethtool::collect_ethtool(root, name);
     Some(NicView {
         name: name.to_string(),
         driver: None,
@@ -67,7 +68,9 @@ fn plain_interface(root: &Root, name: &str) -> Option<NicView> {
         local_cpus: None,
         irqs: Vec::new(),
         ring: None,
-        coalesce: wirespeed_host::ethtool::collect_ethtool(root, name).and_then(|e| e.coalesce),
+        coalesce: ethtool.as_ref().and_then(|e| e.coalesce),
+        sizes: wirespeed_host::link::collect_sizes(root, name),
+        pause: ethtool.and_then(|e| e.pause),
     })
 }
 
@@ -225,6 +228,8 @@ pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostV
                     tx_max: r.tx_max,
                 }),
             coalesce: n.ethtool.as_ref().and_then(|e| e.coalesce),
+            sizes: wirespeed_host::link::collect_sizes(root, &n.name),
+            pause: n.ethtool.as_ref().and_then(|e| e.pause),
         });
     }
     Ok(v)

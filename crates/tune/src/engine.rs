@@ -20,7 +20,8 @@ use crate::journal::{
 use crate::plan::{irq_affinity_path, Change, Plan, Step};
 use crate::value::Form;
 use crate::{service, TuneError};
-use wirespeed_host::ethtool::{self, CoalesceSet};
+use wirespeed_host::ethtool::{self, CoalesceSet, PauseSet};
+use wirespeed_host::link::{self, LinkSizes, SizesSet};
 
 /// How to apply.
 #[derive(Debug, Clone)]
@@ -98,6 +99,8 @@ impl ApplyReport {
 const LIVE_ONLY_SERVICE: &str = "services can only be controlled on the live host";
 const LIVE_ONLY_RING: &str = "ring sizes can only be set on the live host";
 const LIVE_ONLY_COALESCE: &str = "interrupt coalescing can only be set on the live host";
+const LIVE_ONLY_SIZES: &str = "GSO/GRO sizes can only be set on the live host";
+const LIVE_ONLY_PAUSE: &str = "flow control can only be set on the live host";
 
 fn not_writable(path: &str, source: io::Error) -> TuneError {
     TuneError::NotWritable {
@@ -171,7 +174,11 @@ pub fn preflight(root: &Root, plan: &Plan, journal_dir: &str) -> Result<(), Tune
                     }
                 }
             }
-            Change::Service { .. } | Change::Ring { .. } | Change::Coalesce { .. } => {}
+            Change::Service { .. }
+            | Change::Ring { .. }
+            | Change::Coalesce { .. }
+            | Change::LinkSizes { .. }
+            | Change::Pause { .. } => {}
         }
     }
     Ok(())
@@ -185,6 +192,9 @@ struct Applier<'a> {
     root: &'a Root,
     journal: Journal,
     seq: u32,
+    /// Where GSO/GRO sizes and flow control are set: the kernel on a live root, a stand-in in
+    /// tests, `None` on a captured tree (those steps are skipped).
+    link: Option<&'a dyn LinkDevice>,
 }
 
 impl Applier<'_> {
@@ -265,6 +275,30 @@ pub fn apply(
     opts: &ApplyOptions,
     after_step: &mut dyn FnMut(&Root, &Step),
 ) -> Result<ApplyReport, TuneError> {
+    let kernel = KernelLink;
+    let link = root.is_live().then_some(&kernel as &dyn LinkDevice);
+    apply_inner(root, plan, opts, after_step, link)
+}
+
+/// [`apply`] with GSO/GRO sizes and flow control set through `link` whatever the root (tests
+/// put an in-memory NIC there to run those steps on a captured tree).
+pub fn apply_with(
+    root: &Root,
+    plan: &Plan,
+    opts: &ApplyOptions,
+    after_step: &mut dyn FnMut(&Root, &Step),
+    link: &dyn LinkDevice,
+) -> Result<ApplyReport, TuneError> {
+    apply_inner(root, plan, opts, after_step, Some(link))
+}
+
+fn apply_inner(
+    root: &Root,
+    plan: &Plan,
+    opts: &ApplyOptions,
+    after_step: &mut dyn FnMut(&Root, &Step),
+    link: Option<&dyn LinkDevice>,
+) -> Result<ApplyReport, TuneError> {
     preflight(root, plan, &opts.journal_dir)?;
     let _lock = journal::ApplyLock::acquire(root, &opts.journal_dir)?;
     let begin = Record::Begin {
@@ -281,6 +315,7 @@ pub fn apply(
         root,
         journal,
         seq: 0,
+        link,
     };
     let mut reports = Vec::new();
     for (i, step) in plan.steps.iter().enumerate() {
@@ -342,6 +377,14 @@ fn apply_step(a: &mut Applier<'_>, i: usize, step: &Step) -> StepResult {
             }
             set_coalesce(a, i, finding, iface, set, &KernelCoalesce)
         }
+        Change::LinkSizes { iface, set } => match a.link {
+            Some(dev) => set_sizes(a, i, finding, iface, set, dev),
+            None => Ok((StepStatus::Skipped, Some(LIVE_ONLY_SIZES.into()))),
+        },
+        Change::Pause { iface, set } => match a.link {
+            Some(dev) => set_pause(a, i, finding, iface, set, dev),
+            None => Ok((StepStatus::Skipped, Some(LIVE_ONLY_PAUSE.into()))),
+        },
     }
 }
 
@@ -690,6 +733,220 @@ fn set_coalesce(
     Ok((status, detail))
 }
 
+/// Where GSO/GRO sizes (rtnetlink) and flow control (ethtool) are read and set: the running
+/// kernel ([`KernelLink`]), or an in-memory NIC in tests.
+pub trait LinkDevice {
+    fn sizes(&self, iface: &str) -> io::Result<LinkSizes>;
+    fn set_sizes(&self, iface: &str, set: &SizesSet) -> io::Result<()>;
+    fn pause(&self, iface: &str) -> io::Result<ethtool::Pause>;
+    fn set_pause(&self, iface: &str, set: &PauseSet) -> io::Result<()>;
+}
+
+/// The running kernel: `RTM_GETLINK`/`RTM_NEWLINK`, `ETHTOOL_GPAUSEPARAM`/`ETHTOOL_SPAUSEPARAM`.
+pub struct KernelLink;
+
+impl LinkDevice for KernelLink {
+    fn sizes(&self, iface: &str) -> io::Result<LinkSizes> {
+        link::get_sizes(iface)
+    }
+    fn set_sizes(&self, iface: &str, set: &SizesSet) -> io::Result<()> {
+        link::set_sizes(iface, set)
+    }
+    fn pause(&self, iface: &str) -> io::Result<ethtool::Pause> {
+        ethtool::get_pause(iface)
+    }
+    fn set_pause(&self, iface: &str, set: &PauseSet) -> io::Result<()> {
+        ethtool::set_pause(iface, set)
+    }
+}
+
+/// Record the outcome of a write announced as change `seq`.
+fn finish_write(a: &mut Applier<'_>, seq: u32, res: io::Result<()>, what: &str) -> StepResult {
+    let (status, outcome, detail) = match res {
+        Ok(()) => (StepStatus::Applied, Outcome::Applied, None),
+        Err(e) if unsupported(&e) => (
+            StepStatus::NotSupported,
+            Outcome::NotSupported,
+            Some(format!("{what}: {e}")),
+        ),
+        Err(e) => (
+            StepStatus::Failed,
+            Outcome::Failed,
+            Some(format!("{what}: {e}")),
+        ),
+    };
+    a.result(seq, outcome, &detail)?;
+    Ok((status, detail))
+}
+
+/// Raise the GSO/GRO sizes `set` names (those the kernel reports: the IPv4 ones exist from
+/// 6.3): read, skip when they hold, journal the old values of exactly those sizes, set, read
+/// back. A size the driver refuses (above its `tso_max_size`: `EINVAL`) is not supported.
+fn set_sizes(
+    a: &mut Applier<'_>,
+    i: usize,
+    finding: &str,
+    iface: &str,
+    set: &SizesSet,
+    dev: &dyn LinkDevice,
+) -> StepResult {
+    let cur = match dev.sizes(iface) {
+        Ok(c) => c,
+        Err(e) => {
+            return Ok((
+                StepStatus::Failed,
+                Some(format!("RTM_GETLINK {iface}: {e}")),
+            ))
+        }
+    };
+    let set = set.supported_by(&cur);
+    if set.is_empty() {
+        return Ok((
+            StepStatus::NotSupported,
+            Some(format!("the kernel reports no GSO/GRO sizes for {iface}")),
+        ));
+    }
+    if set.holds_in(&cur) {
+        return Ok((StepStatus::AlreadySet, None));
+    }
+    let seq = a.change(
+        i,
+        finding,
+        Undo::LinkSizes {
+            iface: iface.to_string(),
+            old: set.current_in(&cur),
+            new: set,
+        },
+    )?;
+    let what = format!("ip link set dev {iface} {}", set.ip_args());
+    let res = dev.set_sizes(iface, &set);
+    let ok = res.is_ok();
+    let (status, detail) = finish_write(a, seq, res, &what)?;
+    if !ok {
+        return Ok((status, detail));
+    }
+    let back = dev
+        .sizes(iface)
+        .map(|now| set.current_in(&now).ip_args())
+        .unwrap_or_else(|e| format!("not read back: {e}"));
+    Ok((status, Some(format!("kernel reports {back}"))))
+}
+
+/// Set the flow-control directions `set` names: read, skip when they hold, journal, write. A
+/// driver without flow control (`EOPNOTSUPP`) is not supported, and the plan goes on.
+fn set_pause(
+    a: &mut Applier<'_>,
+    i: usize,
+    finding: &str,
+    iface: &str,
+    set: &PauseSet,
+    dev: &dyn LinkDevice,
+) -> StepResult {
+    let cur = match dev.pause(iface) {
+        Ok(c) => c,
+        Err(e) if unsupported(&e) => {
+            return Ok((
+                StepStatus::NotSupported,
+                Some(format!("ethtool -a {iface}: {e}")),
+            ))
+        }
+        Err(e) => return Ok((StepStatus::Failed, Some(format!("ethtool -a {iface}: {e}")))),
+    };
+    if set.holds_in(&cur) {
+        return Ok((StepStatus::AlreadySet, None));
+    }
+    let seq = a.change(
+        i,
+        finding,
+        Undo::Pause {
+            iface: iface.to_string(),
+            old: set.current_in(&cur),
+            new: *set,
+        },
+    )?;
+    let what = format!("ethtool -A {iface} {}", set.ethtool_args());
+    let res = dev.set_pause(iface, set);
+    finish_write(a, seq, res, &what)
+}
+
+/// Put back the sizes a journal saved: only when they still hold what tune set (or `force`).
+fn undo_sizes(
+    iface: &str,
+    old: &SizesSet,
+    new: &SizesSet,
+    force: bool,
+    dev: &dyn LinkDevice,
+) -> (RevertStatus, Option<String>) {
+    let cur = match dev.sizes(iface) {
+        Ok(c) => c,
+        Err(err) => {
+            return (
+                RevertStatus::Failed,
+                Some(format!("RTM_GETLINK {iface}: {err}")),
+            )
+        }
+    };
+    if old.holds_in(&cur) {
+        return (RevertStatus::AlreadyOriginal, None);
+    }
+    if !new.holds_in(&cur) && !force {
+        return (
+            RevertStatus::LeftChanged,
+            Some(format!(
+                "now {}, tune set {}",
+                new.current_in(&cur).ip_args(),
+                new.ip_args()
+            )),
+        );
+    }
+    match dev.set_sizes(iface, old) {
+        Ok(()) => (RevertStatus::Restored, Some(old.ip_args())),
+        Err(err) => (
+            RevertStatus::Failed,
+            Some(format!("ip link set dev {iface} {}: {err}", old.ip_args())),
+        ),
+    }
+}
+
+/// Put back the flow-control directions a journal saved (same rule as the sizes).
+fn undo_pause(
+    iface: &str,
+    old: &PauseSet,
+    new: &PauseSet,
+    force: bool,
+    dev: &dyn LinkDevice,
+) -> (RevertStatus, Option<String>) {
+    let cur = match dev.pause(iface) {
+        Ok(c) => c,
+        Err(err) => {
+            return (
+                RevertStatus::Failed,
+                Some(format!("ethtool -a {iface}: {err}")),
+            )
+        }
+    };
+    if old.holds_in(&cur) {
+        return (RevertStatus::AlreadyOriginal, None);
+    }
+    if !new.holds_in(&cur) && !force {
+        return (
+            RevertStatus::LeftChanged,
+            Some(format!(
+                "now {}, tune set {}",
+                new.current_in(&cur).ethtool_args(),
+                new.ethtool_args()
+            )),
+        );
+    }
+    match dev.set_pause(iface, old) {
+        Ok(()) => (RevertStatus::Restored, Some(old.ethtool_args())),
+        Err(err) => (
+            RevertStatus::Failed,
+            Some(format!("ethtool -A {iface}: {err}")),
+        ),
+    }
+}
+
 /// Put back the coalescing fields a journal saved: only when they still hold what tune set
 /// (or with `force`).
 fn undo_coalesce(
@@ -803,6 +1060,27 @@ pub fn latest_unreverted(root: &Root, dir: &str) -> Result<Option<String>, TuneE
 
 /// Revert every change of a journal, newest first.
 pub fn revert(root: &Root, journal_path: &str, force: bool) -> Result<RevertReport, TuneError> {
+    let kernel = KernelLink;
+    let link = root.is_live().then_some(&kernel as &dyn LinkDevice);
+    revert_inner(root, journal_path, force, link)
+}
+
+/// [`revert`] with GSO/GRO sizes and flow control put back through `link` whatever the root.
+pub fn revert_with(
+    root: &Root,
+    journal_path: &str,
+    force: bool,
+    link: &dyn LinkDevice,
+) -> Result<RevertReport, TuneError> {
+    revert_inner(root, journal_path, force, Some(link))
+}
+
+fn revert_inner(
+    root: &Root,
+    journal_path: &str,
+    force: bool,
+    link: Option<&dyn LinkDevice>,
+) -> Result<RevertReport, TuneError> {
     check_privileged(root)?;
     let dir = Path::new(journal_path)
         .parent()
@@ -825,7 +1103,7 @@ pub fn revert(root: &Root, journal_path: &str, force: bool) -> Result<RevertRepo
             Some(Outcome::Failed) | Some(Outcome::NotMovable) | Some(Outcome::NotSupported) => {
                 (RevertStatus::NothingWritten, None)
             }
-            _ => undo(root, e, force),
+            _ => undo(root, e, force, link),
         };
         items.push(RevertItem {
             seq: e.seq,
@@ -868,7 +1146,12 @@ fn short(s: &str) -> String {
     }
 }
 
-fn undo(root: &Root, e: &Entry, force: bool) -> (RevertStatus, Option<String>) {
+fn undo(
+    root: &Root,
+    e: &Entry,
+    force: bool,
+    link: Option<&dyn LinkDevice>,
+) -> (RevertStatus, Option<String>) {
     // `None` outcome: the apply stopped between announcing this change and recording its end;
     // the write may not have happened, or (in a plain file) may have been cut short.
     let unconfirmed = e.outcome.is_none();
@@ -1018,6 +1301,14 @@ fn undo(root: &Root, e: &Entry, force: bool) -> (RevertStatus, Option<String>) {
             }
             undo_coalesce(iface, old, new, force, &KernelCoalesce)
         }
+        Undo::LinkSizes { iface, old, new } => match link {
+            Some(dev) => undo_sizes(iface, old, new, force, dev),
+            None => (RevertStatus::Failed, Some(LIVE_ONLY_SIZES.into())),
+        },
+        Undo::Pause { iface, old, new } => match link {
+            Some(dev) => undo_pause(iface, old, new, force, dev),
+            None => (RevertStatus::Failed, Some(LIVE_ONLY_PAUSE.into())),
+        },
     }
 }
 
@@ -1140,6 +1431,7 @@ mod tests {
             root,
             journal: Journal::create(root, "/j", &begin).unwrap(),
             seq: 0,
+            link: None,
         }
     }
 

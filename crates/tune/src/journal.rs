@@ -21,7 +21,8 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 use std::time::SystemTime;
-use wirespeed_host::ethtool::CoalesceSet;
+use wirespeed_host::ethtool::{CoalesceSet, PauseSet};
+use wirespeed_host::link::SizesSet;
 use wirespeed_host::utc::Utc;
 use wirespeed_host::Root;
 
@@ -85,6 +86,20 @@ pub enum Undo {
         old: CoalesceSet,
         new: CoalesceSet,
     },
+    /// GSO/GRO sizes set through rtnetlink: `old` holds what the kernel reported for exactly
+    /// the sizes `new` names.
+    LinkSizes {
+        iface: String,
+        old: SizesSet,
+        new: SizesSet,
+    },
+    /// Flow-control directions set through the ethtool interface: `old` holds what the NIC had
+    /// for exactly the directions `new` names.
+    Pause {
+        iface: String,
+        old: PauseSet,
+        new: PauseSet,
+    },
 }
 
 impl Undo {
@@ -98,6 +113,8 @@ impl Undo {
             Undo::Service { unit, .. } => unit.clone(),
             Undo::Ring { iface, .. } => format!("ethtool -G {iface}"),
             Undo::Coalesce { iface, .. } => format!("ethtool -C {iface}"),
+            Undo::LinkSizes { iface, .. } => format!("ip link set dev {iface}"),
+            Undo::Pause { iface, .. } => format!("ethtool -A {iface}"),
         }
     }
 }

@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
-use wirespeed_host::ethtool::CoalesceSet;
+use wirespeed_host::ethtool::{CoalesceSet, PauseSet};
+use wirespeed_host::link::SizesSet;
 use wirespeed_host::CpuSet;
 
 use crate::value::{shell_quote, sysctl_key, Form};
@@ -57,6 +58,12 @@ pub enum Change {
     /// NIC interrupt coalescing through the ethtool interface (only the fields `set` names, as
     /// the user asked); live hosts only.
     Coalesce { iface: String, set: CoalesceSet },
+    /// GSO/GRO packet sizes (BIG TCP) through rtnetlink (`RTM_NEWLINK`); the IPv4 sizes only
+    /// where the kernel reports them; live hosts only.
+    LinkSizes { iface: String, set: SizesSet },
+    /// Ethernet flow control (pause frames) through the ethtool interface, as the user asked
+    /// (the switch port is the other half); live hosts only.
+    Pause { iface: String, set: PauseSet },
 }
 
 impl Change {
@@ -67,7 +74,11 @@ impl Change {
             | Change::Create { path, .. }
             | Change::Link { path, .. } => Some(path.clone()),
             Change::IrqAffinity { irq, .. } => Some(irq_affinity_path(*irq)),
-            Change::Service { .. } | Change::Ring { .. } | Change::Coalesce { .. } => None,
+            Change::Service { .. }
+            | Change::Ring { .. }
+            | Change::Coalesce { .. }
+            | Change::LinkSizes { .. }
+            | Change::Pause { .. } => None,
         }
     }
 
@@ -75,7 +86,11 @@ impl Change {
     pub fn live_only(&self) -> bool {
         matches!(
             self,
-            Change::Service { .. } | Change::Ring { .. } | Change::Coalesce { .. }
+            Change::Service { .. }
+                | Change::Ring { .. }
+                | Change::Coalesce { .. }
+                | Change::LinkSizes { .. }
+                | Change::Pause { .. }
         )
     }
 }
@@ -349,6 +364,8 @@ pub fn command_for(change: &Change) -> String {
         },
         Change::Ring { iface, rx, tx } => format!("ethtool -G {iface} rx {rx} tx {tx}"),
         Change::Coalesce { iface, set } => format!("ethtool -C {iface} {}", set.ethtool_args()),
+        Change::LinkSizes { iface, set } => format!("ip link set dev {iface} {}", set.ip_args()),
+        Change::Pause { iface, set } => format!("ethtool -A {iface} {}", set.ethtool_args()),
     }
 }
 

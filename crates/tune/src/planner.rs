@@ -26,14 +26,19 @@
 //! - Socket buffers sized for `--rate`, else the link speed, else the instance type's rate.
 //! - An app on another NUMA node than the NIC: the plan's first line says where to run it, and
 //!   the plan is made for the app there (no dead end).
-//! - Notes for findings software cannot fix (a PCIe link, a temperature) or the plan leaves.
+//! - BIG TCP (`big-tcp-off`): GSO/GRO sizes (and the IPv4 ones the kernel reports) to doctor's
+//!   size, at most the driver's limit, through rtnetlink; flow control only as requested
+//!   (`--pause`), since the switch port is the other half.
+//! - Notes for findings software cannot fix (a PCIe link, a temperature) or should not change
+//!   live (the IOMMU mode, PCIe payload sizes: boot parameters, firmware), saying what to do.
 
 use std::collections::BTreeSet;
 
 use wirespeed_doctor::checks::fmt_mbps;
 use wirespeed_doctor::placement::{self, auto_policy, IrqCpus, PlacementError, Vector};
 use wirespeed_doctor::sizing;
-use wirespeed_host::ethtool::CoalesceSet;
+use wirespeed_host::ethtool::{CoalesceSet, PauseSet};
+use wirespeed_host::link::SizesSet;
 use wirespeed_host::CpuSet;
 
 use crate::plan::{command_for, Change, Note, Plan, Step, PERSIST, REQUESTED};
@@ -62,6 +67,9 @@ pub mod ids {
     /// NIC rings below the driver's maximum (doctor's `ring-below-max`).
     pub use wirespeed_doctor::ids::RING_BELOW_MAX as RING;
     pub use wirespeed_doctor::ids::{ARFS_OFF, CSTATES_DEEP, TCP_OPTIONS_OFF, TXQUEUELEN_SHORT};
+    pub use wirespeed_doctor::ids::{
+        BIG_TCP_OFF, IOMMU_TRANSLATED, PAUSE_FRAMES_OFF, PCIE_MAXREADREQ_SMALL, PCIE_MPS_SMALL,
+    };
 }
 
 /// Groups of settings, to restrict a plan (`--only`).
@@ -73,17 +81,19 @@ pub enum Category {
     Governor,
     Ring,
     Coalesce,
+    Pause,
     Irqbalance,
 }
 
 impl Category {
-    pub const ALL: [Category; 7] = [
+    pub const ALL: [Category; 8] = [
         Category::Irq,
         Category::Stack,
         Category::Link,
         Category::Governor,
         Category::Ring,
         Category::Coalesce,
+        Category::Pause,
         Category::Irqbalance,
     ];
 
@@ -95,6 +105,7 @@ impl Category {
             "governor" => Category::Governor,
             "ring" => Category::Ring,
             "coalesce" => Category::Coalesce,
+            "pause" => Category::Pause,
             "irqbalance" => Category::Irqbalance,
             _ => return None,
         })
@@ -118,6 +129,9 @@ pub struct PlanOptions {
     /// Interrupt coalescing the user asked for (`--adaptive-rx`, `--rx-usecs`, `--tx-usecs`);
     /// empty: coalescing is not planned.
     pub coalesce: CoalesceSet,
+    /// Flow control the user asked for (`--pause`, `--rx-pause`, `--tx-pause`); empty: not
+    /// planned (the switch port is the other half, so no finding asks for it alone).
+    pub pause: PauseSet,
     pub stop_irqbalance: bool,
     pub persist: bool,
     pub only: BTreeSet<Category>,
@@ -135,6 +149,7 @@ impl PlanOptions {
             mtu: None,
             txqueuelen: None,
             coalesce: CoalesceSet::default(),
+            pause: PauseSet::default(),
             stop_irqbalance: false,
             persist: false,
             only: Category::ALL.into_iter().collect(),
@@ -235,7 +250,10 @@ impl Builder<'_> {
         let holds = match &change {
             Change::Write { form, .. } => form.same(&current, &new),
             Change::IrqAffinity { .. } => Form::CpuList.same(&current, &new),
-            Change::Ring { .. } | Change::Coalesce { .. } => current == new,
+            Change::Ring { .. }
+            | Change::Coalesce { .. }
+            | Change::LinkSizes { .. }
+            | Change::Pause { .. } => current == new,
             Change::Create { .. } | Change::Link { .. } | Change::Service { .. } => false,
         };
         let step = Step {
@@ -367,6 +385,7 @@ pub fn plan(view: &HostView, opts: &PlanOptions) -> Result<Plan, PlanError> {
     }
     if b.on(Category::Link) {
         link(&mut b);
+        big_tcp(&mut b);
     }
     if b.on(Category::Governor) {
         governor(&mut b, &handling);
@@ -376,6 +395,9 @@ pub fn plan(view: &HostView, opts: &PlanOptions) -> Result<Plan, PlanError> {
     }
     if b.on(Category::Coalesce) {
         coalesce(&mut b);
+    }
+    if b.on(Category::Pause) {
+        pause(&mut b);
     }
     doctor_writes(&mut b);
     leftover_notes(&mut b);
@@ -1082,6 +1104,88 @@ fn coalesce(b: &mut Builder<'_>) {
     );
 }
 
+/// `big-tcp-off`: GSO/GRO sizes (and their IPv4 variants where the kernel reports them) to
+/// doctor's BIG TCP size, at most the driver's `tso_max_size`, through rtnetlink.
+fn big_tcp(b: &mut Builder<'_>) {
+    if !b.view.has(ids::BIG_TCP_OFF) {
+        return;
+    }
+    let Some(nic) = &b.view.nic else {
+        return;
+    };
+    let Some(cur) = nic.sizes else {
+        return; // doctor read the sizes from the same root; without them there is no finding
+    };
+    let size = cur
+        .tso_max_size
+        .map_or(wirespeed_doctor::knobs::BIG_TCP_SIZE, |t| {
+            wirespeed_doctor::knobs::BIG_TCP_SIZE.min(t)
+        });
+    let set = SizesSet::all(size).supported_by(&cur);
+    if set.is_empty() {
+        return;
+    }
+    let change = Change::LinkSizes {
+        iface: nic.name.clone(),
+        set,
+    };
+    b.push(
+        ids::BIG_TCP_OFF,
+        format!(
+            "BIG TCP on {}: GSO/GRO packets up to {size} bytes (the driver takes {}), fewer packets through the stack per byte",
+            nic.name,
+            cur.tso_max_size.map_or("?".into(), |t| t.to_string())
+        ),
+        format!("ip link set dev {}", nic.name),
+        set.current_in(&cur).ip_args(),
+        set.ip_args(),
+        change,
+    );
+}
+
+/// Flow control only as requested: it works only when the switch port does its half, which
+/// nothing on this host can see. Unknown (a note, no step) when the NIC did not answer
+/// `ETHTOOL_GPAUSEPARAM`.
+fn pause(b: &mut Builder<'_>) {
+    let want = b.opts.pause;
+    if want.is_empty() {
+        return;
+    }
+    let Some(nic) = &b.view.nic else {
+        return;
+    };
+    let Some(cur) = nic.pause else {
+        b.note(
+            None,
+            format!(
+                "flow control on {} is unknown: the NIC did not answer ETHTOOL_GPAUSEPARAM (ethtool -a), so `ethtool -A {} {}` is not planned",
+                nic.name,
+                nic.name,
+                want.ethtool_args()
+            ),
+        );
+        return;
+    };
+    let turns_on = want.rx == Some(true) && !cur.rx || want.tx == Some(true) && !cur.tx;
+    let finding = if turns_on && b.view.has(ids::PAUSE_FRAMES_OFF) {
+        ids::PAUSE_FRAMES_OFF
+    } else {
+        REQUESTED
+    };
+    let change = Change::Pause {
+        iface: nic.name.clone(),
+        set: want,
+    };
+    b.push(
+        finding,
+        "flow control as requested (the switch port must have it on too)".into(),
+        format!("ethtool -A {}", nic.name),
+        want.current_in(&cur).ethtool_args(),
+        want.ethtool_args(),
+        change,
+    );
+}
+
 /// The findings whose fix is a kernel file write that doctor computed (TCP options, transmit
 /// queue length, RFS tables, C-states): exactly those writes, in the category they belong to.
 /// A path another step already sets (`--txqueuelen`) is left to that step.
@@ -1173,6 +1277,20 @@ fn leftover_notes(b: &mut Builder<'_>) {
             }
             ids::SOFTNET_DROPS => {
                 "softnet_stat counts since boot; the backlog and budget are already large, so look at the IRQ CPUs' load".to_string()
+            }
+            ids::PAUSE_FRAMES_OFF => {
+                let name = b.view.nic.as_ref().map_or("IF", |n| n.name.as_str());
+                format!("not changed by this plan: flow control works only when the switch port has it on too, which this host cannot see. Turn it on at the switch port first (receive, or both), then plan again with --pause both (or --rx-pause on / --tx-pause on) to set the NIC's half (ethtool -A {name} rx on tx on); leave it off on fabrics that use PFC, or where a paused port would spread congestion to other hosts")
+            }
+            ids::IOMMU_TRANSLATED => {
+                "not changed by this plan: the IOMMU mode is a kernel boot parameter. Add iommu=pt to the kernel command line (on Intel hosts whose kernel does not turn the IOMMU on by default: intel_iommu=on iommu=pt; on AMD: iommu=pt) — GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub (Debian/Ubuntu) or grub2-mkconfig -o /boot/grub2/grub.cfg, or grubby --update-kernel=ALL --args=iommu=pt (RHEL/Fedora) — and reboot. Risk: pass-through gives the host's own drivers untranslated DMA, so a faulty or malicious device is no longer confined; keep translation on a host that passes devices to VMs or relies on DMA protection (Thunderbolt)".to_string()
+            }
+            ids::PCIE_MPS_SMALL => {
+                "not changed by this plan: MaxPayload must match along the whole PCIe path, so the kernel sets it at boot. Boot with pci=pcie_bus_perf (kernel command line, as for iommu=pt) or raise MaxPayload in the firmware setup, and reboot. Risk: a payload one device on the path cannot take corrupts or drops its transactions, so never change it live with setpci".to_string()
+            }
+            ids::PCIE_MAXREADREQ_SMALL => {
+                let dev = f.fix.first().and_then(|c| c.split_whitespace().nth(2)).unwrap_or("BUS:DEV.FN");
+                format!("not changed by this plan: a PCIe configuration-space write, which software should not make under a running driver. To try it: setpci -s {dev} CAP_EXP+8.w=5000:7000 (Device Control, at offset 8 of the PCI Express capability: bits 14:12 = 5, MaxReadReq 4096; the mask leaves the other bits), check with lspci -s {dev} -vv | grep MaxReadReq, and set it again after every boot (a boot script) — or raise it in the NIC's firmware settings, which persist. Risk: some platforms and NICs misbehave with 4096-byte read requests (lower throughput for other devices, hangs); a reset of the function or a driver reload puts back the driver's value")
             }
             _ => String::new(),
         };

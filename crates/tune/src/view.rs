@@ -62,6 +62,12 @@ pub struct NicView {
     /// snapshot carries); `None` when it did not answer.
     #[serde(default)]
     pub coalesce: Option<wirespeed_host::ethtool::Coalesce>,
+    /// GSO/GRO sizes (rtnetlink on a live host, the tree's files or answer in a capture).
+    #[serde(default)]
+    pub sizes: Option<wirespeed_host::link::LinkSizes>,
+    /// Flow control as the NIC answered `ETHTOOL_GPAUSEPARAM`; `None` when it did not answer.
+    #[serde(default)]
+    pub pause: Option<wirespeed_host::ethtool::Pause>,
 }
 
 impl NicView {

@@ -341,3 +341,67 @@ fn vectors_no_driver_requested_are_never_in_a_plan() {
         );
     }
 }
+
+/// The ice host with the GSO/GRO sizes a 6.8 kernel reports (at 64 KiB, the driver taking
+/// 524280): doctor's `big-tcp-off` becomes a `link-sizes` step; flow control is a step only
+/// with `--pause`/`--rx-pause`/`--tx-pause`, and the two spellings do not mix.
+#[test]
+fn big_tcp_is_a_step_and_flow_control_one_only_on_request() {
+    let t = tempfile::tempdir().unwrap();
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(fixtures().join("ice-e810-2s-xeon").join("."))
+        .arg(t.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let net = std::fs::canonicalize(t.path().join("sys/class/net/ens5f0np0")).unwrap();
+    for (f, v) in [
+        ("gso_max_size", "65536"),
+        ("gro_max_size", "65536"),
+        ("tso_max_size", "524280"),
+    ] {
+        std::fs::write(net.join(f), format!("{v}\n")).unwrap();
+    }
+    let root = t.path().to_str().unwrap();
+    let o = tune(root, &["--only", "link,pause", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let steps = plan["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{plan}");
+    assert_eq!(steps[0]["finding"], "big-tcp-off");
+    assert_eq!(steps[0]["change"]["kind"], "link-sizes");
+    assert_eq!(steps[0]["change"]["set"]["gso_max_size"], 185_000);
+    assert_eq!(
+        steps[0]["command"],
+        "ip link set dev ens5f0np0 gso_max_size 185000 gro_max_size 185000"
+    );
+    // flow control is on (rx and tx) on this host: turning rx off is a requested step
+    let o = tune(root, &["--only", "pause", "--rx-pause", "off", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let steps = plan["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{plan}");
+    assert_eq!(steps[0]["change"]["kind"], "pause");
+    assert_eq!(steps[0]["command"], "ethtool -A ens5f0np0 rx off");
+    assert_eq!(steps[0]["current"], "rx on");
+    // --pause both: already so, nothing to change
+    let o = tune(root, &["--only", "pause", "--pause", "both", "--json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(plan["steps"].as_array().unwrap().is_empty(), "{plan}");
+    // on a tree both steps are skipped, and nothing is journaled for them
+    let o = tune(root, &["--only", "link,pause", "--pause", "off", "--apply"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("GSO/GRO sizes can only be set on the live host"),
+        "{out}"
+    );
+    assert!(
+        out.contains("flow control can only be set on the live host"),
+        "{out}"
+    );
+    // the two spellings do not mix
+    let o = tune(root, &["--pause", "both", "--rx-pause", "on"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}

@@ -5,6 +5,7 @@
 
 use crate::{host_common, need};
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::process::{Command, Output};
 
@@ -420,4 +421,160 @@ fn doctors_tcp_option_write_applies_and_reverts_in_a_namespace() {
     assert_eq!(read_in_ns(&ns.0, SACK), "0");
     assert_eq!(fs::read_to_string(SACK).unwrap_or_default(), host_before);
     eprintln!("reverted: namespace tcp_sack 0");
+}
+
+/// Run `f` on a thread inside the network namespace `ns` (`/run/netns/NS`, as `ip netns` makes
+/// it): the rtnetlink and ethtool sockets tune opens there reach that namespace's interfaces.
+/// Files (the journal) are the host's as ever.
+fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
+    use std::os::fd::AsRawFd;
+    let file = fs::File::open(format!("/run/netns/{ns}")).expect("the lab's namespace");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: setns on an open namespace descriptor; it changes only this thread's
+            // network namespace, and the thread ends with the scope.
+            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+            f()
+        })
+        .join()
+        .expect("the thread in the namespace")
+    })
+}
+
+/// The GSO/GRO sizes `ip -d link show` prints for a link (iproute2 reads them through
+/// netlink; older releases print no IPv4 sizes): name → value.
+fn sizes_shown(ns: &str, dev: &str) -> BTreeMap<String, String> {
+    let o = sh("ip", &["-n", ns, "-d", "link", "show", dev]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s = String::from_utf8_lossy(&o.stdout).to_string();
+    let words: Vec<&str> = s.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter(|w| {
+            matches!(
+                w[0],
+                "gso_max_size" | "gro_max_size" | "gso_ipv4_max_size" | "gro_ipv4_max_size"
+            )
+        })
+        .map(|w| (w[0].to_string(), w[1].to_string()))
+        .collect()
+}
+
+/// BIG TCP for real on a veth (veth takes GSO/GRO sizes up to its 524280-byte TSO limit): the
+/// step raises gso_max_size and gro_max_size (and the IPv4 sizes where the kernel has them)
+/// through rtnetlink, `ip -d link show` sees them, revert puts the originals back. Flow control
+/// in the same plan: veth has none, the kernel answers EOPNOTSUPP, the step is "not supported",
+/// nothing is written and the plan goes on. A 100 Gbit/s link cannot be faked on a veth, so
+/// the step is given directly rather than from doctor's finding (the tree tests cover that).
+#[test]
+fn veth_big_tcp_sizes_change_for_real_and_revert_and_pause_is_not_supported() {
+    let me = "veth_big_tcp_sizes_change_for_real_and_revert_and_pause_is_not_supported";
+    let Some(ns) = veth_netns(me, "wsd5big") else {
+        return;
+    };
+    let before = sizes_shown(&ns.0, "ws0");
+    if !before.contains_key("gso_max_size") || !before.contains_key("gro_max_size") {
+        need::unavailable(
+            me,
+            &format!("ip -d link show prints no GSO/GRO sizes: {before:?}"),
+        );
+        return;
+    }
+    assert_ne!(before["gso_max_size"], "185000");
+    let v4_before = in_netns(&ns.0, || wirespeed_host::link::get_sizes("ws0").unwrap());
+    let mut plan = Plan::new("/");
+    let changes = [
+        Change::LinkSizes {
+            iface: "ws0".into(),
+            set: wirespeed_host::link::SizesSet::all(185_000),
+        },
+        Change::Pause {
+            iface: "ws0".into(),
+            set: wirespeed_host::ethtool::PauseSet {
+                rx: Some(true),
+                tx: Some(true),
+            },
+        },
+    ];
+    for change in changes {
+        plan.steps.push(Step {
+            finding: "big-tcp-off".into(),
+            summary: "test".into(),
+            setting: "ws0".into(),
+            current: "?".into(),
+            new: "?".into(),
+            command: command_for(&change),
+            change,
+        });
+    }
+    let jdir = tempfile::tempdir().unwrap();
+    let opts = ApplyOptions {
+        journal_dir: jdir.path().to_str().unwrap().to_string(),
+        ..ApplyOptions::default()
+    };
+    let report = in_netns(&ns.0, || {
+        engine::apply(&Root::live(), &plan, &opts, &mut |_, _| {}).unwrap()
+    });
+    assert_eq!(report.steps[0].status, StepStatus::Applied, "{report:#?}");
+    assert_eq!(
+        report.steps[1].status,
+        StepStatus::NotSupported,
+        "{report:#?}"
+    );
+    let after = sizes_shown(&ns.0, "ws0");
+    let v4 = in_netns(&ns.0, || wirespeed_host::link::get_sizes("ws0").unwrap());
+    if v4_before.gso_ipv4_max_size.is_some() {
+        assert_eq!(
+            (v4.gso_ipv4_max_size, v4.gro_ipv4_max_size),
+            (Some(185_000), Some(185_000)),
+            "{v4:?}"
+        );
+    }
+    for (k, v) in &after {
+        assert_eq!(v, "185000", "{k} after the apply: {after:?}");
+    }
+    eprintln!(
+        "veth ws0: {before:?} -> {after:?} ({}); pause: {}",
+        report.steps[0].detail.as_deref().unwrap_or_default(),
+        report.steps[1].detail.as_deref().unwrap_or_default()
+    );
+    let jf = wirespeed_tune::JournalFile::read(&Root::live(), &report.journal).unwrap();
+    assert_eq!(jf.entries().len(), 1, "only the sizes: {:#?}", jf.entries());
+
+    let r = in_netns(&ns.0, || {
+        engine::revert(&Root::live(), &report.journal, false).unwrap()
+    });
+    assert!(r.complete(), "{r:#?}");
+    assert_eq!(r.count(RevertStatus::Restored), 1);
+    assert_eq!(sizes_shown(&ns.0, "ws0"), before);
+    // the IPv4 sizes (kernels >= 6.3; older iproute2 does not print them) as netlink has them
+    let v4 = in_netns(&ns.0, || wirespeed_host::link::get_sizes("ws0").unwrap());
+    assert_eq!(v4, v4_before);
+    eprintln!("reverted: {before:?}, netlink {v4:?}");
+
+    // through the command line: veth does not answer ETHTOOL_GPAUSEPARAM, so `--pause both`
+    // plans nothing and says why
+    let o = in_ns(
+        &ns.0,
+        &[
+            bin(),
+            "tune",
+            "--iface",
+            "ws0",
+            "--pause",
+            "both",
+            "--only",
+            "pause",
+            "--journal-dir",
+            jdir.path().to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("flow control on ws0 is unknown"),
+        "{}",
+        text(&o)
+    );
 }

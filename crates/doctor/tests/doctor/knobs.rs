@@ -298,9 +298,23 @@ fn big_tcp_off() {
     let b = get(&f, ids::BIG_TCP_OFF);
     assert_eq!(b.severity, Severity::Info);
     assert!(b.fix[0].contains("gso_max_size 185000 gro_max_size 185000"));
+    assert!(b.evidence[0].source.contains("IFLA_GSO_MAX_SIZE"), "{b:?}");
     // on
     h.file(&format!("{net}/gso_max_size"), "185000");
     h.file(&format!("{net}/gro_max_size"), "185000");
+    assert!(find(&h.run(None, None), ids::BIG_TCP_OFF).is_none());
+    // on for IPv6 only: the IPv4 sizes (6.3+) still at 64 KiB
+    h.file(&format!("{net}/gso_ipv4_max_size"), "65536");
+    h.file(&format!("{net}/gro_ipv4_max_size"), "185000");
+    let f = h.run(None, None);
+    let b = get(&f, ids::BIG_TCP_OFF);
+    assert!(
+        b.evidence
+            .iter()
+            .any(|e| e.what == "gso_ipv4_max_size" && e.value == "65536"),
+        "{b:?}"
+    );
+    h.file(&format!("{net}/gso_ipv4_max_size"), "185000");
     assert!(find(&h.run(None, None), ids::BIG_TCP_OFF).is_none());
     // a kernel before 6.3, a driver without large TSO, a 25G link: none
     h.file(&format!("{net}/gso_max_size"), "65536");

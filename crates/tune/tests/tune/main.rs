@@ -4,4 +4,5 @@
 mod common;
 mod doctor_agrees;
 mod engine;
+mod link;
 mod planner;

@@ -97,6 +97,8 @@ fn ryzen() -> HostView {
             irqs,
             ring: None,
             coalesce: None,
+            sizes: None,
+            pause: None,
         }),
         findings: vec![],
     }
