@@ -132,14 +132,30 @@ impl<W: Write> Decorated<W> {
     }
 }
 
-/// `fmt` (strftime(3) syntax) at the current local time; an invalid format prints as given.
+/// The local UTC offset, read once by [`init_local_offset`] while the process has one thread
+/// (the `time` crate refuses to read it later: another thread could change the environment
+/// while libc reads it); UTC when it cannot be determined.
+static LOCAL_OFFSET: std::sync::OnceLock<time::UtcOffset> = std::sync::OnceLock::new();
+
+/// Read the local offset for `--timestamps`; call first thing in `main`, before any thread.
+pub fn init_local_offset() {
+    let _ = LOCAL_OFFSET
+        .get_or_init(|| time::UtcOffset::current_local_offset().unwrap_or(time::UtcOffset::UTC));
+}
+
+/// `fmt` (strftime(3) syntax) at the current local time (UTC when the local offset could not
+/// be read at startup); an invalid format prints as given.
 pub fn timestamp(fmt: &str) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    if write!(s, "{}", chrono::Local::now().format(fmt)).is_err() {
-        return fmt.to_string();
-    }
-    s
+    let offset = LOCAL_OFFSET.get().copied().unwrap_or(time::UtcOffset::UTC);
+    let now = time::OffsetDateTime::now_utc().to_offset(offset);
+    format_at(fmt, now)
+}
+
+fn format_at(fmt: &str, at: time::OffsetDateTime) -> String {
+    time::format_description::parse_strftime_borrowed(fmt)
+        .ok()
+        .and_then(|items| at.format(&items).ok())
+        .unwrap_or_else(|| fmt.to_string())
 }
 
 impl<W: Write> Write for Decorated<W> {
@@ -299,6 +315,15 @@ mod tests {
             "idle must exceed interval x count"
         );
         assert!(keepalive("1/2/3/4").is_err() && keepalive("x").is_err());
+    }
+
+    #[test]
+    fn timestamps_format_strftime() {
+        let at = time::OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        assert_eq!(format_at("%c ", at), "Tue Nov 14 22:13:20 2023 ");
+        assert_eq!(format_at("%Y-%m-%d %H:%M:%S|", at), "2023-11-14 22:13:20|");
+        // Not a strftime format: printed as given.
+        assert_eq!(format_at("%Q", at), "%Q");
     }
 
     #[test]

@@ -63,6 +63,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before any thread exists: the local offset for --timestamps.
+    iperf3::init_local_offset();
     // iperf3's spellings (`-c HOST`, `-s`) are rewritten unless the first word is one of our
     // subcommands (whose own arguments may contain `-c`, e.g. `lab exec client -- ping -c1`)
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
