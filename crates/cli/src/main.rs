@@ -105,10 +105,27 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("wirespeed: {}", exit::one_line(&e));
-            ExitCode::from(exit::code_of(&e))
-        }
+        Err(e) => match exit::style() {
+            exit::Style::Wirespeed => {
+                eprintln!("wirespeed: {}", exit::one_line(&e));
+                ExitCode::from(exit::code_of(&e))
+            }
+            exit::Style::Iperf3Json => {
+                if !exit::was_reported(&e) {
+                    // Failed before the report's own document: iperf3's shape for it.
+                    let doc = serde_json::json!({
+                        "start": {"connected": []},
+                        "intervals": [],
+                        "end": {},
+                        "error": exit::one_line(&e),
+                    });
+                    if let Ok(s) = serde_json::to_string_pretty(&doc) {
+                        println!("{s}");
+                    }
+                }
+                ExitCode::from(exit::IPERF3_FAILURE)
+            }
+        },
     }
 }
 

@@ -655,6 +655,9 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
 }
 
 pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
+    if a.out.format() != Format::Text {
+        exit::set_style(exit::Style::Iperf3Json);
+    }
     let mut cfg = client_config(&a)?;
     let _pidfile = a
         .out
@@ -719,7 +722,8 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
     if let Some(h) = server {
         let _ = h.stop();
     }
-    let r = r.map_err(engine_fail)?;
+    // The reporter printed the report, partial or not, with its error.
+    let r = r.map_err(exit::engine_reported)?;
     if format == Format::JsonStream && a.out.iperf3.json_stream_full_output {
         // iperf3: the whole -J document after the stream's "end" event.
         if let Ok(mut w) = out.lock() {
@@ -877,6 +881,9 @@ fn run_targets(
 }
 
 pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
+    if a.out.format() != Format::Text {
+        exit::set_style(exit::Style::Iperf3Json);
+    }
     if a.daemon {
         return Err(exit::fail(
             exit::USAGE,
@@ -981,7 +988,8 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // SIGINT/SIGTERM stop the server cleanly (a tune change a running test holds goes back
-    // first); a second signal ends it at once.
+    // first) and it exits 0, so a service manager sees a clean stop; a second signal ends it
+    // at once (130).
     let stop = server.stop_flag();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register_conditional_shutdown(
@@ -1003,12 +1011,6 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         }) as Box<dyn Reporter>
     });
     server.serve(factory).map_err(engine_fail)?;
-    if stop.load(std::sync::atomic::Ordering::Acquire) {
-        return Err(exit::fail(
-            exit::INTERRUPTED,
-            "interrupted: the server stopped",
-        ));
-    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -401,7 +401,8 @@ impl TextRenderer {
         if self.opts.verbose {
             self.cpu_and_congestion(w, end, &groups)?;
         }
-        if self.ctx.role == Role::Client && self.opts.done_line {
+        // A failed or interrupted test's partial summary ends without it, as iperf3's does.
+        if self.ctx.role == Role::Client && self.opts.done_line && result.error.is_none() {
             write!(w, "\niperf Done.\n")?;
         }
         Ok(())

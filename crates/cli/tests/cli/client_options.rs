@@ -278,33 +278,3 @@ fn several_ports_in_one_run_are_summed() {
     assert_eq!(j["sum"]["bytes_sent"].as_u64(), Some(sent));
     assert_eq!(j["sum"]["bytes_received"].as_u64(), Some(sent));
 }
-
-#[test]
-fn ctrl_c_ends_the_test_cleanly() {
-    let (_srv, port) = start_server(&["-i", "0"]);
-    let client = spawn(&mut client_cmd(Side::Wirespeed, port, &["-t", "30", "-J"]));
-    wait_connected(port, 2); // its control connection and its stream: the test runs
-    let pid = client.pid();
-    let k = Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(k.success());
-    // Well before its 30 s (a client that ignored SIGINT would be killed at HANG, with a
-    // signal instead of exit code 130).
-    let out = client.wait_output(HANG);
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j = json_of(&out.stdout, "interrupted client");
-    assert_eq!(j["error"], "interrupted");
-    // The server is still there for the next test.
-    let again = run(
-        &mut client_cmd(Side::Wirespeed, port, &["-t", "1", "-J"]),
-        Duration::from_secs(20),
-    );
-    assert_success(&again, "the next test");
-}

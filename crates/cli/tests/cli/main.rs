@@ -12,6 +12,7 @@ mod doctor;
 mod explain_cli;
 mod interop;
 mod interop_udp;
+mod interrupt;
 mod iperf3_flags;
 mod measure_errors;
 mod observe_cli;
