@@ -154,6 +154,8 @@ pub struct TcpInfo {
     pub sndbuf_limited_us: Option<u64>,
     pub bytes_sent: Option<u64>,
     pub bytes_retrans: Option<u64>,
+    /// Reordering events seen (`tcpi_reord_seen`, 4.19+; iperf3 3.17+ prints it as `reorder`).
+    pub reord_seen: Option<u32>,
     /// Congestion control algorithm (TCP_CONGESTION).
     pub congestion: Option<String>,
 }
@@ -209,6 +211,7 @@ pub fn parse_tcp_info(b: &[u8]) -> Option<TcpInfo> {
         sndbuf_limited_us: u64_at(b, 184),
         bytes_sent: u64_at(b, 200),
         bytes_retrans: u64_at(b, 208),
+        reord_seen: u32_at(b, 220),
         congestion: None,
     })
 }

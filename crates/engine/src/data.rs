@@ -261,7 +261,7 @@ fn tcp_sample(fd: RawFd) -> Option<(TcpSample, Option<String>)> {
             rtt_us: u64::from(info.rtt_us),
             rttvar_us: u64::from(info.rttvar_us),
             pmtu: u64::from(info.pmtu),
-            reorder: None,
+            reorder: info.reord_seen.map(u64::from),
         },
         info.congestion,
     ))
@@ -426,6 +426,14 @@ impl DataPhase {
                                 }
                             }
                             let _ = sock.shutdown(Shutdown::Write);
+                        } else if let Some(s) = self
+                            .streams
+                            .iter_mut()
+                            .find(|s| s.id == id && s.congestion.is_none())
+                        {
+                            // A receiving stream: its algorithm is the receiver's
+                            // `congestion_used` (iperf3's receiver_tcp_congestion).
+                            s.congestion = tcp_sample(sock.as_raw_fd()).and_then(|(_, cc)| cc);
                         }
                         self.sockets.push(OwnedFd::from(sock));
                     }
@@ -670,9 +678,14 @@ impl DataPhase {
         })
     }
 
-    /// The congestion algorithm seen on the TCP sending streams.
+    /// The congestion algorithm seen on the TCP streams, sending ones first (a receiving
+    /// end's is read when its workers are joined).
     pub fn congestion(&self) -> Option<String> {
-        self.streams.iter().find_map(|s| s.congestion.clone())
+        self.streams
+            .iter()
+            .filter(|s| s.send)
+            .chain(self.streams.iter().filter(|s| !s.send))
+            .find_map(|s| s.congestion.clone())
     }
 
     /// Workers joined so far (after stop/finish).

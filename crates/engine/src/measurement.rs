@@ -64,7 +64,7 @@ pub fn sends(direction: Direction, client: bool) -> bool {
 
 /// `start.test_start`, from the parameters and this end's interval.
 pub fn test_start(p: &TestParams, interval: Duration) -> TestStart {
-    assemble::test_start(
+    let mut t = assemble::test_start(
         if p.transport == Transport::Udp {
             "UDP"
         } else {
@@ -79,7 +79,12 @@ pub fn test_start(p: &TestParams, interval: Duration) -> TestStart {
         p.direction == Direction::ServerToClient,
         p.direction == Direction::Both,
         interval.as_secs_f64(),
-    )
+    );
+    // What the client asked for, as iperf3 prints it: -b (UDP's default included), -S, --fq-rate.
+    t.target_bitrate = p.bandwidth.unwrap_or(0);
+    t.tos = p.tos.unwrap_or(0);
+    t.fqrate = Some(p.fqrate.unwrap_or(0));
+    t
 }
 
 /// Which end of the control connection this is, for `start`.
@@ -126,13 +131,14 @@ pub fn start_section(
         accepted_connection,
         cookie: Some(cookie.as_str().to_string()),
         tcp_mss: p.mss.map(u64::from),
-        tcp_mss_default: if p.mss.is_none() {
+        // iperf3 prints the control connection's MSS for TCP tests only.
+        tcp_mss_default: if p.mss.is_none() && p.transport == Transport::Tcp {
             mss_default.map(u64::from)
         } else {
             None
         },
         target_bitrate: Some(p.bandwidth.unwrap_or(0)),
-        fq_rate: None,
+        fq_rate: Some(p.fqrate.unwrap_or(0)),
         sock_bufsize: Some(u64::from(p.window.unwrap_or(0))),
         sndbuf_actual: Some(u64::from(snd)),
         rcvbuf_actual: Some(u64::from(rcv)),
