@@ -46,6 +46,8 @@ pub enum Style {
     /// JSON output: exit 1; the message goes into the document (a minimal one is printed on
     /// stdout when the failure came before the report's own document), nothing on stderr.
     Iperf3Json,
+    /// Strict iperf3 mode, text output: `iperf3: error - message` on stderr, exit 1.
+    Iperf3Text,
 }
 
 static STYLE: AtomicU8 = AtomicU8::new(0);
@@ -56,6 +58,7 @@ pub fn set_style(style: Style) {
         match style {
             Style::Wirespeed => 0,
             Style::Iperf3Json => 1,
+            Style::Iperf3Text => 2,
         },
         Ordering::Relaxed,
     );
@@ -65,6 +68,7 @@ pub fn set_style(style: Style) {
 pub fn style() -> Style {
     match STYLE.load(Ordering::Relaxed) {
         1 => Style::Iperf3Json,
+        2 => Style::Iperf3Text,
         _ => Style::Wirespeed,
     }
 }

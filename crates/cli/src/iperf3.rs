@@ -37,6 +37,35 @@ pub struct CommonArgs {
     /// kernel falls back to TCP when the other end does not speak it.
     #[arg(short = 'm', long = "mptcp")]
     pub mptcp: bool,
+    /// Behave as iperf3 in everything a script sees: no `wirespeed` key in JSON, nothing after
+    /// `iperf Done.`, iperf3's exit status (1) on every failure. Implied when the binary is
+    /// invoked as `iperf3` (a symlink or hard link).
+    #[arg(long = "iperf3-strict")]
+    pub iperf3_strict: bool,
+    /// Write wirespeed's additions to the report (its `wirespeed` section: paths, workers,
+    /// where the work ran) to FILE as JSON; with --iperf3-strict the report itself has none.
+    #[arg(long = "wirespeed-json", value_name = "FILE")]
+    pub wirespeed_json: Option<PathBuf>,
+}
+
+/// Strict iperf3 mode for this process (see [`CommonArgs::iperf3_strict`]).
+static STRICT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turn strict iperf3 mode on.
+pub fn set_strict() {
+    STRICT.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether strict iperf3 mode is on.
+pub fn strict() -> bool {
+    STRICT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether the program was invoked under iperf3's name (argv[0]'s basename is `iperf3`).
+pub fn invoked_as_iperf3(argv0: Option<&std::ffi::OsStr>) -> bool {
+    argv0
+        .and_then(|a| Path::new(a).file_name())
+        .is_some_and(|n| n == "iperf3")
 }
 
 /// Client flags of iperf3's SCTP build, refused.
@@ -315,6 +344,16 @@ mod tests {
             "idle must exceed interval x count"
         );
         assert!(keepalive("1/2/3/4").is_err() && keepalive("x").is_err());
+    }
+
+    #[test]
+    fn iperf3_by_name() {
+        use std::ffi::OsStr;
+        assert!(invoked_as_iperf3(Some(OsStr::new("iperf3"))));
+        assert!(invoked_as_iperf3(Some(OsStr::new("/usr/local/bin/iperf3"))));
+        assert!(!invoked_as_iperf3(Some(OsStr::new("/usr/bin/wirespeed"))));
+        assert!(!invoked_as_iperf3(Some(OsStr::new("iperf3.sh"))));
+        assert!(!invoked_as_iperf3(None));
     }
 
     #[test]

@@ -68,6 +68,9 @@ fn main() -> ExitCode {
     // iperf3's spellings (`-c HOST`, `-s`) are rewritten unless the first word is one of our
     // subcommands (whose own arguments may contain `-c`, e.g. `lab exec client -- ping -c1`)
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if iperf3::invoked_as_iperf3(args.first().map(|a| a.as_os_str())) {
+        iperf3::set_strict();
+    }
     let ours = args
         .get(1)
         .and_then(|a| a.to_str())
@@ -109,6 +112,15 @@ fn main() -> ExitCode {
             exit::Style::Wirespeed => {
                 eprintln!("wirespeed: {}", exit::one_line(&e));
                 ExitCode::from(exit::code_of(&e))
+            }
+            exit::Style::Iperf3Text => {
+                let msg = exit::one_line(&e);
+                if msg.starts_with("interrupt - ") {
+                    eprintln!("iperf3: {msg}");
+                } else {
+                    eprintln!("iperf3: error - {msg}");
+                }
+                ExitCode::from(exit::IPERF3_FAILURE)
             }
             exit::Style::Iperf3Json => {
                 if !exit::was_reported(&e) {

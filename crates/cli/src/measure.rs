@@ -654,10 +654,40 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
     Some(s)
 }
 
-pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
-    if a.out.format() != Format::Text {
-        exit::set_style(exit::Style::Iperf3Json);
+/// Strict iperf3 mode (`--iperf3-strict` or invoked as `iperf3`) and the failure style that
+/// goes with the output format; `true` when strict.
+fn choose_style(out: &OutputArgs) -> bool {
+    if out.iperf3.iperf3_strict {
+        crate::iperf3::set_strict();
     }
+    let strict = crate::iperf3::strict();
+    if out.format() != Format::Text {
+        exit::set_style(exit::Style::Iperf3Json);
+    } else if strict {
+        exit::set_style(exit::Style::Iperf3Text);
+    }
+    strict
+}
+
+/// `--wirespeed-json FILE`: the report's `wirespeed` section on its own.
+fn write_wirespeed_json(
+    path: &std::path::Path,
+    r: &wirespeed_report::TestResult,
+) -> anyhow::Result<()> {
+    let doc = serde_json::json!({ "wirespeed": r.wirespeed });
+    let mut text = serde_json::to_string_pretty(&doc)
+        .map_err(|e| exit::fail(exit::INTERNAL, format!("--wirespeed-json: {e}")))?;
+    text.push('\n');
+    std::fs::write(path, text).map_err(|e| {
+        exit::fail(
+            exit::IO,
+            format!("--wirespeed-json {}: {e}", path.display()),
+        )
+    })
+}
+
+pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
+    let strict = choose_style(&a.out);
     let mut cfg = client_config(&a)?;
     let _pidfile = a
         .out
@@ -718,6 +748,9 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         return r;
     }
     let mut rep = StandardReporter::new(Arc::clone(&out), format, a.out.text_options());
+    if strict {
+        rep = rep.strict();
+    }
     let r = wirespeed_engine::run_client(&cfg, &mut rep);
     if let Some(h) = server {
         let _ = h.stop();
@@ -730,6 +763,13 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
             let _ = wirespeed_report::json::write_json(&mut **w, &r);
             let _ = w.flush();
         }
+    }
+    if let Some(path) = &a.out.iperf3.wirespeed_json {
+        write_wirespeed_json(path, &r)?;
+    }
+    if strict {
+        // iperf3 prints nothing after `iperf Done.`.
+        return Ok(ExitCode::SUCCESS);
     }
     if format == Format::Text {
         if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
@@ -881,8 +921,13 @@ fn run_targets(
 }
 
 pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
-    if a.out.format() != Format::Text {
-        exit::set_style(exit::Style::Iperf3Json);
+    let strict = choose_style(&a.out);
+    if a.out.iperf3.wirespeed_json.is_some() {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--wirespeed-json: a client option (the server's report of each test has the \
+             `wirespeed` section unless --iperf3-strict)",
+        ));
     }
     if a.daemon {
         return Err(exit::fail(
@@ -1001,9 +1046,12 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
     }
     let out2 = Arc::clone(&out);
     let factory: wirespeed_engine::ReporterFactory = Arc::new(move |_info| {
-        let r = StandardReporter::new(Arc::clone(&out2), format, opts)
+        let mut r = StandardReporter::new(Arc::clone(&out2), format, opts)
             .printing_errors()
             .printing_where();
+        if strict {
+            r = r.strict();
+        }
         Box::new(if format == Format::Text {
             r.capturing()
         } else {

@@ -61,6 +61,8 @@ pub struct StandardReporter {
     /// Text mode: print where the work ran (and any tune change) under each test's summary
     /// (the server does; the client's command line prints it after its `wirespeed:` line).
     print_where: bool,
+    /// Only what iperf3 prints (strict iperf3 mode): no `wirespeed` section, no where-ran text.
+    strict: bool,
 }
 
 impl StandardReporter {
@@ -73,7 +75,14 @@ impl StandardReporter {
             capture: None,
             print_errors: false,
             print_where: false,
+            strict: false,
         }
+    }
+
+    /// Print only what iperf3 prints (see [`wirespeed_report::strict`]).
+    pub fn strict(mut self) -> StandardReporter {
+        self.strict = true;
+        self
     }
 
     /// Print where the work ran under each finished test (text output).
@@ -154,15 +163,28 @@ impl Reporter for StandardReporter {
                 if let (Some(mut r), true) = (self.text.take(), has_end) {
                     self.emit(|b| r.end(b, result));
                 }
-                if self.print_where && has_end {
+                if self.print_where && has_end && !self.strict {
                     self.emit(|b| write_where(b, result));
                 }
                 if let (Some(e), true) = (err, self.print_errors) {
                     self.emit(|b| write_error(b, "wirespeed", &e));
                 }
             }
-            Format::Json => self.emit(|b| json::write_json(b, result)),
-            Format::JsonStream => self.emit(|b| json::stream_finish(b, result)),
+            Format::Json | Format::JsonStream => {
+                let shaped;
+                let result = if self.strict {
+                    let server = result.start.accepted_connection.is_some();
+                    shaped = wirespeed_report::strict::iperf3_strict(result, server);
+                    &shaped
+                } else {
+                    result
+                };
+                if self.format == Format::Json {
+                    self.emit(|b| json::write_json(b, result));
+                } else {
+                    self.emit(|b| json::stream_finish(b, result));
+                }
+            }
         }
     }
 

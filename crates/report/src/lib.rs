@@ -11,7 +11,8 @@
 //! - Renderers, pure functions of the model writing to any `io::Write`:
 //!   [`text`] (iperf3's human output, streaming), [`json`] (`-J` in iperf3's
 //!   layout, and `--json-stream` events), [`where_ran`] (where the work ran, the verdict,
-//!   a server's IRQ move; the `--get-server-output` text's tail).
+//!   a server's IRQ move; the `--get-server-output` text's tail); [`strict`] (a report with
+//!   only iperf3 3.20's keys, for strict consumers).
 //! - [`units`]: iperf3's unit formatting; [`sizes`]: K/M/G/T arguments;
 //!   [`num`]: how floats are written (integral values as integers, never NaN).
 //!
@@ -22,6 +23,7 @@ pub mod json;
 pub mod model;
 pub mod num;
 pub mod sizes;
+pub mod strict;
 pub mod text;
 pub mod units;
 pub mod where_ran;

@@ -20,6 +20,7 @@ mod packaging;
 mod robustness;
 mod scale;
 mod server_tune;
+mod strict;
 mod sweep_cli;
 mod truth_table;
 mod tune_cli;
