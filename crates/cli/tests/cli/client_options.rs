@@ -278,3 +278,36 @@ fn several_ports_in_one_run_are_summed() {
     assert_eq!(j["sum"]["bytes_sent"].as_u64(), Some(sent));
     assert_eq!(j["sum"]["bytes_received"].as_u64(), Some(sent));
 }
+
+#[test]
+fn json_has_iperf3_3_20_values_and_real_interval_times() {
+    let (c, s) = pair_json(&["-t", "2", "-b", "200M", "-S", "16"]);
+    let ts = &c["start"]["test_start"];
+    assert_eq!(ts["target_bitrate"], 200_000_000, "{ts}");
+    assert_eq!(ts["tos"], 16, "{ts}");
+    assert_eq!(c["start"]["target_bitrate"], 200_000_000);
+    assert_eq!(c["start"]["fq_rate"], 0);
+    // Each end's algorithm: the client's own as sender, the server's from its results.
+    for (who, j) in [("client", &c), ("server", &s)] {
+        let r = j["end"]["receiver_tcp_congestion"].as_str().unwrap_or("");
+        assert!(!r.is_empty(), "{who}: {}", j["end"]);
+    }
+    // Intervals end when they were measured: contiguous, and the last one ends where the
+    // sender's summary does (the rate of the last interval covers its real length).
+    let ivs = c["intervals"].as_array().expect("intervals");
+    assert!(ivs.len() >= 2, "{ivs:?}");
+    let mut prev = 0.0;
+    for iv in ivs {
+        let (a, b) = (
+            iv["sum"]["start"].as_f64().unwrap(),
+            iv["sum"]["end"].as_f64().unwrap(),
+        );
+        assert!((a - prev).abs() < 1e-9 && b > a, "{iv}");
+        prev = b;
+    }
+    let sent_end = c["end"]["sum_sent"]["end"].as_f64().unwrap();
+    assert!(
+        (prev - sent_end).abs() < 1e-6,
+        "last interval ends {prev}, sum_sent {sent_end}"
+    );
+}

@@ -44,7 +44,8 @@ fn running(client_args: &[&str]) -> Running {
             .arg(&client_log)
             .args(client_args),
     );
-    wait_for_text(&srv_log, "0.00-1.00");
+    // An interval line (`[  1]   0.00-1.01   sec ...`): a second of data went through.
+    wait_for_text(&srv_log, " sec ");
     Running {
         _dir: dir,
         _srv: srv,
@@ -56,7 +57,7 @@ fn running(client_args: &[&str]) -> Running {
 #[test]
 fn sigint_mid_test_prints_the_partial_summary() {
     let r = running(&[]);
-    wait_for_text(&r.client_log, "0.00-1.00");
+    wait_for_text(&r.client_log, " sec ");
     signal(r.client.pid(), "-INT");
     let out = r.client.wait_output(HANG);
     let log = std::fs::read_to_string(&r.client_log).expect("client log");
