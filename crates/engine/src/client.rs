@@ -808,10 +808,21 @@ fn drive(
             if !run.end_reached() {
                 run.ticks(reporter);
             } else {
-                let decided = run.now();
-                run.end_decided = Some(decided);
+                let mut decided = run.now();
+                // Paced TCP (-b, --fq-rate): the sender's time ends when what it wrote has
+                // left the socket and been acknowledged (see DataPhase::wait_sent).
+                let paced = !cfg.udp
+                    && (cfg.bandwidth.is_some_and(|b| b > 0) || cfg.fq_rate.is_some_and(|r| r > 0));
                 if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
                     d.stop_senders();
+                    if paced {
+                        if let Some(t) = d.wait_sent(Duration::from_secs(2)) {
+                            decided = t.saturating_duration_since(run.epoch);
+                        }
+                    }
+                }
+                run.end_decided = Some(decided);
+                if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
                     if !d.has_receivers() {
                         run.final_tick(reporter, decided);
                     }

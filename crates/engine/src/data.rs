@@ -585,6 +585,40 @@ impl DataPhase {
         self.senders_stopped = true;
     }
 
+    /// After [`DataPhase::stop_senders`]: wait, up to `within`, until the TCP sending streams
+    /// hold nothing unsent or unacknowledged, and return when that was (None: UDP, no
+    /// senders, or not within `within`). A paced sender (`-b`) counts bytes when its writes
+    /// return, while the kernel still holds up to its TCP_NOTSENT_LOWAT plus a block plus
+    /// what is in flight; ending its measured time when that has reached the receiver makes
+    /// sender and receiver agree, as iperf3's application pacing does.
+    pub fn wait_sent(&self, within: Duration) -> Option<Instant> {
+        if self.udp || !self.senders_stopped {
+            return None;
+        }
+        let deadline = Instant::now() + within;
+        loop {
+            let pending = self
+                .streams
+                .iter()
+                .filter(|s| s.send && s.fd >= 0)
+                .any(|s| {
+                    // SAFETY: the fd belongs to a socket kept in `self.sockets` after the senders
+                    // were joined; it stays open until `close`.
+                    let bfd = unsafe { BorrowedFd::borrow_raw(s.fd) };
+                    dp::tcp::tcp_info(bfd)
+                        .is_ok_and(|i| i.unacked > 0 || i.notsent_bytes.unwrap_or(0) > 0)
+                });
+            let now = Instant::now();
+            if !pending {
+                return Some(now);
+            }
+            if now >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Finish the receivers as `drain` says (UDP always waits for quiet), then stop them.
     /// Returns when the last byte was seen arriving during the drain (None if none did), so
     /// the wait itself does not count as measured time.

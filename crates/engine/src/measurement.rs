@@ -551,7 +551,10 @@ mod tests {
         let log = log.0.lock().unwrap().clone();
         assert_eq!(log.len(), 3, "{log:?}");
         assert!(log[0].starts_with("tick 0-2.2"), "{log:?}");
-        assert!(log[1].starts_with("tick 2.2") && log[1].contains("-2.4"), "{log:?}");
+        assert!(
+            log[1].starts_with("tick 2.2") && log[1].contains("-2.4"),
+            "{log:?}"
+        );
         assert_eq!(log[2], "close 1 workers");
     }
 
