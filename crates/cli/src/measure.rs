@@ -747,7 +747,8 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         }
         return r;
     }
-    let mut rep = StandardReporter::new(Arc::clone(&out), format, a.out.text_options());
+    let mut rep = StandardReporter::new(Arc::clone(&out), format, a.out.text_options())
+        .titled(a.title.clone());
     if strict {
         rep = rep.strict();
     }

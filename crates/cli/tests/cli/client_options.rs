@@ -311,3 +311,40 @@ fn json_has_iperf3_3_20_values_and_real_interval_times() {
         "last interval ends {prev}, sum_sent {sent_end}"
     );
 }
+
+#[test]
+fn title_prefixes_text_lines_and_server_output_is_printed() {
+    let (c, _s) = pair(&[
+        "-t",
+        "1",
+        "-T",
+        "lab 1",
+        "--get-server-output",
+        "--iperf3-strict",
+    ]);
+    let text = String::from_utf8_lossy(&c.stdout).into_owned();
+    // The server of `pair` writes JSON: iperf3 prints its document.
+    let (ours, rest) = text
+        .split_once("Server JSON output:\n")
+        .unwrap_or_else(|| panic!("no server output: {text}"));
+    // Every line of the client's own output carries the title, blank ones too.
+    assert!(ours.lines().count() >= 5, "{text}");
+    for l in ours.lines() {
+        assert!(l.starts_with("lab 1:  "), "{l:?} in {text}");
+    }
+    // The server's text as it printed it (not prefixed), then the title's iperf Done.
+    let (server, tail) = rest
+        .rsplit_once("\nlab 1:  \nlab 1:  iperf Done.\n")
+        .unwrap_or_else(|| panic!("no titled iperf Done.: {text}"));
+    let doc: Value = serde_json::from_str(server).unwrap_or_else(|e| panic!("{e}: {server}"));
+    assert!(
+        doc["end"]["sum_received"]["bytes"]
+            .as_u64()
+            .is_some_and(|b| b > 0),
+        "{doc}"
+    );
+    assert!(
+        tail.is_empty(),
+        "nothing after iperf Done. (strict): {tail:?}"
+    );
+}
