@@ -784,7 +784,7 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         .wirespeed
         .as_ref()
         .is_some_and(|x| x.remote_irq_move.is_some());
-    if cfg.server_irq_cpus.is_some() && !moved {
+    if cfg.server_irq_cpus.is_some() && !moved && format == Format::Text {
         // iperf3 (or a wirespeed server that predates tune requests) ignores the request.
         eprintln!(
             "wirespeed: warning: --server-irq-cpus: the server did not move its IRQs (it is \
@@ -916,6 +916,8 @@ fn run_targets(
     }
     let _ = w.flush();
     match first_err {
+        // With JSON the document above carries each target's error.
+        Some(e) if format != Format::Text => Err(exit::engine_reported(e)),
         Some(e) => Err(engine_fail(e)),
         None => Ok(ExitCode::SUCCESS),
     }
