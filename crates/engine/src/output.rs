@@ -212,7 +212,8 @@ impl Reporter for StandardReporter {
                     self.emit(|b| write_where(b, result));
                 }
                 if let (Some(e), true) = (err, self.print_errors) {
-                    self.emit(|b| write_error(b, "wirespeed", &e));
+                    let program = if self.strict { "iperf3" } else { "wirespeed" };
+                    self.emit(|b| write_error(b, program, &e));
                 }
             }
             Format::Json | Format::JsonStream => {
