@@ -13,11 +13,16 @@
 //! | 8 | a document (JSON result given to `report` or `diff`) is not one wirespeed reads: not JSON, unknown kind, too large, or two kinds `diff` cannot compare |
 //! | 9 | `diff --threshold`: the results differ by more than the threshold |
 //! | 70 | internal error (a bug) |
-//! | 130 | interrupted (SIGINT/SIGTERM), as a shell reports a process ended by SIGINT |
+//! | 130 | client interrupted (SIGINT/SIGTERM), as a shell reports a process ended by SIGINT; a server stopped by a signal exits 0 |
 //!
 //! [`engine_code`] is the one mapping of the engine's errors onto this table.
+//!
+//! A client or server writing JSON (`-J`, `--json-stream`) follows iperf3 instead: every
+//! failure exits 1 and nothing goes to stderr (the document's `error` key carries the
+//! message, so `... -J 2>&1 | jq` keeps working). See [`Style`].
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use wirespeed_engine::EngineError;
 
@@ -34,12 +39,52 @@ pub const CHANGED: u8 = 9;
 pub const INTERNAL: u8 = 70;
 pub const INTERRUPTED: u8 = 130;
 
+/// iperf3's exit status for every failure.
+pub const IPERF3_FAILURE: u8 = 1;
+
+/// How a failure is reported when the command ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// `wirespeed: message` on stderr, the code from the table above.
+    Wirespeed,
+    /// JSON output: exit 1; the message goes into the document (a minimal one is printed on
+    /// stdout when the failure came before the report's own document), nothing on stderr.
+    Iperf3Json,
+    /// Strict iperf3 mode, text output: `iperf3: error - message` on stderr, exit 1.
+    Iperf3Text,
+}
+
+static STYLE: AtomicU8 = AtomicU8::new(0);
+
+/// Choose how failures from here on are reported.
+pub fn set_style(style: Style) {
+    STYLE.store(
+        match style {
+            Style::Wirespeed => 0,
+            Style::Iperf3Json => 1,
+            Style::Iperf3Text => 2,
+        },
+        Ordering::Relaxed,
+    );
+}
+
+/// The style in effect.
+pub fn style() -> Style {
+    match STYLE.load(Ordering::Relaxed) {
+        1 => Style::Iperf3Json,
+        2 => Style::Iperf3Text,
+        _ => Style::Wirespeed,
+    }
+}
+
 /// An error that knows its exit code. Wrap a failure in it (`Fail::new(exit::HOST, ...)` or
 /// `.context(...)` over it) where the code matters; anything else exits with `INTERNAL`.
 #[derive(Debug)]
 pub struct Fail {
     pub code: u8,
     pub message: String,
+    /// The failure is already in the printed report (its `error` key).
+    pub reported: bool,
 }
 
 impl Fail {
@@ -47,6 +92,7 @@ impl Fail {
         Fail {
             code,
             message: message.into(),
+            reported: false,
         }
     }
 }
@@ -80,6 +126,20 @@ pub fn engine_code(e: &EngineError) -> u8 {
 /// An engine error as a [`Fail`] with its exit code and message.
 pub fn engine_fail(e: EngineError) -> anyhow::Error {
     fail(engine_code(&e), e.to_string())
+}
+
+/// An engine error whose report (with the error in it) was already printed.
+pub fn engine_reported(e: EngineError) -> anyhow::Error {
+    let mut f = Fail::new(engine_code(&e), e.to_string());
+    f.reported = true;
+    anyhow::Error::new(f)
+}
+
+/// Whether the report already carries the failure.
+pub fn was_reported(e: &anyhow::Error) -> bool {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<Fail>().map(|f| f.reported))
+        .unwrap_or(false)
 }
 
 /// The exit code carried by the first `Fail` in the error's chain.

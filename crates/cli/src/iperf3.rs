@@ -37,6 +37,35 @@ pub struct CommonArgs {
     /// kernel falls back to TCP when the other end does not speak it.
     #[arg(short = 'm', long = "mptcp")]
     pub mptcp: bool,
+    /// Behave as iperf3 in everything a script sees: no `wirespeed` key in JSON, nothing after
+    /// `iperf Done.`, iperf3's exit status (1) on every failure. Implied when the binary is
+    /// invoked as `iperf3` (a symlink or hard link).
+    #[arg(long = "iperf3-strict")]
+    pub iperf3_strict: bool,
+    /// Write wirespeed's additions to the report (its `wirespeed` section: paths, workers,
+    /// where the work ran) to FILE as JSON; with --iperf3-strict the report itself has none.
+    #[arg(long = "wirespeed-json", value_name = "FILE")]
+    pub wirespeed_json: Option<PathBuf>,
+}
+
+/// Strict iperf3 mode for this process (see [`CommonArgs::iperf3_strict`]).
+static STRICT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turn strict iperf3 mode on.
+pub fn set_strict() {
+    STRICT.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether strict iperf3 mode is on.
+pub fn strict() -> bool {
+    STRICT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether the program was invoked under iperf3's name (argv[0]'s basename is `iperf3`).
+pub fn invoked_as_iperf3(argv0: Option<&std::ffi::OsStr>) -> bool {
+    argv0
+        .and_then(|a| Path::new(a).file_name())
+        .is_some_and(|n| n == "iperf3")
 }
 
 /// Client flags of iperf3's SCTP build, refused.
@@ -132,14 +161,30 @@ impl<W: Write> Decorated<W> {
     }
 }
 
-/// `fmt` (strftime(3) syntax) at the current local time; an invalid format prints as given.
+/// The local UTC offset, read once by [`init_local_offset`] while the process has one thread
+/// (the `time` crate refuses to read it later: another thread could change the environment
+/// while libc reads it); UTC when it cannot be determined.
+static LOCAL_OFFSET: std::sync::OnceLock<time::UtcOffset> = std::sync::OnceLock::new();
+
+/// Read the local offset for `--timestamps`; call first thing in `main`, before any thread.
+pub fn init_local_offset() {
+    let _ = LOCAL_OFFSET
+        .get_or_init(|| time::UtcOffset::current_local_offset().unwrap_or(time::UtcOffset::UTC));
+}
+
+/// `fmt` (strftime(3) syntax) at the current local time (UTC when the local offset could not
+/// be read at startup); an invalid format prints as given.
 pub fn timestamp(fmt: &str) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    if write!(s, "{}", chrono::Local::now().format(fmt)).is_err() {
-        return fmt.to_string();
-    }
-    s
+    let offset = LOCAL_OFFSET.get().copied().unwrap_or(time::UtcOffset::UTC);
+    let now = time::OffsetDateTime::now_utc().to_offset(offset);
+    format_at(fmt, now)
+}
+
+fn format_at(fmt: &str, at: time::OffsetDateTime) -> String {
+    time::format_description::parse_strftime_borrowed(fmt)
+        .ok()
+        .and_then(|items| at.format(&items).ok())
+        .unwrap_or_else(|| fmt.to_string())
 }
 
 impl<W: Write> Write for Decorated<W> {
@@ -299,6 +344,25 @@ mod tests {
             "idle must exceed interval x count"
         );
         assert!(keepalive("1/2/3/4").is_err() && keepalive("x").is_err());
+    }
+
+    #[test]
+    fn iperf3_by_name() {
+        use std::ffi::OsStr;
+        assert!(invoked_as_iperf3(Some(OsStr::new("iperf3"))));
+        assert!(invoked_as_iperf3(Some(OsStr::new("/usr/local/bin/iperf3"))));
+        assert!(!invoked_as_iperf3(Some(OsStr::new("/usr/bin/wirespeed"))));
+        assert!(!invoked_as_iperf3(Some(OsStr::new("iperf3.sh"))));
+        assert!(!invoked_as_iperf3(None));
+    }
+
+    #[test]
+    fn timestamps_format_strftime() {
+        let at = time::OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        assert_eq!(format_at("%c ", at), "Tue Nov 14 22:13:20 2023 ");
+        assert_eq!(format_at("%Y-%m-%d %H:%M:%S|", at), "2023-11-14 22:13:20|");
+        // Not a strftime format: printed as given.
+        assert_eq!(format_at("%Q", at), "%Q");
     }
 
     #[test]

@@ -72,9 +72,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before any thread exists: the local offset for --timestamps.
+    iperf3::init_local_offset();
     // iperf3's spellings (`-c HOST`, `-s`) are rewritten unless the first word is one of our
     // subcommands (whose own arguments may contain `-c`, e.g. `lab exec client -- ping -c1`)
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if iperf3::invoked_as_iperf3(args.first().map(|a| a.as_os_str())) {
+        iperf3::set_strict();
+    }
     let ours = args
         .get(1)
         .and_then(|a| a.to_str())
@@ -115,10 +120,36 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("wirespeed: {}", exit::one_line(&e));
-            ExitCode::from(exit::code_of(&e))
-        }
+        Err(e) => match exit::style() {
+            exit::Style::Wirespeed => {
+                eprintln!("wirespeed: {}", exit::one_line(&e));
+                ExitCode::from(exit::code_of(&e))
+            }
+            exit::Style::Iperf3Text => {
+                let msg = exit::one_line(&e);
+                if msg.starts_with("interrupt - ") {
+                    eprintln!("iperf3: {msg}");
+                } else {
+                    eprintln!("iperf3: error - {msg}");
+                }
+                ExitCode::from(exit::IPERF3_FAILURE)
+            }
+            exit::Style::Iperf3Json => {
+                if !exit::was_reported(&e) {
+                    // Failed before the report's own document: iperf3's shape for it.
+                    let doc = serde_json::json!({
+                        "start": {"connected": []},
+                        "intervals": [],
+                        "end": {},
+                        "error": exit::one_line(&e),
+                    });
+                    if let Ok(s) = serde_json::to_string_pretty(&doc) {
+                        println!("{s}");
+                    }
+                }
+                ExitCode::from(exit::IPERF3_FAILURE)
+            }
+        },
     }
 }
 

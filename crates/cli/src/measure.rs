@@ -663,7 +663,40 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
     Some(s)
 }
 
+/// Strict iperf3 mode (`--iperf3-strict` or invoked as `iperf3`) and the failure style that
+/// goes with the output format; `true` when strict.
+fn choose_style(out: &OutputArgs) -> bool {
+    if out.iperf3.iperf3_strict {
+        crate::iperf3::set_strict();
+    }
+    let strict = crate::iperf3::strict();
+    if out.format() != Format::Text {
+        exit::set_style(exit::Style::Iperf3Json);
+    } else if strict {
+        exit::set_style(exit::Style::Iperf3Text);
+    }
+    strict
+}
+
+/// `--wirespeed-json FILE`: the report's `wirespeed` section on its own.
+fn write_wirespeed_json(
+    path: &std::path::Path,
+    r: &wirespeed_report::TestResult,
+) -> anyhow::Result<()> {
+    let doc = serde_json::json!({ "wirespeed": r.wirespeed });
+    let mut text = serde_json::to_string_pretty(&doc)
+        .map_err(|e| exit::fail(exit::INTERNAL, format!("--wirespeed-json: {e}")))?;
+    text.push('\n');
+    std::fs::write(path, text).map_err(|e| {
+        exit::fail(
+            exit::IO,
+            format!("--wirespeed-json {}: {e}", path.display()),
+        )
+    })
+}
+
 pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
+    let strict = choose_style(&a.out);
     let mut cfg = client_config(&a)?;
     let _pidfile = a
         .out
@@ -732,12 +765,17 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
     if a.live {
         return run_live(&a, &cfg, server);
     }
-    let mut rep = StandardReporter::new(Arc::clone(&out), format, a.out.text_options());
+    let mut rep = StandardReporter::new(Arc::clone(&out), format, a.out.text_options())
+        .titled(a.title.clone());
+    if strict {
+        rep = rep.strict();
+    }
     let r = wirespeed_engine::run_client(&cfg, &mut rep);
     if let Some(h) = server {
         let _ = h.stop();
     }
-    let r = r.map_err(engine_fail)?;
+    // The reporter printed the report, partial or not, with its error.
+    let r = r.map_err(exit::engine_reported)?;
     if format == Format::JsonStream && a.out.iperf3.json_stream_full_output {
         // iperf3: the whole -J document after the stream's "end" event.
         if let Ok(mut w) = out.lock() {
@@ -752,6 +790,13 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         || Ok(wirespeed_report::doc::Document::Test(Box::new(r.clone()))),
         None,
     )?;
+    if let Some(path) = &a.out.iperf3.wirespeed_json {
+        write_wirespeed_json(path, &r)?;
+    }
+    if strict {
+        // iperf3 prints nothing after `iperf Done.`.
+        return Ok(ExitCode::SUCCESS);
+    }
     if format == Format::Text {
         if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
             let _ = writeln!(w, "{line}");
@@ -764,7 +809,7 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         .wirespeed
         .as_ref()
         .is_some_and(|x| x.remote_irq_move.is_some());
-    if cfg.server_irq_cpus.is_some() && !moved {
+    if cfg.server_irq_cpus.is_some() && !moved && format == Format::Text {
         // iperf3 (or a wirespeed server that predates tune requests) ignores the request.
         eprintln!(
             "wirespeed: warning: --server-irq-cpus: the server did not move its IRQs (it is \
@@ -940,12 +985,22 @@ fn run_targets(
     }
     let _ = w.flush();
     match first_err {
+        // With JSON the document above carries each target's error.
+        Some(e) if format != Format::Text => Err(exit::engine_reported(e)),
         Some(e) => Err(engine_fail(e)),
         None => Ok(ExitCode::SUCCESS),
     }
 }
 
 pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
+    let strict = choose_style(&a.out);
+    if a.out.iperf3.wirespeed_json.is_some() {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--wirespeed-json: a client option (the server's report of each test has the \
+             `wirespeed` section unless --iperf3-strict)",
+        ));
+    }
     if a.daemon {
         return Err(exit::fail(
             exit::USAGE,
@@ -1050,7 +1105,8 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // SIGINT/SIGTERM stop the server cleanly (a tune change a running test holds goes back
-    // first); a second signal ends it at once.
+    // first) and it exits 0, so a service manager sees a clean stop; a second signal ends it
+    // at once (130).
     let stop = server.stop_flag();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register_conditional_shutdown(
@@ -1062,9 +1118,12 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
     }
     let out2 = Arc::clone(&out);
     let factory: wirespeed_engine::ReporterFactory = Arc::new(move |_info| {
-        let r = StandardReporter::new(Arc::clone(&out2), format, opts)
+        let mut r = StandardReporter::new(Arc::clone(&out2), format, opts)
             .printing_errors()
             .printing_where();
+        if strict {
+            r = r.strict();
+        }
         Box::new(if format == Format::Text {
             r.capturing()
         } else {
@@ -1072,12 +1131,6 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         }) as Box<dyn Reporter>
     });
     server.serve(factory).map_err(engine_fail)?;
-    if stop.load(std::sync::atomic::Ordering::Acquire) {
-        return Err(exit::fail(
-            exit::INTERRUPTED,
-            "interrupted: the server stopped",
-        ));
-    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -61,8 +61,21 @@ pub fn apply(sock: impl AsFd, opts: &TcpOptions) -> Result<(), DatapathError> {
     }
     if let Some(rate) = opts.fq_rate {
         set_max_pacing_rate(fd, rate)?;
+        // Paced, the kernel sends at `rate` but a write returns as soon as the data fits in
+        // the send buffer (megabytes): the writer would count as sent what still waits there
+        // (-b 100M over 5 s read 107 Mbit/s at the sender, 100 at the receiver). Bounding
+        // the unsent bytes to ~10 ms of the rate keeps what the writer counts within that
+        // of what the kernel sent; in-flight data is not bounded by it.
+        let lowat = notsent_lowat(rate);
+        sys::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, lowat as i32)
+            .map_err(fail("TCP_NOTSENT_LOWAT", lowat.to_string()))?;
     }
     Ok(())
+}
+
+/// TCP_NOTSENT_LOWAT for a paced socket: 10 ms at `bytes_per_sec`, within 16 KiB..=1 MiB.
+pub fn notsent_lowat(bytes_per_sec: u64) -> u32 {
+    (bytes_per_sec / 100).clamp(16 * 1024, 1024 * 1024) as u32
 }
 
 /// Set SO_MAX_PACING_RATE (bytes/s) on any socket; honoured by the fq qdisc
@@ -154,6 +167,8 @@ pub struct TcpInfo {
     pub sndbuf_limited_us: Option<u64>,
     pub bytes_sent: Option<u64>,
     pub bytes_retrans: Option<u64>,
+    /// Reordering events seen (`tcpi_reord_seen`, 4.19+; iperf3 3.17+ prints it as `reorder`).
+    pub reord_seen: Option<u32>,
     /// Congestion control algorithm (TCP_CONGESTION).
     pub congestion: Option<String>,
 }
@@ -209,6 +224,7 @@ pub fn parse_tcp_info(b: &[u8]) -> Option<TcpInfo> {
         sndbuf_limited_us: u64_at(b, 184),
         bytes_sent: u64_at(b, 200),
         bytes_retrans: u64_at(b, 208),
+        reord_seen: u32_at(b, 220),
         congestion: None,
     })
 }
@@ -240,6 +256,14 @@ pub fn tcp_info(fd: impl AsFd) -> Result<TcpInfo, DatapathError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn notsent_lowat_is_ten_ms_of_the_rate_within_bounds() {
+        assert_eq!(notsent_lowat(12_500_000), 125_000); // 100 Mbit/s
+        assert_eq!(notsent_lowat(1_000), 16 * 1024);
+        assert_eq!(notsent_lowat(u64::MAX), 1024 * 1024);
+    }
+
     use super::*;
     use std::net::{TcpListener, TcpStream};
 

@@ -352,6 +352,8 @@ struct Run<'a> {
     tcp_mss_default: Option<u32>,
     /// When the client decided the test was over.
     end_decided: Option<Duration>,
+    /// Interrupted mid-test: the report's `end` comes from this end's counts alone.
+    interrupted: bool,
 }
 
 impl Run<'_> {
@@ -401,6 +403,7 @@ impl Run<'_> {
                     cport,
                     timeout,
                     cfg.extras.mptcp,
+                    cfg.interrupt.as_deref(),
                     move |sock| {
                         dp::tcp::apply(sock, &o).map_err(|e| match e {
                             dp::DatapathError::Congestion { .. } => {
@@ -530,6 +533,26 @@ impl Run<'_> {
         }
     }
 
+    /// Interrupted: stop sending, close the last interval at this moment and count what this
+    /// end measured, so the partial report has its summary (iperf3 prints one too; the
+    /// peer's side of it stays what this end saw, as iperf3's does).
+    fn interrupt_end(&mut self, reporter: &mut dyn Reporter) {
+        if self.m.is_none() || self.interrupted {
+            return;
+        }
+        self.interrupted = true;
+        if let Some(d) = self.m.as_mut().map(Measurement::data_mut) {
+            d.stop_senders();
+        }
+        let now = self.now();
+        self.final_tick(reporter, now);
+        if self.local_results.is_none() {
+            self.local_results = Some(self.build_local_results());
+        } else {
+            self.local_cpu = self.m.as_ref().map_or(self.local_cpu, Measurement::cpu);
+        }
+    }
+
     fn measured(&self) -> f64 {
         self.m.as_ref().map_or(0.0, Measurement::measured)
     }
@@ -573,7 +596,7 @@ impl Run<'_> {
         let measured = self.measured();
         if let Some(m) = &mut self.m {
             let peer = self.peer_results.as_ref();
-            if r.error.is_none() {
+            if r.error.is_none() || self.interrupted {
                 let (end, ext) = assemble::end_sections(
                     m.builder(),
                     &assemble::EndSide {
@@ -640,12 +663,14 @@ pub fn run_client(
             None,
             cfg.connect_timeout,
             cfg.extras.mptcp,
+            cfg.interrupt.as_deref(),
             |s| cfg.extras.control(s),
         ) {
             Ok(s) => {
                 ctrl_stream = Some((s, *a));
                 break;
             }
+            Err(EngineError::Interrupted) => return early(reporter, EngineError::Interrupted),
             Err(e) => last_err = Some(e),
         }
     }
@@ -675,6 +700,7 @@ pub fn run_client(
         peer_results: None,
         tcp_mss_default,
         end_decided: None,
+        interrupted: false,
     };
     let params = run.params.clone();
     let mut timeouts = cfg.timeouts;
@@ -720,6 +746,7 @@ fn drive(
             .as_ref()
             .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
         {
+            run.interrupt_end(reporter);
             return Err(EngineError::Interrupted);
         }
         // Events first: they may have arrived with the last read.
@@ -781,10 +808,21 @@ fn drive(
             if !run.end_reached() {
                 run.ticks(reporter);
             } else {
-                let decided = run.now();
-                run.end_decided = Some(decided);
+                let mut decided = run.now();
+                // Paced TCP (-b, --fq-rate): the sender's time ends when what it wrote has
+                // left the socket and been acknowledged (see DataPhase::wait_sent).
+                let paced = !cfg.udp
+                    && (cfg.bandwidth.is_some_and(|b| b > 0) || cfg.fq_rate.is_some_and(|r| r > 0));
                 if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
                     d.stop_senders();
+                    if paced {
+                        if let Some(t) = d.wait_sent(Duration::from_secs(2)) {
+                            decided = t.saturating_duration_since(run.epoch);
+                        }
+                    }
+                }
+                run.end_decided = Some(decided);
+                if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
                     if !d.has_receivers() {
                         run.final_tick(reporter, decided);
                     }

@@ -261,7 +261,7 @@ fn tcp_sample(fd: RawFd) -> Option<(TcpSample, Option<String>)> {
             rtt_us: u64::from(info.rtt_us),
             rttvar_us: u64::from(info.rttvar_us),
             pmtu: u64::from(info.pmtu),
-            reorder: None,
+            reorder: info.reord_seen.map(u64::from),
         },
         info.congestion,
     ))
@@ -426,6 +426,14 @@ impl DataPhase {
                                 }
                             }
                             let _ = sock.shutdown(Shutdown::Write);
+                        } else if let Some(s) = self
+                            .streams
+                            .iter_mut()
+                            .find(|s| s.id == id && s.congestion.is_none())
+                        {
+                            // A receiving stream: its algorithm is the receiver's
+                            // `congestion_used` (iperf3's receiver_tcp_congestion).
+                            s.congestion = tcp_sample(sock.as_raw_fd()).and_then(|(_, cc)| cc);
                         }
                         self.sockets.push(OwnedFd::from(sock));
                     }
@@ -577,6 +585,40 @@ impl DataPhase {
         self.senders_stopped = true;
     }
 
+    /// After [`DataPhase::stop_senders`]: wait, up to `within`, until the TCP sending streams
+    /// hold nothing unsent or unacknowledged, and return when that was (None: UDP, no
+    /// senders, or not within `within`). A paced sender (`-b`) counts bytes when its writes
+    /// return, while the kernel still holds up to its TCP_NOTSENT_LOWAT plus a block plus
+    /// what is in flight; ending its measured time when that has reached the receiver makes
+    /// sender and receiver agree, as iperf3's application pacing does.
+    pub fn wait_sent(&self, within: Duration) -> Option<Instant> {
+        if self.udp || !self.senders_stopped {
+            return None;
+        }
+        let deadline = Instant::now() + within;
+        loop {
+            let pending = self
+                .streams
+                .iter()
+                .filter(|s| s.send && s.fd >= 0)
+                .any(|s| {
+                    // SAFETY: the fd belongs to a socket kept in `self.sockets` after the senders
+                    // were joined; it stays open until `close`.
+                    let bfd = unsafe { BorrowedFd::borrow_raw(s.fd) };
+                    dp::tcp::tcp_info(bfd)
+                        .is_ok_and(|i| i.unacked > 0 || i.notsent_bytes.unwrap_or(0) > 0)
+                });
+            let now = Instant::now();
+            if !pending {
+                return Some(now);
+            }
+            if now >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Finish the receivers as `drain` says (UDP always waits for quiet), then stop them.
     /// Returns when the last byte was seen arriving during the drain (None if none did), so
     /// the wait itself does not count as measured time.
@@ -670,9 +712,14 @@ impl DataPhase {
         })
     }
 
-    /// The congestion algorithm seen on the TCP sending streams.
+    /// The congestion algorithm seen on the TCP streams, sending ones first (a receiving
+    /// end's is read when its workers are joined).
     pub fn congestion(&self) -> Option<String> {
-        self.streams.iter().find_map(|s| s.congestion.clone())
+        self.streams
+            .iter()
+            .filter(|s| s.send)
+            .chain(self.streams.iter().filter(|s| !s.send))
+            .find_map(|s| s.congestion.clone())
     }
 
     /// Workers joined so far (after stop/finish).

@@ -38,8 +38,8 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
-    /// Stopped by the user (Ctrl-C).
-    #[error("interrupted")]
+    /// Stopped by the user (Ctrl-C, SIGTERM); iperf3's words for it.
+    #[error("interrupt - the client has terminated")]
     Interrupted,
 }
 

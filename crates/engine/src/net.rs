@@ -3,6 +3,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -74,7 +75,7 @@ pub fn connect(
     timeout: Option<Duration>,
     prepare: impl FnOnce(&Socket) -> Result<(), EngineError>,
 ) -> Result<TcpStream, EngineError> {
-    connect_with(addr, bind, cport, timeout, false, prepare)
+    connect_with(addr, bind, cport, timeout, false, None, prepare)
 }
 
 /// [`connect`], over MPTCP when `mptcp` (iperf3's `-m`; the kernel falls back to TCP when the
@@ -85,6 +86,7 @@ pub fn connect_with(
     cport: Option<u16>,
     timeout: Option<Duration>,
     mptcp: bool,
+    interrupt: Option<&AtomicBool>,
     prepare: impl FnOnce(&Socket) -> Result<(), EngineError>,
 ) -> Result<TcpStream, EngineError> {
     let target = addr.to_string();
@@ -114,15 +116,78 @@ pub fn connect_with(
             EngineError::Config(format!("cannot bind the client socket to {local}: {e}"))
         })?;
     }
-    let r = match timeout {
-        Some(t) => sock.connect_timeout(&SockAddr::from(addr), t),
-        None => sock.connect(&SockAddr::from(addr)),
+    match connect_polled(&sock, &SockAddr::from(addr), timeout, interrupt) {
+        Ok(()) => Ok(sock.into()),
+        Err(e) if e.kind() == ErrorKind::Interrupted => Err(EngineError::Interrupted),
+        Err(e) => Err(EngineError::Connect {
+            target,
+            reason: connect_reason(&e),
+        }),
+    }
+}
+
+/// How long one wait for a connection in progress lasts before the interrupt flag is read
+/// again (a signal handler only sets the flag; the SYN may be dropped for minutes).
+const CONNECT_POLL: Duration = Duration::from_millis(100);
+
+/// `connect` without blocking: the connection in progress is polled in short waits, so
+/// `interrupt` ends it promptly (an `Interrupted` error) and `timeout` bounds it (`TimedOut`);
+/// with neither, the kernel's SYN retries decide, as for a blocking connect.
+fn connect_polled(
+    sock: &Socket,
+    addr: &SockAddr,
+    timeout: Option<Duration>,
+    interrupt: Option<&AtomicBool>,
+) -> std::io::Result<()> {
+    sock.set_nonblocking(true)?;
+    let r = match sock.connect(addr) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+            wait_connected(sock, timeout.map(|t| Instant::now() + t), interrupt)
+        }
+        Err(e) => Err(e),
     };
-    r.map_err(|e| EngineError::Connect {
-        target: target.clone(),
-        reason: connect_reason(&e),
-    })?;
-    Ok(sock.into())
+    sock.set_nonblocking(false)?;
+    r
+}
+
+fn wait_connected(
+    sock: &Socket,
+    deadline: Option<Instant>,
+    interrupt: Option<&AtomicBool>,
+) -> std::io::Result<()> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    loop {
+        if interrupt.is_some_and(|f| f.load(Ordering::Relaxed)) {
+            return Err(std::io::Error::new(ErrorKind::Interrupted, "interrupted"));
+        }
+        let mut wait = CONNECT_POLL;
+        if let Some(d) = deadline {
+            let left = d.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::Error::new(ErrorKind::TimedOut, "timed out"));
+            }
+            wait = wait.min(left);
+        }
+        let timeout = Timespec {
+            tv_sec: wait.as_secs() as _,
+            tv_nsec: wait.subsec_nanos().max(1) as _,
+        };
+        let mut fds = [PollFd::new(sock, PollFlags::OUT)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) => continue,
+            Ok(_) => {
+                return match sock.take_error()? {
+                    Some(e) => Err(e),
+                    // Writable without a pending error: connected (or refused later, which the
+                    // first use reports).
+                    None => sock.peer_addr().map(|_| ()),
+                };
+            }
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// UDP socket buffers when `-w` is not given: large enough that a burst of GSO

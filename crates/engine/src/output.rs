@@ -6,7 +6,10 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use wirespeed_report::json;
-use wirespeed_report::text::{write_error, TextContext, TextOptions, TextRenderer};
+use wirespeed_report::text::{
+    prefix_lines, write_done, write_error, write_server_output, write_server_output_json,
+    TextContext, TextOptions, TextRenderer,
+};
 use wirespeed_report::where_ran::write_where;
 use wirespeed_report::{Interval, Start, TestResult};
 
@@ -61,6 +64,10 @@ pub struct StandardReporter {
     /// Text mode: print where the work ran (and any tune change) under each test's summary
     /// (the server does; the client's command line prints it after its `wirespeed:` line).
     print_where: bool,
+    /// Only what iperf3 prints (strict iperf3 mode): no `wirespeed` section, no where-ran text.
+    strict: bool,
+    /// `-T`: text lines prefixed with `TITLE:  `, as iperf3 does.
+    title: Option<String>,
 }
 
 impl StandardReporter {
@@ -73,7 +80,21 @@ impl StandardReporter {
             capture: None,
             print_errors: false,
             print_where: false,
+            strict: false,
+            title: None,
         }
+    }
+
+    /// `-T TITLE` (text output): prefix the lines as iperf3 does.
+    pub fn titled(mut self, title: Option<String>) -> StandardReporter {
+        self.title = title.filter(|_| self.format == Format::Text);
+        self
+    }
+
+    /// Print only what iperf3 prints (see [`wirespeed_report::strict`]).
+    pub fn strict(mut self) -> StandardReporter {
+        self.strict = true;
+        self
     }
 
     /// Print where the work ran under each finished test (text output).
@@ -99,6 +120,22 @@ impl StandardReporter {
         if f(&mut buf).is_err() {
             return;
         }
+        if let Some(t) = &self.title {
+            buf = prefix_lines(&buf, t);
+        }
+        self.write_out(buf);
+    }
+
+    /// Write as it is (the server's output, which iperf3 does not prefix with the title).
+    fn emit_raw(&mut self, f: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) {
+        let mut buf = Vec::new();
+        if f(&mut buf).is_err() {
+            return;
+        }
+        self.write_out(buf);
+    }
+
+    fn write_out(&mut self, buf: Vec<u8>) {
         if let Some(c) = &mut self.capture {
             c.extend_from_slice(&buf);
         }
@@ -119,7 +156,12 @@ impl Reporter for StandardReporter {
     fn start(&mut self, start: &Start) {
         match self.format {
             Format::Text => {
-                let mut r = TextRenderer::new(TextContext::from_start(start), self.opts);
+                // `iperf Done.` is written by `finish`, after the server's output.
+                let opts = TextOptions {
+                    done_line: false,
+                    ..self.opts
+                };
+                let mut r = TextRenderer::new(TextContext::from_start(start), opts);
                 if start.connecting_to.is_some() {
                     // `connecting` already printed the first line.
                     self.emit(|b| r.start_after_connecting(b, start));
@@ -153,16 +195,42 @@ impl Reporter for StandardReporter {
                 let has_end = result.end.sum_sent.is_some() || result.end.sum.is_some();
                 if let (Some(mut r), true) = (self.text.take(), has_end) {
                     self.emit(|b| r.end(b, result));
+                    if r.context().role == wirespeed_report::Role::Client {
+                        if let Some(t) = &result.server_output_text {
+                            self.emit(|b| b.write_all(b"\n"));
+                            self.emit_raw(|b| write_server_output(b, t));
+                        } else if let Some(j) = &result.server_output_json {
+                            self.emit(|b| b.write_all(b"\n"));
+                            self.emit_raw(|b| write_server_output_json(b, j));
+                        }
+                        if self.opts.done_line && result.error.is_none() {
+                            self.emit(write_done);
+                        }
+                    }
                 }
-                if self.print_where && has_end {
+                if self.print_where && has_end && !self.strict {
                     self.emit(|b| write_where(b, result));
                 }
                 if let (Some(e), true) = (err, self.print_errors) {
-                    self.emit(|b| write_error(b, "wirespeed", &e));
+                    let program = if self.strict { "iperf3" } else { "wirespeed" };
+                    self.emit(|b| write_error(b, program, &e));
                 }
             }
-            Format::Json => self.emit(|b| json::write_json(b, result)),
-            Format::JsonStream => self.emit(|b| json::stream_finish(b, result)),
+            Format::Json | Format::JsonStream => {
+                let shaped;
+                let result = if self.strict {
+                    let server = result.start.accepted_connection.is_some();
+                    shaped = wirespeed_report::strict::iperf3_strict(result, server);
+                    &shaped
+                } else {
+                    result
+                };
+                if self.format == Format::Json {
+                    self.emit(|b| json::write_json(b, result));
+                } else {
+                    self.emit(|b| json::stream_finish(b, result));
+                }
+            }
         }
     }
 

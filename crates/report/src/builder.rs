@@ -557,6 +557,7 @@ impl ResultBuilder {
                             any_retrans = true;
                             total_retrans += r;
                             s.retransmits = Some(r);
+                            s.reorder = Some(0);
                             s.max_snd_cwnd = Some(0);
                             s.max_snd_wnd = Some(0);
                             s.max_rtt = Some(0);

@@ -183,6 +183,41 @@ pub fn write_server_listening<W: Write + ?Sized>(
     )
 }
 
+/// The client's last line, after a blank one: `iperf Done.`.
+pub fn write_done<W: Write + ?Sized>(w: &mut W) -> io::Result<()> {
+    write!(w, "\niperf Done.\n")
+}
+
+/// `--get-server-output` in text mode, as iperf3 prints it before `iperf Done.`: `Server
+/// output:`, the server's text and a newline (a blank line after text that ends with one).
+pub fn write_server_output<W: Write + ?Sized>(w: &mut W, text: &str) -> io::Result<()> {
+    w.write_all(b"Server output:\n")?;
+    w.write_all(text.as_bytes())?;
+    w.write_all(b"\n")
+}
+
+/// `--get-server-output` with a server writing JSON: `Server JSON output:` and its document
+/// in iperf3's `-J` layout.
+pub fn write_server_output_json<W: Write + ?Sized>(
+    w: &mut W,
+    doc: &serde_json::Value,
+) -> io::Result<()> {
+    w.write_all(b"Server JSON output:\n")?;
+    crate::json::write_pretty_value(w, doc)
+}
+
+/// `-T TITLE`: every line of `text` (blank ones too) prefixed with `TITLE:  `, as iperf3
+/// prefixes its output lines; a last line without its newline is prefixed too.
+pub fn prefix_lines(text: &[u8], title: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() + 16);
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        out.extend_from_slice(title.as_bytes());
+        out.extend_from_slice(b":  ");
+        out.extend_from_slice(line);
+    }
+    out
+}
+
 /// `PROG: error - MESSAGE`, iperf3's one error line.
 pub fn write_error<W: Write + ?Sized>(w: &mut W, program: &str, message: &str) -> io::Result<()> {
     writeln!(w, "{program}: error - {message}")
@@ -401,8 +436,9 @@ impl TextRenderer {
         if self.opts.verbose {
             self.cpu_and_congestion(w, end, &groups)?;
         }
-        if self.ctx.role == Role::Client && self.opts.done_line {
-            write!(w, "\niperf Done.\n")?;
+        // A failed or interrupted test's partial summary ends without it, as iperf3's does.
+        if self.ctx.role == Role::Client && self.opts.done_line && result.error.is_none() {
+            write_done(w)?;
         }
         Ok(())
     }
@@ -715,4 +751,21 @@ pub fn render_text<W: Write + ?Sized>(
         return Ok(());
     }
     r.end(w, result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn title_prefixes_every_line_and_server_output_reads_as_iperf3s() {
+        assert_eq!(prefix_lines(b"a\n\nb\n", "t"), b"t:  a\nt:  \nt:  b\n");
+        assert_eq!(prefix_lines(b"a", "t"), b"t:  a");
+        let mut v = Vec::new();
+        write_server_output(&mut v, "x\ny\n").unwrap();
+        assert_eq!(v, b"Server output:\nx\ny\n\n");
+        let mut v = Vec::new();
+        write_server_output_json(&mut v, &serde_json::json!({"a": 1})).unwrap();
+        assert_eq!(v, b"Server JSON output:\n{\n\t\"a\":\t1\n}\n");
+    }
 }

@@ -280,31 +280,71 @@ fn several_ports_in_one_run_are_summed() {
 }
 
 #[test]
-fn ctrl_c_ends_the_test_cleanly() {
-    let (_srv, port) = start_server(&["-i", "0"]);
-    let client = spawn(&mut client_cmd(Side::Wirespeed, port, &["-t", "30", "-J"]));
-    wait_connected(port, 2); // its control connection and its stream: the test runs
-    let pid = client.pid();
-    let k = Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(k.success());
-    // Well before its 30 s (a client that ignored SIGINT would be killed at HANG, with a
-    // signal instead of exit code 130).
-    let out = client.wait_output(HANG);
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+fn json_has_iperf3_3_20_values_and_real_interval_times() {
+    let (c, s) = pair_json(&["-t", "2", "-b", "200M", "-S", "16"]);
+    let ts = &c["start"]["test_start"];
+    assert_eq!(ts["target_bitrate"], 200_000_000, "{ts}");
+    assert_eq!(ts["tos"], 16, "{ts}");
+    assert_eq!(c["start"]["target_bitrate"], 200_000_000);
+    assert_eq!(c["start"]["fq_rate"], 0);
+    // Each end's algorithm: the client's own as sender, the server's from its results.
+    for (who, j) in [("client", &c), ("server", &s)] {
+        let r = j["end"]["receiver_tcp_congestion"].as_str().unwrap_or("");
+        assert!(!r.is_empty(), "{who}: {}", j["end"]);
+    }
+    // Intervals end when they were measured: contiguous, and the last one ends where the
+    // sender's summary does (the rate of the last interval covers its real length).
+    let ivs = c["intervals"].as_array().expect("intervals");
+    assert!(ivs.len() >= 2, "{ivs:?}");
+    let mut prev = 0.0;
+    for iv in ivs {
+        let (a, b) = (
+            iv["sum"]["start"].as_f64().unwrap(),
+            iv["sum"]["end"].as_f64().unwrap(),
+        );
+        assert!((a - prev).abs() < 1e-9 && b > a, "{iv}");
+        prev = b;
+    }
+    let sent_end = c["end"]["sum_sent"]["end"].as_f64().unwrap();
+    assert!(
+        (prev - sent_end).abs() < 1e-6,
+        "last interval ends {prev}, sum_sent {sent_end}"
     );
-    let j = json_of(&out.stdout, "interrupted client");
-    assert_eq!(j["error"], "interrupted");
-    // The server is still there for the next test.
-    let again = run(
-        &mut client_cmd(Side::Wirespeed, port, &["-t", "1", "-J"]),
-        Duration::from_secs(20),
+}
+
+#[test]
+fn title_prefixes_text_lines_and_server_output_is_printed() {
+    let (c, _s) = pair(&[
+        "-t",
+        "1",
+        "-T",
+        "lab 1",
+        "--get-server-output",
+        "--iperf3-strict",
+    ]);
+    let text = String::from_utf8_lossy(&c.stdout).into_owned();
+    // The server of `pair` writes JSON: iperf3 prints its document.
+    let (ours, rest) = text
+        .split_once("Server JSON output:\n")
+        .unwrap_or_else(|| panic!("no server output: {text}"));
+    // Every line of the client's own output carries the title, blank ones too.
+    assert!(ours.lines().count() >= 5, "{text}");
+    for l in ours.lines() {
+        assert!(l.starts_with("lab 1:  "), "{l:?} in {text}");
+    }
+    // The server's text as it printed it (not prefixed), then the title's iperf Done.
+    let (server, tail) = rest
+        .rsplit_once("\nlab 1:  \nlab 1:  iperf Done.\n")
+        .unwrap_or_else(|| panic!("no titled iperf Done.: {text}"));
+    let doc: Value = serde_json::from_str(server).unwrap_or_else(|e| panic!("{e}: {server}"));
+    assert!(
+        doc["end"]["sum_received"]["bytes"]
+            .as_u64()
+            .is_some_and(|b| b > 0),
+        "{doc}"
     );
-    assert_success(&again, "the next test");
+    assert!(
+        tail.is_empty(),
+        "nothing after iperf Done. (strict): {tail:?}"
+    );
 }

@@ -88,6 +88,30 @@ pub fn wait_connected(port: u16, n: usize) {
     });
 }
 
+/// Wait until a connection to `port` is in SYN-SENT: its SYN went out and nothing answered.
+pub fn wait_syn_sent(port: u16) {
+    wait_until(
+        &format!("a connection to port {port} waiting for its SYN's answer"),
+        || sockets_on(port, true, "02") > 0,
+    );
+}
+
+/// Send `sig` (`-INT`, `-TERM`) to `pid` with kill(1).
+pub fn signal(pid: u32, sig: &str) {
+    let s = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(s.success(), "kill {sig} {pid}");
+}
+
+/// Wait until the file holds `needle` (a process's `--logfile`: readiness from its output).
+pub fn wait_for_text(path: &std::path::Path, needle: &str) {
+    wait_until(&format!("{} to contain {needle:?}", path.display()), || {
+        std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle))
+    });
+}
+
 /// A port free right now on 127.0.0.1.
 pub fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");

@@ -16,6 +16,8 @@ const CONNECT: i32 = 3;
 const REFUSED: i32 = 4;
 const PEER: i32 = 5;
 const HOST: i32 = 6;
+/// Every failure with JSON output, as iperf3.
+const IPERF3_FAILURE: i32 = 1;
 
 fn ws(args: &[&str]) -> Output {
     run(
@@ -53,9 +55,15 @@ fn refused_port_is_a_connect_error() {
     let o = client(port, &["-t", "1"]);
     assert_fails(&o, CONNECT, "refused", "closed port");
     // With -J the output is still one valid iperf3-shaped document carrying the error, as
-    // iperf3 prints it; with --json-stream the last events are "error" and "end".
+    // iperf3 prints it, with iperf3's exit status 1 and nothing on stderr (so `2>&1 | jq`
+    // works); with --json-stream the last events are "error" and "end".
     let o = client(port, &["-t", "1", "-J"]);
-    assert_fails(&o, CONNECT, "refused", "closed port, -J");
+    assert_eq!(o.status.code(), Some(IPERF3_FAILURE), "closed port, -J");
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let doc: serde_json::Value =
         serde_json::from_slice(&o.stdout).expect("-J output on a refused connection is JSON");
     assert!(
@@ -68,12 +76,40 @@ fn refused_port_is_a_connect_error() {
         .starts_with("wirespeed"));
     assert_eq!(doc["intervals"], serde_json::json!([]));
     let o = client(port, &["-t", "1", "--json-stream"]);
+    assert_eq!(
+        o.status.code(),
+        Some(IPERF3_FAILURE),
+        "closed port, --json-stream"
+    );
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let events: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("each --json-stream line is JSON"))
         .collect();
     let names: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
     assert_eq!(names, ["error", "end"], "{events:?}");
+}
+
+#[test]
+fn json_output_failures_before_the_test_are_one_document() {
+    // A failure before the report exists (a bad value) is still a document on stdout.
+    let o = client(free_port(), &["-t", "1", "-J", "-l", "99999999999999"]);
+    assert_eq!(o.status.code(), Some(IPERF3_FAILURE), "{}", text_of(&o));
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("a JSON document");
+    assert!(
+        doc["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{doc}"
+    );
+    assert_eq!(doc["end"], serde_json::json!({}));
 }
 
 #[test]
