@@ -101,6 +101,10 @@ pub struct ClientConfig {
     /// Observe where the work ran at this end (and ask a wirespeed server to do the same);
     /// `None`: no observation.
     pub observe: Option<crate::hooks::ObserveHook>,
+    /// `--username` + `--rsa-public-key-path`: iperf3's RSA authentication.
+    pub auth: Option<wirespeed_protocol::auth::ClientAuth>,
+    /// `--psk FILE`: tag the parameters for a wirespeed server started with the same key.
+    pub psk: Option<wirespeed_protocol::psk::Psk>,
 }
 
 /// iperf3's default UDP rate per stream: 1 Mbit/s.
@@ -146,6 +150,8 @@ impl Default for ClientConfig {
             udp_recv_path: UdpRecvPath::Gro,
             interrupt: None,
             observe: None,
+            auth: None,
+            psk: None,
         }
     }
 }
@@ -650,6 +656,25 @@ pub fn run_client(
         tcp_mss_default,
         end_decided: None,
     };
+    let unix_now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    if let Some(a) = &cfg.auth {
+        match a.token(unix_now) {
+            Ok(t) => run.params.authtoken = Some(t),
+            Err(e) => {
+                return early(
+                    reporter,
+                    EngineError::Config(format!("authentication: {e}")),
+                )
+            }
+        }
+    }
+    if let Some(k) = &cfg.psk {
+        if let Err(e) = k.seal_params(&mut run.params, &run.cookie, unix_now) {
+            return early(reporter, EngineError::Config(format!("--psk: {e}")));
+        }
+    }
     let params = run.params.clone();
     let mut timeouts = cfg.timeouts;
     if let Some(t) = cfg.connect_timeout {

@@ -7,6 +7,7 @@ mod host_common;
 mod measure_common;
 mod need;
 
+mod abuse;
 mod client_options;
 mod doctor;
 mod explain_cli;
