@@ -8,6 +8,7 @@ mod measure_common;
 mod need;
 
 mod abuse;
+mod auth;
 mod client_options;
 mod doctor;
 mod explain_cli;

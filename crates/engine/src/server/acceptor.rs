@@ -57,15 +57,22 @@ fn deny_and_close(mut s: TcpStream) {
     let _ = s.write(&[State::AccessDenied.to_byte()]);
 }
 
-/// One log line per refusal, at most one per address every 10 s (a flood of refused
-/// connections must not become a flood of log lines).
+/// One log line per refusal. Refused connections (before anything was read) are logged at
+/// most once per address every 10 s, so that a flood of them does not become a flood of log
+/// lines; refused tests (each one a full parameters exchange, bounded by the pending limits)
+/// are all logged.
 struct RefusalLog {
     last: HashMap<PeerKey, Instant>,
 }
 
 impl RefusalLog {
-    fn log(&mut self, ctx: &Ctx, key: PeerKey, ip: IpAddr, what: &str) {
-        let Some(h) = &ctx.cfg.log else { return };
+    fn log(&self, ctx: &Ctx, ip: IpAddr, what: &str) {
+        if let Some(h) = &ctx.cfg.log {
+            (h.0)(&format!("refused {}: {what}", crate::net::canonical_ip(ip)));
+        }
+    }
+
+    fn log_connection(&mut self, ctx: &Ctx, key: PeerKey, ip: IpAddr, what: &str) {
         let now = Instant::now();
         if self
             .last
@@ -79,7 +86,7 @@ impl RefusalLog {
                 .retain(|_, t| now.duration_since(*t) < Duration::from_secs(10));
         }
         self.last.insert(key, now);
-        (h.0)(&format!("refused {}: {what}", crate::net::canonical_ip(ip)));
+        self.log(ctx, ip, what);
     }
 }
 
@@ -221,7 +228,12 @@ pub(super) fn acceptor(
                                 ctx.stats
                                     .connections_dropped
                                     .fetch_add(1, Ordering::Relaxed);
-                                log.log(ctx, PeerKey::of(peer.ip()), peer.ip(), &r.to_string());
+                                log.log_connection(
+                                    ctx,
+                                    PeerKey::of(peer.ip()),
+                                    peer.ip(),
+                                    &r.to_string(),
+                                );
                                 deny_and_close(s);
                                 continue;
                             }
@@ -384,7 +396,7 @@ fn start_test(ctx: &Arc<Ctx>, p: Pending, log: &mut RefusalLog, number: u64) -> 
     let ticket = match decision {
         Ok(t) => t,
         Err(e) => {
-            refuse(ctx, &mut stream, &mut sess, &e, p.peer, p.key, log);
+            refuse(ctx, &mut stream, &mut sess, &e, p.peer, log);
             ctx.registry.lock().remove(&cookie);
             return false;
         }
@@ -415,11 +427,10 @@ fn refuse(
     sess: &mut ServerSession,
     e: &AdmissionError,
     peer: SocketAddr,
-    key: PeerKey,
-    log: &mut RefusalLog,
+    log: &RefusalLog,
 ) {
     ctx.stats.tests_refused.fetch_add(1, Ordering::Relaxed);
     sess.refuse(&e.decline(sess.peer_is_wirespeed()));
     let _ = send_now(stream, &sess.take_transmit());
-    log.log(ctx, key, peer.ip(), &e.to_string());
+    log.log(ctx, peer.ip(), &e.to_string());
 }
