@@ -12,6 +12,7 @@ use crate::measure_common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::process::Command;
 use std::time::Duration;
 
 use measure_common::*;
@@ -267,4 +268,34 @@ fn one_abusive_address_never_locks_out_another() {
             .any(|l| l.contains("refused 127.0.0.1: per-address limit of 8 pending connections")),
         "server log: {log}"
     );
+}
+
+#[test]
+fn deny_and_allow_lists_refuse_by_address() {
+    let (srv, port) = start_server(&["--deny", "127.0.0.1", "-i", "0"]);
+    let denied = run(&mut client_cmd(Side::Wirespeed, port, &["-t", "1"]), HANG);
+    assert_eq!(denied.status.code(), Some(4), "{}", text_of(&denied));
+    let other = run(
+        &mut client_cmd(Side::Wirespeed, port, &["-t", "1", "-B", "127.0.0.2"]),
+        HANG,
+    );
+    assert_success(&other, "a test from 127.0.0.2");
+    let log = String::from_utf8_lossy(&srv.wait_output(Duration::ZERO).stderr).into_owned();
+    assert!(
+        log.contains("refused 127.0.0.1: address refused: in the deny list (127.0.0.1/32)"),
+        "server log: {log}"
+    );
+    let (_srv, port) = start_server(&["--allow", "127.0.0.2/32", "-i", "0"]);
+    let o = run(&mut client_cmd(Side::Wirespeed, port, &["-t", "1"]), HANG);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "not in the allow list: {}",
+        text_of(&o)
+    );
+    let bad = run(
+        Command::new(wirespeed()).args(["server", "--allow", "not-an-address"]),
+        HANG,
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", text_of(&bad));
 }
