@@ -581,4 +581,76 @@ mod tests {
         assert_eq!(slots.taken(), 0);
         assert!(admit(&params(), peer(), &l, None, &slots, ok_cpus).is_ok());
     }
+
+    #[test]
+    fn decide_counts_per_address_and_a_ticket_gives_everything_back() {
+        let cfg = ServerConfig::default();
+        let mut limits = cfg.limits.guard(&cfg.addrs);
+        limits.peer.tests = 1;
+        let gate = Arc::new(Gate::new(limits));
+        let a: SocketAddr = "192.0.2.1:1".parse().unwrap();
+        let b: SocketAddr = "192.0.2.2:1".parse().unwrap();
+        let c = Cookie::from_entropy(&[1; 36]);
+        let ka = gate.connection(a.ip()).unwrap();
+        let ticket = decide(&params(), a, ka, &c, &cfg, &gate).unwrap();
+        assert_eq!(gate.running(), 1);
+        assert_eq!(gate.guard().usage(ka).streams, 4);
+        assert_eq!(gate.guard().usage(ka).connecting, 4, "TCP streams expected");
+        // A second test from the same address is over its limit: ACCESS_DENIED toward
+        // iperf3, the reason toward wirespeed; another address still gets in.
+        let e = decide(&params(), a, ka, &c, &cfg, &gate).unwrap_err();
+        assert!(matches!(e, AdmissionError::Guard(_)), "{e}");
+        assert_eq!(e.decline(false), Decline::AccessDenied);
+        assert!(
+            e.to_string()
+                .contains("per-address limit of 1 running tests"),
+            "{e}"
+        );
+        assert_eq!(gate.running(), 1, "a refused test takes no slot");
+        let kb = gate.connection(b.ip()).unwrap();
+        let other = decide(&params(), b, kb, &c, &cfg, &gate).unwrap();
+        drop(ticket);
+        drop(other);
+        let mut g = gate.guard();
+        g.connection_closed(ka);
+        g.connection_closed(kb);
+        assert_eq!(g.total(), wirespeed_guard::Usage::default());
+        drop(g);
+        assert_eq!(gate.running(), 0);
+    }
+
+    #[test]
+    fn a_bitrate_limit_refuses_what_asks_for_more_and_auth_refusals_are_142() {
+        let cfg = ServerConfig {
+            bitrate_limit: Some(super::super::BitrateLimit {
+                bits_per_second: 1_000_000,
+                window: Duration::from_secs(5),
+            }),
+            ..ServerConfig::default()
+        };
+        let gate = Arc::new(Gate::new(cfg.limits.guard(&cfg.addrs)));
+        let c = Cookie::from_entropy(&[2; 36]);
+        let k = gate.connection(peer().ip()).unwrap();
+        let fast = TestParams {
+            bandwidth: Some(400_000),
+            ..params()
+        };
+        let e = decide(&fast, peer(), k, &c, &cfg, &gate).unwrap_err();
+        assert_eq!(
+            e,
+            AdmissionError::TotalRate {
+                limit: 1_000_000,
+                asked: 1_600_000
+            }
+        );
+        assert_eq!(e.i_errno(), errno::IETOTALRATE);
+        let psk = ServerConfig {
+            psk: Some(wirespeed_protocol::psk::Psk::from_file_contents(&[b'k'; 32]).unwrap()),
+            ..ServerConfig::default()
+        };
+        let e = decide(&params(), peer(), k, &c, &psk, &gate).unwrap_err();
+        assert!(matches!(e, AdmissionError::Psk(_)), "{e}");
+        assert_eq!(e.i_errno(), errno::IEAUTHTEST);
+        assert_eq!(gate.running(), 0);
+    }
 }

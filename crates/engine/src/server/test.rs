@@ -951,4 +951,57 @@ mod tests {
         );
         assert_eq!(parse_path(Some("bogus")), None);
     }
+
+    #[test]
+    fn the_watch_ends_idle_silent_and_too_fast_tests() {
+        let cfg = ServerConfig {
+            rcv_timeout: Duration::from_secs(5),
+            idle_timeout: Some(Duration::from_secs(8)),
+            bitrate_limit: Some(crate::server::BitrateLimit {
+                bits_per_second: 8_000_000,
+                window: Duration::from_secs(2),
+            }),
+            ..ServerConfig::default()
+        };
+        let s = |n: u64| Duration::from_secs(n);
+        // A receiver that gets nothing: --rcv-timeout.
+        let mut w = Watch::new();
+        let t0 = w.moved_at;
+        assert!(w.check(&cfg, (0, 0), true, t0 + s(4)).is_none());
+        let e = w.check(&cfg, (0, 0), true, t0 + s(6)).unwrap();
+        assert!(e.to_string().contains("--rcv-timeout"), "{e}");
+        assert_eq!(
+            e.i_errno(),
+            Some(wirespeed_protocol::server_error::errno::IENOMSG)
+        );
+        // A sender whose bytes stop moving: --idle-timeout (not the receive timeout).
+        let mut w = Watch::new();
+        let t0 = w.moved_at;
+        assert!(w.check(&cfg, (1000, 0), false, t0 + s(1)).is_none());
+        assert!(w.check(&cfg, (1000, 0), false, t0 + s(8)).is_none());
+        let e = w.check(&cfg, (1000, 0), false, t0 + s(10)).unwrap();
+        assert!(e.to_string().contains("--idle-timeout"), "{e}");
+        // 2 MB/s = 16 Mbit/s over the 2 s window: above 8 Mbit/s.
+        let mut w = Watch::new();
+        let t0 = w.moved_at;
+        assert!(w.check(&cfg, (0, 0), false, t0).is_none());
+        assert!(w.check(&cfg, (2_000_000, 0), false, t0 + s(1)).is_none());
+        let e = w.check(&cfg, (4_000_000, 0), false, t0 + s(2)).unwrap();
+        assert!(
+            matches!(
+                e,
+                TestError::TotalRate {
+                    rate: 16_000_000,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // 0.5 MB/s = 4 Mbit/s passes.
+        let mut w = Watch::new();
+        let t0 = w.moved_at;
+        for k in 0..=6 {
+            assert!(w.check(&cfg, (k * 500_000, 0), false, t0 + s(k)).is_none());
+        }
+    }
 }
