@@ -61,6 +61,9 @@ pub enum TestError {
     /// The test ran past the server's limit.
     #[error("the test ran past its limit of {secs} s and was terminated")]
     TooLong { secs: u64 },
+    /// A message without a valid pre-shared key tag (`--psk`).
+    #[error("pre-shared key: {0}")]
+    Psk(String),
     /// Nothing arrived for too long (`--rcv-timeout`, `--idle-timeout`).
     #[error("no {what} for {secs:.1} s ({option}); the test was ended")]
     Idle {
@@ -696,8 +699,36 @@ impl<'a> ServerTest<'a> {
                         self.flush()?;
                     }
                     ServerEvent::PeerResults(r) => {
+                        if let Some(k) = &self.ctx.cfg.psk {
+                            if let Err(e) = k.verify_results(
+                                &r,
+                                &self.cookie,
+                                wirespeed_protocol::psk::Side::Client,
+                            ) {
+                                let e = TestError::Psk(format!("the client's results: {e}"));
+                                self.sess.refuse(&Decline::Error {
+                                    i_errno: wirespeed_protocol::server_error::errno::IEAUTHTEST,
+                                    errno: 0,
+                                    detail: e.to_string(),
+                                });
+                                let _ = self.flush();
+                                return Err(e);
+                            }
+                        }
                         let mut result = self.build_result(Some(&r), reporter);
-                        let local = self.local_results(p, &mut result, reporter);
+                        let mut local = self.local_results(p, &mut result, reporter);
+                        if let Some(k) = &self.ctx.cfg.psk {
+                            let now = std::time::SystemTime::now()
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .map_or(0, |d| d.as_secs() as i64);
+                            k.seal_results(
+                                &mut local,
+                                &self.cookie,
+                                wirespeed_protocol::psk::Side::Server,
+                                now,
+                            )
+                            .map_err(|e| TestError::Psk(e.to_string()))?;
+                        }
                         client_results = Some(*r);
                         let now = self.now();
                         self.sess
