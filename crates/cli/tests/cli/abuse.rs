@@ -299,3 +299,38 @@ fn deny_and_allow_lists_refuse_by_address() {
     );
     assert_eq!(bad.status.code(), Some(2), "{}", text_of(&bad));
 }
+
+#[test]
+fn iperf3_spellings_of_the_server_limits() {
+    let (_srv, port) = start_server(&["--server-max-duration", "2", "-i", "0"]);
+    let long = run(&mut client_cmd(Side::Wirespeed, port, &["-t", "5"]), HANG);
+    assert_eq!(long.status.code(), Some(4), "{}", text_of(&long));
+    assert!(text_of(&long).contains("at most 2 s"), "{}", text_of(&long));
+
+    let (_srv, port) = start_server(&["--server-bitrate-limit", "50M/1", "-i", "0"]);
+    // Asking for more than the limit up front: refused with iperf3's IETOTALRATE.
+    let fast = run(
+        &mut client_cmd(Side::Wirespeed, port, &["-t", "1", "-b", "40M", "-P", "2"]),
+        HANG,
+    );
+    assert_eq!(fast.status.code(), Some(4), "{}", text_of(&fast));
+    assert!(
+        text_of(&fast).contains("above the server's limit"),
+        "{}",
+        text_of(&fast)
+    );
+    // A test that goes faster than the limit (unpaced TCP on loopback) is ended by the
+    // server once the average over 1 s is above it.
+    let over = run(&mut client_cmd(Side::Wirespeed, port, &["-t", "10"]), HANG);
+    assert!(!over.status.success(), "{}", text_of(&over));
+    assert!(
+        text_of(&over).contains("--server-bitrate-limit"),
+        "{}",
+        text_of(&over)
+    );
+    let bad = run(
+        Command::new(wirespeed()).args(["server", "--server-bitrate-limit", "1M/0"]),
+        HANG,
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", text_of(&bad));
+}
