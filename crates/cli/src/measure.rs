@@ -47,6 +47,77 @@ fn rate(s: &str) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
+/// `--server-bitrate-limit RATE[/SECS]` (iperf3's spelling; SECS defaults to 5).
+fn bitrate_limit(s: &str) -> Result<(u64, u64), String> {
+    let (r, secs) = match s.split_once('/') {
+        Some((r, t)) => (
+            r,
+            t.parse::<u64>()
+                .ok()
+                .filter(|&t| t > 0)
+                .ok_or_else(|| format!("{t:?}: the averaging interval is whole seconds above 0"))?,
+        ),
+        None => (s, 5),
+    };
+    Ok((rate(r)?, secs))
+}
+
+/// A file the user named, read whole (keys and lists are small; a huge file is refused).
+fn read_small(path: &std::path::Path, flag: &str) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path)
+        .map_err(|e| exit::fail(exit::IO, format!("{flag} {}: {e}", path.display())))?;
+    let mut v = Vec::new();
+    f.take(1 << 20)
+        .read_to_end(&mut v)
+        .map_err(|e| exit::fail(exit::IO, format!("{flag} {}: {e}", path.display())))?;
+    if v.len() >= 1 << 20 {
+        return Err(exit::fail(
+            exit::IO,
+            format!("{flag} {}: larger than 1 MiB", path.display()),
+        ));
+    }
+    Ok(v)
+}
+
+fn read_psk(path: &std::path::Path) -> anyhow::Result<wirespeed_protocol::psk::Psk> {
+    let bytes = read_small(path, "--psk")?;
+    wirespeed_protocol::psk::Psk::from_file_contents(&bytes)
+        .map_err(|e| exit::fail(exit::USAGE, format!("--psk {}: {e}", path.display())))
+}
+
+fn client_auth(a: &ClientArgs) -> anyhow::Result<Option<wirespeed_protocol::auth::ClientAuth>> {
+    use wirespeed_protocol::auth;
+    let (Some(user), Some(path)) = (&a.username, &a.rsa_public_key_path) else {
+        return Ok(None);
+    };
+    let pem = String::from_utf8_lossy(&read_small(path, "--rsa-public-key-path")?).into_owned();
+    let key = auth::public_key_from_pem(&pem).map_err(|e| {
+        exit::fail(
+            exit::USAGE,
+            format!("--rsa-public-key-path {}: {e}", path.display()),
+        )
+    })?;
+    // iperf3 reads IPERF3_PASSWORD, else prompts; wirespeed never prompts.
+    let password = std::env::var("IPERF3_PASSWORD").map_err(|_| {
+        exit::fail(
+            exit::USAGE,
+            "--username: set the password in the environment variable IPERF3_PASSWORD \
+             (wirespeed does not prompt for it)",
+        )
+    })?;
+    Ok(Some(auth::ClientAuth {
+        user: user.clone(),
+        password,
+        key,
+        padding: if a.use_pkcs1_padding {
+            auth::Padding::Pkcs1v15
+        } else {
+            auth::Padding::Oaep
+        },
+    }))
+}
+
 fn cpu_list(s: &str) -> Result<CpuList, String> {
     CpuSet::parse_nonempty(s)
         .map(CpuList)
@@ -317,6 +388,22 @@ pub struct ClientArgs {
     /// UDP instead of TCP.
     #[arg(short = 'u', long = "udp")]
     pub udp: bool,
+    /// iperf3's RSA authentication: the user name (the password from IPERF3_PASSWORD).
+    #[arg(long = "username", requires = "rsa_public_key_path")]
+    pub username: Option<String>,
+    /// iperf3's RSA authentication: the server's public key (PEM).
+    #[arg(
+        long = "rsa-public-key-path",
+        value_name = "FILE",
+        requires = "username"
+    )]
+    pub rsa_public_key_path: Option<PathBuf>,
+    /// Encrypt the token with PKCS#1 v1.5 instead of OAEP (iperf3 servers up to 3.16).
+    #[arg(long = "use-pkcs1-padding")]
+    pub use_pkcs1_padding: bool,
+    /// A pre-shared key file, the same as the wirespeed server's --psk.
+    #[arg(long = "psk", value_name = "FILE")]
+    pub psk: Option<PathBuf>,
     /// Target bits/s per stream (K/M/G = 10^3/6/9); UDP default 1M, 0 = unlimited.
     /// With TCP the kernel paces each stream (SO_MAX_PACING_RATE).
     /// `/BURST` after the rate sends BURST packets back to back per pacing tick (iperf3's burst
@@ -429,6 +516,60 @@ pub struct ServerArgs {
         default_value_t = 86_400
     )]
     pub max_duration: u64,
+    /// Connections that have not sent their parameters yet, server-wide.
+    #[arg(long = "max-pending", default_value_t = 256)]
+    pub max_pending: usize,
+    /// Streams of all running tests together.
+    #[arg(long = "max-total-streams", default_value_t = 1024)]
+    pub max_total_streams: u32,
+    /// Per client address (IPv4 address, IPv6 /64): connections not yet admitted.
+    #[arg(long = "max-pending-per-address", default_value_t = 8)]
+    pub max_pending_per_address: u32,
+    /// Per client address: tests running at once.
+    #[arg(long = "max-tests-per-address", default_value_t = 2)]
+    pub max_tests_per_address: u32,
+    /// Per client address: streams of all its running tests.
+    #[arg(long = "max-streams-per-address", default_value_t = 128)]
+    pub max_streams_per_address: u32,
+    /// Only these addresses or prefixes may connect (repeatable or comma-separated).
+    #[arg(long = "allow", value_name = "CIDR")]
+    pub allow: Vec<String>,
+    /// These addresses or prefixes may not connect (wins over --allow).
+    #[arg(long = "deny", value_name = "CIDR")]
+    pub deny: Vec<String>,
+    /// iperf3's RSA authentication: the server's private key (PEM, not passphrase-protected).
+    #[arg(
+        long = "rsa-private-key-path",
+        value_name = "FILE",
+        requires = "authorized_users_path"
+    )]
+    pub rsa_private_key_path: Option<PathBuf>,
+    /// iperf3's RSA authentication: `user,sha256("{user}password")` lines.
+    #[arg(
+        long = "authorized-users-path",
+        value_name = "FILE",
+        requires = "rsa_private_key_path"
+    )]
+    pub authorized_users_path: Option<PathBuf>,
+    /// Seconds a token's (or a PSK tag's) timestamp may be off the server's clock.
+    #[arg(long = "time-skew-threshold", default_value_t = 10)]
+    pub time_skew_threshold: u32,
+    /// Accepted for iperf3's command line; the server accepts both paddings anyway.
+    #[arg(long = "use-pkcs1-padding")]
+    pub use_pkcs1_padding: bool,
+    /// A pre-shared key file: only wirespeed clients with the same key may test.
+    #[arg(long = "psk", value_name = "FILE")]
+    pub psk: Option<PathBuf>,
+    /// Milliseconds a test may receive no data before it is ended (iperf3's --rcv-timeout).
+    #[arg(long = "rcv-timeout", value_name = "MS", default_value_t = 120_000)]
+    pub rcv_timeout: u64,
+    /// Seconds a running test may move no data and send no control message before it is
+    /// ended; 0: never.
+    #[arg(long = "idle-timeout", value_name = "SECS", default_value_t = 300)]
+    pub idle_timeout: u64,
+    /// A test above RATE bit/s averaged over SECS (default 5) is ended (K/M/G).
+    #[arg(long = "server-bitrate-limit", value_name = "RATE[/SECS]", value_parser = bitrate_limit)]
+    pub server_bitrate_limit: Option<(u64, u64)>,
     /// Seconds a new connection has to send its cookie, and a client each setup step.
     #[arg(long = "handshake-timeout", default_value_t = 10)]
     pub handshake_timeout: u64,
@@ -612,6 +753,8 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         udp_counters_64bit: a.udp_counters_64bit,
         observe: Some(live_observer()),
         extras,
+        auth: client_auth(a)?,
+        psk: a.psk.as_deref().map(read_psk).transpose()?,
         ..ClientConfig::default()
     })
 }
@@ -1055,6 +1198,30 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
+    let addrs = wirespeed_guard::AddrPolicy::new(&a.allow, &a.deny)
+        .map_err(|e| exit::fail(exit::USAGE, format!("--allow/--deny: {e}")))?;
+    let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
+        (Some(k), Some(u)) => {
+            let key =
+                String::from_utf8_lossy(&read_small(k, "--rsa-private-key-path")?).into_owned();
+            let users =
+                String::from_utf8_lossy(&read_small(u, "--authorized-users-path")?).into_owned();
+            let mut auth =
+                wirespeed_protocol::auth::ServerAuth::new(&key, &users).map_err(|e| {
+                    exit::fail(
+                        exit::USAGE,
+                        format!("--rsa-private-key-path {}: {e}", k.display()),
+                    )
+                })?;
+            auth.skew_threshold = a.time_skew_threshold;
+            Some(Arc::new(auth))
+        }
+        _ => None,
+    };
+    let psk = a.psk.as_deref().map(read_psk).transpose()?;
+    let log = wirespeed_engine::server::LogHook::new(|line: &str| {
+        eprintln!("wirespeed server: {line}");
+    });
     let cfg = ServerConfig {
         bind: a.bind.as_ref().map(|b| b.0),
         extras: wirespeed_engine::Extras {
@@ -1074,8 +1241,29 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
             max_tests: a.max_tests,
             max_streams: a.max_streams,
             max_duration: Duration::from_secs(a.max_duration),
+            max_pending: a.max_pending.max(1),
+            max_total_streams: a.max_total_streams.max(1),
+            per_peer: wirespeed_guard::PeerLimits {
+                pending: a.max_pending_per_address.max(1),
+                tests: a.max_tests_per_address.max(1),
+                streams: a.max_streams_per_address.max(1),
+                ..Limits::default().per_peer
+            },
             ..Limits::default()
         },
+        addrs,
+        auth,
+        psk,
+        skew_threshold: a.time_skew_threshold,
+        rcv_timeout: Duration::from_millis(a.rcv_timeout.max(1)),
+        idle_timeout: (a.idle_timeout > 0).then(|| Duration::from_secs(a.idle_timeout)),
+        bitrate_limit: a.server_bitrate_limit.map(|(bps, secs)| {
+            wirespeed_engine::server::BitrateLimit {
+                bits_per_second: bps,
+                window: Duration::from_secs(secs),
+            }
+        }),
+        log: Some(log),
         cpus: a.cpus.clone().map(|c| c.0),
         affinity: a.affinity,
         interval: Duration::from_secs_f64(a.out.interval),

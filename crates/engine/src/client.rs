@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
 use wirespeed_protocol::{
-    ClientEvent, ClientPhase, ClientSession, Cookie, Direction, Failure, ParamsExt, TestParams,
-    TestResults, Timeouts, Transport,
+    psk, ClientEvent, ClientPhase, ClientSession, Cookie, Direction, Failure, ParamsExt,
+    TestParams, TestResults, Timeouts, Transport,
 };
 use wirespeed_report::{HostPort, Start, TestResult};
 
@@ -104,6 +104,10 @@ pub struct ClientConfig {
     /// iperf3's socket options and peer parameters beyond the test shape (TOS, device,
     /// don't-fragment, keepalive, burst, ...).
     pub extras: crate::Extras,
+    /// `--username` + `--rsa-public-key-path`: iperf3's RSA authentication.
+    pub auth: Option<wirespeed_protocol::auth::ClientAuth>,
+    /// `--psk FILE`: tag the parameters for a wirespeed server started with the same key.
+    pub psk: Option<wirespeed_protocol::psk::Psk>,
 }
 
 /// iperf3's default UDP rate per stream: 1 Mbit/s.
@@ -150,6 +154,8 @@ impl Default for ClientConfig {
             interrupt: None,
             observe: None,
             extras: crate::Extras::default(),
+            auth: None,
+            psk: None,
         }
     }
 }
@@ -702,6 +708,22 @@ pub fn run_client(
         end_decided: None,
         interrupted: false,
     };
+    if let Some(a) = &cfg.auth {
+        match a.token(unix_now()) {
+            Ok(t) => run.params.authtoken = Some(t),
+            Err(e) => {
+                return early(
+                    reporter,
+                    EngineError::Config(format!("authentication: {e}")),
+                )
+            }
+        }
+    }
+    if let Some(k) = &cfg.psk {
+        if let Err(e) = k.seal_params(&mut run.params, &run.cookie, unix_now()) {
+            return early(reporter, EngineError::Config(format!("--psk: {e}")));
+        }
+    }
     let params = run.params.clone();
     let mut timeouts = cfg.timeouts;
     if let Some(t) = cfg.connect_timeout {
@@ -728,6 +750,13 @@ pub fn run_client(
             Err(e)
         }
     }
+}
+
+/// Seconds since the Unix epoch (authentication tokens and PSK tags carry it).
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 fn drive(
@@ -768,13 +797,27 @@ fn drive(
                         }
                     }
                     run.final_tick(reporter, end);
-                    let r = run.build_local_results();
+                    let mut r = run.build_local_results();
+                    if let Some(k) = &cfg.psk {
+                        k.seal_results(&mut r, &run.cookie, psk::Side::Client, unix_now())
+                            .map_err(|e| EngineError::Config(format!("--psk: {e}")))?;
+                    }
                     let now = run.now();
                     sess.send_results(now, &r)
                         .map_err(|e| EngineError::Peer(format!("cannot send results: {e}")))?;
                     run.local_results = Some(r);
                 }
-                ClientEvent::PeerResults(r) => run.peer_results = Some(*r),
+                ClientEvent::PeerResults(r) => {
+                    if let Some(k) = &cfg.psk {
+                        k.verify_results(&r, &run.cookie, psk::Side::Server)
+                            .map_err(|e| {
+                                EngineError::Peer(format!(
+                                    "the server's results: pre-shared key: {e}"
+                                ))
+                            })?;
+                    }
+                    run.peer_results = Some(*r)
+                }
                 ClientEvent::Finished => {
                     ctrl.send(&sess.take_transmit()).map_err(send_err)?;
                     return Ok(());

@@ -213,6 +213,10 @@ pub struct Usage {
     pub tests: u32,
     pub streams: u32,
     pub control_bytes: u64,
+    /// Data connections that admitted tests still expect: each raises the pending limit by
+    /// one until the test's streams are set up ([`Guard::expect_streams`]), so a test's own
+    /// streams are never refused as the peer's excess.
+    pub connecting: u32,
 }
 
 impl Usage {
@@ -334,13 +338,14 @@ impl Guard {
         self.limits.addrs.check(ip)?;
         let peer = PeerKey::of(ip);
         let limits = self.limits.clone();
-        if self.usage(peer).pending >= limits.peer.pending {
+        let u = self.usage(peer);
+        if u.pending >= limits.peer.pending.saturating_add(u.connecting) {
             return Err(Refusal::Pending {
                 scope: Scope::Peer,
                 limit: limits.peer.pending,
             });
         }
-        if self.total.pending >= limits.server.pending {
+        if self.total.pending >= limits.server.pending.saturating_add(self.total.connecting) {
             return Err(Refusal::Pending {
                 scope: Scope::Server,
                 limit: limits.server.pending,
@@ -413,6 +418,23 @@ impl Guard {
             self.total.tests = self.total.tests.saturating_sub(1);
             self.total.streams = self.total.streams.saturating_sub(s);
         }
+        self.tidy(peer);
+    }
+
+    /// An admitted test of `peer` now waits for `n` data connections: until
+    /// [`Guard::streams_settled`], the peer (and the server) may hold `n` more pending
+    /// connections.
+    pub fn expect_streams(&mut self, peer: PeerKey, n: u32) {
+        self.entry(peer).connecting += n;
+        self.total.connecting += n;
+    }
+
+    /// The test that expected `n` data connections has them (or gave up waiting).
+    pub fn streams_settled(&mut self, peer: PeerKey, n: u32) {
+        let u = self.entry(peer);
+        let n = n.min(u.connecting);
+        u.connecting -= n;
+        self.total.connecting = self.total.connecting.saturating_sub(n);
         self.tidy(peer);
     }
 
@@ -536,6 +558,36 @@ mod tests {
         g.connection_closed(b);
         assert_eq!(g.total(), Usage::default());
         assert_eq!(g.peers(), 0, "nothing kept for peers that hold nothing");
+    }
+
+    #[test]
+    fn a_tests_own_data_connections_raise_its_peers_pending_limit() {
+        let mut g = Guard::new(small());
+        let a = ip("192.0.2.1");
+        let p = g.admit_connection(a).unwrap();
+        g.admit_test(p, 4).unwrap();
+        g.connection_closed(p);
+        g.expect_streams(p, 4);
+        // Six connections at once, past the per-address limit of 2 (and the server-wide
+        // 3): four of them may be the test's own.
+        for _ in 0..6 {
+            g.admit_connection(a).unwrap();
+        }
+        assert!(g.admit_connection(a).is_err(), "a seventh is excess");
+        for _ in 0..6 {
+            g.connection_closed(p);
+        }
+        g.streams_settled(p, 4);
+        g.admit_connection(a).unwrap();
+        g.admit_connection(a).unwrap();
+        assert!(
+            g.admit_connection(a).is_err(),
+            "the allowance ends with setup"
+        );
+        g.connection_closed(p);
+        g.connection_closed(p);
+        g.test_done(p, 4);
+        assert_eq!(g.total(), Usage::default());
     }
 
     #[test]

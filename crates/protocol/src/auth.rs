@@ -172,6 +172,30 @@ pub fn encode_token(
     Ok(base64::engine::general_purpose::STANDARD.encode(ct))
 }
 
+/// A client's credentials (`--username`, the password, `--rsa-public-key-path`).
+#[derive(Debug, Clone)]
+pub struct ClientAuth {
+    pub user: String,
+    pub password: String,
+    pub key: RsaPublicKey,
+    pub padding: Padding,
+}
+
+impl ClientAuth {
+    /// A fresh token stamped `now` (Unix seconds), encrypted with the operating system's
+    /// random numbers.
+    pub fn token(&self, now: i64) -> Result<String, AuthError> {
+        encode_token(
+            &self.user,
+            &self.password,
+            now,
+            &self.key,
+            self.padding,
+            &mut rand_core::OsRng,
+        )
+    }
+}
+
 /// What a token holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Token {

@@ -8,8 +8,10 @@ mod host_common;
 mod measure_common;
 mod need;
 
+mod abuse;
 mod agent;
 mod agent_prometheus;
+mod auth;
 mod client_options;
 mod deploy_files;
 mod doctor;

@@ -56,11 +56,17 @@ fn hello(port: u16, c: &Cookie) -> TcpStream {
 
 #[test]
 fn server_survives_hostile_and_broken_peers_while_serving_a_real_test() {
+    // Every connection here comes from 127.0.0.1: the per-address limits are raised so that
+    // each is served for what it is (per-address admission is the abuse test's).
     let (_srv, port) = start_server(&[
         "--handshake-timeout",
         &HANDSHAKE_TIMEOUT_S.to_string(),
         "-i",
         "0",
+        "--max-pending-per-address",
+        "512",
+        "--max-tests-per-address",
+        "8",
     ]);
 
     // A real test runs meanwhile.

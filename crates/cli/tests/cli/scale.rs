@@ -8,7 +8,8 @@ use measure_common::*;
 
 #[test]
 fn p1024_on_loopback_has_correct_totals() {
-    let (srv, port) = start_server(&["-1", "-J", "-i", "0"]);
+    // One client with 1024 streams: above a public server's per-address default (128).
+    let (srv, port) = start_server(&["-1", "-J", "-i", "0", "--max-streams-per-address", "1024"]);
     let out = run(
         &mut client_cmd(
             Side::Wirespeed,

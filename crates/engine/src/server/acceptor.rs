@@ -1,37 +1,111 @@
-//! The acceptor: one thread owns the listening socket and every connection whose first 37
-//! bytes (the cookie) have not arrived yet. It `poll`s them all with per-connection deadlines,
-//! so silent or slow peers cost a slot, never a thread, and are dropped when their time is up.
-//! A complete cookie either matches a test that is waiting for its data connections (the
-//! connection goes to that test, tagged with its accept order), or starts a new test on its
-//! own thread ([`super::test`]). A cookie that matches nothing expecting streams, or a
+//! The acceptor: one thread owns the listening socket and every connection that has not
+//! become a test yet. It `poll`s them all with per-connection deadlines, so silent or slow
+//! peers cost a slot in its list, never a thread, and are dropped when their time is up.
+//!
+//! Each accepted connection is first counted against its address's and the server's pending
+//! limits ([`super::admission::Gate::connection`]; over a limit: `ACCESS_DENIED` and a
+//! close). Its first 37 bytes (the cookie) either match a test that is waiting for its data
+//! connections (the connection goes to that test, tagged with its accept order), or make it
+//! a control connection: the acceptor sends `PARAM_EXCHANGE` and reads the parameters itself
+//! (bounded: the protocol session's caps, the guard's control-byte limits, the setup
+//! timeout). Only when they arrived and passed [`super::admission::decide`] does the test get
+//! a thread ([`super::test`]); a refusal goes back in iperf3's terms and to the server's log
+//! as one line with the address. A cookie that matches nothing expecting streams, or a
 //! duplicate, gets `ACCESS_DENIED` and a close, as iperf3 does.
 
+use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wirespeed_protocol::{Cookie, State, COOKIE_LEN};
+use wirespeed_guard::PeerKey;
+use wirespeed_protocol::{Cookie, ServerEvent, ServerSession, State, COOKIE_LEN};
 
+use super::admission::{self, AdmissionError};
 use super::test::serve_test;
 use super::{Ctx, Incoming};
 use crate::EngineError;
 
+enum Stage {
+    /// Reading the 37-byte cookie.
+    Cookie { buf: [u8; COOKIE_LEN], got: usize },
+    /// A control connection: reading its parameters.
+    Params {
+        cookie: Cookie,
+        sess: Box<ServerSession>,
+        /// Bytes counted against the guard's control-byte limits.
+        held: u64,
+    },
+}
+
 struct Pending {
     stream: TcpStream,
     peer: SocketAddr,
+    key: PeerKey,
     seq: u64,
-    buf: [u8; COOKIE_LEN],
-    got: usize,
+    stage: Stage,
     deadline: Instant,
+    epoch: Instant,
 }
 
 fn deny_and_close(mut s: TcpStream) {
     let _ = s.set_nonblocking(true);
     let _ = s.write(&[State::AccessDenied.to_byte()]);
+}
+
+/// One log line per refusal. Refused connections (before anything was read) are logged at
+/// most once per address every 10 s, so that a flood of them does not become a flood of log
+/// lines; refused tests (each one a full parameters exchange, bounded by the pending limits)
+/// are all logged.
+struct RefusalLog {
+    last: HashMap<PeerKey, Instant>,
+}
+
+impl RefusalLog {
+    fn log(&self, ctx: &Ctx, ip: IpAddr, what: &str) {
+        if let Some(h) = &ctx.cfg.log {
+            (h.0)(&format!("refused {}: {what}", crate::net::canonical_ip(ip)));
+        }
+    }
+
+    fn log_connection(&mut self, ctx: &Ctx, key: PeerKey, ip: IpAddr, what: &str) {
+        let now = Instant::now();
+        if self
+            .last
+            .get(&key)
+            .is_some_and(|t| now.duration_since(*t) < Duration::from_secs(10))
+        {
+            return;
+        }
+        if self.last.len() >= 4096 {
+            self.last
+                .retain(|_, t| now.duration_since(*t) < Duration::from_secs(10));
+        }
+        self.last.insert(key, now);
+        self.log(ctx, ip, what);
+    }
+}
+
+/// Best-effort write of a short answer on a non-blocking socket.
+fn send_now(s: &mut TcpStream, bytes: &[u8]) -> bool {
+    let mut off = 0;
+    let until = Instant::now() + Duration::from_millis(200);
+    while off < bytes.len() {
+        match s.write(&bytes[off..]) {
+            Ok(0) => return false,
+            Ok(n) => off += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock && Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    true
 }
 
 pub(super) fn acceptor(
@@ -43,9 +117,17 @@ pub(super) fn acceptor(
     let mut pending: Vec<Pending> = Vec::new();
     let mut seq: u64 = 0;
     let mut tests_started: u64 = 0;
+    let mut log = RefusalLog {
+        last: HashMap::new(),
+    };
     let cfg = &ctx.cfg;
+    let gate = &ctx.gate;
+    let mut chunk = vec![0u8; 16 * 1024];
     loop {
         if stop.load(Ordering::Acquire) {
+            for p in pending.drain(..) {
+                forget(ctx, &p);
+            }
             return Ok(());
         }
         if cfg.one_off && tests_started > 0 && done_rx.try_recv().is_ok() {
@@ -58,6 +140,7 @@ pub(super) fn acceptor(
                 ctx.stats
                     .connections_dropped
                     .fetch_add(1, Ordering::Relaxed);
+                forget(ctx, p);
             }
             alive
         });
@@ -92,97 +175,44 @@ pub(super) fn acceptor(
         // Pending connections first, in accept order.
         let mut finished: Vec<usize> = Vec::new();
         for (i, p) in pending.iter_mut().enumerate() {
-            let re = fds[i + 1].revents;
-            if re == 0 {
+            if fds[i + 1].revents == 0 {
                 continue;
             }
-            match p.stream.read(&mut p.buf[p.got..]) {
-                Ok(0) => {
-                    ctx.stats
-                        .connections_dropped
-                        .fetch_add(1, Ordering::Relaxed);
-                    finished.push(i);
-                }
-                Ok(k) => {
-                    p.got += k;
-                    if p.got == COOKIE_LEN {
-                        finished.push(i);
-                    }
-                }
-                Err(e)
-                    if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => {
-                    ctx.stats
-                        .connections_dropped
-                        .fetch_add(1, Ordering::Relaxed);
-                    finished.push(i);
-                }
+            if step(ctx, p, &mut chunk) {
+                finished.push(i);
             }
         }
         for &i in finished.iter().rev() {
             let p = pending.remove(i);
-            if p.got < COOKIE_LEN {
-                continue;
-            }
-            let cookie = match Cookie::parse(&p.buf) {
-                Ok(c) => c,
-                Err(_) => {
+            match p.stage {
+                Stage::Cookie { ref buf, got } if got == COOKIE_LEN => {
+                    let cookie = match Cookie::parse(buf) {
+                        Ok(c) => c,
+                        Err(_) => {
+                            ctx.stats
+                                .connections_dropped
+                                .fetch_add(1, Ordering::Relaxed);
+                            gate.guard().connection_closed(p.key);
+                            deny_and_close(p.stream);
+                            continue;
+                        }
+                    };
+                    if let Some(p) = cookie_arrived(ctx, p, cookie) {
+                        pending.push(p);
+                    }
+                }
+                Stage::Params { ref sess, .. }
+                    if matches!(sess.phase(), wirespeed_protocol::ServerPhase::AwaitDecision) =>
+                {
+                    if start_test(ctx, p, &mut log, tests_started + 1) {
+                        tests_started += 1;
+                    }
+                }
+                _ => {
                     ctx.stats
                         .connections_dropped
                         .fetch_add(1, Ordering::Relaxed);
-                    deny_and_close(p.stream);
-                    continue;
-                }
-            };
-            let _ = p.stream.set_nonblocking(false);
-            let mut tests = ctx.registry.lock();
-            match tests.get(&cookie) {
-                Some(Some(tx)) => {
-                    // A data connection of a test that is collecting its streams.
-                    if tx
-                        .send(Incoming {
-                            seq: p.seq,
-                            stream: p.stream,
-                        })
-                        .is_err()
-                    {
-                        tests.remove(&cookie);
-                    }
-                }
-                Some(None) => {
-                    // A test with this cookie exists but takes no streams now (or a duplicate
-                    // control connection).
-                    drop(tests);
-                    deny_and_close(p.stream);
-                }
-                None => {
-                    let threads = ctx.registry.threads.load(Ordering::Acquire);
-                    if threads >= cfg.limits.max_tests * 2 + 16 {
-                        drop(tests);
-                        ctx.stats.tests_refused.fetch_add(1, Ordering::Relaxed);
-                        deny_and_close(p.stream);
-                        continue;
-                    }
-                    tests.insert(cookie, None);
-                    drop(tests);
-                    tests_started += 1;
-                    ctx.registry.threads.fetch_add(1, Ordering::AcqRel);
-                    let ctx2 = Arc::clone(ctx);
-                    let number = tests_started;
-                    let spawned = std::thread::Builder::new()
-                        .name(format!("ws-test-{number}"))
-                        .spawn(move || {
-                            serve_test(p.stream, p.peer, cookie, number, &ctx2);
-                            ctx2.registry.lock().remove(&cookie);
-                            ctx2.registry.threads.fetch_sub(1, Ordering::AcqRel);
-                            if let Ok(tx) = ctx2.done_tx.lock() {
-                                let _ = tx.send(());
-                            }
-                        });
-                    if spawned.is_err() {
-                        ctx.registry.lock().remove(&cookie);
-                        ctx.registry.threads.fetch_sub(1, Ordering::AcqRel);
-                    }
+                    forget(ctx, &p);
                 }
             }
         }
@@ -192,24 +222,38 @@ pub(super) fn acceptor(
                 match listener.accept() {
                     Ok((s, peer)) => {
                         seq += 1;
-                        if pending.len() >= cfg.limits.max_pending {
-                            ctx.stats
-                                .connections_dropped
-                                .fetch_add(1, Ordering::Relaxed);
-                            deny_and_close(s);
-                            continue;
-                        }
+                        let key = match gate.connection(peer.ip()) {
+                            Ok(k) => k,
+                            Err(r) => {
+                                ctx.stats
+                                    .connections_dropped
+                                    .fetch_add(1, Ordering::Relaxed);
+                                log.log_connection(
+                                    ctx,
+                                    PeerKey::of(peer.ip()),
+                                    peer.ip(),
+                                    &r.to_string(),
+                                );
+                                deny_and_close(s);
+                                continue;
+                            }
+                        };
                         if s.set_nonblocking(true).is_err() {
+                            gate.guard().connection_closed(key);
                             continue;
                         }
                         let _ = cfg.extras.keepalive(&s);
                         pending.push(Pending {
                             stream: s,
                             peer,
+                            key,
                             seq,
-                            buf: [0; COOKIE_LEN],
-                            got: 0,
+                            stage: Stage::Cookie {
+                                buf: [0; COOKIE_LEN],
+                                got: 0,
+                            },
                             deadline: Instant::now() + cfg.cookie_timeout,
+                            epoch: Instant::now(),
                         });
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -223,4 +267,171 @@ pub(super) fn acceptor(
             }
         }
     }
+}
+
+/// A pending connection leaves without becoming a test or a stream: give back what it held.
+fn forget(ctx: &Ctx, p: &Pending) {
+    let mut g = ctx.gate.guard();
+    if let Stage::Params { held, cookie, .. } = &p.stage {
+        g.release_control_bytes(p.key, *held);
+        drop(g);
+        ctx.registry.lock().remove(cookie);
+        g = ctx.gate.guard();
+    }
+    g.connection_closed(p.key);
+}
+
+/// Read what a pending connection sent; `true` when it is finished (complete, failed or
+/// closed).
+fn step(ctx: &Ctx, p: &mut Pending, chunk: &mut [u8]) -> bool {
+    match &mut p.stage {
+        Stage::Cookie { buf, got } => match p.stream.read(&mut buf[*got..]) {
+            Ok(0) => true,
+            Ok(k) => {
+                *got += k;
+                *got == COOKIE_LEN
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => false,
+            Err(_) => true,
+        },
+        Stage::Params { sess, held, .. } => {
+            let now = p.epoch.elapsed();
+            match p.stream.read(chunk) {
+                Ok(0) => sess.handle_eof(now),
+                Ok(k) => {
+                    if ctx.gate.guard().add_control_bytes(p.key, k as u64).is_err() {
+                        return true;
+                    }
+                    *held += k as u64;
+                    sess.handle_input(now, &chunk[..k]);
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                Err(_) => return true,
+            }
+            !matches!(sess.phase(), wirespeed_protocol::ServerPhase::AwaitParams)
+        }
+    }
+}
+
+/// A complete cookie: hand a data connection to its test, or make a control connection wait
+/// for its parameters (returned to the pending list).
+fn cookie_arrived(ctx: &Ctx, p: Pending, cookie: Cookie) -> Option<Pending> {
+    let mut tests = ctx.registry.lock();
+    match tests.get(&cookie) {
+        Some(Some(tx)) => {
+            // A data connection of a test that is collecting its streams; it stops being
+            // pending (the test's ticket still allows for the rest).
+            let _ = p.stream.set_nonblocking(false);
+            ctx.gate.guard().connection_closed(p.key);
+            if tx
+                .send(Incoming {
+                    seq: p.seq,
+                    stream: p.stream,
+                })
+                .is_err()
+            {
+                tests.remove(&cookie);
+            }
+            None
+        }
+        Some(None) => {
+            // A test with this cookie exists but takes no streams now (or a duplicate
+            // control connection).
+            drop(tests);
+            ctx.gate.guard().connection_closed(p.key);
+            deny_and_close(p.stream);
+            None
+        }
+        None => {
+            tests.insert(cookie, None);
+            drop(tests);
+            let mut sess = Box::new(ServerSession::new(
+                p.epoch.elapsed(),
+                cookie,
+                ctx.cfg.timeouts,
+            ));
+            let mut stream = p.stream;
+            if !send_now(&mut stream, &sess.take_transmit()) {
+                ctx.registry.lock().remove(&cookie);
+                ctx.gate.guard().connection_closed(p.key);
+                return None;
+            }
+            Some(Pending {
+                stream,
+                stage: Stage::Params {
+                    cookie,
+                    sess,
+                    held: 0,
+                },
+                deadline: Instant::now() + ctx.cfg.timeouts.setup,
+                ..p
+            })
+        }
+    }
+}
+
+/// The parameters arrived: decide, then refuse (in iperf3's terms, and one log line) or start
+/// the test on its own thread. `true` when a test started.
+fn start_test(ctx: &Arc<Ctx>, p: Pending, log: &mut RefusalLog, number: u64) -> bool {
+    let Stage::Params {
+        cookie,
+        mut sess,
+        held,
+    } = p.stage
+    else {
+        return false;
+    };
+    let mut stream = p.stream;
+    ctx.gate.guard().release_control_bytes(p.key, held);
+    let params = match sess.poll_event() {
+        Some(ServerEvent::Params(params)) => *params,
+        _ => {
+            ctx.registry.lock().remove(&cookie);
+            ctx.gate.guard().connection_closed(p.key);
+            return false;
+        }
+    };
+    let decision = admission::decide(&params, p.peer, p.key, &cookie, &ctx.cfg, &ctx.gate);
+    // The connection is no longer pending either way.
+    ctx.gate.guard().connection_closed(p.key);
+    let ticket = match decision {
+        Ok(t) => t,
+        Err(e) => {
+            refuse(ctx, &mut stream, &mut sess, &e, p.peer, log);
+            ctx.registry.lock().remove(&cookie);
+            return false;
+        }
+    };
+    let _ = stream.set_nonblocking(false);
+    let ctx2 = Arc::clone(ctx);
+    let peer = p.peer;
+    let spawned = std::thread::Builder::new()
+        .name(format!("ws-test-{number}"))
+        .spawn(move || {
+            serve_test(stream, peer, *sess, params, ticket, number, &ctx2);
+            ctx2.registry.lock().remove(&cookie);
+            if let Ok(tx) = ctx2.done_tx.lock() {
+                let _ = tx.send(());
+            }
+        });
+    if spawned.is_err() {
+        ctx.registry.lock().remove(&cookie);
+        ctx.stats.tests_failed.fetch_add(1, Ordering::Relaxed);
+        return false;
+    }
+    true
+}
+
+fn refuse(
+    ctx: &Ctx,
+    stream: &mut TcpStream,
+    sess: &mut ServerSession,
+    e: &AdmissionError,
+    peer: SocketAddr,
+    log: &RefusalLog,
+) {
+    ctx.stats.tests_refused.fetch_add(1, Ordering::Relaxed);
+    sess.refuse(&e.decline(sess.peer_is_wirespeed()));
+    let _ = send_now(stream, &sess.take_transmit());
+    log.log(ctx, peer.ip(), &e.to_string());
 }

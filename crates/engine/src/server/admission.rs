@@ -4,20 +4,27 @@
 //! client understands ([`AdmissionError::decline`]): `ACCESS_DENIED` toward an iperf3 client
 //! when the server is busy, `SERVER_ERROR` with iperf3's `i_errno` otherwise, with wirespeed's
 //! own words in the detail.
+//!
+//! Per client address (an IPv4 address or an IPv6 /64) and server-wide, the [`Gate`] keeps
+//! `wirespeed-guard`'s accounting: the acceptor asks it on every accepted connection
+//! ([`Gate::connection`]: allow/deny lists, pending connections) and for every control byte
+//! it buffers before admission; [`decide`] runs after the parameters arrived, and only a test
+//! it admits gets a thread, a slot and a [`Ticket`] (which gives both back when dropped).
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use thiserror::Error;
 use wirespeed_datapath as dp;
+use wirespeed_guard::{Guard, PeerKey, Refusal};
 use wirespeed_host::CpuSet;
 use wirespeed_protocol::server_error::errno;
-use wirespeed_protocol::{Decline, TestParams, Transport};
+use wirespeed_protocol::{Cookie, Decline, TestParams, Transport};
 
-use super::Limits;
+use super::{Limits, ServerConfig};
 
 /// Why a test is not run.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -53,6 +60,18 @@ pub enum AdmissionError {
     /// A plugged-in policy said no.
     #[error("{0}")]
     Policy(String),
+    /// A per-address or server-wide limit, or the address lists.
+    #[error("{0}")]
+    Guard(wirespeed_guard::Refusal),
+    /// iperf3's RSA authentication failed.
+    #[error("test authorization failed: {0}")]
+    Auth(String),
+    /// The pre-shared key's tag is missing or wrong.
+    #[error("pre-shared key: {0}")]
+    Psk(String),
+    /// `-b` × streams above `--server-bitrate-limit`.
+    #[error("total requested rate {asked} bit/s is above the server's limit of {limit} bit/s")]
+    TotalRate { limit: u64, asked: u64 },
 }
 
 impl AdmissionError {
@@ -70,13 +89,24 @@ impl AdmissionError {
                 errno::IEACCESSDENIED
             }
             AdmissionError::UdpListen { .. } => errno::IELISTEN,
+            AdmissionError::Guard(r) => match r.decline() {
+                Decline::Error { i_errno, .. } => i_errno,
+                Decline::AccessDenied => errno::IEACCESSDENIED,
+            },
+            AdmissionError::Auth(_) | AdmissionError::Psk(_) => errno::IEAUTHTEST,
+            AdmissionError::TotalRate { .. } => errno::IETOTALRATE,
         }
     }
 
     /// The refusal sent to the client: a busy server answers an iperf3 client with
     /// `ACCESS_DENIED`, as iperf3 does; everything else is `SERVER_ERROR` with the words.
     pub fn decline(&self, peer_is_wirespeed: bool) -> Decline {
-        if matches!(self, AdmissionError::Busy(_)) && !peer_is_wirespeed {
+        let access_denied = match self {
+            AdmissionError::Busy(_) => true,
+            AdmissionError::Guard(r) => r.decline() == Decline::AccessDenied,
+            _ => false,
+        };
+        if access_denied && !peer_is_wirespeed {
             return Decline::AccessDenied;
         }
         Decline::Error {
@@ -179,6 +209,13 @@ pub struct Slots(AtomicUsize);
 #[derive(Debug)]
 pub struct Slot<'a>(&'a Slots);
 
+impl Slot<'_> {
+    /// Keep the slot taken; [`Slots::release`] gives it back.
+    fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         self.0 .0.fetch_sub(1, Ordering::AcqRel);
@@ -203,6 +240,10 @@ impl Slots {
         }
     }
 
+    fn release(&self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+
     /// Slots taken now.
     pub fn taken(&self) -> usize {
         self.0.load(Ordering::Acquire)
@@ -223,6 +264,150 @@ pub fn admit<'a>(
         h.0.admit(peer, p)?;
     }
     slots.take(limits.max_tests)
+}
+
+/// What the server holds for each client address and in total: `wirespeed-guard`'s
+/// accounting, and the slots of the running tests.
+#[derive(Debug)]
+pub struct Gate {
+    guard: Mutex<Guard>,
+    slots: Slots,
+}
+
+impl Gate {
+    pub fn new(limits: wirespeed_guard::Limits) -> Gate {
+        Gate {
+            guard: Mutex::new(Guard::new(limits)),
+            slots: Slots::default(),
+        }
+    }
+
+    pub fn guard(&self) -> MutexGuard<'_, Guard> {
+        self.guard.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A connection was accepted from `ip`: the address lists and the pending limits.
+    pub fn connection(&self, ip: IpAddr) -> Result<PeerKey, Refusal> {
+        self.guard().admit_connection(ip)
+    }
+
+    /// Slots of running tests taken now.
+    pub fn running(&self) -> usize {
+        self.slots.taken()
+    }
+}
+
+/// An admitted test's hold on the [`Gate`]: its slot, its test and streams in the guard, and
+/// (TCP) the data connections it still expects. Given back when dropped.
+#[derive(Debug)]
+pub struct Ticket {
+    gate: Arc<Gate>,
+    pub peer: PeerKey,
+    streams: u32,
+    connecting: u32,
+}
+
+impl Ticket {
+    /// The test has its data connections (or stopped waiting for them).
+    pub fn streams_settled(&mut self) {
+        if self.connecting > 0 {
+            self.gate
+                .guard()
+                .streams_settled(self.peer, self.connecting);
+            self.connecting = 0;
+        }
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.streams_settled();
+        self.gate.guard().test_done(self.peer, self.streams);
+        self.gate.slots.release();
+    }
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Authentication, when the server requires it: iperf3's RSA token, and wirespeed's
+/// pre-shared key tag.
+pub fn authenticate(
+    p: &TestParams,
+    cookie: &Cookie,
+    cfg: &ServerConfig,
+) -> Result<Option<String>, AdmissionError> {
+    let now = unix_now();
+    let mut user = None;
+    if let Some(a) = &cfg.auth {
+        let mut a2;
+        let a = if a.skew_threshold == cfg.skew_threshold {
+            a.as_ref()
+        } else {
+            a2 = a.as_ref().clone();
+            a2.skew_threshold = cfg.skew_threshold;
+            &a2
+        };
+        user = Some(
+            a.authorize(p.authtoken.as_deref(), now)
+                .map_err(|e| AdmissionError::Auth(e.to_string()))?,
+        );
+    }
+    if let Some(k) = &cfg.psk {
+        k.verify_params(p, cookie, now, cfg.skew_threshold)
+            .map_err(|e| AdmissionError::Psk(e.to_string()))?;
+    }
+    Ok(user)
+}
+
+/// The whole decision on a test whose parameters arrived (in the acceptor, before it has a
+/// thread): the limits, authentication, the policy, the per-address and server-wide
+/// accounting, a slot.
+pub fn decide(
+    p: &TestParams,
+    peer: SocketAddr,
+    key: PeerKey,
+    cookie: &Cookie,
+    cfg: &ServerConfig,
+    gate: &Arc<Gate>,
+) -> Result<Ticket, AdmissionError> {
+    check_params(p, &cfg.limits, |c| {
+        crate::client::check_cpus(c, "server").map_err(|e| e.to_string())
+    })?;
+    if let Some(l) = cfg.bitrate_limit {
+        let asked = p.bandwidth.unwrap_or(0).saturating_mul(p.total_streams());
+        if asked > l.bits_per_second {
+            return Err(AdmissionError::TotalRate {
+                limit: l.bits_per_second,
+                asked,
+            });
+        }
+    }
+    authenticate(p, cookie, cfg)?;
+    if let Some(h) = &cfg.admission {
+        h.0.admit(peer, p)?;
+    }
+    let streams = u32::try_from(p.total_streams()).unwrap_or(u32::MAX);
+    let slot = gate.slots.take(cfg.limits.max_tests)?;
+    let mut g = gate.guard();
+    g.admit_test(key, streams).map_err(AdmissionError::Guard)?;
+    let connecting = if p.transport == Transport::Tcp {
+        g.expect_streams(key, streams);
+        streams
+    } else {
+        0
+    };
+    drop(g);
+    slot.keep();
+    Ok(Ticket {
+        gate: Arc::clone(gate),
+        peer: key,
+        streams,
+        connecting,
+    })
 }
 
 #[cfg(test)]
@@ -395,5 +580,77 @@ mod tests {
         drop(slot);
         assert_eq!(slots.taken(), 0);
         assert!(admit(&params(), peer(), &l, None, &slots, ok_cpus).is_ok());
+    }
+
+    #[test]
+    fn decide_counts_per_address_and_a_ticket_gives_everything_back() {
+        let cfg = ServerConfig::default();
+        let mut limits = cfg.limits.guard(&cfg.addrs);
+        limits.peer.tests = 1;
+        let gate = Arc::new(Gate::new(limits));
+        let a: SocketAddr = "192.0.2.1:1".parse().unwrap();
+        let b: SocketAddr = "192.0.2.2:1".parse().unwrap();
+        let c = Cookie::from_entropy(&[1; 36]);
+        let ka = gate.connection(a.ip()).unwrap();
+        let ticket = decide(&params(), a, ka, &c, &cfg, &gate).unwrap();
+        assert_eq!(gate.running(), 1);
+        assert_eq!(gate.guard().usage(ka).streams, 4);
+        assert_eq!(gate.guard().usage(ka).connecting, 4, "TCP streams expected");
+        // A second test from the same address is over its limit: ACCESS_DENIED toward
+        // iperf3, the reason toward wirespeed; another address still gets in.
+        let e = decide(&params(), a, ka, &c, &cfg, &gate).unwrap_err();
+        assert!(matches!(e, AdmissionError::Guard(_)), "{e}");
+        assert_eq!(e.decline(false), Decline::AccessDenied);
+        assert!(
+            e.to_string()
+                .contains("per-address limit of 1 running tests"),
+            "{e}"
+        );
+        assert_eq!(gate.running(), 1, "a refused test takes no slot");
+        let kb = gate.connection(b.ip()).unwrap();
+        let other = decide(&params(), b, kb, &c, &cfg, &gate).unwrap();
+        drop(ticket);
+        drop(other);
+        let mut g = gate.guard();
+        g.connection_closed(ka);
+        g.connection_closed(kb);
+        assert_eq!(g.total(), wirespeed_guard::Usage::default());
+        drop(g);
+        assert_eq!(gate.running(), 0);
+    }
+
+    #[test]
+    fn a_bitrate_limit_refuses_what_asks_for_more_and_auth_refusals_are_142() {
+        let cfg = ServerConfig {
+            bitrate_limit: Some(super::super::BitrateLimit {
+                bits_per_second: 1_000_000,
+                window: Duration::from_secs(5),
+            }),
+            ..ServerConfig::default()
+        };
+        let gate = Arc::new(Gate::new(cfg.limits.guard(&cfg.addrs)));
+        let c = Cookie::from_entropy(&[2; 36]);
+        let k = gate.connection(peer().ip()).unwrap();
+        let fast = TestParams {
+            bandwidth: Some(400_000),
+            ..params()
+        };
+        let e = decide(&fast, peer(), k, &c, &cfg, &gate).unwrap_err();
+        assert_eq!(
+            e,
+            AdmissionError::TotalRate {
+                limit: 1_000_000,
+                asked: 1_600_000
+            }
+        );
+        assert_eq!(e.i_errno(), errno::IETOTALRATE);
+        let psk = ServerConfig {
+            psk: Some(wirespeed_protocol::psk::Psk::from_file_contents(&[b'k'; 32]).unwrap()),
+            ..ServerConfig::default()
+        };
+        let e = decide(&params(), peer(), k, &c, &psk, &gate).unwrap_err();
+        assert!(matches!(e, AdmissionError::Psk(_)), "{e}");
+        assert_eq!(e.i_errno(), errno::IEAUTHTEST);
+        assert_eq!(gate.running(), 0);
     }
 }

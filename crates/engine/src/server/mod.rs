@@ -17,10 +17,11 @@
 pub mod acceptor;
 pub mod admission;
 pub mod test;
+mod udp_setup;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,19 +50,70 @@ pub struct Limits {
     pub max_duration: Duration,
     /// Largest block (`-l`) a client may ask for.
     pub max_block: u32,
-    /// Connections whose cookie has not arrived yet.
+    /// Connections whose parameters have not been read and checked yet (server-wide).
     pub max_pending: usize,
+    /// Streams of all running tests together (server-wide).
+    pub max_total_streams: u32,
+    /// Bytes of control messages buffered before admission (server-wide).
+    pub max_control_bytes: u64,
+    /// The same, per client address (an IPv4 address or an IPv6 /64), plus its tests.
+    pub per_peer: wirespeed_guard::PeerLimits,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
+        let g = wirespeed_guard::Limits::default();
         Limits {
             max_tests: 64,
             max_streams: 4096,
             max_duration: Duration::from_secs(86_400),
             max_block: 16 * 1024 * 1024,
-            max_pending: 4096,
+            max_pending: g.server.pending as usize,
+            max_total_streams: g.server.streams,
+            max_control_bytes: g.server.control_bytes,
+            per_peer: g.peer,
         }
+    }
+}
+
+impl Limits {
+    /// The guard's limits: these, and the address lists.
+    pub fn guard(&self, addrs: &wirespeed_guard::AddrPolicy) -> wirespeed_guard::Limits {
+        let sat = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        wirespeed_guard::Limits {
+            peer: self.per_peer,
+            server: wirespeed_guard::ServerLimits {
+                pending: sat(self.max_pending),
+                tests: sat(self.max_tests),
+                streams: self.max_total_streams,
+                control_bytes: self.max_control_bytes,
+            },
+            addrs: addrs.clone(),
+        }
+    }
+}
+
+/// `--server-bitrate-limit RATE[/SECS]`: a test whose data rate, averaged over `window`,
+/// is above `bits_per_second` is ended (iperf3's `IETOTALRATE`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BitrateLimit {
+    pub bits_per_second: u64,
+    pub window: Duration,
+}
+
+/// Where the server's log lines go (refusals, with the address).
+#[derive(Clone)]
+pub struct LogHook(pub Arc<dyn Fn(&str) + Send + Sync>);
+
+impl LogHook {
+    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> LogHook {
+        LogHook(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for LogHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LogHook")
     }
 }
 
@@ -97,6 +149,24 @@ pub struct ServerConfig {
     /// iperf3's `--bind-dev` (the TCP listener), `--cntl-ka` (every accepted connection, the
     /// control one included) and `--snd-timeout` (TCP data sockets) on the server.
     pub extras: crate::Extras,
+    /// `--allow` / `--deny`: who may connect at all.
+    pub addrs: wirespeed_guard::AddrPolicy,
+    /// `--rsa-private-key-path` + `--authorized-users-path`: iperf3's RSA authentication.
+    pub auth: Option<Arc<wirespeed_protocol::auth::ServerAuth>>,
+    /// `--psk FILE`: only wirespeed clients holding the key.
+    pub psk: Option<wirespeed_protocol::psk::Psk>,
+    /// `--time-skew-threshold`, seconds (for RSA tokens and PSK tags).
+    pub skew_threshold: u32,
+    /// `--rcv-timeout`: a test whose server side receives and gets no data for this long
+    /// ends (iperf3's `IENOMSG`).
+    pub rcv_timeout: Duration,
+    /// `--idle-timeout`: a running test that moves no data and sends no control message for
+    /// this long ends; `None`: never.
+    pub idle_timeout: Option<Duration>,
+    /// `--server-bitrate-limit`.
+    pub bitrate_limit: Option<BitrateLimit>,
+    /// Where refusals are logged (one line each, with the address); `None`: nowhere.
+    pub log: Option<LogHook>,
 }
 
 impl Default for ServerConfig {
@@ -117,6 +187,14 @@ impl Default for ServerConfig {
             admission: None,
             observe: None,
             extras: crate::Extras::default(),
+            addrs: wirespeed_guard::AddrPolicy::default(),
+            auth: None,
+            psk: None,
+            skew_threshold: wirespeed_protocol::auth::DEFAULT_SKEW_THRESHOLD,
+            rcv_timeout: Duration::from_secs(120),
+            idle_timeout: Some(Duration::from_secs(300)),
+            bitrate_limit: None,
+            log: None,
         }
     }
 }
@@ -141,9 +219,6 @@ struct Incoming {
 #[derive(Default)]
 struct Registry {
     tests: Mutex<HashMap<Cookie, Option<Sender<Incoming>>>>,
-    /// Slots of the tests admitted and running.
-    running: admission::Slots,
-    threads: AtomicUsize,
 }
 
 impl Registry {
@@ -165,8 +240,11 @@ struct Ctx {
     cfg: ServerConfig,
     /// The TCP listener's address; UDP streams bind the same address and port.
     local_addr: SocketAddr,
-    /// UDP stream setup carries no cookie: one test at a time.
-    udp_setup: Mutex<()>,
+    /// UDP stream setup: the server's one unconnected UDP socket hands each 4-byte word to
+    /// the test that waits for streams from that address (no server-wide lock).
+    udp: udp_setup::UdpSetup,
+    /// Per-address and server-wide accounting, and the slots of running tests.
+    gate: Arc<admission::Gate>,
     registry: Registry,
     factory: ReporterFactory,
     stats: Arc<ServerStats>,
@@ -336,17 +414,25 @@ impl Server {
     pub fn serve(self, factory: ReporterFactory) -> Result<(), EngineError> {
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let local_addr = self.local_addr()?;
+        let udp = udp_setup::UdpSetup::bind(local_addr);
         let ctx = Arc::new(Ctx {
             cfg: self.cfg.clone(),
             local_addr,
-            udp_setup: Mutex::new(()),
+            gate: Arc::new(admission::Gate::new(self.cfg.limits.guard(&self.cfg.addrs))),
+            udp,
             registry: Registry::default(),
             factory,
             stats: Arc::clone(&self.stats),
             done_tx: Mutex::new(done_tx),
             tune_slot: TuneSlot::default(),
         });
+        let udp_stop = Arc::new(AtomicBool::new(false));
+        let udp_thread = ctx.udp.spawn(Arc::clone(&self.stop), Arc::clone(&udp_stop));
         let r = acceptor::acceptor(&self.listener, &ctx, &self.stop, &done_rx);
+        udp_stop.store(true, Ordering::Release);
+        if let Some(t) = udp_thread {
+            let _ = t.join();
+        }
         // Stopping (or failing): a tune change still held by a running test goes back now.
         ctx.tune_slot.close(ctx.cfg.tune.as_ref());
         r

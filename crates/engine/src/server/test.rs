@@ -11,11 +11,12 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
 use wirespeed_protocol::{
-    Cookie, Direction, Failure, ServerEvent, ServerSession, TestParams, TestResults, Transport,
+    Cookie, Decline, Direction, Failure, ServerEvent, ServerSession, TestParams, TestResults,
+    Transport,
 };
 use wirespeed_report::{HostPort, Start, TestResult};
 
-use super::admission::{self, AdmissionError};
+use super::admission::{AdmissionError, Ticket};
 use super::{bind_udp, Ctx, Incoming, ServerConfig, TestInfo};
 use crate::assemble::{self, VERSION};
 use crate::client::usable_cpus;
@@ -60,6 +61,124 @@ pub enum TestError {
     /// The test ran past the server's limit.
     #[error("the test ran past its limit of {secs} s and was terminated")]
     TooLong { secs: u64 },
+    /// A message without a valid pre-shared key tag (`--psk`).
+    #[error("pre-shared key: {0}")]
+    Psk(String),
+    /// Nothing arrived for too long (`--rcv-timeout`, `--idle-timeout`).
+    #[error("no {what} for {secs:.1} s ({option}); the test was ended")]
+    Idle {
+        what: &'static str,
+        secs: f64,
+        option: &'static str,
+    },
+    /// The test's data rate was above `--server-bitrate-limit`.
+    #[error("the test's rate of {rate} bit/s over {window:.0} s is above the server's limit of {limit} bit/s (--server-bitrate-limit)")]
+    TotalRate { rate: u64, limit: u64, window: f64 },
+}
+
+impl TestError {
+    /// iperf3's `i_errno` for the errors the server tells the client about mid-test.
+    fn i_errno(&self) -> Option<i32> {
+        use wirespeed_protocol::server_error::errno;
+        match self {
+            TestError::Idle { .. } => Some(errno::IENOMSG),
+            TestError::TotalRate { .. } => Some(errno::IETOTALRATE),
+            _ => None,
+        }
+    }
+}
+
+/// What the server watches while a test runs: when data and control input last moved, and
+/// the data rate over `--server-bitrate-limit`'s window.
+#[derive(Debug)]
+struct Watch {
+    last_total: u64,
+    last_recv: u64,
+    moved_at: Instant,
+    received_at: Instant,
+    control_at: Instant,
+    samples: std::collections::VecDeque<(Instant, u64)>,
+}
+
+impl Watch {
+    fn new() -> Watch {
+        let now = Instant::now();
+        Watch {
+            last_total: 0,
+            last_recv: 0,
+            moved_at: now,
+            received_at: now,
+            control_at: now,
+            samples: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Check the data counters at `now`: the error that ends the test, if any.
+    fn check(
+        &mut self,
+        cfg: &ServerConfig,
+        (sent, recv): (u64, u64),
+        receives: bool,
+        now: Instant,
+    ) -> Option<TestError> {
+        let total = sent + recv;
+        if total != self.last_total {
+            self.last_total = total;
+            self.moved_at = now;
+        }
+        if recv != self.last_recv {
+            self.last_recv = recv;
+            self.received_at = now;
+        }
+        let quiet = now.duration_since(self.received_at);
+        if receives && quiet > cfg.rcv_timeout {
+            return Some(TestError::Idle {
+                what: "data received",
+                secs: quiet.as_secs_f64(),
+                option: "--rcv-timeout",
+            });
+        }
+        if let Some(idle) = cfg.idle_timeout {
+            let quiet = now.duration_since(self.moved_at.max(self.control_at));
+            if quiet > idle {
+                return Some(TestError::Idle {
+                    what: "data or control message",
+                    secs: quiet.as_secs_f64(),
+                    option: "--idle-timeout",
+                });
+            }
+        }
+        if let Some(l) = cfg.bitrate_limit {
+            if self
+                .samples
+                .back()
+                .is_none_or(|(t, _)| now.duration_since(*t) >= Duration::from_millis(500))
+            {
+                self.samples.push_back((now, total));
+            }
+            while self
+                .samples
+                .get(1)
+                .is_some_and(|(t, _)| now.duration_since(*t) >= l.window)
+            {
+                self.samples.pop_front();
+            }
+            if let Some(&(t0, b0)) = self.samples.front() {
+                let span = now.duration_since(t0);
+                if span >= l.window && !span.is_zero() {
+                    let rate = ((total - b0) as f64 * 8.0 / span.as_secs_f64()) as u64;
+                    if rate > l.bits_per_second {
+                        return Some(TestError::TotalRate {
+                            rate,
+                            limit: l.bits_per_second,
+                            window: span.as_secs_f64(),
+                        });
+                    }
+                }
+            }
+        }
+        None
+    }
 }
 
 fn parse_path(s: Option<&str>) -> Option<SendPath> {
@@ -72,17 +191,19 @@ fn parse_path(s: Option<&str>) -> Option<SendPath> {
     }
 }
 
-/// One test, on its own thread.
+/// One admitted test, on its own thread: `sess` has its parameters, `ticket` its slot.
 pub(super) fn serve_test(
     stream: TcpStream,
     peer: SocketAddr,
-    cookie: Cookie,
+    sess: ServerSession,
+    params: TestParams,
+    ticket: Ticket,
     number: u64,
     ctx: &Ctx,
 ) {
     let mut reporter = (ctx.factory)(&TestInfo { number, peer });
-    let mut t = ServerTest::new(stream, peer, cookie, number, ctx);
-    let outcome = t.run(reporter.as_mut());
+    let mut t = ServerTest::new(stream, peer, sess, ticket, number, ctx);
+    let outcome = t.run(params, reporter.as_mut());
     if let Some(m) = &mut t.m {
         m.data_mut().close();
     }
@@ -165,24 +286,33 @@ struct ServerTest<'a> {
     number: u64,
     /// The client's tune request, applied (`--allow-tune`); reverted on release or drop.
     tune: Option<HeldTune<'a>>,
+    /// The test's hold on the server's slots and per-address accounting.
+    ticket: Ticket,
+    watch: Watch,
 }
 
 impl<'a> ServerTest<'a> {
     fn new(
         stream: TcpStream,
         peer: SocketAddr,
-        cookie: Cookie,
+        sess: ServerSession,
+        ticket: Ticket,
         number: u64,
         ctx: &'a Ctx,
     ) -> ServerTest<'a> {
+        // The session's clock started when the connection was accepted; this test's epoch
+        // starts now and the session is told so through its deadlines only from here on
+        // (nothing is armed while the server decides).
         let epoch = Instant::now();
         ServerTest {
             ctx,
             ctrl: Ctrl::new(stream),
             peer,
-            cookie,
+            cookie: *sess.cookie(),
             epoch,
-            sess: ServerSession::new(Duration::ZERO, cookie, ctx.cfg.timeouts),
+            sess,
+            ticket,
+            watch: Watch::new(),
             params: None,
             m: None,
             start: None,
@@ -260,7 +390,10 @@ impl<'a> ServerTest<'a> {
                 })?;
         let now = self.epoch.elapsed();
         match outcome {
-            ReadOutcome::Data(_) => self.sess.handle_input(now, bytes),
+            ReadOutcome::Data(_) => {
+                self.watch.control_at = Instant::now();
+                self.sess.handle_input(now, bytes)
+            }
             ReadOutcome::Eof => self.sess.handle_eof(now),
             ReadOutcome::Timeout => {}
         }
@@ -268,38 +401,9 @@ impl<'a> ServerTest<'a> {
         Ok(())
     }
 
-    fn run(&mut self, reporter: &mut dyn Reporter) -> Result<(), TestError> {
-        self.flush()?;
-        // Parameters.
-        let params = loop {
-            if let Some(ev) = self.sess.poll_event() {
-                match ev {
-                    ServerEvent::Params(p) => break *p,
-                    ServerEvent::Failed(f) => return Err(TestError::Client(f)),
-                    ServerEvent::ClientTerminated => return Err(TestError::ClientTerminated),
-                    other => return Err(TestError::Unexpected(format!("{other:?}"))),
-                }
-            }
-            let dl = self.epoch
-                + self
-                    .sess
-                    .deadline()
-                    .unwrap_or(self.now() + Duration::from_secs(1));
-            self.pump(dl)?;
-        };
+    fn run(&mut self, params: TestParams, reporter: &mut dyn Reporter) -> Result<(), TestError> {
+        // Admitted by the acceptor (parameters, authentication, limits, slot).
         let is_ws = params.wirespeed.is_some();
-        let ctx = self.ctx;
-        let _slot = match admission::admit(
-            &params,
-            self.peer,
-            &ctx.cfg.limits,
-            ctx.cfg.admission.as_ref(),
-            &ctx.registry.running,
-            |c| crate::client::check_cpus(c, "server").map_err(|e| e.to_string()),
-        ) {
-            Ok(s) => s,
-            Err(e) => return Err(self.refuse(e, is_ws)),
-        };
         self.params = Some(params.clone());
         if let Err(e) = self.apply_tune(&params) {
             return Err(self.refuse(e, is_ws));
@@ -369,6 +473,7 @@ impl<'a> ServerTest<'a> {
             .map_err(|e| TestError::Session(format!("cannot start: {e}")))?;
         self.flush()?;
         self.running_since = Some(now);
+        self.watch = Watch::new();
         self.running(&params, reporter)
     }
 
@@ -417,6 +522,7 @@ impl<'a> ServerTest<'a> {
         };
         self.ctx.registry.lock().insert(self.cookie, None);
         drop(rx);
+        self.ticket.streams_settled();
         result?;
         incoming.sort_by_key(|i| i.seq);
         incoming.truncate(total);
@@ -426,26 +532,25 @@ impl<'a> ServerTest<'a> {
             .collect())
     }
 
-    /// UDP streams as iperf3 makes them: a UDP socket bound to the server's port receives the
-    /// client's 4-byte word, is connected to the client's address, and answers; a fresh socket
-    /// is bound for the next stream. UDP words carry no cookie, so one test at a time runs
-    /// this (a server-wide lock), and only words from the control connection's host count.
+    /// UDP streams as iperf3 makes them: the client's 4-byte word reaches the server's UDP
+    /// socket and is handed to this test ([`super::udp_setup`]: words from the control
+    /// connection's host, no server-wide lock); a socket of the test's own, bound to the
+    /// server's port, is connected to the client's address and answers.
     fn udp_streams(
         &mut self,
         total: usize,
         window: Option<u32>,
     ) -> Result<Vec<DataSocket>, TestError> {
         let ctx = self.ctx;
-        let _one_at_a_time = ctx.udp_setup.lock().unwrap_or_else(|p| p.into_inner());
         let local = ctx.local_addr;
-        let mut listener = match bind_udp(local, window) {
-            Ok(l) => l,
-            Err(e) => {
+        let waiting = match ctx.udp.wait(self.peer.ip(), self.number) {
+            Ok(w) => w,
+            Err(reason) => {
                 let is_ws = self.sess.peer_is_wirespeed();
                 return Err(self.refuse(
                     AdmissionError::UdpListen {
                         addr: local,
-                        reason: e.to_string(),
+                        reason,
                     },
                     is_ws,
                 ));
@@ -456,10 +561,9 @@ impl<'a> ServerTest<'a> {
             .accept(now)
             .map_err(|e| TestError::Session(format!("cannot accept: {e}")))?;
         self.flush()?;
-        let want_ip = crate::net::canonical_ip(self.peer.ip());
         let deadline = Instant::now() + ctx.cfg.timeouts.streams;
         let mut out = Vec::with_capacity(total);
-        let mut buf = [0u8; 64];
+        let mut seen: Vec<SocketAddr> = Vec::with_capacity(total);
         while out.len() < total {
             if Instant::now() >= deadline {
                 return Err(TestError::Streams(format!(
@@ -477,26 +581,21 @@ impl<'a> ServerTest<'a> {
                     }
                 });
             }
-            let _ = listener.set_read_timeout(Some(Duration::from_millis(20)));
-            let (n, from) = match listener.recv_from(&mut buf) {
-                Ok(x) => x,
+            let from = match waiting.rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(f) => f,
                 Err(_) => {
                     self.pump(Instant::now() + Duration::from_millis(1))?;
                     continue;
                 }
             };
-            if crate::net::canonical_ip(from.ip()) != want_ip
-                || wirespeed_protocol::udp::check_connect_msg(&buf[..n]).is_err()
-            {
-                continue; // a stray datagram
+            if seen.contains(&from) {
+                continue; // the same word again
             }
-            // The next stream's socket must exist before this one answers.
-            let next = bind_udp(local, window)
+            seen.push(from);
+            let conn = bind_udp(local, window)
                 .map_err(|e| TestError::Streams(format!("binding UDP on {local}: {e}")))?;
-            let conn = std::mem::replace(&mut listener, next);
             conn.connect(from)
                 .map_err(|e| TestError::Streams(format!("connecting UDP stream to {from}: {e}")))?;
-            let _ = conn.set_read_timeout(None);
             conn.send(&wirespeed_protocol::udp::CONNECT_REPLY)
                 .map_err(|e| TestError::Streams(format!("answering UDP stream {from}: {e}")))?;
             out.push(DataSocket::Udp(conn));
@@ -611,8 +710,36 @@ impl<'a> ServerTest<'a> {
                         self.flush()?;
                     }
                     ServerEvent::PeerResults(r) => {
+                        if let Some(k) = &self.ctx.cfg.psk {
+                            if let Err(e) = k.verify_results(
+                                &r,
+                                &self.cookie,
+                                wirespeed_protocol::psk::Side::Client,
+                            ) {
+                                let e = TestError::Psk(format!("the client's results: {e}"));
+                                self.sess.refuse(&Decline::Error {
+                                    i_errno: wirespeed_protocol::server_error::errno::IEAUTHTEST,
+                                    errno: 0,
+                                    detail: e.to_string(),
+                                });
+                                let _ = self.flush();
+                                return Err(e);
+                            }
+                        }
                         let mut result = self.build_result(Some(&r), reporter);
-                        let local = self.local_results(p, &mut result, reporter);
+                        let mut local = self.local_results(p, &mut result, reporter);
+                        if let Some(k) = &self.ctx.cfg.psk {
+                            let now = std::time::SystemTime::now()
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .map_or(0, |d| d.as_secs() as i64);
+                            k.seal_results(
+                                &mut local,
+                                &self.cookie,
+                                wirespeed_protocol::psk::Side::Server,
+                                now,
+                            )
+                            .map_err(|e| TestError::Psk(e.to_string()))?;
+                        }
                         client_results = Some(*r);
                         let now = self.now();
                         self.sess
@@ -633,6 +760,22 @@ impl<'a> ServerTest<'a> {
                 }
             }
             self.ticks(reporter);
+            if let (Some(m), false) = (&self.m, self.is_final()) {
+                let d = m.data();
+                let (counts, receives) = (d.measured_bytes(), d.has_receivers());
+                if let Some(e) = self
+                    .watch
+                    .check(&self.ctx.cfg, counts, receives, Instant::now())
+                {
+                    self.sess.refuse(&Decline::Error {
+                        i_errno: e.i_errno().unwrap_or(0),
+                        errno: 0,
+                        detail: e.to_string(),
+                    });
+                    let _ = self.flush();
+                    return Err(e);
+                }
+            }
             if let Some(since) = self.running_since {
                 if !self.is_final() && self.now() > since + stop_after {
                     self.sess.terminate();
@@ -849,5 +992,58 @@ mod tests {
             (SendPath::Splice, RecvPath::SkipCopy)
         );
         assert_eq!(parse_path(Some("bogus")), None);
+    }
+
+    #[test]
+    fn the_watch_ends_idle_silent_and_too_fast_tests() {
+        let cfg = ServerConfig {
+            rcv_timeout: Duration::from_secs(5),
+            idle_timeout: Some(Duration::from_secs(8)),
+            bitrate_limit: Some(crate::server::BitrateLimit {
+                bits_per_second: 8_000_000,
+                window: Duration::from_secs(2),
+            }),
+            ..ServerConfig::default()
+        };
+        let s = |n: u64| Duration::from_secs(n);
+        // A receiver that gets nothing: --rcv-timeout.
+        let mut w = Watch::new();
+        let t0 = w.moved_at;
+        assert!(w.check(&cfg, (0, 0), true, t0 + s(4)).is_none());
+        let e = w.check(&cfg, (0, 0), true, t0 + s(6)).unwrap();
+        assert!(e.to_string().contains("--rcv-timeout"), "{e}");
+        assert_eq!(
+            e.i_errno(),
+            Some(wirespeed_protocol::server_error::errno::IENOMSG)
+        );
+        // A sender whose bytes stop moving: --idle-timeout (not the receive timeout).
+        let mut w = Watch::new();
+        let t0 = w.moved_at;
+        assert!(w.check(&cfg, (1000, 0), false, t0 + s(1)).is_none());
+        assert!(w.check(&cfg, (1000, 0), false, t0 + s(8)).is_none());
+        let e = w.check(&cfg, (1000, 0), false, t0 + s(10)).unwrap();
+        assert!(e.to_string().contains("--idle-timeout"), "{e}");
+        // 2 MB/s = 16 Mbit/s over the 2 s window: above 8 Mbit/s.
+        let mut w = Watch::new();
+        let t0 = w.moved_at;
+        assert!(w.check(&cfg, (0, 0), false, t0).is_none());
+        assert!(w.check(&cfg, (2_000_000, 0), false, t0 + s(1)).is_none());
+        let e = w.check(&cfg, (4_000_000, 0), false, t0 + s(2)).unwrap();
+        assert!(
+            matches!(
+                e,
+                TestError::TotalRate {
+                    rate: 16_000_000,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // 0.5 MB/s = 4 Mbit/s passes.
+        let mut w = Watch::new();
+        let t0 = w.moved_at;
+        for k in 0..=6 {
+            assert!(w.check(&cfg, (k * 500_000, 0), false, t0 + s(k)).is_none());
+        }
     }
 }

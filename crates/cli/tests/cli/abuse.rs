@@ -1,0 +1,336 @@
+//! A public server under abuse from one address (127.0.0.1) keeps serving another address
+//! (127.0.0.2): thousands of silent connections, cookie-only connections, oversized and deeply
+//! nested messages, tests that start and then stay idle, a UDP test that never sends its first
+//! datagram and a 32 MiB results message, while a real TCP and a real UDP test from 127.0.0.2
+//! (`-B 127.0.0.2`) succeed. The server's memory stays bounded (its peak RSS, `VmHWM`, is
+//! printed and must stay below 100 MB) and it serves normally afterwards.
+//!
+//! Bounded in count (a few thousand connections) and in time (about the server's 20 s streams
+//! timeout); nothing is timed beyond the hang detector ([`HANG`]).
+
+use crate::measure_common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::Duration;
+
+use measure_common::*;
+use wirespeed_protocol::{Cookie, State, TestParams, Transport};
+
+/// Connections that send nothing (the issue's attack 1 used 4,200).
+const SILENT: usize = 4200;
+/// Connections that send a cookie and nothing else (attack 2 used 144).
+const COOKIE_ONLY: usize = 144;
+
+fn connect(port: u16) -> Option<TcpStream> {
+    let s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(HANG)).ok()?;
+    Some(s)
+}
+
+fn cookie(seed: u32) -> Cookie {
+    let mut e = [0u8; 36];
+    e[..4].copy_from_slice(&seed.to_le_bytes());
+    e[4] = 0xab;
+    Cookie::from_entropy(&e)
+}
+
+/// Read until the server closes (or resets); fails after [`HANG`].
+fn read_to_close(mut s: TcpStream) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return got,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return got,
+            Err(e) => panic!("the server kept a connection open past {HANG:?}: {e}"),
+        }
+    }
+}
+
+/// A control connection through PARAM_EXCHANGE.
+fn hello(port: u16, c: &Cookie) -> TcpStream {
+    let mut s = connect(port).expect("connect");
+    s.write_all(c.as_bytes()).expect("cookie");
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).expect("PARAM_EXCHANGE");
+    assert_eq!(b[0], State::ParamExchange.to_byte(), "PARAM_EXCHANGE");
+    s
+}
+
+fn expect_state(s: &mut TcpStream, want: State, what: &str) {
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(b[0], want.to_byte(), "{what}");
+}
+
+/// A `/proc/PID/status` field in kB.
+fn status_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
+}
+
+/// A real test from 127.0.0.2.
+fn real_client(port: u16, extra: &[&str]) -> Proc {
+    let mut args = vec!["-t", "2", "-B", "127.0.0.2", "-J"];
+    args.extend_from_slice(extra);
+    spawn(&mut client_cmd(Side::Wirespeed, port, &args))
+}
+
+fn check_real(p: Proc, what: &str) -> f64 {
+    let out = p.wait_output(HANG);
+    assert_success(&out, what);
+    let j = json_of(&out.stdout, what);
+    let t = totals(&j);
+    assert!(t[1].unwrap_or(0) > 0, "{what}: nothing received: {j}");
+    j["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .or_else(|| j["end"]["sum"]["bits_per_second"].as_f64())
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn one_abusive_address_never_locks_out_another() {
+    let _ = wirespeed_datapath::sys::raise_fd_limit(3 * SILENT as u64);
+    // The default handshake timeout (10 s, so 20 s for streams): a UDP test that never sends
+    // its first datagram holds its own setup that long, and (before per-test UDP setup) every
+    // other UDP test's too, longer than a client waits for CREATE_STREAMS.
+    let (srv, port) = start_server(&["--idle-timeout", "3", "-i", "0"]);
+    let pid = srv.pid();
+
+    // Attack 5: tests that start and then stay idle (time = 86400): ended by --idle-timeout.
+    let ci = cookie(1);
+    let mut idle = hello(port, &ci);
+    idle.write_all(
+        &TestParams::new_tcp(86_400, 1)
+            .encode_frame()
+            .expect("params"),
+    )
+    .expect("params");
+    expect_state(&mut idle, State::CreateStreams, "idle test: CREATE_STREAMS");
+    let mut idle_stream = connect(port).expect("idle test's stream");
+    idle_stream.write_all(ci.as_bytes()).expect("stream cookie");
+    expect_state(&mut idle, State::TestStart, "idle test: TEST_START");
+    expect_state(&mut idle, State::TestRunning, "idle test: TEST_RUNNING");
+
+    // Attack 6: a UDP test whose stream never sends its first datagram.
+    let mut udp_silent = hello(port, &cookie(2));
+    let udp = TestParams {
+        transport: Transport::Udp,
+        bandwidth: Some(1_000_000),
+        len: Some(1400),
+        ..TestParams::new_tcp(10, 1)
+    };
+    udp_silent
+        .write_all(&udp.encode_frame().expect("params"))
+        .expect("params");
+    expect_state(
+        &mut udp_silent,
+        State::CreateStreams,
+        "silent UDP: CREATE_STREAMS",
+    );
+
+    // Oversized and deeply nested messages.
+    if let Some(mut big) = connect(port) {
+        let _ = big.write_all(cookie(3).as_bytes());
+        let _ = big.write_all(&(32u32 << 20).to_be_bytes());
+        let got = read_to_close(big);
+        assert!(!got.contains(&State::CreateStreams.to_byte()), "{got:?}");
+    }
+    if let Some(mut deep) = connect(port) {
+        let nested = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+        let _ = deep.write_all(cookie(4).as_bytes());
+        let _ = deep.write_all(&(nested.len() as u32).to_be_bytes());
+        let _ = deep.write_all(nested.as_bytes());
+        let got = read_to_close(deep);
+        assert!(!got.contains(&State::CreateStreams.to_byte()), "{got:?}");
+    }
+
+    // Attack 2: connections that send a cookie and nothing more.
+    let mut cookie_only = Vec::new();
+    for i in 0..COOKIE_ONLY {
+        if let Some(mut s) = connect(port) {
+            let _ = s.write_all(cookie(1000 + i as u32).as_bytes());
+            cookie_only.push(s);
+        }
+    }
+    // Attack 1: thousands of connections that send nothing.
+    let mut silent = Vec::with_capacity(SILENT);
+    for _ in 0..SILENT {
+        if let Some(s) = connect(port) {
+            silent.push(s);
+        }
+    }
+    assert!(
+        silent.len() > SILENT / 2,
+        "only {} of {SILENT} connections were made",
+        silent.len()
+    );
+
+    // Meanwhile, a real TCP and a real UDP test from another address.
+    let tcp = real_client(port, &["-P", "2"]);
+    let udp_real = real_client(port, &["-u", "-b", "100M"]);
+    let tcp_bps = check_real(tcp, "real TCP test from 127.0.0.2");
+    let udp_bps = check_real(udp_real, "real UDP test from 127.0.0.2");
+    let fds_under_attack = fds(pid);
+
+    // The idle test was ended by the server (SERVER_ERROR), not kept for a day.
+    let got = read_to_close(idle);
+    assert_eq!(
+        got.first(),
+        Some(&State::ServerError.to_byte()),
+        "idle test: {got:?}"
+    );
+    drop(idle_stream);
+    // The silent UDP test is abandoned after the streams timeout.
+    read_to_close(udp_silent);
+    // Every attacking connection is closed by the server, none kept.
+    for s in cookie_only {
+        read_to_close(s);
+    }
+    for s in silent {
+        read_to_close(s);
+    }
+
+    // Attack 3: a 32 MiB results message, refused from its header.
+    let cr = cookie(5);
+    let mut res = hello(port, &cr);
+    res.write_all(&TestParams::new_tcp(1, 1).encode_frame().expect("params"))
+        .expect("params");
+    expect_state(
+        &mut res,
+        State::CreateStreams,
+        "results test: CREATE_STREAMS",
+    );
+    let mut rs = connect(port).expect("stream");
+    rs.write_all(cr.as_bytes()).expect("stream cookie");
+    expect_state(&mut res, State::TestStart, "results test: TEST_START");
+    expect_state(&mut res, State::TestRunning, "results test: TEST_RUNNING");
+    rs.write_all(&[0u8; 65536]).expect("data");
+    res.write_all(&[State::TestEnd.to_byte()])
+        .expect("TEST_END");
+    expect_state(&mut res, State::ExchangeResults, "EXCHANGE_RESULTS");
+    let mut w = res.try_clone().expect("clone");
+    let writer = std::thread::spawn(move || {
+        let _ = w.write_all(&(32u32 << 20).to_be_bytes());
+        let chunk = b"0,".repeat(32 * 1024);
+        for _ in 0..512 {
+            if w.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+    });
+    read_to_close(res);
+    let _ = writer.join();
+    drop(rs);
+
+    let peak_kb = status_kb(pid, "VmHWM:");
+    let rss_kb = status_kb(pid, "VmRSS:");
+    eprintln!(
+        "abuse: real TCP {:.0} Mbit/s, real UDP {:.1} Mbit/s from 127.0.0.2; server peak RSS \
+         {} kB, RSS now {rss_kb} kB, {fds_under_attack} fds under attack, {} after",
+        tcp_bps / 1e6,
+        udp_bps / 1e6,
+        peak_kb,
+        fds(pid)
+    );
+    assert!(
+        peak_kb > 0 && peak_kb < 100 * 1000,
+        "server peak RSS {peak_kb} kB"
+    );
+
+    // And it serves 127.0.0.1 normally afterwards.
+    let again = run(
+        &mut client_cmd(Side::Wirespeed, port, &["-t", "1", "-J"]),
+        HANG,
+    );
+    assert_success(&again, "a test from 127.0.0.1 afterwards");
+
+    // Refusals are logged, one line each with the address.
+    let out = srv.wait_output(Duration::ZERO);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.lines()
+            .any(|l| l.contains("refused 127.0.0.1: per-address limit of 8 pending connections")),
+        "server log: {log}"
+    );
+}
+
+#[test]
+fn deny_and_allow_lists_refuse_by_address() {
+    let (srv, port) = start_server(&["--deny", "127.0.0.1", "-i", "0"]);
+    let denied = run(&mut client_cmd(Side::Wirespeed, port, &["-t", "1"]), HANG);
+    assert_eq!(denied.status.code(), Some(4), "{}", text_of(&denied));
+    let other = run(
+        &mut client_cmd(Side::Wirespeed, port, &["-t", "1", "-B", "127.0.0.2"]),
+        HANG,
+    );
+    assert_success(&other, "a test from 127.0.0.2");
+    let log = String::from_utf8_lossy(&srv.wait_output(Duration::ZERO).stderr).into_owned();
+    assert!(
+        log.contains("refused 127.0.0.1: address refused: in the deny list (127.0.0.1/32)"),
+        "server log: {log}"
+    );
+    let (_srv, port) = start_server(&["--allow", "127.0.0.2/32", "-i", "0"]);
+    let o = run(&mut client_cmd(Side::Wirespeed, port, &["-t", "1"]), HANG);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "not in the allow list: {}",
+        text_of(&o)
+    );
+    let bad = run(
+        Command::new(wirespeed()).args(["server", "--allow", "not-an-address"]),
+        HANG,
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", text_of(&bad));
+}
+
+#[test]
+fn iperf3_spellings_of_the_server_limits() {
+    let (_srv, port) = start_server(&["--server-max-duration", "2", "-i", "0"]);
+    let long = run(&mut client_cmd(Side::Wirespeed, port, &["-t", "5"]), HANG);
+    assert_eq!(long.status.code(), Some(4), "{}", text_of(&long));
+    assert!(text_of(&long).contains("at most 2 s"), "{}", text_of(&long));
+
+    let (_srv, port) = start_server(&["--server-bitrate-limit", "50M/1", "-i", "0"]);
+    // Asking for more than the limit up front: refused with iperf3's IETOTALRATE.
+    let fast = run(
+        &mut client_cmd(Side::Wirespeed, port, &["-t", "1", "-b", "40M", "-P", "2"]),
+        HANG,
+    );
+    assert_eq!(fast.status.code(), Some(4), "{}", text_of(&fast));
+    assert!(
+        text_of(&fast).contains("above the server's limit"),
+        "{}",
+        text_of(&fast)
+    );
+    // A test that goes faster than the limit (unpaced TCP on loopback) is ended by the
+    // server once the average over 1 s is above it.
+    let over = run(&mut client_cmd(Side::Wirespeed, port, &["-t", "10"]), HANG);
+    assert!(!over.status.success(), "{}", text_of(&over));
+    assert!(
+        text_of(&over).contains("--server-bitrate-limit"),
+        "{}",
+        text_of(&over)
+    );
+    let bad = run(
+        Command::new(wirespeed()).args(["server", "--server-bitrate-limit", "1M/0"]),
+        HANG,
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", text_of(&bad));
+}
