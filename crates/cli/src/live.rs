@@ -208,17 +208,17 @@ impl Live {
     }
 }
 
-fn sum_now(sum: &[u64]) -> f64 {
+pub(crate) fn sum_now(sum: &[u64]) -> f64 {
     sum.last().map(|v| *v as f64 * 1e6).unwrap_or(0.0)
 }
 
-fn tail(v: &[u64], n: u16) -> Vec<u64> {
+pub(crate) fn tail(v: &[u64], n: u16) -> Vec<u64> {
     let n = usize::from(n).max(1);
     v[v.len().saturating_sub(n)..].to_vec()
 }
 
 /// `cpu  3 ████████▒▒▒     72% irqs 1234`, coloured by kind of work.
-fn cpu_line(c: &CpuUse, width: usize) -> Line<'static> {
+pub(crate) fn cpu_line(c: &CpuUse, width: usize) -> Line<'static> {
     let parts = [
         (c.user.get(), Color::Blue),
         (c.system.get(), Color::Yellow),
@@ -243,7 +243,7 @@ fn cpu_line(c: &CpuUse, width: usize) -> Line<'static> {
     Line::from(spans)
 }
 
-fn busiest(cpus: &[CpuUse]) -> String {
+pub(crate) fn busiest(cpus: &[CpuUse]) -> String {
     match cpus
         .iter()
         .max_by(|a, b| a.busy().get().total_cmp(&b.busy().get()))

@@ -17,6 +17,8 @@ mod live;
 mod measure;
 mod model;
 mod pictures;
+mod stats;
+mod top;
 mod tune;
 
 #[derive(Debug, Parser)]
@@ -69,6 +71,8 @@ enum Command {
     Report(pictures::ReportArgs),
     /// What changed between two JSON results; exit 9 past --threshold.
     Diff(pictures::DiffArgs),
+    /// Live view of the tests a running server serves (`server --stats-socket`).
+    Top(top::TopArgs),
 }
 
 fn main() -> ExitCode {
@@ -117,6 +121,7 @@ fn main() -> ExitCode {
         Command::Agent(a) => agent::run(*a),
         Command::Report(a) => pictures::run_report(a),
         Command::Diff(a) => pictures::run_diff(a),
+        Command::Top(a) => top::run(a),
     };
     match result {
         Ok(code) => code,

@@ -522,6 +522,11 @@ pub struct ServerArgs {
     /// Streams of all running tests together.
     #[arg(long = "max-total-streams", default_value_t = 1024)]
     pub max_total_streams: u32,
+    /// Serve one JSON line per interval per test on this Unix socket (mode 0600) for
+    /// `wirespeed top`; without PATH, top's default socket.
+    #[arg(long = "stats-socket", value_name = "PATH", num_args = 0..=1, require_equals = true,
+          default_missing_value = "")]
+    pub stats_socket: Option<std::path::PathBuf>,
     /// Per client address (IPv4 address, IPv6 /64): connections not yet admitted.
     #[arg(long = "max-pending-per-address", default_value_t = 8)]
     pub max_pending_per_address: u32,
@@ -1304,19 +1309,31 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         );
         let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
     }
+    let feed = a
+        .stats_socket
+        .as_deref()
+        .map(|p| match p.as_os_str().is_empty() {
+            true => crate::stats::Feed::open(&crate::stats::default_path()),
+            false => crate::stats::Feed::open(p),
+        })
+        .transpose()?;
     let out2 = Arc::clone(&out);
-    let factory: wirespeed_engine::ReporterFactory = Arc::new(move |_info| {
+    let factory: wirespeed_engine::ReporterFactory = Arc::new(move |info| {
         let mut r = StandardReporter::new(Arc::clone(&out2), format, opts)
             .printing_errors()
             .printing_where();
         if strict {
             r = r.strict();
         }
-        Box::new(if format == Format::Text {
+        let r = Box::new(if format == Format::Text {
             r.capturing()
         } else {
             r
-        }) as Box<dyn Reporter>
+        }) as Box<dyn Reporter>;
+        match &feed {
+            Some(f) => Box::new(crate::stats::Tee::new(r, Arc::clone(f), info)),
+            None => r,
+        }
     });
     server.serve(factory).map_err(engine_fail)?;
     Ok(ExitCode::SUCCESS)
