@@ -1,6 +1,7 @@
 //! `client --live` in a pseudo-terminal (a tmux session per test, named after the pid and a
 //! counter, killed on drop): a 10 s loopback test whose last live screen seen shows the per-CPU
-//! bars and the sum, then the usual summary; and `q` ending a test early with the intervals so far.
+//! bars and the sum, then the usual summary; and `q` or Ctrl-C ending a test early with the
+//! normal end summary (verdict included) of what was measured so far.
 //!
 //! Without tmux the tests say `SKIP:`; with the environment variable `CI` set they fail.
 
@@ -10,10 +11,10 @@ use std::time::{Duration, Instant};
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
-struct Session(String);
+pub(crate) struct Session(String);
 
 impl Session {
-    fn start(cmd: &str) -> Option<Session> {
+    pub(crate) fn start(cmd: &str) -> Option<Session> {
         if !Command::new("tmux")
             .arg("-V")
             .output()
@@ -23,7 +24,7 @@ impl Session {
                 std::env::var_os("CI").is_none(),
                 "tmux is not installed (CI installs it)"
             );
-            eprintln!("SKIP: --live tests need tmux (apt-get install tmux)");
+            eprintln!("SKIP: --live and top tests need tmux (apt-get install tmux)");
             return None;
         }
         let name = format!(
@@ -50,7 +51,7 @@ impl Session {
         Some(Session(name))
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let o = Command::new("tmux")
             .args(["capture-pane", "-p", "-t", &self.0])
             .output()
@@ -59,7 +60,7 @@ impl Session {
     }
 
     /// The first screen that satisfies `want` (a guard against a hang, not a timing check).
-    fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let s = self.screen();
@@ -71,7 +72,7 @@ impl Session {
         }
     }
 
-    fn keys(&self, k: &str) {
+    pub(crate) fn keys(&self, k: &str) {
         Command::new("tmux")
             .args(["send-keys", "-t", &self.0, k])
             .status()
@@ -127,17 +128,38 @@ fn a_ten_second_test_shows_cpu_bars_and_the_sum_then_the_summary() {
     assert!(!end.contains("q: quit"), "the terminal is restored: {end}");
 }
 
-#[test]
-fn q_ends_the_test_with_the_intervals_so_far() {
+/// `key` ends a long test early: the terminal is restored, then the normal end summary of
+/// what was measured by then (intervals, the sender's sum line, where the work ran, the
+/// verdict) and iperf3's interrupt exit status.
+fn quit_with(key: &str) {
     let Some(s) = Session::start(&format!("{} client --loopback -t 60 --live", wirespeed())) else {
         return;
     };
     s.wait_for("the first interval", |t| t.contains("stream 1: "));
-    s.keys("q");
+    s.keys(key);
     let end = s.wait_for("the exit", |t| t.contains("EXIT="));
     assert!(end.contains("EXIT=130"), "{end}");
-    assert!(end.contains("0.00-1.00"), "the intervals so far: {end}");
+    // The first interval (it may end at 1.01 s on a busy host).
+    assert!(end.contains("0.00-1."), "the intervals so far: {end}");
+    assert!(
+        end.lines()
+            .any(|l| l.contains("sec") && l.contains("sender")),
+        "the end summary: {end}"
+    );
+    assert!(end.contains("Where the work ran:"), "{end}");
+    assert!(end.contains("Verdict:"), "the verdict: {end}");
+    assert!(end.contains("interrupt"), "{end}");
     assert!(!end.contains("q: quit"), "the terminal is restored: {end}");
+}
+
+#[test]
+fn q_ends_the_test_with_the_summary_so_far() {
+    quit_with("q");
+}
+
+#[test]
+fn ctrl_c_ends_the_test_with_the_summary_so_far() {
+    quit_with("C-c");
 }
 
 #[test]

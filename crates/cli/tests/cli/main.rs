@@ -31,6 +31,7 @@ mod scale;
 mod server_tune;
 mod strict;
 mod sweep_cli;
+mod top;
 mod truth_table;
 mod tune_cli;
 mod tune_fixtures;
