@@ -617,6 +617,14 @@ impl Run<'_> {
                 );
                 r.end = end;
                 r.wirespeed = Some(ext);
+                if self.interrupted && peer.is_none() {
+                    // Not "the peer is not wirespeed": its results never came.
+                    let obs = r.wirespeed.as_mut().and_then(|x| x.observation.as_mut());
+                    if let Some(o) = obs.filter(|o| o.remote.is_none()) {
+                        o.remote_absent =
+                            Some("the test was interrupted before the peer's results came".into());
+                    }
+                }
                 if let Some(p) = peer {
                     r.server_output_json = p.server_output_json.clone();
                     r.server_output_text = p.server_output_text.clone();

@@ -149,6 +149,10 @@ fn quit_with(key: &str) {
     assert!(end.contains("Where the work ran:"), "{end}");
     assert!(end.contains("Verdict:"), "the verdict: {end}");
     assert!(end.contains("interrupt"), "{end}");
+    assert!(
+        end.contains("interrupted before the peer's results came"),
+        "the peer is wirespeed, its results just never came: {end}"
+    );
     assert!(!end.contains("q: quit"), "the terminal is restored: {end}");
 }
 
