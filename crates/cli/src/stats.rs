@@ -272,9 +272,9 @@ impl Feed {
 impl Drop for Feed {
     fn drop(&mut self) {
         self.done.store(true, Ordering::SeqCst);
-        let _ = std::fs::remove_file(&self.path);
-        // Wake the acceptor so it sees `done`.
+        // Wake the acceptor so it sees `done`, then take the file away.
         let _ = UnixStream::connect(&self.path);
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
