@@ -190,7 +190,7 @@ impl View {
         let nic = match (&self.iface, peer) {
             (Some(i), _) => NicSpec::Iface(i.clone()),
             (None, Some(p)) => NicSpec::Peer {
-                peer: p.ip(),
+                peer: p.ip().to_canonical(),
                 local: None,
             },
             (None, None) => NicSpec::None,
