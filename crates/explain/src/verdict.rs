@@ -101,104 +101,66 @@ pub const IDS: &[&str] = &[
     "no-cpu-saturated",
 ];
 
-/// What the test measured besides the observation (from its report), each when known. The
-/// engine passes the throughput today; the rest makes `loss-limited`, `path-limited` and the
-/// UDP verdicts possible once it is passed too.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Measured {
-    /// The receiver's throughput over the test.
-    pub throughput: Option<BitsPerSecond>,
-    /// The throughput in each interval, in order (a UDP sender's report leaves it empty: what
-    /// it sent is not what arrived).
-    pub interval_bps: Vec<f64>,
-    /// A UDP test.
-    pub udp: bool,
-    /// TCP: segments retransmitted, bytes sent and the MSS (for the loss rate).
-    pub retransmits: Option<u64>,
-    pub bytes_sent: Option<u64>,
-    pub mss: Option<u32>,
-    /// TCP: the sender's smoothed RTT, µs: smallest, mean and largest seen.
-    pub rtt_us: Option<(u64, u64, u64)>,
-    /// UDP: datagrams lost and sent, as the receiver counted them.
-    pub udp_lost: Option<(u64, u64)>,
-}
+pub use wirespeed_model::verdict::Measured;
 
-impl Measured {
-    /// Only the throughput.
-    pub fn throughput(t: Option<BitsPerSecond>) -> Measured {
-        Measured {
-            throughput: t,
-            ..Default::default()
-        }
-    }
-
-    /// What a report in iperf3's `-J` shape holds: the receiver's throughput over the test and
-    /// per interval, UDP loss as the receiver counted it, TCP retransmits, bytes sent, the MSS
-    /// and the senders' RTT (smallest, mean of the streams' means, largest). Missing keys stay
-    /// unknown.
-    pub fn from_report(doc: &serde_json::Value) -> Measured {
-        let end = &doc["end"];
-        let udp = doc["start"]["test_start"]["protocol"].as_str() == Some("UDP");
-        let received = &end["sum_received"];
-        let rtts: Vec<(u64, u64, u64)> = end["streams"]
+/// What a report in iperf3's `-J` shape holds: the receiver's throughput over the test and
+/// per interval, UDP loss as the receiver counted it, TCP retransmits, bytes sent, the MSS
+/// and the senders' RTT (smallest, mean of the streams' means, largest). Missing keys stay
+/// unknown.
+pub fn measured_from_report(doc: &serde_json::Value) -> Measured {
+    let end = &doc["end"];
+    let udp = doc["start"]["test_start"]["protocol"].as_str() == Some("UDP");
+    let received = &end["sum_received"];
+    let rtts: Vec<(u64, u64, u64)> = end["streams"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|st| {
+                    let snd = &st["sender"];
+                    Some((
+                        snd["min_rtt"].as_u64()?,
+                        snd["mean_rtt"].as_u64()?,
+                        snd["max_rtt"].as_u64()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let rtt_us = (!rtts.is_empty()).then(|| {
+        (
+            rtts.iter().map(|r| r.0).min().unwrap_or(0),
+            rtts.iter().map(|r| r.1).sum::<u64>() / rtts.len() as u64,
+            rtts.iter().map(|r| r.2).max().unwrap_or(0),
+        )
+    });
+    let lost = |v: &serde_json::Value| Some((v["lost_packets"].as_u64()?, v["packets"].as_u64()?));
+    Measured {
+        throughput: received["bits_per_second"].as_f64().map(BitsPerSecond),
+        interval_bps: doc["intervals"]
             .as_array()
             .map(|a| {
+                // a UDP sender's intervals are what it sent, not what arrived
                 a.iter()
-                    .filter_map(|st| {
-                        let snd = &st["sender"];
-                        Some((
-                            snd["min_rtt"].as_u64()?,
-                            snd["mean_rtt"].as_u64()?,
-                            snd["max_rtt"].as_u64()?,
-                        ))
-                    })
+                    .filter(|i| !udp || i["sum"]["sender"].as_bool() == Some(false))
+                    .filter_map(|i| i["sum"]["bits_per_second"].as_f64())
                     .collect()
             })
-            .unwrap_or_default();
-        let rtt_us = (!rtts.is_empty()).then(|| {
-            (
-                rtts.iter().map(|r| r.0).min().unwrap_or(0),
-                rtts.iter().map(|r| r.1).sum::<u64>() / rtts.len() as u64,
-                rtts.iter().map(|r| r.2).max().unwrap_or(0),
-            )
-        });
-        let lost =
-            |v: &serde_json::Value| Some((v["lost_packets"].as_u64()?, v["packets"].as_u64()?));
-        Measured {
-            throughput: received["bits_per_second"].as_f64().map(BitsPerSecond),
-            interval_bps: doc["intervals"]
-                .as_array()
-                .map(|a| {
-                    // a UDP sender's intervals are what it sent, not what arrived
-                    a.iter()
-                        .filter(|i| !udp || i["sum"]["sender"].as_bool() == Some(false))
-                        .filter_map(|i| i["sum"]["bits_per_second"].as_f64())
-                        .collect()
-                })
-                .unwrap_or_default(),
-            udp,
-            retransmits: (!udp)
-                .then(|| end["sum_sent"]["retransmits"].as_u64())
-                .flatten(),
-            bytes_sent: end["sum_sent"]["bytes"].as_u64(),
-            mss: (!udp)
-                .then(|| doc["start"]["tcp_mss_default"].as_u64())
-                .flatten()
-                .and_then(|m| u32::try_from(m).ok()),
-            rtt_us: if udp { None } else { rtt_us },
-            udp_lost: if udp {
-                lost(received).or_else(|| lost(&end["sum"]))
-            } else {
-                None
-            },
-        }
-    }
-
-    /// The TCP loss rate: retransmitted segments over segments sent.
-    pub fn tcp_loss(&self) -> Option<f64> {
-        let (r, b, m) = (self.retransmits?, self.bytes_sent?, self.mss?);
-        let segments = b / u64::from(m.max(1));
-        (segments > 0 && r > 0).then(|| r as f64 / segments as f64)
+            .unwrap_or_default(),
+        udp,
+        retransmits: (!udp)
+            .then(|| end["sum_sent"]["retransmits"].as_u64())
+            .flatten(),
+        bytes_sent: end["sum_sent"]["bytes"].as_u64(),
+        mss: (!udp)
+            .then(|| doc["start"]["tcp_mss_default"].as_u64())
+            .flatten()
+            .and_then(|m| u32::try_from(m).ok()),
+        rtt_us: if udp { None } else { rtt_us },
+        udp_lost: if udp {
+            lost(received).or_else(|| lost(&end["sum"]))
+        } else {
+            None
+        },
     }
 }
 
@@ -1468,7 +1430,7 @@ mod tests {
                 "sum_received": {"bits_per_second": 3.07e8}
             }
         });
-        let m = Measured::from_report(&tcp);
+        let m = measured_from_report(&tcp);
         assert_eq!(
             m,
             Measured {
@@ -1491,13 +1453,13 @@ mod tests {
                 "sum_received": {"bits_per_second": 1e9, "lost_packets": 25, "packets": 100}
             }
         });
-        let m = Measured::from_report(&udp);
+        let m = measured_from_report(&udp);
         assert!(m.udp);
         assert!(m.interval_bps.is_empty());
         assert_eq!(m.udp_lost, Some((25, 100)));
         assert_eq!((m.retransmits, m.mss, m.rtt_us), (None, None, None));
         assert_eq!(
-            Measured::from_report(&serde_json::json!({})),
+            measured_from_report(&serde_json::json!({})),
             Measured::default()
         );
     }

@@ -17,3 +17,44 @@ pub struct Verdict {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<String>,
 }
+
+use crate::observation::BitsPerSecond;
+
+/// What a test measured besides the observation (from its report), each when known: the
+/// engine fills it from its report when it decides the verdict, and a saved report gives the
+/// same (`wirespeed_explain::verdict::measured_from_report`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Measured {
+    /// The receiver's throughput over the test.
+    pub throughput: Option<BitsPerSecond>,
+    /// The throughput in each interval, in order (a UDP sender's report leaves it empty: what
+    /// it sent is not what arrived).
+    pub interval_bps: Vec<f64>,
+    /// A UDP test.
+    pub udp: bool,
+    /// TCP: segments retransmitted, bytes sent and the MSS (for the loss rate).
+    pub retransmits: Option<u64>,
+    pub bytes_sent: Option<u64>,
+    pub mss: Option<u32>,
+    /// TCP: the sender's smoothed RTT, µs: smallest, mean and largest seen.
+    pub rtt_us: Option<(u64, u64, u64)>,
+    /// UDP: datagrams lost and sent, as the receiver counted them.
+    pub udp_lost: Option<(u64, u64)>,
+}
+
+impl Measured {
+    /// Only the throughput.
+    pub fn throughput(t: Option<BitsPerSecond>) -> Measured {
+        Measured {
+            throughput: t,
+            ..Default::default()
+        }
+    }
+
+    /// The TCP loss rate: retransmitted segments over segments sent.
+    pub fn tcp_loss(&self) -> Option<f64> {
+        let (r, b, m) = (self.retransmits?, self.bytes_sent?, self.mss?);
+        let segments = b / u64::from(m.max(1));
+        (segments > 0 && r > 0).then(|| r as f64 / segments as f64)
+    }
+}

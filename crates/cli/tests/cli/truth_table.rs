@@ -59,7 +59,7 @@ const SCENARIOS: &[Scenario] = &[
         }),
         args: &[],
         want: "path-limited",
-        pending: Some("the engine to pass each interval's throughput and the RTT (verdict::Measured)"),
+        pending: None,
     },
     Scenario {
         name: "random loss 0.5 %",
@@ -69,7 +69,7 @@ const SCENARIOS: &[Scenario] = &[
         }),
         args: &[],
         want: "loss-limited",
-        pending: Some("the engine to pass retransmits, bytes sent, MSS and RTT (verdict::Measured)"),
+        pending: None,
     },
     Scenario {
         name: "receiver -w 16K",
@@ -100,7 +100,7 @@ const SCENARIOS: &[Scenario] = &[
         place: Place::Lab(|s| s),
         args: &["-u", "-b", "0"],
         want: "udp-receiver-cpu-bound",
-        pending: Some("the engine to pass UDP loss (verdict::Measured)"),
+        pending: None,
     },
     Scenario {
         name: "a link whose ends disagree on MTU (9000 into 1500)",
