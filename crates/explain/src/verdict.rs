@@ -10,11 +10,13 @@
 //! | `pmtu-below-mtu` | a sender's `TCP_INFO` path MTU < 90 % of its interface MTU (jumbo frames not passed end to end) |
 //! | `same-host` | both ends on one host (the test runs over `lo`, or both ends report the same host name and topology) and their workers compete: unpinned, or on shared CPUs |
 //! | `udp-receiver-cpu-bound` / `udp-path-loss` | UDP with ≥ 1 % of the datagrams lost: a receiver CPU saturated, or not |
-//! | `loss-limited` | TCP with retransmits, a known RTT (the smallest seen) and MSS, and a throughput ≤ 3 × the Mathis ceiling MSS/RTT × 1.22/√p |
-//! | `cpu-steal` | a saturated CPU with ≥ 10 % steal (the hypervisor took it) |
-//! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on — in ≥ 50 % of the intervals; the busiest saturated CPU over both ends decides, a receiver winning a tie |
 //! | `window-limited` | `TCP_INFO` receive-window-limited time ≥ 25 % of busy time |
 //! | `sndbuf-limited` | `TCP_INFO` send-buffer-limited time ≥ 25 % of busy time |
+//! | `path-limited` (shaped) | TCP whose intervals' throughput is held within 5 % (coefficient of variation) while the path dropped segments: a shaper or policer |
+//! | `loss-limited` | TCP with retransmits, a known RTT (the smallest seen) and MSS, and a throughput within a factor 4 of the Mathis ceiling MSS/RTT × 1.22/√p, either way |
+//! | `cpu-contended` | a worker thread waited on its CPU's run queue ≥ 25 % of the time and at least as long as it ran (`schedstat`): another task held its CPU |
+//! | `cpu-steal` | a saturated CPU with ≥ 10 % steal (the hypervisor took it) |
+//! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on, exactly by its thread's CPU when the intervals have it — in ≥ 50 % of the intervals; the busiest saturated CPU over both ends decides, a receiver winning a tie |
 //! | `path-limited` | none of the above, and the intervals' throughput flat (coefficient of variation ≤ 10 %) below 90 % of the link (or the link is virtual or unknown) |
 //! | `cpu-steal` | none of the above, and a CPU that did work lost ≥ 10 % to steal |
 //! | `same-host` | none of the above, both ends on one host (pinned apart) |
@@ -31,6 +33,7 @@
 use crate::model::{BitsPerSecond, CpuUse, EndObservation, Percent, Role, TestObservation};
 use crate::placement::{cpus_words, Placement};
 use crate::topology::Relation;
+use wirespeed_host::CpuSet;
 
 /// The thresholds of the checks (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -61,6 +64,12 @@ pub struct Thresholds {
     pub flat_cv: f64,
     /// Below the link: the throughput under this share (%) of the link (when one is known).
     pub below_link: f64,
+    /// A rate held this flat (coefficient of variation, %) while the path dropped segments:
+    /// a shaper or policer, decided before the loss and CPU checks.
+    pub shaped_cv: f64,
+    /// A worker that waited on its CPU's run queue this share (%) of the wall time, and at
+    /// least as long as it ran, was held back by something else on its CPU.
+    pub contended_wait: f64,
 }
 
 pub const THRESHOLDS: Thresholds = Thresholds {
@@ -74,9 +83,11 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     steal: 10.0,
     saturated_intervals: 50.0,
     udp_loss: 1.0,
-    mathis_factor: 3.0,
+    mathis_factor: 4.0,
     flat_cv: 10.0,
     below_link: 90.0,
+    shaped_cv: 5.0,
+    contended_wait: 25.0,
 };
 
 /// Every verdict id (the contract; docs/explain.md describes each).
@@ -88,6 +99,7 @@ pub const IDS: &[&str] = &[
     "udp-path-loss",
     "loss-limited",
     "cpu-steal",
+    "cpu-contended",
     "receiver-shares-cpu-with-softirq",
     "irq-numa-remote",
     "app-numa-remote",
@@ -389,11 +401,13 @@ fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuUse, f64, St
         let mut hot: Vec<&CpuUse> = Vec::new();
         let mut cpus_used = wirespeed_host::CpuSet::new();
         for i in &intervals {
-            let seen = i
-                .workers
-                .iter()
-                .find(|x| x.worker == w.worker)
-                .map_or(&w.cpus_seen, |x| &x.cpus_seen);
+            let exact = interval_cpu_of(e, i, w.worker).map(|c| CpuSet::from_cpus([c]));
+            let seen = exact.as_ref().unwrap_or_else(|| {
+                i.workers
+                    .iter()
+                    .find(|x| x.worker == w.worker)
+                    .map_or(&w.cpus_seen, |x| &x.cpus_seen)
+            });
             let busiest = seen
                 .iter()
                 .filter_map(|c| i.cpu(c))
@@ -444,6 +458,84 @@ fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuUse, f64, St
         out.push((avg, busy, suffix));
     }
     out
+}
+
+/// The CPU worker `worker` was on at the end of interval `i`: its thread (the end's worker
+/// threads in the order they started, which is the workers' order) when the interval has one
+/// per worker.
+fn interval_cpu_of(
+    e: &EndObservation,
+    i: &crate::model::IntervalObservation,
+    worker: u32,
+) -> Option<u32> {
+    if i.threads.len() != e.total.workers.len() {
+        return None;
+    }
+    let mut t: Vec<_> = i.threads.iter().collect();
+    t.sort_by_key(|t| t.tid);
+    t.get(worker as usize)?.cpu
+}
+
+/// Each worker thread of an end over the test: (name, CPU it ran on last, mean run %, mean
+/// wait %), averaged over the intervals that saw it.
+fn thread_means(e: &EndObservation) -> Vec<(String, Option<u32>, f64, f64)> {
+    let mut acc: std::collections::BTreeMap<u32, (String, Option<u32>, f64, f64, f64)> =
+        Default::default();
+    for i in &e.intervals {
+        for t in &i.threads {
+            let a = acc
+                .entry(t.tid)
+                .or_insert((t.name.clone(), None, 0.0, 0.0, 0.0));
+            a.1 = t.cpu.or(a.1);
+            a.2 += t.run.get();
+            a.3 += t.wait.get();
+            a.4 += 1.0;
+        }
+    }
+    acc.into_values()
+        .map(|(n, c, r, w, k)| (n, c, r / k, w / k))
+        .collect()
+}
+
+/// `cpu-contended`: a worker that waited on its CPU's run queue ≥ `contended_wait` % of the
+/// time, and at least as long as it ran: another task held its CPU.
+fn contended(test: &TestObservation, th: &Thresholds) -> Option<Verdict> {
+    let (e, (name, cpu, run, wait)) = test
+        .ends()
+        .flat_map(|e| thread_means(e).into_iter().map(move |t| (e, t)))
+        .filter(|(_, (_, _, run, wait))| *wait >= th.contended_wait && wait >= run)
+        .max_by(|a, b| (a.1).3.total_cmp(&(b.1).3))?;
+    let who = end_word(e, e.role.receives());
+    let on = cpu.map_or(String::new(), |c| format!(" on CPU {c}"));
+    let busy = cpu.and_then(|c| e.total.cpu(c)).map_or(String::new(), |c| {
+        format!("; the CPU was {} busy", c.busy())
+    });
+    Some(Verdict {
+        id: "cpu-contended".into(),
+        end: Some(who.into()),
+        line: format!(
+            "CPU contended: the {who}'s worker ({name}){on} waited {} of the test for its CPU and ran {} — another process runs there{busy} (pin the test to a free CPU, or stop the other work)",
+            Percent::new(wait),
+            Percent::new(run)
+        ),
+        also: Vec::new(),
+    })
+}
+
+/// The intervals' throughput after the first (slow start): mean and coefficient of variation
+/// (%), with at least two intervals.
+fn flatness(m: &Measured) -> Option<(f64, f64, usize)> {
+    let v: Vec<f64> = m.interval_bps.iter().skip(1).copied().collect();
+    if v.len() < 2 {
+        return None;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    if mean <= 0.0 {
+        return None;
+    }
+    let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    Some((mean, sd * 100.0 / mean, v.len()))
 }
 
 fn cpu_candidates(e: &EndObservation, th: &Thresholds, out: &mut Vec<Candidate>) {
@@ -650,47 +742,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
         }
     }
 
-    // 2d. Loss-limited TCP: the throughput is what the Mathis ceiling allows.
-    // the path's RTT is the smallest the sender saw: queueing only lowers the ceiling further
-    if let (Some(p), Some((min_us, _, _)), Some(mss), Some(bps)) =
-        (m.tcp_loss(), m.rtt_us, m.mss, throughput)
-    {
-        let rtt_ms = min_us as f64 / 1000.0;
-        let ceiling = wirespeed_doctor::path_model::mathis_bps(mss, rtt_ms, p);
-        if rtt_ms > 0.0 && bps.0 <= ceiling * th.mathis_factor {
-            found.push(Verdict {
-                id: "loss-limited".into(),
-                end: None,
-                line: format!(
-                    "loss-limited: {} retransmitted ({} segments) at {rtt_ms:.2} ms RTT allows about {} to loss-based congestion control (Mathis: MSS/RTT x 1.22/sqrt(p), MSS {mss}); {bps} measured — find the loss, or try a loss-tolerant algorithm (BBR, HTCP)",
-                    Percent::new(p * 100.0),
-                    m.retransmits.unwrap_or(0),
-                    BitsPerSecond(ceiling)
-                ),
-                also: Vec::new(),
-            });
-        }
-    }
-
-    // 3. Saturated CPUs.
-    cands.sort_by(|a, b| {
-        b.busy
-            .total_cmp(&a.busy)
-            .then(b.receiver.cmp(&a.receiver))
-            .then_with(|| {
-                // Among equals, an app-CPU verdict before a softirq-CPU one.
-                (a.verdict.id == "softirq-cpu-bound").cmp(&(b.verdict.id == "softirq-cpu-bound"))
-            })
-    });
-    let mut seen_ids = Vec::new();
-    for c in cands {
-        if !seen_ids.contains(&c.verdict.id) {
-            seen_ids.push(c.verdict.id.clone());
-            found.push(c.verdict);
-        }
-    }
-
-    // 4. TCP limits.
+    // 2d. TCP limits: the kernel's own account of what held the sender.
     for e in test.ends().filter(|e| e.role.sends()) {
         let Some(t) = e.total.tcp else { continue };
         if t.rwnd_share().get() >= th.tcp_limited {
@@ -717,9 +769,68 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
         }
     }
 
-    // 5. Flat throughput below the link with none of the above: a limit on the path.
+    // 2e. A rate held flat while the path dropped: a shaper or policer (loss and CPU limits
+    // make the rate swing; a shaper holds it).
+    let shaped = m.retransmits.is_some_and(|r| r > 0)
+        && flatness(m).is_some_and(|(_, cv, _)| cv <= th.shaped_cv);
+    if shaped {
+        if let Some(v) = path_limited(test, m, th, th.shaped_cv) {
+            found.push(v);
+        }
+    }
+
+    // 2f. Loss-limited TCP: the throughput is what the Mathis ceiling allows.
+    // the path's RTT is the smallest the sender saw: queueing only lowers the ceiling further
+    if let (Some(p), Some((min_us, _, _)), Some(mss), Some(bps)) =
+        (m.tcp_loss(), m.rtt_us, m.mss, throughput)
+    {
+        let rtt_ms = min_us as f64 / 1000.0;
+        let ceiling = wirespeed_doctor::path_model::mathis_bps(mss, rtt_ms, p);
+        if rtt_ms > 0.0
+            && !shaped
+            && bps.0 <= ceiling * th.mathis_factor
+            && bps.0 >= ceiling / th.mathis_factor
+        {
+            found.push(Verdict {
+                id: "loss-limited".into(),
+                end: None,
+                line: format!(
+                    "loss-limited: {} retransmitted ({} segments) at {rtt_ms:.2} ms RTT allows about {} to loss-based congestion control (Mathis: MSS/RTT x 1.22/sqrt(p), MSS {mss}); {bps} measured — find the loss, or try a loss-tolerant algorithm (BBR, HTCP)",
+                    Percent::new(p * 100.0),
+                    m.retransmits.unwrap_or(0),
+                    BitsPerSecond(ceiling)
+                ),
+                also: Vec::new(),
+            });
+        }
+    }
+
+    // 4. Another process on a worker's CPU.
+    if let Some(v) = contended(test, th) {
+        found.push(v);
+    }
+
+    // 5. Saturated CPUs.
+    cands.sort_by(|a, b| {
+        b.busy
+            .total_cmp(&a.busy)
+            .then(b.receiver.cmp(&a.receiver))
+            .then_with(|| {
+                // Among equals, an app-CPU verdict before a softirq-CPU one.
+                (a.verdict.id == "softirq-cpu-bound").cmp(&(b.verdict.id == "softirq-cpu-bound"))
+            })
+    });
+    let mut seen_ids = Vec::new();
+    for c in cands {
+        if !seen_ids.contains(&c.verdict.id) {
+            seen_ids.push(c.verdict.id.clone());
+            found.push(c.verdict);
+        }
+    }
+
+    // 6. Flat throughput below the link with none of the above: a limit on the path.
     if found.is_empty() {
-        if let Some(v) = path_limited(test, m, th) {
+        if let Some(v) = path_limited(test, m, th, th.flat_cv) {
             found.push(v);
         }
     }
@@ -792,20 +903,14 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
 
 /// `path-limited`: the intervals' throughput flat below the link (or the link virtual or
 /// unknown), with the evidence seen: RTT growth (queueing), retransmits.
-fn path_limited(test: &TestObservation, m: &Measured, th: &Thresholds) -> Option<Verdict> {
-    // the first interval holds slow start
-    let v: Vec<f64> = m.interval_bps.iter().skip(1).copied().collect();
-    if v.len() < 2 {
-        return None;
-    }
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    if mean <= 0.0 {
-        return None;
-    }
-    let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-    let cv = sd * 100.0 / mean;
-    if cv > th.flat_cv {
+fn path_limited(
+    test: &TestObservation,
+    m: &Measured,
+    th: &Thresholds,
+    max_cv: f64,
+) -> Option<Verdict> {
+    let (mean, cv, n) = flatness(m)?;
+    if cv > max_cv {
         return None;
     }
     let link = test
@@ -819,10 +924,8 @@ fn path_limited(test: &TestObservation, m: &Measured, th: &Thresholds) -> Option
         }
     }
     let mut evidence = vec![format!(
-        "{} flat over {} intervals (±{:.1} %)",
-        BitsPerSecond(mean),
-        v.len(),
-        cv
+        "{} flat over {n} intervals (±{cv:.1} %)",
+        BitsPerSecond(mean)
     )];
     match link {
         Some(mbps) => evidence.push(format!(
@@ -1485,6 +1588,89 @@ mod tests {
         );
     }
 
+    fn with_threads(mut e: EndObservation, per_interval: &[(u32, f64, f64)]) -> EndObservation {
+        use wirespeed_model::observation::ThreadUse;
+        e.intervals = per_interval
+            .iter()
+            .map(|&(cpu, run, wait)| IntervalObservation {
+                cpus: e.total.cpus.clone(),
+                threads: vec![ThreadUse {
+                    tid: 42,
+                    name: format!("ws-dp-cpu{cpu}"),
+                    cpu: Some(cpu),
+                    run: Percent::new(run),
+                    wait: Percent::new(wait),
+                }],
+                ..Default::default()
+            })
+            .collect();
+        e
+    }
+
+    #[test]
+    fn a_worker_waiting_for_its_cpu_is_contended() {
+        // CPU 6 saturated, but the receiver's worker ran 20 % and waited 60 %: someone else ran
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 20.0, 0.0, 1.0, 0, 0)]);
+        let r = with_threads(r, &[(6, 20.0, 60.0), (6, 22.0, 58.0)]);
+        let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
+        assert_eq!(v.id, "cpu-contended");
+        assert_eq!(v.end.as_deref(), Some("receiver"));
+        assert!(
+            v.line
+                .contains("waited 59 % of the test for its CPU and ran 21 %"),
+            "{}",
+            v.line
+        );
+        assert!(
+            v.also.iter().any(|a| a.contains("CPU-bound")),
+            "{:?}",
+            v.also
+        );
+        // a worker that ran more than it waited is not contended: the CPU verdict stands
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
+        let r = with_threads(r, &[(6, 70.0, 28.0), (6, 72.0, 26.0)]);
+        let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
+        assert_eq!(v.id, "receiver-cpu-bound");
+    }
+
+    #[test]
+    fn a_migrating_worker_is_followed_by_its_thread() {
+        // unpinned: the worker alternates between CPUs 6 and 8, each saturated while it is there
+        let mut r = end(
+            Role::Receiver,
+            ryzen(),
+            6,
+            &[(6, 50.0, 0.0, 50.0, 0, 0), (8, 50.0, 0.0, 50.0, 0, 0)],
+        );
+        r.total.workers[0].cpus_seen = CpuSet::from_cpus([6, 8]);
+        let r = with_threads(r, &[(6, 90.0, 5.0), (8, 90.0, 5.0), (6, 90.0, 5.0)]);
+        let hot = |cpu: u32| CpuUse {
+            cpu,
+            system: Percent::new(97.0),
+            idle: Percent::new(3.0),
+            ..Default::default()
+        };
+        let cold = |cpu: u32| CpuUse {
+            cpu,
+            system: Percent::new(3.0),
+            idle: Percent::new(97.0),
+            ..Default::default()
+        };
+        let mut r = r;
+        for (i, cpu) in [6u32, 8, 6].into_iter().enumerate() {
+            let other = if cpu == 6 { 8 } else { 6 };
+            r.intervals[i].cpus = vec![hot(cpu), cold(other)];
+        }
+        let v = verdict(&test(idle_sender(), r), None);
+        assert_eq!(v.id, "receiver-cpu-bound");
+        assert!(
+            v.line
+                .contains("in 3 of 3 intervals (worker 0 followed over CPUs 6,8)"),
+            "{}",
+            v.line
+        );
+    }
+
     #[test]
     fn flat_throughput_below_the_link_is_path_limited() {
         let quiet = end(Role::Receiver, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
@@ -1510,10 +1696,19 @@ mod tests {
             verdict_of(&test(idle_sender(), quiet.clone()), &swing).id,
             "no-cpu-saturated"
         );
-        // a saturated CPU comes first
+        // a rate held within 5 % while the path dropped is a shaper, even beside a busy CPU
         let busy = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
         assert_eq!(
-            verdict_of(&test(idle_sender(), busy), &m).id,
+            verdict_of(&test(idle_sender(), busy.clone()), &m).id,
+            "path-limited"
+        );
+        // without drops a saturated CPU comes first
+        let no_drops = Measured {
+            retransmits: None,
+            ..m.clone()
+        };
+        assert_eq!(
+            verdict_of(&test(idle_sender(), busy), &no_drops).id,
             "receiver-cpu-bound"
         );
     }
