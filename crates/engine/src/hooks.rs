@@ -16,7 +16,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use wirespeed_model::observation::{EndObservation, Role, TcpLimits, WorkerRun};
-use wirespeed_model::verdict::Measured;
+use wirespeed_model::verdict::{Measured, PathCeiling};
 use wirespeed_model::{CpuSet, MoveReport, TestObservation, Verdict};
 
 /// Observation of the ends of tests.
@@ -35,6 +35,12 @@ pub trait Observe: Send + Sync {
     /// receiver's throughput over the test and per interval, retransmits, bytes, MSS, RTT,
     /// UDP loss: whatever this end's report knows).
     fn verdict(&self, test: &TestObservation, measured: &Measured) -> Verdict;
+
+    /// The path model's ceiling for what the test measured (TCP with RTT and retransmits);
+    /// `None` by default.
+    fn ceiling(&self, _measured: &Measured) -> Option<PathCeiling> {
+        None
+    }
 }
 
 /// One end of one test under observation.

@@ -197,6 +197,9 @@ impl TestObserver {
     /// [`measured`]), and store both in the report. The client and the server each do it for
     /// their own report.
     pub fn attach(&self, ext: &mut WirespeedExt, peer: Option<&ResultsExt>, measured: &Measured) {
+        if let Some(h) = &self.hook {
+            ext.ceiling = h.0.ceiling(measured);
+        }
         let (Some(local), Some(hook)) = (self.end.clone(), &self.hook) else {
             return;
         };

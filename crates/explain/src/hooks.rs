@@ -12,7 +12,7 @@ use wirespeed_engine::hooks::{
 };
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_model::observation::{EndObservation, Role, TcpLimits, WorkerRun};
-use wirespeed_model::verdict::Measured;
+use wirespeed_model::verdict::{Measured, PathCeiling};
 use wirespeed_model::{MoveReport, TestObservation, Verdict};
 use wirespeed_report::where_ran::cpus_text;
 use wirespeed_tune::{ApplyOptions, TuneError};
@@ -48,6 +48,10 @@ impl Observe for HostObserve {
 
     fn verdict(&self, test: &TestObservation, measured: &Measured) -> Verdict {
         crate::verdict::verdict_of(test, measured)
+    }
+
+    fn ceiling(&self, measured: &Measured) -> Option<PathCeiling> {
+        crate::verdict::ceiling(measured)
     }
 }
 

@@ -176,7 +176,24 @@ pub fn measured_from_report(doc: &serde_json::Value) -> Measured {
     }
 }
 
+pub use wirespeed_model::verdict::PathCeiling;
 pub use wirespeed_model::verdict::Verdict;
+
+/// The path model's ceiling for what a TCP test measured: the Mathis ceiling from its
+/// retransmit rate, smallest RTT and MSS (the same `path_model::mathis_bps` `wirespeed model`
+/// uses); `None` without retransmits, an RTT or the MSS.
+pub fn ceiling(m: &Measured) -> Option<PathCeiling> {
+    let (p, (min_us, _, _), mss) = (m.tcp_loss()?, m.rtt_us?, m.mss?);
+    let rtt_ms = min_us as f64 / 1000.0;
+    (rtt_ms > 0.0).then(|| PathCeiling {
+        loss: p,
+        retransmits: m.retransmits.unwrap_or(0),
+        rtt_ms,
+        mss,
+        mathis_bps: wirespeed_doctor::path_model::mathis_bps(mss, rtt_ms, p),
+        measured_bps: m.throughput.map(|b| b.0),
+    })
+}
 
 fn end_word(e: &EndObservation, as_receiver: bool) -> &'static str {
     match e.role {
@@ -1488,14 +1505,37 @@ mod tests {
             ..m.clone()
         };
         assert_ne!(
-            verdict_of(&test(idle_sender(), quiet), &fast).id,
+            verdict_of(&test(idle_sender(), quiet.clone()), &fast).id,
             "loss-limited"
+        );
+        // far below it, something else held the rate lower
+        let slow = Measured {
+            throughput: Some(BitsPerSecond(10e6)),
+            ..m.clone()
+        };
+        assert_ne!(
+            verdict_of(&test(idle_sender(), quiet), &slow).id,
+            "loss-limited"
+        );
+        // the model's ceiling beside the measurement, as the client prints it
+        let c = ceiling(&m).expect("retransmits, RTT and MSS are known");
+        assert_eq!((c.mss, c.retransmits, c.rtt_ms), (8948, 1000, 90.0));
+        assert!((c.mathis_bps / 1e6 - 143.9).abs() < 0.1, "{}", c.mathis_bps);
+        assert_eq!(c.measured_bps, Some(140e6));
+        assert_eq!(
+            wirespeed_report::where_ran::ceiling_line(&c),
+            "Path model: 0.00 % loss (1000 retransmits) at 90.00 ms RTT, MSS 8948: Mathis ceiling 143.9 Mbit/s for loss-based TCP (measured 140.0 Mbit/s)"
         );
         // without RTT there is no ceiling
         assert_eq!(
-            Measured { rtt_us: None, ..m }.tcp_loss(),
+            Measured {
+                rtt_us: None,
+                ..m.clone()
+            }
+            .tcp_loss(),
             Some(1000.0 / 22_000_000.0)
         );
+        assert!(ceiling(&Measured { rtt_us: None, ..m }).is_none());
     }
 
     /// `Measured` from a recorded file's report fields.

@@ -58,3 +58,22 @@ impl Measured {
         (segments > 0 && r > 0).then(|| r as f64 / segments as f64)
     }
 }
+
+/// What the path model says one loss-based TCP stream can do over the measured path: the
+/// Mathis ceiling MSS / RTT × 1.22 / √p from the test's own retransmit rate, smallest RTT and
+/// MSS, beside what was measured. The client prints it under its summary and `-J` carries it
+/// under `wirespeed.ceiling`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathCeiling {
+    /// The loss rate: segments retransmitted over segments sent.
+    pub loss: f64,
+    pub retransmits: u64,
+    /// The smallest RTT the senders saw, ms.
+    pub rtt_ms: f64,
+    pub mss: u32,
+    /// The Mathis ceiling, bits per second.
+    pub mathis_bps: f64,
+    /// The receiver's throughput, bits per second, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_bps: Option<f64>,
+}
