@@ -232,7 +232,8 @@ pub fn end_sections(b: &ResultBuilder, side: &EndSide<'_>) -> (End, WirespeedExt
     // Where the work ran: this end's observation, the peer's when it is wirespeed
     // (absent, and said so, when it is iperf3), and the verdict.
     let udp = side.data.is_some_and(DataPhase::is_udp);
-    let measured = crate::observe::measured(udp, &rep.end, b.intervals(), side.observer.mss());
+    let mut measured = crate::observe::measured(udp, &rep.end, b.intervals(), side.observer.mss());
+    measured.control_stall = side.observer.stall().cloned();
     side.observer.attach(&mut ext, peer_ext, &measured);
     (rep.end, ext)
 }

@@ -391,6 +391,10 @@ impl<D: Counters> Measurement<D> {
     pub fn observer(&self) -> &TestObserver {
         &self.observer
     }
+
+    pub fn observer_mut(&mut self) -> &mut TestObserver {
+        &mut self.observer
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::net::IpAddr;
 
 use wirespeed_datapath::tcp::TcpInfo;
 use wirespeed_model::observation::{BitsPerSecond, EndObservation, Role, TcpLimits, WorkerRun};
-use wirespeed_model::verdict::Measured;
+use wirespeed_model::verdict::{ControlStall, Measured};
 use wirespeed_model::{TestObservation, Worker};
 use wirespeed_protocol::{Direction, ResultsExt};
 use wirespeed_report::WirespeedExt;
@@ -110,6 +110,7 @@ pub fn measured(udp: bool, end: &End, intervals: &[Interval], mss: Option<u32>) 
         bytes_sent: end.sum_sent.as_ref().map(|s| s.bytes),
         mss: if udp { None } else { mss.filter(|m| *m > 0) },
         rtt_us,
+        control_stall: None,
         udp_lost: if udp {
             end.sum_received
                 .as_ref()
@@ -129,6 +130,8 @@ pub struct TestObserver {
     end: Option<EndObservation>,
     /// The senders' MSS at the final tick (for the loss rate of the verdict).
     mss: Option<u32>,
+    /// The control connection stalled on the results message.
+    stall: Option<ControlStall>,
 }
 
 impl std::fmt::Debug for TestObserver {
@@ -155,6 +158,7 @@ impl TestObserver {
             running: hook.and_then(|h| h.0.start(role(direction, client), peer, local)),
             end: None,
             mss: None,
+            stall: None,
         }
     }
 
@@ -175,6 +179,16 @@ impl TestObserver {
     /// The senders' MSS (`TCP_INFO`) at the final tick, while the sockets are open.
     pub fn note_mss(&mut self, mss: Option<u32>) {
         self.mss = mss.filter(|m| *m > 0);
+    }
+
+    /// The control connection stalled on a large message (see `client`'s black-hole check).
+    pub fn note_stall(&mut self, stall: ControlStall) {
+        self.stall = Some(stall);
+    }
+
+    /// The stall noted, if any.
+    pub fn stall(&self) -> Option<&ControlStall> {
+        self.stall.as_ref()
     }
 
     /// The senders' MSS noted at the final tick.
@@ -210,7 +224,14 @@ impl TestObserver {
             }) => Err(e.as_str()),
             p => Ok(p.and_then(|p| p.observation.as_ref())),
         };
-        let test = TestObservation::combine(local, remote, peer.is_some());
+        let test = if peer.is_none() && self.stall.is_some() {
+            TestObservation::local_only(
+                local,
+                "its results never arrived (the control connection stalled)",
+            )
+        } else {
+            TestObservation::combine(local, remote, peer.is_some())
+        };
         ext.verdict = Some(hook.0.verdict(&test, measured));
         ext.observation = Some(test);
     }

@@ -6,6 +6,7 @@
 //!
 //! | id | when |
 //! |---|---|
+//! | `mtu-blackhole` | the engine ended the test because its control connection's large results message got no acknowledgement (retransmitted, un-acked) while small messages had got through |
 //! | `line-rate` | throughput ≥ 95 % of the slowest known link speed of the two ends — a real link only: a virtual interface's nominal speed (lo, veth, virtio) is never a line |
 //! | `pmtu-below-mtu` | a sender's `TCP_INFO` path MTU < 90 % of its interface MTU (jumbo frames not passed end to end) |
 //! | `same-host` | both ends on one host (the test runs over `lo`, or both ends report the same host name and topology) and their workers compete: unpinned, or on shared CPUs |
@@ -92,6 +93,7 @@ pub const THRESHOLDS: Thresholds = Thresholds {
 
 /// Every verdict id (the contract; docs/explain.md describes each).
 pub const IDS: &[&str] = &[
+    "mtu-blackhole",
     "line-rate",
     "pmtu-below-mtu",
     "same-host",
@@ -168,6 +170,7 @@ pub fn measured_from_report(doc: &serde_json::Value) -> Measured {
             .flatten()
             .and_then(|m| u32::try_from(m).ok()),
         rtt_us: if udp { None } else { rtt_us },
+        control_stall: None,
         udp_lost: if udp {
             lost(received).or_else(|| lost(&end["sum"]))
         } else {
@@ -191,7 +194,7 @@ pub fn ceiling(m: &Measured) -> Option<PathCeiling> {
         rtt_ms,
         mss,
         mathis_bps: wirespeed_doctor::path_model::mathis_bps(mss, rtt_ms, p),
-        measured_bps: m.throughput.map(|b| b.0),
+        measured_bps: m.throughput.map(|b| b.0).filter(|b| *b > 0.0),
     })
 }
 
@@ -672,6 +675,19 @@ pub fn verdict_of(test: &TestObservation, m: &Measured) -> Verdict {
 pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -> Verdict {
     let throughput = m.throughput;
     let mut found: Vec<Verdict> = Vec::new();
+
+    // 0. An MTU black hole: the control connection's large message made no progress.
+    if let Some(st) = &m.control_stall {
+        found.push(Verdict {
+            id: "mtu-blackhole".into(),
+            end: None,
+            line: format!(
+                "MTU black hole: the control connection's results message ({} un-acked segment(s) of MSS {}, path MTU {}) got no acknowledgement in {:.1} s and {} retransmits, while small messages got through — frames above some MTU vanish toward the peer without an ICMP answer (a link or switch with a smaller MTU): set the interfaces' MTU to the path's, or net.ipv4.tcp_mtu_probing=1",
+                st.unacked, st.mss, st.pmtu, st.seconds, st.retransmits
+            ),
+            also: Vec::new(),
+        });
+    }
 
     // 1. Line rate, against a real link only.
     let link = test
@@ -1585,6 +1601,7 @@ mod tests {
                 mss: Some(1448),
                 rtt_us: Some((828, 5500, 26288)),
                 udp_lost: None,
+                control_stall: None,
             }
         );
         let udp = serde_json::json!({
@@ -1645,6 +1662,28 @@ mod tests {
             })
             .collect();
         e
+    }
+
+    #[test]
+    fn a_stalled_control_connection_is_an_mtu_blackhole() {
+        let quiet = end(Role::Receiver, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
+        let m = Measured {
+            control_stall: Some(wirespeed_model::ControlStall {
+                seconds: 4.1,
+                unacked: 1,
+                retransmits: 5,
+                mss: 8948,
+                pmtu: 9000,
+            }),
+            ..Default::default()
+        };
+        let v = verdict_of(&test(idle_sender(), quiet), &m);
+        assert_eq!(v.id, "mtu-blackhole");
+        assert!(
+            v.line.starts_with("MTU black hole: the control connection's results message (1 un-acked segment(s) of MSS 8948, path MTU 9000) got no acknowledgement in 4.1 s and 5 retransmits"),
+            "{}",
+            v.line
+        );
     }
 
     #[test]

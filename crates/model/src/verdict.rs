@@ -40,6 +40,24 @@ pub struct Measured {
     pub rtt_us: Option<(u64, u64, u64)>,
     /// UDP: datagrams lost and sent, as the receiver counted them.
     pub udp_lost: Option<(u64, u64)>,
+    /// The control connection stalled on a large message (the engine ended the test instead
+    /// of waiting for the peer's results).
+    pub control_stall: Option<ControlStall>,
+}
+
+/// A control connection whose large message made no progress while small ones had got
+/// through: its `TCP_INFO` when this end gave up waiting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlStall {
+    /// Seconds since the message was sent.
+    pub seconds: f64,
+    /// Bytes of the message not acknowledged, as segments (`tcpi_unacked`), and retransmits
+    /// since it was sent.
+    pub unacked: u32,
+    pub retransmits: u32,
+    /// The connection's MSS and path MTU.
+    pub mss: u32,
+    pub pmtu: u32,
 }
 
 impl Measured {
