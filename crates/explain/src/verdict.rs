@@ -13,11 +13,11 @@
 //! | `udp-receiver-cpu-bound` / `udp-path-loss` | UDP with ≥ 1 % of the datagrams lost: a receiver CPU saturated, or not |
 //! | `window-limited` | `TCP_INFO` receive-window-limited time ≥ 25 % of busy time |
 //! | `sndbuf-limited` | `TCP_INFO` send-buffer-limited time ≥ 25 % of busy time |
-//! | `path-limited` (shaped) | TCP whose intervals' throughput is held within 5 % (coefficient of variation) while the path dropped segments: a shaper or policer |
+//! | `path-limited` (shaped) | TCP whose intervals' throughput is held within 5 % (coefficient of variation) while the path dropped segments or queued them (largest RTT ≥ 2 × smallest): a shaper or policer |
 //! | `loss-limited` | TCP with retransmits, a known RTT (the smallest seen) and MSS, and a throughput within a factor 4 of the Mathis ceiling MSS/RTT × 1.22/√p, either way |
 //! | `cpu-contended` | a worker thread waited on its CPU's run queue ≥ 25 % of the time and at least as long as it ran (`schedstat`): another task held its CPU |
 //! | `cpu-steal` | a saturated CPU with ≥ 10 % steal (the hypervisor took it) |
-//! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on, exactly by its thread's CPU when the intervals have it — in ≥ 50 % of the intervals; the busiest saturated CPU over both ends decides, a receiver winning a tie |
+//! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on, exactly by its thread's CPU when the intervals have it — in ≥ 50 % of the intervals (not when the end's workers needed a CPU < 50 % of the time); the busiest saturated CPU over both ends decides, a receiver winning a tie |
 //! | `path-limited` | none of the above, and the intervals' throughput flat (coefficient of variation ≤ 10 %) below 90 % of the link (or the link is virtual or unknown) |
 //! | `cpu-steal` | none of the above, and a CPU that did work lost ≥ 10 % to steal |
 //! | `same-host` | none of the above, both ends on one host (pinned apart) |
@@ -71,6 +71,11 @@ pub struct Thresholds {
     /// A worker that waited on its CPU's run queue this share (%) of the wall time, and at
     /// least as long as it ran, was held back by something else on its CPU.
     pub contended_wait: f64,
+    /// Workers that needed a CPU (ran + waited) less than this share (%) of the time were
+    /// blocked on the network: their busy app CPU is not their limit.
+    pub worker_demand: f64,
+    /// A shaper's queue: the largest RTT at least this multiple of the smallest.
+    pub queue_rtt: f64,
 }
 
 pub const THRESHOLDS: Thresholds = Thresholds {
@@ -89,6 +94,8 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     below_link: 90.0,
     shaped_cv: 5.0,
     contended_wait: 25.0,
+    worker_demand: 50.0,
+    queue_rtt: 2.0,
 };
 
 /// Every verdict id (the contract; docs/explain.md describes each).
@@ -558,8 +565,34 @@ fn flatness(m: &Measured) -> Option<(f64, f64, usize)> {
     Some((mean, sd * 100.0 / mean, v.len()))
 }
 
+/// The end's worker threads needed a CPU (ran or waited to) less than `worker_demand` % of
+/// the time: they were mostly blocked on the network, so a busy app CPU did not hold them back.
+/// `false` when the threads were not observed.
+fn workers_idle(e: &EndObservation, th: &Thresholds) -> bool {
+    let t = thread_means(e);
+    !t.is_empty()
+        && t.iter()
+            .all(|(_, _, run, wait)| run + wait < th.worker_demand)
+}
+
 fn cpu_candidates(e: &EndObservation, th: &Thresholds, out: &mut Vec<Candidate>) {
-    let app = e.total.app_cpus();
+    cpu_candidates_with(e, th, true, out);
+}
+
+/// `demand`: leave out an end whose workers were mostly blocked (see [`workers_idle`]).
+fn cpu_candidates_with(
+    e: &EndObservation,
+    th: &Thresholds,
+    demand: bool,
+    out: &mut Vec<Candidate>,
+) {
+    let idle = demand && workers_idle(e, th);
+    let app = if idle {
+        // a busy app CPU is someone else's work: not this end's limit
+        CpuSet::new()
+    } else {
+        e.total.app_cpus()
+    };
     let mut saturated_app = false;
     for c in &e.total.cpus {
         let busy = c.busy().get();
@@ -588,7 +621,7 @@ fn cpu_candidates(e: &EndObservation, th: &Thresholds, out: &mut Vec<Candidate>)
         }
     }
     // Averages hide a worker that migrates: follow each one through the intervals.
-    if !saturated_app {
+    if !saturated_app && !idle {
         for (c, busy, suffix) in followed_workers(e, th) {
             app_candidates(e, &c, busy, &suffix, th, out);
         }
@@ -750,7 +783,14 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
             0.0
         };
         if share >= th.udp_loss {
-            let rx = cands.iter().find(|c| c.receiver);
+            // a UDP receiver's host work (its softirq, its copies) is what could not keep up,
+            // whether or not its thread was runnable: every saturated receiver CPU counts
+            let mut all = Vec::new();
+            for e in test.ends() {
+                cpu_candidates_with(e, th, false, &mut all);
+            }
+            all.sort_by(|a, b| b.busy.total_cmp(&a.busy));
+            let rx = all.iter().find(|c| c.receiver);
             found.push(match rx {
                 Some(c) => Verdict {
                     id: "udp-receiver-cpu-bound".into(),
@@ -802,9 +842,12 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
         }
     }
 
-    // 2e. A rate held flat while the path dropped: a shaper or policer (loss and CPU limits
-    // make the rate swing; a shaper holds it).
-    let shaped = m.retransmits.is_some_and(|r| r > 0)
+    // 2e. A rate held flat while the path dropped or queued (RTT grew): a shaper or policer
+    // (loss and CPU limits make the rate swing; a shaper holds it).
+    let queued = m
+        .rtt_us
+        .is_some_and(|(min, _, max)| min > 0 && max as f64 >= min as f64 * th.queue_rtt);
+    let shaped = (m.retransmits.is_some_and(|r| r > 0) || queued)
         && flatness(m).is_some_and(|(_, cv, _)| cv <= th.shaped_cv);
     if shaped {
         if let Some(v) = path_limited(test, m, th, th.shaped_cv) {
@@ -1713,6 +1756,28 @@ mod tests {
     }
 
     #[test]
+    fn a_busy_app_cpu_with_an_idle_worker_is_not_its_limit() {
+        // CPU 6 saturated by other work; the worker ran 10 % and waited 5 %: blocked on the
+        // network, the busy CPU is not what held it
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 20.0, 0.0, 1.0, 0, 0)]);
+        let r = with_threads(r, &[(6, 10.0, 5.0), (6, 10.0, 5.0)]);
+        let m = Measured {
+            throughput: Some(BitsPerSecond(3e8)),
+            interval_bps: vec![2e8, 3e8, 3.01e8, 2.99e8],
+            rtt_us: Some((300, 2_000, 9_000)),
+            ..Default::default()
+        };
+        let v = verdict_of(&test(idle_sender(), r), &m);
+        // flat with RTT growth and no CPU limit: a shaper's queue
+        assert_eq!(v.id, "path-limited", "{}", v.line);
+        assert!(
+            v.line.contains("RTT grew from 0.30 to 9.00 ms"),
+            "{}",
+            v.line
+        );
+    }
+
+    #[test]
     fn a_migrating_worker_is_followed_by_its_thread() {
         // unpinned: the worker alternates between CPUs 6 and 8, each saturated while it is there
         let mut r = end(
@@ -1781,9 +1846,10 @@ mod tests {
             verdict_of(&test(idle_sender(), busy.clone()), &m).id,
             "path-limited"
         );
-        // without drops a saturated CPU comes first
+        // without drops or a queue a saturated CPU comes first
         let no_drops = Measured {
             retransmits: None,
+            rtt_us: Some((200, 250, 300)),
             ..m.clone()
         };
         assert_eq!(
