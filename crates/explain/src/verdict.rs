@@ -13,8 +13,8 @@
 //! | `udp-receiver-cpu-bound` / `udp-path-loss` | UDP with ≥ 1 % of the datagrams lost: a receiver CPU saturated, or not |
 //! | `window-limited` | `TCP_INFO` receive-window-limited time ≥ 25 % of busy time |
 //! | `sndbuf-limited` | `TCP_INFO` send-buffer-limited time ≥ 25 % of busy time |
-//! | `path-limited` (shaped) | TCP whose intervals' throughput is held within 5 % (coefficient of variation) while the path dropped segments or queued them (largest RTT ≥ 2 × smallest): a shaper or policer |
-//! | `loss-limited` | TCP with retransmits, a known RTT (the smallest seen) and MSS, and a throughput within a factor 4 of the Mathis ceiling MSS/RTT × 1.22/√p, either way |
+//! | `path-limited` (shaped) | TCP whose intervals' throughput is held within 8 % (coefficient of variation) while the path dropped segments or queued them (largest RTT ≥ 2 × smallest): a shaper or policer |
+//! | `loss-limited` | TCP with retransmits, a known RTT (the smallest seen) and MSS, and a throughput within a factor 5 of the Mathis ceiling MSS/RTT × 1.22/√p, either way |
 //! | `cpu-contended` | a worker thread waited on its CPU's run queue ≥ 25 % of the time and at least as long as it ran (`schedstat`): another task held its CPU |
 //! | `cpu-steal` | a saturated CPU with ≥ 10 % steal (the hypervisor took it) |
 //! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on, exactly by its thread's CPU when the intervals have it — in ≥ 50 % of the intervals (not when the end's workers needed a CPU < 50 % of the time); the busiest saturated CPU over both ends decides, a receiver winning a tie |
@@ -89,10 +89,10 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     steal: 10.0,
     saturated_intervals: 50.0,
     udp_loss: 1.0,
-    mathis_factor: 4.0,
+    mathis_factor: 5.0,
     flat_cv: 10.0,
     below_link: 90.0,
-    shaped_cv: 5.0,
+    shaped_cv: 8.0,
     contended_wait: 25.0,
     worker_demand: 50.0,
     queue_rtt: 2.0,
@@ -1840,7 +1840,7 @@ mod tests {
             verdict_of(&test(idle_sender(), quiet.clone()), &swing).id,
             "no-cpu-saturated"
         );
-        // a rate held within 5 % while the path dropped is a shaper, even beside a busy CPU
+        // a rate held within 8 % while the path dropped is a shaper, even beside a busy CPU
         let busy = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
         assert_eq!(
             verdict_of(&test(idle_sender(), busy.clone()), &m).id,
