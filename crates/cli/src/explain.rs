@@ -111,14 +111,23 @@ fn sweep_spec(a: &SweepArgs) -> SweepSpec {
     }
 }
 
-/// Progress lines on stderr (text output only).
-fn progress(text: bool) -> impl FnMut(String) {
-    move |line| {
-        if text {
-            eprintln!("{line}");
-        }
-    }
+/// Progress lines on stderr (also with `-J`: stdout holds only the document).
+fn progress(_text: bool) -> impl FnMut(String) {
+    move |line| eprintln!("{line}")
 }
+
+/// A refusal before the first test, with its exit code: CPUs this host lacks (`HOST`), a
+/// server that cannot be reached (`CONNECT`).
+fn preflight_fail(e: drive::PreflightError) -> anyhow::Error {
+    let code = match &e {
+        drive::PreflightError::CpusOffline { .. } => exit::HOST,
+        drive::PreflightError::Resolve(_) | drive::PreflightError::Peer { .. } => exit::CONNECT,
+    };
+    exit::fail(code, e.to_string())
+}
+
+/// How long the one up-front connect to the server may take.
+const PREFLIGHT_CONNECT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// An IRQ sweep that could not run, with its exit code.
 fn irq_fail(e: IrqDriveError) -> anyhow::Error {
@@ -159,6 +168,15 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     // Both ends on this host (loopback): relations between client and server CPUs mean something.
     let same_host = peer
         .is_some_and(|p| route::iface_for_peer(&Root::live(), p, None).as_deref() == Some("lo"));
+    // Refuse up front, once: CPUs this host lacks (the server's too when it runs here), no server.
+    let live = Root::live();
+    drive::check_cpus(&live, "--cpus", &a.cpus).map_err(preflight_fail)?;
+    if same_host {
+        drive::check_cpus(&live, "--server-cpus", &a.server_cpus).map_err(preflight_fail)?;
+    }
+    if let Some(irq) = a.irq_cpus.as_ref().filter(|_| a.reverse) {
+        drive::check_cpus(&live, "--irq-cpus", irq).map_err(preflight_fail)?;
+    }
     let topo = wirespeed_explain::topology::read(&Root::live());
 
     if let Some(irq_cpus) = &a.irq_cpus {
@@ -179,6 +197,7 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
         return finish_irq_sweep(&a, run);
     }
 
+    drive::check_peer(&a.host, a.port, PREFLIGHT_CONNECT).map_err(preflight_fail)?;
     let PairSweep {
         matrix: m,
         ran,
@@ -236,8 +255,19 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
 
 /// An IRQ sweep's summary and output; every test failing (or an interruption before any
 /// finished) is an error.
-fn finish_irq_sweep(a: &SweepArgs, run: IrqDrive) -> anyhow::Result<ExitCode> {
+fn finish_irq_sweep(a: &SweepArgs, mut run: IrqDrive) -> anyhow::Result<ExitCode> {
+    // only the steps whose move took effect count
+    let ineffective = run.report.drop_ineffective();
     let summary = run.report.matrix.summary(run.topology.as_ref());
+    if summary.is_none() && ineffective > 0 && ineffective == run.report.steps.len() {
+        return Err(exit::fail(
+            exit::HOST,
+            format!(
+                "sweep --irq-cpus: none of the {ineffective} IRQ moves took effect (the kernel \
+                 kept the IRQs elsewhere): nothing to compare"
+            ),
+        ));
+    }
     if summary.is_none() {
         if let Some(e) = run.first_err {
             return Err(exit::fail(
@@ -252,7 +282,7 @@ fn finish_irq_sweep(a: &SweepArgs, run: IrqDrive) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    write_irq_report(a, &run.report, summary.as_ref())
+    write_irq_report(a, &run.report, summary.as_ref(), ineffective)
 }
 
 /// The IRQ sweep's output: heatmap and summary (text), or the report and summary (JSON).
@@ -260,8 +290,13 @@ fn write_irq_report(
     a: &SweepArgs,
     report: &irq_sweep::IrqSweepReport,
     summary: Option<&sweep::Summary>,
+    ineffective: usize,
 ) -> anyhow::Result<ExitCode> {
-    let j = serde_json::json!({"irq_sweep": report, "summary": summary});
+    let j = serde_json::json!({
+        "irq_sweep": report,
+        "summary": summary,
+        "ineffective_steps": ineffective,
+    });
     crate::pictures::save(
         &a.html,
         Some(&a.csv),
@@ -289,13 +324,20 @@ fn write_irq_report(
                         s.irq_cpu, s.not_movable
                     )?;
                 }
-                for (irq, e) in &s.elsewhere {
-                    writeln!(
-                        out,
-                        "IRQ CPU {}: IRQ {irq} took effect on CPU {e} instead",
-                        s.irq_cpu
-                    )?;
-                }
+            }
+            if ineffective > 0 {
+                let example = report
+                    .steps
+                    .iter()
+                    .find_map(|s| s.elsewhere.first().map(|(irq, e)| (s.irq_cpu, *irq, e)))
+                    .map_or(String::new(), |(cpu, irq, e)| {
+                        format!(" (e.g. IRQ {irq}, moved to CPU {cpu}, ran on CPU {e})")
+                    });
+                writeln!(
+                    out,
+                    "{ineffective} of {} step(s) did not take effect{example}: left out of the summary",
+                    report.steps.len()
+                )?;
             }
             writeln!(
                 out,
@@ -457,6 +499,14 @@ pub fn run_repeat(
     if n == 0 {
         return Err(exit::fail(exit::USAGE, "--repeat must be at least 1"));
     }
+    let live = Root::live();
+    if let Some(c) = &cfg.cpus {
+        drive::check_cpus(&live, "--cpus", c).map_err(preflight_fail)?;
+    }
+    if let Some(c) = cfg.affinity {
+        drive::check_cpus(&live, "-A", &CpuSet::from_cpus([c])).map_err(preflight_fail)?;
+    }
+    drive::check_peer(&cfg.host, cfg.port, PREFLIGHT_CONNECT).map_err(preflight_fail)?;
     let stop = stop_flag()?;
     let Repeat {
         runs,
@@ -464,6 +514,11 @@ pub fn run_repeat(
         first_err,
     } = drive::run_repeat(cfg, n, &stop, &mut |k, r| {
         if json {
+            // progress on stderr: stdout holds only the document
+            match r {
+                Ok(r) => eprintln!("run {k}/{n}: {}", receiver_bps(r).unwrap_or_default()),
+                Err(e) => eprintln!("run {k}/{n}: {e}"),
+            }
             return Ok(());
         }
         match r {

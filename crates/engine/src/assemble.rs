@@ -231,13 +231,10 @@ pub fn end_sections(b: &ResultBuilder, side: &EndSide<'_>) -> (End, WirespeedExt
     ext.streams = rep.totals;
     // Where the work ran: this end's observation, the peer's when it is wirespeed
     // (absent, and said so, when it is iperf3), and the verdict.
-    let received = rep
-        .end
-        .sum_received
-        .as_ref()
-        .or(rep.end.sum.as_ref())
-        .map(|s| s.bits_per_second);
-    side.observer.attach(&mut ext, peer_ext, received);
+    let udp = side.data.is_some_and(DataPhase::is_udp);
+    let mut measured = crate::observe::measured(udp, &rep.end, b.intervals(), side.observer.mss());
+    measured.control_stall = side.observer.stall().cloned();
+    side.observer.attach(&mut ext, peer_ext, &measured);
     (rep.end, ext)
 }
 

@@ -355,6 +355,9 @@ struct Run<'a> {
     ended: bool,
     local_results: Option<TestResults>,
     peer_results: Option<TestResults>,
+    /// When the results message went out, and the control connection's retransmits then
+    /// (the black-hole check).
+    results_sent: Option<(Duration, u32)>,
     tcp_mss_default: Option<u32>,
     /// When the client decided the test was over.
     end_decided: Option<Duration>,
@@ -712,6 +715,7 @@ pub fn run_client(
         ended: false,
         local_results: None,
         peer_results: None,
+        results_sent: None,
         tcp_mss_default,
         end_decided: None,
         interrupted: false,
@@ -814,6 +818,8 @@ fn drive(
                     sess.send_results(now, &r)
                         .map_err(|e| EngineError::Peer(format!("cannot send results: {e}")))?;
                     run.local_results = Some(r);
+                    let retrans = ctrl.tcp_info().map_or(0, |i| i.retransmits_total);
+                    run.results_sent = Some((run.now(), retrans));
                 }
                 ClientEvent::PeerResults(r) => {
                     if let Some(k) = &cfg.psk {
@@ -914,5 +920,73 @@ fn drive(
             ReadOutcome::Timeout => {}
         }
         sess.handle_timeout(run.now());
+
+        // An MTU black hole: the results message (large) makes no progress while the small
+        // messages before it got through. End the test with this end's report instead of
+        // waiting for the session's timeout; the verdict names it.
+        if let (Some((sent, retrans)), None) = (run.results_sent, &run.peer_results) {
+            let stall = ctrl
+                .tcp_info()
+                .and_then(|i| control_stalled(sent, run.now(), retrans, &i));
+            if let (Some(stall), Some(m)) = (stall, run.m.as_mut()) {
+                m.observer_mut().note_stall(stall);
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// How long a sent results message may go un-acknowledged, and with how many retransmits,
+/// before the control connection counts as black-holed.
+pub const STALL_AFTER: Duration = Duration::from_secs(4);
+pub const STALL_RETRANSMITS: u32 = 3;
+
+/// The black-hole check on the control connection's `TCP_INFO`: a message sent at `sent`
+/// (when the connection had retransmitted `retrans_then` segments) is still un-acknowledged
+/// after [`STALL_AFTER`] and [`STALL_RETRANSMITS`] retransmits.
+pub fn control_stalled(
+    sent: Duration,
+    now: Duration,
+    retrans_then: u32,
+    info: &dp::tcp::TcpInfo,
+) -> Option<wirespeed_model::verdict::ControlStall> {
+    let waited = now.saturating_sub(sent);
+    let retransmits = info.retransmits_total.saturating_sub(retrans_then);
+    (waited >= STALL_AFTER && info.unacked > 0 && retransmits >= STALL_RETRANSMITS).then_some(
+        wirespeed_model::verdict::ControlStall {
+            seconds: waited.as_secs_f64(),
+            unacked: info.unacked,
+            retransmits,
+            mss: info.snd_mss,
+            pmtu: info.pmtu,
+        },
+    )
+}
+
+#[cfg(test)]
+mod stall_tests {
+    use super::*;
+
+    #[test]
+    fn a_results_message_unacked_after_retransmits_is_a_stall() {
+        let info = |unacked, retrans| dp::tcp::TcpInfo {
+            unacked,
+            retransmits_total: retrans,
+            snd_mss: 8948,
+            pmtu: 9000,
+            ..Default::default()
+        };
+        let s = Duration::from_secs(10);
+        // 4.5 s, 5 retransmits since the message, one segment un-acked
+        let st = control_stalled(s, s + Duration::from_millis(4500), 2, &info(1, 7)).unwrap();
+        assert_eq!(
+            (st.unacked, st.retransmits, st.mss, st.pmtu),
+            (1, 5, 8948, 9000)
+        );
+        assert!((st.seconds - 4.5).abs() < 1e-9);
+        // too early, too few retransmits, or everything acknowledged: no stall
+        assert!(control_stalled(s, s + Duration::from_secs(2), 2, &info(1, 7)).is_none());
+        assert!(control_stalled(s, s + Duration::from_secs(5), 2, &info(1, 4)).is_none());
+        assert!(control_stalled(s, s + Duration::from_secs(5), 2, &info(0, 7)).is_none());
     }
 }

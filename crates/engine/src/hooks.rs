@@ -15,7 +15,8 @@ use std::fmt;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use wirespeed_model::observation::{BitsPerSecond, EndObservation, Role, TcpLimits, WorkerRun};
+use wirespeed_model::observation::{EndObservation, Role, TcpLimits, WorkerRun};
+use wirespeed_model::verdict::{Measured, PathCeiling};
 use wirespeed_model::{CpuSet, MoveReport, TestObservation, Verdict};
 
 /// Observation of the ends of tests.
@@ -30,8 +31,16 @@ pub trait Observe: Send + Sync {
         local: Option<IpAddr>,
     ) -> Option<Box<dyn EndObserver>>;
 
-    /// What limited a test, from both ends' observation and the receiver's throughput.
-    fn verdict(&self, test: &TestObservation, receiver: Option<BitsPerSecond>) -> Verdict;
+    /// What limited a test, from both ends' observation and what the test measured (the
+    /// receiver's throughput over the test and per interval, retransmits, bytes, MSS, RTT,
+    /// UDP loss: whatever this end's report knows).
+    fn verdict(&self, test: &TestObservation, measured: &Measured) -> Verdict;
+
+    /// The path model's ceiling for what the test measured (TCP with RTT and retransmits);
+    /// `None` by default.
+    fn ceiling(&self, _measured: &Measured) -> Option<PathCeiling> {
+        None
+    }
 }
 
 /// One end of one test under observation.

@@ -343,7 +343,9 @@ impl<D: Counters> Measurement<D> {
                 }
             }
         }
-        let tcp = crate::observe::tcp_limits(&self.data.sender_tcp_infos());
+        let infos = self.data.sender_tcp_infos();
+        let tcp = crate::observe::tcp_limits(&infos);
+        self.observer.note_mss(infos.first().map(|i| i.snd_mss));
         self.observer.close(&self.data.workers(), tcp);
         true
     }
@@ -395,6 +397,10 @@ impl<D: Counters> Measurement<D> {
     pub fn observer(&self) -> &TestObserver {
         &self.observer
     }
+
+    pub fn observer_mut(&mut self) -> &mut TestObserver {
+        &mut self.observer
+    }
 }
 
 #[cfg(test)]
@@ -403,9 +409,7 @@ mod tests {
     use crate::hooks::{EndObserver, Observe, ObserveHook};
     use std::net::IpAddr;
     use std::sync::Mutex;
-    use wirespeed_model::observation::{
-        BitsPerSecond, EndObservation, Role as ObsRole, TcpLimits, WorkerRun,
-    };
+    use wirespeed_model::observation::{EndObservation, Role as ObsRole, TcpLimits, WorkerRun};
     use wirespeed_model::{CpuSet, TestObservation, Verdict};
     use wirespeed_report::Interval;
 
@@ -449,7 +453,7 @@ mod tests {
         fn start(&self, _: ObsRole, _: IpAddr, _: Option<IpAddr>) -> Option<Box<dyn EndObserver>> {
             Some(Box::new(self.clone()))
         }
-        fn verdict(&self, _: &TestObservation, _: Option<BitsPerSecond>) -> Verdict {
+        fn verdict(&self, _: &TestObservation, _: &wirespeed_model::verdict::Measured) -> Verdict {
             unreachable!("not asked here")
         }
     }

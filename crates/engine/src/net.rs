@@ -283,6 +283,12 @@ pub struct Ctrl {
 }
 
 impl Ctrl {
+    /// The control connection's `TCP_INFO` (for the black-hole check).
+    pub fn tcp_info(&self) -> Option<wirespeed_datapath::tcp::TcpInfo> {
+        use std::os::fd::AsFd;
+        wirespeed_datapath::tcp::tcp_info(self.stream.as_fd()).ok()
+    }
+
     pub fn new(stream: TcpStream) -> Ctrl {
         let _ = stream.set_nodelay(true);
         let _ = stream.set_write_timeout(Some(Duration::from_secs(10)));

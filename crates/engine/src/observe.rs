@@ -13,9 +13,11 @@ use std::net::IpAddr;
 
 use wirespeed_datapath::tcp::TcpInfo;
 use wirespeed_model::observation::{BitsPerSecond, EndObservation, Role, TcpLimits, WorkerRun};
+use wirespeed_model::verdict::{ControlStall, Measured};
 use wirespeed_model::{TestObservation, Worker};
 use wirespeed_protocol::{Direction, ResultsExt};
 use wirespeed_report::WirespeedExt;
+use wirespeed_report::{End, Interval};
 
 use crate::hooks::{EndObserver, ObserveHook};
 
@@ -66,12 +68,70 @@ pub fn tcp_limits<'a>(infos: impl IntoIterator<Item = &'a TcpInfo>) -> Option<Tc
     total
 }
 
+/// What this end's report says the test measured, for the verdict: the receiver's throughput
+/// (total and per interval; a UDP sender's own intervals are left out, what it sent is not what
+/// arrived), TCP retransmits, bytes sent, the MSS (`mss`, the senders' `TCP_INFO`) and the
+/// senders' RTT (smallest, mean of the streams' means, largest), UDP loss as the receiver
+/// counted it. The same reading as a saved report's (`verdict::measured_from_report` in explain).
+pub fn measured(udp: bool, end: &End, intervals: &[Interval], mss: Option<u32>) -> Measured {
+    let received = end.sum_received.as_ref().or(end.sum.as_ref());
+    let rtts: Vec<(u64, u64, u64)> = end
+        .streams
+        .iter()
+        .filter_map(|s| {
+            let snd = s.sender.as_ref()?;
+            Some((snd.min_rtt?, snd.mean_rtt?, snd.max_rtt?))
+        })
+        .collect();
+    let rtt_us = (!udp && !rtts.is_empty()).then(|| {
+        (
+            rtts.iter().map(|r| r.0).min().unwrap_or(0),
+            rtts.iter().map(|r| r.1).sum::<u64>() / rtts.len() as u64,
+            rtts.iter().map(|r| r.2).max().unwrap_or(0),
+        )
+    });
+    let lost = |s: &wirespeed_report::Summary| {
+        Some((
+            u64::try_from(s.lost_packets?).ok()?,
+            u64::try_from(s.packets?).ok()?,
+        ))
+    };
+    Measured {
+        throughput: received.map(|s| BitsPerSecond(s.bits_per_second)),
+        interval_bps: intervals
+            .iter()
+            .filter(|i| !(i.sum.omitted || (udp && i.sum.sender)))
+            .map(|i| i.sum.bits_per_second)
+            .collect(),
+        udp,
+        retransmits: (!udp)
+            .then(|| end.sum_sent.as_ref().and_then(|s| s.retransmits))
+            .flatten(),
+        bytes_sent: end.sum_sent.as_ref().map(|s| s.bytes),
+        mss: if udp { None } else { mss.filter(|m| *m > 0) },
+        rtt_us,
+        control_stall: None,
+        udp_lost: if udp {
+            end.sum_received
+                .as_ref()
+                .and_then(lost)
+                .or_else(|| end.sum.as_ref().and_then(lost))
+        } else {
+            None
+        },
+    }
+}
+
 /// The observer of one end of one test.
 #[derive(Default)]
 pub struct TestObserver {
     hook: Option<ObserveHook>,
     running: Option<Box<dyn EndObserver>>,
     end: Option<EndObservation>,
+    /// The senders' MSS at the final tick (for the loss rate of the verdict).
+    mss: Option<u32>,
+    /// The control connection stalled on the results message.
+    stall: Option<ControlStall>,
 }
 
 impl std::fmt::Debug for TestObserver {
@@ -97,6 +157,8 @@ impl TestObserver {
             hook: hook.cloned(),
             running: hook.and_then(|h| h.0.start(role(direction, client), peer, local)),
             end: None,
+            mss: None,
+            stall: None,
         }
     }
 
@@ -114,6 +176,26 @@ impl TestObserver {
         }
     }
 
+    /// The senders' MSS (`TCP_INFO`) at the final tick, while the sockets are open.
+    pub fn note_mss(&mut self, mss: Option<u32>) {
+        self.mss = mss.filter(|m| *m > 0);
+    }
+
+    /// The control connection stalled on a large message (see `client`'s black-hole check).
+    pub fn note_stall(&mut self, stall: ControlStall) {
+        self.stall = Some(stall);
+    }
+
+    /// The stall noted, if any.
+    pub fn stall(&self) -> Option<&ControlStall> {
+        self.stall.as_ref()
+    }
+
+    /// The senders' MSS noted at the final tick.
+    pub fn mss(&self) -> Option<u32> {
+        self.mss
+    }
+
     /// This end's observation, once closed.
     pub fn end(&self) -> Option<&EndObservation> {
         self.end.as_ref()
@@ -125,14 +207,13 @@ impl TestObserver {
     }
 
     /// Join the peer's observation (from its results' extension; `peer` is `None` when the
-    /// peer is iperf3) with this end's, compute the verdict from the receiver's throughput, and
-    /// store both in the report. The client and the server each do it for their own report.
-    pub fn attach(
-        &self,
-        ext: &mut WirespeedExt,
-        peer: Option<&ResultsExt>,
-        receiver_bps: Option<f64>,
-    ) {
+    /// peer is iperf3) with this end's, compute the verdict from what the test measured (see
+    /// [`measured`]), and store both in the report. The client and the server each do it for
+    /// their own report.
+    pub fn attach(&self, ext: &mut WirespeedExt, peer: Option<&ResultsExt>, measured: &Measured) {
+        if let Some(h) = &self.hook {
+            ext.ceiling = h.0.ceiling(measured);
+        }
         let (Some(local), Some(hook)) = (self.end.clone(), &self.hook) else {
             return;
         };
@@ -143,8 +224,15 @@ impl TestObserver {
             }) => Err(e.as_str()),
             p => Ok(p.and_then(|p| p.observation.as_ref())),
         };
-        let test = TestObservation::combine(local, remote, peer.is_some());
-        ext.verdict = Some(hook.0.verdict(&test, receiver_bps.map(BitsPerSecond)));
+        let test = if peer.is_none() && self.stall.is_some() {
+            TestObservation::local_only(
+                local,
+                "its results never arrived (the control connection stalled)",
+            )
+        } else {
+            TestObservation::combine(local, remote, peer.is_some())
+        };
+        ext.verdict = Some(hook.0.verdict(&test, measured));
         ext.observation = Some(test);
     }
 }
@@ -175,6 +263,71 @@ mod tests {
         assert_eq!(tcp_limits(&[]), None);
     }
 
+    #[test]
+    fn the_report_gives_the_verdict_what_was_measured() {
+        use wirespeed_report::{EndStream, IntervalStats, Summary};
+        let iv = |bps: f64, sender: bool, omitted: bool| Interval {
+            sum: IntervalStats {
+                bits_per_second: bps,
+                sender,
+                omitted,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let end = End {
+            streams: vec![EndStream {
+                sender: Some(Summary {
+                    min_rtt: Some(800),
+                    mean_rtt: Some(5000),
+                    max_rtt: Some(26000),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            sum_sent: Some(Summary {
+                bytes: 1_000_000,
+                retransmits: Some(7),
+                ..Default::default()
+            }),
+            sum_received: Some(Summary {
+                bits_per_second: 2e9,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let ivs = [
+            iv(1e9, true, true),
+            iv(2e9, true, false),
+            iv(3e9, true, false),
+        ];
+        let m = measured(false, &end, &ivs, Some(1448));
+        assert_eq!(m.throughput, Some(BitsPerSecond(2e9)));
+        assert_eq!(
+            m.interval_bps,
+            vec![2e9, 3e9],
+            "the omitted interval left out"
+        );
+        assert_eq!(m.retransmits, Some(7));
+        assert_eq!(m.bytes_sent, Some(1_000_000));
+        assert_eq!(m.mss, Some(1448));
+        assert_eq!(m.rtt_us, Some((800, 5000, 26000)));
+        assert_eq!(m.udp_lost, None);
+        // UDP: the receiver's loss; a sender's own intervals are not what arrived.
+        let end = End {
+            sum_received: Some(Summary {
+                bits_per_second: 1e9,
+                lost_packets: Some(25),
+                packets: Some(100),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let m = measured(true, &end, &[iv(3e9, true, false)], Some(1448));
+        assert!(m.udp && m.interval_bps.is_empty() && m.mss.is_none());
+        assert_eq!(m.udp_lost, Some((25, 100)));
+    }
+
     struct FakeObserve;
     struct FakeEnd(Role, Vec<(f64, f64)>);
 
@@ -187,11 +340,8 @@ mod tests {
         ) -> Option<Box<dyn EndObserver>> {
             Some(Box::new(FakeEnd(role, Vec::new())))
         }
-        fn verdict(
-            &self,
-            test: &TestObservation,
-            receiver: Option<BitsPerSecond>,
-        ) -> wirespeed_model::Verdict {
+        fn verdict(&self, test: &TestObservation, m: &Measured) -> wirespeed_model::Verdict {
+            let receiver = m.throughput;
             wirespeed_model::Verdict {
                 id: "fake".into(),
                 end: None,
@@ -268,7 +418,11 @@ mod tests {
         assert_eq!(e.intervals.len(), 2);
         assert_eq!(e.total.workers[0].cpus_seen, CpuSet::from_cpus([2]));
         let mut ext = WirespeedExt::default();
-        o.attach(&mut ext, None, Some(1e9));
+        o.attach(
+            &mut ext,
+            None,
+            &Measured::throughput(Some(BitsPerSecond(1e9))),
+        );
         let obs = ext.observation.unwrap();
         assert!(obs.remote_absent.unwrap().contains("iperf3"));
         assert_eq!(
@@ -281,7 +435,7 @@ mod tests {
             ..ResultsExt::default()
         };
         let mut ext = WirespeedExt::default();
-        o.attach(&mut ext, Some(&peer), None);
+        o.attach(&mut ext, Some(&peer), &Measured::default());
         assert!(ext
             .observation
             .unwrap()
@@ -303,7 +457,7 @@ mod tests {
         o.close(&[], None);
         assert!(o.end().is_none());
         let mut ext = WirespeedExt::default();
-        o.attach(&mut ext, None, None);
+        o.attach(&mut ext, None, &Measured::default());
         assert!(ext.observation.is_none() && ext.verdict.is_none());
     }
 }

@@ -43,6 +43,66 @@ pub struct SweepSpec {
     pub observe: Option<ObserveHook>,
 }
 
+/// Why a sweep or `--repeat` refuses before its first test.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PreflightError {
+    #[error("{what} {cpus}: CPU {off} not online on this host (online: {online})")]
+    CpusOffline {
+        what: &'static str,
+        cpus: CpuSet,
+        off: CpuSet,
+        online: CpuSet,
+    },
+    #[error("{0}: cannot resolve the address")]
+    Resolve(String),
+    #[error("cannot reach a server at {host}:{port}: {why}")]
+    Peer {
+        host: String,
+        port: u16,
+        why: String,
+    },
+}
+
+/// Check that `cpus` (what the option is called: `--cpus`) are online under `root`; nothing
+/// to check when the online list cannot be read.
+pub fn check_cpus(root: &Root, what: &'static str, cpus: &CpuSet) -> Result<(), PreflightError> {
+    let Some(online) = root.cpu_list_opt("/sys/devices/system/cpu/online") else {
+        return Ok(());
+    };
+    let off = cpus.difference(&online);
+    if off.is_empty() {
+        return Ok(());
+    }
+    Err(PreflightError::CpusOffline {
+        what,
+        cpus: cpus.clone(),
+        off,
+        online,
+    })
+}
+
+/// One TCP connect to the server (closed at once, before any test), so a sweep or a repeat
+/// against no server says so once instead of once per test.
+pub fn check_peer(host: &str, port: u16, timeout: Duration) -> Result<(), PreflightError> {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let addrs: Vec<_> = (host, port)
+        .to_socket_addrs()
+        .map_err(|_| PreflightError::Resolve(host.to_string()))?
+        .collect();
+    let mut why = String::from("no address");
+    for a in addrs {
+        match TcpStream::connect_timeout(&a, timeout) {
+            Ok(_) => return Ok(()),
+            Err(e) => why = e.to_string(),
+        }
+    }
+    Err(PreflightError::Peer {
+        host: host.to_string(),
+        port,
+        why,
+    })
+}
+
 /// The receiver's throughput of a finished test (`sum_received`, else `sum`).
 pub fn receiver_bps(r: &TestResult) -> Option<BitsPerSecond> {
     r.end
@@ -422,6 +482,43 @@ mod tests {
             server_cpus,
             observe: None,
         }
+    }
+
+    #[test]
+    fn preflight_refuses_offline_cpus_and_an_absent_peer() {
+        let t = tempfile::tempdir().unwrap();
+        let root = Root::new(t.path());
+        // no online list: nothing to check
+        assert_eq!(check_cpus(&root, "--cpus", &CpuSet::from_cpus([9])), Ok(()));
+        std::fs::create_dir_all(t.path().join("sys/devices/system/cpu")).unwrap();
+        std::fs::write(t.path().join("sys/devices/system/cpu/online"), "0-1\n").unwrap();
+        assert_eq!(
+            check_cpus(&root, "--cpus", &CpuSet::from_cpus([0, 1])),
+            Ok(())
+        );
+        let e = check_cpus(&root, "--server-cpus", &CpuSet::from_cpus([1, 5, 7])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--server-cpus 1,5,7: CPU 5,7 not online on this host (online: 0-1)"
+        );
+        // a port nobody listens on (bound, then closed)
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let e = check_peer("127.0.0.1", port, Duration::from_secs(2)).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with(&format!("cannot reach a server at 127.0.0.1:{port}: ")),
+            "{e}"
+        );
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert_eq!(
+            check_peer("127.0.0.1", port, Duration::from_secs(2)),
+            Ok(())
+        );
     }
 
     #[test]

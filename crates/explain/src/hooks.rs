@@ -11,7 +11,8 @@ use wirespeed_engine::hooks::{
     AppliedChange, EndObserver, HostChange, Observe, PreparedChange, Refusal,
 };
 use wirespeed_host::{CpuSet, Root};
-use wirespeed_model::observation::{BitsPerSecond, EndObservation, Role, TcpLimits, WorkerRun};
+use wirespeed_model::observation::{EndObservation, Role, TcpLimits, WorkerRun};
+use wirespeed_model::verdict::{Measured, PathCeiling};
 use wirespeed_model::{MoveReport, TestObservation, Verdict};
 use wirespeed_report::where_ran::cpus_text;
 use wirespeed_tune::{ApplyOptions, TuneError};
@@ -45,8 +46,12 @@ impl Observe for HostObserve {
         Some(Box::new(Running(o)))
     }
 
-    fn verdict(&self, test: &TestObservation, receiver: Option<BitsPerSecond>) -> Verdict {
-        crate::verdict::verdict(test, receiver)
+    fn verdict(&self, test: &TestObservation, measured: &Measured) -> Verdict {
+        crate::verdict::verdict_of(test, measured)
+    }
+
+    fn ceiling(&self, measured: &Measured) -> Option<PathCeiling> {
+        crate::verdict::ceiling(measured)
     }
 }
 
@@ -260,7 +265,10 @@ mod tests {
         assert_eq!(e.intervals.len(), 1);
         // The tree's topology (a Ryzen with two L3 groups), not this host's.
         assert_eq!(e.topology.l3_groups.len(), 2);
-        let v = hook.verdict(&TestObservation::local_only(e, "test"), None);
+        let v = hook.verdict(
+            &TestObservation::local_only(e, "test"),
+            &Measured::default(),
+        );
         assert!(!v.id.is_empty());
     }
 }

@@ -95,6 +95,11 @@ pub struct StepOutcome {
 }
 
 impl StepOutcome {
+    /// The move took effect: it moved some IRQ and every IRQ it moved runs on the step's CPU.
+    pub fn took_effect(&self) -> bool {
+        !self.moved.is_empty() && self.elsewhere.is_empty()
+    }
+
     /// A sweep step as a move of the queue IRQs to its one CPU reports it.
     pub fn from_move(irq_cpu: u32, m: &MoveReport) -> StepOutcome {
         StepOutcome {
@@ -119,6 +124,39 @@ pub struct IrqSweepReport {
     pub steps: Vec<StepOutcome>,
     /// Stopped early (Ctrl-C).
     pub interrupted: bool,
+}
+
+impl IrqSweepReport {
+    /// Leave the steps whose move did not take effect (see [`StepOutcome::took_effect`]) out of
+    /// the matrix: their cells lose their runs and say why, so the summary and its
+    /// recommendation rest only on moves that happened. Returns how many steps did not take
+    /// effect.
+    pub fn drop_ineffective(&mut self) -> usize {
+        let mut n = 0;
+        for s in &self.steps {
+            if s.took_effect() {
+                continue;
+            }
+            n += 1;
+            let why = match s.elsewhere.first() {
+                Some((irq, cpus)) => format!(
+                    "the move to CPU {} did not take effect (IRQ {irq} ran on CPU {cpus})",
+                    s.irq_cpu
+                ),
+                None => format!("no IRQ could be moved to CPU {}", s.irq_cpu),
+            };
+            let Some(c) = self.matrix.cols.iter().position(|&c| c == s.irq_cpu) else {
+                continue;
+            };
+            for row in &mut self.matrix.cells {
+                let cell = &mut row[c];
+                cell.runs.clear();
+                cell.median = None;
+                cell.error = Some(why.clone());
+            }
+        }
+        n
+    }
 }
 
 /// What to sweep.
@@ -375,5 +413,54 @@ mod tests {
         assert!(q
             .iter()
             .all(|q| !q.name.as_deref().unwrap_or("").contains("p2p2")));
+    }
+}
+
+#[cfg(test)]
+mod honest_tests {
+    use super::*;
+
+    fn step(cpu: u32, moved: Vec<u32>, elsewhere: Vec<(u32, CpuSet)>) -> StepOutcome {
+        StepOutcome {
+            irq_cpu: cpu,
+            journal: String::new(),
+            moved,
+            not_movable: vec![],
+            failed: vec![],
+            elsewhere,
+            reverted: true,
+        }
+    }
+
+    #[test]
+    fn steps_that_did_not_take_effect_leave_the_summary() {
+        let mut matrix = Matrix::new(Axes::AppIrq, vec![2], vec![0, 1, 3]);
+        matrix.record(2, 0, BitsPerSecond(9e9));
+        matrix.record(2, 1, BitsPerSecond(5e9));
+        matrix.record(2, 3, BitsPerSecond(6e9));
+        let mut r = IrqSweepReport {
+            iface: "eth0".into(),
+            irqs: vec![],
+            matrix,
+            steps: vec![
+                // the kernel kept IRQ 40 on CPU 7: the CPU 0 column measured CPU 7
+                step(0, vec![40], vec![(40, CpuSet::from_cpus([7]))]),
+                step(1, vec![40], vec![]),
+                step(3, vec![], vec![]),
+            ],
+            interrupted: false,
+        };
+        assert!(!r.steps[0].took_effect() && r.steps[1].took_effect());
+        assert_eq!(r.drop_ineffective(), 2);
+        let s = r.matrix.summary(None).expect("one effective step");
+        assert_eq!((s.best.col, s.worst.col), (1, 1));
+        assert_eq!(
+            r.matrix.cells[0][0].error.as_deref(),
+            Some("the move to CPU 0 did not take effect (IRQ 40 ran on CPU 7)")
+        );
+        assert_eq!(
+            r.matrix.cells[0][2].error.as_deref(),
+            Some("no IRQ could be moved to CPU 3")
+        );
     }
 }

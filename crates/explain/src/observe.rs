@@ -19,6 +19,7 @@ use crate::model::{
 use crate::nic::{iface_facts, IfaceFacts};
 use crate::route::iface_for_peer;
 use crate::topology::Topology;
+use wirespeed_model::observation::ThreadUse;
 
 /// Why an observation could not be taken.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +50,73 @@ pub struct Snapshot {
     pub softirqs: Option<Softirqs>,
     /// The NIC's interrupts per CPU (summed over its IRQs); `None` when not counted.
     pub nic: Option<BTreeMap<u32, u64>>,
+    /// This process's worker threads (see [`worker_threads`]).
+    pub threads: Vec<ThreadSample>,
+}
+
+/// One worker thread's scheduling counters at a snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadSample {
+    pub tid: u32,
+    pub name: String,
+    /// `schedstat`: nanoseconds run and waited on a run queue.
+    pub run_ns: u64,
+    pub wait_ns: u64,
+    /// `stat`'s `processor`: the CPU it last ran on.
+    pub cpu: Option<u32>,
+}
+
+/// Names of the engine's worker threads (`ws-dp`, `ws-dp-cpuN`, `ws-udp`, `ws-udp-cpuN`).
+pub fn is_worker_thread(name: &str) -> bool {
+    name.starts_with("ws-dp") || name.starts_with("ws-udp")
+}
+
+/// `/proc/PID/task/TID/schedstat`: nanoseconds on the CPU and waiting on a run queue.
+pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
+    let mut f = text.split_ascii_whitespace();
+    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+}
+
+/// `/proc/PID/task/TID/stat`'s `processor` (field 39), read after the command's closing
+/// parenthesis (a name may hold spaces and parentheses).
+pub fn parse_stat_processor(text: &str) -> Option<u32> {
+    let rest = &text[text.rfind(')')? + 1..];
+    // fields 3.. follow; `processor` is field 39
+    rest.split_ascii_whitespace().nth(36)?.parse().ok()
+}
+
+/// This process's worker threads and their counters, through `root` (none on a captured tree
+/// without `/proc/self/task`). A thread that ends while read is left out.
+pub fn worker_threads(root: &Root) -> Vec<ThreadSample> {
+    let mut out = Vec::new();
+    for tid in root.list_opt("/proc/self/task") {
+        let Ok(n) = tid.parse::<u32>() else { continue };
+        let dir = format!("/proc/self/task/{n}");
+        let Some(name) = root.read_opt(&format!("{dir}/comm")) else {
+            continue;
+        };
+        let name = name.trim().to_string();
+        if !is_worker_thread(&name) {
+            continue;
+        }
+        let Some((run_ns, wait_ns)) = root
+            .read_opt(&format!("{dir}/schedstat"))
+            .and_then(|t| parse_schedstat(&t))
+        else {
+            continue;
+        };
+        let cpu = root
+            .read_opt(&format!("{dir}/stat"))
+            .and_then(|t| parse_stat_processor(&t));
+        out.push(ThreadSample {
+            tid: n,
+            name,
+            run_ns,
+            wait_ns,
+            cpu,
+        });
+    }
+    out
 }
 
 impl Snapshot {
@@ -75,6 +143,7 @@ impl Snapshot {
             stat,
             softirqs,
             nic,
+            threads: Vec::new(),
         })
     }
 
@@ -87,7 +156,9 @@ impl Snapshot {
         } else {
             root.read("/proc/interrupts").ok()
         };
-        Snapshot::from_texts(&stat_text, soft.as_deref(), ints.as_deref(), irqs)
+        let mut s = Snapshot::from_texts(&stat_text, soft.as_deref(), ints.as_deref(), irqs)?;
+        s.threads = worker_threads(root);
+        Ok(s)
     }
 }
 
@@ -133,6 +204,7 @@ pub fn delta(
         tcp,
         ..Default::default()
     };
+    obs.threads = thread_uses(before, after);
     let app = obs.app_cpus();
     for (&cpu, now) in &after.stat.cpus {
         let then = before.stat.cpus.get(&cpu).copied().unwrap_or_default();
@@ -156,6 +228,33 @@ pub fn delta(
         }
     }
     obs
+}
+
+/// The worker threads' scheduling between two snapshots, as shares of the wall time (one CPU's
+/// jiffies between the two `/proc/stat` readings, at `USER_HZ` 100). A thread new since
+/// `before` counts from zero.
+pub fn thread_uses(before: &Snapshot, after: &Snapshot) -> Vec<ThreadUse> {
+    let cpus = after.stat.cpus.len().max(1) as u64;
+    let wall_ns = after.stat.total.since(&before.stat.total).total() / cpus * 10_000_000;
+    if wall_ns == 0 {
+        return Vec::new();
+    }
+    let pct = |ns: u64| Percent::new(ns as f64 * 100.0 / wall_ns as f64);
+    after
+        .threads
+        .iter()
+        .map(|t| {
+            let then = before.threads.iter().find(|b| b.tid == t.tid);
+            let (r0, w0) = then.map_or((0, 0), |b| (b.run_ns, b.wait_ns));
+            ThreadUse {
+                tid: t.tid,
+                name: t.name.clone(),
+                cpu: t.cpu,
+                run: pct(t.run_ns.saturating_sub(r0)),
+                wait: pct(t.wait_ns.saturating_sub(w0)),
+            }
+        })
+        .collect()
 }
 
 /// Per-test observer of one end.
@@ -322,6 +421,42 @@ mod tests {
             cpus_seen: CpuSet::from_cpus([cpu]),
             streams: vec![5],
         }
+    }
+
+    #[test]
+    fn thread_counters_parse_and_become_shares() {
+        assert_eq!(
+            parse_schedstat("450604054 930342084 5677\n"),
+            Some((450604054, 930342084))
+        );
+        assert_eq!(parse_schedstat("garbage"), None);
+        // a name with spaces and a parenthesis; `processor` is field 39
+        let stat = "4242 (ws (x) y) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 \
+                    23 24 25 26 27 28 29 30 31 32 33 34 35 7 0 0";
+        assert_eq!(parse_stat_processor(stat), Some(7));
+        assert_eq!(parse_stat_processor("no paren"), None);
+        assert!(is_worker_thread("ws-dp-cpu3") && is_worker_thread("ws-udp"));
+        assert!(!is_worker_thread("ws-test-1"));
+        // one second on two CPUs (200 jiffies): ran 0.25 s, waited 0.5 s
+        let stat0 =
+            "cpu 0 0 0 1000 0 0 0 0 0 0\ncpu0 0 0 0 500 0 0 0 0 0 0\ncpu1 0 0 0 500 0 0 0 0 0 0\n";
+        let stat1 =
+            "cpu 0 0 0 1200 0 0 0 0 0 0\ncpu0 0 0 0 600 0 0 0 0 0 0\ncpu1 0 0 0 600 0 0 0 0 0 0\n";
+        let th = |run_ns, wait_ns| ThreadSample {
+            tid: 9,
+            name: "ws-dp-cpu1".into(),
+            run_ns,
+            wait_ns,
+            cpu: Some(1),
+        };
+        let mut a = Snapshot::from_texts(stat0, None, None, &[]).unwrap();
+        a.threads = vec![th(1_000_000_000, 0)];
+        let mut b = Snapshot::from_texts(stat1, None, None, &[]).unwrap();
+        b.threads = vec![th(1_250_000_000, 500_000_000)];
+        let u = thread_uses(&a, &b);
+        assert_eq!(u.len(), 1);
+        assert_eq!((u[0].run.get(), u[0].wait.get()), (25.0, 50.0));
+        assert_eq!(u[0].cpu, Some(1));
     }
 
     #[test]

@@ -6,15 +6,18 @@
 //!
 //! | id | when |
 //! |---|---|
+//! | `mtu-blackhole` | the engine ended the test because its control connection's large results message got no acknowledgement (retransmitted, un-acked) while small messages had got through |
 //! | `line-rate` | throughput ≥ 95 % of the slowest known link speed of the two ends — a real link only: a virtual interface's nominal speed (lo, veth, virtio) is never a line |
 //! | `pmtu-below-mtu` | a sender's `TCP_INFO` path MTU < 90 % of its interface MTU (jumbo frames not passed end to end) |
 //! | `same-host` | both ends on one host (the test runs over `lo`, or both ends report the same host name and topology) and their workers compete: unpinned, or on shared CPUs |
 //! | `udp-receiver-cpu-bound` / `udp-path-loss` | UDP with ≥ 1 % of the datagrams lost: a receiver CPU saturated, or not |
-//! | `loss-limited` | TCP with retransmits, a known RTT (the smallest seen) and MSS, and a throughput ≤ 3 × the Mathis ceiling MSS/RTT × 1.22/√p |
-//! | `cpu-steal` | a saturated CPU with ≥ 10 % steal (the hypervisor took it) |
-//! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on — in ≥ 50 % of the intervals; the busiest saturated CPU over both ends decides, a receiver winning a tie |
 //! | `window-limited` | `TCP_INFO` receive-window-limited time ≥ 25 % of busy time |
 //! | `sndbuf-limited` | `TCP_INFO` send-buffer-limited time ≥ 25 % of busy time |
+//! | `path-limited` (shaped) | TCP whose intervals' throughput is held within 10 % (coefficient of variation) while the path dropped under 0.3 % of the segments or queued them (largest RTT ≥ 2 × smallest): a shaper or policer |
+//! | `loss-limited` | TCP with retransmits, a known RTT (the smallest seen) and MSS, and a throughput within a factor 5 of the Mathis ceiling MSS/RTT × 1.22/√p, either way |
+//! | `cpu-contended` | a worker thread waited on its CPU's run queue ≥ 25 % of the time and at least as long as it ran (`schedstat`): another task held its CPU |
+//! | `cpu-steal` | a saturated CPU with ≥ 10 % steal (the hypervisor took it) |
+//! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on, exactly by its thread's CPU when the intervals have it — in ≥ 50 % of the intervals (not when the end's workers needed a CPU < 50 % of the time); the busiest saturated CPU over both ends decides, a receiver winning a tie |
 //! | `path-limited` | none of the above, and the intervals' throughput flat (coefficient of variation ≤ 10 %) below 90 % of the link (or the link is virtual or unknown) |
 //! | `cpu-steal` | none of the above, and a CPU that did work lost ≥ 10 % to steal |
 //! | `same-host` | none of the above, both ends on one host (pinned apart) |
@@ -31,6 +34,7 @@
 use crate::model::{BitsPerSecond, CpuUse, EndObservation, Percent, Role, TestObservation};
 use crate::placement::{cpus_words, Placement};
 use crate::topology::Relation;
+use wirespeed_host::CpuSet;
 
 /// The thresholds of the checks (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -61,6 +65,21 @@ pub struct Thresholds {
     pub flat_cv: f64,
     /// Below the link: the throughput under this share (%) of the link (when one is known).
     pub below_link: f64,
+    /// A rate held this flat (coefficient of variation, %) while the path dropped segments:
+    /// a shaper or policer, decided before the loss and CPU checks.
+    pub shaped_cv: f64,
+    /// A worker that waited on its CPU's run queue this share (%) of the wall time, and at
+    /// least as long as it ran, was held back by something else on its CPU.
+    pub contended_wait: f64,
+    /// Workers that needed a CPU (ran + waited) less than this share (%) of the time were
+    /// blocked on the network: their busy app CPU is not their limit.
+    pub worker_demand: f64,
+    /// A shaped rate drops less than this share (%) of its segments.
+    pub shaped_loss: f64,
+    /// A shaper's queue: the largest RTT at least this multiple of the smallest, and at least
+    /// this many microseconds above it.
+    pub queue_rtt: f64,
+    pub queue_rtt_us: u64,
 }
 
 pub const THRESHOLDS: Thresholds = Thresholds {
@@ -74,13 +93,20 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     steal: 10.0,
     saturated_intervals: 50.0,
     udp_loss: 1.0,
-    mathis_factor: 3.0,
+    mathis_factor: 5.0,
     flat_cv: 10.0,
     below_link: 90.0,
+    shaped_cv: 10.0,
+    shaped_loss: 0.3,
+    contended_wait: 25.0,
+    worker_demand: 50.0,
+    queue_rtt: 2.0,
+    queue_rtt_us: 1000,
 };
 
 /// Every verdict id (the contract; docs/explain.md describes each).
 pub const IDS: &[&str] = &[
+    "mtu-blackhole",
     "line-rate",
     "pmtu-below-mtu",
     "same-host",
@@ -88,6 +114,7 @@ pub const IDS: &[&str] = &[
     "udp-path-loss",
     "loss-limited",
     "cpu-steal",
+    "cpu-contended",
     "receiver-shares-cpu-with-softirq",
     "irq-numa-remote",
     "app-numa-remote",
@@ -101,108 +128,88 @@ pub const IDS: &[&str] = &[
     "no-cpu-saturated",
 ];
 
-/// What the test measured besides the observation (from its report), each when known. The
-/// engine passes the throughput today; the rest makes `loss-limited`, `path-limited` and the
-/// UDP verdicts possible once it is passed too.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Measured {
-    /// The receiver's throughput over the test.
-    pub throughput: Option<BitsPerSecond>,
-    /// The throughput in each interval, in order (a UDP sender's report leaves it empty: what
-    /// it sent is not what arrived).
-    pub interval_bps: Vec<f64>,
-    /// A UDP test.
-    pub udp: bool,
-    /// TCP: segments retransmitted, bytes sent and the MSS (for the loss rate).
-    pub retransmits: Option<u64>,
-    pub bytes_sent: Option<u64>,
-    pub mss: Option<u32>,
-    /// TCP: the sender's smoothed RTT, µs: smallest, mean and largest seen.
-    pub rtt_us: Option<(u64, u64, u64)>,
-    /// UDP: datagrams lost and sent, as the receiver counted them.
-    pub udp_lost: Option<(u64, u64)>,
-}
+pub use wirespeed_model::verdict::Measured;
 
-impl Measured {
-    /// Only the throughput.
-    pub fn throughput(t: Option<BitsPerSecond>) -> Measured {
-        Measured {
-            throughput: t,
-            ..Default::default()
-        }
-    }
-
-    /// What a report in iperf3's `-J` shape holds: the receiver's throughput over the test and
-    /// per interval, UDP loss as the receiver counted it, TCP retransmits, bytes sent, the MSS
-    /// and the senders' RTT (smallest, mean of the streams' means, largest). Missing keys stay
-    /// unknown.
-    pub fn from_report(doc: &serde_json::Value) -> Measured {
-        let end = &doc["end"];
-        let udp = doc["start"]["test_start"]["protocol"].as_str() == Some("UDP");
-        let received = &end["sum_received"];
-        let rtts: Vec<(u64, u64, u64)> = end["streams"]
+/// What a report in iperf3's `-J` shape holds: the receiver's throughput over the test and
+/// per interval, UDP loss as the receiver counted it, TCP retransmits, bytes sent, the MSS
+/// and the senders' RTT (smallest, mean of the streams' means, largest). Missing keys stay
+/// unknown.
+pub fn measured_from_report(doc: &serde_json::Value) -> Measured {
+    let end = &doc["end"];
+    let udp = doc["start"]["test_start"]["protocol"].as_str() == Some("UDP");
+    let received = &end["sum_received"];
+    let rtts: Vec<(u64, u64, u64)> = end["streams"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|st| {
+                    let snd = &st["sender"];
+                    Some((
+                        snd["min_rtt"].as_u64()?,
+                        snd["mean_rtt"].as_u64()?,
+                        snd["max_rtt"].as_u64()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let rtt_us = (!rtts.is_empty()).then(|| {
+        (
+            rtts.iter().map(|r| r.0).min().unwrap_or(0),
+            rtts.iter().map(|r| r.1).sum::<u64>() / rtts.len() as u64,
+            rtts.iter().map(|r| r.2).max().unwrap_or(0),
+        )
+    });
+    let lost = |v: &serde_json::Value| Some((v["lost_packets"].as_u64()?, v["packets"].as_u64()?));
+    Measured {
+        throughput: received["bits_per_second"].as_f64().map(BitsPerSecond),
+        interval_bps: doc["intervals"]
             .as_array()
             .map(|a| {
+                // a UDP sender's intervals are what it sent, not what arrived
                 a.iter()
-                    .filter_map(|st| {
-                        let snd = &st["sender"];
-                        Some((
-                            snd["min_rtt"].as_u64()?,
-                            snd["mean_rtt"].as_u64()?,
-                            snd["max_rtt"].as_u64()?,
-                        ))
-                    })
+                    .filter(|i| !udp || i["sum"]["sender"].as_bool() == Some(false))
+                    .filter_map(|i| i["sum"]["bits_per_second"].as_f64())
                     .collect()
             })
-            .unwrap_or_default();
-        let rtt_us = (!rtts.is_empty()).then(|| {
-            (
-                rtts.iter().map(|r| r.0).min().unwrap_or(0),
-                rtts.iter().map(|r| r.1).sum::<u64>() / rtts.len() as u64,
-                rtts.iter().map(|r| r.2).max().unwrap_or(0),
-            )
-        });
-        let lost =
-            |v: &serde_json::Value| Some((v["lost_packets"].as_u64()?, v["packets"].as_u64()?));
-        Measured {
-            throughput: received["bits_per_second"].as_f64().map(BitsPerSecond),
-            interval_bps: doc["intervals"]
-                .as_array()
-                .map(|a| {
-                    // a UDP sender's intervals are what it sent, not what arrived
-                    a.iter()
-                        .filter(|i| !udp || i["sum"]["sender"].as_bool() == Some(false))
-                        .filter_map(|i| i["sum"]["bits_per_second"].as_f64())
-                        .collect()
-                })
-                .unwrap_or_default(),
-            udp,
-            retransmits: (!udp)
-                .then(|| end["sum_sent"]["retransmits"].as_u64())
-                .flatten(),
-            bytes_sent: end["sum_sent"]["bytes"].as_u64(),
-            mss: (!udp)
-                .then(|| doc["start"]["tcp_mss_default"].as_u64())
-                .flatten()
-                .and_then(|m| u32::try_from(m).ok()),
-            rtt_us: if udp { None } else { rtt_us },
-            udp_lost: if udp {
-                lost(received).or_else(|| lost(&end["sum"]))
-            } else {
-                None
-            },
-        }
-    }
-
-    /// The TCP loss rate: retransmitted segments over segments sent.
-    pub fn tcp_loss(&self) -> Option<f64> {
-        let (r, b, m) = (self.retransmits?, self.bytes_sent?, self.mss?);
-        let segments = b / u64::from(m.max(1));
-        (segments > 0 && r > 0).then(|| r as f64 / segments as f64)
+            .unwrap_or_default(),
+        udp,
+        retransmits: (!udp)
+            .then(|| end["sum_sent"]["retransmits"].as_u64())
+            .flatten(),
+        bytes_sent: end["sum_sent"]["bytes"].as_u64(),
+        mss: (!udp)
+            .then(|| doc["start"]["tcp_mss_default"].as_u64())
+            .flatten()
+            .and_then(|m| u32::try_from(m).ok()),
+        rtt_us: if udp { None } else { rtt_us },
+        control_stall: None,
+        udp_lost: if udp {
+            lost(received).or_else(|| lost(&end["sum"]))
+        } else {
+            None
+        },
     }
 }
 
+pub use wirespeed_model::verdict::PathCeiling;
 pub use wirespeed_model::verdict::Verdict;
+
+/// The path model's ceiling for what a TCP test measured: the Mathis ceiling from its
+/// retransmit rate, smallest RTT and MSS (the same `path_model::mathis_bps` `wirespeed model`
+/// uses); `None` without retransmits, an RTT or the MSS.
+pub fn ceiling(m: &Measured) -> Option<PathCeiling> {
+    let (p, (min_us, _, _), mss) = (m.tcp_loss()?, m.rtt_us?, m.mss?);
+    let rtt_ms = min_us as f64 / 1000.0;
+    (rtt_ms > 0.0).then(|| PathCeiling {
+        loss: p,
+        retransmits: m.retransmits.unwrap_or(0),
+        rtt_ms,
+        mss,
+        mathis_bps: wirespeed_doctor::path_model::mathis_bps(mss, rtt_ms, p),
+        measured_bps: m.throughput.map(|b| b.0).filter(|b| *b > 0.0),
+    })
+}
 
 fn end_word(e: &EndObservation, as_receiver: bool) -> &'static str {
     match e.role {
@@ -427,11 +434,13 @@ fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuUse, f64, St
         let mut hot: Vec<&CpuUse> = Vec::new();
         let mut cpus_used = wirespeed_host::CpuSet::new();
         for i in &intervals {
-            let seen = i
-                .workers
-                .iter()
-                .find(|x| x.worker == w.worker)
-                .map_or(&w.cpus_seen, |x| &x.cpus_seen);
+            let exact = interval_cpu_of(e, i, w.worker).map(|c| CpuSet::from_cpus([c]));
+            let seen = exact.as_ref().unwrap_or_else(|| {
+                i.workers
+                    .iter()
+                    .find(|x| x.worker == w.worker)
+                    .map_or(&w.cpus_seen, |x| &x.cpus_seen)
+            });
             let busiest = seen
                 .iter()
                 .filter_map(|c| i.cpu(c))
@@ -484,8 +493,112 @@ fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuUse, f64, St
     out
 }
 
+/// The CPU worker `worker` was on at the end of interval `i`: its thread (the end's worker
+/// threads in the order they started, which is the workers' order) when the interval has one
+/// per worker.
+fn interval_cpu_of(
+    e: &EndObservation,
+    i: &crate::model::IntervalObservation,
+    worker: u32,
+) -> Option<u32> {
+    if i.threads.len() != e.total.workers.len() {
+        return None;
+    }
+    let mut t: Vec<_> = i.threads.iter().collect();
+    t.sort_by_key(|t| t.tid);
+    t.get(worker as usize)?.cpu
+}
+
+/// Each worker thread of an end over the test: (name, CPU it ran on last, mean run %, mean
+/// wait %), averaged over the intervals that saw it.
+fn thread_means(e: &EndObservation) -> Vec<(String, Option<u32>, f64, f64)> {
+    let mut acc: std::collections::BTreeMap<u32, (String, Option<u32>, f64, f64, f64)> =
+        Default::default();
+    for i in &e.intervals {
+        for t in &i.threads {
+            let a = acc
+                .entry(t.tid)
+                .or_insert((t.name.clone(), None, 0.0, 0.0, 0.0));
+            a.1 = t.cpu.or(a.1);
+            a.2 += t.run.get();
+            a.3 += t.wait.get();
+            a.4 += 1.0;
+        }
+    }
+    acc.into_values()
+        .map(|(n, c, r, w, k)| (n, c, r / k, w / k))
+        .collect()
+}
+
+/// `cpu-contended`: a worker that waited on its CPU's run queue ≥ `contended_wait` % of the
+/// time, and at least as long as it ran: another task held its CPU.
+fn contended(test: &TestObservation, th: &Thresholds) -> Option<Verdict> {
+    let (e, (name, cpu, run, wait)) = test
+        .ends()
+        .flat_map(|e| thread_means(e).into_iter().map(move |t| (e, t)))
+        .filter(|(_, (_, _, run, wait))| *wait >= th.contended_wait && wait >= run)
+        .max_by(|a, b| (a.1).3.total_cmp(&(b.1).3))?;
+    let who = end_word(e, e.role.receives());
+    let on = cpu.map_or(String::new(), |c| format!(" on CPU {c}"));
+    let busy = cpu.and_then(|c| e.total.cpu(c)).map_or(String::new(), |c| {
+        format!("; the CPU was {} busy", c.busy())
+    });
+    Some(Verdict {
+        id: "cpu-contended".into(),
+        end: Some(who.into()),
+        line: format!(
+            "CPU contended: the {who}'s worker ({name}){on} waited {} of the test for its CPU and ran {} — another process runs there{busy} (pin the test to a free CPU, or stop the other work)",
+            Percent::new(wait),
+            Percent::new(run)
+        ),
+        also: Vec::new(),
+    })
+}
+
+/// The intervals' throughput after the first (slow start): mean and coefficient of variation
+/// (%), with at least two intervals.
+fn flatness(m: &Measured) -> Option<(f64, f64, usize)> {
+    let v: Vec<f64> = m.interval_bps.iter().skip(1).copied().collect();
+    if v.len() < 2 {
+        return None;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    if mean <= 0.0 {
+        return None;
+    }
+    let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    Some((mean, sd * 100.0 / mean, v.len()))
+}
+
+/// The end's worker threads needed a CPU (ran or waited to) less than `worker_demand` % of
+/// the time: they were mostly blocked on the network, so a busy app CPU did not hold them back.
+/// `false` when the threads were not observed.
+fn workers_idle(e: &EndObservation, th: &Thresholds) -> bool {
+    let t = thread_means(e);
+    !t.is_empty()
+        && t.iter()
+            .all(|(_, _, run, wait)| run + wait < th.worker_demand)
+}
+
 fn cpu_candidates(e: &EndObservation, th: &Thresholds, out: &mut Vec<Candidate>) {
-    let app = e.total.app_cpus();
+    cpu_candidates_with(e, th, true, out);
+}
+
+/// `demand`: leave out an end whose workers were mostly blocked (see [`workers_idle`]).
+fn cpu_candidates_with(
+    e: &EndObservation,
+    th: &Thresholds,
+    demand: bool,
+    out: &mut Vec<Candidate>,
+) {
+    let idle = demand && workers_idle(e, th);
+    let app = if idle {
+        // a busy app CPU is someone else's work: not this end's limit
+        CpuSet::new()
+    } else {
+        e.total.app_cpus()
+    };
     let mut saturated_app = false;
     for c in &e.total.cpus {
         let busy = c.busy().get();
@@ -514,7 +627,7 @@ fn cpu_candidates(e: &EndObservation, th: &Thresholds, out: &mut Vec<Candidate>)
         }
     }
     // Averages hide a worker that migrates: follow each one through the intervals.
-    if !saturated_app {
+    if !saturated_app && !idle {
         for (c, busy, suffix) in followed_workers(e, th) {
             app_candidates(e, &c, busy, &suffix, th, out);
         }
@@ -602,6 +715,19 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
     let throughput = m.throughput;
     let mut found: Vec<Verdict> = Vec::new();
 
+    // 0. An MTU black hole: the control connection's large message made no progress.
+    if let Some(st) = &m.control_stall {
+        found.push(Verdict {
+            id: "mtu-blackhole".into(),
+            end: None,
+            line: format!(
+                "MTU black hole: the control connection's results message ({} un-acked segment(s) of MSS {}, path MTU {}) got no acknowledgement in {:.1} s and {} retransmits, while small messages got through — frames above some MTU vanish toward the peer without an ICMP answer (a link or switch with a smaller MTU): set the interfaces' MTU to the path's, or net.ipv4.tcp_mtu_probing=1",
+                st.unacked, st.mss, st.pmtu, st.seconds, st.retransmits
+            ),
+            also: Vec::new(),
+        });
+    }
+
     // 1. Line rate, against a real link only.
     let link = test
         .ends()
@@ -663,7 +789,14 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
             0.0
         };
         if share >= th.udp_loss {
-            let rx = cands.iter().find(|c| c.receiver);
+            // a UDP receiver's host work (its softirq, its copies) is what could not keep up,
+            // whether or not its thread was runnable: every saturated receiver CPU counts
+            let mut all = Vec::new();
+            for e in test.ends() {
+                cpu_candidates_with(e, th, false, &mut all);
+            }
+            all.sort_by(|a, b| b.busy.total_cmp(&a.busy));
+            let rx = all.iter().find(|c| c.receiver);
             found.push(match rx {
                 Some(c) => Verdict {
                     id: "udp-receiver-cpu-bound".into(),
@@ -688,47 +821,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
         }
     }
 
-    // 2d. Loss-limited TCP: the throughput is what the Mathis ceiling allows.
-    // the path's RTT is the smallest the sender saw: queueing only lowers the ceiling further
-    if let (Some(p), Some((min_us, _, _)), Some(mss), Some(bps)) =
-        (m.tcp_loss(), m.rtt_us, m.mss, throughput)
-    {
-        let rtt_ms = min_us as f64 / 1000.0;
-        let ceiling = wirespeed_doctor::path_model::mathis_bps(mss, rtt_ms, p);
-        if rtt_ms > 0.0 && bps.0 <= ceiling * th.mathis_factor {
-            found.push(Verdict {
-                id: "loss-limited".into(),
-                end: None,
-                line: format!(
-                    "loss-limited: {} retransmitted ({} segments) at {rtt_ms:.2} ms RTT allows about {} to loss-based congestion control (Mathis: MSS/RTT x 1.22/sqrt(p), MSS {mss}); {bps} measured — find the loss, or try a loss-tolerant algorithm (BBR, HTCP)",
-                    Percent::new(p * 100.0),
-                    m.retransmits.unwrap_or(0),
-                    BitsPerSecond(ceiling)
-                ),
-                also: Vec::new(),
-            });
-        }
-    }
-
-    // 3. Saturated CPUs.
-    cands.sort_by(|a, b| {
-        b.busy
-            .total_cmp(&a.busy)
-            .then(b.receiver.cmp(&a.receiver))
-            .then_with(|| {
-                // Among equals, an app-CPU verdict before a softirq-CPU one.
-                (a.verdict.id == "softirq-cpu-bound").cmp(&(b.verdict.id == "softirq-cpu-bound"))
-            })
-    });
-    let mut seen_ids = Vec::new();
-    for c in cands {
-        if !seen_ids.contains(&c.verdict.id) {
-            seen_ids.push(c.verdict.id.clone());
-            found.push(c.verdict);
-        }
-    }
-
-    // 4. TCP limits.
+    // 2d. TCP limits: the kernel's own account of what held the sender.
     for e in test.ends().filter(|e| e.role.sends()) {
         let Some(t) = e.total.tcp else { continue };
         if t.rwnd_share().get() >= th.tcp_limited {
@@ -755,9 +848,75 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
         }
     }
 
-    // 5. Flat throughput below the link with none of the above: a limit on the path.
+    // 2e. A rate held flat while the path dropped or queued (RTT grew): a shaper or policer
+    // (loss and CPU limits make the rate swing; a shaper holds it).
+    // a shaper's queue holds milliseconds; tens of microseconds doubling on a veth is noise
+    let queued = m.rtt_us.is_some_and(|(min, _, max)| {
+        min > 0 && max as f64 >= min as f64 * th.queue_rtt && max - min >= th.queue_rtt_us
+    });
+    // a shaper's tail drops are rare (about one per congestion cycle: 0.005-0.2 % in the lab);
+    // a loss rate as high as a lossy path's is that path's loss, not a shaper's
+    let shaped = (m.retransmits.is_some_and(|r| r > 0) || queued)
+        && m.tcp_loss().is_none_or(|p| p * 100.0 < th.shaped_loss)
+        && flatness(m).is_some_and(|(_, cv, _)| cv <= th.shaped_cv);
+    if shaped {
+        if let Some(v) = path_limited(test, m, th, th.shaped_cv) {
+            found.push(v);
+        }
+    }
+
+    // 2f. Loss-limited TCP: the throughput is what the Mathis ceiling allows.
+    // the path's RTT is the smallest the sender saw: queueing only lowers the ceiling further
+    if let (Some(p), Some((min_us, _, _)), Some(mss), Some(bps)) =
+        (m.tcp_loss(), m.rtt_us, m.mss, throughput)
+    {
+        let rtt_ms = min_us as f64 / 1000.0;
+        let ceiling = wirespeed_doctor::path_model::mathis_bps(mss, rtt_ms, p);
+        if rtt_ms > 0.0
+            && !shaped
+            && bps.0 <= ceiling * th.mathis_factor
+            && bps.0 >= ceiling / th.mathis_factor
+        {
+            found.push(Verdict {
+                id: "loss-limited".into(),
+                end: None,
+                line: format!(
+                    "loss-limited: {} retransmitted ({} segments) at {rtt_ms:.2} ms RTT allows about {} to loss-based congestion control (Mathis: MSS/RTT x 1.22/sqrt(p), MSS {mss}); {bps} measured — find the loss, or try a loss-tolerant algorithm (BBR, HTCP)",
+                    Percent::new(p * 100.0),
+                    m.retransmits.unwrap_or(0),
+                    BitsPerSecond(ceiling)
+                ),
+                also: Vec::new(),
+            });
+        }
+    }
+
+    // 4. Another process on a worker's CPU.
+    if let Some(v) = contended(test, th) {
+        found.push(v);
+    }
+
+    // 5. Saturated CPUs.
+    cands.sort_by(|a, b| {
+        b.busy
+            .total_cmp(&a.busy)
+            .then(b.receiver.cmp(&a.receiver))
+            .then_with(|| {
+                // Among equals, an app-CPU verdict before a softirq-CPU one.
+                (a.verdict.id == "softirq-cpu-bound").cmp(&(b.verdict.id == "softirq-cpu-bound"))
+            })
+    });
+    let mut seen_ids = Vec::new();
+    for c in cands {
+        if !seen_ids.contains(&c.verdict.id) {
+            seen_ids.push(c.verdict.id.clone());
+            found.push(c.verdict);
+        }
+    }
+
+    // 6. Flat throughput below the link with none of the above: a limit on the path.
     if found.is_empty() {
-        if let Some(v) = path_limited(test, m, th) {
+        if let Some(v) = path_limited(test, m, th, th.flat_cv) {
             found.push(v);
         }
     }
@@ -830,20 +989,14 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
 
 /// `path-limited`: the intervals' throughput flat below the link (or the link virtual or
 /// unknown), with the evidence seen: RTT growth (queueing), retransmits.
-fn path_limited(test: &TestObservation, m: &Measured, th: &Thresholds) -> Option<Verdict> {
-    // the first interval holds slow start
-    let v: Vec<f64> = m.interval_bps.iter().skip(1).copied().collect();
-    if v.len() < 2 {
-        return None;
-    }
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    if mean <= 0.0 {
-        return None;
-    }
-    let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-    let cv = sd * 100.0 / mean;
-    if cv > th.flat_cv {
+fn path_limited(
+    test: &TestObservation,
+    m: &Measured,
+    th: &Thresholds,
+    max_cv: f64,
+) -> Option<Verdict> {
+    let (mean, cv, n) = flatness(m)?;
+    if cv > max_cv {
         return None;
     }
     let link = test
@@ -857,10 +1010,8 @@ fn path_limited(test: &TestObservation, m: &Measured, th: &Thresholds) -> Option
         }
     }
     let mut evidence = vec![format!(
-        "{} flat over {} intervals (±{:.1} %)",
-        BitsPerSecond(mean),
-        v.len(),
-        cv
+        "{} flat over {n} intervals (±{cv:.1} %)",
+        BitsPerSecond(mean)
     )];
     match link {
         Some(mbps) => evidence.push(format!(
@@ -1423,14 +1574,37 @@ mod tests {
             ..m.clone()
         };
         assert_ne!(
-            verdict_of(&test(idle_sender(), quiet), &fast).id,
+            verdict_of(&test(idle_sender(), quiet.clone()), &fast).id,
             "loss-limited"
+        );
+        // far below it, something else held the rate lower
+        let slow = Measured {
+            throughput: Some(BitsPerSecond(10e6)),
+            ..m.clone()
+        };
+        assert_ne!(
+            verdict_of(&test(idle_sender(), quiet), &slow).id,
+            "loss-limited"
+        );
+        // the model's ceiling beside the measurement, as the client prints it
+        let c = ceiling(&m).expect("retransmits, RTT and MSS are known");
+        assert_eq!((c.mss, c.retransmits, c.rtt_ms), (8948, 1000, 90.0));
+        assert!((c.mathis_bps / 1e6 - 143.9).abs() < 0.1, "{}", c.mathis_bps);
+        assert_eq!(c.measured_bps, Some(140e6));
+        assert_eq!(
+            wirespeed_report::where_ran::ceiling_line(&c),
+            "Path model: 0.00 % loss (1000 retransmits) at 90.00 ms RTT, MSS 8948: Mathis ceiling 143.9 Mbit/s for loss-based TCP (measured 140.0 Mbit/s)"
         );
         // without RTT there is no ceiling
         assert_eq!(
-            Measured { rtt_us: None, ..m }.tcp_loss(),
+            Measured {
+                rtt_us: None,
+                ..m.clone()
+            }
+            .tcp_loss(),
             Some(1000.0 / 22_000_000.0)
         );
+        assert!(ceiling(&Measured { rtt_us: None, ..m }).is_none());
     }
 
     /// `Measured` from a recorded file's report fields.
@@ -1468,7 +1642,7 @@ mod tests {
                 "sum_received": {"bits_per_second": 3.07e8}
             }
         });
-        let m = Measured::from_report(&tcp);
+        let m = measured_from_report(&tcp);
         assert_eq!(
             m,
             Measured {
@@ -1480,6 +1654,7 @@ mod tests {
                 mss: Some(1448),
                 rtt_us: Some((828, 5500, 26288)),
                 udp_lost: None,
+                control_stall: None,
             }
         );
         let udp = serde_json::json!({
@@ -1491,13 +1666,13 @@ mod tests {
                 "sum_received": {"bits_per_second": 1e9, "lost_packets": 25, "packets": 100}
             }
         });
-        let m = Measured::from_report(&udp);
+        let m = measured_from_report(&udp);
         assert!(m.udp);
         assert!(m.interval_bps.is_empty());
         assert_eq!(m.udp_lost, Some((25, 100)));
         assert_eq!((m.retransmits, m.mss, m.rtt_us), (None, None, None));
         assert_eq!(
-            Measured::from_report(&serde_json::json!({})),
+            measured_from_report(&serde_json::json!({})),
             Measured::default()
         );
     }
@@ -1520,6 +1695,133 @@ mod tests {
         assert_eq!(
             verdict(&obs, m.throughput).id,
             doc["verdict_when_recorded"]["id"]
+        );
+    }
+
+    fn with_threads(mut e: EndObservation, per_interval: &[(u32, f64, f64)]) -> EndObservation {
+        use wirespeed_model::observation::ThreadUse;
+        e.intervals = per_interval
+            .iter()
+            .map(|&(cpu, run, wait)| IntervalObservation {
+                cpus: e.total.cpus.clone(),
+                threads: vec![ThreadUse {
+                    tid: 42,
+                    name: format!("ws-dp-cpu{cpu}"),
+                    cpu: Some(cpu),
+                    run: Percent::new(run),
+                    wait: Percent::new(wait),
+                }],
+                ..Default::default()
+            })
+            .collect();
+        e
+    }
+
+    #[test]
+    fn a_stalled_control_connection_is_an_mtu_blackhole() {
+        let quiet = end(Role::Receiver, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
+        let m = Measured {
+            control_stall: Some(wirespeed_model::ControlStall {
+                seconds: 4.1,
+                unacked: 1,
+                retransmits: 5,
+                mss: 8948,
+                pmtu: 9000,
+            }),
+            ..Default::default()
+        };
+        let v = verdict_of(&test(idle_sender(), quiet), &m);
+        assert_eq!(v.id, "mtu-blackhole");
+        assert!(
+            v.line.starts_with("MTU black hole: the control connection's results message (1 un-acked segment(s) of MSS 8948, path MTU 9000) got no acknowledgement in 4.1 s and 5 retransmits"),
+            "{}",
+            v.line
+        );
+    }
+
+    #[test]
+    fn a_worker_waiting_for_its_cpu_is_contended() {
+        // CPU 6 saturated, but the receiver's worker ran 20 % and waited 60 %: someone else ran
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 20.0, 0.0, 1.0, 0, 0)]);
+        let r = with_threads(r, &[(6, 20.0, 60.0), (6, 22.0, 58.0)]);
+        let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
+        assert_eq!(v.id, "cpu-contended");
+        assert_eq!(v.end.as_deref(), Some("receiver"));
+        assert!(
+            v.line
+                .contains("waited 59 % of the test for its CPU and ran 21 %"),
+            "{}",
+            v.line
+        );
+        assert!(
+            v.also.iter().any(|a| a.contains("CPU-bound")),
+            "{:?}",
+            v.also
+        );
+        // a worker that ran more than it waited is not contended: the CPU verdict stands
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
+        let r = with_threads(r, &[(6, 70.0, 28.0), (6, 72.0, 26.0)]);
+        let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
+        assert_eq!(v.id, "receiver-cpu-bound");
+    }
+
+    #[test]
+    fn a_busy_app_cpu_with_an_idle_worker_is_not_its_limit() {
+        // CPU 6 saturated by other work; the worker ran 10 % and waited 5 %: blocked on the
+        // network, the busy CPU is not what held it
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 20.0, 0.0, 1.0, 0, 0)]);
+        let r = with_threads(r, &[(6, 10.0, 5.0), (6, 10.0, 5.0)]);
+        let m = Measured {
+            throughput: Some(BitsPerSecond(3e8)),
+            interval_bps: vec![2e8, 3e8, 3.01e8, 2.99e8],
+            rtt_us: Some((300, 2_000, 9_000)),
+            ..Default::default()
+        };
+        let v = verdict_of(&test(idle_sender(), r), &m);
+        // flat with RTT growth and no CPU limit: a shaper's queue
+        assert_eq!(v.id, "path-limited", "{}", v.line);
+        assert!(
+            v.line.contains("RTT grew from 0.30 to 9.00 ms"),
+            "{}",
+            v.line
+        );
+    }
+
+    #[test]
+    fn a_migrating_worker_is_followed_by_its_thread() {
+        // unpinned: the worker alternates between CPUs 6 and 8, each saturated while it is there
+        let mut r = end(
+            Role::Receiver,
+            ryzen(),
+            6,
+            &[(6, 50.0, 0.0, 50.0, 0, 0), (8, 50.0, 0.0, 50.0, 0, 0)],
+        );
+        r.total.workers[0].cpus_seen = CpuSet::from_cpus([6, 8]);
+        let r = with_threads(r, &[(6, 90.0, 5.0), (8, 90.0, 5.0), (6, 90.0, 5.0)]);
+        let hot = |cpu: u32| CpuUse {
+            cpu,
+            system: Percent::new(97.0),
+            idle: Percent::new(3.0),
+            ..Default::default()
+        };
+        let cold = |cpu: u32| CpuUse {
+            cpu,
+            system: Percent::new(3.0),
+            idle: Percent::new(97.0),
+            ..Default::default()
+        };
+        let mut r = r;
+        for (i, cpu) in [6u32, 8, 6].into_iter().enumerate() {
+            let other = if cpu == 6 { 8 } else { 6 };
+            r.intervals[i].cpus = vec![hot(cpu), cold(other)];
+        }
+        let v = verdict(&test(idle_sender(), r), None);
+        assert_eq!(v.id, "receiver-cpu-bound");
+        assert!(
+            v.line
+                .contains("in 3 of 3 intervals (worker 0 followed over CPUs 6,8)"),
+            "{}",
+            v.line
         );
     }
 
@@ -1548,10 +1850,20 @@ mod tests {
             verdict_of(&test(idle_sender(), quiet.clone()), &swing).id,
             "no-cpu-saturated"
         );
-        // a saturated CPU comes first
+        // a rate held within 10 % while the path dropped a few segments is a shaper, even beside a busy CPU
         let busy = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
         assert_eq!(
-            verdict_of(&test(idle_sender(), busy), &m).id,
+            verdict_of(&test(idle_sender(), busy.clone()), &m).id,
+            "path-limited"
+        );
+        // without drops or a queue a saturated CPU comes first
+        let no_drops = Measured {
+            retransmits: None,
+            rtt_us: Some((200, 250, 300)),
+            ..m.clone()
+        };
+        assert_eq!(
+            verdict_of(&test(idle_sender(), busy), &no_drops).id,
             "receiver-cpu-bound"
         );
     }

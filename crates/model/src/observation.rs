@@ -226,6 +226,33 @@ pub struct IntervalObservation {
     /// `TCP_INFO` limits over the interval, when the engine passed them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp: Option<TcpLimits>,
+    /// The worker threads' own scheduling over the interval (their `schedstat`), when the
+    /// observed process is this end's (absent on a captured tree).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadUse>,
+}
+
+/// One worker thread's own scheduling over an interval: the share of the interval's wall time
+/// it ran, and the share it was runnable but waited for its CPU (something else ran there).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadUse {
+    /// The thread's id and name (`ws-dp-cpu3`: a TCP worker pinned to CPU 3).
+    pub tid: u32,
+    pub name: String,
+    /// The CPU it last ran on at the end of the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+    /// Ran, % of the interval's wall time.
+    pub run: Percent,
+    /// Runnable but waiting on its CPU's run queue, % of the interval's wall time.
+    pub wait: Percent,
+}
+
+impl ThreadUse {
+    /// Ran or wanted to: % of the wall time the thread needed a CPU.
+    pub fn demand(&self) -> Percent {
+        Percent::new(self.run.get() + self.wait.get())
+    }
 }
 
 impl IntervalObservation {

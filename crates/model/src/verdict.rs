@@ -17,3 +17,81 @@ pub struct Verdict {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<String>,
 }
+
+use crate::observation::BitsPerSecond;
+
+/// What a test measured besides the observation (from its report), each when known: the
+/// engine fills it from its report when it decides the verdict, and a saved report gives the
+/// same (`wirespeed_explain::verdict::measured_from_report`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Measured {
+    /// The receiver's throughput over the test.
+    pub throughput: Option<BitsPerSecond>,
+    /// The throughput in each interval, in order (a UDP sender's report leaves it empty: what
+    /// it sent is not what arrived).
+    pub interval_bps: Vec<f64>,
+    /// A UDP test.
+    pub udp: bool,
+    /// TCP: segments retransmitted, bytes sent and the MSS (for the loss rate).
+    pub retransmits: Option<u64>,
+    pub bytes_sent: Option<u64>,
+    pub mss: Option<u32>,
+    /// TCP: the sender's smoothed RTT, µs: smallest, mean and largest seen.
+    pub rtt_us: Option<(u64, u64, u64)>,
+    /// UDP: datagrams lost and sent, as the receiver counted them.
+    pub udp_lost: Option<(u64, u64)>,
+    /// The control connection stalled on a large message (the engine ended the test instead
+    /// of waiting for the peer's results).
+    pub control_stall: Option<ControlStall>,
+}
+
+/// A control connection whose large message made no progress while small ones had got
+/// through: its `TCP_INFO` when this end gave up waiting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlStall {
+    /// Seconds since the message was sent.
+    pub seconds: f64,
+    /// Bytes of the message not acknowledged, as segments (`tcpi_unacked`), and retransmits
+    /// since it was sent.
+    pub unacked: u32,
+    pub retransmits: u32,
+    /// The connection's MSS and path MTU.
+    pub mss: u32,
+    pub pmtu: u32,
+}
+
+impl Measured {
+    /// Only the throughput.
+    pub fn throughput(t: Option<BitsPerSecond>) -> Measured {
+        Measured {
+            throughput: t,
+            ..Default::default()
+        }
+    }
+
+    /// The TCP loss rate: retransmitted segments over segments sent.
+    pub fn tcp_loss(&self) -> Option<f64> {
+        let (r, b, m) = (self.retransmits?, self.bytes_sent?, self.mss?);
+        let segments = b / u64::from(m.max(1));
+        (segments > 0 && r > 0).then(|| r as f64 / segments as f64)
+    }
+}
+
+/// What the path model says one loss-based TCP stream can do over the measured path: the
+/// Mathis ceiling MSS / RTT × 1.22 / √p from the test's own retransmit rate, smallest RTT and
+/// MSS, beside what was measured. The client prints it under its summary and `-J` carries it
+/// under `wirespeed.ceiling`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathCeiling {
+    /// The loss rate: segments retransmitted over segments sent.
+    pub loss: f64,
+    pub retransmits: u64,
+    /// The smallest RTT the senders saw, ms.
+    pub rtt_ms: f64,
+    pub mss: u32,
+    /// The Mathis ceiling, bits per second.
+    pub mathis_bps: f64,
+    /// The receiver's throughput, bits per second, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_bps: Option<f64>,
+}

@@ -445,6 +445,9 @@ pub struct WirespeedExt {
     /// What limited the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// The path model's ceiling for the measured loss, RTT and MSS (TCP with retransmits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<wirespeed_model::PathCeiling>,
     /// Why requested send or receive paths were not used (one line each).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path_fallbacks: Vec<String>,

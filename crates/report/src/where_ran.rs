@@ -198,6 +198,9 @@ pub fn write_where(w: &mut dyn Write, r: &TestResult) -> io::Result<()> {
     if let Some(obs) = &x.observation {
         write_test(w, obs, x.verdict.as_ref())?;
     }
+    if let Some(c) = &x.ceiling {
+        writeln!(w, "{}", ceiling_line(c))?;
+    }
     for (m, who) in [(&x.irq_move, ""), (&x.remote_irq_move, "server ")] {
         if let Some(m) = m {
             writeln!(w, "{who}{}", describe_move(m))?;
@@ -273,6 +276,23 @@ pub fn describe_move(r: &MoveReport) -> String {
         ));
     }
     s
+}
+
+/// The path model's line beside a measurement: `Path model: 0.20 % loss (630 retransmits) at
+/// 0.78 ms RTT, MSS 1448: Mathis ceiling 417.5 Mbit/s for loss-based TCP (measured 1.2 Gbit/s)`.
+pub fn ceiling_line(c: &wirespeed_model::PathCeiling) -> String {
+    use wirespeed_model::observation::BitsPerSecond;
+    let measured = c.measured_bps.map_or(String::new(), |m| {
+        format!(" (measured {})", BitsPerSecond(m))
+    });
+    format!(
+        "Path model: {:.2} % loss ({} retransmits) at {:.2} ms RTT, MSS {}: Mathis ceiling {} for loss-based TCP{measured}",
+        c.loss * 100.0,
+        c.retransmits,
+        c.rtt_ms,
+        c.mss,
+        BitsPerSecond(c.mathis_bps)
+    )
 }
 
 #[cfg(test)]

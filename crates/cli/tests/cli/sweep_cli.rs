@@ -131,9 +131,48 @@ fn a_sweep_against_no_server_fails_with_the_connect_code() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // refused up front, once, instead of a line per test
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        err.lines().last().unwrap().contains("every test failed"),
-        "{err}"
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot reach a server at 127.0.0.1:"), "{err}");
+}
+
+#[test]
+fn a_sweep_over_cpus_this_host_lacks_is_refused_up_front() {
+    let port = free_port();
+    let out = ws(&[
+        "sweep",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "--cpus",
+        "0,4095",
+        "--server-cpus",
+        "0",
+        "-t",
+        "1",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--cpus 0,4095: CPU 4095 not online"), "{err}");
+    // --repeat checks its peer once, too
+    let out = ws(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "--repeat",
+        "3",
+        "-t",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
 }
