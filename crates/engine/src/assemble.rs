@@ -149,6 +149,7 @@ pub fn results_ext(reports: &[WorkerSummary]) -> ResultsExt {
         observation: None,
         observation_error: None,
         irq_move: None,
+        psk: None,
         extra: Default::default(),
     }
 }

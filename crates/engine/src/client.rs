@@ -301,6 +301,7 @@ impl ClientConfig {
                     .then(|| self.send_path.as_str().to_string()),
                 drain: true,
                 irq_cpus: self.server_irq_cpus.clone(),
+                psk: None,
                 extra: Default::default(),
             }),
             ..TestParams::default()

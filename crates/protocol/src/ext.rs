@@ -35,6 +35,14 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+/// A pre-shared-key tag (`--psk`, see [`crate::psk`]): when it was made (Unix seconds) and
+/// its HMAC-SHA256, hex. It travels as the extension's `psk` key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PskTag {
+    pub ts: i64,
+    pub mac: String,
+}
+
 /// What a wirespeed client asks of a wirespeed server, beyond iperf3's parameters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ParamsExt {
@@ -76,6 +84,9 @@ pub struct ParamsExt {
         with = "cpuset::as_array::option"
     )]
     pub irq_cpus: Option<CpuSet>,
+    /// `--psk`: the tag over the cookie, these parameters and the time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psk: Option<PskTag>,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -106,6 +117,9 @@ pub struct ResultsExt {
     /// moved, where the kernel put them, the journal and whether it was reverted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq_move: Option<MoveReport>,
+    /// `--psk`: the tag over the cookie, these results and the time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psk: Option<PskTag>,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -20,15 +20,14 @@
 //! holds). See docs/protocol.md.
 
 use hmac::{Hmac, Mac};
-use serde_json::{json, Value};
 use sha2::Sha256;
 
 use crate::cookie::Cookie;
-use crate::ext::{ParamsExt, ResultsExt};
+use crate::ext::{ParamsExt, PskTag, ResultsExt};
 use crate::params::TestParams;
 use crate::results::TestResults;
 
-/// The key under the extension that holds the tag.
+/// The key under the extension that holds the tag ([`crate::ext::ParamsExt::psk`], [`crate::ext::ResultsExt::psk`]).
 pub const TAG_KEY: &str = "psk";
 
 /// Shortest key accepted, bytes (after trimming white space).
@@ -89,23 +88,17 @@ fn kind_results(side: Side) -> &'static str {
     }
 }
 
-/// Read the tag out of an extension's extra keys.
-fn tag_of(extra: &serde_json::Map<String, Value>) -> Result<(i64, Vec<u8>), PskRefusal> {
-    let t = extra.get(TAG_KEY).ok_or(PskRefusal::Missing)?;
-    let ts = t
-        .get("ts")
-        .and_then(Value::as_i64)
-        .ok_or(PskRefusal::Malformed)?;
-    let mac = t
-        .get("mac")
-        .and_then(Value::as_str)
-        .filter(|m| m.len() == 64)
-        .ok_or(PskRefusal::Malformed)?;
+/// The tag's time and MAC bytes; a missing or malformed tag is refused.
+fn tag_of(tag: Option<&PskTag>) -> Result<(i64, Vec<u8>), PskRefusal> {
+    let t = tag.ok_or(PskRefusal::Missing)?;
+    if t.mac.len() != 64 || !t.mac.is_ascii() {
+        return Err(PskRefusal::Malformed);
+    }
     let bytes = (0..32)
-        .map(|i| u8::from_str_radix(&mac[2 * i..2 * i + 2], 16))
+        .map(|i| u8::from_str_radix(&t.mac[2 * i..2 * i + 2], 16))
         .collect::<Result<Vec<u8>, _>>()
         .map_err(|_| PskRefusal::Malformed)?;
-    Ok((ts, bytes))
+    Ok((t.ts, bytes))
 }
 
 fn hex(b: &[u8]) -> String {
@@ -116,7 +109,7 @@ fn hex(b: &[u8]) -> String {
 fn canonical_params(p: &TestParams) -> Vec<u8> {
     let mut p = p.clone();
     if let Some(e) = p.wirespeed.as_mut() {
-        e.extra.remove(TAG_KEY);
+        e.psk = None;
     }
     let once = serde_json::to_vec(&p.to_json()).unwrap_or_default();
     match TestParams::parse(&once) {
@@ -129,7 +122,7 @@ fn canonical_params(p: &TestParams) -> Vec<u8> {
 fn canonical_results(r: &TestResults) -> Vec<u8> {
     let mut r = r.clone();
     if let Some(e) = r.wirespeed.as_mut() {
-        e.extra.remove(TAG_KEY);
+        e.psk = None;
     }
     let once = serde_json::to_vec(&r.to_json()).unwrap_or_default();
     match TestResults::parse(&once) {
@@ -168,19 +161,19 @@ impl Psk {
         m
     }
 
-    fn tag(&self, kind: &str, cookie: &Cookie, ts: i64, json: &[u8]) -> Value {
+    fn tag(&self, kind: &str, cookie: &Cookie, ts: i64, json: &[u8]) -> PskTag {
         let mac = self.mac(kind, cookie, ts, json).finalize().into_bytes();
-        json!({ "ts": ts, "mac": hex(&mac) })
+        PskTag { ts, mac: hex(&mac) }
     }
 
     fn check(
         &self,
         kind: &str,
         cookie: &Cookie,
-        extra: &serde_json::Map<String, Value>,
+        tag: Option<&PskTag>,
         json: &[u8],
     ) -> Result<i64, PskRefusal> {
-        let (ts, mac) = tag_of(extra)?;
+        let (ts, mac) = tag_of(tag)?;
         self.mac(kind, cookie, ts, json)
             .verify_slice(&mac)
             .map_err(|_| PskRefusal::Mismatch)?;
@@ -199,7 +192,7 @@ impl Psk {
         }
         let tag = self.tag("params", cookie, now, &canonical_params(p));
         if let Some(e) = p.wirespeed.as_mut() {
-            e.extra.insert(TAG_KEY.into(), tag);
+            e.psk = Some(tag);
         }
         Ok(())
     }
@@ -213,7 +206,7 @@ impl Psk {
         skew_threshold: u32,
     ) -> Result<(), PskRefusal> {
         let ext: &ParamsExt = p.wirespeed.as_ref().ok_or(PskRefusal::Missing)?;
-        let ts = self.check("params", cookie, &ext.extra, &canonical_params(p))?;
+        let ts = self.check("params", cookie, ext.psk.as_ref(), &canonical_params(p))?;
         let skew = now.saturating_sub(ts);
         if skew.unsigned_abs() > u64::from(skew_threshold) {
             return Err(PskRefusal::Skew {
@@ -237,7 +230,7 @@ impl Psk {
         }
         let tag = self.tag(kind_results(side), cookie, now, &canonical_results(r));
         if let Some(e) = r.wirespeed.as_mut() {
-            e.extra.insert(TAG_KEY.into(), tag);
+            e.psk = Some(tag);
         }
         Ok(())
     }
@@ -253,7 +246,7 @@ impl Psk {
         self.check(
             kind_results(side),
             cookie,
-            &ext.extra,
+            ext.psk.as_ref(),
             &canonical_results(r),
         )
         .map(|_| ())
@@ -370,11 +363,10 @@ mod tests {
             Err(PskRefusal::Missing)
         );
         let mut bad = q.clone();
-        bad.wirespeed
-            .as_mut()
-            .unwrap()
-            .extra
-            .insert(TAG_KEY.into(), json!({"ts": now, "mac": "zz"}));
+        bad.wirespeed.as_mut().unwrap().psk = Some(PskTag {
+            ts: now,
+            mac: "zz".into(),
+        });
         assert_eq!(
             k.verify_params(&bad, &cookie, now, 10),
             Err(PskRefusal::Malformed)
