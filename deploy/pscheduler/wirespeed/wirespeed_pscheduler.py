@@ -171,6 +171,20 @@ def run_server(spec, conf, budget):
     return {"succeeded": True, "diags": diags}
 
 
+def not_listening_yet(code, out):
+    """The client could not reach the server (it may not be listening yet). With -J the
+    client exits 1 on every failure, as iperf3 does, and says why in the document's error."""
+    if code == EXIT_CONNECT:
+        return True
+    if code == 0:
+        return False
+    try:
+        error = json.loads(out).get("error") or ""
+    except (ValueError, AttributeError):
+        return False
+    return "cannot connect" in error or "unable to connect" in error
+
+
 def run_client(spec, port, conf, budget):
     """Participant 0: run the test; retry while the server is not listening yet."""
     w = conf["wirespeed"]
@@ -179,7 +193,7 @@ def run_client(spec, port, conf, budget):
     wait_until, budget_until = now + SERVER_WAIT + SETUP, now + budget
     while True:
         code, out, err = run_program(argv, max(1, int(budget_until - time.monotonic())))
-        if code != EXIT_CONNECT or time.monotonic() >= wait_until:
+        if not not_listening_yet(code, out) or time.monotonic() >= wait_until:
             break
         time.sleep(0.2)
     diags = "%s\n%s" % (" ".join(argv), findings_text(w))

@@ -2,7 +2,8 @@
 //! asserts the verdict id `wirespeed client -J` prints. Needs root and iproute2; says `SKIP:`
 //! without them, and fails instead when the environment variable `CI` is set.
 //!
-//! Scenarios that cannot be made reliable here yet are listed with the reason and not run
+//! A scenario gets up to three runs and must get its verdict in one of them (each run's verdict
+//! is printed). Scenarios that cannot be made reliable here yet are listed with the reason and not run
 //! (`PENDING:` lines), so the table shows what is covered.
 
 use std::io::{BufRead, BufReader};
@@ -276,6 +277,9 @@ fn run(s: &Scenario) -> (String, String) {
     }
 }
 
+/// Runs a scenario gets before it counts as failed (see the loop).
+const ATTEMPTS: usize = 3;
+
 #[test]
 fn each_induced_limit_gets_its_verdict() {
     if let Err(e) = check_can_run(false) {
@@ -296,10 +300,22 @@ fn each_induced_limit_gets_its_verdict() {
             eprintln!("PENDING: {} → {}: needs {why}", s.name, s.want);
             continue;
         }
-        let (id, line) = run(s);
-        eprintln!("{} → {id}: {line}", s.name);
-        if id != s.want {
-            failed.push(format!("{}: want {}, got {id} ({line})", s.name, s.want));
+        // The machines that run this suite are shared (other test threads, steal): one
+        // CPU-starved interval can blur a shaped, flat rate. A scenario gets up to ATTEMPTS
+        // runs and must get its verdict in one of them; every run's verdict is printed, so a
+        // scenario that needed more than one shows in the log.
+        let mut got = Vec::new();
+        for attempt in 1..=ATTEMPTS {
+            let (id, line) = run(s);
+            eprintln!("{} (run {attempt}) → {id}: {line}", s.name);
+            if id == s.want {
+                got.clear();
+                break;
+            }
+            got.push(format!("{id} ({line})"));
+        }
+        if !got.is_empty() {
+            failed.push(format!("{}: want {}, got {got:?}", s.name, s.want));
         }
     }
     assert!(failed.is_empty(), "{failed:#?}");
