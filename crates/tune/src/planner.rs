@@ -20,7 +20,8 @@
 //! - Interrupt coalescing only as requested (`--adaptive-rx`, `--rx-usecs`, `--tx-usecs`): a
 //!   low-latency setting cannot be told from a bad one, so no finding asks for it. Unknown (no
 //!   step, a note) when the NIC did not answer `ETHTOOL_GCOALESCE`.
-//! - Doctor's file writes for `tcp-options-off`, `txqueuelen-short`, `arfs-off`; deep C-states
+//! - Doctor's file writes for `tcp-options-off`, `txqueuelen-short`, `arfs-off` (and its
+//!   `ethtool -K IF ntuple on` through `ETHTOOL_SFEATURES` when the NIC can); deep C-states
 //!   off (`cstates-deep`) on the CPUs that serve the NIC after the IRQ moves; rings by doctor's
 //!   `ring-below-max` rule.
 //! - Socket buffers sized for `--rate`, else the link speed, else the instance type's rate.
