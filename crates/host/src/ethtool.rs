@@ -349,7 +349,7 @@ pub fn set_feature(iface: &str, name: &str, on: bool) -> io::Result<()> {
     if !s.feature_at(iface, index, count)?.changeable {
         return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
     }
-    s.set_feature_at(iface, index, on)?;
+    s.set_feature_at(iface, index, count, on)?;
     if s.feature_at(iface, index, count)?.active != on {
         return Err(io::Error::other(format!(
             "the driver kept {name} {}",
@@ -599,11 +599,12 @@ mod sys {
         io::Error::other(format!("malformed {what} answer"))
     }
 
-    /// `struct ethtool_sfeatures` asking for feature `index` alone to be `on`: cmd, size (the
-    /// blocks up to the feature's), then `{valid, requested}` per 32-feature block, with only
-    /// the feature's bit valid.
-    pub(super) fn sfeatures_buf(index: usize, on: bool) -> Vec<u8> {
-        let blocks = index / 32 + 1;
+    /// `struct ethtool_sfeatures` asking for feature `index` (of `count`) alone to be `on`:
+    /// cmd, size, then `{valid, requested}` per 32-feature block, with only the feature's bit
+    /// valid. The kernel takes exactly its own block count (`EINVAL` otherwise), which is the
+    /// feature string set's size in blocks.
+    pub(super) fn sfeatures_buf(index: usize, count: usize, on: bool) -> Vec<u8> {
+        let blocks = count.max(index + 1).div_ceil(32);
         let bit = 1u32 << (index % 32);
         let mut w = vec![ETHTOOL_SFEATURES, blocks as u32];
         for b in 0..blocks {
@@ -687,8 +688,14 @@ mod sys {
             feature_in(&self.gfeatures(iface, count)?, index).ok_or_else(|| bad("features"))
         }
 
-        pub(super) fn set_feature_at(&self, iface: &str, index: usize, on: bool) -> io::Result<()> {
-            self.ioctl(iface, &mut sfeatures_buf(index, on))
+        pub(super) fn set_feature_at(
+            &self,
+            iface: &str,
+            index: usize,
+            count: usize,
+            on: bool,
+        ) -> io::Result<()> {
+            self.ioctl(iface, &mut sfeatures_buf(index, count, on))
         }
     }
 
@@ -841,12 +848,19 @@ mod tests {
                 .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
                 .collect()
         };
-        // bit 3 of the first block on: cmd, one block, valid = requested = bit 3
-        assert_eq!(words(sys::sfeatures_buf(3, true)), [0x3b, 1, 8, 8]);
-        // bit 35 off: two blocks, the first names nothing, the second only bit 3 (requested 0)
-        assert_eq!(words(sys::sfeatures_buf(35, false)), [0x3b, 2, 0, 0, 8, 0]);
+        // bit 3 of 64 features on: cmd, two blocks (the kernel wants all of its own), the
+        // first with valid = requested = bit 3, the second naming nothing
         assert_eq!(
-            words(sys::sfeatures_buf(31, true)),
+            words(sys::sfeatures_buf(3, 64, true)),
+            [0x3b, 2, 8, 8, 0, 0]
+        );
+        // bit 35 of 66 off: three blocks, only the second names bit 3 (requested 0)
+        assert_eq!(
+            words(sys::sfeatures_buf(35, 66, false)),
+            [0x3b, 3, 0, 0, 8, 0, 0, 0]
+        );
+        assert_eq!(
+            words(sys::sfeatures_buf(31, 32, true)),
             [0x3b, 1, 1 << 31, 1 << 31]
         );
     }

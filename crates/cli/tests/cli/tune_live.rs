@@ -679,4 +679,34 @@ fn veth_ntuple_is_not_supported_and_the_plan_goes_on() {
     );
     // `ethtool -k` (when installed) shows every feature as before
     assert_eq!(features(), shown_before);
+
+    // the same setter on a feature veth can change (GRO): ETHTOOL_SFEATURES as the kernel
+    // takes it, that one bit moves and no other, and back
+    let all = || {
+        in_netns(&ns.0, || {
+            wirespeed_host::ethtool::collect_ethtool(&Root::live(), "ws0")
+                .and_then(|e| e.features)
+                .expect("veth answers ETHTOOL_GFEATURES")
+        })
+    };
+    let before = all();
+    let gro = "rx-gro";
+    let Some(g) = before.get(gro).copied().filter(|g| g.changeable) else {
+        need::unavailable(me, &format!("veth lists no changeable {gro}"));
+        return;
+    };
+    let set = |on| {
+        in_netns(&ns.0, || {
+            wirespeed_host::ethtool::set_feature("ws0", gro, on)
+        })
+    };
+    set(!g.active).unwrap();
+    let flipped = all();
+    let moved: Vec<&String> = before
+        .keys()
+        .filter(|k| before[*k].active != flipped[*k].active)
+        .collect();
+    assert_eq!(moved, [gro], "{before:?} -> {flipped:?}");
+    set(g.active).unwrap();
+    assert_eq!(all(), before);
 }
