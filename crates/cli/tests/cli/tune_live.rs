@@ -582,6 +582,8 @@ fn veth_big_tcp_sizes_change_for_real_and_revert_and_pause_is_not_supported() {
 /// `ethtool -K IF ntuple on` (arfs-off's NIC step) on a veth, which lists `rx-ntuple-filter`
 /// as fixed off: the step is "not supported", nothing is journaled for it, the feature and
 /// every other one are as they were, and the rest of the plan (a GSO size) applies and reverts.
+/// Then the same setter on a feature veth can change (GRO): the kernel takes the
+/// `ETHTOOL_SFEATURES` message, that bit alone moves, and it goes back.
 #[test]
 fn veth_ntuple_is_not_supported_and_the_plan_goes_on() {
     let me = "veth_ntuple_is_not_supported_and_the_plan_goes_on";
