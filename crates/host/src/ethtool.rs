@@ -1,18 +1,19 @@
 //! Ring sizes, channels, interrupt coalescing, offloads and driver info of an interface through
 //! the kernel's ethtool ioctl interface (`SIOCETHTOOL`: `ETHTOOL_GDRVINFO`, `ETHTOOL_GRINGPARAM`,
 //! `ETHTOOL_GCHANNELS`, `ETHTOOL_GCOALESCE`, and `ETHTOOL_GSSET_INFO` + `ETHTOOL_GSTRINGS` +
-//! `ETHTOOL_GFEATURES` for named offloads), and the three setters wirespeed uses: ring sizes
+//! `ETHTOOL_GFEATURES` for named offloads), and the setters wirespeed uses: ring sizes
 //! (`ETHTOOL_SRINGPARAM`, [`set_ring`]), the requested interrupt-coalescing fields
-//! (`ETHTOOL_SCOALESCE`, [`set_coalesce`]) and flow control (`ETHTOOL_SPAUSEPARAM`,
-//! [`set_pause`]).
+//! (`ETHTOOL_SCOALESCE`, [`set_coalesce`]), flow control (`ETHTOOL_SPAUSEPARAM`,
+//! [`set_pause`]) and one named feature such as `rx-ntuple-filter` (`ETHTOOL_SFEATURES`,
+//! [`set_feature`]).
 //!
 //! On a live root each query is an ioctl; a driver that does not implement one answers
 //! `EOPNOTSUPP` and that part stays `None`. In a snapshot the answers are files under
 //! `/wirespeed/ethtool/<iface>/` (`drvinfo.json`, `ring.json`, `channels.json`, `coalesce.json`,
 //! `features.json`, `pause.json` from `ETHTOOL_GPAUSEPARAM`) written by `capture`; a recording root stores them there as it queries.
-//! [`get_ring`], [`set_ring`], [`get_coalesce`], [`set_coalesce`], [`get_pause`] and
-//! [`set_pause`] talk to the running kernel only (there is no ring, coalescing or flow control
-//! to set in a captured tree).
+//! [`get_ring`], [`set_ring`], [`get_coalesce`], [`set_coalesce`], [`get_pause`],
+//! [`set_pause`], [`get_feature`] and [`set_feature`] talk to the running kernel only (there is
+//! no ring, coalescing, flow control or feature to set in a captured tree).
 
 use crate::Root;
 use serde::{Deserialize, Serialize};
@@ -315,6 +316,49 @@ pub fn set_pause(iface: &str, set: &PauseSet) -> io::Result<()> {
     )
 }
 
+/// The kernel's name of the feature `ethtool -K IF ntuple on` sets (accelerated RFS needs it).
+pub const NTUPLE: &str = "rx-ntuple-filter";
+
+/// The name `ethtool -K` takes for a kernel feature name: `ntuple` for `rx-ntuple-filter`;
+/// any other name as it is (ethtool takes the kernel's names too).
+pub fn feature_arg(name: &str) -> &str {
+    if name == NTUPLE {
+        "ntuple"
+    } else {
+        name
+    }
+}
+
+/// One named feature of `iface` as the running kernel reports it (`ethtool -k`): the feature
+/// string set (`ETHTOOL_GSSET_INFO` + `ETHTOOL_GSTRINGS`) gives its bit, `ETHTOOL_GFEATURES`
+/// its state. A name the kernel does not list is `EOPNOTSUPP`.
+pub fn get_feature(iface: &str, name: &str) -> io::Result<Feature> {
+    let s = sys::Sock::open()?;
+    let (index, count) = s.feature_index(iface, name)?;
+    s.feature_at(iface, index, count)
+}
+
+/// Turn one named feature of `iface` on or off (`ethtool -K IF ntuple on`) with
+/// `ETHTOOL_SFEATURES`, whose mask names that feature's bit alone, so no other feature is
+/// touched. A feature the device cannot change (`[fixed]`, as `rx-ntuple-filter` on veth and
+/// lo) or that the kernel does not list is `EOPNOTSUPP`; a driver that keeps it as it was
+/// (the kernel's "wish" answer) is an error naming the feature.
+pub fn set_feature(iface: &str, name: &str, on: bool) -> io::Result<()> {
+    let s = sys::Sock::open()?;
+    let (index, count) = s.feature_index(iface, name)?;
+    if !s.feature_at(iface, index, count)?.changeable {
+        return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+    }
+    s.set_feature_at(iface, index, count, on)?;
+    if s.feature_at(iface, index, count)?.active != on {
+        return Err(io::Error::other(format!(
+            "the driver kept {name} {}",
+            if on { "off" } else { "on" }
+        )));
+    }
+    Ok(())
+}
+
 /// The ioctl side.
 mod sys {
     use super::*;
@@ -332,6 +376,7 @@ mod sys {
     const ETHTOOL_GSTRINGS: u32 = 0x1b;
     const ETHTOOL_GSSET_INFO: u32 = 0x37;
     const ETHTOOL_GFEATURES: u32 = 0x3a;
+    const ETHTOOL_SFEATURES: u32 = 0x3b;
     const ETHTOOL_GCHANNELS: u32 = 0x3c;
     const ETH_SS_FEATURES: u32 = 4;
     const ETH_GSTRING_LEN: usize = 32;
@@ -550,51 +595,119 @@ mod sys {
         s.coalesce_words(iface).ok().map(|w| coalesce_of(&w))
     }
 
-    fn features(s: &Sock, iface: &str) -> Option<BTreeMap<String, Feature>> {
-        // struct ethtool_sset_info: cmd, reserved, u64 sset_mask, u32 data[].
-        let mut info = vec![0u8; 24];
-        info[..4].copy_from_slice(&ETHTOOL_GSSET_INFO.to_ne_bytes());
-        info[8..16].copy_from_slice(&(1u64 << ETH_SS_FEATURES).to_ne_bytes());
-        s.ioctl(iface, &mut info).ok()?;
-        let mask = u64::from_ne_bytes(info[8..16].try_into().ok()?);
-        if mask & (1 << ETH_SS_FEATURES) == 0 {
-            return None;
+    fn bad(what: &str) -> io::Error {
+        io::Error::other(format!("malformed {what} answer"))
+    }
+
+    /// `struct ethtool_sfeatures` asking for feature `index` (of `count`) alone to be `on`:
+    /// cmd, size, then `{valid, requested}` per 32-feature block, with only the feature's bit
+    /// valid. The kernel takes exactly its own block count (`EINVAL` otherwise), which is the
+    /// feature string set's size in blocks.
+    pub(super) fn sfeatures_buf(index: usize, count: usize, on: bool) -> Vec<u8> {
+        let blocks = count.max(index + 1).div_ceil(32);
+        let bit = 1u32 << (index % 32);
+        let mut w = vec![ETHTOOL_SFEATURES, blocks as u32];
+        for b in 0..blocks {
+            let mine = b == index / 32;
+            w.push(if mine { bit } else { 0 });
+            w.push(if mine && on { bit } else { 0 });
         }
-        let count = u32::from_ne_bytes(info[16..20].try_into().ok()?);
-        if count == 0 || count > MAX_FEATURES {
-            return None;
-        }
-        // struct ethtool_gstrings: cmd, string_set, len, data[len * 32].
-        let n = count as usize;
-        let mut strings = vec![0u8; 12 + n * ETH_GSTRING_LEN];
-        strings[..4].copy_from_slice(&ETHTOOL_GSTRINGS.to_ne_bytes());
-        strings[4..8].copy_from_slice(&ETH_SS_FEATURES.to_ne_bytes());
-        strings[8..12].copy_from_slice(&count.to_ne_bytes());
-        s.ioctl(iface, &mut strings).ok()?;
-        // struct ethtool_gfeatures: cmd, size, {available, requested, active, never_changed}[size].
-        let blocks = n.div_ceil(32);
-        let mut feats = vec![0u8; 8 + blocks * 16];
-        feats[..4].copy_from_slice(&ETHTOOL_GFEATURES.to_ne_bytes());
-        feats[4..8].copy_from_slice(&(blocks as u32).to_ne_bytes());
-        s.ioctl(iface, &mut feats).ok()?;
-        let word = |b: usize, f: usize| {
+        w.into_iter().flat_map(u32::to_ne_bytes).collect()
+    }
+
+    /// Feature `index`'s state in a `struct ethtool_gfeatures` answer (cmd, size, then
+    /// `{available, requested, active, never_changed}` per block).
+    pub(super) fn feature_in(gfeatures: &[u8], index: usize) -> Option<Feature> {
+        let (b, bit) = (index / 32, 1u32 << (index % 32));
+        let word = |f: usize| {
             let o = 8 + b * 16 + f * 4;
-            u32::from_ne_bytes([feats[o], feats[o + 1], feats[o + 2], feats[o + 3]])
+            let c = gfeatures.get(o..o + 4)?;
+            Some(u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
         };
+        Some(Feature {
+            active: word(2)? & bit != 0,
+            changeable: word(0)? & bit != 0,
+        })
+    }
+
+    impl Sock {
+        /// The names of the feature string set, in bit order.
+        fn feature_names(&self, iface: &str) -> io::Result<Vec<String>> {
+            // struct ethtool_sset_info: cmd, reserved, u64 sset_mask, u32 data[].
+            let mut info = vec![0u8; 24];
+            info[..4].copy_from_slice(&ETHTOOL_GSSET_INFO.to_ne_bytes());
+            info[8..16].copy_from_slice(&(1u64 << ETH_SS_FEATURES).to_ne_bytes());
+            self.ioctl(iface, &mut info)?;
+            let mask = u64::from_ne_bytes(info[8..16].try_into().map_err(|_| bad("sset"))?);
+            if mask & (1 << ETH_SS_FEATURES) == 0 {
+                return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+            }
+            let count = u32::from_ne_bytes(info[16..20].try_into().map_err(|_| bad("sset"))?);
+            if count == 0 || count > MAX_FEATURES {
+                return Err(bad("feature count"));
+            }
+            // struct ethtool_gstrings: cmd, string_set, len, data[len * 32].
+            let n = count as usize;
+            let mut strings = vec![0u8; 12 + n * ETH_GSTRING_LEN];
+            strings[..4].copy_from_slice(&ETHTOOL_GSTRINGS.to_ne_bytes());
+            strings[4..8].copy_from_slice(&ETH_SS_FEATURES.to_ne_bytes());
+            strings[8..12].copy_from_slice(&count.to_ne_bytes());
+            self.ioctl(iface, &mut strings)?;
+            Ok((0..n)
+                .map(|i| cstr(&strings[12 + i * ETH_GSTRING_LEN..12 + (i + 1) * ETH_GSTRING_LEN]))
+                .collect())
+        }
+
+        /// The `struct ethtool_gfeatures` answer for `count` features.
+        fn gfeatures(&self, iface: &str, count: usize) -> io::Result<Vec<u8>> {
+            let blocks = count.div_ceil(32);
+            let mut feats = vec![0u8; 8 + blocks * 16];
+            feats[..4].copy_from_slice(&ETHTOOL_GFEATURES.to_ne_bytes());
+            feats[4..8].copy_from_slice(&(blocks as u32).to_ne_bytes());
+            self.ioctl(iface, &mut feats)?;
+            Ok(feats)
+        }
+
+        /// The bit of the feature called `name`, and how many features there are;
+        /// `EOPNOTSUPP` when the kernel does not list it.
+        pub(super) fn feature_index(&self, iface: &str, name: &str) -> io::Result<(usize, usize)> {
+            let names = self.feature_names(iface)?;
+            let index = names
+                .iter()
+                .position(|n| n == name)
+                .ok_or_else(|| io::Error::from_raw_os_error(libc::EOPNOTSUPP))?;
+            Ok((index, names.len()))
+        }
+
+        pub(super) fn feature_at(
+            &self,
+            iface: &str,
+            index: usize,
+            count: usize,
+        ) -> io::Result<Feature> {
+            feature_in(&self.gfeatures(iface, count)?, index).ok_or_else(|| bad("features"))
+        }
+
+        pub(super) fn set_feature_at(
+            &self,
+            iface: &str,
+            index: usize,
+            count: usize,
+            on: bool,
+        ) -> io::Result<()> {
+            self.ioctl(iface, &mut sfeatures_buf(index, count, on))
+        }
+    }
+
+    fn features(s: &Sock, iface: &str) -> Option<BTreeMap<String, Feature>> {
+        let names = s.feature_names(iface).ok()?;
+        let feats = s.gfeatures(iface, names.len()).ok()?;
         let mut out = BTreeMap::new();
-        for i in 0..n {
-            let name = cstr(&strings[12 + i * ETH_GSTRING_LEN..12 + (i + 1) * ETH_GSTRING_LEN]);
+        for (i, name) in names.into_iter().enumerate() {
             if name.is_empty() {
                 continue;
             }
-            let (b, bit) = (i / 32, 1u32 << (i % 32));
-            out.insert(
-                name,
-                Feature {
-                    active: word(b, 2) & bit != 0,
-                    changeable: word(b, 0) & bit != 0,
-                },
-            );
+            out.insert(name, feature_in(&feats, i)?);
         }
         Some(out)
     }
@@ -726,6 +839,83 @@ mod tests {
         assert!(rx_only.holds_in(&p));
         assert!(!both.holds_in(&p));
         assert!(PauseSet::default().is_empty());
+    }
+
+    #[test]
+    fn sfeatures_names_only_the_one_bit() {
+        let words = |b: Vec<u8>| -> Vec<u32> {
+            b.chunks_exact(4)
+                .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        // bit 3 of 64 features on: cmd, two blocks (the kernel wants all of its own), the
+        // first with valid = requested = bit 3, the second naming nothing
+        assert_eq!(
+            words(sys::sfeatures_buf(3, 64, true)),
+            [0x3b, 2, 8, 8, 0, 0]
+        );
+        // bit 35 of 66 off: three blocks, only the second names bit 3 (requested 0)
+        assert_eq!(
+            words(sys::sfeatures_buf(35, 66, false)),
+            [0x3b, 3, 0, 0, 8, 0, 0, 0]
+        );
+        assert_eq!(
+            words(sys::sfeatures_buf(31, 32, true)),
+            [0x3b, 1, 1 << 31, 1 << 31]
+        );
+    }
+
+    #[test]
+    fn gfeatures_answers_are_read_per_bit_and_short_ones_refused() {
+        // two blocks: block 1 has bit 2 available and active, bit 4 available only
+        let words: [u32; 10] = [0x3a, 2, 0, 0, 0, 0, 0b10100, 0, 0b100, 0];
+        let buf: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let f = |i| sys::feature_in(&buf, i);
+        assert_eq!(
+            f(34),
+            Some(Feature {
+                active: true,
+                changeable: true
+            })
+        );
+        assert_eq!(
+            f(36),
+            Some(Feature {
+                active: false,
+                changeable: true
+            })
+        );
+        assert_eq!(
+            f(1),
+            Some(Feature {
+                active: false,
+                changeable: false
+            })
+        );
+        assert_eq!(f(64), None, "past the answer");
+        assert_eq!(feature_arg(NTUPLE), "ntuple");
+        assert_eq!(feature_arg("rx-gro-hw"), "rx-gro-hw");
+    }
+
+    #[test]
+    fn ntuple_on_lo_is_not_supported_and_bad_names_are_refused() {
+        assert!(get_feature("a-name-far-too-long-for-ifnamsiz", NTUPLE).is_err());
+        assert!(set_feature("a-name-far-too-long-for-ifnamsiz", NTUPLE, true).is_err());
+        // lo lists rx-ntuple-filter as fixed off: reading answers, setting is not supported
+        let Ok(f) = get_feature("lo", NTUPLE) else {
+            eprintln!("SKIP: the kernel lists no features for lo");
+            return;
+        };
+        assert!(!f.changeable && !f.active, "{f:?}");
+        let e = set_feature("lo", NTUPLE, true).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EOPNOTSUPP));
+        assert_eq!(
+            get_feature("lo", "no-such-feature")
+                .unwrap_err()
+                .raw_os_error(),
+            Some(libc::EOPNOTSUPP)
+        );
+        assert_eq!(get_feature("lo", NTUPLE).unwrap(), f, "nothing changed");
     }
 
     #[test]

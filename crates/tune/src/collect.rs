@@ -2,6 +2,7 @@
 //! cpufreq policy file governs a CPU, which congestion-control modules the kernel ships).
 
 use wirespeed_doctor::placement::{vectors, CpuLayout};
+use wirespeed_host::ethtool::NTUPLE;
 use wirespeed_host::nic::LinkState;
 use wirespeed_host::{CpuSet, HostFacts, Root};
 
@@ -70,7 +71,10 @@ fn plain_interface(root: &Root, name: &str) -> Option<NicView> {
         ring: None,
         coalesce: ethtool.as_ref().and_then(|e| e.coalesce),
         sizes: wirespeed_host::link::collect_sizes(root, name),
-        pause: ethtool.and_then(|e| e.pause),
+        pause: ethtool.as_ref().and_then(|e| e.pause),
+        ntuple: ethtool
+            .as_ref()
+            .and_then(|e| e.features.as_ref()?.get(NTUPLE).copied()),
     })
 }
 
@@ -230,6 +234,10 @@ pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostV
             coalesce: n.ethtool.as_ref().and_then(|e| e.coalesce),
             sizes: wirespeed_host::link::collect_sizes(root, &n.name),
             pause: n.ethtool.as_ref().and_then(|e| e.pause),
+            ntuple: n
+                .ethtool
+                .as_ref()
+                .and_then(|e| e.features.as_ref()?.get(NTUPLE).copied()),
         });
     }
     Ok(v)

@@ -101,6 +101,7 @@ const LIVE_ONLY_RING: &str = "ring sizes can only be set on the live host";
 const LIVE_ONLY_COALESCE: &str = "interrupt coalescing can only be set on the live host";
 const LIVE_ONLY_SIZES: &str = "GSO/GRO sizes can only be set on the live host";
 const LIVE_ONLY_PAUSE: &str = "flow control can only be set on the live host";
+const LIVE_ONLY_FEATURE: &str = "NIC features can only be set on the live host";
 
 fn not_writable(path: &str, source: io::Error) -> TuneError {
     TuneError::NotWritable {
@@ -178,7 +179,8 @@ pub fn preflight(root: &Root, plan: &Plan, journal_dir: &str) -> Result<(), Tune
             | Change::Ring { .. }
             | Change::Coalesce { .. }
             | Change::LinkSizes { .. }
-            | Change::Pause { .. } => {}
+            | Change::Pause { .. }
+            | Change::Feature { .. } => {}
         }
     }
     Ok(())
@@ -384,6 +386,10 @@ fn apply_step(a: &mut Applier<'_>, i: usize, step: &Step) -> StepResult {
         Change::Pause { iface, set } => match a.link {
             Some(dev) => set_pause(a, i, finding, iface, set, dev),
             None => Ok((StepStatus::Skipped, Some(LIVE_ONLY_PAUSE.into()))),
+        },
+        Change::Feature { iface, feature, on } => match a.link {
+            Some(dev) => set_feature(a, i, finding, iface, feature, *on, dev),
+            None => Ok((StepStatus::Skipped, Some(LIVE_ONLY_FEATURE.into()))),
         },
     }
 }
@@ -733,16 +739,21 @@ fn set_coalesce(
     Ok((status, detail))
 }
 
-/// Where GSO/GRO sizes (rtnetlink) and flow control (ethtool) are read and set: the running
-/// kernel ([`KernelLink`]), or an in-memory NIC in tests.
+/// Where GSO/GRO sizes (rtnetlink), flow control and named features (ethtool) are read and
+/// set: the running kernel ([`KernelLink`]), or an in-memory NIC in tests.
 pub trait LinkDevice {
     fn sizes(&self, iface: &str) -> io::Result<LinkSizes>;
     fn set_sizes(&self, iface: &str, set: &SizesSet) -> io::Result<()>;
     fn pause(&self, iface: &str) -> io::Result<ethtool::Pause>;
     fn set_pause(&self, iface: &str, set: &PauseSet) -> io::Result<()>;
+    /// One named feature (`rx-ntuple-filter`); `EOPNOTSUPP` when the NIC does not list it.
+    fn feature(&self, iface: &str, name: &str) -> io::Result<ethtool::Feature>;
+    /// Turn one named feature on or off, touching no other; `EOPNOTSUPP` when it is fixed.
+    fn set_feature(&self, iface: &str, name: &str, on: bool) -> io::Result<()>;
 }
 
-/// The running kernel: `RTM_GETLINK`/`RTM_NEWLINK`, `ETHTOOL_GPAUSEPARAM`/`ETHTOOL_SPAUSEPARAM`.
+/// The running kernel: `RTM_GETLINK`/`RTM_NEWLINK`, `ETHTOOL_GPAUSEPARAM`/`ETHTOOL_SPAUSEPARAM`,
+/// `ETHTOOL_GFEATURES`/`ETHTOOL_SFEATURES`.
 pub struct KernelLink;
 
 impl LinkDevice for KernelLink {
@@ -757,6 +768,12 @@ impl LinkDevice for KernelLink {
     }
     fn set_pause(&self, iface: &str, set: &PauseSet) -> io::Result<()> {
         ethtool::set_pause(iface, set)
+    }
+    fn feature(&self, iface: &str, name: &str) -> io::Result<ethtool::Feature> {
+        ethtool::get_feature(iface, name)
+    }
+    fn set_feature(&self, iface: &str, name: &str, on: bool) -> io::Result<()> {
+        ethtool::set_feature(iface, name, on)
     }
 }
 
@@ -867,6 +884,105 @@ fn set_pause(
     let what = format!("ethtool -A {iface} {}", set.ethtool_args());
     let res = dev.set_pause(iface, set);
     finish_write(a, seq, res, &what)
+}
+
+/// Turn one named NIC feature on or off: read, skip when it holds, journal the old state,
+/// write that bit alone. A NIC without the feature, or with it fixed (veth, lo: `EOPNOTSUPP`),
+/// or a driver that refuses it (`EINVAL`) is not supported, and the plan goes on.
+fn set_feature(
+    a: &mut Applier<'_>,
+    i: usize,
+    finding: &str,
+    iface: &str,
+    feature: &str,
+    on: bool,
+    dev: &dyn LinkDevice,
+) -> StepResult {
+    let arg = ethtool::feature_arg(feature);
+    let cur = match dev.feature(iface, feature) {
+        Ok(c) => c,
+        Err(e) if unsupported(&e) => {
+            return Ok((
+                StepStatus::NotSupported,
+                Some(format!("ethtool -k {iface} lists no {arg}: {e}")),
+            ))
+        }
+        Err(e) => return Ok((StepStatus::Failed, Some(format!("ethtool -k {iface}: {e}")))),
+    };
+    if cur.active == on {
+        return Ok((StepStatus::AlreadySet, None));
+    }
+    if !cur.changeable {
+        return Ok((
+            StepStatus::NotSupported,
+            Some(format!("{arg} is fixed {} on {iface}", on_off(cur.active))),
+        ));
+    }
+    let seq = a.change(
+        i,
+        finding,
+        Undo::Feature {
+            iface: iface.to_string(),
+            feature: feature.to_string(),
+            old: cur.active,
+            new: on,
+        },
+    )?;
+    let what = format!("ethtool -K {iface} {arg} {}", on_off(on));
+    let res = dev.set_feature(iface, feature, on);
+    finish_write(a, seq, res, &what)
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// Put back a feature a journal saved: only when it still holds what tune set (or `force`).
+fn undo_feature(
+    iface: &str,
+    feature: &str,
+    old: bool,
+    new: bool,
+    force: bool,
+    dev: &dyn LinkDevice,
+) -> (RevertStatus, Option<String>) {
+    let arg = ethtool::feature_arg(feature);
+    let cur = match dev.feature(iface, feature) {
+        Ok(c) => c.active,
+        Err(err) => {
+            return (
+                RevertStatus::Failed,
+                Some(format!("ethtool -k {iface}: {err}")),
+            )
+        }
+    };
+    if cur == old {
+        return (RevertStatus::AlreadyOriginal, None);
+    }
+    if cur != new && !force {
+        return (
+            RevertStatus::LeftChanged,
+            Some(format!(
+                "now {arg} {}, tune set {}",
+                on_off(cur),
+                on_off(new)
+            )),
+        );
+    }
+    match dev.set_feature(iface, feature, old) {
+        Ok(()) => (
+            RevertStatus::Restored,
+            Some(format!("{arg} {}", on_off(old))),
+        ),
+        Err(err) => (
+            RevertStatus::Failed,
+            Some(format!("ethtool -K {iface} {arg} {}: {err}", on_off(old))),
+        ),
+    }
 }
 
 /// Put back the sizes a journal saved: only when they still hold what tune set (or `force`).
@@ -1308,6 +1424,15 @@ fn undo(
         Undo::Pause { iface, old, new } => match link {
             Some(dev) => undo_pause(iface, old, new, force, dev),
             None => (RevertStatus::Failed, Some(LIVE_ONLY_PAUSE.into())),
+        },
+        Undo::Feature {
+            iface,
+            feature,
+            old,
+            new,
+        } => match link {
+            Some(dev) => undo_feature(iface, feature, *old, *new, force, dev),
+            None => (RevertStatus::Failed, Some(LIVE_ONLY_FEATURE.into())),
         },
     }
 }

@@ -100,6 +100,14 @@ pub enum Undo {
         old: PauseSet,
         new: PauseSet,
     },
+    /// One named NIC feature set through the ethtool interface (only its bit): `old` is what
+    /// the NIC had.
+    Feature {
+        iface: String,
+        feature: String,
+        old: bool,
+        new: bool,
+    },
 }
 
 impl Undo {
@@ -115,6 +123,10 @@ impl Undo {
             Undo::Coalesce { iface, .. } => format!("ethtool -C {iface}"),
             Undo::LinkSizes { iface, .. } => format!("ip link set dev {iface}"),
             Undo::Pause { iface, .. } => format!("ethtool -A {iface}"),
+            Undo::Feature { iface, feature, .. } => format!(
+                "ethtool -K {iface} {}",
+                wirespeed_host::ethtool::feature_arg(feature)
+            ),
         }
     }
 }

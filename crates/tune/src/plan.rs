@@ -64,6 +64,14 @@ pub enum Change {
     /// Ethernet flow control (pause frames) through the ethtool interface, as the user asked
     /// (the switch port is the other half); live hosts only.
     Pause { iface: String, set: PauseSet },
+    /// One named NIC feature (`feature` as the kernel names it, e.g. `rx-ntuple-filter`) on or
+    /// off through the ethtool interface (`ETHTOOL_SFEATURES`, only that feature's bit);
+    /// live hosts only.
+    Feature {
+        iface: String,
+        feature: String,
+        on: bool,
+    },
 }
 
 impl Change {
@@ -78,7 +86,8 @@ impl Change {
             | Change::Ring { .. }
             | Change::Coalesce { .. }
             | Change::LinkSizes { .. }
-            | Change::Pause { .. } => None,
+            | Change::Pause { .. }
+            | Change::Feature { .. } => None,
         }
     }
 
@@ -91,6 +100,7 @@ impl Change {
                 | Change::Coalesce { .. }
                 | Change::LinkSizes { .. }
                 | Change::Pause { .. }
+                | Change::Feature { .. }
         )
     }
 }
@@ -366,6 +376,11 @@ pub fn command_for(change: &Change) -> String {
         Change::Coalesce { iface, set } => format!("ethtool -C {iface} {}", set.ethtool_args()),
         Change::LinkSizes { iface, set } => format!("ip link set dev {iface} {}", set.ip_args()),
         Change::Pause { iface, set } => format!("ethtool -A {iface} {}", set.ethtool_args()),
+        Change::Feature { iface, feature, on } => format!(
+            "ethtool -K {iface} {} {}",
+            wirespeed_host::ethtool::feature_arg(feature),
+            if *on { "on" } else { "off" }
+        ),
     }
 }
 

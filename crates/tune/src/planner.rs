@@ -20,7 +20,8 @@
 //! - Interrupt coalescing only as requested (`--adaptive-rx`, `--rx-usecs`, `--tx-usecs`): a
 //!   low-latency setting cannot be told from a bad one, so no finding asks for it. Unknown (no
 //!   step, a note) when the NIC did not answer `ETHTOOL_GCOALESCE`.
-//! - Doctor's file writes for `tcp-options-off`, `txqueuelen-short`, `arfs-off`; deep C-states
+//! - Doctor's file writes for `tcp-options-off`, `txqueuelen-short`, `arfs-off` (and its
+//!   `ethtool -K IF ntuple on` through `ETHTOOL_SFEATURES` when the NIC can); deep C-states
 //!   off (`cstates-deep`) on the CPUs that serve the NIC after the IRQ moves; rings by doctor's
 //!   `ring-below-max` rule.
 //! - Socket buffers sized for `--rate`, else the link speed, else the instance type's rate.
@@ -37,7 +38,7 @@ use std::collections::BTreeSet;
 use wirespeed_doctor::checks::fmt_mbps;
 use wirespeed_doctor::placement::{self, auto_policy, IrqCpus, PlacementError, Vector};
 use wirespeed_doctor::sizing;
-use wirespeed_host::ethtool::{CoalesceSet, PauseSet};
+use wirespeed_host::ethtool::{CoalesceSet, PauseSet, NTUPLE};
 use wirespeed_host::link::SizesSet;
 use wirespeed_host::CpuSet;
 
@@ -253,7 +254,8 @@ impl Builder<'_> {
             Change::Ring { .. }
             | Change::Coalesce { .. }
             | Change::LinkSizes { .. }
-            | Change::Pause { .. } => current == new,
+            | Change::Pause { .. }
+            | Change::Feature { .. } => current == new,
             Change::Create { .. } | Change::Link { .. } | Change::Service { .. } => false,
         };
         let step = Step {
@@ -1188,7 +1190,9 @@ fn pause(b: &mut Builder<'_>) {
 
 /// The findings whose fix is a kernel file write that doctor computed (TCP options, transmit
 /// queue length, RFS tables, C-states): exactly those writes, in the category they belong to.
-/// A path another step already sets (`--txqueuelen`) is left to that step.
+/// A path another step already sets (`--txqueuelen`) is left to that step. `arfs-off` also
+/// turns the NIC's `ntuple` feature on when the NIC reports it off and changeable (live only:
+/// an ioctl).
 fn doctor_writes(b: &mut Builder<'_>) {
     let findings = b.view.findings.clone();
     for f in findings {
@@ -1199,6 +1203,9 @@ fn doctor_writes(b: &mut Builder<'_>) {
         };
         if !b.on(cat) {
             continue;
+        }
+        if f.id == ids::ARFS_OFF {
+            ntuple_on(b, &f.id);
         }
         for w in &f.writes {
             let taken = b
@@ -1226,6 +1233,30 @@ fn doctor_writes(b: &mut Builder<'_>) {
             );
         }
     }
+}
+
+/// `ethtool -K IF ntuple on` for `arfs-off`: only when the NIC answered that its ntuple
+/// filters are off and changeable (doctor's rule; fixed off means no aRFS at all).
+fn ntuple_on(b: &mut Builder<'_>, finding: &str) {
+    let Some(nic) = &b.view.nic else {
+        return;
+    };
+    let Some(f) = nic.ntuple.filter(|f| !f.active && f.changeable) else {
+        return;
+    };
+    let change = Change::Feature {
+        iface: nic.name.clone(),
+        feature: NTUPLE.to_string(),
+        on: true,
+    };
+    b.push(
+        finding,
+        "ntuple filters on, so accelerated RFS can steer each flow to its reader's CPU".into(),
+        format!("ethtool -K {} ntuple", nic.name),
+        if f.active { "on" } else { "off" }.into(),
+        "on".into(),
+        change,
+    );
 }
 
 /// Notes for the findings no step addresses.

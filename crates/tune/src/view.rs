@@ -68,6 +68,10 @@ pub struct NicView {
     /// Flow control as the NIC answered `ETHTOOL_GPAUSEPARAM`; `None` when it did not answer.
     #[serde(default)]
     pub pause: Option<wirespeed_host::ethtool::Pause>,
+    /// The `rx-ntuple-filter` feature (`ethtool -k`: ntuple) as the NIC answered
+    /// `ETHTOOL_GFEATURES`; `None` when it did not answer or does not list it.
+    #[serde(default)]
+    pub ntuple: Option<wirespeed_host::ethtool::Feature>,
 }
 
 impl NicView {

@@ -578,3 +578,137 @@ fn veth_big_tcp_sizes_change_for_real_and_revert_and_pause_is_not_supported() {
         text(&o)
     );
 }
+
+/// `ethtool -K IF ntuple on` (arfs-off's NIC step) on a veth, which lists `rx-ntuple-filter`
+/// as fixed off: the step is "not supported", nothing is journaled for it, the feature and
+/// every other one are as they were, and the rest of the plan (a GSO size) applies and reverts.
+/// Then the same setter on a feature veth can change (GRO): the kernel takes the
+/// `ETHTOOL_SFEATURES` message, that bit alone moves, and it goes back.
+#[test]
+fn veth_ntuple_is_not_supported_and_the_plan_goes_on() {
+    let me = "veth_ntuple_is_not_supported_and_the_plan_goes_on";
+    let Some(ns) = veth_netns(me, "wsd5ntu") else {
+        return;
+    };
+    let features = || {
+        let o = sh("ip", &["netns", "exec", &ns.0, "ethtool", "-k", "ws0"]);
+        o.status.success().then(|| text(&o))
+    };
+    let ntuple = in_netns(&ns.0, || {
+        wirespeed_host::ethtool::get_feature("ws0", wirespeed_host::ethtool::NTUPLE)
+    });
+    let ntuple = match ntuple {
+        Ok(f) => f,
+        Err(e) => {
+            need::unavailable(me, &format!("veth lists no rx-ntuple-filter: {e}"));
+            return;
+        }
+    };
+    assert!(!ntuple.active && !ntuple.changeable, "{ntuple:?}");
+    let shown_before = features();
+    let sizes_before = in_netns(&ns.0, || wirespeed_host::link::get_sizes("ws0").unwrap());
+    let mut plan = Plan::new("/");
+    let changes = [
+        Change::Feature {
+            iface: "ws0".into(),
+            feature: wirespeed_host::ethtool::NTUPLE.into(),
+            on: true,
+        },
+        Change::LinkSizes {
+            iface: "ws0".into(),
+            set: wirespeed_host::link::SizesSet {
+                gso_max_size: Some(131_072),
+                ..Default::default()
+            },
+        },
+    ];
+    for change in changes {
+        plan.steps.push(Step {
+            finding: "arfs-off".into(),
+            summary: "test".into(),
+            setting: "ws0".into(),
+            current: "?".into(),
+            new: "?".into(),
+            command: command_for(&change),
+            change,
+        });
+    }
+    assert_eq!(plan.steps[0].command, "ethtool -K ws0 ntuple on");
+    let jdir = tempfile::tempdir().unwrap();
+    let opts = ApplyOptions {
+        journal_dir: jdir.path().to_str().unwrap().to_string(),
+        ..ApplyOptions::default()
+    };
+    let report = in_netns(&ns.0, || {
+        engine::apply(&Root::live(), &plan, &opts, &mut |_, _| {}).unwrap()
+    });
+    assert_eq!(
+        report.steps[0].status,
+        StepStatus::NotSupported,
+        "{report:#?}"
+    );
+    assert_eq!(report.steps[1].status, StepStatus::Applied, "{report:#?}");
+    eprintln!(
+        "veth ws0 ntuple: {}",
+        report.steps[0].detail.as_deref().unwrap_or_default()
+    );
+    let jf = wirespeed_tune::JournalFile::read(&Root::live(), &report.journal).unwrap();
+    assert_eq!(jf.entries().len(), 1, "only the size: {:#?}", jf.entries());
+    // the host layer's setter, called directly: a fixed feature is EOPNOTSUPP, never written
+    let direct = in_netns(&ns.0, || {
+        wirespeed_host::ethtool::set_feature("ws0", wirespeed_host::ethtool::NTUPLE, true)
+    });
+    assert_eq!(
+        direct.unwrap_err().raw_os_error(),
+        Some(libc::EOPNOTSUPP),
+        "a fixed feature"
+    );
+    let r = in_netns(&ns.0, || {
+        engine::revert(&Root::live(), &report.journal, false).unwrap()
+    });
+    assert!(r.complete(), "{r:#?}");
+    assert_eq!(
+        in_netns(&ns.0, || wirespeed_host::link::get_sizes("ws0").unwrap()),
+        sizes_before
+    );
+    assert_eq!(
+        in_netns(&ns.0, || wirespeed_host::ethtool::get_feature(
+            "ws0",
+            wirespeed_host::ethtool::NTUPLE
+        )
+        .unwrap()),
+        ntuple
+    );
+    // `ethtool -k` (when installed) shows every feature as before
+    assert_eq!(features(), shown_before);
+
+    // the same setter on a feature veth can change (GRO): ETHTOOL_SFEATURES as the kernel
+    // takes it, that one bit moves and no other, and back
+    let all = || {
+        in_netns(&ns.0, || {
+            wirespeed_host::ethtool::collect_ethtool(&Root::live(), "ws0")
+                .and_then(|e| e.features)
+                .expect("veth answers ETHTOOL_GFEATURES")
+        })
+    };
+    let before = all();
+    let gro = "rx-gro";
+    let Some(g) = before.get(gro).copied().filter(|g| g.changeable) else {
+        need::unavailable(me, &format!("veth lists no changeable {gro}"));
+        return;
+    };
+    let set = |on| {
+        in_netns(&ns.0, || {
+            wirespeed_host::ethtool::set_feature("ws0", gro, on)
+        })
+    };
+    set(!g.active).unwrap();
+    let flipped = all();
+    let moved: Vec<&String> = before
+        .keys()
+        .filter(|k| before[*k].active != flipped[*k].active)
+        .collect();
+    assert_eq!(moved, [gro], "{before:?} -> {flipped:?}");
+    set(g.active).unwrap();
+    assert_eq!(all(), before);
+}

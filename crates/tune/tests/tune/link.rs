@@ -2,14 +2,17 @@
 //! engine on a captured tree, with an in-memory NIC standing in for the kernel (the live path
 //! is tested in the CLI's `tune_live` on a veth): plan from doctor's finding, apply journals the
 //! old sizes first, revert puts them back and leaves the tree byte-identical; a driver without
-//! flow control makes its step "not supported" and the plan goes on.
+//! flow control makes its step "not supported" and the plan goes on. `arfs-off`'s ntuple step
+//! (`ETHTOOL_SFEATURES`) the same way: only that feature's bit changes, and back.
 
 use crate::common::{put, snapshot};
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::io;
 
-use wirespeed_host::ethtool::{Pause, PauseSet};
+use wirespeed_doctor::FileWrite;
+use wirespeed_host::ethtool::{Feature, Pause, PauseSet, NTUPLE};
 use wirespeed_host::link::{LinkSizes, SizesSet};
 use wirespeed_host::Root;
 use wirespeed_tune::engine::{self, LinkDevice, RevertStatus, StepStatus};
@@ -24,6 +27,8 @@ use wirespeed_tune::{ApplyOptions, Form};
 struct FakeNic {
     sizes: RefCell<LinkSizes>,
     pause: RefCell<Option<Pause>>,
+    /// Named features as `ETHTOOL_GFEATURES` lists them; a name not listed is EOPNOTSUPP.
+    features: RefCell<BTreeMap<String, Feature>>,
 }
 
 impl FakeNic {
@@ -37,7 +42,26 @@ impl FakeNic {
                 tso_max_size: Some(524_280),
             }),
             pause: RefCell::new(pause),
+            features: RefCell::new(BTreeMap::new()),
         }
+    }
+
+    /// With ntuple as given, beside two other features that must not move.
+    fn with_ntuple(ntuple: Feature) -> FakeNic {
+        let nic = FakeNic::new(true, None);
+        let feat = |active, changeable| Feature { active, changeable };
+        *nic.features.borrow_mut() = [
+            ("rx-gro-hw".to_string(), feat(false, true)),
+            (NTUPLE.to_string(), ntuple),
+            ("tx-checksum-ipv4".to_string(), feat(true, true)),
+        ]
+        .into_iter()
+        .collect();
+        nic
+    }
+
+    fn ntuple(&self) -> Feature {
+        self.features.borrow()[NTUPLE]
     }
 }
 
@@ -83,6 +107,23 @@ impl LinkDevice for FakeNic {
         cur.tx = set.tx.unwrap_or(cur.tx);
         Ok(())
     }
+    fn feature(&self, _iface: &str, name: &str) -> io::Result<Feature> {
+        self.features
+            .borrow()
+            .get(name)
+            .copied()
+            .ok_or_else(|| io::Error::from_raw_os_error(EOPNOTSUPP))
+    }
+    fn set_feature(&self, _iface: &str, name: &str, on: bool) -> io::Result<()> {
+        let mut f = self.features.borrow_mut();
+        match f.get_mut(name) {
+            Some(cur) if cur.changeable => {
+                cur.active = on;
+                Ok(())
+            }
+            _ => Err(io::Error::from_raw_os_error(EOPNOTSUPP)),
+        }
+    }
 }
 
 /// Linux's errno values the kernel answers with.
@@ -116,6 +157,7 @@ fn view(sizes: LinkSizes, pause: Option<Pause>) -> HostView {
             coalesce: None,
             sizes: Some(sizes),
             pause,
+            ntuple: None,
         }),
         findings: vec![FindingView {
             id: "big-tcp-off".into(),
@@ -130,7 +172,12 @@ fn view(sizes: LinkSizes, pause: Option<Pause>) -> HostView {
 fn link_steps(p: &Plan) -> Vec<&Step> {
     p.steps
         .iter()
-        .filter(|s| matches!(s.change, Change::LinkSizes { .. } | Change::Pause { .. }))
+        .filter(|s| {
+            matches!(
+                s.change,
+                Change::LinkSizes { .. } | Change::Pause { .. } | Change::Feature { .. }
+            )
+        })
         .collect()
 }
 
@@ -487,4 +534,212 @@ fn firmware_and_boot_findings_say_exactly_what_to_do() {
         .steps
         .iter()
         .all(|s| !s.finding.starts_with("pcie") && s.finding != "iommu-translated"));
+}
+
+fn feat(active: bool, changeable: bool) -> Feature {
+    Feature { active, changeable }
+}
+
+/// A pinned application on a multi-queue NIC with ntuple as given and RFS's table at 0, as
+/// doctor reports `arfs-off` (its writes for the table).
+fn arfs_view(ntuple: Option<Feature>) -> HostView {
+    let mut v = view(FakeNic::new(true, None).sizes.into_inner(), None);
+    v.nic.as_mut().unwrap().ntuple = ntuple;
+    v.findings = vec![FindingView {
+        id: "arfs-off".into(),
+        summary: "ens5f0np0: accelerated RFS is off".into(),
+        fix: vec![
+            "ethtool -K ens5f0np0 ntuple on".into(),
+            "sysctl -w net.core.rps_sock_flow_entries=32768".into(),
+        ],
+        writes: vec![FileWrite {
+            path: "/proc/sys/net/core/rps_sock_flow_entries".into(),
+            current: "0".into(),
+            value: "32768".into(),
+            what: "RFS flow table".into(),
+        }],
+    }];
+    v
+}
+
+#[test]
+fn arfs_off_plans_ntuple_on_only_when_the_nic_can_change_it() {
+    let p = planner::plan(
+        &arfs_view(Some(feat(false, true))),
+        &PlanOptions::new("test"),
+    )
+    .unwrap();
+    let steps = link_steps(&p);
+    assert_eq!(steps.len(), 1, "{p:#?}");
+    let s = steps[0];
+    assert_eq!(s.finding, "arfs-off");
+    assert_eq!((s.current.as_str(), s.new.as_str()), ("off", "on"));
+    assert_eq!(s.command, "ethtool -K ens5f0np0 ntuple on");
+    assert_eq!(
+        s.change,
+        Change::Feature {
+            iface: "ens5f0np0".into(),
+            feature: "rx-ntuple-filter".into(),
+            on: true
+        }
+    );
+    // the RFS table write is planned beside it
+    assert!(p
+        .steps
+        .iter()
+        .any(|s| s.setting == "net.core.rps_sock_flow_entries"));
+
+    // on already, fixed off, or not answered: no ntuple step (the table write stays)
+    for ntuple in [Some(feat(true, true)), Some(feat(false, false)), None] {
+        let p = planner::plan(&arfs_view(ntuple), &PlanOptions::new("test")).unwrap();
+        assert!(link_steps(&p).is_empty(), "{ntuple:?}: {p:#?}");
+        assert!(p.steps.iter().any(|s| s.finding == "arfs-off"), "{p:#?}");
+    }
+    // `--only irq` leaves the finding out
+    let mut o = PlanOptions::new("test");
+    o.only = [planner::Category::Irq].into_iter().collect();
+    let p = planner::plan(&arfs_view(Some(feat(false, true))), &o).unwrap();
+    assert!(link_steps(&p).is_empty());
+}
+
+#[test]
+fn ntuple_applies_journaled_first_and_reverts_exactly() {
+    let t = tempfile::tempdir().unwrap();
+    put(t.path(), "proc/sys/net/core/rps_sock_flow_entries", "0\n");
+    let root = Root::new(t.path());
+    let before = snapshot(t.path());
+    let nic = FakeNic::with_ntuple(feat(false, true));
+    let features_before = nic.features.borrow().clone();
+    let plan = planner::plan(&arfs_view(Some(nic.ntuple())), &PlanOptions::new("test")).unwrap();
+    let at = plan
+        .steps
+        .iter()
+        .position(|s| matches!(s.change, Change::Feature { .. }))
+        .expect("the ntuple step");
+
+    // a captured tree: the step is skipped, nothing journaled for it
+    let r = engine::apply(&root, &plan, &ApplyOptions::default(), &mut |_, _| {}).unwrap();
+    assert_eq!(r.steps[at].status, StepStatus::Skipped, "{r:#?}");
+    assert!(r.steps[at].detail.as_deref().unwrap().contains("live host"));
+    assert!(engine::revert(&root, &r.journal, false).unwrap().complete());
+    assert_eq!(snapshot(t.path()), before);
+
+    let r =
+        engine::apply_with(&root, &plan, &ApplyOptions::default(), &mut |_, _| {}, &nic).unwrap();
+    assert_eq!(r.steps[at].status, StepStatus::Applied, "{r:#?}");
+    assert!(
+        r.steps.iter().all(|s| s.status == StepStatus::Applied),
+        "{r:#?}"
+    );
+    assert_eq!(nic.ntuple(), feat(true, true));
+    // only the ntuple bit moved
+    let mut want = features_before.clone();
+    want.insert(NTUPLE.into(), feat(true, true));
+    assert_eq!(*nic.features.borrow(), want);
+    let jf = JournalFile::read(&root, &r.journal).unwrap();
+    let entries = jf.entries();
+    let e = entries
+        .iter()
+        .find(|e| matches!(e.undo, Undo::Feature { .. }))
+        .expect("journaled");
+    assert_eq!(e.outcome, Some(Outcome::Applied));
+    assert_eq!(
+        e.undo,
+        Undo::Feature {
+            iface: "ens5f0np0".into(),
+            feature: NTUPLE.into(),
+            old: false,
+            new: true
+        }
+    );
+    assert_eq!(e.undo.setting(), "ethtool -K ens5f0np0 ntuple");
+    // again: already set, nothing journaled
+    let again =
+        engine::apply_with(&root, &plan, &ApplyOptions::default(), &mut |_, _| {}, &nic).unwrap();
+    assert_eq!(again.steps[at].status, StepStatus::AlreadySet);
+    assert!(engine::revert_with(&root, &again.journal, false, &nic)
+        .unwrap()
+        .complete());
+
+    let rv = engine::revert_with(&root, &r.journal, false, &nic).unwrap();
+    assert!(rv.complete(), "{rv:#?}");
+    assert_eq!(rv.count(RevertStatus::Restored), 2, "{rv:#?}");
+    assert_eq!(*nic.features.borrow(), features_before);
+    assert_eq!(snapshot(t.path()), before);
+}
+
+#[test]
+fn ntuple_changed_since_is_left_alone_and_a_fixed_one_is_not_supported() {
+    let t = tree();
+    let root = Root::new(t.path());
+    let nic = FakeNic::with_ntuple(feat(false, true));
+    let step = Change::Feature {
+        iface: "ens5f0np0".into(),
+        feature: NTUPLE.into(),
+        on: true,
+    };
+    let plan = plan_with(vec![step.clone()]);
+    let r =
+        engine::apply_with(&root, &plan, &ApplyOptions::default(), &mut |_, _| {}, &nic).unwrap();
+    assert_eq!(r.steps[0].status, StepStatus::Applied, "{r:#?}");
+    // someone turned it off again since: revert writes nothing (a feature has no third state,
+    // so what changed since is already the original) and leaves the other features alone
+    nic.features
+        .borrow_mut()
+        .insert(NTUPLE.into(), feat(false, true));
+    nic.features
+        .borrow_mut()
+        .insert("rx-gro-hw".into(), feat(true, true));
+    let after = nic.features.borrow().clone();
+    let rv = engine::revert_with(&root, &r.journal, false, &nic).unwrap();
+    assert_eq!(rv.items[0].status, RevertStatus::AlreadyOriginal, "{rv:#?}");
+    assert_eq!(*nic.features.borrow(), after);
+
+    // the other way: a step that turned it off reverts to on
+    let nic = FakeNic::with_ntuple(feat(true, true));
+    let plan_off = plan_with(vec![Change::Feature {
+        iface: "ens5f0np0".into(),
+        feature: NTUPLE.into(),
+        on: false,
+    }]);
+    assert_eq!(plan_off.steps[0].command, "ethtool -K ens5f0np0 ntuple off");
+    let r = engine::apply_with(
+        &root,
+        &plan_off,
+        &ApplyOptions::default(),
+        &mut |_, _| {},
+        &nic,
+    )
+    .unwrap();
+    assert_eq!(r.steps[0].status, StepStatus::Applied);
+    assert_eq!(nic.ntuple(), feat(false, true));
+    let rv = engine::revert_with(&root, &r.journal, false, &nic).unwrap();
+    assert_eq!(rv.items[0].status, RevertStatus::Restored, "{rv:#?}");
+    assert_eq!(nic.ntuple(), feat(true, true));
+
+    // fixed off (veth, lo) and not listed at all: not supported, nothing journaled, the plan
+    // goes on
+    for nic in [
+        FakeNic::with_ntuple(feat(false, false)),
+        FakeNic::new(true, None),
+    ] {
+        let before = snapshot(t.path());
+        let plan = plan_with(vec![step.clone(), rmem()]);
+        let r = engine::apply_with(&root, &plan, &ApplyOptions::default(), &mut |_, _| {}, &nic)
+            .unwrap();
+        assert_eq!(r.steps[0].status, StepStatus::NotSupported, "{r:#?}");
+        assert!(r.steps[0].detail.as_deref().unwrap().contains("ntuple"));
+        assert_eq!(r.steps[1].status, StepStatus::Applied);
+        let jf = JournalFile::read(&root, &r.journal).unwrap();
+        assert_eq!(
+            jf.entries().len(),
+            1,
+            "only the sysctl: {:#?}",
+            jf.entries()
+        );
+        assert!(engine::revert_with(&root, &r.journal, false, &nic)
+            .unwrap()
+            .complete());
+        assert_eq!(snapshot(t.path()), before);
+    }
 }

@@ -99,6 +99,7 @@ fn ryzen() -> HostView {
             coalesce: None,
             sizes: None,
             pause: None,
+            ntuple: None,
         }),
         findings: vec![],
     }
