@@ -11,12 +11,13 @@ use std::time::Duration;
 use wirespeed_agent::probe::ProbeLimits;
 use wirespeed_agent::{Agent, AgentConfig};
 use wirespeed_engine::tune::TuneConfig;
-use wirespeed_engine::{Limits, ServerConfig};
+use wirespeed_engine::ServerConfig;
 use wirespeed_explain::hooks::IrqTune;
 use wirespeed_host::Root;
 
 use crate::diagnose::root_dir;
 use crate::exit;
+use crate::measure::ServerGuardArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct AgentArgs {
@@ -36,15 +37,10 @@ pub struct AgentArgs {
     /// No test server: only the HTTP endpoint (probes still run from here).
     #[arg(long = "no-server")]
     no_server: bool,
-    /// Tests the server runs at the same time.
-    #[arg(long = "max-tests", default_value_t = 64)]
-    max_tests: usize,
-    /// Streams (-P) one test may ask the server for.
-    #[arg(long = "max-streams", default_value_t = 4096)]
-    max_streams: u32,
-    /// Longest test the server runs, seconds.
-    #[arg(long = "max-duration", default_value_t = 86_400)]
-    max_duration: u64,
+    /// The test server's limits, address lists, authentication and timeouts: the flags of
+    /// `wirespeed server`, with the same meanings.
+    #[command(flatten)]
+    guard: ServerGuardArgs,
     /// Let clients move this host's NIC queue IRQs for their test, as `wirespeed server
     /// --allow-tune` (journaled, reverted after each test). Needs root.
     #[arg(long = "allow-tune")]
@@ -88,28 +84,22 @@ fn server_config(a: &AgentArgs) -> anyhow::Result<ServerConfig> {
     } else {
         None
     };
+    let mut cfg = ServerConfig::default();
+    a.guard.apply(&mut cfg)?;
     Ok(ServerConfig {
         bind: a.bind,
         port: a.port,
-        limits: Limits {
-            max_tests: a.max_tests,
-            max_streams: a.max_streams,
-            max_duration: Duration::from_secs(a.max_duration),
-            ..Limits::default()
-        },
         tune,
         observe: Some(crate::measure::live_observer()),
-        ..ServerConfig::default()
+        // Refusals and ended tests, one line each with the address, as `wirespeed server`.
+        log: Some(wirespeed_engine::server::LogHook::new(|line: &str| {
+            eprintln!("wirespeed agent: {line}");
+        })),
+        ..cfg
     })
 }
 
 pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
-    if a.max_tests == 0 || a.max_streams == 0 || a.max_duration == 0 {
-        return Err(exit::fail(
-            exit::USAGE,
-            "--max-tests, --max-streams and --max-duration must be above 0",
-        ));
-    }
     if !(1..=3600).contains(&a.probe_max_duration)
         || !(1..=a.probe_max_duration).contains(&a.probe_duration)
         || !(1..=1024).contains(&a.probe_max_streams)
