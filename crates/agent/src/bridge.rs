@@ -30,9 +30,21 @@ impl Reporter for Keep {
     }
 }
 
+/// What a probe's client shows a hardened server: iperf3's RSA credentials, wirespeed's
+/// pre-shared key.
+#[derive(Clone, Default)]
+pub struct ProbeCredentials {
+    pub auth: Option<wirespeed_protocol::auth::ClientAuth>,
+    pub psk: Option<wirespeed_protocol::psk::Psk>,
+}
+
 /// Run one test as the probe asks. `stop` set from another thread ends it early (the agent's
 /// watchdog). Returns the report when the test got far enough to make one, and the error.
-pub fn run_probe(p: &ProbeParams, stop: Arc<AtomicBool>) -> (Option<TestResult>, Option<String>) {
+pub fn run_probe(
+    p: &ProbeParams,
+    creds: &ProbeCredentials,
+    stop: Arc<AtomicBool>,
+) -> (Option<TestResult>, Option<String>) {
     let cfg = ClientConfig {
         host: p.host.clone(),
         port: p.port,
@@ -52,6 +64,8 @@ pub fn run_probe(p: &ProbeParams, stop: Arc<AtomicBool>) -> (Option<TestResult>,
         interrupt: Some(stop),
         // Where the work ran and the verdict, as a `wirespeed client` run observes them.
         observe: Some(ObserveHook::new(HostObserve::new(Root::live()))),
+        auth: creds.auth.clone(),
+        psk: creds.psk.clone(),
         ..ClientConfig::default()
     };
     let mut keep = Keep::default();

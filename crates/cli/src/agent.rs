@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use wirespeed_agent::bridge::ProbeCredentials;
 use wirespeed_agent::probe::ProbeLimits;
 use wirespeed_agent::{Agent, AgentConfig};
 use wirespeed_engine::tune::TuneConfig;
@@ -66,6 +67,24 @@ pub struct AgentArgs {
     /// Seconds a probe waits for another probe on the same interface before it is refused (503).
     #[arg(long = "probe.wait", default_value_t = 30)]
     probe_wait: u64,
+    /// iperf3's RSA authentication for probes: the user name (the password from
+    /// IPERF3_PASSWORD). Probes also carry this agent's --psk.
+    #[arg(
+        long = "probe.username",
+        value_name = "USER",
+        requires = "probe_rsa_public_key_path"
+    )]
+    probe_username: Option<String>,
+    /// iperf3's RSA authentication for probes: the targets' public key (PEM).
+    #[arg(
+        long = "probe.rsa-public-key-path",
+        value_name = "FILE",
+        requires = "probe_username"
+    )]
+    probe_rsa_public_key_path: Option<PathBuf>,
+    /// Probes encrypt their RSA token with PKCS#1 v1.5 padding (iperf3 before 3.17).
+    #[arg(long = "probe.use-pkcs1-padding", requires = "probe_username")]
+    probe_use_pkcs1_padding: bool,
 }
 
 /// The test server beside the endpoint: the engine's server on its own thread.
@@ -120,6 +139,22 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
             "--allow-tune needs the test server (drop --no-server)",
         ));
     }
+    // Probes show the targets what this agent's own server asks of its clients: the same
+    // pre-shared key, and RSA credentials when given.
+    let credentials = ProbeCredentials {
+        auth: crate::measure::rsa_client_auth(
+            a.probe_username.as_deref(),
+            a.probe_rsa_public_key_path.as_deref(),
+            a.probe_use_pkcs1_padding,
+            "--probe.",
+        )?,
+        psk: a
+            .guard
+            .psk
+            .as_deref()
+            .map(crate::measure::read_psk)
+            .transpose()?,
+    };
     let (server, counters) = if a.no_server {
         (None, None)
     } else {
@@ -140,6 +175,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         probe_wait: Duration::from_secs(a.probe_wait),
         threads: 4,
         version: env!("CARGO_PKG_VERSION").into(),
+        credentials,
     };
     let agent = Agent::bind(cfg, counters).map_err(|e| exit::fail(exit::HOST, e.to_string()))?;
     let stop = Arc::new(AtomicBool::new(false));

@@ -80,37 +80,53 @@ fn read_small(path: &std::path::Path, flag: &str) -> anyhow::Result<Vec<u8>> {
     Ok(v)
 }
 
-fn read_psk(path: &std::path::Path) -> anyhow::Result<wirespeed_protocol::psk::Psk> {
+pub(crate) fn read_psk(path: &std::path::Path) -> anyhow::Result<wirespeed_protocol::psk::Psk> {
     let bytes = read_small(path, "--psk")?;
     wirespeed_protocol::psk::Psk::from_file_contents(&bytes)
         .map_err(|e| exit::fail(exit::USAGE, format!("--psk {}: {e}", path.display())))
 }
 
 fn client_auth(a: &ClientArgs) -> anyhow::Result<Option<wirespeed_protocol::auth::ClientAuth>> {
+    rsa_client_auth(
+        a.username.as_deref(),
+        a.rsa_public_key_path.as_deref(),
+        a.use_pkcs1_padding,
+        "--",
+    )
+}
+
+/// iperf3's RSA credentials of a client: the user, the server's public key (PEM) and the
+/// password from IPERF3_PASSWORD. `flags` prefixes the flag names in messages (`--` or
+/// `--probe.`).
+pub(crate) fn rsa_client_auth(
+    user: Option<&str>,
+    path: Option<&std::path::Path>,
+    pkcs1: bool,
+    flags: &str,
+) -> anyhow::Result<Option<wirespeed_protocol::auth::ClientAuth>> {
     use wirespeed_protocol::auth;
-    let (Some(user), Some(path)) = (&a.username, &a.rsa_public_key_path) else {
+    let (Some(user), Some(path)) = (user, path) else {
         return Ok(None);
     };
-    let pem = String::from_utf8_lossy(&read_small(path, "--rsa-public-key-path")?).into_owned();
-    let key = auth::public_key_from_pem(&pem).map_err(|e| {
-        exit::fail(
-            exit::USAGE,
-            format!("--rsa-public-key-path {}: {e}", path.display()),
-        )
-    })?;
+    let flag = format!("{flags}rsa-public-key-path");
+    let pem = String::from_utf8_lossy(&read_small(path, &flag)?).into_owned();
+    let key = auth::public_key_from_pem(&pem)
+        .map_err(|e| exit::fail(exit::USAGE, format!("{flag} {}: {e}", path.display())))?;
     // iperf3 reads IPERF3_PASSWORD, else prompts; wirespeed never prompts.
     let password = std::env::var("IPERF3_PASSWORD").map_err(|_| {
         exit::fail(
             exit::USAGE,
-            "--username: set the password in the environment variable IPERF3_PASSWORD \
-             (wirespeed does not prompt for it)",
+            format!(
+                "{flags}username: set the password in the environment variable IPERF3_PASSWORD \
+                 (wirespeed does not prompt for it)"
+            ),
         )
     })?;
     Ok(Some(auth::ClientAuth {
-        user: user.clone(),
+        user: user.to_string(),
         password,
         key,
-        padding: if a.use_pkcs1_padding {
+        padding: if pkcs1 {
             auth::Padding::Pkcs1v15
         } else {
             auth::Padding::Oaep

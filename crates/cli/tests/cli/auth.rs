@@ -290,6 +290,25 @@ fn an_agent_with_rsa_keys_refuses_unauthenticated_clients_and_counts_them_as_aut
         &client(Side::Iperf3, port, "mario", "rossi", &k.public, &[]),
         "iperf3 client, good key",
     );
+    // A probe from another agent with the credentials (`--probe.*`) gets in too.
+    let prober = start_agent(
+        &["env", "IPERF3_PASSWORD=rossi"],
+        &[
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "--no-server",
+            "--probe.username",
+            "mario",
+            "--probe.rsa-public-key-path",
+            s(&k.public),
+        ],
+    );
+    let (code, text) = get(
+        prober.web,
+        &format!("/probe?target=127.0.0.1:{port}&duration=1"),
+    );
+    assert_eq!(code, 200, "{text}");
+    assert_eq!(value(&text, "wirespeed_probe_success"), Some(1.0), "{text}");
     let (code, text) = get(a.web, "/metrics");
     assert_eq!(code, 200, "{text}");
     assert_eq!(
@@ -302,7 +321,7 @@ fn an_agent_with_rsa_keys_refuses_unauthenticated_clients_and_counts_them_as_aut
     );
     assert_eq!(
         value(&text, r#"wirespeed_server_tests_total{result="completed"}"#),
-        Some(1.0),
+        Some(2.0),
         "{text}"
     );
     if let Some(c) = promtool_complaints(&text) {
