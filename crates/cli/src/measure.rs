@@ -367,6 +367,9 @@ pub struct ClientArgs {
     /// Receive with MSG_TRUNC (the kernel discards the data without copying it out).
     #[arg(long = "skip-rx-copy")]
     pub skip_rx_copy: bool,
+    /// iperf3's client --rcv-timeout: refused with the reason (a server option here).
+    #[arg(long = "rcv-timeout", value_name = "MS", hide = true)]
+    pub rcv_timeout: Option<String>,
     /// IPv4 only.
     #[arg(short = '4', long = "version4", conflicts_with = "v6")]
     pub v4: bool,
@@ -753,6 +756,13 @@ pub fn live_observer() -> ObserveHook {
 }
 
 fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
+    if a.rcv_timeout.is_some() {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--rcv-timeout: a server option in wirespeed (the server ends a test that \
+             receives nothing for that long); not supported on the client",
+        ));
+    }
     let to_u32 = |v: u64, flag: &str| {
         u32::try_from(v).map_err(|_| exit::fail(exit::USAGE, format!("{flag} {v}: too large")))
     };
