@@ -133,6 +133,15 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         Some(d) => root_dir(d)?,
         None => Root::live(),
     };
+    let g = &a.guard;
+    if a.no_server
+        && (g.rsa_private_key_path.is_some() || !g.allow.is_empty() || !g.deny.is_empty())
+    {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--rsa-private-key-path, --allow and --deny guard the test server (drop --no-server)",
+        ));
+    }
     if a.no_server && a.allow_tune {
         return Err(exit::fail(
             exit::USAGE,
