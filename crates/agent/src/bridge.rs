@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wirespeed_engine::output::Reporter;
-use wirespeed_engine::server::ServerStats;
+use wirespeed_engine::server::{RefusalReason, ServerStats};
 use wirespeed_engine::{
     run_client, ClientConfig, EngineError, ObserveHook, ReporterFactory, Server, ServerConfig,
     ServerHandle,
@@ -17,7 +17,7 @@ use wirespeed_host::Root;
 use wirespeed_protocol::params::Direction;
 use wirespeed_report::{Start, TestResult};
 
-use crate::counters::{CounterSource, ServerCounters};
+use crate::counters::{CounterSource, ServerCounters, REFUSAL_REASONS};
 use crate::probe::ProbeParams;
 
 /// Keeps the report the engine hands to `finish` (also on failure).
@@ -30,9 +30,21 @@ impl Reporter for Keep {
     }
 }
 
+/// What a probe's client shows a hardened server: iperf3's RSA credentials, wirespeed's
+/// pre-shared key.
+#[derive(Clone, Default)]
+pub struct ProbeCredentials {
+    pub auth: Option<wirespeed_protocol::auth::ClientAuth>,
+    pub psk: Option<wirespeed_protocol::psk::Psk>,
+}
+
 /// Run one test as the probe asks. `stop` set from another thread ends it early (the agent's
 /// watchdog). Returns the report when the test got far enough to make one, and the error.
-pub fn run_probe(p: &ProbeParams, stop: Arc<AtomicBool>) -> (Option<TestResult>, Option<String>) {
+pub fn run_probe(
+    p: &ProbeParams,
+    creds: &ProbeCredentials,
+    stop: Arc<AtomicBool>,
+) -> (Option<TestResult>, Option<String>) {
     let cfg = ClientConfig {
         host: p.host.clone(),
         port: p.port,
@@ -52,6 +64,8 @@ pub fn run_probe(p: &ProbeParams, stop: Arc<AtomicBool>) -> (Option<TestResult>,
         interrupt: Some(stop),
         // Where the work ran and the verdict, as a `wirespeed client` run observes them.
         observe: Some(ObserveHook::new(HostObserve::new(Root::live()))),
+        auth: creds.auth.clone(),
+        psk: creds.psk.clone(),
         ..ClientConfig::default()
     };
     let mut keep = Keep::default();
@@ -127,8 +141,12 @@ impl CounterSource for EngineCounters {
         ServerCounters {
             tests_completed: s.tests_completed.load(Ordering::Relaxed),
             tests_failed: s.tests_failed.load(Ordering::Relaxed),
-            // The engine counts refusals without a reason; they are its limits today.
-            tests_refused: [s.tests_refused.load(Ordering::Relaxed), 0, 0],
+            tests_refused: REFUSAL_REASONS.map(|name| {
+                RefusalReason::ALL
+                    .iter()
+                    .find(|r| r.as_str() == name)
+                    .map_or(0, |&r| s.refused(r))
+            }),
             bytes_received: self.counts.received.load(Ordering::Relaxed),
             bytes_sent: self.counts.sent.load(Ordering::Relaxed),
             tests_running: self.counts.running.load(Ordering::Relaxed),
@@ -158,4 +176,30 @@ pub fn start_server(
         counts,
     });
     Ok((handle, source))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_engine_refusal_reason_has_its_label() {
+        let names: Vec<&str> = RefusalReason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(names, REFUSAL_REASONS);
+    }
+
+    #[test]
+    fn refusals_land_under_their_reason() {
+        let stats = Arc::new(ServerStats::default());
+        stats.count_refusal(RefusalReason::Auth);
+        stats.count_refusal(RefusalReason::Auth);
+        stats.count_refusal(RefusalReason::Denied);
+        let src = EngineCounters {
+            stats,
+            counts: Arc::new(Counts::default()),
+        };
+        let c = src.counters();
+        let at = |n: &str| c.tests_refused[REFUSAL_REASONS.iter().position(|r| *r == n).unwrap()];
+        assert_eq!((at("auth"), at("denied"), at("limit")), (2, 1, 0));
+    }
 }

@@ -7,8 +7,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::expo::{Exposition, Kind};
 
-/// Why a server refused a test. Low cardinality by construction.
-pub const REFUSAL_REASONS: [&str; 3] = ["limit", "auth", "other"];
+/// Why a server refused a test (or a connection before its test). Low cardinality by
+/// construction: a server-wide or per-test limit, a limit of the peer's own address,
+/// authentication (RSA or pre-shared key), the address lists, a peer too slow to send its
+/// cookie or parameters, anything else.
+pub const REFUSAL_REASONS: [&str; 6] =
+    ["limit", "per_address", "auth", "denied", "timeout", "other"];
 
 /// What the test server has done since it started.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -16,7 +20,7 @@ pub struct ServerCounters {
     pub tests_completed: u64,
     pub tests_failed: u64,
     /// Refusals by reason, in [`REFUSAL_REASONS`]' order.
-    pub tests_refused: [u64; 3],
+    pub tests_refused: [u64; 6],
     pub bytes_received: u64,
     pub bytes_sent: u64,
     pub tests_running: u64,

@@ -41,6 +41,8 @@ pub struct AgentConfig {
     pub threads: usize,
     /// The version in `wirespeed_build_info`.
     pub version: String,
+    /// What probes show a server that asks for authentication.
+    pub credentials: crate::bridge::ProbeCredentials,
 }
 
 /// Errors of the endpoint.
@@ -267,7 +269,7 @@ fn probe(st: &State, p: ProbeParams) -> Result<ProbeReport, String> {
             }
         })
     };
-    let (result, error) = crate::bridge::run_probe(&p, stop);
+    let (result, error) = crate::bridge::run_probe(&p, &st.cfg.credentials, stop);
     drop(done_tx);
     let _ = watchdog.join();
     let held_until = st.epoch.elapsed().as_secs_f64();

@@ -139,7 +139,7 @@ fn server_and_probe_counters() {
         &ServerCounters {
             tests_completed: 7,
             tests_failed: 1,
-            tests_refused: [2, 0, 0],
+            tests_refused: [2, 0, 1, 0, 0, 0],
             bytes_received: 123_456_789_012,
             bytes_sent: 5,
             tests_running: 1,

@@ -8,15 +8,17 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use wirespeed_agent::bridge::ProbeCredentials;
 use wirespeed_agent::probe::ProbeLimits;
 use wirespeed_agent::{Agent, AgentConfig};
 use wirespeed_engine::tune::TuneConfig;
-use wirespeed_engine::{Limits, ServerConfig};
+use wirespeed_engine::ServerConfig;
 use wirespeed_explain::hooks::IrqTune;
 use wirespeed_host::Root;
 
 use crate::diagnose::root_dir;
 use crate::exit;
+use crate::measure::ServerGuardArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct AgentArgs {
@@ -36,15 +38,10 @@ pub struct AgentArgs {
     /// No test server: only the HTTP endpoint (probes still run from here).
     #[arg(long = "no-server")]
     no_server: bool,
-    /// Tests the server runs at the same time.
-    #[arg(long = "max-tests", default_value_t = 64)]
-    max_tests: usize,
-    /// Streams (-P) one test may ask the server for.
-    #[arg(long = "max-streams", default_value_t = 4096)]
-    max_streams: u32,
-    /// Longest test the server runs, seconds.
-    #[arg(long = "max-duration", default_value_t = 86_400)]
-    max_duration: u64,
+    /// The test server's limits, address lists, authentication and timeouts: the flags of
+    /// `wirespeed server`, with the same meanings.
+    #[command(flatten)]
+    guard: ServerGuardArgs,
     /// Let clients move this host's NIC queue IRQs for their test, as `wirespeed server
     /// --allow-tune` (journaled, reverted after each test). Needs root.
     #[arg(long = "allow-tune")]
@@ -70,6 +67,24 @@ pub struct AgentArgs {
     /// Seconds a probe waits for another probe on the same interface before it is refused (503).
     #[arg(long = "probe.wait", default_value_t = 30)]
     probe_wait: u64,
+    /// iperf3's RSA authentication for probes: the user name (the password from
+    /// IPERF3_PASSWORD). Probes also carry this agent's --psk.
+    #[arg(
+        long = "probe.username",
+        value_name = "USER",
+        requires = "probe_rsa_public_key_path"
+    )]
+    probe_username: Option<String>,
+    /// iperf3's RSA authentication for probes: the targets' public key (PEM).
+    #[arg(
+        long = "probe.rsa-public-key-path",
+        value_name = "FILE",
+        requires = "probe_username"
+    )]
+    probe_rsa_public_key_path: Option<PathBuf>,
+    /// Probes encrypt their RSA token with PKCS#1 v1.5 padding (iperf3 before 3.17).
+    #[arg(long = "probe.use-pkcs1-padding", requires = "probe_username")]
+    probe_use_pkcs1_padding: bool,
 }
 
 /// The test server beside the endpoint: the engine's server on its own thread.
@@ -88,28 +103,22 @@ fn server_config(a: &AgentArgs) -> anyhow::Result<ServerConfig> {
     } else {
         None
     };
+    let mut cfg = ServerConfig::default();
+    a.guard.apply(&mut cfg)?;
     Ok(ServerConfig {
         bind: a.bind,
         port: a.port,
-        limits: Limits {
-            max_tests: a.max_tests,
-            max_streams: a.max_streams,
-            max_duration: Duration::from_secs(a.max_duration),
-            ..Limits::default()
-        },
         tune,
         observe: Some(crate::measure::live_observer()),
-        ..ServerConfig::default()
+        // Refusals and ended tests, one line each with the address, as `wirespeed server`.
+        log: Some(wirespeed_engine::server::LogHook::new(|line: &str| {
+            eprintln!("wirespeed agent: {line}");
+        })),
+        ..cfg
     })
 }
 
 pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
-    if a.max_tests == 0 || a.max_streams == 0 || a.max_duration == 0 {
-        return Err(exit::fail(
-            exit::USAGE,
-            "--max-tests, --max-streams and --max-duration must be above 0",
-        ));
-    }
     if !(1..=3600).contains(&a.probe_max_duration)
         || !(1..=a.probe_max_duration).contains(&a.probe_duration)
         || !(1..=1024).contains(&a.probe_max_streams)
@@ -124,12 +133,37 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         Some(d) => root_dir(d)?,
         None => Root::live(),
     };
+    let g = &a.guard;
+    if a.no_server
+        && (g.rsa_private_key_path.is_some() || !g.allow.is_empty() || !g.deny.is_empty())
+    {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--rsa-private-key-path, --allow and --deny guard the test server (drop --no-server)",
+        ));
+    }
     if a.no_server && a.allow_tune {
         return Err(exit::fail(
             exit::USAGE,
             "--allow-tune needs the test server (drop --no-server)",
         ));
     }
+    // Probes show the targets what this agent's own server asks of its clients: the same
+    // pre-shared key, and RSA credentials when given.
+    let credentials = ProbeCredentials {
+        auth: crate::measure::rsa_client_auth(
+            a.probe_username.as_deref(),
+            a.probe_rsa_public_key_path.as_deref(),
+            a.probe_use_pkcs1_padding,
+            "--probe.",
+        )?,
+        psk: a
+            .guard
+            .psk
+            .as_deref()
+            .map(crate::measure::read_psk)
+            .transpose()?,
+    };
     let (server, counters) = if a.no_server {
         (None, None)
     } else {
@@ -150,6 +184,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
         probe_wait: Duration::from_secs(a.probe_wait),
         threads: 4,
         version: env!("CARGO_PKG_VERSION").into(),
+        credentials,
     };
     let agent = Agent::bind(cfg, counters).map_err(|e| exit::fail(exit::HOST, e.to_string()))?;
     let stop = Arc::new(AtomicBool::new(false));

@@ -80,37 +80,53 @@ fn read_small(path: &std::path::Path, flag: &str) -> anyhow::Result<Vec<u8>> {
     Ok(v)
 }
 
-fn read_psk(path: &std::path::Path) -> anyhow::Result<wirespeed_protocol::psk::Psk> {
+pub(crate) fn read_psk(path: &std::path::Path) -> anyhow::Result<wirespeed_protocol::psk::Psk> {
     let bytes = read_small(path, "--psk")?;
     wirespeed_protocol::psk::Psk::from_file_contents(&bytes)
         .map_err(|e| exit::fail(exit::USAGE, format!("--psk {}: {e}", path.display())))
 }
 
 fn client_auth(a: &ClientArgs) -> anyhow::Result<Option<wirespeed_protocol::auth::ClientAuth>> {
+    rsa_client_auth(
+        a.username.as_deref(),
+        a.rsa_public_key_path.as_deref(),
+        a.use_pkcs1_padding,
+        "--",
+    )
+}
+
+/// iperf3's RSA credentials of a client: the user, the server's public key (PEM) and the
+/// password from IPERF3_PASSWORD. `flags` prefixes the flag names in messages (`--` or
+/// `--probe.`).
+pub(crate) fn rsa_client_auth(
+    user: Option<&str>,
+    path: Option<&std::path::Path>,
+    pkcs1: bool,
+    flags: &str,
+) -> anyhow::Result<Option<wirespeed_protocol::auth::ClientAuth>> {
     use wirespeed_protocol::auth;
-    let (Some(user), Some(path)) = (&a.username, &a.rsa_public_key_path) else {
+    let (Some(user), Some(path)) = (user, path) else {
         return Ok(None);
     };
-    let pem = String::from_utf8_lossy(&read_small(path, "--rsa-public-key-path")?).into_owned();
-    let key = auth::public_key_from_pem(&pem).map_err(|e| {
-        exit::fail(
-            exit::USAGE,
-            format!("--rsa-public-key-path {}: {e}", path.display()),
-        )
-    })?;
+    let flag = format!("{flags}rsa-public-key-path");
+    let pem = String::from_utf8_lossy(&read_small(path, &flag)?).into_owned();
+    let key = auth::public_key_from_pem(&pem)
+        .map_err(|e| exit::fail(exit::USAGE, format!("{flag} {}: {e}", path.display())))?;
     // iperf3 reads IPERF3_PASSWORD, else prompts; wirespeed never prompts.
     let password = std::env::var("IPERF3_PASSWORD").map_err(|_| {
         exit::fail(
             exit::USAGE,
-            "--username: set the password in the environment variable IPERF3_PASSWORD \
-             (wirespeed does not prompt for it)",
+            format!(
+                "{flags}username: set the password in the environment variable IPERF3_PASSWORD \
+                 (wirespeed does not prompt for it)"
+            ),
         )
     })?;
     Ok(Some(auth::ClientAuth {
-        user: user.clone(),
+        user: user.to_string(),
         password,
         key,
-        padding: if a.use_pkcs1_padding {
+        padding: if pkcs1 {
             auth::Padding::Pkcs1v15
         } else {
             auth::Padding::Oaep
@@ -351,6 +367,9 @@ pub struct ClientArgs {
     /// Receive with MSG_TRUNC (the kernel discards the data without copying it out).
     #[arg(long = "skip-rx-copy")]
     pub skip_rx_copy: bool,
+    /// iperf3's client --rcv-timeout: refused with the reason (a server option here).
+    #[arg(long = "rcv-timeout", value_name = "MS", hide = true)]
+    pub rcv_timeout: Option<String>,
     /// IPv4 only.
     #[arg(short = '4', long = "version4", conflicts_with = "v6")]
     pub v4: bool,
@@ -465,44 +484,10 @@ pub struct ClientArgs {
     pub csv: crate::pictures::CsvFileArg,
 }
 
-#[derive(Debug, clap::Args)]
-pub struct ServerArgs {
-    /// Port to listen on.
-    #[arg(short = 'p', long = "port", default_value_t = 5201)]
-    pub port: u16,
-    /// Local address to listen on; `ADDR%DEV` also binds to the interface DEV.
-    #[arg(short = 'B', long = "bind", value_parser = bind_addr, value_name = "ADDR[%DEV]")]
-    pub bind: Option<(IpAddr, Option<String>)>,
-    /// Accept tests only through this network interface (SO_BINDTODEVICE on the listener).
-    #[arg(long = "bind-dev", value_name = "DEV")]
-    pub bind_dev: Option<String>,
-    /// TCP keepalive on every accepted connection (the control one included):
-    /// `--cntl-ka` or `--cntl-ka=IDLE/INTERVAL/COUNT`.
-    #[arg(long = "cntl-ka", value_name = "IDLE/INTERVAL/COUNT", num_args = 0..=1,
-          require_equals = true, default_missing_value = "", value_parser = crate::iperf3::keepalive)]
-    pub cntl_ka: Option<wirespeed_engine::Keepalive>,
-    /// Milliseconds sent data may stay unacknowledged (TCP_USER_TIMEOUT on the data
-    /// connections).
-    #[arg(long = "snd-timeout", value_name = "MS")]
-    pub snd_timeout: Option<u64>,
-    /// Serve one test, then exit.
-    #[arg(short = '1', long = "one-off")]
-    pub one_off: bool,
-    /// iperf3's daemon mode: not supported, run the shipped systemd unit (wirespeed.service).
-    #[arg(short = 'D', long = "daemon", hide = true)]
-    pub daemon: bool,
-    /// IPv4 only.
-    #[arg(short = '4', long = "version4", conflicts_with = "v6")]
-    pub v4: bool,
-    /// IPv6 only.
-    #[arg(short = '6', long = "version6")]
-    pub v6: bool,
-    /// Pin every test's workers to this CPU (unless the client asks otherwise).
-    #[arg(short = 'A', long = "affinity")]
-    pub affinity: Option<u32>,
-    /// One pinned worker per CPU for each test (unless the client asks otherwise).
-    #[arg(long = "cpus", value_parser = cpu_list)]
-    pub cpus: Option<CpuList>,
+/// The server's limits, address lists, authentication and timeouts: the same flags, with
+/// the same meanings, for `wirespeed server` and `wirespeed agent`'s test server.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServerGuardArgs {
     /// Tests that may run at the same time.
     #[arg(long = "max-tests", default_value_t = 64)]
     pub max_tests: usize,
@@ -522,11 +507,6 @@ pub struct ServerArgs {
     /// Streams of all running tests together.
     #[arg(long = "max-total-streams", default_value_t = 1024)]
     pub max_total_streams: u32,
-    /// Serve one JSON line per interval per test on this Unix socket (mode 0600) for
-    /// `wirespeed top`; without PATH, top's default socket.
-    #[arg(long = "stats-socket", value_name = "PATH", num_args = 0..=1, require_equals = true,
-          default_missing_value = "")]
-    pub stats_socket: Option<std::path::PathBuf>,
     /// Per client address (IPv4 address, IPv6 /64): connections not yet admitted.
     #[arg(long = "max-pending-per-address", default_value_t = 8)]
     pub max_pending_per_address: u32,
@@ -578,6 +558,119 @@ pub struct ServerArgs {
     /// Seconds a new connection has to send its cookie, and a client each setup step.
     #[arg(long = "handshake-timeout", default_value_t = 10)]
     pub handshake_timeout: u64,
+}
+
+impl ServerGuardArgs {
+    /// Check the flags and set their fields of `cfg`: the limits, the address lists, RSA
+    /// authentication, the pre-shared key, and every timeout.
+    pub fn apply(&self, cfg: &mut ServerConfig) -> anyhow::Result<()> {
+        let a = self;
+        if a.max_tests == 0 || a.max_streams == 0 || a.max_duration == 0 {
+            return Err(exit::fail(
+                exit::USAGE,
+                "--max-tests, --max-streams and --max-duration must be above 0",
+            ));
+        }
+        let handshake = Duration::from_secs(a.handshake_timeout.max(1));
+        cfg.addrs = wirespeed_guard::AddrPolicy::new(&a.allow, &a.deny)
+            .map_err(|e| exit::fail(exit::USAGE, format!("--allow/--deny: {e}")))?;
+        cfg.auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
+            (Some(k), Some(u)) => {
+                let key =
+                    String::from_utf8_lossy(&read_small(k, "--rsa-private-key-path")?).into_owned();
+                let users = String::from_utf8_lossy(&read_small(u, "--authorized-users-path")?)
+                    .into_owned();
+                let mut auth =
+                    wirespeed_protocol::auth::ServerAuth::new(&key, &users).map_err(|e| {
+                        exit::fail(
+                            exit::USAGE,
+                            format!("--rsa-private-key-path {}: {e}", k.display()),
+                        )
+                    })?;
+                auth.skew_threshold = a.time_skew_threshold;
+                Some(Arc::new(auth))
+            }
+            _ => None,
+        };
+        cfg.psk = a.psk.as_deref().map(read_psk).transpose()?;
+        cfg.limits = Limits {
+            max_tests: a.max_tests,
+            max_streams: a.max_streams,
+            max_duration: Duration::from_secs(a.max_duration),
+            max_pending: a.max_pending.max(1),
+            max_total_streams: a.max_total_streams.max(1),
+            per_peer: wirespeed_guard::PeerLimits {
+                pending: a.max_pending_per_address.max(1),
+                tests: a.max_tests_per_address.max(1),
+                streams: a.max_streams_per_address.max(1),
+                ..Limits::default().per_peer
+            },
+            ..cfg.limits.clone()
+        };
+        cfg.skew_threshold = a.time_skew_threshold;
+        cfg.rcv_timeout = Duration::from_millis(a.rcv_timeout.max(1));
+        cfg.idle_timeout = (a.idle_timeout > 0).then(|| Duration::from_secs(a.idle_timeout));
+        cfg.bitrate_limit =
+            a.server_bitrate_limit
+                .map(|(bps, secs)| wirespeed_engine::server::BitrateLimit {
+                    bits_per_second: bps,
+                    window: Duration::from_secs(secs),
+                });
+        cfg.timeouts = wirespeed_protocol::Timeouts {
+            setup: handshake,
+            streams: handshake * 2,
+            ..cfg.timeouts
+        };
+        cfg.cookie_timeout = handshake;
+        Ok(())
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServerArgs {
+    /// Port to listen on.
+    #[arg(short = 'p', long = "port", default_value_t = 5201)]
+    pub port: u16,
+    /// Serve one JSON line per interval per test on this Unix socket (mode 0600) for
+    /// `wirespeed top`; without PATH, top's default socket.
+    #[arg(long = "stats-socket", value_name = "PATH", num_args = 0..=1, require_equals = true,
+          default_missing_value = "")]
+    pub stats_socket: Option<std::path::PathBuf>,
+    /// Local address to listen on; `ADDR%DEV` also binds to the interface DEV.
+    #[arg(short = 'B', long = "bind", value_parser = bind_addr, value_name = "ADDR[%DEV]")]
+    pub bind: Option<(IpAddr, Option<String>)>,
+    /// Accept tests only through this network interface (SO_BINDTODEVICE on the listener).
+    #[arg(long = "bind-dev", value_name = "DEV")]
+    pub bind_dev: Option<String>,
+    /// TCP keepalive on every accepted connection (the control one included):
+    /// `--cntl-ka` or `--cntl-ka=IDLE/INTERVAL/COUNT`.
+    #[arg(long = "cntl-ka", value_name = "IDLE/INTERVAL/COUNT", num_args = 0..=1,
+          require_equals = true, default_missing_value = "", value_parser = crate::iperf3::keepalive)]
+    pub cntl_ka: Option<wirespeed_engine::Keepalive>,
+    /// Milliseconds sent data may stay unacknowledged (TCP_USER_TIMEOUT on the data
+    /// connections).
+    #[arg(long = "snd-timeout", value_name = "MS")]
+    pub snd_timeout: Option<u64>,
+    /// Serve one test, then exit.
+    #[arg(short = '1', long = "one-off")]
+    pub one_off: bool,
+    /// iperf3's daemon mode: not supported, run the shipped systemd unit (wirespeed.service).
+    #[arg(short = 'D', long = "daemon", hide = true)]
+    pub daemon: bool,
+    /// IPv4 only.
+    #[arg(short = '4', long = "version4", conflicts_with = "v6")]
+    pub v4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "version6")]
+    pub v6: bool,
+    /// Pin every test's workers to this CPU (unless the client asks otherwise).
+    #[arg(short = 'A', long = "affinity")]
+    pub affinity: Option<u32>,
+    /// One pinned worker per CPU for each test (unless the client asks otherwise).
+    #[arg(long = "cpus", value_parser = cpu_list)]
+    pub cpus: Option<CpuList>,
+    #[command(flatten)]
+    pub guard: ServerGuardArgs,
     /// Let clients move this host's NIC queue IRQs for their test (`sweep --irq-cpus`
     /// without -R, `client --server-irq-cpus`), through tune's journal, reverted after each
     /// test. Needs root.
@@ -668,6 +761,13 @@ pub fn live_observer() -> ObserveHook {
 }
 
 fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
+    if a.rcv_timeout.is_some() {
+        return Err(exit::fail(
+            exit::USAGE,
+            "--rcv-timeout: a server option in wirespeed (the server ends a test that \
+             receives nothing for that long); not supported on the client",
+        ));
+    }
     let to_u32 = |v: u64, flag: &str| {
         u32::try_from(v).map_err(|_| exit::fail(exit::USAGE, format!("{flag} {v}: too large")))
     };
@@ -1171,13 +1271,8 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(crate::iperf3::PidFile::create)
         .transpose()?;
-    if a.max_tests == 0 || a.max_streams == 0 || a.max_duration == 0 {
-        return Err(exit::fail(
-            exit::USAGE,
-            "--max-tests, --max-streams and --max-duration must be above 0",
-        ));
-    }
-    let handshake = Duration::from_secs(a.handshake_timeout.max(1));
+    let mut guarded = ServerConfig::default();
+    a.guard.apply(&mut guarded)?;
     let tune = if a.allow_tune {
         let root = match &a.root {
             Some(d) => {
@@ -1203,27 +1298,6 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let addrs = wirespeed_guard::AddrPolicy::new(&a.allow, &a.deny)
-        .map_err(|e| exit::fail(exit::USAGE, format!("--allow/--deny: {e}")))?;
-    let auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
-        (Some(k), Some(u)) => {
-            let key =
-                String::from_utf8_lossy(&read_small(k, "--rsa-private-key-path")?).into_owned();
-            let users =
-                String::from_utf8_lossy(&read_small(u, "--authorized-users-path")?).into_owned();
-            let mut auth =
-                wirespeed_protocol::auth::ServerAuth::new(&key, &users).map_err(|e| {
-                    exit::fail(
-                        exit::USAGE,
-                        format!("--rsa-private-key-path {}: {e}", k.display()),
-                    )
-                })?;
-            auth.skew_threshold = a.time_skew_threshold;
-            Some(Arc::new(auth))
-        }
-        _ => None,
-    };
-    let psk = a.psk.as_deref().map(read_psk).transpose()?;
     let log = wirespeed_engine::server::LogHook::new(|line: &str| {
         eprintln!("wirespeed server: {line}");
     });
@@ -1242,45 +1316,13 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         port: a.port,
         family: family(a.v4, a.v6),
         one_off: a.one_off,
-        limits: Limits {
-            max_tests: a.max_tests,
-            max_streams: a.max_streams,
-            max_duration: Duration::from_secs(a.max_duration),
-            max_pending: a.max_pending.max(1),
-            max_total_streams: a.max_total_streams.max(1),
-            per_peer: wirespeed_guard::PeerLimits {
-                pending: a.max_pending_per_address.max(1),
-                tests: a.max_tests_per_address.max(1),
-                streams: a.max_streams_per_address.max(1),
-                ..Limits::default().per_peer
-            },
-            ..Limits::default()
-        },
-        addrs,
-        auth,
-        psk,
-        skew_threshold: a.time_skew_threshold,
-        rcv_timeout: Duration::from_millis(a.rcv_timeout.max(1)),
-        idle_timeout: (a.idle_timeout > 0).then(|| Duration::from_secs(a.idle_timeout)),
-        bitrate_limit: a.server_bitrate_limit.map(|(bps, secs)| {
-            wirespeed_engine::server::BitrateLimit {
-                bits_per_second: bps,
-                window: Duration::from_secs(secs),
-            }
-        }),
         log: Some(log),
         cpus: a.cpus.clone().map(|c| c.0),
         affinity: a.affinity,
         interval: Duration::from_secs_f64(a.out.interval),
-        timeouts: wirespeed_protocol::Timeouts {
-            setup: handshake,
-            streams: handshake * 2,
-            ..Default::default()
-        },
-        cookie_timeout: handshake,
         tune,
         observe: Some(live_observer()),
-        ..ServerConfig::default()
+        ..guarded
     };
     a.out.iperf3.debug(&cfg);
     let out = a.out.writer()?;

@@ -257,6 +257,32 @@ fn bad_flags_exit_with_usage() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // The server's guards without a server: a usage error, not silently ignored.
+    let out = std::process::Command::new(agent_common::wirespeed())
+        .args([
+            "agent",
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "--no-server",
+            "--deny",
+            "10.0.0.0/8",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("drop --no-server"));
+    // The same flags and checks as `wirespeed server`.
+    let out = std::process::Command::new(agent_common::wirespeed())
+        .args([
+            "agent",
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "--server-bitrate-limit",
+            "1M/0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
     let out = std::process::Command::new(agent_common::wirespeed())
         .args([
             "agent",
@@ -272,5 +298,61 @@ fn bad_flags_exit_with_usage() {
         Some(7),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// An agent started with `--psk F` takes probes from an agent with the same key and refuses
+/// (under `reason="auth"`) probes from one without it.
+#[test]
+fn a_probe_to_a_psk_agent_needs_the_same_psk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = dir.path().join("fleet.psk");
+    std::fs::write(&key, "0123456789abcdef0123456789abcdef\n").expect("key");
+    let key = key.to_str().expect("utf-8");
+    let target = start_agent(
+        &[],
+        &[
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "-p",
+            "0",
+            "--psk",
+            key,
+        ],
+    );
+    let port = target.test_port.expect("test server port");
+    let keyed = start_agent(
+        &[],
+        &[
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "--no-server",
+            "--psk",
+            key,
+        ],
+    );
+    let bare = start_agent(&[], &["--web.listen-address", "127.0.0.1:0", "--no-server"]);
+    let probe = format!("/probe?target=127.0.0.1:{port}&duration=1");
+    let (code, text) = get(keyed.web, &probe);
+    assert_eq!(code, 200, "{text}");
+    assert_eq!(value(&text, "wirespeed_probe_success"), Some(1.0), "{text}");
+    let (_, text) = get(bare.web, &probe);
+    assert_eq!(value(&text, "wirespeed_probe_success"), Some(0.0), "{text}");
+    let (_, metrics) = get(target.web, "/metrics");
+    assert_eq!(
+        value(
+            &metrics,
+            r#"wirespeed_server_tests_refused_total{reason="auth"}"#
+        ),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        value(
+            &metrics,
+            r#"wirespeed_server_tests_total{result="completed"}"#
+        ),
+        Some(1.0),
+        "{metrics}"
     );
 }

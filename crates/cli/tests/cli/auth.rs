@@ -256,3 +256,106 @@ fn a_psk_server_takes_only_clients_with_its_key() {
         "server log: {log}"
     );
 }
+
+/// The agent's test server takes `wirespeed server`'s authentication and address flags with
+/// their meanings, and its `/metrics` counts each refusal under its reason.
+#[test]
+fn an_agent_with_rsa_keys_refuses_unauthenticated_clients_and_counts_them_as_auth() {
+    use crate::agent_common::{get, promtool_complaints, start_agent, value};
+    if !tools("an_agent_with_rsa_keys_refuses_unauthenticated_clients_and_counts_them_as_auth") {
+        return;
+    }
+    let k = keys();
+    let a = start_agent(
+        &[],
+        &[
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "-p",
+            "0",
+            "--rsa-private-key-path",
+            s(&k.private),
+            "--authorized-users-path",
+            s(&k.users),
+        ],
+    );
+    let port = a.test_port.expect("test server port");
+    let none = run(&mut client_cmd(Side::Iperf3, port, &["-t", "1"]), WITHIN);
+    assert!(!none.status.success(), "no credentials: {}", text_of(&none));
+    assert_refused(
+        &client(Side::Iperf3, port, "mario", "rossi", &k.other_public, &[]),
+        "iperf3 client, wrong key",
+    );
+    assert_success(
+        &client(Side::Iperf3, port, "mario", "rossi", &k.public, &[]),
+        "iperf3 client, good key",
+    );
+    // A probe from another agent with the credentials (`--probe.*`) gets in too.
+    let prober = start_agent(
+        &["env", "IPERF3_PASSWORD=rossi"],
+        &[
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "--no-server",
+            "--probe.username",
+            "mario",
+            "--probe.rsa-public-key-path",
+            s(&k.public),
+        ],
+    );
+    let (code, text) = get(
+        prober.web,
+        &format!("/probe?target=127.0.0.1:{port}&duration=1"),
+    );
+    assert_eq!(code, 200, "{text}");
+    assert_eq!(value(&text, "wirespeed_probe_success"), Some(1.0), "{text}");
+    let (code, text) = get(a.web, "/metrics");
+    assert_eq!(code, 200, "{text}");
+    assert_eq!(
+        value(
+            &text,
+            r#"wirespeed_server_tests_refused_total{reason="auth"}"#
+        ),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(&text, r#"wirespeed_server_tests_total{result="completed"}"#),
+        Some(2.0),
+        "{text}"
+    );
+    if let Some(c) = promtool_complaints(&text) {
+        panic!("promtool check metrics: {c}\n{text}");
+    }
+    drop(k.dir);
+}
+
+#[test]
+fn an_agent_with_deny_refuses_the_address_and_counts_it_as_denied() {
+    use crate::agent_common::{get, start_agent, value};
+    let a = start_agent(
+        &[],
+        &[
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "-p",
+            "0",
+            "--deny",
+            "127.0.0.0/8",
+        ],
+    );
+    let port = a.test_port.expect("test server port");
+    let o = run(&mut client_cmd(Side::Wirespeed, port, &["-t", "1"]), WITHIN);
+    assert!(
+        !o.status.success(),
+        "a denied address got in: {}",
+        text_of(&o)
+    );
+    let (code, text) = get(a.web, "/metrics");
+    assert_eq!(code, 200, "{text}");
+    let denied = value(
+        &text,
+        r#"wirespeed_server_tests_refused_total{reason="denied"}"#,
+    );
+    assert!(denied.is_some_and(|n| n >= 1.0), "{text}");
+}

@@ -140,6 +140,7 @@ pub(super) fn acceptor(
                 ctx.stats
                     .connections_dropped
                     .fetch_add(1, Ordering::Relaxed);
+                ctx.stats.count_refusal(super::RefusalReason::Timeout);
                 forget(ctx, p);
             }
             alive
@@ -228,6 +229,7 @@ pub(super) fn acceptor(
                                 ctx.stats
                                     .connections_dropped
                                     .fetch_add(1, Ordering::Relaxed);
+                                ctx.stats.count_refusal(super::RefusalReason::of_guard(&r));
                                 log.log_connection(
                                     ctx,
                                     PeerKey::of(peer.ip()),
@@ -430,7 +432,7 @@ fn refuse(
     peer: SocketAddr,
     log: &RefusalLog,
 ) {
-    ctx.stats.tests_refused.fetch_add(1, Ordering::Relaxed);
+    ctx.stats.count_refusal(e.reason());
     sess.refuse(&e.decline(sess.peer_is_wirespeed()));
     let _ = send_now(stream, &sess.take_transmit());
     log.log(ctx, peer.ip(), &e.to_string());

@@ -75,6 +75,28 @@ pub enum AdmissionError {
 }
 
 impl AdmissionError {
+    /// The kind of refusal, for counters.
+    pub fn reason(&self) -> super::RefusalReason {
+        use super::RefusalReason as R;
+        match self {
+            AdmissionError::TooManyStreams { .. }
+            | AdmissionError::TooLong { .. }
+            | AdmissionError::BlockTooLarge { .. }
+            | AdmissionError::Busy(_)
+            | AdmissionError::TotalRate { .. } => R::Limit,
+            AdmissionError::Guard(r) => R::of_guard(r),
+            AdmissionError::Auth(_) | AdmissionError::Psk(_) => R::Auth,
+            AdmissionError::Policy(_) => R::Denied,
+            AdmissionError::Sctp
+            | AdmissionError::UdpDatagram { .. }
+            | AdmissionError::NoEnd
+            | AdmissionError::NoServerCpus
+            | AdmissionError::Cpus(_)
+            | AdmissionError::Tune(_)
+            | AdmissionError::UdpListen { .. } => R::Other,
+        }
+    }
+
     /// iperf3's `i_errno` for the refusal.
     pub fn i_errno(&self) -> i32 {
         match self {

@@ -227,13 +227,86 @@ impl Registry {
     }
 }
 
+/// Why the server said no, in a few fixed kinds (fit for a metric's label).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RefusalReason {
+    /// A server-wide limit or a per-test one (tests, streams, duration, rate, block size).
+    Limit,
+    /// A limit of the peer's own address (pending connections, tests, streams, control bytes).
+    PerAddress,
+    /// iperf3's RSA authentication or the pre-shared key failed.
+    Auth,
+    /// `--allow`/`--deny` (or a plugged-in policy) refused the address.
+    Denied,
+    /// The peer did not send its cookie or parameters in time.
+    Timeout,
+    /// Anything else: parameters this server cannot run (SCTP, CPUs, tune, UDP setup).
+    Other,
+}
+
+impl RefusalReason {
+    /// Every reason, in the order of [`ServerStats::refused`].
+    pub const ALL: [RefusalReason; 6] = [
+        RefusalReason::Limit,
+        RefusalReason::PerAddress,
+        RefusalReason::Auth,
+        RefusalReason::Denied,
+        RefusalReason::Timeout,
+        RefusalReason::Other,
+    ];
+
+    /// The reason as a label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefusalReason::Limit => "limit",
+            RefusalReason::PerAddress => "per_address",
+            RefusalReason::Auth => "auth",
+            RefusalReason::Denied => "denied",
+            RefusalReason::Timeout => "timeout",
+            RefusalReason::Other => "other",
+        }
+    }
+
+    /// The reason of a guard's refusal.
+    pub fn of_guard(r: &wirespeed_guard::Refusal) -> RefusalReason {
+        use wirespeed_guard::{Refusal, Scope};
+        match r {
+            Refusal::Denied { .. } => RefusalReason::Denied,
+            Refusal::Pending { scope, .. }
+            | Refusal::Tests { scope, .. }
+            | Refusal::Streams { scope, .. }
+            | Refusal::ControlBytes { scope, .. } => match scope {
+                Scope::Peer => RefusalReason::PerAddress,
+                Scope::Server => RefusalReason::Limit,
+            },
+        }
+    }
+}
+
 /// Counts of what happened, for the caller and for tests.
 #[derive(Debug, Default)]
 pub struct ServerStats {
     pub tests_completed: AtomicU64,
     pub tests_failed: AtomicU64,
+    /// Refusals of every reason together (tests refused after their parameters arrived, and
+    /// connections refused or timed out before).
     pub tests_refused: AtomicU64,
     pub connections_dropped: AtomicU64,
+    /// Refusals by reason, in [`RefusalReason::ALL`]'s order.
+    pub refused: [AtomicU64; 6],
+}
+
+impl ServerStats {
+    /// Count one refusal.
+    pub fn count_refusal(&self, r: RefusalReason) {
+        self.tests_refused.fetch_add(1, Ordering::Relaxed);
+        self.refused[r as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Refusals of this reason so far.
+    pub fn refused(&self, r: RefusalReason) -> u64 {
+        self.refused[r as usize].load(Ordering::Relaxed)
+    }
 }
 
 struct Ctx {

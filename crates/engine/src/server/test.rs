@@ -219,7 +219,11 @@ pub(super) fn serve_test(
         Err(e) => {
             let msg = e.to_string();
             if t.refused {
-                ctx.stats.tests_refused.fetch_add(1, Ordering::Relaxed);
+                let reason = match &e {
+                    TestError::Refused(a) => a.reason(),
+                    _ => super::RefusalReason::Other,
+                };
+                ctx.stats.count_refusal(reason);
             } else {
                 ctx.stats.tests_failed.fetch_add(1, Ordering::Relaxed);
             }
