@@ -74,7 +74,7 @@ fn in_ci() -> bool {
 
 // ---- running wirespeed -------------------------------------------------------------------
 
-const GUARD: Duration = Duration::from_secs(60);
+const GUARD: Duration = crate::measure_common::HANG;
 
 fn ws(args: &[&str]) -> Output {
     run(Command::new(wirespeed()).args(args), GUARD)
@@ -203,7 +203,7 @@ fn sockets_of(pid: u32) -> Option<Vec<OwnedFd>> {
 /// (false). Prints SKIP (fails under CI) when sockets of other processes cannot be read.
 fn some_socket(pid: u32, what: &str, pred: impl Fn(&socket2::SockRef<'_>) -> bool) -> bool {
     let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(20) {
+    while t0.elapsed() < GUARD {
         let Some(socks) = sockets_of(pid) else {
             assert!(!in_ci(), "{what}: pidfd_getfd is not permitted under CI");
             eprintln!("SKIP: {what}: this host does not let the test read another process's sockets (pidfd_getfd)");
@@ -303,7 +303,7 @@ fn check(f: &Flag) {
             let (srv, port) = server(&["-I", sf.to_str().unwrap()]);
             let pid_in = |f: &Path, pid: u32| {
                 let t0 = Instant::now();
-                while t0.elapsed() < Duration::from_secs(20) {
+                while t0.elapsed() < GUARD {
                     if std::fs::read_to_string(f).is_ok_and(|t| t.trim() == pid.to_string()) {
                         return true;
                     }
@@ -728,7 +728,7 @@ fn check(f: &Flag) {
                     .lines()
                     .any(|l| l.to_ascii_lowercase().starts_with("2b3c4 "))
             };
-            while !leased() && t0.elapsed() < Duration::from_secs(20) {
+            while !leased() && t0.elapsed() < GUARD {
                 std::thread::sleep(Duration::from_millis(50));
             }
             assert!(leased(), "flow label 0x2b3c4 in /proc/net/ip6_flowlabel");
@@ -826,8 +826,7 @@ fn stopped_client(sargs: &[&str], cargs: &[&str]) -> Output {
     c.extend_from_slice(cargs);
     let cl = spawn(&mut client(port, &c));
     // Running: the control and a data connection to the server's port.
-    let t0 = Instant::now();
-    loop {
+    crate::measure_common::wait_until("the client's test started", || {
         let n = match sockets_of(cl.pid()) {
             Some(socks) => socks
                 .iter()
@@ -846,12 +845,8 @@ fn stopped_client(sargs: &[&str], cargs: &[&str]) -> Output {
                 2
             }
         };
-        if n >= 2 {
-            break;
-        }
-        assert!(t0.elapsed() < GUARD, "the client's test never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        n >= 2
+    });
     // SAFETY: kill(2) with a pid of a child this test spawned and owns.
     unsafe { libc::kill(cl.pid() as libc::pid_t, libc::SIGSTOP) };
     let out = srv.wait_output(GUARD);

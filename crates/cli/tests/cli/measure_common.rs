@@ -45,9 +45,10 @@ pub fn have_iperf3(test: &str) -> bool {
 }
 
 /// How long a wait for something that must happen gives up: a hang detector, not a
-/// performance bound (an idle machine needs a fraction of it; a loaded CI machine may be slower
-/// by seconds, never by a minute). Speed is the benchmark's job (`bench/`).
-pub const HANG: Duration = Duration::from_secs(60);
+/// performance bound. An idle machine needs a fraction of a second; a loaded 2-vCPU CI machine
+/// with up to 50 % steal may need many seconds, so the bound is minutes: only a real hang
+/// reaches it. Speed is the benchmark's job (`bench/`).
+pub const HANG: Duration = Duration::from_secs(300);
 
 /// Poll `cond` until it holds; fail naming `what` if it still does not after [`HANG`].
 pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {

@@ -18,11 +18,11 @@ use crate::measure_common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use measure_common::{
     assert_success, free_port, json_of, online_cpus, signal, spawn, start_server, wait_listening,
-    wirespeed, HANG,
+    wait_until, wirespeed, HANG,
 };
 use wirespeed_engine::tune::TuneConfig;
 use wirespeed_engine::{ClientConfig, EngineError, NullReporter, Server, ServerConfig};
@@ -50,14 +50,6 @@ fn all_on(dir: &Path, cpu: u32, effective: bool) -> bool {
         irq_file(dir, i, "smp_affinity_list") == cpu.to_string()
             && (!effective || irq_file(dir, i, "effective_affinity_list") == cpu.to_string())
     })
-}
-
-fn wait_for(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(t0.elapsed() < within, "{what}: not after {within:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn assert_unchanged(before: &std::collections::BTreeMap<String, String>, dir: &Path) {
@@ -225,9 +217,7 @@ fn the_servers_irqs_move_for_the_test_and_come_back() {
     let cfg = client(srv.addr.port(), 2, &[3]);
     let run = std::thread::spawn(move || wirespeed_engine::run_client(&cfg, &mut NullReporter));
     // While the test runs every queue IRQ sits on CPU 3 (requested and, emulated, effective).
-    wait_for("IRQs on CPU 3 during the test", HANG, || {
-        all_on(&dir, 3, true)
-    });
+    wait_until("IRQs on CPU 3 during the test", || all_on(&dir, 3, true));
     let r = run.join().unwrap().expect("the test runs");
     let x = r.wirespeed.as_ref().unwrap();
     let m = x.remote_irq_move.as_ref().expect("the server's IRQ move");
@@ -259,10 +249,10 @@ fn a_killed_client_gets_the_irqs_reverted() {
     let before = host_common::snapshot(&dir);
     let srv = tuning_server(&dir);
     let c = long_client(srv.addr.port(), 8);
-    wait_for("IRQs on CPU 8", HANG, || all_on(&dir, 8, true));
+    wait_until("IRQs on CPU 8", || all_on(&dir, 8, true));
     signal(c.pid(), "-KILL");
     let _ = c.wait_output(Duration::from_secs(5));
-    wait_for("the IRQs back after the client vanished", HANG, || {
+    wait_until("the IRQs back after the client vanished", || {
         host_common::diff(&before, &host_common::snapshot(&dir)).is_empty()
     });
     assert_unchanged(&before, &dir);
@@ -276,7 +266,7 @@ fn one_tune_change_at_a_time_and_shutdown_reverts() {
     let srv = tuning_server(&dir);
     let port = srv.addr.port();
     let first = long_client(port, 8);
-    wait_for("IRQs on CPU 8", HANG, || all_on(&dir, 8, true));
+    wait_until("IRQs on CPU 8", || all_on(&dir, 8, true));
     // A second test asking for another layout meanwhile is refused.
     match wirespeed_engine::run_client(&client(port, 1, &[9]), &mut NullReporter) {
         Err(EngineError::Refused(r)) => {
@@ -308,7 +298,7 @@ fn sigterm_on_the_server_reverts_the_running_tests_change() {
     ]);
     let c = long_client(port, 9);
     // No kernel in this tree: the request moves, the effective affinity stays.
-    wait_for("IRQs requested on CPU 9", HANG, || all_on(&dir, 9, false));
+    wait_until("IRQs requested on CPU 9", || all_on(&dir, 9, false));
     signal(srv.pid(), "-TERM");
     let out = srv.wait_output(HANG);
     // A clean stop, as a service manager expects of SIGTERM.
