@@ -985,22 +985,69 @@ fn undo_feature(
     }
 }
 
-/// Put back the sizes a journal saved: only when they still hold what tune set (or `force`).
-fn undo_sizes(
-    iface: &str,
-    old: &SizesSet,
-    new: &SizesSet,
+/// Fields tune changed on a device, as a revert sees them: whether a reading of the device
+/// still holds them, the reading's own values for those fields, and the command words.
+trait FieldSet: Sized {
+    type Reading;
+    fn holds_in(&self, now: &Self::Reading) -> bool;
+    fn current_in(&self, now: &Self::Reading) -> Self;
+    fn args(&self) -> String;
+}
+
+impl FieldSet for SizesSet {
+    type Reading = LinkSizes;
+    fn holds_in(&self, now: &LinkSizes) -> bool {
+        SizesSet::holds_in(self, now)
+    }
+    fn current_in(&self, now: &LinkSizes) -> Self {
+        SizesSet::current_in(self, now)
+    }
+    fn args(&self) -> String {
+        self.ip_args()
+    }
+}
+
+impl FieldSet for PauseSet {
+    type Reading = ethtool::Pause;
+    fn holds_in(&self, now: &ethtool::Pause) -> bool {
+        PauseSet::holds_in(self, now)
+    }
+    fn current_in(&self, now: &ethtool::Pause) -> Self {
+        PauseSet::current_in(self, now)
+    }
+    fn args(&self) -> String {
+        self.ethtool_args()
+    }
+}
+
+impl FieldSet for CoalesceSet {
+    type Reading = ethtool::Coalesce;
+    fn holds_in(&self, now: &ethtool::Coalesce) -> bool {
+        CoalesceSet::holds_in(self, now)
+    }
+    fn current_in(&self, now: &ethtool::Coalesce) -> Self {
+        CoalesceSet::current_in(self, now)
+    }
+    fn args(&self) -> String {
+        self.ethtool_args()
+    }
+}
+
+/// Put back the fields a journal saved (`old`), only while the device still holds what tune set
+/// (`new`), or with `force`; `now` is the device's reading (`read` names the command that read
+/// it), `write` puts `old` back (`write_cmd` names it).
+fn undo_fields<S: FieldSet>(
+    old: &S,
+    new: &S,
     force: bool,
-    dev: &dyn LinkDevice,
+    now: io::Result<S::Reading>,
+    read: &str,
+    write: impl FnOnce(&S) -> io::Result<()>,
+    write_cmd: &str,
 ) -> (RevertStatus, Option<String>) {
-    let cur = match dev.sizes(iface) {
+    let cur = match now {
         Ok(c) => c,
-        Err(err) => {
-            return (
-                RevertStatus::Failed,
-                Some(format!("RTM_GETLINK {iface}: {err}")),
-            )
-        }
+        Err(err) => return (RevertStatus::Failed, Some(format!("{read}: {err}"))),
     };
     if old.holds_in(&cur) {
         return (RevertStatus::AlreadyOriginal, None);
@@ -1010,18 +1057,34 @@ fn undo_sizes(
             RevertStatus::LeftChanged,
             Some(format!(
                 "now {}, tune set {}",
-                new.current_in(&cur).ip_args(),
-                new.ip_args()
+                new.current_in(&cur).args(),
+                new.args()
             )),
         );
     }
-    match dev.set_sizes(iface, old) {
-        Ok(()) => (RevertStatus::Restored, Some(old.ip_args())),
-        Err(err) => (
-            RevertStatus::Failed,
-            Some(format!("ip link set dev {iface} {}: {err}", old.ip_args())),
-        ),
+    match write(old) {
+        Ok(()) => (RevertStatus::Restored, Some(old.args())),
+        Err(err) => (RevertStatus::Failed, Some(format!("{write_cmd}: {err}"))),
     }
+}
+
+/// Put back the sizes a journal saved: only when they still hold what tune set (or `force`).
+fn undo_sizes(
+    iface: &str,
+    old: &SizesSet,
+    new: &SizesSet,
+    force: bool,
+    dev: &dyn LinkDevice,
+) -> (RevertStatus, Option<String>) {
+    undo_fields(
+        old,
+        new,
+        force,
+        dev.sizes(iface),
+        &format!("RTM_GETLINK {iface}"),
+        |o| dev.set_sizes(iface, o),
+        &format!("ip link set dev {iface} {}", old.ip_args()),
+    )
 }
 
 /// Put back the flow-control directions a journal saved (same rule as the sizes).
@@ -1032,35 +1095,15 @@ fn undo_pause(
     force: bool,
     dev: &dyn LinkDevice,
 ) -> (RevertStatus, Option<String>) {
-    let cur = match dev.pause(iface) {
-        Ok(c) => c,
-        Err(err) => {
-            return (
-                RevertStatus::Failed,
-                Some(format!("ethtool -a {iface}: {err}")),
-            )
-        }
-    };
-    if old.holds_in(&cur) {
-        return (RevertStatus::AlreadyOriginal, None);
-    }
-    if !new.holds_in(&cur) && !force {
-        return (
-            RevertStatus::LeftChanged,
-            Some(format!(
-                "now {}, tune set {}",
-                new.current_in(&cur).ethtool_args(),
-                new.ethtool_args()
-            )),
-        );
-    }
-    match dev.set_pause(iface, old) {
-        Ok(()) => (RevertStatus::Restored, Some(old.ethtool_args())),
-        Err(err) => (
-            RevertStatus::Failed,
-            Some(format!("ethtool -A {iface}: {err}")),
-        ),
-    }
+    undo_fields(
+        old,
+        new,
+        force,
+        dev.pause(iface),
+        &format!("ethtool -a {iface}"),
+        |o| dev.set_pause(iface, o),
+        &format!("ethtool -A {iface}"),
+    )
 }
 
 /// Put back the coalescing fields a journal saved: only when they still hold what tune set
@@ -1072,35 +1115,15 @@ fn undo_coalesce(
     force: bool,
     dev: &dyn CoalesceDevice,
 ) -> (RevertStatus, Option<String>) {
-    let cur = match dev.get(iface) {
-        Ok(c) => c,
-        Err(err) => {
-            return (
-                RevertStatus::Failed,
-                Some(format!("ethtool -c {iface}: {err}")),
-            )
-        }
-    };
-    if old.holds_in(&cur) {
-        return (RevertStatus::AlreadyOriginal, None);
-    }
-    if !new.holds_in(&cur) && !force {
-        return (
-            RevertStatus::LeftChanged,
-            Some(format!(
-                "now {}, tune set {}",
-                new.current_in(&cur).ethtool_args(),
-                new.ethtool_args()
-            )),
-        );
-    }
-    match dev.set(iface, old) {
-        Ok(()) => (RevertStatus::Restored, Some(old.ethtool_args())),
-        Err(err) => (
-            RevertStatus::Failed,
-            Some(format!("ethtool -C {iface}: {err}")),
-        ),
-    }
+    undo_fields(
+        old,
+        new,
+        force,
+        dev.get(iface),
+        &format!("ethtool -c {iface}"),
+        |o| dev.set(iface, o),
+        &format!("ethtool -C {iface}"),
+    )
 }
 
 /// What revert did with one change.
