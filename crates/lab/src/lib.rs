@@ -11,7 +11,10 @@
 //! routers answer with ICMP "fragmentation needed"), its two egresses carry the rate (`tbf`) and,
 //! where the kernel has `sch_netem`, the delay and loss. Without netem, loss is an nftables
 //! random drop (`numgen random mod 1000000 < ppm`) on each router's forward hook, counted; a
-//! delay is refused ([`LabError::NoNetem`]) — never faked.
+//! delay is a real one, a delay line: router 1 routes everything it forwards into a TUN device,
+//! and a relay ([`relay`], scheduled by [`delay`]) holds each packet half the round trip before
+//! writing it back to be forwarded on. The relay is a thread of the process that owns the
+//! [`Lab`], or (for `wirespeed lab up`) a process of its own ([`RelayHost::External`]).
 //!
 //! [`plan`] is pure: a [`Spec`] and the probed [`Kernel`] in, the `ip`/`tc`/`nft` commands out,
 //! unit-tested line by line. [`Lab`] runs them, and removes the lab on drop (unless
@@ -23,9 +26,13 @@ use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+pub mod delay;
 pub mod plan;
+pub mod relay;
 
+pub use delay::LineStats;
 pub use plan::{Kernel, Side, Spec, Step};
+pub use relay::Relay;
 
 /// Why a lab could not be built or used.
 #[derive(Debug, thiserror::Error)]
@@ -34,8 +41,8 @@ pub enum LabError {
     NotRoot,
     #[error("the lab needs `{0}`, which is not installed (Debian: apt-get install iproute2 nftables ethtool)")]
     MissingTool(&'static str),
-    #[error("--delay needs the kernel's netem qdisc (sch_netem), which this kernel lacks; no delay is set (a lab without --delay works)")]
-    NoNetem,
+    #[error("the delay line: {0}")]
+    Relay(String),
     #[error("{0}")]
     BadSpec(String),
     #[error("`{step}` failed: {message}")]
@@ -202,12 +209,23 @@ pub fn parse_drop_counters(text: &str) -> Option<DropCounters> {
     })
 }
 
+/// Who runs the delay line's relay (a lab with `--delay` on a kernel without netem).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelayHost {
+    /// A thread of this process, stopped when the [`Lab`] is dropped.
+    Thread,
+    /// Someone else attaches to the TUN device (`wirespeed lab relay`); until then the delayed
+    /// path carries nothing.
+    External,
+}
+
 /// A running lab. Dropping it removes it, unless [`Lab::keep`] was called.
 #[derive(Debug)]
 pub struct Lab {
     spec: Spec,
     kernel: Kernel,
     keep: bool,
+    relay: Option<Relay>,
 }
 
 impl Lab {
@@ -219,6 +237,11 @@ impl Lab {
     /// [`Lab::up`], stopping between steps once `stop` is set (a signal handler's flag): what
     /// was built is removed and the answer is [`LabError::Interrupted`].
     pub fn up_until(spec: Spec, stop: &AtomicBool) -> Result<Lab, LabError> {
+        Lab::up_with(spec, stop, RelayHost::Thread)
+    }
+
+    /// [`Lab::up_until`], with the delay line's relay run by `relay`.
+    pub fn up_with(spec: Spec, stop: &AtomicBool, relay: RelayHost) -> Result<Lab, LabError> {
         let step = |s: &Step| {
             if stop.load(Ordering::Relaxed) {
                 return Err(LabError::Interrupted);
@@ -240,6 +263,7 @@ impl Lab {
             spec,
             kernel: Kernel::default(),
             keep: false,
+            relay: None,
         };
         for s in plan::namespaces(&lab.spec) {
             step(&s)?;
@@ -250,7 +274,25 @@ impl Lab {
         for s in plan::links(&lab.spec, lab.kernel)? {
             step(&s)?;
         }
+        if let (Some(hold), RelayHost::Thread) = (lab.relay_hold_ns(), relay) {
+            lab.relay = Some(Relay::start(
+                &lab.netns(Side::Router1),
+                plan::DELAY_DEV,
+                hold,
+                delay::DEFAULT_BOUNDS,
+            )?);
+        }
         Ok(lab)
+    }
+
+    /// How long the delay line holds a packet (half the added round trip), when the lab has one.
+    pub fn relay_hold_ns(&self) -> Option<u64> {
+        plan::relay_hold_ns(&self.spec, self.kernel)
+    }
+
+    /// The in-process delay line's counters (as of the last quarter second).
+    pub fn delay_stats(&self) -> Option<LineStats> {
+        self.relay.as_ref().map(Relay::stats)
     }
 
     pub fn spec(&self) -> &Spec {
@@ -306,6 +348,8 @@ impl Lab {
     }
 
     /// Leave the lab up when this handle goes (for `wirespeed lab up`).
+    /// An in-process relay stops with this handle (the delayed path then carries nothing):
+    /// keep a delayed lab with [`RelayHost::External`].
     pub fn keep(mut self) -> Spec {
         self.keep = true;
         self.spec.clone()
@@ -314,6 +358,8 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        // the relay first: its TUN device holds router 1's namespace
+        drop(self.relay.take());
         if !self.keep {
             remove(&self.spec.name);
         }
@@ -382,6 +428,50 @@ mod tests {
         // interrupted before the first step: nothing is left
         let stopped = Lab::up_until(Spec::new(name.clone()), &AtomicBool::new(true));
         assert!(matches!(stopped, Err(LabError::Interrupted)), "{stopped:?}");
+        assert!(existing(&name).is_empty());
+    }
+
+    /// `rtt min/avg/max/mdev = 20.1/20.3/20.6/0.2 ms` → the smallest, in ms.
+    fn ping_min_ms(out: &str) -> Option<f64> {
+        let l = out.lines().find(|l| l.contains("min/avg/max"))?;
+        l.split('=').nth(1)?.trim().split('/').next()?.parse().ok()
+    }
+
+    #[test]
+    fn a_delay_without_netem_is_a_real_delay_line_that_goes_away_on_drop() {
+        if let Err(e) = check_can_run(false) {
+            if std::env::var_os("CI").is_some() {
+                panic!("CI: {e}");
+            }
+            eprintln!("SKIP: a_delay_without_netem_is_a_real_delay_line because {e}");
+            return;
+        }
+        let name = unique_name("wsld");
+        let lab = Lab::up(Spec {
+            delay_ms: Some(20.0),
+            ..Spec::new(name.clone())
+        })
+        .unwrap();
+        if lab.kernel().netem {
+            eprintln!("SKIP: a_delay_without_netem_is_a_real_delay_line because this kernel has netem (netem delays)");
+            return;
+        }
+        assert_eq!(lab.relay_hold_ns(), Some(10_000_000));
+        let to = lab.addr(Side::Server).unwrap().to_string();
+        let out = lab
+            .command(Side::Client, "ping")
+            .args(["-c3", "-i0.2", "-W2", &to])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        // a packet cannot come back before it was held 10 ms each way
+        let min = ping_min_ms(&text).unwrap_or_else(|| panic!("no rtt line: {text}"));
+        assert!(
+            min >= 20.0,
+            "round trip {min} ms through a 20 ms delay line: {text}"
+        );
+        drop(lab);
         assert!(existing(&name).is_empty());
     }
 }

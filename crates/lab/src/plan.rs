@@ -18,6 +18,10 @@ pub const ROUTER_DEV_B: &str = "wsb";
 pub const NFT_TABLE: &str = "wirespeed_lab";
 /// The MTU of an end when `--mtu` is not given (the kernel's veth default).
 pub const DEFAULT_MTU: u32 = 1500;
+/// The delay line's TUN device in the client side's router (a kernel without netem).
+pub const DELAY_DEV: &str = "wsd";
+/// The routing table that sends everything the router forwards into the delay line.
+pub const DELAY_TABLE: &str = "77";
 
 /// What to build.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,7 +36,8 @@ pub struct Spec {
     pub rate_bps: Option<u64>,
     /// Random loss as a fraction (0.005 = 0.5 %), each direction.
     pub loss: Option<f64>,
-    /// Added round-trip time in ms, half in each direction (netem only).
+    /// Added round-trip time in ms, half in each direction (netem, or the delay line where the
+    /// kernel has no netem).
     pub delay_ms: Option<f64>,
     /// CPUs the ends' receive packet steering (RPS) sends the receive softirq to.
     pub rps_cpus: Option<CpuSet>,
@@ -261,9 +266,6 @@ pub fn loss_ppm(loss: f64) -> u64 {
 /// Links, addresses, routes, MTUs, shaping, loss and RPS, after [`namespaces`].
 pub fn links(spec: &Spec, kernel: Kernel) -> Result<Vec<Step>, LabError> {
     spec.validate()?;
-    if spec.delay_ms.is_some() && !kernel.netem {
-        return Err(LabError::NoNetem);
-    }
     let ns = |s: Side| s.netns(&spec.name);
     let (a, b, r1, r2) = (
         ns(Side::Client),
@@ -331,6 +333,7 @@ pub fn links(spec: &Spec, kernel: Kernel) -> Result<Vec<Step>, LabError> {
         for (n, dev) in [(&r1, ROUTER_DEV_B), (&r2, ROUTER_DEV_A)] {
             steps.extend(shaping(spec, kernel, n, dev));
         }
+        steps.extend(delay_line(spec, kernel));
         // Loss is per packet, so the ends must send packets, not 64 KiB segmentation-offload
         // aggregates (veth carries those whole; one drop would lose ~40 segments at once).
         if spec.loss.is_some() {
@@ -375,7 +378,7 @@ pub fn links(spec: &Spec, kernel: Kernel) -> Result<Vec<Step>, LabError> {
 /// it, or tbf alone.
 fn shaping(spec: &Spec, kernel: Kernel, ns: &str, dev: &str) -> Vec<Step> {
     let mut netem: Vec<String> = Vec::new();
-    if let Some(d) = spec.delay_ms {
+    if let (Some(d), true) = (spec.delay_ms, kernel.netem) {
         netem.extend(["delay".into(), format!("{}ms", fmt_num(d / 2.0))]);
     }
     if let (Some(p), true) = (spec.loss, kernel.netem) {
@@ -416,6 +419,96 @@ fn shaping(spec: &Spec, kernel: Kernel, ns: &str, dev: &str) -> Vec<Step> {
         }
     }
     out
+}
+
+/// How long the delay line holds each packet, in ns: half the round trip, since each packet
+/// passes it once each way. `None` when there is no delay, or netem has it.
+pub fn relay_hold_ns(spec: &Spec, kernel: Kernel) -> Option<u64> {
+    match (spec.delay_ms, kernel.netem) {
+        (Some(d), false) => Some((d * 1e6 / 2.0).round() as u64),
+        _ => None,
+    }
+}
+
+/// Without netem, a delay is a delay line in router 1: a persistent TUN device (`wsd`, attached
+/// by the relay, [`crate::relay`]), policy routing that sends everything arriving from either
+/// side (`iif wsa`, `iif wsb`) into it by table [`DELAY_TABLE`], and the main table forwarding
+/// what the relay writes back (`iif wsd`) on its way. Reverse-path filtering is off, since
+/// packets from both sides come back on `wsd`. Packets to the router itself still go by the
+/// local table (rule 0) and are not delayed.
+pub fn delay_line(spec: &Spec, kernel: Kernel) -> Vec<Step> {
+    if relay_hold_ns(spec, kernel).is_none() || !spec.routed() {
+        return Vec::new();
+    }
+    let r1 = Side::Router1.netns(&spec.name);
+    let mtu = spec.end_mtu().max(spec.path_mtu.unwrap_or(0)).to_string();
+    vec![
+        Step::new(&[
+            "ip", "-n", &r1, "tuntap", "add", "dev", DELAY_DEV, "mode", "tun",
+        ]),
+        Step::new(&[
+            "ip",
+            "-n",
+            &r1,
+            "link",
+            "set",
+            DELAY_DEV,
+            "mtu",
+            &mtu,
+            "txqueuelen",
+            "10000",
+            "up",
+        ]),
+        Step::new(&[
+            "ip",
+            "-n",
+            &r1,
+            "route",
+            "add",
+            "default",
+            "dev",
+            DELAY_DEV,
+            "table",
+            DELAY_TABLE,
+        ]),
+        Step::new(&[
+            "ip",
+            "-n",
+            &r1,
+            "rule",
+            "add",
+            "iif",
+            ROUTER_DEV_A,
+            "lookup",
+            DELAY_TABLE,
+            "pref",
+            "100",
+        ]),
+        Step::new(&[
+            "ip",
+            "-n",
+            &r1,
+            "rule",
+            "add",
+            "iif",
+            ROUTER_DEV_B,
+            "lookup",
+            DELAY_TABLE,
+            "pref",
+            "101",
+        ]),
+        Step::new(&[
+            "ip",
+            "netns",
+            "exec",
+            &r1,
+            "sysctl",
+            "-qw",
+            "net.ipv4.conf.all.rp_filter=0",
+            "net.ipv4.conf.default.rp_filter=0",
+            &format!("net.ipv4.conf.{DELAY_DEV}.rp_filter=0"),
+        ]),
+    ]
 }
 
 /// The nftables table that drops `loss` of what arrives on `from` to be forwarded, counting
@@ -602,15 +695,42 @@ mod tests {
     }
 
     #[test]
-    fn delay_without_netem_is_refused_never_faked() {
+    fn delay_without_netem_is_a_delay_line_in_router_1() {
         let s = Spec {
-            delay_ms: Some(10.0),
+            delay_ms: Some(20.0),
+            mtu: Some(9000),
+            path_mtu: Some(1500),
             ..Spec::new("t6")
         };
-        assert!(matches!(
-            links(&s, Kernel { netem: false }),
-            Err(LabError::NoNetem)
-        ));
+        assert_eq!(relay_hold_ns(&s, Kernel { netem: false }), Some(10_000_000));
+        let l = lines(&links(&s, Kernel { netem: false }).unwrap());
+        let tail: Vec<_> = l
+            .iter()
+            .filter(|x| x.contains("wsd") || x.contains("table 77") || x.contains("lookup"))
+            .collect();
+        assert_eq!(
+            tail,
+            [
+                "ip -n t6-r1 tuntap add dev wsd mode tun",
+                "ip -n t6-r1 link set wsd mtu 9000 txqueuelen 10000 up",
+                "ip -n t6-r1 route add default dev wsd table 77",
+                "ip -n t6-r1 rule add iif wsa lookup 77 pref 100",
+                "ip -n t6-r1 rule add iif wsb lookup 77 pref 101",
+                "ip netns exec t6-r1 sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 net.ipv4.conf.wsd.rp_filter=0",
+            ]
+        );
+        // no qdisc pretends to delay
+        assert!(!l.iter().any(|x| x.contains("netem")));
+        // the line comes after the routes it relies on and before nothing else of router 2
+        let at = |p: &str| l.iter().position(|x| x == p).unwrap();
+        assert!(
+            at("ip -n t6-r1 route add 10.77.3.0/24 via 10.77.2.2")
+                < at("ip -n t6-r1 tuntap add dev wsd mode tun")
+        );
+        // with netem, netem delays and there is no line
+        assert_eq!(relay_hold_ns(&s, Kernel { netem: true }), None);
+        assert!(delay_line(&s, Kernel { netem: true }).is_empty());
+        assert!(delay_line(&Spec::new("t6"), Kernel::default()).is_empty());
     }
 
     #[test]

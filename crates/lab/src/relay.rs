@@ -1,0 +1,268 @@
+//! The delay line's relay: reads every packet router 1 forwards into its TUN device
+//! ([`crate::plan::DELAY_DEV`]), holds it in a [`DelayLine`] for half the round trip, and writes
+//! it back into the same device, from where the kernel forwards it on by the main table.
+//!
+//! It runs as a thread of the process that owns the lab ([`Relay`], used by [`crate::Lab`]) or
+//! in the foreground ([`serve`], what `wirespeed lab relay` runs). Either way it ends when asked
+//! (a flag), when the device goes, or when the router's namespace is removed (`lab down`, or a
+//! new lab of the same name): an attached TUN device keeps its namespace alive, so the relay
+//! watches the namespace's name and lets go when it no longer names the same namespace.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::delay::{Bounds, DelayLine, LineStats};
+use crate::LabError;
+
+/// Where `ip netns` keeps its named namespaces.
+pub const NETNS_DIR: &str = "/run/netns";
+
+/// The largest packet a TUN device hands over (its MTU is at most 65535).
+const MAX_PACKET: usize = 65_536;
+/// The longest the relay sleeps without looking at its stop flag.
+const TICK: Duration = Duration::from_millis(50);
+/// How often it checks that its namespace is still there, and publishes its counters.
+const CHECK: Duration = Duration::from_millis(250);
+/// Packets read in one go before the due ones are written (keeps the release times close).
+const READ_BURST: usize = 64;
+
+fn relay_err(what: &str, e: io::Error) -> LabError {
+    LabError::Relay(format!("{what}: {e}"))
+}
+
+/// A named namespace's identity: its file's device and inode (the nsfs inode).
+fn netns_id(netns: &str) -> Option<(u64, u64)> {
+    std::fs::metadata(format!("{NETNS_DIR}/{netns}"))
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
+/// The TUN device `dev` of namespace `netns`, attached (`IFF_TUN | IFF_NO_PI`, non-blocking),
+/// and the namespace's identity. `/dev/net/tun` is opened by a short-lived thread that entered
+/// the namespace: a TUN device belongs to the namespace it was opened in, and only that thread
+/// changes namespace.
+pub fn attach(netns: &str, dev: &str) -> Result<(OwnedFd, (u64, u64)), LabError> {
+    if dev.is_empty() || dev.len() >= libc::IFNAMSIZ {
+        return Err(LabError::Relay(format!("device name '{dev}' is too long")));
+    }
+    let id = netns_id(netns).ok_or_else(|| LabError::NotFound(netns.to_string()))?;
+    let ns_file = std::fs::File::open(format!("{NETNS_DIR}/{netns}"))
+        .map_err(|e| relay_err(&format!("opening namespace {netns}"), e))?;
+    let dev = dev.to_string();
+    let fd = std::thread::scope(|s| {
+        s.spawn(move || -> Result<OwnedFd, LabError> {
+            // SAFETY: ns_file is an open namespace file; setns changes only this thread's
+            // network namespace, and this thread ends right after.
+            if unsafe { libc::setns(ns_file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                return Err(relay_err(
+                    "entering the namespace",
+                    io::Error::last_os_error(),
+                ));
+            }
+            // SAFETY: a NUL-terminated path and plain flags.
+            let raw = unsafe {
+                libc::open(
+                    c"/dev/net/tun".as_ptr(),
+                    libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+                )
+            };
+            if raw < 0 {
+                return Err(relay_err(
+                    "opening /dev/net/tun",
+                    io::Error::last_os_error(),
+                ));
+            }
+            // SAFETY: open returned a new descriptor that nothing else owns.
+            let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+            // SAFETY: ifreq is plain data; all zeros is a valid value.
+            let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+            for (d, s) in req.ifr_name.iter_mut().zip(dev.bytes()) {
+                *d = s as libc::c_char;
+            }
+            req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+            // SAFETY: TUNSETIFF reads and writes one ifreq, which lives across the call.
+            if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req) } != 0 {
+                return Err(relay_err(
+                    &format!("attaching to {dev} (TUNSETIFF)"),
+                    io::Error::last_os_error(),
+                ));
+            }
+            Ok(fd)
+        })
+        .join()
+        .unwrap_or_else(|_| Err(LabError::Relay("the attaching thread panicked".into())))
+    })?;
+    Ok((fd, id))
+}
+
+/// Wait up to `ns` nanoseconds for a packet on `fd`.
+fn wait_readable(fd: &OwnedFd, ns: u64) {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: one valid pollfd and a timespec that live across the call; no signal mask.
+    unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+}
+
+/// Relay packets on `fd` through `line` until `stop` is set, the device goes, or the
+/// namespace `netns` no longer has identity `id`. Publishes the counters to `stats` now and then.
+fn run(
+    fd: &OwnedFd,
+    line: &mut DelayLine,
+    netns: &str,
+    id: (u64, u64),
+    stop: &AtomicBool,
+    stats: &Mutex<LineStats>,
+) -> Result<LineStats, LabError> {
+    let start = Instant::now();
+    let now = || start.elapsed().as_nanos() as u64;
+    let mut scratch = vec![0u8; MAX_PACKET];
+    let mut last_check = Instant::now();
+    let publish = |line: &DelayLine| {
+        if let Ok(mut s) = stats.lock() {
+            *s = line.stats();
+        }
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let t = now();
+        while let Some(p) = line.pop_due(t) {
+            // SAFETY: a valid descriptor and a buffer of p.len() bytes.
+            let _ = unsafe { libc::write(fd.as_raw_fd(), p.as_ptr().cast(), p.len()) };
+            line.recycle(p);
+        }
+        let mut got = 0;
+        while got < READ_BURST {
+            // SAFETY: a valid descriptor and a writable buffer of scratch.len() bytes.
+            let n =
+                unsafe { libc::read(fd.as_raw_fd(), scratch.as_mut_ptr().cast(), scratch.len()) };
+            if n > 0 {
+                line.push(now(), &scratch[..n as usize]);
+                got += 1;
+                continue;
+            }
+            if n == 0 {
+                publish(line);
+                return Ok(line.stats());
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => break,
+                // the device was removed
+                Some(libc::EBADFD) | Some(libc::EIO) | Some(libc::ENODEV) => {
+                    publish(line);
+                    return Ok(line.stats());
+                }
+                _ => return Err(relay_err("reading the TUN device", e)),
+            }
+        }
+        if got == 0 {
+            let wait = line
+                .wait_ns(now())
+                .unwrap_or(u64::MAX)
+                .min(TICK.as_nanos() as u64);
+            if wait > 0 {
+                wait_readable(fd, wait);
+            }
+        }
+        if last_check.elapsed() >= CHECK {
+            last_check = Instant::now();
+            publish(line);
+            if netns_id(netns) != Some(id) {
+                break;
+            }
+        }
+    }
+    publish(line);
+    Ok(line.stats())
+}
+
+/// The relay in the foreground: attach to `dev` in `netns`, call `ready`, relay with a hold of
+/// `hold_ns` until `stop` is set or the lab goes; the counters at the end.
+pub fn serve(
+    netns: &str,
+    dev: &str,
+    hold_ns: u64,
+    bounds: Bounds,
+    stop: &AtomicBool,
+    ready: impl FnOnce(),
+) -> Result<LineStats, LabError> {
+    let (fd, id) = attach(netns, dev)?;
+    ready();
+    let mut line = DelayLine::new(hold_ns, bounds);
+    run(
+        &fd,
+        &mut line,
+        netns,
+        id,
+        stop,
+        &Mutex::new(LineStats::default()),
+    )
+}
+
+/// The relay as a thread of this process; stopped and joined on drop.
+#[derive(Debug)]
+pub struct Relay {
+    stop: Arc<AtomicBool>,
+    stats: Arc<Mutex<LineStats>>,
+    thread: Option<JoinHandle<Result<LineStats, LabError>>>,
+}
+
+impl Relay {
+    /// Attach to `dev` in `netns` (errors here, before the thread starts) and relay with a
+    /// hold of `hold_ns`.
+    pub fn start(netns: &str, dev: &str, hold_ns: u64, bounds: Bounds) -> Result<Relay, LabError> {
+        let (fd, id) = attach(netns, dev)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(Mutex::new(LineStats::default()));
+        let (s, st, ns) = (Arc::clone(&stop), Arc::clone(&stats), netns.to_string());
+        let thread = std::thread::Builder::new()
+            .name("ws-delay-line".into())
+            .spawn(move || {
+                let mut line = DelayLine::new(hold_ns, bounds);
+                run(&fd, &mut line, &ns, id, &s, &st)
+            })
+            .map_err(|e| relay_err("starting the relay thread", e))?;
+        Ok(Relay {
+            stop,
+            stats,
+            thread: Some(thread),
+        })
+    }
+
+    /// The counters as last published (every quarter second).
+    pub fn stats(&self) -> LineStats {
+        self.stats.lock().map(|s| *s).unwrap_or_default()
+    }
+
+    /// Stop and join the thread; its final counters, or why it ended early.
+    pub fn stop(mut self) -> Result<LineStats, LabError> {
+        self.halt()
+    }
+
+    fn halt(&mut self) -> Result<LineStats, LabError> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(LabError::Relay("the relay thread panicked".into()))),
+            None => Ok(self.stats()),
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.halt();
+    }
+}
