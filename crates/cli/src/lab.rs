@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use wirespeed_host::CpuSet;
-use wirespeed_lab::{self as lab, Lab, LabError, Side, Spec};
+use wirespeed_lab::{self as lab, Lab, LabError, RelayHost, Side, Spec};
 use wirespeed_report::sizes::parse_rate;
 
 use crate::exit;
@@ -26,8 +26,21 @@ enum LabCommand {
     Exec(ExecArgs),
     /// Show the lab's namespaces, addresses, MTUs, qdiscs and drop counters.
     Status(NameArg),
-    /// Remove the lab (nothing to do when it is not up).
+    /// Remove the lab (nothing to do when it is not up); its delay line's relay ends with it.
     Down(NameArg),
+    /// The delay line's relay (what `lab up --delay` starts in the background on a kernel
+    /// without netem): holds each packet half of MS in the lab's router 1, in the foreground,
+    /// until the lab is removed or Ctrl-C.
+    Relay(RelayArgs),
+}
+
+#[derive(Debug, Args)]
+struct RelayArgs {
+    #[command(flatten)]
+    name: NameArg,
+    /// The added round-trip time in ms (half each way), as given to `lab up --delay`.
+    #[arg(long, value_name = "MS")]
+    delay: f64,
 }
 
 #[derive(Debug, Args)]
@@ -54,7 +67,8 @@ struct UpArgs {
     /// kernel has it, otherwise an nftables random drop.
     #[arg(long, value_name = "P")]
     loss: Option<String>,
-    /// Added round-trip time in ms (half each way); needs the kernel's netem.
+    /// Added round-trip time in ms (half each way): netem where the kernel has it, otherwise a
+    /// delay line (a relay process in the background, ended by `lab down`).
     #[arg(long, value_name = "MS")]
     delay: Option<f64>,
     /// Steer both ends' receive softirq (RPS) to these CPUs, e.g. 1 or 0-1.
@@ -109,6 +123,7 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
         LabCommand::Up(a) => up(a),
         LabCommand::Exec(a) => exec(a),
         LabCommand::Status(a) => status(&a.name),
+        LabCommand::Relay(a) => relay(a),
         LabCommand::Down(a) => {
             lab::check_can_run(false).map_err(lab_fail)?;
             if lab::remove(&a.name) {
@@ -148,16 +163,113 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .map_err(|e| exit::fail(exit::INTERNAL, format!("installing a signal handler: {e}")))?;
     }
-    let lab = Lab::up_until(spec, &stop).map_err(lab_fail)?;
-    for line in describe(&lab) {
+    // the delay line's relay must outlive this command: a process of its own
+    let lab = Lab::up_with(spec, &stop, RelayHost::External).map_err(lab_fail)?;
+    let relay_pid = match lab.relay_hold_ns() {
+        Some(_) => Some(spawn_relay(&lab)?),
+        None => None,
+    };
+    for line in describe(&lab, relay_pid) {
         println!("{line}");
     }
     lab.keep();
     Ok(ExitCode::SUCCESS)
 }
 
+/// Start `wirespeed lab relay` for `lab` in a session of its own (Ctrl-C in this terminal and
+/// this command's end leave it running), and wait until it has attached to the delay line.
+/// It ends by itself when the lab is removed.
+fn spawn_relay(lab: &Lab) -> anyhow::Result<u32> {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let host = |m: String| exit::fail(exit::HOST, format!("lab: the delay line: {m}"));
+    let me = std::env::current_exe().map_err(|e| host(format!("finding this program: {e}")))?;
+    let delay = lab.spec().delay_ms.unwrap_or_default().to_string();
+    let mut cmd = Command::new(me);
+    cmd.args([
+        "lab",
+        "relay",
+        "--name",
+        &lab.spec().name,
+        "--delay",
+        &delay,
+    ])
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe and touches nothing of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            let _ = rustix::process::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| host(format!("starting the relay: {e}")))?;
+    let mut first = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = std::io::BufReader::new(out).read_line(&mut first);
+    }
+    if first.trim() == "ready" {
+        return Ok(child.id());
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(host(match first.trim() {
+        "" => "the relay ended before it attached".into(),
+        why => why.trim_start_matches("error: ").to_string(),
+    }))
+}
+
+/// `wirespeed lab relay`: attach, say `ready` on stdout (`lab up` reads that one line), relay
+/// until the lab goes or a signal.
+fn relay(a: RelayArgs) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let name = a.name.name;
+    let spec = Spec {
+        delay_ms: Some(a.delay),
+        ..Spec::new(name.clone())
+    };
+    spec.validate().map_err(lab_fail)?;
+    lab::check_can_run(false).map_err(lab_fail)?;
+    let hold = lab::plan::relay_hold_ns(&spec, lab::Kernel { netem: false }).unwrap_or_default();
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| exit::fail(exit::INTERNAL, format!("installing a signal handler: {e}")))?;
+    }
+    let got = lab::relay::serve(
+        &Side::Router1.netns(&name),
+        lab::plan::DELAY_DEV,
+        hold,
+        lab::delay::DEFAULT_BOUNDS,
+        &stop,
+        || {
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "ready");
+            let _ = out.flush();
+            // nothing else goes to stdout: `lab up` read this line and let go of the pipe
+        },
+    );
+    match got {
+        Ok(st) => {
+            eprintln!(
+                "lab {name}: delay line stopped: {} packets relayed, {} dropped (queue full), at most {} held at once",
+                st.released, st.dropped, st.peak_packets
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            // `lab up` reads the reason from stdout (if it still listens)
+            let _ = writeln!(std::io::stdout(), "error: {e}");
+            Err(lab_fail(e))
+        }
+    }
+}
+
 /// What `lab up` built, one fact a line.
-fn describe(lab: &Lab) -> Vec<String> {
+fn describe(lab: &Lab, relay_pid: Option<u32>) -> Vec<String> {
     let s = lab.spec();
     let addr = |side| lab.addr(side).map_or("-".into(), |a| a.to_string());
     let mut out = vec![
@@ -208,7 +320,15 @@ fn describe(lab: &Lab) -> Vec<String> {
         out.push(format!("  loss: {}% each direction ({how})", p * 100.0));
     }
     if let Some(d) = s.delay_ms {
-        out.push(format!("  delay: {d} ms added round trip (netem)"));
+        out.push(match relay_pid {
+            None => format!("  delay: {d} ms added round trip (netem)"),
+            Some(pid) => format!(
+                "  delay: {d} ms added round trip by a delay line (this kernel has no netem): {} routes what it forwards through TUN device {}, where relay process {pid} holds each packet {} ms; `lab down` ends it",
+                lab.netns(Side::Router1),
+                lab::plan::DELAY_DEV,
+                d / 2.0
+            ),
+        });
     }
     if let Some(c) = &s.rps_cpus {
         out.push(format!("  RPS: the ends' receive softirq on CPUs {c}"));
@@ -289,6 +409,26 @@ fn status(name: &str) -> anyhow::Result<ExitCode> {
             "inet",
             "wirespeed_lab",
         ]);
+        let carrier = show(&[
+            "ip",
+            "netns",
+            "exec",
+            &ns,
+            "cat",
+            &format!("/sys/class/net/{}/carrier", lab::plan::DELAY_DEV),
+        ]);
+        if show(&["ip", "-n", &ns, "link", "show", lab::plan::DELAY_DEV])
+            .contains(lab::plan::DELAY_DEV)
+        {
+            println!(
+                "  delay line: {}",
+                if carrier.trim() == "1" {
+                    "a relay is attached"
+                } else {
+                    "no relay attached: the path carries nothing (run `wirespeed lab up` again)"
+                }
+            );
+        }
         if let Some(c) = lab::parse_drop_counters(&nft) {
             println!(
                 "  random drop: {} of {} packets forwarded from its end ({:.3}%)",

@@ -54,6 +54,7 @@ pub fn attach(netns: &str, dev: &str) -> Result<(OwnedFd, (u64, u64)), LabError>
     let ns_file = std::fs::File::open(format!("{NETNS_DIR}/{netns}"))
         .map_err(|e| relay_err(&format!("opening namespace {netns}"), e))?;
     let dev = dev.to_string();
+    let netns = netns.to_string();
     let fd = std::thread::scope(|s| {
         s.spawn(move || -> Result<OwnedFd, LabError> {
             // SAFETY: ns_file is an open namespace file; setns changes only this thread's
@@ -63,6 +64,15 @@ pub fn attach(netns: &str, dev: &str) -> Result<(OwnedFd, (u64, u64)), LabError>
                     "entering the namespace",
                     io::Error::last_os_error(),
                 ));
+            }
+            let name = std::ffi::CString::new(dev.as_str())
+                .map_err(|_| LabError::Relay(format!("device name '{dev}' has a NUL")))?;
+            // the device must be the lab's: TUNSETIFF on a missing name would create a new one
+            // SAFETY: a NUL-terminated name.
+            if unsafe { libc::if_nametoindex(name.as_ptr()) } == 0 {
+                return Err(LabError::Relay(format!(
+                    "no device {dev} in {netns}: the lab has no delay line (it was built without --delay, or the kernel has netem)"
+                )));
             }
             // SAFETY: a NUL-terminated path and plain flags.
             let raw = unsafe {
