@@ -20,6 +20,7 @@ mod interop;
 mod interop_udp;
 mod interrupt;
 mod iperf3_flags;
+mod lab_cli;
 mod live;
 mod measure_errors;
 mod observe_cli;
