@@ -169,6 +169,11 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         Some(_) => Some(spawn_relay(&lab)?),
         None => None,
     };
+    // interrupted while the relay attached: the lab goes (and the relay with it)
+    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        drop(lab);
+        return Err(lab_fail(LabError::Interrupted));
+    }
     for line in describe(&lab, relay_pid) {
         println!("{line}");
     }
