@@ -975,7 +975,8 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         let scfg = ServerConfig {
             bind: Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
             port: 0,
-            interval: Duration::ZERO,
+            // Its intervals are not shown; they pace its live frames (its CPUs each interval).
+            interval: cfg.interval,
             observe: Some(live_observer()),
             ..ServerConfig::default()
         };

@@ -32,12 +32,14 @@ use wirespeed_report::{HostPort, Start, TestStart};
 
 use crate::assemble::{self, VERSION};
 use crate::data::{DataConfig, DataPhase, DataSocket, DataStream, UdpConfig};
+use crate::live::LiveState;
 use crate::observe::TestObserver;
 use crate::output::Reporter;
 use crate::placement::Placement;
 use crate::timeline::Timeline;
 use crate::usage::{CpuMeter, CpuPercent};
 use crate::EngineError;
+use wirespeed_model::RunningEnd;
 
 /// iperf3's default TCP block (`-l`): 128 KiB.
 pub const DEFAULT_TCP_BLOCK: u32 = 128 * 1024;
@@ -249,6 +251,8 @@ pub struct Measurement<D = DataPhase> {
     cpu: CpuMeter,
     show_intervals: bool,
     final_time: Option<Duration>,
+    live: LiveState,
+    udp: bool,
 }
 
 impl Measurement<DataPhase> {
@@ -297,6 +301,8 @@ impl<D: Counters> Measurement<D> {
             cpu,
             show_intervals: interval > Duration::ZERO,
             final_time: None,
+            live: LiveState::default(),
+            udp: false,
         }
     }
 
@@ -311,13 +317,60 @@ impl<D: Counters> Measurement<D> {
             if t.omit_boundary {
                 self.data.mark_omit_end();
             }
-            self.observer.tick(t.start, t.end);
+            let obs = self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = self.builder.interval(t.start, t.end, t.omitted, &samples) {
                 if self.show_intervals {
                     reporter.interval(iv);
                 }
             }
+            self.live_tick(t.start, t.end, obs, reporter);
         }
+    }
+
+    /// A UDP test (the verdict so far reads no retransmits).
+    pub fn set_udp(&mut self, udp: bool) {
+        self.udp = udp;
+    }
+
+    /// After an interval: this end's observation of it into the live state (and a frame for
+    /// the peer), then, when the reporter shows it, the verdict so far and the live event.
+    fn live_tick(
+        &mut self,
+        start: f64,
+        end: f64,
+        obs: Option<wirespeed_model::observation::IntervalObservation>,
+        reporter: &mut dyn Reporter,
+    ) {
+        let head = self.observer.head();
+        self.live.local_interval(start, end, head, obs);
+        if !reporter.wants_live() {
+            return;
+        }
+        let verdict = self.live.local().and_then(|l| {
+            let measured = crate::live::measured_so_far(self.udp, self.builder.intervals());
+            self.observer.verdict_so_far(
+                l.observation(),
+                self.live.peer().map(RunningEnd::observation),
+                self.live.peer_frames() > 0,
+                &measured,
+            )
+        });
+        reporter.live(&self.live.event(start, end, verdict));
+    }
+
+    /// A live frame from the peer.
+    pub fn peer_live(&mut self, li: wirespeed_protocol::LiveInterval) {
+        self.live.peer_interval(li);
+    }
+
+    /// Frames for the peer since the last call.
+    pub fn take_live(&mut self) -> Vec<wirespeed_protocol::LiveInterval> {
+        self.live.take_outgoing()
+    }
+
+    /// Both ends' observation so far.
+    pub fn live(&self) -> &LiveState {
+        &self.live
     }
 
     /// The final tick at `min(end, now)`, once (see the module docs). Returns `false` when it
@@ -336,12 +389,13 @@ impl<D: Counters> Measurement<D> {
         self.final_time = Some(at);
         let samples = self.data.samples(false);
         if let Some(t) = self.timeline.finish(at) {
-            self.observer.tick(t.start, t.end);
+            let obs = self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = self.builder.interval(t.start, t.end, t.omitted, &samples) {
                 if self.show_intervals {
                     reporter.interval(iv);
                 }
             }
+            self.live_tick(t.start, t.end, obs, reporter);
         }
         let infos = self.data.sender_tcp_infos();
         let tcp = crate::observe::tcp_limits(&infos);
@@ -459,8 +513,13 @@ mod tests {
     }
 
     impl EndObserver for Log {
-        fn tick(&mut self, start: f64, end: f64) {
+        fn tick(
+            &mut self,
+            start: f64,
+            end: f64,
+        ) -> Option<wirespeed_model::observation::IntervalObservation> {
             self.0.lock().unwrap().push(format!("tick {start}-{end}"));
+            None
         }
         fn close(
             self: Box<Self>,
