@@ -1083,13 +1083,8 @@ fn run_live(
         return Err(exit::fail(exit::USAGE, "--live needs a terminal on stdout"));
     }
     let stop = cfg.interrupt.clone().unwrap_or_default();
-    let peer = wirespeed_engine::net::resolve(&cfg.host, cfg.port, cfg.family)
-        .ok()
-        .and_then(|v| v.first().map(|s| s.ip()));
     let mut live = crate::live::Live::new(
         format!("wirespeed --live {}:{}", cfg.host, cfg.port),
-        peer,
-        a.reverse,
         f64::from(a.time),
         stop,
     );

@@ -26,6 +26,7 @@ pub struct LiveState {
     peer: Option<RunningEnd>,
     peer_last: Option<IntervalObservation>,
     peer_iface: Option<String>,
+    local_iface: Option<String>,
     peer_frames: u64,
     out: Vec<LiveInterval>,
 }
@@ -47,6 +48,7 @@ impl LiveState {
             o
         });
         if self.local.is_none() {
+            self.local_iface = head.as_ref().and_then(|h| h.iface.clone());
             self.local = head.clone().map(RunningEnd::new);
         }
         if let (Some(l), Some(o)) = (&mut self.local, &obs) {
@@ -123,6 +125,7 @@ impl LiveState {
                 .local
                 .as_ref()
                 .and_then(|l| l.observation().intervals.last().cloned()),
+            local_iface: self.local_iface.clone(),
             peer: self.peer_last.clone(),
             peer_iface: self.peer_iface.clone(),
             verdict_so_far: verdict,

@@ -421,6 +421,9 @@ pub struct LiveEvent {
     pub end: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local: Option<wirespeed_model::observation::IntervalObservation>,
+    /// The interface this end's NIC counts are for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_iface: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<wirespeed_model::observation::IntervalObservation>,
     /// The interface the peer's NIC counts are for, when it said.
