@@ -21,6 +21,7 @@ mod interop_udp;
 mod interrupt;
 mod iperf3_flags;
 mod live;
+mod live_frames;
 mod measure_errors;
 mod observe_cli;
 mod packaging;
