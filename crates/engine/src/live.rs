@@ -32,15 +32,20 @@ pub struct LiveState {
 }
 
 impl LiveState {
+    /// `true` until this end's head was given (see [`LiveState::local_interval`]).
+    pub fn needs_head(&self) -> bool {
+        self.local.is_none() || !self.head_sent
+    }
+
     /// This end's interval `start..end` and its observation (`head`: this end's head, when it
-    /// is observed). Queues the frame for the peer.
+    /// is observed and [`LiveState::needs_head`]). Queues the frame for the peer.
     pub fn local_interval(
         &mut self,
         start: f64,
         end: f64,
         head: Option<wirespeed_model::EndObservation>,
         obs: Option<IntervalObservation>,
-    ) -> Option<&IntervalObservation> {
+    ) {
         let obs = obs.map(|mut o| {
             if o.workers.is_empty() {
                 o.workers = o.workers_from_threads();
@@ -66,9 +71,6 @@ impl LiveState {
                 observation: obs,
             });
         }
-        self.local
-            .as_ref()
-            .and_then(|l| l.observation().intervals.last())
     }
 
     /// Frames for the peer, in order (the runner gives them to its session, which sends them

@@ -341,7 +341,11 @@ impl<D: Counters> Measurement<D> {
         obs: Option<wirespeed_model::observation::IntervalObservation>,
         reporter: &mut dyn Reporter,
     ) {
-        let head = self.observer.head();
+        let head = if self.live.needs_head() {
+            self.observer.head()
+        } else {
+            None
+        };
         self.live.local_interval(start, end, head, obs);
         if !reporter.wants_live() {
             return;
@@ -696,5 +700,137 @@ mod tests {
         assert!(data_config(&tcp, true, local).udp.is_none());
         assert!(sends(Direction::Both, true) && sends(Direction::Both, false));
         assert!(!sends(Direction::ServerToClient, true));
+    }
+
+    /// An observer that sees CPU 4 busy each interval and says how many intervals each end
+    /// had when asked for a verdict.
+    #[derive(Clone)]
+    struct Busy;
+
+    impl Observe for Busy {
+        fn start(&self, _: ObsRole, _: IpAddr, _: Option<IpAddr>) -> Option<Box<dyn EndObserver>> {
+            Some(Box::new(Busy))
+        }
+        fn verdict(&self, t: &TestObservation, m: &wirespeed_model::verdict::Measured) -> Verdict {
+            Verdict {
+                id: "so-far".into(),
+                end: None,
+                line: format!(
+                    "local {} intervals, peer {:?}, {:?} bit/s",
+                    t.local.intervals.len(),
+                    t.remote.as_ref().map(|r| r.intervals.len()),
+                    m.throughput.map(|b| b.0.round())
+                ),
+                also: vec![],
+            }
+        }
+    }
+
+    impl EndObserver for Busy {
+        fn tick(
+            &mut self,
+            start: f64,
+            end: f64,
+        ) -> Option<wirespeed_model::observation::IntervalObservation> {
+            Some(wirespeed_model::observation::IntervalObservation {
+                start: Some(start),
+                end: Some(end),
+                cpus: vec![wirespeed_model::observation::CpuUse {
+                    cpu: 4,
+                    system: wirespeed_model::observation::Percent::new(90.0),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+        }
+        fn head(&self) -> Option<EndObservation> {
+            Some(EndObservation {
+                role: ObsRole::Receiver,
+                host: None,
+                iface: Some("eth9".into()),
+                iface_mtu: None,
+                iface_speed_mbps: None,
+                nic_numa_node: None,
+                nic_irqs: vec![],
+                topology: Default::default(),
+                intervals: vec![],
+                total: Default::default(),
+                notes: vec![],
+            })
+        }
+        fn close(self: Box<Self>, _: &[WorkerRun], _: Option<TcpLimits>) -> Option<EndObservation> {
+            None
+        }
+    }
+
+    /// Wants the live events and keeps them.
+    #[derive(Default)]
+    struct LiveSeen(Vec<wirespeed_report::LiveEvent>);
+
+    impl Reporter for LiveSeen {
+        fn wants_live(&self) -> bool {
+            true
+        }
+        fn live(&mut self, ev: &wirespeed_report::LiveEvent) {
+            self.0.push(ev.clone());
+        }
+    }
+
+    /// Each interval queues a frame for the peer (the head in the first only) and gives the
+    /// reporter this end's interval, the peer's latest and the verdict so far over both.
+    #[test]
+    fn each_interval_makes_a_frame_and_a_verdict_so_far() {
+        let clock = Arc::new(Mutex::new(secs(0.0)));
+        let hook = ObserveHook::new(Busy);
+        let observer = TestObserver::start(
+            Some(&hook),
+            Direction::ClientToServer,
+            false,
+            "192.0.2.1".parse().unwrap(),
+            None,
+        );
+        let mut b = ResultBuilder::new(Protocol::Tcp, Role::Server, false, 1.0);
+        b.add_stream(1, false).unwrap();
+        let fake = Fake {
+            clock: clock.clone(),
+            rate: 1_000_000,
+            omit_marks: 0,
+        };
+        let mut m = Measurement::new(
+            fake,
+            b,
+            observer,
+            CpuMeter::start(),
+            secs(0.0),
+            secs(1.0),
+            secs(0.0),
+        );
+        let mut seen = LiveSeen::default();
+        *clock.lock().unwrap() = secs(1.0);
+        m.ticks(secs(1.0), &mut seen);
+        let peer = |seq: u64, head: bool| wirespeed_protocol::LiveInterval {
+            seq,
+            start: seq as f64 - 1.0,
+            end: seq as f64,
+            head: head.then(|| Busy.head().unwrap()),
+            observation: Busy.tick(seq as f64 - 1.0, seq as f64),
+        };
+        m.peer_live(peer(1, true));
+        *clock.lock().unwrap() = secs(2.0);
+        m.ticks(secs(2.0), &mut seen);
+        let frames = m.take_live();
+        assert_eq!(frames.len(), 2);
+        assert!(frames[0].head.is_some() && frames[1].head.is_none());
+        assert_eq!(frames[1].observation.as_ref().unwrap().cpus[0].cpu, 4);
+        assert_eq!(seen.0.len(), 2);
+        assert!(seen.0[0].peer.is_none());
+        let last = &seen.0[1];
+        assert_eq!(last.peer.as_ref().unwrap().end, Some(1.0));
+        assert_eq!(last.local_iface.as_deref(), Some("eth9"));
+        assert_eq!(
+            last.verdict_so_far.as_ref().unwrap().line,
+            "local 2 intervals, peer Some(1), Some(8000000.0) bit/s"
+        );
+        assert_eq!(m.live().peer().unwrap().intervals_seen(), 1);
     }
 }
