@@ -975,7 +975,8 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         let scfg = ServerConfig {
             bind: Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
             port: 0,
-            interval: Duration::ZERO,
+            // Its intervals are not shown; they pace its live frames (its CPUs each interval).
+            interval: cfg.interval,
             observe: Some(live_observer()),
             ..ServerConfig::default()
         };
@@ -1082,13 +1083,8 @@ fn run_live(
         return Err(exit::fail(exit::USAGE, "--live needs a terminal on stdout"));
     }
     let stop = cfg.interrupt.clone().unwrap_or_default();
-    let peer = wirespeed_engine::net::resolve(&cfg.host, cfg.port, cfg.family)
-        .ok()
-        .and_then(|v| v.first().map(|s| s.ip()));
     let mut live = crate::live::Live::new(
         format!("wirespeed --live {}:{}", cfg.host, cfg.port),
-        peer,
-        a.reverse,
         f64::from(a.time),
         stop,
     );

@@ -23,7 +23,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use wirespeed_engine::server::TestInfo;
 use wirespeed_engine::Reporter;
-use wirespeed_report::{Interval, Start, TestResult};
+use wirespeed_model::observation::CpuUse;
+use wirespeed_report::{Interval, LiveEvent, Start, TestResult};
 
 use crate::exit;
 
@@ -32,6 +33,8 @@ use crate::exit;
 pub const MAX_LINE: usize = 16 * 1024;
 /// Streams listed in one line.
 pub const MAX_STREAMS: usize = 64;
+/// The client's CPUs listed in one line (the busiest).
+pub const MAX_PEER_CPUS: usize = 48;
 /// Readers served at once; more are turned away.
 const MAX_READERS: usize = 16;
 /// Lines queued per reader before lines are dropped for it.
@@ -64,6 +67,17 @@ pub struct StatsLine {
     pub verdict: Option<String>,
     /// The test failed: why.
     pub error: Option<String>,
+    /// The client's CPUs over its latest interval, when the client is wirespeed (it sends its
+    /// observation of each interval on the control connection): the busiest
+    /// [`MAX_PEER_CPUS`], by CPU number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peer_cpus: Vec<CpuUse>,
+    /// The interface the client's NIC counts are for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_iface: Option<String>,
+    /// The verdict over the intervals so far (the end's `verdict` replaces it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_so_far: Option<String>,
 }
 
 /// A line from the socket, if it is one: bounded, a JSON object of the right shape, sane
@@ -81,6 +95,9 @@ pub fn parse_line(line: &[u8]) -> Option<StatsLine> {
         && l.streams.iter().all(|(_, b)| finite(*b))
         && l.peer.len() <= 64
         && l.verdict.as_ref().is_none_or(|v| v.len() <= 1024)
+        && l.verdict_so_far.as_ref().is_none_or(|v| v.len() <= 1024)
+        && l.peer_iface.as_ref().is_none_or(|v| v.len() <= 64)
+        && l.peer_cpus.len() <= MAX_PEER_CPUS
         && l.error.as_ref().is_none_or(|v| v.len() <= 1024);
     ok.then_some(l)
 }
@@ -89,7 +106,19 @@ pub fn parse_line(line: &[u8]) -> Option<StatsLine> {
 pub fn format_line(l: &StatsLine) -> Vec<u8> {
     let mut l = l.clone();
     l.streams.truncate(MAX_STREAMS);
-    for s in [&mut l.verdict, &mut l.error].into_iter().flatten() {
+    if l.peer_cpus.len() > MAX_PEER_CPUS {
+        l.peer_cpus
+            .sort_by(|a, b| b.busy().get().total_cmp(&a.busy().get()));
+        l.peer_cpus.truncate(MAX_PEER_CPUS);
+        l.peer_cpus.sort_by_key(|c| c.cpu);
+    }
+    if l.peer_iface.as_ref().is_some_and(|i| i.len() > 64) {
+        l.peer_iface = None;
+    }
+    for s in [&mut l.verdict, &mut l.error, &mut l.verdict_so_far]
+        .into_iter()
+        .flatten()
+    {
         if s.len() > 1024 {
             let mut cut = 1024;
             while !s.is_char_boundary(cut) {
@@ -319,6 +348,8 @@ pub struct Tee {
     peer: String,
     receiver: bool,
     duration: f64,
+    /// The interval's line, published with the live event that follows it.
+    pending: Option<StatsLine>,
 }
 
 impl Tee {
@@ -330,6 +361,13 @@ impl Tee {
             peer: info.peer.to_string(),
             receiver: true,
             duration: 0.0,
+            pending: None,
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(l) = self.pending.take() {
+            self.feed.publish(&l);
         }
     }
 
@@ -346,6 +384,9 @@ impl Tee {
             done: false,
             verdict: None,
             error: None,
+            peer_cpus: Vec::new(),
+            peer_iface: None,
+            verdict_so_far: None,
         }
     }
 }
@@ -365,6 +406,7 @@ impl Reporter for Tee {
 
     fn interval(&mut self, iv: &Interval) {
         self.inner.interval(iv);
+        self.flush();
         let mut l = self.line();
         l.t = iv.sum.end;
         l.streams = iv
@@ -376,11 +418,28 @@ impl Reporter for Tee {
             .collect();
         l.sum_bps = iv.sum.bits_per_second;
         l.retransmits = iv.sum.retransmits;
-        self.feed.publish(&l);
+        self.pending = Some(l);
+    }
+
+    fn wants_live(&self) -> bool {
+        true
+    }
+
+    fn live(&mut self, ev: &LiveEvent) {
+        if self.inner.wants_live() {
+            self.inner.live(ev);
+        }
+        if let Some(l) = &mut self.pending {
+            l.peer_cpus = ev.peer.as_ref().map(|p| p.cpus.clone()).unwrap_or_default();
+            l.peer_iface = ev.peer_iface.clone();
+            l.verdict_so_far = ev.verdict_so_far.as_ref().map(|v| v.line.clone());
+        }
+        self.flush();
     }
 
     fn finish(&mut self, result: &TestResult) {
         self.inner.finish(result);
+        self.flush();
         let mut l = self.line();
         l.done = true;
         l.t = result.intervals.last().map_or(0.0, |iv| iv.sum.end);
@@ -415,6 +474,9 @@ mod tests {
             done: false,
             verdict: None,
             error: None,
+            peer_cpus: Vec::new(),
+            peer_iface: None,
+            verdict_so_far: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! `wirespeed top`: the tests a running `wirespeed server --stats-socket` is serving, live, in
 //! a full-screen terminal view — per test a throughput sparkline per stream and for the sum,
-//! retransmits and the verdict once the test has one; below, this host's CPUs as bars (user,
+//! retransmits, the verdict so far and then the test's verdict, and the client's busiest CPUs
+//! when the client is wirespeed (it sends its observation of each interval); below, this host's CPUs as bars (user,
 //! system, IRQ, softirq, steal) with the NIC's interrupts per CPU. `q`, `Esc` or Ctrl-C quit.
 //!
 //! The test figures come from the server's stats socket (see [`crate::stats`]); the CPU and
@@ -66,7 +67,14 @@ struct TestView {
     done: bool,
     verdict: Option<String>,
     error: Option<String>,
+    /// The client's CPUs over its latest interval (a wirespeed client sends them).
+    peer_cpus: Vec<CpuUse>,
+    peer_iface: Option<String>,
+    verdict_so_far: Option<String>,
 }
+
+/// The client's CPUs drawn per test (the busiest).
+const PEER_CPUS_SHOWN: usize = 4;
 
 fn push(h: &mut Vec<u64>, v: f64) {
     h.push((v / 1e6) as u64);
@@ -102,6 +110,13 @@ impl Tests {
             push(&mut v.sum, l.sum_bps);
             if let Some(r) = l.retransmits {
                 *v.retransmits.get_or_insert(0) += r;
+            }
+            if !l.peer_cpus.is_empty() {
+                v.peer_cpus = l.peer_cpus;
+                v.peer_iface = l.peer_iface;
+            }
+            if l.verdict_so_far.is_some() {
+                v.verdict_so_far = l.verdict_so_far;
             }
         }
         // Bounded: the oldest finished tests go first, then the oldest.
@@ -287,13 +302,22 @@ impl View {
             let mut rows = vec![Constraint::Length(1)];
             let mut items: Vec<Item> = Vec::new();
             for (n, t) in self.tests.shown(KEEP) {
-                let want = 2 + 3 * (t.streams.len().min(STREAMS_SHOWN) as u16 + 1);
+                let peer_rows = if t.peer_cpus.is_empty() {
+                    0
+                } else {
+                    t.peer_cpus.len().min(PEER_CPUS_SHOWN) as u16 + 2
+                };
+                let want = 2 + peer_rows + 3 * (t.streams.len().min(STREAMS_SHOWN) as u16 + 1);
                 if budget < 4 {
                     break;
                 }
                 budget = budget.saturating_sub(want);
                 items.push(Item::Head(*n, t));
-                rows.push(Constraint::Length(if t.done { 2 } else { 1 }));
+                rows.push(Constraint::Length(2));
+                if peer_rows > 0 {
+                    items.push(Item::PeerCpus(*n, t));
+                    rows.push(Constraint::Length(peer_rows));
+                }
                 for (id, (h, now)) in t.streams.iter().take(STREAMS_SHOWN) {
                     items.push(Item::Stream(*n, *id, h, *now));
                     rows.push(Constraint::Length(3));
@@ -320,6 +344,27 @@ impl View {
                         Paragraph::new(test_head(*n, t)).wrap(Wrap { trim: false }),
                         a,
                     ),
+                    Item::PeerCpus(n, t) => {
+                        let width = a.width.saturating_sub(34).clamp(10, 60) as usize;
+                        let mut busiest: Vec<&CpuUse> = t.peer_cpus.iter().collect();
+                        busiest.sort_by(|x, y| y.busy().get().total_cmp(&x.busy().get()));
+                        busiest.truncate(PEER_CPUS_SHOWN);
+                        busiest.sort_by_key(|c| c.cpu);
+                        let lines: Vec<Line> = busiest.iter().map(|c| cpu_line(c, width)).collect();
+                        let title = format!(
+                            "test {n}: CPUs of the client{} (busiest {})",
+                            t.peer_iface
+                                .as_deref()
+                                .map(|i| format!(" ({i})"))
+                                .unwrap_or_default(),
+                            busiest.len()
+                        );
+                        f.render_widget(
+                            Paragraph::new(lines)
+                                .block(Block::default().borders(Borders::ALL).title(title)),
+                            a,
+                        );
+                    }
                     Item::Stream(n, id, h, now) => {
                         let data = tail(h, a.width.saturating_sub(2));
                         f.render_widget(
@@ -375,6 +420,7 @@ impl View {
 enum Item<'a> {
     Idle,
     Head(u64, &'a TestView),
+    PeerCpus(u64, &'a TestView),
     Stream(u64, u32, &'a Vec<u64>, f64),
     Sum(u64, &'a Vec<u64>),
 }
@@ -398,6 +444,8 @@ fn test_head(n: u64, t: &TestView) -> Line<'static> {
         } else if let Some(v) = &t.verdict {
             s.push_str(&format!(": {v}"));
         }
+    } else if let Some(v) = &t.verdict_so_far {
+        s.push_str(&format!(" · verdict so far: {v}"));
     }
     Line::from(s.bold())
 }
@@ -419,6 +467,12 @@ mod tests {
             done,
             verdict: done.then(|| "fine".into()),
             error: None,
+            peer_cpus: vec![CpuUse {
+                cpu: 5,
+                ..CpuUse::default()
+            }],
+            peer_iface: Some("eth1".into()),
+            verdict_so_far: (!done).then(|| "so far fine".into()),
         }
     }
 
@@ -430,6 +484,11 @@ mod tests {
         let v = &t.0[&1];
         assert_eq!(v.sum, vec![2000, 2000]);
         assert_eq!(v.retransmits, Some(2));
+        assert_eq!(v.peer_cpus[0].cpu, 5);
+        assert_eq!(v.verdict_so_far.as_deref(), Some("so far fine"));
+        assert!(test_head(1, v)
+            .to_string()
+            .contains("verdict so far: so far fine"));
         assert_eq!(t.running(), 1);
         t.apply(line(1, 2.0, true));
         assert_eq!(t.running(), 0);

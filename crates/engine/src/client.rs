@@ -301,6 +301,7 @@ impl ClientConfig {
                     .then(|| self.send_path.as_str().to_string()),
                 drain: true,
                 irq_cpus: self.server_irq_cpus.clone(),
+                live: true,
                 psk: None,
                 extra: Default::default(),
             }),
@@ -499,6 +500,9 @@ impl Run<'_> {
             Duration::from_secs(u64::from(cfg.omit)),
             move || epoch.elapsed(),
         )?);
+        if let Some(m) = &mut self.m {
+            m.set_udp(cfg.udp);
+        }
         Ok(())
     }
 
@@ -797,6 +801,11 @@ fn drive(
                 ClientEvent::CreateStreams => run.connect_streams()?,
                 ClientEvent::TestStart => {}
                 ClientEvent::TestRunning => run.begin(reporter)?,
+                ClientEvent::PeerLive(li) => {
+                    if let Some(m) = run.m.as_mut() {
+                        m.peer_live(*li);
+                    }
+                }
                 ClientEvent::ResultsRequested => {
                     let decided = run.end_decided.unwrap_or_else(|| run.now());
                     let mut end = decided;
@@ -865,6 +874,16 @@ fn drive(
         if run.m.is_some() && !run.ended {
             if !run.end_reached() {
                 run.ticks(reporter);
+                // This end's live frames go out once the server showed it takes them.
+                if let Some(m) = run.m.as_mut() {
+                    let mut sent = false;
+                    for li in m.take_live() {
+                        sent |= sess.send_live(&li).unwrap_or(false);
+                    }
+                    if sent {
+                        ctrl.send(&sess.take_transmit()).map_err(send_err)?;
+                    }
+                }
             } else {
                 let mut decided = run.now();
                 // Paced TCP (-b, --fq-rate): the sender's time ends when what it wrote has

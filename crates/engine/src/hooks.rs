@@ -15,7 +15,9 @@ use std::fmt;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use wirespeed_model::observation::{EndObservation, Role, TcpLimits, WorkerRun};
+use wirespeed_model::observation::{
+    EndObservation, IntervalObservation, Role, TcpLimits, WorkerRun,
+};
 use wirespeed_model::verdict::{Measured, PathCeiling};
 use wirespeed_model::{CpuSet, MoveReport, TestObservation, Verdict};
 
@@ -45,8 +47,15 @@ pub trait Observe: Send + Sync {
 
 /// One end of one test under observation.
 pub trait EndObserver: Send {
-    /// An interval tick (seconds since the start of the test).
-    fn tick(&mut self, start: f64, end: f64);
+    /// An interval tick (seconds since the start of the test): the interval's observation,
+    /// when there is one (it goes to a wirespeed peer while the test runs).
+    fn tick(&mut self, start: f64, end: f64) -> Option<IntervalObservation>;
+
+    /// What is known of this end before any interval (interface, NIC IRQs, topology): see
+    /// [`EndObservation::head`]. `None` by default.
+    fn head(&self) -> Option<EndObservation> {
+        None
+    }
 
     /// The final tick: close the totals with the workers and the senders' `TCP_INFO` limits.
     fn close(

@@ -24,6 +24,7 @@ pub mod data;
 mod error;
 pub mod extras;
 pub mod hooks;
+pub mod live;
 pub mod measurement;
 pub mod net;
 pub mod observe;

@@ -32,12 +32,14 @@ use wirespeed_report::{HostPort, Start, TestStart};
 
 use crate::assemble::{self, VERSION};
 use crate::data::{DataConfig, DataPhase, DataSocket, DataStream, UdpConfig};
+use crate::live::LiveState;
 use crate::observe::TestObserver;
 use crate::output::Reporter;
 use crate::placement::Placement;
 use crate::timeline::Timeline;
 use crate::usage::{CpuMeter, CpuPercent};
 use crate::EngineError;
+use wirespeed_model::RunningEnd;
 
 /// iperf3's default TCP block (`-l`): 128 KiB.
 pub const DEFAULT_TCP_BLOCK: u32 = 128 * 1024;
@@ -249,6 +251,8 @@ pub struct Measurement<D = DataPhase> {
     cpu: CpuMeter,
     show_intervals: bool,
     final_time: Option<Duration>,
+    live: LiveState,
+    udp: bool,
 }
 
 impl Measurement<DataPhase> {
@@ -297,6 +301,8 @@ impl<D: Counters> Measurement<D> {
             cpu,
             show_intervals: interval > Duration::ZERO,
             final_time: None,
+            live: LiveState::default(),
+            udp: false,
         }
     }
 
@@ -311,13 +317,64 @@ impl<D: Counters> Measurement<D> {
             if t.omit_boundary {
                 self.data.mark_omit_end();
             }
-            self.observer.tick(t.start, t.end);
+            let obs = self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = self.builder.interval(t.start, t.end, t.omitted, &samples) {
                 if self.show_intervals {
                     reporter.interval(iv);
                 }
             }
+            self.live_tick(t.start, t.end, obs, reporter);
         }
+    }
+
+    /// A UDP test (the verdict so far reads no retransmits).
+    pub fn set_udp(&mut self, udp: bool) {
+        self.udp = udp;
+    }
+
+    /// After an interval: this end's observation of it into the live state (and a frame for
+    /// the peer), then, when the reporter shows it, the verdict so far and the live event.
+    fn live_tick(
+        &mut self,
+        start: f64,
+        end: f64,
+        obs: Option<wirespeed_model::observation::IntervalObservation>,
+        reporter: &mut dyn Reporter,
+    ) {
+        let head = if self.live.needs_head() {
+            self.observer.head()
+        } else {
+            None
+        };
+        self.live.local_interval(start, end, head, obs);
+        if !reporter.wants_live() {
+            return;
+        }
+        let verdict = self.live.local().and_then(|l| {
+            let measured = crate::live::measured_so_far(self.udp, self.builder.intervals());
+            self.observer.verdict_so_far(
+                l.observation(),
+                self.live.peer().map(RunningEnd::observation),
+                self.live.peer_frames() > 0,
+                &measured,
+            )
+        });
+        reporter.live(&self.live.event(start, end, verdict));
+    }
+
+    /// A live frame from the peer.
+    pub fn peer_live(&mut self, li: wirespeed_protocol::LiveInterval) {
+        self.live.peer_interval(li);
+    }
+
+    /// Frames for the peer since the last call.
+    pub fn take_live(&mut self) -> Vec<wirespeed_protocol::LiveInterval> {
+        self.live.take_outgoing()
+    }
+
+    /// Both ends' observation so far.
+    pub fn live(&self) -> &LiveState {
+        &self.live
     }
 
     /// The final tick at `min(end, now)`, once (see the module docs). Returns `false` when it
@@ -336,12 +393,13 @@ impl<D: Counters> Measurement<D> {
         self.final_time = Some(at);
         let samples = self.data.samples(false);
         if let Some(t) = self.timeline.finish(at) {
-            self.observer.tick(t.start, t.end);
+            let obs = self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = self.builder.interval(t.start, t.end, t.omitted, &samples) {
                 if self.show_intervals {
                     reporter.interval(iv);
                 }
             }
+            self.live_tick(t.start, t.end, obs, reporter);
         }
         let infos = self.data.sender_tcp_infos();
         let tcp = crate::observe::tcp_limits(&infos);
@@ -459,8 +517,13 @@ mod tests {
     }
 
     impl EndObserver for Log {
-        fn tick(&mut self, start: f64, end: f64) {
+        fn tick(
+            &mut self,
+            start: f64,
+            end: f64,
+        ) -> Option<wirespeed_model::observation::IntervalObservation> {
             self.0.lock().unwrap().push(format!("tick {start}-{end}"));
+            None
         }
         fn close(
             self: Box<Self>,
@@ -637,5 +700,137 @@ mod tests {
         assert!(data_config(&tcp, true, local).udp.is_none());
         assert!(sends(Direction::Both, true) && sends(Direction::Both, false));
         assert!(!sends(Direction::ServerToClient, true));
+    }
+
+    /// An observer that sees CPU 4 busy each interval and says how many intervals each end
+    /// had when asked for a verdict.
+    #[derive(Clone)]
+    struct Busy;
+
+    impl Observe for Busy {
+        fn start(&self, _: ObsRole, _: IpAddr, _: Option<IpAddr>) -> Option<Box<dyn EndObserver>> {
+            Some(Box::new(Busy))
+        }
+        fn verdict(&self, t: &TestObservation, m: &wirespeed_model::verdict::Measured) -> Verdict {
+            Verdict {
+                id: "so-far".into(),
+                end: None,
+                line: format!(
+                    "local {} intervals, peer {:?}, {:?} bit/s",
+                    t.local.intervals.len(),
+                    t.remote.as_ref().map(|r| r.intervals.len()),
+                    m.throughput.map(|b| b.0.round())
+                ),
+                also: vec![],
+            }
+        }
+    }
+
+    impl EndObserver for Busy {
+        fn tick(
+            &mut self,
+            start: f64,
+            end: f64,
+        ) -> Option<wirespeed_model::observation::IntervalObservation> {
+            Some(wirespeed_model::observation::IntervalObservation {
+                start: Some(start),
+                end: Some(end),
+                cpus: vec![wirespeed_model::observation::CpuUse {
+                    cpu: 4,
+                    system: wirespeed_model::observation::Percent::new(90.0),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+        }
+        fn head(&self) -> Option<EndObservation> {
+            Some(EndObservation {
+                role: ObsRole::Receiver,
+                host: None,
+                iface: Some("eth9".into()),
+                iface_mtu: None,
+                iface_speed_mbps: None,
+                nic_numa_node: None,
+                nic_irqs: vec![],
+                topology: Default::default(),
+                intervals: vec![],
+                total: Default::default(),
+                notes: vec![],
+            })
+        }
+        fn close(self: Box<Self>, _: &[WorkerRun], _: Option<TcpLimits>) -> Option<EndObservation> {
+            None
+        }
+    }
+
+    /// Wants the live events and keeps them.
+    #[derive(Default)]
+    struct LiveSeen(Vec<wirespeed_report::LiveEvent>);
+
+    impl Reporter for LiveSeen {
+        fn wants_live(&self) -> bool {
+            true
+        }
+        fn live(&mut self, ev: &wirespeed_report::LiveEvent) {
+            self.0.push(ev.clone());
+        }
+    }
+
+    /// Each interval queues a frame for the peer (the head in the first only) and gives the
+    /// reporter this end's interval, the peer's latest and the verdict so far over both.
+    #[test]
+    fn each_interval_makes_a_frame_and_a_verdict_so_far() {
+        let clock = Arc::new(Mutex::new(secs(0.0)));
+        let hook = ObserveHook::new(Busy);
+        let observer = TestObserver::start(
+            Some(&hook),
+            Direction::ClientToServer,
+            false,
+            "192.0.2.1".parse().unwrap(),
+            None,
+        );
+        let mut b = ResultBuilder::new(Protocol::Tcp, Role::Server, false, 1.0);
+        b.add_stream(1, false).unwrap();
+        let fake = Fake {
+            clock: clock.clone(),
+            rate: 1_000_000,
+            omit_marks: 0,
+        };
+        let mut m = Measurement::new(
+            fake,
+            b,
+            observer,
+            CpuMeter::start(),
+            secs(0.0),
+            secs(1.0),
+            secs(0.0),
+        );
+        let mut seen = LiveSeen::default();
+        *clock.lock().unwrap() = secs(1.0);
+        m.ticks(secs(1.0), &mut seen);
+        let peer = |seq: u64, head: bool| wirespeed_protocol::LiveInterval {
+            seq,
+            start: seq as f64 - 1.0,
+            end: seq as f64,
+            head: head.then(|| Busy.head().unwrap()),
+            observation: Busy.tick(seq as f64 - 1.0, seq as f64),
+        };
+        m.peer_live(peer(1, true));
+        *clock.lock().unwrap() = secs(2.0);
+        m.ticks(secs(2.0), &mut seen);
+        let frames = m.take_live();
+        assert_eq!(frames.len(), 2);
+        assert!(frames[0].head.is_some() && frames[1].head.is_none());
+        assert_eq!(frames[1].observation.as_ref().unwrap().cpus[0].cpu, 4);
+        assert_eq!(seen.0.len(), 2);
+        assert!(seen.0[0].peer.is_none());
+        let last = &seen.0[1];
+        assert_eq!(last.peer.as_ref().unwrap().end, Some(1.0));
+        assert_eq!(last.local_iface.as_deref(), Some("eth9"));
+        assert_eq!(
+            last.verdict_so_far.as_ref().unwrap().line,
+            "local 2 intervals, peer Some(1), Some(8000000.0) bit/s"
+        );
+        assert_eq!(m.live().peer().unwrap().intervals_seen(), 1);
     }
 }

@@ -12,7 +12,9 @@
 use std::net::IpAddr;
 
 use wirespeed_datapath::tcp::TcpInfo;
-use wirespeed_model::observation::{BitsPerSecond, EndObservation, Role, TcpLimits, WorkerRun};
+use wirespeed_model::observation::{
+    BitsPerSecond, EndObservation, IntervalObservation, Role, TcpLimits, WorkerRun,
+};
 use wirespeed_model::verdict::{ControlStall, Measured};
 use wirespeed_model::{TestObservation, Worker};
 use wirespeed_protocol::{Direction, ResultsExt};
@@ -162,11 +164,29 @@ impl TestObserver {
         }
     }
 
-    /// An interval tick.
-    pub fn tick(&mut self, start: f64, end: f64) {
-        if let Some(o) = &mut self.running {
-            o.tick(start, end);
-        }
+    /// An interval tick: the interval's observation, when this end is observed.
+    pub fn tick(&mut self, start: f64, end: f64) -> Option<IntervalObservation> {
+        self.running.as_mut().and_then(|o| o.tick(start, end))
+    }
+
+    /// What is known of this end before any interval, when it is observed.
+    pub fn head(&self) -> Option<EndObservation> {
+        self.running.as_ref().and_then(|o| o.head())
+    }
+
+    /// The verdict over a running test so far: this end's and the peer's observation of the
+    /// intervals so far (the peer's from its live frames), and what was measured so far.
+    /// `None` without an observe hook or before this end has a head.
+    pub fn verdict_so_far(
+        &self,
+        local: &EndObservation,
+        peer: Option<&EndObservation>,
+        peer_is_wirespeed: bool,
+        measured: &Measured,
+    ) -> Option<wirespeed_model::Verdict> {
+        let hook = self.hook.as_ref()?;
+        let test = TestObservation::combine(local.clone(), Ok(peer), peer_is_wirespeed);
+        Some(hook.0.verdict(&test, measured))
     }
 
     /// The final tick: close the totals with the workers and the senders' limits.
@@ -356,8 +376,13 @@ mod tests {
     }
 
     impl EndObserver for FakeEnd {
-        fn tick(&mut self, start: f64, end: f64) {
+        fn tick(
+            &mut self,
+            start: f64,
+            end: f64,
+        ) -> Option<wirespeed_model::observation::IntervalObservation> {
             self.1.push((start, end));
+            None
         }
         fn close(
             self: Box<Self>,

@@ -11,7 +11,7 @@ use wirespeed_report::text::{
     TextContext, TextOptions, TextRenderer,
 };
 use wirespeed_report::where_ran::write_where;
-use wirespeed_report::{Interval, Start, TestResult};
+use wirespeed_report::{Interval, LiveEvent, Start, TestResult};
 
 /// Live events of one test.
 pub trait Reporter: Send {
@@ -21,6 +21,14 @@ pub trait Reporter: Send {
     fn start(&mut self, _start: &Start) {}
     /// One interval ended.
     fn interval(&mut self, _iv: &Interval) {}
+    /// `true` when this reporter shows [`Reporter::live`] (the engine decides the verdict so
+    /// far only then).
+    fn wants_live(&self) -> bool {
+        false
+    }
+    /// After each interval of a running test: this end's and the peer's latest observation
+    /// and the verdict so far (see [`wirespeed_report::LiveEvent`]).
+    fn live(&mut self, _ev: &LiveEvent) {}
     /// The test ended; `result.error` is set when it failed.
     fn finish(&mut self, _result: &TestResult) {}
     /// Text captured for iperf3's `--get-server-output` (server side), if this reporter keeps it.
@@ -185,6 +193,16 @@ impl Reporter for StandardReporter {
             }
             Format::JsonStream => self.emit(|b| json::stream_interval(b, iv)),
             Format::Json => {}
+        }
+    }
+
+    fn wants_live(&self) -> bool {
+        self.format == Format::JsonStream && !self.strict
+    }
+
+    fn live(&mut self, ev: &LiveEvent) {
+        if self.wants_live() {
+            self.emit(|b| json::stream_live(b, ev));
         }
     }
 

@@ -11,7 +11,9 @@ use wirespeed_engine::hooks::{
     AppliedChange, EndObserver, HostChange, Observe, PreparedChange, Refusal,
 };
 use wirespeed_host::{CpuSet, Root};
-use wirespeed_model::observation::{EndObservation, Role, TcpLimits, WorkerRun};
+use wirespeed_model::observation::{
+    EndObservation, IntervalObservation, Role, TcpLimits, WorkerRun,
+};
 use wirespeed_model::verdict::{Measured, PathCeiling};
 use wirespeed_model::{MoveReport, TestObservation, Verdict};
 use wirespeed_report::where_ran::cpus_text;
@@ -56,8 +58,12 @@ impl Observe for HostObserve {
 }
 
 impl EndObserver for Running {
-    fn tick(&mut self, start: f64, end: f64) {
-        let _ = self.0.sample(Some((start, end)), &[], None);
+    fn tick(&mut self, start: f64, end: f64) -> Option<IntervalObservation> {
+        self.0.sample(Some((start, end)), &[], None).ok().cloned()
+    }
+
+    fn head(&self) -> Option<EndObservation> {
+        Some(self.0.head())
     }
 
     fn close(

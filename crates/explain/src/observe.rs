@@ -367,6 +367,25 @@ impl Observer {
         &self.intervals
     }
 
+    /// What is known of this end before any interval: interface, NIC IRQs, topology, notes
+    /// (no host name, no intervals, an empty total).
+    pub fn head(&self) -> EndObservation {
+        let facts = self.facts.clone().unwrap_or_default();
+        EndObservation {
+            role: self.role,
+            host: None,
+            iface: (!facts.iface.is_empty()).then_some(facts.iface),
+            iface_mtu: facts.mtu,
+            iface_speed_mbps: facts.speed_mbps,
+            nic_numa_node: facts.numa_node,
+            nic_irqs: self.irqs.clone(),
+            topology: self.topology.clone(),
+            intervals: Vec::new(),
+            total: IntervalObservation::default(),
+            notes: self.notes.clone(),
+        }
+    }
+
     /// End the test now: a last snapshot closes the totals (without adding an interval), then
     /// [`Observer::finish`]. The host name is read from the root.
     pub fn close(

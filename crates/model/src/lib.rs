@@ -26,7 +26,7 @@ pub mod worker;
 
 pub use cpuset::{CpuId, CpuSet, CpuSetError};
 pub use irq::{MoveReport, QueueIrq};
-pub use observation::{EndObservation, TestObservation};
+pub use observation::{EndObservation, RunningEnd, TestObservation};
 pub use topology::Topology;
 pub use verdict::{ControlStall, Measured, PathCeiling, Verdict};
 pub use worker::Worker;

@@ -269,6 +269,31 @@ impl IntervalObservation {
         s
     }
 
+    /// Where the worker threads ran in this interval, from their own scheduling (`threads`):
+    /// one worker per thread that ran, on the CPU it was last seen on, pinned when its name ends
+    /// in `-cpuN` (`ws-dp-cpu3`).
+    pub fn workers_from_threads(&self) -> Vec<WorkerRun> {
+        self.threads
+            .iter()
+            .filter(|t| t.run.get() > 0.0)
+            .filter_map(|t| {
+                let cpu = t.cpu?;
+                let pinned = t
+                    .name
+                    .rsplit_once("-cpu")
+                    .and_then(|(_, n)| n.parse::<u32>().ok());
+                Some((cpu, pinned))
+            })
+            .enumerate()
+            .map(|(i, (cpu, pinned))| WorkerRun {
+                worker: i as u32,
+                cpu_requested: pinned,
+                cpus_seen: CpuSet::from_cpus([cpu]),
+                streams: Vec::new(),
+            })
+            .collect()
+    }
+
     /// Total NIC interrupts in the interval.
     pub fn nic_irq_total(&self) -> u64 {
         self.cpus.iter().map(|c| c.nic_irqs).sum()
@@ -377,6 +402,133 @@ impl TestObservation {
     }
 }
 
+/// Most intervals a [`RunningEnd`] keeps (its totals count every interval).
+pub const RUNNING_INTERVALS: usize = 300;
+
+/// Most distinct CPUs a [`RunningEnd`] accumulates (CPUs past it are left out).
+pub const RUNNING_CPUS: usize = 8192;
+
+impl EndObservation {
+    /// The parts of this end known before any interval (interface, NIC IRQs, topology, notes):
+    /// a copy without intervals and with an empty total.
+    pub fn head(&self) -> EndObservation {
+        EndObservation {
+            intervals: Vec::new(),
+            total: IntervalObservation::default(),
+            ..self.clone()
+        }
+    }
+}
+
+/// One end's observation while its test runs: its head (see [`EndObservation::head`]) and the
+/// intervals so far, with totals over all of them: per CPU the shares weighted by each
+/// interval's length (a CPU missing from an interval was idle in it), interrupt and softirq
+/// counts summed, the workers of the latest interval, the `TCP_INFO` limits summed. Bounded: the
+/// last [`RUNNING_INTERVALS`] intervals are kept and at most [`RUNNING_CPUS`] CPUs counted.
+#[derive(Debug, Clone)]
+pub struct RunningEnd {
+    end: EndObservation,
+    /// Per CPU: weighted user, system, irq, softirq, steal; then NIC IRQs, NET_RX, NET_TX.
+    acc: std::collections::BTreeMap<u32, ([f64; 5], [u64; 3])>,
+    weight: f64,
+    seen: u64,
+}
+
+impl RunningEnd {
+    /// Start from an end's head (its intervals and total are dropped).
+    pub fn new(head: EndObservation) -> RunningEnd {
+        RunningEnd {
+            end: head.head(),
+            acc: Default::default(),
+            weight: 0.0,
+            seen: 0,
+        }
+    }
+
+    /// Replace the head, keeping the intervals and totals.
+    pub fn set_head(&mut self, head: &EndObservation) {
+        let intervals = std::mem::take(&mut self.end.intervals);
+        let total = std::mem::take(&mut self.end.total);
+        self.end = head.head();
+        self.end.intervals = intervals;
+        self.end.total = total;
+    }
+
+    /// Intervals pushed so far.
+    pub fn intervals_seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// The observation so far.
+    pub fn observation(&self) -> &EndObservation {
+        &self.end
+    }
+
+    /// Add the next interval.
+    pub fn push(&mut self, iv: IntervalObservation) {
+        let span = match (iv.start, iv.end) {
+            (Some(s), Some(e)) if e > s && (e - s).is_finite() => e - s,
+            _ => 1.0,
+        };
+        self.weight += span;
+        for c in &iv.cpus {
+            if !self.acc.contains_key(&c.cpu) && self.acc.len() >= RUNNING_CPUS {
+                continue;
+            }
+            let (shares, counts) = self.acc.entry(c.cpu).or_default();
+            for (a, p) in shares
+                .iter_mut()
+                .zip([c.user, c.system, c.irq, c.softirq, c.steal])
+            {
+                *a += p.get() * span;
+            }
+            for (a, n) in counts.iter_mut().zip([c.nic_irqs, c.net_rx, c.net_tx]) {
+                *a = a.saturating_add(n);
+            }
+        }
+        let total = &mut self.end.total;
+        total.start = total.start.or(iv.start);
+        if iv.end.is_some() {
+            total.end = iv.end;
+        }
+        let w = self.weight;
+        total.cpus = self
+            .acc
+            .iter()
+            .map(|(&cpu, (s, n))| {
+                let share = |v: f64| Percent::new(v / w);
+                let busy: f64 = s.iter().map(|v| share(*v).get()).sum();
+                CpuUse {
+                    cpu,
+                    user: share(s[0]),
+                    system: share(s[1]),
+                    irq: share(s[2]),
+                    softirq: share(s[3]),
+                    steal: share(s[4]),
+                    idle: Percent::new(100.0 - busy),
+                    nic_irqs: n[0],
+                    net_rx: n[1],
+                    net_tx: n[2],
+                }
+            })
+            .collect();
+        if !iv.workers.is_empty() {
+            total.workers = iv.workers.clone();
+        }
+        if let Some(t) = &iv.tcp {
+            match &mut total.tcp {
+                Some(sum) => sum.add(t),
+                None => total.tcp = Some(*t),
+            }
+        }
+        self.seen += 1;
+        self.end.intervals.push(iv);
+        if self.end.intervals.len() > RUNNING_INTERVALS {
+            self.end.intervals.remove(0);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,5 +614,71 @@ mod tests {
     fn throughput_prints_in_gbit() {
         assert_eq!(BitsPerSecond::from_gbps(98.8).to_string(), "98.8 Gbit/s");
         assert_eq!(BitsPerSecond(2.5e6).to_string(), "2.5 Mbit/s");
+    }
+
+    #[test]
+    fn a_running_end_weights_shares_by_time_and_stays_bounded() {
+        let head = EndObservation {
+            role: Role::Receiver,
+            host: None,
+            iface: Some("eth1".into()),
+            iface_mtu: None,
+            iface_speed_mbps: None,
+            nic_numa_node: None,
+            nic_irqs: vec![40],
+            topology: Topology::default(),
+            intervals: vec![IntervalObservation::default()],
+            total: IntervalObservation::default(),
+            notes: vec![],
+        };
+        let mut r = RunningEnd::new(head.clone());
+        assert!(r.observation().intervals.is_empty());
+        let cpu = |n: u32, sys: f64, irqs: u64| CpuUse {
+            cpu: n,
+            system: Percent::new(sys),
+            idle: Percent::new(100.0 - sys),
+            nic_irqs: irqs,
+            ..Default::default()
+        };
+        r.push(IntervalObservation {
+            start: Some(0.0),
+            end: Some(1.0),
+            cpus: vec![cpu(2, 90.0, 10)],
+            ..Default::default()
+        });
+        // CPU 2 absent (idle) in a 3 s interval, CPU 5 busy.
+        r.push(IntervalObservation {
+            start: Some(1.0),
+            end: Some(4.0),
+            cpus: vec![cpu(5, 40.0, 5)],
+            workers: vec![WorkerRun {
+                worker: 0,
+                cpu_requested: Some(5),
+                cpus_seen: CpuSet::from_cpus([5]),
+                streams: vec![1],
+            }],
+            ..Default::default()
+        });
+        let t = &r.observation().total;
+        assert_eq!((t.start, t.end), (Some(0.0), Some(4.0)));
+        assert_eq!(t.cpu(2).unwrap().system.get(), 22.5);
+        assert_eq!(t.cpu(2).unwrap().idle.get(), 77.5);
+        assert_eq!(t.cpu(5).unwrap().system.get(), 30.0);
+        assert_eq!(t.nic_irq_total(), 15);
+        assert_eq!(t.app_cpus(), CpuSet::from_cpus([5]));
+        assert_eq!(r.observation().iface.as_deref(), Some("eth1"));
+        for i in 0..(RUNNING_INTERVALS as u32 + 10) {
+            r.push(IntervalObservation {
+                cpus: vec![cpu(10_000 + i, 1.0, 0)],
+                ..Default::default()
+            });
+        }
+        assert_eq!(r.observation().intervals.len(), RUNNING_INTERVALS);
+        assert_eq!(r.intervals_seen(), RUNNING_INTERVALS as u64 + 12);
+        let mut other = head;
+        other.iface = Some("eth2".into());
+        r.set_head(&other);
+        assert_eq!(r.observation().iface.as_deref(), Some("eth2"));
+        assert_eq!(r.observation().intervals.len(), RUNNING_INTERVALS);
     }
 }

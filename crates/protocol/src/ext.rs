@@ -84,6 +84,11 @@ pub struct ParamsExt {
         with = "cpuset::as_array::option"
     )]
     pub irq_cpus: Option<CpuSet>,
+    /// The client reads live frames ([`crate::live`]): the server sends its observation of
+    /// each interval while the test runs, and the client answers with its own once the first
+    /// one arrived.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub live: bool,
     /// `--psk`: the tag over the cookie, these parameters and the time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub psk: Option<PskTag>,

@@ -10,6 +10,8 @@
 //! - [`server_error`]: `SERVER_ERROR`'s two integers and wirespeed's optional detail frame.
 //! - [`udp`]: the UDP stream handshake words and the datagram header.
 //! - [`ext`]: wirespeed's additions, all under the one key `"wirespeed"`, which iperf3 ignores.
+//! - [`live`]: wirespeed's mid-test frame, one end's observation of each interval, negotiated
+//!   through the extension and sent on the control connection while the test runs.
 //! - [`auth`]: iperf3's RSA authentication (the `authtoken` key), both ends.
 //! - [`psk`]: wirespeed's pre-shared key: HMAC tags over the parameters and both results.
 //! - [`session`]: sans-I/O state machines for the client and the server end of a control
@@ -25,6 +27,7 @@ pub mod error;
 pub mod ext;
 mod fields;
 pub mod frame;
+pub mod live;
 pub mod params;
 pub mod psk;
 pub mod results;
@@ -36,6 +39,7 @@ pub mod udp;
 pub use cookie::{Cookie, COOKIE_LEN};
 pub use error::WireError;
 pub use ext::{ParamsExt, ResultsExt, Worker, WorkerInfo, EXT_KEY};
+pub use live::LiveInterval;
 pub use params::{Direction, TestParams, Transport};
 pub use results::{StreamResult, TestResults};
 pub use session::{

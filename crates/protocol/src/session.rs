@@ -26,12 +26,61 @@
 //!                                <-        DISPLAY_RESULTS
 //!   IPERF_DONE                   ->
 //! ```
+//!
+//! Between `TEST_RUNNING` and `TEST_END`, when the client asked for them (`"live": true` in its
+//! parameters' extension), each end may send live frames ([`crate::live`]): the server first,
+//! the client only after one arrived. Each machine takes at most its [`LiveBudget`] of them and
+//! skips the rest unparsed.
+
+/// What a machine does with the live frames it reads.
+#[derive(Debug, Default)]
+struct LiveIn {
+    budget: LiveBudget,
+    /// Frames read.
+    read: u64,
+    /// Frames skipped over budget.
+    skipped: u64,
+}
+
+/// What a live frame at the front of the inbox came to.
+enum LiveStep {
+    /// Not all there yet.
+    Wait,
+    /// Parsed (`Some`) or skipped over budget (`None`); consumed.
+    Took(Option<Box<LiveInterval>>),
+    /// Broken: the connection cannot go on.
+    Bad(WireError),
+}
+
+impl LiveIn {
+    fn step(&mut self, inbox: &mut Inbox, now: Duration) -> LiveStep {
+        let n = match LiveInterval::frame_len(inbox.data()) {
+            Ok(n) => n,
+            Err(e) if e.is_truncated() => return LiveStep::Wait,
+            Err(e) => return LiveStep::Bad(e),
+        };
+        if !self.budget.take(now) {
+            inbox.consume(n);
+            self.skipped += 1;
+            return LiveStep::Took(None);
+        }
+        match LiveInterval::decode(inbox.data()) {
+            Ok((li, n)) => {
+                inbox.consume(n);
+                self.read += 1;
+                LiveStep::Took(Some(Box::new(li)))
+            }
+            Err(e) => LiveStep::Bad(e),
+        }
+    }
+}
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::cookie::Cookie;
 use crate::frame::{JsonFrame, MAX_CLIENT_RESULTS_LEN, MAX_PARAMS_LEN, MAX_RESULTS_LEN};
+use crate::live::{LiveBudget, LiveInterval, LIVE_MARKER};
 use crate::params::TestParams;
 use crate::results::TestResults;
 use crate::server_error::{self, ServerErrorBody, DETAIL_MAGIC, SERVER_ERROR_BODY_LEN};
@@ -296,6 +345,8 @@ pub enum ClientEvent {
     TestRunning,
     /// The server asks for results: stop, then call [`ClientSession::send_results`].
     ResultsRequested,
+    /// The server's observation of one interval (a live frame).
+    PeerLive(Box<LiveInterval>),
     /// The server's results.
     PeerResults(Box<TestResults>),
     /// `DISPLAY_RESULTS` arrived and `IPERF_DONE` is queued: flush, then close.
@@ -320,6 +371,9 @@ pub struct ClientSession {
     pending_error: Option<ServerErrorBody>,
     /// The phase the session was in when it failed.
     failed_in: Option<ClientPhase>,
+    /// The client asked for live frames.
+    live: bool,
+    live_in: LiveIn,
 }
 
 impl ClientSession {
@@ -330,6 +384,7 @@ impl ClientSession {
         params: TestParams,
         timeouts: Timeouts,
     ) -> ClientSession {
+        let live = params.wirespeed.as_ref().is_some_and(|w| w.live);
         ClientSession {
             cookie,
             params,
@@ -343,6 +398,8 @@ impl ClientSession {
             inbox: Inbox::new(MAX_RESULTS_LEN),
             pending_error: None,
             failed_in: None,
+            live,
+            live_in: LiveIn::default(),
         }
     }
 
@@ -466,6 +523,27 @@ impl ClientSession {
         Ok(())
     }
 
+    /// `true` once a live frame from the server arrived: it sends them, so it reads ours.
+    pub fn peer_sends_live(&self) -> bool {
+        self.live_in.read + self.live_in.skipped > 0
+    }
+
+    /// Live frames read from the server, and skipped over the budget.
+    pub fn live_frames(&self) -> (u64, u64) {
+        (self.live_in.read, self.live_in.skipped)
+    }
+
+    /// Queue this end's observation of an interval, when the server takes them (it sent one)
+    /// and the test runs; `Ok(false)` when not sent.
+    pub fn send_live(&mut self, li: &LiveInterval) -> Result<bool, WireError> {
+        if self.m.phase != ClientPhase::Running || !self.peer_sends_live() {
+            return Ok(false);
+        }
+        let f = li.encode()?;
+        self.m.outbox.extend_from_slice(&f);
+        Ok(true)
+    }
+
     /// Abort the test (Ctrl-C): queue `CLIENT_TERMINATE`.
     pub fn terminate(&mut self) {
         if !self.is_closed() {
@@ -522,6 +600,23 @@ impl ClientSession {
                     }
                 }
                 return;
+            }
+            let live_phase = matches!(
+                self.m.phase,
+                ClientPhase::Running | ClientPhase::AwaitExchangeResults
+            );
+            if self.live && live_phase && self.inbox.data().first() == Some(&LIVE_MARKER) {
+                match self.live_in.step(&mut self.inbox, now) {
+                    LiveStep::Wait => return,
+                    LiveStep::Took(Some(li)) => self.m.events.push_back(ClientEvent::PeerLive(li)),
+                    LiveStep::Took(None) => {}
+                    LiveStep::Bad(error) => {
+                        let phase = self.m.phase.describe();
+                        self.fail(Failure::Protocol { phase, error });
+                        return;
+                    }
+                }
+                continue;
             }
             match self.m.phase {
                 ClientPhase::AwaitLocalResults => return,
@@ -716,6 +811,8 @@ pub enum ServerEvent {
     Finished,
     /// `CLIENT_TERMINATE`: the client aborted.
     ClientTerminated,
+    /// The client's observation of one interval (a live frame).
+    PeerLive(Box<LiveInterval>),
     /// The connection cannot go on.
     Failed(Failure),
 }
@@ -741,6 +838,9 @@ pub struct ServerSession {
     m: Machine<ServerPhase, ServerEvent>,
     inbox: Inbox,
     peer_is_wirespeed: bool,
+    /// The client asked for live frames.
+    live: bool,
+    live_in: LiveIn,
 }
 
 impl ServerSession {
@@ -757,6 +857,8 @@ impl ServerSession {
             ),
             inbox: Inbox::new(MAX_CLIENT_RESULTS_LEN),
             peer_is_wirespeed: false,
+            live: false,
+            live_in: LiveIn::default(),
         }
     }
 
@@ -775,6 +877,27 @@ impl ServerSession {
 
     pub fn deadline(&self) -> Option<Duration> {
         self.m.deadline
+    }
+
+    /// `true` when the client asked for live frames (it reads them and may send its own).
+    pub fn live(&self) -> bool {
+        self.live
+    }
+
+    /// Live frames read from the client, and skipped over the budget.
+    pub fn live_frames(&self) -> (u64, u64) {
+        (self.live_in.read, self.live_in.skipped)
+    }
+
+    /// Queue this end's observation of an interval, when the client asked for them and the
+    /// test runs; `Ok(false)` when not sent.
+    pub fn send_live(&mut self, li: &LiveInterval) -> Result<bool, WireError> {
+        if self.m.phase != ServerPhase::Running || !self.live {
+            return Ok(false);
+        }
+        let f = li.encode()?;
+        self.m.outbox.extend_from_slice(&f);
+        Ok(true)
     }
 
     pub fn take_transmit(&mut self) -> Vec<u8> {
@@ -944,6 +1067,7 @@ impl ServerSession {
                     Ok((p, n)) => {
                         self.inbox.consume(n);
                         self.peer_is_wirespeed = p.wirespeed.is_some();
+                        self.live = p.wirespeed.as_ref().is_some_and(|w| w.live);
                         self.m.events.push_back(ServerEvent::Params(Box::new(p)));
                         self.enter(now, ServerPhase::AwaitDecision, None);
                     }
@@ -1012,6 +1136,21 @@ impl ServerSession {
                     let Some(&b) = self.inbox.data().first() else {
                         return;
                     };
+                    if self.live && self.m.phase == ServerPhase::Running && b == LIVE_MARKER {
+                        match self.live_in.step(&mut self.inbox, now) {
+                            LiveStep::Wait => return,
+                            LiveStep::Took(Some(li)) => {
+                                self.m.events.push_back(ServerEvent::PeerLive(li))
+                            }
+                            LiveStep::Took(None) => {}
+                            LiveStep::Bad(error) => {
+                                let phase = self.m.phase.describe();
+                                self.fail(Failure::Protocol { phase, error });
+                                return;
+                            }
+                        }
+                        continue;
+                    }
                     self.inbox.consume(1);
                     let state = match State::from_byte(b) {
                         Ok(s) => s,
@@ -1462,5 +1601,170 @@ mod tests {
         while c.poll_event().is_some() {}
         c.handle_input(T0, &[State::ServerTerminate.to_byte()]);
         assert_eq!(c.poll_event(), Some(ClientEvent::ServerTerminated));
+    }
+
+    fn live_frame(seq: u64) -> LiveInterval {
+        LiveInterval {
+            seq,
+            start: seq as f64 - 1.0,
+            end: seq as f64,
+            head: None,
+            observation: Some(Default::default()),
+        }
+    }
+
+    /// A client and a server at TEST_RUNNING; `live`: the client asked for live frames.
+    fn running_pair(live: bool) -> (ClientSession, ServerSession) {
+        let mut params = TestParams::new_tcp(1, 10);
+        params.wirespeed = Some(ParamsExt {
+            version: "test".into(),
+            live,
+            ..ParamsExt::default()
+        });
+        let mut c = ClientSession::new(T0, cookie(), params, Timeouts::default());
+        let mut s = ServerSession::new(
+            T0,
+            Cookie::parse(&c.take_transmit()).unwrap(),
+            Timeouts::default(),
+        );
+        c.handle_input(T0, &s.take_transmit());
+        s.handle_input(T0, &c.take_transmit());
+        assert!(matches!(s.poll_event(), Some(ServerEvent::Params(_))));
+        s.accept(T0).unwrap();
+        s.streams_ready(T0).unwrap();
+        c.handle_input(T0, &s.take_transmit());
+        while c.poll_event().is_some() {}
+        assert_eq!(c.phase(), ClientPhase::Running);
+        (c, s)
+    }
+
+    /// Negotiated: the server sends first, the client answers once it has one; frames may
+    /// arrive split anywhere and interleaved with the state bytes; the client still takes one
+    /// the server sent just before it read TEST_END.
+    #[test]
+    fn live_frames_travel_both_ways_once_negotiated() {
+        let (mut c, mut s) = running_pair(true);
+        assert!(s.live());
+        assert_eq!(
+            c.send_live(&live_frame(1)),
+            Ok(false),
+            "not before the server's"
+        );
+        assert!(c.take_transmit().is_empty());
+        assert_eq!(s.send_live(&live_frame(1)), Ok(true));
+        let bytes = s.take_transmit();
+        for b in &bytes {
+            c.handle_input(T0, &[*b]);
+        }
+        assert_eq!(
+            c.poll_event(),
+            Some(ClientEvent::PeerLive(Box::new(live_frame(1))))
+        );
+        assert!(c.peer_sends_live());
+        assert_eq!(c.send_live(&live_frame(1)), Ok(true));
+        let mut out = c.take_transmit();
+        out.push(State::TestStart.to_byte());
+        s.handle_input(T0, &out);
+        assert_eq!(
+            s.poll_event(),
+            Some(ServerEvent::PeerLive(Box::new(live_frame(1))))
+        );
+        // The client ends the test while the server's second frame is on its way.
+        c.end_test(T0).unwrap();
+        assert_eq!(s.send_live(&live_frame(2)), Ok(true));
+        c.handle_input(T0, &s.take_transmit());
+        s.handle_input(T0, &c.take_transmit());
+        assert_eq!(s.poll_event(), Some(ServerEvent::TestEnd));
+        assert_eq!(s.send_live(&live_frame(3)), Ok(false), "only while running");
+        s.request_results(T0).unwrap();
+        c.handle_input(T0, &s.take_transmit());
+        assert_eq!(
+            c.poll_event(),
+            Some(ClientEvent::PeerLive(Box::new(live_frame(2))))
+        );
+        assert_eq!(c.poll_event(), Some(ClientEvent::ResultsRequested));
+        assert_eq!(c.live_frames(), (2, 0));
+        assert_eq!(s.live_frames(), (1, 0));
+    }
+
+    /// Not negotiated (an iperf3 client, or one that did not ask): the server sends nothing,
+    /// and a frame from the client is an unknown state byte, as before.
+    #[test]
+    fn without_negotiation_nobody_sends_live_frames() {
+        let (mut c, mut s) = running_pair(false);
+        assert_eq!(s.send_live(&live_frame(1)), Ok(false));
+        assert!(s.take_transmit().is_empty());
+        assert_eq!(c.send_live(&live_frame(1)), Ok(false));
+        s.handle_input(T0, &live_frame(1).encode().unwrap());
+        assert!(matches!(
+            s.poll_event(),
+            Some(ServerEvent::Failed(Failure::Protocol {
+                error: WireError::UnknownState(LIVE_MARKER),
+                ..
+            }))
+        ));
+        let (mut c, _) = running_pair(false);
+        c.handle_input(T0, &live_frame(1).encode().unwrap());
+        assert!(matches!(
+            c.poll_event(),
+            Some(ClientEvent::Failed(Failure::Protocol {
+                error: WireError::UnknownState(LIVE_MARKER),
+                ..
+            }))
+        ));
+    }
+
+    /// A flood is read and skipped unparsed past the budget; the test goes on. An oversized
+    /// announcement fails at its header, a malformed frame fails the connection cleanly.
+    #[test]
+    fn hostile_live_frames_are_bounded() {
+        let (mut c, mut s) = running_pair(true);
+        s.send_live(&live_frame(1)).unwrap();
+        let one = s.take_transmit();
+        let flood: Vec<u8> = one.iter().copied().cycle().take(one.len() * 5000).collect();
+        c.handle_input(T0, &flood);
+        let mut parsed = 0;
+        while let Some(ev) = c.poll_event() {
+            assert!(matches!(ev, ClientEvent::PeerLive(_)), "{ev:?}");
+            parsed += 1;
+        }
+        assert_eq!(parsed, LiveBudget::BURST as usize);
+        assert_eq!(c.live_frames(), (16, 4984));
+        assert_eq!(c.phase(), ClientPhase::Running);
+        assert_eq!(c.buffered(), 0, "nothing left buffered");
+        // A second later the budget has refilled.
+        c.handle_input(Duration::from_secs(1), &one);
+        assert!(matches!(c.poll_event(), Some(ClientEvent::PeerLive(_))));
+
+        let (mut c, _) = running_pair(true);
+        let mut big = vec![LIVE_MARKER];
+        big.extend_from_slice(&u32::MAX.to_be_bytes());
+        c.handle_input(T0, &big);
+        assert!(matches!(
+            c.poll_event(),
+            Some(ClientEvent::Failed(Failure::Protocol {
+                error: WireError::Oversized { .. },
+                ..
+            }))
+        ));
+
+        let (mut c, mut s) = running_pair(true);
+        s.send_live(&live_frame(1)).unwrap();
+        c.handle_input(T0, &s.take_transmit());
+        c.poll_event();
+        c.send_live(&live_frame(1)).unwrap();
+        s.handle_input(T0, &c.take_transmit());
+        s.poll_event();
+        let mut bad = vec![LIVE_MARKER];
+        bad.extend_from_slice(&3u32.to_be_bytes());
+        bad.extend_from_slice(b"{x}");
+        s.handle_input(T0, &bad);
+        assert!(matches!(
+            s.poll_event(),
+            Some(ServerEvent::Failed(Failure::Protocol {
+                error: WireError::BadJson(_),
+                ..
+            }))
+        ));
     }
 }

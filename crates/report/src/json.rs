@@ -129,6 +129,11 @@ pub fn stream_wirespeed<W: Write + ?Sized>(w: &mut W, ext: &WirespeedExt) -> io:
     write_event(w, "wirespeed", ext)
 }
 
+/// `--json-stream` `wirespeed_interval` event (wirespeed's extension, after `interval`).
+pub fn stream_live<W: Write + ?Sized>(w: &mut W, live: &crate::LiveEvent) -> io::Result<()> {
+    write_event(w, "wirespeed_interval", live)
+}
+
 /// `--json-stream` `end` event.
 pub fn stream_end<W: Write + ?Sized>(w: &mut W, end: &End) -> io::Result<()> {
     write_event(w, "end", end)

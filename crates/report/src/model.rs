@@ -409,6 +409,30 @@ pub struct CpuUtilization {
     pub remote_system: f64,
 }
 
+/// One interval of a running test as wirespeed sees it (the `--json-stream` event
+/// `wirespeed_interval`, after each `interval`): this end's observation of the interval, the
+/// latest one the peer sent (a wirespeed peer sends one per interval on the control connection;
+/// it carries its own `start`/`end`), and the verdict over the intervals so far, which the
+/// end-of-test verdict replaces.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LiveEvent {
+    /// This end's interval, seconds since the start of the test.
+    pub start: f64,
+    pub end: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<wirespeed_model::observation::IntervalObservation>,
+    /// The interface this end's NIC counts are for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_iface: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<wirespeed_model::observation::IntervalObservation>,
+    /// The interface the peer's NIC counts are for, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_iface: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_so_far: Option<Verdict>,
+}
+
 /// Everything wirespeed adds, under the top-level key `"wirespeed"`.
 ///
 /// Every section is typed with `wirespeed-model`'s types (the same ones the

@@ -22,6 +22,7 @@ mod interrupt;
 mod iperf3_flags;
 mod lab_cli;
 mod live;
+mod live_frames;
 mod measure_errors;
 mod observe_cli;
 mod packaging;

@@ -1,7 +1,7 @@
 //! `wirespeed top` against a running server: the server serves its stats socket (in a
 //! temporary directory), top runs in a tmux session (see [`crate::live::Session`]), a 5 s
-//! client test runs, and top's screen shows the test's stream line, the sum, this host's CPU
-//! bars and the test's end; `q` quits with status 0 and the terminal restored.
+//! client test runs, and top's screen shows the test's stream line, the sum, the client's CPUs
+//! and the verdict so far while it runs, this host's CPU bars and the test's end; `q` quits with status 0 and the terminal restored.
 //!
 //! Without tmux the test says `SKIP:`; with the environment variable `CI` set it fails.
 
@@ -76,8 +76,24 @@ fn top_shows_a_running_test_of_the_server_then_quits_cleanly() {
     });
     let client = Command::new(wirespeed())
         .args(["client", "127.0.0.1", "-p", &port.to_string(), "-t", "5"])
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("run the client");
+    // While it runs: the client's CPUs (a wirespeed client sends them each interval) and the
+    // verdict so far.
+    let running = s.wait_for("the client's CPUs and the verdict so far", |t| {
+        t.contains("test 1: CPUs of the client") && t.contains("verdict so far: ")
+    });
+    assert!(
+        running
+            .lines()
+            .skip_while(|l| !l.contains("CPUs of the client"))
+            .nth(1)
+            .is_some_and(|l| l.contains("CPU ") && l.contains("% busy")),
+        "a CPU line of the client: {running}"
+    );
+    let client = client.wait_with_output().expect("the client's end");
     assert!(
         client.status.success(),
         "{}",

@@ -647,6 +647,9 @@ impl<'a> ServerTest<'a> {
             )
             .map_err(|e| TestError::Start(e.to_string()))?,
         );
+        if let Some(m) = &mut self.m {
+            m.set_udp(p.transport == wirespeed_protocol::Transport::Udp);
+        }
         Ok(())
     }
 
@@ -757,6 +760,11 @@ impl<'a> ServerTest<'a> {
                         return Ok(());
                     }
                     ServerEvent::ClientTerminated => return Err(TestError::ClientTerminated),
+                    ServerEvent::PeerLive(li) => {
+                        if let Some(m) = self.m.as_mut() {
+                            m.peer_live(*li);
+                        }
+                    }
                     ServerEvent::Failed(f) => return Err(TestError::Client(f)),
                     ServerEvent::Params(_) => {
                         return Err(TestError::Unexpected("parameters".into()))
@@ -764,6 +772,17 @@ impl<'a> ServerTest<'a> {
                 }
             }
             self.ticks(reporter);
+            // This end's live frames, when the client asked for them.
+            if let Some(m) = self.m.as_mut() {
+                let frames = m.take_live();
+                let mut sent = false;
+                for li in &frames {
+                    sent |= self.sess.send_live(li).unwrap_or(false);
+                }
+                if sent {
+                    self.flush()?;
+                }
+            }
             if let (Some(m), false) = (&self.m, self.is_final()) {
                 let d = m.data();
                 let (counts, receives) = (d.measured_bytes(), d.has_receivers());

@@ -153,6 +153,15 @@ fn seeds() -> Vec<Vec<u8>> {
         br#"{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#.to_vec(),
         vec![0x7f, 0xff, 0xff, 0xff, b'{'],
         vec![0x00, 0x00, 0x10, 0x00],
+        wirespeed_protocol::LiveInterval {
+            seq: 1,
+            start: 0.0,
+            end: 1.0,
+            head: None,
+            observation: Some(Default::default()),
+        }
+        .encode()
+        .unwrap(),
     ]
 }
 
@@ -227,6 +236,7 @@ fn decode_everything(rng: &mut Rng, input: &[u8]) {
     let _ = DatagramHeader::parse(input, false);
     let _ = DatagramHeader::parse(input, true);
     let _ = TestResults::decode_client_frame(input);
+    let _ = wirespeed_protocol::LiveInterval::decode(input);
     let _ = frame::prescan(input, frame::MAX_JSON_DEPTH, frame::MAX_JSON_TOKENS);
     if let Ok(text) = std::str::from_utf8(input) {
         let _ = wirespeed_protocol::auth::AuthorizedUsers::parse(text);

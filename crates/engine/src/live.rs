@@ -1,0 +1,255 @@
+//! A running test's observation, interval by interval, at both ends (the live frames of
+//! `wirespeed_protocol::live`), and the verdict over the intervals so far.
+//!
+//! [`LiveState`] belongs to a [`crate::measurement::Measurement`]: at each interval tick it
+//! adds this end's observation of the interval (the workers taken from their threads'
+//! scheduling) to this end's [`RunningEnd`], queues the frame for the peer (when the session
+//! takes them) and, when the reporter shows it, computes the verdict so far through the
+//! observe hook and hands a [`LiveEvent`] to the reporter. The peer's frames, fed in by the
+//! runner as they arrive, build the peer's [`RunningEnd`].
+
+use wirespeed_model::observation::{BitsPerSecond, IntervalObservation};
+use wirespeed_model::verdict::Measured;
+use wirespeed_model::RunningEnd;
+use wirespeed_protocol::LiveInterval;
+use wirespeed_report::{Interval, LiveEvent};
+
+/// Frames queued for the peer at most (the runner drains them after every tick).
+const MAX_QUEUED: usize = 8;
+
+/// Both ends' observation of a running test.
+#[derive(Debug, Default)]
+pub struct LiveState {
+    seq: u64,
+    head_sent: bool,
+    local: Option<RunningEnd>,
+    peer: Option<RunningEnd>,
+    peer_last: Option<IntervalObservation>,
+    peer_iface: Option<String>,
+    local_iface: Option<String>,
+    peer_frames: u64,
+    out: Vec<LiveInterval>,
+}
+
+impl LiveState {
+    /// `true` until this end's head was given (see [`LiveState::local_interval`]).
+    pub fn needs_head(&self) -> bool {
+        self.local.is_none() || !self.head_sent
+    }
+
+    /// This end's interval `start..end` and its observation (`head`: this end's head, when it
+    /// is observed and [`LiveState::needs_head`]). Queues the frame for the peer.
+    pub fn local_interval(
+        &mut self,
+        start: f64,
+        end: f64,
+        head: Option<wirespeed_model::EndObservation>,
+        obs: Option<IntervalObservation>,
+    ) {
+        let obs = obs.map(|mut o| {
+            if o.workers.is_empty() {
+                o.workers = o.workers_from_threads();
+            }
+            o
+        });
+        if self.local.is_none() {
+            self.local_iface = head.as_ref().and_then(|h| h.iface.clone());
+            self.local = head.clone().map(RunningEnd::new);
+        }
+        if let (Some(l), Some(o)) = (&mut self.local, &obs) {
+            l.push(o.clone());
+        }
+        self.seq += 1;
+        let head = if self.head_sent { None } else { head };
+        self.head_sent |= head.is_some();
+        if self.out.len() < MAX_QUEUED {
+            self.out.push(LiveInterval {
+                seq: self.seq,
+                start,
+                end,
+                head,
+                observation: obs,
+            });
+        }
+    }
+
+    /// Frames for the peer, in order (the runner gives them to its session, which sends them
+    /// only when the peer takes them).
+    pub fn take_outgoing(&mut self) -> Vec<LiveInterval> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// A frame from the peer.
+    pub fn peer_interval(&mut self, li: LiveInterval) {
+        self.peer_frames += 1;
+        if let Some(h) = &li.head {
+            self.peer_iface = h.iface.clone();
+            match &mut self.peer {
+                Some(p) => p.set_head(h),
+                None => self.peer = Some(RunningEnd::new(h.clone())),
+            }
+        }
+        if let Some(o) = li.observation {
+            if let Some(p) = &mut self.peer {
+                p.push(o.clone());
+            }
+            self.peer_last = Some(o);
+        }
+    }
+
+    /// Frames the peer sent so far.
+    pub fn peer_frames(&self) -> u64 {
+        self.peer_frames
+    }
+
+    /// This end so far.
+    pub fn local(&self) -> Option<&RunningEnd> {
+        self.local.as_ref()
+    }
+
+    /// The peer so far (once its head arrived).
+    pub fn peer(&self) -> Option<&RunningEnd> {
+        self.peer.as_ref()
+    }
+
+    /// The event for the reporter: this end's latest interval, the peer's latest, and the
+    /// verdict so far (decided by the caller).
+    pub fn event(
+        &self,
+        start: f64,
+        end: f64,
+        verdict: Option<wirespeed_model::Verdict>,
+    ) -> LiveEvent {
+        LiveEvent {
+            start,
+            end,
+            local: self
+                .local
+                .as_ref()
+                .and_then(|l| l.observation().intervals.last().cloned()),
+            local_iface: self.local_iface.clone(),
+            peer: self.peer_last.clone(),
+            peer_iface: self.peer_iface.clone(),
+            verdict_so_far: verdict,
+        }
+    }
+}
+
+/// What a running test measured so far, from this end's intervals (for the verdict so far):
+/// the mean of the measured (not omitted) intervals' sums as the throughput, each interval's,
+/// and the retransmits.
+pub fn measured_so_far(udp: bool, intervals: &[Interval]) -> Measured {
+    let bps: Vec<f64> = intervals
+        .iter()
+        .filter(|i| !i.sum.omitted)
+        .map(|i| i.sum.bits_per_second)
+        .collect();
+    let retransmits: Option<u64> =
+        (!udp).then(|| intervals.iter().filter_map(|i| i.sum.retransmits).sum());
+    Measured {
+        throughput: (!bps.is_empty())
+            .then(|| BitsPerSecond(bps.iter().sum::<f64>() / bps.len() as f64)),
+        interval_bps: bps,
+        udp,
+        retransmits,
+        ..Measured::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_model::observation::{CpuUse, Percent, Role, ThreadUse};
+    use wirespeed_model::EndObservation;
+
+    fn head(iface: &str) -> EndObservation {
+        EndObservation {
+            role: Role::Receiver,
+            host: None,
+            iface: Some(iface.into()),
+            iface_mtu: None,
+            iface_speed_mbps: None,
+            nic_numa_node: None,
+            nic_irqs: vec![],
+            topology: Default::default(),
+            intervals: vec![],
+            total: Default::default(),
+            notes: vec![],
+        }
+    }
+
+    fn obs(cpu: u32) -> IntervalObservation {
+        IntervalObservation {
+            cpus: vec![CpuUse {
+                cpu,
+                system: Percent::new(50.0),
+                idle: Percent::new(50.0),
+                ..Default::default()
+            }],
+            threads: vec![ThreadUse {
+                tid: 9,
+                name: format!("ws-dp-cpu{cpu}"),
+                cpu: Some(cpu),
+                run: Percent::new(50.0),
+                wait: Percent::new(0.0),
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn frames_carry_the_head_once_and_workers_from_threads() {
+        let mut l = LiveState::default();
+        l.local_interval(0.0, 1.0, Some(head("eth0")), Some(obs(3)));
+        l.local_interval(1.0, 2.0, Some(head("eth0")), Some(obs(3)));
+        let out = l.take_outgoing();
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            out[0].head.as_ref().and_then(|h| h.iface.as_deref()),
+            Some("eth0")
+        );
+        assert!(out[1].head.is_none());
+        let w = &out[1].observation.as_ref().unwrap().workers;
+        assert_eq!((w.len(), w[0].cpu_requested), (1, Some(3)));
+        assert_eq!(
+            l.local()
+                .unwrap()
+                .observation()
+                .total
+                .app_cpus()
+                .to_string(),
+            "3"
+        );
+        // Bounded when nobody drains.
+        for i in 0..100 {
+            l.local_interval(i as f64, i as f64 + 1.0, None, None);
+        }
+        assert_eq!(l.take_outgoing().len(), MAX_QUEUED);
+    }
+
+    #[test]
+    fn the_peers_frames_build_its_running_end() {
+        let mut l = LiveState::default();
+        // An interval before any head is shown but not accumulated.
+        l.peer_interval(LiveInterval {
+            seq: 1,
+            start: 0.0,
+            end: 1.0,
+            head: None,
+            observation: Some(obs(1)),
+        });
+        assert!(l.peer().is_none());
+        l.peer_interval(LiveInterval {
+            seq: 2,
+            start: 1.0,
+            end: 2.0,
+            head: Some(head("eth7")),
+            observation: Some(obs(2)),
+        });
+        assert_eq!(l.peer().unwrap().intervals_seen(), 1);
+        let ev = l.event(1.0, 2.0, None);
+        assert_eq!(ev.peer.unwrap().cpus[0].cpu, 2);
+        assert_eq!(ev.peer_iface.as_deref(), Some("eth7"));
+        assert_eq!(l.peer_frames(), 2);
+    }
+}
