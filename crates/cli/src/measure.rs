@@ -392,7 +392,7 @@ pub struct ClientArgs {
     #[arg(long = "server-cpus", value_parser = cpu_list)]
     pub server_cpus: Option<CpuList>,
     /// Ask the server to move its NIC's queue IRQs to these CPUs (in turn) for this test and
-    /// back after it (a wirespeed server started with --allow-tune).
+    /// back after it (a wirespeed server started with --allow-tune --psk; needs --psk).
     #[arg(long = "server-irq-cpus", value_parser = cpu_list, value_name = "LIST")]
     pub server_irq_cpus: Option<CpuList>,
     /// Prefix for the output (iperf3 -T).
@@ -561,6 +561,19 @@ pub struct ServerGuardArgs {
 }
 
 impl ServerGuardArgs {
+    /// `--allow-tune` without `--psk` is refused at start: a tune request changes the host, so
+    /// the server takes it only with parameters verified by its pre-shared key.
+    pub fn tune_needs_psk(&self, allow_tune: bool) -> anyhow::Result<()> {
+        if allow_tune && self.psk.is_none() {
+            return Err(exit::fail(
+                exit::USAGE,
+                "--allow-tune needs --psk FILE: tune requests are taken only with parameters \
+                 verified by the pre-shared key (clients give the same file to --psk)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Check the flags and set their fields of `cfg`: the limits, the address lists, RSA
     /// authentication, the pre-shared key, and every timeout.
     pub fn apply(&self, cfg: &mut ServerConfig) -> anyhow::Result<()> {
@@ -673,7 +686,7 @@ pub struct ServerArgs {
     pub guard: ServerGuardArgs,
     /// Let clients move this host's NIC queue IRQs for their test (`sweep --irq-cpus`
     /// without -R, `client --server-irq-cpus`), through tune's journal, reverted after each
-    /// test. Needs root.
+    /// test. Needs root and --psk (only requests verified by the key are taken).
     #[arg(long = "allow-tune")]
     pub allow_tune: bool,
     /// With --allow-tune: the interface whose IRQs move (default: the interface of the route
@@ -761,6 +774,15 @@ pub fn live_observer() -> ObserveHook {
 }
 
 fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
+    if a.server_irq_cpus.is_some() && a.psk.is_none() {
+        return Err(exit::fail(
+            exit::USAGE,
+            format!(
+                "--server-irq-cpus: {}",
+                wirespeed_engine::client::TUNE_NEEDS_PSK
+            ),
+        ));
+    }
     if a.rcv_timeout.is_some() {
         return Err(exit::fail(
             exit::USAGE,
@@ -1273,6 +1295,7 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         .transpose()?;
     let mut guarded = ServerConfig::default();
     a.guard.apply(&mut guarded)?;
+    a.guard.tune_needs_psk(a.allow_tune)?;
     let tune = if a.allow_tune {
         let root = match &a.root {
             Some(d) => {

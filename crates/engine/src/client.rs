@@ -72,6 +72,7 @@ pub struct ClientConfig {
     pub server_cpus: Option<CpuSet>,
     /// Ask a wirespeed server started with `--allow-tune` to move its NIC's queue IRQs to
     /// these CPUs for this test (`--server-irq-cpus`; the sweep's `--irq-cpus` without `-R`).
+    /// Needs [`ClientConfig::psk`]: a server takes tune requests only with verified parameters.
     pub server_irq_cpus: Option<CpuSet>,
     /// Local send path (`-Z` / `--zerocopy`).
     pub send_path: SendPath,
@@ -180,6 +181,9 @@ impl ClientConfig {
         }
         if self.time == 0 && self.bytes.is_none() && self.blocks.is_none() {
             return Err(EngineError::Config("-t 0 needs -n or -k".into()));
+        }
+        if self.server_irq_cpus.is_some() && self.psk.is_none() {
+            return Err(EngineError::Config(TUNE_NEEDS_PSK.into()));
         }
         if let Some(l) = self.block_len {
             if l == 0 || l as usize > dp_max_block() {
@@ -650,6 +654,10 @@ fn failure_error(f: &Failure) -> EngineError {
 
 /// Run one test. The reporter sees the live events; the returned report is complete on
 /// success. On failure the reporter's `finish` still gets a report with `error` set.
+/// Why a tune request is not sent without the pre-shared key.
+pub const TUNE_NEEDS_PSK: &str = "asking the server to move its IRQs needs --psk FILE (a server \
+     takes tune requests only with parameters verified by its pre-shared key)";
+
 pub fn run_client(
     cfg: &ClientConfig,
     reporter: &mut dyn Reporter,

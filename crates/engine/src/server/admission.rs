@@ -69,6 +69,10 @@ pub enum AdmissionError {
     /// The pre-shared key's tag is missing or wrong.
     #[error("pre-shared key: {0}")]
     Psk(String),
+    /// A tune request (`irq_cpus`) whose parameters are not verified by the pre-shared key:
+    /// the server has no `--psk`, or the tag is missing or wrong.
+    #[error("tune request refused: {0}")]
+    TuneUnverified(String),
     /// `-b` × streams above `--server-bitrate-limit`.
     #[error("total requested rate {asked} bit/s is above the server's limit of {limit} bit/s")]
     TotalRate { limit: u64, asked: u64 },
@@ -85,7 +89,9 @@ impl AdmissionError {
             | AdmissionError::Busy(_)
             | AdmissionError::TotalRate { .. } => R::Limit,
             AdmissionError::Guard(r) => R::of_guard(r),
-            AdmissionError::Auth(_) | AdmissionError::Psk(_) => R::Auth,
+            AdmissionError::Auth(_)
+            | AdmissionError::Psk(_)
+            | AdmissionError::TuneUnverified(_) => R::Auth,
             AdmissionError::Policy(_) => R::Denied,
             AdmissionError::Sctp
             | AdmissionError::UdpDatagram { .. }
@@ -107,9 +113,10 @@ impl AdmissionError {
             AdmissionError::BlockTooLarge { .. } => errno::IEBLOCKSIZE,
             AdmissionError::NoEnd => errno::IERECVPARAMS,
             AdmissionError::NoServerCpus | AdmissionError::Cpus(_) => errno::IEAFFINITY,
-            AdmissionError::Busy(_) | AdmissionError::Tune(_) | AdmissionError::Policy(_) => {
-                errno::IEACCESSDENIED
-            }
+            AdmissionError::Busy(_)
+            | AdmissionError::Tune(_)
+            | AdmissionError::TuneUnverified(_)
+            | AdmissionError::Policy(_) => errno::IEACCESSDENIED,
             AdmissionError::UdpListen { .. } => errno::IELISTEN,
             AdmissionError::Guard(r) => match r.decline() {
                 Decline::Error { i_errno, .. } => i_errno,
@@ -408,7 +415,21 @@ pub fn decide(
             });
         }
     }
-    authenticate(p, cookie, cfg)?;
+    let tune_request = p.wirespeed.as_ref().is_some_and(|e| e.irq_cpus.is_some());
+    match authenticate(p, cookie, cfg) {
+        Err(AdmissionError::Psk(why)) if tune_request => {
+            return Err(AdmissionError::TuneUnverified(format!(
+                "its parameters are not verified by the pre-shared key ({why})"
+            )))
+        }
+        Err(e) => return Err(e),
+        Ok(_) => {}
+    }
+    if tune_request && cfg.tune.is_some() && cfg.psk.is_none() {
+        return Err(AdmissionError::TuneUnverified(
+            "this server has no pre-shared key (--psk) to verify it with".into(),
+        ));
+    }
     if let Some(h) = &cfg.admission {
         h.0.admit(peer, p)?;
     }
@@ -673,6 +694,71 @@ mod tests {
         let e = decide(&params(), peer(), k, &c, &psk, &gate).unwrap_err();
         assert!(matches!(e, AdmissionError::Psk(_)), "{e}");
         assert_eq!(e.i_errno(), errno::IEAUTHTEST);
+        assert_eq!(gate.running(), 0);
+    }
+
+    struct NoChange;
+    impl crate::hooks::HostChange for NoChange {
+        fn prepare_irq_move(
+            &self,
+            _: &CpuSet,
+            _: IpAddr,
+            _: Option<IpAddr>,
+        ) -> Result<Box<dyn crate::hooks::PreparedChange>, crate::hooks::Refusal> {
+            Err(crate::hooks::Refusal("not in this test".into()))
+        }
+        fn revert_journal(&self, _: &str) {}
+    }
+
+    fn tune_request() -> TestParams {
+        TestParams {
+            wirespeed: Some(ParamsExt {
+                irq_cpus: Some(CpuSet::from_cpus([3])),
+                ..ParamsExt::default()
+            }),
+            ..params()
+        }
+    }
+
+    #[test]
+    fn a_tune_request_needs_parameters_verified_by_the_pre_shared_key() {
+        let key = || wirespeed_protocol::psk::Psk::from_file_contents(&[b'k'; 32]).unwrap();
+        let c = Cookie::from_entropy(&[3; 36]);
+        // A server that tunes without a key (possible only through the library: the command
+        // line refuses --allow-tune without --psk) still refuses every tune request.
+        let open = ServerConfig {
+            tune: Some(crate::tune::TuneConfig::new(NoChange)),
+            ..ServerConfig::default()
+        };
+        let gate = Arc::new(Gate::new(open.limits.guard(&open.addrs)));
+        let k = gate.connection(peer().ip()).unwrap();
+        let e = decide(&tune_request(), peer(), k, &c, &open, &gate).unwrap_err();
+        assert!(matches!(e, AdmissionError::TuneUnverified(_)), "{e}");
+        assert!(e.to_string().contains("no pre-shared key (--psk)"), "{e}");
+        assert_eq!(e.i_errno(), errno::IEACCESSDENIED);
+        assert_eq!(e.reason(), super::super::RefusalReason::Auth);
+        // The plain test is not a tune request: admitted.
+        drop(decide(&params(), peer(), k, &c, &open, &gate).unwrap());
+
+        let guarded = ServerConfig {
+            psk: Some(key()),
+            ..open
+        };
+        // Untagged, and tagged with another key: refused as a tune request.
+        let e = decide(&tune_request(), peer(), k, &c, &guarded, &gate).unwrap_err();
+        assert!(matches!(e, AdmissionError::TuneUnverified(_)), "{e}");
+        assert_eq!(e.i_errno(), errno::IEACCESSDENIED);
+        let mut wrong = tune_request();
+        wirespeed_protocol::psk::Psk::from_file_contents(&[b'x'; 32])
+            .unwrap()
+            .seal_params(&mut wrong, &c, unix_now())
+            .unwrap();
+        let e = decide(&wrong, peer(), k, &c, &guarded, &gate).unwrap_err();
+        assert!(matches!(e, AdmissionError::TuneUnverified(_)), "{e}");
+        // Tagged with the server's key: admitted (the move itself happens in the test).
+        let mut right = tune_request();
+        key().seal_params(&mut right, &c, unix_now()).unwrap();
+        drop(decide(&right, peer(), k, &c, &guarded, &gate).unwrap());
         assert_eq!(gate.running(), 0);
     }
 }
