@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 use wirespeed_datapath as dp;
-use wirespeed_guard::{Guard, PeerKey, Refusal};
+use wirespeed_guard::{ControlLedger, Guard, PeerKey, Refusal};
 use wirespeed_host::CpuSet;
 use wirespeed_protocol::server_error::errno;
 use wirespeed_protocol::{Cookie, Decline, TestParams, Transport};
@@ -326,17 +326,32 @@ impl Gate {
     }
 }
 
-/// An admitted test's hold on the [`Gate`]: its slot, its test and streams in the guard, and
-/// (TCP) the data connections it still expects. Given back when dropped.
+/// An admitted test's hold on the [`Gate`]: its slot, its test and streams in the guard,
+/// (TCP) the data connections it still expects, and the control bytes its control connection
+/// was charged. Given back when dropped.
 #[derive(Debug)]
 pub struct Ticket {
     gate: Arc<Gate>,
     pub peer: PeerKey,
     streams: u32,
     connecting: u32,
+    control: ControlLedger,
 }
 
 impl Ticket {
+    /// The control connection's bytes charged before admission stay charged for the test.
+    pub fn keep_control(&mut self, ctl: ControlLedger) {
+        let mut g = self.gate.guard();
+        self.control.close(&mut g);
+        self.control = ctl;
+    }
+
+    /// `n` more bytes arrived on the test's control connection (state bytes, the results,
+    /// anything): refused when the address's or the server's control-byte budget is spent.
+    pub fn charge_control(&mut self, n: u64) -> Result<(), Refusal> {
+        self.control.charge(&mut self.gate.guard(), n)
+    }
+
     /// The test has its data connections (or stopped waiting for them).
     pub fn streams_settled(&mut self) {
         if self.connecting > 0 {
@@ -351,7 +366,10 @@ impl Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         self.streams_settled();
-        self.gate.guard().test_done(self.peer, self.streams);
+        let mut g = self.gate.guard();
+        g.test_done(self.peer, self.streams);
+        self.control.close(&mut g);
+        drop(g);
         self.gate.slots.release();
     }
 }
@@ -450,6 +468,7 @@ pub fn decide(
         peer: key,
         streams,
         connecting,
+        control: ControlLedger::new(key),
     })
 }
 
