@@ -367,9 +367,10 @@ pub struct ClientArgs {
     /// Receive with MSG_TRUNC (the kernel discards the data without copying it out).
     #[arg(long = "skip-rx-copy")]
     pub skip_rx_copy: bool,
-    /// iperf3's client --rcv-timeout: refused with the reason (a server option here).
-    #[arg(long = "rcv-timeout", value_name = "MS", hide = true)]
-    pub rcv_timeout: Option<String>,
+    /// Milliseconds without data before a test this end receives (-R, --bidir) is ended:
+    /// "idle timeout for receiving data" (iperf3's --rcv-timeout; default 120000).
+    #[arg(long = "rcv-timeout", value_name = "MS")]
+    pub rcv_timeout: Option<u64>,
     /// IPv4 only.
     #[arg(short = '4', long = "version4", conflicts_with = "v6")]
     pub v4: bool,
@@ -783,13 +784,20 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
             ),
         ));
     }
-    if a.rcv_timeout.is_some() {
-        return Err(exit::fail(
-            exit::USAGE,
-            "--rcv-timeout: a server option in wirespeed (the server ends a test that \
-             receives nothing for that long); not supported on the client",
-        ));
-    }
+    let rcv_timeout = match a.rcv_timeout {
+        None => Some(wirespeed_engine::client::DEFAULT_RCV_TIMEOUT),
+        // iperf3's range (IERCVTIMEOUT): 100 ms to its longest test, 86,400 s.
+        Some(ms) if !(100..=86_400_000).contains(&ms) => {
+            return Err(exit::fail(
+                exit::USAGE,
+                format!(
+                    "--rcv-timeout {ms}: receive timeout value is incorrect or not in range \
+                     (100 to 86400000 ms)"
+                ),
+            ))
+        }
+        Some(ms) => Some(Duration::from_millis(ms)),
+    };
     let to_u32 = |v: u64, flag: &str| {
         u32::try_from(v).map_err(|_| exit::fail(exit::USAGE, format!("{flag} {v}: too large")))
     };
@@ -882,6 +890,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         extras,
         auth: client_auth(a)?,
         psk: a.psk.as_deref().map(read_psk).transpose()?,
+        rcv_timeout,
         ..ClientConfig::default()
     })
 }

@@ -109,7 +109,14 @@ pub struct ClientConfig {
     pub auth: Option<wirespeed_protocol::auth::ClientAuth>,
     /// `--psk FILE`: tag the parameters for a wirespeed server started with the same key.
     pub psk: Option<wirespeed_protocol::psk::Psk>,
+    /// iperf3's client `--rcv-timeout MS` (default 120 s, as iperf3): when this end receives
+    /// (`-R`, `--bidir`), a running test whose streams bring no data for this long ends with
+    /// iperf3's `IENOMSG`, "idle timeout for receiving data". `None`: never.
+    pub rcv_timeout: Option<Duration>,
 }
+
+/// iperf3's default `--rcv-timeout`: 120 s.
+pub const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// iperf3's default UDP rate per stream: 1 Mbit/s.
 pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
@@ -157,6 +164,7 @@ impl Default for ClientConfig {
             extras: crate::Extras::default(),
             auth: None,
             psk: None,
+            rcv_timeout: Some(DEFAULT_RCV_TIMEOUT),
         }
     }
 }
@@ -368,11 +376,36 @@ struct Run<'a> {
     end_decided: Option<Duration>,
     /// Interrupted mid-test: the report's `end` comes from this end's counts alone.
     interrupted: bool,
+    /// What this end's streams had received when that count last moved (`--rcv-timeout`).
+    received: (u64, Instant),
 }
 
 impl Run<'_> {
     fn now(&self) -> Duration {
         self.epoch.elapsed()
+    }
+
+    /// iperf3's client receive timeout: while the test runs (until this end sends
+    /// `TEST_END`) and this end receives, no new data for `--rcv-timeout` ends it.
+    fn check_receiving(&mut self) -> Result<(), EngineError> {
+        let (Some(limit), Some(m), false) = (self.cfg.rcv_timeout, &self.m, self.ended) else {
+            return Ok(());
+        };
+        let d = m.data();
+        if !d.has_receivers() {
+            return Ok(());
+        }
+        let got = d.measured_bytes().1;
+        let now = Instant::now();
+        if got != self.received.0 {
+            self.received = (got, now);
+            return Ok(());
+        }
+        let quiet = now.duration_since(self.received.1);
+        if quiet > limit {
+            return Err(EngineError::Peer(rcv_timeout_message(quiet, limit)));
+        }
+        Ok(())
     }
 
     fn connect_streams(&mut self) -> Result<(), EngineError> {
@@ -503,6 +536,8 @@ impl Run<'_> {
             Duration::from_secs(u64::from(cfg.omit)),
             move || epoch.elapsed(),
         )?);
+        // The receive timeout counts from TEST_RUNNING.
+        self.received = (0, Instant::now());
         Ok(())
     }
 
@@ -728,6 +763,7 @@ pub fn run_client(
         tcp_mss_default,
         end_decided: None,
         interrupted: false,
+        received: (0, Instant::now()),
     };
     if let Some(a) = &cfg.auth {
         match a.token(unix_now()) {
@@ -771,6 +807,15 @@ pub fn run_client(
             Err(e)
         }
     }
+}
+
+/// iperf3's words for `IENOMSG`, with what was waited for and how long.
+pub fn rcv_timeout_message(quiet: Duration, limit: Duration) -> String {
+    format!(
+        "idle timeout for receiving data: no data received for {:.1} s (--rcv-timeout {} ms)",
+        quiet.as_secs_f64(),
+        limit.as_millis()
+    )
 }
 
 /// Seconds since the Unix epoch (authentication tokens and PSK tags carry it).
@@ -929,6 +974,7 @@ fn drive(
             ReadOutcome::Timeout => {}
         }
         sess.handle_timeout(run.now());
+        run.check_receiving()?;
 
         // An MTU black hole: the results message (large) makes no progress while the small
         // messages before it got through. End the test with this end's report instead of
