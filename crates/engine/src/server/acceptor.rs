@@ -37,7 +37,6 @@ enum Stage {
     Params {
         cookie: Cookie,
         sess: Box<ServerSession>,
-        /// Bytes counted against the guard's control-byte limits.
         /// The control bytes this connection was charged (they stay charged while its test
         /// runs, and are given back when the connection ends).
         ctl: ControlLedger,

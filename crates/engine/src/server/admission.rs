@@ -8,8 +8,10 @@
 //! Per client address (an IPv4 address or an IPv6 /64) and server-wide, the [`Gate`] keeps
 //! `wirespeed-guard`'s accounting: the acceptor asks it on every accepted connection
 //! ([`Gate::connection`]: allow/deny lists, pending connections) and for every control byte
-//! it buffers before admission; [`decide`] runs after the parameters arrived, and only a test
-//! it admits gets a thread, a slot and a [`Ticket`] (which gives both back when dropped).
+//! it reads before admission; [`decide`] runs after the parameters arrived, and only a test
+//! it admits gets a thread, a slot and a [`Ticket`] (which gives both back when dropped). The
+//! ticket also carries the control connection's bytes ([`Ticket::charge_control`]): every
+//! byte the test's client sends counts against its address's budget until the test ends.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
