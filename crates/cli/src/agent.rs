@@ -43,7 +43,7 @@ pub struct AgentArgs {
     #[command(flatten)]
     guard: ServerGuardArgs,
     /// Let clients move this host's NIC queue IRQs for their test, as `wirespeed server
-    /// --allow-tune` (journaled, reverted after each test). Needs root.
+    /// --allow-tune` (journaled, reverted after each test). Needs root and --psk.
     #[arg(long = "allow-tune")]
     allow_tune: bool,
     /// With --allow-tune: the interface whose IRQs move (default: the route to the client).
@@ -148,6 +148,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
             "--allow-tune needs the test server (drop --no-server)",
         ));
     }
+    a.guard.tune_needs_psk(a.allow_tune)?;
     // Probes show the targets what this agent's own server asks of its clients: the same
     // pre-shared key, and RSA credentials when given.
     let credentials = ProbeCredentials {

@@ -41,9 +41,13 @@ pub struct SweepArgs {
     pub repeat: u32,
     /// Also move the receiver NIC's queue IRQs to each of these CPUs in turn (through tune's
     /// journal; reverted after each step and on Ctrl-C): this host's with -R, else the server's
-    /// (a wirespeed server started with --allow-tune).
+    /// (a wirespeed server started with --allow-tune --psk; needs --psk).
     #[arg(long = "irq-cpus", value_parser = cpu_list)]
     pub irq_cpus: Option<CpuSet>,
+    /// The server's pre-shared key file (as its --psk): tags every test; needed by --irq-cpus
+    /// without -R (a server takes tune requests only with verified parameters).
+    #[arg(long = "psk", value_name = "FILE")]
+    pub psk: Option<std::path::PathBuf>,
     /// Server port.
     #[arg(short, long, default_value_t = 5201)]
     pub port: u16,
@@ -98,8 +102,8 @@ fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
 }
 
 /// What every sweep test shares, from the arguments.
-fn sweep_spec(a: &SweepArgs) -> SweepSpec {
-    SweepSpec {
+fn sweep_spec(a: &SweepArgs) -> anyhow::Result<SweepSpec> {
+    Ok(SweepSpec {
         host: a.host.clone(),
         port: a.port,
         time: a.time,
@@ -108,7 +112,8 @@ fn sweep_spec(a: &SweepArgs) -> SweepSpec {
         cpus: a.cpus.clone(),
         server_cpus: a.server_cpus.clone(),
         observe: Some(crate::measure::live_observer()),
-    }
+        psk: a.psk.as_deref().map(crate::measure::read_psk).transpose()?,
+    })
 }
 
 /// Progress lines on stderr (also with `-J`: stdout holds only the document).
@@ -132,7 +137,9 @@ const PREFLIGHT_CONNECT: std::time::Duration = std::time::Duration::from_secs(5)
 /// An IRQ sweep that could not run, with its exit code.
 fn irq_fail(e: IrqDriveError) -> anyhow::Error {
     let code = match &e {
-        IrqDriveError::OneServerCpu(_) | IrqDriveError::OneClientCpu(_) => exit::USAGE,
+        IrqDriveError::OneServerCpu(_)
+        | IrqDriveError::OneClientCpu(_)
+        | IrqDriveError::NeedsPsk => exit::USAGE,
         IrqDriveError::Resolve(_) => exit::CONNECT,
         IrqDriveError::NoRoute(_) | IrqDriveError::Loopback(_) | IrqDriveError::Nic(_) => {
             exit::HOST
@@ -180,7 +187,7 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     let topo = wirespeed_explain::topology::read(&Root::live());
 
     if let Some(irq_cpus) = &a.irq_cpus {
-        let spec = sweep_spec(&a);
+        let spec = sweep_spec(&a)?;
         let run = if a.reverse {
             drive::run_local_irq_sweep(
                 &spec,
@@ -203,7 +210,7 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
         ran,
         interrupted,
         first_err,
-    } = drive::run_pair_sweep(&sweep_spec(&a), &stop, &mut progress(text));
+    } = drive::run_pair_sweep(&sweep_spec(&a)?, &stop, &mut progress(text));
     let summary = m.summary(same_host.then_some(&topo));
     if summary.is_none() {
         if let Some(e) = first_err {

@@ -367,9 +367,10 @@ pub struct ClientArgs {
     /// Receive with MSG_TRUNC (the kernel discards the data without copying it out).
     #[arg(long = "skip-rx-copy")]
     pub skip_rx_copy: bool,
-    /// iperf3's client --rcv-timeout: refused with the reason (a server option here).
-    #[arg(long = "rcv-timeout", value_name = "MS", hide = true)]
-    pub rcv_timeout: Option<String>,
+    /// Milliseconds without data before a test this end receives (-R, --bidir) is ended:
+    /// "idle timeout for receiving data" (iperf3's --rcv-timeout; default 120000).
+    #[arg(long = "rcv-timeout", value_name = "MS")]
+    pub rcv_timeout: Option<u64>,
     /// IPv4 only.
     #[arg(short = '4', long = "version4", conflicts_with = "v6")]
     pub v4: bool,
@@ -392,7 +393,7 @@ pub struct ClientArgs {
     #[arg(long = "server-cpus", value_parser = cpu_list)]
     pub server_cpus: Option<CpuList>,
     /// Ask the server to move its NIC's queue IRQs to these CPUs (in turn) for this test and
-    /// back after it (a wirespeed server started with --allow-tune).
+    /// back after it (a wirespeed server started with --allow-tune --psk; needs --psk).
     #[arg(long = "server-irq-cpus", value_parser = cpu_list, value_name = "LIST")]
     pub server_irq_cpus: Option<CpuList>,
     /// Prefix for the output (iperf3 -T).
@@ -561,6 +562,19 @@ pub struct ServerGuardArgs {
 }
 
 impl ServerGuardArgs {
+    /// `--allow-tune` without `--psk` is refused at start: a tune request changes the host, so
+    /// the server takes it only with parameters verified by its pre-shared key.
+    pub fn tune_needs_psk(&self, allow_tune: bool) -> anyhow::Result<()> {
+        if allow_tune && self.psk.is_none() {
+            return Err(exit::fail(
+                exit::USAGE,
+                "--allow-tune needs --psk FILE: tune requests are taken only with parameters \
+                 verified by the pre-shared key (clients give the same file to --psk)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Check the flags and set their fields of `cfg`: the limits, the address lists, RSA
     /// authentication, the pre-shared key, and every timeout.
     pub fn apply(&self, cfg: &mut ServerConfig) -> anyhow::Result<()> {
@@ -673,7 +687,7 @@ pub struct ServerArgs {
     pub guard: ServerGuardArgs,
     /// Let clients move this host's NIC queue IRQs for their test (`sweep --irq-cpus`
     /// without -R, `client --server-irq-cpus`), through tune's journal, reverted after each
-    /// test. Needs root.
+    /// test. Needs root and --psk (only requests verified by the key are taken).
     #[arg(long = "allow-tune")]
     pub allow_tune: bool,
     /// With --allow-tune: the interface whose IRQs move (default: the interface of the route
@@ -761,13 +775,29 @@ pub fn live_observer() -> ObserveHook {
 }
 
 fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
-    if a.rcv_timeout.is_some() {
+    if a.server_irq_cpus.is_some() && a.psk.is_none() {
         return Err(exit::fail(
             exit::USAGE,
-            "--rcv-timeout: a server option in wirespeed (the server ends a test that \
-             receives nothing for that long); not supported on the client",
+            format!(
+                "--server-irq-cpus: {}",
+                wirespeed_engine::client::TUNE_NEEDS_PSK
+            ),
         ));
     }
+    let rcv_timeout = match a.rcv_timeout {
+        None => Some(wirespeed_engine::client::DEFAULT_RCV_TIMEOUT),
+        // iperf3's range (IERCVTIMEOUT): 100 ms to its longest test, 86,400 s.
+        Some(ms) if !(100..=86_400_000).contains(&ms) => {
+            return Err(exit::fail(
+                exit::USAGE,
+                format!(
+                    "--rcv-timeout {ms}: receive timeout value is incorrect or not in range \
+                     (100 to 86400000 ms)"
+                ),
+            ))
+        }
+        Some(ms) => Some(Duration::from_millis(ms)),
+    };
     let to_u32 = |v: u64, flag: &str| {
         u32::try_from(v).map_err(|_| exit::fail(exit::USAGE, format!("{flag} {v}: too large")))
     };
@@ -860,6 +890,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         extras,
         auth: client_auth(a)?,
         psk: a.psk.as_deref().map(read_psk).transpose()?,
+        rcv_timeout,
         ..ClientConfig::default()
     })
 }
@@ -1269,6 +1300,7 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         .transpose()?;
     let mut guarded = ServerConfig::default();
     a.guard.apply(&mut guarded)?;
+    a.guard.tune_needs_psk(a.allow_tune)?;
     let tune = if a.allow_tune {
         let root = match &a.root {
             Some(d) => {

@@ -72,6 +72,7 @@ pub struct ClientConfig {
     pub server_cpus: Option<CpuSet>,
     /// Ask a wirespeed server started with `--allow-tune` to move its NIC's queue IRQs to
     /// these CPUs for this test (`--server-irq-cpus`; the sweep's `--irq-cpus` without `-R`).
+    /// Needs [`ClientConfig::psk`]: a server takes tune requests only with verified parameters.
     pub server_irq_cpus: Option<CpuSet>,
     /// Local send path (`-Z` / `--zerocopy`).
     pub send_path: SendPath,
@@ -108,7 +109,14 @@ pub struct ClientConfig {
     pub auth: Option<wirespeed_protocol::auth::ClientAuth>,
     /// `--psk FILE`: tag the parameters for a wirespeed server started with the same key.
     pub psk: Option<wirespeed_protocol::psk::Psk>,
+    /// iperf3's client `--rcv-timeout MS` (default 120 s, as iperf3): when this end receives
+    /// (`-R`, `--bidir`), a running test whose streams bring no data for this long ends with
+    /// iperf3's `IENOMSG`, "idle timeout for receiving data". `None`: never.
+    pub rcv_timeout: Option<Duration>,
 }
+
+/// iperf3's default `--rcv-timeout`: 120 s.
+pub const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// iperf3's default UDP rate per stream: 1 Mbit/s.
 pub const DEFAULT_UDP_RATE: u64 = 1024 * 1024;
@@ -156,6 +164,7 @@ impl Default for ClientConfig {
             extras: crate::Extras::default(),
             auth: None,
             psk: None,
+            rcv_timeout: Some(DEFAULT_RCV_TIMEOUT),
         }
     }
 }
@@ -180,6 +189,9 @@ impl ClientConfig {
         }
         if self.time == 0 && self.bytes.is_none() && self.blocks.is_none() {
             return Err(EngineError::Config("-t 0 needs -n or -k".into()));
+        }
+        if self.server_irq_cpus.is_some() && self.psk.is_none() {
+            return Err(EngineError::Config(TUNE_NEEDS_PSK.into()));
         }
         if let Some(l) = self.block_len {
             if l == 0 || l as usize > dp_max_block() {
@@ -365,11 +377,36 @@ struct Run<'a> {
     end_decided: Option<Duration>,
     /// Interrupted mid-test: the report's `end` comes from this end's counts alone.
     interrupted: bool,
+    /// What this end's streams had received when that count last moved (`--rcv-timeout`).
+    received: (u64, Instant),
 }
 
 impl Run<'_> {
     fn now(&self) -> Duration {
         self.epoch.elapsed()
+    }
+
+    /// iperf3's client receive timeout: while the test runs (until this end sends
+    /// `TEST_END`) and this end receives, no new data for `--rcv-timeout` ends it.
+    fn check_receiving(&mut self) -> Result<(), EngineError> {
+        let (Some(limit), Some(m), false) = (self.cfg.rcv_timeout, &self.m, self.ended) else {
+            return Ok(());
+        };
+        let d = m.data();
+        if !d.has_receivers() {
+            return Ok(());
+        }
+        let got = d.measured_bytes().1;
+        let now = Instant::now();
+        if got != self.received.0 {
+            self.received = (got, now);
+            return Ok(());
+        }
+        let quiet = now.duration_since(self.received.1);
+        if quiet > limit {
+            return Err(EngineError::Peer(rcv_timeout_message(quiet, limit)));
+        }
+        Ok(())
     }
 
     fn connect_streams(&mut self) -> Result<(), EngineError> {
@@ -503,6 +540,8 @@ impl Run<'_> {
         if let Some(m) = &mut self.m {
             m.set_udp(cfg.udp);
         }
+        // The receive timeout counts from TEST_RUNNING.
+        self.received = (0, Instant::now());
         Ok(())
     }
 
@@ -654,6 +693,10 @@ fn failure_error(f: &Failure) -> EngineError {
 
 /// Run one test. The reporter sees the live events; the returned report is complete on
 /// success. On failure the reporter's `finish` still gets a report with `error` set.
+/// Why a tune request is not sent without the pre-shared key.
+pub const TUNE_NEEDS_PSK: &str = "asking the server to move its IRQs needs --psk FILE (a server \
+     takes tune requests only with parameters verified by its pre-shared key)";
+
 pub fn run_client(
     cfg: &ClientConfig,
     reporter: &mut dyn Reporter,
@@ -724,6 +767,7 @@ pub fn run_client(
         tcp_mss_default,
         end_decided: None,
         interrupted: false,
+        received: (0, Instant::now()),
     };
     if let Some(a) = &cfg.auth {
         match a.token(unix_now()) {
@@ -767,6 +811,15 @@ pub fn run_client(
             Err(e)
         }
     }
+}
+
+/// iperf3's words for `IENOMSG`, with what was waited for and how long.
+pub fn rcv_timeout_message(quiet: Duration, limit: Duration) -> String {
+    format!(
+        "idle timeout for receiving data: no data received for {:.1} s (--rcv-timeout {} ms)",
+        quiet.as_secs_f64(),
+        limit.as_millis()
+    )
 }
 
 /// Seconds since the Unix epoch (authentication tokens and PSK tags carry it).
@@ -940,6 +993,7 @@ fn drive(
             ReadOutcome::Timeout => {}
         }
         sess.handle_timeout(run.now());
+        run.check_receiving()?;
 
         // An MTU black hole: the results message (large) makes no progress while the small
         // messages before it got through. End the test with this end's report instead of

@@ -41,6 +41,9 @@ pub struct SweepSpec {
     pub server_cpus: CpuSet,
     /// Observation of this host's end of each test.
     pub observe: Option<ObserveHook>,
+    /// The server's pre-shared key (`--psk`): tags every test's parameters. The sweep of the
+    /// server's IRQs needs it (a server takes tune requests only with verified parameters).
+    pub psk: Option<wirespeed_protocol::psk::Psk>,
 }
 
 /// Why a sweep or `--repeat` refuses before its first test.
@@ -147,6 +150,7 @@ pub fn sweep_test(
         server_irq_cpus: irq_cpu.map(|c| CpuSet::from_cpus([c])),
         interval: Duration::ZERO,
         observe: s.observe.clone(),
+        psk: s.psk.clone(),
         ..ClientConfig::default()
     };
     wirespeed_engine::run_client(&cfg, &mut NullReporter)
@@ -225,6 +229,11 @@ pub enum IrqDriveError {
          (this host sends from it), not {0}"
     )]
     OneClientCpu(CpuSet),
+    #[error(
+        "--irq-cpus without -R asks the server to move its IRQs: {}",
+        wirespeed_engine::client::TUNE_NEEDS_PSK
+    )]
+    NeedsPsk,
     #[error("{0}: cannot resolve the address")]
     Resolve(String),
     #[error("no route to {0}: which NIC carries the test?")]
@@ -330,6 +339,9 @@ pub fn run_server_irq_sweep(
 ) -> Result<IrqDrive, IrqDriveError> {
     if s.cpus.len() != 1 {
         return Err(IrqDriveError::OneClientCpu(s.cpus.clone()));
+    }
+    if s.psk.is_none() {
+        return Err(IrqDriveError::NeedsPsk);
     }
     let client_cpu = s.cpus.first().unwrap_or(0);
     let mut report = IrqSweepReport {
@@ -481,6 +493,7 @@ mod tests {
             cpus,
             server_cpus,
             observe: None,
+            psk: None,
         }
     }
 

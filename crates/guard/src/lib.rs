@@ -7,8 +7,13 @@
 //! - **pending** connections: accepted, parameters not yet read and checked. Nothing else
 //!   (no thread, no test slot) is spent on a connection before its parameters pass.
 //! - **tests** running, and the **streams** they hold.
-//! - **control bytes** buffered but not yet consumed for the peer's control connections: the
-//!   memory one peer can make the server hold.
+//! - **control bytes** received on the peer's control connections while they are open: every
+//!   phase counts (cookie and parameters before admission, then state bytes, the results and
+//!   anything else a running test's peer sends), and the bytes are given back only when the
+//!   connection ends. This bounds both the memory one peer can make the server hold and the
+//!   work it can make the server do on control input (a running test flooding state bytes is
+//!   ended once its address's budget is spent). A [`ControlLedger`] keeps one connection's
+//!   share.
 //!
 //! A peer is an IPv4 address, or the /64 prefix of an IPv6 address (one host usually owns a
 //! whole /64); an IPv4-mapped IPv6 address counts as its IPv4 address. Per-peer limits keep one
@@ -32,12 +37,14 @@
 //! let mut g = Guard::new(Limits::default());
 //! let ip: IpAddr = "192.0.2.7".parse().unwrap();
 //! let peer = g.admit_connection(ip).unwrap();   // on accept, before reading anything
-//! g.add_control_bytes(peer, 37).unwrap();       // as bytes are buffered
-//! g.release_control_bytes(peer, 37);            // as they are consumed
+//! let mut ctl = wirespeed_guard::ControlLedger::new(peer);
+//! ctl.charge(&mut g, 37).unwrap();              // as control bytes arrive, in every phase
 //! g.admit_test(peer, 4).unwrap();               // parameters read and checked: 4 streams
+//! g.connection_closed(peer);                    // no longer pending: a test now
+//! ctl.charge(&mut g, 1).unwrap();               // a state byte from the running test
 //! // ... the test runs ...
 //! g.test_done(peer, 4);
-//! g.connection_closed(peer);
+//! ctl.close(&mut g);                            // the control connection ended
 //! assert_eq!(g.usage(peer), Default::default());
 //! ```
 
@@ -162,7 +169,7 @@ pub struct PeerLimits {
     pub tests: u32,
     /// Streams of all its running tests together.
     pub streams: u32,
-    /// Bytes of control messages buffered and not yet consumed.
+    /// Bytes received on its control connections while they are open (all phases).
     pub control_bytes: u64,
 }
 
@@ -260,7 +267,7 @@ pub enum Refusal {
         held: u32,
         asked: u32,
     },
-    #[error("{} limit of {limit} bytes of buffered control messages reached", scope.words())]
+    #[error("{} limit of {limit} bytes of control messages reached", scope.words())]
     ControlBytes { scope: Scope, limit: u64 },
 }
 
@@ -438,7 +445,8 @@ impl Guard {
         self.tidy(peer);
     }
 
-    /// `n` bytes from the peer's control connection are about to be buffered.
+    /// `n` bytes from the peer's control connection arrived (or are about to be buffered).
+    /// Prefer a [`ControlLedger`], which gives them back when the connection ends.
     pub fn add_control_bytes(&mut self, peer: PeerKey, n: u64) -> Result<(), Refusal> {
         let l = self.limits.clone();
         if self.usage(peer).control_bytes.saturating_add(n) > l.peer.control_bytes {
@@ -458,13 +466,53 @@ impl Guard {
         Ok(())
     }
 
-    /// `n` buffered control bytes were consumed (or dropped with their connection).
+    /// `n` control bytes are given back (their connection ended).
     pub fn release_control_bytes(&mut self, peer: PeerKey, n: u64) {
         let u = self.entry(peer);
         let n = n.min(u.control_bytes);
         u.control_bytes -= n;
         self.total.control_bytes = self.total.control_bytes.saturating_sub(n);
         self.tidy(peer);
+    }
+}
+
+/// The control bytes one control connection was charged, from its first byte to its end: the
+/// per-address and server-wide budgets hold across every phase of the connection (before
+/// admission and while its test runs), and [`ControlLedger::close`] gives back the whole share
+/// when the connection ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlLedger {
+    peer: PeerKey,
+    charged: u64,
+}
+
+impl ControlLedger {
+    pub fn new(peer: PeerKey) -> ControlLedger {
+        ControlLedger { peer, charged: 0 }
+    }
+
+    pub fn peer(&self) -> PeerKey {
+        self.peer
+    }
+
+    /// Bytes charged so far (and not given back).
+    pub fn charged(&self) -> u64 {
+        self.charged
+    }
+
+    /// `n` more bytes arrived on the connection: refused (nothing charged) when the peer's or
+    /// the server's budget would be exceeded — the connection should end.
+    pub fn charge(&mut self, g: &mut Guard, n: u64) -> Result<(), Refusal> {
+        g.add_control_bytes(self.peer, n)?;
+        self.charged += n;
+        Ok(())
+    }
+
+    /// The connection ended: give back everything it was charged (once; later calls do
+    /// nothing).
+    pub fn close(&mut self, g: &mut Guard) {
+        g.release_control_bytes(self.peer, self.charged);
+        self.charged = 0;
     }
 }
 
@@ -735,5 +783,60 @@ mod tests {
         ));
         assert_eq!(g.total(), Usage::default());
         assert!(g.admit_connection(ip("127.0.0.2")).is_ok());
+    }
+
+    #[test]
+    fn control_bytes_count_in_every_phase_until_the_connection_ends() {
+        let mut g = Guard::new(small());
+        let a = g.admit_connection(ip("192.0.2.1")).unwrap();
+        let mut ctl = ControlLedger::new(a);
+        // Before admission: cookie and parameters.
+        ctl.charge(&mut g, 37).unwrap();
+        ctl.charge(&mut g, 40).unwrap();
+        g.admit_test(a, 1).unwrap();
+        g.connection_closed(a);
+        // While the test runs the bytes stay charged: the parameters' 77 and 20 state
+        // bytes reach the peer's 100 ...
+        for _ in 0..20 {
+            ctl.charge(&mut g, 1).unwrap();
+        }
+        assert_eq!(ctl.charged(), 97);
+        assert_eq!(g.usage(a).control_bytes, 97);
+        // ... and a results message of 4 bytes is over it: refused, nothing charged.
+        let e = ctl.charge(&mut g, 4).unwrap_err();
+        assert_eq!(
+            e,
+            Refusal::ControlBytes {
+                scope: Scope::Peer,
+                limit: 100
+            }
+        );
+        assert_eq!(e.decline(), Decline::AccessDenied);
+        assert!(e
+            .to_string()
+            .contains("per-address limit of 100 bytes of control"));
+        assert_eq!(ctl.charged(), 97);
+        // Another address is not held back by this one (its own 100; the server's 150).
+        let b = g.admit_connection(ip("192.0.2.2")).unwrap();
+        let mut other = ControlLedger::new(b);
+        other.charge(&mut g, 50).unwrap();
+        // ... but the server-wide budget holds: 97 + 50 + 4 > 150.
+        assert_eq!(
+            other.charge(&mut g, 4).unwrap_err(),
+            Refusal::ControlBytes {
+                scope: Scope::Server,
+                limit: 150
+            }
+        );
+        // The connection ends: everything it was charged comes back, once.
+        g.test_done(a, 1);
+        ctl.close(&mut g);
+        ctl.close(&mut g);
+        assert_eq!(g.usage(a), Usage::default());
+        assert_eq!(g.total().control_bytes, 50);
+        other.close(&mut g);
+        g.connection_closed(b);
+        assert_eq!(g.total(), Usage::default());
+        assert_eq!(g.peers(), 0);
     }
 }

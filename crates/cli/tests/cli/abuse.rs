@@ -334,3 +334,84 @@ fn iperf3_spellings_of_the_server_limits() {
     );
     assert_eq!(bad.status.code(), Some(2), "{}", text_of(&bad));
 }
+
+/// State bytes a flooding test sends at most (bounded; the address's budget is 8 MiB).
+const FLOOD: usize = 64 << 20;
+
+/// The per-address control-byte budget holds for the whole life of a connection, not only
+/// until admission: a running test from 127.0.0.1 flooding its control connection with state
+/// bytes (`TEST_START`, which a running server ignores) is ended once the address's 8 MiB are
+/// spent (`ACCESS_DENIED` toward an iperf3-style client, one log line), while a real test from
+/// 127.0.0.2 runs; the budget comes back when the connection ends. Before, the server consumed
+/// all 64 MiB and the test kept running.
+#[test]
+fn a_running_tests_control_flood_is_ended_by_its_addresss_budget() {
+    let (srv, port) = start_server(&["-i", "0"]);
+    let pid = srv.pid();
+    let c = cookie(7);
+    let mut ctrl = hello(port, &c);
+    ctrl.write_all(&TestParams::new_tcp(60, 1).encode_frame().expect("params"))
+        .expect("params");
+    expect_state(
+        &mut ctrl,
+        State::CreateStreams,
+        "flood test: CREATE_STREAMS",
+    );
+    let mut stream = connect(port).expect("flood test's stream");
+    stream.write_all(c.as_bytes()).expect("stream cookie");
+    expect_state(&mut ctrl, State::TestStart, "flood test: TEST_START");
+    expect_state(&mut ctrl, State::TestRunning, "flood test: TEST_RUNNING");
+
+    let real = real_client(port, &[]);
+    let mut w = ctrl.try_clone().expect("clone");
+    let flood = std::thread::spawn(move || {
+        let chunk = vec![State::TestStart.to_byte(); 64 * 1024];
+        let mut sent = 0usize;
+        while sent < FLOOD {
+            if w.write_all(&chunk).is_err() {
+                break;
+            }
+            sent += chunk.len();
+        }
+        sent
+    });
+    let got = read_to_close(ctrl);
+    let sent = flood.join().unwrap();
+    let bps = check_real(real, "real TCP test from 127.0.0.2 during the flood");
+    assert_eq!(
+        got.first(),
+        Some(&State::AccessDenied.to_byte()),
+        "the flooding test is ended with ACCESS_DENIED: {got:?}"
+    );
+    assert!(
+        sent < FLOOD,
+        "the server consumed all {FLOOD} bytes of state bytes of a running test"
+    );
+    eprintln!(
+        "control flood: {} MiB sent before the server ended the test; real TCP {:.0} Mbit/s \
+         from 127.0.0.2; server peak RSS {} kB, {} fds",
+        sent >> 20,
+        bps / 1e6,
+        status_kb(pid, "VmHWM:"),
+        fds(pid)
+    );
+    drop(stream);
+    // The budget came back with the connection: 127.0.0.1 is served normally again.
+    let again = run(
+        &mut client_cmd(Side::Wirespeed, port, &["-t", "1", "-J"]),
+        HANG,
+    );
+    assert_success(&again, "a test from 127.0.0.1 after the flood");
+    let out = srv.wait_output(Duration::ZERO);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("bytes of control messages"))
+        .collect();
+    assert_eq!(lines.len(), 1, "one log line: {log}");
+    assert!(
+        lines[0].contains("refused 127.0.0.1: per-address limit of 8388608 bytes of control messages reached; its running test #1 was ended"),
+        "{}",
+        lines[0]
+    );
+}

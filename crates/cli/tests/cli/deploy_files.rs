@@ -104,7 +104,11 @@ fn systemd_unit_is_sandboxed_and_tuning_is_a_separate_drop_in() {
     // The drop-in adds exactly what tuning needs.
     let tune = unit(&read("systemd/wirespeed-agent.service.d/tune.conf"));
     let exec = one(&tune, "Service", "ExecStart");
-    assert!(exec.contains("--allow-tune"), "{exec}");
+    // A tune request needs the pre-shared key: --allow-tune without --psk does not start.
+    assert!(
+        exec.contains("--allow-tune") && exec.contains("--psk "),
+        "{exec}"
+    );
     assert_eq!(
         tune["Service"]["ExecStart"].len(),
         1,
@@ -278,6 +282,7 @@ fn kubernetes_daemonset_is_read_only_by_default_and_tuning_is_opt_in() {
     let tds = kind(&tune, "DaemonSet", "wirespeed-agent-tune");
     let tc = check_agent_pod(tds, "tuning DaemonSet");
     assert!(strings(&tc["args"]).iter().any(|a| a == "--allow-tune"));
+    assert!(strings(&tc["args"]).iter().any(|a| a.starts_with("--psk=")));
     assert_eq!(tc["securityContext"]["privileged"].as_bool(), Some(true));
     let sel = &tds["spec"]["template"]["spec"]["nodeSelector"];
     assert_eq!(

@@ -1,9 +1,11 @@
 //! A client's tune request on a wirespeed server (`sweep --irq-cpus` without `-R`, `client
 //! --server-irq-cpus`), end to end on loopback.
 //!
-//! The refusals run against real servers: without `--allow-tune` the client gets exit code 4
-//! and one line naming the flag; with it, a test over `lo` (no NIC interrupts) is refused with
-//! a clear reason. The moves themselves run against a copy of the Ryzen fixture (its ConnectX-5
+//! A tune request needs the pre-shared key on both ends: `--allow-tune` without `--psk` does not
+//! start, a client without `--psk` does not send the request, and a server refuses a request
+//! whose parameters its key does not verify (one log line). The refusals run against real
+//! servers: without `--allow-tune` the client gets exit code 4 and one line naming the flag;
+//! with it, a test over `lo` (no NIC interrupts) is refused with a clear reason. The moves themselves run against a copy of the Ryzen fixture (its ConnectX-5
 //! has 12 queue IRQs) given to the server as its host state, with the interface named
 //! (`--tune-iface`: the fixture has no routing table and the test runs over lo anyway). In the
 //! in-process servers the kernel is EMULATED explicitly (`emulate_kernel_irq_affinity` after
@@ -30,6 +32,21 @@ use wirespeed_explain::hooks::IrqTune;
 use wirespeed_host::Root;
 
 const IFACE: &str = "enp1s0f0np0";
+/// The pre-shared key of every tuning server and client here.
+const KEY: &[u8] = b"server-tune-test-key-0123456789";
+
+fn psk(key: &[u8]) -> wirespeed_protocol::psk::Psk {
+    wirespeed_protocol::psk::Psk::from_file_contents(key).unwrap()
+}
+
+/// [`KEY`] in a file, for `--psk`.
+fn key_file() -> (tempfile::TempDir, String) {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("wirespeed.psk");
+    std::fs::write(&f, KEY).unwrap();
+    let f = f.to_str().unwrap().to_string();
+    (d, f)
+}
 /// The fixture's queue IRQs of enp1s0f0np0.
 const QUEUE_IRQS: [u32; 12] = [99, 109, 110, 111, 112, 113, 114, 115, 116, 117, 118, 119];
 
@@ -57,8 +74,17 @@ fn assert_unchanged(before: &std::collections::BTreeMap<String, String>, dir: &P
     assert!(d.is_empty(), "the tree differs after the test: {d:?}");
 }
 
-/// A wirespeed server in this process, tuning the tree `dir` with the kernel emulated there.
+/// A wirespeed server in this process, tuning the tree `dir` with the kernel emulated there,
+/// holding [`KEY`].
 fn tuning_server(dir: &Path) -> wirespeed_engine::ServerHandle {
+    tuning_server_with(dir, Some(psk(KEY)), None)
+}
+
+fn tuning_server_with(
+    dir: &Path,
+    key: Option<wirespeed_protocol::psk::Psk>,
+    log: Option<wirespeed_engine::server::LogHook>,
+) -> wirespeed_engine::ServerHandle {
     let mut irq = IrqTune::new(Root::new(dir));
     irq.iface = Some(IFACE.into());
     irq.kernel = Some(Arc::new(|root: &Root| {
@@ -70,6 +96,8 @@ fn tuning_server(dir: &Path) -> wirespeed_engine::ServerHandle {
         port: 0,
         interval: Duration::ZERO,
         tune: Some(tune),
+        psk: key,
+        log,
         ..ServerConfig::default()
     };
     Server::bind(cfg)
@@ -87,14 +115,18 @@ fn client(port: u16, time: u32, irq_cpus: &[u32]) -> ClientConfig {
         time,
         interval: Duration::ZERO,
         server_irq_cpus: Some(irq_cpus.iter().copied().collect()),
+        psk: Some(psk(KEY)),
         ..ClientConfig::default()
     }
 }
 
-/// `wirespeed client` asking for the IRQs on `cpu` for a long test (to be killed).
-fn long_client(port: u16, cpu: u32) -> measure_common::Proc {
+/// `wirespeed client` asking for the IRQs on `cpu` for a long test (to be killed), with the
+/// key file `key`.
+fn long_client(port: u16, cpu: u32, key: &str) -> measure_common::Proc {
     spawn(Command::new(wirespeed()).args([
         "client",
+        "--psk",
+        key,
         "127.0.0.1",
         "-p",
         &port.to_string(),
@@ -133,6 +165,7 @@ fn one_line_err(o: &Output) -> String {
 
 #[test]
 fn a_server_without_allow_tune_refuses_with_exit_4() {
+    let (_k, key) = key_file();
     let (_srv, port) = start_server(&["-B", "127.0.0.1"]);
     let p = port.to_string();
     let out = ws(&[
@@ -142,6 +175,8 @@ fn a_server_without_allow_tune_refuses_with_exit_4() {
         &p,
         "-t",
         "1",
+        "--psk",
+        &key,
         "--server-irq-cpus",
         "0",
     ]);
@@ -160,6 +195,8 @@ fn a_server_without_allow_tune_refuses_with_exit_4() {
         "0",
         "--irq-cpus",
         "1",
+        "--psk",
+        &key,
         "-t",
         "1",
     ]);
@@ -172,13 +209,164 @@ fn a_server_without_allow_tune_refuses_with_exit_4() {
 }
 
 #[test]
+fn a_tune_request_needs_psk_on_both_ends() {
+    let (_t, dir) = crow();
+    let (_k, key) = key_file();
+    let d = dir.to_str().unwrap();
+    // A server (or agent) that would take tune requests without a key does not start.
+    for cmd in [
+        vec![
+            "server",
+            "-B",
+            "127.0.0.1",
+            "-p",
+            "0",
+            "--allow-tune",
+            "--root",
+            d,
+        ],
+        vec![
+            "agent",
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "-p",
+            "0",
+            "--allow-tune",
+        ],
+    ] {
+        let out = ws(&cmd);
+        assert_exit(&out, 2);
+        let err = one_line_err(&out);
+        assert!(
+            err.contains("--allow-tune needs --psk FILE"),
+            "{cmd:?}: {err}"
+        );
+    }
+    // A client without the key does not send the request: refused before connecting (the
+    // port is closed, so a connection attempt would exit 3).
+    let closed = free_port().to_string();
+    let out = ws(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &closed,
+        "-t",
+        "1",
+        "--server-irq-cpus",
+        "0",
+    ]);
+    assert_exit(&out, 2);
+    assert!(one_line_err(&out)
+        .contains("--server-irq-cpus: asking the server to move its IRQs needs --psk FILE"));
+    let out = ws(&[
+        "sweep",
+        "127.0.0.1",
+        "-p",
+        &closed,
+        "--cpus",
+        "0",
+        "--server-cpus",
+        "0",
+        "--irq-cpus",
+        "1",
+        "-t",
+        "1",
+    ]);
+    assert_exit(&out, 2);
+    assert!(one_line_err(&out).contains("needs --psk FILE"));
+    // With the key, the server starts.
+    let (srv, port) = start_server(&[
+        "-B",
+        "127.0.0.1",
+        "--allow-tune",
+        "--root",
+        d,
+        "--tune-iface",
+        IFACE,
+        "--psk",
+        &key,
+    ]);
+    let ok = ws(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-t",
+        "1",
+        "--psk",
+        &key,
+    ]);
+    assert_success(&ok, "a plain test with the key");
+    drop(srv);
+    let _ = key;
+}
+
+#[test]
+fn a_tune_request_with_the_wrong_key_or_to_a_keyless_server_is_refused_and_logged() {
+    let (_t, dir) = crow();
+    let before = host_common::snapshot(&dir);
+    let lines = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let log = || {
+        let l = Arc::clone(&lines);
+        Some(wirespeed_engine::server::LogHook::new(move |line: &str| {
+            l.lock().unwrap().push(line.to_string())
+        }))
+    };
+    // A server holding KEY, a client holding another key: the parameters' tag fails.
+    let srv = tuning_server_with(&dir, Some(psk(KEY)), log());
+    let wrong = ClientConfig {
+        psk: Some(psk(b"another-key-not-the-servers-0123")),
+        ..client(srv.addr.port(), 1, &[3])
+    };
+    // A tuning server built without a key (the library allows the configuration; the command
+    // line does not): every tune request is refused.
+    let keyless = tuning_server_with(&dir, None, log());
+    let to_keyless = client(keyless.addr.port(), 1, &[3]);
+    for (cfg, why) in [
+        (&wrong, "not verified by the pre-shared key"),
+        (&to_keyless, "this server has no pre-shared key (--psk)"),
+    ] {
+        match wirespeed_engine::run_client(cfg, &mut NullReporter) {
+            Err(EngineError::Refused(r)) => {
+                let r = r.to_string();
+                assert!(r.contains("tune request refused") && r.contains(why), "{r}");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+    assert_unchanged(&before, &dir);
+    assert!(!dir.join("var/lib/wirespeed").exists(), "no journal either");
+    // One log line per refusal, with the address.
+    let l = lines.lock().unwrap().clone();
+    assert_eq!(l.len(), 2, "{l:?}");
+    for line in &l {
+        assert!(
+            line.contains("127.0.0.1") && line.contains("tune request refused"),
+            "{line}"
+        );
+    }
+    // The server with the key still takes a plain test without a tune request.
+    let plain = ClientConfig {
+        server_irq_cpus: None,
+        psk: Some(psk(KEY)),
+        ..client(srv.addr.port(), 1, &[])
+    };
+    wirespeed_engine::run_client(&plain, &mut NullReporter).expect("a plain test");
+    srv.stop().unwrap();
+    keyless.stop().unwrap();
+}
+
+#[test]
 fn allow_tune_over_lo_is_refused_clearly_and_changes_nothing() {
     let (_t, dir) = crow();
+    let (_k, key) = key_file();
     let before = host_common::snapshot(&dir);
     let (_srv, port) = start_server(&[
         "-B",
         "127.0.0.1",
         "--allow-tune",
+        "--psk",
+        &key,
         "--root",
         dir.to_str().unwrap(),
     ]);
@@ -191,6 +379,8 @@ fn allow_tune_over_lo_is_refused_clearly_and_changes_nothing() {
             &p,
             "-t",
             "1",
+            "--psk",
+            &key,
             "--server-irq-cpus",
             cpus,
         ])
@@ -247,8 +437,9 @@ fn journal_count(dir: &std::path::Path) -> usize {
 fn a_killed_client_gets_the_irqs_reverted() {
     let (_t, dir) = crow();
     let before = host_common::snapshot(&dir);
+    let (_k, key) = key_file();
     let srv = tuning_server(&dir);
-    let c = long_client(srv.addr.port(), 8);
+    let c = long_client(srv.addr.port(), 8, &key);
     wait_until("IRQs on CPU 8", || all_on(&dir, 8, true));
     signal(c.pid(), "-KILL");
     let _ = c.wait_output(Duration::from_secs(5));
@@ -265,7 +456,8 @@ fn one_tune_change_at_a_time_and_shutdown_reverts() {
     let before = host_common::snapshot(&dir);
     let srv = tuning_server(&dir);
     let port = srv.addr.port();
-    let first = long_client(port, 8);
+    let (_k, key) = key_file();
+    let first = long_client(port, 8, &key);
     wait_until("IRQs on CPU 8", || all_on(&dir, 8, true));
     // A second test asking for another layout meanwhile is refused.
     match wirespeed_engine::run_client(&client(port, 1, &[9]), &mut NullReporter) {
@@ -285,18 +477,21 @@ fn one_tune_change_at_a_time_and_shutdown_reverts() {
 fn sigterm_on_the_server_reverts_the_running_tests_change() {
     let (_t, dir) = crow();
     let before = host_common::snapshot(&dir);
+    let (_k, key) = key_file();
     let (srv, port) = start_server(&[
         "-B",
         "127.0.0.1",
         "-i",
         "0",
         "--allow-tune",
+        "--psk",
+        &key,
         "--root",
         dir.to_str().unwrap(),
         "--tune-iface",
         IFACE,
     ]);
-    let c = long_client(port, 9);
+    let c = long_client(port, 9, &key);
     // No kernel in this tree: the request moves, the effective affinity stays.
     wait_until("IRQs requested on CPU 9", || all_on(&dir, 9, false));
     signal(srv.pid(), "-TERM");
@@ -318,11 +513,14 @@ fn a_sweep_moves_the_servers_irqs_step_by_step() {
     let (_t, dir) = crow();
     let before = host_common::snapshot(&dir);
     let srv = tuning_server(&dir);
+    let (_k, key) = key_file();
     let out = ws(&[
         "sweep",
         "127.0.0.1",
         "-p",
         &srv.addr.port().to_string(),
+        "--psk",
+        &key,
         "--cpus",
         "0",
         "--server-cpus",
@@ -358,11 +556,16 @@ fn a_sweep_moves_the_servers_irqs_step_by_step() {
     srv.stop().unwrap();
 }
 
+/// An iperf3 server ignores the tune request, and it cannot tag its results with the key the
+/// request needs: the client stops with exit 5 and says why.
 #[test]
-fn an_iperf3_server_ignores_the_request_and_the_client_says_so() {
-    if !measure_common::have_iperf3("an_iperf3_server_ignores_the_request_and_the_client_says_so") {
+fn an_iperf3_server_cannot_take_a_tune_request_and_the_client_says_so() {
+    if !measure_common::have_iperf3(
+        "an_iperf3_server_cannot_take_a_tune_request_and_the_client_says_so",
+    ) {
         return;
     }
+    let (_k, key) = key_file();
     let port = free_port();
     let _srv =
         spawn(Command::new("iperf3").args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()]));
@@ -374,10 +577,17 @@ fn an_iperf3_server_ignores_the_request_and_the_client_says_so() {
         &port.to_string(),
         "-t",
         "1",
+        "--psk",
+        &key,
         "--server-irq-cpus",
         "0",
     ]);
-    assert_success(&out, "client against iperf3");
+    assert_exit(&out, 5);
     let err = one_line_err(&out);
-    assert!(err.contains("did not move its IRQs"), "{err}");
+    assert!(
+        err.contains(
+            "pre-shared key: no pre-shared key tag (the peer has no --psk, or is not wirespeed)"
+        ),
+        "{err}"
+    );
 }

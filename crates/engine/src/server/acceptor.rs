@@ -22,7 +22,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wirespeed_guard::PeerKey;
+use wirespeed_guard::{ControlLedger, PeerKey};
 use wirespeed_protocol::{Cookie, ServerEvent, ServerSession, State, COOKIE_LEN};
 
 use super::admission::{self, AdmissionError};
@@ -37,8 +37,9 @@ enum Stage {
     Params {
         cookie: Cookie,
         sess: Box<ServerSession>,
-        /// Bytes counted against the guard's control-byte limits.
-        held: u64,
+        /// The control bytes this connection was charged (they stay charged while its test
+        /// runs, and are given back when the connection ends).
+        ctl: ControlLedger,
     },
 }
 
@@ -274,8 +275,8 @@ pub(super) fn acceptor(
 /// A pending connection leaves without becoming a test or a stream: give back what it held.
 fn forget(ctx: &Ctx, p: &Pending) {
     let mut g = ctx.gate.guard();
-    if let Stage::Params { held, cookie, .. } = &p.stage {
-        g.release_control_bytes(p.key, *held);
+    if let Stage::Params { ctl, cookie, .. } = &p.stage {
+        g.release_control_bytes(p.key, ctl.charged());
         drop(g);
         ctx.registry.lock().remove(cookie);
         g = ctx.gate.guard();
@@ -296,15 +297,14 @@ fn step(ctx: &Ctx, p: &mut Pending, chunk: &mut [u8]) -> bool {
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => false,
             Err(_) => true,
         },
-        Stage::Params { sess, held, .. } => {
+        Stage::Params { sess, ctl, .. } => {
             let now = p.epoch.elapsed();
             match p.stream.read(chunk) {
                 Ok(0) => sess.handle_eof(now),
                 Ok(k) => {
-                    if ctx.gate.guard().add_control_bytes(p.key, k as u64).is_err() {
+                    if ctl.charge(&mut ctx.gate.guard(), k as u64).is_err() {
                         return true;
                     }
-                    *held += k as u64;
                     sess.handle_input(now, &chunk[..k]);
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
@@ -363,7 +363,7 @@ fn cookie_arrived(ctx: &Ctx, p: Pending, cookie: Cookie) -> Option<Pending> {
                 stage: Stage::Params {
                     cookie,
                     sess,
-                    held: 0,
+                    ctl: ControlLedger::new(p.key),
                 },
                 deadline: Instant::now() + ctx.cfg.timeouts.setup,
                 ..p
@@ -378,18 +378,19 @@ fn start_test(ctx: &Arc<Ctx>, p: Pending, log: &mut RefusalLog, number: u64) -> 
     let Stage::Params {
         cookie,
         mut sess,
-        held,
+        mut ctl,
     } = p.stage
     else {
         return false;
     };
     let mut stream = p.stream;
-    ctx.gate.guard().release_control_bytes(p.key, held);
     let params = match sess.poll_event() {
         Some(ServerEvent::Params(params)) => *params,
         _ => {
             ctx.registry.lock().remove(&cookie);
-            ctx.gate.guard().connection_closed(p.key);
+            let mut g = ctx.gate.guard();
+            ctl.close(&mut g);
+            g.connection_closed(p.key);
             return false;
         }
     };
@@ -397,8 +398,13 @@ fn start_test(ctx: &Arc<Ctx>, p: Pending, log: &mut RefusalLog, number: u64) -> 
     // The connection is no longer pending either way.
     ctx.gate.guard().connection_closed(p.key);
     let ticket = match decision {
-        Ok(t) => t,
+        // The bytes read so far stay charged to the connection while its test runs.
+        Ok(mut t) => {
+            t.keep_control(ctl);
+            t
+        }
         Err(e) => {
+            ctl.close(&mut ctx.gate.guard());
             refuse(ctx, &mut stream, &mut sess, &e, p.peer, log);
             ctx.registry.lock().remove(&cookie);
             return false;

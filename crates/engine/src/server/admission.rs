@@ -8,8 +8,10 @@
 //! Per client address (an IPv4 address or an IPv6 /64) and server-wide, the [`Gate`] keeps
 //! `wirespeed-guard`'s accounting: the acceptor asks it on every accepted connection
 //! ([`Gate::connection`]: allow/deny lists, pending connections) and for every control byte
-//! it buffers before admission; [`decide`] runs after the parameters arrived, and only a test
-//! it admits gets a thread, a slot and a [`Ticket`] (which gives both back when dropped).
+//! it reads before admission; [`decide`] runs after the parameters arrived, and only a test
+//! it admits gets a thread, a slot and a [`Ticket`] (which gives both back when dropped). The
+//! ticket also carries the control connection's bytes ([`Ticket::charge_control`]): every
+//! byte the test's client sends counts against its address's budget until the test ends.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -19,7 +21,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 use wirespeed_datapath as dp;
-use wirespeed_guard::{Guard, PeerKey, Refusal};
+use wirespeed_guard::{ControlLedger, Guard, PeerKey, Refusal};
 use wirespeed_host::CpuSet;
 use wirespeed_protocol::server_error::errno;
 use wirespeed_protocol::{Cookie, Decline, TestParams, Transport};
@@ -69,6 +71,10 @@ pub enum AdmissionError {
     /// The pre-shared key's tag is missing or wrong.
     #[error("pre-shared key: {0}")]
     Psk(String),
+    /// A tune request (`irq_cpus`) whose parameters are not verified by the pre-shared key:
+    /// the server has no `--psk`, or the tag is missing or wrong.
+    #[error("tune request refused: {0}")]
+    TuneUnverified(String),
     /// `-b` × streams above `--server-bitrate-limit`.
     #[error("total requested rate {asked} bit/s is above the server's limit of {limit} bit/s")]
     TotalRate { limit: u64, asked: u64 },
@@ -85,7 +91,9 @@ impl AdmissionError {
             | AdmissionError::Busy(_)
             | AdmissionError::TotalRate { .. } => R::Limit,
             AdmissionError::Guard(r) => R::of_guard(r),
-            AdmissionError::Auth(_) | AdmissionError::Psk(_) => R::Auth,
+            AdmissionError::Auth(_)
+            | AdmissionError::Psk(_)
+            | AdmissionError::TuneUnverified(_) => R::Auth,
             AdmissionError::Policy(_) => R::Denied,
             AdmissionError::Sctp
             | AdmissionError::UdpDatagram { .. }
@@ -107,9 +115,10 @@ impl AdmissionError {
             AdmissionError::BlockTooLarge { .. } => errno::IEBLOCKSIZE,
             AdmissionError::NoEnd => errno::IERECVPARAMS,
             AdmissionError::NoServerCpus | AdmissionError::Cpus(_) => errno::IEAFFINITY,
-            AdmissionError::Busy(_) | AdmissionError::Tune(_) | AdmissionError::Policy(_) => {
-                errno::IEACCESSDENIED
-            }
+            AdmissionError::Busy(_)
+            | AdmissionError::Tune(_)
+            | AdmissionError::TuneUnverified(_)
+            | AdmissionError::Policy(_) => errno::IEACCESSDENIED,
             AdmissionError::UdpListen { .. } => errno::IELISTEN,
             AdmissionError::Guard(r) => match r.decline() {
                 Decline::Error { i_errno, .. } => i_errno,
@@ -319,17 +328,32 @@ impl Gate {
     }
 }
 
-/// An admitted test's hold on the [`Gate`]: its slot, its test and streams in the guard, and
-/// (TCP) the data connections it still expects. Given back when dropped.
+/// An admitted test's hold on the [`Gate`]: its slot, its test and streams in the guard,
+/// (TCP) the data connections it still expects, and the control bytes its control connection
+/// was charged. Given back when dropped.
 #[derive(Debug)]
 pub struct Ticket {
     gate: Arc<Gate>,
     pub peer: PeerKey,
     streams: u32,
     connecting: u32,
+    control: ControlLedger,
 }
 
 impl Ticket {
+    /// The control connection's bytes charged before admission stay charged for the test.
+    pub fn keep_control(&mut self, ctl: ControlLedger) {
+        let mut g = self.gate.guard();
+        self.control.close(&mut g);
+        self.control = ctl;
+    }
+
+    /// `n` more bytes arrived on the test's control connection (state bytes, the results,
+    /// anything): refused when the address's or the server's control-byte budget is spent.
+    pub fn charge_control(&mut self, n: u64) -> Result<(), Refusal> {
+        self.control.charge(&mut self.gate.guard(), n)
+    }
+
     /// The test has its data connections (or stopped waiting for them).
     pub fn streams_settled(&mut self) {
         if self.connecting > 0 {
@@ -344,7 +368,10 @@ impl Ticket {
 impl Drop for Ticket {
     fn drop(&mut self) {
         self.streams_settled();
-        self.gate.guard().test_done(self.peer, self.streams);
+        let mut g = self.gate.guard();
+        g.test_done(self.peer, self.streams);
+        self.control.close(&mut g);
+        drop(g);
         self.gate.slots.release();
     }
 }
@@ -408,7 +435,21 @@ pub fn decide(
             });
         }
     }
-    authenticate(p, cookie, cfg)?;
+    let tune_request = p.wirespeed.as_ref().is_some_and(|e| e.irq_cpus.is_some());
+    match authenticate(p, cookie, cfg) {
+        Err(AdmissionError::Psk(why)) if tune_request => {
+            return Err(AdmissionError::TuneUnverified(format!(
+                "its parameters are not verified by the pre-shared key ({why})"
+            )))
+        }
+        Err(e) => return Err(e),
+        Ok(_) => {}
+    }
+    if tune_request && cfg.tune.is_some() && cfg.psk.is_none() {
+        return Err(AdmissionError::TuneUnverified(
+            "this server has no pre-shared key (--psk) to verify it with".into(),
+        ));
+    }
     if let Some(h) = &cfg.admission {
         h.0.admit(peer, p)?;
     }
@@ -429,6 +470,7 @@ pub fn decide(
         peer: key,
         streams,
         connecting,
+        control: ControlLedger::new(key),
     })
 }
 
@@ -673,6 +715,71 @@ mod tests {
         let e = decide(&params(), peer(), k, &c, &psk, &gate).unwrap_err();
         assert!(matches!(e, AdmissionError::Psk(_)), "{e}");
         assert_eq!(e.i_errno(), errno::IEAUTHTEST);
+        assert_eq!(gate.running(), 0);
+    }
+
+    struct NoChange;
+    impl crate::hooks::HostChange for NoChange {
+        fn prepare_irq_move(
+            &self,
+            _: &CpuSet,
+            _: IpAddr,
+            _: Option<IpAddr>,
+        ) -> Result<Box<dyn crate::hooks::PreparedChange>, crate::hooks::Refusal> {
+            Err(crate::hooks::Refusal("not in this test".into()))
+        }
+        fn revert_journal(&self, _: &str) {}
+    }
+
+    fn tune_request() -> TestParams {
+        TestParams {
+            wirespeed: Some(ParamsExt {
+                irq_cpus: Some(CpuSet::from_cpus([3])),
+                ..ParamsExt::default()
+            }),
+            ..params()
+        }
+    }
+
+    #[test]
+    fn a_tune_request_needs_parameters_verified_by_the_pre_shared_key() {
+        let key = || wirespeed_protocol::psk::Psk::from_file_contents(&[b'k'; 32]).unwrap();
+        let c = Cookie::from_entropy(&[3; 36]);
+        // A server that tunes without a key (possible only through the library: the command
+        // line refuses --allow-tune without --psk) still refuses every tune request.
+        let open = ServerConfig {
+            tune: Some(crate::tune::TuneConfig::new(NoChange)),
+            ..ServerConfig::default()
+        };
+        let gate = Arc::new(Gate::new(open.limits.guard(&open.addrs)));
+        let k = gate.connection(peer().ip()).unwrap();
+        let e = decide(&tune_request(), peer(), k, &c, &open, &gate).unwrap_err();
+        assert!(matches!(e, AdmissionError::TuneUnverified(_)), "{e}");
+        assert!(e.to_string().contains("no pre-shared key (--psk)"), "{e}");
+        assert_eq!(e.i_errno(), errno::IEACCESSDENIED);
+        assert_eq!(e.reason(), super::super::RefusalReason::Auth);
+        // The plain test is not a tune request: admitted.
+        drop(decide(&params(), peer(), k, &c, &open, &gate).unwrap());
+
+        let guarded = ServerConfig {
+            psk: Some(key()),
+            ..open
+        };
+        // Untagged, and tagged with another key: refused as a tune request.
+        let e = decide(&tune_request(), peer(), k, &c, &guarded, &gate).unwrap_err();
+        assert!(matches!(e, AdmissionError::TuneUnverified(_)), "{e}");
+        assert_eq!(e.i_errno(), errno::IEACCESSDENIED);
+        let mut wrong = tune_request();
+        wirespeed_protocol::psk::Psk::from_file_contents(&[b'x'; 32])
+            .unwrap()
+            .seal_params(&mut wrong, &c, unix_now())
+            .unwrap();
+        let e = decide(&wrong, peer(), k, &c, &guarded, &gate).unwrap_err();
+        assert!(matches!(e, AdmissionError::TuneUnverified(_)), "{e}");
+        // Tagged with the server's key: admitted (the move itself happens in the test).
+        let mut right = tune_request();
+        key().seal_params(&mut right, &c, unix_now()).unwrap();
+        drop(decide(&right, peer(), k, &c, &guarded, &gate).unwrap());
         assert_eq!(gate.running(), 0);
     }
 }

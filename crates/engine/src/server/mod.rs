@@ -54,7 +54,8 @@ pub struct Limits {
     pub max_pending: usize,
     /// Streams of all running tests together (server-wide).
     pub max_total_streams: u32,
-    /// Bytes of control messages buffered before admission (server-wide).
+    /// Bytes of control messages received on open control connections, every phase
+    /// (server-wide).
     pub max_control_bytes: u64,
     /// The same, per client address (an IPv4 address or an IPv6 /64), plus its tests.
     pub per_peer: wirespeed_guard::PeerLimits,

@@ -394,7 +394,22 @@ impl<'a> ServerTest<'a> {
                 })?;
         let now = self.epoch.elapsed();
         match outcome {
-            ReadOutcome::Data(_) => {
+            ReadOutcome::Data(n) => {
+                // Every control byte counts against the address's budget while the
+                // connection lives (state bytes, the results, anything): past it the test
+                // ends, in iperf3's terms and with one log line.
+                if let Err(r) = self.ticket.charge_control(n as u64) {
+                    let e = AdmissionError::Guard(r);
+                    if let Some(h) = &self.ctx.cfg.log {
+                        (h.0)(&format!(
+                            "refused {}: {e}; its running test #{} was ended",
+                            crate::net::canonical_ip(self.peer.ip()),
+                            self.number
+                        ));
+                    }
+                    let is_ws = self.sess.peer_is_wirespeed();
+                    return Err(self.refuse(e, is_ws));
+                }
                 self.watch.control_at = Instant::now();
                 self.sess.handle_input(now, bytes)
             }
