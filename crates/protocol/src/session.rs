@@ -40,6 +40,8 @@ struct LiveIn {
     read: u64,
     /// Frames skipped over budget.
     skipped: u64,
+    /// Bytes of the frames read within the budget (markers and headers included).
+    read_bytes: u64,
 }
 
 /// What a live frame at the front of the inbox came to.
@@ -68,6 +70,7 @@ impl LiveIn {
             Ok((li, n)) => {
                 inbox.consume(n);
                 self.read += 1;
+                self.read_bytes += n as u64;
                 LiveStep::Took(Some(Box::new(li)))
             }
             Err(e) => LiveStep::Bad(e),
@@ -889,6 +892,13 @@ impl ServerSession {
         (self.live_in.read, self.live_in.skipped)
     }
 
+    /// Bytes of the client's live frames taken within the budget: negotiated, rate-bounded
+    /// traffic that a server's control-byte accounting leaves out (frames over the budget,
+    /// and every other byte, still count).
+    pub fn live_bytes_within_budget(&self) -> u64 {
+        self.live_in.read_bytes
+    }
+
     /// Queue this end's observation of an interval, when the client asked for them and the
     /// test runs; `Ok(false)` when not sent.
     pub fn send_live(&mut self, li: &LiveInterval) -> Result<bool, WireError> {
@@ -1685,6 +1695,11 @@ mod tests {
         assert_eq!(c.poll_event(), Some(ClientEvent::ResultsRequested));
         assert_eq!(c.live_frames(), (2, 0));
         assert_eq!(s.live_frames(), (1, 0));
+        assert_eq!(
+            s.live_bytes_within_budget(),
+            live_frame(1).encode().unwrap().len() as u64,
+            "the frame's bytes, marker and length included"
+        );
     }
 
     /// Not negotiated (an iperf3 client, or one that did not ask): the server sends nothing,

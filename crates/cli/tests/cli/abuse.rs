@@ -415,3 +415,113 @@ fn a_running_tests_control_flood_is_ended_by_its_addresss_budget() {
         lines[0]
     );
 }
+
+/// A live frame (marker, 4-byte length, JSON) of about `pad` bytes: a valid interval with a key
+/// the receiver ignores, as a newer peer's frame could carry.
+fn live_frame(seq: u64, pad: usize) -> Vec<u8> {
+    let json = format!(
+        r#"{{"seq":{seq},"start":{s}.0,"end":{e}.0,"note":"{}"}}"#,
+        "x".repeat(pad),
+        s = seq - 1,
+        e = seq
+    );
+    let mut f = vec![wirespeed_protocol::live::LIVE_MARKER];
+    f.extend_from_slice(&(json.len() as u32).to_be_bytes());
+    f.extend_from_slice(json.as_bytes());
+    f
+}
+
+/// Through TEST_RUNNING, as a client that asked for live frames.
+fn running_live_test(port: u16, c: &Cookie, secs: u32) -> (TcpStream, TcpStream) {
+    let mut ctrl = hello(port, c);
+    let mut p = TestParams::new_tcp(secs, 1);
+    p.wirespeed = Some(wirespeed_protocol::ParamsExt {
+        live: true,
+        ..Default::default()
+    });
+    ctrl.write_all(&p.encode_frame().expect("params"))
+        .expect("params");
+    expect_state(&mut ctrl, State::CreateStreams, "live test: CREATE_STREAMS");
+    let mut stream = connect(port).expect("live test's stream");
+    stream.write_all(c.as_bytes()).expect("stream cookie");
+    expect_state(&mut ctrl, State::TestStart, "live test: TEST_START");
+    expect_state(&mut ctrl, State::TestRunning, "live test: TEST_RUNNING");
+    (ctrl, stream)
+}
+
+/// Lines of the server's log about the control-byte budget.
+fn budget_lines(srv: Proc) -> Vec<String> {
+    let out = srv.wait_output(Duration::ZERO);
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains("bytes of control messages"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn live_frames_within_their_rate_do_not_spend_the_control_budget() {
+    // A long test's live frames are negotiated, rate-bounded traffic: 96 frames of 128 KiB
+    // at 10 a second (12 MiB, past the 8 MiB per-address budget) must not end the test.
+    let (srv, port) = start_server(&[]);
+    let (ctrl, stream) = running_live_test(port, &cookie(11), 30);
+    let mut w = ctrl.try_clone().expect("clone");
+    let reader = std::thread::spawn(move || read_to_close(ctrl));
+    for seq in 1..=96u64 {
+        w.write_all(&live_frame(seq, 128 * 1024))
+            .unwrap_or_else(|e| panic!("the server stopped reading live frames at {seq}: {e}"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The test was not ended: the client ends it (TEST_END), the server answers as usual.
+    w.write_all(&[State::TestEnd.to_byte()]).expect("TEST_END");
+    drop(stream);
+    w.shutdown(std::net::Shutdown::Write).ok();
+    // (what the server sent back holds its own live frames, binary lengths included: the log
+    // is the reliable witness)
+    reader.join().expect("reader");
+    let lines = budget_lines(srv);
+    assert!(lines.is_empty(), "no budget refusal: {lines:?}");
+}
+
+#[test]
+fn live_frames_past_their_rate_spend_the_control_budget() {
+    // Frames sent faster than the receiver takes them are skipped unparsed, and their bytes
+    // count: a flood of them ends the test like any other control flood.
+    let (srv, port) = start_server(&[]);
+    let (ctrl, stream) = running_live_test(port, &cookie(12), 60);
+    let mut w = ctrl.try_clone().expect("clone");
+    let flood = std::thread::spawn(move || {
+        let mut sent = 0usize;
+        let mut seq = 1;
+        while sent < FLOOD {
+            let f = live_frame(seq, 128 * 1024);
+            if w.write_all(&f).is_err() {
+                break;
+            }
+            sent += f.len();
+            seq += 1;
+        }
+        sent
+    });
+    let got = read_to_close(ctrl);
+    let sent = flood.join().unwrap();
+    drop(stream);
+    // A wirespeed client (it sent the extension) is told SERVER_ERROR with the reason.
+    let reason = String::from_utf8_lossy(&got);
+    assert!(
+        reason.contains("bytes of control messages"),
+        "the flooding test is ended with the reason: …{}",
+        &reason[reason.len().saturating_sub(300)..]
+    );
+    assert!(
+        sent < FLOOD,
+        "the server read all {FLOOD} bytes of live frames"
+    );
+    let lines = budget_lines(srv);
+    assert_eq!(lines.len(), 1, "one log line: {lines:?}");
+    assert!(
+        lines[0].contains("its running test #1 was ended"),
+        "{}",
+        lines[0]
+    );
+}

@@ -292,6 +292,13 @@ struct ServerTest<'a> {
     tune: Option<HeldTune<'a>>,
     /// The test's hold on the server's slots and per-address accounting.
     ticket: Ticket,
+    /// Control bytes read since admission, and the live-frame bytes among them taken within
+    /// the session's budget (left out of the address's control-byte accounting).
+    ctl_read: u64,
+    ctl_live_free: u64,
+    /// Of those, what this test charged to the address (the ticket holds the bytes read before
+    /// admission too).
+    ctl_charged: u64,
     watch: Watch,
 }
 
@@ -316,6 +323,9 @@ impl<'a> ServerTest<'a> {
             epoch,
             sess,
             ticket,
+            ctl_read: 0,
+            ctl_live_free: 0,
+            ctl_charged: 0,
             watch: Watch::new(),
             params: None,
             m: None,
@@ -396,9 +406,18 @@ impl<'a> ServerTest<'a> {
         match outcome {
             ReadOutcome::Data(n) => {
                 // Every control byte counts against the address's budget while the
-                // connection lives (state bytes, the results, anything): past it the test
-                // ends, in iperf3's terms and with one log line.
-                if let Err(r) = self.ticket.charge_control(n as u64) {
+                // connection lives (state bytes, the results, anything) — except the live
+                // frames the client negotiated and sent within the session's rate budget, which
+                // a long test sends for hours: past the budget the test ends, in iperf3's terms
+                // and with one log line.
+                let live_before = self.sess.live_bytes_within_budget();
+                self.watch.control_at = Instant::now();
+                self.sess.handle_input(now, bytes);
+                self.ctl_read += n as u64;
+                self.ctl_live_free += self.sess.live_bytes_within_budget() - live_before;
+                let due = self.ctl_read.saturating_sub(self.ctl_live_free);
+                let more = due.saturating_sub(self.ctl_charged);
+                if let Err(r) = self.ticket.charge_control(more) {
                     let e = AdmissionError::Guard(r);
                     if let Some(h) = &self.ctx.cfg.log {
                         (h.0)(&format!(
@@ -410,8 +429,7 @@ impl<'a> ServerTest<'a> {
                     let is_ws = self.sess.peer_is_wirespeed();
                     return Err(self.refuse(e, is_ws));
                 }
-                self.watch.control_at = Instant::now();
-                self.sess.handle_input(now, bytes)
+                self.ctl_charged += more;
             }
             ReadOutcome::Eof => self.sess.handle_eof(now),
             ReadOutcome::Timeout => {}
