@@ -95,7 +95,7 @@ pub fn spawn_udp_worker(
 fn empty_report(cpu: Option<u32>) -> UdpWorkerReport {
     UdpWorkerReport {
         cpu_requested: cpu,
-        cpus_seen: Vec::new(),
+        cpus_seen: wirespeed_model::CpuSet::new(),
         send_path: None,
         recv_path: None,
         fallbacks: Vec::new(),
