@@ -2,15 +2,15 @@
 //! function ([`pin_current_thread`]); the latency measurement and every worker use it.
 
 use crate::DatapathError;
-use rustix::thread::CpuSet;
+use wirespeed_model::CpuSet;
 
 /// Largest CPU number `cpu_set_t` can hold.
-const SETSIZE: u32 = CpuSet::MAX_CPU as u32;
+const SETSIZE: u32 = rustix::thread::CpuSet::MAX_CPU as u32;
 
 /// CPUs this process may run on, ascending: the affinity of the process's
 /// main thread (`sched_getaffinity(getpid())`), so a worker thread that has
 /// already pinned itself still sees the whole set. Offline CPUs are never in it.
-pub fn allowed_cpus() -> Result<Vec<u32>, DatapathError> {
+pub fn allowed_cpus() -> Result<CpuSet, DatapathError> {
     let set = rustix::thread::sched_getaffinity(Some(rustix::process::getpid()))
         .map_err(|e| DatapathError::Affinity { source: e.into() })?;
     Ok((0..SETSIZE).filter(|&i| set.is_set(i as usize)).collect())
@@ -25,13 +25,13 @@ pub fn pin_current_thread(cpu: u32) -> Result<(), DatapathError> {
     let refused = |cpu| DatapathError::CpuNotAllowed {
         cpu,
         allowed: allowed_cpus()
-            .map(|a| format_list(&a))
+            .map(|a| a.to_string())
             .unwrap_or_else(|_| "unknown".into()),
     };
     if cpu >= SETSIZE {
         return Err(refused(cpu));
     }
-    let mut set = CpuSet::new();
+    let mut set = rustix::thread::CpuSet::new();
     set.set(cpu as usize);
     // None: the calling thread.
     match rustix::thread::sched_setaffinity(None, &set) {
@@ -49,33 +49,6 @@ pub fn pin_current_thread(cpu: u32) -> Result<(), DatapathError> {
 #[inline]
 pub fn current_cpu() -> Option<u32> {
     u32::try_from(rustix::thread::sched_getcpu()).ok()
-}
-
-/// Render CPUs in the kernel's list form (`0-3,8`).
-pub fn format_list(cpus: &[u32]) -> String {
-    let mut v: Vec<u32> = cpus.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < v.len() {
-        let start = v[i];
-        let mut end = start;
-        while i + 1 < v.len() && v[i + 1] == end + 1 {
-            i += 1;
-            end = v[i];
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if start == end {
-            out.push_str(&start.to_string());
-        } else {
-            out.push_str(&format!("{start}-{end}"));
-        }
-        i += 1;
-    }
-    out
 }
 
 /// A fixed-size, allocation-free record of CPUs seen; sampled from hot loops.
@@ -119,12 +92,11 @@ impl CpuSampler {
         }
     }
 
-    pub(crate) fn cpus(&self) -> Vec<u32> {
-        let mut v: Vec<u32> = (0..1024u32)
+    pub(crate) fn cpus(&self) -> CpuSet {
+        let mut v: CpuSet = (0..1024u32)
             .filter(|c| self.bits[(c / 64) as usize] & (1 << (c % 64)) != 0)
             .collect();
-        v.extend(&self.overflow);
-        v.sort_unstable();
+        v.extend(self.overflow.iter().copied());
         v
     }
 }
@@ -134,18 +106,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn list_format() {
-        assert_eq!(format_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-        assert_eq!(format_list(&[5]), "5");
-        assert_eq!(format_list(&[]), "");
-    }
-
-    #[test]
     fn pin_to_each_allowed_cpu_and_observe_it() {
         let allowed = allowed_cpus().expect("affinity");
         assert!(!allowed.is_empty());
         let handle = std::thread::spawn(move || {
-            for &c in &allowed {
+            for c in allowed.iter() {
                 pin_current_thread(c).expect("pin");
                 // After sched_setaffinity to one CPU the thread is migrated before return.
                 assert_eq!(current_cpu(), Some(c));

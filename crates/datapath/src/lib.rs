@@ -325,7 +325,7 @@ pub struct StreamResult {
 pub struct WorkerReport {
     pub cpu_requested: Option<u32>,
     /// CPUs the worker thread was observed on (sampled with current_cpu()).
-    pub cpus_seen: Vec<u32>,
+    pub cpus_seen: wirespeed_model::CpuSet,
     /// Path that actually ran for sending streams (None if there were none).
     pub send_path: Option<SendPath>,
     /// Path that actually ran for receiving streams (None if there were none).

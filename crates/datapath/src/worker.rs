@@ -126,7 +126,7 @@ pub fn spawn_worker(
 fn empty_report(spec: &WorkerSpec) -> WorkerReport {
     WorkerReport {
         cpu_requested: spec.cpu,
-        cpus_seen: Vec::new(),
+        cpus_seen: wirespeed_model::CpuSet::new(),
         send_path: None,
         recv_path: None,
         fallbacks: Vec::new(),

@@ -329,13 +329,10 @@ fn dp_max_block() -> usize {
 /// Check that every CPU is online and allowed for this process.
 pub fn check_cpus(cpus: &CpuSet, whose: &str) -> Result<(), EngineError> {
     let allowed = dp::cpu::allowed_cpus().map_err(|e| EngineError::Host(e.to_string()))?;
-    for c in cpus.iter() {
-        if !allowed.contains(&c) {
-            return Err(EngineError::Host(format!(
-                "{whose} CPU {c} is offline, absent or not allowed for this process (allowed: {})",
-                dp::cpu::format_list(&allowed)
-            )));
-        }
+    if let Some(c) = cpus.difference(&allowed).first() {
+        return Err(EngineError::Host(format!(
+            "{whose} CPU {c} is offline, absent or not allowed for this process (allowed: {allowed})"
+        )));
     }
     Ok(())
 }

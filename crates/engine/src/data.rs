@@ -166,7 +166,7 @@ impl From<&WorkerReport> for WorkerSummary {
     fn from(r: &WorkerReport) -> WorkerSummary {
         WorkerSummary {
             cpu_requested: r.cpu_requested,
-            cpus_seen: r.cpus_seen.iter().copied().collect(),
+            cpus_seen: r.cpus_seen.clone(),
             send_path: r.send_path.map(SendPath::as_str),
             recv_path: r.recv_path.map(RecvPath::as_str),
             fallbacks: r.fallbacks.clone(),
@@ -181,7 +181,7 @@ impl From<&UdpWorkerReport> for WorkerSummary {
     fn from(r: &UdpWorkerReport) -> WorkerSummary {
         WorkerSummary {
             cpu_requested: r.cpu_requested,
-            cpus_seen: r.cpus_seen.iter().copied().collect(),
+            cpus_seen: r.cpus_seen.clone(),
             send_path: r.send_path.map(UdpSendPath::as_str),
             recv_path: r.recv_path.map(UdpRecvPath::as_str),
             fallbacks: r.fallbacks.clone(),

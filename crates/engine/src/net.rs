@@ -6,6 +6,7 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use rustix::io::Errno;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::EngineError;
@@ -58,9 +59,9 @@ pub fn connect_reason(e: &std::io::Error) -> String {
     match e.kind() {
         ErrorKind::ConnectionRefused => "connection refused (is a server listening?)".into(),
         ErrorKind::TimedOut | ErrorKind::WouldBlock => "timed out".into(),
-        _ => match e.raw_os_error() {
-            Some(libc::ENETUNREACH) => "network unreachable".into(),
-            Some(libc::EHOSTUNREACH) => "host unreachable".into(),
+        _ => match Errno::from_io_error(e) {
+            Some(Errno::NETUNREACH) => "network unreachable".into(),
+            Some(Errno::HOSTUNREACH) => "host unreachable".into(),
             _ => e.to_string(),
         },
     }
@@ -142,7 +143,7 @@ fn connect_polled(
     sock.set_nonblocking(true)?;
     let r = match sock.connect(addr) {
         Ok(()) => Ok(()),
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+        Err(e) if Errno::from_io_error(&e) == Some(Errno::INPROGRESS) => {
             wait_connected(sock, timeout.map(|t| Instant::now() + t), interrupt)
         }
         Err(e) => Err(e),

@@ -183,11 +183,7 @@ pub fn run_pair_sweep(
     stop: &AtomicBool,
     progress: &mut dyn FnMut(String),
 ) -> PairSweep {
-    let mut m = Matrix::new(
-        Axes::ClientServer,
-        s.cpus.iter().collect(),
-        s.server_cpus.iter().collect(),
-    );
+    let mut m = Matrix::new(Axes::ClientServer, s.cpus.clone(), s.server_cpus.clone());
     let mut first_err = None;
     let mut ran = 0;
     'all: for c in s.cpus.iter() {
@@ -347,11 +343,7 @@ pub fn run_server_irq_sweep(
     let mut report = IrqSweepReport {
         iface: String::new(),
         irqs: Vec::new(),
-        matrix: Matrix::new(
-            Axes::AppIrq,
-            s.server_cpus.iter().collect(),
-            irq_cpus.iter().collect(),
-        ),
+        matrix: Matrix::new(Axes::AppIrq, s.server_cpus.clone(), irq_cpus.clone()),
         steps: Vec::new(),
         interrupted: false,
     };

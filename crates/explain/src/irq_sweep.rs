@@ -145,7 +145,7 @@ impl IrqSweepReport {
                 ),
                 None => format!("no IRQ could be moved to CPU {}", s.irq_cpu),
             };
-            let Some(c) = self.matrix.cols.iter().position(|&c| c == s.irq_cpu) else {
+            let Some(c) = self.matrix.cols.iter().position(|c| c == s.irq_cpu) else {
                 continue;
             };
             for row in &mut self.matrix.cells {
@@ -315,11 +315,7 @@ pub fn run_irq_sweep(
     let mut report = IrqSweepReport {
         iface: spec.iface.clone(),
         irqs: spec.irqs.clone(),
-        matrix: Matrix::new(
-            Axes::AppIrq,
-            spec.app_cpus.iter().collect(),
-            spec.irq_cpus.iter().collect(),
-        ),
+        matrix: Matrix::new(Axes::AppIrq, spec.app_cpus.clone(), spec.irq_cpus.clone()),
         steps: Vec::new(),
         interrupted: false,
     };
@@ -434,7 +430,11 @@ mod honest_tests {
 
     #[test]
     fn steps_that_did_not_take_effect_leave_the_summary() {
-        let mut matrix = Matrix::new(Axes::AppIrq, vec![2], vec![0, 1, 3]);
+        let mut matrix = Matrix::new(
+            Axes::AppIrq,
+            CpuSet::from_cpus([2]),
+            CpuSet::from_cpus([0, 1, 3]),
+        );
         matrix.record(2, 0, BitsPerSecond(9e9));
         matrix.record(2, 1, BitsPerSecond(5e9));
         matrix.record(2, 3, BitsPerSecond(6e9));

@@ -330,10 +330,12 @@ pub struct ClassMean {
 /// The matrix over a set of CPUs: symmetric, `None` on the diagonal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyMatrix {
-    pub cpus: Vec<u32>,
+    /// The CPUs, ascending (written as an array of CPU numbers).
+    #[serde(with = "wirespeed_model::cpuset::as_array")]
+    pub cpus: CpuSet,
     pub samples: usize,
     pub round_trips: usize,
-    /// `matrix[i][j]`: CPUs `cpus[i]` and `cpus[j]`.
+    /// `matrix[i][j]`: the `i`-th and the `j`-th CPU of `cpus`.
     pub matrix: Vec<Vec<Option<PairLatency>>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<PairRef>,
@@ -374,22 +376,24 @@ impl LatencyMatrix {
 }
 
 impl LatencyMatrix {
-    /// Build from measured pairs (`pairs[(i, j)]` with `i > j`, indices into `cpus`).
+    /// Build from measured pairs (`pairs[(i, j)]` with `i > j`, indices into `cpus` in
+    /// ascending order).
     pub fn from_pairs(
-        cpus: Vec<u32>,
+        cpus: CpuSet,
         opts: &Options,
         pairs: &[((usize, usize), PairLatency)],
         topo: Option<&Topology>,
     ) -> LatencyMatrix {
-        let n = cpus.len();
+        let list: Vec<u32> = cpus.iter().collect();
+        let n = list.len();
         let mut matrix = vec![vec![None; n]; n];
         let mut refs = Vec::new();
         for &((i, j), p) in pairs {
             matrix[i][j] = Some(p);
             matrix[j][i] = Some(p);
             refs.push(PairRef {
-                a: cpus[i],
-                b: cpus[j],
+                a: list[i],
+                b: list[j],
                 mean_ns: p.mean_ns,
             });
         }
@@ -474,7 +478,7 @@ pub fn measure_with(
             pairs.push(((i, j), p));
         }
     }
-    Ok(LatencyMatrix::from_pairs(list, opts, &pairs, topo))
+    Ok(LatencyMatrix::from_pairs(cpus.clone(), opts, &pairs, topo))
 }
 
 /// The lower-triangle table: `mean±se` in ns, then min / max / mean with their pairs.
@@ -486,11 +490,11 @@ pub fn write_table(w: &mut dyn Write, m: &LatencyMatrix) -> io::Result<()> {
     )?;
     let width = 13;
     write!(w, "{:>5}", "CPU")?;
-    for &c in m.cpus.iter().take(m.cpus.len().saturating_sub(1)) {
+    for c in m.cpus.iter().take(m.cpus.len().saturating_sub(1)) {
         write!(w, " {c:>width$}")?;
     }
     writeln!(w)?;
-    for (i, &ci) in m.cpus.iter().enumerate().skip(1) {
+    for (i, ci) in m.cpus.iter().enumerate().skip(1) {
         write!(w, "{ci:>5}")?;
         for j in 0..i {
             let cell = m.matrix[i][j].map_or_else(
@@ -531,8 +535,8 @@ pub fn write_table(w: &mut dyn Write, m: &LatencyMatrix) -> io::Result<()> {
 /// round's), `noisy` whether its standard error stayed above the threshold.
 pub fn write_csv(w: &mut dyn Write, m: &LatencyMatrix) -> io::Result<()> {
     writeln!(w, "cpu_a,cpu_b,mean_ns,stderr_ns,samples,round_trips,noisy")?;
-    for (i, &ci) in m.cpus.iter().enumerate() {
-        for (j, &cj) in m.cpus.iter().enumerate().take(i) {
+    for (i, ci) in m.cpus.iter().enumerate() {
+        for (j, cj) in m.cpus.iter().enumerate().take(i) {
             if let Some(p) = m.matrix[i][j] {
                 writeln!(
                     w,
@@ -582,7 +586,7 @@ mod tests {
             noisy: false,
         };
         let m = LatencyMatrix::from_pairs(
-            vec![0, 6, 7],
+            CpuSet::from_cpus([0, 6, 7]),
             &Options {
                 samples: 10,
                 round_trips: 5,
@@ -627,6 +631,11 @@ mod tests {
         assert!(m.noise_warning().is_none());
         assert!(!t.contains("warning"), "{t}");
         let j = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            j["cpus"],
+            serde_json::json!([0, 6, 7]),
+            "an array, as before"
+        );
         assert!(j["matrix"][0][0].is_null());
         assert_eq!(j["matrix"][0][1]["mean_ns"], 220.0);
     }
@@ -682,7 +691,7 @@ mod tests {
             noisy,
         };
         let m = LatencyMatrix::from_pairs(
-            vec![0, 1, 2],
+            CpuSet::from_cpus([0, 1, 2]),
             &opts,
             &[
                 ((1, 0), p(1094.0, true)),

@@ -125,22 +125,6 @@ fn is_loopback(addr: IpAddr) -> bool {
     }
 }
 
-/// The live host's interfaces and their addresses (`getifaddrs`).
-fn local_addresses() -> Vec<(String, IpAddr)> {
-    let mut out = Vec::new();
-    if let Ok(addrs) = nix::ifaddrs::getifaddrs() {
-        for a in addrs {
-            let Some(sa) = a.address else { continue };
-            if let Some(v4) = sa.as_sockaddr_in() {
-                out.push((a.interface_name.clone(), IpAddr::V4(v4.ip())));
-            } else if let Some(v6) = sa.as_sockaddr_in6() {
-                out.push((a.interface_name.clone(), IpAddr::V6(v6.ip())));
-            }
-        }
-    }
-    out
-}
-
 /// The interface that carries traffic to `peer` from the host under `root`; `local` is the
 /// test's own address, when known (fallback when no route matches). `None` when nothing tells.
 pub fn iface_for_peer(root: &Root, peer: IpAddr, local: Option<IpAddr>) -> Option<String> {
@@ -152,7 +136,7 @@ pub fn iface_for_peer(root: &Root, peer: IpAddr, local: Option<IpAddr>) -> Optio
         return Some("lo".to_string());
     }
     let own = if root.is_live() {
-        local_addresses()
+        wirespeed_host::link::addresses().unwrap_or_default()
     } else {
         Vec::new()
     };
@@ -253,7 +237,7 @@ eth2\t0000000A\t00000000\t0000\t0\t0\t0\t000000FF\t0\t0\t0\n";
 
     #[test]
     fn live_host_own_address_goes_through_lo() {
-        let own = local_addresses();
+        let own = wirespeed_host::link::addresses().expect("RTM_GETADDR dump");
         let Some((_, addr)) = own.iter().find(|(i, _)| i != "lo") else {
             eprintln!("SKIP: live_host_own_address_goes_through_lo because this host has no non-lo address");
             return;

@@ -11,6 +11,7 @@ use std::io::{self, Write};
 use crate::model::BitsPerSecond;
 use crate::modes::median;
 use crate::topology::{Relation, Topology};
+use wirespeed_model::CpuSet;
 
 /// What the rows and columns of a sweep are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,9 +66,13 @@ pub struct Cell {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Matrix {
     pub axes: Axes,
-    pub rows: Vec<u32>,
-    pub cols: Vec<u32>,
-    /// `cells[r][c]` for `rows[r]`, `cols[c]`.
+    /// Row CPUs, ascending (written as an array of CPU numbers).
+    #[serde(with = "wirespeed_model::cpuset::as_array")]
+    pub rows: CpuSet,
+    /// Column CPUs, ascending.
+    #[serde(with = "wirespeed_model::cpuset::as_array")]
+    pub cols: CpuSet,
+    /// `cells[r][c]` for the `r`-th row CPU and the `c`-th column CPU.
     pub cells: Vec<Vec<Cell>>,
 }
 
@@ -97,7 +102,7 @@ pub struct Summary {
 pub const NEAR_BEST: f64 = 0.02;
 
 impl Matrix {
-    pub fn new(axes: Axes, rows: Vec<u32>, cols: Vec<u32>) -> Matrix {
+    pub fn new(axes: Axes, rows: CpuSet, cols: CpuSet) -> Matrix {
         let cells = vec![vec![Cell::default(); cols.len()]; rows.len()];
         Matrix {
             axes,
@@ -109,8 +114,8 @@ impl Matrix {
 
     fn index(&self, row: u32, col: u32) -> Option<(usize, usize)> {
         Some((
-            self.rows.iter().position(|&r| r == row)?,
-            self.cols.iter().position(|&c| c == col)?,
+            self.rows.iter().position(|r| r == row)?,
+            self.cols.iter().position(|c| c == col)?,
         ))
     }
 
@@ -142,8 +147,8 @@ impl Matrix {
     }
 
     fn pairs(&self) -> impl Iterator<Item = Pair> + '_ {
-        self.rows.iter().enumerate().flat_map(move |(ri, &row)| {
-            self.cols.iter().enumerate().filter_map(move |(ci, &col)| {
+        self.rows.iter().enumerate().flat_map(move |(ri, row)| {
+            self.cols.iter().enumerate().filter_map(move |(ci, col)| {
                 self.cells[ri][ci].median.map(|m| Pair {
                     row,
                     col,
@@ -243,7 +248,7 @@ pub fn write_heatmap(w: &mut dyn Write, m: &Matrix, color: bool) -> io::Result<(
     let (rl, cl) = m.axes.labels();
     writeln!(w, "median Gbit/s, rows: {rl}, columns: {cl}")?;
     write!(w, "{:>6} ", "")?;
-    for c in &m.cols {
+    for c in m.cols.iter() {
         write!(w, " {c:>8}")?;
     }
     writeln!(w)?;
@@ -312,7 +317,11 @@ mod tests {
 
     #[test]
     fn medians_best_worst_and_recommendation() {
-        let mut m = Matrix::new(Axes::ClientServer, vec![0, 1], vec![0, 1]);
+        let mut m = Matrix::new(
+            Axes::ClientServer,
+            CpuSet::from_cpus([0, 1]),
+            CpuSet::from_cpus([0, 1]),
+        );
         for v in [10.0, 30.0, 20.0] {
             assert!(m.record(0, 1, g(v)));
         }
@@ -323,6 +332,10 @@ mod tests {
         m.record_error(0, 0, "connection refused");
         assert_eq!(m.median(0, 1), Some(20e9));
         assert_eq!(m.median(0, 0), None);
+        // the axes are written as arrays of CPU numbers, as before they were sets
+        let j = serde_json::to_value(&m).unwrap();
+        assert_eq!(j["rows"], serde_json::json!([0, 1]));
+        assert_eq!(j["cols"], serde_json::json!([0, 1]));
         let s = m.summary(None).unwrap();
         assert_eq!((s.best.row, s.best.col), (1, 0));
         assert_eq!((s.worst.row, s.worst.col), (1, 1));
@@ -331,9 +344,13 @@ mod tests {
             s.recommendation,
             "run the client on CPU 1 and the server on CPU 0 (25.0 Gbit/s); the worst pair (client CPU 1, server CPU 1) loses 80 %"
         );
-        assert!(Matrix::new(Axes::ClientServer, vec![0], vec![0])
-            .summary(None)
-            .is_none());
+        assert!(Matrix::new(
+            Axes::ClientServer,
+            CpuSet::from_cpus([0]),
+            CpuSet::from_cpus([0])
+        )
+        .summary(None)
+        .is_none());
     }
 
     #[test]
@@ -346,7 +363,11 @@ mod tests {
             ],
             vec![],
         );
-        let mut m = Matrix::new(Axes::AppIrq, vec![6], vec![3, 6, 8]);
+        let mut m = Matrix::new(
+            Axes::AppIrq,
+            CpuSet::from_cpus([6]),
+            CpuSet::from_cpus([3, 6, 8]),
+        );
         m.record(6, 3, g(84.9));
         m.record(6, 6, g(64.6));
         m.record(6, 8, g(98.8));
@@ -371,7 +392,11 @@ mod tests {
         assert_eq!(shade_level(4.0, 0.0, 4.0), 4);
         assert_eq!(shade_level(2.0, 0.0, 4.0), 2);
         assert_eq!(shade_level(9.0, 3.0, 3.0), 4);
-        let mut m = Matrix::new(Axes::ClientServer, vec![0, 1], vec![0, 1]);
+        let mut m = Matrix::new(
+            Axes::ClientServer,
+            CpuSet::from_cpus([0, 1]),
+            CpuSet::from_cpus([0, 1]),
+        );
         m.record(0, 0, g(10.0));
         m.record(0, 1, g(20.0));
         m.record(1, 0, g(30.0));

@@ -189,9 +189,9 @@ pub fn collect_cpus(root: &Root) -> CpuFacts {
     const CPU: &str = "/sys/devices/system/cpu";
     let online = root.cpu_list_opt(&format!("{CPU}/online"));
     let possible = root.cpu_list_opt(&format!("{CPU}/possible"));
-    let cpu_ids: Vec<u32> = match &online {
-        Some(s) => s.iter().collect(),
-        None => numbered(root, CPU, "cpu"),
+    let cpu_ids: CpuSet = match &online {
+        Some(s) => s.clone(),
+        None => numbered(root, CPU, "cpu").into_iter().collect(),
     };
     let smt_active = root
         .read_opt(&format!("{CPU}/smt/active"))
@@ -208,7 +208,7 @@ pub fn collect_cpus(root: &Root) -> CpuFacts {
 
     // L3 groups: distinct shared_cpu_list of the level-3 data/unified cache.
     let mut l3_by_cpu: BTreeMap<u32, (CpuSet, Option<u32>, Option<String>)> = BTreeMap::new();
-    for &c in &cpu_ids {
+    for c in cpu_ids.iter() {
         let cache = format!("{CPU}/cpu{c}/cache");
         for idx in numbered(root, &cache, "index") {
             let d = format!("{cache}/index{idx}");
@@ -235,7 +235,7 @@ pub fn collect_cpus(root: &Root) -> CpuFacts {
     let mut core_keys = std::collections::BTreeSet::new();
     let mut cores_known = !cpu_ids.is_empty();
     let mut cstates: BTreeMap<u32, CState> = BTreeMap::new();
-    for &c in &cpu_ids {
+    for c in cpu_ids.iter() {
         let t = format!("{CPU}/cpu{c}/topology");
         let f = format!("{CPU}/cpu{c}/cpufreq");
         let package = root.parse_opt::<u32>(&format!("{t}/physical_package_id"));

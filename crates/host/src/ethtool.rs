@@ -347,7 +347,7 @@ pub fn set_feature(iface: &str, name: &str, on: bool) -> io::Result<()> {
     let s = sys::Sock::open()?;
     let (index, count) = s.feature_index(iface, name)?;
     if !s.feature_at(iface, index, count)?.changeable {
-        return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+        return Err(io::Error::from(rustix::io::Errno::OPNOTSUPP));
     }
     s.set_feature_at(iface, index, count, on)?;
     if s.feature_at(iface, index, count)?.active != on {
@@ -362,10 +362,12 @@ pub fn set_feature(iface: &str, name: &str, on: bool) -> io::Result<()> {
 /// The ioctl side.
 mod sys {
     use super::*;
+    use rustix::ioctl::{ioctl, Opcode, Updater};
+    use rustix::net::{socket_with, AddressFamily, SocketFlags, SocketType};
     use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::OwnedFd;
 
-    const SIOCETHTOOL: libc::c_ulong = 0x8946;
+    const SIOCETHTOOL: Opcode = 0x8946;
     const ETHTOOL_GDRVINFO: u32 = 0x03;
     const ETHTOOL_GCOALESCE: u32 = 0x0e;
     const ETHTOOL_SCOALESCE: u32 = 0x0f;
@@ -387,7 +389,7 @@ mod sys {
     #[repr(C)]
     struct IfReq {
         name: [u8; IFNAMSIZ],
-        data: *mut libc::c_void,
+        data: *mut u8,
         _pad: [u8; 16],
     }
 
@@ -397,14 +399,12 @@ mod sys {
 
     impl Sock {
         pub(super) fn open() -> io::Result<Sock> {
-            // SAFETY: plain socket(2) call with constant arguments; the result is checked.
-            let fd =
-                unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: fd is a fresh descriptor we own; OwnedFd closes it once.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            let fd = socket_with(
+                AddressFamily::INET,
+                SocketType::DGRAM,
+                SocketFlags::CLOEXEC,
+                None,
+            )?;
             Ok(Sock { fd })
         }
 
@@ -412,7 +412,7 @@ mod sys {
         fn ioctl(&self, iface: &str, buf: &mut [u8]) -> io::Result<()> {
             let mut req = IfReq {
                 name: [0; IFNAMSIZ],
-                data: buf.as_mut_ptr().cast(),
+                data: buf.as_mut_ptr(),
                 _pad: [0; 16],
             };
             let name = iface.as_bytes();
@@ -423,19 +423,10 @@ mod sys {
                 ));
             }
             req.name[..name.len()].copy_from_slice(name);
-            // SAFETY: `req` is a valid ifreq whose data pointer refers to `buf`, which outlives the
-            // call and is as large as the command structure the kernel reads and writes for the
-            // command in its first word (callers size it per command).
-            let rc = unsafe {
-                libc::ioctl(
-                    self.fd.as_raw_fd(),
-                    SIOCETHTOOL as _,
-                    &mut req as *mut IfReq,
-                )
-            };
-            if rc < 0 {
-                return Err(io::Error::last_os_error());
-            }
+            // SAFETY: SIOCETHTOOL reads and writes an ifreq, which `req` is; its data pointer refers
+            // to `buf`, which outlives the call and is as large as the command structure the kernel
+            // reads and writes for the command in its first word (callers size it per command).
+            unsafe { ioctl(&self.fd, Updater::<SIOCETHTOOL, IfReq>::new(&mut req)) }?;
             Ok(())
         }
 
@@ -640,7 +631,7 @@ mod sys {
             self.ioctl(iface, &mut info)?;
             let mask = u64::from_ne_bytes(info[8..16].try_into().map_err(|_| bad("sset"))?);
             if mask & (1 << ETH_SS_FEATURES) == 0 {
-                return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+                return Err(io::Error::from(rustix::io::Errno::OPNOTSUPP));
             }
             let count = u32::from_ne_bytes(info[16..20].try_into().map_err(|_| bad("sset"))?);
             if count == 0 || count > MAX_FEATURES {
@@ -675,7 +666,7 @@ mod sys {
             let index = names
                 .iter()
                 .position(|n| n == name)
-                .ok_or_else(|| io::Error::from_raw_os_error(libc::EOPNOTSUPP))?;
+                .ok_or_else(|| io::Error::from(rustix::io::Errno::OPNOTSUPP))?;
             Ok((index, names.len()))
         }
 
@@ -908,12 +899,15 @@ mod tests {
         };
         assert!(!f.changeable && !f.active, "{f:?}");
         let e = set_feature("lo", NTUPLE, true).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::EOPNOTSUPP));
+        assert_eq!(
+            e.raw_os_error(),
+            Some(rustix::io::Errno::OPNOTSUPP.raw_os_error())
+        );
         assert_eq!(
             get_feature("lo", "no-such-feature")
                 .unwrap_err()
                 .raw_os_error(),
-            Some(libc::EOPNOTSUPP)
+            Some(rustix::io::Errno::OPNOTSUPP.raw_os_error())
         );
         assert_eq!(get_feature("lo", NTUPLE).unwrap(), f, "nothing changed");
     }

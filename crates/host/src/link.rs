@@ -7,6 +7,9 @@
 //! root they come from netlink (stored into a recording as `/wirespeed/link/IF/sizes.json`); a
 //! captured tree is read from its `IF/gso_max_size`-style files, else from that answer file.
 //!
+//! The same socket lists the host's addresses (`RTM_GETADDR` and `RTM_GETLINK` dumps,
+//! [`addresses`]: what `getifaddrs(3)` gives, for telling a peer that is this host).
+//!
 //! The messages are built and parsed by pure functions ([`getlink_request`],
 //! [`setlink_request`], [`parse_link_reply`], [`parse_ack`]) so their bytes are tested without
 //! a kernel; [`get_sizes`] and [`set_sizes`] talk to the running kernel only (through the
@@ -15,6 +18,7 @@
 use crate::Root;
 use serde::{Deserialize, Serialize};
 use std::io;
+use std::net::IpAddr;
 
 /// The sizes the kernel reports for one interface; `None` for an attribute it did not send
 /// (an older kernel).
@@ -131,6 +135,16 @@ const IFLA_TSO_MAX_SIZE: u16 = 59;
 const IFLA_GSO_IPV4_MAX_SIZE: u16 = 63;
 const IFLA_GRO_IPV4_MAX_SIZE: u16 = 64;
 const IFNAMSIZ: usize = 16;
+const NLMSG_DONE: u16 = 3;
+const RTM_NEWADDR: u16 = 20;
+const RTM_GETADDR: u16 = 22;
+/// `NLM_F_ROOT | NLM_F_MATCH`: every object of the kind.
+const NLM_F_DUMP: u16 = 0x300;
+const IFADDRMSG_LEN: usize = 8;
+const IFA_ADDRESS: u16 = 1;
+const IFA_LOCAL: u16 = 2;
+const AF_INET: u8 = 2;
+const AF_INET6: u8 = 10;
 
 fn align4(n: usize) -> usize {
     (n + 3) & !3
@@ -238,6 +252,22 @@ fn find_reply(buf: &[u8], seq: u32) -> io::Result<Option<(u16, &[u8])>> {
     Ok(None)
 }
 
+/// The attributes (type without the nested/byte-order bits, value) of a message body.
+fn attrs(body: &[u8]) -> io::Result<Vec<(u16, &[u8])>> {
+    let mut out = Vec::new();
+    let mut o = 0;
+    while o + 4 <= body.len() {
+        let len = u16_at(body, o).ok_or_else(|| bad("attribute"))? as usize;
+        let kind = u16_at(body, o + 2).ok_or_else(|| bad("attribute"))? & 0x3fff;
+        if len < 4 || o + len > body.len() {
+            return Err(bad("attribute length"));
+        }
+        out.push((kind, &body[o + 4..o + len]));
+        o += align4(len);
+    }
+    Ok(out)
+}
+
 /// The sizes in the `RTM_NEWLINK` answer to a `RTM_GETLINK` of sequence `seq` (`Ok(None)`: the
 /// datagram holds no answer to it).
 pub fn parse_link_reply(buf: &[u8], seq: u32) -> io::Result<Option<LinkSizes>> {
@@ -247,19 +277,13 @@ pub fn parse_link_reply(buf: &[u8], seq: u32) -> io::Result<Option<LinkSizes>> {
     if kind != RTM_NEWLINK {
         return Err(bad("not a link message"));
     }
-    let mut s = LinkSizes::default();
-    let mut o = IFINFOMSG_LEN;
-    if payload.len() < o {
+    if payload.len() < IFINFOMSG_LEN {
         return Err(bad("short ifinfomsg"));
     }
-    while o + 4 <= payload.len() {
-        let len = u16_at(payload, o).ok_or_else(|| bad("attribute"))? as usize;
-        let kind = u16_at(payload, o + 2).ok_or_else(|| bad("attribute"))? & 0x3fff;
-        if len < 4 || o + len > payload.len() {
-            return Err(bad("attribute length"));
-        }
-        let v = if len == 8 {
-            u32_at(payload, o + 4)
+    let mut s = LinkSizes::default();
+    for (kind, value) in attrs(&payload[IFINFOMSG_LEN..])? {
+        let v = if value.len() == 4 {
+            u32_at(value, 0)
         } else {
             None
         };
@@ -271,7 +295,6 @@ pub fn parse_link_reply(buf: &[u8], seq: u32) -> io::Result<Option<LinkSizes>> {
             IFLA_TSO_MAX_SIZE => s.tso_max_size = v,
             _ => {}
         }
-        o += align4(len);
     }
     Ok(Some(s))
 }
@@ -284,6 +307,132 @@ pub fn parse_ack(buf: &[u8], seq: u32) -> io::Result<Option<()>> {
         Some(_) => Err(bad("expected an ack")),
         None => Ok(None),
     }
+}
+
+/// A dump request (`NLM_F_DUMP`) of message type `kind` whose body is `body_len` zero bytes
+/// (family `AF_UNSPEC`: every family).
+fn dump_request(kind: u16, seq: u32, body_len: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; NLMSG_HDRLEN + body_len];
+    buf[4..6].copy_from_slice(&kind.to_ne_bytes());
+    buf[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
+    buf[8..12].copy_from_slice(&seq.to_ne_bytes());
+    finish(buf)
+}
+
+/// `RTM_GETADDR` dump: every address of every interface (`ip addr show`).
+pub fn getaddr_dump_request(seq: u32) -> Vec<u8> {
+    dump_request(RTM_GETADDR, seq, IFADDRMSG_LEN)
+}
+
+/// `RTM_GETLINK` dump: every interface, for the index → name map.
+pub fn getlink_dump_request(seq: u32) -> Vec<u8> {
+    dump_request(RTM_GETLINK, seq, IFINFOMSG_LEN)
+}
+
+/// Hand each message of dump `seq` in one datagram to `each` (type, payload); `Ok(true)` once
+/// the dump's `NLMSG_DONE` is in it, the kernel's errno for an `NLMSG_ERROR`.
+pub fn parse_dump(
+    buf: &[u8],
+    seq: u32,
+    mut each: impl FnMut(u16, &[u8]) -> io::Result<()>,
+) -> io::Result<bool> {
+    let mut o = 0;
+    while o + NLMSG_HDRLEN <= buf.len() {
+        let len = u32_at(buf, o).ok_or_else(|| bad("header"))? as usize;
+        let kind = u16_at(buf, o + 4).ok_or_else(|| bad("header"))?;
+        let mseq = u32_at(buf, o + 8).ok_or_else(|| bad("header"))?;
+        if len < NLMSG_HDRLEN || o + len > buf.len() {
+            return Err(bad("message length"));
+        }
+        let payload = &buf[o + NLMSG_HDRLEN..o + len];
+        if mseq == seq {
+            match kind {
+                NLMSG_DONE => return Ok(true),
+                NLMSG_ERROR => {
+                    let code = u32_at(payload, 0).ok_or_else(|| bad("error code"))? as i32;
+                    if code != 0 {
+                        return Err(io::Error::from_raw_os_error(-code));
+                    }
+                }
+                _ => each(kind, payload)?,
+            }
+        }
+        o += align4(len);
+    }
+    Ok(false)
+}
+
+/// The interface index and address of one `RTM_NEWADDR` payload: the local address
+/// (`IFA_LOCAL`, which differs from `IFA_ADDRESS` on a point-to-point link), else
+/// `IFA_ADDRESS`. `None` for a family other than IPv4/IPv6 or a message without an address.
+pub fn parse_addr(payload: &[u8]) -> io::Result<Option<(u32, IpAddr)>> {
+    if payload.len() < IFADDRMSG_LEN {
+        return Err(bad("short ifaddrmsg"));
+    }
+    let family = payload[0];
+    let index = u32_at(payload, 4).ok_or_else(|| bad("ifaddrmsg"))?;
+    let ip = |v: &[u8]| -> Option<IpAddr> {
+        match family {
+            AF_INET => <[u8; 4]>::try_from(v).ok().map(IpAddr::from),
+            AF_INET6 => <[u8; 16]>::try_from(v).ok().map(IpAddr::from),
+            _ => None,
+        }
+    };
+    let (mut local, mut address) = (None, None);
+    for (kind, value) in attrs(&payload[IFADDRMSG_LEN..])? {
+        match kind {
+            IFA_LOCAL => local = ip(value),
+            IFA_ADDRESS => address = ip(value),
+            _ => {}
+        }
+    }
+    Ok(local.or(address).map(|a| (index, a)))
+}
+
+/// The interface index and name of one `RTM_NEWLINK` payload (`None` without a name).
+pub fn parse_link_name(payload: &[u8]) -> io::Result<Option<(u32, String)>> {
+    if payload.len() < IFINFOMSG_LEN {
+        return Err(bad("short ifinfomsg"));
+    }
+    let index = u32_at(payload, 4).ok_or_else(|| bad("ifinfomsg"))?;
+    for (kind, value) in attrs(&payload[IFINFOMSG_LEN..])? {
+        if kind == IFLA_IFNAME {
+            let name = value.split(|&b| b == 0).next().unwrap_or_default();
+            return Ok(Some((index, String::from_utf8_lossy(name).into_owned())));
+        }
+    }
+    Ok(None)
+}
+
+/// Every address of the running kernel's interfaces with the interface's name, as
+/// `getifaddrs(3)` lists them (through the calling thread's network namespace).
+pub fn addresses() -> io::Result<Vec<(String, IpAddr)>> {
+    let s = sys::Sock::open()?;
+    let mut names = std::collections::BTreeMap::new();
+    s.send(&getlink_dump_request(3))?;
+    s.dump(|buf| {
+        parse_dump(buf, 3, |kind, payload| {
+            if kind == RTM_NEWLINK {
+                names.extend(parse_link_name(payload)?);
+            }
+            Ok(())
+        })
+    })?;
+    let mut out = Vec::new();
+    s.send(&getaddr_dump_request(4))?;
+    s.dump(|buf| {
+        parse_dump(buf, 4, |kind, payload| {
+            if kind == RTM_NEWADDR {
+                if let Some((index, addr)) = parse_addr(payload)? {
+                    if let Some(name) = names.get(&index) {
+                        out.push((String::clone(name), addr));
+                    }
+                }
+            }
+            Ok(())
+        })
+    })?;
+    Ok(out)
 }
 
 /// The sizes of `iface` as the running kernel reports them (`ip -d link show IF`).
@@ -341,13 +490,20 @@ pub fn collect_sizes(root: &Root, iface: &str) -> Option<LinkSizes> {
 
 /// The socket side.
 mod sys {
+    use rustix::net::{
+        recv, sendto, socket_with, sockopt, AddressFamily, RecvFlags, SendFlags, SocketFlags,
+        SocketType,
+    };
     use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::OwnedFd;
+    use std::time::Duration;
 
     /// Replies larger than this are cut (a link message with every attribute is a few KiB).
     const RECV: usize = 64 * 1024;
     /// Datagrams read before giving up on an answer that never comes.
     const MAX_DATAGRAMS: usize = 64;
+    /// Datagrams of one dump (each holds many messages) before giving up on its end.
+    const MAX_DUMP_DATAGRAMS: usize = 65536;
 
     pub(super) struct Sock {
         fd: OwnedFd,
@@ -355,94 +511,71 @@ mod sys {
 
     impl Sock {
         pub(super) fn open() -> io::Result<Sock> {
-            // SAFETY: plain socket(2) call with constant arguments; the result is checked.
-            let fd = unsafe {
-                libc::socket(
-                    libc::AF_NETLINK,
-                    libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                    libc::NETLINK_ROUTE,
-                )
-            };
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: fd is a fresh descriptor we own; OwnedFd closes it once.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            // protocol `None` is NETLINK_ROUTE
+            let fd = socket_with(
+                AddressFamily::NETLINK,
+                SocketType::RAW,
+                SocketFlags::CLOEXEC,
+                None,
+            )?;
             // the kernel answers a request at once; a bound on the wait keeps a lost answer
             // from hanging the caller
-            let tv = libc::timeval {
-                tv_sec: 5,
-                tv_usec: 0,
-            };
-            // SAFETY: setsockopt with a timeval of the size passed; the result is checked.
-            let rc = unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_RCVTIMEO,
-                    (&tv as *const libc::timeval).cast(),
-                    std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-                )
-            };
-            if rc < 0 {
-                return Err(io::Error::last_os_error());
-            }
+            sockopt::set_socket_timeout(&fd, sockopt::Timeout::Recv, Some(Duration::from_secs(5)))?;
             Ok(Sock { fd })
         }
 
         pub(super) fn send(&self, msg: &[u8]) -> io::Result<()> {
-            // SAFETY: sockaddr_nl is plain data; all zero addresses the kernel (pid 0).
-            let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-            addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-            // SAFETY: `msg` and `addr` are valid for the lengths passed; the result is checked.
-            let rc = unsafe {
-                libc::sendto(
-                    self.fd.as_raw_fd(),
-                    msg.as_ptr().cast(),
-                    msg.len(),
-                    0,
-                    (&addr as *const libc::sockaddr_nl).cast(),
-                    std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-                )
-            };
-            if rc < 0 {
-                return Err(io::Error::last_os_error());
-            }
+            // port 0 addresses the kernel
+            let kernel = rustix::net::netlink::SocketAddrNetlink::new(0, 0);
+            sendto(&self.fd, msg, SendFlags::empty(), &kernel)?;
             Ok(())
+        }
+
+        /// One datagram into `buf`: its length, `None` when a signal interrupted the wait.
+        fn datagram(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+            let n = match recv(&self.fd, &mut buf[..], RecvFlags::TRUNC) {
+                Ok((_, n)) => n,
+                Err(rustix::io::Errno::INTR) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            if n > buf.len() {
+                return Err(io::Error::other("netlink reply larger than 64 KiB"));
+            }
+            Ok(Some(n))
         }
 
         /// Read datagrams until `parse` finds the answer in one.
         pub(super) fn answer<T>(
             &self,
-            parse: impl Fn(&[u8]) -> io::Result<Option<T>>,
+            mut parse: impl FnMut(&[u8]) -> io::Result<Option<T>>,
         ) -> io::Result<T> {
             let mut buf = vec![0u8; RECV];
             for _ in 0..MAX_DATAGRAMS {
-                // SAFETY: `buf` is valid for RECV bytes; the result is checked.
-                let n = unsafe {
-                    libc::recv(
-                        self.fd.as_raw_fd(),
-                        buf.as_mut_ptr().cast(),
-                        buf.len(),
-                        libc::MSG_TRUNC,
-                    )
+                let Some(n) = self.datagram(&mut buf)? else {
+                    continue;
                 };
-                if n < 0 {
-                    let e = io::Error::last_os_error();
-                    if e.kind() == io::ErrorKind::Interrupted {
-                        continue;
-                    }
-                    return Err(e);
-                }
-                let n = n as usize;
-                if n > buf.len() {
-                    return Err(io::Error::other("netlink reply larger than 64 KiB"));
-                }
                 if let Some(v) = parse(&buf[..n])? {
                     return Ok(v);
                 }
             }
             Err(io::Error::other("no netlink answer"))
+        }
+
+        /// Read the datagrams of a dump until `parse` says it is done (`Ok(true)`).
+        pub(super) fn dump(
+            &self,
+            mut parse: impl FnMut(&[u8]) -> io::Result<bool>,
+        ) -> io::Result<()> {
+            let mut buf = vec![0u8; RECV];
+            for _ in 0..MAX_DUMP_DATAGRAMS {
+                let Some(n) = self.datagram(&mut buf)? else {
+                    continue;
+                };
+                if parse(&buf[..n])? {
+                    return Ok(());
+                }
+            }
+            Err(io::Error::other("netlink dump did not end"))
         }
     }
 }
@@ -564,15 +697,15 @@ mod tests {
         let mut e = vec![0u8; NLMSG_HDRLEN + 4];
         e[4..6].copy_from_slice(&NLMSG_ERROR.to_ne_bytes());
         e[8..12].copy_from_slice(&9u32.to_ne_bytes());
-        e[16..20].copy_from_slice(&(-libc::EINVAL).to_ne_bytes());
+        e[16..20].copy_from_slice(&(-rustix::io::Errno::INVAL.raw_os_error()).to_ne_bytes());
         let e = finish(e);
         assert_eq!(
             parse_ack(&e, 9).unwrap_err().raw_os_error(),
-            Some(libc::EINVAL)
+            Some(rustix::io::Errno::INVAL.raw_os_error())
         );
         assert_eq!(
             parse_link_reply(&e, 9).unwrap_err().raw_os_error(),
-            Some(libc::EINVAL)
+            Some(rustix::io::Errno::INVAL.raw_os_error())
         );
         // an ack (code 0)
         let mut ok = e.clone();
@@ -606,6 +739,125 @@ mod tests {
             }
             Err(e) => eprintln!("SKIP: RTM_GETLINK lo: {e}"),
         }
+    }
+
+    /// One netlink message of type `kind` and sequence `seq` with `body` then `attrs`.
+    fn message(kind: u16, seq: u32, body: &[u8], attrs: &[(u16, &[u8])]) -> Vec<u8> {
+        let mut b = vec![0u8; NLMSG_HDRLEN];
+        b[4..6].copy_from_slice(&kind.to_ne_bytes());
+        b[8..12].copy_from_slice(&seq.to_ne_bytes());
+        b.extend_from_slice(body);
+        for (k, p) in attrs {
+            push_attr(&mut b, *k, p);
+        }
+        finish(b)
+    }
+
+    fn ifaddrmsg(family: u8, index: u32) -> Vec<u8> {
+        let mut m = vec![family, 24, 0, 0];
+        m.extend_from_slice(&index.to_ne_bytes());
+        m
+    }
+
+    #[test]
+    fn dump_requests_bytes() {
+        let b = getaddr_dump_request(7);
+        assert_eq!(b.len(), NLMSG_HDRLEN + IFADDRMSG_LEN);
+        assert_eq!(words(&b), (24, RTM_GETADDR, NLM_F_REQUEST | NLM_F_DUMP, 7));
+        assert!(
+            b[NLMSG_HDRLEN..].iter().all(|&x| x == 0),
+            "AF_UNSPEC, every interface"
+        );
+        let b = getlink_dump_request(8);
+        assert_eq!(words(&b), (32, RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, 8));
+    }
+
+    #[test]
+    fn address_dump_local_before_peer_names_by_index() {
+        // a point-to-point IPv4 address: IFA_ADDRESS is the peer, IFA_LOCAL ours
+        let mut dg = message(
+            RTM_NEWADDR,
+            4,
+            &ifaddrmsg(AF_INET, 3),
+            &[(IFA_ADDRESS, &[10, 0, 0, 2]), (IFA_LOCAL, &[10, 0, 0, 1])],
+        );
+        let v6: [u8; 16] = "fd00::5".parse::<std::net::Ipv6Addr>().unwrap().octets();
+        dg.extend(message(
+            RTM_NEWADDR,
+            4,
+            &ifaddrmsg(AF_INET6, 1),
+            &[(IFA_ADDRESS, &v6)],
+        ));
+        // another request's message and an unknown family are passed over
+        dg.extend(message(
+            RTM_NEWADDR,
+            9,
+            &ifaddrmsg(AF_INET, 5),
+            &[(IFA_LOCAL, &[1, 1, 1, 1])],
+        ));
+        dg.extend(message(
+            RTM_NEWADDR,
+            4,
+            &ifaddrmsg(17, 6),
+            &[(IFA_ADDRESS, &[0; 6])],
+        ));
+        let mut got = Vec::new();
+        let done = parse_dump(&dg, 4, |kind, p| {
+            assert_eq!(kind, RTM_NEWADDR);
+            got.extend(parse_addr(p)?);
+            Ok(())
+        })
+        .unwrap();
+        assert!(!done, "no NLMSG_DONE yet");
+        assert_eq!(
+            got,
+            vec![
+                (3, IpAddr::from([10, 0, 0, 1])),
+                (1, "fd00::5".parse().unwrap())
+            ]
+        );
+        assert!(parse_dump(&message(NLMSG_DONE, 4, &[0; 4], &[]), 4, |_, _| Ok(())).unwrap());
+
+        let mut body = vec![0u8; IFINFOMSG_LEN];
+        body[4..8].copy_from_slice(&3u32.to_ne_bytes());
+        let m = message(RTM_NEWLINK, 3, &body, &[(IFLA_IFNAME, b"veth0\0")]);
+        assert_eq!(
+            parse_link_name(&m[NLMSG_HDRLEN..]).unwrap(),
+            Some((3, "veth0".to_string()))
+        );
+    }
+
+    #[test]
+    fn hostile_dumps_are_errors() {
+        let mut e = message(NLMSG_ERROR, 4, &[0; 20], &[]);
+        e[16..20].copy_from_slice(&(-1i32).to_ne_bytes());
+        assert_eq!(
+            parse_dump(&e, 4, |_, _| Ok(())).unwrap_err().raw_os_error(),
+            Some(1)
+        );
+        let mut m = message(RTM_NEWADDR, 4, &ifaddrmsg(AF_INET, 1), &[]);
+        m[0..4].copy_from_slice(&1000u32.to_ne_bytes());
+        assert!(parse_dump(&m, 4, |_, _| Ok(())).is_err());
+        assert!(parse_addr(&[2, 0, 0]).is_err());
+        let mut a = ifaddrmsg(AF_INET, 1);
+        a.extend_from_slice(&[200, 0, 1, 0]);
+        assert!(parse_addr(&a).is_err(), "attribute longer than the message");
+        assert_eq!(
+            parse_addr(&[ifaddrmsg(AF_INET, 1), vec![5, 0, 1, 0, 9, 0, 0, 0]].concat()).unwrap(),
+            None,
+            "a 1-byte address is no address"
+        );
+    }
+
+    #[test]
+    fn live_addresses_hold_loopback() {
+        // reading addresses needs no privilege: no skip
+        let a = addresses().expect("RTM_GETADDR dump");
+        assert!(
+            a.iter()
+                .any(|(i, ip)| i == "lo" && *ip == IpAddr::from([127, 0, 0, 1])),
+            "{a:?}"
+        );
     }
 
     #[test]

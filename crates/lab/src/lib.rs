@@ -55,8 +55,7 @@ pub enum LabError {
 
 /// Root and the tools are there; the reason otherwise (for a test's `SKIP:` line).
 pub fn check_can_run(loss: bool) -> Result<(), LabError> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         return Err(LabError::NotRoot);
     }
     let tools: &[&'static str] = if loss {

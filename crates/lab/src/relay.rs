@@ -9,7 +9,7 @@
 //! watches the namespace's name and lets go when it no longer names the same namespace.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,8 +31,23 @@ const CHECK: Duration = Duration::from_millis(250);
 /// Packets read in one go before the due ones are written (keeps the release times close).
 const READ_BURST: usize = 64;
 
-fn relay_err(what: &str, e: io::Error) -> LabError {
-    LabError::Relay(format!("{what}: {e}"))
+/// `IFNAMSIZ`: an interface name and its NUL.
+const IFNAMSIZ: usize = 16;
+/// `TUNSETIFF`, `_IOW('T', 202, int)`.
+const TUNSETIFF: rustix::ioctl::Opcode = rustix::ioctl::opcode::write::<i32>(b'T', 202);
+/// `IFF_TUN | IFF_NO_PI`: IP packets without the 4-byte packet-information prefix.
+const IFF_TUN_NO_PI: i16 = 0x0001 | 0x1000;
+
+/// `struct ifreq` as TUNSETIFF reads it: the name, then the flags in the union.
+#[repr(C)]
+struct IfReq {
+    name: [u8; IFNAMSIZ],
+    flags: i16,
+    _pad: [u8; 22],
+}
+
+fn relay_err(what: &str, e: impl Into<io::Error>) -> LabError {
+    LabError::Relay(format!("{what}: {}", e.into()))
 }
 
 /// A named namespace's identity: its file's device and inode (the nsfs inode).
@@ -47,7 +62,7 @@ fn netns_id(netns: &str) -> Option<(u64, u64)> {
 /// the namespace: a TUN device belongs to the namespace it was opened in, and only that thread
 /// changes namespace.
 pub fn attach(netns: &str, dev: &str) -> Result<(OwnedFd, (u64, u64)), LabError> {
-    if dev.is_empty() || dev.len() >= libc::IFNAMSIZ {
+    if dev.is_empty() || dev.len() >= IFNAMSIZ || dev.contains('\0') {
         return Err(LabError::Relay(format!("device name '{dev}' is too long")));
     }
     let id = netns_id(netns).ok_or_else(|| LabError::NotFound(netns.to_string()))?;
@@ -57,51 +72,43 @@ pub fn attach(netns: &str, dev: &str) -> Result<(OwnedFd, (u64, u64)), LabError>
     let netns = netns.to_string();
     let fd = std::thread::scope(|s| {
         s.spawn(move || -> Result<OwnedFd, LabError> {
-            // SAFETY: ns_file is an open namespace file; setns changes only this thread's
-            // network namespace, and this thread ends right after.
-            if unsafe { libc::setns(ns_file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                return Err(relay_err(
-                    "entering the namespace",
-                    io::Error::last_os_error(),
-                ));
-            }
-            let name = std::ffi::CString::new(dev.as_str())
-                .map_err(|_| LabError::Relay(format!("device name '{dev}' has a NUL")))?;
+            use rustix::fs::{open, Mode, OFlags};
+            use rustix::ioctl::{ioctl, Updater};
+            use rustix::net::{netdevice, socket_with, AddressFamily, SocketFlags, SocketType};
+            use rustix::thread::{move_into_link_name_space, LinkNameSpaceType};
+            // setns changes only this thread's network namespace, and this thread ends right
+            // after.
+            move_into_link_name_space(ns_file.as_fd(), Some(LinkNameSpaceType::Network))
+                .map_err(|e| relay_err("entering the namespace", e))?;
             // the device must be the lab's: TUNSETIFF on a missing name would create a new one
-            // SAFETY: a NUL-terminated name.
-            if unsafe { libc::if_nametoindex(name.as_ptr()) } == 0 {
+            let sock = socket_with(
+                AddressFamily::INET,
+                SocketType::DGRAM,
+                SocketFlags::CLOEXEC,
+                None,
+            )
+            .map_err(|e| relay_err("a socket in the namespace", e))?;
+            if netdevice::name_to_index(&sock, &dev).is_err() {
                 return Err(LabError::Relay(format!(
                     "no device {dev} in {netns}: the lab has no delay line (it was built without --delay, or the kernel has netem)"
                 )));
             }
-            // SAFETY: a NUL-terminated path and plain flags.
-            let raw = unsafe {
-                libc::open(
-                    c"/dev/net/tun".as_ptr(),
-                    libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-                )
+            let fd = open(
+                "/dev/net/tun",
+                OFlags::RDWR | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| relay_err("opening /dev/net/tun", e))?;
+            let mut req = IfReq {
+                name: [0; IFNAMSIZ],
+                flags: IFF_TUN_NO_PI,
+                _pad: [0; 22],
             };
-            if raw < 0 {
-                return Err(relay_err(
-                    "opening /dev/net/tun",
-                    io::Error::last_os_error(),
-                ));
-            }
-            // SAFETY: open returned a new descriptor that nothing else owns.
-            let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-            // SAFETY: ifreq is plain data; all zeros is a valid value.
-            let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-            for (d, s) in req.ifr_name.iter_mut().zip(dev.bytes()) {
-                *d = s as libc::c_char;
-            }
-            req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
-            // SAFETY: TUNSETIFF reads and writes one ifreq, which lives across the call.
-            if unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req) } != 0 {
-                return Err(relay_err(
-                    &format!("attaching to {dev} (TUNSETIFF)"),
-                    io::Error::last_os_error(),
-                ));
-            }
+            req.name[..dev.len()].copy_from_slice(dev.as_bytes());
+            // SAFETY: TUNSETIFF reads and writes one ifreq (name and flags; the kernel's
+            // struct is 40 bytes, as IfReq is), which lives across the call.
+            unsafe { ioctl(&fd, Updater::<TUNSETIFF, IfReq>::new(&mut req)) }
+                .map_err(|e| relay_err(&format!("attaching to {dev} (TUNSETIFF)"), e))?;
             Ok(fd)
         })
         .join()
@@ -112,17 +119,14 @@ pub fn attach(netns: &str, dev: &str) -> Result<(OwnedFd, (u64, u64)), LabError>
 
 /// Wait up to `ns` nanoseconds for a packet on `fd`.
 fn wait_readable(fd: &OwnedFd, ns: u64) {
-    let mut p = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut p = [PollFd::new(fd, PollFlags::IN)];
+    let ts = Timespec {
+        tv_sec: (ns / 1_000_000_000) as _,
+        tv_nsec: (ns % 1_000_000_000) as _,
     };
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: one valid pollfd and a timespec that live across the call; no signal mask.
-    unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+    // a signal or a timeout: the caller looks again either way
+    let _ = poll(&mut p, Some(&ts));
 }
 
 /// Relay packets on `fd` through `line` until `stop` is set, the device goes, or the
@@ -147,33 +151,29 @@ fn run(
     while !stop.load(Ordering::Relaxed) {
         let t = now();
         while let Some(p) = line.pop_due(t) {
-            // SAFETY: a valid descriptor and a buffer of p.len() bytes.
-            let _ = unsafe { libc::write(fd.as_raw_fd(), p.as_ptr().cast(), p.len()) };
+            let _ = rustix::io::write(fd, &p);
             line.recycle(p);
         }
         let mut got = 0;
         while got < READ_BURST {
-            // SAFETY: a valid descriptor and a writable buffer of scratch.len() bytes.
-            let n =
-                unsafe { libc::read(fd.as_raw_fd(), scratch.as_mut_ptr().cast(), scratch.len()) };
-            if n > 0 {
-                line.push(now(), &scratch[..n as usize]);
-                got += 1;
-                continue;
-            }
-            if n == 0 {
-                publish(line);
-                return Ok(line.stats());
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::EINTR) => break,
-                // the device was removed
-                Some(libc::EBADFD) | Some(libc::EIO) | Some(libc::ENODEV) => {
+            use rustix::io::Errno;
+            match rustix::io::read(fd, &mut scratch) {
+                Ok(0) => {
                     publish(line);
                     return Ok(line.stats());
                 }
-                _ => return Err(relay_err("reading the TUN device", e)),
+                Ok(n) => {
+                    line.push(now(), &scratch[..n]);
+                    got += 1;
+                    continue;
+                }
+                Err(Errno::AGAIN) | Err(Errno::INTR) => break,
+                // the device was removed
+                Err(Errno::BADFD) | Err(Errno::IO) | Err(Errno::NODEV) => {
+                    publish(line);
+                    return Ok(line.stats());
+                }
+                Err(e) => return Err(relay_err("reading the TUN device", e)),
             }
         }
         if got == 0 {

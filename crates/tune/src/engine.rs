@@ -6,6 +6,7 @@
 //! on. Revert walks the changes in reverse: a value still holding what tune wrote goes back to the
 //! old bytes; a value someone changed since is reported and left alone unless forced.
 
+use rustix::io::Errno;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -123,20 +124,12 @@ fn existing_ancestor(root: &Root, host_path: &str) -> Result<std::path::PathBuf,
 }
 
 fn access_w(p: &Path) -> io::Result<()> {
-    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    Ok(rustix::fs::access(p, rustix::fs::Access::WRITE_OK)?)
 }
 
 /// Refuse to change the live host without root: the kernel files tune writes are root's.
 pub fn check_privileged(root: &Root) -> Result<(), TuneError> {
-    // SAFETY: geteuid has no preconditions.
-    if root.is_live() && unsafe { libc::geteuid() } != 0 {
+    if root.is_live() && !rustix::process::geteuid().is_root() {
         return Err(TuneError::NotPrivileged);
     }
     Ok(())
@@ -434,14 +427,22 @@ fn write_value(
             };
             (StepStatus::Applied, Outcome::Applied, detail)
         }
-        Err(e) if irq.is_some() && e.raw_os_error() == Some(libc::EIO) => (
-            StepStatus::NotMovable,
-            Outcome::NotMovable,
-            Some("the kernel manages this IRQ (EIO): not movable".to_string()),
-        ),
         Err(e)
             if irq.is_some()
-                && matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+                && e.raw_os_error().map(Errno::from_raw_os_error) == Some(Errno::IO) =>
+        {
+            (
+                StepStatus::NotMovable,
+                Outcome::NotMovable,
+                Some("the kernel manages this IRQ (EIO): not movable".to_string()),
+            )
+        }
+        Err(e)
+            if irq.is_some()
+                && matches!(
+                    e.raw_os_error().map(Errno::from_raw_os_error),
+                    Some(Errno::PERM | Errno::ACCESS)
+                )
                 && read_only(a.root, path) =>
         {
             (
@@ -684,8 +685,8 @@ impl CoalesceDevice for KernelCoalesce {
 /// The driver does not implement coalescing (`EOPNOTSUPP`) or refuses the value (`EINVAL`).
 fn unsupported(e: &io::Error) -> bool {
     matches!(
-        e.raw_os_error(),
-        Some(libc::EOPNOTSUPP) | Some(libc::EINVAL)
+        Errno::from_io_error(e),
+        Some(Errno::OPNOTSUPP | Errno::INVAL)
     )
 }
 
@@ -1664,7 +1665,7 @@ mod tests {
 
     #[test]
     fn a_driver_refusing_coalescing_is_not_supported_and_nothing_is_left_to_revert() {
-        for errno in [libc::EOPNOTSUPP, libc::EINVAL] {
+        for errno in [Errno::OPNOTSUPP, Errno::INVAL].map(Errno::raw_os_error) {
             let t = tempfile::tempdir().unwrap();
             let root = Root::new(t.path());
             let dev = nic(Some(errno));
@@ -1681,7 +1682,7 @@ mod tests {
         // any other error is a failure, not "not supported"
         let t = tempfile::tempdir().unwrap();
         let root = Root::new(t.path());
-        let dev = nic(Some(libc::EBUSY));
+        let dev = nic(Some(Errno::BUSY.raw_os_error()));
         let mut a = applier(&root);
         let (status, _) = set_coalesce(&mut a, 0, "requested", "eth9", &SET, &dev).unwrap();
         assert_eq!(status, StepStatus::Failed);

@@ -241,58 +241,43 @@ fn hostile_requests_get_clear_refusals_and_the_agent_keeps_serving() {
 
 #[test]
 fn bad_flags_exit_with_usage() {
-    let out = std::process::Command::new(agent_common::wirespeed())
-        .args(["agent", "--web.listen-address", "nowhere", "--no-server"])
-        .output()
-        .unwrap();
+    let out = crate::host_common::run(&["agent", "--web.listen-address", "nowhere", "--no-server"]);
     assert_eq!(out.status.code(), Some(2));
-    let out = std::process::Command::new(agent_common::wirespeed())
-        .args([
-            "agent",
-            "--web.listen-address",
-            "127.0.0.1:0",
-            "--probe.max-duration",
-            "0",
-        ])
-        .output()
-        .unwrap();
+    let out = crate::host_common::run(&[
+        "agent",
+        "--web.listen-address",
+        "127.0.0.1:0",
+        "--probe.max-duration",
+        "0",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     // The server's guards without a server: a usage error, not silently ignored.
-    let out = std::process::Command::new(agent_common::wirespeed())
-        .args([
-            "agent",
-            "--web.listen-address",
-            "127.0.0.1:0",
-            "--no-server",
-            "--deny",
-            "10.0.0.0/8",
-        ])
-        .output()
-        .unwrap();
+    let out = crate::host_common::run(&[
+        "agent",
+        "--web.listen-address",
+        "127.0.0.1:0",
+        "--no-server",
+        "--deny",
+        "10.0.0.0/8",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("drop --no-server"));
     // The same flags and checks as `wirespeed server`.
-    let out = std::process::Command::new(agent_common::wirespeed())
-        .args([
-            "agent",
-            "--web.listen-address",
-            "127.0.0.1:0",
-            "--server-bitrate-limit",
-            "1M/0",
-        ])
-        .output()
-        .unwrap();
+    let out = crate::host_common::run(&[
+        "agent",
+        "--web.listen-address",
+        "127.0.0.1:0",
+        "--server-bitrate-limit",
+        "1M/0",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    let out = std::process::Command::new(agent_common::wirespeed())
-        .args([
-            "agent",
-            "--web.listen-address",
-            "127.0.0.1:0",
-            "--root",
-            "/nonexistent-dir-x",
-        ])
-        .output()
-        .unwrap();
+    let out = crate::host_common::run(&[
+        "agent",
+        "--web.listen-address",
+        "127.0.0.1:0",
+        "--root",
+        "/nonexistent-dir-x",
+    ]);
     assert_eq!(
         out.status.code(),
         Some(7),

@@ -9,14 +9,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-pub fn wirespeed() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_wirespeed"))
-}
+pub use crate::measure_common::wirespeed;
 
 pub fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/hosts")
-        .join(name)
+    crate::host_common::fixtures().join(name)
 }
 
 /// A running agent, killed when dropped.

@@ -22,14 +22,6 @@ use serde_json::Value;
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
-fn skip(me: &str, why: &str) {
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{me}: {why} (CI is set, so this is a failure)"
-    );
-    eprintln!("SKIP: {me} because {why}");
-}
-
 fn sh(cmd: &str, args: &[&str]) -> Output {
     Command::new(cmd)
         .args(args)
@@ -44,19 +36,6 @@ fn ok(cmd: &str, args: &[&str]) {
         "{cmd} {args:?}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-}
-
-fn have(cmd: &str, arg: &str) -> bool {
-    Command::new(cmd)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
-
-fn is_root() -> bool {
-    sh("id", &["-u"]).stdout.starts_with(b"0\n")
 }
 
 /// A network namespace, deleted when dropped (with the veths in it).
@@ -119,20 +98,17 @@ fn show(rows: &[Value]) -> String {
 #[test]
 fn prometheus_scrapes_and_probes_two_agents_across_namespaces() {
     let me = "prometheus_scrapes_and_probes_two_agents_across_namespaces";
-    if !is_root() {
-        return skip(me, "it needs root (network namespaces)");
+    if !crate::need::root(me) {
+        return;
     }
-    for (cmd, arg) in [
-        ("ip", "-V"),
-        ("prometheus", "--version"),
-        ("promtool", "--version"),
-        ("curl", "--version"),
+    for (cmd, arg, package) in [
+        ("ip", "-V", "iproute2"),
+        ("prometheus", "--version", "prometheus"),
+        ("promtool", "--version", "prometheus"),
+        ("curl", "--version", "curl"),
     ] {
-        if !have(cmd, arg) {
-            return skip(
-                me,
-                &format!("{cmd} is missing (apt-get install iproute2 prometheus curl)"),
-            );
+        if !crate::need::tool(me, cmd, arg, package) {
+            return;
         }
     }
     let tag = format!(
@@ -146,7 +122,7 @@ fn prometheus_scrapes_and_probes_two_agents_across_namespaces() {
         let name = format!("{tag}{role}");
         let o = sh("ip", &["netns", "add", &name]);
         if !o.status.success() {
-            return skip(
+            return crate::need::unavailable(
                 me,
                 &format!(
                     "`ip netns add` failed: {}",

@@ -14,29 +14,12 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use measure_common::*;
-use wirespeed_protocol::auth::users_line;
+
+#[path = "../../../protocol/tests/protocol/rsa_keys.rs"]
+mod rsa_keys;
+use rsa_keys::keys;
 
 const WITHIN: Duration = Duration::from_secs(40);
-
-struct Keys {
-    dir: tempfile::TempDir,
-    private: PathBuf,
-    public: PathBuf,
-    other_public: PathBuf,
-    users: PathBuf,
-}
-
-fn openssl(args: &[&str]) {
-    let o = Command::new("openssl")
-        .args(args)
-        .output()
-        .expect("openssl");
-    assert!(
-        o.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
 
 fn tools(test: &str) -> bool {
     if !crate::need::iperf3(test) {
@@ -51,41 +34,6 @@ fn tools(test: &str) -> bool {
         return false;
     }
     crate::need::tool(test, "openssl", "version", "openssl")
-}
-
-fn keys() -> Keys {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let p = |n: &str| dir.path().join(n).to_str().expect("utf-8").to_string();
-    openssl(&["genrsa", "-out", &p("private.pem"), "2048"]);
-    openssl(&[
-        "rsa",
-        "-in",
-        &p("private.pem"),
-        "-pubout",
-        "-out",
-        &p("public.pem"),
-    ]);
-    openssl(&["genrsa", "-out", &p("other.pem"), "2048"]);
-    openssl(&[
-        "rsa",
-        "-in",
-        &p("other.pem"),
-        "-pubout",
-        "-out",
-        &p("other_public.pem"),
-    ]);
-    std::fs::write(
-        p("users.csv"),
-        format!("# users\n{}\n", users_line("mario", "rossi")),
-    )
-    .expect("users file");
-    Keys {
-        private: p("private.pem").into(),
-        public: p("public.pem").into(),
-        other_public: p("other_public.pem").into(),
-        users: p("users.csv").into(),
-        dir,
-    }
 }
 
 fn s(p: &Path) -> &str {
@@ -170,7 +118,7 @@ fn iperf3_client_to_wirespeed_server_with_rsa_keys() {
         "server log: {log}"
     );
     assert!(!log.contains("rossi"), "a password in the log: {log}");
-    drop(k.dir);
+    drop(k);
 }
 
 #[test]
@@ -327,7 +275,7 @@ fn an_agent_with_rsa_keys_refuses_unauthenticated_clients_and_counts_them_as_aut
     if let Some(c) = promtool_complaints(&text) {
         panic!("promtool check metrics: {c}\n{text}");
     }
-    drop(k.dir);
+    drop(k);
 }
 
 #[test]

@@ -3,14 +3,8 @@
 use crate::measure_common;
 
 use measure_common::online_cpus;
-use std::process::Command;
 
-fn wirespeed(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_wirespeed"))
-        .args(args)
-        .output()
-        .expect("run wirespeed")
-}
+use crate::host_common::run as wirespeed;
 
 #[test]
 fn latency_matrix_on_this_machine() {

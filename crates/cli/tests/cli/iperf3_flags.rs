@@ -14,7 +14,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use measure_common::{free_port, json_of, run, spawn, text_of, wait_listening, wirespeed, Proc};
+use measure_common::{
+    free_port, json_of, run, spawn, text_of, wait_listening, wirespeed, ws, Proc,
+};
 use serde_json::Value;
 
 /// What wirespeed does with a flag.
@@ -72,10 +74,6 @@ fn in_ci() -> bool {
 // ---- running wirespeed -------------------------------------------------------------------
 
 const GUARD: Duration = crate::measure_common::HANG;
-
-fn ws(args: &[&str]) -> Output {
-    run(Command::new(wirespeed()).args(args), GUARD)
-}
 
 fn server(args: &[&str]) -> (Proc, u16) {
     let port = free_port();

@@ -214,6 +214,11 @@ pub fn run(cmd: &mut Command, within: Duration) -> Output {
     spawn(cmd).wait_output(within)
 }
 
+/// `wirespeed <args>` to completion ([`HANG`] detects a hang).
+pub fn ws(args: &[&str]) -> Output {
+    run(Command::new(wirespeed()).args(args), HANG)
+}
+
 /// `<side> -c 127.0.0.1 -p <port> <args>`; `port` may be a list (`5201,5202`) for wirespeed.
 pub fn client_cmd(side: Side, port: impl std::fmt::Display, args: &[&str]) -> Command {
     let mut c = side.command();

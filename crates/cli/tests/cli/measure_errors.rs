@@ -4,7 +4,7 @@ use crate::measure_common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use measure_common::*;
@@ -18,13 +18,6 @@ const PEER: i32 = 5;
 const HOST: i32 = 6;
 /// Every failure with JSON output, as iperf3.
 const IPERF3_FAILURE: i32 = 1;
-
-fn ws(args: &[&str]) -> Output {
-    run(
-        Command::new(wirespeed()).args(args),
-        Duration::from_secs(30),
-    )
-}
 
 /// A wirespeed client against 127.0.0.1:`port` with `args`.
 fn client(port: u16, args: &[&str]) -> Output {

@@ -13,20 +13,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use measure_common::{assert_success, online_cpus, start_server, wirespeed};
-
-fn ws(args: &[&str]) -> Output {
-    measure_common::run(
-        Command::new(wirespeed()).args(args),
-        Duration::from_secs(120),
-    )
-}
+use measure_common::{assert_success, online_cpus, start_server, wirespeed, ws};
 
 fn fixture(name: &str) -> String {
-    format!(
-        "{}/../../tests/fixtures/hosts/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    )
+    crate::host_common::fixtures()
+        .join(name)
+        .display()
+        .to_string()
 }
 
 fn recorded(name: &str) -> String {

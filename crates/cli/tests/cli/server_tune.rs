@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use measure_common::{
     assert_success, free_port, json_of, online_cpus, signal, spawn, start_server, wait_listening,
-    wait_until, wirespeed, HANG,
+    wait_until, wirespeed, ws, HANG,
 };
 use wirespeed_engine::tune::TuneConfig;
 use wirespeed_engine::{ClientConfig, EngineError, NullReporter, Server, ServerConfig};
@@ -137,14 +137,6 @@ fn long_client(port: u16, cpu: u32, key: &str) -> measure_common::Proc {
         "--server-irq-cpus",
         &cpu.to_string(),
     ]))
-}
-
-/// `wirespeed <args>`, within 30 s.
-fn ws(args: &[&str]) -> Output {
-    measure_common::run(
-        Command::new(wirespeed()).args(args),
-        Duration::from_secs(30),
-    )
 }
 
 /// The process exited with `code` (its stderr shown otherwise).

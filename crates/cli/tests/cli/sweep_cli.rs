@@ -2,18 +2,7 @@
 
 use crate::measure_common;
 
-use std::process::{Command, Output};
-use std::time::Duration;
-
-use measure_common::{assert_success, free_port, online_cpus, start_server, wirespeed};
-
-/// `wirespeed <args>`, within 30 s.
-fn ws(args: &[&str]) -> Output {
-    measure_common::run(
-        Command::new(wirespeed()).args(args),
-        Duration::from_secs(30),
-    )
-}
+use measure_common::{assert_success, free_port, online_cpus, start_server, ws};
 
 #[test]
 fn a_two_by_two_sweep_completes() {

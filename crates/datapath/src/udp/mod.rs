@@ -229,7 +229,7 @@ pub struct UdpStreamResult {
 #[derive(Debug)]
 pub struct UdpWorkerReport {
     pub cpu_requested: Option<u32>,
-    pub cpus_seen: Vec<u32>,
+    pub cpus_seen: wirespeed_model::CpuSet,
     /// Path that ran for senders / receivers (None without such streams).
     pub send_path: Option<UdpSendPath>,
     pub recv_path: Option<UdpRecvPath>,

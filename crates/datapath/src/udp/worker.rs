@@ -30,29 +30,17 @@ pub type UdpWorkerHandle = WorkerThread<UdpWorkerReport, UdpCounters>;
 
 #[inline]
 fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn sleep_until(ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+    let ts = rustix::time::Timespec {
+        tv_sec: (ns / 1_000_000_000) as _,
         tv_nsec: (ns % 1_000_000_000) as _,
     };
-    // SAFETY: valid timespec; absolute sleep on CLOCK_MONOTONIC; EINTR just returns early.
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
-    };
+    // an interruption only wakes the pacer early
+    let _ = rustix::thread::clock_nanosleep_absolute(rustix::thread::ClockId::Monotonic, &ts);
 }
 
 /// The socket is full: false when the test is stopping, else true after waiting (1 ms at
@@ -107,7 +95,7 @@ pub fn spawn_udp_worker(
 fn empty_report(cpu: Option<u32>) -> UdpWorkerReport {
     UdpWorkerReport {
         cpu_requested: cpu,
-        cpus_seen: Vec::new(),
+        cpus_seen: wirespeed_model::CpuSet::new(),
         send_path: None,
         recv_path: None,
         fallbacks: Vec::new(),

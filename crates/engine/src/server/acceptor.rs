@@ -16,7 +16,6 @@
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -29,6 +28,8 @@ use super::admission::{self, AdmissionError};
 use super::test::serve_test;
 use super::{Ctx, Incoming};
 use crate::EngineError;
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
 
 enum Stage {
     /// Reading the 37-byte cookie.
@@ -146,38 +147,39 @@ pub(super) fn acceptor(
             }
             alive
         });
-        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(pending.len() + 1);
-        fds.push(libc::pollfd {
-            fd: listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        for p in &pending {
-            fds.push(libc::pollfd {
-                fd: p.stream.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            });
-        }
         let next_deadline = pending.iter().map(|p| p.deadline).min();
-        let timeout_ms = next_deadline
-            .map_or(100, |d| {
-                d.saturating_duration_since(now).as_millis().min(100) as i32
+        let timeout = next_deadline
+            .map_or(Duration::from_millis(100), |d| {
+                d.saturating_duration_since(now)
+                    .min(Duration::from_millis(100))
             })
-            .max(1);
-        // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs for the whole call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == ErrorKind::Interrupted {
-                continue;
+            .max(Duration::from_millis(1));
+        // which descriptors are ready: the listener first, then the pending ones in order
+        let ready: Vec<bool> = {
+            let mut fds = Vec::with_capacity(pending.len() + 1);
+            fds.push(PollFd::new(listener, PollFlags::IN));
+            fds.extend(
+                pending
+                    .iter()
+                    .map(|p| PollFd::new(&p.stream, PollFlags::IN)),
+            );
+            let timeout = Timespec::try_from(timeout).unwrap_or(Timespec {
+                tv_sec: 0,
+                tv_nsec: 100_000_000,
+            });
+            match poll(&mut fds, Some(&timeout)) {
+                Ok(_) => {}
+                Err(Errno::INTR) => continue,
+                Err(e) => {
+                    return Err(EngineError::io("poll on the listening socket", e.into()));
+                }
             }
-            return Err(EngineError::io("poll on the listening socket", e));
-        }
+            fds.iter().map(|f| !f.revents().is_empty()).collect()
+        };
         // Pending connections first, in accept order.
         let mut finished: Vec<usize> = Vec::new();
         for (i, p) in pending.iter_mut().enumerate() {
-            if fds[i + 1].revents == 0 {
+            if !ready[i + 1] {
                 continue;
             }
             if step(ctx, p, &mut chunk) {
@@ -219,7 +221,7 @@ pub(super) fn acceptor(
             }
         }
         // New connections.
-        if fds[0].revents != 0 {
+        if ready[0] {
             loop {
                 match listener.accept() {
                     Ok((s, peer)) => {

@@ -15,13 +15,14 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::rsa_keys::{keys, Keys};
 use rand_core::OsRng;
 use wirespeed_protocol::auth::{
-    encode_token, public_key_from_pem, users_line, AuthRefusal, Padding, ServerAuth,
+    encode_token, public_key_from_pem, AuthRefusal, Padding, ServerAuth,
 };
 use wirespeed_protocol::session::{ClientEvent, Refusal, ServerEvent};
 use wirespeed_protocol::{ClientSession, Cookie, ServerSession, State, TestParams, Timeouts};
@@ -47,59 +48,6 @@ fn tools_missing(test: &str) -> bool {
         return skip(test, "openssl is not installed");
     }
     false
-}
-
-struct Keys {
-    _dir: tempfile::TempDir,
-    private: PathBuf,
-    public: PathBuf,
-    other_public: PathBuf,
-    users: PathBuf,
-}
-
-fn openssl(args: &[&str]) {
-    let o = Command::new("openssl").args(args).output().unwrap();
-    assert!(
-        o.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-/// Keys as iperf3's docs make them, and a users file with mario/rossi.
-fn keys() -> Keys {
-    let dir = tempfile::tempdir().unwrap();
-    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
-    openssl(&["genrsa", "-out", &p("private.pem"), "2048"]);
-    openssl(&[
-        "rsa",
-        "-in",
-        &p("private.pem"),
-        "-pubout",
-        "-out",
-        &p("public.pem"),
-    ]);
-    openssl(&["genrsa", "-out", &p("other.pem"), "2048"]);
-    openssl(&[
-        "rsa",
-        "-in",
-        &p("other.pem"),
-        "-pubout",
-        "-out",
-        &p("other_public.pem"),
-    ]);
-    std::fs::write(
-        p("users.csv"),
-        format!("# iperf3 users\n{}\n", users_line("mario", "rossi")),
-    )
-    .unwrap();
-    Keys {
-        private: p("private.pem").into(),
-        public: p("public.pem").into(),
-        other_public: p("other_public.pem").into(),
-        users: p("users.csv").into(),
-        _dir: dir,
-    }
 }
 
 fn unix_now() -> i64 {

@@ -2,3 +2,4 @@
 
 mod auth_interop;
 mod robust_decoders;
+mod rsa_keys;
