@@ -683,33 +683,45 @@ impl LossAccount {
 /// ≥ `contended_others` % and at least as much as the worker ran, and more than interrupt work
 /// took when that reached `softirq_heavy` % (a wait mostly for softirq is the softirq
 /// verdict's): another task held its CPU.
-fn contended(test: &TestObservation, th: &Thresholds, loss: &LossAccount) -> Option<Verdict> {
-    let (e, t) = test
+fn contended(test: &TestObservation, th: &Thresholds, loss: &LossAccount) -> Vec<Verdict> {
+    // the most-waiting worker of each end, the longer wait first
+    let mut per_end: Vec<(&EndObservation, ThreadLoad)> = test
         .ends()
-        .flat_map(|e| thread_loads(e).into_iter().map(move |t| (e, t)))
-        .filter(|(_, t)| {
-            t.wait >= th.contended_wait
-                && t.run + t.wait >= th.contended_demand
-                && t.others >= th.contended_others
-                && t.others >= t.run
-                && (t.interrupts < th.softirq_heavy || t.others > t.interrupts)
+        .filter_map(|e| {
+            thread_loads(e)
+                .into_iter()
+                .filter(|t| {
+                    t.wait >= th.contended_wait
+                        && t.run + t.wait >= th.contended_demand
+                        && t.others >= th.contended_others
+                        && t.others >= t.run
+                        && (t.interrupts < th.softirq_heavy || t.others > t.interrupts)
+                })
+                .max_by(|a, b| a.wait.total_cmp(&b.wait))
+                .map(|t| (e, t))
         })
-        .max_by(|a, b| a.1.wait.total_cmp(&b.1.wait))?;
-    let who = end_word(e, e.role.receives());
-    let on = t.cpu.map_or(String::new(), |c| format!(" on CPU {c}"));
-    Some(Verdict {
-        id: "cpu-contended".into(),
-        end: Some(who.into()),
-        line: format!(
-            "CPU contended: the {who}'s worker ({}){on} waited {} of the test for its CPU and ran {}, while other tasks took {} of that CPU — another process runs there{} (pin the test to a free CPU, or stop the other work)",
-            t.name,
-            Percent::new(t.wait),
-            Percent::new(t.run),
-            Percent::new(t.others),
-            if e.role.receives() { loss.words() } else { String::new() }
-        ),
-        also: Vec::new(),
-    })
+        .collect();
+    per_end.sort_by(|a, b| b.1.wait.total_cmp(&a.1.wait));
+    per_end
+        .into_iter()
+        .map(|(e, t)| {
+            let who = end_word(e, e.role.receives());
+            let on = t.cpu.map_or(String::new(), |c| format!(" on CPU {c}"));
+            Verdict {
+                id: "cpu-contended".into(),
+                end: Some(who.into()),
+                line: format!(
+                    "CPU contended: the {who}'s worker ({}){on} waited {} of the test for its CPU and ran {}, while other tasks took {} of that CPU — another process runs there{} (pin the test to a free CPU, or stop the other work)",
+                    t.name,
+                    Percent::new(t.wait),
+                    Percent::new(t.run),
+                    Percent::new(t.others),
+                    if e.role.receives() { loss.words() } else { String::new() }
+                ),
+                also: Vec::new(),
+            }
+        })
+        .collect()
 }
 
 /// The intervals' throughput after the first (slow start): mean and coefficient of variation
@@ -1103,9 +1115,8 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
     }
 
     // 4. Another process on a worker's CPU.
-    if let Some(v) = contended(test, th, &loss) {
-        found.push(v);
-    }
+    // (each end's, the longer wait first: the other end's is listed under `also`)
+    found.extend(contended(test, th, &loss));
 
     // 5. Saturated CPUs.
     cands.sort_by(|a, b| {
@@ -2038,6 +2049,34 @@ mod tests {
         let mut t2 = t.clone();
         t2.local.total.tcp.as_mut().unwrap().dsack_dups = 0;
         assert_eq!(verdict_of(&t2, &m).id, "loss-limited");
+    }
+
+    #[test]
+    fn both_ends_contended_are_both_named() {
+        // the busy loop on the receiver's CPU, and unrelated work on the sender's CPU that
+        // made its worker wait longer: the sender's first, the receiver's under `also`
+        let (mut t, m) = busy_loop_lab();
+        t.local = with_threads(
+            end(Role::Sender, ryzen(), 0, &[(0, 30.0, 10.0, 2.0, 0, 0)]),
+            &[(0, 7.0, 57.0), (0, 8.0, 55.0), (0, 6.0, 60.0)],
+        );
+        t.local.total.tcp = Some(TcpLimits {
+            busy_us: 4_000_000,
+            dsack_dups: 18446,
+            ..Default::default()
+        });
+        let v = verdict_of(&t, &m);
+        assert_eq!(
+            (v.id.as_str(), v.end.as_deref()),
+            ("cpu-contended", Some("sender"))
+        );
+        assert!(
+            v.also
+                .iter()
+                .any(|a| a.starts_with("CPU contended: the receiver's worker (ws-dp-cpu1)")),
+            "{:?}",
+            v.also
+        );
     }
 
     #[test]
