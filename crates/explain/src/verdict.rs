@@ -1058,6 +1058,10 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
             .map(|_| if host_loss { 0 } else { loss.path() }),
         ..m.clone()
     };
+    // a worker held off its CPU acknowledges late: the RTT then grows at the host, not in a
+    // queue on the path, so RTT growth is no shaper's evidence beside a contended worker
+    let contention = contended(test, th, &loss);
+    let queued = queued && contention.is_empty();
     let shaped = (pm.retransmits.is_some_and(|r| r > 0) || queued)
         && pm.tcp_loss().is_none_or(|p| p * 100.0 < th.shaped_loss)
         && flatness(m).is_some_and(|(_, cv, _)| cv <= th.shaped_cv);
@@ -1116,7 +1120,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
 
     // 4. Another process on a worker's CPU.
     // (each end's, the longer wait first: the other end's is listed under `also`)
-    found.extend(contended(test, th, &loss));
+    found.extend(contention);
 
     // 5. Saturated CPUs.
     cands.sort_by(|a, b| {
@@ -2049,6 +2053,30 @@ mod tests {
         let mut t2 = t.clone();
         t2.local.total.tcp.as_mut().unwrap().dsack_dups = 0;
         assert_eq!(verdict_of(&t2, &m).id, "loss-limited");
+    }
+
+    #[test]
+    fn rtt_growth_beside_a_contended_worker_is_no_shaper() {
+        // the busy loop with two more on the host (truth table, measured): 3.0 Gbit/s within
+        // 9.6 %, RTT from 0.04 to 1.39 ms, the receiver's worker contended — its late
+        // acknowledgements, not a queue on the path
+        let (t, mut m) = busy_loop_lab();
+        m.throughput = Some(BitsPerSecond(3.0e9));
+        m.interval_bps = vec![2.0e9, 3.2e9, 2.7e9, 3.1e9];
+        m.rtt_us = Some((40, 600, 1390));
+        let v = verdict_of(&t, &m);
+        assert_eq!(v.id, "cpu-contended", "{}", v.line);
+        // the same flat rate and RTT growth with the workers unhindered: a shaper's queue
+        let mut quiet = t.clone();
+        for e in [&mut quiet.local, quiet.remote.as_mut().unwrap()] {
+            for i in &mut e.intervals {
+                for th in &mut i.threads {
+                    th.wait = Percent::new(1.0);
+                }
+            }
+        }
+        m.retransmits = Some(0);
+        assert_eq!(verdict_of(&quiet, &m).id, "path-limited");
     }
 
     #[test]
