@@ -31,11 +31,6 @@ struct Scenario {
     want: &'static str,
     /// A busy loop pinned on the server's CPU (1) for the test's length.
     busy_loop: bool,
-    /// Both ends run at nice -10: the scenario induces a limit at the receiver, and on a shared
-    /// machine unrelated work on the sender's CPU would otherwise decide (measured: the
-    /// sender's worker waiting 56-64 % for CPU 0 while other tasks took 65-74 % of it — a true
-    /// `cpu-contended`, but not this scenario's).
-    favoured: bool,
     /// Sysctls set in the client's namespace before the test (`key`, `value`).
     client_sysctls: &'static [(&'static str, &'static str)],
     /// `None`: runs; `Some(why)`: why it cannot be made reliable here yet.
@@ -53,7 +48,6 @@ const SCENARIOS: &[Scenario] = &[
         args: &[],
         want: "pmtu-below-mtu",
         busy_loop: false,
-        favoured: false,
         client_sysctls: &[],
         pending: None,
     },
@@ -63,7 +57,6 @@ const SCENARIOS: &[Scenario] = &[
         args: &[],
         want: "same-host",
         busy_loop: false,
-        favoured: false,
         client_sysctls: &[],
         pending: None,
     },
@@ -78,7 +71,6 @@ const SCENARIOS: &[Scenario] = &[
         args: &[],
         want: "path-limited",
         busy_loop: false,
-        favoured: false,
         client_sysctls: &[],
         pending: None,
     },
@@ -91,7 +83,6 @@ const SCENARIOS: &[Scenario] = &[
         args: &[],
         want: "loss-limited",
         busy_loop: false,
-        favoured: false,
         client_sysctls: &[],
         pending: None,
     },
@@ -101,7 +92,6 @@ const SCENARIOS: &[Scenario] = &[
         args: &["-w", "16K"],
         want: "window-limited",
         busy_loop: false,
-        favoured: false,
         client_sysctls: &[],
         pending: None,
     },
@@ -111,7 +101,6 @@ const SCENARIOS: &[Scenario] = &[
         args: &[],
         want: "sndbuf-limited",
         busy_loop: false,
-        favoured: false,
         client_sysctls: &[("net.ipv4.tcp_wmem", "4096 8192 8192")],
         pending: Some("a path with delay: over veth the RTT is 20-60 us, so even an 8 KiB send buffer covers it (3 Gbit/s measured, send-buffer-limited 1-2 % of busy time); added delay needs netem, which this kernel lacks, and -w shrinks the receiver's window too (window-limited first)"),
     },
@@ -124,7 +113,6 @@ const SCENARIOS: &[Scenario] = &[
         args: &[],
         want: "receiver-shares-cpu-with-softirq",
         busy_loop: false,
-        favoured: true,
         client_sysctls: &[],
         pending: None,
     },
@@ -134,7 +122,6 @@ const SCENARIOS: &[Scenario] = &[
         args: &[],
         want: "cpu-contended",
         busy_loop: true,
-        favoured: false,
         client_sysctls: &[],
         pending: None,
     },
@@ -149,7 +136,6 @@ const SCENARIOS: &[Scenario] = &[
         args: &["-u", "-b", "0"],
         want: "udp-receiver-cpu-bound",
         busy_loop: false,
-        favoured: false,
         client_sysctls: &[],
         pending: None,
     },
@@ -164,7 +150,6 @@ const SCENARIOS: &[Scenario] = &[
         args: &[],
         want: "mtu-blackhole",
         busy_loop: false,
-        favoured: false,
         client_sysctls: &[],
         pending: None,
     },
@@ -201,18 +186,12 @@ impl Drop for BusyLoop {
     }
 }
 
-/// `wirespeed ARGS`, or `ip netns exec NS wirespeed ARGS` in a lab's side; at nice -10 when
-/// `favoured`.
-fn ws(lab: Option<(&Lab, Side)>, favoured: bool) -> Command {
-    let program = if favoured { "nice" } else { bin() };
-    let mut cmd = match lab {
-        Some((lab, side)) => lab.command(side, program),
-        None => Command::new(program),
-    };
-    if favoured {
-        cmd.args(["-n", "-10", bin()]);
+/// `wirespeed ARGS`, or `ip netns exec NS wirespeed ARGS` in a lab's side.
+fn ws(lab: Option<(&Lab, Side)>) -> Command {
+    match lab {
+        Some((lab, side)) => lab.command(side, bin()),
+        None => Command::new(bin()),
     }
-    cmd
 }
 
 fn start_server(mut cmd: Command, port: u16) -> Server {
@@ -274,8 +253,8 @@ fn run(s: &Scenario) -> (String, String) {
     match s.place {
         Place::Loopback => {
             let p = port() + 1;
-            let _server = start_server(ws(None, s.favoured), p);
-            client_verdict(ws(None, s.favoured), "127.0.0.1", p, s.args)
+            let _server = start_server(ws(None), p);
+            client_verdict(ws(None), "127.0.0.1", p, s.args)
         }
         Place::Lab(make) => {
             let lab = Lab::up(make(Spec::new(unique_name("wstt")))).expect("lab up");
@@ -288,17 +267,12 @@ fn run(s: &Scenario) -> (String, String) {
                     .expect("run sysctl");
                 assert!(st.success(), "sysctl {k}={v} in the client's namespace");
             }
-            let _server = start_server(ws(Some((&lab, Side::Server)), s.favoured), port());
+            let _server = start_server(ws(Some((&lab, Side::Server))), port());
             let _busy = s.busy_loop.then(|| BusyLoop::on(1));
             // client on CPU 0, server on CPU 1: the ends do not compete
             let mut args = vec!["-A", "0,1"];
             args.extend_from_slice(s.args);
-            client_verdict(
-                ws(Some((&lab, Side::Client)), s.favoured),
-                &to,
-                port(),
-                &args,
-            )
+            client_verdict(ws(Some((&lab, Side::Client))), &to, port(), &args)
         }
     }
 }
