@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use wirespeed_host::interrupts::Interrupts;
 use wirespeed_host::softirqs::{self, Softirqs, NET_RX, NET_TX};
-use wirespeed_host::stack::{self, TcpRxDrops};
+use wirespeed_host::stack::{self, TcpRxDrops, UdpRx};
 use wirespeed_host::stat::{self, CpuTimes, ProcStat};
 use wirespeed_host::{CpuSet, Root, RootError};
 
@@ -58,6 +58,8 @@ pub struct Snapshot {
     pub softnet: Option<BTreeMap<u32, (u64, u64)>>,
     /// TCP's receive-side drop counters of this network namespace; `None` when unreadable.
     pub tcp_rx: Option<TcpRxDrops>,
+    /// UDP's receive counters of this network namespace; `None` when unreadable.
+    pub udp_rx: Option<UdpRx>,
 }
 
 /// One worker thread's scheduling counters at a snapshot.
@@ -171,6 +173,7 @@ impl Snapshot {
                 .collect()
         });
         s.tcp_rx = stack::read_tcp_rx_drops(root);
+        s.udp_rx = stack::read_udp_rx(root);
         Ok(s)
     }
 }
@@ -268,9 +271,14 @@ pub fn rx_drops(before: &Snapshot, after: &Snapshot) -> Option<RxDrops> {
         (Some(b), Some(a)) => Some(a.since(b)),
         _ => None,
     };
-    (cpus.is_some() || tcp.is_some()).then(|| RxDrops {
+    let udp = match (&before.udp_rx, &after.udp_rx) {
+        (Some(b), Some(a)) => Some(a.since(b)),
+        _ => None,
+    };
+    (cpus.is_some() || tcp.is_some() || udp.is_some()).then(|| RxDrops {
         cpus: cpus.unwrap_or_default(),
         tcp,
+        udp,
     })
 }
 
@@ -507,6 +515,7 @@ mod tests {
             ]
         );
         assert_eq!(d.tcp.map(|t| (t.backlog, t.rcvq)), Some((4, 2)));
+        assert_eq!(d.udp, None);
         assert_eq!((d.backlog_dropped(), d.total()), (40, 46));
         // a counter that went backwards (a new namespace) reads 0, not a wrap
         let d = rx_drops(&b, &a).unwrap();

@@ -989,8 +989,25 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
             }
             all.sort_by(|a, b| b.busy.total_cmp(&a.busy));
             let rx = all.iter().find(|c| c.receiver);
-            found.push(match rx {
-                Some(c) => Verdict {
+            // the receiver's own socket buffer overflowing (`RcvbufErrors`) for half the loss
+            // or more: it did not read in time, saturated CPU or not
+            let rcvbuf = test
+                .receiver()
+                .and_then(|e| e.total.rx_drops.as_ref()?.udp)
+                .filter(|u| u.rcvbuf_errors > 0 && u.rcvbuf_share().get() * 2.0 >= share);
+            found.push(match (rx, rcvbuf) {
+                (None, Some(u)) => Verdict {
+                    id: "udp-receiver-cpu-bound".into(),
+                    end: Some("receiver".into()),
+                    line: format!(
+                        "UDP lost {} of the datagrams because the receiver could not keep up: its socket's receive buffer was full for {} of what reached it ({} drops, RcvbufErrors) — the receiving application did not read in time (more receive CPU, a larger buffer, or lower -b)",
+                        Percent::new(share),
+                        u.rcvbuf_share(),
+                        u.rcvbuf_errors
+                    ),
+                    also: Vec::new(),
+                },
+                (Some(c), _) => Verdict {
                     id: "udp-receiver-cpu-bound".into(),
                     end: Some("receiver".into()),
                     line: format!(
@@ -1000,7 +1017,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                     ),
                     also: Vec::new(),
                 },
-                None => Verdict {
+                (None, None) => Verdict {
                     id: "udp-path-loss".into(),
                     end: None,
                     line: format!(
@@ -1273,7 +1290,7 @@ fn path_limited(
 mod tests {
     use super::*;
     use crate::model::{
-        IntervalObservation, Percent, RxDrops, SoftnetUse, TcpLimits, TcpRxDrops, WorkerRun,
+        IntervalObservation, Percent, RxDrops, SoftnetUse, TcpLimits, TcpRxDrops, UdpRx, WorkerRun,
     };
     use crate::topology::Topology;
     use wirespeed_host::CpuSet;
@@ -2016,6 +2033,7 @@ mod tests {
         r.total.rx_drops = Some(RxDrops {
             cpus: vec![],
             tcp: Some(TcpRxDrops::default()),
+            udp: None,
         });
         let m = Measured {
             throughput: Some(BitsPerSecond(15.9e9)),
@@ -2080,6 +2098,43 @@ mod tests {
     }
 
     #[test]
+    fn udp_loss_at_the_receivers_full_socket_buffer_is_the_receivers() {
+        // lab, UDP -b 0 with RPS on the receiver's CPU (measured): 33 % lost, RcvbufErrors
+        // 53714 beside 109071 delivered (GRO: one count per merged packet), and on a loaded
+        // host no receiver CPU at 90 %
+        let s = end(Role::Sender, ryzen(), 0, &[(0, 30.0, 10.0, 40.0, 0, 0)]);
+        let mut r = end(
+            Role::Receiver,
+            ryzen(),
+            1,
+            &[(1, 30.0, 40.0, 20.0, 0, 9000)],
+        );
+        r.total.rx_drops = Some(RxDrops {
+            udp: Some(UdpRx {
+                delivered: 109071,
+                rcvbuf_errors: 53714,
+            }),
+            ..Default::default()
+        });
+        let m = Measured {
+            throughput: Some(BitsPerSecond(13.8e9)),
+            udp: true,
+            udp_lost: Some((2_363_416, 7_162_496)),
+            ..Default::default()
+        };
+        let v = verdict_of(&test(s.clone(), r.clone()), &m);
+        assert_eq!(v.id, "udp-receiver-cpu-bound", "{}", v.line);
+        assert!(
+            v.line.contains("receive buffer was full for 33 %"),
+            "{}",
+            v.line
+        );
+        // no socket-buffer drops: the path's
+        r.total.rx_drops = None;
+        assert_eq!(verdict_of(&test(s, r), &m).id, "udp-path-loss");
+    }
+
+    #[test]
     fn both_ends_contended_are_both_named() {
         // the busy loop on the receiver's CPU, and unrelated work on the sender's CPU that
         // made its worker wait longer: the sender's first, the receiver's under `also`
@@ -2126,6 +2181,7 @@ mod tests {
                 backlog: 300,
                 ..Default::default()
             }),
+            udp: None,
         });
         let v = verdict_of(&t, &m);
         assert_eq!(v.id, "cpu-contended", "{}", v.line);

@@ -4,7 +4,7 @@
 
 use crate::{CpuSet, Root};
 use serde::{Deserialize, Serialize};
-pub use wirespeed_model::observation::TcpRxDrops;
+pub use wirespeed_model::observation::{TcpRxDrops, UdpRx};
 
 /// One CPU's row of `/proc/net/softnet_stat` (hex columns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,6 +106,21 @@ pub fn parse_tcp_rx_drops(text: &str) -> Option<TcpRxDrops> {
 /// namespace).
 pub fn read_tcp_rx_drops(root: &Root) -> Option<TcpRxDrops> {
     parse_tcp_rx_drops(&root.read(paths::NETSTAT).ok()?)
+}
+
+/// UDP's receive counters of `/proc/net/snmp` text; `None` without a `Udp` table or either
+/// counter.
+pub fn parse_udp_rx(text: &str) -> Option<UdpRx> {
+    let get = |f| snmp_field(text, "Udp", f).and_then(|v| u64::try_from(v).ok());
+    Some(UdpRx {
+        delivered: get("InDatagrams")?,
+        rcvbuf_errors: get("RcvbufErrors")?,
+    })
+}
+
+/// [`parse_udp_rx`] of `/proc/net/snmp` through `root` (this process's network namespace).
+pub fn read_udp_rx(root: &Root) -> Option<UdpRx> {
+    parse_udp_rx(&root.read(paths::SNMP).ok()?)
 }
 
 /// TCP counters of `/proc/net/snmp` (since boot).
@@ -372,6 +387,21 @@ mod tests {
             None
         );
         assert_eq!(parse_tcp_rx_drops("\0\u{1}garbage"), None);
+    }
+
+    #[test]
+    fn udp_rx_from_snmp() {
+        let t = "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n\
+                 Udp: 109071 0 53714 1 53714 0\n";
+        let u = parse_udp_rx(t).unwrap();
+        assert_eq!((u.delivered, u.rcvbuf_errors), (109071, 53714));
+        assert_eq!(u.rcvbuf_share().get(), 33.0);
+        assert_eq!(parse_udp_rx("Udp: InDatagrams\nUdp: 5\n"), None);
+        assert_eq!(
+            parse_udp_rx("Udp: InDatagrams RcvbufErrors\nUdp: x -1\n"),
+            None
+        );
+        assert_eq!(parse_udp_rx("\0garbage"), None);
     }
 
     #[test]

@@ -252,6 +252,37 @@ pub struct RxDrops {
     /// TCP's receive-side drops; `None` when `/proc/net/netstat` was not readable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp: Option<TcpRxDrops>,
+    /// UDP in this end's network namespace (`/proc/net/snmp`); `None` when not readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpRx>,
+}
+
+/// UDP's receive counters (`Udp` of `/proc/net/snmp`) over an interval. Both count what the
+/// socket layer saw: a GRO-merged packet of many datagrams counts once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UdpRx {
+    /// `InDatagrams`: delivered to a socket.
+    pub delivered: u64,
+    /// `RcvbufErrors`: dropped because the socket's receive buffer was full (the application
+    /// did not read in time).
+    pub rcvbuf_errors: u64,
+}
+
+impl UdpRx {
+    pub fn since(&self, earlier: &UdpRx) -> UdpRx {
+        UdpRx {
+            delivered: self.delivered.saturating_sub(earlier.delivered),
+            rcvbuf_errors: self.rcvbuf_errors.saturating_sub(earlier.rcvbuf_errors),
+        }
+    }
+
+    /// Share (%) of what reached the socket layer that its full buffer dropped.
+    pub fn rcvbuf_share(&self) -> Percent {
+        Percent::of(
+            self.rcvbuf_errors,
+            self.delivered.saturating_add(self.rcvbuf_errors),
+        )
+    }
 }
 
 impl RxDrops {
