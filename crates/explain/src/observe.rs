@@ -76,7 +76,8 @@ pub struct ThreadSample {
 
 /// Names of the engine's worker threads (`ws-dp`, `ws-dp-cpuN`, `ws-udp`, `ws-udp-cpuN`).
 pub fn is_worker_thread(name: &str) -> bool {
-    name.starts_with("ws-dp") || name.starts_with("ws-udp")
+    // `ws-udp-setup` hands out UDP connect words: a helper, not a data worker
+    (name.starts_with("ws-dp") || name.starts_with("ws-udp")) && name != "ws-udp-setup"
 }
 
 /// `/proc/PID/task/TID/schedstat`: nanoseconds on the CPU and waiting on a run queue.
@@ -537,6 +538,7 @@ mod tests {
         assert_eq!(parse_stat_processor("no paren"), None);
         assert!(is_worker_thread("ws-dp-cpu3") && is_worker_thread("ws-udp"));
         assert!(!is_worker_thread("ws-test-1"));
+        assert!(!is_worker_thread("ws-udp-setup") && is_worker_thread("ws-udp-cpu1"));
         // one second on two CPUs (200 jiffies): ran 0.25 s, waited 0.5 s
         let stat0 =
             "cpu 0 0 0 1000 0 0 0 0 0 0\ncpu0 0 0 0 500 0 0 0 0 0 0\ncpu1 0 0 0 500 0 0 0 0 0 0\n";

@@ -194,7 +194,9 @@ fn ws(lab: Option<(&Lab, Side)>) -> Command {
     }
 }
 
-fn start_server(mut cmd: Command, port: u16) -> Server {
+/// A server listening on `port`; `None` when it ended before listening (the port is taken:
+/// on loopback other test processes share the ports).
+fn start_server(mut cmd: Command, port: u16) -> Option<Server> {
     let mut child = cmd
         .args(["server", "-1", "-p", &port.to_string()])
         .stdout(Stdio::piped())
@@ -208,11 +210,14 @@ fn start_server(mut cmd: Command, port: u16) -> Server {
         match lines.next() {
             Some(Ok(l)) if l.contains("Server listening") => break,
             Some(Ok(_)) => continue,
-            _ => panic!("the server ended before listening"),
+            _ => {
+                let _ = child.wait();
+                return None;
+            }
         }
     }
     std::thread::spawn(move || for _ in lines {});
-    Server(child)
+    Some(Server(child))
 }
 
 /// The verdict `wirespeed client -J` printed: (id, line).
@@ -252,8 +257,10 @@ fn port() -> u16 {
 fn run(s: &Scenario) -> (String, String) {
     match s.place {
         Place::Loopback => {
-            let p = port() + 1;
-            let _server = start_server(ws(None), p);
+            // a port another process holds: the next one (up to 8)
+            let (p, _server) = (1..=8)
+                .find_map(|k| start_server(ws(None), port() + k).map(|srv| (port() + k, srv)))
+                .expect("a loopback server listening on one of 8 ports");
             client_verdict(ws(None), "127.0.0.1", p, s.args)
         }
         Place::Lab(make) => {
@@ -267,7 +274,8 @@ fn run(s: &Scenario) -> (String, String) {
                     .expect("run sysctl");
                 assert!(st.success(), "sysctl {k}={v} in the client's namespace");
             }
-            let _server = start_server(ws(Some((&lab, Side::Server))), port());
+            let _server = start_server(ws(Some((&lab, Side::Server))), port())
+                .expect("the server in the lab's namespace listens");
             let _busy = s.busy_loop.then(|| BusyLoop::on(1));
             // client on CPU 0, server on CPU 1: the ends do not compete
             let mut args = vec!["-A", "0,1"];
