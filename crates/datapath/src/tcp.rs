@@ -167,6 +167,9 @@ pub struct TcpInfo {
     pub sndbuf_limited_us: Option<u64>,
     pub bytes_sent: Option<u64>,
     pub bytes_retrans: Option<u64>,
+    /// Segments the peer reported received twice (`tcpi_dsack_dups`, 4.19+): spurious
+    /// retransmits.
+    pub dsack_dups: Option<u32>,
     /// Reordering events seen (`tcpi_reord_seen`, 4.19+; iperf3 3.17+ prints it as `reorder`).
     pub reord_seen: Option<u32>,
     /// Congestion control algorithm (TCP_CONGESTION).
@@ -224,6 +227,7 @@ pub fn parse_tcp_info(b: &[u8]) -> Option<TcpInfo> {
         sndbuf_limited_us: u64_at(b, 184),
         bytes_sent: u64_at(b, 200),
         bytes_retrans: u64_at(b, 208),
+        dsack_dups: u32_at(b, 216),
         reord_seen: u32_at(b, 220),
         congestion: None,
     })
@@ -300,7 +304,9 @@ mod tests {
         b[176..184].copy_from_slice(&42u64.to_ne_bytes());
         b[228..232].copy_from_slice(&65535u32.to_ne_bytes());
         b[160..168].copy_from_slice(&999u64.to_ne_bytes());
+        b[216..220].copy_from_slice(&17u32.to_ne_bytes());
         let i = parse_tcp_info(&b).expect("parse");
+        assert_eq!(i.dsack_dups, Some(17));
         assert_eq!(i.busy_time_us, Some(123456));
         assert_eq!(i.rwnd_limited_us, Some(42));
         assert_eq!(i.snd_wnd, Some(65535));

@@ -61,6 +61,7 @@ pub fn tcp_limits<'a>(infos: impl IntoIterator<Item = &'a TcpInfo>) -> Option<Tc
             rwnd_limited_us: i.rwnd_limited_us.unwrap_or(0),
             sndbuf_limited_us: i.sndbuf_limited_us.unwrap_or(0),
             pmtu: (i.pmtu > 0).then_some(i.pmtu),
+            dsack_dups: i.dsack_dups.map_or(0, u64::from),
         };
         match &mut total {
             Some(t) => t.add(&one),

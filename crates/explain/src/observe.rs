@@ -10,11 +10,13 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use wirespeed_host::interrupts::Interrupts;
 use wirespeed_host::softirqs::{self, Softirqs, NET_RX, NET_TX};
+use wirespeed_host::stack::{self, TcpRxDrops, UdpRx};
 use wirespeed_host::stat::{self, CpuTimes, ProcStat};
-use wirespeed_host::{Root, RootError};
+use wirespeed_host::{CpuSet, Root, RootError};
 
 use crate::model::{
-    CpuUse, EndObservation, IntervalObservation, Percent, Role, TcpLimits, WorkerRun,
+    CpuUse, EndObservation, IntervalObservation, Percent, Role, RxDrops, SoftnetUse, TcpLimits,
+    WorkerRun,
 };
 use crate::nic::{iface_facts, IfaceFacts};
 use crate::route::iface_for_peer;
@@ -52,6 +54,12 @@ pub struct Snapshot {
     pub nic: Option<BTreeMap<u32, u64>>,
     /// This process's worker threads (see [`worker_threads`]).
     pub threads: Vec<ThreadSample>,
+    /// `/proc/net/softnet_stat` by CPU: (backlog drops, time squeezes); `None` when unreadable.
+    pub softnet: Option<BTreeMap<u32, (u64, u64)>>,
+    /// TCP's receive-side drop counters of this network namespace; `None` when unreadable.
+    pub tcp_rx: Option<TcpRxDrops>,
+    /// UDP's receive counters of this network namespace; `None` when unreadable.
+    pub udp_rx: Option<UdpRx>,
 }
 
 /// One worker thread's scheduling counters at a snapshot.
@@ -68,7 +76,8 @@ pub struct ThreadSample {
 
 /// Names of the engine's worker threads (`ws-dp`, `ws-dp-cpuN`, `ws-udp`, `ws-udp-cpuN`).
 pub fn is_worker_thread(name: &str) -> bool {
-    name.starts_with("ws-dp") || name.starts_with("ws-udp")
+    // `ws-udp-setup` hands out UDP connect words: a helper, not a data worker
+    (name.starts_with("ws-dp") || name.starts_with("ws-udp")) && name != "ws-udp-setup"
 }
 
 /// `/proc/PID/task/TID/schedstat`: nanoseconds on the CPU and waiting on a run queue.
@@ -143,7 +152,7 @@ impl Snapshot {
             stat,
             softirqs,
             nic,
-            threads: Vec::new(),
+            ..Snapshot::default()
         })
     }
 
@@ -158,6 +167,14 @@ impl Snapshot {
         };
         let mut s = Snapshot::from_texts(&stat_text, soft.as_deref(), ints.as_deref(), irqs)?;
         s.threads = worker_threads(root);
+        let online: CpuSet = s.stat.cpus.keys().copied().collect();
+        s.softnet = stack::read_softnet(root, Some(&online)).map(|rows| {
+            rows.iter()
+                .filter_map(|r| Some((r.cpu?, (r.dropped, r.time_squeeze))))
+                .collect()
+        });
+        s.tcp_rx = stack::read_tcp_rx_drops(root);
+        s.udp_rx = stack::read_udp_rx(root);
         Ok(s)
     }
 }
@@ -205,6 +222,7 @@ pub fn delta(
         ..Default::default()
     };
     obs.threads = thread_uses(before, after);
+    obs.rx_drops = rx_drops(before, after);
     let app = obs.app_cpus();
     for (&cpu, now) in &after.stat.cpus {
         let then = before.stat.cpus.get(&cpu).copied().unwrap_or_default();
@@ -228,6 +246,41 @@ pub fn delta(
         }
     }
     obs
+}
+
+/// The receive path's drops between two snapshots: the CPUs whose backlog dropped or whose
+/// NET_RX softirq was squeezed, and TCP's receive-side drops; `None` when neither file was read
+/// at both ends of the interval.
+pub fn rx_drops(before: &Snapshot, after: &Snapshot) -> Option<RxDrops> {
+    let cpus = match (&before.softnet, &after.softnet) {
+        (Some(b), Some(a)) => Some(
+            a.iter()
+                .map(|(&cpu, &(d, q))| {
+                    let (d0, q0) = b.get(&cpu).copied().unwrap_or((d, q));
+                    SoftnetUse {
+                        cpu,
+                        dropped: d.saturating_sub(d0),
+                        time_squeeze: q.saturating_sub(q0),
+                    }
+                })
+                .filter(|c| c.dropped > 0 || c.time_squeeze > 0)
+                .collect(),
+        ),
+        _ => None,
+    };
+    let tcp = match (&before.tcp_rx, &after.tcp_rx) {
+        (Some(b), Some(a)) => Some(a.since(b)),
+        _ => None,
+    };
+    let udp = match (&before.udp_rx, &after.udp_rx) {
+        (Some(b), Some(a)) => Some(a.since(b)),
+        _ => None,
+    };
+    (cpus.is_some() || tcp.is_some() || udp.is_some()).then(|| RxDrops {
+        cpus: cpus.unwrap_or_default(),
+        tcp,
+        udp,
+    })
 }
 
 /// The worker threads' scheduling between two snapshots, as shares of the wall time (one CPU's
@@ -443,6 +496,54 @@ mod tests {
     }
 
     #[test]
+    fn receive_path_drops_between_snapshots() {
+        let stat = "cpu0 1 0 0 1\ncpu1 1 0 0 1\n";
+        let mut a = Snapshot::from_texts(stat, None, None, &[]).unwrap();
+        let mut b = a.clone();
+        // nothing read: no account at all (not zero drops)
+        assert_eq!(rx_drops(&a, &b), None);
+        a.softnet = Some([(0, (5, 1)), (1, (0, 0))].into_iter().collect());
+        b.softnet = Some(
+            [(0, (5, 3)), (1, (40, 2)), (2, (7, 0))]
+                .into_iter()
+                .collect(),
+        );
+        a.tcp_rx = Some(TcpRxDrops {
+            backlog: 10,
+            ..Default::default()
+        });
+        b.tcp_rx = Some(TcpRxDrops {
+            backlog: 14,
+            rcvq: 2,
+            ..Default::default()
+        });
+        let d = rx_drops(&a, &b).unwrap();
+        // CPU 2 appeared (hot-plugged): it counts from its first reading, not from zero
+        assert_eq!(
+            d.cpus,
+            vec![
+                SoftnetUse {
+                    cpu: 0,
+                    dropped: 0,
+                    time_squeeze: 2
+                },
+                SoftnetUse {
+                    cpu: 1,
+                    dropped: 40,
+                    time_squeeze: 2
+                },
+            ]
+        );
+        assert_eq!(d.tcp.map(|t| (t.backlog, t.rcvq)), Some((4, 2)));
+        assert_eq!(d.udp, None);
+        assert_eq!((d.backlog_dropped(), d.total()), (40, 46));
+        // a counter that went backwards (a new namespace) reads 0, not a wrap
+        let d = rx_drops(&b, &a).unwrap();
+        assert_eq!(d.total(), 0);
+        assert_eq!(delta(&a, &b, &[], None).rx_drops, rx_drops(&a, &b));
+    }
+
+    #[test]
     fn thread_counters_parse_and_become_shares() {
         assert_eq!(
             parse_schedstat("450604054 930342084 5677\n"),
@@ -456,6 +557,7 @@ mod tests {
         assert_eq!(parse_stat_processor("no paren"), None);
         assert!(is_worker_thread("ws-dp-cpu3") && is_worker_thread("ws-udp"));
         assert!(!is_worker_thread("ws-test-1"));
+        assert!(!is_worker_thread("ws-udp-setup") && is_worker_thread("ws-udp-cpu1"));
         // one second on two CPUs (200 jiffies): ran 0.25 s, waited 0.5 s
         let stat0 =
             "cpu 0 0 0 1000 0 0 0 0 0 0\ncpu0 0 0 0 500 0 0 0 0 0 0\ncpu1 0 0 0 500 0 0 0 0 0 0\n";

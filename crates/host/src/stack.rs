@@ -4,6 +4,7 @@
 
 use crate::{CpuSet, Root};
 use serde::{Deserialize, Serialize};
+pub use wirespeed_model::observation::{TcpRxDrops, UdpRx};
 
 /// One CPU's row of `/proc/net/softnet_stat` (hex columns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,7 +58,7 @@ pub fn parse_softnet_stat(
         }
         let row = out.len();
         let cpu = if cols.len() >= 13 {
-            Some(cols[12] as u32)
+            Some(u32::try_from(cols[12]).map_err(|_| bad("CPU column out of range"))?)
         } else {
             online.as_ref().and_then(|o| o.get(row).copied())
         };
@@ -71,6 +72,55 @@ pub fn parse_softnet_stat(
         });
     }
     Ok(out)
+}
+
+/// The CPU-numbered rows of `/proc/net/softnet_stat` through `root` (`online` as for
+/// [`parse_softnet_stat`]); `None` when the file is missing, unreadable or does not parse, or a
+/// row's CPU is unknown.
+pub fn read_softnet(root: &Root, online: Option<&CpuSet>) -> Option<Vec<SoftnetCpu>> {
+    let rows = parse_softnet_stat(&root.read(paths::SOFTNET_STAT).ok()?, online).ok()?;
+    rows.iter().all(|r| r.cpu.is_some()).then_some(rows)
+}
+
+/// TCP's receive-side drop counters (`TcpExt` of `/proc/net/netstat`, since boot or since the
+/// network namespace was made); `None` when the text has no `TcpExt` table. A counter the
+/// kernel does not print reads 0.
+pub fn parse_tcp_rx_drops(text: &str) -> Option<TcpRxDrops> {
+    snmp_field(text, "TcpExt", "TCPBacklogDrop")
+        .or_else(|| snmp_field(text, "TcpExt", "PruneCalled"))?;
+    let get = |f| {
+        snmp_field(text, "TcpExt", f)
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(0)
+    };
+    Some(TcpRxDrops {
+        backlog: get("TCPBacklogDrop"),
+        rcvq: get("TCPRcvQDrop"),
+        ofo: get("TCPOFODrop"),
+        zero_window: get("TCPZeroWindowDrop"),
+        pruned: get("RcvPruned"),
+    })
+}
+
+/// [`parse_tcp_rx_drops`] of `/proc/net/netstat` through `root` (this process's network
+/// namespace).
+pub fn read_tcp_rx_drops(root: &Root) -> Option<TcpRxDrops> {
+    parse_tcp_rx_drops(&root.read(paths::NETSTAT).ok()?)
+}
+
+/// UDP's receive counters of `/proc/net/snmp` text; `None` without a `Udp` table or either
+/// counter.
+pub fn parse_udp_rx(text: &str) -> Option<UdpRx> {
+    let get = |f| snmp_field(text, "Udp", f).and_then(|v| u64::try_from(v).ok());
+    Some(UdpRx {
+        delivered: get("InDatagrams")?,
+        rcvbuf_errors: get("RcvbufErrors")?,
+    })
+}
+
+/// [`parse_udp_rx`] of `/proc/net/snmp` through `root` (this process's network namespace).
+pub fn read_udp_rx(root: &Root) -> Option<UdpRx> {
+    parse_udp_rx(&root.read(paths::SNMP).ok()?)
 }
 
 /// TCP counters of `/proc/net/snmp` (since boot).
@@ -186,6 +236,7 @@ pub mod paths {
     pub const RPS_SOCK_FLOW_ENTRIES: &str = "/proc/sys/net/core/rps_sock_flow_entries";
     pub const SOFTNET_STAT: &str = "/proc/net/softnet_stat";
     pub const SNMP: &str = "/proc/net/snmp";
+    pub const NETSTAT: &str = "/proc/net/netstat";
     pub const PROC_COMM: &str = "/proc/*/comm";
 }
 
@@ -267,6 +318,90 @@ mod tests {
         assert_eq!(parse_softnet_stat(old, None).unwrap()[1].cpu, None);
         assert!(parse_softnet_stat("zz 1 2\n", None).is_err());
         assert!(parse_softnet_stat("1 2\n", None).is_err());
+    }
+
+    #[test]
+    fn softnet_rejects_hostile_text() {
+        // binary junk, a CPU column past u32, a value past u64, a lone column
+        for t in [
+            "\0\0\0 1 2\n",
+            "1 2 3 4 5 6 7 8 9 a b c 1ffffffff\n",
+            "1ffffffffffffffffff 0 0\n",
+            "00000001\n",
+            "1 2 -3\n",
+        ] {
+            assert!(parse_softnet_stat(t, None).is_err(), "{t:?}");
+        }
+        // a very long row of valid columns is just a row
+        let long = format!("1 2 3{}\n", " 0".repeat(10_000));
+        assert_eq!(parse_softnet_stat(&long, None).unwrap()[0].time_squeeze, 3);
+        assert!(parse_softnet_stat("", None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn softnet_rows_of_the_fixture_trees() {
+        let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/hosts");
+        let mut seen = 0;
+        for (host, cpus) in [
+            ("crow-9900x-cx5-x4", 12),
+            ("ice-e810-2s-xeon", 64),
+            ("sl-w9-x3650-cx3", 16),
+        ] {
+            let root = Root::new(format!("{fixtures}/{host}"));
+            let online = root
+                .read_opt("/sys/devices/system/cpu/online")
+                .and_then(|t| CpuSet::parse_list(t.trim()).ok());
+            let rows = read_softnet(&root, online.as_ref()).unwrap_or_else(|| panic!("{host}"));
+            assert_eq!(rows.len(), cpus, "{host}");
+            assert!(rows.iter().all(|r| r.cpu.is_some()), "{host}");
+            seen += 1;
+        }
+        assert_eq!(seen, 3);
+        // a tree without the file, and one whose file is not softnet_stat
+        let dir = std::env::temp_dir().join(format!("ws-softnet-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("proc/net")).unwrap();
+        let root = Root::new(&dir);
+        assert_eq!(read_softnet(&root, None), None);
+        std::fs::write(dir.join("proc/net/softnet_stat"), "Tcp: a b\nTcp: 1 2\n").unwrap();
+        assert_eq!(read_softnet(&root, None), None);
+        assert_eq!(read_tcp_rx_drops(&root), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tcp_rx_drops_from_netstat() {
+        let t = "TcpExt: SyncookiesSent PruneCalled RcvPruned TCPBacklogDrop TCPOFODrop TCPZeroWindowDrop TCPRcvQDrop\n\
+                 TcpExt: 0 4 1 7 2 0 3\n\
+                 IpExt: InNoRoutes\nIpExt: 0\n";
+        let d = parse_tcp_rx_drops(t).unwrap();
+        assert_eq!((d.backlog, d.rcvq, d.ofo, d.pruned), (7, 3, 2, 1));
+        assert_eq!(d.total(), 13);
+        // an older kernel without TCPRcvQDrop: 0, not a failure
+        let old = "TcpExt: PruneCalled TCPBacklogDrop\nTcpExt: 0 5\n";
+        assert_eq!(parse_tcp_rx_drops(old).unwrap().rcvq, 0);
+        // no TcpExt table, or junk
+        assert_eq!(parse_tcp_rx_drops("Ip: a\nIp: 1\n"), None);
+        assert_eq!(
+            parse_tcp_rx_drops("TcpExt: TCPBacklogDrop\nTcpExt: -\n"),
+            None
+        );
+        assert_eq!(parse_tcp_rx_drops("\0\u{1}garbage"), None);
+    }
+
+    #[test]
+    fn udp_rx_from_snmp() {
+        let t = "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\n\
+                 Udp: 109071 0 53714 1 53714 0\n";
+        let u = parse_udp_rx(t).unwrap();
+        assert_eq!((u.delivered, u.rcvbuf_errors), (109071, 53714));
+        assert_eq!(u.rcvbuf_share().get(), 33.0);
+        assert_eq!(parse_udp_rx("Udp: InDatagrams\nUdp: 5\n"), None);
+        assert_eq!(
+            parse_udp_rx("Udp: InDatagrams RcvbufErrors\nUdp: x -1\n"),
+            None
+        );
+        assert_eq!(parse_udp_rx("\0garbage"), None);
     }
 
     #[test]

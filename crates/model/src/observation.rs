@@ -170,6 +170,10 @@ pub struct TcpLimits {
     /// `tcpi_pmtu`: the smallest path MTU over the streams.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pmtu: Option<u32>,
+    /// `tcpi_dsack_dups`: segments the receiver reported (D-SACK) as received twice — the
+    /// sender's retransmits of segments that had arrived, not of lost ones (4.19+; 0 before).
+    #[serde(default)]
+    pub dsack_dups: u64,
 }
 
 impl TcpLimits {
@@ -184,6 +188,7 @@ impl TcpLimits {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        self.dsack_dups = self.dsack_dups.saturating_add(other.dsack_dups);
     }
 
     /// The counters accumulated between an earlier reading and this one (`TCP_INFO` counts from
@@ -196,6 +201,7 @@ impl TcpLimits {
                 .sndbuf_limited_us
                 .saturating_sub(earlier.sndbuf_limited_us),
             pmtu: self.pmtu,
+            dsack_dups: self.dsack_dups.saturating_sub(earlier.dsack_dups),
         }
     }
 
@@ -230,6 +236,116 @@ pub struct IntervalObservation {
     /// observed process is this end's (absent on a captured tree).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<ThreadUse>,
+    /// The receive path's own drops at this end over the interval, when observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_drops: Option<RxDrops>,
+}
+
+/// Packets this end's host dropped on its receive path (not the network): per CPU from
+/// `/proc/net/softnet_stat` (the whole host: backlog overflows and budget squeezes), and TCP's
+/// receive-side drops in this end's network namespace (`/proc/net/netstat`, `TcpExt`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RxDrops {
+    /// CPUs with a backlog drop or a time squeeze in the interval, ascending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<SoftnetUse>,
+    /// TCP's receive-side drops; `None` when `/proc/net/netstat` was not readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpRxDrops>,
+    /// UDP in this end's network namespace (`/proc/net/snmp`); `None` when not readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpRx>,
+}
+
+/// UDP's receive counters (`Udp` of `/proc/net/snmp`) over an interval. Both count what the
+/// socket layer saw: a GRO-merged packet of many datagrams counts once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UdpRx {
+    /// `InDatagrams`: delivered to a socket.
+    pub delivered: u64,
+    /// `RcvbufErrors`: dropped because the socket's receive buffer was full (the application
+    /// did not read in time).
+    pub rcvbuf_errors: u64,
+}
+
+impl UdpRx {
+    pub fn since(&self, earlier: &UdpRx) -> UdpRx {
+        UdpRx {
+            delivered: self.delivered.saturating_sub(earlier.delivered),
+            rcvbuf_errors: self.rcvbuf_errors.saturating_sub(earlier.rcvbuf_errors),
+        }
+    }
+
+    /// Share (%) of what reached the socket layer that its full buffer dropped.
+    pub fn rcvbuf_share(&self) -> Percent {
+        Percent::of(
+            self.rcvbuf_errors,
+            self.delivered.saturating_add(self.rcvbuf_errors),
+        )
+    }
+}
+
+impl RxDrops {
+    /// Packets dropped by the CPUs' backlogs (`netdev_max_backlog` full).
+    pub fn backlog_dropped(&self) -> u64 {
+        self.cpus.iter().map(|c| c.dropped).sum()
+    }
+
+    /// Every receive-path drop counted: the CPUs' backlogs and TCP's own.
+    pub fn total(&self) -> u64 {
+        self.backlog_dropped()
+            .saturating_add(self.tcp.map_or(0, |t| t.total()))
+    }
+}
+
+/// One CPU's `/proc/net/softnet_stat` counters over an interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SoftnetUse {
+    pub cpu: u32,
+    /// Packets dropped because this CPU's backlog queue was full.
+    pub dropped: u64,
+    /// Times its NET_RX softirq ran out of budget or time with packets left (it was starved).
+    pub time_squeeze: u64,
+}
+
+/// TCP's receive-side drops (`TcpExt` of `/proc/net/netstat`) over an interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpRxDrops {
+    /// `TCPBacklogDrop`: the socket's backlog was full while its owner held the socket.
+    pub backlog: u64,
+    /// `TCPRcvQDrop`: no receive-buffer memory for the segment.
+    pub rcvq: u64,
+    /// `TCPOFODrop`: an out-of-order segment that did not fit the buffer.
+    pub ofo: u64,
+    /// `TCPZeroWindowDrop`: a segment beyond a zero window.
+    pub zero_window: u64,
+    /// `RcvPruned`: segments pruned from the receive queue under memory pressure.
+    pub pruned: u64,
+}
+
+impl TcpRxDrops {
+    /// The counts between an earlier reading of the cumulative counters and this one.
+    pub fn since(&self, earlier: &TcpRxDrops) -> TcpRxDrops {
+        TcpRxDrops {
+            backlog: self.backlog.saturating_sub(earlier.backlog),
+            rcvq: self.rcvq.saturating_sub(earlier.rcvq),
+            ofo: self.ofo.saturating_sub(earlier.ofo),
+            zero_window: self.zero_window.saturating_sub(earlier.zero_window),
+            pruned: self.pruned.saturating_sub(earlier.pruned),
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        [
+            self.backlog,
+            self.rcvq,
+            self.ofo,
+            self.zero_window,
+            self.pruned,
+        ]
+        .iter()
+        .fold(0u64, |a, b| a.saturating_add(*b))
+    }
 }
 
 /// One worker thread's own scheduling over an interval: the share of the interval's wall time
@@ -564,12 +680,14 @@ mod tests {
             rwnd_limited_us: 500,
             sndbuf_limited_us: 0,
             pmtu: Some(9000),
+            dsack_dups: 0,
         };
         a.add(&TcpLimits {
             busy_us: 1000,
             rwnd_limited_us: 0,
             sndbuf_limited_us: 100,
             pmtu: Some(1500),
+            dsack_dups: 0,
         });
         assert_eq!(a.rwnd_share().get(), 25.0);
         assert_eq!(a.sndbuf_share().get(), 5.0);

@@ -413,6 +413,7 @@ mod tests {
                 rwnd_limited_us: 50,
                 sndbuf_limited_us: 0,
                 pmtu: Some(1500),
+                dsack_dups: 0,
             }),
             ..Default::default()
         };
