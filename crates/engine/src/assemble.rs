@@ -198,6 +198,8 @@ pub struct EndSide<'a> {
     pub peer_is_wirespeed: bool,
     /// This end's observation of where the work ran.
     pub observer: &'a TestObserver,
+    /// The rate the test asked for (all streams of one direction), bit/s, when limited.
+    pub target_bps: Option<f64>,
 }
 
 /// The report's `end` and `wirespeed` sections, the same on both ends: CPU utilisation
@@ -235,6 +237,7 @@ pub fn end_sections(b: &ResultBuilder, side: &EndSide<'_>) -> (End, WirespeedExt
     let udp = side.data.is_some_and(DataPhase::is_udp);
     let mut measured = crate::observe::measured(udp, &rep.end, b.intervals(), side.observer.mss());
     measured.control_stall = side.observer.stall().cloned();
+    measured.target_bps = side.target_bps;
     side.observer.attach(&mut ext, peer_ext, &measured);
     (rep.end, ext)
 }

@@ -657,6 +657,12 @@ impl Run<'_> {
                         peer_client_version: None,
                         peer_is_wirespeed: false,
                         observer: m.observer(),
+                        target_bps: r.start.test_start.as_ref().and_then(|t| {
+                            wirespeed_model::verdict::Measured::target_of(
+                                t.target_bitrate,
+                                t.num_streams,
+                            )
+                        }),
                     },
                 );
                 r.end = end;

@@ -114,6 +114,7 @@ pub fn measured(udp: bool, end: &End, intervals: &[Interval], mss: Option<u32>) 
         mss: if udp { None } else { mss.filter(|m| *m > 0) },
         rtt_us,
         control_stall: None,
+        target_bps: None,
         udp_lost: if udp {
             end.sum_received
                 .as_ref()

@@ -11,6 +11,7 @@
 //! | `pmtu-below-mtu` | a sender's `TCP_INFO` path MTU < 90 % of its interface MTU (jumbo frames not passed end to end) |
 //! | `same-host` | both ends on one host (the test runs over `lo`, or both ends report the same host name and topology) and their workers compete: unpinned, or on shared CPUs |
 //! | `udp-receiver-cpu-bound` / `udp-path-loss` | UDP with ≥ 1 % of the datagrams lost: a receiver CPU saturated, or not |
+//! | `at-target-rate` | the test asked for a rate (`-b`, times the streams) and the receiver got ≥ 90 % of it: its own pacing set the figure |
 //! | `window-limited` | `TCP_INFO` receive-window-limited time ≥ 25 % of busy time |
 //! | `sndbuf-limited` | `TCP_INFO` send-buffer-limited time ≥ 25 % of busy time |
 //! | `path-limited` (shaped) | TCP whose intervals' throughput is held within 10 % (coefficient of variation) while the path dropped under 0.3 % of the segments or queued them (largest RTT ≥ 2 × smallest): a shaper or policer |
@@ -53,6 +54,8 @@ pub struct Thresholds {
     pub irqs_on_app: f64,
     /// Throughput share (%) of the link speed that counts as line rate.
     pub line_rate: f64,
+    /// Throughput share (%) of the test's `-b` target that counts as reaching it.
+    pub at_target: f64,
     /// `TCP_INFO` limited-time share (%) that counts as window or send-buffer limited.
     pub tcp_limited: f64,
     /// Path MTU below this fraction of the interface MTU counts as not passing it.
@@ -103,6 +106,7 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     softirq_on_app: 10.0,
     irqs_on_app: 50.0,
     line_rate: 95.0,
+    at_target: 90.0,
     tcp_limited: 25.0,
     pmtu_fraction: 0.9,
     softirq_cpu: 50.0,
@@ -132,6 +136,7 @@ pub const IDS: &[&str] = &[
     "same-host",
     "udp-receiver-cpu-bound",
     "udp-path-loss",
+    "at-target-rate",
     "loss-limited",
     "cpu-steal",
     "cpu-contended",
@@ -181,7 +186,15 @@ pub fn measured_from_report(doc: &serde_json::Value) -> Measured {
         )
     });
     let lost = |v: &serde_json::Value| Some((v["lost_packets"].as_u64()?, v["packets"].as_u64()?));
+    let ts = &doc["start"]["test_start"];
+    let target_bps = Measured::target_of(
+        ts["target_bitrate"].as_u64().unwrap_or(0),
+        ts["num_streams"]
+            .as_u64()
+            .map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+    );
     Measured {
+        target_bps,
         throughput: received["bits_per_second"].as_f64().map(BitsPerSecond),
         interval_bps: doc["intervals"]
             .as_array()
@@ -1026,6 +1039,22 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                     ),
                     also: Vec::new(),
                 },
+            });
+        }
+    }
+
+    // 2c'. The test's own rate: it asked for this much (`-b`) and got it, so nothing on the
+    // host or the path held it back (a CPU, window or path limit may still show as "also").
+    if let (Some(target), Some(bps)) = (m.target_bps, throughput) {
+        if target > 0.0 && bps.0 >= target * th.at_target / 100.0 {
+            found.push(Verdict {
+                id: "at-target-rate".into(),
+                end: None,
+                line: format!(
+                    "at the requested rate: {bps} of the {} asked for (-b): the test's own pacing set the figure, not the host or the path — raise -b (0 = unlimited) to find the limit",
+                    BitsPerSecond(target)
+                ),
+                also: Vec::new(),
             });
         }
     }
@@ -1879,7 +1908,10 @@ mod tests {
     #[test]
     fn measured_from_an_iperf3_shaped_report() {
         let tcp = serde_json::json!({
-            "start": {"test_start": {"protocol": "TCP"}, "tcp_mss_default": 1448},
+            "start": {
+                "test_start": {"protocol": "TCP", "num_streams": 2, "target_bitrate": 200000000u64},
+                "tcp_mss_default": 1448
+            },
             "intervals": [{"sum": {"bits_per_second": 3.4e8}}, {"sum": {"bits_per_second": 3.7e8}}],
             "end": {
                 "streams": [
@@ -1903,6 +1935,7 @@ mod tests {
                 rtt_us: Some((828, 5500, 26288)),
                 udp_lost: None,
                 control_stall: None,
+                target_bps: Some(4e8),
             }
         );
         let udp = serde_json::json!({
@@ -2095,6 +2128,32 @@ mod tests {
         }
         m.retransmits = Some(0);
         assert_eq!(verdict_of(&quiet, &m).id, "path-limited");
+    }
+
+    #[test]
+    fn a_test_held_at_its_own_b_target_is_at_target_rate() {
+        // lab, TCP -b 8G with RPS on the receiver's CPU (measured): 7.9 Gbit/s flat within
+        // 0.5 %, which read as path-limited before the target was known
+        let (t, mut m) = busy_loop_lab();
+        m.throughput = Some(BitsPerSecond(7.902e9));
+        m.interval_bps = vec![7.88e9, 7.93e9, 7.9e9];
+        m.retransmits = Some(0);
+        let mut quiet = t.clone();
+        for e in [&mut quiet.local, quiet.remote.as_mut().unwrap()] {
+            for i in &mut e.intervals {
+                for th in &mut i.threads {
+                    th.wait = Percent::new(1.0);
+                }
+            }
+        }
+        assert_eq!(verdict_of(&quiet, &m).id, "path-limited", "target unknown");
+        m.target_bps = Some(8e9);
+        let v = verdict_of(&quiet, &m);
+        assert_eq!(v.id, "at-target-rate", "{}", v.line);
+        assert!(v.line.contains("8.0 Gbit/s asked for"), "{}", v.line);
+        // well below the target: the test's pacing did not set the figure
+        m.target_bps = Some(20e9);
+        assert_ne!(verdict_of(&quiet, &m).id, "at-target-rate");
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub struct Measured {
     /// The control connection stalled on a large message (the engine ended the test instead
     /// of waiting for the peer's results).
     pub control_stall: Option<ControlStall>,
+    /// The rate the test asked for (`-b`, per stream, times the streams of one direction), bit/s;
+    /// `None` when unlimited.
+    pub target_bps: Option<f64>,
 }
 
 /// A control connection whose large message made no progress while small ones had got
@@ -67,6 +70,12 @@ impl Measured {
             throughput: t,
             ..Default::default()
         }
+    }
+
+    /// The target rate of a test started with `start.test_start`'s `target_bitrate` (per stream)
+    /// and `num_streams`: `None` when unlimited (0).
+    pub fn target_of(target_bitrate: u64, num_streams: u32) -> Option<f64> {
+        (target_bitrate > 0).then(|| target_bitrate as f64 * f64::from(num_streams.max(1)))
     }
 
     /// The TCP loss rate: retransmitted segments over segments sent.

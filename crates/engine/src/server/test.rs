@@ -919,6 +919,12 @@ impl<'a> ServerTest<'a> {
                     peer_client_version: client_version.as_deref(),
                     peer_is_wirespeed: is_ws,
                     observer: m.observer(),
+                    target_bps: r.start.test_start.as_ref().and_then(|t| {
+                        wirespeed_model::verdict::Measured::target_of(
+                            t.target_bitrate,
+                            t.num_streams,
+                        )
+                    }),
                 },
             );
             r.end = end;
