@@ -503,12 +503,16 @@ impl<'a> ServerTest<'a> {
                 send,
             });
         }
-        self.begin(&params, streams, reporter)?;
+        // TEST_START and TEST_RUNNING go out before the data workers start: a client must
+        // never receive (or a stopped or slow server leave in flight) test data ahead of the
+        // states that say the test runs — under load a server whose senders started first had
+        // sent 64 KiB of a reverse stream while its TEST_START was still unwritten.
         let now = self.now();
         self.sess
             .streams_ready(now)
             .map_err(|e| TestError::Session(format!("cannot start: {e}")))?;
         self.flush()?;
+        self.begin(&params, streams, reporter)?;
         self.running_since = Some(now);
         self.watch = Watch::new();
         self.running(&params, reporter)
