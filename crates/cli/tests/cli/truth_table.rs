@@ -33,6 +33,8 @@ struct Scenario {
     busy_loop: bool,
     /// Sysctls set in the client's namespace before the test (`key`, `value`).
     client_sysctls: &'static [(&'static str, &'static str)],
+    /// Commands run in the client's namespace before the test (after the sysctls).
+    client_setup: &'static [&'static [&'static str]],
     /// `None`: runs; `Some(why)`: why it cannot be made reliable here yet.
     pending: Option<&'static str>,
 }
@@ -49,6 +51,7 @@ const SCENARIOS: &[Scenario] = &[
         want: "pmtu-below-mtu",
         busy_loop: false,
         client_sysctls: &[],
+        client_setup: &[],
         pending: None,
     },
     Scenario {
@@ -58,6 +61,7 @@ const SCENARIOS: &[Scenario] = &[
         want: "same-host",
         busy_loop: false,
         client_sysctls: &[],
+        client_setup: &[],
         pending: None,
     },
     Scenario {
@@ -72,6 +76,7 @@ const SCENARIOS: &[Scenario] = &[
         want: "path-limited",
         busy_loop: false,
         client_sysctls: &[],
+        client_setup: &[],
         pending: None,
     },
     Scenario {
@@ -84,6 +89,7 @@ const SCENARIOS: &[Scenario] = &[
         want: "loss-limited",
         busy_loop: false,
         client_sysctls: &[],
+        client_setup: &[],
         pending: None,
     },
     Scenario {
@@ -93,6 +99,7 @@ const SCENARIOS: &[Scenario] = &[
         want: "window-limited",
         busy_loop: false,
         client_sysctls: &[],
+        client_setup: &[],
         pending: None,
     },
     Scenario {
@@ -109,10 +116,17 @@ const SCENARIOS: &[Scenario] = &[
         want: "sndbuf-limited",
         busy_loop: false,
         client_sysctls: &[("net.ipv4.tcp_wmem", "4096 8192 8192")],
+        client_setup: &[],
         pending: None,
     },
     Scenario {
-        name: "RPS steering the receive softirq onto the receiver's app CPU",
+        // The sender's segmentation offloads off (TSO, GSO on its veth): every segment reaches
+        // the receiver on its own, so the receive softirq (steered by RPS onto CPU 1, the
+        // receiver's app CPU) has more work per byte than the sender. With the offloads on, a
+        // veth hands 64 KiB super-segments across and the sender's CPU saturates first (9 of 9
+        // runs sender-cpu-bound, measured); with them off and no RPS the softirq runs on the
+        // sender's CPU (sender-cpu-bound, 65-73 % softirq, measured) — RPS is what moves it.
+        name: "RPS steering the receive softirq onto the receiver's app CPU (sender TSO/GSO off)",
         place: Place::Lab(|s| Spec {
             rps_cpus: Some(wirespeed_host::CpuSet::from_cpus([1])),
             ..s
@@ -121,7 +135,8 @@ const SCENARIOS: &[Scenario] = &[
         want: "receiver-shares-cpu-with-softirq",
         busy_loop: false,
         client_sysctls: &[],
-        pending: Some("a sender that outruns the receiver's softirq CPU: on this 2-CPU VM with the debug build the sender's own CPU saturates first on a quiet host (9 of 9 runs sender-cpu-bound: CPU 0 98-100 % busy, 54-63 % system, 35-43 % softirq); the verdict names receiver-shares-cpu-with-softirq only when CPU 1 saturates (with other work beside it) — unit-tested on the measured observation"),
+        client_setup: &[&["ethtool", "-K", "ws0", "tso", "off", "gso", "off"]],
+        pending: None,
     },
     Scenario {
         name: "a busy loop on the receiver's app CPU",
@@ -130,6 +145,7 @@ const SCENARIOS: &[Scenario] = &[
         want: "cpu-contended",
         busy_loop: true,
         client_sysctls: &[],
+        client_setup: &[],
         pending: None,
     },
     Scenario {
@@ -148,6 +164,7 @@ const SCENARIOS: &[Scenario] = &[
         want: "udp-receiver-cpu-bound",
         busy_loop: false,
         client_sysctls: &[],
+        client_setup: &[],
         pending: None,
     },
     Scenario {
@@ -162,6 +179,7 @@ const SCENARIOS: &[Scenario] = &[
         want: "mtu-blackhole",
         busy_loop: false,
         client_sysctls: &[],
+        client_setup: &[],
         pending: None,
     },
 ];
@@ -284,6 +302,14 @@ fn run(s: &Scenario) -> (String, String) {
                     .status()
                     .expect("run sysctl");
                 assert!(st.success(), "sysctl {k}={v} in the client's namespace");
+            }
+            for cmd in s.client_setup {
+                let st = lab
+                    .command(Side::Client, cmd[0])
+                    .args(&cmd[1..])
+                    .status()
+                    .unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
+                assert!(st.success(), "{cmd:?} in the client's namespace");
             }
             let _server = start_server(ws(Some((&lab, Side::Server))), port())
                 .expect("the server in the lab's namespace listens");
