@@ -325,6 +325,35 @@ fn run(s: &Scenario) -> (String, String) {
 /// Runs a scenario gets before it counts as failed (see the loop).
 const ATTEMPTS: usize = 3;
 
+/// Share (%) of the host's CPU time busy over `window`, from `/proc/stat`'s `cpu` line (busy =
+/// everything but idle and iowait), measured while none of the table's own processes run.
+fn host_busy(window: std::time::Duration) -> f64 {
+    fn sample() -> (u64, u64) {
+        let t = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let v: Vec<u64> = t
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        let total: u64 = v.iter().take(8).sum();
+        let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+        (total, idle)
+    }
+    let (t0, i0) = sample();
+    std::thread::sleep(window);
+    let (t1, i1) = sample();
+    let dt = t1.saturating_sub(t0).max(1);
+    100.0 * (dt - i1.saturating_sub(i0).min(dt)) as f64 / dt as f64
+}
+
+/// The host's own load that makes `cpu-contended` the truth for any row: over half of its CPU
+/// time busy before a run starts, with nothing of the table running (other tests, other
+/// processes — CI's busy loops).
+const LOADED_HOST: f64 = 50.0;
+
 #[test]
 fn each_induced_limit_gets_its_verdict() {
     if let Err(e) = check_can_run(false) {
@@ -349,18 +378,41 @@ fn each_induced_limit_gets_its_verdict() {
         // CPU-starved interval can blur a shaped, flat rate. A scenario gets up to ATTEMPTS
         // runs and must get its verdict in one of them; every run's verdict is printed, so a
         // scenario that needed more than one shows in the log.
+        //
+        // On a host already loaded by other work before the run (CI's busy loops, other test
+        // threads), `cpu-contended` is also the truth for a row that induces something else:
+        // other tasks took the workers' CPUs. Such a run is printed as MASKED with the load it
+        // measured; a row passes when one run gets its id, or when every run that missed it
+        // was masked that way. Any other verdict fails it.
         let mut got = Vec::new();
+        let mut masked = 0;
         for attempt in 1..=ATTEMPTS {
+            let load = host_busy(std::time::Duration::from_millis(500));
             let (id, line) = run(s);
             eprintln!("{} (run {attempt}) → {id}: {line}", s.name);
             if id == s.want {
                 got.clear();
+                masked = 0;
                 break;
             }
-            got.push(format!("{id} ({line})"));
+            if id == "cpu-contended" && load >= LOADED_HOST {
+                eprintln!(
+                    "MASKED: {} (run {attempt}): the host was {load:.0} % busy before the run, \
+                     so its other work contending for the workers' CPUs is the truth",
+                    s.name
+                );
+                masked += 1;
+                continue;
+            }
+            got.push(format!("{id} ({line}; host {load:.0} % busy before)"));
         }
         if !got.is_empty() {
             failed.push(format!("{}: want {}, got {got:?}", s.name, s.want));
+        } else if masked > 0 {
+            eprintln!(
+                "MASKED: {} → {}: all {masked} runs masked by the host's own load",
+                s.name, s.want
+            );
         }
     }
     assert!(failed.is_empty(), "{failed:#?}");
