@@ -31,8 +31,9 @@ pub fn one(id: u32, socket: TcpStream, direction: Direction) -> StreamSpec {
 
 /// How long a wait for something that must happen gives up: a hang detector, not a
 /// performance bound. Everything awaited here takes milliseconds on an idle machine; a loaded CI
-/// machine may be slower by seconds, never by a minute. Speed is the benchmark's job (`bench/`).
-pub const HANG: Duration = Duration::from_secs(60);
+/// machine (2 vCPUs, up to 50 % steal) may be slower by seconds, so the bound is minutes: only a
+/// real hang reaches it. Speed is the benchmark's job (`bench/`).
+pub const HANG: Duration = Duration::from_secs(300);
 
 /// Poll `cond` until it holds; fail naming `what` if it still does not after [`HANG`].
 pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
