@@ -42,6 +42,19 @@ struct Scenario {
     pending: Option<&'static str>,
 }
 
+/// What a row leaves as it is: no extra arguments, no busy loop, no setup, judged on any host.
+const BASE: Scenario = Scenario {
+    name: "",
+    place: Place::Loopback,
+    args: &[],
+    want: "",
+    busy_loop: false,
+    client_sysctls: &[],
+    client_setup: &[],
+    quiet_host: false,
+    pending: None,
+};
+
 const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "path MTU 1500 between MTU-9000 ends",
@@ -50,24 +63,14 @@ const SCENARIOS: &[Scenario] = &[
             path_mtu: Some(1500),
             ..s
         }),
-        args: &[],
         want: "pmtu-below-mtu",
-        busy_loop: false,
-        client_sysctls: &[],
-        client_setup: &[],
-        quiet_host: false,
-        pending: None,
+        ..BASE
     },
     Scenario {
         name: "loopback, unpinned",
         place: Place::Loopback,
-        args: &[],
         want: "same-host",
-        busy_loop: false,
-        client_sysctls: &[],
-        client_setup: &[],
-        quiet_host: false,
-        pending: None,
+        ..BASE
     },
     Scenario {
         // 1 Gbit/s, not the 2: on a shared 2-CPU host the debug build's own ceiling is
@@ -77,13 +80,8 @@ const SCENARIOS: &[Scenario] = &[
             rate_bps: Some(1_000_000_000),
             ..s
         }),
-        args: &[],
         want: "path-limited",
-        busy_loop: false,
-        client_sysctls: &[],
-        client_setup: &[],
-        quiet_host: false,
-        pending: None,
+        ..BASE
     },
     Scenario {
         name: "random loss 0.5 %",
@@ -91,24 +89,15 @@ const SCENARIOS: &[Scenario] = &[
             loss: Some(0.005),
             ..s
         }),
-        args: &[],
         want: "loss-limited",
-        busy_loop: false,
-        client_sysctls: &[],
-        client_setup: &[],
-        quiet_host: false,
-        pending: None,
+        ..BASE
     },
     Scenario {
         name: "receiver -w 16K",
         place: Place::Lab(|s| s),
         args: &["-w", "16K"],
         want: "window-limited",
-        busy_loop: false,
-        client_sysctls: &[],
-        client_setup: &[],
-        quiet_host: false,
-        pending: None,
+        ..BASE
     },
     Scenario {
         // a path with delay (the lab's delay line where the kernel has no netem): over a bare
@@ -120,13 +109,9 @@ const SCENARIOS: &[Scenario] = &[
             delay_ms: Some(30.0),
             ..s
         }),
-        args: &[],
         want: "sndbuf-limited",
-        busy_loop: false,
         client_sysctls: &[("net.ipv4.tcp_wmem", "4096 8192 8192")],
-        client_setup: &[],
-        quiet_host: false,
-        pending: None,
+        ..BASE
     },
     Scenario {
         // The sender's segmentation offloads off (TSO, GSO on its veth): every segment reaches
@@ -140,24 +125,17 @@ const SCENARIOS: &[Scenario] = &[
             rps_cpus: Some(wirespeed_host::CpuSet::from_cpus([1])),
             ..s
         }),
-        args: &[],
         want: "receiver-shares-cpu-with-softirq",
-        busy_loop: false,
-        client_sysctls: &[],
         client_setup: &[&["ethtool", "-K", "ws0", "tso", "off", "gso", "off"]],
         quiet_host: true,
-        pending: None,
+        ..BASE
     },
     Scenario {
         name: "a busy loop on the receiver's app CPU",
         place: Place::Lab(|s| s),
-        args: &[],
         want: "cpu-contended",
         busy_loop: true,
-        client_sysctls: &[],
-        client_setup: &[],
-        quiet_host: false,
-        pending: None,
+        ..BASE
     },
     Scenario {
         // the receive softirq steered onto the receiver's app CPU (1) too, so the receiver
@@ -173,11 +151,7 @@ const SCENARIOS: &[Scenario] = &[
         }),
         args: &["-u", "-b", "0", "-w", "64K"],
         want: "udp-receiver-cpu-bound",
-        busy_loop: false,
-        client_sysctls: &[],
-        client_setup: &[],
-        quiet_host: false,
-        pending: None,
+        ..BASE
     },
     Scenario {
         name: "a link whose ends disagree on MTU (9000 into 1500)",
@@ -187,13 +161,8 @@ const SCENARIOS: &[Scenario] = &[
             blackhole: true,
             ..s
         }),
-        args: &[],
         want: "mtu-blackhole",
-        busy_loop: false,
-        client_sysctls: &[],
-        client_setup: &[],
-        quiet_host: false,
-        pending: None,
+        ..BASE
     },
 ];
 
