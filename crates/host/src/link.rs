@@ -19,6 +19,7 @@ use crate::Root;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::net::IpAddr;
+use std::ops::ControlFlow;
 
 /// The sizes the kernel reports for one interface; `None` for an attribute it did not send
 /// (an older kernel).
@@ -225,10 +226,14 @@ fn bad(what: &str) -> io::Error {
     )
 }
 
-/// What one datagram said about request `seq`: `Ok(Some(payload))` for a message of that
-/// sequence number (type and payload), an error for an `NLMSG_ERROR` with a nonzero code, and
-/// `Ok(None)` when it holds nothing for `seq`.
-fn find_reply(buf: &[u8], seq: u32) -> io::Result<Option<(u16, &[u8])>> {
+/// Walk the messages of one datagram that answer request `seq`, handing each (type, payload)
+/// to `f` until it breaks; an `NLMSG_ERROR` with a nonzero code is the kernel's errno (one with
+/// code 0, an acknowledgement, is handed on like any message).
+fn each_message<'a, T>(
+    buf: &'a [u8],
+    seq: u32,
+    mut f: impl FnMut(u16, &'a [u8]) -> io::Result<ControlFlow<T>>,
+) -> io::Result<Option<T>> {
     let mut o = 0;
     while o + NLMSG_HDRLEN <= buf.len() {
         let len = u32_at(buf, o).ok_or_else(|| bad("header"))? as usize;
@@ -245,11 +250,22 @@ fn find_reply(buf: &[u8], seq: u32) -> io::Result<Option<(u16, &[u8])>> {
                     return Err(io::Error::from_raw_os_error(-code));
                 }
             }
-            return Ok(Some((kind, payload)));
+            if let ControlFlow::Break(t) = f(kind, payload)? {
+                return Ok(Some(t));
+            }
         }
         o += align4(len);
     }
     Ok(None)
+}
+
+/// What one datagram said about request `seq`: `Ok(Some(payload))` for a message of that
+/// sequence number (type and payload), an error for an `NLMSG_ERROR` with a nonzero code, and
+/// `Ok(None)` when it holds nothing for `seq`.
+fn find_reply(buf: &[u8], seq: u32) -> io::Result<Option<(u16, &[u8])>> {
+    each_message(buf, seq, |kind, payload| {
+        Ok(ControlFlow::Break((kind, payload)))
+    })
 }
 
 /// The attributes (type without the nested/byte-order bits, value) of a message body.
@@ -336,30 +352,17 @@ pub fn parse_dump(
     seq: u32,
     mut each: impl FnMut(u16, &[u8]) -> io::Result<()>,
 ) -> io::Result<bool> {
-    let mut o = 0;
-    while o + NLMSG_HDRLEN <= buf.len() {
-        let len = u32_at(buf, o).ok_or_else(|| bad("header"))? as usize;
-        let kind = u16_at(buf, o + 4).ok_or_else(|| bad("header"))?;
-        let mseq = u32_at(buf, o + 8).ok_or_else(|| bad("header"))?;
-        if len < NLMSG_HDRLEN || o + len > buf.len() {
-            return Err(bad("message length"));
-        }
-        let payload = &buf[o + NLMSG_HDRLEN..o + len];
-        if mseq == seq {
-            match kind {
-                NLMSG_DONE => return Ok(true),
-                NLMSG_ERROR => {
-                    let code = u32_at(payload, 0).ok_or_else(|| bad("error code"))? as i32;
-                    if code != 0 {
-                        return Err(io::Error::from_raw_os_error(-code));
-                    }
-                }
-                _ => each(kind, payload)?,
+    let done = each_message(buf, seq, |kind, payload| {
+        Ok(match kind {
+            NLMSG_DONE => ControlFlow::Break(()),
+            NLMSG_ERROR => ControlFlow::Continue(()),
+            _ => {
+                each(kind, payload)?;
+                ControlFlow::Continue(())
             }
-        }
-        o += align4(len);
-    }
-    Ok(false)
+        })
+    })?;
+    Ok(done.is_some())
 }
 
 /// The interface index and address of one `RTM_NEWADDR` payload: the local address
