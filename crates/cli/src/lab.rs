@@ -190,6 +190,7 @@ fn spawn_relay(lab: &Lab) -> anyhow::Result<u32> {
     let host = |m: String| exit::fail(exit::HOST, format!("lab: the delay line: {m}"));
     let me = std::env::current_exe().map_err(|e| host(format!("finding this program: {e}")))?;
     let delay = lab.spec().delay_ms.unwrap_or_default().to_string();
+    // starts: wirespeed (this program, for the relay)
     let mut cmd = Command::new(me);
     cmd.args([
         "lab",
@@ -376,6 +377,7 @@ fn status(name: &str) -> anyhow::Result<ExitCode> {
         let ns = side.netns(name);
         println!("{ns}:");
         let show = |args: &[&str]| {
+            // starts: ip (the lab status lines)
             Command::new(args[0])
                 .args(&args[1..])
                 .output()

@@ -64,6 +64,7 @@ pub fn check_can_run(loss: bool) -> Result<(), LabError> {
         &["ip", "tc"]
     };
     for &t in tools {
+        // starts: ip tc nft ethtool
         let found = Command::new(t)
             .arg(if t == "nft" || t == "ethtool" {
                 "--version"
@@ -97,6 +98,7 @@ pub fn run_step(step: &Step) -> Result<String, LabError> {
         step: step.to_string(),
         message,
     };
+    // starts: ip tc (the plan's steps, whose argv the setup test reads where they are built)
     let mut cmd = Command::new(&step.argv[0]);
     cmd.args(&step.argv[1..])
         .stdin(if step.stdin.is_some() {

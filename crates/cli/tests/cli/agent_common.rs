@@ -36,6 +36,7 @@ impl Drop for AgentProc {
 pub fn start_agent(prefix: &[&str], args: &[&str]) -> AgentProc {
     let mut cmd = match prefix.split_first() {
         Some((p, rest)) => {
+            // starts: ip (ip netns exec NS, the callers' prefix)
             let mut c = Command::new(p);
             c.args(rest).arg(wirespeed());
             c

@@ -31,6 +31,7 @@ mod pscheduler_plugin;
 mod robustness;
 mod scale;
 mod server_tune;
+mod setup_programs;
 mod strict;
 mod sweep_cli;
 mod top;

@@ -57,6 +57,7 @@ pub fn root(test: &str) -> bool {
 
 /// `true` when `program` runs here (`program <version_arg>` starts); otherwise [`unavailable`].
 pub fn tool(test: &str, program: &str, version_arg: &str, package: &str) -> bool {
+    // starts: by path (its callers name the program, and the setup test reads them there)
     if Command::new(program).arg(version_arg).output().is_ok() {
         return true;
     }

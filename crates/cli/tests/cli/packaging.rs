@@ -49,6 +49,7 @@ fn run_ok(cmd: &mut Command, what: &str) -> String {
 fn assets() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     run_ok(
+        // starts: by path (scripts/package, read as a script)
         Command::new(workspace().join("scripts/package"))
             .arg("--assets-only")
             .arg("--bin")

@@ -68,6 +68,7 @@ fn open(browser: &str, page: &Path, png: &Path) -> (String, Vec<String>) {
     ];
     let url = format!("file://{}", page.display());
     let dom = measure_common::run(
+        // starts: chromium
         Command::new(browser)
             .args(base)
             .arg(format!("--user-data-dir={}", profile.path().display()))
@@ -86,6 +87,7 @@ fn open(browser: &str, page: &Path, png: &Path) -> (String, Vec<String>) {
         .collect();
     let profile2 = tempfile::tempdir().unwrap();
     let shot = measure_common::run(
+        // starts: chromium
         Command::new(browser)
             .args(base)
             .arg(format!("--user-data-dir={}", profile2.path().display()))

@@ -27,6 +27,7 @@ fn here(name: &str) -> PathBuf {
 
 /// Run `prog` with `input` on stdin and `conf` as the tool's configuration.
 fn call(prog: &Path, args: &[&str], input: &str, conf: &Path) -> Output {
+    // starts: by path (the plugin's scripts, read as scripts)
     let mut child = Command::new(prog)
         .args(args)
         .env("WIRESPEED_PSCHEDULER_CONF", conf)

@@ -84,9 +84,11 @@ fn invoked_as_iperf3_json_has_iperf3_3_20_key_paths() {
         ("udp", &["-u", "-b", "100M"][..]),
     ] {
         let port = free_port();
+        // starts: wirespeed (invoked as iperf3, through a link)
         let srv = spawn(Command::new(&iperf3).args(["-s", "-1", "-J", "-p", &port.to_string()]));
         wait_listening(port);
         let c = run(
+            // starts: wirespeed (invoked as iperf3, through a link)
             Command::new(&iperf3)
                 .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "2", "-J"])
                 .args(args),
