@@ -18,7 +18,7 @@ use wirespeed_protocol::params::Direction;
 use wirespeed_report::{Start, TestResult};
 
 use crate::counters::{CounterSource, ServerCounters, REFUSAL_REASONS};
-use crate::probe::ProbeParams;
+use crate::probe::{ProbeFailure, ProbeParams};
 
 /// Keeps the report the engine hands to `finish` (also on failure).
 #[derive(Default)]
@@ -39,12 +39,13 @@ pub struct ProbeCredentials {
 }
 
 /// Run one test as the probe asks. `stop` set from another thread ends it early (the agent's
-/// watchdog). Returns the report when the test got far enough to make one, and the error.
+/// watchdog). Returns the report when the test got far enough to make one, and why it failed:
+/// the caller gets one of [`ProbeFailure`]'s few reasons, the agent's log the detail.
 pub fn run_probe(
     p: &ProbeParams,
     creds: &ProbeCredentials,
     stop: Arc<AtomicBool>,
-) -> (Option<TestResult>, Option<String>) {
+) -> (Option<TestResult>, Option<ProbeFailure>) {
     let cfg = ClientConfig {
         host: p.host.clone(),
         port: p.port,
@@ -71,8 +72,57 @@ pub fn run_probe(
     let mut keep = Keep::default();
     match run_client(&cfg, &mut keep) {
         Ok(r) => (Some(r), None),
-        Err(e) => (keep.0, Some(e.to_string())),
+        Err(e) => {
+            let reason = failure(&e);
+            eprintln!(
+                "wirespeed agent: probe of {}:{} failed ({}): {}",
+                printable(&p.host),
+                p.port,
+                reason.as_str(),
+                printable(&e.to_string())
+            );
+            // the report's own error text would carry the detail to the caller
+            let report = keep.0.map(|mut r| {
+                r.error = r.error.map(|_| reason.as_str().to_string());
+                r
+            });
+            (report, Some(reason))
+        }
     }
+}
+
+/// The few reasons a probe's caller sees, from the engine's error.
+fn failure(e: &EngineError) -> ProbeFailure {
+    match e {
+        EngineError::Connect { .. } => ProbeFailure::Connect,
+        EngineError::Refused(_) => ProbeFailure::Refused,
+        EngineError::Peer(_) => ProbeFailure::Peer,
+        EngineError::Interrupted => ProbeFailure::Timeout,
+        EngineError::Config(_)
+        | EngineError::Host(_)
+        | EngineError::Io { .. }
+        | EngineError::Listen { .. } => ProbeFailure::Local,
+    }
+}
+
+/// Text from a peer or a request, fit for one log line: control characters (terminal escapes,
+/// line breaks) shown as `\u{..}`, at most 512 characters.
+fn printable(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .take(512)
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_unicode().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
+    if s.chars().count() > 512 {
+        out.push('…');
+    }
+    out
 }
 
 #[derive(Debug, Default)]

@@ -1,16 +1,35 @@
 //! The agent's HTTP endpoint: `/metrics`, `/probe`, `/probe.json`, `/-/healthy`, `/-/ready`.
 //!
-//! A few worker threads take requests from one listener (`tiny_http`). Every request is
-//! hostile: only `GET`/`HEAD`, the URL's length is bounded, `/probe`'s parameters are checked
-//! by [`crate::probe::parse_probe`], and a probe's duration is bounded twice (its parameters,
-//! then a watchdog that interrupts the test).
+//! hyper's HTTP/1.1 server on a small tokio runtime. Every caller may be a stranger:
+//! - the request line and headers are bounded ([`MAX_BUF`], [`MAX_HEADERS`]) and must arrive
+//!   within [`HEADER_TIMEOUT`]; one request per connection (no idle keep-alive), and a
+//!   connection lives at most as long as the longest probe allows;
+//! - connections are capped ([`AgentConfig::max_connections`], and a quarter of that from one
+//!   address), so idle or slow callers from one address cannot hold every place; none of them
+//!   costs a thread;
+//! - with `--web.config.file` ([`crate::web`]): TLS, and bcrypt basic authentication on every
+//!   path;
+//! - `/probe` targets outside `--probe.allow` get 403; only `GET`/`HEAD`; the URL's length is
+//!   bounded; `/probe`'s parameters are checked by [`crate::probe::parse_probe`]; a probe's
+//!   duration is bounded twice (its parameters, then a watchdog that interrupts the test);
+//! - an accept error that is not a passing shortage (descriptors, memory) ends [`Agent::serve`]
+//!   with an error, so the process exits and its supervisor restarts it rather than leaving a
+//!   process alive that answers nothing.
 
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tiny_http::{Header, Method, Request, Response, Server};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE as CT, WWW_AUTHENTICATE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use wirespeed_guard::AddrPolicy;
 use wirespeed_host::Root;
 
 use crate::counters::{write_probes, write_server, CounterSource, ProbeCounters, ProbeOutcome};
@@ -20,9 +39,16 @@ use crate::probe::{
     local_interface, parse_probe, write_probe, ProbeLimits, ProbeParams, ProbeReport, Slots,
     MAX_QUERY,
 };
+use crate::web::WebConfig;
 
 /// Longest request path accepted, query included.
 const MAX_URL: usize = MAX_QUERY + 32;
+/// hyper's read buffer: the request line and headers must fit (its smallest allowed size).
+pub const MAX_BUF: usize = 8192;
+/// Most header fields in a request.
+pub const MAX_HEADERS: usize = 64;
+/// Time a caller has to send its request line and headers (and a TLS handshake).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time past a probe's duration before its watchdog interrupts it.
 const PROBE_GRACE: Duration = Duration::from_secs(15);
 /// Probe requests that may wait for their interface or run at once (the rest get 503).
@@ -43,6 +69,12 @@ pub struct AgentConfig {
     pub version: String,
     /// What probes show a server that asks for authentication.
     pub credentials: crate::bridge::ProbeCredentials,
+    /// `--web.config.file`: TLS, basic authentication, extra headers.
+    pub web: Option<Arc<WebConfig>>,
+    /// `--probe.allow`: the targets a probe may test (open: any).
+    pub probe_allow: AddrPolicy,
+    /// Connections served at once; a quarter of them (at least one) from one address.
+    pub max_connections: usize,
 }
 
 /// Errors of the endpoint.
@@ -50,6 +82,11 @@ pub struct AgentConfig {
 pub enum AgentError {
     #[error("--web.listen-address {addr}: {reason}")]
     Listen { addr: SocketAddr, reason: String },
+    /// The listener failed for good: the process should end (and be restarted).
+    #[error("--web.listen-address {addr}: the listener failed: {reason}")]
+    Accept { addr: SocketAddr, reason: String },
+    #[error("the HTTP endpoint cannot start: {0}")]
+    Runtime(String),
 }
 
 struct State {
@@ -59,11 +96,19 @@ struct State {
     slots: Slots,
     probe_requests: AtomicUsize,
     epoch: Instant,
+    /// Connections open per caller address.
+    per_address: Mutex<HashMap<IpAddr, usize>>,
+    /// Connections closed at once because the endpoint or the caller's address was full.
+    refused_connections: AtomicU64,
+    /// Requests turned away for missing or wrong credentials.
+    unauthorized: AtomicU64,
+    /// One bcrypt check at a time (a flood of guesses holds one worker, not all).
+    auth_check: tokio::sync::Semaphore,
 }
 
 /// A bound endpoint.
 pub struct Agent {
-    http: Arc<Server>,
+    listener: TcpListener,
     state: Arc<State>,
 }
 
@@ -74,12 +119,14 @@ impl Agent {
         cfg: AgentConfig,
         server: Option<Arc<dyn CounterSource>>,
     ) -> Result<Agent, AgentError> {
-        let http = Server::http(cfg.listen).map_err(|e| AgentError::Listen {
+        let listen_err = |e: std::io::Error| AgentError::Listen {
             addr: cfg.listen,
             reason: e.to_string(),
-        })?;
+        };
+        let listener = TcpListener::bind(cfg.listen).map_err(listen_err)?;
+        listener.set_nonblocking(true).map_err(listen_err)?;
         Ok(Agent {
-            http: Arc::new(http),
+            listener,
             state: Arc::new(State {
                 cfg,
                 server,
@@ -87,119 +134,333 @@ impl Agent {
                 slots: Slots::default(),
                 probe_requests: AtomicUsize::new(0),
                 epoch: Instant::now(),
+                per_address: Mutex::new(HashMap::new()),
+                refused_connections: AtomicU64::new(0),
+                unauthorized: AtomicU64::new(0),
+                auth_check: tokio::sync::Semaphore::new(1),
             }),
         })
     }
 
     /// The bound address (port 0 picks one).
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        self.http.server_addr().to_ip()
+        self.listener.local_addr().ok()
     }
 
-    /// Serve until `stop` is set.
-    pub fn serve(&self, stop: &AtomicBool) {
-        std::thread::scope(|s| {
-            for i in 0..self.state.cfg.threads.max(1) {
-                let http = Arc::clone(&self.http);
-                let state = Arc::clone(&self.state);
-                let _ = std::thread::Builder::new()
-                    .name(format!("ws-http-{i}"))
-                    .spawn_scoped(s, move || {
-                        while !stop.load(Ordering::Acquire) {
-                            match http.recv_timeout(Duration::from_millis(200)) {
-                                Ok(Some(rq)) => handle(&state, rq),
-                                Ok(None) => {}
-                                Err(_) => std::thread::sleep(Duration::from_millis(50)),
-                            }
-                        }
-                    });
+    /// Serve until `stop` is set (`Ok`), or until the listener fails for good (`Err`).
+    pub fn serve(&self, stop: &AtomicBool) -> Result<(), AgentError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(self.state.cfg.threads.max(1))
+            .max_blocking_threads(2)
+            .thread_name("ws-http")
+            .enable_all()
+            .build()
+            .map_err(|e| AgentError::Runtime(e.to_string()))?;
+        let listener = self
+            .listener
+            .try_clone()
+            .map_err(|e| AgentError::Runtime(e.to_string()))?;
+        let addr = self.state.cfg.listen;
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::from_std(listener)
+                .map_err(|e| AgentError::Runtime(e.to_string()))?;
+            accept_loop(&self.state, listener, stop).await
+        })
+        .map_err(|e| match e {
+            AgentError::Runtime(reason) => AgentError::Accept { addr, reason },
+            other => other,
+        })
+    }
+}
+
+/// An accept error that passes: a shortage (descriptors, memory, buffers) or a caller that
+/// left before it was accepted.
+fn passing(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    use std::io::ErrorKind::*;
+    if matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionReset | Interrupted | WouldBlock | TimedOut | OutOfMemory
+    ) {
+        return true;
+    }
+    let passing = [
+        Errno::MFILE,
+        Errno::NFILE,
+        Errno::NOBUFS,
+        Errno::NOMEM,
+        Errno::PROTO,
+        Errno::PERM,
+        Errno::NETDOWN,
+        Errno::HOSTUNREACH,
+        Errno::NETUNREACH,
+        Errno::OPNOTSUPP,
+    ];
+    e.raw_os_error()
+        .is_some_and(|n| passing.iter().any(|p| p.raw_os_error() == n))
+}
+
+async fn accept_loop(
+    st: &Arc<State>,
+    listener: tokio::net::TcpListener,
+    stop: &AtomicBool,
+) -> Result<(), AgentError> {
+    let conns = Arc::new(tokio::sync::Semaphore::new(st.cfg.max_connections.max(1)));
+    let per_address_cap = (st.cfg.max_connections / 4).max(1);
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut last_shortage_log: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                if stop.load(Ordering::Acquire) {
+                    return Ok(());
+                }
             }
-        });
+            r = listener.accept() => match r {
+                Ok((tcp, peer)) => {
+                    let Ok(permit) = Arc::clone(&conns).try_acquire_owned() else {
+                        st.refused_connections.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    };
+                    let Some(place) = AddressPlace::take(st, peer.ip(), per_address_cap) else {
+                        st.refused_connections.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    };
+                    let st = Arc::clone(st);
+                    tokio::spawn(async move {
+                        let _permit = permit;
+                        let _place = place;
+                        serve_connection(st, tcp).await;
+                    });
+                }
+                Err(e) if passing(&e) => {
+                    if last_shortage_log.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
+                        eprintln!("wirespeed agent: accepting a connection: {e} (retrying)");
+                        last_shortage_log = Some(Instant::now());
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => return Err(AgentError::Runtime(e.to_string())),
+            }
+        }
     }
 }
 
-fn header(k: &str, v: &str) -> Header {
-    Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("static header")
+/// One of the connections an address may hold, given back on drop.
+struct AddressPlace {
+    st: Arc<State>,
+    ip: IpAddr,
 }
 
-fn reply(rq: Request, code: u16, ctype: &str, body: String) {
-    let resp = Response::from_string(body)
-        .with_status_code(code)
-        .with_header(header("Content-Type", ctype));
-    let _ = rq.respond(resp);
+impl AddressPlace {
+    fn take(st: &Arc<State>, ip: IpAddr, cap: usize) -> Option<AddressPlace> {
+        let mut m = st.per_address.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.entry(ip).or_insert(0);
+        if *n >= cap {
+            return None;
+        }
+        *n += 1;
+        Some(AddressPlace {
+            st: Arc::clone(st),
+            ip,
+        })
+    }
 }
 
-fn text(rq: Request, code: u16, body: impl Into<String>) {
+impl Drop for AddressPlace {
+    fn drop(&mut self) {
+        let mut m = self
+            .st
+            .per_address
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// The longest a connection may live: a probe that waits for its interface, runs its longest
+/// duration and its grace, and a margin to send the answer.
+fn connection_lifetime(cfg: &AgentConfig) -> Duration {
+    HEADER_TIMEOUT
+        + cfg.probe_wait
+        + Duration::from_secs(u64::from(cfg.limits.max_duration))
+        + PROBE_GRACE
+        + Duration::from_secs(30)
+}
+
+async fn serve_connection(st: Arc<State>, tcp: tokio::net::TcpStream) {
+    let _ = tcp.set_nodelay(true);
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .max_buf_size(MAX_BUF)
+        .max_headers(MAX_HEADERS)
+        .keep_alive(false);
+    let lifetime = connection_lifetime(&st.cfg);
+    let tls = st.cfg.web.as_ref().and_then(|w| w.tls());
+    let svc_state = Arc::clone(&st);
+    let svc = hyper::service::service_fn(move |rq| handle(Arc::clone(&svc_state), rq));
+    match tls {
+        Some(tls) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+            let Ok(Ok(stream)) = tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(tcp)).await
+            else {
+                return;
+            };
+            let _ =
+                tokio::time::timeout(lifetime, http.serve_connection(TokioIo::new(stream), svc))
+                    .await;
+        }
+        None => {
+            let _ =
+                tokio::time::timeout(lifetime, http.serve_connection(TokioIo::new(tcp), svc)).await;
+        }
+    }
+}
+
+type Reply = Response<Full<Bytes>>;
+
+fn reply(st: &State, code: u16, ctype: &str, body: String) -> Reply {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = r.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(ctype) {
+        h.insert(CT, v);
+    }
+    if let Some(w) = &st.cfg.web {
+        for (k, v) in w.headers() {
+            if let (Ok(k), Ok(v)) = (HeaderName::try_from(k.as_str()), HeaderValue::from_str(v)) {
+                h.insert(k, v);
+            }
+        }
+    }
+    r
+}
+
+fn text(st: &State, code: u16, body: impl Into<String>) -> Reply {
     let mut b: String = body.into();
     b.push('\n');
-    reply(rq, code, "text/plain; charset=utf-8", b);
+    reply(st, code, "text/plain; charset=utf-8", b)
 }
 
-fn handle(st: &Arc<State>, rq: Request) {
-    if !matches!(rq.method(), Method::Get | Method::Head) {
-        return text(rq, 405, "only GET and HEAD");
+async fn handle(st: Arc<State>, rq: Request<Incoming>) -> Result<Reply, Infallible> {
+    if let Some(w) = st.cfg.web.clone() {
+        if w.needs_auth() {
+            let given = rq
+                .headers()
+                .get(AUTHORIZATION)
+                .map(|v| v.as_bytes().to_vec());
+            let ok = match st.auth_check.acquire().await {
+                Ok(_one) => tokio::task::block_in_place(|| w.authorized(given.as_deref())),
+                Err(_) => false,
+            };
+            if !ok {
+                st.unauthorized.fetch_add(1, Ordering::Relaxed);
+                let mut r = text(&st, 401, "Unauthorized");
+                r.headers_mut().insert(
+                    WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Basic realm=\"wirespeed agent\""),
+                );
+                return Ok(r);
+            }
+        }
     }
-    if rq.url().len() > MAX_URL {
-        return text(rq, 414, format!("URL longer than {MAX_URL} bytes"));
+    if !matches!(*rq.method(), Method::GET | Method::HEAD) {
+        return Ok(text(&st, 405, "only GET and HEAD"));
     }
-    let url = rq.url().to_string();
+    let url = rq
+        .uri()
+        .path_and_query()
+        .map_or_else(|| rq.uri().path().to_string(), |p| p.as_str().to_string());
+    if url.len() > MAX_URL {
+        return Ok(text(&st, 414, format!("URL longer than {MAX_URL} bytes")));
+    }
     let (path, query) = url.split_once('?').unwrap_or((&url, ""));
-    match path {
+    Ok(match path {
         "/metrics" => {
-            let body = metrics(st);
-            reply(rq, 200, CONTENT_TYPE, body)
+            let st2 = Arc::clone(&st);
+            // reading the host's facts is file I/O
+            let body = tokio::task::spawn_blocking(move || metrics(&st2))
+                .await
+                .unwrap_or_default();
+            reply(&st, 200, CONTENT_TYPE, body)
         }
         "/probe" | "/probe.json" => match parse_probe(query, &st.cfg.limits) {
             Err(e) => {
                 st.probes.add(ProbeOutcome::BadRequest);
-                text(rq, 400, e.0)
+                text(&st, 400, e.0)
             }
-            Ok(p) => {
-                // Probes run on their own threads so that waiting ones never hold up /metrics;
-                // how many may wait or run at once is bounded.
-                let Some(ticket) = Ticket::take(st) else {
-                    st.probes.add(ProbeOutcome::Busy);
-                    return text(rq, 503, "too many probe requests at once");
-                };
-                let st = Arc::clone(st);
-                let json = path == "/probe.json";
-                let _ = std::thread::Builder::new()
-                    .name("ws-probe".into())
-                    .spawn(move || {
-                        let _ticket = ticket;
-                        answer_probe(&st, rq, p, json);
-                    });
-            }
+            Ok(p) => start_probe(&st, p, path == "/probe.json").await,
         },
-        "/-/healthy" => text(rq, 200, "OK"),
-        "/-/ready" => text(rq, 200, "OK"),
+        "/-/healthy" => text(&st, 200, "OK"),
+        "/-/ready" => text(&st, 200, "OK"),
         "/" => text(
-            rq,
+            &st,
             200,
             "wirespeed agent: /metrics, /probe?target=HOST[:PORT]&duration=&streams=&reverse=&udp_rate=&bind=, /probe.json?..., /-/healthy, /-/ready",
         ),
-        _ => text(rq, 404, "not found"),
-    }
+        _ => text(&st, 404, "not found"),
+    })
 }
 
-fn answer_probe(st: &State, rq: Request, p: ProbeParams, json: bool) {
-    match probe(st, p) {
-        Err(busy) => {
+/// Why a probe did not run.
+enum NotRun {
+    /// Its interface stayed busy (503).
+    Busy(String),
+    /// Its target is outside `--probe.allow`, or does not resolve (403).
+    Forbidden(String),
+}
+
+/// Run a probe on its own thread (it waits for its interface and runs a test: blocking work
+/// that must never hold up `/metrics`); how many may wait or run at once is bounded.
+async fn start_probe(st: &Arc<State>, p: ProbeParams, json: bool) -> Reply {
+    let Some(ticket) = Ticket::take(st) else {
+        st.probes.add(ProbeOutcome::Busy);
+        return text(st, 503, "too many probe requests at once");
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let st2 = Arc::clone(st);
+    let spawned = std::thread::Builder::new()
+        .name("ws-probe".into())
+        .spawn(move || {
+            let _ticket = ticket;
+            let _ = tx.send(probe(&st2, p));
+        });
+    if spawned.is_err() {
+        st.probes.add(ProbeOutcome::Busy);
+        return text(
+            st,
+            503,
+            "no thread for the probe (the agent is at its task limit)",
+        );
+    }
+    match rx.await {
+        Err(_) => text(st, 500, "the probe ended without an answer"),
+        Ok(Err(NotRun::Busy(why))) => {
             st.probes.add(ProbeOutcome::Busy);
-            text(rq, 503, busy)
+            text(st, 503, why)
         }
-        Ok(rep) => {
+        Ok(Err(NotRun::Forbidden(why))) => {
+            st.probes.add(ProbeOutcome::BadRequest);
+            text(st, 403, why)
+        }
+        Ok(Ok(rep)) => {
             st.probes.add(if rep.success() {
                 ProbeOutcome::Ok
             } else {
                 ProbeOutcome::Failed
             });
             if json {
-                reply(rq, 200, "application/json", rep.to_json())
+                reply(st, 200, "application/json", rep.to_json())
             } else {
                 let mut e = Exposition::new();
                 write_probe(&mut e, &rep);
-                reply(rq, 200, CONTENT_TYPE, e.finish())
+                reply(st, 200, CONTENT_TYPE, e.finish())
             }
         }
     }
@@ -239,23 +500,57 @@ fn metrics(st: &State) -> String {
         write_server(&mut e, &s.counters());
     }
     write_probes(&mut e, &st.probes);
+    e.family(
+        "wirespeed_agent_http_refused_connections_total",
+        Kind::Counter,
+        "HTTP connections closed at once: the endpoint, or the caller's address, had all the connections it serves.",
+    )
+    .sample(&[], st.refused_connections.load(Ordering::Relaxed) as f64);
+    e.family(
+        "wirespeed_agent_http_unauthorized_total",
+        Kind::Counter,
+        "HTTP requests turned away for missing or wrong credentials.",
+    )
+    .sample(&[], st.unauthorized.load(Ordering::Relaxed) as f64);
     e.finish()
 }
 
-/// Run one probe holding its interface's slot. `Err` when the slot stays busy.
-fn probe(st: &State, p: ProbeParams) -> Result<ProbeReport, String> {
+/// Resolve a probe's target once, check it against `--probe.allow`, and pin the probe to that
+/// address (a name that resolves elsewhere later is not followed).
+fn allowed_target(st: &State, p: &mut ProbeParams) -> Result<Option<SocketAddr>, NotRun> {
     let dest = (p.host.as_str(), p.port)
         .to_socket_addrs()
         .ok()
         .and_then(|mut a| a.next());
+    if st.cfg.probe_allow.is_open() {
+        return Ok(dest);
+    }
+    let Some(d) = dest else {
+        return Err(NotRun::Forbidden(
+            "the target does not resolve, so --probe.allow cannot admit it".into(),
+        ));
+    };
+    if st.cfg.probe_allow.check(d.ip()).is_err() {
+        return Err(NotRun::Forbidden(format!(
+            "target {} is not in this agent's --probe.allow",
+            d.ip()
+        )));
+    }
+    p.host = d.ip().to_string();
+    Ok(Some(d))
+}
+
+/// Run one probe holding its interface's slot.
+fn probe(st: &State, mut p: ProbeParams) -> Result<ProbeReport, NotRun> {
+    let dest = allowed_target(st, &mut p)?;
     let interface = match dest {
         Some(d) => local_interface(d, p.bind),
         None => "unknown".into(),
     };
     let Some(_slot) = st.slots.acquire(&interface, st.cfg.probe_wait) else {
-        return Err(format!(
+        return Err(NotRun::Busy(format!(
             "another probe holds {interface}; try again after it ends"
-        ));
+        )));
     };
     let held_from = st.epoch.elapsed().as_secs_f64();
     let stop = Arc::new(AtomicBool::new(false));
@@ -263,11 +558,14 @@ fn probe(st: &State, p: ProbeParams) -> Result<ProbeReport, String> {
     let limit = Duration::from_secs(u64::from(p.duration)) + PROBE_GRACE;
     let watchdog = {
         let stop = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            if let Err(mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(limit) {
-                stop.store(true, Ordering::Release);
-            }
-        })
+        std::thread::Builder::new()
+            .name("ws-probe-watch".into())
+            .spawn(move || {
+                if let Err(mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(limit) {
+                    stop.store(true, Ordering::Release);
+                }
+            })
+            .map_err(|_| NotRun::Busy("no thread for the probe's watchdog".into()))?
     };
     let (result, error) = crate::bridge::run_probe(&p, &st.cfg.credentials, stop);
     drop(done_tx);
@@ -281,4 +579,46 @@ fn probe(st: &State, p: ProbeParams) -> Result<ProbeReport, String> {
         held_from,
         held_until,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shortages_pass_and_a_broken_listener_does_not() {
+        use rustix::io::Errno;
+        let os = |e: Errno| std::io::Error::from_raw_os_error(e.raw_os_error());
+        for e in [
+            Errno::MFILE,
+            Errno::NFILE,
+            Errno::NOBUFS,
+            Errno::NOMEM,
+            Errno::CONNABORTED,
+        ] {
+            assert!(passing(&os(e)), "{e:?}");
+        }
+        for e in [Errno::BADF, Errno::INVAL, Errno::NOTSOCK, Errno::FAULT] {
+            assert!(!passing(&os(e)), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn a_connection_outlives_the_longest_probe() {
+        let cfg = AgentConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            root: Root::live(),
+            limits: ProbeLimits::default(),
+            probe_wait: Duration::from_secs(30),
+            threads: 1,
+            version: String::new(),
+            credentials: Default::default(),
+            web: None,
+            probe_allow: AddrPolicy::default(),
+            max_connections: 1,
+        };
+        let longest =
+            cfg.probe_wait + Duration::from_secs(u64::from(cfg.limits.max_duration)) + PROBE_GRACE;
+        assert!(connection_lifetime(&cfg) > longest + HEADER_TIMEOUT);
+    }
 }

@@ -10,7 +10,9 @@
 //! - [`probe`]: `/probe`'s parameters (hostile input), one probe per local interface at a time,
 //!   and the probe's result as `wirespeed_probe_*` families;
 //! - [`bridge`]: the only two calls into the engine (run one client test; start the server);
-//! - [`http`]: the endpoint that serves all of it.
+//! - [`web`]: `--web.config.file`, Prometheus' web configuration (TLS, bcrypt basic auth);
+//! - [`http`]: the endpoint that serves all of it (hyper; bounded requests, a connection cap
+//!   per address, `--probe.allow`).
 //!
 //! Everything but `bridge` and `http` is pure: facts, findings, counters and reports in, text
 //! out, so the exposition is tested on fixtures without a network.
@@ -21,5 +23,6 @@ pub mod expo;
 pub mod host;
 pub mod http;
 pub mod probe;
+pub mod web;
 
 pub use http::{Agent, AgentConfig, AgentError};

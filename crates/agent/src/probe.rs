@@ -27,7 +27,8 @@ pub struct ProbeLimits {
     pub max_duration: u32,
     /// Most `streams` accepted.
     pub max_streams: u32,
-    /// Highest `udp_rate` accepted, bits/s per stream.
+    /// Highest UDP rate of one probe, bits/s, all its streams together (`udp_rate` ×
+    /// `streams`): a caller cannot make the agent flood a target.
     pub max_udp_rate: u64,
 }
 
@@ -38,7 +39,7 @@ impl Default for ProbeLimits {
             default_duration: 5,
             max_duration: 30,
             max_streams: 16,
-            max_udp_rate: 100_000_000_000,
+            max_udp_rate: 10_000_000_000,
         }
     }
 }
@@ -235,6 +236,16 @@ pub fn parse_probe(query: &str, limits: &ProbeLimits) -> Result<ProbeParams, Bad
     if !target {
         return Err(bad("target is required (target=HOST[:PORT])"));
     }
+    if let Some(r) = p.udp_rate {
+        if r.saturating_mul(u64::from(p.streams)) > limits.max_udp_rate {
+            return Err(bad(format!(
+                "udp_rate × streams = {} bits/s: above this agent's {} bits/s for one probe \
+                 (--probe.max-udp-rate)",
+                r.saturating_mul(u64::from(p.streams)),
+                limits.max_udp_rate
+            )));
+        }
+    }
     Ok(p)
 }
 
@@ -307,6 +318,43 @@ impl Drop for SlotGuard<'_> {
     }
 }
 
+/// Why a probe failed, as its caller sees it: a small fixed set, so that the agent is no oracle
+/// for what listens where (the detail goes to the agent's log only). The label value of
+/// `wirespeed_probe_failure{reason}` and `agent.error` in `/probe.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeFailure {
+    /// The target could not be reached or resolved (refused, unreachable, timed out).
+    Connect,
+    /// The target's server turned the test down (limits, authentication, access lists).
+    Refused,
+    /// The peer broke off or broke the protocol during the test.
+    Peer,
+    /// The test outlasted its duration and grace and was stopped.
+    Timeout,
+    /// Something on this host (a socket, a CPU, a setting) failed.
+    Local,
+}
+
+impl ProbeFailure {
+    pub const ALL: [ProbeFailure; 5] = [
+        ProbeFailure::Connect,
+        ProbeFailure::Refused,
+        ProbeFailure::Peer,
+        ProbeFailure::Timeout,
+        ProbeFailure::Local,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeFailure::Connect => "connect",
+            ProbeFailure::Refused => "refused",
+            ProbeFailure::Peer => "peer",
+            ProbeFailure::Timeout => "timeout",
+            ProbeFailure::Local => "local",
+        }
+    }
+}
+
 /// One finished probe.
 #[derive(Debug, Clone)]
 pub struct ProbeReport {
@@ -316,7 +364,7 @@ pub struct ProbeReport {
     /// The test's report (also on failure, with `error` set), when the test got that far.
     pub result: Option<TestResult>,
     /// Why the probe failed, when it did.
-    pub error: Option<String>,
+    pub error: Option<ProbeFailure>,
     /// Seconds since the agent started, when the probe took its slot and when it let go of it.
     pub held_from: f64,
     pub held_until: f64,
@@ -354,7 +402,7 @@ impl ProbeReport {
                     "streams": self.params.streams,
                     "duration": self.params.duration,
                     "success": self.success(),
-                    "error": self.error,
+                    "error": self.error.map(ProbeFailure::as_str),
                     "held_from": self.held_from,
                     "held_until": self.held_until,
                 }),
@@ -376,6 +424,17 @@ pub fn write_probe(e: &mut Exposition, p: &ProbeReport) {
         "1 when the probe's test ran to its end without error.",
     )
     .sample(&[], if p.success() { 1.0 } else { 0.0 });
+    let mut failure = e.family(
+        "wirespeed_probe_failure",
+        Kind::Gauge,
+        "1 for the reason the probe failed (connect, refused, peer, timeout, local), 0 for the others.",
+    );
+    for r in ProbeFailure::ALL {
+        failure.sample(
+            &[("reason", r.as_str())],
+            if p.error == Some(r) { 1.0 } else { 0.0 },
+        );
+    }
     e.family(
         "wirespeed_probe_duration_seconds",
         Kind::Gauge,

@@ -223,7 +223,7 @@ fn udp_probe_and_failed_probe() {
 
     let failed = ProbeReport {
         result: None,
-        error: Some("unable to connect to server: Connection refused".into()),
+        error: Some(wirespeed_agent::probe::ProbeFailure::Connect),
         ..r
     };
     assert!(!failed.success());
@@ -231,8 +231,17 @@ fn udp_probe_and_failed_probe() {
     write_probe(&mut e, &failed);
     let text = e.finish();
     assert!(text.contains("wirespeed_probe_success 0\n"));
+    assert!(
+        text.contains("wirespeed_probe_failure{reason=\"connect\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("wirespeed_probe_failure{reason=\"refused\"} 0\n"),
+        "{text}"
+    );
     assert!(!text.contains("bytes_per_second"));
     let doc: serde_json::Value = serde_json::from_str(&failed.to_json()).unwrap();
     assert_eq!(doc["agent"]["success"], false);
+    assert_eq!(doc["agent"]["error"], "connect");
     assert_eq!(doc["agent"]["interface"], "eth0");
 }

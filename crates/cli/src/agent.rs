@@ -85,6 +85,32 @@ pub struct AgentArgs {
     /// Probes encrypt their RSA token with PKCS#1 v1.5 padding (iperf3 before 3.17).
     #[arg(long = "probe.use-pkcs1-padding", requires = "probe_username")]
     probe_use_pkcs1_padding: bool,
+    /// The targets a probe may test: an address or CIDR prefix, repeatable or comma-separated;
+    /// others get 403. Without it any target may be probed (a warning says so when the endpoint
+    /// is reachable from elsewhere).
+    #[arg(long = "probe.allow", value_name = "CIDR")]
+    probe_allow: Vec<String>,
+    /// Highest UDP rate of one probe, all its streams together (bits/s, K/M/G suffixes).
+    #[arg(long = "probe.max-udp-rate", value_name = "RATE", default_value = "10G",
+          value_parser = parse_probe_rate)]
+    probe_max_udp_rate: u64,
+    /// Prometheus' web configuration file (exporter-toolkit's format): TLS and bcrypt basic
+    /// authentication for every path. See docs/agent.md.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    web_config_file: Option<PathBuf>,
+    /// HTTP connections served at once (a quarter of them from one address); more are closed
+    /// at once.
+    #[arg(long = "web.max-connections", value_name = "N", default_value_t = 64,
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    web_max_connections: u32,
+}
+
+fn parse_probe_rate(s: &str) -> Result<u64, String> {
+    match wirespeed_report::parse_rate(s, "--probe.max-udp-rate").map(|r| r.0) {
+        Ok(0) => Err("expected a rate above 0 (like 10G)".into()),
+        Ok(r) => Ok(r),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// The test server beside the endpoint: the engine's server on its own thread.
@@ -106,7 +132,10 @@ fn server_config(a: &AgentArgs) -> anyhow::Result<ServerConfig> {
     let mut cfg = ServerConfig::default();
     a.guard.apply(&mut cfg)?;
     Ok(ServerConfig {
-        bind: a.bind,
+        // the test server listens where the HTTP endpoint does, unless told otherwise
+        bind: a
+            .bind
+            .or_else(|| (!a.listen.ip().is_unspecified()).then(|| a.listen.ip())),
         port: a.port,
         tune,
         observe: Some(crate::measure::live_observer()),
@@ -165,6 +194,15 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
             .map(crate::measure::read_psk)
             .transpose()?,
     };
+    let probe_allow = wirespeed_guard::AddrPolicy::new(&a.probe_allow, &[] as &[String])
+        .map_err(|e| exit::fail(exit::USAGE, format!("--probe.allow: {e}")))?;
+    let web = a
+        .web_config_file
+        .as_deref()
+        .map(wirespeed_agent::web::WebConfig::load)
+        .transpose()
+        .map_err(|e| exit::fail(exit::USAGE, e.to_string()))?
+        .map(Arc::new);
     let (server, counters) = if a.no_server {
         (None, None)
     } else {
@@ -180,13 +218,17 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
             default_duration: a.probe_duration,
             max_duration: a.probe_max_duration,
             max_streams: a.probe_max_streams,
-            ..ProbeLimits::default()
+            max_udp_rate: a.probe_max_udp_rate,
         },
         probe_wait: Duration::from_secs(a.probe_wait),
         threads: 4,
         version: env!("CARGO_PKG_VERSION").into(),
         credentials,
+        web,
+        probe_allow,
+        max_connections: a.web_max_connections as usize,
     };
+    let cfg_tls = cfg.web.as_ref().is_some_and(|w| w.tls().is_some());
     let agent = Agent::bind(cfg, counters).map_err(|e| exit::fail(exit::HOST, e.to_string()))?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -196,13 +238,29 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
     let web = agent
         .local_addr()
         .map_or_else(|| a.listen.to_string(), |s| s.to_string());
+    let scheme = if a.web_config_file.is_some() && cfg_tls {
+        "https"
+    } else {
+        "http"
+    };
     match &server {
-        Some(h) => eprintln!("wirespeed agent: http://{web}/metrics, tests on {}", h.addr),
-        None => eprintln!("wirespeed agent: http://{web}/metrics, no test server"),
+        Some(h) => eprintln!(
+            "wirespeed agent: {scheme}://{web}/metrics, tests on {}",
+            h.addr
+        ),
+        None => eprintln!("wirespeed agent: {scheme}://{web}/metrics, no test server"),
     }
-    agent.serve(&stop);
+    if a.probe_allow.is_empty() && !a.listen.ip().is_loopback() {
+        eprintln!(
+            "wirespeed agent: warning: any caller of /probe may make this host test any target \
+             (limit the targets with --probe.allow, the callers with --web.config.file)"
+        );
+    }
+    let served = agent.serve(&stop);
     if let Some(h) = server {
         h.stop().map_err(exit::engine_fail)?;
     }
+    // a listener that failed for good ends the process, so its supervisor restarts it
+    served.map_err(|e| exit::fail(exit::HOST, e.to_string()))?;
     Ok(ExitCode::from(exit::OK))
 }

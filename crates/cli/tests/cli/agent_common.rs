@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 pub use crate::measure_common::wirespeed;
@@ -22,6 +22,14 @@ pub struct AgentProc {
     pub web: SocketAddr,
     /// The test server's port, when it runs one.
     pub test_port: Option<u16>,
+    /// What the agent logged (stderr) after its ready line, so far.
+    pub log: Arc<Mutex<Vec<String>>>,
+}
+
+impl AgentProc {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for AgentProc {
@@ -51,6 +59,8 @@ pub fn start_agent(prefix: &[&str], args: &[&str]) -> AgentProc {
         .expect("spawn wirespeed agent");
     let err = child.stderr.take().expect("stderr");
     let (tx, rx) = mpsc::channel();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let log2 = Arc::clone(&log);
     std::thread::spawn(move || {
         let mut lines = BufReader::new(err).lines();
         if let Some(Ok(l)) = lines.next() {
@@ -58,6 +68,7 @@ pub fn start_agent(prefix: &[&str], args: &[&str]) -> AgentProc {
         }
         for l in lines.map_while(Result::ok) {
             eprintln!("agent: {l}");
+            log2.lock().unwrap().push(l);
         }
     });
     let line = match rx.recv_timeout(Duration::from_secs(60)) {
@@ -69,7 +80,7 @@ pub fn start_agent(prefix: &[&str], args: &[&str]) -> AgentProc {
         }
     };
     let web: SocketAddr = line
-        .split("http://")
+        .split("://")
         .nth(1)
         .and_then(|r| r.split('/').next())
         .and_then(|a| a.parse().ok())
@@ -82,6 +93,7 @@ pub fn start_agent(prefix: &[&str], args: &[&str]) -> AgentProc {
         child,
         web,
         test_port,
+        log,
     }
 }
 

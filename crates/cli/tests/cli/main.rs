@@ -10,6 +10,7 @@ mod need;
 
 mod abuse;
 mod agent;
+mod agent_front_door;
 mod agent_prometheus;
 mod auth;
 mod client_options;

@@ -155,7 +155,6 @@ fn call_argument(text: &str, open: usize) -> &str {
 const OURS: &[&str] = &[
     "wirespeed()",
     "bin()",
-    "host_common::bin()",
     "env!(\"CARGO_BIN_EXE_wirespeed\")",
 ];
 
@@ -231,7 +230,9 @@ fn rust_starts(errors: &mut Vec<String>) -> Vec<Start> {
             if arg.starts_with('"') {
                 continue;
             }
-            if OURS.iter().any(|o| arg.starts_with(o)) {
+            // `wirespeed()`, also as `crate::agent_common::wirespeed()`
+            let last = arg.rsplit("::").next().unwrap_or(arg);
+            if OURS.iter().any(|o| arg.starts_with(o) || last == *o) {
                 ours += 1;
                 continue;
             }
