@@ -152,11 +152,7 @@ fn call_argument(text: &str, open: usize) -> &str {
 }
 
 /// The arguments wirespeed's own binary is started with in the tests and the CLI.
-const OURS: &[&str] = &[
-    "wirespeed()",
-    "bin()",
-    "env!(\"CARGO_BIN_EXE_wirespeed\")",
-];
+const OURS: &[&str] = &["wirespeed()", "bin()", "env!(\"CARGO_BIN_EXE_wirespeed\")"];
 
 /// `(name, parameter index)` of the function around byte `at` when `ident` is one of its
 /// parameters.
