@@ -39,6 +39,40 @@ pub const CHANGED: u8 = 9;
 pub const INTERNAL: u8 = 70;
 pub const INTERRUPTED: u8 = 130;
 
+/// What each exit status means: the README's table and the man pages' EXIT STATUS.
+pub const MEANINGS: &[(u8, &str)] = &[
+    (OK, "success (doctor: nothing at or above --fail-on)"),
+    (
+        FINDINGS,
+        "doctor: findings at or above --fail-on (default warning); tune revert: values left alone because someone else changed them, or journal lines it could not read",
+    ),
+    (USAGE, "bad command line or flag value"),
+    (CONNECT, "could not reach the peer: unreachable, refused, connect timeout"),
+    (REFUSED, "the server refused the test (busy, over a limit, access denied)"),
+    (PEER, "the peer vanished or broke the protocol during a test"),
+    (
+        HOST,
+        "host state forbids it: offline CPU, unknown interface, no privilege to write, another tune run holds the root",
+    ),
+    (IO, "local I/O: a file, snapshot or journal could not be read or written"),
+    (
+        DOCUMENT,
+        "a JSON document given to report or diff is not one wirespeed reads (not JSON, unknown kind, too large), or diff got two kinds",
+    ),
+    (
+        CHANGED,
+        "diff --threshold: a headline figure moved past the threshold, or a doctor finding appeared",
+    ),
+    (INTERNAL, "an internal error: a bug in wirespeed (please report it)"),
+    (
+        INTERRUPTED,
+        "client interrupted (SIGINT/SIGTERM; it prints the partial summary first); a server stopped by SIGINT/SIGTERM exits 0",
+    ),
+];
+
+/// How a client or server writing JSON exits instead.
+pub const JSON_EXIT: &str = "A client or server writing JSON (-J, --json-stream) exits as iperf3 does instead: 1 on any failure, with nothing on stderr (the document's error key says why).";
+
 /// iperf3's exit status for every failure.
 pub const IPERF3_FAILURE: u8 = 1;
 

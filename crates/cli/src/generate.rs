@@ -1,12 +1,17 @@
 //! `completions SHELL` and `man`: shell completions and manual pages generated from the clap
 //! definitions themselves, so they never drift from `--help`. The `.deb` ships what these print
 //! (`scripts/package` writes them into its assets directory).
+//!
+//! Each page is clap_mangen's, plus EXIT STATUS (from [`exit::MEANINGS`], the table the README
+//! shows) and EXAMPLES (from [`EXAMPLES`]); the help's `code` spans are set in bold instead of
+//! showing their backticks.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap_complete::Shell;
+use clap_mangen::roff::{bold, roman, Roff};
 
 use crate::exit;
 
@@ -33,10 +38,208 @@ pub fn run_completions(a: CompletionsArgs, cmd: clap::Command) -> anyhow::Result
     write_stdout(&buf)
 }
 
+/// Examples for each command's page, by the page's name: (command line, what it does).
+const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
+    (
+        "wirespeed",
+        &[
+            (
+                "wirespeed client --loopback -t 5",
+                "a test on this host, no second host needed",
+            ),
+            ("wirespeed -s", "a server, as iperf3 -s"),
+            ("wirespeed -c HOST -P 4 -t 10", "a client, as iperf3 -c"),
+            ("wirespeed doctor", "what holds this host back"),
+        ],
+    ),
+    (
+        "wirespeed-client",
+        &[
+            (
+                "wirespeed client HOST -t 10 -P 8 --cpus 6-11",
+                "8 streams, workers pinned to CPUs 6-11",
+            ),
+            (
+                "wirespeed client HOST -R -Z -J",
+                "the server sends, zero-copy, iperf3-shaped JSON",
+            ),
+            (
+                "wirespeed client HOST -u -b 10G -l 8972",
+                "UDP at 10 Gbit/s in jumbo datagrams",
+            ),
+            (
+                "wirespeed client HOST -p 5201,5202 -P 4",
+                "two servers in one run, summed",
+            ),
+            (
+                "wirespeed client HOST --repeat 5",
+                "five runs: spread, modes and their placements",
+            ),
+            (
+                "wirespeed client --loopback -t 5",
+                "a server inside the process, over lo",
+            ),
+        ],
+    ),
+    (
+        "wirespeed-server",
+        &[
+            ("wirespeed server", "many clients at once on port 5201"),
+            ("wirespeed server -1 -p 5202", "serve one test, then exit"),
+            (
+                "wirespeed server --allow 10.0.0.0/8 --max-tests-per-address 2",
+                "a server on a routable host",
+            ),
+        ],
+    ),
+    (
+        "wirespeed-doctor",
+        &[
+            (
+                "wirespeed doctor --iface eth0 --app-cpus 6 --rtt 20",
+                "this host, for an application on CPU 6",
+            ),
+            (
+                "wirespeed doctor --snapshot host.tar.gz",
+                "a host captured elsewhere",
+            ),
+            (
+                "wirespeed doctor --fail-on critical",
+                "exit 1 only for critical findings",
+            ),
+        ],
+    ),
+    (
+        "wirespeed-topo",
+        &[(
+            "wirespeed topo",
+            "CPUs, nodes, L3 groups and NIC interrupts",
+        )],
+    ),
+    (
+        "wirespeed-capture",
+        &[(
+            "wirespeed capture -o host.tar.gz",
+            "the files doctor reads, for another machine",
+        )],
+    ),
+    (
+        "wirespeed-tune",
+        &[
+            (
+                "wirespeed tune --iface eth0 --app-cpus 6",
+                "the plan, as commands",
+            ),
+            (
+                "wirespeed tune --iface eth0 --app-cpus 6 --apply",
+                "apply it, journaled",
+            ),
+            (
+                "wirespeed tune revert",
+                "put back what the last apply changed",
+            ),
+        ],
+    ),
+    (
+        "wirespeed-sweep",
+        &[
+            (
+                "wirespeed sweep HOST --cpus 0-5 --server-cpus 6-11",
+                "every client x server CPU pair",
+            ),
+            (
+                "wirespeed sweep HOST -R --cpus 6 --server-cpus 6 --irq-cpus 0-11 --psk key",
+                "application core against IRQ core",
+            ),
+        ],
+    ),
+    (
+        "wirespeed-latency",
+        &[(
+            "wirespeed latency --cpus 0-11",
+            "core-to-core latency matrix",
+        )],
+    ),
+    (
+        "wirespeed-lab",
+        &[
+            (
+                "wirespeed lab up --mtu 9000 --path-mtu 1500 --rate 2G",
+                "two namespaces and a path",
+            ),
+            (
+                "wirespeed lab exec server -- wirespeed server -1 &",
+                "a server in the lab",
+            ),
+            (
+                "wirespeed lab exec client -- wirespeed client 10.77.3.2",
+                "a test across it",
+            ),
+            ("wirespeed lab down", "remove it"),
+        ],
+    ),
+    (
+        "wirespeed-model",
+        &[(
+            "wirespeed model --rate 10G --rtt 90 --loss 0.0000455",
+            "what one TCP stream can get",
+        )],
+    ),
+    (
+        "wirespeed-completions",
+        &[(
+            "wirespeed completions bash > /etc/bash_completion.d/wirespeed",
+            "bash completion",
+        )],
+    ),
+    (
+        "wirespeed-man",
+        &[(
+            "wirespeed man --dir /usr/local/share/man/man1",
+            "every page",
+        )],
+    ),
+    (
+        "wirespeed-agent",
+        &[
+            (
+                "wirespeed agent",
+                "test server on 5201, /metrics and /probe on 9762",
+            ),
+            (
+                "wirespeed agent --web.config.file web.yml --probe.allow 10.0.0.0/16",
+                "TLS and basic auth, probes to one network only",
+            ),
+        ],
+    ),
+    (
+        "wirespeed-report",
+        &[(
+            "wirespeed report before.json after.json -o report.html",
+            "one page, side by side",
+        )],
+    ),
+    (
+        "wirespeed-diff",
+        &[(
+            "wirespeed diff before.json after.json --threshold 5",
+            "exit 9 past 5 %",
+        )],
+    ),
+    (
+        "wirespeed-top",
+        &[(
+            "wirespeed top",
+            "the tests a server with --stats-socket runs, live",
+        )],
+    ),
+];
+
 /// Print the top-level page, or write every command's page into `--dir`.
 pub fn run_man(a: ManArgs, cmd: clap::Command) -> anyhow::Result<ExitCode> {
     // `help` is not a command worth a page (as clap_mangen's generate_to decides too).
-    let cmd = cmd.disable_help_subcommand(true);
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
     match a.dir {
         Some(dir) => {
             if !dir.is_dir() {
@@ -45,18 +248,83 @@ pub fn run_man(a: ManArgs, cmd: clap::Command) -> anyhow::Result<ExitCode> {
                     format!("man --dir {}: not a directory", dir.display()),
                 ));
             }
-            clap_mangen::generate_to(cmd, &dir)
-                .map_err(|e| exit::fail(exit::IO, format!("man --dir {}: {e}", dir.display())))?;
+            let mut pages = Vec::new();
+            collect(&cmd, &mut pages);
+            for c in pages {
+                let man = clap_mangen::Man::new(c);
+                let path = dir.join(man.get_filename());
+                std::fs::write(&path, page(man)?).map_err(|e| {
+                    exit::fail(exit::IO, format!("man --dir: {}: {e}", path.display()))
+                })?;
+            }
             Ok(ExitCode::SUCCESS)
         }
-        None => {
-            let mut buf = Vec::new();
-            clap_mangen::Man::new(cmd)
-                .render(&mut buf)
-                .map_err(|e| exit::fail(exit::INTERNAL, format!("man: {e}")))?;
-            write_stdout(&buf)
+        None => write_stdout(&page(clap_mangen::Man::new(cmd))?),
+    }
+}
+
+/// The command and every visible subcommand, depth first.
+fn collect(cmd: &clap::Command, out: &mut Vec<clap::Command>) {
+    for c in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        collect(c, out);
+    }
+    out.push(cmd.clone());
+}
+
+/// One page: clap_mangen's, its `code` spans in bold, then EXIT STATUS and EXAMPLES.
+fn page(man: clap_mangen::Man) -> anyhow::Result<Vec<u8>> {
+    let name = man.get_filename();
+    let name = name.trim_end_matches(".1");
+    let mut buf = Vec::new();
+    man.render(&mut buf)
+        .map_err(|e| exit::fail(exit::INTERNAL, format!("man: {e}")))?;
+    let mut text = bold_code_spans(&String::from_utf8_lossy(&buf));
+    let mut extra = Roff::new();
+    extra.control("SH", ["EXIT STATUS"]);
+    for (code, meaning) in exit::MEANINGS {
+        extra
+            .control("TP", [])
+            .text([bold(code.to_string())])
+            .text([roman(*meaning)]);
+    }
+    extra.control("PP", []).text([roman(exit::JSON_EXIT)]);
+    if let Some((_, examples)) = EXAMPLES.iter().find(|(n, _)| *n == name) {
+        extra.control("SH", ["EXAMPLES"]);
+        for (line, what) in *examples {
+            extra
+                .control("TP", [])
+                .text([bold(*line)])
+                .text([roman(*what)]);
         }
     }
+    // before VERSION, where man pages keep them
+    let at = text.find(".SH VERSION").unwrap_or(text.len());
+    text.insert_str(at, &extra.to_roff());
+    Ok(text.into_bytes())
+}
+
+/// `` `x` `` in rendered roff → `\fBx\fR`, line by line (a lone backtick stays).
+fn bold_code_spans(roff: &str) -> String {
+    let mut out = String::with_capacity(roff.len());
+    for line in roff.split_inclusive('\n') {
+        let parts: Vec<&str> = line.split('`').collect();
+        if parts.len() < 3 {
+            out.push_str(line);
+            continue;
+        }
+        let pairs = (parts.len() - 1) / 2 * 2;
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 {
+                if i <= pairs {
+                    out.push_str(if i % 2 == 1 { "\\fB" } else { "\\fR" });
+                } else {
+                    out.push('`');
+                }
+            }
+            out.push_str(p);
+        }
+    }
+    out
 }
 
 /// Write to stdout; a closed pipe (`| head`) is not an error.
@@ -66,5 +334,18 @@ fn write_stdout(buf: &[u8]) -> anyhow::Result<ExitCode> {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
         Err(e) => Err(exit::fail(exit::IO, format!("stdout: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_spans_turn_bold() {
+        assert_eq!(
+            bold_code_spans("iperf3 \\-s: `wirespeed \\-s` and `x`\nlone ` tick\n"),
+            "iperf3 \\-s: \\fBwirespeed \\-s\\fR and \\fBx\\fR\nlone ` tick\n"
+        );
     }
 }

@@ -257,3 +257,51 @@ fn systemd_unit_verifies() {
         "systemd-analyze verify complains about the unit:\n{out}"
     );
 }
+
+#[test]
+fn every_page_has_exit_status_and_examples_and_shows_no_backticks() {
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(
+        Command::new(wirespeed())
+            .arg("man")
+            .arg("--dir")
+            .arg(dir.path()),
+        "wirespeed man --dir",
+    );
+    // the README's exit-code table, row by row: `| CODE | MEANING |`
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let section = readme
+        .split_once("## Exit codes")
+        .map(|(_, r)| r)
+        .expect("README has an Exit codes section");
+    let codes: Vec<&str> = section
+        .lines()
+        .skip_while(|l| !l.starts_with("| 0 "))
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| l.split('|').nth(1).map(str::trim))
+        .collect();
+    assert!(codes.len() >= 10, "README's exit codes: {codes:?}");
+    for page in std::fs::read_dir(dir.path()).unwrap() {
+        let path = page.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains('`'), "{name} shows a backtick");
+        let status = text
+            .split_once(".SH \"EXIT STATUS\"")
+            .map(|(_, r)| r.split(".SH ").next().unwrap_or_default())
+            .unwrap_or_else(|| panic!("{name} has no EXIT STATUS"));
+        let listed: Vec<String> = status
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("\\fB")?
+                    .strip_suffix("\\fR")
+                    .map(String::from)
+            })
+            .collect();
+        assert_eq!(listed, codes, "{name}: EXIT STATUS against README's table");
+        // every command's own page (not the lab's and tune's sub-subcommands) has examples
+        if name.matches('-').count() <= 1 {
+            assert!(text.contains(".SH EXAMPLES"), "{name} has no EXAMPLES");
+        }
+    }
+}
