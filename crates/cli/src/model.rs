@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use wirespeed_doctor::path_model::{self, Path, LOSSES};
+use wirespeed_model::units;
 use wirespeed_report::sizes::parse_rate;
 
 use crate::exit;
@@ -29,17 +30,6 @@ pub struct ModelArgs {
     /// JSON output.
     #[arg(short = 'J', long)]
     json: bool,
-}
-
-/// `1.44 Gbit/s`, `143.9 Mbit/s`, `820 kbit/s`.
-pub fn fmt_bps(v: f64) -> String {
-    if v >= 1e9 {
-        format!("{:.2} Gbit/s", v / 1e9)
-    } else if v >= 1e6 {
-        format!("{:.1} Mbit/s", v / 1e6)
-    } else {
-        format!("{:.0} kbit/s", v / 1e3)
-    }
 }
 
 fn fmt_bytes(b: u64) -> String {
@@ -111,7 +101,7 @@ pub fn run(a: ModelArgs) -> anyhow::Result<ExitCode> {
 fn table_text(rate: u64, mss: u32, t: &[path_model::TableRow]) -> String {
     let mut o = format!(
         "one loss-based TCP stream on a {} path, MSS {mss} bytes: the smaller of the link and MSS/RTT x 1.22/sqrt(loss)\n",
-        fmt_bps(rate as f64)
+        units::rate(rate as f64)
     );
     o += &format!("{:<14} {:>8}", "distance", "RTT");
     for l in LOSSES {
@@ -121,7 +111,7 @@ fn table_text(rate: u64, mss: u32, t: &[path_model::TableRow]) -> String {
     for row in t {
         o += &format!("{:<14} {:>5} ms", row.distance, row.rtt_ms);
         for v in &row.expected_bps {
-            o += &format!(" {:>14}", fmt_bps(*v));
+            o += &format!(" {:>14}", units::rate(*v));
         }
         o.push('\n');
     }
@@ -137,7 +127,7 @@ fn model_text(m: &path_model::Model) -> String {
     });
     let mut o = format!(
         "path: {}, RTT {} ms, MSS {} bytes{loss_text}\n",
-        fmt_bps(rate),
+        units::rate(rate),
         m.rtt_ms,
         m.mss
     );
@@ -164,13 +154,13 @@ fn model_text(m: &path_model::Model) -> String {
     if let Some(ceiling) = m.mathis_bps {
         o += &format!(
             "Mathis ceiling of loss-based congestion control (Reno, CUBIC): MSS/RTT x 1.22/sqrt(p) = {}\n",
-            fmt_bps(ceiling)
+            units::rate(ceiling)
         );
         if m.loss_limited {
             o += &format!(
                 "  the loss, not the link, limits one stream: {:.1} % of {}\n",
                 ceiling * 100.0 / rate,
-                fmt_bps(rate)
+                units::rate(rate)
             );
             o += "  loss-tolerant algorithms did better in ESnet's measurements: with 1 loss in 22,000 at 90 ms, a 10 Gbit/s path gave about 0.5 Gbit/s with HTCP (far less with Reno); BBR does not take loss for congestion\n";
         } else {
@@ -228,12 +218,5 @@ mod tests {
         assert!(lines[1].contains("1 in 22000"), "{t}");
         assert!(lines[2].starts_with("LAN"), "{t}");
         assert!(lines[6].starts_with("international"), "{t}");
-    }
-
-    #[test]
-    fn rates_print_in_the_unit_that_fits() {
-        assert_eq!(fmt_bps(1.44e9), "1.44 Gbit/s");
-        assert_eq!(fmt_bps(143.87e6), "143.9 Mbit/s");
-        assert_eq!(fmt_bps(820e3), "820 kbit/s");
     }
 }

@@ -40,20 +40,6 @@ pub fn target_nics<'a>(facts: &'a HostFacts, opts: &Options) -> Vec<&'a NicFacts
     }
 }
 
-/// `100 Gbit/s`, `31.5 Gbit/s`, `800 Mbit/s`.
-pub fn fmt_mbps(mbps: u64) -> String {
-    if mbps >= 1000 {
-        let g = mbps as f64 / 1000.0;
-        if (g - g.round()).abs() < 0.05 {
-            format!("{} Gbit/s", g.round() as u64)
-        } else {
-            format!("{g:.1} Gbit/s")
-        }
-    } else {
-        format!("{mbps} Mbit/s")
-    }
-}
-
 /// `1 queue IRQ`, `3 queue IRQs`.
 fn count(n: usize, what: &str) -> String {
     if n == 1 {
@@ -80,7 +66,7 @@ fn cpus_word(set: &CpuSet) -> String {
 /// The exact count, and from 1 MiB on the size as people read it: `8388608 (8 MiB)`.
 fn fmt_bytes(b: u64) -> String {
     if b >= 1 << 20 {
-        format!("{b} ({})", crate::sizing::human_bytes(b))
+        format!("{b} ({})", wirespeed_model::units::bytes(b))
     } else {
         b.to_string()
     }
@@ -125,7 +111,7 @@ fn node_source(n: u32) -> String {
 fn speed_evidence(nic: &NicFacts, speed: u64) -> Evidence {
     Evidence::new(
         "link speed",
-        fmt_mbps(speed),
+        wirespeed_model::units::speed_mbps(speed),
         format!("{}/speed", nic.sysfs),
     )
 }
@@ -226,7 +212,11 @@ pub fn pcie_link_downgraded(nic: &NicFacts) -> Option<Finding> {
     if let (Some(a), Some(c)) = (p.available_mbps, p.capable_mbps) {
         evidence.push(Evidence::new(
             "usable PCIe bandwidth now / at maximum",
-            format!("{} / {}", fmt_mbps(a), fmt_mbps(c)),
+            format!(
+                "{} / {}",
+                wirespeed_model::units::speed_mbps(a),
+                wirespeed_model::units::speed_mbps(c)
+            ),
             "computed: GT/s × lanes × line code",
         ));
     }
@@ -300,7 +290,10 @@ pub fn pcie_bandwidth_below_line_rate(nic: &NicFacts) -> Option<Finding> {
         ),
         Evidence::new(
             "usable PCIe bandwidth",
-            format!("{} ({rate} × {width} × {num}/{den})", fmt_mbps(avail)),
+            format!(
+                "{} ({rate} × {width} × {num}/{den})",
+                wirespeed_model::units::speed_mbps(avail)
+            ),
             "computed",
         ),
     ];
@@ -308,7 +301,7 @@ pub fn pcie_bandwidth_below_line_rate(nic: &NicFacts) -> Option<Finding> {
     if let Some(c) = p.capable_mbps {
         evidence.push(Evidence::new(
             "usable at the function's maximum",
-            fmt_mbps(c),
+            wirespeed_model::units::speed_mbps(c),
             two_files(&f.path, "max_link_speed", "max_link_width"),
         ));
     }
@@ -322,8 +315,8 @@ pub fn pcie_bandwidth_below_line_rate(nic: &NicFacts) -> Option<Finding> {
             lspci_link(nic),
             format!(
                 "# this card's PCIe interface cannot carry {}: expect at most ~{}; use a card/slot of a newer PCIe generation or more lanes",
-                fmt_mbps(speed),
-                fmt_mbps(p.capable_mbps.unwrap_or(avail))
+                wirespeed_model::units::speed_mbps(speed),
+                wirespeed_model::units::speed_mbps(p.capable_mbps.unwrap_or(avail))
             ),
         ]
     };
@@ -335,8 +328,8 @@ pub fn pcie_bandwidth_below_line_rate(nic: &NicFacts) -> Option<Finding> {
         summary: format!(
             "{}: PCIe {rate} x{width} carries at most {}, below the {} link",
             nic.name,
-            fmt_mbps(avail),
-            fmt_mbps(speed)
+            wirespeed_model::units::speed_mbps(avail),
+            wirespeed_model::units::speed_mbps(speed)
         ),
         evidence,
         fix,
@@ -628,7 +621,7 @@ pub fn mtu_below_jumbo(nic: &NicFacts) -> Option<Finding> {
         summary: format!(
             "{}: MTU {mtu} on a {} link; jumbo frames (9000) cut the per-packet CPU cost",
             nic.name,
-            fmt_mbps(speed)
+            wirespeed_model::units::speed_mbps(speed)
         ),
         evidence: vec![
             Evidence::new("MTU", mtu, format!("{}/mtu", nic.sysfs)),
@@ -727,7 +720,7 @@ pub fn socket_buffers_small(
         summary: format!(
             "{which} below the bandwidth-delay product {} of {} × {} ms: one stream cannot fill the link",
             fmt_bytes(bdp),
-            fmt_mbps(speed),
+            wirespeed_model::units::speed_mbps(speed),
             opts.rtt_ms
         ),
         evidence,
@@ -1084,10 +1077,10 @@ mod tests {
 
     #[test]
     fn formatting() {
-        assert_eq!(fmt_mbps(100_000), "100 Gbit/s");
-        assert_eq!(fmt_mbps(31_504), "31.5 Gbit/s");
-        assert_eq!(fmt_mbps(126_016), "126 Gbit/s");
-        assert_eq!(fmt_mbps(800), "800 Mbit/s");
+        assert_eq!(wirespeed_model::units::speed_mbps(100_000), "100 Gbit/s");
+        assert_eq!(wirespeed_model::units::speed_mbps(31_504), "31.5 Gbit/s");
+        assert_eq!(wirespeed_model::units::speed_mbps(126_016), "126 Gbit/s");
+        assert_eq!(wirespeed_model::units::speed_mbps(800), "800 Mbit/s");
         assert_eq!(braces([7].into_iter()), "7");
         assert_eq!(braces([3, 6, 7].into_iter()), "{3,6,7}");
         assert_eq!(two_files("/d", "a", "b"), "/d/{a,b}");

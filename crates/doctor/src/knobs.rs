@@ -5,7 +5,6 @@
 //! than a defect. Where a file write fixes a finding, the finding carries it
 //! ([`Finding::writes`]) and `wirespeed tune` applies exactly that write.
 
-use crate::checks::fmt_mbps;
 use crate::rate::{self, Basis};
 use crate::sizing;
 use crate::{ids, Evidence, FileWrite, Finding, Options, Severity};
@@ -195,7 +194,7 @@ pub fn txqueuelen_short(
         summary: format!(
             "{}: transmit queue of {len} packets under {qdisc} at {}; ESnet's figure for 10G+ is {ESNET_TXQUEUELEN}",
             nic.name,
-            fmt_mbps(basis.mbps())
+            wirespeed_model::units::speed_mbps(basis.mbps())
         ),
         evidence: vec![
             Evidence::new("tx_queue_len", len, &path),
@@ -331,7 +330,7 @@ pub fn pcie_maxreadreq_small(nic: &NicFacts, basis: Option<&Basis>) -> Option<Fi
             "{}: PCIe MaxReadReq {} bytes at {}; {MRRS_RECOMMENDED} bytes lets transmit DMA read in fewer requests",
             nic.name,
             d.mrrs,
-            fmt_mbps(basis.mbps())
+            wirespeed_model::units::speed_mbps(basis.mbps())
         ),
         evidence: vec![
             Evidence::new(
@@ -405,7 +404,7 @@ pub fn big_tcp_off(facts: &HostFacts, nic: &NicFacts) -> Option<Finding> {
         Evidence::new("kernel", release, "/proc/sys/kernel/osrelease"),
         Evidence::new(
             "link speed",
-            fmt_mbps(speed),
+            wirespeed_model::units::speed_mbps(speed),
             format!("{}/speed", nic.sysfs),
         ),
     ];
@@ -441,7 +440,7 @@ pub fn big_tcp_off(facts: &HostFacts, nic: &NicFacts) -> Option<Finding> {
         summary: format!(
             "{}: BIG TCP is off (GSO/GRO at 64 KiB on a {} link whose driver takes {tso}-byte packets)",
             nic.name,
-            fmt_mbps(speed)
+            wirespeed_model::units::speed_mbps(speed)
         ),
         evidence,
         fix: vec![
@@ -698,7 +697,7 @@ pub fn coalescing(nic: &NicFacts, basis: Option<&Basis>) -> Option<Finding> {
             "{}: adaptive-rx off with rx-usecs {} at {}: an interrupt for nearly every packet (right for latency, costly for throughput)",
             nic.name,
             c.rx_usecs,
-            fmt_mbps(basis.mbps())
+            wirespeed_model::units::speed_mbps(basis.mbps())
         ),
         evidence: vec![
             Evidence::new("adaptive-rx", on_off(c.adaptive_rx), &src),

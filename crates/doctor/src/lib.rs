@@ -224,7 +224,7 @@ pub fn notes(facts: &HostFacts, opts: &Options) -> Vec<String> {
                 Ok(rate::Basis::Instance { mbps, product }) => out.push(format!(
                     "{}: the driver reports no link speed; sizing for {} from the instance type {product}",
                     nic.name,
-                    checks::fmt_mbps(mbps)
+                    wirespeed_model::units::speed_mbps(mbps)
                 )),
                 Ok(_) => {}
                 Err(why) => out.push(format!("not checked: {why}")),

@@ -5,7 +5,6 @@
 //! Virtual NICs (ENA, virtio_net, gVNIC) often report no speed: reading `speed` fails or gives
 //! -1. Their buffers still have to fit the rate the instance is sold with.
 
-use crate::checks::fmt_mbps;
 use crate::Options;
 use wirespeed_host::facts::platform_paths;
 use wirespeed_host::nic::NicFacts;
@@ -78,8 +77,10 @@ impl Basis {
     /// The value as evidence shows it.
     pub fn value(&self) -> String {
         match self {
-            Basis::Instance { mbps, product } => format!("{} ({product})", fmt_mbps(*mbps)),
-            b => fmt_mbps(b.mbps()),
+            Basis::Instance { mbps, product } => {
+                format!("{} ({product})", wirespeed_model::units::speed_mbps(*mbps))
+            }
+            b => wirespeed_model::units::speed_mbps(b.mbps()),
         }
     }
 

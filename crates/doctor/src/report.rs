@@ -144,7 +144,7 @@ impl Report {
             o.app_cpus.as_deref().unwrap_or("not given"),
             o.rtt_ms,
             o.rate_mbps
-                .map(|r| format!("   rate: {}", crate::checks::fmt_mbps(r)))
+                .map(|r| format!("   rate: {}", wirespeed_model::units::speed_mbps(r)))
                 .unwrap_or_default()
         )?;
         writeln!(w)?;

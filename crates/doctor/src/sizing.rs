@@ -42,18 +42,6 @@ pub fn buffer_target(speed_mbps: u64, rtt_ms: f64) -> u64 {
     (want as u64).next_power_of_two().min(BUFFER_CAP)
 }
 
-/// A size for people: `512 B`, `256 MiB`, `1.5 MiB` (binary MiB, one decimal unless whole).
-pub fn human_bytes(b: u64) -> String {
-    const MIB: u64 = 1 << 20;
-    if b >= MIB && b % MIB == 0 {
-        format!("{} MiB", b / MIB)
-    } else if b >= MIB {
-        format!("{:.1} MiB", b as f64 / MIB as f64)
-    } else {
-        format!("{b} B")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,8 +55,8 @@ mod tests {
 
     #[test]
     fn sizes_read_as_people_write_them() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(256 << 20), "256 MiB");
-        assert_eq!(human_bytes(3 << 19), "1.5 MiB");
+        assert_eq!(wirespeed_model::units::bytes(512), "512 B");
+        assert_eq!(wirespeed_model::units::bytes(256 << 20), "256 MiB");
+        assert_eq!(wirespeed_model::units::bytes(3 << 19), "1.5 MiB");
     }
 }

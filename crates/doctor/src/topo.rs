@@ -1,7 +1,6 @@
 //! `topo`: NUMA nodes → L3 groups → CPUs, and for each NIC its PCI address, driver, link,
 //! PCIe link, NUMA node, and which nodes / L3 groups / CPUs its interrupts land on.
 
-use crate::checks::fmt_mbps;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -309,7 +308,10 @@ impl Topo {
             }
             writeln!(w, "{}", head.join("  "))?;
             let mut link = vec![nic.operstate.clone().unwrap_or_else(|| "state ?".into())];
-            link.push(nic.speed_mbps.map_or("speed unknown".into(), fmt_mbps));
+            link.push(
+                nic.speed_mbps
+                    .map_or("speed unknown".into(), wirespeed_model::units::speed_mbps),
+            );
             if let Some(m) = nic.mtu {
                 link.push(format!("MTU {m}"));
             }
@@ -326,7 +328,10 @@ impl Topo {
                         max.as_deref().unwrap_or("?")
                     );
                     if let Some(a) = nic.pcie_available_mbps {
-                        s.push_str(&format!(" = {} usable", fmt_mbps(a)));
+                        s.push_str(&format!(
+                            " = {} usable",
+                            wirespeed_model::units::speed_mbps(a)
+                        ));
                     }
                     if nic.pcie_downgraded == Some(true) {
                         s.push_str("  DOWNGRADED");

@@ -14,6 +14,7 @@
 //! - [`topology`]: the host's CPU topology an observation carries, and CPU relations.
 //! - [`verdict`]: [`Verdict`], what limited a test.
 //! - [`irq`]: [`MoveReport`], what a move of a NIC's queue IRQs did.
+//! - [`units`]: bit rates, link speeds and byte counts for people, one way everywhere.
 //!
 //! Nothing here reads the host, opens sockets or reads clocks.
 
@@ -21,6 +22,7 @@ pub mod cpuset;
 pub mod irq;
 pub mod observation;
 pub mod topology;
+pub mod units;
 pub mod verdict;
 pub mod worker;
 

@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use std::io;
 
 use crate::doc::{Document, Kind};
-use crate::html::rate;
 use crate::model::TestResult;
+use wirespeed_model::units::rate;
 
 /// One difference.
 #[derive(Debug, Clone, PartialEq)]

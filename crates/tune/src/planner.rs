@@ -35,7 +35,6 @@
 
 use std::collections::BTreeSet;
 
-use wirespeed_doctor::checks::fmt_mbps;
 use wirespeed_doctor::placement::{self, auto_policy, IrqCpus, PlacementError, Vector};
 use wirespeed_doctor::sizing;
 use wirespeed_host::ethtool::{CoalesceSet, PauseSet, NTUPLE};
@@ -480,7 +479,7 @@ fn context(b: &mut Builder<'_>) {
             parts.push(d.clone());
         }
         match nic.speed_mbps {
-            Some(s) => parts.push(fmt_mbps(s)),
+            Some(s) => parts.push(wirespeed_model::units::speed_mbps(s)),
             None => parts.push("link speed unknown".into()),
         }
         if let Some(m) = nic.mtu {
@@ -742,10 +741,10 @@ fn stack(b: &mut Builder<'_>) {
             let bdp = sizing::bdp_bytes(speed, b.opts.rtt_ms);
             let why = format!(
                 "2 x BDP (BDP = {} ({whence}) x {} ms = {} MB) rounded up to a power of two: {}",
-                fmt_mbps(speed),
+                wirespeed_model::units::speed_mbps(speed),
                 b.opts.rtt_ms,
                 format_mb(bdp),
-                sizing::human_bytes(target)
+                wirespeed_model::units::bytes(target)
             );
             // a value already at least the target stays (never lowered); it is still part of
             // the wanted state a boot script restores
@@ -1060,7 +1059,10 @@ fn ring(b: &mut Builder<'_>) {
     b.push(
         ids::RING,
         match nic.speed_mbps {
-            Some(s) => format!("deeper rings absorb bursts at {}", fmt_mbps(s)),
+            Some(s) => format!(
+                "deeper rings absorb bursts at {}",
+                wirespeed_model::units::speed_mbps(s)
+            ),
             None => "deeper rings absorb bursts".into(),
         },
         format!("ethtool -G {}", nic.name),

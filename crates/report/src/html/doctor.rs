@@ -374,7 +374,7 @@ fn nic_boxes(
         let cpus = CpuSet::from_cpus(irqs[i].keys().copied());
         let speed = n
             .speed_mbps
-            .map(|s| format!("{} Gbit/s", s as f64 / 1000.0))
+            .map(wirespeed_model::units::speed_mbps)
             .unwrap_or_else(|| "speed ?".into());
         let pcie = n
             .pcie

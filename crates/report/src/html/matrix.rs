@@ -17,7 +17,7 @@ pub(super) fn sweep(h: &mut String, s: &SweepDoc) {
         h.push_str("<p class=\"mute\">the sweep was interrupted: some cells are empty</p>");
     }
     let value = |r: u32, c: u32| m.median(r, c);
-    let fmt = |v: f64| format!("{:.2} Gbit/s", v / 1e9);
+    let fmt = rate;
     let caption = format!("Throughput (median Gbit/s) by {rl} × {cl}");
     chart::heatmap(
         h,

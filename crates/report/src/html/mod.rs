@@ -143,22 +143,7 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// A bit rate for people: `8.94 Gbit/s`, `812 Mbit/s`.
-pub fn rate(bps: f64) -> String {
-    if !bps.is_finite() {
-        return "–".into();
-    }
-    let a = bps.abs();
-    if a >= 1e9 {
-        format!("{:.2} Gbit/s", bps / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.0} Mbit/s", bps / 1e6)
-    } else if a >= 1e3 {
-        format!("{:.0} kbit/s", bps / 1e3)
-    } else {
-        format!("{bps:.0} bit/s")
-    }
-}
+pub use wirespeed_model::units::rate;
 
 const CSS: &str = r#"
 :root{color-scheme:light dark;--bg:#ffffff;--fg:#1b1f24;--mute:#5b6470;--grid:#d5dae0;--panel:#f4f6f8;--line:#aab3bd;
@@ -222,12 +207,5 @@ mod tests {
             esc("<a href=\"x\">&'\u{7}"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;\u{fffd}"
         );
-    }
-
-    #[test]
-    fn rates_pick_a_unit() {
-        assert_eq!(rate(8.94e9), "8.94 Gbit/s");
-        assert_eq!(rate(812.4e6), "812 Mbit/s");
-        assert_eq!(rate(f64::NAN), "–");
     }
 }
