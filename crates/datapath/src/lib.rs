@@ -23,8 +23,8 @@
 //!   so >1000 streams share one or two workers.
 //!
 //! The engine samples counters from its own thread at interval ticks
-//! ([`WorkerHandle::counters`]) and reads `TCP_INFO` on the raw fds
-//! ([`WorkerHandle::stream_fds`], [`tcp::tcp_info`]) without stopping workers.
+//! ([`WorkerHandle::counters`]) and reads `TCP_INFO` on the sockets the workers own
+//! ([`WorkerHandle::stream_fd`], [`tcp::tcp_info`]) without stopping workers.
 //! A test ends with [`Control::stop`] (all workers of the test finish within
 //! about [`POLL_INTERVAL`]), or when a shared [`Budget`] (`-n`/`-k`) runs out
 //! (each sending stream then finishes; wait for [`WorkerHandle::is_finished`]),

@@ -1,8 +1,8 @@
 //! What TCP and UDP workers share that is not about bytes: a thread pinned before it reports
-//! ready, the live counters and raw fds of its streams, and the join.
+//! ready, the live counters of its streams, their sockets borrowed while it runs, and the join.
 
 use crate::{cpu, DatapathError};
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::sync::Arc;
 
 /// A running worker thread with report `R` and per-stream live counters `C`
@@ -18,9 +18,14 @@ impl<R, C> WorkerThread<R, C> {
     pub fn counters(&self) -> Vec<(u32, Arc<C>)> {
         self.counters.clone()
     }
-    /// Raw fds of the streams (valid until `join`), e.g. for [`crate::tcp::tcp_info`].
-    pub fn stream_fds(&self) -> Vec<(u32, RawFd)> {
-        self.fds.clone()
+    /// Stream `id`'s socket, borrowed for as long as this handle lives (e.g. for
+    /// [`crate::tcp::tcp_info`] while the worker runs); `None` for a stream it does not run.
+    pub fn stream_fd(&self, id: u32) -> Option<BorrowedFd<'_>> {
+        let fd = self.fds.iter().find(|(i, _)| *i == id)?.1;
+        // SAFETY: the worker owns each of its sockets from spawn until its report hands them
+        // back through `join`, which consumes this handle; so while `&self` lives the fd is
+        // open and refers to this stream's socket.
+        Some(unsafe { BorrowedFd::borrow_raw(fd) })
     }
     /// True once every stream of this worker has ended (stop, EOF, budget, error).
     pub fn is_finished(&self) -> bool {

@@ -11,7 +11,7 @@
 //! datagrams still in flight at the end are counted, not lost.
 
 use std::net::{Shutdown, TcpStream, UdpSocket};
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,13 +39,6 @@ pub enum DataSocket {
 }
 
 impl DataSocket {
-    pub fn as_raw_fd(&self) -> RawFd {
-        match self {
-            DataSocket::Tcp(s) => s.as_raw_fd(),
-            DataSocket::Udp(s) => s.as_raw_fd(),
-        }
-    }
-
     pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
         match self {
             DataSocket::Tcp(s) => s.local_addr(),
@@ -118,6 +111,14 @@ impl AnyWorker {
         match self {
             AnyWorker::Tcp(h) => h.is_finished(),
             AnyWorker::Udp(h) => h.is_finished(),
+        }
+    }
+
+    /// Stream `id`'s socket while this worker runs it.
+    fn stream_fd(&self, id: u32) -> Option<BorrowedFd<'_>> {
+        match self {
+            AnyWorker::Tcp(h) => h.stream_fd(id),
+            AnyWorker::Udp(h) => h.stream_fd(id),
         }
     }
 }
@@ -196,7 +197,6 @@ struct StreamInfo {
     id: u32,
     send: bool,
     counter: AnyCounter,
-    fd: RawFd,
     /// Counters when the omit period ended.
     omit_bytes: u64,
     omit_retrans: u64,
@@ -240,19 +240,14 @@ pub struct DataPhase {
     send_ctl: Arc<Control>,
     recv_ctl: Arc<Control>,
     summaries: Vec<WorkerSummary>,
-    sockets: Vec<OwnedFd>,
+    /// The streams' sockets once their workers ended (stream id, socket), until `close`.
+    sockets: Vec<(u32, OwnedFd)>,
     senders_stopped: bool,
     receivers_stopped: bool,
 }
 
-fn tcp_sample(fd: RawFd) -> Option<(TcpSample, Option<String>)> {
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: `fd` belongs to a socket owned by a live worker or by `DataPhase::sockets`; it
-    // stays open for the duration of this call.
-    let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
-    let info = dp::tcp::tcp_info(bfd).ok()?;
+fn tcp_sample(fd: BorrowedFd<'_>) -> Option<(TcpSample, Option<String>)> {
+    let info = dp::tcp::tcp_info(fd).ok()?;
     Some((
         TcpSample {
             retransmits_total: u64::from(info.retransmits_total),
@@ -329,14 +324,10 @@ impl DataPhase {
                             budget: if is_send { cfg.budget.clone() } else { None },
                         };
                         spawn_worker(spec, Arc::clone(ctl)).map(|h| {
-                            let fds = h.stream_fds();
-                            let ctrs: Vec<(u32, AnyCounter, RawFd)> = h
+                            let ctrs: Vec<(u32, AnyCounter)> = h
                                 .counters()
                                 .into_iter()
-                                .map(|(id, c)| {
-                                    let fd = fds.iter().find(|(i, _)| *i == id).map_or(-1, |f| f.1);
-                                    (id, AnyCounter::Tcp(c), fd)
-                                })
+                                .map(|(id, c)| (id, AnyCounter::Tcp(c)))
                                 .collect();
                             (AnyWorker::Tcp(h), ctrs)
                         })
@@ -366,14 +357,10 @@ impl DataPhase {
                             fq_rate: if is_send { u.fq_rate } else { None },
                         };
                         spawn_udp_worker(spec, Arc::clone(ctl)).map(|h| {
-                            let fds = h.stream_fds();
-                            let ctrs: Vec<(u32, AnyCounter, RawFd)> = h
+                            let ctrs: Vec<(u32, AnyCounter)> = h
                                 .counters()
                                 .into_iter()
-                                .map(|(id, c)| {
-                                    let fd = fds.iter().find(|(i, _)| *i == id).map_or(-1, |f| f.1);
-                                    (id, AnyCounter::Udp(c), fd)
-                                })
+                                .map(|(id, c)| (id, AnyCounter::Udp(c)))
                                 .collect();
                             (AnyWorker::Udp(h), ctrs)
                         })
@@ -386,12 +373,11 @@ impl DataPhase {
                         return Err(host_error(e));
                     }
                 };
-                for (id, counter, fd) in ctrs {
+                for (id, counter) in ctrs {
                     phase.streams.push(StreamInfo {
                         id,
                         send: is_send,
                         counter,
-                        fd,
                         omit_bytes: 0,
                         omit_retrans: 0,
                         omit_udp: UdpSnapshot::default(),
@@ -418,7 +404,7 @@ impl DataPhase {
                     for (id, sock) in r.sockets {
                         if shutdown {
                             if let Some(s) = self.streams.iter_mut().find(|s| s.id == id) {
-                                if let Some((t, cc)) = tcp_sample(sock.as_raw_fd()) {
+                                if let Some((t, cc)) = tcp_sample(sock.as_fd()) {
                                     s.last_tcp = Some(t);
                                     if cc.is_some() {
                                         s.congestion = cc;
@@ -433,17 +419,17 @@ impl DataPhase {
                         {
                             // A receiving stream: its algorithm is the receiver's
                             // `congestion_used` (iperf3's receiver_tcp_congestion).
-                            s.congestion = tcp_sample(sock.as_raw_fd()).and_then(|(_, cc)| cc);
+                            s.congestion = tcp_sample(sock.as_fd()).and_then(|(_, cc)| cc);
                         }
-                        self.sockets.push(OwnedFd::from(sock));
+                        self.sockets.push((id, OwnedFd::from(sock)));
                     }
                 }
             }
             AnyWorker::Udp(h) => {
                 if let Ok(r) = h.join() {
                     self.summaries.push(WorkerSummary::from(&r));
-                    for (_, sock) in r.sockets {
-                        self.sockets.push(OwnedFd::from(sock));
+                    for (id, sock) in r.sockets {
+                        self.sockets.push((id, OwnedFd::from(sock)));
                     }
                 }
             }
@@ -463,17 +449,36 @@ impl DataPhase {
         self.receivers_stopped = true;
     }
 
+    /// Stream `id`'s socket: its worker's while the worker runs, this phase's after (until
+    /// `close`).
+    fn socket(&self, id: u32) -> Option<BorrowedFd<'_>> {
+        if let Some((_, fd)) = self.sockets.iter().find(|(i, _)| *i == id) {
+            return Some(fd.as_fd());
+        }
+        self.send_workers
+            .iter()
+            .chain(&self.recv_workers)
+            .find_map(|w| w.stream_fd(id))
+    }
+
     /// Cumulative counters (and TCP_INFO of TCP sending streams, if `tcp`) for the builder.
     pub fn samples(&mut self, tcp: bool) -> Vec<StreamSample> {
         let read_tcp = tcp && !self.senders_stopped && !self.udp;
+        let fresh: Vec<_> = self
+            .streams
+            .iter()
+            .map(|s| {
+                (read_tcp && s.send)
+                    .then(|| self.socket(s.id).and_then(tcp_sample))
+                    .flatten()
+            })
+            .collect();
         let mut out = Vec::with_capacity(self.streams.len());
-        for s in &mut self.streams {
-            if read_tcp && s.send {
-                if let Some((t, cc)) = tcp_sample(s.fd) {
-                    s.last_tcp = Some(t);
-                    if cc.is_some() {
-                        s.congestion = cc;
-                    }
+        for (s, fresh) in self.streams.iter_mut().zip(fresh) {
+            if let Some((t, cc)) = fresh {
+                s.last_tcp = Some(t);
+                if cc.is_some() {
+                    s.congestion = cc;
                 }
             }
             let udp = s.counter.udp().map(|u| {
@@ -506,12 +511,8 @@ impl DataPhase {
     pub fn sender_tcp_infos(&self) -> Vec<dp::tcp::TcpInfo> {
         self.streams
             .iter()
-            .filter(|s| s.send && s.fd >= 0)
-            .filter_map(|s| {
-                // SAFETY: `fd` belongs to a socket this phase keeps open until `close`.
-                let bfd = unsafe { BorrowedFd::borrow_raw(s.fd) };
-                dp::tcp::tcp_info(bfd).ok()
-            })
+            .filter(|s| s.send)
+            .filter_map(|s| dp::tcp::tcp_info(self.socket(s.id)?).ok())
             .collect()
     }
 
@@ -600,12 +601,10 @@ impl DataPhase {
             let pending = self
                 .streams
                 .iter()
-                .filter(|s| s.send && s.fd >= 0)
-                .any(|s| {
-                    // SAFETY: the fd belongs to a socket kept in `self.sockets` after the senders
-                    // were joined; it stays open until `close`.
-                    let bfd = unsafe { BorrowedFd::borrow_raw(s.fd) };
-                    dp::tcp::tcp_info(bfd)
+                .filter(|s| s.send)
+                .filter_map(|s| self.socket(s.id))
+                .any(|fd| {
+                    dp::tcp::tcp_info(fd)
                         .is_ok_and(|i| i.unacked > 0 || i.notsent_bytes.unwrap_or(0) > 0)
                 });
             let now = Instant::now();

@@ -240,10 +240,9 @@ fn peer_reset_marks_only_that_stream() {
     });
     drop(b2);
     // The sender's socket of stream 2 has taken the reset (TCP_CLOSE) ...
-    let fd2 = tx.stream_fds()[1].1;
+    let id2 = ctr[1].0;
     wait_until("stream 2 takes the reset", || {
-        // SAFETY: fd2 is stream 2's socket, open until `tx` is joined (below).
-        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd2) };
+        let fd = tx.stream_fd(id2).expect("stream 2 runs on this worker");
         tcp::tcp_info(fd).is_ok_and(|i| i.state == 7)
     });
     // ... and the other streams keep going well after that (the worker sees the error on
