@@ -241,6 +241,12 @@ pub fn end_sections(b: &ResultBuilder, side: &EndSide<'_>) -> (End, WirespeedExt
     measured.control_stall = side.observer.stall().cloned();
     measured.target_bps = side.target_bps;
     measured.rate_bps = side.rate_bps;
+    let zero_copy = |p: &Option<String>| {
+        p.clone()
+            .filter(|p| wirespeed_model::cost::is_zero_copy_send(p))
+    };
+    measured.zero_copy_send =
+        zero_copy(&ext.send_path).or_else(|| zero_copy(&ext.remote_send_path));
     side.observer.attach(&mut ext, peer_ext, &measured);
     (rep.end, ext)
 }

@@ -113,6 +113,7 @@ pub fn measured(udp: bool, end: &End, intervals: &[Interval], mss: Option<u32>) 
         bytes_sent: end.sum_sent.as_ref().map(|s| s.bytes),
         bytes_received: received.map(|s| s.bytes),
         rate_bps: None,
+        zero_copy_send: None,
         mss: if udp { None } else { mss.filter(|m| *m > 0) },
         rtt_us,
         control_stall: None,

@@ -145,6 +145,9 @@ pub fn cost_of(test: &TestObservation, m: &Measured) -> Option<Cost> {
             "both ends on one host: softirq time is charged to the receiver only".to_string(),
         );
     }
+    if let Some(note) = zero_copy_on_one_host(test, m, sender.as_ref()) {
+        notes.push(note);
+    }
     for (e, c, who) in [
         (sender_end, &sender, "sender"),
         (receiver_end, &receiver, "receiver"),
@@ -230,6 +233,32 @@ fn projection(
         receiver_cpus,
         rule,
     })
+}
+
+/// Zero-copy send between two ends of one host: the receiver copies every byte anyway, so the
+/// sender's zero-copy saves nothing, and the kernel makes it dearer than a copy (see
+/// docs/measure.md): `None` unless the test sent with one (`Measured::zero_copy_send`) on one host.
+pub fn zero_copy_on_one_host(
+    test: &TestObservation,
+    m: &Measured,
+    sender: Option<&EndCost>,
+) -> Option<String> {
+    let path = m.zero_copy_send.as_deref()?;
+    same_host(test)?;
+    let measured = sender.map_or(String::new(), |c| {
+        format!(
+            " (here one sending core moves {})",
+            BitsPerSecond::from_gbps(c.gbps_per_core)
+        )
+    });
+    let why = if path == "msg_zerocopy" {
+        "the kernel copies MSG_ZEROCOPY data delivered to a local socket"
+    } else {
+        "the kernel hands the receiver the pages in page-sized fragments with a page reference each (sendfile: a page-cache lookup each too), where a copy builds 32 KiB fragments"
+    };
+    Some(format!(
+        "zero-copy send ({path}) on one host costs more CPU per bit than copying{measured}: the receiver copies every byte anyway and {why}; drop -Z here — it pays where a NIC reads the pages and the sender is CPU-bound"
+    ))
 }
 
 /// The projection's sentence for a CPU-bound verdict of `role`: `one core moves 28.0 Gbit/s
@@ -443,5 +472,41 @@ mod tests {
         both.role = Role::Both;
         let t = TestObservation::local_only(both, "x");
         assert!(cost_of(&t, &measured(1_000_000)).is_none());
+    }
+
+    #[test]
+    fn zero_copy_send_on_one_host_is_said_in_the_notes_and_the_verdict() {
+        let mut tx = end(Role::Sender, "same", 0, 1, 2.0);
+        let mut rx = end(Role::Receiver, "same", 1, 1, 2.0);
+        for e in [&mut tx, &mut rx] {
+            e.iface = Some("lo".into());
+        }
+        let one_host = TestObservation::combine(tx.clone(), Ok(Some(&rx)), true);
+        let m = Measured {
+            zero_copy_send: Some("sendfile".into()),
+            ..measured(10_000_000_000)
+        };
+        let c = cost_of(&one_host, &m).unwrap();
+        let per_core = BitsPerSecond::from_gbps(c.sender.as_ref().unwrap().gbps_per_core);
+        let note = c
+            .notes
+            .iter()
+            .find(|n| n.starts_with("zero-copy send (sendfile)"));
+        let note = note.unwrap_or_else(|| panic!("{:?}", c.notes));
+        assert!(
+            note.contains(&format!("one sending core moves {per_core}")),
+            "{note}"
+        );
+        let v = crate::verdict::verdict_of(&one_host, &m);
+        assert!(v.also.iter().any(|a| a == note), "{v:?}");
+        // a copy, or two hosts: nothing said
+        let v = crate::verdict::verdict_of(&one_host, &measured(10_000_000_000));
+        assert!(!v.also.iter().any(|a| a.starts_with("zero-copy")), "{v:?}");
+        let two = TestObservation::combine(
+            end(Role::Sender, "a", 9, 8, 2.0),
+            Ok(Some(&end(Role::Receiver, "b", 10, 12, 2.0))),
+            true,
+        );
+        assert!(zero_copy_on_one_host(&two, &m, None).is_none());
     }
 }

@@ -218,6 +218,11 @@ pub fn measured_from_report(doc: &serde_json::Value) -> Measured {
         bytes_sent: end["sum_sent"]["bytes"].as_u64(),
         bytes_received: received["bytes"].as_u64(),
         rate_bps: None,
+        zero_copy_send: doc["wirespeed"]["send_path"]
+            .as_str()
+            .or(doc["wirespeed"]["remote_send_path"].as_str())
+            .filter(|p| wirespeed_model::cost::is_zero_copy_send(p))
+            .map(str::to_string),
         mss: (!udp)
             .then(|| doc["start"]["tcp_mss_default"].as_u64())
             .flatten()
@@ -1267,6 +1272,12 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
     }
     let mut first = found.remove(0);
     first.also = found.into_iter().map(|v| v.line).collect();
+    // a zero-copy send between two ends of one host: what it did, always said
+    if let Some(note) =
+        crate::cost::zero_copy_on_one_host(test, m, cost.as_ref().and_then(|c| c.sender.as_ref()))
+    {
+        first.also.push(note);
+    }
     first
 }
 
@@ -1963,6 +1974,7 @@ mod tests {
                 target_bps: Some(4e8),
                 bytes_received: None,
                 rate_bps: None,
+                zero_copy_send: None,
             }
         );
         let udp = serde_json::json!({

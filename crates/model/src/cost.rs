@@ -88,6 +88,12 @@ pub struct Cost {
     pub notes: Vec<String>,
 }
 
+/// A send path that hands the kernel references to pages instead of copying them
+/// (`sendfile`, `splice`, `msg_zerocopy`).
+pub fn is_zero_copy_send(path: &str) -> bool {
+    matches!(path, "sendfile" | "splice" | "msg_zerocopy")
+}
+
 impl EndCost {
     /// The cost of moving `bytes` with `thread_cpu_s` + `softirq_cpu_s` CPU seconds; `None`
     /// when nothing moved or no CPU time was counted.

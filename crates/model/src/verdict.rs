@@ -51,6 +51,9 @@ pub struct Measured {
     /// The link rate the user named for the cost projection (`--rate`), bit/s; without it the
     /// projection uses a real interface's speed.
     pub rate_bps: Option<f64>,
+    /// The zero-copy send path that ran at the sending end (`sendfile`, `splice`,
+    /// `msg_zerocopy`), when one did.
+    pub zero_copy_send: Option<String>,
 }
 
 /// A control connection whose large message made no progress while small ones had got

@@ -379,3 +379,28 @@ fn cost_per_bit_is_present_and_follows_from_the_tests_own_figures() {
     );
     assert!(line.contains("100.0 Gbit/s (--rate) needs "), "{line}");
 }
+
+/// `-Z` between two ends of one host: the verdict and the cost's notes say it cost more than a
+/// copy would (the kernel's doing, docs/measure.md).
+#[test]
+fn zero_copy_send_on_loopback_is_said() {
+    let j = json_of(&["client", "--loopback", "-t", "1", "-Z", "-J"]);
+    let w = &j["wirespeed"];
+    if w["send_path"] != "sendfile" {
+        // the kernel refused sendfile: the fallback is said instead, and nothing is zero-copy
+        assert!(!w["path_fallbacks"].as_array().unwrap().is_empty(), "{w}");
+        return;
+    }
+    let said = |v: &serde_json::Value| {
+        v.as_array().unwrap().iter().any(|a| {
+            a.as_str()
+                .unwrap()
+                .starts_with("zero-copy send (sendfile) on one host")
+        })
+    };
+    assert!(said(&w["verdict"]["also"]), "{}", w["verdict"]);
+    assert!(said(&w["cost"]["notes"]), "{}", w["cost"]);
+    let plain = json_of(&["client", "--loopback", "-t", "1", "-J"]);
+    let also = &plain["wirespeed"]["verdict"]["also"];
+    assert!(also.is_null() || !said(also), "{also}");
+}
