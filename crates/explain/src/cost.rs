@@ -163,6 +163,14 @@ pub fn cost_of(test: &TestObservation, m: &Measured) -> Option<Cost> {
         return None;
     }
     let projection = projection(test, m, sender.as_ref(), receiver.as_ref(), shared);
+    if let Some(p) = projection.as_ref().filter(|_| shared) {
+        if p.sender_cpus.intersects(&p.receiver_cpus) {
+            notes.push(format!(
+                "this host has too few CPUs ({}) to keep the sending and receiving cores apart",
+                layout_of(&test.local).online.len()
+            ));
+        }
+    }
     Some(Cost {
         sender,
         receiver,
@@ -456,6 +464,19 @@ mod tests {
         let p = cost_of(&test, &m).unwrap().projection.unwrap();
         assert!(!p.sender_cpus.intersects(&p.receiver_cpus), "{p:?}");
         assert_eq!(p.rule, "all online CPUs 0-15");
+        // 1 Tbit/s needs more cores than the host has: the ends overlap, and it is said
+        let m = Measured {
+            rate_bps: Some(1e12),
+            ..measured(10_000_000_000)
+        };
+        let c = cost_of(&test, &m).unwrap();
+        let p = c.projection.as_ref().unwrap();
+        assert!(p.sender_cpus.intersects(&p.receiver_cpus), "{p:?}");
+        assert!(
+            c.notes.iter().any(|n| n.contains("too few CPUs (16)")),
+            "{:?}",
+            c.notes
+        );
     }
 
     #[test]
