@@ -48,9 +48,17 @@ struct Args {
     /// bareloop's C source (default: ../shared/bench/bareloop.c beside the repository).
     #[arg(long)]
     bareloop_src: Option<PathBuf>,
-    /// Sections to run, comma-separated: tcp,zc,netns,udp,paced.
-    #[arg(long, value_delimiter = ',', default_value = "tcp,zc,netns,udp,paced")]
+    /// Sections to run, comma-separated: tcp,zc,netns,udp,paced,streams.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "tcp,zc,netns,udp,paced,streams"
+    )]
     only: Vec<String>,
+    /// The peers' directory (default: ../shared/bench/peers beside the repository): its
+    /// `iperf3` (3.21, a thread per stream) joins the many-stream section as `iperf3-3.21`.
+    #[arg(long)]
+    peers: Option<PathBuf>,
     /// CPU for the client (sender) and for the server (receiver).
     #[arg(long, default_value_t = 0)]
     client_cpu: u32,
@@ -69,6 +77,8 @@ enum Kind {
     Wirespeed,
     Iperf3,
     Bareloop,
+    /// The peers' iperf3 3.21.
+    Iperf3Peer,
 }
 
 impl Kind {
@@ -77,6 +87,7 @@ impl Kind {
             Kind::Wirespeed => "wirespeed",
             Kind::Iperf3 => "iperf3",
             Kind::Bareloop => "bareloop",
+            Kind::Iperf3Peer => "iperf3-3.21",
         }
     }
 }
@@ -93,12 +104,17 @@ struct Test {
     rate: u64,
     netns: bool,
     kinds: Vec<Kind>,
+    /// `-P`: streams.
+    parallel: u32,
+    /// Pin with `-A CLIENT_CPU,SERVER_CPU` (the many-stream section runs unpinned).
+    pinned: bool,
 }
 
 struct Env {
     args: Args,
     wirespeed: Option<PathBuf>,
     bareloop: Option<PathBuf>,
+    iperf3_peer: Option<PathBuf>,
     veth: Option<netns::VethPair>,
     interrupted: std::sync::Arc<AtomicBool>,
     _tmp: Option<tempfile::TempDir>,
@@ -208,10 +224,14 @@ fn iperf_like_cmds(
         a.duration.to_string(),
         "-l".into(),
         size_arg(t.block),
-        "-A".into(),
-        format!("{},{}", a.client_cpu, a.server_cpu),
         "-J".into(),
     ];
+    if t.pinned {
+        client.extend(["-A".into(), format!("{},{}", a.client_cpu, a.server_cpu)]);
+    }
+    if t.parallel > 1 {
+        client.extend(["-P".into(), t.parallel.to_string()]);
+    }
     if t.zerocopy {
         client.push("-Z".into());
     }
@@ -296,12 +316,18 @@ fn run_one(env: &Env, kind: Kind, t: &Test) -> Result<Sample, String> {
             }
             parse::parse_bareloop(&(s.stdout() + &c.stdout()))
         }
-        Kind::Wirespeed | Kind::Iperf3 => {
+        Kind::Wirespeed | Kind::Iperf3 | Kind::Iperf3Peer => {
             let bin = match kind {
                 Kind::Wirespeed => env
                     .wirespeed
                     .as_ref()
                     .ok_or("wirespeed binary not found")?
+                    .display()
+                    .to_string(),
+                Kind::Iperf3Peer => env
+                    .iperf3_peer
+                    .as_ref()
+                    .ok_or("the peers' iperf3 not found")?
                     .display()
                     .to_string(),
                 _ => a.iperf3.clone(),
@@ -405,8 +431,8 @@ fn print_outcome(o: &Outcome) {
     };
     if !t.udp {
         println!(
-            "{:<10} {:>12}  {:<28} notes",
-            "contender", "median Gb/s", "rounds (receiver Gbit/s)"
+            "{:<11} {:>12} {:>11}  {:<28} notes",
+            "contender", "median Gb/s", "CPU-s/Gbit", "rounds (receiver Gbit/s)"
         );
         for (k, v) in &o.samples {
             let paths = v
@@ -425,9 +451,10 @@ fn print_outcome(o: &Outcome) {
                 .unwrap_or_default()
             );
             println!(
-                "{:<10} {:>12}  {:<28} {}",
+                "{:<11} {:>12} {:>11}  {:<28} {}",
                 k.name(),
                 gb(med_of(v, |s| Some(s.recv_bps))),
+                fmt_opt(med_of(v, |s| s.cpu_s_per_gbit), 4),
                 rounds_str(v, &|s| s.recv_bps / 1e9),
                 notes
             );
@@ -494,7 +521,27 @@ fn print_outcome(o: &Outcome) {
             fmt_opt(ratio(w, b), 3)
         ));
     }
+    if t.kinds.contains(&Kind::Iperf3Peer) {
+        line.push_str(&format!(
+            "   wirespeed/iperf3-3.21 = {}",
+            fmt_opt(ratio(w, m(Kind::Iperf3Peer)), 3)
+        ));
+    }
     println!("{line}");
+    if !t.udp {
+        let c = |k: Kind| get(k).and_then(|v| med_of(v, |s| s.cpu_s_per_gbit));
+        let mut line = format!(
+            "CPU per bit (medians; both ends, iperf3's utilisation): wirespeed/iperf3 = {}",
+            fmt_opt(ratio(c(Kind::Wirespeed), c(Kind::Iperf3)), 3)
+        );
+        if t.kinds.contains(&Kind::Iperf3Peer) {
+            line.push_str(&format!(
+                "   wirespeed/iperf3-3.21 = {}",
+                fmt_opt(ratio(c(Kind::Wirespeed), c(Kind::Iperf3Peer)), 3)
+            ));
+        }
+        println!("{line}");
+    }
 }
 
 fn sample_json(s: &Result<Sample, String>) -> serde_json::Value {
@@ -502,7 +549,7 @@ fn sample_json(s: &Result<Sample, String>) -> serde_json::Value {
         Ok(s) => serde_json::json!({
             "recv_bps": s.recv_bps, "sent_bps": s.sent_bps, "lost_packets": s.lost_packets, "packets": s.packets,
             "received_packets": s.received_packets, "lost_percent": s.lost_percent, "jitter_ms": s.jitter_ms,
-            "retransmits": s.retransmits, "paths": s.paths,
+            "retransmits": s.retransmits, "paths": s.paths, "cpu_s_per_gbit": s.cpu_s_per_gbit,
         }),
         Err(e) => serde_json::json!({ "error": e }),
     }
@@ -532,6 +579,8 @@ fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
                     rate: 0,
                     netns,
                     kinds: tcp3.clone(),
+                    parallel: 1,
+                    pinned: true,
                 });
             }
         }
@@ -545,6 +594,8 @@ fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
                 rate: 0,
                 netns,
                 kinds: tcp3.clone(),
+                parallel: 1,
+                pinned: true,
             });
         }
     };
@@ -571,6 +622,8 @@ fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
             rate: 0,
             netns: false,
             kinds: vec![Wirespeed, Iperf3],
+            parallel: 1,
+            pinned: true,
         });
     }
     if on("paced") {
@@ -588,7 +641,32 @@ fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
                 rate,
                 netns: false,
                 kinds: vec![Wirespeed, Iperf3],
+                parallel: 1,
+                pinned: true,
             });
+        }
+    }
+    if on("streams") {
+        // -P 1, 2, 4, ... up to twice the CPUs, unpinned (each tool places its own threads)
+        let top = 2 * num_cpus() as u32;
+        let mut p = 1u32;
+        while p <= top.max(1) {
+            v.push(Test {
+                title: format!(
+                    "TCP loopback, {p} stream(s), 128K blocks, copy, unpinned; {} s",
+                    a.duration
+                ),
+                section: "streams",
+                udp: false,
+                block: 128 << 10,
+                zerocopy: false,
+                rate: 0,
+                netns: false,
+                kinds: vec![Wirespeed, Iperf3, Iperf3Peer],
+                parallel: p,
+                pinned: false,
+            });
+            p *= 2;
         }
     }
     v
@@ -600,7 +678,7 @@ fn main() {
         eprintln!("wirespeed-bench: --rounds and --duration must be at least 1");
         std::process::exit(2);
     }
-    let known = ["tcp", "zc", "netns", "udp", "paced"];
+    let known = ["tcp", "zc", "netns", "udp", "paced", "streams"];
     if let Some(bad) = args.only.iter().find(|o| !known.contains(&o.as_str())) {
         eprintln!(
             "wirespeed-bench: unknown section {bad:?} in --only (known: {})",
@@ -635,6 +713,22 @@ fn main() {
         }
     };
     println!("iperf3: {}", first_line(&args.iperf3, "--version"));
+    let peers = args
+        .peers
+        .clone()
+        .unwrap_or_else(|| repo_root().join("../shared/bench/peers"));
+    let iperf3_peer = Some(peers.join("iperf3")).filter(|p| p.is_file());
+    match &iperf3_peer {
+        Some(p) => println!(
+            "iperf3-3.21: {} ({})",
+            p.display(),
+            first_line(&p.display().to_string(), "--version")
+        ),
+        None => println!(
+            "iperf3-3.21: NOT AVAILABLE — no iperf3 in {}; skipped",
+            peers.display()
+        ),
+    }
     let src = args
         .bareloop_src
         .clone()
@@ -677,6 +771,7 @@ fn main() {
         args,
         wirespeed,
         bareloop,
+        iperf3_peer,
         veth,
         interrupted,
         _tmp: tmp,
@@ -690,6 +785,9 @@ fn main() {
         let mut t = t.clone();
         if env.bareloop.is_none() {
             t.kinds.retain(|k| *k != Kind::Bareloop);
+        }
+        if env.iperf3_peer.is_none() {
+            t.kinds.retain(|k| *k != Kind::Iperf3Peer);
         }
         eprintln!("-- {}", t.title);
         let o = run_test(&env, &t);
@@ -707,10 +805,12 @@ fn main() {
             "tests": outcomes.iter().map(|o| serde_json::json!({
                 "title": o.test.title, "section": o.test.section, "udp": o.test.udp, "block": o.test.block,
                 "zerocopy": o.test.zerocopy, "rate_bps": o.test.rate, "netns": o.test.netns,
+                "parallel": o.test.parallel, "pinned": o.test.pinned,
                 "contenders": o.samples.iter().map(|(k, v)| serde_json::json!({
                     "name": k.name(),
                     "median_recv_bps": med_of(v, |s| Some(s.recv_bps)),
                     "median_sent_bps": med_of(v, |s| Some(s.sent_bps)),
+                    "median_cpu_s_per_gbit": med_of(v, |s| s.cpu_s_per_gbit),
                     "samples": v.iter().map(sample_json).collect::<Vec<_>>(),
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),

@@ -19,6 +19,10 @@ pub struct Sample {
     pub retransmits: Option<u64>,
     /// Paths that ran, as the tool reported them (wirespeed only).
     pub paths: Option<String>,
+    /// CPU seconds both ends spent per Gbit received, from iperf3's own figures (the same for
+    /// every iperf3-shaped tool): (`cpu_utilization_percent` `host_total` + `remote_total`) / 100
+    /// × the receiver's seconds / its Gbit.
+    pub cpu_s_per_gbit: Option<f64>,
 }
 
 fn f(v: &Value, path: &[&str]) -> Option<f64> {
@@ -48,6 +52,7 @@ pub fn parse_iperf_json(text: &str, udp_len: Option<usize>) -> Result<Sample, St
         ..Sample::default()
     };
     s.retransmits = f(end, &["sum_sent", "retransmits"]).map(|x| x as u64);
+    s.cpu_s_per_gbit = cpu_per_gbit(end);
     if let Some(len) = udp_len {
         let r = end
             .get("sum_received")
@@ -70,6 +75,16 @@ pub fn parse_iperf_json(text: &str, udp_len: Option<usize>) -> Result<Sample, St
         }
     }
     Ok(s)
+}
+
+/// (host + remote CPU utilisation) × seconds / Gbit received; `None` when a figure is missing
+/// or nothing arrived.
+fn cpu_per_gbit(end: &Value) -> Option<f64> {
+    let util = end.get("cpu_utilization_percent")?;
+    let cpu = (f(util, &["host_total"])? + f(util, &["remote_total"])?) / 100.0;
+    let secs = f(end, &["sum_received", "seconds"])?;
+    let gbit = f(end, &["sum_received", "bytes"])? * 8.0 / 1e9;
+    (gbit > 0.0 && cpu > 0.0).then(|| cpu * secs / gbit)
 }
 
 /// bareloop's one-JSON-object-per-line output; the receiver's line is the figure.
@@ -123,6 +138,16 @@ mod tests {
         assert_eq!(s.retransmits, Some(13));
         assert_eq!(s.lost_packets, None);
         assert_eq!(s.paths, None);
+        // CPU per bit from the recorded utilisation, seconds and bytes of the same document
+        let v: Value = serde_json::from_str(&fixture("iperf3-3.12-tcp-128k.json")).unwrap();
+        let (u, r) = (
+            &v["end"]["cpu_utilization_percent"],
+            &v["end"]["sum_received"],
+        );
+        let cpu = (u["host_total"].as_f64().unwrap() + u["remote_total"].as_f64().unwrap()) / 100.0
+            * r["seconds"].as_f64().unwrap();
+        let want = cpu / (r["bytes"].as_f64().unwrap() * 8.0 / 1e9);
+        assert!((s.cpu_s_per_gbit.unwrap() - want).abs() < 1e-12);
     }
 
     #[test]

@@ -392,6 +392,10 @@ pub struct ClientArgs {
     /// One pinned worker per CPU on the server (wirespeed servers).
     #[arg(long = "server-cpus", value_parser = cpu_list)]
     pub server_cpus: Option<CpuList>,
+    /// The link rate the cost projection is for (100G, 40000M, 400Gbit): the cores it would need
+    /// at this test's cost per bit. Without it, a real interface's speed.
+    #[arg(long = "rate", value_name = "RATE", value_parser = crate::diagnose::parse_rate)]
+    pub rate: Option<u64>,
     /// Ask the server to move its NIC's queue IRQs to these CPUs (in turn) for this test and
     /// back after it (a wirespeed server started with --allow-tune --psk; needs --psk).
     #[arg(long = "server-irq-cpus", value_parser = cpu_list, value_name = "LIST")]
@@ -891,6 +895,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         auth: client_auth(a)?,
         psk: a.psk.as_deref().map(read_psk).transpose()?,
         rcv_timeout,
+        rate_bps: a.rate.map(|mbps| mbps as f64 * 1e6),
         ..ClientConfig::default()
     })
 }

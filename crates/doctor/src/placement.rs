@@ -215,26 +215,8 @@ pub fn irq_cpus(
         }
         IrqPolicy::Node => {
             let nic = nic.ok_or(PlacementError::NoNic)?;
-            let online = &layout.online;
-            let (node_cpus, what) = match nic
-                .node
-                .and_then(|n| layout.numa_nodes.get(&n).map(|c| (n, c)))
-            {
-                Some((n, c)) => (c.clone(), format!("NUMA node {n} ({c})")),
-                None => match nic.local_cpus {
-                    Some(l) => (l.clone(), format!("the NIC's local CPUs {l}")),
-                    None => (online.clone(), format!("all online CPUs {online}")),
-                },
-            };
-            let node_cpus = if online.is_empty() {
-                node_cpus
-            } else {
-                node_cpus.intersection(online)
-            };
-            let mut cpus = node_cpus.difference(&app_and_siblings);
-            if cpus.is_empty() {
-                cpus = node_cpus.difference(app);
-            }
+            let (node_cpus, what) = nic_node_cpus(layout, nic);
+            let cpus = away_from(layout, &node_cpus, app);
             if cpus.is_empty() {
                 return Err(no_cpus("node", format!("the app CPUs {app} fill {what}")));
             }
@@ -246,6 +228,58 @@ pub fn irq_cpus(
             Ok(IrqCpus { cpus, rule })
         }
     }
+}
+
+/// The CPUs of the NIC's NUMA node (else its local CPUs, else every online CPU), online ones
+/// only, and their description.
+fn nic_node_cpus(layout: &CpuLayout, nic: NicLocality<'_>) -> (CpuSet, String) {
+    let online = &layout.online;
+    let (node_cpus, what) = match nic
+        .node
+        .and_then(|n| layout.numa_nodes.get(&n).map(|c| (n, c)))
+    {
+        Some((n, c)) => (c.clone(), format!("NUMA node {n} ({c})")),
+        None => match nic.local_cpus {
+            Some(l) => (l.clone(), format!("the NIC's local CPUs {l}")),
+            None => (online.clone(), format!("all online CPUs {online}")),
+        },
+    };
+    let node_cpus = if online.is_empty() {
+        node_cpus
+    } else {
+        node_cpus.intersection(online)
+    };
+    (node_cpus, what)
+}
+
+/// `cpus` without `avoid` and its SMT siblings; without `avoid` alone when the siblings leave
+/// nothing. The one rule that keeps the IRQs off the app CPUs and the app off the IRQ CPUs.
+fn away_from(layout: &CpuLayout, cpus: &CpuSet, avoid: &CpuSet) -> CpuSet {
+    let apart = cpus.difference(&layout.with_siblings(avoid));
+    if apart.is_empty() {
+        cpus.difference(avoid)
+    } else {
+        apart
+    }
+}
+
+/// Where the application's workers should run for a NIC whose IRQs are served by `irq`: the
+/// same rule as [`IrqPolicy::Node`] seen from the other side — the NIC's node, without the IRQ
+/// CPUs and their SMT siblings (the siblings come back when nothing else is left; the IRQ CPUs
+/// themselves when the node has nothing else). `nic` `None`: no NIC (loopback), every online
+/// CPU. Ascending; the caller takes as many as it needs.
+pub fn app_cpus(layout: &CpuLayout, nic: Option<NicLocality<'_>>, irq: &CpuSet) -> IrqCpus {
+    let (node_cpus, what) = nic_node_cpus(layout, nic.unwrap_or_default());
+    let mut cpus = away_from(layout, &node_cpus, irq);
+    let rule = if cpus.is_empty() {
+        cpus = node_cpus;
+        format!("{what}: the IRQ CPUs fill it")
+    } else if irq.is_empty() {
+        what
+    } else {
+        format!("{what} without the NIC's IRQ CPUs {irq}")
+    };
+    IrqCpus { cpus, rule }
 }
 
 /// The policy when the user names none: `l3` when the app CPUs' L3 group (on the NIC's node)
@@ -475,5 +509,31 @@ mod tests {
             irq_cpus(&l, None, &set("6"), &IrqPolicy::Node),
             Err(PlacementError::NoNic)
         );
+    }
+
+    #[test]
+    fn app_cpus_are_the_nics_node_away_from_its_irq_cpus() {
+        let mut l = two_nodes();
+        l.siblings = [(4, set("4,6")), (6, set("4,6"))].into_iter().collect();
+        let nic1 = Some(NicLocality {
+            node: Some(1),
+            local_cpus: None,
+        });
+        // the IRQs on CPU 4: its SMT sibling 6 is left out too
+        let a = app_cpus(&l, nic1, &set("4"));
+        assert_eq!(a.cpus.to_string(), "5,7");
+        assert!(a.rule.contains("NUMA node 1"), "{}", a.rule);
+        assert!(a.rule.contains("IRQ CPUs 4"), "{}", a.rule);
+        // the IRQs fill the node but for a sibling: the sibling comes back
+        assert_eq!(app_cpus(&l, nic1, &set("4-5,7")).cpus.to_string(), "6");
+        // the IRQs fill the node: the node it is
+        assert_eq!(app_cpus(&l, nic1, &set("4-7")).cpus.to_string(), "4-7");
+        // no NIC (loopback): every online CPU
+        assert_eq!(app_cpus(&l, None, &CpuSet::new()).cpus.to_string(), "0-7");
+        // the same rule as the IRQs' node policy, from the other side
+        let irq = irq_cpus(&l, nic1, &set("5"), &IrqPolicy::Node)
+            .unwrap()
+            .cpus;
+        assert_eq!(app_cpus(&l, nic1, &irq).cpus.to_string(), "5");
     }
 }

@@ -200,6 +200,8 @@ pub struct EndSide<'a> {
     pub observer: &'a TestObserver,
     /// The rate the test asked for (all streams of one direction), bit/s, when limited.
     pub target_bps: Option<f64>,
+    /// The link rate the user named for the cost projection (`--rate`, client only), bit/s.
+    pub rate_bps: Option<f64>,
 }
 
 /// The report's `end` and `wirespeed` sections, the same on both ends: CPU utilisation
@@ -238,6 +240,13 @@ pub fn end_sections(b: &ResultBuilder, side: &EndSide<'_>) -> (End, WirespeedExt
     let mut measured = crate::observe::measured(udp, &rep.end, b.intervals(), side.observer.mss());
     measured.control_stall = side.observer.stall().cloned();
     measured.target_bps = side.target_bps;
+    measured.rate_bps = side.rate_bps;
+    let zero_copy = |p: &Option<String>| {
+        p.clone()
+            .filter(|p| wirespeed_model::cost::is_zero_copy_send(p))
+    };
+    measured.zero_copy_send =
+        zero_copy(&ext.send_path).or_else(|| zero_copy(&ext.remote_send_path));
     side.observer.attach(&mut ext, peer_ext, &measured);
     (rep.end, ext)
 }

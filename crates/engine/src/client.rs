@@ -113,6 +113,9 @@ pub struct ClientConfig {
     /// (`-R`, `--bidir`), a running test whose streams bring no data for this long ends with
     /// iperf3's `IENOMSG`, "idle timeout for receiving data". `None`: never.
     pub rcv_timeout: Option<Duration>,
+    /// `--rate`: the link rate the cost projection is for (bits/s); `None`: a real interface's
+    /// speed, when the observation knows one.
+    pub rate_bps: Option<f64>,
 }
 
 /// iperf3's default `--rcv-timeout`: 120 s.
@@ -165,6 +168,7 @@ impl Default for ClientConfig {
             auth: None,
             psk: None,
             rcv_timeout: Some(DEFAULT_RCV_TIMEOUT),
+            rate_bps: None,
         }
     }
 }
@@ -608,9 +612,10 @@ impl Run<'_> {
     }
 
     fn build_local_results(&mut self) -> TestResults {
-        let Some(m) = &self.m else {
+        let Some(m) = &mut self.m else {
             return TestResults::default();
         };
+        m.note_worker_cpu();
         let data = m.data();
         self.local_cpu = m.cpu();
         let mut ext = assemble::results_ext(data.summaries());
@@ -663,6 +668,7 @@ impl Run<'_> {
                                 t.num_streams,
                             )
                         }),
+                        rate_bps: self.cfg.rate_bps,
                     },
                 );
                 r.end = end;

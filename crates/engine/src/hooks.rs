@@ -19,7 +19,7 @@ use wirespeed_model::observation::{
     EndObservation, IntervalObservation, Role, TcpLimits, WorkerRun,
 };
 use wirespeed_model::verdict::{Measured, PathCeiling};
-use wirespeed_model::{CpuSet, MoveReport, TestObservation, Verdict};
+use wirespeed_model::{Cost, CpuSet, MoveReport, TestObservation, Verdict};
 
 /// Observation of the ends of tests.
 pub trait Observe: Send + Sync {
@@ -41,6 +41,12 @@ pub trait Observe: Send + Sync {
     /// The path model's ceiling for what the test measured (TCP with RTT and retransmits);
     /// `None` by default.
     fn ceiling(&self, _measured: &Measured) -> Option<PathCeiling> {
+        None
+    }
+
+    /// What a bit cost at each end and the cores the link's rate needs (`wirespeed.cost`);
+    /// `None` by default.
+    fn cost(&self, _test: &TestObservation, _measured: &Measured) -> Option<Cost> {
         None
     }
 }

@@ -280,6 +280,13 @@ impl Measurement<DataPhase> {
     pub fn cpu(&self) -> CpuPercent {
         self.cpu.finish(self.data.worker_cpu())
     }
+
+    /// Give the observation the joined workers' own CPU time (see
+    /// [`crate::observe::TestObserver::note_worker_cpu`]).
+    pub fn note_worker_cpu(&mut self) {
+        let (u, s) = self.data.worker_cpu();
+        self.observer.note_worker_cpu((u + s).as_secs_f64());
+    }
 }
 
 impl<D: Counters> Measurement<D> {

@@ -111,6 +111,9 @@ pub fn measured(udp: bool, end: &End, intervals: &[Interval], mss: Option<u32>) 
             .then(|| end.sum_sent.as_ref().and_then(|s| s.retransmits))
             .flatten(),
         bytes_sent: end.sum_sent.as_ref().map(|s| s.bytes),
+        bytes_received: received.map(|s| s.bytes),
+        rate_bps: None,
+        zero_copy_send: None,
         mss: if udp { None } else { mss.filter(|m| *m > 0) },
         rtt_us,
         control_stall: None,
@@ -198,6 +201,14 @@ impl TestObserver {
         }
     }
 
+    /// The workers' own CPU time (user + system seconds), once they have joined: the total of
+    /// this end's observation carries it (for the cost per bit).
+    pub fn note_worker_cpu(&mut self, seconds: f64) {
+        if let Some(e) = &mut self.end {
+            e.total.worker_cpu_s = Some(seconds);
+        }
+    }
+
     /// The senders' MSS (`TCP_INFO`) at the final tick, while the sockets are open.
     pub fn note_mss(&mut self, mss: Option<u32>) {
         self.mss = mss.filter(|m| *m > 0);
@@ -255,6 +266,24 @@ impl TestObserver {
             TestObservation::combine(local, remote, peer.is_some())
         };
         ext.verdict = Some(hook.0.verdict(&test, measured));
+        ext.cost = hook.0.cost(&test, measured).map(|mut c| {
+            // the data path each end ran: this end's from its own workers, the peer's from its
+            // results
+            let local_role = test.local.role;
+            for e in [c.sender.as_mut(), c.receiver.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                let local = e.role == local_role;
+                e.path = match (e.role, local) {
+                    (Role::Sender, true) => ext.send_path.clone(),
+                    (Role::Sender, false) => ext.remote_send_path.clone(),
+                    (_, true) => ext.recv_path.clone(),
+                    (_, false) => ext.remote_recv_path.clone(),
+                };
+            }
+            c
+        });
         ext.observation = Some(test);
     }
 }

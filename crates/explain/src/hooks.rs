@@ -55,6 +55,10 @@ impl Observe for HostObserve {
     fn ceiling(&self, measured: &Measured) -> Option<PathCeiling> {
         crate::verdict::ceiling(measured)
     }
+
+    fn cost(&self, test: &TestObservation, measured: &Measured) -> Option<wirespeed_model::Cost> {
+        crate::cost::cost_of(test, measured)
+    }
 }
 
 impl EndObserver for Running {

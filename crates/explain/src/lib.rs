@@ -7,6 +7,8 @@
 //! - [`model`]: the serialisable observation ([`model::EndObservation`],
 //!   [`model::TestObservation`]); it carries the host's [`topology::Topology`] so a verdict can
 //!   be computed from it anywhere (the server's observation travels to the client).
+//! - [`cost`]: what a bit cost at each end (CPU-seconds per Gbit, cycles per byte) and the
+//!   cores the link's rate needs there ([`cost::cost_of`]); the CPU-bound verdicts quote it.
 //! - [`route`], [`nic`]: the interface carrying the test and its IRQs.
 //! - [`drive`]: the sweeps and `--repeat`, run through the engine test by test.
 //! - [`hooks`]: the engine's hooks over a `Root`: observation with verdicts
@@ -16,6 +18,7 @@
 //! Everything that decides (verdicts, modes, sweep recommendations) is a pure function of
 //! observations and topology, tested on recorded data.
 
+pub mod cost;
 pub mod drive;
 pub mod hooks;
 pub mod irq_sweep;

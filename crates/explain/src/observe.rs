@@ -448,7 +448,11 @@ impl Observer {
     ) -> Result<EndObservation, ObserveError> {
         self.last = Snapshot::read(&self.root, &self.irqs)?;
         let host = self.root.read_opt("/proc/sys/kernel/hostname");
-        Ok(self.finish(host, workers, tcp))
+        let root = self.root.clone();
+        let mut end = self.finish(host, workers, tcp);
+        // the frequency the workers' CPUs ran at, read while the test's load is still on them
+        end.total.cpu_freq = wirespeed_host::cpu::current_freq(&root, &end.total.app_cpus());
+        Ok(end)
     }
 
     /// End the test: the observation of this end, with the totals from the first snapshot to

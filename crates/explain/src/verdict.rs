@@ -37,6 +37,11 @@
 //! `irq-cross-l3` (mostly on another L3 group), else `receiver-cpu-bound`. A saturated sender app
 //! CPU gives `sender-cpu-bound`; a saturated CPU that is no app CPU and spends ≥ 50 % in softirq
 //! + irq gives `softirq-cpu-bound`.
+//!
+//! `sender-cpu-bound`, `receiver-cpu-bound` and `udp-receiver-cpu-bound` (as the verdict or under
+//! `also`) end with what their end's cost per bit projects ([`crate::cost`]), when the link's
+//! rate is known: `sender CPU-bound (CPU 3, 99 % system): one core moves 28.0 Gbit/s here;
+//! 100.0 Gbit/s needs 4 sending cores: -P 4 on CPUs 7-10`.
 
 use crate::model::{BitsPerSecond, CpuUse, EndObservation, Percent, Role, TestObservation};
 use crate::placement::{cpus_words, Placement};
@@ -211,6 +216,13 @@ pub fn measured_from_report(doc: &serde_json::Value) -> Measured {
             .then(|| end["sum_sent"]["retransmits"].as_u64())
             .flatten(),
         bytes_sent: end["sum_sent"]["bytes"].as_u64(),
+        bytes_received: received["bytes"].as_u64(),
+        rate_bps: None,
+        zero_copy_send: doc["wirespeed"]["send_path"]
+            .as_str()
+            .or(doc["wirespeed"]["remote_send_path"].as_str())
+            .filter(|p| wirespeed_model::cost::is_zero_copy_send(p))
+            .map(str::to_string),
         mss: (!udp)
             .then(|| doc["start"]["tcp_mss_default"].as_u64())
             .flatten()
@@ -840,7 +852,7 @@ fn cpu_candidates_with(
 }
 
 /// Both ends on one host: `Some(where)` — over `lo`, or the same host name and topology.
-fn same_host(test: &TestObservation) -> Option<String> {
+pub(crate) fn same_host(test: &TestObservation) -> Option<String> {
     let host = test.local.host.as_deref().map(str::trim);
     if test.ends().any(|e| e.iface.as_deref() == Some("lo")) {
         return Some(host.map_or("over lo".into(), |h| format!("{h}, over lo")));
@@ -1254,9 +1266,33 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
         });
     }
 
+    let cost = crate::cost::cost_of(test, m);
+    for v in &mut found {
+        with_projection(v, cost.as_ref());
+    }
     let mut first = found.remove(0);
     first.also = found.into_iter().map(|v| v.line).collect();
+    // a zero-copy send between two ends of one host: what it did, always said
+    if let Some(note) =
+        crate::cost::zero_copy_on_one_host(test, m, cost.as_ref().and_then(|c| c.sender.as_ref()))
+    {
+        first.also.push(note);
+    }
     first
+}
+
+/// A CPU-bound verdict names what its end's cost projects: what one core moves here and the
+/// cores (and CPUs) the link's rate needs (`crate::cost`).
+fn with_projection(v: &mut Verdict, cost: Option<&wirespeed_model::Cost>) {
+    let role = match v.id.as_str() {
+        "sender-cpu-bound" => Role::Sender,
+        "receiver-cpu-bound" | "udp-receiver-cpu-bound" => Role::Receiver,
+        _ => return,
+    };
+    if let Some(words) = cost.and_then(|c| crate::cost::verdict_words(c, role)) {
+        v.line.push_str(": ");
+        v.line.push_str(&words);
+    }
 }
 
 /// `path-limited`: the intervals' throughput flat below the link (or the link virtual or
@@ -1936,6 +1972,9 @@ mod tests {
                 udp_lost: None,
                 control_stall: None,
                 target_bps: Some(4e8),
+                bytes_received: None,
+                rate_bps: None,
+                zero_copy_send: None,
             }
         );
         let udp = serde_json::json!({

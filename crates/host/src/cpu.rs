@@ -7,7 +7,8 @@
 //! - `/sys/devices/system/node/nodeN/cpulist`
 //! - `/sys/devices/system/cpu/cpuN/cpufreq/{scaling_governor,scaling_driver,cpuinfo_max_freq,scaling_max_freq,energy_performance_preference}`
 //! - `/sys/devices/system/cpu/cpuN/cpuidle/stateK/{name,desc,latency,disable}`, `/sys/devices/system/cpu/cpuidle/current_driver`
-//! - `/proc/cpuinfo`
+//! - `/proc/cpuinfo` (model name; `cpu MHz` for [`current_freq`] where cpufreq is absent)
+//! - `/sys/devices/system/cpu/cpuN/cpufreq/scaling_cur_freq` ([`current_freq`])
 //!
 //! Every source may be missing (a VM without cpufreq, a kernel without NUMA or cache ids); the
 //! fact is then `None` or empty, never an error.
@@ -171,6 +172,74 @@ pub fn parse_cpuinfo_model(text: &str) -> Option<String> {
         .or_else(|| field("cpu model"))
         .or_else(|| field("Processor"))
         .or_else(|| field("Hardware"))
+}
+
+/// `cpu MHz` of each `processor` in `/proc/cpuinfo` text (x86; other architectures print none).
+pub fn parse_cpuinfo_mhz(text: &str) -> BTreeMap<u32, f64> {
+    let mut out = BTreeMap::new();
+    let mut cpu: Option<u32> = None;
+    for l in text.lines() {
+        let Some((k, v)) = l.split_once(':') else {
+            continue;
+        };
+        match k.trim() {
+            "processor" => cpu = v.trim().parse().ok(),
+            "cpu MHz" => {
+                if let (Some(c), Ok(mhz)) = (cpu, v.trim().parse::<f64>()) {
+                    if mhz.is_finite() && mhz > 0.0 {
+                        out.insert(c, mhz);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The current frequency of `cpus` (all online CPUs when empty), mean over those read: cpufreq's
+/// `scaling_cur_freq` where the kernel has it, else `/proc/cpuinfo`'s `cpu MHz` (a VM without
+/// cpufreq). `None` when neither says.
+pub fn current_freq(root: &Root, cpus: &CpuSet) -> Option<wirespeed_model::CpuFreq> {
+    const CPU: &str = "/sys/devices/system/cpu";
+    let cpus = if cpus.is_empty() {
+        root.cpu_list_opt(&format!("{CPU}/online"))?
+    } else {
+        cpus.clone()
+    };
+    let mean = |v: &[(u32, f64)]| {
+        (!v.is_empty()).then(|| {
+            (
+                v.iter().map(|(_, m)| m).sum::<f64>() / v.len() as f64,
+                v.iter().map(|(c, _)| *c).collect::<CpuSet>(),
+            )
+        })
+    };
+    let cur: Vec<(u32, f64)> = cpus
+        .iter()
+        .filter_map(|c| {
+            let khz: u64 = root.parse_opt(&format!("{CPU}/cpu{c}/cpufreq/scaling_cur_freq"))?;
+            (khz > 0).then_some((c, khz as f64 / 1000.0))
+        })
+        .collect();
+    if let Some((mhz, read)) = mean(&cur) {
+        return Some(wirespeed_model::CpuFreq {
+            mhz,
+            source: "cpufreq scaling_cur_freq".into(),
+            cpus: read,
+        });
+    }
+    let info = parse_cpuinfo_mhz(&root.read_opt("/proc/cpuinfo")?);
+    let cur: Vec<(u32, f64)> = cpus
+        .iter()
+        .filter_map(|c| Some((c, *info.get(&c)?)))
+        .collect();
+    let (mhz, read) = mean(&cur)?;
+    Some(wirespeed_model::CpuFreq {
+        mhz,
+        source: "/proc/cpuinfo cpu MHz".into(),
+        cpus: read,
+    })
 }
 
 /// Numbered entries `prefixN` of a directory, sorted by N.
@@ -387,6 +456,38 @@ mod tests {
             Some("ARMv7 Processor rev 4 (v7l)")
         );
         assert_eq!(parse_cpuinfo_model("processor : 0\nBogoMIPS : 50\n"), None);
+    }
+
+    #[test]
+    fn current_frequency_from_cpufreq_else_cpuinfo() {
+        let text = "processor\t: 0\ncpu MHz\t\t: 2596.120\n\nprocessor\t: 1\ncpu MHz\t\t: 2000\n";
+        let m = parse_cpuinfo_mhz(text);
+        assert_eq!(m.get(&0), Some(&2596.12));
+        assert_eq!(m.get(&1), Some(&2000.0));
+        assert!(parse_cpuinfo_mhz("Processor : ARMv7\n").is_empty());
+
+        let root = fixture("crow-9900x-cx5-x4");
+        let cpus = CpuSet::from_cpus([0, 1]);
+        let f = current_freq(&root, &cpus).unwrap();
+        assert_eq!(f.source, "cpufreq scaling_cur_freq");
+        let khz = |c: u32| -> f64 {
+            root.parse_opt::<u64>(&format!(
+                "/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq"
+            ))
+            .unwrap() as f64
+        };
+        assert!((f.mhz - (khz(0) + khz(1)) / 2000.0).abs() < 1e-9);
+        assert_eq!(f.cpus, cpus);
+
+        // a tree without cpufreq falls back to /proc/cpuinfo
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        std::fs::write(dir.path().join("proc/cpuinfo"), text).unwrap();
+        let f = current_freq(&Root::new(dir.path()), &CpuSet::from_cpus([0, 1, 7])).unwrap();
+        assert_eq!(f.source, "/proc/cpuinfo cpu MHz");
+        assert!((f.mhz - 2298.06).abs() < 1e-9);
+        assert_eq!(f.cpus, CpuSet::from_cpus([0, 1]));
+        assert!(current_freq(&fixture("aws-c5n-ena"), &cpus).is_none());
     }
 
     #[test]

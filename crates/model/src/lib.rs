@@ -9,6 +9,7 @@
 //! - [`cpuset`]: [`CpuSet`], a set of CPUs in the kernel's list and mask forms (the host crate
 //!   re-exports it as `wirespeed_host::CpuSet`); [`cpuset::as_array`] writes one as an array
 //!   of numbers, the form the extension and the reports use.
+//! - [`cost`]: [`Cost`], what a bit cost at each end and the cores the link's rate needs.
 //! - [`worker`]: [`Worker`], one worker thread of an end.
 //! - [`observation`]: where the work ran, per interval and for the whole test, at each end.
 //! - [`topology`]: the host's CPU topology an observation carries, and CPU relations.
@@ -18,6 +19,7 @@
 //!
 //! Nothing here reads the host, opens sockets or reads clocks.
 
+pub mod cost;
 pub mod cpuset;
 pub mod irq;
 pub mod observation;
@@ -26,6 +28,7 @@ pub mod units;
 pub mod verdict;
 pub mod worker;
 
+pub use cost::{Cost, CpuFreq, EndCost, Projection};
 pub use cpuset::{CpuId, CpuSet, CpuSetError};
 pub use irq::{MoveReport, QueueIrq};
 pub use observation::{EndObservation, RunningEnd, TestObservation};

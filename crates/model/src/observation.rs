@@ -239,6 +239,15 @@ pub struct IntervalObservation {
     /// The receive path's own drops at this end over the interval, when observed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rx_drops: Option<RxDrops>,
+    /// The current frequency of the workers' CPUs when the interval closed (the whole test's
+    /// total only), for the cost in cycles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_freq: Option<crate::cost::CpuFreq>,
+    /// The worker threads' own CPU time, user + system over each worker's whole life
+    /// (`getrusage(RUSAGE_THREAD)` as it ends), seconds (the whole test's total only: the engine
+    /// adds it once the workers have joined).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_cpu_s: Option<f64>,
 }
 
 /// Packets this end's host dropped on its receive path (not the network): per CPU from

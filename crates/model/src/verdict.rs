@@ -46,6 +46,14 @@ pub struct Measured {
     /// The rate the test asked for (`-b`, per stream, times the streams of one direction), bit/s;
     /// `None` when unlimited.
     pub target_bps: Option<f64>,
+    /// Bytes the receiver counted over the test (for the receiver's cost per bit).
+    pub bytes_received: Option<u64>,
+    /// The link rate the user named for the cost projection (`--rate`), bit/s; without it the
+    /// projection uses a real interface's speed.
+    pub rate_bps: Option<f64>,
+    /// The zero-copy send path that ran at the sending end (`sendfile`, `splice`,
+    /// `msg_zerocopy`), when one did.
+    pub zero_copy_send: Option<String>,
 }
 
 /// A control connection whose large message made no progress while small ones had got

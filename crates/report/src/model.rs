@@ -472,6 +472,10 @@ pub struct WirespeedExt {
     /// The path model's ceiling for the measured loss, RTT and MSS (TCP with retransmits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<wirespeed_model::PathCeiling>,
+    /// What a bit cost at each end (CPU-seconds per Gbit, cycles per byte, by data path) and
+    /// the cores the link's rate needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<wirespeed_model::Cost>,
     /// Why requested send or receive paths were not used (one line each).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path_fallbacks: Vec<String>,

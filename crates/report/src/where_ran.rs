@@ -201,6 +201,9 @@ pub fn write_where(w: &mut dyn Write, r: &TestResult) -> io::Result<()> {
     if let Some(c) = &x.ceiling {
         writeln!(w, "{}", ceiling_line(c))?;
     }
+    if let Some(c) = &x.cost {
+        writeln!(w, "{}", cost_line(c))?;
+    }
     for (m, who) in [(&x.irq_move, ""), (&x.remote_irq_move, "server ")] {
         if let Some(m) = m {
             writeln!(w, "{who}{}", describe_move(m))?;
@@ -276,6 +279,57 @@ pub fn describe_move(r: &MoveReport) -> String {
         ));
     }
     s
+}
+
+/// What a bit cost, in one line: `Cost: sender 0.031 CPU-s/Gbit (one core 32.1 Gbit/s, 0.61
+/// cycles/B at 2596 MHz, copy) | receiver ... | 100.0 Gbit/s (--rate) needs 4 sending cores
+/// (CPUs 2-5), 3 receiving (CPUs 6-8)`.
+pub fn cost_line(c: &wirespeed_model::Cost) -> String {
+    use wirespeed_model::observation::BitsPerSecond;
+    let mut parts = Vec::new();
+    for (e, who) in [(&c.sender, "sender"), (&c.receiver, "receiver")] {
+        let Some(e) = e else { continue };
+        let mut inner = vec![format!(
+            "one core {}",
+            BitsPerSecond::from_gbps(e.gbps_per_core)
+        )];
+        if let (Some(cpb), Some(f)) = (e.cycles_per_byte, &e.freq) {
+            inner.push(format!("{cpb:.2} cycles/B at {:.0} MHz", f.mhz));
+        }
+        inner.push(format!(
+            "{:.2} s threads + {:.2} s softirq",
+            e.thread_cpu_s, e.softirq_cpu_s
+        ));
+        if let Some(p) = &e.path {
+            inner.push(p.clone());
+        }
+        parts.push(format!(
+            "{who} {:.4} CPU-s/Gbit ({})",
+            e.cpu_s_per_gbit,
+            inner.join(", ")
+        ));
+    }
+    if let Some(p) = &c.projection {
+        let mut need = Vec::new();
+        for (n, cpus, verb) in [
+            (p.sender_cores, &p.sender_cpus, "sending"),
+            (p.receiver_cores, &p.receiver_cpus, "receiving"),
+        ] {
+            let Some(n) = n else { continue };
+            let mut s = format!("{n} {verb} core{}", if n == 1 { "" } else { "s" });
+            if !cpus.is_empty() {
+                s.push_str(&format!(" ({})", cpus_text(cpus)));
+            }
+            need.push(s);
+        }
+        parts.push(format!(
+            "{} ({}) needs {}",
+            BitsPerSecond(p.rate_bps),
+            p.rate_source,
+            need.join(", ")
+        ));
+    }
+    format!("Cost: {}", parts.join(" | "))
 }
 
 /// The path model's line beside a measurement: `Path model: 0.20 % loss (630 retransmits) at

@@ -311,3 +311,96 @@ fn an_iperf3_peer_is_said_to_be_unobserved_on_either_side() {
     );
     assert!(t.contains("\nVerdict: "), "{t}");
 }
+
+/// `wirespeed.cost` on a live loopback test: both ends' cost is there, computed from the test's
+/// own counters (bytes, the workers' CPU time, the frequency read) and consistent with its CPU
+/// utilisation; the projection for `--rate` follows from it; the text output prints it.
+#[test]
+fn cost_per_bit_is_present_and_follows_from_the_tests_own_figures() {
+    let j = json_of(&["client", "--loopback", "-t", "1", "--rate", "100G", "-J"]);
+    let cost = &j["wirespeed"]["cost"];
+    let end = &j["end"];
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    let util = &end["cpu_utilization_percent"];
+    let seconds = f(&end["sum_sent"]["seconds"]);
+    for (who, bytes_key, util_key) in [
+        ("sender", "sum_sent", "host_total"),
+        ("receiver", "sum_received", "remote_total"),
+    ] {
+        let c = &cost[who];
+        assert_eq!(c["role"], who, "{cost}");
+        assert_eq!(c["path"], "copy", "{cost}");
+        let bytes = c["bytes"].as_u64().unwrap();
+        assert_eq!(Some(bytes), end[bytes_key]["bytes"].as_u64(), "{who}");
+        let threads = f(&c["thread_cpu_s"]);
+        let softirq = f(&c["softirq_cpu_s"]);
+        assert!(threads > 0.0 && softirq >= 0.0, "{c}");
+        // the workers' time is part of what iperf3's CPU utilisation counts for that end
+        // (workers and control thread over the test's wall time, which is at least its seconds)
+        let whole = f(&util[util_key]) / 100.0 * seconds;
+        assert!(
+            threads <= whole * 1.5 + 0.05,
+            "{who}: {threads} s of {whole} s: {c}"
+        );
+        let gbit = bytes as f64 * 8.0 / 1e9;
+        let per_gbit = f(&c["cpu_s_per_gbit"]);
+        assert!(((threads + softirq) / gbit - per_gbit).abs() < 1e-9 * per_gbit.max(1.0));
+        assert!((f(&c["gbps_per_core"]) * per_gbit - 1.0).abs() < 1e-9);
+        if let Some(mhz) = c["freq"]["mhz"].as_f64() {
+            let cpb = (threads + softirq) * mhz * 1e6 / bytes as f64;
+            assert!(
+                (f(&c["cycles_per_byte"]) - cpb).abs() < 1e-9 * cpb.max(1.0),
+                "{c}"
+            );
+        }
+    }
+    let p = &cost["projection"];
+    assert_eq!(p["rate_source"], "--rate");
+    assert_eq!(f(&p["rate_bps"]), 100e9);
+    for (who, key) in [("sender", "sender_cores"), ("receiver", "receiver_cores")] {
+        let need = (100.0 / f(&cost[who]["gbps_per_core"]) - 1e-9).ceil() as u64;
+        assert_eq!(p[key].as_u64(), Some(need.max(1)), "{cost}");
+    }
+    assert!(!p["sender_cpus"].as_array().unwrap().is_empty(), "{p}");
+
+    let out = Command::new(wirespeed())
+        .args(["client", "--loopback", "-t", "1", "--rate", "100G"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let t = String::from_utf8(out.stdout).unwrap();
+    let line = t
+        .lines()
+        .find(|l| l.starts_with("Cost: sender "))
+        .unwrap_or_else(|| panic!("no cost line in:\n{t}"));
+    assert!(
+        line.contains("CPU-s/Gbit") && line.contains("| receiver "),
+        "{line}"
+    );
+    assert!(line.contains("100.0 Gbit/s (--rate) needs "), "{line}");
+}
+
+/// `-Z` between two ends of one host: the verdict and the cost's notes say it cost more than a
+/// copy would (the kernel's doing, docs/measure.md).
+#[test]
+fn zero_copy_send_on_loopback_is_said() {
+    let j = json_of(&["client", "--loopback", "-t", "1", "-Z", "-J"]);
+    let w = &j["wirespeed"];
+    if w["send_path"] != "sendfile" {
+        // the kernel refused sendfile: the fallback is said instead, and nothing is zero-copy
+        assert!(!w["path_fallbacks"].as_array().unwrap().is_empty(), "{w}");
+        return;
+    }
+    let said = |v: &serde_json::Value| {
+        v.as_array().unwrap().iter().any(|a| {
+            a.as_str()
+                .unwrap()
+                .starts_with("zero-copy send (sendfile) on one host")
+        })
+    };
+    assert!(said(&w["verdict"]["also"]), "{}", w["verdict"]);
+    assert!(said(&w["cost"]["notes"]), "{}", w["cost"]);
+    let plain = json_of(&["client", "--loopback", "-t", "1", "-J"]);
+    let also = &plain["wirespeed"]["verdict"]["also"];
+    assert!(also.is_null() || !said(also), "{also}");
+}

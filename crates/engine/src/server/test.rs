@@ -861,9 +861,10 @@ impl<'a> ServerTest<'a> {
         result: &mut TestResult,
         reporter: &mut dyn Reporter,
     ) -> TestResults {
-        let Some(m) = &self.m else {
+        let Some(m) = &mut self.m else {
             return TestResults::default();
         };
+        m.note_worker_cpu();
         let data = m.data();
         let mut ext = assemble::results_ext(data.summaries());
         ext.observation = m.observer().value();
@@ -929,6 +930,7 @@ impl<'a> ServerTest<'a> {
                             t.num_streams,
                         )
                     }),
+                    rate_bps: None,
                 },
             );
             r.end = end;
