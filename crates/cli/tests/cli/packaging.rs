@@ -429,3 +429,59 @@ fn rpm_carries_binary_pages_completions_and_the_debs_sandboxed_unit() {
     );
     eprintln!("{}", info.lines().take(4).collect::<Vec<_>>().join("; "));
 }
+
+/// README's Install block: one command per line (comments cut).
+fn readme_install_lines() -> Vec<String> {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let section = &readme[readme
+        .find("\n## Install\n")
+        .expect("README has ## Install")..];
+    let block = &section[section.find("```sh\n").expect("an sh block") + 6..];
+    let block = &block[..block.find("```").unwrap()];
+    block
+        .lines()
+        .map(|l| l.split(" #").next().unwrap().trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn readme_install_lines_match_the_scripts() {
+    let v = env!("CARGO_PKG_VERSION");
+    let deb_arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let rpm_arch = std::env::consts::ARCH;
+    let lines = readme_install_lines();
+    assert_eq!(
+        lines,
+        vec![
+            "cargo install --locked --path crates/cli".to_string(),
+            format!("scripts/package && sudo apt install ./target/debian/wirespeed_{v}-1_{deb_arch}.deb"),
+            format!("scripts/package --rpm && sudo dnf install ./target/rpm/wirespeed-{v}-1.{rpm_arch}.rpm"),
+            format!("scripts/image && sudo podman run -d --network host localhost/wirespeed:{v}"),
+        ],
+        "README's Install lines (the version and paths are the ones the scripts produce)"
+    );
+    // The path installs the package whose binary is wirespeed.
+    let manifest = std::fs::read_to_string(workspace().join("crates/cli/Cargo.toml")).unwrap();
+    assert!(manifest.contains("[[bin]]\nname = \"wirespeed\"\n"));
+    // scripts/check-install runs each line's build for real (the fast forms run in this suite:
+    // packaging::rpm_*, image::), and its defaults are where README says the results land.
+    let check = std::fs::read_to_string(workspace().join("scripts/check-install")).unwrap();
+    for l in &lines {
+        let build = l.split(" && ").next().unwrap();
+        assert!(
+            check.lines().any(|c| c.trim() == build
+                || c.trim().starts_with(&format!("{build} "))
+                || c.contains(&format!("$({build} "))),
+            "scripts/check-install does not run {build:?}"
+        );
+    }
+    let package = std::fs::read_to_string(workspace().join("scripts/package")).unwrap();
+    assert!(package.contains("rpmdir=\"${out:-$target_dir/rpm}\""));
+    let image = std::fs::read_to_string(workspace().join("scripts/image")).unwrap();
+    assert!(image.contains("tag=\"${tag:-localhost/wirespeed:$version}\""));
+}
