@@ -2,7 +2,9 @@
 //! the Prometheus example and the Grafana dashboard, parsed and checked for the properties
 //! docs/agent.md promises (sandboxing, read-only by default, opt-in tuning, probes, limits), and
 //! every flag they pass to `wirespeed agent` is one it has. `systemd-analyze verify` and
-//! `promtool check config` run when they are installed.
+//! `promtool check config` run when they are installed. The Kubernetes manifests take their
+//! image from kustomization.yaml alone (`kubectl kustomize`) and pass the API's schemas
+//! (`kubernetes-validate`, offline); the dashboard queries only names a running agent exposes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -590,4 +592,62 @@ fn kubernetes_manifests_validate_against_the_api_schemas_offline() {
             "{bad} passed:\n{out}"
         );
     }
+}
+
+/// The sample names in a Prometheus text exposition.
+fn exposed_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next().map(String::from))
+        .collect()
+}
+
+#[test]
+fn grafana_dashboard_queries_only_series_a_running_agent_exposes() {
+    use crate::agent_common::{fixture, get, start_agent};
+    // An agent on a captured host (a NIC with PCIe, temperature and link speed) with its test
+    // server; its /metrics, and a TCP and a UDP probe of its own server, are every family the
+    // dashboard can draw.
+    let root = fixture("crow-9900x-cx5-x4").display().to_string();
+    let a = start_agent(
+        &[],
+        &[
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "-p",
+            "0",
+            "--root",
+            &root,
+        ],
+    );
+    let port = a.test_port.expect("the agent's test server");
+    let mut exposed = Vec::new();
+    for path in [
+        "/metrics".to_string(),
+        format!("/probe?target=127.0.0.1:{port}&duration=1"),
+        format!("/probe?target=127.0.0.1:{port}&duration=1&udp_rate=10M"),
+    ] {
+        let (code, text) = get(a.web, &path);
+        assert_eq!(code, 200, "{path}: {text}");
+        exposed.extend(exposed_names(&text));
+    }
+    let dash: Json = serde_json::from_str(&read("grafana/wirespeed.json")).unwrap();
+    let mut queried = Vec::new();
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            queried.extend(metric_names_in(t["expr"].as_str().unwrap()));
+        }
+    }
+    queried.sort();
+    queried.dedup();
+    assert!(queried.len() > 10, "{queried:?}");
+    let missing: Vec<&String> = queried.iter().filter(|n| !exposed.contains(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries {missing:?}, which the running agent does not expose"
+    );
+    eprintln!(
+        "dashboard: {} metric names, all exposed by the agent",
+        queried.len()
+    );
 }
