@@ -156,6 +156,11 @@ pub fn needs_net_admin(change: &Change) -> bool {
     }
 }
 
+/// `EROFS`, the error of a write to a file on a read-only mount.
+fn libc_erofs() -> i32 {
+    rustix::io::Errno::ROFS.raw_os_error()
+}
+
 /// Refuse a live plan with a step that needs a capability this process lacks.
 fn check_capabilities(plan: &Plan) -> Result<(), TuneError> {
     let Some(step) = plan.steps.iter().find(|s| needs_net_admin(&s.change)) else {
@@ -182,8 +187,9 @@ fn check_capabilities(plan: &Plan) -> Result<(), TuneError> {
 /// opened for writing and that the journal directory can be created. Opening a kernel file for
 /// writing changes nothing until a `write`.
 ///
-/// IRQ affinity files are not checked: the kernel makes a managed IRQ's file read-only, and such
-/// an IRQ is reported as not movable while the plan goes on.
+/// IRQ affinity files are checked only for a read-only mount (`/proc/irq` in an unprivileged
+/// container): the kernel makes a managed IRQ's file read-only, and such an IRQ is reported as
+/// not movable while the plan goes on.
 pub fn preflight(root: &Root, plan: &Plan, journal_dir: &str) -> Result<(), TuneError> {
     check_privileged(root)?;
     if root.is_live() {
@@ -193,7 +199,18 @@ pub fn preflight(root: &Root, plan: &Plan, journal_dir: &str) -> Result<(), Tune
     access_w(&jd).map_err(|e| not_writable(journal_dir, e))?;
     for step in &plan.steps {
         match &step.change {
-            Change::IrqAffinity { .. } => {}
+            Change::IrqAffinity { .. } => {
+                // A managed IRQ's file is one the kernel refuses (reported, the plan goes on);
+                // a read-only /proc/irq (any unprivileged container) refuses every IRQ step.
+                let path = path_of(&step.change);
+                if let Ok(p) = root.path(&path) {
+                    if let Err(e) = access_w(&p) {
+                        if e.raw_os_error() == Some(libc_erofs()) {
+                            return Err(not_writable(&path, e));
+                        }
+                    }
+                }
+            }
             Change::Write { .. } => {
                 let path = path_of(&step.change);
                 root.can_write(&path).map_err(|e| match e {
