@@ -204,9 +204,10 @@ fn cpu_list(flag: &str, s: &str) -> anyhow::Result<CpuSet> {
 
 fn tune_fail(e: TuneError) -> anyhow::Error {
     let code = match &e {
-        TuneError::NotPrivileged | TuneError::NotWritable { .. } | TuneError::Busy { .. } => {
-            exit::HOST
-        }
+        TuneError::NotPrivileged
+        | TuneError::MissingCapability { .. }
+        | TuneError::NotWritable { .. }
+        | TuneError::Busy { .. } => exit::HOST,
         TuneError::Root(_) | TuneError::Journal { .. } | TuneError::BadJournal { .. } => exit::IO,
     };
     exit::fail(code, e.to_string())

@@ -135,19 +135,82 @@ pub fn check_privileged(root: &Root) -> Result<(), TuneError> {
     Ok(())
 }
 
+/// Whether the kernel checks `CAP_NET_ADMIN` for this change, whatever the file's mode says: a
+/// network device's sysfs attributes (MTU, `tx_queue_len`, a queue's `rps_cpus`/`xps_cpus`)
+/// and every ethtool or rtnetlink set. Root without it (a container's default set) opens the
+/// file for writing and is refused only at the write, which would leave a plan half applied.
+pub fn needs_net_admin(change: &Change) -> bool {
+    match change {
+        Change::Write { .. } => change
+            .path()
+            .is_some_and(|p| p.starts_with("/sys/class/net/")),
+        Change::Ring { .. }
+        | Change::Coalesce { .. }
+        | Change::LinkSizes { .. }
+        | Change::Pause { .. }
+        | Change::Feature { .. } => true,
+        Change::IrqAffinity { .. }
+        | Change::Create { .. }
+        | Change::Link { .. }
+        | Change::Service { .. } => false,
+    }
+}
+
+/// `EROFS`, the error of a write to a file on a read-only mount.
+fn libc_erofs() -> i32 {
+    rustix::io::Errno::ROFS.raw_os_error()
+}
+
+/// Refuse a live plan with a step that needs a capability this process lacks.
+fn check_capabilities(plan: &Plan) -> Result<(), TuneError> {
+    let Some(step) = plan.steps.iter().find(|s| needs_net_admin(&s.change)) else {
+        return Ok(());
+    };
+    // An unreadable set (no capget) is left to the writes themselves.
+    let Ok(caps) = rustix::thread::capabilities(None) else {
+        return Ok(());
+    };
+    if caps
+        .effective
+        .contains(rustix::thread::CapabilitySet::NET_ADMIN)
+    {
+        return Ok(());
+    }
+    Err(TuneError::MissingCapability {
+        capability: "CAP_NET_ADMIN",
+        short: "NET_ADMIN",
+        step: format!("setting {}", step.setting),
+    })
+}
+
 /// Check, before anything is journaled or written, that every file the plan writes can be
 /// opened for writing and that the journal directory can be created. Opening a kernel file for
 /// writing changes nothing until a `write`.
 ///
-/// IRQ affinity files are not checked: the kernel makes a managed IRQ's file read-only, and such
-/// an IRQ is reported as not movable while the plan goes on.
+/// IRQ affinity files are checked only for a read-only mount (`/proc/irq` in an unprivileged
+/// container): the kernel makes a managed IRQ's file read-only, and such an IRQ is reported as
+/// not movable while the plan goes on.
 pub fn preflight(root: &Root, plan: &Plan, journal_dir: &str) -> Result<(), TuneError> {
     check_privileged(root)?;
+    if root.is_live() {
+        check_capabilities(plan)?;
+    }
     let jd = existing_ancestor(root, journal_dir)?;
     access_w(&jd).map_err(|e| not_writable(journal_dir, e))?;
     for step in &plan.steps {
         match &step.change {
-            Change::IrqAffinity { .. } => {}
+            Change::IrqAffinity { .. } => {
+                // A managed IRQ's file is one the kernel refuses (reported, the plan goes on);
+                // a read-only /proc/irq (any unprivileged container) refuses every IRQ step.
+                let path = path_of(&step.change);
+                if let Ok(p) = root.path(&path) {
+                    if let Err(e) = access_w(&p) {
+                        if e.raw_os_error() == Some(libc_erofs()) {
+                            return Err(not_writable(&path, e));
+                        }
+                    }
+                }
+            }
             Change::Write { .. } => {
                 let path = path_of(&step.change);
                 root.can_write(&path).map_err(|e| match e {
@@ -1545,6 +1608,30 @@ mod tests {
             *self.state.borrow_mut() = new;
             Ok(())
         }
+    }
+
+    #[test]
+    fn net_admin_is_needed_for_netdev_attributes_and_ethtool_not_for_sysctls_or_irqs() {
+        let write = |path: &str| Change::Write {
+            path: path.into(),
+            form: crate::value::Form::Words,
+            value: "1".into(),
+        };
+        assert!(needs_net_admin(&write("/sys/class/net/eth0/mtu")));
+        assert!(needs_net_admin(&write(
+            "/sys/class/net/eth0/queues/rx-0/rps_cpus"
+        )));
+        assert!(!needs_net_admin(&write("/proc/sys/net/core/rmem_max")));
+        assert!(needs_net_admin(&Change::Ring {
+            iface: "eth0".into(),
+            rx: 4096,
+            tx: 4096
+        }));
+        assert!(!needs_net_admin(&Change::IrqAffinity {
+            irq: 40,
+            name: None,
+            cpus: wirespeed_host::CpuSet::from_cpus([0]),
+        }));
     }
 
     fn nic(refuse: Option<i32>) -> FakeNic {

@@ -51,6 +51,14 @@ pub enum TuneError {
     Busy { lock: String, holder: String },
     #[error("changing the live host needs root (effective uid 0)")]
     NotPrivileged,
+    /// The plan has a step the kernel allows only with `capability` (checked before anything is
+    /// journaled or written, so a plan is never half applied for the lack of it).
+    #[error("{step} needs {capability}, which this process does not have (a container needs --cap-add {short}); nothing was changed")]
+    MissingCapability {
+        capability: &'static str,
+        short: &'static str,
+        step: String,
+    },
     #[error("cannot write {path}: {source}")]
     NotWritable {
         path: String,

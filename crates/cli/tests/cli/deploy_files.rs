@@ -2,7 +2,9 @@
 //! the Prometheus example and the Grafana dashboard, parsed and checked for the properties
 //! docs/agent.md promises (sandboxing, read-only by default, opt-in tuning, probes, limits), and
 //! every flag they pass to `wirespeed agent` is one it has. `systemd-analyze verify` and
-//! `promtool check config` run when they are installed.
+//! `promtool check config` run when they are installed. The Kubernetes manifests take their
+//! image from kustomization.yaml alone (`kubectl kustomize`) and pass the API's schemas
+//! (`kubernetes-validate`, offline); the dashboard queries only names a running agent exposes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -402,4 +404,250 @@ fn prometheus_example_and_grafana_dashboard_use_the_agents_metrics() {
     ] {
         assert!(used.iter().any(|u| u == must), "dashboard lacks {must}");
     }
+}
+
+/// Every container of every DaemonSet in `docs` with its image.
+fn images(docs: &[Value]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for d in docs
+        .iter()
+        .filter(|d| d["kind"].as_str() == Some("DaemonSet"))
+    {
+        for c in d["spec"]["template"]["spec"]["containers"]
+            .as_sequence()
+            .unwrap()
+        {
+            out.push((
+                format!(
+                    "{}/{}",
+                    d["metadata"]["name"].as_str().unwrap(),
+                    c["name"].as_str().unwrap()
+                ),
+                c["image"].as_str().unwrap_or("").to_string(),
+            ));
+        }
+    }
+    out
+}
+
+/// The image's user as `scripts/image` sets it (`USER uid:gid` of its Containerfile).
+fn image_user() -> (u64, u64) {
+    let script = std::fs::read_to_string(deploy("../scripts/image")).unwrap();
+    let user = script
+        .lines()
+        .find_map(|l| l.strip_prefix("USER "))
+        .expect("scripts/image sets USER");
+    let (u, g) = user.trim().split_once(':').expect("USER uid:gid");
+    (u.parse().unwrap(), g.parse().unwrap())
+}
+
+#[test]
+fn kubernetes_image_is_named_in_one_place_and_runs_as_the_images_user() {
+    let me = "kubernetes_image_is_named_in_one_place_and_runs_as_the_images_user";
+    let k = docs("kubernetes/kustomization.yaml").remove(0);
+    let listed = strings(&k["resources"]);
+    // Every manifest in the directory is a resource of the kustomization.
+    let mut files: Vec<String> = std::fs::read_dir(deploy("kubernetes"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|f| f.ends_with(".yaml") && f != "kustomization.yaml")
+        .collect();
+    files.sort();
+    let mut sorted = listed.clone();
+    sorted.sort();
+    assert_eq!(sorted, files, "kustomization.yaml's resources");
+    let image = &k["images"][0];
+    let name = image["name"].as_str().expect("images[0].name");
+    assert_eq!(name, "localhost/wirespeed", "the name scripts/image tags");
+    assert_eq!(image["newTag"].as_str(), Some(env!("CARGO_PKG_VERSION")));
+    assert_eq!(k["images"].as_sequence().unwrap().len(), 1);
+    let mut all = Vec::new();
+    for f in &listed {
+        all.extend(images(&docs(&format!("kubernetes/{f}"))));
+    }
+    assert_eq!(all.len(), 2, "{all:?}");
+    for (who, img) in &all {
+        let bare = img.rsplit_once(':').map_or(img.as_str(), |(n, _)| n);
+        assert_eq!(
+            bare, name,
+            "{who} runs {img}, which kustomization.yaml does not set"
+        );
+    }
+    // The read-only DaemonSet runs as the image's own user; the tuning one as root (the kernel
+    // files it writes are root's), which the image allows (its journal directory is root's).
+    let (uid, gid) = image_user();
+    let ro = docs("kubernetes/wirespeed-agent.yaml");
+    let sc =
+        &kind(&ro, "DaemonSet", "wirespeed-agent")["spec"]["template"]["spec"]["securityContext"];
+    assert_eq!(sc["runAsUser"].as_u64(), Some(uid), "{sc:?}");
+    assert_eq!(sc["runAsGroup"].as_u64(), Some(gid), "{sc:?}");
+    let tune = docs("kubernetes/wirespeed-agent-tune.yaml");
+    let tc = &kind(&tune, "DaemonSet", "wirespeed-agent-tune")["spec"]["template"]["spec"]
+        ["containers"][0];
+    assert_eq!(tc["securityContext"]["runAsUser"].as_u64(), Some(0));
+
+    // kubectl's kustomize: setting newName and newTag in that one place changes every image.
+    if !crate::need::tool(me, "kubectl", "help", "kubernetes-client") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for f in &listed {
+        std::fs::copy(deploy(&format!("kubernetes/{f}")), dir.path().join(f)).unwrap();
+    }
+    let mine = read("kubernetes/kustomization.yaml")
+        .replace(
+            "newName: localhost/wirespeed",
+            "newName: registry.example.invalid/ops/wirespeed",
+        )
+        .replace(
+            &format!("newTag: \"{}\"", env!("CARGO_PKG_VERSION")),
+            "newTag: \"9.9.9\"",
+        );
+    std::fs::write(dir.path().join("kustomization.yaml"), mine).unwrap();
+    let o = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "kubectl kustomize: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out: Vec<Value> = serde_norway::Deserializer::from_slice(&o.stdout)
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+        .collect();
+    let built = images(&out);
+    assert_eq!(built.len(), all.len(), "{built:?}");
+    for (who, img) in built {
+        assert_eq!(img, "registry.example.invalid/ops/wirespeed:9.9.9", "{who}");
+    }
+}
+
+/// `kubernetes-validate --strict FILES` (PyPI's kubernetes-validate, which ships the API's
+/// JSON schemas and needs no network): (success, output).
+fn kubernetes_validate(files: &[PathBuf]) -> (bool, String) {
+    let o = Command::new("kubernetes-validate")
+        .arg("--strict")
+        .args(files)
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+#[test]
+fn kubernetes_manifests_validate_against_the_api_schemas_offline() {
+    let me = "kubernetes_manifests_validate_against_the_api_schemas_offline";
+    if Command::new("kubernetes-validate")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        crate::need::unavailable(
+            me,
+            "kubernetes-validate is missing (pip install kubernetes-validate)",
+        );
+        return;
+    }
+    let files = [
+        deploy("kubernetes/wirespeed-agent.yaml"),
+        deploy("kubernetes/wirespeed-agent-tune.yaml"),
+    ];
+    let (ok, out) = kubernetes_validate(&files);
+    assert!(ok, "kubernetes-validate --strict: {out}");
+    for r in [
+        "namespace/wirespeed",
+        "daemonset/wirespeed-agent ",
+        "service/wirespeed-agent",
+        "daemonset/wirespeed-agent-tune",
+    ] {
+        assert!(
+            out.lines()
+                .any(|l| l.contains("passed for resource") && l.contains(r)),
+            "{r} was not validated:\n{out}"
+        );
+    }
+    // The ServiceMonitor is the Prometheus Operator's kind: no API schema (its fields are
+    // checked in kubernetes_daemonset_is_read_only_by_default_and_tuning_is_opt_in).
+    // The validator does reject what the API server would: a misspelt field, a wrong type.
+    let dir = tempfile::tempdir().unwrap();
+    for (bad, from, to) in [
+        ("misspelt.yaml", "hostNetwork: true", "hostNetwrk: true"),
+        ("type.yaml", "runAsUser: 65532", "runAsUser: \"wirespeed\""),
+    ] {
+        let text = read("kubernetes/wirespeed-agent.yaml");
+        assert!(text.contains(from));
+        let p = dir.path().join(bad);
+        std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+        let (ok, out) = kubernetes_validate(&[p]);
+        assert!(
+            !ok && out.contains("did not validate"),
+            "{bad} passed:\n{out}"
+        );
+    }
+}
+
+/// The sample names in a Prometheus text exposition.
+fn exposed_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next().map(String::from))
+        .collect()
+}
+
+#[test]
+fn grafana_dashboard_queries_only_series_a_running_agent_exposes() {
+    use crate::agent_common::{fixture, get, start_agent};
+    // An agent on a captured host (a NIC with PCIe, temperature and link speed) with its test
+    // server; its /metrics, and a TCP and a UDP probe of its own server, are every family the
+    // dashboard can draw.
+    let root = fixture("crow-9900x-cx5-x4").display().to_string();
+    let a = start_agent(
+        &[],
+        &[
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "-p",
+            "0",
+            "--root",
+            &root,
+        ],
+    );
+    let port = a.test_port.expect("the agent's test server");
+    let mut exposed = Vec::new();
+    for path in [
+        "/metrics".to_string(),
+        format!("/probe?target=127.0.0.1:{port}&duration=1"),
+        format!("/probe?target=127.0.0.1:{port}&duration=1&udp_rate=10M"),
+    ] {
+        let (code, text) = get(a.web, &path);
+        assert_eq!(code, 200, "{path}: {text}");
+        exposed.extend(exposed_names(&text));
+    }
+    let dash: Json = serde_json::from_str(&read("grafana/wirespeed.json")).unwrap();
+    let mut queried = Vec::new();
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            queried.extend(metric_names_in(t["expr"].as_str().unwrap()));
+        }
+    }
+    queried.sort();
+    queried.dedup();
+    assert!(queried.len() > 10, "{queried:?}");
+    let missing: Vec<&String> = queried.iter().filter(|n| !exposed.contains(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "the dashboard queries {missing:?}, which the running agent does not expose"
+    );
+    eprintln!(
+        "dashboard: {} metric names, all exposed by the agent",
+        queried.len()
+    );
 }

@@ -1,7 +1,10 @@
 //! What the `.deb` carries, checked without building it: `scripts/package --assets-only` writes
 //! the man pages and completions from the binary, every asset the cargo-deb metadata names then
 //! exists, the pages are valid roff, the bash completion loads, and the systemd unit passes
-//! `systemd-analyze verify`. (Building the package itself needs cargo-deb: `scripts/package`.)
+//! `systemd-analyze verify`. (Building the .deb itself needs cargo-deb: `scripts/package`.)
+//! The RPM is built for real, around the binary under test (`scripts/package --rpm --bin`,
+//! rpmbuild from Debian's `rpm`), queried (`rpm -qip`, `-qlp`, `--requires`, `--scripts`) and
+//! installed into a scratch root (`rpm --root DIR -i --nodeps --noscripts`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -49,7 +52,6 @@ fn run_ok(cmd: &mut Command, what: &str) -> String {
 fn assets() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     run_ok(
-        // starts: by path (scripts/package, read as a script)
         Command::new(workspace().join("scripts/package"))
             .arg("--assets-only")
             .arg("--bin")
@@ -256,6 +258,232 @@ fn systemd_unit_verifies() {
         !out.contains("wirespeed.service"),
         "systemd-analyze verify complains about the unit:\n{out}"
     );
+}
+
+/// `rpm ARGS` (a query or a scratch-root install); its stdout.
+fn rpm(args: &[&str], rpm_file: &Path) -> String {
+    let o = Command::new("rpm")
+        .args(args)
+        .arg(rpm_file)
+        .output()
+        .expect("rpm");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "rpm {args:?}: {err}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn rpm_carries_binary_pages_completions_and_the_debs_sandboxed_unit() {
+    let me = "rpm_carries_binary_pages_completions_and_the_debs_sandboxed_unit";
+    if !crate::need::tool(me, "rpmbuild", "--version", "rpm") {
+        return;
+    }
+    // scripts/package --rpm around the binary under test (CI's debug build: the release build
+    // and a real run are `scripts/package --rpm`, as README's Install says).
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(workspace().join("scripts/package"))
+        .args(["--rpm", "--bin"])
+        .arg(wirespeed())
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .expect("scripts/package --rpm");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "scripts/package --rpm: {out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let version = env!("CARGO_PKG_VERSION");
+    let file = dir.path().join(format!(
+        "wirespeed-{version}-1.{}.rpm",
+        std::env::consts::ARCH
+    ));
+    assert!(file.is_file(), "no {file:?}:\n{out}");
+    let printed = out.lines().last().unwrap_or("");
+    assert_eq!(
+        std::fs::canonicalize(printed).ok(),
+        std::fs::canonicalize(&file).ok(),
+        "the last line names the package"
+    );
+
+    let info = rpm(&["-qip"], &file);
+    for want in [
+        "Name        : wirespeed\n".to_string(),
+        format!("Version     : {version}\n"),
+        "Release     : 1\n".to_string(),
+        format!("Architecture: {}\n", std::env::consts::ARCH),
+        "License     : MIT OR Apache-2.0\n".to_string(),
+    ] {
+        assert!(info.contains(&want), "rpm -qip lacks {want:?}:\n{info}");
+    }
+    // Every file the .deb carries, at the Red Hat family's paths.
+    let files = rpm(&["-qlp"], &file);
+    let files: Vec<&str> = files.lines().collect();
+    let man = tempfile::tempdir().unwrap();
+    run_ok(
+        Command::new(wirespeed())
+            .arg("man")
+            .arg("--dir")
+            .arg(man.path()),
+        "wirespeed man --dir",
+    );
+    let mut want = vec![
+        "/usr/bin/wirespeed".to_string(),
+        "/usr/lib/systemd/system/wirespeed.service".to_string(),
+        "/usr/share/bash-completion/completions/wirespeed".to_string(),
+        "/usr/share/zsh/site-functions/_wirespeed".to_string(),
+        "/usr/share/fish/vendor_completions.d/wirespeed.fish".to_string(),
+        "/usr/share/doc/wirespeed/README.md".to_string(),
+    ];
+    for page in std::fs::read_dir(man.path()).unwrap() {
+        let name = page.unwrap().file_name().into_string().unwrap();
+        want.push(format!("/usr/share/man/man1/{name}.gz"));
+    }
+    for w in &want {
+        assert!(
+            files.contains(&w.as_str()),
+            "rpm -qlp lacks {w}: {files:#?}"
+        );
+    }
+    // Its requirements come from the binary (glibc), not from Debian's package names.
+    let requires = rpm(&["-qp", "--requires"], &file);
+    assert!(requires.contains("libc.so.6()(64bit)"), "{requires}");
+    // The scriptlets: the service manager reloads; an erase stops and disables the unit; the
+    // unit is never enabled by the install (as the .deb); each is valid sh.
+    let scripts = rpm(&["-qp", "--scripts"], &file);
+    for want in [
+        "postinstall scriptlet",
+        "preuninstall scriptlet",
+        "postuninstall scriptlet",
+        "systemctl daemon-reload",
+        "systemctl --no-reload disable --now wirespeed.service",
+        "systemctl try-restart wirespeed.service",
+    ] {
+        assert!(
+            scripts.contains(want),
+            "rpm --scripts lacks {want:?}:\n{scripts}"
+        );
+    }
+    assert!(!scripts.contains("enable --now"), "{scripts}");
+    let mut body = String::new();
+    for l in scripts.lines() {
+        if l.ends_with("scriptlet (using /bin/sh):") {
+            body.push('\n');
+            continue;
+        }
+        body.push_str(l);
+        body.push('\n');
+    }
+    run_ok(
+        Command::new("sh").arg("-n").arg("-c").arg(&body),
+        "sh -n on the scriptlets",
+    );
+
+    // Installed into a scratch root (no scripts: the root has no shell), the files are there and
+    // intact, the binary runs, the unit is the .deb's byte for byte (the same sandbox).
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path().to_str().unwrap();
+    run_ok(
+        Command::new("rpm").args(["--root", r, "--dbpath", "/var/lib/rpm", "--initdb"]),
+        "rpm --initdb",
+    );
+    rpm(
+        &[
+            "--root",
+            r,
+            "--dbpath",
+            "/var/lib/rpm",
+            "-i",
+            "--nodeps",
+            "--noscripts",
+        ],
+        &file,
+    );
+    let q = run_ok(
+        Command::new("rpm").args(["--root", r, "--dbpath", "/var/lib/rpm", "-q", "wirespeed"]),
+        "rpm -q in the scratch root",
+    );
+    assert!(q.starts_with(&format!("wirespeed-{version}-1.")), "{q}");
+    run_ok(
+        Command::new("rpm").args([
+            "--root",
+            r,
+            "--dbpath",
+            "/var/lib/rpm",
+            "-V",
+            "--nodeps",
+            "wirespeed",
+        ]),
+        "rpm -V in the scratch root",
+    );
+    let v = run_ok(
+        Command::new(root.path().join("usr/bin/wirespeed")).arg("--version"),
+        "the installed binary",
+    );
+    assert_eq!(v.trim(), format!("wirespeed {version}"));
+    assert_eq!(
+        std::fs::read(root.path().join("usr/lib/systemd/system/wirespeed.service")).unwrap(),
+        std::fs::read(workspace().join("packaging/debian/wirespeed.service")).unwrap(),
+        "the RPM's unit is the .deb's"
+    );
+    eprintln!("{}", info.lines().take(4).collect::<Vec<_>>().join("; "));
+}
+
+/// README's Install block: one command per line (comments cut).
+fn readme_install_lines() -> Vec<String> {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let section = &readme[readme
+        .find("\n## Install\n")
+        .expect("README has ## Install")..];
+    let block = &section[section.find("```sh\n").expect("an sh block") + 6..];
+    let block = &block[..block.find("```").unwrap()];
+    block
+        .lines()
+        .map(|l| l.split(" #").next().unwrap().trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+#[test]
+fn readme_install_lines_match_the_scripts() {
+    let v = env!("CARGO_PKG_VERSION");
+    let deb_arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    let rpm_arch = std::env::consts::ARCH;
+    let lines = readme_install_lines();
+    assert_eq!(
+        lines,
+        vec![
+            "cargo install --locked --path crates/cli".to_string(),
+            format!("scripts/package && sudo apt install ./target/debian/wirespeed_{v}-1_{deb_arch}.deb"),
+            format!("scripts/package --rpm && sudo dnf install ./target/rpm/wirespeed-{v}-1.{rpm_arch}.rpm"),
+            format!("scripts/image && sudo podman run -d --network host localhost/wirespeed:{v}"),
+        ],
+        "README's Install lines (the version and paths are the ones the scripts produce)"
+    );
+    // The path installs the package whose binary is wirespeed.
+    let manifest = std::fs::read_to_string(workspace().join("crates/cli/Cargo.toml")).unwrap();
+    assert!(manifest.contains("[[bin]]\nname = \"wirespeed\"\n"));
+    // scripts/check-install runs each line's build for real (the fast forms run in this suite:
+    // packaging::rpm_*, image::), and its defaults are where README says the results land.
+    let check = std::fs::read_to_string(workspace().join("scripts/check-install")).unwrap();
+    for l in &lines {
+        let build = l.split(" && ").next().unwrap();
+        assert!(
+            check.lines().any(|c| c.trim() == build
+                || c.trim().starts_with(&format!("{build} "))
+                || c.contains(&format!("$({build} "))),
+            "scripts/check-install does not run {build:?}"
+        );
+    }
+    let package = std::fs::read_to_string(workspace().join("scripts/package")).unwrap();
+    assert!(package.contains("rpmdir=\"${out:-$target_dir/rpm}\""));
+    let image = std::fs::read_to_string(workspace().join("scripts/image")).unwrap();
+    assert!(image.contains("tag=\"${tag:-localhost/wirespeed:$version}\""));
 }
 
 #[test]
