@@ -14,12 +14,14 @@
 //! - [`topology`]: the host's CPU topology an observation carries, and CPU relations.
 //! - [`verdict`]: [`Verdict`], what limited a test.
 //! - [`irq`]: [`MoveReport`], what a move of a NIC's queue IRQs did.
+//! - [`text`]: peer- and file-sourced text made safe for a terminal.
 //!
 //! Nothing here reads the host, opens sockets or reads clocks.
 
 pub mod cpuset;
 pub mod irq;
 pub mod observation;
+pub mod text;
 pub mod topology;
 pub mod verdict;
 pub mod worker;
