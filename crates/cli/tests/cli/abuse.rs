@@ -525,3 +525,57 @@ fn live_frames_past_their_rate_spend_the_control_budget() {
         lines[0]
     );
 }
+
+/// Issue 22, item 6: the first valid UDP connect word from the test's address, from any port,
+/// was taken: a word sprayed from another port of 127.0.0.1 made a real `-u -R` client fail
+/// ("UDP handshake: no reply") and received the test's data. Between wirespeed ends the word
+/// carries the test's token: the sprayer takes nothing and receives nothing, the real client
+/// (from the same address) measures. The spray is bounded by the client's run.
+#[test]
+fn a_udp_word_sprayed_from_another_port_never_takes_a_wirespeed_stream() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let (_srv, port) = start_server(&["-i", "0"]);
+    let spray = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    spray.connect(("127.0.0.1", port)).expect("connect");
+    spray.set_nonblocking(true).expect("nonblocking");
+    let stop = Arc::new(AtomicBool::new(false));
+    let (sent, got) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let sprayer = {
+        let (stop, sent, got) = (Arc::clone(&stop), Arc::clone(&sent), Arc::clone(&got));
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while !stop.load(Ordering::Relaxed) {
+                if spray.send(&wirespeed_protocol::udp::CONNECT_MSG).is_ok() {
+                    sent.fetch_add(1, Ordering::Relaxed);
+                }
+                while spray.recv(&mut buf).is_ok() {
+                    got.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::yield_now();
+            }
+        })
+    };
+    let out = spawn(&mut client_cmd(
+        Side::Wirespeed,
+        port,
+        &["-u", "-R", "-b", "20M", "-t", "1", "-J"],
+    ))
+    .wait_output(HANG);
+    stop.store(true, Ordering::Relaxed);
+    sprayer.join().expect("sprayer");
+    eprintln!(
+        "sprayed {} words, received {} datagrams",
+        sent.load(Ordering::Relaxed),
+        got.load(Ordering::Relaxed)
+    );
+    assert_success(&out, "the real -u -R client beside the sprayer");
+    let j = json_of(&out.stdout, "real client");
+    assert!(totals(&j)[1].unwrap_or(0) > 0, "nothing received: {j}");
+    assert!(sent.load(Ordering::Relaxed) > 0);
+    assert_eq!(
+        got.load(Ordering::Relaxed),
+        0,
+        "the sprayer received datagrams"
+    );
+}

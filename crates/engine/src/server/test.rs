@@ -452,7 +452,12 @@ impl<'a> ServerTest<'a> {
             let _ = dp::sys::raise_fd_limit((total as u64) * 2 + 256);
         }
         let sockets = if params.transport == Transport::Udp {
-            self.udp_streams(total, params.window)?
+            let token = params
+                .wirespeed
+                .as_ref()
+                .is_some_and(|e| e.udp_token)
+                .then(|| wirespeed_protocol::udp::stream_token(&self.cookie));
+            self.udp_streams(total, params.window, token)?
         } else {
             self.tcp_streams(total)?
         };
@@ -575,16 +580,18 @@ impl<'a> ServerTest<'a> {
 
     /// UDP streams as iperf3 makes them: the client's 4-byte word reaches the server's UDP
     /// socket and is handed to this test ([`super::udp_setup`]: words from the control
-    /// connection's host, no server-wide lock); a socket of the test's own, bound to the
-    /// server's port, is connected to the client's address and answers.
+    /// connection's host, no server-wide lock; with `token`, only words that carry it); a
+    /// socket of the test's own, bound to the server's port, is connected to the client's
+    /// address and answers.
     fn udp_streams(
         &mut self,
         total: usize,
         window: Option<u32>,
+        token: Option<wirespeed_protocol::udp::StreamToken>,
     ) -> Result<Vec<DataSocket>, TestError> {
         let ctx = self.ctx;
         let local = ctx.local_addr;
-        let waiting = match ctx.udp.wait(self.peer.ip(), self.number) {
+        let waiting = match ctx.udp.wait(self.peer.ip(), self.number, token) {
             Ok(w) => w,
             Err(reason) => {
                 let is_ws = self.sess.peer_is_wirespeed();
