@@ -579,3 +579,37 @@ fn a_udp_word_sprayed_from_another_port_never_takes_a_wirespeed_stream() {
         "the sprayer received datagrams"
     );
 }
+
+/// Issue 22, item 2 (in part): 8 silent connections from each of 32 addresses (127.0.1.x) fill
+/// the server-wide limit of 256 pending connections, and every real test was refused ("server-
+/// wide limit of 256 pending connections"). Now an address that holds nothing takes the place
+/// of the oldest connection of the address holding the most: a real test from 127.0.0.2
+/// measures while the 32 addresses still hold everything else. Bounded: 256 connections.
+#[test]
+fn many_addresses_filling_the_pending_limit_never_lock_out_a_new_one() {
+    let (srv, port) = start_server(&["-i", "0"]);
+    let pid = srv.pid();
+    let base = fds(pid);
+    let mut held = Vec::new();
+    for a in 1..=32u8 {
+        for _ in 0..8 {
+            let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                .expect("socket");
+            s.bind(&std::net::SocketAddr::from(([127, 0, 1, a], 0)).into())
+                .expect("bind 127.0.1.x");
+            s.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], port)).into())
+                .expect("connect");
+            held.push(s);
+        }
+    }
+    // Ready when the server holds all 256 (one descriptor each).
+    wait_until("the server to hold the 256 connections", || {
+        fds(pid) >= base + 256
+    });
+    let p = real_client(port, &[]);
+    check_real(
+        p,
+        "a real test from 127.0.0.2 beside 256 pending connections of 32 addresses",
+    );
+    drop(held);
+}
