@@ -613,3 +613,47 @@ fn many_addresses_filling_the_pending_limit_never_lock_out_a_new_one() {
     );
     drop(held);
 }
+
+/// Issue 22, item 2 (in part): a test that trickles a byte per stream every few seconds
+/// counted as active, so two such tests from each of 32 addresses held every test slot past
+/// `--rcv-timeout` and `--idle-timeout`. Now a test must move a block's worth (at most 64 KiB)
+/// within the timeouts: the trickle is ended (SERVER_ERROR) while a real test runs beside it.
+#[test]
+fn a_test_that_trickles_a_byte_at_a_time_is_idle() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let (_srv, port) = start_server(&["--rcv-timeout", "3000", "--idle-timeout", "3", "-i", "0"]);
+    let c = cookie(77);
+    let mut ctl = hello(port, &c);
+    ctl.write_all(
+        &TestParams::new_tcp(86_400, 1)
+            .encode_frame()
+            .expect("params"),
+    )
+    .expect("params");
+    expect_state(&mut ctl, State::CreateStreams, "trickle: CREATE_STREAMS");
+    let mut stream = connect(port).expect("trickle's stream");
+    stream.write_all(c.as_bytes()).expect("stream cookie");
+    expect_state(&mut ctl, State::TestStart, "trickle: TEST_START");
+    expect_state(&mut ctl, State::TestRunning, "trickle: TEST_RUNNING");
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickle = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            // One byte every 500 ms: the attack's pace (a byte every 3 s) six times over.
+            while !stop.load(Ordering::Relaxed) && stream.write_all(b"x").is_ok() {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        })
+    };
+    let real = real_client(port, &[]);
+    check_real(real, "a real test from 127.0.0.2 beside the trickle");
+    let got = read_to_close(ctl);
+    stop.store(true, Ordering::Relaxed);
+    trickle.join().expect("trickle");
+    assert_eq!(
+        got.first(),
+        Some(&State::ServerError.to_byte()),
+        "the trickling test was not ended: {got:?}"
+    );
+}
