@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use wirespeed_explain::topology::Topology;
 use wirespeed_host::Root;
-use wirespeed_report::doc::{Document, MAX_DOCUMENT_BYTES};
+use wirespeed_report::doc::{Budget, Document, MAX_DOCUMENT_BYTES};
 use wirespeed_report::{csv, diff, html};
 
 use crate::exit;
@@ -76,7 +76,8 @@ fn threshold(s: &str) -> Result<f64, String> {
 
 /// Read and recognise one document (a file or a pipe, at most `MAX_DOCUMENT_BYTES` read); a file
 /// that cannot be read exits with `IO`, one that is not a result wirespeed knows with `DOCUMENT`.
-pub fn read_document(path: &Path) -> anyhow::Result<Document> {
+/// Its values count against `budget`, shared by every document of the command.
+pub fn read_document(path: &Path, budget: &mut Budget) -> anyhow::Result<Document> {
     let shown = path.display();
     let f = File::open(path).map_err(|e| exit::fail(exit::IO, format!("{shown}: {e}")))?;
     let meta = f
@@ -89,7 +90,8 @@ pub fn read_document(path: &Path) -> anyhow::Result<Document> {
     f.take(MAX_DOCUMENT_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| exit::fail(exit::IO, format!("{shown}: {e}")))?;
-    Document::parse(&bytes).map_err(|e| exit::fail(exit::DOCUMENT, format!("{shown}: {e}")))
+    Document::parse_within(&bytes, budget)
+        .map_err(|e| exit::fail(exit::DOCUMENT, format!("{shown}: {e}")))
 }
 
 fn name_of(path: &Path) -> String {
@@ -152,8 +154,9 @@ pub fn from_json(v: serde_json::Value) -> anyhow::Result<Document> {
 
 pub fn run_report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let mut docs = Vec::new();
+    let mut budget = Budget::default();
     for p in &a.files {
-        docs.push((name_of(p), read_document(p)?));
+        docs.push((name_of(p), read_document(p, &mut budget)?));
     }
     if let Some(dir) = &a.root {
         let topo = wirespeed_explain::topology::read(&Root::new(dir));
@@ -186,8 +189,9 @@ pub fn run_report(a: ReportArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run_diff(a: DiffArgs) -> anyhow::Result<ExitCode> {
-    let da = read_document(&a.a)?;
-    let db = read_document(&a.b)?;
+    let mut budget = Budget::default();
+    let da = read_document(&a.a, &mut budget)?;
+    let db = read_document(&a.b, &mut budget)?;
     let d = diff::diff(&da, &db);
     if !d.comparable() {
         return Err(exit::fail(

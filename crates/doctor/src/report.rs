@@ -4,6 +4,7 @@
 use crate::{Finding, Options, Severity};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
+use wirespeed_host::text::terminal as t;
 use wirespeed_host::HostFacts;
 
 /// Version of the JSON document. Bumped when a member changes meaning or is removed; new members
@@ -108,7 +109,7 @@ impl Report {
         writeln!(w)?;
         writeln!(w, "notes:")?;
         for n in &self.notes {
-            writeln!(w, "  {n}")?;
+            writeln!(w, "  {}", t(n))?;
         }
         Ok(())
     }
@@ -129,12 +130,12 @@ impl Report {
         writeln!(
             w,
             "wirespeed doctor: {} ({}{})",
-            h.hostname.as_deref().unwrap_or("unknown host"),
-            what,
-            h.kernel
+            t(h.hostname.as_deref().unwrap_or("unknown host")),
+            t(&what),
+            t(&h.kernel
                 .as_deref()
                 .map(|k| format!(", kernel {k}"))
-                .unwrap_or_default()
+                .unwrap_or_default())
         )?;
         let o = &self.options;
         writeln!(
@@ -169,8 +170,8 @@ impl Report {
                 Severity::Warning => "WARNING ",
                 Severity::Info => "INFO    ",
             };
-            writeln!(w, "{tag} {}", f.id)?;
-            writeln!(w, "  {}", f.summary)?;
+            writeln!(w, "{tag} {}", t(&f.id))?;
+            writeln!(w, "  {}", t(&f.summary))?;
             if !f.evidence.is_empty() {
                 writeln!(w, "  evidence:")?;
                 // values line up after the labels of up to 40 characters; a longer label
@@ -186,16 +187,18 @@ impl Report {
                     writeln!(
                         w,
                         "    {:<width$}  {}",
-                        format!("{}:", e.what),
-                        e.value,
+                        format!("{}:", t(&e.what)),
+                        t(&e.value),
                         width = width + 1
                     )?;
-                    writeln!(w, "      from {}", e.source)?;
+                    writeln!(w, "      from {}", t(&e.source))?;
                 }
             }
             if !f.fix.is_empty() {
                 writeln!(w, "  fix:")?;
                 for line in &f.fix {
+                    // a fix is copied into a shell: never raw escapes from a file
+                    let line = t(line);
                     if line.starts_with('#') {
                         writeln!(w, "    {line}")?;
                     } else {
@@ -205,5 +208,50 @@ impl Report {
             }
         }
         self.render_notes(w)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Evidence, Finding};
+
+    /// Issue 22, item 9: every string of the text report came from the host or a snapshot;
+    /// a file's terminal escapes (a title change, a screen clear) are written as text, in
+    /// the fix lines people paste into a shell too.
+    #[test]
+    fn text_report_escapes_what_came_from_files() {
+        let evil = "x\u{1b}]0;pwned\u{7}\u{1b}[2J";
+        let finding = Finding {
+            id: "pcie-downtrained".into(),
+            severity: Severity::Warning,
+            iface: Some(evil.into()),
+            summary: format!("link of {evil}"),
+            evidence: vec![Evidence {
+                what: "speed".into(),
+                value: evil.into(),
+                source: format!("/sys/{evil}"),
+            }],
+            fix: vec![format!("ethtool -L {evil} combined 8")],
+            writes: vec![],
+        };
+        let host = HostInfo {
+            hostname: Some(evil.into()),
+            kernel: Some(evil.into()),
+            source: "snapshot".into(),
+            path: None,
+        };
+        let r = Report::new(
+            "wirespeed test",
+            host,
+            &Options::default(),
+            vec![finding],
+            HostFacts::default(),
+        );
+        let mut out = Vec::new();
+        r.render_text(&mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+        assert!(out.contains("$ ethtool -L x\\u{1b}]0;pwned"), "{out}");
     }
 }

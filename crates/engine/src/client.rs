@@ -319,6 +319,7 @@ impl ClientConfig {
                 irq_cpus: self.server_irq_cpus.clone(),
                 live: true,
                 psk: None,
+                udp_token: true,
                 extra: Default::default(),
             }),
             ..TestParams::default()
@@ -440,6 +441,7 @@ impl Run<'_> {
                     cport,
                     cfg.window,
                     timeout.unwrap_or(Duration::from_secs(10)),
+                    &self.cookie,
                 )?;
                 cfg.extras.udp_data(&u)?;
                 DataSocket::Udp(u)

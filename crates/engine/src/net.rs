@@ -205,13 +205,16 @@ pub fn set_udp_buffers(sock: &Socket, window: Option<u32>) {
 }
 
 /// A UDP data stream of a client: bound (optionally to `bind`/`cport`), connected to the
-/// server, iperf3's 4-byte handshake done (the server learns our address from it).
+/// server, iperf3's 4-byte handshake done (the server learns our address from it), the test's
+/// token after the word (a wirespeed server attaches the stream only with it; an iperf3 server
+/// reads the 4-byte word and the rest of the datagram is discarded).
 pub fn udp_connect(
     server: SocketAddr,
     bind: Option<IpAddr>,
     cport: Option<u16>,
     window: Option<u32>,
     timeout: Duration,
+    cookie: &wirespeed_protocol::Cookie,
 ) -> Result<std::net::UdpSocket, EngineError> {
     let target = server.to_string();
     let sock = Socket::new(
@@ -244,7 +247,7 @@ pub fn udp_connect(
     };
     s.set_read_timeout(Some(timeout.max(Duration::from_millis(10))))
         .map_err(|e| fail(e.to_string()))?;
-    s.send(&wirespeed_protocol::udp::CONNECT_MSG)
+    s.send(&wirespeed_protocol::udp::connect_msg_with_token(cookie))
         .map_err(|e| fail(format!("UDP handshake: {}", connect_reason(&e))))?;
     let mut b = [0u8; 16];
     let n = s.recv(&mut b).map_err(|e| {

@@ -321,6 +321,7 @@ pub struct Observer {
     first: Snapshot,
     last: Snapshot,
     intervals: Vec<IntervalObservation>,
+    max_kept: usize,
     notes: Vec<String>,
 }
 
@@ -367,6 +368,7 @@ impl Observer {
             last: first.clone(),
             first,
             intervals: Vec::new(),
+            max_kept: wirespeed_report::builder::MAX_KEPT_INTERVALS,
             notes,
         })
     }
@@ -413,6 +415,28 @@ impl Observer {
         }
         self.intervals.push(obs);
         self.last = now;
+        // Bounded like the report's intervals (the same cap, the same pairing): past it the
+        // kept ones but the newest are merged in adjacent pairs. The totals come from the
+        // first and last snapshots and do not change.
+        if self.intervals.len() > self.max_kept {
+            let newest = self.intervals.pop();
+            let old = std::mem::take(&mut self.intervals);
+            let mut it = old.into_iter();
+            while let Some(a) = it.next() {
+                self.intervals.push(match it.next() {
+                    Some(b) => a.then(b),
+                    None => a,
+                });
+            }
+            self.intervals.extend(newest);
+        }
+    }
+
+    /// Keep at most `max` intervals (at least 2) instead of the report's
+    /// [`wirespeed_report::builder::MAX_KEPT_INTERVALS`].
+    pub fn with_max_kept(mut self, max: usize) -> Observer {
+        self.max_kept = max.max(2);
+        self
     }
 
     /// The intervals so far.
@@ -660,6 +684,32 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Issue 22, item 5: an observed day-long test kept every interval's per-CPU observation.
+    /// Past the cap (4 here) they are merged in pairs: bounded, contiguous, the newest as is.
+    #[test]
+    fn observed_intervals_are_bounded() {
+        let root = Root::new(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/fixtures/hosts/crow-9900x-cx5-x4"),
+        );
+        let mut obs = Observer::new(root, Role::Receiver, NicSpec::None)
+            .unwrap()
+            .with_max_kept(4);
+        for i in 0..50 {
+            let iv = obs
+                .sample(Some((i as f64, (i + 1) as f64)), &[], None)
+                .unwrap();
+            assert_eq!(iv.start, Some(i as f64), "the newest interval is as it was");
+            assert!(obs.intervals().len() <= 4);
+        }
+        let v = obs.intervals();
+        assert_eq!(v[0].start, Some(0.0));
+        assert_eq!(v.last().unwrap().end, Some(50.0));
+        for w in v.windows(2) {
+            assert_eq!(w[0].end, w[1].start, "contiguous");
+        }
     }
 
     #[test]

@@ -21,6 +21,11 @@ pub mod snapshot;
 pub mod softirqs;
 pub mod stack;
 pub mod stat;
+/// Peer- and file-sourced text made safe for a terminal (the model's, re-exported for the
+/// crates above that use the host crate).
+pub mod text {
+    pub use wirespeed_model::text::*;
+}
 pub mod utc;
 
 pub use cpu::{CpuFacts, CpuTopo, L3Group};

@@ -13,8 +13,13 @@
 //! unsafe: absolute paths, `..` components, entries below a symbolic link, links that are absolute
 //! or resolve outside the tree, hard links and device nodes, a file larger than
 //! [`MAX_FILE_BYTES`] (a 1 MB archive can hold a 900 MiB `proc/interrupts` of zeros), and
-//! archives that unpack to more than [`MAX_UNPACKED_BYTES`]. Entry names in messages have
-//! their control characters escaped, so a name cannot drive the terminal it is printed on.
+//! archives that unpack to more than [`MAX_UNPACKED_BYTES`]. Every record is judged from its
+//! header before its data is read: a GNU long name or link longer than [`MAX_NAME_BYTES`] or a
+//! PAX header larger than [`MAX_PAX_BYTES`] is refused, never buffered (a 1 MB archive can
+//! announce a 1 GiB name); entries and time are capped ([`MAX_ENTRIES`], [`MAX_UNPACK_TIME`]).
+//! Entry names in messages have their control characters escaped and are shortened to
+//! [`NAME_CHARS_SHOWN`] characters, so a name can neither drive the terminal it is printed on
+//! nor fill it.
 //!
 //! An unpacked snapshot is removed when the [`Snapshot`] is dropped; a program that may be
 //! stopped by SIGINT or SIGTERM while one is open (or being unpacked) calls
@@ -34,8 +39,17 @@ pub const MAX_UNPACKED_BYTES: u64 = 256 << 20;
 /// Largest single file a snapshot may hold: room for the `/proc/interrupts` of a host with
 /// thousands of CPUs, and the same as what [`Root::read`] returns at most.
 pub const MAX_FILE_BYTES: u64 = crate::root::MAX_READ;
-/// Largest number of entries a snapshot may hold.
-pub const MAX_ENTRIES: usize = 2_000_000;
+/// Largest number of entries (header records, extension records included) a snapshot may
+/// hold. A capture of a large host has tens of thousands.
+pub const MAX_ENTRIES: usize = 500_000;
+/// Longest entry name or link target (a GNU long name or long link record, a PAX `path` or
+/// `linkpath`), as Linux's `PATH_MAX`. Checked from the record's header, before it is read:
+/// a longer one is refused, never truncated.
+pub const MAX_NAME_BYTES: u64 = 4096;
+/// Largest PAX extended header record, checked from its header before it is read.
+pub const MAX_PAX_BYTES: u64 = 16 << 10;
+/// Longest an unpack may take; past it the snapshot is refused.
+pub const MAX_UNPACK_TIME: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A snapshot that could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -64,17 +78,17 @@ fn io_err(path: impl AsRef<Path>, source: io::Error) -> SnapshotError {
 }
 
 /// `s` with control characters (terminal escapes, newlines, NUL) written as Rust escapes
-/// (`\u{1b}`), everything else as is.
+/// (`\u{1b}`), everything else as is: [`wirespeed_model::text::terminal`].
 pub fn printable(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    wirespeed_model::text::terminal(s).into_owned()
+}
+
+/// Most characters of an entry name a message prints; a longer one ends in `…(N bytes)`.
+pub const NAME_CHARS_SHOWN: usize = 200;
+
+/// An entry name for a message: escaped and shortened to [`NAME_CHARS_SHOWN`] characters.
+fn shown(name: &Path) -> String {
+    wirespeed_model::text::terminal_short(&name.to_string_lossy(), NAME_CHARS_SHOWN)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -432,7 +446,8 @@ impl Snapshot {
             .tempdir()
             .map_err(|e| io_err("temporary directory", e))?;
         signals::register(dir.path());
-        if let Err(e) = unpack(archive, io::BufReader::new(f), dir.path()) {
+        let deadline = std::time::Instant::now() + MAX_UNPACK_TIME;
+        if let Err(e) = unpack(archive, io::BufReader::new(f), dir.path(), deadline) {
             signals::unregister(dir.path());
             return Err(e);
         }
@@ -508,7 +523,7 @@ mod signals {
 fn entry_components(archive: &str, raw: &Path) -> Result<Vec<String>, SnapshotError> {
     let unsafe_entry = |reason: &str| SnapshotError::Unsafe {
         archive: archive.to_string(),
-        entry: printable(&raw.display().to_string()),
+        entry: shown(raw),
         reason: reason.to_string(),
     };
     let mut out = Vec::new();
@@ -567,40 +582,210 @@ fn check_link(comps: &[String], target: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn unpack(archive_path: &Path, reader: impl Read, dest: &Path) -> Result<(), SnapshotError> {
+/// Names and sizes that extension records (GNU long name and long link, PAX) give the entry
+/// after them.
+#[derive(Default)]
+struct Pending {
+    name: Option<Vec<u8>>,
+    link: Option<Vec<u8>>,
+    pax_size: Option<u64>,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.name.is_none() && self.link.is_none() && self.pax_size.is_none()
+    }
+}
+
+/// Read an extension record's data of `size` bytes (already checked against its cap).
+fn read_record(entry: &mut impl Read, size: u64) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(size as usize);
+    entry.take(size).read_to_end(&mut buf)?;
+    if buf.len() as u64 != size {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "truncated extension record",
+        ));
+    }
+    Ok(buf)
+}
+
+/// A GNU long name record's bytes: the name, NUL-terminated.
+fn gnu_name(mut b: Vec<u8>) -> Vec<u8> {
+    while b.last() == Some(&0) {
+        b.pop();
+    }
+    b
+}
+
+/// Apply a local PAX record: `path` and `linkpath` (within [`MAX_NAME_BYTES`]) and `size` are
+/// kept; timestamps, ownership and other keys are ignored; sparse files are refused.
+fn apply_pax(data: &[u8], pending: &mut Pending) -> Result<(), String> {
+    for ext in tar::PaxExtensions::new(data) {
+        let ext = ext.map_err(|_| "malformed PAX record".to_string())?;
+        let key = ext.key().map_err(|_| "PAX key is not UTF-8".to_string())?;
+        let value = ext.value_bytes();
+        let name = |v: &[u8]| -> Result<Vec<u8>, String> {
+            if v.len() as u64 > MAX_NAME_BYTES {
+                return Err(format!(
+                    "PAX {key} of {} bytes, more than {MAX_NAME_BYTES}",
+                    v.len()
+                ));
+            }
+            Ok(v.to_vec())
+        };
+        match key {
+            "path" => pending.name = Some(name(value)?),
+            "linkpath" => pending.link = Some(name(value)?),
+            "size" => {
+                let v = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .ok_or_else(|| "PAX size is not a number".to_string())?;
+                pending.pax_size = Some(v);
+            }
+            k if k.starts_with("GNU.sparse.") => return Err("sparse files are not allowed".into()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Unpack `reader` into `dest`. Every record is judged from its 512-byte header before its
+/// data is read: extension records (GNU long names and links, PAX) are read by this function
+/// (the tar crate's raw entries), within [`MAX_NAME_BYTES`] and [`MAX_PAX_BYTES`], so that no
+/// record is buffered whole on the archive's word; entries, bytes and time are capped.
+fn unpack(
+    archive_path: &Path,
+    reader: impl Read,
+    dest: &Path,
+    deadline: std::time::Instant,
+) -> Result<(), SnapshotError> {
+    use std::os::unix::ffi::OsStrExt;
     let archive = printable(&archive_path.display().to_string());
     let gz = flate2::read::GzDecoder::new(reader);
     let mut ar = tar::Archive::new(gz);
     let mut total: u64 = 0;
     let mut count = 0usize;
+    let mut pending = Pending::default();
     let unsafe_err = |entry: &Path, reason: String| SnapshotError::Unsafe {
         archive: archive.clone(),
-        entry: printable(&entry.display().to_string()),
+        entry: shown(entry),
         reason,
     };
-    for entry in ar.entries().map_err(|e| io_err(archive_path, e))? {
+    let too_large = |reason: String| SnapshotError::TooLarge {
+        archive: archive.clone(),
+        reason,
+    };
+    let entries = ar.entries().map_err(|e| io_err(archive_path, e))?.raw(true);
+    for entry in entries {
         let mut entry = entry.map_err(|e| io_err(archive_path, e))?;
         count += 1;
         if count > MAX_ENTRIES {
-            return Err(SnapshotError::TooLarge {
-                archive,
-                reason: format!("more than {MAX_ENTRIES} entries"),
-            });
+            return Err(too_large(format!("more than {MAX_ENTRIES} entries")));
         }
-        let raw: PathBuf = entry
-            .path()
-            .map_err(|e| io_err(archive_path, e))?
-            .into_owned();
+        if std::time::Instant::now() > deadline {
+            return Err(too_large(format!(
+                "unpacking took longer than {} s",
+                MAX_UNPACK_TIME.as_secs()
+            )));
+        }
+        let kind = entry.header().entry_type();
+        let size = entry
+            .header()
+            .entry_size()
+            .map_err(|e| io_err(archive_path, e))?;
+        // Every record's data counts (after its own cap is checked): extension records, files.
+        let mut add_total = |size: u64| {
+            total = total.saturating_add(size);
+            if total > MAX_UNPACKED_BYTES {
+                return Err(SnapshotError::TooLarge {
+                    archive: archive.clone(),
+                    reason: format!("unpacks to more than {MAX_UNPACKED_BYTES} bytes"),
+                });
+            }
+            Ok(())
+        };
+        if kind.is_gnu_longname() || kind.is_gnu_longlink() {
+            let what = if kind.is_gnu_longname() {
+                "name"
+            } else {
+                "link"
+            };
+            if size > MAX_NAME_BYTES {
+                return Err(too_large(format!(
+                    "a GNU long {what} record of {size} bytes, more than the {MAX_NAME_BYTES} a name may have"
+                )));
+            }
+            add_total(size)?;
+            let slot = if kind.is_gnu_longname() {
+                &mut pending.name
+            } else {
+                &mut pending.link
+            };
+            if slot.is_some() {
+                return Err(too_large(format!(
+                    "two GNU long {what} records for one entry"
+                )));
+            }
+            let data = read_record(&mut entry, size).map_err(|e| io_err(archive_path, e))?;
+            *slot = Some(gnu_name(data));
+            continue;
+        }
+        if kind.is_pax_local_extensions() || kind.is_pax_global_extensions() {
+            if size > MAX_PAX_BYTES {
+                return Err(too_large(format!(
+                    "a PAX header record of {size} bytes, more than {MAX_PAX_BYTES}"
+                )));
+            }
+            add_total(size)?;
+            let data = read_record(&mut entry, size).map_err(|e| io_err(archive_path, e))?;
+            if kind.is_pax_local_extensions() {
+                apply_pax(&data, &mut pending).map_err(too_large)?;
+            } else {
+                // A global record's names would apply to every entry after it: refused.
+                let mut global = Pending::default();
+                apply_pax(&data, &mut global).map_err(too_large)?;
+                if !global.is_empty() {
+                    return Err(too_large(
+                        "a PAX global header with a path, link or size".into(),
+                    ));
+                }
+            }
+            continue;
+        }
+        let this = std::mem::take(&mut pending);
+        if let Some(pax) = this.pax_size {
+            // The tar crate skips by the header's size in raw mode: a PAX size that
+            // disagrees would make two readers see two archives.
+            if pax != size {
+                return Err(too_large(format!(
+                    "PAX size {pax} disagrees with the header's {size}"
+                )));
+            }
+        }
+        let raw: PathBuf = match this.name {
+            Some(n) => PathBuf::from(std::ffi::OsStr::from_bytes(&n)),
+            None => entry
+                .path()
+                .map_err(|e| io_err(archive_path, e))?
+                .into_owned(),
+        };
         let comps = entry_components(&archive, &raw)?;
         check_parents(dest, &comps).map_err(|r| unsafe_err(&raw, r))?;
         let target = dest.join(comps.join("/"));
-        let kind = entry.header().entry_type();
         let mkparent = |t: &Path| -> Result<(), SnapshotError> {
             if let Some(p) = t.parent() {
                 fs::create_dir_all(p).map_err(|e| io_err(p, e))?;
             }
             Ok(())
         };
+        if !matches!(kind, tar::EntryType::Regular | tar::EntryType::Continuous) && size != 0 {
+            return Err(unsafe_err(
+                &raw,
+                format!("a {kind:?} entry with {size} bytes of data"),
+            ));
+        }
         match kind {
             tar::EntryType::Directory => {
                 if fs::symlink_metadata(&target).is_ok_and(|m| !m.is_dir()) {
@@ -609,23 +794,13 @@ fn unpack(archive_path: &Path, reader: impl Read, dest: &Path) -> Result<(), Sna
                 fs::create_dir_all(&target).map_err(|e| io_err(&target, e))?;
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
-                let size = entry.header().size().map_err(|e| io_err(archive_path, e))?;
                 if size > MAX_FILE_BYTES {
-                    return Err(SnapshotError::TooLarge {
-                        archive,
-                        reason: format!(
-                            "entry \"{}\" is {size} bytes, more than the {MAX_FILE_BYTES} a file may hold",
-                            printable(&raw.display().to_string())
-                        ),
-                    });
+                    return Err(too_large(format!(
+                        "entry \"{}\" is {size} bytes, more than the {MAX_FILE_BYTES} a file may hold",
+                        shown(&raw)
+                    )));
                 }
-                total = total.saturating_add(size);
-                if total > MAX_UNPACKED_BYTES {
-                    return Err(SnapshotError::TooLarge {
-                        archive,
-                        reason: format!("unpacks to more than {MAX_UNPACKED_BYTES} bytes"),
-                    });
-                }
+                add_total(size)?;
                 if fs::symlink_metadata(&target).is_ok() {
                     return Err(unsafe_err(&raw, "duplicate entry".into()));
                 }
@@ -645,11 +820,17 @@ fn unpack(archive_path: &Path, reader: impl Read, dest: &Path) -> Result<(), Sna
                 }
             }
             tar::EntryType::Symlink => {
-                let link = entry
-                    .link_name()
-                    .map_err(|e| io_err(archive_path, e))?
-                    .ok_or_else(|| unsafe_err(&raw, "symbolic link without a target".into()))?
-                    .into_owned();
+                let link: PathBuf = match this.link {
+                    Some(l) => PathBuf::from(std::ffi::OsStr::from_bytes(&l)),
+                    None => entry
+                        .link_name()
+                        .map_err(|e| io_err(archive_path, e))?
+                        .ok_or_else(|| unsafe_err(&raw, "symbolic link without a target".into()))?
+                        .into_owned(),
+                };
+                if link.as_os_str().is_empty() {
+                    return Err(unsafe_err(&raw, "symbolic link without a target".into()));
+                }
                 check_link(&comps, &link).map_err(|r| unsafe_err(&raw, r))?;
                 if fs::symlink_metadata(&target).is_ok() {
                     return Err(unsafe_err(&raw, "duplicate entry".into()));
@@ -666,6 +847,11 @@ fn unpack(archive_path: &Path, reader: impl Read, dest: &Path) -> Result<(), Sna
                 ))
             }
         }
+    }
+    if !pending.is_empty() {
+        return Err(too_large(
+            "an extension record describes an entry that never comes".into(),
+        ));
     }
     Ok(())
 }
@@ -899,5 +1085,219 @@ mod tests {
         let m = open_bytes(&m).unwrap_err().to_string();
         assert!(!m.chars().any(|c| c.is_control()), "{m:?}");
         assert_eq!(printable("a\tb\nc"), "a\\tb\\nc");
+    }
+
+    /// A raw record of `kind` with `data` (its header's size is `data.len()` unless `announce`).
+    fn record(kind: tar::EntryType, name: &str, data: &[u8], announce: Option<u64>) -> Vec<u8> {
+        let mut h = raw_header(name, kind, None, announce.unwrap_or(data.len() as u64));
+        h.set_cksum();
+        let mut out = h.as_bytes().to_vec();
+        out.extend_from_slice(data);
+        out.resize(out.len().div_ceil(512) * 512, 0);
+        out
+    }
+
+    fn gz(records: &[Vec<u8>]) -> Vec<u8> {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        for r in records {
+            gz.write_all(r).unwrap();
+        }
+        gz.write_all(&[0u8; 1024]).unwrap();
+        gz.finish().unwrap()
+    }
+
+    /// The bomb, bounded: a GNU long name record announcing 1 GiB (no data follows)
+    /// and one just past the cap (with its data) are refused from the header, the message one
+    /// short line.
+    #[test]
+    fn a_long_name_record_past_the_cap_is_refused_before_it_is_read() {
+        let bomb = gz(&[record(
+            tar::EntryType::GNULongName,
+            "././@LongLink",
+            &[],
+            Some(1 << 30),
+        )]);
+        let m = open_bytes(&bomb).unwrap_err();
+        assert!(matches!(m, SnapshotError::TooLarge { .. }), "{m:?}");
+        let m = m.to_string();
+        assert!(
+            m.contains("a GNU long name record of 1073741824 bytes, more than the 4096"),
+            "{m}"
+        );
+        // one past the cap, with its data: many short components, so that only the cap refuses
+        let name = "sys/".to_string() + &"a/".repeat(2046) + "x";
+        assert_eq!(name.len() as u64, MAX_NAME_BYTES + 1);
+        let mut data = name.clone().into_bytes();
+        data.push(0);
+        let over = gz(&[
+            record(tar::EntryType::GNULongName, "././@LongLink", &data, None),
+            record(tar::EntryType::Regular, "sys/short", &[], None),
+        ]);
+        let m = open_bytes(&over).unwrap_err().to_string();
+        assert!(m.contains("GNU long name record of 4098 bytes"), "{m}");
+        // the same for link targets
+        let over = gz(&[record(
+            tar::EntryType::GNULongLink,
+            "././@LongLink",
+            &[],
+            Some(1 << 30),
+        )]);
+        let m = open_bytes(&over).unwrap_err().to_string();
+        assert!(
+            m.contains("GNU long link record of 1073741824 bytes"),
+            "{m}"
+        );
+        // a long name within the cap still works, and names it
+        let name = "sys/".to_string() + &"b/".repeat(100) + "x";
+        let mut data = name.clone().into_bytes();
+        data.push(0);
+        let ok = gz(&[
+            record(tar::EntryType::GNULongName, "././@LongLink", &data, None),
+            record(tar::EntryType::Regular, "sys/short", b"hi", None),
+        ]);
+        let s = open_bytes(&ok).unwrap();
+        assert_eq!(fs::read(s.dir().join(&name)).unwrap(), b"hi");
+        assert!(!s.dir().join("sys/short").exists());
+    }
+
+    fn pax(records: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (k, v) in records {
+            let body = format!(" {k}={v}\n");
+            let mut n = body.len() + 1;
+            while format!("{n}{body}").len() != n {
+                n += 1;
+            }
+            out.extend_from_slice(format!("{n}{body}").as_bytes());
+        }
+        out
+    }
+
+    /// A PAX header past [`MAX_PAX_BYTES`] was accepted (only its `comment` was too long);
+    /// now it is refused from its header. PAX names within the caps are applied.
+    #[test]
+    fn a_pax_record_past_the_cap_is_refused_and_pax_names_apply() {
+        let junk = "x".repeat(MAX_PAX_BYTES as usize);
+        let big = pax(&[("comment", &junk)]);
+        let bomb = gz(&[
+            record(tar::EntryType::XHeader, "PaxHeaders/x", &big, None),
+            record(tar::EntryType::Regular, "sys/x", b"1", None),
+        ]);
+        let m = open_bytes(&bomb).unwrap_err().to_string();
+        assert!(m.contains("a PAX header record of"), "{m}");
+        let announced = gz(&[record(
+            tar::EntryType::XHeader,
+            "PaxHeaders/x",
+            &[],
+            Some(1 << 30),
+        )]);
+        let m = open_bytes(&announced).unwrap_err().to_string();
+        assert!(m.contains("PAX header record of 1073741824 bytes"), "{m}");
+        // path and linkpath apply; a size that disagrees, a global path, sparse: refused
+        let ok = gz(&[
+            record(
+                tar::EntryType::XHeader,
+                "PaxHeaders/x",
+                &pax(&[("path", "sys/devices/long"), ("mtime", "1.5")]),
+                None,
+            ),
+            record(tar::EntryType::Directory, "sys/ignored/", &[], None),
+            record(
+                tar::EntryType::XHeader,
+                "PaxHeaders/y",
+                &pax(&[("path", "sys/class/l"), ("linkpath", "../devices/long")]),
+                None,
+            ),
+            record(tar::EntryType::Symlink, "sys/other", &[], None),
+        ]);
+        let s = open_bytes(&ok).unwrap();
+        assert!(s.dir().join("sys/devices/long").is_dir());
+        assert_eq!(
+            fs::read_link(s.dir().join("sys/class/l")).unwrap(),
+            Path::new("../devices/long")
+        );
+        for (what, recs) in [
+            (
+                "disagrees",
+                vec![
+                    record(tar::EntryType::XHeader, "P", &pax(&[("size", "9")]), None),
+                    record(tar::EntryType::Regular, "sys/x", b"1", None),
+                ],
+            ),
+            (
+                "global header",
+                vec![
+                    record(
+                        tar::EntryType::XGlobalHeader,
+                        "P",
+                        &pax(&[("path", "sys/x")]),
+                        None,
+                    ),
+                    record(tar::EntryType::Regular, "sys/y", b"1", None),
+                ],
+            ),
+            (
+                "sparse",
+                vec![
+                    record(
+                        tar::EntryType::XHeader,
+                        "P",
+                        &pax(&[("GNU.sparse.major", "1")]),
+                        None,
+                    ),
+                    record(tar::EntryType::Regular, "sys/y", b"1", None),
+                ],
+            ),
+            (
+                "never comes",
+                vec![record(
+                    tar::EntryType::XHeader,
+                    "P",
+                    &pax(&[("path", "sys/x")]),
+                    None,
+                )],
+            ),
+            (
+                "bytes of data",
+                vec![record(
+                    tar::EntryType::Directory,
+                    "sys/d/",
+                    &[],
+                    Some(1 << 30),
+                )],
+            ),
+        ] {
+            let m = open_bytes(&gz(&recs)).unwrap_err().to_string();
+            assert!(m.contains(what), "{what}: {m}");
+        }
+    }
+
+    /// Names in messages are shortened: an unsafe entry with a 4000-byte name prints a line of
+    /// a few hundred bytes.
+    #[test]
+    fn names_in_messages_are_shortened() {
+        let name = "/".to_string() + &"c".repeat(3999);
+        let mut data = name.into_bytes();
+        data.push(0);
+        let a = gz(&[
+            record(tar::EntryType::GNULongName, "././@LongLink", &data, None),
+            record(tar::EntryType::Regular, "x", &[], None),
+        ]);
+        let m = open_bytes(&a).unwrap_err().to_string();
+        assert!(m.contains("absolute path"), "{m}");
+        assert!(m.contains("…(4000 bytes)"), "{m}");
+        assert!(m.len() < 400, "{} bytes: {m}", m.len());
+    }
+
+    /// Unpacking stops at its deadline (one already past here) and at the entry cap.
+    #[test]
+    fn unpacking_is_bounded_in_time() {
+        let t = tempfile::tempdir().unwrap();
+        let a = gz(&[record(tar::EntryType::Regular, "sys/x", b"1", None)]);
+        let past = std::time::Instant::now();
+        let m = unpack(Path::new("a.tar.gz"), a.as_slice(), t.path(), past)
+            .unwrap_err()
+            .to_string();
+        assert!(m.contains("unpacking took longer than 60 s"), "{m}");
     }
 }

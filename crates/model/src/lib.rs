@@ -16,6 +16,7 @@
 //! - [`verdict`]: [`Verdict`], what limited a test.
 //! - [`irq`]: [`MoveReport`], what a move of a NIC's queue IRQs did.
 //! - [`units`]: bit rates, link speeds and byte counts for people, one way everywhere.
+//! - [`text`]: peer- and file-sourced text made safe for a terminal.
 //!
 //! Nothing here reads the host, opens sockets or reads clocks.
 
@@ -23,6 +24,7 @@ pub mod cost;
 pub mod cpuset;
 pub mod irq;
 pub mod observation;
+pub mod text;
 pub mod topology;
 pub mod units;
 pub mod verdict;

@@ -381,6 +381,136 @@ impl ThreadUse {
 }
 
 impl IntervalObservation {
+    /// This interval and the `later` one right after it, as one (for keeping a long test's
+    /// history bounded): times joined; each CPU's shares weighted by the two spans (a CPU
+    /// missing from one was idle there); counters summed; the later workers, thread CPUs and
+    /// path MTU.
+    pub fn then(self, later: IntervalObservation) -> IntervalObservation {
+        let span = |o: &IntervalObservation| match (o.start, o.end) {
+            (Some(s), Some(e)) if e > s && (e - s).is_finite() => e - s,
+            _ => 1.0,
+        };
+        let (wa, wb) = (span(&self), span(&later));
+        let w = wa + wb;
+        let mix = |a: f64, b: f64| Percent::new((a * wa + b * wb) / w);
+        let idle = CpuUse {
+            cpu: 0,
+            user: Percent::new(0.0),
+            system: Percent::new(0.0),
+            irq: Percent::new(0.0),
+            softirq: Percent::new(0.0),
+            steal: Percent::new(0.0),
+            idle: Percent::new(100.0),
+            nic_irqs: 0,
+            net_rx: 0,
+            net_tx: 0,
+        };
+        let mut ids: Vec<u32> = self.cpus.iter().chain(&later.cpus).map(|c| c.cpu).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let cpus = ids
+            .into_iter()
+            .map(|id| {
+                let a = self.cpu(id).cloned().unwrap_or(CpuUse {
+                    cpu: id,
+                    ..idle.clone()
+                });
+                let b = later.cpu(id).cloned().unwrap_or(CpuUse {
+                    cpu: id,
+                    ..idle.clone()
+                });
+                CpuUse {
+                    cpu: id,
+                    user: mix(a.user.get(), b.user.get()),
+                    system: mix(a.system.get(), b.system.get()),
+                    irq: mix(a.irq.get(), b.irq.get()),
+                    softirq: mix(a.softirq.get(), b.softirq.get()),
+                    steal: mix(a.steal.get(), b.steal.get()),
+                    idle: mix(a.idle.get(), b.idle.get()),
+                    nic_irqs: a.nic_irqs.saturating_add(b.nic_irqs),
+                    net_rx: a.net_rx.saturating_add(b.net_rx),
+                    net_tx: a.net_tx.saturating_add(b.net_tx),
+                }
+            })
+            .collect();
+        let tcp = match (self.tcp, later.tcp) {
+            (Some(mut a), Some(b)) => {
+                a.add(&b);
+                a.pmtu = b.pmtu.or(a.pmtu);
+                Some(a)
+            }
+            (a, b) => b.or(a),
+        };
+        let threads = later
+            .threads
+            .iter()
+            .map(|t| {
+                let a = self.threads.iter().find(|x| x.tid == t.tid);
+                let (ra, wa2) = a.map_or((0.0, 0.0), |a| (a.run.get(), a.wait.get()));
+                ThreadUse {
+                    run: mix(ra, t.run.get()),
+                    wait: mix(wa2, t.wait.get()),
+                    ..t.clone()
+                }
+            })
+            .collect();
+        let rx_drops = match (self.rx_drops, later.rx_drops) {
+            (Some(a), Some(b)) => {
+                let mut cpus = a.cpus;
+                for c in b.cpus {
+                    match cpus.iter_mut().find(|x| x.cpu == c.cpu) {
+                        Some(x) => {
+                            x.dropped = x.dropped.saturating_add(c.dropped);
+                            x.time_squeeze = x.time_squeeze.saturating_add(c.time_squeeze);
+                        }
+                        None => cpus.push(c),
+                    }
+                }
+                cpus.sort_by_key(|c| c.cpu);
+                let sum = |x: u64, y: u64| x.saturating_add(y);
+                Some(RxDrops {
+                    cpus,
+                    tcp: match (a.tcp, b.tcp) {
+                        (Some(x), Some(y)) => Some(TcpRxDrops {
+                            backlog: sum(x.backlog, y.backlog),
+                            rcvq: sum(x.rcvq, y.rcvq),
+                            ofo: sum(x.ofo, y.ofo),
+                            zero_window: sum(x.zero_window, y.zero_window),
+                            pruned: sum(x.pruned, y.pruned),
+                        }),
+                        (x, y) => y.or(x),
+                    },
+                    udp: match (a.udp, b.udp) {
+                        (Some(x), Some(y)) => Some(UdpRx {
+                            delivered: sum(x.delivered, y.delivered),
+                            rcvbuf_errors: sum(x.rcvbuf_errors, y.rcvbuf_errors),
+                        }),
+                        (x, y) => y.or(x),
+                    },
+                })
+            }
+            (a, b) => b.or(a),
+        };
+        IntervalObservation {
+            start: self.start,
+            end: later.end.or(self.end),
+            cpus,
+            workers: if later.workers.is_empty() {
+                self.workers
+            } else {
+                later.workers
+            },
+            tcp,
+            threads,
+            rx_drops,
+            cpu_freq: later.cpu_freq.or(self.cpu_freq),
+            worker_cpu_s: match (self.worker_cpu_s, later.worker_cpu_s) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => b.or(a),
+            },
+        }
+    }
+
     pub fn cpu(&self, cpu: u32) -> Option<&CpuUse> {
         self.cpus.iter().find(|c| c.cpu == cpu)
     }
@@ -657,6 +787,40 @@ impl RunningEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_intervals_merge_weighted_by_their_spans() {
+        let cpu = |id: u32, sys: f64, rx: u64| CpuUse {
+            cpu: id,
+            user: Percent::new(0.0),
+            system: Percent::new(sys),
+            irq: Percent::new(0.0),
+            softirq: Percent::new(0.0),
+            steal: Percent::new(0.0),
+            idle: Percent::new(100.0 - sys),
+            nic_irqs: 0,
+            net_rx: rx,
+            net_tx: 0,
+        };
+        let a = IntervalObservation {
+            start: Some(0.0),
+            end: Some(1.0),
+            cpus: vec![cpu(1, 90.0, 10)],
+            ..Default::default()
+        };
+        let b = IntervalObservation {
+            start: Some(1.0),
+            end: Some(4.0),
+            cpus: vec![cpu(1, 10.0, 5), cpu(2, 40.0, 1)],
+            ..Default::default()
+        };
+        let m = a.then(b);
+        assert_eq!((m.start, m.end), (Some(0.0), Some(4.0)));
+        let c1 = m.cpu(1).unwrap();
+        assert_eq!((c1.system.get(), c1.net_rx), (30.0, 15));
+        let c2 = m.cpu(2).unwrap();
+        assert_eq!((c2.system.get(), c2.idle.get()), (30.0, 70.0));
+    }
 
     #[test]
     fn percent_is_finite_clamped_and_rounded() {

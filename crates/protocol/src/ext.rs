@@ -92,6 +92,10 @@ pub struct ParamsExt {
     /// `--psk`: the tag over the cookie, these parameters and the time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub psk: Option<PskTag>,
+    /// The client puts the test's token after each UDP connect word
+    /// ([`crate::udp::connect_msg_with_token`]): the server attaches only words that carry it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub udp_token: bool,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

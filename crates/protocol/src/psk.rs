@@ -15,9 +15,15 @@
 //! bytes whatever the sender's spelling). The verifier compares tags in constant time and
 //! refuses parameters whose timestamp is more than the skew threshold from its clock.
 //!
-//! What it does not do: encrypt anything, or stop a replay of a captured parameters message
-//! within the skew window with the same cookie (the server refuses a cookie it already
-//! holds). See docs/protocol.md.
+//! Replay: a server remembers every parameters tag it admitted until its timestamp leaves the
+//! skew window ([`ReplayWindow`], bounded), so a captured parameters message replayed from
+//! anywhere — within the window, after the original test ended and freed its cookie — is
+//! refused; past the window the timestamp refuses it. The refusal a client reads does not say
+//! which check failed ([`PskRefusal::public`]): stale, replayed and wrong key read the same.
+//!
+//! What it does not do: encrypt anything. iperf3's flow gives the server no message before the
+//! client's parameters, so no server nonce can enter the tag without breaking interop; the
+//! window above is what stands in for one. See docs/protocol.md.
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -72,6 +78,85 @@ pub enum PskRefusal {
     Mismatch,
     #[error("the tag's timestamp is {skew} s from this clock, more than {threshold} s")]
     Skew { skew: i64, threshold: u32 },
+    #[error("the tag was already used (a replayed parameters message)")]
+    Replayed,
+    #[error("more than {0} tagged tests within the skew window: cannot remember another")]
+    WindowFull(usize),
+}
+
+impl PskRefusal {
+    /// What the peer is told: whether a tag was there at all, never which check failed (a
+    /// wrong key, a changed, stale or replayed message read the same), so that a prober
+    /// learns nothing about the key or the clock. The log keeps the [`Display`] text.
+    ///
+    /// [`Display`]: std::fmt::Display
+    pub fn public(&self) -> &'static str {
+        match self {
+            PskRefusal::Missing => {
+                "no pre-shared key tag (the peer has no --psk, or is not wirespeed)"
+            }
+            _ => "the pre-shared key tag is refused (another key, or a changed, stale or replayed message)",
+        }
+    }
+}
+
+/// Most parameters tags a [`ReplayWindow`] remembers: 40 bytes each, 2.6 MiB in all; more
+/// tagged tests than this within twice the skew window are refused.
+pub const MAX_REMEMBERED_TAGS: usize = 65_536;
+
+/// The parameters tags a server admitted whose timestamps are still within the skew window
+/// (a tag is kept until `ts + threshold` has passed: after that its timestamp refuses it).
+#[derive(Debug)]
+pub struct ReplayWindow {
+    seen: std::collections::HashMap<[u8; 32], i64>,
+    cap: usize,
+}
+
+impl Default for ReplayWindow {
+    fn default() -> ReplayWindow {
+        ReplayWindow::with_capacity(MAX_REMEMBERED_TAGS)
+    }
+}
+
+impl ReplayWindow {
+    pub fn with_capacity(cap: usize) -> ReplayWindow {
+        ReplayWindow {
+            seen: std::collections::HashMap::new(),
+            cap,
+        }
+    }
+
+    /// Tags remembered now.
+    pub fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.seen.is_empty()
+    }
+
+    /// Remember `mac` (timestamp `ts`), refusing one already remembered; forgets tags whose
+    /// timestamps left the window when full.
+    fn admit(
+        &mut self,
+        mac: [u8; 32],
+        ts: i64,
+        now: i64,
+        threshold: u32,
+    ) -> Result<(), PskRefusal> {
+        if self.seen.contains_key(&mac) {
+            return Err(PskRefusal::Replayed);
+        }
+        if self.seen.len() >= self.cap {
+            let w = i64::from(threshold);
+            self.seen.retain(|_, t| t.saturating_add(w) >= now);
+            if self.seen.len() >= self.cap {
+                return Err(PskRefusal::WindowFull(self.cap));
+            }
+        }
+        self.seen.insert(mac, ts);
+        Ok(())
+    }
 }
 
 /// Whose results.
@@ -215,6 +300,23 @@ impl Psk {
             });
         }
         Ok(())
+    }
+
+    /// [`Psk::verify_params`], then remember the tag in `seen`: the same parameters message a
+    /// second time (from anywhere) is refused as long as its timestamp would be accepted.
+    pub fn verify_params_once(
+        &self,
+        p: &TestParams,
+        cookie: &Cookie,
+        now: i64,
+        skew_threshold: u32,
+        seen: &mut ReplayWindow,
+    ) -> Result<(), PskRefusal> {
+        self.verify_params(p, cookie, now, skew_threshold)?;
+        let ext = p.wirespeed.as_ref().ok_or(PskRefusal::Missing)?;
+        let (ts, mac) = tag_of(ext.psk.as_ref())?;
+        let mac: [u8; 32] = mac.try_into().map_err(|_| PskRefusal::Malformed)?;
+        seen.admit(mac, ts, now, skew_threshold)
     }
 
     /// Tag one end's results before they are sent.
@@ -375,6 +477,62 @@ mod tests {
             k.seal_params(&mut TestParams::new_tcp(1, 1), &cookie, now),
             Err(PskError::NoExtension)
         );
+    }
+
+    /// Issue 22: a recorded parameters message replayed 1.5 s later (from anywhere, after the
+    /// original test freed its cookie) was admitted. The window remembers it; memory is
+    /// bounded; the peer is not told which check failed.
+    #[test]
+    fn a_replayed_parameters_message_is_refused_within_the_window() {
+        let k = psk("correct horse battery staple");
+        let cookie = Cookie::from_entropy(&[b'a'; 36]);
+        let now = 1_800_000_000;
+        let mut p = params();
+        k.seal_params(&mut p, &cookie, now).unwrap();
+        let mut w = ReplayWindow::with_capacity(4);
+        assert_eq!(k.verify_params_once(&p, &cookie, now, 10, &mut w), Ok(()));
+        assert_eq!(
+            k.verify_params_once(&p, &cookie, now + 1, 10, &mut w),
+            Err(PskRefusal::Replayed)
+        );
+        // a wrong tag is never remembered
+        assert_eq!(
+            psk("another key, long enough").verify_params_once(&p, &cookie, now, 10, &mut w),
+            Err(PskRefusal::Mismatch)
+        );
+        assert_eq!(w.len(), 1);
+        // full: tags whose timestamps left the window are forgotten, others are kept
+        for i in 1..4 {
+            let mut q = params();
+            q.parallel = i;
+            k.seal_params(&mut q, &cookie, now).unwrap();
+            assert_eq!(k.verify_params_once(&q, &cookie, now, 10, &mut w), Ok(()));
+        }
+        let mut q = params();
+        q.parallel = 9;
+        k.seal_params(&mut q, &cookie, now + 5).unwrap();
+        assert_eq!(
+            k.verify_params_once(&q, &cookie, now + 5, 10, &mut w),
+            Err(PskRefusal::WindowFull(4))
+        );
+        assert_eq!(
+            k.verify_params_once(&q, &cookie, now + 11, 10, &mut w),
+            Ok(())
+        );
+        assert_eq!(w.len(), 1);
+        // what the peer reads does not tell stale from wrong key from replayed
+        let public: Vec<&str> = [
+            PskRefusal::Mismatch,
+            PskRefusal::Replayed,
+            PskRefusal::Skew {
+                skew: 11,
+                threshold: 10,
+            },
+        ]
+        .iter()
+        .map(PskRefusal::public)
+        .collect();
+        assert!(public.iter().all(|t| *t == public[0]), "{public:?}");
     }
 
     #[test]

@@ -135,7 +135,12 @@ impl std::fmt::Display for Refusal {
                 i_errno,
                 detail: Some(d),
                 ..
-            } => write!(f, "{d} (iperf3 error {i_errno})"),
+            } => write!(
+                f,
+                "{} (iperf3 error {i_errno})",
+                // the server's own words: never raw to a terminal
+                wirespeed_model::text::terminal(d)
+            ),
             Refusal::ServerError { i_errno, errno, .. } => {
                 write!(
                     f,
@@ -1342,6 +1347,22 @@ mod tests {
         pump_to_server(&mut c, &mut s);
         assert_eq!(s.poll_event(), Some(ServerEvent::Finished));
         assert_eq!(s.phase(), ServerPhase::Done);
+    }
+
+    /// A server's words reach a terminal through this Display: escapes in them are text.
+    #[test]
+    fn a_servers_detail_cannot_drive_the_terminal() {
+        let r = Refusal::ServerError {
+            i_errno: 101,
+            errno: 0,
+            detail: Some("no\u{1b}]0;pwned\u{7}\u{1b}[2J\nforged line".into()),
+        };
+        let m = r.to_string();
+        assert!(!m.chars().any(char::is_control), "{m:?}");
+        assert_eq!(
+            m,
+            "no\\u{1b}]0;pwned\\u{7}\\u{1b}[2J\\nforged line (iperf3 error 101)"
+        );
     }
 
     #[test]

@@ -58,6 +58,48 @@ pub fn check_connect_msg(buf: &[u8]) -> Result<(), WireError> {
     }
 }
 
+/// Bytes of the per-test token a wirespeed client puts after its connect word: the test's
+/// cookie without its NUL.
+pub const TOKEN_LEN: usize = crate::cookie::COOKIE_LEN - 1;
+
+/// The token that binds a UDP stream to its test.
+pub type StreamToken = [u8; TOKEN_LEN];
+
+/// The test's token: its cookie's 36 characters.
+pub fn stream_token(cookie: &crate::Cookie) -> StreamToken {
+    let mut t = [0u8; TOKEN_LEN];
+    t.copy_from_slice(&cookie.as_bytes()[..TOKEN_LEN]);
+    t
+}
+
+/// A wirespeed client's first datagram on a UDP stream: iperf3's word, then the test's token.
+/// An iperf3 server reads the word into 4 bytes and the kernel discards the rest, so the
+/// same datagram serves both (docs/protocol.md).
+pub fn connect_msg_with_token(cookie: &crate::Cookie) -> [u8; 4 + TOKEN_LEN] {
+    let mut b = [0u8; 4 + TOKEN_LEN];
+    b[..4].copy_from_slice(&CONNECT_MSG);
+    b[4..].copy_from_slice(&stream_token(cookie));
+    b
+}
+
+/// Read a client's first datagram on a UDP stream (the server): iperf3's word alone (`None`),
+/// or the word and a wirespeed token. Any other length is refused.
+pub fn parse_connect(buf: &[u8]) -> Result<Option<StreamToken>, WireError> {
+    match buf.len() {
+        4 => check_connect_msg(buf).map(|()| None),
+        n if n == 4 + TOKEN_LEN => {
+            check_connect_msg(&buf[..4])?;
+            let mut t = [0u8; TOKEN_LEN];
+            t.copy_from_slice(&buf[4..]);
+            Ok(Some(t))
+        }
+        n => Err(WireError::BadUdp {
+            what: "connect message",
+            reason: format!("{n} bytes, expected 4 or {}", 4 + TOKEN_LEN),
+        }),
+    }
+}
+
 /// Check the server's reply on a UDP stream (read by the client).
 pub fn check_connect_reply(buf: &[u8]) -> Result<(), WireError> {
     let w = word(buf, "connect reply")?;
@@ -188,6 +230,20 @@ mod tests {
         assert!(check_connect_reply(&LEGACY_CONNECT_MSG.to_le_bytes()).is_err());
         assert!(check_connect_msg(b"98765").is_err());
         assert!(check_connect_reply(b"").is_err());
+    }
+
+    #[test]
+    fn a_token_follows_the_word_for_wirespeed_servers() {
+        let c = crate::Cookie::from_entropy(&[b'q'; 36]);
+        let m = connect_msg_with_token(&c);
+        assert_eq!(&m[..4], b"9876");
+        assert_eq!(parse_connect(&m).unwrap(), Some(stream_token(&c)));
+        assert_eq!(&stream_token(&c)[..], &c.as_bytes()[..36]);
+        assert_eq!(parse_connect(b"9876").unwrap(), None);
+        assert!(parse_connect(&m[..20]).is_err());
+        let mut bad = m;
+        bad[0] = b'1';
+        assert!(parse_connect(&bad).is_err());
     }
 
     #[test]

@@ -222,6 +222,13 @@ struct StreamAcc {
     saw_udp: bool,
 }
 
+/// Most intervals a builder keeps (two hours of 1 s intervals). When one more arrives, the kept
+/// ones but the newest are merged in adjacent pairs (the history so far at half the
+/// resolution), so a day-long test holds at most this many instead of growing by an interval
+/// a second on both ends; a test of fewer intervals is reported exactly as before. The `end`
+/// section comes from the streams' totals, never from the intervals, and does not change.
+pub const MAX_KEPT_INTERVALS: usize = 7200;
+
 /// Accumulates intervals and produces the `intervals` and `end` sections.
 #[derive(Debug, Clone)]
 pub struct ResultBuilder {
@@ -231,6 +238,7 @@ pub struct ResultBuilder {
     interval_secs: f64,
     streams: Vec<StreamAcc>,
     intervals: Vec<Interval>,
+    max_kept: usize,
 }
 
 impl ResultBuilder {
@@ -243,7 +251,14 @@ impl ResultBuilder {
             interval_secs: crate::num::finite(interval_secs),
             streams: Vec::new(),
             intervals: Vec::new(),
+            max_kept: MAX_KEPT_INTERVALS,
         }
+    }
+
+    /// Keep at most `max` intervals (at least 2) instead of [`MAX_KEPT_INTERVALS`].
+    pub fn with_max_kept(mut self, max: usize) -> ResultBuilder {
+        self.max_kept = max.max(2);
+        self
     }
 
     /// Register a stream; `sender` is true when the local end sends on it.
@@ -414,6 +429,18 @@ impl ResultBuilder {
             sum_bidir_reverse,
             extra: Default::default(),
         });
+        if self.intervals.len() > self.max_kept {
+            let newest = self.intervals.pop();
+            let old = std::mem::take(&mut self.intervals);
+            let mut it = old.into_iter();
+            while let Some(a) = it.next() {
+                self.intervals.push(match it.next() {
+                    Some(b) => merge_intervals(a, b),
+                    None => a,
+                });
+            }
+            self.intervals.extend(newest);
+        }
         Ok(self.intervals.last())
     }
 
@@ -705,6 +732,74 @@ fn sanitize_cpu(c: &CpuUtilization) -> CpuUtilization {
     }
 }
 
+/// Two adjacent intervals as one: times joined, counts summed, rates from the sums, the
+/// latest of the gauges (window, RTT, MTU, jitter).
+fn merge_intervals(a: Interval, b: Interval) -> Interval {
+    let streams = if a.streams.len() == b.streams.len() {
+        a.streams
+            .into_iter()
+            .zip(b.streams)
+            .map(|(x, y)| merge_stats(x, y))
+            .collect()
+    } else {
+        b.streams
+    };
+    Interval {
+        streams,
+        sum: merge_stats(a.sum, b.sum),
+        sum_bidir_reverse: match (a.sum_bidir_reverse, b.sum_bidir_reverse) {
+            (Some(x), Some(y)) => Some(merge_stats(x, y)),
+            (x, y) => y.or(x),
+        },
+        extra: b.extra,
+    }
+}
+
+fn merge_stats(a: IntervalStats, b: IntervalStats) -> IntervalStats {
+    let add = |x: Option<u64>, y: Option<u64>| match (x, y) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0).saturating_add(y.unwrap_or(0))),
+    };
+    let addi = |x: Option<i64>, y: Option<i64>| match (x, y) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0).saturating_add(y.unwrap_or(0))),
+    };
+    let seconds = a.seconds + b.seconds;
+    let bytes = a.bytes.saturating_add(b.bytes);
+    let lost_packets = addi(a.lost_packets, b.lost_packets);
+    let packets = addi(a.packets, b.packets);
+    let lost_percent = match (lost_packets, packets) {
+        (Some(l), Some(p)) if p > 0 => Some(100.0 * l as f64 / p as f64),
+        _ => b.lost_percent.or(a.lost_percent),
+    };
+    IntervalStats {
+        socket: a.socket,
+        start: a.start,
+        end: b.end,
+        seconds,
+        bytes,
+        bits_per_second: if seconds > 0.0 {
+            bytes as f64 * 8.0 / seconds
+        } else {
+            0.0
+        },
+        retransmits: add(a.retransmits, b.retransmits),
+        snd_cwnd: b.snd_cwnd.or(a.snd_cwnd),
+        snd_wnd: b.snd_wnd.or(a.snd_wnd),
+        rtt: b.rtt.or(a.rtt),
+        rttvar: b.rttvar.or(a.rttvar),
+        pmtu: b.pmtu.or(a.pmtu),
+        reorder: add(a.reorder, b.reorder),
+        jitter_ms: b.jitter_ms.or(a.jitter_ms),
+        lost_packets,
+        packets,
+        lost_percent,
+        omitted: a.omitted && b.omitted,
+        sender: a.sender,
+        extra: b.extra,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -967,6 +1062,55 @@ mod tests {
         assert!(e.sender_tcp_congestion.is_none());
         assert_eq!(rep.totals[1].bytes_received, 7360);
         assert_eq!(rep.totals[1].packets_sent, Some(10));
+    }
+
+    /// Issue 22, item 5: a day-long test grew by an interval a second on both ends. Past the
+    /// cap (4 here, 7200 by default) the history is merged in pairs: bounded, bytes and times
+    /// kept, the newest interval as it was, the end section unchanged.
+    #[test]
+    fn kept_intervals_are_bounded_and_merged_in_pairs() {
+        let run = |max: Option<usize>| {
+            let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
+            if let Some(m) = max {
+                b = b.with_max_kept(m);
+            }
+            b.add_stream(5, true).unwrap();
+            let mut bytes = 0;
+            for i in 0..1000u64 {
+                bytes += 1000 + i;
+                let iv = b
+                    .interval(
+                        i as f64,
+                        (i + 1) as f64,
+                        false,
+                        &[sample(5, bytes, tcp(i, 1, 10))],
+                    )
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(iv.sum.start, i as f64, "the newest interval is as it was");
+                assert!(b.intervals().len() <= max.unwrap_or(MAX_KEPT_INTERVALS));
+            }
+            let rep = b.end(&EndInput {
+                local_elapsed: 1000.0,
+                ..EndInput::default()
+            });
+            (b.take_intervals(), rep.end)
+        };
+        let (all, end_all) = run(None);
+        let (kept, end_kept) = run(Some(4));
+        assert_eq!(all.len(), 1000, "under the default cap nothing changes");
+        assert!(kept.len() <= 4, "{}", kept.len());
+        assert_eq!(end_all, end_kept, "the end section does not change");
+        let total = |v: &[Interval]| v.iter().map(|i| i.sum.bytes).sum::<u64>();
+        assert_eq!(total(&kept), total(&all));
+        assert_eq!(kept[0].sum.start, 0.0);
+        assert_eq!(kept.last().unwrap().sum.end, 1000.0);
+        for w in kept.windows(2) {
+            assert_eq!(w[0].sum.end, w[1].sum.start, "contiguous");
+        }
+        let r: u64 = kept.iter().filter_map(|i| i.streams[0].retransmits).sum();
+        let r_all: u64 = all.iter().filter_map(|i| i.streams[0].retransmits).sum();
+        assert_eq!(r, r_all);
     }
 
     #[test]

@@ -65,17 +65,20 @@ impl Diff {
         if self.changes.is_empty() && self.added.is_empty() && self.gone.is_empty() {
             return writeln!(w, "no difference");
         }
+        // Every string here came from a file: escaped for the terminal.
+        use wirespeed_model::text::terminal as t;
         for c in &self.changes {
+            let (what, before, after) = (t(&c.what), t(&c.before), t(&c.after));
             match c.pct {
-                Some(p) => writeln!(w, "{}: {} -> {} ({p:+.1} %)", c.what, c.before, c.after)?,
-                None => writeln!(w, "{}: {} -> {}", c.what, c.before, c.after)?,
+                Some(p) => writeln!(w, "{what}: {before} -> {after} ({p:+.1} %)")?,
+                None => writeln!(w, "{what}: {before} -> {after}")?,
             }
         }
         for a in &self.added {
-            writeln!(w, "finding added: {a}")?;
+            writeln!(w, "finding added: {}", t(a))?;
         }
         for g in &self.gone {
-            writeln!(w, "finding gone: {g}")?;
+            writeln!(w, "finding gone: {}", t(g))?;
         }
         Ok(())
     }
@@ -389,6 +392,14 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("verdict: sender-cpu-bound"), "{out}");
+        // a verdict id from a file cannot drive the terminal
+        let evil = "x\u{1b}]0;pwned\u{7}\u{1b}[2J";
+        let e = diff(&run(9e9, 1, "sender-cpu-bound"), &run(9e9, 1, evil));
+        let mut raw = Vec::new();
+        e.render_text(&mut raw).unwrap();
+        let out = String::from_utf8(raw).unwrap();
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+        assert!(out.contains("x\\u{1b}]0;pwned"), "{out}");
         assert!(d.exceeds(10.0));
         assert!(!d.exceeds(25.0));
     }

@@ -14,7 +14,12 @@
 //! `topology` key (NUMA nodes and L3 groups) lets the heatmaps outline the groups.
 //!
 //! Documents are hostile input: [`Document::parse`] refuses more than [`MAX_DOCUMENT_BYTES`],
-//! never panics, and says in one line what is wrong.
+//! never panics, and says in one line what is wrong. Bytes alone do not bound memory (a 57 MiB
+//! array of 30 million zeros is a gigabyte of JSON values), so values are capped too, before
+//! any is kept: a counting pass that holds nothing refuses a document with more than
+//! [`MAX_ARRAY_ELEMENTS`] in one array (intervals, streams, runs, cells) or more JSON values
+//! than its [`Budget`] has left, and one budget ([`MAX_VALUES`]) is shared by every document a
+//! command reads ([`Document::parse_within`]).
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -25,6 +30,142 @@ use crate::model::TestResult;
 
 /// The largest document [`Document::parse`] reads (a 1 h test with 128 streams is ~40 MiB).
 pub const MAX_DOCUMENT_BYTES: usize = 64 << 20;
+
+/// Most JSON values (numbers, strings, arrays, objects, ...) the documents of one command may
+/// hold together: a 1 h test with 32 streams at 1 s intervals is ~1.5 M values; parsed and
+/// rendered, a value costs ~240 bytes, so this bounds a command to ~500 MiB.
+pub const MAX_VALUES: u64 = 2_000_000;
+
+/// Most elements one array may have (intervals, streams, runs, cells): a day of 1 s
+/// intervals is 86,400.
+pub const MAX_ARRAY_ELEMENTS: usize = 100_000;
+
+/// The JSON values the documents of one command may still hold ([`MAX_VALUES`] at first).
+#[derive(Debug, Clone)]
+pub struct Budget {
+    values_left: u64,
+    max_array: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget::new(MAX_VALUES, MAX_ARRAY_ELEMENTS)
+    }
+}
+
+impl Budget {
+    /// A budget of `values` JSON values in all, at most `max_array` elements in one array.
+    pub fn new(values: u64, max_array: usize) -> Budget {
+        Budget {
+            values_left: values,
+            max_array,
+        }
+    }
+
+    /// Count the values of `bytes` (one JSON text) against the budget without keeping any;
+    /// memory is that of the nesting depth only.
+    fn spend(&mut self, bytes: &[u8]) -> Result<(), DocError> {
+        use serde::de::DeserializeSeed;
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let start = self.values_left;
+        let counted = Count {
+            left: &mut self.values_left,
+            max_array: self.max_array,
+        }
+        .deserialize(&mut de)
+        .and_then(|()| de.end());
+        match counted {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_data() => Err(DocError::TooMany(e.to_string())),
+            Err(e) => {
+                // not JSON: nothing was kept, give the values back for the message's sake
+                self.values_left = start;
+                Err(DocError::NotJson(e.to_string()))
+            }
+        }
+    }
+}
+
+/// The counting pass: every value takes one from `left`; an array longer than `max_array`
+/// or a budget spent is a data error (`is_data`), before the value would be kept.
+struct Count<'a> {
+    left: &'a mut u64,
+    max_array: usize,
+}
+
+impl Count<'_> {
+    fn take<E: serde::de::Error>(&mut self) -> Result<(), E> {
+        if *self.left == 0 {
+            return Err(E::custom(format_args!(
+                "more JSON values than the {MAX_VALUES} the documents of one command may hold"
+            )));
+        }
+        *self.left -= 1;
+        Ok(())
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Count<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Count<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: serde::de::Error>(mut self, _: bool) -> Result<(), E> {
+        self.take()
+    }
+    fn visit_i64<E: serde::de::Error>(mut self, _: i64) -> Result<(), E> {
+        self.take()
+    }
+    fn visit_u64<E: serde::de::Error>(mut self, _: u64) -> Result<(), E> {
+        self.take()
+    }
+    fn visit_f64<E: serde::de::Error>(mut self, _: f64) -> Result<(), E> {
+        self.take()
+    }
+    fn visit_str<E: serde::de::Error>(mut self, _: &str) -> Result<(), E> {
+        self.take()
+    }
+    fn visit_unit<E: serde::de::Error>(mut self) -> Result<(), E> {
+        self.take()
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        self.take()?;
+        let mut n = 0usize;
+        while seq
+            .next_element_seed(Count {
+                left: &mut *self.left,
+                max_array: self.max_array,
+            })?
+            .is_some()
+        {
+            n += 1;
+            if n > self.max_array {
+                return Err(serde::de::Error::custom(format_args!(
+                    "an array of more than {} elements",
+                    self.max_array
+                )));
+            }
+        }
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        self.take()?;
+        while map.next_key::<serde::de::IgnoredAny>()?.is_some() {
+            map.next_value_seed(Count {
+                left: &mut *self.left,
+                max_array: self.max_array,
+            })?;
+        }
+        Ok(())
+    }
+}
 
 /// What kind of result a document is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +206,8 @@ pub enum DocError {
         "not a wirespeed result (no test, repeat, sweep, latency or doctor document recognised)"
     )]
     Unknown,
+    #[error("too many values: {0}")]
+    TooMany(String),
     #[error("a {kind} document that does not parse: {reason}")]
     Invalid { kind: Kind, reason: String },
 }
@@ -80,13 +223,20 @@ pub enum Document {
 }
 
 impl Document {
-    /// Recognise and parse one document.
+    /// Recognise and parse one document (with a budget of its own).
     pub fn parse(bytes: &[u8]) -> Result<Document, DocError> {
+        Document::parse_within(bytes, &mut Budget::default())
+    }
+
+    /// Recognise and parse one of several documents: its values are counted against `budget`
+    /// (shared by all of them) before any is kept.
+    pub fn parse_within(bytes: &[u8], budget: &mut Budget) -> Result<Document, DocError> {
         if bytes.len() > MAX_DOCUMENT_BYTES {
             return Err(DocError::TooLarge {
                 max: MAX_DOCUMENT_BYTES,
             });
         }
+        budget.spend(bytes)?;
         let v: Value =
             serde_json::from_slice(bytes).map_err(|e| DocError::NotJson(e.to_string()))?;
         Document::from_value(v)
@@ -446,6 +596,38 @@ mod tests {
             Document::parse(&big).unwrap_err(),
             DocError::TooLarge { .. }
         ));
+    }
+
+    /// Issue 22's amplification, bounded: values are capped before any is kept, per array
+    /// and across every document of a command.
+    #[test]
+    fn values_are_capped_across_documents() {
+        let zeros = |n: usize| {
+            let mut s = String::from("{\"start\":{},\"intervals\":[");
+            s.push_str(&vec!["0"; n].join(","));
+            s.push_str("]}");
+            s
+        };
+        // one array past the cap
+        let e = Document::parse_within(zeros(11).as_bytes(), &mut Budget::new(1000, 10));
+        assert!(
+            matches!(&e, Err(DocError::TooMany(m)) if m.contains("more than 10 elements")),
+            "{e:?}"
+        );
+        // the budget is spent by the documents together: the second of two is refused
+        let mut b = Budget::new(100, 1000);
+        let one = zeros(60);
+        assert!(matches!(
+            Document::parse_within(one.as_bytes(), &mut b),
+            Err(DocError::Invalid { .. })
+        ));
+        let e = Document::parse_within(one.as_bytes(), &mut b).unwrap_err();
+        assert!(matches!(e, DocError::TooMany(_)), "{e:?}");
+        assert!(!e.to_string().contains('\n'));
+        // the default holds a normal document and refuses a million-element array
+        assert!(Document::parse(zeros(1000).as_bytes()).is_err());
+        let e = Document::parse(zeros(MAX_ARRAY_ELEMENTS + 1).as_bytes()).unwrap_err();
+        assert!(matches!(e, DocError::TooMany(_)), "{e:?}");
     }
 
     #[test]

@@ -190,9 +190,10 @@ pub fn write_done<W: Write + ?Sized>(w: &mut W) -> io::Result<()> {
 
 /// `--get-server-output` in text mode, as iperf3 prints it before `iperf Done.`: `Server
 /// output:`, the server's text and a newline (a blank line after text that ends with one).
+/// The text is the peer's: control characters other than line feeds and tabs are escaped.
 pub fn write_server_output<W: Write + ?Sized>(w: &mut W, text: &str) -> io::Result<()> {
     w.write_all(b"Server output:\n")?;
-    w.write_all(text.as_bytes())?;
+    w.write_all(wirespeed_model::text::terminal_lines(text).as_bytes())?;
     w.write_all(b"\n")
 }
 
@@ -764,6 +765,13 @@ mod tests {
         let mut v = Vec::new();
         write_server_output(&mut v, "x\ny\n").unwrap();
         assert_eq!(v, b"Server output:\nx\ny\n\n");
+        // the peer's text cannot retitle the window or clear the screen
+        let mut v = Vec::new();
+        write_server_output(&mut v, "a\u{1b}]0;pwned\u{7}\n\u{1b}[2J\tb\r\n").unwrap();
+        assert_eq!(
+            String::from_utf8(v).unwrap(),
+            "Server output:\na\\u{1b}]0;pwned\\u{7}\n\\u{1b}[2J\tb\\r\n\n"
+        );
         let mut v = Vec::new();
         write_server_output_json(&mut v, &serde_json::json!({"a": 1})).unwrap();
         assert_eq!(v, b"Server JSON output:\n{\n\t\"a\":\t1\n}\n");

@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 
 use wirespeed_model::observation::{EndObservation, IntervalObservation, Role, TestObservation};
+use wirespeed_model::text::terminal;
 use wirespeed_model::topology::Topology;
 use wirespeed_model::{CpuSet, MoveReport, Verdict};
 
@@ -112,7 +113,7 @@ pub fn write_cpu_table(
 /// One end's whole-test table with its heading, one line per interval (when there are several)
 /// and the notes.
 pub fn write_end(w: &mut dyn Write, e: &EndObservation) -> io::Result<()> {
-    writeln!(w, "{}: CPUs that did work", end_heading(e))?;
+    writeln!(w, "{}: CPUs that did work", terminal(&end_heading(e)))?;
     write_cpu_table(w, &e.total, &e.topology, "  ")?;
     let timed: Vec<&IntervalObservation> = e
         .intervals
@@ -131,7 +132,7 @@ pub fn write_end(w: &mut dyn Write, e: &EndObservation) -> io::Result<()> {
         }
     }
     for n in &e.notes {
-        writeln!(w, "  note: {n}")?;
+        writeln!(w, "  note: {}", terminal(n))?;
     }
     Ok(())
 }
@@ -177,12 +178,12 @@ pub fn write_test(
         write_end(w, e)?;
     }
     if let Some(r) = &test.remote_absent {
-        writeln!(w, "peer: not observed ({r})")?;
+        writeln!(w, "peer: not observed ({})", terminal(r))?;
     }
     if let Some(v) = verdict {
-        writeln!(w, "Verdict: {}", v.line)?;
+        writeln!(w, "Verdict: {}", terminal(&v.line))?;
         for a in &v.also {
-            writeln!(w, "  also: {a}")?;
+            writeln!(w, "  also: {}", terminal(a))?;
         }
     }
     Ok(())
@@ -206,7 +207,7 @@ pub fn write_where(w: &mut dyn Write, r: &TestResult) -> io::Result<()> {
     }
     for (m, who) in [(&x.irq_move, ""), (&x.remote_irq_move, "server ")] {
         if let Some(m) = m {
-            writeln!(w, "{who}{}", describe_move(m))?;
+            writeln!(w, "{who}{}", terminal(&describe_move(m)))?;
         }
     }
     Ok(())

@@ -218,6 +218,38 @@ fn doctor_page_draws_the_9900x() {
     insta::assert_snapshot!("doctor_9900x_html", h);
 }
 
+/// Every string of a doctor document comes from a host or a snapshot file: markup in any of
+/// them (here every NIC's PCIe speed, every string the issue's attack used) is text on the page.
+#[test]
+fn doctor_page_escapes_strings_from_the_host() {
+    let mut facts = crow_facts();
+    let evil = "<script>alert(1)</script><img onerror=alert(1)>\
+                <meta http-equiv=\"refresh\" content=\"0\"><form action=x>";
+    for n in &mut facts.nics {
+        if let Some(p) = n.pcie.as_mut() {
+            p.function.current_speed = Some(evil.into());
+        }
+    }
+    assert!(facts.nics.iter().any(|n| n.pcie.is_some()));
+    let opts = wirespeed_doctor::Options::default();
+    let findings = wirespeed_doctor::diagnose(&facts, &opts).unwrap();
+    let host = wirespeed_doctor::report::HostInfo {
+        hostname: facts.hostname.clone(),
+        kernel: facts.kernel.clone(),
+        source: "snapshot".into(),
+        path: None,
+    };
+    let report =
+        wirespeed_doctor::report::Report::new("wirespeed test", host, &opts, findings, facts);
+    let doc = Document::from_value(serde_json::to_value(&report).unwrap()).unwrap();
+    let h = page(&[("doctor.json", &doc)]);
+    self_contained(&h);
+    for raw in ["<script", "<img", "<meta http-equiv=\"refresh", "<form"] {
+        assert!(!h.contains(raw), "{raw} reached the page raw");
+    }
+    assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+}
+
 #[test]
 fn two_documents_make_a_comparison() {
     let a = data("test.json");

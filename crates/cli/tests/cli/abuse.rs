@@ -525,3 +525,135 @@ fn live_frames_past_their_rate_spend_the_control_budget() {
         lines[0]
     );
 }
+
+/// Issue 22, item 6: the first valid UDP connect word from the test's address, from any port,
+/// was taken: a word sprayed from another port of 127.0.0.1 made a real `-u -R` client fail
+/// ("UDP handshake: no reply") and received the test's data. Between wirespeed ends the word
+/// carries the test's token: the sprayer takes nothing and receives nothing, the real client
+/// (from the same address) measures. The spray is bounded by the client's run.
+#[test]
+fn a_udp_word_sprayed_from_another_port_never_takes_a_wirespeed_stream() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let (_srv, port) = start_server(&["-i", "0"]);
+    let spray = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    spray.connect(("127.0.0.1", port)).expect("connect");
+    spray.set_nonblocking(true).expect("nonblocking");
+    let stop = Arc::new(AtomicBool::new(false));
+    let (sent, got) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let sprayer = {
+        let (stop, sent, got) = (Arc::clone(&stop), Arc::clone(&sent), Arc::clone(&got));
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while !stop.load(Ordering::Relaxed) {
+                if spray.send(&wirespeed_protocol::udp::CONNECT_MSG).is_ok() {
+                    sent.fetch_add(1, Ordering::Relaxed);
+                }
+                while spray.recv(&mut buf).is_ok() {
+                    got.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::yield_now();
+            }
+        })
+    };
+    let out = spawn(&mut client_cmd(
+        Side::Wirespeed,
+        port,
+        &["-u", "-R", "-b", "20M", "-t", "1", "-J"],
+    ))
+    .wait_output(HANG);
+    stop.store(true, Ordering::Relaxed);
+    sprayer.join().expect("sprayer");
+    eprintln!(
+        "sprayed {} words, received {} datagrams",
+        sent.load(Ordering::Relaxed),
+        got.load(Ordering::Relaxed)
+    );
+    assert_success(&out, "the real -u -R client beside the sprayer");
+    let j = json_of(&out.stdout, "real client");
+    assert!(totals(&j)[1].unwrap_or(0) > 0, "nothing received: {j}");
+    assert!(sent.load(Ordering::Relaxed) > 0);
+    assert_eq!(
+        got.load(Ordering::Relaxed),
+        0,
+        "the sprayer received datagrams"
+    );
+}
+
+/// Issue 22, item 2 (in part): 8 silent connections from each of 32 addresses (127.0.1.x) fill
+/// the server-wide limit of 256 pending connections, and every real test was refused ("server-
+/// wide limit of 256 pending connections"). Now an address that holds nothing takes the place
+/// of the oldest connection of the address holding the most: a real test from 127.0.0.2
+/// measures while the 32 addresses still hold everything else. Bounded: 256 connections.
+#[test]
+fn many_addresses_filling_the_pending_limit_never_lock_out_a_new_one() {
+    let (srv, port) = start_server(&["-i", "0"]);
+    let pid = srv.pid();
+    let base = fds(pid);
+    let mut held = Vec::new();
+    for a in 1..=32u8 {
+        for _ in 0..8 {
+            let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                .expect("socket");
+            s.bind(&std::net::SocketAddr::from(([127, 0, 1, a], 0)).into())
+                .expect("bind 127.0.1.x");
+            s.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], port)).into())
+                .expect("connect");
+            held.push(s);
+        }
+    }
+    // Ready when the server holds all 256 (one descriptor each).
+    wait_until("the server to hold the 256 connections", || {
+        fds(pid) >= base + 256
+    });
+    let p = real_client(port, &[]);
+    check_real(
+        p,
+        "a real test from 127.0.0.2 beside 256 pending connections of 32 addresses",
+    );
+    drop(held);
+}
+
+/// Issue 22, item 2 (in part): a test that trickles a byte per stream every few seconds
+/// counted as active, so two such tests from each of 32 addresses held every test slot past
+/// `--rcv-timeout` and `--idle-timeout`. Now a test must move a block's worth (at most 64 KiB)
+/// within the timeouts: the trickle is ended (SERVER_ERROR) while a real test runs beside it.
+#[test]
+fn a_test_that_trickles_a_byte_at_a_time_is_idle() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let (_srv, port) = start_server(&["--rcv-timeout", "3000", "--idle-timeout", "3", "-i", "0"]);
+    let c = cookie(77);
+    let mut ctl = hello(port, &c);
+    ctl.write_all(
+        &TestParams::new_tcp(86_400, 1)
+            .encode_frame()
+            .expect("params"),
+    )
+    .expect("params");
+    expect_state(&mut ctl, State::CreateStreams, "trickle: CREATE_STREAMS");
+    let mut stream = connect(port).expect("trickle's stream");
+    stream.write_all(c.as_bytes()).expect("stream cookie");
+    expect_state(&mut ctl, State::TestStart, "trickle: TEST_START");
+    expect_state(&mut ctl, State::TestRunning, "trickle: TEST_RUNNING");
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickle = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            // One byte every 500 ms: the attack's pace (a byte every 3 s) six times over.
+            while !stop.load(Ordering::Relaxed) && stream.write_all(b"x").is_ok() {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        })
+    };
+    let real = real_client(port, &[]);
+    check_real(real, "a real test from 127.0.0.2 beside the trickle");
+    let got = read_to_close(ctl);
+    stop.store(true, Ordering::Relaxed);
+    trickle.join().expect("trickle");
+    assert_eq!(
+        got.first(),
+        Some(&State::ServerError.to_byte()),
+        "the trickling test was not ended: {got:?}"
+    );
+}

@@ -448,3 +448,61 @@ fn a_vm_nic_without_speed_is_checked_against_rate_or_instance_type_and_says_whic
         .collect();
     assert_eq!(kinds.iter().filter(|k| **k == "unrequested").count(), 16);
 }
+
+/// The tar bombs of issue 22, bounded: an archive of a few KiB holding an 8 MiB GNU long name
+/// made the reader buffer it whole and print it in one 8 MB line; an 8 MiB PAX header was
+/// accepted. Both are refused from their headers, in one short line.
+#[test]
+fn snapshot_tar_bombs_are_refused_in_one_short_line() {
+    use std::io::Write;
+    let t = tempfile::tempdir().unwrap();
+    for (kind, typ, want) in [
+        ("gnu", b'L', "a GNU long name record of 8388608 bytes"),
+        ("pax", b'x', "a PAX header record of 8388608 bytes"),
+    ] {
+        let path = t.path().join(format!("{kind}.tar.gz"));
+        let mut gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            flate2::Compression::default(),
+        );
+        let size = 8usize << 20;
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..13].copy_from_slice(b"././@LongLink");
+        h.set_entry_type(tar::EntryType::new(typ));
+        h.set_size(size as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        gz.write_all(h.as_bytes()).unwrap();
+        // streamed: a PAX record of `size` bytes, or a NUL-terminated name
+        let head = if kind == "pax" {
+            format!("{size} comment=")
+        } else {
+            String::new()
+        };
+        gz.write_all(head.as_bytes()).unwrap();
+        let chunk = vec![b'a'; 64 << 10];
+        let mut left = size - head.len() - 1;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            gz.write_all(&chunk[..n]).unwrap();
+            left -= n;
+        }
+        gz.write_all(if kind == "pax" { b"\n" } else { b"\0" })
+            .unwrap();
+        let mut f = tar::Header::new_gnu();
+        f.set_path("sys/x").unwrap();
+        f.set_size(0);
+        f.set_mode(0o644);
+        f.set_cksum();
+        gz.write_all(f.as_bytes()).unwrap();
+        gz.write_all(&[0u8; 1024]).unwrap();
+        gz.finish().unwrap();
+        assert!(std::fs::metadata(&path).unwrap().len() < 64 << 10);
+        let o = run(&["doctor", "--snapshot", path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(code(&o), 7, "{kind}: {}", &err[..err.len().min(300)]);
+        assert!(err.len() < 400, "{kind}: {} bytes of stderr", err.len());
+        assert_eq!(err.trim().lines().count(), 1, "{kind}: {err}");
+        assert!(err.contains(want), "{kind}: {err}");
+    }
+}

@@ -343,6 +343,54 @@ fn unreadable_and_unknown_documents_get_one_line_and_their_exit_code() {
     assert_eq!(code(&o), 8, "{}", stderr(&o));
 }
 
+/// Issue 22's amplification, bounded: a file of zeros made `report` and `diff` hold a JSON
+/// value per zero (30 million zeros in 57 MiB: 3.0 GB), and several files multiplied it.
+/// Values are capped before any is kept: one array past the cap, and documents that fit one by
+/// one but not together, are refused in one line.
+#[test]
+fn report_and_diff_cap_values_across_documents() {
+    let t = tempfile::tempdir().unwrap();
+    let write = |name: &str, rows: usize, per_row: usize| -> String {
+        let row = format!("[{}]", vec!["0"; per_row].join(","));
+        let body = format!(
+            "{{\"start\":{{}},\"intervals\":[],\"end\":{{}},\"padding\":[{}]}}",
+            vec![row.as_str(); rows].join(",")
+        );
+        let p = t.path().join(name);
+        std::fs::write(&p, body).unwrap();
+        p.display().to_string()
+    };
+    let long = write("long.json", 1, 100_001);
+    // 0.8 M values each (under a key the reader ignores): one fits, three together do not;
+    // 1.1 M each: two do not
+    let a = write("a.json", 8, 100_000);
+    let b = write("b.json", 11, 100_000);
+    let o = ws(&["report", &a]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for (what, cmd, want) in [
+        (
+            "one long array",
+            vec!["report", &long],
+            "more than 100000 elements",
+        ),
+        (
+            "three documents",
+            vec!["report", &a, &a, &a],
+            "too many values",
+        ),
+        ("diff", vec!["diff", &b, &b], "too many values"),
+    ] {
+        let o = measure_common::run(
+            Command::new(wirespeed()).args(&cmd),
+            Duration::from_secs(120),
+        );
+        let err = stderr(&o);
+        assert_eq!(code(&o), 8, "{what}: {err}");
+        assert_eq!(err.lines().count(), 1, "{what}: {err}");
+        assert!(err.contains(want), "{what}: {err}");
+    }
+}
+
 #[test]
 fn report_csv_of_a_recorded_sweep() {
     let o = ws(&["report", "--csv", &recorded("sweep.json")]);

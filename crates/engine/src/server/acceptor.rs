@@ -54,6 +54,30 @@ struct Pending {
     epoch: Instant,
 }
 
+/// Which pending connection gives way when the server-wide pending limit refuses an address
+/// that holds none: the oldest of the address holding the most, when it holds at least two.
+/// Many addresses filling the server then cannot keep a new one out: each new address takes
+/// a place from the greediest, which cannot take it back (it holds some), and an address is
+/// never left with nothing by it.
+fn victim(pending: &[(PeerKey, u64)]) -> Option<usize> {
+    let mut held: HashMap<PeerKey, usize> = HashMap::new();
+    for (k, _) in pending {
+        *held.entry(*k).or_default() += 1;
+    }
+    let (&greedy, &n) = held
+        .iter()
+        .max_by_key(|(k, n)| (**n, std::cmp::Reverse(**k)))?;
+    if n < 2 {
+        return None;
+    }
+    pending
+        .iter()
+        .enumerate()
+        .filter(|(_, (k, _))| *k == greedy)
+        .min_by_key(|(_, (_, seq))| *seq)
+        .map(|(i, _)| i)
+}
+
 fn deny_and_close(mut s: TcpStream) {
     let _ = s.set_nonblocking(true);
     let _ = s.write(&[State::AccessDenied.to_byte()]);
@@ -226,7 +250,31 @@ pub(super) fn acceptor(
                 match listener.accept() {
                     Ok((s, peer)) => {
                         seq += 1;
-                        let key = match gate.connection(peer.ip()) {
+                        let mut admitted = gate.connection(peer.ip());
+                        if let Err(wirespeed_guard::Refusal::Pending {
+                            scope: wirespeed_guard::Scope::Server,
+                            ..
+                        }) = admitted
+                        {
+                            let holds = gate.guard().usage(PeerKey::of(peer.ip())).pending;
+                            let keys: Vec<(PeerKey, u64)> =
+                                pending.iter().map(|p| (p.key, p.seq)).collect();
+                            if let Some(i) = victim(&keys).filter(|_| holds == 0) {
+                                let p = pending.remove(i);
+                                forget(ctx, &p);
+                                ctx.stats.count_refusal(super::RefusalReason::PerAddress);
+                                log.log_connection(
+                                    ctx,
+                                    p.key,
+                                    p.peer.ip(),
+                                    "the oldest pending connection of the address holding the \
+                                     most, closed to make room for an address holding none",
+                                );
+                                deny_and_close(p.stream);
+                                admitted = gate.connection(peer.ip());
+                            }
+                        }
+                        let key = match admitted {
                             Ok(k) => k,
                             Err(r) => {
                                 ctx.stats
@@ -444,4 +492,22 @@ fn refuse(
     sess.refuse(&e.decline(sess.peer_is_wirespeed()));
     let _ = send_now(stream, &sess.take_transmit());
     log.log(ctx, peer.ip(), &e.to_string());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_greediest_addresss_oldest_connection_gives_way() {
+        let a = PeerKey::of("192.0.2.1".parse().unwrap());
+        let b = PeerKey::of("192.0.2.2".parse().unwrap());
+        let c = PeerKey::of("192.0.2.3".parse().unwrap());
+        // b holds three (oldest at seq 4), a two, c one
+        let list = [(a, 1), (b, 5), (b, 4), (c, 2), (a, 3), (b, 9)];
+        assert_eq!(victim(&list), Some(2));
+        // nobody holds two: nobody gives way
+        assert_eq!(victim(&[(a, 1), (b, 2), (c, 3)]), None);
+        assert_eq!(victim(&[]), None);
+    }
 }

@@ -23,6 +23,7 @@ use thiserror::Error;
 use wirespeed_datapath as dp;
 use wirespeed_guard::{ControlLedger, Guard, PeerKey, Refusal};
 use wirespeed_host::CpuSet;
+use wirespeed_protocol::psk::{PskRefusal, ReplayWindow};
 use wirespeed_protocol::server_error::errno;
 use wirespeed_protocol::{Cookie, Decline, TestParams, Transport};
 
@@ -68,9 +69,10 @@ pub enum AdmissionError {
     /// iperf3's RSA authentication failed.
     #[error("test authorization failed: {0}")]
     Auth(String),
-    /// The pre-shared key's tag is missing or wrong.
+    /// The pre-shared key's tag is missing, wrong, stale or replayed (the log says which; the
+    /// client reads only [`PskRefusal::public`]).
     #[error("pre-shared key: {0}")]
-    Psk(String),
+    Psk(PskRefusal),
     /// A tune request (`irq_cpus`) whose parameters are not verified by the pre-shared key:
     /// the server has no `--psk`, or the tag is missing or wrong.
     #[error("tune request refused: {0}")]
@@ -140,10 +142,15 @@ impl AdmissionError {
         if access_denied && !peer_is_wirespeed {
             return Decline::AccessDenied;
         }
+        let detail = match self {
+            // The client is not told which check failed: stale, replayed, wrong key.
+            AdmissionError::Psk(r) => format!("pre-shared key: {}", r.public()),
+            e => e.to_string(),
+        };
         Decline::Error {
             i_errno: self.i_errno(),
             errno: 0,
-            detail: self.to_string(),
+            detail,
         }
     }
 }
@@ -303,6 +310,8 @@ pub fn admit<'a>(
 pub struct Gate {
     guard: Mutex<Guard>,
     slots: Slots,
+    /// Parameters tags admitted within the skew window (`--psk`).
+    replay: Mutex<ReplayWindow>,
 }
 
 impl Gate {
@@ -310,6 +319,7 @@ impl Gate {
         Gate {
             guard: Mutex::new(Guard::new(limits)),
             slots: Slots::default(),
+            replay: Mutex::new(ReplayWindow::default()),
         }
     }
 
@@ -383,11 +393,12 @@ fn unix_now() -> i64 {
 }
 
 /// Authentication, when the server requires it: iperf3's RSA token, and wirespeed's
-/// pre-shared key tag.
+/// pre-shared key tag (remembered in `replay` until its timestamp leaves the window).
 pub fn authenticate(
     p: &TestParams,
     cookie: &Cookie,
     cfg: &ServerConfig,
+    replay: &Mutex<ReplayWindow>,
 ) -> Result<Option<String>, AdmissionError> {
     let now = unix_now();
     let mut user = None;
@@ -406,8 +417,9 @@ pub fn authenticate(
         );
     }
     if let Some(k) = &cfg.psk {
-        k.verify_params(p, cookie, now, cfg.skew_threshold)
-            .map_err(|e| AdmissionError::Psk(e.to_string()))?;
+        let mut seen = replay.lock().unwrap_or_else(|p| p.into_inner());
+        k.verify_params_once(p, cookie, now, cfg.skew_threshold, &mut seen)
+            .map_err(AdmissionError::Psk)?;
     }
     Ok(user)
 }
@@ -436,10 +448,11 @@ pub fn decide(
         }
     }
     let tune_request = p.wirespeed.as_ref().is_some_and(|e| e.irq_cpus.is_some());
-    match authenticate(p, cookie, cfg) {
+    match authenticate(p, cookie, cfg, &gate.replay) {
         Err(AdmissionError::Psk(why)) if tune_request => {
             return Err(AdmissionError::TuneUnverified(format!(
-                "its parameters are not verified by the pre-shared key ({why})"
+                "its parameters are not verified by the pre-shared key ({})",
+                why.public()
             )))
         }
         Err(e) => return Err(e),
@@ -716,6 +729,51 @@ mod tests {
         assert!(matches!(e, AdmissionError::Psk(_)), "{e}");
         assert_eq!(e.i_errno(), errno::IEAUTHTEST);
         assert_eq!(gate.running(), 0);
+    }
+
+    /// Issue 22: a recorded, correctly tagged parameter set replayed from another address
+    /// after the original was admitted ran in full. Now the second is refused, and the client
+    /// is not told whether its tag was replayed, stale or of another key.
+    #[test]
+    fn a_replayed_tagged_parameter_set_is_refused_from_any_address() {
+        let key = || wirespeed_protocol::psk::Psk::from_file_contents(&[b'k'; 32]).unwrap();
+        let cfg = ServerConfig {
+            psk: Some(key()),
+            ..ServerConfig::default()
+        };
+        let gate = Arc::new(Gate::new(cfg.limits.guard(&cfg.addrs)));
+        let c = Cookie::from_entropy(&[4; 36]);
+        let mut p = TestParams {
+            wirespeed: Some(ParamsExt::default()),
+            ..params()
+        };
+        key().seal_params(&mut p, &c, unix_now()).unwrap();
+        let a = peer();
+        let ka = gate.connection(a.ip()).unwrap();
+        // the original test runs and ends (its cookie is free again)
+        drop(decide(&p, a, ka, &c, &cfg, &gate).unwrap());
+        let b: SocketAddr = "192.0.2.77:40001".parse().unwrap();
+        let kb = gate.connection(b.ip()).unwrap();
+        let e = decide(&p, b, kb, &c, &cfg, &gate).unwrap_err();
+        assert_eq!(e, AdmissionError::Psk(PskRefusal::Replayed));
+        assert_eq!(gate.running(), 0);
+        // the log says why; the client's words do not
+        assert!(e.to_string().contains("already used"), "{e}");
+        let Decline::Error { detail, .. } = e.decline(true) else {
+            panic!("{e}")
+        };
+        let stale = AdmissionError::Psk(PskRefusal::Skew {
+            skew: 11,
+            threshold: 10,
+        });
+        let Decline::Error { detail: d2, .. } = stale.decline(true) else {
+            panic!()
+        };
+        assert_eq!(detail, d2);
+        assert!(
+            !detail.contains("already") && !detail.contains("timestamp"),
+            "{detail}"
+        );
     }
 
     struct NoChange;

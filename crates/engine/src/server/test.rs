@@ -94,6 +94,10 @@ impl TestError {
 struct Watch {
     last_total: u64,
     last_recv: u64,
+    /// Bytes that must move (or arrive) for the test to count as active: a trickle of a few
+    /// bytes every few seconds is idle (issue 22: two such tests from each of 32 addresses
+    /// held every slot past --rcv-timeout and --idle-timeout).
+    min_progress: u64,
     moved_at: Instant,
     received_at: Instant,
     control_at: Instant,
@@ -106,11 +110,19 @@ impl Watch {
         Watch {
             last_total: 0,
             last_recv: 0,
+            min_progress: 1,
             moved_at: now,
             received_at: now,
             control_at: now,
             samples: std::collections::VecDeque::new(),
         }
+    }
+
+    /// Count movement only in steps of `bytes` (at least 1): what a real sender moves at once
+    /// ([`min_progress`]).
+    fn with_min_progress(mut self, bytes: u64) -> Watch {
+        self.min_progress = bytes.max(1);
+        self
     }
 
     /// Check the data counters at `now`: the error that ends the test, if any.
@@ -122,11 +134,11 @@ impl Watch {
         now: Instant,
     ) -> Option<TestError> {
         let total = sent + recv;
-        if total != self.last_total {
+        if total.saturating_sub(self.last_total) >= self.min_progress {
             self.last_total = total;
             self.moved_at = now;
         }
-        if recv != self.last_recv {
+        if recv.saturating_sub(self.last_recv) >= self.min_progress {
             self.last_recv = recv;
             self.received_at = now;
         }
@@ -179,6 +191,21 @@ impl Watch {
         }
         None
     }
+}
+
+/// Most bytes a test must move between two readings of its counters, within the idle and
+/// receive timeouts, to count as active.
+const MAX_MIN_PROGRESS: u64 = 64 << 10;
+
+/// What a real sender of these parameters moves at once: one block (`-l`; a UDP datagram of
+/// iperf3's default size, or a TCP block of 128 KiB), at most [`MAX_MIN_PROGRESS`]. Slower
+/// than that per timeout is far below anything a throughput test sends.
+fn min_progress(p: &TestParams) -> u64 {
+    let block = p.len.map(u64::from).unwrap_or(match p.transport {
+        Transport::Udp => 1460,
+        _ => 128 << 10,
+    });
+    block.min(MAX_MIN_PROGRESS)
 }
 
 fn parse_path(s: Option<&str>) -> Option<SendPath> {
@@ -452,7 +479,12 @@ impl<'a> ServerTest<'a> {
             let _ = dp::sys::raise_fd_limit((total as u64) * 2 + 256);
         }
         let sockets = if params.transport == Transport::Udp {
-            self.udp_streams(total, params.window)?
+            let token = params
+                .wirespeed
+                .as_ref()
+                .is_some_and(|e| e.udp_token)
+                .then(|| wirespeed_protocol::udp::stream_token(&self.cookie));
+            self.udp_streams(total, params.window, token)?
         } else {
             self.tcp_streams(total)?
         };
@@ -514,7 +546,7 @@ impl<'a> ServerTest<'a> {
         self.flush()?;
         self.begin(&params, streams, reporter)?;
         self.running_since = Some(now);
-        self.watch = Watch::new();
+        self.watch = Watch::new().with_min_progress(min_progress(&params));
         self.running(&params, reporter)
     }
 
@@ -575,16 +607,18 @@ impl<'a> ServerTest<'a> {
 
     /// UDP streams as iperf3 makes them: the client's 4-byte word reaches the server's UDP
     /// socket and is handed to this test ([`super::udp_setup`]: words from the control
-    /// connection's host, no server-wide lock); a socket of the test's own, bound to the
-    /// server's port, is connected to the client's address and answers.
+    /// connection's host, no server-wide lock; with `token`, only words that carry it); a
+    /// socket of the test's own, bound to the server's port, is connected to the client's
+    /// address and answers.
     fn udp_streams(
         &mut self,
         total: usize,
         window: Option<u32>,
+        token: Option<wirespeed_protocol::udp::StreamToken>,
     ) -> Result<Vec<DataSocket>, TestError> {
         let ctx = self.ctx;
         let local = ctx.local_addr;
-        let waiting = match ctx.udp.wait(self.peer.ip(), self.number) {
+        let waiting = match ctx.udp.wait(self.peer.ip(), self.number, token) {
             Ok(w) => w,
             Err(reason) => {
                 let is_ws = self.sess.peer_is_wirespeed();
@@ -1107,6 +1141,22 @@ mod tests {
             ),
             "{e}"
         );
+        // Issue 22: a trickle of a byte a second is idle when a block is 64 KiB; a block a
+        // second is not.
+        let mut w = Watch::new().with_min_progress(64 << 10);
+        let t0 = w.moved_at;
+        for k in 1..=4 {
+            assert!(w.check(&cfg, (0, k), true, t0 + s(k)).is_none());
+        }
+        let e = w.check(&cfg, (0, 6), true, t0 + s(6)).unwrap();
+        assert!(e.to_string().contains("--rcv-timeout"), "{e}");
+        let mut w = Watch::new().with_min_progress(64 << 10);
+        let t0 = w.moved_at;
+        for k in 1..=12 {
+            assert!(w
+                .check(&cfg, (0, k * (64 << 10)), true, t0 + s(k))
+                .is_none());
+        }
         // 0.5 MB/s = 4 Mbit/s passes.
         let mut w = Watch::new();
         let t0 = w.moved_at;

@@ -8,6 +8,14 @@
 //!
 //! A peer that never sends its word therefore holds only its own test, until that test's
 //! stream timeout; tests from other addresses set up their streams meanwhile.
+//!
+//! A wirespeed client puts the test's token (its cookie) after each word and says so in its
+//! parameters (`udp_token`): its test takes only words that carry its token, so a word sprayed
+//! from another port of the same address (another user of a shared host, a NAT) cannot take
+//! the stream or receive a `-R` test's data. A word with a token goes to the test with that
+//! token before any test of an iperf3 client (which carry none; the same address is all there
+//! is to go on, as in iperf3). A stream once attached is never attached again: the test's own
+//! socket is connected to it, and its datagrams no longer reach the setup socket.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
@@ -16,7 +24,12 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-type Waiters = Arc<Mutex<HashMap<IpAddr, VecDeque<(u64, Sender<SocketAddr>)>>>>;
+use wirespeed_protocol::udp::StreamToken;
+
+/// Per address, the tests waiting for words: test id, the token its words must carry (a
+/// wirespeed client's test), where to send the word's source.
+type Waiters =
+    Arc<Mutex<HashMap<IpAddr, VecDeque<(u64, Option<StreamToken>, Sender<SocketAddr>)>>>>;
 
 pub(super) struct UdpSetup {
     socket: Result<Arc<UdpSocket>, String>,
@@ -35,7 +48,7 @@ impl Drop for Waiting {
     fn drop(&mut self) {
         let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(q) = w.get_mut(&self.ip) {
-            q.retain(|(id, _)| *id != self.id);
+            q.retain(|(id, _, _)| *id != self.id);
             if q.is_empty() {
                 w.remove(&self.ip);
             }
@@ -71,17 +84,16 @@ impl UdpSetup {
                     let Ok((n, from)) = sock.recv_from(&mut buf) else {
                         continue;
                     };
-                    if wirespeed_protocol::udp::check_connect_msg(&buf[..n]).is_err() {
+                    let Ok(token) = wirespeed_protocol::udp::parse_connect(&buf[..n]) else {
                         continue; // a stray datagram
-                    }
+                    };
                     let ip = crate::net::canonical_ip(from.ip());
                     let mut w = waiting.lock().unwrap_or_else(|p| p.into_inner());
                     if let Some(q) = w.get_mut(&ip) {
-                        while let Some((_, tx)) = q.front() {
-                            if tx.send(from).is_ok() {
-                                break;
+                        if let Some(i) = pick(q, token.as_ref()) {
+                            if q[i].2.send(from).is_err() {
+                                q.remove(i);
                             }
-                            q.pop_front();
                         }
                         if q.is_empty() {
                             w.remove(&ip);
@@ -92,8 +104,13 @@ impl UdpSetup {
             .ok()
     }
 
-    /// Queue test `id` for the words from `ip`.
-    pub(super) fn wait(&self, ip: IpAddr, id: u64) -> Result<Waiting, String> {
+    /// Queue test `id` for the words from `ip` (carrying `token`, when its client sends one).
+    pub(super) fn wait(
+        &self,
+        ip: IpAddr,
+        id: u64,
+        token: Option<StreamToken>,
+    ) -> Result<Waiting, String> {
         if let Err(e) = &self.socket {
             return Err(e.clone());
         }
@@ -104,12 +121,45 @@ impl UdpSetup {
             .unwrap_or_else(|p| p.into_inner())
             .entry(ip)
             .or_default()
-            .push_back((id, tx));
+            .push_back((id, token, tx));
         Ok(Waiting {
             rx,
             ip,
             id,
             waiting: Arc::clone(&self.waiting),
         })
+    }
+}
+
+/// Which waiting test a word (with `token`, or none) goes to: the test with that token; else
+/// the first test of an iperf3 client (which asks for no token). A test that asks for a token
+/// never takes a word without it, or with another.
+fn pick(
+    q: &VecDeque<(u64, Option<StreamToken>, Sender<SocketAddr>)>,
+    token: Option<&StreamToken>,
+) -> Option<usize> {
+    token
+        .and_then(|t| q.iter().position(|(_, want, _)| want.as_ref() == Some(t)))
+        .or_else(|| q.iter().position(|(_, want, _)| want.is_none()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_go_to_the_test_with_their_token() {
+        let (tx, _rx) = mpsc::channel();
+        let t1 = [b'a'; 36];
+        let t2 = [b'b'; 36];
+        let only_tokens: VecDeque<_> =
+            [(1, Some(t1), tx.clone()), (2, Some(t2), tx.clone())].into();
+        assert_eq!(pick(&only_tokens, Some(&t2)), Some(1));
+        assert_eq!(pick(&only_tokens, Some(&[b'c'; 36])), None);
+        // the hijack: a bare word from another port takes nothing
+        assert_eq!(pick(&only_tokens, None), None);
+        let mixed: VecDeque<_> = [(1, None, tx.clone()), (2, Some(t2), tx)].into();
+        assert_eq!(pick(&mixed, Some(&t2)), Some(1));
+        assert_eq!(pick(&mixed, None), Some(0));
     }
 }

@@ -162,6 +162,7 @@ fn seeds() -> Vec<Vec<u8>> {
         }
         .encode()
         .unwrap(),
+        udp::connect_msg_with_token(&Cookie::from_entropy(&[5u8; 36])).to_vec(),
     ]
 }
 
@@ -232,6 +233,7 @@ fn decode_everything(rng: &mut Rng, input: &[u8]) {
     let _ = ServerErrorBody::parse(input);
     let _ = server_error::decode_detail(input);
     let _ = udp::check_connect_msg(input);
+    let _ = udp::parse_connect(input);
     let _ = udp::check_connect_reply(input);
     let _ = DatagramHeader::parse(input, false);
     let _ = DatagramHeader::parse(input, true);

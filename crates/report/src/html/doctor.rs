@@ -397,7 +397,7 @@ fn nic_boxes(
         let _ = write!(
             h,
             "<g><title>{} ({}): {queue} queue IRQs on CPUs {}; local CPUs {}</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{NIC_W}\" height=\"{NIC_H}\" rx=\"5\" style=\"fill:var(--bg);stroke:var(--s{});stroke-width:2.5\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\" font-weight=\"700\">{}</text><text class=\"m\" x=\"{:.1}\" y=\"{:.1}\">{} · {speed}{pcie}</text>\
+             <text x=\"{:.1}\" y=\"{:.1}\" font-weight=\"700\">{}</text><text class=\"m\" x=\"{:.1}\" y=\"{:.1}\">{} · {speed}{}</text>\
              <text class=\"m\" x=\"{:.1}\" y=\"{:.1}\">{queue} queue IRQs → CPUs {}</text></g>",
             esc(&n.name),
             esc(&n.pci_address),
@@ -410,6 +410,7 @@ fn nic_boxes(
             x + 8.0,
             y + 27.0,
             esc(n.driver.as_deref().unwrap_or("?")),
+            esc(&pcie),
             x + 8.0,
             y + 39.0,
             if cpus.is_empty() { "none".to_string() } else { cpus.to_string() },
