@@ -121,6 +121,7 @@ fn image(test: &str) -> Option<&'static Image> {
         dir,
         reference: String::new(),
     };
+    // starts: by path (scripts/image, read as a script)
     let o = Command::new(workspace().join("scripts/image"))
         .args(["--bin", wirespeed()])
         .env("CONTAINERS_STORAGE_CONF", img.dir.join("storage.conf"))

@@ -52,6 +52,7 @@ fn run_ok(cmd: &mut Command, what: &str) -> String {
 fn assets() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     run_ok(
+        // starts: by path (scripts/package, read as a script)
         Command::new(workspace().join("scripts/package"))
             .arg("--assets-only")
             .arg("--bin")
@@ -281,6 +282,7 @@ fn rpm_carries_binary_pages_completions_and_the_debs_sandboxed_unit() {
     // scripts/package --rpm around the binary under test (CI's debug build: the release build
     // and a real run are `scripts/package --rpm`, as README's Install says).
     let dir = tempfile::tempdir().unwrap();
+    // starts: by path (scripts/package, read as a script)
     let o = Command::new(workspace().join("scripts/package"))
         .args(["--rpm", "--bin"])
         .arg(wirespeed())
@@ -418,6 +420,7 @@ fn rpm_carries_binary_pages_completions_and_the_debs_sandboxed_unit() {
         "rpm -V in the scratch root",
     );
     let v = run_ok(
+        // starts: wirespeed (as the RPM installed it)
         Command::new(root.path().join("usr/bin/wirespeed")).arg("--version"),
         "the installed binary",
     );

@@ -622,9 +622,11 @@ fn the_list_names_the_packages_the_programs_come_from() {
     }
     let mut errors = Vec::new();
     for (name, l) in listed() {
+        // ours, the toolchain's, `cargo install`'s: no Debian package to check
         if l.package.starts_with('@') {
             continue;
         }
+        // a Python module (from Debian or PyPI): importable after setup
         if let Some(module) = name.strip_prefix("py-") {
             let ok = Command::new("python3")
                 .args(["-c", &format!("import {module}")])
@@ -637,6 +639,9 @@ fn the_list_names_the_packages_the_programs_come_from() {
             }
             continue;
         }
+        if l.package.starts_with("pypi=") {
+            continue;
+        }
         let Some(path) = on_path(&name) else {
             if crate::need::in_ci() {
                 errors.push(format!(
@@ -647,10 +652,13 @@ fn the_list_names_the_packages_the_programs_come_from() {
             continue;
         };
         let real = std::fs::canonicalize(&path).unwrap_or(path.clone());
-        if !["/usr/", "/bin/", "/sbin/"]
-            .iter()
-            .any(|d| real.starts_with(d) || path.starts_with(d))
-        {
+        // Debian's folders; /usr/local and the like hold what was installed by other means
+        let debian = |p: &Path| {
+            ["/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/", "/usr/lib/"]
+                .iter()
+                .any(|d| p.starts_with(d))
+        };
+        if !debian(&path) && !debian(&real) {
             eprintln!(
                 "{name}: {} is not from a Debian package here, not checked",
                 path.display()
@@ -664,11 +672,14 @@ fn the_list_names_the_packages_the_programs_come_from() {
             ));
             continue;
         };
-        let depends = dpkg_field(&l.package, "Depends");
-        let via_dependency = depends
-            .split([',', '|'])
-            .any(|d| d.split_whitespace().next() == Some(pkg.as_str()));
-        if pkg != l.package && !via_dependency {
+        // `A|B`: either package may provide it (setup installs A)
+        let alternatives: Vec<&str> = l.package.split('|').collect();
+        let via_dependency = alternatives.iter().any(|a| {
+            dpkg_field(a, "Depends")
+                .split([',', '|'])
+                .any(|d| d.split_whitespace().next() == Some(pkg.as_str()))
+        });
+        if !alternatives.contains(&pkg.as_str()) && !via_dependency {
             errors.push(format!(
                 "{name}: {} comes from {pkg}, but scripts/setup says {}",
                 path.display(),
