@@ -239,6 +239,9 @@ pub enum Scope {
     Peer,
     /// The server-wide limit.
     Server,
+    /// The peer's share of a server-wide limit that is over half taken while other peers
+    /// hold tests too ([`Guard::admit_test`]).
+    Share,
 }
 
 impl Scope {
@@ -246,8 +249,17 @@ impl Scope {
         match self {
             Scope::Peer => "per-address",
             Scope::Server => "server-wide",
+            Scope::Share => "this address's share (the server is busy with other addresses) of a",
         }
     }
+}
+
+/// One peer's share of a server-wide `limit` once other peers hold tests too: an equal part
+/// among them, this peer and one newcomer more, so that the greediest holders leave room for
+/// an address that holds nothing (at least 1).
+fn share(limit: u32, others: usize) -> u32 {
+    let parts = u32::try_from(others).unwrap_or(u32::MAX).saturating_add(2);
+    (limit / parts).max(1)
 }
 
 /// Why the guard said no.
@@ -407,6 +419,34 @@ impl Guard {
                 asked: streams,
             });
         }
+        // Fairness: past half of a server-wide limit, while other addresses hold tests, one
+        // address gets no more than its share, so many greedy addresses cannot take it all
+        // and leave none for a newcomer.
+        let others = self
+            .peers
+            .iter()
+            .filter(|(k, v)| **k != peer && v.tests > 0)
+            .count();
+        if others > 0 {
+            let tests_share = share(l.server.tests, others);
+            if self.total.tests + 1 > l.server.tests / 2 && u.tests + 1 > tests_share {
+                return Err(Refusal::Tests {
+                    scope: Scope::Share,
+                    limit: tests_share,
+                });
+            }
+            let streams_share = share(l.server.streams, others);
+            if u64::from(self.total.streams) + u64::from(streams) > u64::from(l.server.streams / 2)
+                && u64::from(u.streams) + u64::from(streams) > u64::from(streams_share)
+            {
+                return Err(Refusal::Streams {
+                    scope: Scope::Share,
+                    limit: streams_share,
+                    held: u.streams,
+                    asked: streams,
+                });
+            }
+        }
         let e = self.entry(peer);
         e.tests += 1;
         e.streams += streams;
@@ -522,6 +562,74 @@ mod tests {
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn greedy_addresses_leave_room_for_a_newcomer() {
+        let mut g = Guard::new(Limits::default());
+        // 128 streams from each of 8 addresses (the per-address limit): past half of the
+        // server's 1024, the 8th would leave nothing; it gets its share instead
+        let mut admitted = 0;
+        for k in 1..=8 {
+            let p = PeerKey::of(ip(&format!("127.0.1.{k}")));
+            if g.admit_test(p, 128).is_ok() {
+                admitted += 1;
+            } else {
+                let e = g.admit_test(p, 128).unwrap_err();
+                assert!(
+                    matches!(
+                        e,
+                        Refusal::Streams {
+                            scope: Scope::Share,
+                            limit: 113,
+                            ..
+                        }
+                    ),
+                    "{e:?}"
+                );
+                assert!(e.to_string().contains("share"), "{e}");
+            }
+        }
+        assert_eq!(admitted, 7);
+        // a newcomer with a real test still gets in
+        let newcomer = PeerKey::of(ip("127.0.2.1"));
+        g.admit_test(newcomer, 8).unwrap();
+        // tests too, on a 6-test server: an address alone may take its whole per-address 3;
+        // past half, with another address holding tests, a second address gets its share
+        let mut l = Limits::default();
+        l.server.tests = 6;
+        l.peer.tests = 3;
+        let mut g = Guard::new(l);
+        let a = PeerKey::of(ip("127.0.4.1"));
+        let b = PeerKey::of(ip("127.0.4.2"));
+        g.admit_test(a, 1).unwrap();
+        g.admit_test(a, 1).unwrap();
+        g.admit_test(a, 1).unwrap(); // alone: the whole per-address limit
+        g.admit_test(b, 1).unwrap();
+        // past half, with `a` holding tests: b's share is 6 / (1 + 2) = 2
+        g.admit_test(b, 1).unwrap();
+        let e = g.admit_test(b, 1).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Refusal::Tests {
+                    scope: Scope::Share,
+                    limit: 2
+                }
+            ),
+            "{e:?}"
+        );
+        // and the last place stays for a newcomer
+        g.admit_test(newcomer, 1).unwrap();
+    }
+
+    #[test]
+    fn a_lone_address_may_use_the_whole_server() {
+        let mut l = Limits::default();
+        l.peer.streams = 1024;
+        let mut g = Guard::new(l);
+        let p = PeerKey::of(ip("127.0.0.1"));
+        g.admit_test(p, 1000).unwrap();
     }
 
     fn small() -> Limits {

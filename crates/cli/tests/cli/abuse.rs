@@ -657,3 +657,55 @@ fn a_test_that_trickles_a_byte_at_a_time_is_idle() {
         "the trickling test was not ended: {got:?}"
     );
 }
+
+/// Issue 22, item 2 (in part): 128 streams from each of 8 addresses took the server-wide 1024,
+/// and a real test from another address was refused ("server-wide limit of 1024 streams").
+/// Now, past half of a server-wide limit while other addresses hold tests, an address gets
+/// only its share: here (64 streams server-wide, 8 per address) seven greedy addresses get 8
+/// streams each, the eighth is refused its share, and a real 4-stream test from 127.0.0.2
+/// runs. The greedy tests hold their streams from their parameters on (they never connect
+/// them); bounded: 8 control connections.
+#[test]
+fn many_greedy_addresses_leave_streams_for_a_new_one() {
+    let (_srv, port) = start_server(&[
+        "--max-total-streams",
+        "64",
+        "--max-streams-per-address",
+        "8",
+        "-i",
+        "0",
+    ]);
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for a in 1..=8u8 {
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .expect("socket");
+        s.bind(&std::net::SocketAddr::from(([127, 0, 1, a], 0)).into())
+            .expect("bind 127.0.1.x");
+        s.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], port)).into())
+            .expect("connect");
+        let mut ctl: TcpStream = s.into();
+        ctl.set_read_timeout(Some(HANG)).unwrap();
+        let c = cookie(1000 + u32::from(a));
+        ctl.write_all(c.as_bytes()).expect("cookie");
+        expect_state(&mut ctl, State::ParamExchange, "greedy: PARAM_EXCHANGE");
+        ctl.write_all(&TestParams::new_tcp(60, 8).encode_frame().expect("params"))
+            .expect("params");
+        let mut b = [0u8; 1];
+        ctl.read_exact(&mut b).expect("the server's answer");
+        if b[0] == State::CreateStreams.to_byte() {
+            held.push(ctl);
+        } else {
+            // iperf3's "number of parallel streams too large", as for any stream limit
+            assert_eq!(b[0], State::ServerError.to_byte(), "the eighth address");
+            refused += 1;
+        }
+    }
+    assert_eq!((held.len(), refused), (7, 1));
+    let p = real_client(port, &["-P", "4"]);
+    check_real(
+        p,
+        "a real 4-stream test from 127.0.0.2 beside 7 greedy addresses",
+    );
+    drop(held);
+}

@@ -277,7 +277,7 @@ impl RefusalReason {
             | Refusal::Tests { scope, .. }
             | Refusal::Streams { scope, .. }
             | Refusal::ControlBytes { scope, .. } => match scope {
-                Scope::Peer => RefusalReason::PerAddress,
+                Scope::Peer | Scope::Share => RefusalReason::PerAddress,
                 Scope::Server => RefusalReason::Limit,
             },
         }
