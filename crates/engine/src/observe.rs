@@ -15,7 +15,7 @@ use wirespeed_datapath::tcp::TcpInfo;
 use wirespeed_model::observation::{
     BitsPerSecond, EndObservation, IntervalObservation, Role, TcpLimits, WorkerRun,
 };
-use wirespeed_model::verdict::{ControlStall, Measured};
+use wirespeed_model::verdict::{ControlStall, Measured, PeerSilent};
 use wirespeed_model::{TestObservation, Worker};
 use wirespeed_protocol::{Direction, ResultsExt};
 use wirespeed_report::WirespeedExt;
@@ -114,6 +114,7 @@ pub fn measured(udp: bool, end: &End, intervals: &[Interval], mss: Option<u32>) 
         mss: if udp { None } else { mss.filter(|m| *m > 0) },
         rtt_us,
         control_stall: None,
+        peer_silent: None,
         target_bps: None,
         udp_lost: if udp {
             end.sum_received
@@ -136,6 +137,8 @@ pub struct TestObserver {
     mss: Option<u32>,
     /// The control connection stalled on the results message.
     stall: Option<ControlStall>,
+    /// The peer went silent after the test began.
+    silent: Option<PeerSilent>,
 }
 
 impl std::fmt::Debug for TestObserver {
@@ -163,6 +166,7 @@ impl TestObserver {
             end: None,
             mss: None,
             stall: None,
+            silent: None,
         }
     }
 
@@ -208,6 +212,16 @@ impl TestObserver {
         self.stall = Some(stall);
     }
 
+    /// The peer went silent after the test began (see [`crate::stall::peer_silent`]).
+    pub fn note_silent(&mut self, silent: PeerSilent) {
+        self.silent = Some(silent);
+    }
+
+    /// The silent peer noted, if any.
+    pub fn silent(&self) -> Option<&PeerSilent> {
+        self.silent.as_ref()
+    }
+
     /// The stall noted, if any.
     pub fn stall(&self) -> Option<&ControlStall> {
         self.stall.as_ref()
@@ -250,6 +264,14 @@ impl TestObserver {
             TestObservation::local_only(
                 local,
                 "its results never arrived (the control connection stalled)",
+            )
+        } else if let (None, Some(s)) = (peer, &self.silent) {
+            TestObservation::local_only(
+                local,
+                format!(
+                    "its results never arrived (the peer went silent in the {} phase)",
+                    s.phase.words()
+                ),
             )
         } else {
             TestObservation::combine(local, remote, peer.is_some())

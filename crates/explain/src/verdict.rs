@@ -7,6 +7,7 @@
 //! | id | when |
 //! |---|---|
 //! | `mtu-blackhole` | the engine ended the test because its control connection's large results message got no acknowledgement (retransmitted, un-acked) while small messages had got through |
+//! | `mtu-blackhole` (toward this end) / `peer-silent` | the peer went silent after the data phase began (its data or its results never came; this end gave up waiting): `mtu-blackhole` when the peer's full segments (its MSS + 40) do not fit the path MTU this end learned toward it, else `peer-silent` |
 //! | `line-rate` | throughput ≥ 95 % of the slowest known link speed of the two ends — a real link only: a virtual interface's nominal speed (lo, veth, virtio) is never a line |
 //! | `pmtu-below-mtu` | a sender's `TCP_INFO` path MTU < 90 % of its interface MTU (jumbo frames not passed end to end) |
 //! | `same-host` | both ends on one host (the test runs over `lo`, or both ends report the same host name and topology) and their workers compete: unpinned, or on shared CPUs |
@@ -131,6 +132,7 @@ pub const THRESHOLDS: Thresholds = Thresholds {
 /// Every verdict id (the contract; docs/explain.md describes each).
 pub const IDS: &[&str] = &[
     "mtu-blackhole",
+    "peer-silent",
     "line-rate",
     "pmtu-below-mtu",
     "same-host",
@@ -154,6 +156,7 @@ pub const IDS: &[&str] = &[
 ];
 
 pub use wirespeed_model::verdict::Measured;
+use wirespeed_model::verdict::{End, PeerSilent, SilentPhase};
 
 /// What a report in iperf3's `-J` shape holds: the receiver's throughput over the test and
 /// per interval, UDP loss as the receiver counted it, TCP retransmits, bytes sent, the MSS
@@ -217,6 +220,7 @@ pub fn measured_from_report(doc: &serde_json::Value) -> Measured {
             .and_then(|m| u32::try_from(m).ok()),
         rtt_us: if udp { None } else { rtt_us },
         control_stall: None,
+        peer_silent: None,
         udp_lost: if udp {
             lost(received).or_else(|| lost(&end["sum"]))
         } else {
@@ -896,6 +900,54 @@ fn same_host_verdict(test: &TestObservation, place: &str, compete: bool) -> Verd
     }
 }
 
+/// A peer that went silent after the test began (see [`PeerSilent`]): `mtu-blackhole` when the
+/// peer's full segments do not fit the path MTU this end learned toward it (the small messages
+/// got through, the large one never came), else `peer-silent`. Both say what was measured, what
+/// was waited for and what to check.
+fn silent_verdict(s: &PeerSilent) -> Verdict {
+    let peer = s.peer.word();
+    let me = match s.peer {
+        End::Client => "server",
+        End::Server => "client",
+    };
+    let what = match s.phase {
+        SilentPhase::Data => format!("data stopped for {:.1} s", s.seconds),
+        SilentPhase::Results => format!("results message never came in {:.1} s", s.seconds),
+    };
+    let flowed = format!(
+        "{} sent, {} received before",
+        wirespeed_report::units::format_bytes(s.bytes_sent as f64).trim(),
+        wirespeed_report::units::format_bytes(s.bytes_received as f64).trim()
+    );
+    let acked = if s.own_acked && s.phase == SilentPhase::Results {
+        format!(", the {me}'s own results acknowledged")
+    } else {
+        String::new()
+    };
+    let known = |v: Option<u32>| v.map_or("unknown".to_string(), |v| v.to_string());
+    match s.mtu_gap() {
+        Some((frame, pmtu)) => Verdict {
+            id: "mtu-blackhole".into(),
+            end: None,
+            line: format!(
+                "MTU black hole toward the {me}: the {peer}'s {what} ({flowed}{acked}); the {peer}'s full segments are {frame}-byte frames (MSS {}) but the path toward it carries {pmtu} (the {me}'s path MTU, lowered by the path's ICMP) — frames above {pmtu} vanish toward the {me} and no ICMP \"fragmentation needed\" reaches the {peer}: check `ip link` MTU on the {peer}'s side and the links between, or set net.ipv4.tcp_mtu_probing=1 on the {peer}",
+                known(s.peer_mss)
+            ),
+            also: Vec::new(),
+        },
+        None => Verdict {
+            id: "peer-silent".into(),
+            end: None,
+            line: format!(
+                "the {peer} went silent: its {what} ({flowed}{acked}); no MTU gap seen (the {peer}'s MSS {}, path MTU {}): the {peer} stalled or went away, or the path drops its packets — check the {peer}'s log and, if its interface MTU is above the path's, `ip link` MTU there and net.ipv4.tcp_mtu_probing=1",
+                known(s.peer_mss),
+                known(s.pmtu)
+            ),
+            also: Vec::new(),
+        },
+    }
+}
+
 /// The verdict of a test from its observation and measured throughput (the receiver's figure).
 pub fn verdict(test: &TestObservation, throughput: Option<BitsPerSecond>) -> Verdict {
     verdict_with(test, throughput, &THRESHOLDS)
@@ -931,6 +983,11 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
             ),
             also: Vec::new(),
         });
+    }
+
+    // 0b. The peer went silent after the test began: its data or results never came.
+    if let Some(s) = &m.peer_silent {
+        found.push(silent_verdict(s));
     }
 
     // 1. Line rate, against a real link only.
@@ -1935,6 +1992,7 @@ mod tests {
                 rtt_us: Some((828, 5500, 26288)),
                 udp_lost: None,
                 control_stall: None,
+                peer_silent: None,
                 target_bps: Some(4e8),
             }
         );
@@ -2015,6 +2073,80 @@ mod tests {
         assert_eq!(v.id, "mtu-blackhole");
         assert!(
             v.line.starts_with("MTU black hole: the control connection's results message (1 un-acked segment(s) of MSS 8948, path MTU 9000) got no acknowledgement in 4.1 s and 5 retransmits"),
+            "{}",
+            v.line
+        );
+    }
+
+    /// The client of the black hole toward the client (MTU-9000 ends, a 1500 link
+    /// between whose router's ICMP never reaches the server), as it recorded it: data flowed
+    /// (3.77 GBytes sent), its own results acknowledged, the server's never came in 8 s; the
+    /// server's MSS 8948 at connect, the client's path MTU 1500 at the end.
+    fn silent_server(peer_mss: Option<u32>, pmtu: Option<u32>) -> Measured {
+        Measured {
+            peer_silent: Some(PeerSilent {
+                peer: End::Server,
+                phase: SilentPhase::Results,
+                seconds: 8.0,
+                bytes_sent: 4_048_551_936,
+                bytes_received: 0,
+                peer_mss,
+                pmtu,
+                own_acked: true,
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_silent_server_whose_segments_exceed_the_path_mtu_is_an_mtu_blackhole_toward_the_client() {
+        let quiet = end(Role::Sender, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
+        let v = verdict_of(
+            &TestObservation::local_only(quiet.clone(), "its results never arrived"),
+            &silent_server(Some(8948), Some(1500)),
+        );
+        assert_eq!(v.id, "mtu-blackhole");
+        for want in [
+            "MTU black hole toward the client: the server's results message never came in 8.0 s",
+            "3.77 GBytes sent",
+            "the client's own results acknowledged",
+            "8988-byte frames (MSS 8948)",
+            "carries 1500",
+            "`ip link` MTU on the server's side",
+            "net.ipv4.tcp_mtu_probing=1 on the server",
+        ] {
+            assert!(v.line.contains(want), "{want}: {}", v.line);
+        }
+        // the same silence with segments that fit the path (MSS 1448 + 40 = 1488 ≤ 1500), or
+        // without a known MSS or path MTU, is not called a black hole: only named
+        for (mss, pmtu) in [
+            (Some(1448), Some(1500)),
+            (None, Some(1500)),
+            (Some(8948), None),
+        ] {
+            let v = verdict_of(
+                &TestObservation::local_only(quiet.clone(), "its results never arrived"),
+                &silent_server(mss, pmtu),
+            );
+            assert_eq!(v.id, "peer-silent", "{mss:?} {pmtu:?}: {v:?}");
+            assert!(
+                v.line
+                    .starts_with("the server went silent: its results message never came in 8.0 s"),
+                "{}",
+                v.line
+            );
+        }
+        // a silent client in the data phase, as the server would see it
+        let mut m = silent_server(Some(8948), Some(1500));
+        if let Some(s) = m.peer_silent.as_mut() {
+            s.peer = End::Client;
+            s.phase = SilentPhase::Data;
+        }
+        let v = verdict_of(&TestObservation::local_only(quiet, "absent"), &m);
+        assert!(
+            v.line.starts_with(
+                "MTU black hole toward the server: the client's data stopped for 8.0 s"
+            ),
             "{}",
             v.line
         );

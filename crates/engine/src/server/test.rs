@@ -732,6 +732,9 @@ impl<'a> ServerTest<'a> {
             }
         };
         let mut client_results: Option<TestResults> = None;
+        // When this end's results went out, and the control connection's retransmits then
+        // (the black-hole check, the client's own rule: `crate::stall`).
+        let mut results_sent: Option<(Duration, u32)> = None;
         loop {
             while let Some(ev) = self.sess.poll_event() {
                 match ev {
@@ -790,10 +793,11 @@ impl<'a> ServerTest<'a> {
                             .send_results(now, &local)
                             .map_err(|e| TestError::Session(format!("cannot send results: {e}")))?;
                         self.flush()?;
+                        let retrans = self.ctrl.tcp_info().map_or(0, |i| i.retransmits_total);
+                        results_sent = Some((self.now(), retrans));
                         self.result = Some(result);
                     }
                     ServerEvent::Finished => {
-                        let _ = client_results;
                         return Ok(());
                     }
                     ServerEvent::ClientTerminated => return Err(TestError::ClientTerminated),
@@ -850,8 +854,27 @@ impl<'a> ServerTest<'a> {
             if let Some(t) = self.m.as_ref().and_then(Measurement::next_event) {
                 wake = wake.min(t);
             }
+            if results_sent.is_some() {
+                wake = wake.min(now + Duration::from_millis(500));
+            }
             let dl = self.epoch + wake.max(now + Duration::from_millis(1));
             self.pump(dl)?;
+
+            // An MTU black hole toward the client: this end's results message (large) makes
+            // no progress while the small messages before it got through. End the test with
+            // this end's report, its verdict naming it, as the client does in the mirror case.
+            if let Some((sent, retrans)) = results_sent {
+                let now = self.now();
+                let stall = self
+                    .ctrl
+                    .tcp_info()
+                    .and_then(|i| crate::stall::control_stalled(sent, now, retrans, &i));
+                if let (Some(stall), Some(m)) = (stall, self.m.as_mut()) {
+                    m.observer_mut().note_stall(stall);
+                    self.result = Some(self.build_result(client_results.as_ref(), reporter));
+                    return Ok(());
+                }
+            }
         }
     }
 
