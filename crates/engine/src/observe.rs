@@ -115,6 +115,11 @@ pub fn measured(udp: bool, end: &End, intervals: &[Interval], mss: Option<u32>) 
         rtt_us,
         control_stall: None,
         peer_silent: None,
+        congestion: if udp {
+            None
+        } else {
+            end.sender_tcp_congestion.clone()
+        },
         target_bps: None,
         udp_lost: if udp {
             end.sum_received
@@ -247,9 +252,6 @@ impl TestObserver {
     /// [`measured`]), and store both in the report. The client and the server each do it for
     /// their own report.
     pub fn attach(&self, ext: &mut WirespeedExt, peer: Option<&ResultsExt>, measured: &Measured) {
-        if let Some(h) = &self.hook {
-            ext.ceiling = h.0.ceiling(measured);
-        }
         let (Some(local), Some(hook)) = (self.end.clone(), &self.hook) else {
             return;
         };
@@ -277,6 +279,7 @@ impl TestObserver {
             TestObservation::combine(local, remote, peer.is_some())
         };
         ext.verdict = Some(hook.0.verdict(&test, measured));
+        ext.ceiling = hook.0.ceiling(&test, measured);
         ext.observation = Some(test);
     }
 }

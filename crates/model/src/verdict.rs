@@ -46,6 +46,9 @@ pub struct Measured {
     /// The peer went silent after the data phase began (its data or its results never came):
     /// this end gave up waiting and ended the test with what it measured.
     pub peer_silent: Option<PeerSilent>,
+    /// TCP: the sending end's congestion control algorithm (`cubic`, `bbr`, ...), when known:
+    /// the loss model describes loss-based algorithms only.
+    pub congestion: Option<String>,
     /// The rate the test asked for (`-b`, per stream, times the streams of one direction), bit/s;
     /// `None` when unlimited.
     pub target_bps: Option<f64>,
