@@ -10,6 +10,7 @@
 //! | `mtu-blackhole` (toward this end) / `peer-silent` | the peer went silent after the data phase began (its data or its results never came; this end gave up waiting): `mtu-blackhole` when the peer's full segments (its MSS + 40) do not fit the path MTU this end learned toward it, else `peer-silent` |
 //! | `line-rate` | throughput ≥ 95 % of the slowest known link speed of the two ends — a real link only: a virtual interface's nominal speed (lo, veth, virtio) is never a line |
 //! | `pmtu-below-mtu` | a sender's `TCP_INFO` path MTU < 90 % of its interface MTU (jumbo frames not passed end to end) |
+//! | `mtu-mismatch` | both ends observed and their interface MTUs differ by more than 10 %: the larger end's jumbo frames are never used (TCP sends the smaller end's MSS); names the end with the smaller MTU |
 //! | `same-host` | both ends on one host (the test runs over `lo`, or both ends report the same host name and topology) and their workers compete: unpinned, or on shared CPUs |
 //! | `udp-receiver-cpu-bound` / `udp-path-loss` | UDP with ≥ 1 % of the datagrams lost: a receiver CPU saturated, or not |
 //! | `at-target-rate` | the test asked for a rate (`-b`, times the streams) and the receiver got ≥ 90 % of it: its own pacing set the figure |
@@ -141,6 +142,7 @@ pub const IDS: &[&str] = &[
     "peer-silent",
     "line-rate",
     "pmtu-below-mtu",
+    "mtu-mismatch",
     "same-host",
     "udp-receiver-cpu-bound",
     "udp-path-loss",
@@ -909,6 +911,43 @@ fn same_host_verdict(test: &TestObservation, place: &str, compete: bool) -> Verd
     }
 }
 
+/// `mtu-mismatch`: both ends observed, their interface MTUs differ by more than
+/// `pmtu_fraction` (the 10 % left for tunnel and VLAN overhead). Each end advertises an MSS
+/// from its own MTU and TCP sends the smaller, so the larger end's jumbo frames are never used
+/// and it pays the per-packet cost of the smaller frames. Names the end with the smaller MTU.
+fn mtu_mismatch(test: &TestObservation, th: &Thresholds) -> Option<Verdict> {
+    let r = test.remote.as_ref()?;
+    let (lm, rm) = (test.local.iface_mtu?, r.iface_mtu?);
+    let (small, big) = if lm <= rm {
+        (&test.local, r)
+    } else {
+        (r, &test.local)
+    };
+    let (s_mtu, b_mtu) = (lm.min(rm), lm.max(rm));
+    if f64::from(s_mtu) >= f64::from(b_mtu) * th.pmtu_fraction {
+        return None;
+    }
+    let dev = |e: &EndObservation| {
+        e.iface
+            .as_ref()
+            .map_or(String::new(), |i| format!(" ({i})"))
+    };
+    let (sw, bw) = (
+        end_word(small, small.role.receives()),
+        end_word(big, big.role.receives()),
+    );
+    Some(Verdict {
+        id: "mtu-mismatch".into(),
+        end: Some(sw.into()),
+        line: format!(
+            "MTU mismatch: the {bw}'s interface MTU is {b_mtu}{}, the {sw}'s {s_mtu}{}: TCP uses the smaller end's MSS, so the {bw}'s jumbo frames are never used and both ends pay the per-packet cost of {s_mtu}-byte frames — set the {sw}'s MTU to {b_mtu} (`ip link set DEV mtu {b_mtu}`, with every link between), or the {bw}'s to {s_mtu}",
+            dev(big),
+            dev(small)
+        ),
+        also: Vec::new(),
+    })
+}
+
 /// A peer that went silent after the test began (see [`PeerSilent`]): `mtu-blackhole` when the
 /// peer's full segments do not fit the path MTU this end learned toward it (the small messages
 /// got through, the large one never came), else `peer-silent`. Both say what was measured, what
@@ -1037,6 +1076,11 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                 also: Vec::new(),
             });
         }
+    }
+
+    // 2a. The ends' interface MTUs differ: the larger end's jumbo frames are never used.
+    if let Some(v) = mtu_mismatch(test, th) {
+        found.push(v);
     }
 
     // 2b. Both ends on one host, competing for its CPUs.
@@ -1621,6 +1665,45 @@ mod tests {
         assert_eq!(v.id, "sender-cpu-bound");
         assert_eq!(v.line, "sender CPU-bound (CPU 3, 99 % system)");
         assert!(v.also.is_empty(), "{:?}", v.also);
+    }
+
+    #[test]
+    fn ends_whose_mtus_differ_are_an_mtu_mismatch_before_the_cpu_it_costs() {
+        // the case: sender MTU 9000, receiver 1500, the sender's CPU saturated by
+        // the per-packet work of 1448-byte segments
+        let mk = |smtu, rmtu| {
+            let mut s = end(Role::Sender, ryzen(), 3, &[(3, 99.0, 0.0, 1.0, 0, 0)]);
+            s.iface = Some("ws0".into());
+            s.iface_mtu = Some(smtu);
+            let mut r = end(Role::Receiver, ryzen(), 6, &[(6, 70.0, 0.0, 30.0, 0, 0)]);
+            r.iface = Some("eth1".into());
+            r.iface_mtu = Some(rmtu);
+            test(s, r)
+        };
+        let v = verdict(&mk(9000, 1500), Some(BitsPerSecond::from_gbps(40.0)));
+        assert_eq!(v.id, "mtu-mismatch", "{v:?}");
+        assert_eq!(v.end.as_deref(), Some("receiver"));
+        assert!(
+            v.line.starts_with("MTU mismatch: the sender's interface MTU is 9000 (ws0), the receiver's 1500 (eth1)")
+                && v.line.contains("set the receiver's MTU to 9000"),
+            "{}",
+            v.line
+        );
+        assert_eq!(v.also, ["sender CPU-bound (CPU 3, 99 % system)"]);
+        // the other way round names the sender
+        let v = verdict(&mk(1500, 9000), Some(BitsPerSecond::from_gbps(40.0)));
+        assert_eq!(
+            (v.id.as_str(), v.end.as_deref()),
+            ("mtu-mismatch", Some("sender"))
+        );
+        // equal, or within the 10 % left for tunnel overhead: nothing
+        for (a, b) in [(9000, 9000), (9000, 8950), (1500, 1450)] {
+            let v = verdict(&mk(a, b), Some(BitsPerSecond::from_gbps(40.0)));
+            assert_eq!(v.id, "sender-cpu-bound", "{a} {b}: {v:?}");
+        }
+        // the peer not observed: no claim
+        let t = TestObservation::local_only(mk(9000, 1500).local, "iperf3");
+        assert_ne!(verdict(&t, None).id, "mtu-mismatch");
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //! is bounded by `--rcv-timeout 8000` (not the default 20 s): long enough for the server's own
 //! stall check (4 s with 3 retransmits), short enough for a quick test.
 //!
+//! Beside them, ends whose MTUs differ (one veth, 9000 on the client's side, 1500 on the
+//! server's): `mtu-mismatch` naming the end with the smaller MTU, forward and `-R`.
+//!
 //! Needs root, `ip` and `nft`: `SKIP:` without them, a failure under `CI`.
 
 use std::io::{BufRead, BufReader};
@@ -146,10 +149,15 @@ impl Net {
     }
 
     fn exec(&self, side: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.ns(side), bin()]);
-        c
+        exec_in(&self.ns(side))
     }
+}
+
+/// `wirespeed` in namespace `ns`.
+fn exec_in(ns: &str) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, bin()]);
+    c
 }
 
 impl Drop for Net {
@@ -169,9 +177,9 @@ struct Server {
 }
 
 impl Server {
-    fn start(net: &Net) -> Server {
-        let mut child = net
-            .exec("b")
+    /// In namespace `ns`.
+    fn start(ns: &str) -> Server {
+        let mut child = exec_in(ns)
             .args(["server", "-1", "-p", "5301"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -276,7 +284,7 @@ fn the_servers_results_lost_toward_the_client_are_an_mtu_blackhole_not_a_bare_ti
     // naming it, exit 5
     {
         let net = Net::up(Toward::Client);
-        let srv = Server::start(&net);
+        let srv = Server::start(&net.ns("b"));
         let o = client(&net, &[]);
         let out = String::from_utf8_lossy(&o.stdout);
         let err = String::from_utf8_lossy(&o.stderr);
@@ -308,7 +316,7 @@ fn the_servers_results_lost_toward_the_client_are_an_mtu_blackhole_not_a_bare_ti
     // words
     {
         let net = Net::up(Toward::Client);
-        let _srv = Server::start(&net);
+        let _srv = Server::start(&net.ns("b"));
         let o = client(&net, &["-R", "-J"]);
         assert_eq!(o.status.code(), Some(1), "iperf3's JSON failure code");
         let (j, id) = json_verdict(&o);
@@ -332,7 +340,7 @@ fn the_clients_results_lost_toward_the_server_are_an_mtu_blackhole() {
     }
     for args in [&["-J"][..], &["-R", "-J"][..]] {
         let net = Net::up(Toward::Server);
-        let _srv = Server::start(&net);
+        let _srv = Server::start(&net.ns("b"));
         let o = client(&net, args);
         let (j, id) = json_verdict(&o);
         eprintln!("{args:?}: {}", j["wirespeed"]["verdict"]);
@@ -341,6 +349,92 @@ fn the_clients_results_lost_toward_the_server_are_an_mtu_blackhole() {
             id, "mtu-blackhole",
             "{args:?}: {}",
             j["wirespeed"]["verdict"]
+        );
+    }
+}
+
+/// Two namespaces joined by one veth whose ends disagree: the client's side MTU 9000, the
+/// server's 1500 (plain `ip`), deleted on drop.
+struct Pair {
+    name: String,
+}
+
+impl Pair {
+    fn up() -> Pair {
+        let p = Pair {
+            name: wirespeed_lab::unique_name("wsmm"),
+        };
+        let (a, b) = (format!("{}-a", p.name), format!("{}-b", p.name));
+        let run = |args: &[&str]| {
+            let o = Command::new("ip").args(args).output().unwrap();
+            assert!(
+                o.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        run(&["netns", "add", &a]);
+        run(&["netns", "add", &b]);
+        run(&[
+            "-n", &a, "link", "add", "ws0", "mtu", "9000", "type", "veth", "peer", "name", "ws0",
+            "mtu", "1500", "netns", &b,
+        ]);
+        for (n, cidr) in [(&a, "10.79.0.1/24"), (&b, "10.79.0.2/24")] {
+            run(&["-n", n, "addr", "add", cidr, "dev", "ws0"]);
+            run(&["-n", n, "link", "set", "ws0", "up"]);
+            run(&["-n", n, "link", "set", "lo", "up"]);
+        }
+        p
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        for s in ["a", "b"] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &format!("{}-{s}", self.name)])
+                .status();
+        }
+    }
+}
+
+#[test]
+fn ends_whose_mtus_differ_are_named_an_mtu_mismatch_in_both_directions() {
+    let test = "ends_whose_mtus_differ_are_named_an_mtu_mismatch_in_both_directions";
+    if !can_run(test) {
+        return;
+    }
+    // the server's end has the smaller MTU: it receives in the forward test, sends with -R
+    for (args, small) in [(&["-J"][..], "receiver"), (&["-R", "-J"][..], "sender")] {
+        let pair = Pair::up();
+        let _srv = Server::start(&format!("{}-b", pair.name));
+        let o = exec_in(&format!("{}-a", pair.name))
+            .args(["client", "10.79.0.2", "-p", "5301", "-t", "2", "-A", "0,1"])
+            .args(args)
+            .output()
+            .expect("run the client");
+        assert!(o.status.success(), "{args:?}");
+        let (j, id) = json_verdict(&o);
+        let v = &j["wirespeed"]["verdict"];
+        eprintln!("{args:?}: {v}");
+        let line = if id == "mtu-mismatch" {
+            assert_eq!(v["end"], small, "{v}");
+            v["line"].as_str().unwrap_or_default().to_string()
+        } else {
+            // another limit first: the mismatch is under `also`
+            v["also"]
+                .as_array()
+                .and_then(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str())
+                        .find(|x| x.starts_with("MTU mismatch"))
+                })
+                .unwrap_or_else(|| panic!("no mtu-mismatch in {v}"))
+                .to_string()
+        };
+        assert!(
+            line.contains(&format!("the {small}'s 1500")),
+            "{args:?}: {line}"
         );
     }
 }
