@@ -625,6 +625,7 @@ impl Run<'_> {
             waited,
             bytes,
             self.tcp_mss_default,
+            self.results_sent.is_some(),
             info.as_ref(),
         ));
         self.stalled = true;

@@ -37,14 +37,15 @@ pub fn control_stalled(
 
 /// What this end knows when it gives up waiting for a silent `peer` in `phase`: the bytes that
 /// flowed, the peer's MSS when the control connection opened, and the control connection's
-/// `TCP_INFO` now (its path MTU toward the peer; whether this end's own messages were all
-/// acknowledged).
+/// `TCP_INFO` now (its path MTU toward the peer; when this end's own results went out
+/// (`own_sent`), whether they were acknowledged).
 pub fn peer_silent(
     peer: End,
     phase: SilentPhase,
     waited: Duration,
     bytes: (u64, u64),
     peer_mss: Option<u32>,
+    own_sent: bool,
     info: Option<&dp::tcp::TcpInfo>,
 ) -> PeerSilent {
     PeerSilent {
@@ -55,7 +56,7 @@ pub fn peer_silent(
         bytes_received: bytes.1,
         peer_mss: peer_mss.filter(|m| *m > 0),
         pmtu: info.map(|i| i.pmtu).filter(|p| *p > 0),
-        own_acked: info.is_some_and(|i| i.unacked == 0),
+        own_acked: own_sent && info.is_some_and(|i| i.unacked == 0),
     }
 }
 
@@ -99,6 +100,7 @@ mod tests {
             Duration::from_secs(8),
             (4_048_551_936, 0),
             Some(8948),
+            true,
             Some(&info),
         );
         assert_eq!(
@@ -107,13 +109,17 @@ mod tests {
         );
         assert_eq!(s.mtu_gap(), Some((8988, 1500)));
         // un-acknowledged bytes, an unknown MSS (0) or no TCP_INFO: said so, never guessed
-        let busy = dp::tcp::TcpInfo { unacked: 2, ..info };
+        let busy = dp::tcp::TcpInfo {
+            unacked: 2,
+            ..info.clone()
+        };
         let s = peer_silent(
             End::Server,
             SilentPhase::Data,
             Duration::ZERO,
             (0, 0),
             Some(0),
+            true,
             Some(&busy),
         );
         assert_eq!((s.own_acked, s.peer_mss, s.mtu_gap()), (false, None, None));
@@ -123,8 +129,20 @@ mod tests {
             Duration::ZERO,
             (0, 0),
             Some(1448),
+            true,
             None,
         );
         assert_eq!((s.own_acked, s.pmtu), (false, None));
+        // this end's results not sent yet (a server waiting for the client's): nothing to ack
+        let s = peer_silent(
+            End::Client,
+            SilentPhase::Results,
+            Duration::ZERO,
+            (0, 0),
+            Some(1448),
+            false,
+            Some(&info),
+        );
+        assert!(!s.own_acked);
     }
 }

@@ -10,11 +10,13 @@
 //!   1 (`-J`, iperf3's); the server sees its results stall and names `mtu-blackhole` too.
 //! - toward the server (the client's router drops the ICMP to the client): the client's
 //!   results message vanishes and the client names `mtu-blackhole` from its own stalled
-//!   control connection.
+//!   control connection; the server, waiting for them in vain, ends with its report and
+//!   `mtu-blackhole` toward the server where its data taught it the path MTU (`-R`), else
+//!   `peer-silent`.
 //!
 //! Each case in forward and reverse (`-R`) direction. The client's wait for the server's results
-//! is bounded by `--rcv-timeout 8000` (not the default 20 s): long enough for the server's own
-//! stall check (4 s with 3 retransmits), short enough for a quick test.
+//! is bounded by `--rcv-timeout 8000` on both ends (not the default 20 s): long enough for the
+//! server's own stall check (4 s with 3 retransmits), short enough for a quick test.
 //!
 //! Beside them, ends whose MTUs differ (one veth, 9000 on the client's side, 1500 on the
 //! server's): `mtu-mismatch` naming the end with the smaller MTU, forward and `-R`.
@@ -177,10 +179,10 @@ struct Server {
 }
 
 impl Server {
-    /// In namespace `ns`.
+    /// In namespace `ns`, with `--rcv-timeout 8000` (its wait for the client's results too).
     fn start(ns: &str) -> Server {
         let mut child = exec_in(ns)
-            .args(["server", "-1", "-p", "5301"])
+            .args(["server", "-1", "-p", "5301", "--rcv-timeout", "8000"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -338,9 +340,21 @@ fn the_clients_results_lost_toward_the_server_are_an_mtu_blackhole() {
     if !can_run(test) {
         return;
     }
-    for args in [&["-J"][..], &["-R", "-J"][..]] {
+    // the server waits for the client's results in vain: with -R its data taught it the path
+    // MTU toward the client (1500) while the client's segments are 8948 bytes, evidence of
+    // the black hole; forward it sent nothing large and has no such evidence: peer-silent
+    for (args, server_says) in [
+        (
+            &["-J"][..],
+            "Verdict: the client went silent: its results message never came",
+        ),
+        (
+            &["-R", "-J"][..],
+            "Verdict: MTU black hole toward the server: the client's results message never came",
+        ),
+    ] {
         let net = Net::up(Toward::Server);
-        let _srv = Server::start(&net.ns("b"));
+        let srv = Server::start(&net.ns("b"));
         let o = client(&net, args);
         let (j, id) = json_verdict(&o);
         eprintln!("{args:?}: {}", j["wirespeed"]["verdict"]);
@@ -349,6 +363,13 @@ fn the_clients_results_lost_toward_the_server_are_an_mtu_blackhole() {
             id, "mtu-blackhole",
             "{args:?}: {}",
             j["wirespeed"]["verdict"]
+        );
+        let s = srv.verdict();
+        eprintln!("server: {s}");
+        assert!(s.contains(server_says), "{args:?}: {s}");
+        assert!(
+            s.contains("sender") || s.contains("receiver"),
+            "no summary: {s}"
         );
     }
 }

@@ -227,7 +227,15 @@ pub(super) fn serve_test(
             } else {
                 ctx.stats.tests_failed.fetch_add(1, Ordering::Relaxed);
             }
-            let r = t.partial_result(msg);
+            // A client silent after the data phase: this end's report with its end and the
+            // verdict on the silence; otherwise what was measured so far.
+            let r = match t.result.take().filter(|_| t.silent) {
+                Some(mut r) => {
+                    r.error = Some(msg);
+                    r
+                }
+                None => t.partial_result(msg),
+            };
             reporter.finish(&r);
         }
     }
@@ -300,6 +308,12 @@ struct ServerTest<'a> {
     /// admission too).
     ctl_charged: u64,
     watch: Watch,
+    /// The client's MSS as the control connection had it when the test began (its advertised
+    /// MSS, capped by this end's MTU): the size of its full segments, for a silent client.
+    peer_mss: Option<u32>,
+    /// The client went silent after the data phase: `result` is this end's report with the
+    /// verdict on the silence, and the failure's words go into it.
+    silent: bool,
 }
 
 impl<'a> ServerTest<'a> {
@@ -315,7 +329,10 @@ impl<'a> ServerTest<'a> {
         // starts now and the session is told so through its deadlines only from here on
         // (nothing is armed while the server decides).
         let epoch = Instant::now();
+        let peer_mss = crate::net::mss_of(&stream);
         ServerTest {
+            peer_mss,
+            silent: false,
             ctx,
             ctrl: Ctrl::new(stream),
             peer,
@@ -735,6 +752,8 @@ impl<'a> ServerTest<'a> {
         // When this end's results went out, and the control connection's retransmits then
         // (the black-hole check, the client's own rule: `crate::stall`).
         let mut results_sent: Option<(Duration, u32)> = None;
+        // When this end asked for the client's results (after the data phase).
+        let mut results_asked: Option<Duration> = None;
         loop {
             while let Some(ev) = self.sess.poll_event() {
                 match ev {
@@ -755,6 +774,7 @@ impl<'a> ServerTest<'a> {
                             TestError::Session(format!("cannot ask for results: {e}"))
                         })?;
                         self.flush()?;
+                        results_asked = Some(self.now());
                     }
                     ServerEvent::PeerResults(r) => {
                         if let Some(k) = &self.ctx.cfg.psk {
@@ -806,7 +826,25 @@ impl<'a> ServerTest<'a> {
                             m.peer_live(*li);
                         }
                     }
-                    ServerEvent::Failed(f) => return Err(TestError::Client(f)),
+                    ServerEvent::Failed(f) => {
+                        // The client's results never came (it timed out, or it closed): end
+                        // with this end's report and the verdict on the silence.
+                        let waited = match &f {
+                            Failure::Timeout { after, .. } => Some(*after),
+                            Failure::Closed { .. } => {
+                                results_asked.map(|t| self.now().saturating_sub(t))
+                            }
+                            Failure::Protocol { .. } => None,
+                        };
+                        if let (Some(w), Some(_), None) = (
+                            waited.filter(|_| results_asked.is_some()),
+                            &self.m,
+                            &client_results,
+                        ) {
+                            self.went_silent(w, reporter);
+                        }
+                        return Err(TestError::Client(f));
+                    }
                     ServerEvent::Params(_) => {
                         return Err(TestError::Unexpected("parameters".into()))
                     }
@@ -876,6 +914,27 @@ impl<'a> ServerTest<'a> {
                 }
             }
         }
+    }
+
+    /// The client went silent in the results exchange: note what this end knows (for the
+    /// verdict: `mtu-blackhole` or `peer-silent`) and build its report with its end.
+    fn went_silent(&mut self, waited: Duration, reporter: &mut dyn Reporter) {
+        let Some(m) = self.m.as_mut() else {
+            return;
+        };
+        let bytes = m.data().measured_bytes();
+        let info = self.ctrl.tcp_info();
+        m.observer_mut().note_silent(crate::stall::peer_silent(
+            wirespeed_model::verdict::End::Client,
+            wirespeed_model::verdict::SilentPhase::Results,
+            waited,
+            bytes,
+            self.peer_mss,
+            false,
+            info.as_ref(),
+        ));
+        self.result = Some(self.build_result(None, reporter));
+        self.silent = true;
     }
 
     fn local_results(
