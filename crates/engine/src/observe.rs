@@ -398,6 +398,7 @@ mod tests {
                     receiver.map(|b| b.0)
                 ),
                 also: vec![],
+                evidence: None,
             }
         }
     }

@@ -321,6 +321,7 @@ fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
         end: Some(who.to_string()),
         line,
         also: Vec::new(),
+        evidence: None,
     };
     if c.softirq.get() >= th.softirq_on_app || irq_share >= th.irqs_on_app {
         let mut line = format!(
@@ -435,6 +436,7 @@ fn steal_candidate(
                 parts(c)
             ),
             also: Vec::new(),
+            evidence: None,
         },
     })
 }
@@ -472,6 +474,7 @@ fn app_candidates(
                 end: Some(who.into()),
                 line: format!("{who} CPU-bound (CPU {}, {}){suffix}", c.cpu, parts(c)),
                 also: Vec::new(),
+                evidence: None,
             },
         });
     }
@@ -747,6 +750,7 @@ fn contended(test: &TestObservation, th: &Thresholds, loss: &LossAccount) -> Vec
                     if e.role.receives() { loss.words() } else { String::new() }
                 ),
                 also: Vec::new(),
+                evidence: None,
             }
         })
         .collect()
@@ -842,6 +846,7 @@ fn cpu_candidates_with(
                         parts(c)
                     ),
                     also: Vec::new(),
+                    evidence: None,
                 },
             });
         }
@@ -908,6 +913,7 @@ fn same_host_verdict(test: &TestObservation, place: &str, compete: bool) -> Verd
         end: None,
         line,
         also: Vec::new(),
+        evidence: None,
     }
 }
 
@@ -945,6 +951,7 @@ fn mtu_mismatch(test: &TestObservation, th: &Thresholds) -> Option<Verdict> {
             dev(small)
         ),
         also: Vec::new(),
+        evidence: None,
     })
 }
 
@@ -982,6 +989,7 @@ fn silent_verdict(s: &PeerSilent) -> Verdict {
                 known(s.peer_mss)
             ),
             also: Vec::new(),
+            evidence: None,
         },
         None => Verdict {
             id: "peer-silent".into(),
@@ -992,6 +1000,7 @@ fn silent_verdict(s: &PeerSilent) -> Verdict {
                 known(s.pmtu)
             ),
             also: Vec::new(),
+            evidence: None,
         },
     }
 }
@@ -1030,6 +1039,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                 st.unacked, st.mss, st.pmtu, st.seconds, st.retransmits
             ),
             also: Vec::new(),
+            evidence: None,
         });
     }
 
@@ -1056,6 +1066,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                     iface.map_or(String::new(), |i| format!(" ({i})"))
                 ),
                 also: Vec::new(),
+                evidence: None,
             });
         }
     }
@@ -1074,6 +1085,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                     e.iface.as_ref().map_or(String::new(), |i| format!(" of {i}"))
                 ),
                 also: Vec::new(),
+                evidence: None,
             });
         }
     }
@@ -1129,6 +1141,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                         u.rcvbuf_errors
                     ),
                     also: Vec::new(),
+                    evidence: None,
                 },
                 (Some(c), _) => Verdict {
                     id: "udp-receiver-cpu-bound".into(),
@@ -1139,6 +1152,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                         c.verdict.line
                     ),
                     also: Vec::new(),
+                    evidence: None,
                 },
                 (None, None) => Verdict {
                     id: "udp-path-loss".into(),
@@ -1148,6 +1162,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                         Percent::new(share)
                     ),
                     also: Vec::new(),
+                    evidence: None,
                 },
             });
         }
@@ -1165,6 +1180,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                     BitsPerSecond(target)
                 ),
                 also: Vec::new(),
+                evidence: None,
             });
         }
     }
@@ -1181,6 +1197,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                     t.rwnd_share()
                 ),
                 also: Vec::new(),
+                evidence: None,
             });
         }
         if t.sndbuf_share().get() >= th.tcp_limited {
@@ -1192,6 +1209,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                     t.sndbuf_share()
                 ),
                 also: Vec::new(),
+                evidence: None,
             });
         }
     }
@@ -1295,6 +1313,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                     Percent::new(worst)
                 ),
                 also: Vec::new(),
+                evidence: None,
             });
         }
     }
@@ -1328,13 +1347,161 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
             end: None,
             line,
             also: Vec::new(),
+            evidence: None,
         });
     }
 
     let mut first = found.remove(0);
     first.also = found.into_iter().map(|v| v.line).collect();
     first.also.extend(loss_notes);
+    first.evidence = Some(evidence(&first, test, m, th));
     first
+}
+
+/// The counters each verdict's check reads (docs/explain.md's "evidence" column, in words).
+fn counters_of(id: &str) -> &'static [&'static str] {
+    const CPU: &[&str] = &[
+        "/proc/stat per-CPU time",
+        "/proc/interrupts (NIC queue IRQs)",
+        "/proc/softirqs (NET_RX, NET_TX)",
+        "the workers' CPUs",
+    ];
+    match id {
+        "mtu-blackhole" | "peer-silent" => &[
+            "the control connection's TCP_INFO (tcpi_unacked, tcpi_total_retrans, tcpi_pmtu)",
+            "the peer's MSS at connect",
+            "bytes sent and received before the silence",
+        ],
+        "line-rate" => &["receiver throughput", "the interface's link speed"],
+        "pmtu-below-mtu" => &["the sender's TCP_INFO tcpi_pmtu", "the interface MTU"],
+        "mtu-mismatch" => &["each end's interface MTU"],
+        "same-host" => &[
+            "each end's host name, topology and interface",
+            "the workers' CPUs",
+        ],
+        "udp-receiver-cpu-bound" => &[
+            "datagrams lost (the receiver's count)",
+            "/proc/stat per-CPU time",
+            "/proc/net/snmp Udp RcvbufErrors",
+        ],
+        "udp-path-loss" => &[
+            "datagrams lost (the receiver's count)",
+            "/proc/stat per-CPU time",
+            "/proc/net/snmp Udp RcvbufErrors",
+        ],
+        "at-target-rate" => &["receiver throughput", "the test's -b target"],
+        "window-limited" => &["the sender's TCP_INFO tcpi_rwnd_limited and tcpi_busy_time"],
+        "sndbuf-limited" => &["the sender's TCP_INFO tcpi_sndbuf_limited and tcpi_busy_time"],
+        "path-limited" => &[
+            "the intervals' throughput",
+            "TCP retransmits less D-SACKs (tcpi_dsack_dups) and receive drops",
+            "TCP RTT (smallest, largest)",
+        ],
+        "loss-limited" => &[
+            "TCP retransmits and segments sent, less D-SACKs and receive drops",
+            "the smallest RTT",
+            "the MSS",
+        ],
+        "cpu-contended" => &[
+            "the worker threads' schedstat (run and run-queue wait)",
+            "/proc/stat per-CPU time",
+        ],
+        "cpu-steal" => &["/proc/stat steal per CPU"],
+        "no-cpu-saturated" => &["/proc/stat per-CPU time"],
+        _ => CPU,
+    }
+}
+
+/// The evidence of verdict `v`: its check's counters and, where the check has a per-interval
+/// reading, in how many intervals its condition held — a CPU of the named end saturated
+/// (the CPU verdicts), none saturated (`no-cpu-saturated`), a worker of the named end waiting
+/// on its run queue (`cpu-contended`), the window or send-buffer limit (when the intervals
+/// carry `TCP_INFO`), a rate within the flatness bound of the mean (`path-limited`), at the
+/// line or the target. Clear when three quarters of the judged intervals agreed.
+fn evidence(
+    v: &Verdict,
+    test: &TestObservation,
+    m: &Measured,
+    th: &Thresholds,
+) -> wirespeed_model::Evidence {
+    use wirespeed_model::{Agreement, Confidence, Evidence};
+    let named = |e: &&EndObservation| match v.end.as_deref() {
+        Some("sender") => e.role.sends(),
+        Some("receiver") => e.role.receives(),
+        _ => true,
+    };
+    let per_interval =
+        |held: &dyn Fn(&wirespeed_model::observation::IntervalObservation) -> bool| {
+            let (mut agreed, mut of) = (0u32, 0u32);
+            for e in test.ends().filter(named) {
+                for i in &e.intervals {
+                    of += 1;
+                    agreed += u32::from(held(i));
+                }
+            }
+            (of > 0).then_some(Agreement { agreed, of })
+        };
+    let saturated = |i: &wirespeed_model::observation::IntervalObservation| {
+        i.cpus.iter().any(|c| c.busy().get() >= th.saturated)
+    };
+    let rates = |held: &dyn Fn(f64) -> bool| {
+        let v: Vec<f64> = m.interval_bps.iter().skip(1).copied().collect();
+        (!v.is_empty()).then(|| Agreement {
+            agreed: v.iter().filter(|x| held(**x)).count() as u32,
+            of: v.len() as u32,
+        })
+    };
+    let tcp_share = |f: fn(&wirespeed_model::observation::TcpLimits) -> u64| {
+        move |i: &wirespeed_model::observation::IntervalObservation| {
+            i.tcp.is_some_and(|t| {
+                t.busy_us > 0 && f(&t) as f64 * 100.0 >= t.busy_us as f64 * th.tcp_limited
+            })
+        }
+    };
+    let intervals = match v.id.as_str() {
+        "receiver-shares-cpu-with-softirq"
+        | "irq-numa-remote"
+        | "app-numa-remote"
+        | "irq-cross-l3"
+        | "receiver-cpu-bound"
+        | "sender-cpu-bound"
+        | "softirq-cpu-bound"
+        | "udp-receiver-cpu-bound" => per_interval(&saturated),
+        "no-cpu-saturated" => per_interval(&|i| !saturated(i)),
+        "cpu-contended" => {
+            per_interval(&|i| i.threads.iter().any(|t| t.wait.get() >= th.contended_wait))
+        }
+        "window-limited" => {
+            let f = tcp_share(|t| t.rwnd_limited_us);
+            per_interval(&f).filter(|_| {
+                test.ends()
+                    .any(|e| e.intervals.iter().any(|i| i.tcp.is_some()))
+            })
+        }
+        "sndbuf-limited" => {
+            let f = tcp_share(|t| t.sndbuf_limited_us);
+            per_interval(&f).filter(|_| {
+                test.ends()
+                    .any(|e| e.intervals.iter().any(|i| i.tcp.is_some()))
+            })
+        }
+        "path-limited" => flatness(m)
+            .and_then(|(mean, _, _)| rates(&|x| (x - mean).abs() * 100.0 <= mean * th.flat_cv)),
+        "at-target-rate" => m
+            .target_bps
+            .and_then(|t| rates(&|x| x * 100.0 >= t * th.at_target)),
+        _ => None,
+    };
+    let confidence = match intervals {
+        Some(a) if a.of > 0 && a.agreed * 4 >= a.of * 3 => Confidence::Clear,
+        Some(a) if a.of > 0 => Confidence::Marginal,
+        _ => Confidence::WholeTest,
+    };
+    Evidence {
+        counters: counters_of(&v.id).iter().map(|c| c.to_string()).collect(),
+        intervals,
+        confidence,
+    }
 }
 
 /// The test's loss as the path made it, and whether a shaper held the rate (see the verdict's
@@ -1468,6 +1635,7 @@ fn loss_judgement(
                 th.mathis_factor
             ),
             also: Vec::new(),
+            evidence: None,
         });
     }
     let model = format!(
@@ -1565,6 +1733,7 @@ fn path_limited(
             evidence.join(", ")
         ),
         also: Vec::new(),
+        evidence: None,
     })
 }
 
@@ -2389,6 +2558,61 @@ mod tests {
             "{}",
             v.line
         );
+    }
+
+    #[test]
+    fn each_verdict_carries_its_evidence_and_how_many_intervals_agreed() {
+        use wirespeed_model::{Agreement, Confidence};
+        // contention in both intervals: clear
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 20.0, 0.0, 1.0, 0, 0)]);
+        let r = with_threads(r, &[(6, 20.0, 60.0), (6, 22.0, 58.0)]);
+        let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
+        assert_eq!(v.id, "cpu-contended");
+        let e = v.evidence.expect("every verdict carries its evidence");
+        assert_eq!(e.intervals, Some(Agreement { agreed: 2, of: 2 }));
+        assert_eq!(e.confidence, Confidence::Clear);
+        assert!(e.counters.iter().any(|c| c.contains("schedstat")), "{e:?}");
+        // the wait in one interval of four: marginal
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 20.0, 0.0, 1.0, 0, 0)]);
+        let r = with_threads(
+            r,
+            &[
+                (6, 20.0, 60.0),
+                (6, 22.0, 2.0),
+                (6, 22.0, 3.0),
+                (6, 22.0, 1.0),
+            ],
+        );
+        let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
+        assert_eq!(v.id, "cpu-contended", "{v:?}");
+        let e = v.evidence.unwrap();
+        assert_eq!(e.intervals, Some(Agreement { agreed: 1, of: 4 }));
+        assert_eq!(e.confidence, Confidence::Marginal);
+        // a CPU verdict counts the intervals a CPU of the named end was saturated in
+        let s = end(Role::Sender, ryzen(), 3, &[(3, 99.0, 0.0, 1.0, 0, 0)]);
+        let s = with_threads(s, &[(3, 99.0, 0.0), (3, 99.0, 0.0), (3, 99.0, 0.0)]);
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 70.0, 0.0, 30.0, 0, 0)]);
+        let v = verdict(&test(s, r), Some(BitsPerSecond::from_gbps(40.0)));
+        assert_eq!(v.id, "sender-cpu-bound");
+        let e = v.evidence.unwrap();
+        assert_eq!(
+            (e.intervals, e.confidence),
+            (Some(Agreement { agreed: 3, of: 3 }), Confidence::Clear)
+        );
+        // a check on whole-test counters says so
+        let m = silent_server(Some(8948), Some(1500));
+        let quiet = end(Role::Sender, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
+        let v = verdict_of(&TestObservation::local_only(quiet, "absent"), &m);
+        let e = v.evidence.clone().unwrap();
+        assert_eq!((e.intervals, e.confidence), (None, Confidence::WholeTest));
+        assert!(e.counters[0].contains("tcpi_pmtu"), "{e:?}");
+        assert_eq!(
+            wirespeed_report::where_ran::evidence_line(&e),
+            "evidence: whole-test counters (no per-interval reading); read: the control connection's TCP_INFO (tcpi_unacked, tcpi_total_retrans, tcpi_pmtu), the peer's MSS at connect, bytes sent and received before the silence"
+        );
+        // the verdict's JSON carries it under `evidence`
+        let j = serde_json::to_value(&v).unwrap();
+        assert_eq!(j["evidence"]["confidence"], "whole-test");
     }
 
     #[test]

@@ -28,5 +28,8 @@ pub use cpuset::{CpuId, CpuSet, CpuSetError};
 pub use irq::{MoveReport, QueueIrq};
 pub use observation::{EndObservation, RunningEnd, TestObservation};
 pub use topology::Topology;
-pub use verdict::{ControlStall, End, Measured, PathCeiling, PeerSilent, SilentPhase, Verdict};
+pub use verdict::{
+    Agreement, Confidence, ControlStall, End, Evidence, Measured, PathCeiling, PeerSilent,
+    SilentPhase, Verdict,
+};
 pub use worker::Worker;

@@ -16,6 +16,51 @@ pub struct Verdict {
     /// Further findings that also hold.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<String>,
+    /// What the verdict rests on: the counters it read and how many intervals agreed, so a
+    /// clear case can be told from a marginal one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
+}
+
+/// What a verdict rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The counters the deciding check read (`/proc/stat` per-CPU time, `TCP_INFO` fields, ...).
+    pub counters: Vec<String>,
+    /// The intervals in which the deciding condition held, of those judged; absent where the
+    /// check reads whole-test counters only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<Agreement>,
+    pub confidence: Confidence,
+}
+
+/// Intervals that agreed with the verdict, of those judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agreement {
+    pub agreed: u32,
+    pub of: u32,
+}
+
+/// How firmly the evidence holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Confidence {
+    /// At least three quarters of the judged intervals agreed.
+    Clear,
+    /// Fewer did: the condition came and went, or sat near its threshold.
+    Marginal,
+    /// Whole-test counters only (no per-interval reading for this check).
+    WholeTest,
+}
+
+impl Confidence {
+    pub fn words(self) -> &'static str {
+        match self {
+            Confidence::Clear => "clear",
+            Confidence::Marginal => "marginal",
+            Confidence::WholeTest => "whole-test counters",
+        }
+    }
 }
 
 use crate::observation::BitsPerSecond;

@@ -365,6 +365,7 @@ mod tests {
                 end: None,
                 line: verdict.replace('-', " "),
                 also: vec![],
+                evidence: None,
             }),
             ..Default::default()
         });
