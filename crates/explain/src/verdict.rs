@@ -1367,8 +1367,13 @@ fn counters_of(id: &str) -> &'static [&'static str] {
         "the workers' CPUs",
     ];
     match id {
+        // this end's own results message stalled (`Measured::control_stall`)
+        "mtu-blackhole-stall" => &[
+            "the control connection's TCP_INFO (tcpi_unacked, tcpi_total_retrans, tcpi_snd_mss, tcpi_pmtu)",
+        ],
         "mtu-blackhole" | "peer-silent" => &[
-            "the control connection's TCP_INFO (tcpi_unacked, tcpi_total_retrans, tcpi_pmtu)",
+            "the peer's message never arriving (the wait)",
+            "the control connection's TCP_INFO (tcpi_pmtu, tcpi_unacked)",
             "the peer's MSS at connect",
             "bytes sent and received before the silence",
         ],
@@ -1497,8 +1502,13 @@ fn evidence(
         Some(a) if a.of > 0 => Confidence::Marginal,
         _ => Confidence::WholeTest,
     };
+    let key = if v.id == "mtu-blackhole" && m.peer_silent.is_none() {
+        "mtu-blackhole-stall"
+    } else {
+        v.id.as_str()
+    };
     Evidence {
-        counters: counters_of(&v.id).iter().map(|c| c.to_string()).collect(),
+        counters: counters_of(key).iter().map(|c| c.to_string()).collect(),
         intervals,
         confidence,
     }
@@ -2479,6 +2489,9 @@ mod tests {
         };
         let v = verdict_of(&test(idle_sender(), quiet), &m);
         assert_eq!(v.id, "mtu-blackhole");
+        let e = v.evidence.clone().unwrap();
+        assert_eq!(e.counters.len(), 1);
+        assert!(e.counters[0].contains("tcpi_snd_mss"), "{e:?}");
         assert!(
             v.line.starts_with("MTU black hole: the control connection's results message (1 un-acked segment(s) of MSS 8948, path MTU 9000) got no acknowledgement in 4.1 s and 5 retransmits"),
             "{}",
@@ -2605,10 +2618,10 @@ mod tests {
         let v = verdict_of(&TestObservation::local_only(quiet, "absent"), &m);
         let e = v.evidence.clone().unwrap();
         assert_eq!((e.intervals, e.confidence), (None, Confidence::WholeTest));
-        assert!(e.counters[0].contains("tcpi_pmtu"), "{e:?}");
+        assert!(e.counters[1].contains("tcpi_pmtu"), "{e:?}");
         assert_eq!(
             wirespeed_report::where_ran::evidence_line(&e),
-            "evidence: whole-test counters (no per-interval reading); read: the control connection's TCP_INFO (tcpi_unacked, tcpi_total_retrans, tcpi_pmtu), the peer's MSS at connect, bytes sent and received before the silence"
+            "evidence: whole-test counters (no per-interval reading); read: the peer's message never arriving (the wait), the control connection's TCP_INFO (tcpi_pmtu, tcpi_unacked), the peer's MSS at connect, bytes sent and received before the silence"
         );
         // the verdict's JSON carries it under `evidence`
         let j = serde_json::to_value(&v).unwrap();
