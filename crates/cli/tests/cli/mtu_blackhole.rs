@@ -314,15 +314,19 @@ fn the_servers_results_lost_toward_the_client_are_an_mtu_blackhole_not_a_bare_ti
         eprintln!("server:\n{s}");
         assert!(s.contains("Verdict: MTU black hole"), "{s}");
     }
-    // reverse, -J: the document is intact and its verdict names it; its error keeps iperf3's
-    // words
-    {
+    // reverse and both directions, -J: the document is intact and its verdict names it; its
+    // error keeps iperf3's words
+    for dir in ["-R", "--bidir"] {
         let net = Net::up(Toward::Client);
         let _srv = Server::start(&net.ns("b"));
-        let o = client(&net, &["-R", "-J"]);
-        assert_eq!(o.status.code(), Some(1), "iperf3's JSON failure code");
+        let o = client(&net, &[dir, "-J"]);
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{dir}: iperf3's JSON failure code"
+        );
         let (j, id) = json_verdict(&o);
-        eprintln!("-R -J: {}\n{}", j["error"], j["wirespeed"]["verdict"]);
+        eprintln!("{dir} -J: {}\n{}", j["error"], j["wirespeed"]["verdict"]);
         assert_eq!(id, "mtu-blackhole", "{}", j["wirespeed"]["verdict"]);
         assert!(
             j["error"]
