@@ -617,6 +617,14 @@ impl Run<'_> {
         let Some(m) = self.m.as_mut() else {
             return;
         };
+        if phase == SilentPhase::Data {
+            // the receivers are quiet already: joining them is quick, and gives the workers'
+            // CPUs to the observation
+            m.data_mut().finish_receivers(Drain::UntilQuiet {
+                quiet: Duration::from_millis(100),
+                max: Duration::from_secs(1),
+            });
+        }
         let bytes = m.data().measured_bytes();
         let info = ctrl.tcp_info();
         m.observer_mut().note_silent(crate::stall::peer_silent(

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
+use wirespeed_model::verdict::SilentPhase;
 use wirespeed_protocol::{
     Cookie, Decline, Direction, Failure, ServerEvent, ServerSession, TestParams, TestResults,
     Transport,
@@ -841,7 +842,7 @@ impl<'a> ServerTest<'a> {
                             &self.m,
                             &client_results,
                         ) {
-                            self.went_silent(w, reporter);
+                            self.went_silent(SilentPhase::Results, w, reporter);
                         }
                         return Err(TestError::Client(f));
                     }
@@ -875,6 +876,20 @@ impl<'a> ServerTest<'a> {
                         detail: e.to_string(),
                     });
                     let _ = self.flush();
+                    // The client's data stopped (--rcv-timeout): this end's report with its
+                    // end and the verdict on the silence, as the client does.
+                    if let TestError::Idle {
+                        what: "data received",
+                        secs,
+                        ..
+                    } = &e
+                    {
+                        self.went_silent(
+                            SilentPhase::Data,
+                            Duration::from_secs_f64(*secs),
+                            reporter,
+                        );
+                    }
                     return Err(e);
                 }
             }
@@ -916,9 +931,24 @@ impl<'a> ServerTest<'a> {
         }
     }
 
-    /// The client went silent in the results exchange: note what this end knows (for the
-    /// verdict: `mtu-blackhole` or `peer-silent`) and build its report with its end.
-    fn went_silent(&mut self, waited: Duration, reporter: &mut dyn Reporter) {
+    /// The client went silent (its data stopped, or its results never came): note what this
+    /// end knows (for the verdict: `mtu-blackhole` or `peer-silent`) and build its report with
+    /// its end.
+    fn went_silent(&mut self, phase: SilentPhase, waited: Duration, reporter: &mut dyn Reporter) {
+        if phase == SilentPhase::Data {
+            // the data phase ends here: stop sending, close the last interval (once)
+            // the receivers are quiet already: joining them is quick, and gives the workers'
+            // CPUs to the observation
+            if let Some(d) = self.m.as_mut().map(Measurement::data_mut) {
+                d.stop_senders();
+                d.finish_receivers(Drain::UntilQuiet {
+                    quiet: Duration::from_millis(100),
+                    max: Duration::from_secs(1),
+                });
+            }
+            let now = self.now();
+            self.final_tick(reporter, now);
+        }
         let Some(m) = self.m.as_mut() else {
             return;
         };
@@ -926,7 +956,7 @@ impl<'a> ServerTest<'a> {
         let info = self.ctrl.tcp_info();
         m.observer_mut().note_silent(crate::stall::peer_silent(
             wirespeed_model::verdict::End::Client,
-            wirespeed_model::verdict::SilentPhase::Results,
+            phase,
             waited,
             bytes,
             self.peer_mss,
