@@ -450,6 +450,7 @@ mod tests {
             end: Some("receiver".into()),
             line: line.into(),
             also: vec![],
+            evidence: None,
         }
     }
 

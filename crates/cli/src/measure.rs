@@ -1055,8 +1055,39 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
     if let Some(h) = server {
         let _ = h.stop();
     }
-    // The reporter printed the report, partial or not, with its error.
-    let r = r.map_err(exit::engine_reported)?;
+    // The reporter printed the report, partial or not, with its error; a partial report that
+    // got its end (the server went silent after the data phase) gets where the work ran and
+    // the verdict on the silence too.
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => {
+            let partial = rep
+                .take_failed()
+                .filter(|p| p.wirespeed.as_ref().is_some_and(|x| x.verdict.is_some()));
+            if let (Some(p), Format::Text, false) = (partial, format, strict) {
+                if let Ok(mut w) = out.lock() {
+                    let _ = crate::explain::write_where(&mut **w, &p);
+                    let _ = w.flush();
+                }
+                // A silent server: the one error line names the verdict on it too (`-J` keeps
+                // iperf3's words in `error`; the verdict is under `wirespeed`).
+                let silent = p
+                    .wirespeed
+                    .as_ref()
+                    .and_then(|x| x.verdict.as_ref())
+                    .filter(|v| matches!(v.id.as_str(), "mtu-blackhole" | "peer-silent"));
+                if let Some(v) = silent {
+                    let mut f = exit::Fail::new(
+                        exit::engine_code(&e),
+                        format!("{e}: {} (see the verdict)", v.id),
+                    );
+                    f.reported = true;
+                    return Err(anyhow::Error::new(f));
+                }
+            }
+            return Err(exit::engine_reported(e));
+        }
+    };
     if format == Format::JsonStream && a.out.iperf3.json_stream_full_output {
         // iperf3: the whole -J document after the stream's "end" event.
         if let Ok(mut w) = out.lock() {

@@ -239,6 +239,7 @@ pub fn end_sections(b: &ResultBuilder, side: &EndSide<'_>) -> (End, WirespeedExt
     let udp = side.data.is_some_and(DataPhase::is_udp);
     let mut measured = crate::observe::measured(udp, &rep.end, b.intervals(), side.observer.mss());
     measured.control_stall = side.observer.stall().cloned();
+    measured.peer_silent = side.observer.silent().cloned();
     measured.target_bps = side.target_bps;
     measured.rate_bps = side.rate_bps;
     let zero_copy = |p: &Option<String>| {

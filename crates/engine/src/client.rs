@@ -22,9 +22,11 @@ use crate::measurement::{self, LocalPaths, Measurement, Whence};
 use crate::net::{self, Ctrl, Family, ReadOutcome};
 use crate::output::Reporter;
 use crate::placement::Placement;
+pub use crate::stall::{control_stalled, STALL_AFTER, STALL_RETRANSMITS};
 use crate::usage::CpuPercent;
 use crate::EngineError;
 use wirespeed_host::CpuSet;
+use wirespeed_model::verdict::{End, SilentPhase};
 
 pub use crate::measurement::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_BLOCK};
 
@@ -381,6 +383,9 @@ struct Run<'a> {
     interrupted: bool,
     /// What this end's streams had received when that count last moved (`--rcv-timeout`).
     received: (u64, Instant),
+    /// The server went silent after the data phase began (its data or its results never
+    /// came): the report's `end` comes from this end's counts, with the verdict on the silence.
+    stalled: bool,
 }
 
 impl Run<'_> {
@@ -390,7 +395,11 @@ impl Run<'_> {
 
     /// iperf3's client receive timeout: while the test runs (until this end sends
     /// `TEST_END`) and this end receives, no new data for `--rcv-timeout` ends it.
-    fn check_receiving(&mut self) -> Result<(), EngineError> {
+    fn check_receiving(
+        &mut self,
+        ctrl: &Ctrl,
+        reporter: &mut dyn Reporter,
+    ) -> Result<(), EngineError> {
         let (Some(limit), Some(m), false) = (self.cfg.rcv_timeout, &self.m, self.ended) else {
             return Ok(());
         };
@@ -406,6 +415,7 @@ impl Run<'_> {
         }
         let quiet = now.duration_since(self.received.1);
         if quiet > limit {
+            self.went_silent(SilentPhase::Data, quiet, ctrl, reporter);
             return Err(EngineError::Peer(rcv_timeout_message(quiet, limit)));
         }
         Ok(())
@@ -597,6 +607,47 @@ impl Run<'_> {
             return;
         }
         self.interrupted = true;
+        self.stop_here(reporter);
+    }
+
+    /// The server went silent in `phase` after the data phase began: note what this end knows
+    /// (for the verdict: `mtu-blackhole` or `peer-silent`) and end here with this end's counts,
+    /// as an interrupted test does.
+    fn went_silent(
+        &mut self,
+        phase: SilentPhase,
+        waited: Duration,
+        ctrl: &Ctrl,
+        reporter: &mut dyn Reporter,
+    ) {
+        let Some(m) = self.m.as_mut() else {
+            return;
+        };
+        if phase == SilentPhase::Data {
+            // the receivers are quiet already: joining them is quick, and gives the workers'
+            // CPUs to the observation
+            m.data_mut().finish_receivers(Drain::UntilQuiet {
+                quiet: Duration::from_millis(100),
+                max: Duration::from_secs(1),
+            });
+        }
+        let bytes = m.data().measured_bytes();
+        let info = ctrl.tcp_info();
+        m.observer_mut().note_silent(crate::stall::peer_silent(
+            End::Server,
+            phase,
+            waited,
+            bytes,
+            self.tcp_mss_default,
+            self.results_sent.is_some(),
+            info.as_ref(),
+        ));
+        self.stalled = true;
+        self.stop_here(reporter);
+    }
+
+    /// Stop sending, close the last interval now (once) and count what this end measured.
+    fn stop_here(&mut self, reporter: &mut dyn Reporter) {
         if let Some(d) = self.m.as_mut().map(Measurement::data_mut) {
             d.stop_senders();
         }
@@ -653,7 +704,7 @@ impl Run<'_> {
         let measured = self.measured();
         if let Some(m) = &mut self.m {
             let peer = self.peer_results.as_ref();
-            if r.error.is_none() || self.interrupted {
+            if r.error.is_none() || self.interrupted || self.stalled {
                 let (end, ext) = assemble::end_sections(
                     m.builder(),
                     &assemble::EndSide {
@@ -779,6 +830,7 @@ pub fn run_client(
         end_decided: None,
         interrupted: false,
         received: (0, Instant::now()),
+        stalled: false,
     };
     if let Some(a) = &cfg.auth {
         match a.token(unix_now()) {
@@ -798,6 +850,10 @@ pub fn run_client(
     }
     let params = run.params.clone();
     let mut timeouts = cfg.timeouts;
+    // The wait for the server's results is receiving too: a shorter --rcv-timeout bounds it.
+    if let Some(t) = cfg.rcv_timeout {
+        timeouts.results = timeouts.results.min(t.max(Duration::from_millis(100)));
+    }
     if let Some(t) = cfg.connect_timeout {
         timeouts.setup = timeouts.setup.min(t.max(Duration::from_millis(100)));
     }
@@ -915,6 +971,24 @@ fn drive(
                     return Err(EngineError::Peer("the server terminated the test".into()))
                 }
                 ClientEvent::Failed(f) => {
+                    // The server's results never came although this end's went out: end with
+                    // this end's report and the verdict on the silence, not a bare timeout.
+                    // (The server may close first: it ends when its own results stall.)
+                    if sess.phase_before_failure() == Some(ClientPhase::AwaitPeerResults)
+                        && run.peer_results.is_none()
+                    {
+                        let waited = match &f {
+                            Failure::Timeout { after, .. } => Some(*after),
+                            Failure::Closed { .. } => Some(
+                                run.now()
+                                    .saturating_sub(run.results_sent.map_or(run.now(), |s| s.0)),
+                            ),
+                            Failure::Protocol { .. } => None,
+                        };
+                        if let Some(w) = waited {
+                            run.went_silent(SilentPhase::Results, w, ctrl, reporter);
+                        }
+                    }
                     return Err(match f {
                         Failure::Closed { .. } | Failure::Timeout { .. }
                             if sess.phase_before_failure()
@@ -928,7 +1002,7 @@ fn drive(
                             }
                         }
                         _ => failure_error(&f),
-                    })
+                    });
                 }
             }
         }
@@ -1004,7 +1078,7 @@ fn drive(
             ReadOutcome::Timeout => {}
         }
         sess.handle_timeout(run.now());
-        run.check_receiving()?;
+        run.check_receiving(ctrl, reporter)?;
 
         // An MTU black hole: the results message (large) makes no progress while the small
         // messages before it got through. End the test with this end's report instead of
@@ -1018,60 +1092,5 @@ fn drive(
                 return Ok(());
             }
         }
-    }
-}
-
-/// How long a sent results message may go un-acknowledged, and with how many retransmits,
-/// before the control connection counts as black-holed.
-pub const STALL_AFTER: Duration = Duration::from_secs(4);
-pub const STALL_RETRANSMITS: u32 = 3;
-
-/// The black-hole check on the control connection's `TCP_INFO`: a message sent at `sent`
-/// (when the connection had retransmitted `retrans_then` segments) is still un-acknowledged
-/// after [`STALL_AFTER`] and [`STALL_RETRANSMITS`] retransmits.
-pub fn control_stalled(
-    sent: Duration,
-    now: Duration,
-    retrans_then: u32,
-    info: &dp::tcp::TcpInfo,
-) -> Option<wirespeed_model::verdict::ControlStall> {
-    let waited = now.saturating_sub(sent);
-    let retransmits = info.retransmits_total.saturating_sub(retrans_then);
-    (waited >= STALL_AFTER && info.unacked > 0 && retransmits >= STALL_RETRANSMITS).then_some(
-        wirespeed_model::verdict::ControlStall {
-            seconds: waited.as_secs_f64(),
-            unacked: info.unacked,
-            retransmits,
-            mss: info.snd_mss,
-            pmtu: info.pmtu,
-        },
-    )
-}
-
-#[cfg(test)]
-mod stall_tests {
-    use super::*;
-
-    #[test]
-    fn a_results_message_unacked_after_retransmits_is_a_stall() {
-        let info = |unacked, retrans| dp::tcp::TcpInfo {
-            unacked,
-            retransmits_total: retrans,
-            snd_mss: 8948,
-            pmtu: 9000,
-            ..Default::default()
-        };
-        let s = Duration::from_secs(10);
-        // 4.5 s, 5 retransmits since the message, one segment un-acked
-        let st = control_stalled(s, s + Duration::from_millis(4500), 2, &info(1, 7)).unwrap();
-        assert_eq!(
-            (st.unacked, st.retransmits, st.mss, st.pmtu),
-            (1, 5, 8948, 9000)
-        );
-        assert!((st.seconds - 4.5).abs() < 1e-9);
-        // too early, too few retransmits, or everything acknowledged: no stall
-        assert!(control_stalled(s, s + Duration::from_secs(2), 2, &info(1, 7)).is_none());
-        assert!(control_stalled(s, s + Duration::from_secs(5), 2, &info(1, 4)).is_none());
-        assert!(control_stalled(s, s + Duration::from_secs(5), 2, &info(0, 7)).is_none());
     }
 }

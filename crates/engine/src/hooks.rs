@@ -38,9 +38,9 @@ pub trait Observe: Send + Sync {
     /// UDP loss: whatever this end's report knows).
     fn verdict(&self, test: &TestObservation, measured: &Measured) -> Verdict;
 
-    /// The path model's ceiling for what the test measured (TCP with RTT and retransmits);
-    /// `None` by default.
-    fn ceiling(&self, _measured: &Measured) -> Option<PathCeiling> {
+    /// The path model's ceiling for what the test measured, where it informs the verdict
+    /// (TCP whose loss bound the rate); `None` by default.
+    fn ceiling(&self, _test: &TestObservation, _measured: &Measured) -> Option<PathCeiling> {
         None
     }
 

@@ -31,6 +31,7 @@ pub mod observe;
 pub mod output;
 pub mod placement;
 pub mod server;
+pub mod stall;
 pub mod sysinfo;
 pub mod timeline;
 pub mod tune;

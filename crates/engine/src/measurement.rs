@@ -729,6 +729,7 @@ mod tests {
                     m.throughput.map(|b| b.0.round())
                 ),
                 also: vec![],
+                evidence: None,
             }
         }
     }

@@ -15,7 +15,7 @@ use wirespeed_datapath::tcp::TcpInfo;
 use wirespeed_model::observation::{
     BitsPerSecond, EndObservation, IntervalObservation, Role, TcpLimits, WorkerRun,
 };
-use wirespeed_model::verdict::{ControlStall, Measured};
+use wirespeed_model::verdict::{ControlStall, Measured, PeerSilent};
 use wirespeed_model::{TestObservation, Worker};
 use wirespeed_protocol::{Direction, ResultsExt};
 use wirespeed_report::WirespeedExt;
@@ -117,6 +117,12 @@ pub fn measured(udp: bool, end: &End, intervals: &[Interval], mss: Option<u32>) 
         mss: if udp { None } else { mss.filter(|m| *m > 0) },
         rtt_us,
         control_stall: None,
+        peer_silent: None,
+        congestion: if udp {
+            None
+        } else {
+            end.sender_tcp_congestion.clone()
+        },
         target_bps: None,
         udp_lost: if udp {
             end.sum_received
@@ -139,6 +145,8 @@ pub struct TestObserver {
     mss: Option<u32>,
     /// The control connection stalled on the results message.
     stall: Option<ControlStall>,
+    /// The peer went silent after the test began.
+    silent: Option<PeerSilent>,
 }
 
 impl std::fmt::Debug for TestObserver {
@@ -166,6 +174,7 @@ impl TestObserver {
             end: None,
             mss: None,
             stall: None,
+            silent: None,
         }
     }
 
@@ -219,6 +228,16 @@ impl TestObserver {
         self.stall = Some(stall);
     }
 
+    /// The peer went silent after the test began (see [`crate::stall::peer_silent`]).
+    pub fn note_silent(&mut self, silent: PeerSilent) {
+        self.silent = Some(silent);
+    }
+
+    /// The silent peer noted, if any.
+    pub fn silent(&self) -> Option<&PeerSilent> {
+        self.silent.as_ref()
+    }
+
     /// The stall noted, if any.
     pub fn stall(&self) -> Option<&ControlStall> {
         self.stall.as_ref()
@@ -244,9 +263,6 @@ impl TestObserver {
     /// [`measured`]), and store both in the report. The client and the server each do it for
     /// their own report.
     pub fn attach(&self, ext: &mut WirespeedExt, peer: Option<&ResultsExt>, measured: &Measured) {
-        if let Some(h) = &self.hook {
-            ext.ceiling = h.0.ceiling(measured);
-        }
         let (Some(local), Some(hook)) = (self.end.clone(), &self.hook) else {
             return;
         };
@@ -261,6 +277,14 @@ impl TestObserver {
             TestObservation::local_only(
                 local,
                 "its results never arrived (the control connection stalled)",
+            )
+        } else if let (None, Some(s)) = (peer, &self.silent) {
+            TestObservation::local_only(
+                local,
+                format!(
+                    "its results never arrived (the peer went silent in the {} phase)",
+                    s.phase.words()
+                ),
             )
         } else {
             TestObservation::combine(local, remote, peer.is_some())
@@ -284,6 +308,7 @@ impl TestObserver {
             }
             c
         });
+        ext.ceiling = hook.0.ceiling(&test, measured);
         ext.observation = Some(test);
     }
 }
@@ -402,6 +427,7 @@ mod tests {
                     receiver.map(|b| b.0)
                 ),
                 also: vec![],
+                evidence: None,
             }
         }
     }

@@ -76,6 +76,9 @@ pub struct StandardReporter {
     strict: bool,
     /// `-T`: text lines prefixed with `TITLE:  `, as iperf3 does.
     title: Option<String>,
+    /// The last failed test's report (its `error` set), for the command line to add what it
+    /// prints after a report (where the work ran, the verdict).
+    failed: Option<TestResult>,
 }
 
 impl StandardReporter {
@@ -90,7 +93,13 @@ impl StandardReporter {
             print_where: false,
             strict: false,
             title: None,
+            failed: None,
         }
+    }
+
+    /// The report of the last failed test, once.
+    pub fn take_failed(&mut self) -> Option<TestResult> {
+        self.failed.take()
     }
 
     /// `-T TITLE` (text output): prefix the lines as iperf3 does.
@@ -207,6 +216,9 @@ impl Reporter for StandardReporter {
     }
 
     fn finish(&mut self, result: &TestResult) {
+        if result.error.is_some() {
+            self.failed = Some(result.clone());
+        }
         match self.format {
             Format::Text => {
                 let err = result.error.clone();

@@ -52,8 +52,8 @@ impl Observe for HostObserve {
         crate::verdict::verdict_of(test, measured)
     }
 
-    fn ceiling(&self, measured: &Measured) -> Option<PathCeiling> {
-        crate::verdict::ceiling(measured)
+    fn ceiling(&self, test: &TestObservation, measured: &Measured) -> Option<PathCeiling> {
+        crate::verdict::ceiling_for(test, measured)
     }
 
     fn cost(&self, test: &TestObservation, measured: &Measured) -> Option<wirespeed_model::Cost> {

@@ -35,5 +35,8 @@ pub use cpuset::{CpuId, CpuSet, CpuSetError};
 pub use irq::{MoveReport, QueueIrq};
 pub use observation::{EndObservation, RunningEnd, TestObservation};
 pub use topology::Topology;
-pub use verdict::{ControlStall, Measured, PathCeiling, Verdict};
+pub use verdict::{
+    Agreement, Confidence, ControlStall, End, Evidence, Measured, PathCeiling, PeerSilent,
+    SilentPhase, Verdict,
+};
 pub use worker::Worker;

@@ -16,6 +16,51 @@ pub struct Verdict {
     /// Further findings that also hold.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<String>,
+    /// What the verdict rests on: the counters it read and how many intervals agreed, so a
+    /// clear case can be told from a marginal one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
+}
+
+/// What a verdict rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The counters the deciding check read (`/proc/stat` per-CPU time, `TCP_INFO` fields, ...).
+    pub counters: Vec<String>,
+    /// The intervals in which the deciding condition held, of those judged; absent where the
+    /// check reads whole-test counters only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<Agreement>,
+    pub confidence: Confidence,
+}
+
+/// Intervals that agreed with the verdict, of those judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agreement {
+    pub agreed: u32,
+    pub of: u32,
+}
+
+/// How firmly the evidence holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Confidence {
+    /// At least three quarters of the judged intervals agreed.
+    Clear,
+    /// Fewer did: the condition came and went, or sat near its threshold.
+    Marginal,
+    /// Whole-test counters only (no per-interval reading for this check).
+    WholeTest,
+}
+
+impl Confidence {
+    pub fn words(self) -> &'static str {
+        match self {
+            Confidence::Clear => "clear",
+            Confidence::Marginal => "marginal",
+            Confidence::WholeTest => "whole-test counters",
+        }
+    }
 }
 
 use crate::observation::BitsPerSecond;
@@ -43,6 +88,12 @@ pub struct Measured {
     /// The control connection stalled on a large message (the engine ended the test instead
     /// of waiting for the peer's results).
     pub control_stall: Option<ControlStall>,
+    /// The peer went silent after the data phase began (its data or its results never came):
+    /// this end gave up waiting and ended the test with what it measured.
+    pub peer_silent: Option<PeerSilent>,
+    /// TCP: the sending end's congestion control algorithm (`cubic`, `bbr`, ...), when known:
+    /// the loss model describes loss-based algorithms only.
+    pub congestion: Option<String>,
     /// The rate the test asked for (`-b`, per stream, times the streams of one direction), bit/s;
     /// `None` when unlimited.
     pub target_bps: Option<f64>,
@@ -69,6 +120,81 @@ pub struct ControlStall {
     /// The connection's MSS and path MTU.
     pub mss: u32,
     pub pmtu: u32,
+}
+
+/// Which end of a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum End {
+    Client,
+    Server,
+}
+
+impl End {
+    pub fn word(self) -> &'static str {
+        match self {
+            End::Client => "client",
+            End::Server => "server",
+        }
+    }
+}
+
+/// What an end was waiting for from its peer when it gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SilentPhase {
+    /// The data phase: the streams brought nothing for the receive timeout.
+    Data,
+    /// The results exchange: the peer's results message never came.
+    Results,
+}
+
+impl SilentPhase {
+    pub fn words(self) -> &'static str {
+        match self {
+            SilentPhase::Data => "data",
+            SilentPhase::Results => "results",
+        }
+    }
+}
+
+/// A peer that went silent after the test began, as the waiting end saw it: what it waited
+/// for, what flowed before, and what it knows of the path toward the peer. Small messages got
+/// through (the test reached its data phase), so a large message that never comes points at
+/// frames the path drops (see `wirespeed_explain::verdict`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerSilent {
+    /// The silent end.
+    pub peer: End,
+    pub phase: SilentPhase,
+    /// Seconds this end waited.
+    pub seconds: f64,
+    /// Bytes this end sent and received in the data phase.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// The peer's MSS as this end's control connection had it when it opened: the peer's
+    /// advertised MSS (capped by this end's own MTU), the size of the peer's full segments.
+    pub peer_mss: Option<u32>,
+    /// This end's path MTU toward the peer when it gave up (`TCP_INFO` of the control
+    /// connection, lowered only by an ICMP "fragmentation needed" from the path).
+    pub pmtu: Option<u32>,
+    /// This end's own results message was acknowledged (the control connection had nothing
+    /// un-acknowledged): the path toward the peer carried it.
+    pub own_acked: bool,
+}
+
+/// IPv4 and TCP headers without options: a full segment of MSS `m` is a frame of `m + 40`.
+pub const TCP_IP_HEADERS: u32 = 40;
+
+impl PeerSilent {
+    /// The peer's full segments do not fit the path MTU this end learned toward it: the peer
+    /// can cross the path only if it learns the path MTU too (an ICMP "fragmentation needed"
+    /// that reaches it). `(segment frame, path MTU)` when so.
+    pub fn mtu_gap(&self) -> Option<(u32, u32)> {
+        let (mss, pmtu) = (self.peer_mss?, self.pmtu?);
+        let frame = mss + TCP_IP_HEADERS;
+        (frame > pmtu).then_some((frame, pmtu))
+    }
 }
 
 impl Measured {

@@ -368,6 +368,7 @@ mod tests {
                 end: None,
                 line: verdict.replace('-', " "),
                 also: vec![],
+                evidence: None,
             }),
             ..Default::default()
         });

@@ -182,11 +182,29 @@ pub fn write_test(
     }
     if let Some(v) = verdict {
         writeln!(w, "Verdict: {}", terminal(&v.line))?;
+        if let Some(e) = &v.evidence {
+            writeln!(w, "  {}", terminal(&evidence_line(e)))?;
+        }
         for a in &v.also {
             writeln!(w, "  also: {}", terminal(a))?;
         }
     }
     Ok(())
+}
+
+/// What a verdict rests on, in one line: `evidence: 4 of 4 intervals agreed (clear); read:
+/// /proc/stat per-CPU time, ...`.
+pub fn evidence_line(e: &wirespeed_model::Evidence) -> String {
+    let how = match e.intervals {
+        Some(a) => format!(
+            "{} of {} intervals agreed ({})",
+            a.agreed,
+            a.of,
+            e.confidence.words()
+        ),
+        None => format!("{} (no per-interval reading)", e.confidence.words()),
+    };
+    format!("evidence: {how}; read: {}", e.counters.join(", "))
 }
 
 /// Under a test's text summary: where the work ran (both ends' tables and the verdict) and, when

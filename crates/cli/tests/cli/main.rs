@@ -26,6 +26,7 @@ mod lab_cli;
 mod live;
 mod live_frames;
 mod measure_errors;
+mod mtu_blackhole;
 mod observe_cli;
 mod packaging;
 mod pictures;

@@ -397,11 +397,13 @@ fn cookie_arrived(ctx: &Ctx, p: Pending, cookie: Cookie) -> Option<Pending> {
         None => {
             tests.insert(cookie, None);
             drop(tests);
-            let mut sess = Box::new(ServerSession::new(
-                p.epoch.elapsed(),
-                cookie,
-                ctx.cfg.timeouts,
-            ));
+            // The wait for the client's results is receiving too: a shorter --rcv-timeout
+            // bounds it (as on the client).
+            let mut timeouts = ctx.cfg.timeouts;
+            timeouts.results = timeouts
+                .results
+                .min(ctx.cfg.rcv_timeout.max(Duration::from_millis(100)));
+            let mut sess = Box::new(ServerSession::new(p.epoch.elapsed(), cookie, timeouts));
             let mut stream = p.stream;
             if !send_now(&mut stream, &sess.take_transmit()) {
                 ctx.registry.lock().remove(&cookie);

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
+use wirespeed_model::verdict::SilentPhase;
 use wirespeed_protocol::{
     Cookie, Decline, Direction, Failure, ServerEvent, ServerSession, TestParams, TestResults,
     Transport,
@@ -254,7 +255,15 @@ pub(super) fn serve_test(
             } else {
                 ctx.stats.tests_failed.fetch_add(1, Ordering::Relaxed);
             }
-            let r = t.partial_result(msg);
+            // A client silent after the data phase: this end's report with its end and the
+            // verdict on the silence; otherwise what was measured so far.
+            let r = match t.result.take().filter(|_| t.silent) {
+                Some(mut r) => {
+                    r.error = Some(msg);
+                    r
+                }
+                None => t.partial_result(msg),
+            };
             reporter.finish(&r);
         }
     }
@@ -327,6 +336,12 @@ struct ServerTest<'a> {
     /// admission too).
     ctl_charged: u64,
     watch: Watch,
+    /// The client's MSS as the control connection had it when the test began (its advertised
+    /// MSS, capped by this end's MTU): the size of its full segments, for a silent client.
+    peer_mss: Option<u32>,
+    /// The client went silent after the data phase: `result` is this end's report with the
+    /// verdict on the silence, and the failure's words go into it.
+    silent: bool,
 }
 
 impl<'a> ServerTest<'a> {
@@ -342,7 +357,10 @@ impl<'a> ServerTest<'a> {
         // starts now and the session is told so through its deadlines only from here on
         // (nothing is armed while the server decides).
         let epoch = Instant::now();
+        let peer_mss = crate::net::mss_of(&stream);
         ServerTest {
+            peer_mss,
+            silent: false,
             ctx,
             ctrl: Ctrl::new(stream),
             peer,
@@ -766,6 +784,11 @@ impl<'a> ServerTest<'a> {
             }
         };
         let mut client_results: Option<TestResults> = None;
+        // When this end's results went out, and the control connection's retransmits then
+        // (the black-hole check, the client's own rule: `crate::stall`).
+        let mut results_sent: Option<(Duration, u32)> = None;
+        // When this end asked for the client's results (after the data phase).
+        let mut results_asked: Option<Duration> = None;
         loop {
             while let Some(ev) = self.sess.poll_event() {
                 match ev {
@@ -786,6 +809,7 @@ impl<'a> ServerTest<'a> {
                             TestError::Session(format!("cannot ask for results: {e}"))
                         })?;
                         self.flush()?;
+                        results_asked = Some(self.now());
                     }
                     ServerEvent::PeerResults(r) => {
                         if let Some(k) = &self.ctx.cfg.psk {
@@ -824,10 +848,11 @@ impl<'a> ServerTest<'a> {
                             .send_results(now, &local)
                             .map_err(|e| TestError::Session(format!("cannot send results: {e}")))?;
                         self.flush()?;
+                        let retrans = self.ctrl.tcp_info().map_or(0, |i| i.retransmits_total);
+                        results_sent = Some((self.now(), retrans));
                         self.result = Some(result);
                     }
                     ServerEvent::Finished => {
-                        let _ = client_results;
                         return Ok(());
                     }
                     ServerEvent::ClientTerminated => return Err(TestError::ClientTerminated),
@@ -836,7 +861,25 @@ impl<'a> ServerTest<'a> {
                             m.peer_live(*li);
                         }
                     }
-                    ServerEvent::Failed(f) => return Err(TestError::Client(f)),
+                    ServerEvent::Failed(f) => {
+                        // The client's results never came (it timed out, or it closed): end
+                        // with this end's report and the verdict on the silence.
+                        let waited = match &f {
+                            Failure::Timeout { after, .. } => Some(*after),
+                            Failure::Closed { .. } => {
+                                results_asked.map(|t| self.now().saturating_sub(t))
+                            }
+                            Failure::Protocol { .. } => None,
+                        };
+                        if let (Some(w), Some(_), None) = (
+                            waited.filter(|_| results_asked.is_some()),
+                            &self.m,
+                            &client_results,
+                        ) {
+                            self.went_silent(SilentPhase::Results, w, reporter);
+                        }
+                        return Err(TestError::Client(f));
+                    }
                     ServerEvent::Params(_) => {
                         return Err(TestError::Unexpected("parameters".into()))
                     }
@@ -867,6 +910,20 @@ impl<'a> ServerTest<'a> {
                         detail: e.to_string(),
                     });
                     let _ = self.flush();
+                    // The client's data stopped (--rcv-timeout): this end's report with its
+                    // end and the verdict on the silence, as the client does.
+                    if let TestError::Idle {
+                        what: "data received",
+                        secs,
+                        ..
+                    } = &e
+                    {
+                        self.went_silent(
+                            SilentPhase::Data,
+                            Duration::from_secs_f64(*secs),
+                            reporter,
+                        );
+                    }
                     return Err(e);
                 }
             }
@@ -884,9 +941,64 @@ impl<'a> ServerTest<'a> {
             if let Some(t) = self.m.as_ref().and_then(Measurement::next_event) {
                 wake = wake.min(t);
             }
+            if results_sent.is_some() {
+                wake = wake.min(now + Duration::from_millis(500));
+            }
             let dl = self.epoch + wake.max(now + Duration::from_millis(1));
             self.pump(dl)?;
+
+            // An MTU black hole toward the client: this end's results message (large) makes
+            // no progress while the small messages before it got through. End the test with
+            // this end's report, its verdict naming it, as the client does in the mirror case.
+            if let Some((sent, retrans)) = results_sent {
+                let now = self.now();
+                let stall = self
+                    .ctrl
+                    .tcp_info()
+                    .and_then(|i| crate::stall::control_stalled(sent, now, retrans, &i));
+                if let (Some(stall), Some(m)) = (stall, self.m.as_mut()) {
+                    m.observer_mut().note_stall(stall);
+                    self.result = Some(self.build_result(client_results.as_ref(), reporter));
+                    return Ok(());
+                }
+            }
         }
+    }
+
+    /// The client went silent (its data stopped, or its results never came): note what this
+    /// end knows (for the verdict: `mtu-blackhole` or `peer-silent`) and build its report with
+    /// its end.
+    fn went_silent(&mut self, phase: SilentPhase, waited: Duration, reporter: &mut dyn Reporter) {
+        if phase == SilentPhase::Data {
+            // the data phase ends here: stop sending, close the last interval (once)
+            // the receivers are quiet already: joining them is quick, and gives the workers'
+            // CPUs to the observation
+            if let Some(d) = self.m.as_mut().map(Measurement::data_mut) {
+                d.stop_senders();
+                d.finish_receivers(Drain::UntilQuiet {
+                    quiet: Duration::from_millis(100),
+                    max: Duration::from_secs(1),
+                });
+            }
+            let now = self.now();
+            self.final_tick(reporter, now);
+        }
+        let Some(m) = self.m.as_mut() else {
+            return;
+        };
+        let bytes = m.data().measured_bytes();
+        let info = self.ctrl.tcp_info();
+        m.observer_mut().note_silent(crate::stall::peer_silent(
+            wirespeed_model::verdict::End::Client,
+            phase,
+            waited,
+            bytes,
+            self.peer_mss,
+            false,
+            info.as_ref(),
+        ));
+        self.result = Some(self.build_result(None, reporter));
+        self.silent = true;
     }
 
     fn local_results(
