@@ -124,6 +124,13 @@ pub fn measured(udp: bool, end: &End, intervals: &[Interval], mss: Option<u32>) 
             end.sender_tcp_congestion.clone()
         },
         target_bps: None,
+        udp_sent: if udp {
+            end.sum_sent
+                .as_ref()
+                .and_then(|s| u64::try_from(s.packets?).ok())
+        } else {
+            None
+        },
         udp_lost: if udp {
             end.sum_received
                 .as_ref()

@@ -150,6 +150,7 @@ pub const IDS: &[&str] = &[
     "mtu-mismatch",
     "same-host",
     "udp-receiver-cpu-bound",
+    "udp-foreign-datagrams",
     "udp-path-loss",
     "at-target-rate",
     "loss-limited",
@@ -246,6 +247,11 @@ pub fn measured_from_report(doc: &serde_json::Value) -> Measured {
         peer_silent: None,
         udp_lost: if udp {
             lost(received).or_else(|| lost(&end["sum"]))
+        } else {
+            None
+        },
+        udp_sent: if udp {
+            end["sum_sent"]["packets"].as_u64()
         } else {
             None
         },
@@ -1120,8 +1126,26 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
         cpu_candidates(e, th, &mut cands);
     }
 
-    // 2c. UDP loss.
-    if let (true, Some((lost, total))) = (m.udp, m.udp_lost) {
+    // 2c. UDP loss — unless the receiver saw sequence numbers the sender never sent: iperf3's
+    // datagram header carries no authentication, so datagrams forged with the client's address
+    // and port (or a stray sender's) count as this test's, and a far-ahead sequence number
+    // makes everything below it "lost". Then the loss is not the path's.
+    let forged = match (m.udp, m.udp_lost, m.udp_sent) {
+        (true, Some((_, expected)), Some(sent)) if expected > sent => {
+            found.push(Verdict {
+                id: "udp-foreign-datagrams".into(),
+                end: Some("receiver".into()),
+                line: format!(
+                    "the receiver saw UDP sequence numbers up to {expected}, but the sender sent {sent} datagrams: datagrams that were not this test's sender's reached it (forged with the client's address and port, or a stray sender), so its loss count is not the path's — iperf3's UDP header has no authentication (docs/measure.md)"
+                ),
+                also: Vec::new(),
+                evidence: None,
+            });
+            true
+        }
+        _ => false,
+    };
+    if let (true, false, Some((lost, total))) = (m.udp, forged, m.udp_lost) {
         let share = if total > 0 {
             lost as f64 * 100.0 / total as f64
         } else {
@@ -1410,6 +1434,10 @@ fn counters_of(id: &str) -> &'static [&'static str] {
             "datagrams lost (the receiver's count)",
             "/proc/stat per-CPU time",
             "/proc/net/snmp Udp RcvbufErrors",
+        ],
+        "udp-foreign-datagrams" => &[
+            "the receiver's highest UDP sequence number",
+            "the sender's own count of datagrams sent",
         ],
         "udp-path-loss" => &[
             "datagrams lost (the receiver's count)",
@@ -2312,6 +2340,34 @@ mod tests {
     }
 
     #[test]
+    fn sequence_numbers_past_what_the_sender_sent_are_not_the_paths_loss() {
+        // 4 forged datagrams with sequence 2^32 - 1 after a real test of 1000 datagrams
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 40.0, 0.0, 60.0, 0, 0)]);
+        let forged = Measured {
+            udp_lost: Some((4_294_966_295, 4_294_967_295)),
+            udp_sent: Some(1000),
+            ..udp(0)
+        };
+        let v = verdict_of(&test(idle_sender(), r.clone()), &forged);
+        assert_eq!(v.id, "udp-foreign-datagrams");
+        assert!(
+            v.line
+                .contains("up to 4294967295, but the sender sent 1000"),
+            "{}",
+            v.line
+        );
+        // a real loss with the sender's count known is still the path's
+        let real = Measured {
+            udp_sent: Some(1_000_000),
+            ..udp(250_000)
+        };
+        assert_eq!(
+            verdict_of(&test(idle_sender(), r), &real).id,
+            "udp-path-loss"
+        );
+    }
+
+    #[test]
     fn udp_loss_is_explained_by_the_receiver_or_the_path() {
         let r = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
         let v = verdict_of(&test(idle_sender(), r), &udp(250_000));
@@ -2441,6 +2497,7 @@ mod tests {
                 mss: Some(1448),
                 rtt_us: Some((828, 5500, 26288)),
                 udp_lost: None,
+                udp_sent: None,
                 control_stall: None,
                 peer_silent: None,
                 congestion: None,

@@ -83,8 +83,13 @@ pub struct Measured {
     pub mss: Option<u32>,
     /// TCP: the sender's smoothed RTT, µs: smallest, mean and largest seen.
     pub rtt_us: Option<(u64, u64, u64)>,
-    /// UDP: datagrams lost and sent, as the receiver counted them.
+    /// UDP: datagrams lost and sent, as the receiver counted them (sent = the highest sequence
+    /// number it saw).
     pub udp_lost: Option<(u64, u64)>,
+    /// UDP: datagrams the sender itself counted sending, when its report is known: the
+    /// receiver's sequence numbers can never go past it (a datagram that does was not this
+    /// test's sender's).
+    pub udp_sent: Option<u64>,
     /// The control connection stalled on a large message (the engine ended the test instead
     /// of waiting for the peer's results).
     pub control_stall: Option<ControlStall>,
