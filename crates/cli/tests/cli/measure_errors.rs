@@ -186,6 +186,66 @@ fn server_limits_are_reported_to_the_client() {
     }
 }
 
+/// iperf3 clients whose parameters a wirespeed server cannot take get iperf3's own error
+/// (`SERVER_ERROR` with the number its client prints as a sentence), and the server logs one
+/// line for each refusal.
+#[test]
+fn iperf3_clients_are_told_why_they_are_refused() {
+    if !have_iperf3("iperf3 clients refused by a wirespeed server") {
+        return;
+    }
+    let (srv, port) = start_server(&["-i", "0", "--max-streams-per-address", "2"]);
+    for (args, said) in [
+        // iperf3 3.12 sends these as they are; the server cannot run them.
+        (
+            &["-P", "0"][..],
+            "unable to receive parameters from client: Invalid argument",
+        ),
+        // IEDURATION: "test duration too long (maximum = 86400 seconds)" in 3.12, "test
+        // duration valid values are 0 to 86400 seconds" in later versions.
+        (&["-t", "-1"][..], "test duration "),
+        // Over a per-address limit: iperf3's words for too many streams.
+        (
+            &["-P", "3", "-t", "1"][..],
+            "number of parallel streams too large",
+        ),
+    ] {
+        let o = run(&mut client_cmd(Side::Iperf3, port, args), HANG);
+        let text = text_of(&o);
+        assert!(!o.status.success(), "iperf3 {args:?}: {text}");
+        assert!(
+            text.contains(&format!("iperf3: error - {said}")),
+            "iperf3 {args:?} said: {text}"
+        );
+        assert!(
+            !text.contains("closed unexpectedly"),
+            "iperf3 {args:?}: {text}"
+        );
+    }
+    // A wirespeed client over the same limit is told which server option raises it.
+    let o = client(port, &["-P", "3", "-t", "1"]);
+    assert_fails(
+        &o,
+        REFUSED,
+        "raise it with the server's --max-streams-per-address",
+        "-P 3 over --max-streams-per-address 2",
+    );
+    let out = srv.wait_output(Duration::ZERO);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let refused: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("refused 127.0.0.1"))
+        .collect();
+    assert_eq!(refused.len(), 4, "one line per refusal: {log}");
+    assert!(refused[0].contains("\"parallel\""), "{log}");
+    assert!(refused[1].contains("\"time\""), "{log}");
+    assert!(
+        refused[2].contains("--max-streams-per-address")
+            && refused[3].contains("--max-streams-per-address"),
+        "{log}"
+    );
+}
+
 #[test]
 fn busy_server_refuses_with_access_denied() {
     let (_srv, port) = start_server(&["--max-tests", "1", "-i", "0"]);
