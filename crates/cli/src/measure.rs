@@ -37,6 +37,37 @@ fn size(s: &str) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
+/// The ranges of the limits and timeouts a user sets (checked when the command line is read,
+/// so that no later `Duration` or sum built from them can overflow). iperf3's ranges where
+/// iperf3 has the option.
+pub mod limit {
+    /// One day in milliseconds: iperf3's bound for its timeouts (`MAX_TIME` × 1000).
+    pub const DAY_MS: u64 = 86_400_000;
+    /// One day in seconds: iperf3's longest test.
+    pub const DAY_S: u64 = 86_400;
+    /// Stream and connection counts: what the test parameters allow (2^20).
+    pub const COUNT: u64 = 1 << 20;
+
+    /// A whole number in `LO..=HI` (`--handshake-timeout`: `u64_in::<1, 3600>`).
+    pub fn u64_in<const LO: u64, const HI: u64>(s: &str) -> Result<u64, String> {
+        s.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|v| (LO..=HI).contains(v))
+            .ok_or_else(|| format!("a whole number from {LO} to {HI}"))
+    }
+
+    /// [`u64_in`] for a `u32`.
+    pub fn u32_in<const LO: u64, const HI: u64>(s: &str) -> Result<u32, String> {
+        u64_in::<LO, HI>(s).map(|v| v as u32)
+    }
+
+    /// [`u64_in`] for a `usize`.
+    pub fn usize_in<const LO: u64, const HI: u64>(s: &str) -> Result<usize, String> {
+        u64_in::<LO, HI>(s).map(|v| v as usize)
+    }
+}
+
 /// A CPU list argument (`6-11`, `0,2,4`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuList(pub CpuSet);
@@ -54,8 +85,10 @@ fn bitrate_limit(s: &str) -> Result<(u64, u64), String> {
             r,
             t.parse::<u64>()
                 .ok()
-                .filter(|&t| t > 0)
-                .ok_or_else(|| format!("{t:?}: the averaging interval is whole seconds above 0"))?,
+                .filter(|t| (1..=3600).contains(t))
+                .ok_or_else(|| {
+                    format!("{t:?}: the averaging interval is whole seconds from 1 to 3600")
+                })?,
         ),
         None => (s, 5),
     };
@@ -311,7 +344,7 @@ pub struct ClientArgs {
     pub loopback: bool,
     /// Run the test N times, then min / median / max / spread and the modes with the placement
     /// each mode's runs share (docs/explain.md).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = limit::u32_in::<1, 1000>)]
     pub repeat: Option<u32>,
     /// Server port; several (`-p 5201,5202`) run one test per port at once and sum them.
     #[arg(
@@ -369,7 +402,7 @@ pub struct ClientArgs {
     pub skip_rx_copy: bool,
     /// Milliseconds without data before a test this end receives (-R, --bidir) is ended:
     /// "idle timeout for receiving data" (iperf3's --rcv-timeout; default 120000).
-    #[arg(long = "rcv-timeout", value_name = "MS")]
+    #[arg(long = "rcv-timeout", value_name = "MS", value_parser = limit::u64_in::<100, { limit::DAY_MS }>)]
     pub rcv_timeout: Option<u64>,
     /// IPv4 only.
     #[arg(short = '4', long = "version4", conflicts_with = "v6")]
@@ -378,7 +411,7 @@ pub struct ClientArgs {
     #[arg(short = '6', long = "version6")]
     pub v6: bool,
     /// Milliseconds to wait for the control connection.
-    #[arg(long = "connect-timeout", value_name = "MS")]
+    #[arg(long = "connect-timeout", value_name = "MS", value_parser = limit::u64_in::<1, { limit::DAY_MS }>)]
     pub connect_timeout: Option<u64>,
     /// Fixed source port of the data connections (stream k uses PORT+k).
     #[arg(long = "cport")]
@@ -457,7 +490,7 @@ pub struct ClientArgs {
     pub dont_fragment: bool,
     /// Milliseconds sent data may stay unacknowledged before the connection is dropped
     /// (TCP_USER_TIMEOUT on the data connections).
-    #[arg(long = "snd-timeout", value_name = "MS")]
+    #[arg(long = "snd-timeout", value_name = "MS", value_parser = limit::u64_in::<0, { limit::DAY_MS }>)]
     pub snd_timeout: Option<u64>,
     /// TCP keepalive on the control connection: `--cntl-ka` or `--cntl-ka=IDLE/INTERVAL/COUNT`
     /// (seconds, seconds, probes; each part optional).
@@ -490,32 +523,33 @@ pub struct ClientArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServerGuardArgs {
     /// Tests that may run at the same time.
-    #[arg(long = "max-tests", default_value_t = 64)]
+    #[arg(long = "max-tests", default_value_t = 64, value_parser = limit::usize_in::<1, { limit::COUNT }>)]
     pub max_tests: usize,
     /// Streams (-P) one test may ask for.
-    #[arg(long = "max-streams", default_value_t = 4096)]
+    #[arg(long = "max-streams", default_value_t = 4096, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_streams: u32,
     /// Longest test in seconds (-t plus -O; -n/-k tests are stopped at this age).
     #[arg(
         long = "max-duration",
         alias = "server-max-duration",
-        default_value_t = 86_400
+        default_value_t = 86_400,
+        value_parser = limit::u64_in::<1, { 365 * limit::DAY_S }>
     )]
     pub max_duration: u64,
     /// Connections that have not sent their parameters yet, server-wide.
-    #[arg(long = "max-pending", default_value_t = 256)]
+    #[arg(long = "max-pending", default_value_t = 256, value_parser = limit::usize_in::<1, { limit::COUNT }>)]
     pub max_pending: usize,
     /// Streams of all running tests together.
-    #[arg(long = "max-total-streams", default_value_t = 1024)]
+    #[arg(long = "max-total-streams", default_value_t = 1024, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_total_streams: u32,
     /// Per client address (IPv4 address, IPv6 /64): connections not yet admitted.
-    #[arg(long = "max-pending-per-address", default_value_t = 8)]
+    #[arg(long = "max-pending-per-address", default_value_t = 8, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_pending_per_address: u32,
     /// Per client address: tests running at once.
-    #[arg(long = "max-tests-per-address", default_value_t = 2)]
+    #[arg(long = "max-tests-per-address", default_value_t = 2, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_tests_per_address: u32,
     /// Per client address: streams of all its running tests.
-    #[arg(long = "max-streams-per-address", default_value_t = 128)]
+    #[arg(long = "max-streams-per-address", default_value_t = 128, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_streams_per_address: u32,
     /// Only these addresses or prefixes may connect (repeatable or comma-separated).
     #[arg(long = "allow", value_name = "CIDR")]
@@ -538,7 +572,7 @@ pub struct ServerGuardArgs {
     )]
     pub authorized_users_path: Option<PathBuf>,
     /// Seconds a token's (or a PSK tag's) timestamp may be off the server's clock.
-    #[arg(long = "time-skew-threshold", default_value_t = 10)]
+    #[arg(long = "time-skew-threshold", default_value_t = 10, value_parser = limit::u32_in::<0, { limit::DAY_S }>)]
     pub time_skew_threshold: u32,
     /// Accepted for iperf3's command line; the server accepts both paddings anyway.
     #[arg(long = "use-pkcs1-padding")]
@@ -547,17 +581,19 @@ pub struct ServerGuardArgs {
     #[arg(long = "psk", value_name = "FILE")]
     pub psk: Option<PathBuf>,
     /// Milliseconds a test may receive no data before it is ended (iperf3's --rcv-timeout).
-    #[arg(long = "rcv-timeout", value_name = "MS", default_value_t = 120_000)]
+    #[arg(long = "rcv-timeout", value_name = "MS", default_value_t = 120_000,
+          value_parser = limit::u64_in::<100, { limit::DAY_MS }>)]
     pub rcv_timeout: u64,
     /// Seconds a running test may move no data and send no control message before it is
     /// ended; 0: never.
-    #[arg(long = "idle-timeout", value_name = "SECS", default_value_t = 300)]
+    #[arg(long = "idle-timeout", value_name = "SECS", default_value_t = 300,
+          value_parser = limit::u64_in::<0, { limit::DAY_S }>)]
     pub idle_timeout: u64,
     /// A test above RATE bit/s averaged over SECS (default 5) is ended (K/M/G).
     #[arg(long = "server-bitrate-limit", value_name = "RATE[/SECS]", value_parser = bitrate_limit)]
     pub server_bitrate_limit: Option<(u64, u64)>,
     /// Seconds a new connection has to send its cookie, and a client each setup step.
-    #[arg(long = "handshake-timeout", default_value_t = 10)]
+    #[arg(long = "handshake-timeout", default_value_t = 10, value_parser = limit::u64_in::<1, 3600>)]
     pub handshake_timeout: u64,
 }
 
@@ -579,13 +615,8 @@ impl ServerGuardArgs {
     /// authentication, the pre-shared key, and every timeout.
     pub fn apply(&self, cfg: &mut ServerConfig) -> anyhow::Result<()> {
         let a = self;
-        if a.max_tests == 0 || a.max_streams == 0 || a.max_duration == 0 {
-            return Err(exit::fail(
-                exit::USAGE,
-                "--max-tests, --max-streams and --max-duration must be above 0",
-            ));
-        }
-        let handshake = Duration::from_secs(a.handshake_timeout.max(1));
+        // Every limit's range was checked when the command line was read (`limit`).
+        let handshake = Duration::from_secs(a.handshake_timeout);
         cfg.addrs = wirespeed_guard::AddrPolicy::new(&a.allow, &a.deny)
             .map_err(|e| exit::fail(exit::USAGE, format!("--allow/--deny: {e}")))?;
         cfg.auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
@@ -611,18 +642,18 @@ impl ServerGuardArgs {
             max_tests: a.max_tests,
             max_streams: a.max_streams,
             max_duration: Duration::from_secs(a.max_duration),
-            max_pending: a.max_pending.max(1),
-            max_total_streams: a.max_total_streams.max(1),
+            max_pending: a.max_pending,
+            max_total_streams: a.max_total_streams,
             per_peer: wirespeed_guard::PeerLimits {
-                pending: a.max_pending_per_address.max(1),
-                tests: a.max_tests_per_address.max(1),
-                streams: a.max_streams_per_address.max(1),
+                pending: a.max_pending_per_address,
+                tests: a.max_tests_per_address,
+                streams: a.max_streams_per_address,
                 ..Limits::default().per_peer
             },
             ..cfg.limits.clone()
         };
         cfg.skew_threshold = a.time_skew_threshold;
-        cfg.rcv_timeout = Duration::from_millis(a.rcv_timeout.max(1));
+        cfg.rcv_timeout = Duration::from_millis(a.rcv_timeout);
         cfg.idle_timeout = (a.idle_timeout > 0).then(|| Duration::from_secs(a.idle_timeout));
         cfg.bitrate_limit =
             a.server_bitrate_limit
@@ -663,7 +694,7 @@ pub struct ServerArgs {
     pub cntl_ka: Option<wirespeed_engine::Keepalive>,
     /// Milliseconds sent data may stay unacknowledged (TCP_USER_TIMEOUT on the data
     /// connections).
-    #[arg(long = "snd-timeout", value_name = "MS")]
+    #[arg(long = "snd-timeout", value_name = "MS", value_parser = limit::u64_in::<0, { limit::DAY_MS }>)]
     pub snd_timeout: Option<u64>,
     /// Serve one test, then exit.
     #[arg(short = '1', long = "one-off")]
@@ -784,20 +815,11 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
             ),
         ));
     }
-    let rcv_timeout = match a.rcv_timeout {
-        None => Some(wirespeed_engine::client::DEFAULT_RCV_TIMEOUT),
-        // iperf3's range (IERCVTIMEOUT): 100 ms to its longest test, 86,400 s.
-        Some(ms) if !(100..=86_400_000).contains(&ms) => {
-            return Err(exit::fail(
-                exit::USAGE,
-                format!(
-                    "--rcv-timeout {ms}: receive timeout value is incorrect or not in range \
-                     (100 to 86400000 ms)"
-                ),
-            ))
-        }
-        Some(ms) => Some(Duration::from_millis(ms)),
-    };
+    // The range (iperf3's, 100 ms to a day) was checked when the command line was read.
+    let rcv_timeout = Some(a.rcv_timeout.map_or(
+        wirespeed_engine::client::DEFAULT_RCV_TIMEOUT,
+        Duration::from_millis,
+    ));
     let to_u32 = |v: u64, flag: &str| {
         u32::try_from(v).map_err(|_| exit::fail(exit::USAGE, format!("{flag} {v}: too large")))
     };
