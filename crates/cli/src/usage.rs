@@ -300,12 +300,14 @@ pub fn one_line(e: &clap::Error, root: &Command, argv: &[String]) -> Option<Stri
                 None => format!("{here} needs {missing}"),
             }
         }
-        ErrorKind::ArgumentConflict => {
-            let prior = string(e, ContextKind::PriorArg)
-                .map(|p| find_arg(&path, &p).map_or(p, name_of))
-                .unwrap_or_default();
-            format!("{flag} cannot be used with {prior}")
-        }
+        ErrorKind::ArgumentConflict => match string(e, ContextKind::PriorArg) {
+            Some(p) if !flag.is_empty() => {
+                let prior = find_arg(&path, &p).map_or(p, name_of);
+                format!("{flag} cannot be used with {prior}")
+            }
+            // `--root A --root B`: clap names the flag in its own line.
+            _ => first_line(e),
+        },
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             format!("{here} needs a command ('{here} --help' lists them)")
         }

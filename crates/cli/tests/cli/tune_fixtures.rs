@@ -186,6 +186,69 @@ fn apply_then_revert_without_emulation_is_byte_identical_and_twice_is_harmless()
     }
 }
 
+/// `tune --root DIR --apply` as a user reads it: each step's outcome once (not the plan and
+/// then the results), the journal named where it is (under DIR), and `tune revert --root DIR`
+/// finds it; a second revert names DIR's journal directory when it finds nothing.
+#[test]
+fn apply_under_a_root_names_the_real_journal_and_each_step_once() {
+    let (name, host) = hosts()
+        .into_iter()
+        .find(|(n, _)| n == "crow-9900x-cx5-x4")
+        .expect("the crow-9900x-cx5-x4 fixture");
+    let (iface, apps) = cases(&host);
+    let (_t, tree) = temp_copy(&host);
+    let root = tree.to_str().unwrap().to_string();
+    let plan = plan_json(&tree, &iface, &apps[0], &[]);
+    let o = tune_app(&tree, &iface, &apps[0], &["--apply"]);
+    assert!(o.status.success(), "{name}: {}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let journal = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Journal: "))
+        .unwrap_or_else(|| panic!("no Journal line: {out}"));
+    assert!(
+        journal.starts_with(&format!("{root}/var/lib/wirespeed/journal-")),
+        "{journal} is not under {root}: {out}"
+    );
+    assert!(std::path::Path::new(journal).is_file(), "{journal}: {out}");
+    // Each planned setting is on one line, with its outcome.
+    let steps = plan["steps"].as_array().unwrap();
+    assert!(!steps.is_empty(), "{name}: nothing planned");
+    for s in steps {
+        let setting = s["setting"].as_str().unwrap();
+        let short = setting
+            .strip_prefix("/sys/devices/system/cpu/")
+            .unwrap_or(setting);
+        let lines: Vec<&str> = out
+            .lines()
+            .filter(|l| l.split_whitespace().any(|w| w == short || w == setting))
+            .collect();
+        assert_eq!(lines.len(), 1, "{setting} not once: {out}");
+        // "applied", or "applied: kernel reports effective CPUs ..." for an IRQ.
+        assert!(lines[0].contains("  applied"), "{}", lines[0]);
+    }
+    assert!(
+        !out.contains("\n     $ "),
+        "the plan's commands are not reprinted: {out}"
+    );
+
+    let o = run(&["tune", "revert", "--root", &root]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!("{journal}: ")),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["tune", "revert", "--root", &root]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!(
+            "nothing to revert: no journal under {root}/var/lib/wirespeed that is not reverted"
+        )),
+        "{}",
+        text(&o)
+    );
+}
+
 #[test]
 fn kill_9_during_apply_then_revert_is_byte_identical() {
     let host = fixtures().join("crow-9900x-cx5-x4");
