@@ -303,9 +303,12 @@ pub fn one_line(e: &clap::Error, root: &Command, argv: &[String]) -> Option<Stri
         ErrorKind::ArgumentConflict => match string(e, ContextKind::PriorArg) {
             Some(p) if !flag.is_empty() => {
                 let prior = find_arg(&path, &p).map_or(p, name_of);
-                format!("{flag} cannot be used with {prior}")
+                if prior == flag {
+                    format!("{flag} cannot be given more than once")
+                } else {
+                    format!("{flag} cannot be used with {prior}")
+                }
             }
-            // `--root A --root B`: clap names the flag in its own line.
             _ => first_line(e),
         },
         ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {

@@ -192,6 +192,10 @@ fn bad_command_lines_are_one_line_naming_the_flag() {
         ),
         (&["doctor", "--frob"][..], "'wirespeed doctor --help'"),
         (&["frobnicate"][..], "unrecognized command 'frobnicate'"),
+        (
+            &["tune", "--root", "a", "--root", "b"][..],
+            "--root cannot be given more than once",
+        ),
     ] {
         let o = ws(args);
         assert_fails(&o, USAGE, needle, &format!("{args:?}"));
