@@ -13,14 +13,10 @@ use std::time::{Duration, Instant};
 use host_common::*;
 use wirespeed_tune::journal::{JournalFile, State};
 
-/// Ids tune uses for settings no doctor check covers (doctor cannot confirm them).
-const TUNE_ONLY: &[&str] = &[
-    "requested",
-    "persist",
-    "default-qdisc-not-fq",
-    "tcp-mtu-probing-off",
-    "app-on-nic-node",
-];
+/// Ids tune uses for settings no doctor check covers (doctor cannot confirm them): what the user
+/// asked for and where the plan moves the application. Every other step answers a doctor
+/// finding.
+const TUNE_ONLY: &[&str] = &["requested", "persist", "app-on-nic-node"];
 
 /// `wirespeed tune --root TREE --iface IF --app-cpus APP ARGS`.
 fn tune_app(tree: &std::path::Path, iface: &str, app: &str, args: &[&str]) -> Output {
@@ -182,6 +178,80 @@ fn apply_then_revert_without_emulation_is_byte_identical_and_twice_is_harmless()
             assert!(o.status.success(), "{}", text(&o));
             assert!(String::from_utf8_lossy(&o.stderr).contains("nothing to revert"));
             assert!(snapshot(&tree) == original, "{name}");
+        }
+    }
+}
+
+/// doctor and tune give the same advice on congestion control for every captured host: what
+/// the kernel offers (the trees carry no `/lib/modules`, so whether it ships bbr as a module is
+/// not known, and both say so instead of one running `modprobe` and the other not).
+#[test]
+fn doctor_and_tune_agree_on_congestion_control() {
+    for (name, host) in hosts() {
+        let (iface, apps) = cases(&host);
+        let root = host.to_str().unwrap();
+        let d = run(&[
+            "doctor",
+            "--root",
+            root,
+            "--iface",
+            &iface,
+            "--app-cpus",
+            &apps[0],
+            "--json",
+        ]);
+        let doc: serde_json::Value = serde_json::from_slice(&d.stdout).unwrap();
+        let cc = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "congestion-control-loss-based");
+        let plan = plan_json(&host, &iface, &apps[0], &[]);
+        let step =
+            plan["steps"].as_array().unwrap().iter().find(|s| {
+                s["finding"] == "congestion-control-loss-based" && s["current"] != s["new"]
+            });
+        let note = plan["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["finding"] == "congestion-control-loss-based");
+        let Some(cc) = cc else {
+            assert!(
+                step.is_none() && note.is_none(),
+                "{name}: tune acts, doctor is silent"
+            );
+            continue;
+        };
+        let fix: Vec<&str> = cc["fix"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_str().unwrap())
+            .collect();
+        match (step, note) {
+            (Some(step), None) => {
+                let to = step["new"].as_str().unwrap();
+                assert!(
+                    fix.iter()
+                        .any(|l| l.ends_with(&format!("tcp_congestion_control={to}"))),
+                    "{name}: tune sets {to}, doctor's fix {fix:?}"
+                );
+            }
+            (None, Some(note)) => {
+                let text = note["text"].as_str().unwrap();
+                // No command doctor gives that tune says cannot work.
+                assert!(
+                    fix.iter().all(|l| l.starts_with('#')),
+                    "{name}: doctor {fix:?}, tune {text}"
+                );
+                let words = fix[0].trim_start_matches("# ");
+                assert!(
+                    text.ends_with(words),
+                    "{name}: doctor {words:?}, tune {text:?}"
+                );
+            }
+            other => panic!("{name}: doctor reports it, tune {other:?}"),
         }
     }
 }
