@@ -393,7 +393,11 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
             if !off.is_empty() {
                 return Err(exit::fail(
                     exit::HOST,
-                    format!("--cpus {c}: CPU {off} not online (online: {on})"),
+                    format!(
+                        "--cpus {c}: {} {} not online (online: {on})",
+                        off.words(),
+                        if off.len() == 1 { "is" } else { "are" }
+                    ),
                 ));
             }
             c

@@ -927,24 +927,34 @@ fn host_summary() -> String {
 /// After the summary: which paths ran and where the workers were (text output).
 fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
     let x = r.wirespeed.as_ref()?;
+    // `CPU 3 (1 stream, ran on 3), unpinned (2 streams, ran on 0-1)`.
     let workers = |ws: &[wirespeed_report::Worker]| -> String {
         ws.iter()
             .map(|w| {
-                let seen = w.cpus_seen.to_string();
-                match w.cpu_requested {
-                    Some(c) => format!("cpu{c}[{} streams, ran on {seen}]", w.streams.len()),
-                    None => format!("unpinned[{} streams, ran on {seen}]", w.streams.len()),
-                }
+                let n = w.streams.len();
+                let streams = if n == 1 {
+                    "1 stream".to_string()
+                } else {
+                    format!("{n} streams")
+                };
+                let at = w
+                    .cpu_requested
+                    .map_or_else(|| "unpinned".to_string(), |c| format!("CPU {c}"));
+                format!("{at} ({streams}, ran on {})", w.cpus_seen)
             })
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(", ")
     };
-    let mut s = format!(
-        "wirespeed: local send path {}, receive path {}; local workers: {}",
-        x.send_path.as_deref().unwrap_or("-"),
-        x.recv_path.as_deref().unwrap_or("-"),
-        workers(&x.workers)
-    );
+    // Only the paths this end used: a sender has no receive path.
+    let paths: Vec<String> = [("send", &x.send_path), ("receive", &x.recv_path)]
+        .into_iter()
+        .filter_map(|(what, p)| p.as_deref().map(|p| format!("{what} path {p}")))
+        .collect();
+    let mut s = String::from("wirespeed: ");
+    if !paths.is_empty() {
+        s.push_str(&format!("local {}; ", paths.join(", ")));
+    }
+    s.push_str(&format!("local workers: {}", workers(&x.workers)));
     match &x.peer {
         Some(p) if p.is_wirespeed => {
             s.push_str(&format!("; server workers: {}", workers(&x.remote_workers)));
@@ -952,10 +962,7 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
         _ => s.push_str("; server: iperf3 (no wirespeed extension)"),
     }
     if !x.path_fallbacks.is_empty() {
-        s.push_str(&format!(
-            "; fallbacks: {}",
-            serde_json::json!(x.path_fallbacks)
-        ));
+        s.push_str(&format!("; fell back: {}", x.path_fallbacks.join(", ")));
     }
     Some(s)
 }

@@ -76,7 +76,7 @@ fn verb(n: usize, one: &'static str, many: &'static str) -> &'static str {
 
 /// `CPU 8`, `CPUs 6-7`.
 fn cpus_word(set: &CpuSet) -> String {
-    format!("{} {set}", if set.len() == 1 { "CPU" } else { "CPUs" })
+    set.words()
 }
 
 /// The exact count, and from 1 MiB on the size as people read it: `8388608 (8 MiB)`.

@@ -204,7 +204,7 @@ pub const DEFAULT_RTT_MS: f64 = 10.0;
 pub enum DoctorError {
     #[error("no PCI network interface named {name:?} on this host (PCI interfaces: {known})")]
     UnknownInterface { name: String, known: String },
-    #[error("--app-cpus {cpus}: CPU(s) {offline} are not online (online: {online})")]
+    #[error("--app-cpus {cpus}: not online: {offline} (online: {online})")]
     OfflineCpus {
         cpus: String,
         offline: String,
@@ -286,7 +286,7 @@ pub fn validate(facts: &HostFacts, opts: &Options) -> Result<(), DoctorError> {
             if !offline.is_empty() {
                 return Err(DoctorError::OfflineCpus {
                     cpus: app.to_string(),
-                    offline: offline.to_string(),
+                    offline: offline.words(),
                     online: online.to_string(),
                 });
             }

@@ -311,3 +311,30 @@ fn an_iperf3_peer_is_said_to_be_unobserved_on_either_side() {
     );
     assert!(t.contains("\nVerdict: "), "{t}");
 }
+
+/// The line that says which paths and workers ran reads as a sentence: counts with their
+/// plural, only the paths this end used, no JSON in text.
+#[test]
+fn the_paths_line_reads_as_words() {
+    for (args, path) in [
+        (&["-P", "2"][..], "local send path "),
+        (&["-R"][..], "local receive path "),
+    ] {
+        let out = Command::new(wirespeed())
+            .args(["client", "--loopback", "-t", "1"])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{args:?}: {text}");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("wirespeed: local "))
+            .unwrap_or_else(|| panic!("{args:?}: no paths line: {text}"));
+        assert!(line.contains(path), "{args:?}: {line}");
+        assert!(line.contains("(1 stream, ran on "), "{args:?}: {line}");
+        for wrong in ["[", "path -", "1 streams", "fallbacks: ["] {
+            assert!(!line.contains(wrong), "{args:?}: {wrong:?} in {line}");
+        }
+    }
+}
