@@ -112,7 +112,16 @@ pub fn write_cpu_table(
 /// One end's whole-test table with its heading, one line per interval (when there are several)
 /// and the notes.
 pub fn write_end(w: &mut dyn Write, e: &EndObservation) -> io::Result<()> {
-    writeln!(w, "{}: CPUs that did work", end_heading(e))?;
+    write_end_of(w, e, None)
+}
+
+/// [`write_end`] with the heading prefixed by which end it is (`this end`, `the peer`): with
+/// `--bidir` both ends are sender+receiver, and the role alone does not tell them apart.
+fn write_end_of(w: &mut dyn Write, e: &EndObservation, who: Option<&str>) -> io::Result<()> {
+    match who {
+        Some(who) => writeln!(w, "{who}, {}: CPUs that did work", end_heading(e))?,
+        None => writeln!(w, "{}: CPUs that did work", end_heading(e))?,
+    }
     write_cpu_table(w, &e.total, &e.topology, "  ")?;
     let timed: Vec<&IntervalObservation> = e
         .intervals
@@ -173,8 +182,9 @@ pub fn write_test(
     verdict: Option<&Verdict>,
 ) -> io::Result<()> {
     writeln!(w, "Where the work ran:")?;
-    for e in test.ends() {
-        write_end(w, e)?;
+    for (i, e) in test.ends().enumerate() {
+        let who = (e.role == Role::Both).then_some(if i == 0 { "this end" } else { "the peer" });
+        write_end_of(w, e, who)?;
     }
     if let Some(r) = &test.remote_absent {
         writeln!(w, "peer: not observed ({r})")?;

@@ -338,3 +338,33 @@ fn the_paths_line_reads_as_words() {
         }
     }
 }
+
+/// `--bidir`: both ends send and receive, so neither is labelled "receiver" alone; the tables
+/// and the verdict say which end is which.
+#[test]
+fn bidir_ends_are_told_apart() {
+    let out = Command::new(wirespeed())
+        .args(["client", "--loopback", "-t", "1", "--bidir"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("this end, sender+receiver ")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("the peer, sender+receiver ")),
+        "{text}"
+    );
+    let verdict = text
+        .lines()
+        .find(|l| l.starts_with("Verdict: "))
+        .unwrap_or_else(|| panic!("no verdict: {text}"));
+    assert!(
+        verdict.matches("receiver on CPU").count() < 2,
+        "both ends called receiver: {verdict}"
+    );
+}
