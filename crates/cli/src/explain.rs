@@ -15,7 +15,6 @@ use wirespeed_explain::modes;
 use wirespeed_explain::route;
 use wirespeed_explain::sweep;
 use wirespeed_host::{CpuSet, Root};
-use wirespeed_report::TestResult;
 
 use crate::exit::{self, engine_code};
 
@@ -492,12 +491,6 @@ fn stdout_result(r: std::io::Result<()>) -> anyhow::Result<ExitCode> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::from(exit::OK)),
         Err(e) => Err(exit::fail(exit::IO, format!("writing to stdout: {e}"))),
     }
-}
-
-/// The "where the work ran" block under a client's text output (the server's own output prints
-/// the same block); nothing when the test carries no observation.
-pub fn write_where(w: &mut dyn Write, r: &TestResult) -> std::io::Result<()> {
-    wirespeed_report::where_ran::write_where(w, r)
 }
 
 /// `client --repeat N`: N tests in a row with the same settings, then min / median / max /

@@ -279,9 +279,12 @@ pub struct OutputArgs {
     /// Bitrate unit: k/m/g/t (bits), K/M/G/T (bytes), a = adaptive.
     #[arg(short = 'f', long = "format", value_parser = unit_format)]
     pub format: Option<UnitFormat>,
-    /// More detail (test parameters, CPU utilisation).
+    /// More detail (test parameters, CPU utilisation, where the work ran as full tables).
     #[arg(short = 'V', long = "verbose")]
     pub verbose: bool,
+    /// Where the work ran as full per-CPU tables for each end (default: one line per end).
+    #[arg(long = "where")]
+    pub where_tables: bool,
     /// Seconds between interval reports (0 = none).
     #[arg(short = 'i', long = "interval", value_parser = interval_secs, default_value = "1")]
     pub interval: f64,
@@ -305,6 +308,7 @@ impl OutputArgs {
             format: self.format.unwrap_or(UnitFormat::AdaptiveBits),
             verbose: self.verbose,
             done_line: true,
+            where_tables: self.where_tables,
         }
     }
 
@@ -1103,11 +1107,15 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if format == Format::Text {
-        if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
-            let _ = writeln!(w, "{line}");
+        // The paths and the full tables with -V or --where; one line per end otherwise.
+        let tables = a.out.verbose || a.out.where_tables;
+        if tables {
+            if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
+                let _ = writeln!(w, "{line}");
+            }
         }
         if let Ok(mut w) = out.lock() {
-            let _ = crate::explain::write_where(&mut **w, &r);
+            let _ = wirespeed_report::where_ran::write_where_as(&mut **w, &r, tables);
         }
     }
     let moved = r
@@ -1154,7 +1162,11 @@ fn run_live(
     let shown = r.as_ref().ok().or(partial.as_ref());
     if let Some(res) = shown {
         let _ = wirespeed_report::render_text(&mut out, res, a.out.text_options());
-        let _ = crate::explain::write_where(&mut out, res);
+        let _ = wirespeed_report::where_ran::write_where_as(
+            &mut out,
+            res,
+            a.out.verbose || a.out.where_tables,
+        );
     }
     let _ = out.flush();
     match r {

@@ -198,15 +198,70 @@ pub fn write_test(
     Ok(())
 }
 
+/// The short form of [`write_test`]: one line per end (its busiest CPUs, from the whole-test
+/// table), one line for both when they are one host (the same CPUs, observed twice), then the
+/// verdict and its `also`s.
+pub fn write_test_brief(
+    w: &mut dyn Write,
+    test: &TestObservation,
+    verdict: Option<&Verdict>,
+) -> io::Result<()> {
+    let one_host = test.remote.as_ref().is_some_and(|r| {
+        r.host.is_some() && r.host == test.local.host && r.topology == test.local.topology
+    });
+    if one_host {
+        let e = &test.local;
+        let mut place = e.host.clone().unwrap_or_default();
+        if let Some(i) = &e.iface {
+            place.push_str(&format!(" via {i}"));
+        }
+        writeln!(
+            w,
+            "Where the work ran: both ends on {place}: {}",
+            interval_line(&e.total)
+        )?;
+    } else {
+        for (i, e) in test.ends().enumerate() {
+            let who = if i == 0 { "this end" } else { "the peer" };
+            writeln!(
+                w,
+                "Where the work ran ({who}, {}): {}",
+                end_heading(e),
+                interval_line(&e.total)
+            )?;
+        }
+    }
+    if let Some(r) = &test.remote_absent {
+        writeln!(w, "peer: not observed ({r})")?;
+    }
+    if let Some(v) = verdict {
+        writeln!(w, "Verdict: {}", v.line)?;
+        for a in &v.also {
+            writeln!(w, "  also: {a}")?;
+        }
+    }
+    Ok(())
+}
+
 /// Under a test's text summary: where the work ran (both ends' tables and the verdict) and, when
 /// a server moved its NIC's queue IRQs for the test, what it did. Nothing when the result
 /// carries neither.
 pub fn write_where(w: &mut dyn Write, r: &TestResult) -> io::Result<()> {
+    write_where_as(w, r, true)
+}
+
+/// [`write_where`] with the full tables (`tables`: `--where`, `-V`) or one line per end
+/// ([`write_test_brief`]), the default.
+pub fn write_where_as(w: &mut dyn Write, r: &TestResult, tables: bool) -> io::Result<()> {
     let Some(x) = &r.wirespeed else {
         return Ok(());
     };
     if let Some(obs) = &x.observation {
-        write_test(w, obs, x.verdict.as_ref())?;
+        if tables {
+            write_test(w, obs, x.verdict.as_ref())?;
+        } else {
+            write_test_brief(w, obs, x.verdict.as_ref())?;
+        }
     }
     if let Some(c) = &x.ceiling {
         writeln!(w, "{}", ceiling_line(c))?;
