@@ -284,9 +284,8 @@ pub fn one_line(e: &clap::Error, root: &Command, argv: &[String]) -> Option<Stri
             let missing = invalid_arg.clone().unwrap_or_default();
             let first = missing.split(", ").next().unwrap_or(&missing);
             match find_arg(&path, first) {
-                Some(a) if path.last().is_some_and(|c| c.get_name() == "client") => {
+                Some(_) if path.last().is_some_and(|c| c.get_name() == "client") => {
                     // iperf3's `-c HOST`, or `wirespeed client HOST`.
-                    let _ = a;
                     "option requires an argument -- -c/--client: the server to test (-c HOST)"
                         .to_string()
                 }
