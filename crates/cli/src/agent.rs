@@ -56,16 +56,20 @@ pub struct AgentArgs {
     #[arg(long = "probe.default-port", default_value_t = 5201)]
     probe_port: u16,
     /// A probe's duration when its request names none, seconds.
-    #[arg(long = "probe.default-duration", default_value_t = 5)]
+    #[arg(long = "probe.default-duration", default_value_t = 5,
+          value_parser = crate::measure::limit::u32_in::<1, { crate::measure::limit::DAY_S }>)]
     probe_duration: u32,
     /// Longest probe duration a request may ask for, seconds.
-    #[arg(long = "probe.max-duration", default_value_t = 30)]
+    #[arg(long = "probe.max-duration", default_value_t = 30,
+          value_parser = crate::measure::limit::u32_in::<1, { crate::measure::limit::DAY_S }>)]
     probe_max_duration: u32,
     /// Most streams a probe may ask for.
-    #[arg(long = "probe.max-streams", default_value_t = 16)]
+    #[arg(long = "probe.max-streams", default_value_t = 16,
+          value_parser = crate::measure::limit::u32_in::<1, { crate::measure::limit::COUNT }>)]
     probe_max_streams: u32,
     /// Seconds a probe waits for another probe on the same interface before it is refused (503).
-    #[arg(long = "probe.wait", default_value_t = 30)]
+    #[arg(long = "probe.wait", default_value_t = 30,
+          value_parser = crate::measure::limit::u64_in::<0, 3600>)]
     probe_wait: u64,
     /// iperf3's RSA authentication for probes: the user name (the password from
     /// IPERF3_PASSWORD). Probes also carry this agent's --psk.

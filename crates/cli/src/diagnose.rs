@@ -49,6 +49,27 @@ pub struct DoctorArgs {
     json: bool,
     #[command(flatten)]
     html: crate::pictures::HtmlArg,
+    /// Exit 1 when a finding of this severity or worse is reported; 0 otherwise.
+    #[arg(long = "fail-on", value_name = "SEVERITY", value_enum, default_value_t = FailOn::Warning)]
+    fail_on: FailOn,
+}
+
+/// `--fail-on`: the least severity that makes doctor exit 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FailOn {
+    Info,
+    Warning,
+    Critical,
+}
+
+impl FailOn {
+    fn severity(self) -> wirespeed_doctor::Severity {
+        match self {
+            FailOn::Info => wirespeed_doctor::Severity::Info,
+            FailOn::Warning => wirespeed_doctor::Severity::Warning,
+            FailOn::Critical => wirespeed_doctor::Severity::Critical,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -191,7 +212,6 @@ pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     })?;
     src.info.hostname = facts.hostname.clone();
     src.info.kernel = facts.kernel.clone();
-    let any = !findings.is_empty();
     let notes = wirespeed_doctor::notes(&facts, &opts);
     let report = Report::new(
         format!("wirespeed {}", env!("CARGO_PKG_VERSION")),
@@ -217,7 +237,13 @@ pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         emit_text(|w| report.render_text(w), "the report")?;
     }
-    Ok(ExitCode::from(if any { exit::FINDINGS } else { exit::OK }))
+    Ok(ExitCode::from(
+        if report.fails_at(args.fail_on.severity()) {
+            exit::FINDINGS
+        } else {
+            exit::OK
+        },
+    ))
 }
 
 pub fn run_topo(args: TopoArgs) -> anyhow::Result<ExitCode> {

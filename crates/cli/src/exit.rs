@@ -2,8 +2,8 @@
 //!
 //! | code | meaning |
 //! |---|---|
-//! | 0 | success (doctor: no findings) |
-//! | 1 | doctor: findings reported; tune revert: values left alone because someone changed them, or journal lines it could not read |
+//! | 0 | success (doctor: no finding at or above `--fail-on`, default warning) |
+//! | 1 | doctor: a finding at or above `--fail-on` (info, warning, critical; default warning); tune revert: values left alone because someone changed them, or journal lines it could not read |
 //! | 2 | bad command line or flag value |
 //! | 3 | could not reach the peer: unreachable, refused, connect timeout |
 //! | 4 | the server refused the test (busy, over a limit, access denied) |

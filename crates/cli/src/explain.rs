@@ -15,7 +15,6 @@ use wirespeed_explain::modes;
 use wirespeed_explain::route;
 use wirespeed_explain::sweep;
 use wirespeed_host::{CpuSet, Root};
-use wirespeed_report::TestResult;
 
 use crate::exit::{self, engine_code};
 
@@ -34,10 +33,11 @@ pub struct SweepArgs {
     #[arg(long = "server-cpus", value_parser = cpu_list)]
     pub server_cpus: CpuSet,
     /// Seconds per test.
-    #[arg(short = 't', long = "time", default_value_t = 3)]
+    #[arg(short = 't', long = "time", default_value_t = 3,
+          value_parser = crate::measure::limit::u32_in::<1, { crate::measure::limit::DAY_S }>)]
     pub time: u32,
     /// Tests per pair; the matrix shows their median.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::measure::limit::u32_in::<1, 1000>)]
     pub repeat: u32,
     /// Also move the receiver NIC's queue IRQs to each of these CPUs in turn (through tune's
     /// journal; reverted after each step and on Ctrl-C): this host's with -R, else the server's
@@ -69,16 +69,18 @@ pub struct LatencyArgs {
     #[arg(long, value_parser = cpu_list)]
     pub cpus: Option<CpuSet>,
     /// Samples per pair.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = crate::measure::limit::usize_in::<1, 1_000_000>)]
     pub samples: usize,
     /// Round trips per sample.
-    #[arg(long = "round-trips", default_value_t = 100)]
+    #[arg(long = "round-trips", default_value_t = 100,
+          value_parser = crate::measure::limit::usize_in::<1, 1_000_000>)]
     pub round_trips: usize,
     /// A pair is noise when its standard error stays above this % of its mean.
     #[arg(long = "max-stderr", value_name = "PCT", default_value_t = 5.0)]
     pub max_stderr: f64,
     /// Rounds of --samples samples at most for a pair above --max-stderr.
-    #[arg(long = "max-rounds", value_name = "N", default_value_t = 5)]
+    #[arg(long = "max-rounds", value_name = "N", default_value_t = 5,
+          value_parser = crate::measure::limit::usize_in::<1, 1_000_000>)]
     pub max_rounds: usize,
     /// JSON output.
     #[arg(short = 'J', long, conflicts_with = "csv")]
@@ -390,7 +392,11 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
             if !off.is_empty() {
                 return Err(exit::fail(
                     exit::HOST,
-                    format!("--cpus {c}: CPU {off} not online (online: {on})"),
+                    format!(
+                        "--cpus {c}: {} {} not online (online: {on})",
+                        off.words(),
+                        if off.len() == 1 { "is" } else { "are" }
+                    ),
                 ));
             }
             c
@@ -485,12 +491,6 @@ fn stdout_result(r: std::io::Result<()>) -> anyhow::Result<ExitCode> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::from(exit::OK)),
         Err(e) => Err(exit::fail(exit::IO, format!("writing to stdout: {e}"))),
     }
-}
-
-/// The "where the work ran" block under a client's text output (the server's own output prints
-/// the same block); nothing when the test carries no observation.
-pub fn write_where(w: &mut dyn Write, r: &TestResult) -> std::io::Result<()> {
-    wirespeed_report::where_ran::write_where(w, r)
 }
 
 /// `client --repeat N`: N tests in a row with the same settings, then min / median / max /

@@ -20,6 +20,7 @@ mod pictures;
 mod stats;
 mod top;
 mod tune;
+mod usage;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -93,16 +94,32 @@ fn main() -> ExitCode {
     } else {
         measure::rewrite_iperf3_argv(args)
     };
-    let cli = match Cli::try_parse_from(argv) {
+    let words: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let parsed = usage::parse_command(Cli::command())
+        .try_get_matches_from(argv)
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::OK
+            // A bad command line is one line naming the flag; help and version are clap's.
+            return match usage::one_line(&e, &Cli::command(), &words) {
+                Some(line) => {
+                    let who = if iperf3::strict() {
+                        "iperf3"
+                    } else {
+                        "wirespeed"
+                    };
+                    eprintln!("{who}: {line}");
+                    ExitCode::from(exit::USAGE)
+                }
+                None => {
+                    let _ = e.print();
+                    ExitCode::from(exit::OK)
+                }
             };
-            let _ = e.print();
-            return ExitCode::from(code);
         }
     };
     let result = match cli.command {

@@ -37,6 +37,37 @@ fn size(s: &str) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
+/// The ranges of the limits and timeouts a user sets (checked when the command line is read,
+/// so that no later `Duration` or sum built from them can overflow). iperf3's ranges where
+/// iperf3 has the option.
+pub mod limit {
+    /// One day in milliseconds: iperf3's bound for its timeouts (`MAX_TIME` × 1000).
+    pub const DAY_MS: u64 = 86_400_000;
+    /// One day in seconds: iperf3's longest test.
+    pub const DAY_S: u64 = 86_400;
+    /// Stream and connection counts: what the test parameters allow (2^20).
+    pub const COUNT: u64 = 1 << 20;
+
+    /// A whole number in `LO..=HI` (`--handshake-timeout`: `u64_in::<1, 3600>`).
+    pub fn u64_in<const LO: u64, const HI: u64>(s: &str) -> Result<u64, String> {
+        s.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|v| (LO..=HI).contains(v))
+            .ok_or_else(|| format!("a whole number from {LO} to {HI}"))
+    }
+
+    /// [`u64_in`] for a `u32`.
+    pub fn u32_in<const LO: u64, const HI: u64>(s: &str) -> Result<u32, String> {
+        u64_in::<LO, HI>(s).map(|v| v as u32)
+    }
+
+    /// [`u64_in`] for a `usize`.
+    pub fn usize_in<const LO: u64, const HI: u64>(s: &str) -> Result<usize, String> {
+        u64_in::<LO, HI>(s).map(|v| v as usize)
+    }
+}
+
 /// A CPU list argument (`6-11`, `0,2,4`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuList(pub CpuSet);
@@ -54,8 +85,10 @@ fn bitrate_limit(s: &str) -> Result<(u64, u64), String> {
             r,
             t.parse::<u64>()
                 .ok()
-                .filter(|&t| t > 0)
-                .ok_or_else(|| format!("{t:?}: the averaging interval is whole seconds above 0"))?,
+                .filter(|t| (1..=3600).contains(t))
+                .ok_or_else(|| {
+                    format!("{t:?}: the averaging interval is whole seconds from 1 to 3600")
+                })?,
         ),
         None => (s, 5),
     };
@@ -246,9 +279,12 @@ pub struct OutputArgs {
     /// Bitrate unit: k/m/g/t (bits), K/M/G/T (bytes), a = adaptive.
     #[arg(short = 'f', long = "format", value_parser = unit_format)]
     pub format: Option<UnitFormat>,
-    /// More detail (test parameters, CPU utilisation).
+    /// More detail (test parameters, CPU utilisation, where the work ran as full tables).
     #[arg(short = 'V', long = "verbose")]
     pub verbose: bool,
+    /// Where the work ran as full per-CPU tables for each end (default: one line per end).
+    #[arg(long = "where")]
+    pub where_tables: bool,
     /// Seconds between interval reports (0 = none).
     #[arg(short = 'i', long = "interval", value_parser = interval_secs, default_value = "1")]
     pub interval: f64,
@@ -272,6 +308,7 @@ impl OutputArgs {
             format: self.format.unwrap_or(UnitFormat::AdaptiveBits),
             verbose: self.verbose,
             done_line: true,
+            where_tables: self.where_tables,
         }
     }
 
@@ -311,7 +348,7 @@ pub struct ClientArgs {
     pub loopback: bool,
     /// Run the test N times, then min / median / max / spread and the modes with the placement
     /// each mode's runs share (docs/explain.md).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = limit::u32_in::<1, 1000>)]
     pub repeat: Option<u32>,
     /// Server port; several (`-p 5201,5202`) run one test per port at once and sum them.
     #[arg(
@@ -369,7 +406,7 @@ pub struct ClientArgs {
     pub skip_rx_copy: bool,
     /// Milliseconds without data before a test this end receives (-R, --bidir) is ended:
     /// "idle timeout for receiving data" (iperf3's --rcv-timeout; default 120000).
-    #[arg(long = "rcv-timeout", value_name = "MS")]
+    #[arg(long = "rcv-timeout", value_name = "MS", value_parser = limit::u64_in::<100, { limit::DAY_MS }>)]
     pub rcv_timeout: Option<u64>,
     /// IPv4 only.
     #[arg(short = '4', long = "version4", conflicts_with = "v6")]
@@ -378,7 +415,7 @@ pub struct ClientArgs {
     #[arg(short = '6', long = "version6")]
     pub v6: bool,
     /// Milliseconds to wait for the control connection.
-    #[arg(long = "connect-timeout", value_name = "MS")]
+    #[arg(long = "connect-timeout", value_name = "MS", value_parser = limit::u64_in::<1, { limit::DAY_MS }>)]
     pub connect_timeout: Option<u64>,
     /// Fixed source port of the data connections (stream k uses PORT+k).
     #[arg(long = "cport")]
@@ -461,7 +498,7 @@ pub struct ClientArgs {
     pub dont_fragment: bool,
     /// Milliseconds sent data may stay unacknowledged before the connection is dropped
     /// (TCP_USER_TIMEOUT on the data connections).
-    #[arg(long = "snd-timeout", value_name = "MS")]
+    #[arg(long = "snd-timeout", value_name = "MS", value_parser = limit::u64_in::<0, { limit::DAY_MS }>)]
     pub snd_timeout: Option<u64>,
     /// TCP keepalive on the control connection: `--cntl-ka` or `--cntl-ka=IDLE/INTERVAL/COUNT`
     /// (seconds, seconds, probes; each part optional).
@@ -494,32 +531,33 @@ pub struct ClientArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServerGuardArgs {
     /// Tests that may run at the same time.
-    #[arg(long = "max-tests", default_value_t = 64)]
+    #[arg(long = "max-tests", default_value_t = 64, value_parser = limit::usize_in::<1, { limit::COUNT }>)]
     pub max_tests: usize,
     /// Streams (-P) one test may ask for.
-    #[arg(long = "max-streams", default_value_t = 4096)]
+    #[arg(long = "max-streams", default_value_t = 4096, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_streams: u32,
     /// Longest test in seconds (-t plus -O; -n/-k tests are stopped at this age).
     #[arg(
         long = "max-duration",
         alias = "server-max-duration",
-        default_value_t = 86_400
+        default_value_t = 86_400,
+        value_parser = limit::u64_in::<1, { 365 * limit::DAY_S }>
     )]
     pub max_duration: u64,
     /// Connections that have not sent their parameters yet, server-wide.
-    #[arg(long = "max-pending", default_value_t = 256)]
+    #[arg(long = "max-pending", default_value_t = 256, value_parser = limit::usize_in::<1, { limit::COUNT }>)]
     pub max_pending: usize,
     /// Streams of all running tests together.
-    #[arg(long = "max-total-streams", default_value_t = 1024)]
+    #[arg(long = "max-total-streams", default_value_t = 1024, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_total_streams: u32,
     /// Per client address (IPv4 address, IPv6 /64): connections not yet admitted.
-    #[arg(long = "max-pending-per-address", default_value_t = 8)]
+    #[arg(long = "max-pending-per-address", default_value_t = 8, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_pending_per_address: u32,
     /// Per client address: tests running at once.
-    #[arg(long = "max-tests-per-address", default_value_t = 2)]
+    #[arg(long = "max-tests-per-address", default_value_t = 2, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_tests_per_address: u32,
     /// Per client address: streams of all its running tests.
-    #[arg(long = "max-streams-per-address", default_value_t = 128)]
+    #[arg(long = "max-streams-per-address", default_value_t = 128, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_streams_per_address: u32,
     /// Only these addresses or prefixes may connect (repeatable or comma-separated).
     #[arg(long = "allow", value_name = "CIDR")]
@@ -542,7 +580,7 @@ pub struct ServerGuardArgs {
     )]
     pub authorized_users_path: Option<PathBuf>,
     /// Seconds a token's (or a PSK tag's) timestamp may be off the server's clock.
-    #[arg(long = "time-skew-threshold", default_value_t = 10)]
+    #[arg(long = "time-skew-threshold", default_value_t = 10, value_parser = limit::u32_in::<0, { limit::DAY_S }>)]
     pub time_skew_threshold: u32,
     /// Accepted for iperf3's command line; the server accepts both paddings anyway.
     #[arg(long = "use-pkcs1-padding")]
@@ -551,17 +589,19 @@ pub struct ServerGuardArgs {
     #[arg(long = "psk", value_name = "FILE")]
     pub psk: Option<PathBuf>,
     /// Milliseconds a test may receive no data before it is ended (iperf3's --rcv-timeout).
-    #[arg(long = "rcv-timeout", value_name = "MS", default_value_t = 120_000)]
+    #[arg(long = "rcv-timeout", value_name = "MS", default_value_t = 120_000,
+          value_parser = limit::u64_in::<100, { limit::DAY_MS }>)]
     pub rcv_timeout: u64,
     /// Seconds a running test may move no data and send no control message before it is
     /// ended; 0: never.
-    #[arg(long = "idle-timeout", value_name = "SECS", default_value_t = 300)]
+    #[arg(long = "idle-timeout", value_name = "SECS", default_value_t = 300,
+          value_parser = limit::u64_in::<0, { limit::DAY_S }>)]
     pub idle_timeout: u64,
     /// A test above RATE bit/s averaged over SECS (default 5) is ended (K/M/G).
     #[arg(long = "server-bitrate-limit", value_name = "RATE[/SECS]", value_parser = bitrate_limit)]
     pub server_bitrate_limit: Option<(u64, u64)>,
     /// Seconds a new connection has to send its cookie, and a client each setup step.
-    #[arg(long = "handshake-timeout", default_value_t = 10)]
+    #[arg(long = "handshake-timeout", default_value_t = 10, value_parser = limit::u64_in::<1, 3600>)]
     pub handshake_timeout: u64,
 }
 
@@ -583,13 +623,8 @@ impl ServerGuardArgs {
     /// authentication, the pre-shared key, and every timeout.
     pub fn apply(&self, cfg: &mut ServerConfig) -> anyhow::Result<()> {
         let a = self;
-        if a.max_tests == 0 || a.max_streams == 0 || a.max_duration == 0 {
-            return Err(exit::fail(
-                exit::USAGE,
-                "--max-tests, --max-streams and --max-duration must be above 0",
-            ));
-        }
-        let handshake = Duration::from_secs(a.handshake_timeout.max(1));
+        // Every limit's range was checked when the command line was read (`limit`).
+        let handshake = Duration::from_secs(a.handshake_timeout);
         cfg.addrs = wirespeed_guard::AddrPolicy::new(&a.allow, &a.deny)
             .map_err(|e| exit::fail(exit::USAGE, format!("--allow/--deny: {e}")))?;
         cfg.auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
@@ -615,18 +650,18 @@ impl ServerGuardArgs {
             max_tests: a.max_tests,
             max_streams: a.max_streams,
             max_duration: Duration::from_secs(a.max_duration),
-            max_pending: a.max_pending.max(1),
-            max_total_streams: a.max_total_streams.max(1),
+            max_pending: a.max_pending,
+            max_total_streams: a.max_total_streams,
             per_peer: wirespeed_guard::PeerLimits {
-                pending: a.max_pending_per_address.max(1),
-                tests: a.max_tests_per_address.max(1),
-                streams: a.max_streams_per_address.max(1),
+                pending: a.max_pending_per_address,
+                tests: a.max_tests_per_address,
+                streams: a.max_streams_per_address,
                 ..Limits::default().per_peer
             },
             ..cfg.limits.clone()
         };
         cfg.skew_threshold = a.time_skew_threshold;
-        cfg.rcv_timeout = Duration::from_millis(a.rcv_timeout.max(1));
+        cfg.rcv_timeout = Duration::from_millis(a.rcv_timeout);
         cfg.idle_timeout = (a.idle_timeout > 0).then(|| Duration::from_secs(a.idle_timeout));
         cfg.bitrate_limit =
             a.server_bitrate_limit
@@ -667,7 +702,7 @@ pub struct ServerArgs {
     pub cntl_ka: Option<wirespeed_engine::Keepalive>,
     /// Milliseconds sent data may stay unacknowledged (TCP_USER_TIMEOUT on the data
     /// connections).
-    #[arg(long = "snd-timeout", value_name = "MS")]
+    #[arg(long = "snd-timeout", value_name = "MS", value_parser = limit::u64_in::<0, { limit::DAY_MS }>)]
     pub snd_timeout: Option<u64>,
     /// Serve one test, then exit.
     #[arg(short = '1', long = "one-off")]
@@ -788,20 +823,11 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
             ),
         ));
     }
-    let rcv_timeout = match a.rcv_timeout {
-        None => Some(wirespeed_engine::client::DEFAULT_RCV_TIMEOUT),
-        // iperf3's range (IERCVTIMEOUT): 100 ms to its longest test, 86,400 s.
-        Some(ms) if !(100..=86_400_000).contains(&ms) => {
-            return Err(exit::fail(
-                exit::USAGE,
-                format!(
-                    "--rcv-timeout {ms}: receive timeout value is incorrect or not in range \
-                     (100 to 86400000 ms)"
-                ),
-            ))
-        }
-        Some(ms) => Some(Duration::from_millis(ms)),
-    };
+    // The range (iperf3's, 100 ms to a day) was checked when the command line was read.
+    let rcv_timeout = Some(a.rcv_timeout.map_or(
+        wirespeed_engine::client::DEFAULT_RCV_TIMEOUT,
+        Duration::from_millis,
+    ));
     let to_u32 = |v: u64, flag: &str| {
         u32::try_from(v).map_err(|_| exit::fail(exit::USAGE, format!("{flag} {v}: too large")))
     };
@@ -910,24 +936,34 @@ fn host_summary() -> String {
 /// After the summary: which paths ran and where the workers were (text output).
 fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
     let x = r.wirespeed.as_ref()?;
+    // `CPU 3 (1 stream, ran on 3), unpinned (2 streams, ran on 0-1)`.
     let workers = |ws: &[wirespeed_report::Worker]| -> String {
         ws.iter()
             .map(|w| {
-                let seen = w.cpus_seen.to_string();
-                match w.cpu_requested {
-                    Some(c) => format!("cpu{c}[{} streams, ran on {seen}]", w.streams.len()),
-                    None => format!("unpinned[{} streams, ran on {seen}]", w.streams.len()),
-                }
+                let n = w.streams.len();
+                let streams = if n == 1 {
+                    "1 stream".to_string()
+                } else {
+                    format!("{n} streams")
+                };
+                let at = w
+                    .cpu_requested
+                    .map_or_else(|| "unpinned".to_string(), |c| format!("CPU {c}"));
+                format!("{at} ({streams}, ran on {})", w.cpus_seen)
             })
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(", ")
     };
-    let mut s = format!(
-        "wirespeed: local send path {}, receive path {}; local workers: {}",
-        x.send_path.as_deref().unwrap_or("-"),
-        x.recv_path.as_deref().unwrap_or("-"),
-        workers(&x.workers)
-    );
+    // Only the paths this end used: a sender has no receive path.
+    let paths: Vec<String> = [("send", &x.send_path), ("receive", &x.recv_path)]
+        .into_iter()
+        .filter_map(|(what, p)| p.as_deref().map(|p| format!("{what} path {p}")))
+        .collect();
+    let mut s = String::from("wirespeed: ");
+    if !paths.is_empty() {
+        s.push_str(&format!("local {}; ", paths.join(", ")));
+    }
+    s.push_str(&format!("local workers: {}", workers(&x.workers)));
     match &x.peer {
         Some(p) if p.is_wirespeed => {
             s.push_str(&format!("; server workers: {}", workers(&x.remote_workers)));
@@ -935,10 +971,7 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
         _ => s.push_str("; server: iperf3 (no wirespeed extension)"),
     }
     if !x.path_fallbacks.is_empty() {
-        s.push_str(&format!(
-            "; fallbacks: {}",
-            serde_json::json!(x.path_fallbacks)
-        ));
+        s.push_str(&format!("; fell back: {}", x.path_fallbacks.join(", ")));
     }
     Some(s)
 }
@@ -1066,7 +1099,8 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
                 .filter(|p| p.wirespeed.as_ref().is_some_and(|x| x.verdict.is_some()));
             if let (Some(p), Format::Text, false) = (partial, format, strict) {
                 if let Ok(mut w) = out.lock() {
-                    let _ = crate::explain::write_where(&mut **w, &p);
+                    let tables = a.out.verbose || a.out.where_tables;
+                    let _ = wirespeed_report::where_ran::write_where_as(&mut **w, &p, tables);
                     let _ = w.flush();
                 }
                 // A silent server: the one error line names the verdict on it too (`-J` keeps
@@ -1110,11 +1144,15 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if format == Format::Text {
-        if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
-            let _ = writeln!(w, "{line}");
+        // The paths and the full tables with -V or --where; one line per end otherwise.
+        let tables = a.out.verbose || a.out.where_tables;
+        if tables {
+            if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
+                let _ = writeln!(w, "{line}");
+            }
         }
         if let Ok(mut w) = out.lock() {
-            let _ = crate::explain::write_where(&mut **w, &r);
+            let _ = wirespeed_report::where_ran::write_where_as(&mut **w, &r, tables);
         }
     }
     let moved = r
@@ -1161,7 +1199,11 @@ fn run_live(
     let shown = r.as_ref().ok().or(partial.as_ref());
     if let Some(res) = shown {
         let _ = wirespeed_report::render_text(&mut out, res, a.out.text_options());
-        let _ = crate::explain::write_where(&mut out, res);
+        let _ = wirespeed_report::where_ran::write_where_as(
+            &mut out,
+            res,
+            a.out.verbose || a.out.where_tables,
+        );
     }
     let _ = out.flush();
     match r {

@@ -341,10 +341,6 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         step_delay: Duration::from_millis(delay_ms),
         tool: concat!("wirespeed ", env!("CARGO_PKG_VERSION")).to_string(),
     };
-    if !a.json {
-        out(&plan.render_text());
-        say!();
-    }
     let report = engine::apply(&root, &plan, &aopts, &mut |_, _| {}).map_err(tune_fail)?;
     let failed = report.count(StepStatus::Failed);
     if a.json {
@@ -353,40 +349,17 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&serde_json::json!({ "plan": plan, "apply": report }))?
         );
     } else {
-        say!(
-            "Applied {} of {} steps ({} already set, {} not movable, {} failed, {} skipped).",
-            report.count(StepStatus::Applied),
-            plan.steps.len(),
-            report.count(StepStatus::AlreadySet),
-            report.count(StepStatus::NotMovable),
-            failed,
-            report.count(StepStatus::Skipped),
-        );
-        let unsupported = report.count(StepStatus::NotSupported);
-        if unsupported > 0 {
-            say!("{unsupported} not supported by the driver (nothing changed there).");
-        }
-        for s in &report.steps {
-            say!(
-                "{:>3}  {:<12} {}{}",
-                s.step + 1,
-                s.status.as_str(),
-                s.setting,
-                s.detail
-                    .as_deref()
-                    .map(|d| format!(": {d}"))
-                    .unwrap_or_default()
-            );
-        }
+        out(&plan.render_applied(&report));
         let root_flag = a
             .root
             .root
             .as_ref()
             .map(|d| format!(" --root {}", d.display()))
             .unwrap_or_default();
+        // The file itself: under --root DIR, DIR's copy of the journal directory.
         say!(
             "Journal: {}\nUndo with: wirespeed tune revert{root_flag}",
-            report.journal
+            real_path(&root, &report.journal)
         );
     }
     Ok(ExitCode::from(if failed > 0 {
@@ -394,6 +367,12 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     } else {
         exit::OK
     }))
+}
+
+/// Where a host path of `root` is on this machine (the same path on the live host).
+fn real_path(root: &Root, host_path: &str) -> String {
+    root.path(host_path)
+        .map_or_else(|_| host_path.to_string(), |p| p.display().to_string())
 }
 
 fn journal_path(a: &RootArgs, name: &str) -> String {
@@ -413,7 +392,7 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
             None => {
                 eprintln!(
                     "wirespeed: nothing to revert: no journal under {} that is not reverted",
-                    a.root.journal_dir
+                    real_path(&root, &a.root.journal_dir)
                 );
                 return Ok(ExitCode::from(exit::OK));
             }
@@ -426,10 +405,12 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
     let report = engine::revert(&root, &path, a.force)
         .map_err(tune_fail)
         .with_context(|| format!("revert {path}"))?;
+    // Text names the file itself (under --root DIR, DIR's copy); JSON keeps the host path.
+    let shown = real_path(&root, &path);
     if a.json {
         say!("{}", serde_json::to_string_pretty(&report)?);
     } else if report.already_reverted {
-        say!("{path}: already reverted; nothing to do.");
+        say!("{shown}: already reverted; nothing to do.");
     } else {
         for i in &report.items {
             say!(
@@ -446,7 +427,7 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
         let left = report.count(RevertStatus::LeftChanged);
         let failed = report.count(RevertStatus::Failed);
         say!(
-            "{path}: {} restored, {} already original, {left} left alone (changed since), {failed} failed.",
+            "{shown}: {} restored, {} already original, {left} left alone (changed since), {failed} failed.",
             report.count(RevertStatus::Restored),
             report.count(RevertStatus::AlreadyOriginal),
         );
@@ -460,7 +441,7 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
                 .map(|u| u.line.to_string())
                 .collect();
             say!(
-                "{path}: could not read line(s) {}; every readable change was reverted, any change on those lines was not:",
+                "{shown}: could not read line(s) {}; every readable change was reverted, any change on those lines was not:",
                 lines.join(", ")
             );
             for u in &report.unreadable {
@@ -516,10 +497,14 @@ fn run_status(a: StatusArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(exit::OK));
     }
     if journals.is_empty() {
-        say!("No journals under {}.", a.root.journal_dir);
+        say!(
+            "No journals under {}.",
+            real_path(&root, &a.root.journal_dir)
+        );
         return Ok(ExitCode::from(exit::OK));
     }
     for (path, jf) in &journals {
+        let path = real_path(&root, path);
         let jf = match jf {
             Ok(jf) => jf,
             Err(e) => {

@@ -3,7 +3,7 @@
 
 use crate::placement::{self, PlacementError};
 use crate::sizing;
-use crate::{ids, Evidence, Finding, Options, Severity};
+use crate::{ids, Evidence, FileWrite, Finding, Options, Severity};
 use wirespeed_host::nic::{NicFacts, NicIrq};
 use wirespeed_host::pci::encoding;
 use wirespeed_host::stack::paths;
@@ -25,6 +25,8 @@ pub fn run_all(facts: &HostFacts, opts: &Options) -> Vec<Finding> {
     }
     out.extend(socket_buffers_small(facts, &nics, opts));
     out.extend(congestion_control_loss_based(facts));
+    out.extend(default_qdisc_not_fq(facts, &nics));
+    out.extend(tcp_mtu_probing_off(facts, &nics));
     out.extend(cpu_governor_not_performance(facts, &nics, opts));
     out.extend(irqbalance_running(facts));
     out.extend(softnet_drops(facts));
@@ -60,7 +62,7 @@ fn verb(n: usize, one: &'static str, many: &'static str) -> &'static str {
 
 /// `CPU 8`, `CPUs 6-7`.
 fn cpus_word(set: &CpuSet) -> String {
-    format!("{} {set}", if set.len() == 1 { "CPU" } else { "CPUs" })
+    set.words()
 }
 
 /// The exact count, and from 1 MiB on the size as people read it: `8388608 (8 MiB)`.
@@ -728,8 +730,60 @@ pub fn socket_buffers_small(
     })
 }
 
+/// What a host whose congestion control is loss-based can switch to: one rule for doctor's
+/// fix and tune's step. bbr, then htcp: loaded (`tcp_available_congestion_control`) or shipped
+/// as a module (writing the sysctl loads it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CcChoice {
+    /// Loaded: write the sysctl.
+    Available(&'static str),
+    /// Shipped as a module, not loaded: the sysctl write (or `modprobe tcp_NAME`) loads it.
+    Module(&'static str),
+    /// Neither is loaded; `known`: the kernel's module list was read and ships neither (else
+    /// what it ships is not known, e.g. a captured tree without `/lib/modules`).
+    Neither { known: bool },
+}
+
+/// The choice for this kernel ([`CcChoice`]).
+pub fn cc_choice(available: &[String], loadable: Option<&[String]>) -> CcChoice {
+    for cc in ["bbr", "htcp"] {
+        if available.iter().any(|a| a == cc) {
+            return CcChoice::Available(cc);
+        }
+        if loadable.is_some_and(|l| l.iter().any(|a| a == cc)) {
+            return CcChoice::Module(cc);
+        }
+    }
+    CcChoice::Neither {
+        known: loadable.is_some(),
+    }
+}
+
+/// Why nothing is switched ([`CcChoice::Neither`]), in the words doctor's fix and tune's note
+/// share.
+pub fn cc_neither_words(available: &[String], known: bool) -> String {
+    let offered = if available.is_empty() {
+        "an unknown set".to_string()
+    } else {
+        available.join(" ")
+    };
+    if known {
+        format!(
+            "this kernel offers only {offered} and ships neither tcp_bbr nor tcp_htcp as a \
+             module: keep it, or boot a kernel built with CONFIG_TCP_CONG_BBR"
+        )
+    } else {
+        format!(
+            "this kernel offers only {offered} (neither bbr nor htcp is loaded); whether it \
+             ships them as modules is not known here (no /lib/modules): if it does, \
+             `modprobe tcp_bbr`, then set bbr"
+        )
+    }
+}
+
 /// **congestion-control-loss-based**: reno or cubic backs off on every loss; on long fat paths a
-/// model-based (bbr) or faster-recovering (htcp) algorithm holds the rate. Info.
+/// model-based (bbr) or faster-recovering (htcp) algorithm holds the rate. Info. The fix is
+/// what this kernel offers ([`cc_choice`]).
 pub fn congestion_control_loss_based(facts: &HostFacts) -> Option<Finding> {
     let cc = facts.stack.tcp_congestion_control.as_deref()?;
     if cc != "reno" && cc != "cubic" {
@@ -740,6 +794,7 @@ pub fn congestion_control_loss_based(facts: &HostFacts) -> Option<Finding> {
         .tcp_available_congestion_control
         .clone()
         .unwrap_or_default();
+    let loadable = facts.stack.tcp_loadable_congestion_control.as_deref();
     let mut evidence = vec![Evidence::new("tcp_congestion_control", cc, paths::TCP_CC)];
     if !avail.is_empty() {
         evidence.push(Evidence::new(
@@ -748,20 +803,35 @@ pub fn congestion_control_loss_based(facts: &HostFacts) -> Option<Finding> {
             paths::TCP_CC_AVAILABLE,
         ));
     }
-    let fix = if avail.iter().any(|a| a == "bbr") {
-        vec![
-            "sysctl -w net.core.default_qdisc=fq".to_string(),
-            "sysctl -w net.ipv4.tcp_congestion_control=bbr".to_string(),
-        ]
-    } else if avail.iter().any(|a| a == "htcp") {
-        vec!["sysctl -w net.ipv4.tcp_congestion_control=htcp".to_string()]
-    } else {
-        vec![
-            "modprobe tcp_bbr".to_string(),
-            "sysctl -w net.core.default_qdisc=fq".to_string(),
-            "sysctl -w net.ipv4.tcp_congestion_control=bbr   # or: modprobe tcp_htcp; ...=htcp"
-                .to_string(),
-        ]
+    if let (Some(l), Some(k)) = (loadable, facts.kernel.as_deref()) {
+        evidence.push(Evidence::new(
+            "shipped as modules",
+            if l.is_empty() {
+                "none".to_string()
+            } else {
+                l.join(" ")
+            },
+            format!("/lib/modules/{k}/modules.dep, modules.builtin"),
+        ));
+    }
+    let set = |to: &str| {
+        let mut v = Vec::new();
+        if to == "bbr" {
+            v.push("sysctl -w net.core.default_qdisc=fq".to_string());
+        }
+        v.push(format!("sysctl -w net.ipv4.tcp_congestion_control={to}"));
+        v
+    };
+    let fix = match cc_choice(&avail, loadable) {
+        CcChoice::Available(to) => set(to),
+        CcChoice::Module(to) => {
+            let mut v = vec![format!(
+                "modprobe tcp_{to}   # this kernel ships it as a module, not loaded yet"
+            )];
+            v.extend(set(to));
+            v
+        }
+        CcChoice::Neither { known } => vec![format!("# {}", cc_neither_words(&avail, known))],
     };
     Some(Finding {
         writes: Vec::new(),
@@ -773,6 +843,87 @@ pub fn congestion_control_loss_based(facts: &HostFacts) -> Option<Finding> {
         ),
         evidence,
         fix,
+    })
+}
+
+/// **default-qdisc-not-fq**: `net.core.default_qdisc` is not `fq`, so new queues do not pace
+/// flows (what bbr relies on, and what keeps many flows fair at line rate). Info. The write
+/// applies to qdiscs created afterwards.
+pub fn default_qdisc_not_fq(facts: &HostFacts, nics: &[&NicFacts]) -> Option<Finding> {
+    let q = facts.stack.default_qdisc.as_deref()?;
+    if q == "fq" {
+        return None;
+    }
+    let iface = nics.first().map_or("IF", |n| n.name.as_str());
+    Some(Finding {
+        id: ids::DEFAULT_QDISC_NOT_FQ.into(),
+        severity: Severity::Info,
+        iface: None,
+        summary: format!(
+            "default qdisc is {q}, not fq: flows are not paced (bbr expects fq) and are less fair \
+             to each other"
+        ),
+        evidence: vec![Evidence::new("default_qdisc", q, paths::DEFAULT_QDISC)],
+        fix: vec![
+            "sysctl -w net.core.default_qdisc=fq".to_string(),
+            format!(
+                "tc qdisc replace dev {iface} root mq   # the running interface's queues get fq \
+                 (or a link down/up)"
+            ),
+        ],
+        writes: vec![FileWrite {
+            path: paths::DEFAULT_QDISC.to_string(),
+            current: q.to_string(),
+            value: "fq".into(),
+            what: format!(
+                "fq paces flows and keeps them fair; it applies to qdiscs created from now on: \
+                 `tc qdisc replace dev {iface} root mq` (or a link down/up) gives the running \
+                 interface's queues fq"
+            ),
+        }],
+    })
+}
+
+/// **tcp-mtu-probing-off**: a NIC runs a jumbo MTU (9000 or more) and `tcp_mtu_probing` is 0:
+/// a path with a smaller MTU whose ICMP "fragmentation needed" is filtered black-holes full
+/// segments instead of shrinking them. Info.
+pub fn tcp_mtu_probing_off(facts: &HostFacts, nics: &[&NicFacts]) -> Option<Finding> {
+    let probing = facts.stack.tcp_mtu_probing?;
+    if probing != 0 {
+        return None;
+    }
+    let jumbo: Vec<&NicFacts> = nics
+        .iter()
+        .copied()
+        .filter(|n| n.mtu.is_some_and(|m| m >= 9000))
+        .collect();
+    let first = jumbo.first()?;
+    let mtu = first.mtu.unwrap_or(9000);
+    let mut evidence = vec![Evidence::new("tcp_mtu_probing", 0, paths::TCP_MTU_PROBING)];
+    for n in &jumbo {
+        evidence.push(Evidence::new(
+            format!("{} MTU", n.name),
+            n.mtu.unwrap_or_default(),
+            format!("/sys/class/net/{}/mtu", n.name),
+        ));
+    }
+    Some(Finding {
+        id: ids::TCP_MTU_PROBING_OFF.into(),
+        severity: Severity::Info,
+        iface: None,
+        summary: format!(
+            "{} runs MTU {mtu} with tcp_mtu_probing off: a path with a smaller MTU that filters \
+             ICMP black-holes full segments",
+            first.name
+        ),
+        evidence,
+        fix: vec!["sysctl -w net.ipv4.tcp_mtu_probing=1".to_string()],
+        writes: vec![FileWrite {
+            path: paths::TCP_MTU_PROBING.to_string(),
+            current: "0".into(),
+            value: "1".into(),
+            what: format!("MTU {mtu}: probe the path MTU when ICMP is filtered"),
+        }],
     })
 }
 

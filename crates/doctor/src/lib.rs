@@ -42,6 +42,8 @@ pub mod ids {
     pub const MTU_BELOW_JUMBO: &str = "mtu-below-jumbo";
     pub const SOCKET_BUFFERS_SMALL: &str = "socket-buffers-small";
     pub const CONGESTION_CONTROL_LOSS_BASED: &str = "congestion-control-loss-based";
+    pub const DEFAULT_QDISC_NOT_FQ: &str = "default-qdisc-not-fq";
+    pub const TCP_MTU_PROBING_OFF: &str = "tcp-mtu-probing-off";
     pub const CPU_GOVERNOR_NOT_PERFORMANCE: &str = "cpu-governor-not-performance";
     pub const NIC_TEMPERATURE_HIGH: &str = "nic-temperature-high";
     pub const IRQBALANCE_RUNNING: &str = "irqbalance-running";
@@ -59,7 +61,7 @@ pub mod ids {
     pub const PAUSE_FRAMES_OFF: &str = "pause-frames-off";
 
     /// Every id, in the order of the documentation table.
-    pub const ALL: [&str; 24] = [
+    pub const ALL: [&str; 26] = [
         PCIE_LINK_DOWNGRADED,
         PCIE_BANDWIDTH_BELOW_LINE_RATE,
         IRQ_NUMA_REMOTE,
@@ -69,6 +71,8 @@ pub mod ids {
         MTU_BELOW_JUMBO,
         SOCKET_BUFFERS_SMALL,
         CONGESTION_CONTROL_LOSS_BASED,
+        DEFAULT_QDISC_NOT_FQ,
+        TCP_MTU_PROBING_OFF,
         CPU_GOVERNOR_NOT_PERFORMANCE,
         NIC_TEMPERATURE_HIGH,
         IRQBALANCE_RUNNING,
@@ -200,7 +204,7 @@ pub const DEFAULT_RTT_MS: f64 = 10.0;
 pub enum DoctorError {
     #[error("no PCI network interface named {name:?} on this host (PCI interfaces: {known})")]
     UnknownInterface { name: String, known: String },
-    #[error("--app-cpus {cpus}: CPU(s) {offline} are not online (online: {online})")]
+    #[error("--app-cpus {cpus}: not online: {offline} (online: {online})")]
     OfflineCpus {
         cpus: String,
         offline: String,
@@ -282,7 +286,7 @@ pub fn validate(facts: &HostFacts, opts: &Options) -> Result<(), DoctorError> {
             if !offline.is_empty() {
                 return Err(DoctorError::OfflineCpus {
                     cpus: app.to_string(),
-                    offline: offline.to_string(),
+                    offline: offline.words(),
                     online: online.to_string(),
                 });
             }

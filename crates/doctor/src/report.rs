@@ -114,6 +114,27 @@ impl Report {
         Ok(())
     }
 
+    /// The worst severity found, `None` without findings.
+    pub fn worst(&self) -> Option<Severity> {
+        self.findings.iter().map(|f| f.severity).max()
+    }
+
+    /// Whether a finding at or above `threshold` was found (doctor's `--fail-on`: the exit
+    /// status says so).
+    pub fn fails_at(&self, threshold: Severity) -> bool {
+        self.worst().is_some_and(|w| w >= threshold)
+    }
+
+    /// The RTT behind the buffer advice, as the summary line says it.
+    fn rtt_words(&self) -> String {
+        let rtt = self.options.rtt_ms;
+        if rtt == crate::DEFAULT_RTT_MS {
+            format!("buffer advice for an RTT of {rtt} ms, the default: --rtt MS for your paths")
+        } else {
+            format!("buffer advice for an RTT of {rtt} ms")
+        }
+    }
+
     /// The JSON document, pretty-printed.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
@@ -156,12 +177,13 @@ impl Report {
         let c = &self.counts;
         writeln!(
             w,
-            "{} finding{}: {} critical, {} warning, {} info",
+            "{} finding{}: {} critical, {} warning, {} info ({})",
             self.findings.len(),
             if self.findings.len() == 1 { "" } else { "s" },
             c.critical,
             c.warning,
-            c.info
+            c.info,
+            self.rtt_words()
         )?;
         for f in &self.findings {
             writeln!(w)?;

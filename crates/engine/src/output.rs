@@ -10,7 +10,7 @@ use wirespeed_report::text::{
     prefix_lines, write_done, write_error, write_server_output, write_server_output_json,
     TextContext, TextOptions, TextRenderer,
 };
-use wirespeed_report::where_ran::write_where;
+use wirespeed_report::where_ran::write_where_as;
 use wirespeed_report::{Interval, LiveEvent, Start, TestResult};
 
 /// Live events of one test.
@@ -239,7 +239,8 @@ impl Reporter for StandardReporter {
                     }
                 }
                 if self.print_where && has_end && !self.strict {
-                    self.emit(|b| write_where(b, result));
+                    let tables = self.opts.verbose || self.opts.where_tables;
+                    self.emit(|b| write_where_as(b, result, tables));
                 }
                 if let (Some(e), true) = (err, self.print_errors) {
                     let program = if self.strict { "iperf3" } else { "wirespeed" };

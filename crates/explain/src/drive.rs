@@ -49,7 +49,11 @@ pub struct SweepSpec {
 /// Why a sweep or `--repeat` refuses before its first test.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PreflightError {
-    #[error("{what} {cpus}: CPU {off} not online on this host (online: {online})")]
+    #[error(
+        "{what} {cpus}: {} {} not online on this host (online: {online})",
+        off.words(),
+        if off.len() == 1 { "is" } else { "are" }
+    )]
     CpusOffline {
         what: &'static str,
         cpus: CpuSet,
@@ -504,7 +508,7 @@ mod tests {
         let e = check_cpus(&root, "--server-cpus", &CpuSet::from_cpus([1, 5, 7])).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--server-cpus 1,5,7: CPU 5,7 not online on this host (online: 0-1)"
+            "--server-cpus 1,5,7: CPUs 5,7 are not online on this host (online: 0-1)"
         );
         // a port nobody listens on (bound, then closed)
         let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -153,7 +153,8 @@ impl HostChange for IrqTune {
             let off = cpus.difference(&online);
             if !off.is_empty() {
                 return Err(Refusal(format!(
-                    "cannot move IRQs to CPU {off}: not online on this server (online: {online})"
+                    "cannot move IRQs to {}: not online on this server (online: {online})",
+                    off.words()
                 )));
             }
         }

@@ -141,11 +141,7 @@ impl Placement {
 
 /// `CPU 3`, `CPUs 7-11`, `no CPU`.
 pub fn cpus_words(s: &CpuSet) -> String {
-    match s.len() {
-        0 => "no CPU".to_string(),
-        1 => format!("CPU {s}"),
-        _ => format!("CPUs {s}"),
-    }
+    s.words()
 }
 
 #[cfg(test)]

@@ -903,18 +903,23 @@ fn ends_compete(test: &TestObservation) -> bool {
 }
 
 fn same_host_verdict(test: &TestObservation, place: &str, compete: bool) -> Verdict {
-    let cpus = |e: &EndObservation| {
+    let cpus = |(i, e): (usize, &EndObservation)| {
         let set = e.total.app_cpus();
         let pinned = e.total.workers.iter().all(|w| w.cpu_requested.is_some());
+        // With --bidir both ends send and receive: say which end is which instead.
+        let who = match (e.role, i) {
+            (Role::Both, 0) => "this end (sending and receiving)",
+            (Role::Both, _) => "the peer (sending and receiving)",
+            _ => end_word(e, e.role.receives()),
+        };
         format!(
-            "{} on CPU{} {}{}",
-            end_word(e, e.role.receives()),
+            "{who} on CPU{} {}{}",
             if set.len() == 1 { "" } else { "s" },
             set,
             if pinned { "" } else { ", unpinned" }
         )
     };
-    let ends: Vec<String> = test.ends().map(cpus).collect();
+    let ends: Vec<String> = test.ends().enumerate().map(cpus).collect();
     let line = if compete {
         format!(
             "both ends on one host ({place}): they compete for the same CPUs ({}); this measures the host, not a path",
@@ -2241,6 +2246,25 @@ mod tests {
         assert_eq!(
             v.line,
             "the hypervisor took 35 % of sender's CPU 3 (steal; up to 49 % in an interval): a VM's CPU is not all its own"
+        );
+    }
+
+    #[test]
+    fn bidir_same_host_names_each_end_once() {
+        let (mut obs, _) = recorded("loopback-unpinned-2cpu.json");
+        obs.local.role = Role::Both;
+        if let Some(r) = obs.remote.as_mut() {
+            r.role = Role::Both;
+        }
+        let v = verdict(&obs, None);
+        assert_eq!(v.id, "same-host");
+        assert!(
+            v.line.contains(
+                "(this end (sending and receiving) on CPUs 0-1, unpinned; the peer (sending and \
+                 receiving) on CPUs 0-1, unpinned)"
+            ),
+            "{}",
+            v.line
         );
     }
 

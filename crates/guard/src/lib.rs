@@ -268,11 +268,15 @@ pub enum Refusal {
     /// The address lists refuse the peer.
     #[error("address refused: {reason}")]
     Denied { reason: String },
-    #[error("{} limit of {limit} pending connections reached", scope.words())]
+    #[error("{} limit of {limit} pending connections reached ({})", scope.words(), self.raise_with())]
     Pending { scope: Scope, limit: u32 },
-    #[error("{} limit of {limit} running tests reached", scope.words())]
+    #[error("{} limit of {limit} running tests reached ({})", scope.words(), self.raise_with())]
     Tests { scope: Scope, limit: u32 },
-    #[error("{} limit of {limit} streams: {held} held, {asked} more asked for", scope.words())]
+    #[error(
+        "{} limit of {limit} streams: {held} held, {asked} more asked for ({})",
+        scope.words(),
+        self.raise_with()
+    )]
     Streams {
         scope: Scope,
         limit: u32,
@@ -284,6 +288,50 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// The server option that sets the limit a refusal hit, in the refusal's words: the
+    /// operator raises it there (`wirespeed server` and `wirespeed agent` take the same
+    /// options).
+    pub fn raise_with(&self) -> &'static str {
+        match self {
+            Refusal::Pending {
+                scope: Scope::Peer, ..
+            } => "raise it with the server's --max-pending-per-address",
+            Refusal::Pending {
+                scope: Scope::Server,
+                ..
+            } => "raise it with the server's --max-pending",
+            Refusal::Tests {
+                scope: Scope::Peer, ..
+            } => "raise it with the server's --max-tests-per-address",
+            Refusal::Tests {
+                scope: Scope::Server,
+                ..
+            } => "raise it with the server's --max-tests",
+            Refusal::Streams {
+                scope: Scope::Peer, ..
+            } => "raise it with the server's --max-streams-per-address",
+            Refusal::Streams {
+                scope: Scope::Server,
+                ..
+            } => "raise it with the server's --max-total-streams",
+            // a share of a busy server: no one option raises it (the server-wide limit does)
+            Refusal::Tests {
+                scope: Scope::Share,
+                ..
+            } => "a fair share of --max-tests among the addresses holding tests",
+            Refusal::Streams {
+                scope: Scope::Share,
+                ..
+            } => "a fair share of --max-total-streams among the addresses holding tests",
+            Refusal::Pending {
+                scope: Scope::Share,
+                ..
+            }
+            | Refusal::Denied { .. }
+            | Refusal::ControlBytes { .. } => "",
+        }
+    }
+
     /// What to send the peer, in iperf3's terms. Too many streams is iperf3's own error
     /// (`IENUMSTREAMS`, "number of parallel streams too large"); everything else is
     /// `ACCESS_DENIED`, which an iperf3 client reports as a busy server. A wirespeed client
@@ -693,7 +741,8 @@ mod tests {
         assert_eq!(e.decline(), Decline::AccessDenied);
         assert_eq!(
             e.log_line(a),
-            "refused 127.0.0.1: per-address limit of 2 pending connections reached"
+            "refused 127.0.0.1: per-address limit of 2 pending connections reached \
+             (raise it with the server's --max-pending-per-address)"
         );
         // ...while another address still gets in.
         let b = g.admit_connection(ip("127.0.0.2")).unwrap();

@@ -89,14 +89,18 @@ pub fn collect(root: &Root) -> HostFacts {
         .ok()
         .and_then(|t| Interrupts::parse(&t).ok());
     let nics = collect_nics(root, interrupts.as_ref());
-    let stack = collect_stack(root, cpu.online.as_ref());
+    let mut stack = collect_stack(root, cpu.online.as_ref());
+    let kernel = root.read_opt("/proc/sys/kernel/osrelease").or_else(|| {
+        root.read("/proc/version")
+            .ok()
+            .and_then(|t| parse_proc_version(&t))
+    });
+    stack.tcp_loadable_congestion_control = kernel
+        .as_deref()
+        .and_then(|k| crate::stack::shipped_congestion_control(root, k));
     HostFacts {
         hostname: root.read_opt("/proc/sys/kernel/hostname"),
-        kernel: root.read_opt("/proc/sys/kernel/osrelease").or_else(|| {
-            root.read("/proc/version")
-                .ok()
-                .and_then(|t| parse_proc_version(&t))
-        }),
+        kernel,
         cpu,
         nics,
         stack,

@@ -180,6 +180,12 @@ pub struct StackFacts {
     pub tcp_wmem: Option<[u64; 3]>,
     pub tcp_congestion_control: Option<String>,
     pub tcp_available_congestion_control: Option<Vec<String>>,
+    /// Congestion-control algorithms the kernel ships as modules or built in, loaded or not
+    /// (`tcp_*` in `/lib/modules/RELEASE/modules.dep` and `modules.builtin`): writing
+    /// `tcp_congestion_control` loads such a module. `None` when neither file could be read
+    /// (a captured tree without them): unknown, not "none".
+    #[serde(default)]
+    pub tcp_loadable_congestion_control: Option<Vec<String>>,
     pub default_qdisc: Option<String>,
     pub netdev_max_backlog: Option<u64>,
     pub netdev_budget: Option<u64>,
@@ -274,6 +280,7 @@ pub fn collect_stack(root: &Root, online: Option<&CpuSet>) -> StackFacts {
         tcp_available_congestion_control: root
             .read_opt(TCP_CC_AVAILABLE)
             .map(|s| s.split_whitespace().map(str::to_string).collect()),
+        tcp_loadable_congestion_control: None,
         default_qdisc: root.read_opt(DEFAULT_QDISC),
         netdev_max_backlog: root.parse_opt(NETDEV_MAX_BACKLOG),
         netdev_budget: root.parse_opt(NETDEV_BUDGET),
@@ -292,6 +299,30 @@ pub fn collect_stack(root: &Root, online: Option<&CpuSet>) -> StackFacts {
         irqbalance_running: irq.as_ref().map(|p| !p.is_empty()),
         irqbalance_pids: irq.unwrap_or_default(),
     }
+}
+
+/// The congestion-control algorithms kernel `release` ships (`tcp_NAME` modules listed in
+/// `/lib/modules/RELEASE/modules.dep` or `modules.builtin`); `None` when neither file reads.
+pub fn shipped_congestion_control(root: &Root, release: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut read_any = false;
+    for file in ["modules.dep", "modules.builtin"] {
+        let Ok(text) = root.read(&format!("/lib/modules/{release}/{file}")) else {
+            continue;
+        };
+        read_any = true;
+        for line in text.lines() {
+            let module = line.split(':').next().unwrap_or("");
+            let base = module.rsplit('/').next().unwrap_or("");
+            if let Some(rest) = base.strip_prefix("tcp_") {
+                let name = rest.split(".ko").next().unwrap_or("");
+                if !name.is_empty() && !out.iter().any(|n| n == name) {
+                    out.push(name.to_string());
+                }
+            }
+        }
+    }
+    read_any.then_some(out)
 }
 
 #[cfg(test)]

@@ -137,6 +137,15 @@ impl CpuSet {
         self.0.contains(&cpu)
     }
 
+    /// The set in a sentence: `CPU 3`, `CPUs 2-3`, `no CPU`.
+    pub fn words(&self) -> String {
+        match self.len() {
+            0 => "no CPU".to_string(),
+            1 => format!("CPU {self}"),
+            _ => format!("CPUs {self}"),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -57,6 +57,42 @@ pub mod errno {
     pub const IESTREAMID: i32 = 208;
 }
 
+/// `EINVAL`: the `errno` sent with [`errno::IERECVPARAMS`], so that an iperf3 client prints
+/// "unable to receive parameters from client: Invalid argument".
+pub const EINVAL: i32 = 22;
+
+/// How a server refuses parameters it cannot read, in iperf3's terms: the `i_errno` of the
+/// offending key where iperf3's sentence for it is true of the value (`time` → "test
+/// duration valid values are 0 to 86400 seconds", `parallel` above its bound → "number of
+/// parallel streams too large", ...), otherwise `IERECVPARAMS` with `EINVAL`. The second
+/// value is the `errno` to send.
+pub fn params_errno(error: &WireError) -> (i32, i32) {
+    use errno::*;
+    let WireError::BadField { key, reason } = error else {
+        return (IERECVPARAMS, EINVAL);
+    };
+    // "N is out of range MIN..=MAX": above the bound is what iperf3's "too large" says.
+    let too_large = reason
+        .split_once(" is out of range ")
+        .and_then(|(n, range)| {
+            let max = range.rsplit_once("..=")?.1.parse::<i64>().ok()?;
+            Some(n.parse::<i64>().ok()? > max)
+        })
+        .unwrap_or(false);
+    let code = match key.as_str() {
+        "time" => IEDURATION,
+        "omit" => IEOMIT,
+        "TOS" => IEBADTOS,
+        "parallel" if too_large => IENUMSTREAMS,
+        "MSS" if too_large => IEMSS,
+        "window" if too_large => IEBUFSIZE,
+        "len" if too_large => IEBLOCKSIZE,
+        "burst" if too_large => IEBURST,
+        _ => return (IERECVPARAMS, EINVAL),
+    };
+    (code, 0)
+}
+
 /// A short description of an iperf3 `i_errno` (wirespeed's wording).
 pub fn describe(i_errno: i32) -> &'static str {
     use errno::*;
@@ -157,6 +193,29 @@ pub fn encode_detail(message: &str) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unreadable_parameters_get_iperf3s_error_for_their_key() {
+        use crate::TestParams;
+        let code = |json: &str| params_errno(&TestParams::parse(json.as_bytes()).unwrap_err());
+        assert_eq!(code(r#"{"tcp":true,"time":-1}"#), (errno::IEDURATION, 0));
+        assert_eq!(code(r#"{"tcp":true,"omit":100000}"#), (errno::IEOMIT, 0));
+        assert_eq!(
+            code(r#"{"tcp":true,"parallel":2000000}"#),
+            (errno::IENUMSTREAMS, 0)
+        );
+        // 0 streams is not "too large": iperf3's general words.
+        assert_eq!(
+            code(r#"{"tcp":true,"parallel":0}"#),
+            (errno::IERECVPARAMS, EINVAL)
+        );
+        assert_eq!(
+            code(r#"{"tcp":true,"parallel":"4"}"#),
+            (errno::IERECVPARAMS, EINVAL)
+        );
+        assert_eq!(code(r#"{"tcp":true,"TOS":256}"#), (errno::IEBADTOS, 0));
+        assert_eq!(code("[1]"), (errno::IERECVPARAMS, EINVAL));
+    }
 
     #[test]
     fn body_round_trip_and_detail() {

@@ -941,6 +941,17 @@ impl ServerSession {
         self.m.stop(ServerPhase::Failed, ServerEvent::Failed(f));
     }
 
+    /// Parameters that do not decode: queue iperf3's `SERVER_ERROR` for them
+    /// ([`server_error::params_errno`]) so that the client can say why; the caller sends
+    /// [`ServerSession::take_transmit`] before it closes.
+    fn refuse_params(&mut self, error: &WireError) {
+        let (i_errno, errno) = server_error::params_errno(error);
+        self.m.outbox.push(State::ServerError.to_byte());
+        self.m
+            .outbox
+            .extend_from_slice(&ServerErrorBody { i_errno, errno }.emit());
+    }
+
     fn wrong(&mut self, what: &str) -> WireError {
         WireError::UnexpectedState {
             state: what.to_string(),
@@ -1092,6 +1103,7 @@ impl ServerSession {
                             JsonFrame::announced_len(self.inbox.data(), MAX_PARAMS_LEN)
                         {
                             if !error.is_truncated() {
+                                self.refuse_params(&error);
                                 self.fail(Failure::Protocol {
                                     phase: "waiting for the test parameters",
                                     error,
@@ -1101,6 +1113,7 @@ impl ServerSession {
                         return;
                     }
                     Err(error) => {
+                        self.refuse_params(&error);
                         self.fail(Failure::Protocol {
                             phase: "waiting for the test parameters",
                             error,
@@ -1455,6 +1468,36 @@ mod tests {
                 ..
             }))
         ));
+    }
+
+    #[test]
+    fn server_answers_unreadable_params_with_iperf3s_error() {
+        use crate::server_error::errno;
+        let mut s = ServerSession::new(T0, cookie(), Timeouts::default());
+        s.take_transmit();
+        let body = br#"{"tcp":true,"time":-1,"parallel":1}"#;
+        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(body);
+        s.handle_input(T0, &frame);
+        assert!(matches!(
+            s.poll_event(),
+            Some(ServerEvent::Failed(Failure::Protocol {
+                error: WireError::BadField { .. },
+                ..
+            }))
+        ));
+        let mut want = vec![State::ServerError.to_byte()];
+        want.extend_from_slice(&(errno::IEDURATION).to_be_bytes());
+        want.extend_from_slice(&0i32.to_be_bytes());
+        assert_eq!(s.take_transmit(), want);
+
+        // An oversized announcement: iperf3's "unable to receive parameters".
+        let mut s = ServerSession::new(T0, cookie(), Timeouts::default());
+        s.take_transmit();
+        s.handle_input(T0, &[0x7f, 0xff, 0xff, 0xff]);
+        let out = s.take_transmit();
+        assert_eq!(out[0], State::ServerError.to_byte());
+        assert_eq!(&out[1..5], &errno::IERECVPARAMS.to_be_bytes());
     }
 
     /// A server at the results exchange: an announcement above the client-results cap is

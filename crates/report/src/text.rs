@@ -36,6 +36,8 @@ pub struct TextOptions {
     pub verbose: bool,
     /// End the client's output with iperf3's blank line and `iperf Done.`.
     pub done_line: bool,
+    /// Where the work ran as full per-CPU tables (`--where`, or `-V`), not one line per end.
+    pub where_tables: bool,
 }
 
 impl Default for TextOptions {
@@ -44,6 +46,7 @@ impl Default for TextOptions {
             format: UnitFormat::AdaptiveBits,
             verbose: false,
             done_line: true,
+            where_tables: false,
         }
     }
 }

@@ -113,7 +113,20 @@ pub fn write_cpu_table(
 /// One end's whole-test table with its heading, one line per interval (when there are several)
 /// and the notes.
 pub fn write_end(w: &mut dyn Write, e: &EndObservation) -> io::Result<()> {
-    writeln!(w, "{}: CPUs that did work", terminal(&end_heading(e)))?;
+    write_end_of(w, e, None)
+}
+
+/// [`write_end`] with the heading prefixed by which end it is (`this end`, `the peer`): with
+/// `--bidir` both ends are sender+receiver, and the role alone does not tell them apart.
+fn write_end_of(w: &mut dyn Write, e: &EndObservation, who: Option<&str>) -> io::Result<()> {
+    match who {
+        Some(who) => writeln!(
+            w,
+            "{who}, {}: CPUs that did work",
+            terminal(&end_heading(e))
+        )?,
+        None => writeln!(w, "{}: CPUs that did work", terminal(&end_heading(e)))?,
+    }
     write_cpu_table(w, &e.total, &e.topology, "  ")?;
     let timed: Vec<&IntervalObservation> = e
         .intervals
@@ -174,9 +187,20 @@ pub fn write_test(
     verdict: Option<&Verdict>,
 ) -> io::Result<()> {
     writeln!(w, "Where the work ran:")?;
-    for e in test.ends() {
-        write_end(w, e)?;
+    for (i, e) in test.ends().enumerate() {
+        let who = (e.role == Role::Both).then_some(if i == 0 { "this end" } else { "the peer" });
+        write_end_of(w, e, who)?;
     }
+    write_absent_and_verdict(w, test, verdict)
+}
+
+/// What both forms end with: the peer that was not observed, the verdict, its evidence and its
+/// `also`s (peer-sourced text made safe for a terminal).
+fn write_absent_and_verdict(
+    w: &mut dyn Write,
+    test: &TestObservation,
+    verdict: Option<&Verdict>,
+) -> io::Result<()> {
     if let Some(r) = &test.remote_absent {
         writeln!(w, "peer: not observed ({})", terminal(r))?;
     }
@@ -190,6 +214,43 @@ pub fn write_test(
         }
     }
     Ok(())
+}
+
+/// The short form of [`write_test`]: one line per end (its busiest CPUs, from the whole-test
+/// table), one line for both when they are one host (the same CPUs, observed twice), then the
+/// verdict and its `also`s.
+pub fn write_test_brief(
+    w: &mut dyn Write,
+    test: &TestObservation,
+    verdict: Option<&Verdict>,
+) -> io::Result<()> {
+    let one_host = test.remote.as_ref().is_some_and(|r| {
+        r.host.is_some() && r.host == test.local.host && r.topology == test.local.topology
+    });
+    if one_host {
+        let e = &test.local;
+        let mut place = e.host.clone().unwrap_or_default();
+        if let Some(i) = &e.iface {
+            place.push_str(&format!(" via {i}"));
+        }
+        writeln!(
+            w,
+            "Where the work ran: both ends on {}: {}",
+            terminal(&place),
+            interval_line(&e.total)
+        )?;
+    } else {
+        for (i, e) in test.ends().enumerate() {
+            let who = if i == 0 { "this end" } else { "the peer" };
+            writeln!(
+                w,
+                "Where the work ran ({who}, {}): {}",
+                terminal(&end_heading(e)),
+                interval_line(&e.total)
+            )?;
+        }
+    }
+    write_absent_and_verdict(w, test, verdict)
 }
 
 /// What a verdict rests on, in one line: `evidence: 4 of 4 intervals agreed (clear); read:
@@ -211,11 +272,21 @@ pub fn evidence_line(e: &wirespeed_model::Evidence) -> String {
 /// a server moved its NIC's queue IRQs for the test, what it did. Nothing when the result
 /// carries neither.
 pub fn write_where(w: &mut dyn Write, r: &TestResult) -> io::Result<()> {
+    write_where_as(w, r, true)
+}
+
+/// [`write_where`] with the full tables (`tables`: `--where`, `-V`) or one line per end
+/// ([`write_test_brief`]), the default.
+pub fn write_where_as(w: &mut dyn Write, r: &TestResult, tables: bool) -> io::Result<()> {
     let Some(x) = &r.wirespeed else {
         return Ok(());
     };
     if let Some(obs) = &x.observation {
-        write_test(w, obs, x.verdict.as_ref())?;
+        if tables {
+            write_test(w, obs, x.verdict.as_ref())?;
+        } else {
+            write_test_brief(w, obs, x.verdict.as_ref())?;
+        }
     }
     if let Some(c) = &x.ceiling {
         writeln!(w, "{}", ceiling_line(c))?;

@@ -29,28 +29,6 @@ pub fn governor_path(root: &Root, cpu: u32) -> Option<String> {
     root.exists(&path).then_some(path)
 }
 
-/// Congestion-control algorithms the kernel ships as modules (`/lib/modules/RELEASE/modules.dep`)
-/// or built in (`modules.builtin`).
-pub fn shipped_congestion_control(root: &Root, release: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for file in ["modules.dep", "modules.builtin"] {
-        let Some(text) = root.read(&format!("/lib/modules/{release}/{file}")).ok() else {
-            continue;
-        };
-        for line in text.lines() {
-            let module = line.split(':').next().unwrap_or("");
-            let base = module.rsplit('/').next().unwrap_or("");
-            if let Some(rest) = base.strip_prefix("tcp_") {
-                let name = rest.split(".ko").next().unwrap_or("");
-                if !name.is_empty() && !out.iter().any(|n| n == name) {
-                    out.push(name.to_string());
-                }
-            }
-        }
-    }
-    out
-}
-
 /// A view of an interface the host facts do not list (not PCI-backed: veth, bridges, bonds):
 /// link values only, no IRQs.
 fn plain_interface(root: &Root, name: &str) -> Option<NicView> {
@@ -123,11 +101,7 @@ pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostV
             .tcp_available_congestion_control
             .clone()
             .unwrap_or_default(),
-        loadable_congestion_control: facts
-            .kernel
-            .as_deref()
-            .map(|k| shipped_congestion_control(root, k))
-            .unwrap_or_default(),
+        loadable_congestion_control: s.tcp_loadable_congestion_control.clone(),
         default_qdisc: s.default_qdisc.clone(),
         tcp_mtu_probing: s.tcp_mtu_probing,
         netdev_max_backlog: s.netdev_max_backlog,

@@ -199,24 +199,11 @@ impl Plan {
 
     /// The plan as a readable table.
     pub fn render_text(&self) -> String {
-        let mut out = String::new();
-        if let Some(line) = &self.run_app {
-            let _ = writeln!(out, "FIRST: {line}");
-        }
-        let host = self.hostname.as_deref().unwrap_or("host");
-        let _ = writeln!(out, "tune plan for {host} (root {})", self.root);
-        for c in &self.context {
-            let _ = writeln!(out, "  {c}");
-        }
-        out.push('\n');
+        let mut out = self.render_head();
         if self.steps.is_empty() {
             out.push_str("Nothing to change.\n");
         } else {
-            let width =
-                |f: fn(&Step) -> &str| self.steps.iter().map(|s| f(s).len()).max().unwrap_or(0);
-            let wf = width(|s| &s.finding).max(7);
-            let ws = width(|s| table_setting(&s.setting)).max(7);
-            let wc = width(|s| &s.current).clamp(7, 24);
+            let (wf, ws, wc) = self.widths();
             let _ = writeln!(
                 out,
                 "{:>3}  {:wf$}  {:ws$}  {:wc$}  new",
@@ -238,6 +225,98 @@ impl Plan {
                 }
             }
         }
+        out.push_str(&self.render_notes());
+        out
+    }
+
+    /// What `--apply` did, each step once: the plan's head, one line per step with its value
+    /// before, the value asked for and the outcome (and why, where it did not apply), then
+    /// what the plan leaves alone and the counts.
+    pub fn render_applied(&self, report: &crate::engine::ApplyReport) -> String {
+        use crate::engine::StepStatus;
+        let mut out = self.render_head();
+        let (wf, ws, wc) = self.widths();
+        let wn = self
+            .steps
+            .iter()
+            .map(|s| s.new.len())
+            .max()
+            .unwrap_or(0)
+            .clamp(3, 24);
+        let _ = writeln!(
+            out,
+            "{:>3}  {:wf$}  {:ws$}  {:wc$}  {:wn$}  outcome",
+            "#", "fixes", "setting", "was", "new"
+        );
+        for r in &report.steps {
+            let Some(s) = self.steps.get(r.step) else {
+                continue;
+            };
+            let detail = r
+                .detail
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{:>3}  {:wf$}  {:ws$}  {:wc$}  {:wn$}  {}{detail}",
+                r.step + 1,
+                s.finding,
+                table_setting(&s.setting),
+                s.current,
+                s.new,
+                r.status.as_str(),
+            );
+        }
+        out.push_str(&self.render_notes());
+        let _ = writeln!(
+            out,
+            "\nApplied {} of {} steps ({} already set, {} not movable, {} failed, {} skipped).",
+            report.count(StepStatus::Applied),
+            self.steps.len(),
+            report.count(StepStatus::AlreadySet),
+            report.count(StepStatus::NotMovable),
+            report.count(StepStatus::Failed),
+            report.count(StepStatus::Skipped),
+        );
+        let unsupported = report.count(StepStatus::NotSupported);
+        if unsupported > 0 {
+            let _ = writeln!(
+                out,
+                "{unsupported} not supported by the driver (nothing changed there)."
+            );
+        }
+        out
+    }
+
+    /// The first lines: what is tuned, on which host and root.
+    fn render_head(&self) -> String {
+        let mut out = String::new();
+        if let Some(line) = &self.run_app {
+            let _ = writeln!(out, "FIRST: {line}");
+        }
+        let host = self.hostname.as_deref().unwrap_or("host");
+        let _ = writeln!(out, "tune plan for {host} (root {})", self.root);
+        for c in &self.context {
+            let _ = writeln!(out, "  {c}");
+        }
+        out.push('\n');
+        out
+    }
+
+    /// Column widths of the steps table: finding, setting, current value.
+    fn widths(&self) -> (usize, usize, usize) {
+        let width = |f: fn(&Step) -> &str| self.steps.iter().map(|s| f(s).len()).max().unwrap_or(0);
+        (
+            width(|s| &s.finding).max(7),
+            width(|s| table_setting(&s.setting)).max(7),
+            width(|s| &s.current).clamp(7, 24),
+        )
+    }
+
+    /// What the plan leaves alone, and why.
+    fn render_notes(&self) -> String {
+        let mut out = String::new();
         if !self.notes.is_empty() {
             out.push_str("\nNot changed by this plan:\n");
             for n in &self.notes {

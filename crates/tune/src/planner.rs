@@ -10,10 +10,12 @@
 //! - Socket buffers (`socket-buffers-small`): `tcp_rmem`/`tcp_wmem` maximum = 2 × link speed ×
 //!   RTT rounded up to a power of two, capped at `i32::MAX` (the kernel's limit), `rmem_max` /
 //!   `wmem_max` at least that; a value already larger is never lowered.
-//! - Congestion control (`congestion-control-loss-based`): bbr when the kernel has it (loaded, or
-//!   shipped as a module the sysctl write loads), else htcp, else unchanged with a note.
-//! - `default_qdisc` fq; `tcp_mtu_probing` 1 with a jumbo MTU; `netdev_max_backlog` /
-//!   `netdev_budget` when softnet shows drops / squeezes.
+//! - Congestion control (`congestion-control-loss-based`): doctor's rule
+//!   ([`wirespeed_doctor::checks::cc_choice`]): bbr, then htcp, loaded or shipped as a module the
+//!   sysctl write loads; else unchanged with doctor's words in a note.
+//! - `default_qdisc` fq (`default-qdisc-not-fq`) and `tcp_mtu_probing` 1 with a jumbo MTU
+//!   (`tcp-mtu-probing-off`): doctor's file writes; `netdev_max_backlog` / `netdev_budget` when
+//!   softnet shows drops / squeezes.
 //! - `--mtu N`, `--txqueuelen N`; governor `performance` on the app and IRQ CPUs
 //!   (`cpu-governor-not-performance`), one write per cpufreq policy; ring sizes to the maximum
 //!   (live only); irqbalance stopped with `--stop-irqbalance`, else a warning.
@@ -50,6 +52,10 @@ pub use wirespeed_doctor::sizing::{buffer_target, BUFFER_CAP};
 
 /// Finding ids: doctor's contract, plus tune's own for settings no doctor check covers.
 pub mod ids {
+    /// `default_qdisc` is not fq (doctor's finding).
+    pub use wirespeed_doctor::ids::DEFAULT_QDISC_NOT_FQ as QDISC;
+    /// `tcp_mtu_probing` is off with a jumbo MTU (doctor's finding).
+    pub use wirespeed_doctor::ids::TCP_MTU_PROBING_OFF as MTU_PROBING;
     pub use wirespeed_doctor::ids::{
         APP_NUMA_REMOTE, CONGESTION_CONTROL_LOSS_BASED as CC_LOSS_BASED,
         CPU_GOVERNOR_NOT_PERFORMANCE as GOVERNOR, IRQBALANCE_RUNNING as IRQBALANCE, IRQ_CROSS_L3,
@@ -57,10 +63,6 @@ pub mod ids {
         PCIE_BANDWIDTH_BELOW_LINE_RATE as PCIE_BANDWIDTH, PCIE_LINK_DOWNGRADED,
         SOCKET_BUFFERS_SMALL, SOFTNET_DROPS,
     };
-    /// `default_qdisc` is not fq.
-    pub const QDISC: &str = "default-qdisc-not-fq";
-    /// `tcp_mtu_probing` is off with a jumbo MTU.
-    pub const MTU_PROBING: &str = "tcp-mtu-probing-off";
     /// IRQ placement for the application moved to the NIC's NUMA node (the plan's first line);
     /// doctor, run with the CPUs the user gave, cannot confirm it.
     pub const APP_ON_NIC_NODE: &str = "app-on-nic-node";
@@ -799,12 +801,12 @@ fn stack(b: &mut Builder<'_>) {
             );
         }
         if cur == "reno" || cur == "cubic" {
-            let has = |name: &str| s.available_congestion_control.iter().any(|a| a == name);
-            let loadable = |name: &str| s.loadable_congestion_control.iter().any(|a| a == name);
-            let pick = ["bbr", "htcp"].into_iter().find(|c| has(c) || loadable(c));
-            match pick {
-                Some(cc) => {
-                    let how = if has(cc) {
+            // Doctor's rule: what this kernel offers, loaded or shipped as a module.
+            use wirespeed_doctor::checks::{cc_choice, cc_neither_words, CcChoice};
+            let avail = &s.available_congestion_control;
+            match cc_choice(avail, s.loadable_congestion_control.as_deref()) {
+                CcChoice::Available(cc) | CcChoice::Module(cc) => {
+                    let how = if avail.iter().any(|a| a == cc) {
                         format!("{cc} is available")
                     } else {
                         format!("{cc} ships as a module; the kernel loads tcp_{cc} on this write")
@@ -817,45 +819,25 @@ fn stack(b: &mut Builder<'_>) {
                         format!("{cur} is loss-based; {how}"),
                     );
                 }
-                None => b.note(
+                CcChoice::Neither { known } => b.note(
                     Some(ids::CC_LOSS_BASED),
-                    format!(
-                        "{cur} stays: this kernel offers only {} (neither bbr nor htcp is loaded or found as a module); if it has them, `modprobe tcp_bbr` and plan again",
-                        if s.available_congestion_control.is_empty() {
-                            "an unknown set".to_string()
-                        } else {
-                            s.available_congestion_control.join(" ")
-                        }
-                    ),
+                    format!("{cur} stays: {}", cc_neither_words(avail, known)),
                 ),
             }
         }
     }
 
-    // fq: pacing and per-flow fairness (what bbr expects; useful under cubic too).
-    if let Some(q) = &s.default_qdisc {
-        {
-            let iface = v.nic.as_ref().map(|n| n.name.as_str()).unwrap_or("IF");
+    // fq (`default-qdisc-not-fq`) and MTU probing (`tcp-mtu-probing-off`) are doctor's
+    // findings with their file writes (`doctor_writes`). An MTU this plan raises to a jumbo
+    // one (`--mtu`) is not one doctor sees yet: probing comes with it, as requested.
+    if let (Some(m), Some(0)) = (b.opts.mtu, s.tcp_mtu_probing) {
+        if m >= 9000 && !v.has(ids::MTU_PROBING) {
             b.sysctl(
-                ids::QDISC,
-                "net.core.default_qdisc",
-                q.clone(),
-                "fq".into(),
-                format!("fq paces flows and keeps them fair; it applies to qdiscs created from now on: `tc qdisc replace dev {iface} root mq` (or a link down/up) gives the running interface's queues fq"),
-            );
-        }
-    }
-
-    // MTU probing with jumbo frames (a path with a smaller MTU must not black-hole).
-    let mtu = b.opts.mtu.or(v.nic.as_ref().and_then(|n| n.mtu));
-    if let (Some(m), Some(p)) = (mtu, s.tcp_mtu_probing) {
-        if m >= 9000 {
-            b.sysctl(
-                ids::MTU_PROBING,
+                REQUESTED,
                 "net.ipv4.tcp_mtu_probing",
-                p.to_string(),
-                p.max(1).to_string(),
-                format!("MTU {m}: probe the path MTU when ICMP is filtered"),
+                "0".into(),
+                "1".into(),
+                format!("MTU {m} (--mtu): probe the path MTU when ICMP is filtered"),
             );
         }
     }
@@ -1199,7 +1181,7 @@ fn doctor_writes(b: &mut Builder<'_>) {
     let findings = b.view.findings.clone();
     for f in findings {
         let cat = match f.id.as_str() {
-            ids::TCP_OPTIONS_OFF | ids::ARFS_OFF => Category::Stack,
+            ids::TCP_OPTIONS_OFF | ids::ARFS_OFF | ids::QDISC | ids::MTU_PROBING => Category::Stack,
             ids::TXQUEUELEN_SHORT => Category::Link,
             _ => continue,
         };

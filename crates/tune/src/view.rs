@@ -104,7 +104,8 @@ pub struct StackView {
     pub available_congestion_control: Vec<String>,
     /// Congestion-control modules the kernel ships but has not loaded (from
     /// `/lib/modules/RELEASE/modules.dep` / `modules.builtin`); writing the sysctl loads them.
-    pub loadable_congestion_control: Vec<String>,
+    /// `None`: the module list could not be read (unknown, not "none").
+    pub loadable_congestion_control: Option<Vec<String>>,
     pub default_qdisc: Option<String>,
     pub tcp_mtu_probing: Option<u32>,
     pub netdev_max_backlog: Option<u64>,

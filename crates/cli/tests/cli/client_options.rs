@@ -236,10 +236,19 @@ fn json_stream_logfile_and_text() {
         "sender",
         "receiver",
         "iperf Done.",
-        "send path",
+        "Where the work ran",
+        "Verdict: ",
     ] {
         assert!(t.contains(needle), "text output lacks {needle:?}:\n{t}");
     }
+    // The paths line comes with the full tables (-V, --where).
+    assert!(!t.contains("send path"), "{t}");
+    let (c, _) = pair(&["-t", "1", "-P", "2", "--where"]);
+    let t = String::from_utf8_lossy(&c.stdout);
+    assert!(
+        t.contains("send path"),
+        "text output with --where lacks the paths:\n{t}"
+    );
 }
 
 #[test]

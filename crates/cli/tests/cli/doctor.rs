@@ -75,8 +75,28 @@ fn fixtures_exit_codes_and_json_schema() {
                 assert!(e["what"].is_string() && e["value"].is_string() && e["source"].is_string());
             }
         }
-        let want_code = if got.is_empty() { 0 } else { 1 };
-        assert_eq!(code(&o), want_code, "{root}");
+        // Exit 1 only for a finding at or above --fail-on (default warning).
+        let severities: Vec<&str> = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["severity"].as_str().unwrap())
+            .collect();
+        let at_least = |min: &[&str]| severities.iter().any(|s| min.contains(s));
+        let want_code = i32::from(at_least(&["warning", "critical"]));
+        assert_eq!(code(&o), want_code, "{root}: {severities:?}");
+        for (fail_on, min) in [
+            ("info", &["info", "warning", "critical"][..]),
+            ("warning", &["warning", "critical"][..]),
+            ("critical", &["critical"][..]),
+        ] {
+            let o = doctor(&root, iface, app, &["--json", "--fail-on", fail_on]);
+            assert_eq!(
+                code(&o),
+                i32::from(at_least(min)),
+                "{root} --fail-on {fail_on}: {severities:?}"
+            );
+        }
         // text form: same exit code, worst first
         let t = doctor(&root, iface, app, &[]);
         assert_eq!(code(&t), want_code);
@@ -84,6 +104,15 @@ fn fixtures_exit_codes_and_json_schema() {
         if got.is_empty() {
             assert!(text.contains("No findings."), "{text}");
         } else {
+            // The summary line says the RTT behind the buffer advice.
+            let summary = text
+                .lines()
+                .find(|l| l.contains(" info ("))
+                .unwrap_or_default();
+            assert!(
+                summary.contains("buffer advice for an RTT of 10 ms, the default: --rtt MS"),
+                "{text}"
+            );
             let first = text.find(&got[0]).unwrap();
             for g in &got[1..] {
                 assert!(
@@ -268,7 +297,16 @@ fn live_doctor_and_its_snapshot_agree() {
     let off = run(&["doctor", "--snapshot", snap.to_str().unwrap(), "--json"]);
     let (a, b) = (json(&live), json(&off));
     assert_same_findings(&a, &b);
-    let want = |r: &Value| i32::from(!r["findings"].as_array().unwrap().is_empty());
+    // Exit 1 for a finding at or above the default --fail-on (warning).
+    let want = |r: &Value| {
+        i32::from(
+            r["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["severity"] != "info"),
+        )
+    };
     assert_eq!(code(&live), want(&a));
     assert_eq!(code(&off), want(&b));
     assert_eq!(

@@ -164,7 +164,7 @@ fn quit_with(key: &str) {
             .any(|l| l.contains("sec") && l.contains("sender")),
         "the end summary: {end}"
     );
-    assert!(end.contains("Where the work ran:"), "{end}");
+    assert!(end.contains("Where the work ran"), "{end}");
     assert!(end.contains("Verdict:"), "the verdict: {end}");
     assert!(end.contains("interrupt"), "{end}");
     assert!(

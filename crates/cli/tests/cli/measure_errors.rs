@@ -4,7 +4,7 @@ use crate::measure_common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::Output;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use measure_common::*;
@@ -35,10 +35,7 @@ fn assert_fails(o: &Output, code: i32, needle: &str, what: &str) {
         "{what}: {err:?} lacks {needle:?}"
     );
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert!(
-        lines.len() == 1 || code == USAGE,
-        "{what}: not one line: {err:?}"
-    );
+    assert!(lines.len() == 1, "{what}: not one line: {err:?}");
     assert!(!err.contains("panicked"), "{what}: panic: {err}");
 }
 
@@ -142,6 +139,189 @@ fn bad_flag_values_are_usage_errors() {
     }
 }
 
+/// Mistakes clap catches are one line too, naming the flag and what it takes (iperf3's
+/// words where iperf3 has them), exit 2: no usage block, no tips.
+#[test]
+fn bad_command_lines_are_one_line_naming_the_flag() {
+    for (args, needle) in [
+        (
+            &["-c", "127.0.0.1", "-t", "-1"][..],
+            "invalid value '-1' for -t/--time: test duration valid values are 0 to 86400 seconds",
+        ),
+        (
+            &["-c", "127.0.0.1", "-t", "0.5"][..],
+            "invalid value '0.5' for -t/--time: test duration valid values are 0 to 86400 \
+             seconds (a whole number)",
+        ),
+        (
+            &["-c", "127.0.0.1", "--frobnicate"][..],
+            "unrecognized option '--frobnicate' ('wirespeed client --help' lists the options)",
+        ),
+        (
+            &["-c", "127.0.0.1", "--paralel", "2"][..],
+            "did you mean '--parallel'?",
+        ),
+        (
+            &["-c"][..],
+            "option requires an argument -- -c/--client: the server to test (-c HOST)",
+        ),
+        (
+            &["client"][..],
+            "option requires an argument -- -c/--client: the server to test (-c HOST)",
+        ),
+        (
+            &["-c", "127.0.0.1", "-P"][..],
+            "option requires an argument -- -P/--parallel: a whole number",
+        ),
+        (
+            &["-c", "127.0.0.1", "-P", "x"][..],
+            "invalid value 'x' for -P/--parallel: a whole number from 0 to 4294967295 - \
+             parallel streams (per direction)",
+        ),
+        (
+            &["-c", "127.0.0.1", "-O", "-3"][..],
+            "bogus value for --omit (maximum = 600 seconds)",
+        ),
+        (
+            &["-c", "127.0.0.1", "-R", "--bidir"][..],
+            "-R/--reverse cannot be used with --bidir",
+        ),
+        (
+            &["-s", "--frobnicate"][..],
+            "unrecognized option '--frobnicate'",
+        ),
+        (&["doctor", "--frob"][..], "'wirespeed doctor --help'"),
+        (&["frobnicate"][..], "unrecognized command 'frobnicate'"),
+        (
+            &["tune", "--root", "a", "--root", "b"][..],
+            "--root cannot be given more than once",
+        ),
+    ] {
+        let o = ws(args);
+        assert_fails(&o, USAGE, needle, &format!("{args:?}"));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.starts_with("wirespeed: "), "{args:?}: {err}");
+        assert!(
+            !err.contains("tip:") && !err.contains("Usage:"),
+            "{args:?}: {err}"
+        );
+    }
+    // Flags that look like negative numbers stay flags where no value is due.
+    let o = ws(&["-c", "127.0.0.1", "-4", "-6"]);
+    assert_fails(&o, USAGE, "--version6", "-4 -6");
+}
+
+/// Every limit and timeout an operator or user sets is range-checked when the command line is
+/// read: one line naming the flag, exit 2 (no panic at start, none in each test's thread).
+#[test]
+fn limits_are_range_checked_at_start() {
+    const HUGE: &str = "18446744073709551615";
+    let server = |flag: &str| {
+        vec![
+            "-s".to_string(),
+            "-p".into(),
+            free_port().to_string(),
+            flag.into(),
+        ]
+    };
+    let mut cases: Vec<(Vec<String>, &str)> = Vec::new();
+    for (flag, range) in [
+        ("--handshake-timeout", "a whole number from 1 to 3600"),
+        ("--max-duration", "a whole number from 1 to 31536000"),
+        ("--idle-timeout", "a whole number from 0 to 86400"),
+        (
+            "--rcv-timeout",
+            "receive timeout value is incorrect or not in range",
+        ),
+        (
+            "--snd-timeout",
+            "send timeout value is incorrect or not in range",
+        ),
+        ("--time-skew-threshold", "a whole number from 0 to 86400"),
+        ("--max-tests", "a whole number from 1 to 1048576"),
+        ("--max-pending", "a whole number from 1 to 1048576"),
+        ("--max-streams", "a whole number from 1 to 1048576"),
+        ("--max-total-streams", "a whole number from 1 to 1048576"),
+        (
+            "--max-pending-per-address",
+            "a whole number from 1 to 1048576",
+        ),
+        (
+            "--max-tests-per-address",
+            "a whole number from 1 to 1048576",
+        ),
+        (
+            "--max-streams-per-address",
+            "a whole number from 1 to 1048576",
+        ),
+    ] {
+        let mut a = server(flag);
+        a.push(HUGE.into());
+        cases.push((a, range));
+        let mut a = server(flag);
+        a.push("-1".into());
+        cases.push((a, range));
+    }
+    let mut a = server("--server-bitrate-limit");
+    a.push(format!("1G/{HUGE}"));
+    cases.push((a, "whole seconds from 1 to 3600"));
+    for (args, range) in [
+        (
+            &["-c", "127.0.0.1", "--connect-timeout", HUGE][..],
+            "a whole number from 1 to 86400000",
+        ),
+        (
+            &["-c", "127.0.0.1", "--rcv-timeout", HUGE][..],
+            "receive timeout value",
+        ),
+        (
+            &["-c", "127.0.0.1", "--repeat", "0"][..],
+            "a whole number from 1 to 1000",
+        ),
+        (
+            &["agent", "--probe.wait", HUGE][..],
+            "a whole number from 0 to 3600",
+        ),
+        (
+            &["agent", "--probe.max-duration", HUGE][..],
+            "a whole number from 1 to 86400",
+        ),
+        (
+            &[
+                "sweep",
+                "--cpus",
+                "0",
+                "--server-cpus",
+                "0",
+                "-t",
+                HUGE,
+                "127.0.0.1",
+            ][..],
+            "from 1 to 86400",
+        ),
+        (
+            &["latency", "--samples", HUGE][..],
+            "a whole number from 1 to 1000000",
+        ),
+    ] {
+        cases.push((args.iter().map(|s| s.to_string()).collect(), range));
+    }
+    for (args, range) in cases {
+        // The flag is the word before its value.
+        let at = args
+            .iter()
+            .rposition(|a| a == HUGE || a == "-1" || a == "0" || a.ends_with(HUGE))
+            .expect("a value");
+        let flag = args[at - 1].clone();
+        let o = run(
+            Command::new(wirespeed()).args(&args),
+            Duration::from_secs(60),
+        );
+        assert_fails(&o, USAGE, &format!("for {flag}"), &format!("{args:?}"));
+        assert_fails(&o, USAGE, range, &format!("{args:?}"));
+    }
+}
+
 #[test]
 fn offline_cpu_is_a_host_error() {
     let o = ws(&["-c", "127.0.0.1", "-p", "1", "-A", "4095", "-t", "1"]);
@@ -184,6 +364,66 @@ fn server_limits_are_reported_to_the_client() {
         let text = text_of(&o);
         assert!(text.contains("parallel streams"), "iperf3 said: {text}");
     }
+}
+
+/// iperf3 clients whose parameters a wirespeed server cannot take get iperf3's own error
+/// (`SERVER_ERROR` with the number its client prints as a sentence), and the server logs one
+/// line for each refusal.
+#[test]
+fn iperf3_clients_are_told_why_they_are_refused() {
+    if !have_iperf3("iperf3 clients refused by a wirespeed server") {
+        return;
+    }
+    let (srv, port) = start_server(&["-i", "0", "--max-streams-per-address", "2"]);
+    for (args, said) in [
+        // iperf3 3.12 sends these as they are; the server cannot run them.
+        (
+            &["-P", "0"][..],
+            "unable to receive parameters from client: Invalid argument",
+        ),
+        // IEDURATION: "test duration too long (maximum = 86400 seconds)" in 3.12, "test
+        // duration valid values are 0 to 86400 seconds" in later versions.
+        (&["-t", "-1"][..], "test duration "),
+        // Over a per-address limit: iperf3's words for too many streams.
+        (
+            &["-P", "3", "-t", "1"][..],
+            "number of parallel streams too large",
+        ),
+    ] {
+        let o = run(&mut client_cmd(Side::Iperf3, port, args), HANG);
+        let text = text_of(&o);
+        assert!(!o.status.success(), "iperf3 {args:?}: {text}");
+        assert!(
+            text.contains(&format!("iperf3: error - {said}")),
+            "iperf3 {args:?} said: {text}"
+        );
+        assert!(
+            !text.contains("closed unexpectedly"),
+            "iperf3 {args:?}: {text}"
+        );
+    }
+    // A wirespeed client over the same limit is told which server option raises it.
+    let o = client(port, &["-P", "3", "-t", "1"]);
+    assert_fails(
+        &o,
+        REFUSED,
+        "raise it with the server's --max-streams-per-address",
+        "-P 3 over --max-streams-per-address 2",
+    );
+    let out = srv.wait_output(Duration::ZERO);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let refused: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("refused 127.0.0.1"))
+        .collect();
+    assert_eq!(refused.len(), 4, "one line per refusal: {log}");
+    assert!(refused[0].contains("\"parallel\""), "{log}");
+    assert!(refused[1].contains("\"time\""), "{log}");
+    assert!(
+        refused[2].contains("--max-streams-per-address")
+            && refused[3].contains("--max-streams-per-address"),
+        "{log}"
+    );
 }
 
 #[test]

@@ -73,7 +73,7 @@ fn reverse_swaps_the_roles() {
 #[test]
 fn text_output_shows_where_the_work_ran() {
     let out = Command::new(wirespeed())
-        .args(["client", "--loopback", "-t", "1", "-A", "0"])
+        .args(["client", "--loopback", "-t", "1", "-A", "0", "--where"])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -193,7 +193,7 @@ fn the_servers_text_shows_where_the_work_ran_on_both_ends() {
         eprintln!("SKIP: the_servers_text_shows_where_the_work_ran_on_both_ends because fewer than 2 CPUs are online");
         return;
     }
-    let s = serve_one(&[], &mut ws_client(&["-A", "0,1"]));
+    let s = serve_one(&["--where"], &mut ws_client(&["-A", "0,1"]));
     let t = String::from_utf8(s.stdout).unwrap();
     let at = t.find("Where the work ran:").expect(&t);
     let tail = &t[at..];
@@ -283,7 +283,8 @@ fn an_iperf3_peer_is_said_to_be_unobserved_on_either_side() {
     c.args(["-c", "127.0.0.1", "-t", "1", "-R"]);
     let s = serve_one(&[], &mut c);
     let t = String::from_utf8(s.stdout).unwrap();
-    assert!(t.contains("Where the work ran:\nsender "), "{t}");
+    // One line for the end observed (the default, short form).
+    assert!(t.contains("Where the work ran (this end, sender "), "{t}");
     assert!(
         t.contains("peer: not observed (the peer is not wirespeed (iperf3 sends no observation))"),
         "{t}"
@@ -304,7 +305,7 @@ fn an_iperf3_peer_is_said_to_be_unobserved_on_either_side() {
         String::from_utf8_lossy(&out.stderr)
     );
     let t = String::from_utf8(out.stdout).unwrap();
-    assert!(t.contains("Where the work ran:\nsender "), "{t}");
+    assert!(t.contains("Where the work ran (this end, sender "), "{t}");
     assert!(
         t.contains("peer: not observed (the peer is not wirespeed"),
         "{t}"
@@ -403,4 +404,99 @@ fn zero_copy_send_on_loopback_is_said() {
     let plain = json_of(&["client", "--loopback", "-t", "1", "-J"]);
     let also = &plain["wirespeed"]["verdict"]["also"];
     assert!(also.is_null() || !said(also), "{also}");
+}
+
+/// The line that says which paths and workers ran reads as a sentence: counts with their
+/// plural, only the paths this end used, no JSON in text.
+#[test]
+fn the_paths_line_reads_as_words() {
+    for (args, path) in [
+        (&["-P", "2"][..], "local send path "),
+        (&["-R"][..], "local receive path "),
+    ] {
+        // The paths line comes with the full tables (--where, or -V).
+        let out = Command::new(wirespeed())
+            .args(["client", "--loopback", "-t", "1", "--where"])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{args:?}: {text}");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("wirespeed: local "))
+            .unwrap_or_else(|| panic!("{args:?}: no paths line: {text}"));
+        assert!(line.contains(path), "{args:?}: {line}");
+        assert!(line.contains("(1 stream, ran on "), "{args:?}: {line}");
+        for wrong in ["[", "path -", "1 streams", "fallbacks: ["] {
+            assert!(!line.contains(wrong), "{args:?}: {wrong:?} in {line}");
+        }
+    }
+}
+
+/// `--bidir`: both ends send and receive, so neither is labelled "receiver" alone; the tables
+/// and the verdict say which end is which.
+#[test]
+fn bidir_ends_are_told_apart() {
+    let out = Command::new(wirespeed())
+        .args(["client", "--loopback", "-t", "1", "--bidir", "--where"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("this end, sender+receiver ")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("the peer, sender+receiver ")),
+        "{text}"
+    );
+    let verdict = text
+        .lines()
+        .find(|l| l.starts_with("Verdict: "))
+        .unwrap_or_else(|| panic!("no verdict: {text}"));
+    assert!(
+        verdict.matches("receiver on CPU").count() < 2,
+        "both ends called receiver: {verdict}"
+    );
+}
+
+/// By default the text is iperf3's lines, where the work ran in one line (both ends on one host:
+/// one line for both), and the verdict; the per-CPU tables and the paths line come with
+/// `--where` or `-V`.
+#[test]
+fn default_text_is_short_and_where_or_verbose_gives_the_tables() {
+    let run = |extra: &[&str]| {
+        let out = Command::new(wirespeed())
+            .args(["client", "--loopback", "-t", "1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let t = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{extra:?}: {t}");
+        t
+    };
+    let t = run(&[]);
+    let after = &t[t.find("iperf Done.").expect(&t)..];
+    let where_lines: Vec<&str> = after
+        .lines()
+        .filter(|l| l.starts_with("Where the work ran"))
+        .collect();
+    assert_eq!(where_lines.len(), 1, "{t}");
+    assert!(
+        where_lines[0].starts_with("Where the work ran: both ends on "),
+        "loopback is one host: {t}"
+    );
+    assert!(after.contains("\nVerdict: "), "{t}");
+    for table in ["CPUs that did work", "   CPU   usr", "wirespeed: local "] {
+        assert!(!t.contains(table), "{table:?} by default: {t}");
+    }
+    for flag in ["--where", "-V"] {
+        let t = run(&[flag]);
+        assert!(t.contains("CPUs that did work"), "{flag}: {t}");
+        assert!(t.contains("wirespeed: local "), "{flag}: {t}");
+    }
 }

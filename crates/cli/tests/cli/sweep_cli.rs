@@ -149,7 +149,10 @@ fn a_sweep_over_cpus_this_host_lacks_is_refused_up_front() {
     );
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("--cpus 0,4095: CPU 4095 not online"), "{err}");
+    assert!(
+        err.contains("--cpus 0,4095: CPU 4095 is not online"),
+        "{err}"
+    );
     // --repeat checks its peer once, too
     let out = ws(&[
         "client",

@@ -13,14 +13,10 @@ use std::time::{Duration, Instant};
 use host_common::*;
 use wirespeed_tune::journal::{JournalFile, State};
 
-/// Ids tune uses for settings no doctor check covers (doctor cannot confirm them).
-const TUNE_ONLY: &[&str] = &[
-    "requested",
-    "persist",
-    "default-qdisc-not-fq",
-    "tcp-mtu-probing-off",
-    "app-on-nic-node",
-];
+/// Ids tune uses for settings no doctor check covers (doctor cannot confirm them): what the user
+/// asked for and where the plan moves the application. Every other step answers a doctor
+/// finding.
+const TUNE_ONLY: &[&str] = &["requested", "persist", "app-on-nic-node"];
 
 /// `wirespeed tune --root TREE --iface IF --app-cpus APP ARGS`.
 fn tune_app(tree: &std::path::Path, iface: &str, app: &str, args: &[&str]) -> Output {
@@ -184,6 +180,143 @@ fn apply_then_revert_without_emulation_is_byte_identical_and_twice_is_harmless()
             assert!(snapshot(&tree) == original, "{name}");
         }
     }
+}
+
+/// doctor and tune give the same advice on congestion control for every captured host: what
+/// the kernel offers (the trees carry no `/lib/modules`, so whether it ships bbr as a module is
+/// not known, and both say so instead of one running `modprobe` and the other not).
+#[test]
+fn doctor_and_tune_agree_on_congestion_control() {
+    for (name, host) in hosts() {
+        let (iface, apps) = cases(&host);
+        let root = host.to_str().unwrap();
+        let d = run(&[
+            "doctor",
+            "--root",
+            root,
+            "--iface",
+            &iface,
+            "--app-cpus",
+            &apps[0],
+            "--json",
+        ]);
+        let doc: serde_json::Value = serde_json::from_slice(&d.stdout).unwrap();
+        let cc = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "congestion-control-loss-based");
+        let plan = plan_json(&host, &iface, &apps[0], &[]);
+        let step =
+            plan["steps"].as_array().unwrap().iter().find(|s| {
+                s["finding"] == "congestion-control-loss-based" && s["current"] != s["new"]
+            });
+        let note = plan["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["finding"] == "congestion-control-loss-based");
+        let Some(cc) = cc else {
+            assert!(
+                step.is_none() && note.is_none(),
+                "{name}: tune acts, doctor is silent"
+            );
+            continue;
+        };
+        let fix: Vec<&str> = cc["fix"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_str().unwrap())
+            .collect();
+        match (step, note) {
+            (Some(step), None) => {
+                let to = step["new"].as_str().unwrap();
+                assert!(
+                    fix.iter()
+                        .any(|l| l.ends_with(&format!("tcp_congestion_control={to}"))),
+                    "{name}: tune sets {to}, doctor's fix {fix:?}"
+                );
+            }
+            (None, Some(note)) => {
+                let text = note["text"].as_str().unwrap();
+                // No command doctor gives that tune says cannot work.
+                assert!(
+                    fix.iter().all(|l| l.starts_with('#')),
+                    "{name}: doctor {fix:?}, tune {text}"
+                );
+                let words = fix[0].trim_start_matches("# ");
+                assert!(
+                    text.ends_with(words),
+                    "{name}: doctor {words:?}, tune {text:?}"
+                );
+            }
+            other => panic!("{name}: doctor reports it, tune {other:?}"),
+        }
+    }
+}
+
+/// `tune --root DIR --apply` as a user reads it: each step's outcome once (not the plan and
+/// then the results), the journal named where it is (under DIR), and `tune revert --root DIR`
+/// finds it; a second revert names DIR's journal directory when it finds nothing.
+#[test]
+fn apply_under_a_root_names_the_real_journal_and_each_step_once() {
+    let (name, host) = hosts()
+        .into_iter()
+        .find(|(n, _)| n == "crow-9900x-cx5-x4")
+        .expect("the crow-9900x-cx5-x4 fixture");
+    let (iface, apps) = cases(&host);
+    let (_t, tree) = temp_copy(&host);
+    let root = tree.to_str().unwrap().to_string();
+    let plan = plan_json(&tree, &iface, &apps[0], &[]);
+    let o = tune_app(&tree, &iface, &apps[0], &["--apply"]);
+    assert!(o.status.success(), "{name}: {}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let journal = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Journal: "))
+        .unwrap_or_else(|| panic!("no Journal line: {out}"));
+    assert!(
+        journal.starts_with(&format!("{root}/var/lib/wirespeed/journal-")),
+        "{journal} is not under {root}: {out}"
+    );
+    assert!(std::path::Path::new(journal).is_file(), "{journal}: {out}");
+    // Each planned setting is on one line, with its outcome.
+    let steps = plan["steps"].as_array().unwrap();
+    assert!(!steps.is_empty(), "{name}: nothing planned");
+    for s in steps {
+        let setting = s["setting"].as_str().unwrap();
+        let short = setting
+            .strip_prefix("/sys/devices/system/cpu/")
+            .unwrap_or(setting);
+        let lines: Vec<&str> = out
+            .lines()
+            .filter(|l| l.split_whitespace().any(|w| w == short || w == setting))
+            .collect();
+        assert_eq!(lines.len(), 1, "{setting} not once: {out}");
+        // "applied", or "applied: kernel reports effective CPUs ..." for an IRQ.
+        assert!(lines[0].contains("  applied"), "{}", lines[0]);
+    }
+    assert!(
+        !out.contains("\n     $ "),
+        "the plan's commands are not reprinted: {out}"
+    );
+
+    let o = run(&["tune", "revert", "--root", &root]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!("{journal}: ")),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["tune", "revert", "--root", &root]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!(
+            "nothing to revert: no journal under {root}/var/lib/wirespeed that is not reverted"
+        )),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]

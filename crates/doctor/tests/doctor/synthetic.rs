@@ -540,7 +540,8 @@ fn congestion_control_info_only_for_loss_based() {
     for (cc, avail, fires, fix) in [
         ("cubic", "reno cubic bbr", true, "bbr"),
         ("reno", "reno cubic htcp", true, "htcp"),
-        ("cubic", "reno cubic", true, "modprobe tcp_bbr"),
+        // No module list (no /lib/modules): whether it ships bbr is not known, and says so.
+        ("cubic", "reno cubic", true, "not known here"),
         ("bbr", "reno cubic bbr", false, ""),
         ("htcp", "cubic reno htcp", false, ""),
     ] {
@@ -555,6 +556,63 @@ fn congestion_control_info_only_for_loss_based() {
             assert!(x.fix.iter().any(|l| l.contains(fix)), "{cc}: {:?}", x.fix);
         }
     }
+    // With the kernel's module list: modprobe only for a module it ships.
+    for (modules, fix, never) in [
+        (
+            "kernel/net/ipv4/tcp_bbr.ko.zst: \nkernel/net/ipv4/tcp_htcp.ko.zst:\n",
+            "modprobe tcp_bbr",
+            "ships neither",
+        ),
+        (
+            "kernel/net/ipv4/tcp_htcp.ko:\n",
+            "modprobe tcp_htcp",
+            "tcp_bbr",
+        ),
+        (
+            "kernel/net/ipv4/tcp_diag.ko:\n",
+            "ships neither",
+            "modprobe",
+        ),
+    ] {
+        let h = Host::new(2, &["0-1"], &["0-1"]);
+        h.sysctl("net/ipv4/tcp_congestion_control", "cubic");
+        h.sysctl("net/ipv4/tcp_available_congestion_control", "reno cubic");
+        h.sysctl("kernel/osrelease", "6.1.0-test");
+        h.file("/lib/modules/6.1.0-test/modules.dep", modules);
+        let f = run(&h.facts(), None, None);
+        let x = get(&f, ids::CONGESTION_CONTROL_LOSS_BASED);
+        let fixes = x.fix.join("\n");
+        assert!(fixes.contains(fix), "{modules}: {fixes}");
+        assert!(!fixes.contains(never), "{modules}: {fixes}");
+    }
+}
+
+#[test]
+fn qdisc_and_mtu_probing_are_findings_with_the_writes_tune_applies() {
+    let mut h = Host::new(2, &["0-1"], &["0-1"]);
+    h.sysctl("net/core/default_qdisc", "fq_codel");
+    h.sysctl("net/ipv4/tcp_mtu_probing", "0");
+    let mut n = Nic::new("eth0");
+    n.mtu = 9000;
+    h.nic(n);
+    let f = run(&h.facts(), None, None);
+    let q = get(&f, ids::DEFAULT_QDISC_NOT_FQ);
+    assert_eq!(q.severity, Severity::Info);
+    assert_eq!(q.writes[0].path, "/proc/sys/net/core/default_qdisc");
+    assert_eq!(q.writes[0].value, "fq");
+    let m = get(&f, ids::TCP_MTU_PROBING_OFF);
+    assert_eq!(m.writes[0].value, "1");
+    assert!(m.summary.contains("MTU 9000"), "{}", m.summary);
+    // fq already, or a 1500-byte MTU: nothing.
+    let mut h = Host::new(2, &["0-1"], &["0-1"]);
+    h.sysctl("net/core/default_qdisc", "fq");
+    h.sysctl("net/ipv4/tcp_mtu_probing", "0");
+    let mut n = Nic::new("eth0");
+    n.mtu = 1500;
+    h.nic(n);
+    let f = run(&h.facts(), None, None);
+    assert!(!has(&f, ids::DEFAULT_QDISC_NOT_FQ));
+    assert!(!has(&f, ids::TCP_MTU_PROBING_OFF));
 }
 
 #[test]

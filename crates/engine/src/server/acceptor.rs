@@ -236,6 +236,7 @@ pub(super) fn acceptor(
                         tests_started += 1;
                     }
                 }
+                Stage::Params { .. } => unreadable_params(ctx, p, &log),
                 _ => {
                     ctx.stats
                         .connections_dropped
@@ -480,6 +481,33 @@ fn start_test(ctx: &Arc<Ctx>, p: Pending, log: &mut RefusalLog, number: u64) -> 
         return false;
     }
     true
+}
+
+/// A control connection whose parameters did not arrive whole: when they arrived and do not
+/// decode, the session queued iperf3's error for them (see
+/// [`wirespeed_protocol::server_error::params_errno`]); send it and log the refusal as one
+/// line. A close or a timeout before the parameters is only counted.
+fn unreadable_params(ctx: &Ctx, mut p: Pending, log: &RefusalLog) {
+    ctx.stats
+        .connections_dropped
+        .fetch_add(1, Ordering::Relaxed);
+    if let Stage::Params { sess, .. } = &mut p.stage {
+        let answer = sess.take_transmit();
+        if let Some(ServerEvent::Failed(wirespeed_protocol::Failure::Protocol { error, .. })) =
+            sess.poll_event()
+        {
+            if !answer.is_empty() {
+                ctx.stats.count_refusal(super::RefusalReason::Other);
+                let _ = send_now(&mut p.stream, &answer);
+                log.log(
+                    ctx,
+                    p.peer.ip(),
+                    &format!("unreadable test parameters: {error}"),
+                );
+            }
+        }
+    }
+    forget(ctx, &p);
 }
 
 fn refuse(

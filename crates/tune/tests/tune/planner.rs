@@ -77,7 +77,7 @@ fn ryzen() -> HostView {
             tcp_wmem: Some([4096, 16_384, 4_194_304]),
             congestion_control: Some("cubic".into()),
             available_congestion_control: vec!["reno".into(), "cubic".into()],
-            loadable_congestion_control: vec![],
+            loadable_congestion_control: None,
             default_qdisc: Some("fq_codel".into()),
             tcp_mtu_probing: Some(0),
             netdev_max_backlog: Some(1000),
@@ -374,7 +374,7 @@ fn congestion_control_bbr_else_htcp_else_unchanged() {
         step_value(&p, "net.ipv4.tcp_congestion_control").as_deref(),
         Some("htcp")
     );
-    v.stack.loadable_congestion_control.push("bbr".into());
+    v.stack.loadable_congestion_control = Some(vec!["bbr".into()]);
     let p = planner::plan(&v, &opts(None, None)).unwrap();
     let s = p
         .steps
