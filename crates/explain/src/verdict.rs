@@ -1052,6 +1052,27 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
     let throughput = m.throughput;
     let mut found: Vec<Verdict> = Vec::new();
 
+    // First: UDP datagrams that were not this test's sender's — the receiver saw sequence
+    // numbers the sender never sent. iperf3's datagram header carries no authentication, so
+    // datagrams forged with the client's address and port (or a stray sender's) count as this
+    // test's, and a far-ahead sequence number makes everything below it "lost". The test's own
+    // figures are then wrong, which matters before anything they would explain.
+    let forged = match (m.udp, m.udp_lost, m.udp_sent) {
+        (true, Some((_, expected)), Some(sent)) if expected > sent => {
+            found.push(Verdict {
+                id: "udp-foreign-datagrams".into(),
+                end: Some("receiver".into()),
+                line: format!(
+                    "the receiver saw UDP sequence numbers up to {expected}, but the sender sent {sent} datagrams: datagrams that were not this test's sender's reached it (forged with the client's address and port, or a stray sender), so its loss count is not the path's — iperf3's UDP header has no authentication (docs/measure.md)"
+                ),
+                also: Vec::new(),
+                evidence: None,
+            });
+            true
+        }
+        _ => false,
+    };
+
     // 0. An MTU black hole: the control connection's large message made no progress.
     if let Some(st) = &m.control_stall {
         found.push(Verdict {
@@ -1131,25 +1152,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
         cpu_candidates(e, th, &mut cands);
     }
 
-    // 2c. UDP loss — unless the receiver saw sequence numbers the sender never sent: iperf3's
-    // datagram header carries no authentication, so datagrams forged with the client's address
-    // and port (or a stray sender's) count as this test's, and a far-ahead sequence number
-    // makes everything below it "lost". Then the loss is not the path's.
-    let forged = match (m.udp, m.udp_lost, m.udp_sent) {
-        (true, Some((_, expected)), Some(sent)) if expected > sent => {
-            found.push(Verdict {
-                id: "udp-foreign-datagrams".into(),
-                end: Some("receiver".into()),
-                line: format!(
-                    "the receiver saw UDP sequence numbers up to {expected}, but the sender sent {sent} datagrams: datagrams that were not this test's sender's reached it (forged with the client's address and port, or a stray sender), so its loss count is not the path's — iperf3's UDP header has no authentication (docs/measure.md)"
-                ),
-                also: Vec::new(),
-                evidence: None,
-            });
-            true
-        }
-        _ => false,
-    };
+    // 2c. UDP loss (not when foreign datagrams made it up, above).
     if let (true, false, Some((lost, total))) = (m.udp, forged, m.udp_lost) {
         let share = if total > 0 {
             lost as f64 * 100.0 / total as f64

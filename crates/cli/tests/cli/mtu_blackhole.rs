@@ -58,6 +58,8 @@ impl Net {
         };
         let (a, r1, r2, b) = (net.ns("a"), net.ns("r1"), net.ns("r2"), net.ns("b"));
         let run = |args: &[&str]| {
+            // starts: ip nft (ip netns exec NS nft: the black hole's rule)
+            // starts: ip (ip netns exec NS sysctl and nft are read where they are written)
             let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
             assert!(
                 o.status.success(),

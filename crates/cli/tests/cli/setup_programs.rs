@@ -210,11 +210,21 @@ fn rust_starts(errors: &mut Vec<String>) -> Vec<Start> {
     // (a helper of one file: its callers are looked for in that file)
     let mut forwarders: Vec<(usize, String, usize, String)> = Vec::new();
     let mut ours = 0;
+    // a file that names clap's `Command` (and not the process one) builds commands for clap,
+    // not processes: there only `process::Command::new` starts a program
+    let clap_cmd = Regex::new(r"use clap::(?:\{[^}]*\bCommand\b[^}]*\}|Command\b)").unwrap();
+    let process_cmd =
+        Regex::new(r"use std::process::(?:\{[^}]*\bCommand\b[^}]*\}|Command\b)").unwrap();
     for (file, (path, text)) in sources.iter().enumerate() {
+        let clap_only = clap_cmd.is_match(text) && !process_cmd.is_match(text);
+        let clap_new = |at: usize| clap_only && !text[..at].ends_with("process::");
         let here = |at: usize| format!("{}:{}", rel(path), line_of(text, at));
-        for re in &literal_forms {
+        for (k, re) in literal_forms.iter().enumerate() {
             for c in re.captures_iter(text) {
                 let m = c.get(1).unwrap();
+                if k == 0 && clap_new(c.get(0).unwrap().start()) {
+                    continue;
+                }
                 out.push(Start {
                     program: m.as_str().to_string(),
                     at: here(m.start()),
@@ -222,6 +232,9 @@ fn rust_starts(errors: &mut Vec<String>) -> Vec<Start> {
             }
         }
         for m in new_re.find_iter(text) {
+            if clap_new(m.start()) {
+                continue;
+            }
             let arg = call_argument(text, m.end());
             if arg.starts_with('"') {
                 continue;
