@@ -14,9 +14,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use measure_common::{
-    free_port, json_of, run, spawn, text_of, wait_listening, wirespeed, ws, Proc,
-};
+use measure_common::{free_port, json_of, run, spawn, text_of, wirespeed, ws, Proc};
 use serde_json::Value;
 
 /// What wirespeed does with a flag.
@@ -76,14 +74,11 @@ fn in_ci() -> bool {
 const GUARD: Duration = crate::measure_common::HANG;
 
 fn server(args: &[&str]) -> (Proc, u16) {
-    let port = free_port();
-    let p = spawn(
-        Command::new(wirespeed())
-            .args(["-s", "-p", &port.to_string()])
-            .args(args),
-    );
-    wait_listening(port);
-    (p, port)
+    crate::measure_common::spawn_listening(|port| {
+        let mut c = Command::new(wirespeed());
+        c.args(["-s", "-p", &port.to_string()]).args(args);
+        c
+    })
 }
 
 fn client(port: u16, args: &[&str]) -> Command {

@@ -148,6 +148,13 @@ fn collect(
 }
 
 impl Proc {
+    /// Whether the child has ended (without waiting).
+    pub fn has_exited(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_none_or(|c| c.try_wait().is_ok_and(|s| s.is_some()))
+    }
+
     /// The child's process id (to signal it).
     pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)
@@ -230,14 +237,39 @@ pub fn client_cmd(side: Side, port: impl std::fmt::Display, args: &[&str]) -> Co
 /// `wirespeed server -p <port> <args>` on a free port, already listening: the process (killed
 /// when dropped) and its port.
 pub fn start_server(args: &[&str]) -> (Proc, u16) {
-    let port = free_port();
-    let srv = spawn(
-        Command::new(wirespeed())
-            .args(["server", "-p", &port.to_string()])
-            .args(args),
-    );
-    wait_listening(port);
-    (srv, port)
+    spawn_listening(|port| {
+        let mut c = Command::new(wirespeed());
+        c.args(["server", "-p", &port.to_string()]).args(args);
+        c
+    })
+}
+
+/// A server made by `make(port)` on a free port, already listening: the process and its port.
+/// The port is free when picked but another process (other tests run in parallel) may take it
+/// before the server binds it; a server that ends before it listens is started again on another
+/// port (up to 8 times), instead of being waited for until the hang bound.
+pub fn spawn_listening(make: impl Fn(u16) -> Command) -> (Proc, u16) {
+    let mut last = String::new();
+    for _ in 0..8 {
+        let port = free_port();
+        let mut srv = spawn(&mut make(port));
+        let t0 = Instant::now();
+        loop {
+            if sockets_on(port, false, "0A") > 0 {
+                return (srv, port);
+            }
+            if srv.has_exited() {
+                last = text_of(&srv.wait_output(Duration::from_secs(5)));
+                break;
+            }
+            assert!(
+                t0.elapsed() < HANG,
+                "something listens on port {port}: still not after {HANG:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    panic!("a server on a free port ended before listening, 8 times; the last said: {last}")
 }
 
 /// A process's stdout and stderr, as text.
@@ -262,13 +294,11 @@ pub fn assert_success(o: &Output, what: &str) {
 /// One test between a one-off server (`-s -1 -J`) and a client with `args` (nothing added),
 /// run within 30 s: both outputs, after checking that the client succeeded.
 pub fn one_off(client: Side, server: Side, args: &[&str], what: &str) -> (Output, Output) {
-    let port = free_port();
-    let srv = spawn(
-        server
-            .command()
-            .args(["-s", "-1", "-J", "-p", &port.to_string()]),
-    );
-    wait_listening(port);
+    let (srv, port) = spawn_listening(|port| {
+        let mut c = server.command();
+        c.args(["-s", "-1", "-J", "-p", &port.to_string()]);
+        c
+    });
     let out = run(&mut client_cmd(client, port, args), Duration::from_secs(30));
     let sout = srv.wait_output(Duration::from_secs(15));
     assert_success(&out, what);
