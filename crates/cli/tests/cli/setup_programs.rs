@@ -3,9 +3,10 @@
 //! installs from, or the next new CI machine fails where this one passed.
 //!
 //! The code is read as text for the ways it starts programs:
-//! - Rust: `Command::new("NAME")`; the lab's `command(SIDE, NAME)` with a literal NAME; the lab plan's steps
-//!   (`Step::new(&["NAME", …])`, `argv: ["NAME", …]`); `ip netns exec NS NAME`; `need::tool(_,
-//!   "NAME", …)`; and the literal arguments passed to a function that hands its parameter to
+//! - Rust: `Command::new` of a string literal; the lab's `command(SIDE, NAME)` with a literal
+//!   NAME; the lab plan's steps (`Step::new(&["NAME", …])`, `argv: ["NAME", …]`); `ip netns exec
+//!   NS NAME`; `need::tool(_, "NAME", …)`; and the literal arguments passed to a function that
+//!   hands its parameter to
 //!   `Command::new`. A `Command::new(EXPR)` that is none of these and not wirespeed itself
 //!   must say what it starts in a `// starts: NAME …` comment just above it (words after `;`
 //!   or `(` are for people; `// starts: by path` for programs started by their full path,
