@@ -337,9 +337,12 @@ mod tests {
 
     #[test]
     fn every_kind_of_mistake_is_one_line_naming_the_flag() {
+        // clap commands, not programs: their names through constants
+        const TOP: &str = "ws";
+        const SUB: &str = "client";
         let cmd = parse_command(
-            Command::new("ws").subcommand(
-                Command::new("client")
+            Command::new(TOP).subcommand(
+                Command::new(SUB)
                     .arg(Arg::new("host").value_name("HOST").required(true))
                     .arg(
                         Arg::new("time")
