@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
 use wirespeed_protocol::{
-    psk, ClientEvent, ClientPhase, ClientSession, Cookie, Direction, Failure, ParamsExt,
-    TestParams, TestResults, Timeouts, Transport,
+    psk, Cookie, Direction, Failure, ParamsExt, TestParams, TestResults, Timeouts, Transport,
 };
 use wirespeed_report::{HostPort, Start, TestResult};
 
@@ -26,7 +25,10 @@ pub use crate::stall::{control_stalled, STALL_AFTER, STALL_RETRANSMITS};
 use crate::usage::CpuPercent;
 use crate::EngineError;
 use wirespeed_host::CpuSet;
-use wirespeed_model::verdict::{End, SilentPhase};
+use wirespeed_model::verdict::{PeerSilent, SilentPhase};
+use wirespeed_run::{
+    Action, Cause, ClientPlan, ControlInfo, EndAt, Ending, Limits, Progress, TestRun, WatchStop,
+};
 
 pub use crate::measurement::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_BLOCK};
 
@@ -370,19 +372,11 @@ struct Run<'a> {
     /// The data phase, once running.
     m: Option<Measurement>,
     local_cpu: CpuPercent,
-    ended: bool,
     local_results: Option<TestResults>,
     peer_results: Option<TestResults>,
-    /// When the results message went out, and the control connection's retransmits then
-    /// (the black-hole check).
-    results_sent: Option<(Duration, u32)>,
     tcp_mss_default: Option<u32>,
-    /// When the client decided the test was over.
-    end_decided: Option<Duration>,
     /// Interrupted mid-test: the report's `end` comes from this end's counts alone.
     interrupted: bool,
-    /// What this end's streams had received when that count last moved (`--rcv-timeout`).
-    received: (u64, Instant),
     /// The server went silent after the data phase began (its data or its results never
     /// came): the report's `end` comes from this end's counts, with the verdict on the silence.
     stalled: bool,
@@ -391,34 +385,6 @@ struct Run<'a> {
 impl Run<'_> {
     fn now(&self) -> Duration {
         self.epoch.elapsed()
-    }
-
-    /// iperf3's client receive timeout: while the test runs (until this end sends
-    /// `TEST_END`) and this end receives, no new data for `--rcv-timeout` ends it.
-    fn check_receiving(
-        &mut self,
-        ctrl: &Ctrl,
-        reporter: &mut dyn Reporter,
-    ) -> Result<(), EngineError> {
-        let (Some(limit), Some(m), false) = (self.cfg.rcv_timeout, &self.m, self.ended) else {
-            return Ok(());
-        };
-        let d = m.data();
-        if !d.has_receivers() {
-            return Ok(());
-        }
-        let got = d.measured_bytes().1;
-        let now = Instant::now();
-        if got != self.received.0 {
-            self.received = (got, now);
-            return Ok(());
-        }
-        let quiet = now.duration_since(self.received.1);
-        if quiet > limit {
-            self.went_silent(SilentPhase::Data, quiet, ctrl, reporter);
-            return Err(EngineError::Peer(rcv_timeout_message(quiet, limit)));
-        }
-        Ok(())
     }
 
     fn connect_streams(&mut self) -> Result<(), EngineError> {
@@ -553,8 +519,6 @@ impl Run<'_> {
         if let Some(m) = &mut self.m {
             m.set_udp(cfg.udp);
         }
-        // The receive timeout counts from TEST_RUNNING.
-        self.received = (0, Instant::now());
         Ok(())
     }
 
@@ -566,29 +530,18 @@ impl Run<'_> {
         }
     }
 
-    fn end_reached(&self) -> bool {
-        let Some(m) = &self.m else {
-            return false;
-        };
-        let data = m.data();
-        let now = self.now();
-        if !m.omit_done() {
-            return false;
-        }
-        let cfg = self.cfg;
-        if let Some(n) = cfg.bytes {
-            let (s, r) = data.measured_bytes();
-            return s >= n || r >= n || data.senders_finished();
-        }
-        if let Some(k) = cfg.blocks {
-            let (s, r) = data.blocks();
-            return s >= k || r >= k || data.senders_finished();
-        }
-        if data.senders_finished() {
-            // Every sending stream died (peer reset): end now, the control connection says why.
-            return true;
-        }
-        now >= m.measure_start() + Duration::from_secs(u64::from(cfg.time))
+    /// The data phase's counters, for the test-run core.
+    fn progress(&self) -> Option<Progress> {
+        let m = self.m.as_ref()?;
+        let d = m.data();
+        Some(Progress {
+            bytes: d.measured_bytes(),
+            blocks: d.blocks(),
+            senders_finished: d.senders_finished(),
+            receives: d.has_receivers(),
+            omit_done: m.omit_done(),
+            measure_start: m.measure_start(),
+        })
     }
 
     /// The final interval (after senders stopped and receivers drained), once.
@@ -610,38 +563,19 @@ impl Run<'_> {
         self.stop_here(reporter);
     }
 
-    /// The server went silent in `phase` after the data phase began: note what this end knows
-    /// (for the verdict: `mtu-blackhole` or `peer-silent`) and end here with this end's counts,
-    /// as an interrupted test does.
-    fn went_silent(
-        &mut self,
-        phase: SilentPhase,
-        waited: Duration,
-        ctrl: &Ctrl,
-        reporter: &mut dyn Reporter,
-    ) {
+    /// The server went silent after the data phase began (the core's [`Ending::Silent`]):
+    /// note what this end knows for the verdict (`mtu-blackhole` or `peer-silent`) and end
+    /// here with this end's counts, as an interrupted test does.
+    fn silent(&mut self, silent: PeerSilent, reporter: &mut dyn Reporter) {
         let Some(m) = self.m.as_mut() else {
             return;
         };
-        if phase == SilentPhase::Data {
+        if silent.phase == SilentPhase::Data {
             // the receivers are quiet already: joining them is quick, and gives the workers'
             // CPUs to the observation
-            m.data_mut().finish_receivers(Drain::UntilQuiet {
-                quiet: Duration::from_millis(100),
-                max: Duration::from_secs(1),
-            });
+            m.data_mut().finish_receivers(Drain::SILENT);
         }
-        let bytes = m.data().measured_bytes();
-        let info = ctrl.tcp_info();
-        m.observer_mut().note_silent(crate::stall::peer_silent(
-            End::Server,
-            phase,
-            waited,
-            bytes,
-            self.tcp_mss_default,
-            self.results_sent.is_some(),
-            info.as_ref(),
-        ));
+        m.observer_mut().note_silent(silent);
         self.stalled = true;
         self.stop_here(reporter);
     }
@@ -753,6 +687,50 @@ fn failure_error(f: &Failure) -> EngineError {
     EngineError::Peer(format!("server {f}"))
 }
 
+impl Run<'_> {
+    /// How the core ended the test, as this end reports it.
+    fn ending(&mut self, ending: Ending, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
+        match ending {
+            Ending::Complete => Ok(()),
+            // An MTU black hole: this end's results message (large) makes no progress while
+            // the small messages before it got through. This end's report, the verdict names it.
+            Ending::ResultsStalled(stall) => {
+                if let Some(m) = self.m.as_mut() {
+                    m.observer_mut().note_stall(stall);
+                }
+                Ok(())
+            }
+            // The server's data or results never came although the test ran: this end's
+            // report and the verdict on the silence, not a bare timeout.
+            Ending::Silent { silent, cause } => {
+                self.silent(silent, reporter);
+                Err(match cause {
+                    Cause::Watch(WatchStop::ReceiveIdle { quiet, limit }) => {
+                        EngineError::Peer(rcv_timeout_message(quiet, limit))
+                    }
+                    Cause::Watch(other) => EngineError::Peer(format!("{other:?}")),
+                    Cause::Control(f) => failure_error(&f),
+                })
+            }
+            Ending::Limit(stop) => Err(EngineError::Peer(format!("{stop:?}"))),
+            Ending::Refused(r) => Err(EngineError::Refused(r)),
+            Ending::PeerTerminated => {
+                Err(EngineError::Peer("the server terminated the test".into()))
+            }
+            Ending::Failed {
+                failure: f @ (Failure::Closed { .. } | Failure::Timeout { .. }),
+                in_setup: true,
+            } => Err(EngineError::Connect {
+                target: self.target.to_string(),
+                reason: format!("server {f} (is it an iperf3 or wirespeed server?)"),
+            }),
+            Ending::Failed { failure, .. } => Err(failure_error(&failure)),
+            Ending::Interrupted => Err(EngineError::Interrupted),
+            Ending::Unexpected(what) => Err(EngineError::Peer(format!("unexpected {what}"))),
+        }
+    }
+}
+
 /// Run one test. The reporter sees the live events; the returned report is complete on
 /// success. On failure the reporter's `finish` still gets a report with `error` set.
 /// Why a tune request is not sent without the pre-shared key.
@@ -822,14 +800,10 @@ pub fn run_client(
         params: cfg.params_with_mss(tcp_mss_default),
         m: None,
         local_cpu: CpuPercent::default(),
-        ended: false,
         local_results: None,
         peer_results: None,
-        results_sent: None,
         tcp_mss_default,
-        end_decided: None,
         interrupted: false,
-        received: (0, Instant::now()),
         stalled: false,
     };
     if let Some(a) = &cfg.auth {
@@ -857,8 +831,24 @@ pub fn run_client(
     if let Some(t) = cfg.connect_timeout {
         timeouts.setup = timeouts.setup.min(t.max(Duration::from_millis(100)));
     }
-    let mut sess = ClientSession::new(run.now(), run.cookie, params, timeouts);
-    let outcome = drive(&mut run, &mut sess, &mut ctrl, reporter);
+    let plan = ClientPlan {
+        end: if let Some(n) = cfg.bytes {
+            EndAt::Bytes(n)
+        } else if let Some(k) = cfg.blocks {
+            EndAt::Blocks(k)
+        } else {
+            EndAt::Time(Duration::from_secs(u64::from(cfg.time)))
+        },
+        paced: !cfg.udp
+            && (cfg.bandwidth.is_some_and(|b| b > 0) || cfg.fq_rate.is_some_and(|r| r > 0)),
+        limits: Limits {
+            rcv_timeout: cfg.rcv_timeout,
+            ..Limits::default()
+        },
+        peer_mss: tcp_mss_default,
+    };
+    let mut core = TestRun::client(run.now(), run.cookie, params, timeouts, plan);
+    let outcome = drive(&mut run, &mut core, &mut ctrl, reporter);
     if let Some(m) = &mut run.m {
         m.data_mut().close();
     }
@@ -870,8 +860,8 @@ pub fn run_client(
         }
         Err(e) => {
             if matches!(e, EngineError::Peer(_) | EngineError::Interrupted) {
-                sess.terminate();
-                let _ = ctrl.send(&sess.take_transmit());
+                core.terminate();
+                let _ = ctrl.send(&core.take_transmit());
             }
             let r = run.result(Some(e.to_string()));
             reporter.finish(&r);
@@ -896,16 +886,23 @@ fn unix_now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
+/// The control connection's state for the core's rules.
+fn control(ctrl: &Ctrl) -> Option<ControlInfo> {
+    ctrl.tcp_info().as_ref().map(crate::stall::control_info)
+}
+
+/// The client's socket shell around the test-run core: read the control connection, give the
+/// core the time and the data phase's counters, do what it says.
 fn drive(
     run: &mut Run<'_>,
-    sess: &mut ClientSession,
+    core: &mut TestRun,
     ctrl: &mut Ctrl,
     reporter: &mut dyn Reporter,
 ) -> Result<(), EngineError> {
     let cfg = run.cfg;
     let send_err =
         |e: std::io::Error| EngineError::Peer(format!("writing to the control connection: {e}"));
-    ctrl.send(&sess.take_transmit()).map_err(send_err)?;
+    ctrl.send(&core.take_transmit()).map_err(send_err)?;
     loop {
         if cfg
             .interrupt
@@ -915,43 +912,59 @@ fn drive(
             run.interrupt_end(reporter);
             return Err(EngineError::Interrupted);
         }
-        // Events first: they may have arrived with the last read.
-        while let Some(ev) = sess.poll_event() {
-            match ev {
-                ClientEvent::CreateStreams => run.connect_streams()?,
-                ClientEvent::TestStart => {}
-                ClientEvent::TestRunning => run.begin(reporter)?,
-                ClientEvent::PeerLive(li) => {
+        while let Some(action) = core.poll_action() {
+            match action {
+                Action::OpenStreams => run.connect_streams()?,
+                Action::StartData => {
+                    run.begin(reporter)?;
+                    core.data_started(run.now());
+                }
+                Action::PeerLive(li) => {
                     if let Some(m) = run.m.as_mut() {
                         m.peer_live(*li);
                     }
                 }
-                ClientEvent::ResultsRequested => {
-                    let decided = run.end_decided.unwrap_or_else(|| run.now());
+                Action::StopSenders { paced } => {
+                    let mut decided = run.now();
+                    if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
+                        d.stop_senders();
+                        // Paced TCP: the sender's time ends when what it wrote has left the
+                        // socket and been acknowledged (see DataPhase::wait_sent).
+                        if paced {
+                            if let Some(t) = d.wait_sent(Duration::from_secs(2)) {
+                                decided = t.saturating_duration_since(run.epoch);
+                            }
+                        }
+                        if !d.has_receivers() {
+                            run.final_tick(reporter, decided);
+                        }
+                    }
+                    core.senders_stopped(run.now(), decided)
+                        .map_err(|e| EngineError::Peer(format!("cannot end the test: {e}")))?;
+                }
+                Action::Finish { decided, drain } => {
                     let mut end = decided;
                     if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
                         d.stop_senders();
-                        let last = d.finish_receivers(Drain::UntilEof {
-                            within: Duration::from_secs(5),
-                        });
-                        if let Some(l) = last {
+                        if let Some(l) = d.finish_receivers(drain) {
                             end = end.max(l.saturating_duration_since(run.epoch));
                         }
                     }
                     run.final_tick(reporter, end);
+                    core.data_finished(run.now())
+                        .map_err(|e| EngineError::Peer(format!("cannot send results: {e}")))?;
+                }
+                Action::SendResults => {
                     let mut r = run.build_local_results();
                     if let Some(k) = &cfg.psk {
                         k.seal_results(&mut r, &run.cookie, psk::Side::Client, unix_now())
                             .map_err(|e| EngineError::Config(format!("--psk: {e}")))?;
                     }
-                    let now = run.now();
-                    sess.send_results(now, &r)
+                    core.send_results(run.now(), &r, control(ctrl))
                         .map_err(|e| EngineError::Peer(format!("cannot send results: {e}")))?;
                     run.local_results = Some(r);
-                    let retrans = ctrl.tcp_info().map_or(0, |i| i.retransmits_total);
-                    run.results_sent = Some((run.now(), retrans));
                 }
-                ClientEvent::PeerResults(r) => {
+                Action::PeerResults(r) => {
                     if let Some(k) = &cfg.psk {
                         k.verify_results(&r, &run.cookie, psk::Side::Server)
                             .map_err(|e| {
@@ -962,110 +975,44 @@ fn drive(
                     }
                     run.peer_results = Some(*r)
                 }
-                ClientEvent::Finished => {
-                    ctrl.send(&sess.take_transmit()).map_err(send_err)?;
-                    return Ok(());
-                }
-                ClientEvent::Refused(r) => return Err(EngineError::Refused(r)),
-                ClientEvent::ServerTerminated => {
-                    return Err(EngineError::Peer("the server terminated the test".into()))
-                }
-                ClientEvent::Failed(f) => {
-                    // The server's results never came although this end's went out: end with
-                    // this end's report and the verdict on the silence, not a bare timeout.
-                    // (The server may close first: it ends when its own results stall.)
-                    if sess.phase_before_failure() == Some(ClientPhase::AwaitPeerResults)
-                        && run.peer_results.is_none()
-                    {
-                        let waited = match &f {
-                            Failure::Timeout { after, .. } => Some(*after),
-                            Failure::Closed { .. } => Some(
-                                run.now()
-                                    .saturating_sub(run.results_sent.map_or(run.now(), |s| s.0)),
-                            ),
-                            Failure::Protocol { .. } => None,
-                        };
-                        if let Some(w) = waited {
-                            run.went_silent(SilentPhase::Results, w, ctrl, reporter);
-                        }
-                    }
-                    return Err(match f {
-                        Failure::Closed { .. } | Failure::Timeout { .. }
-                            if sess.phase_before_failure()
-                                == Some(ClientPhase::AwaitParamExchange) =>
-                        {
-                            EngineError::Connect {
-                                target: run.target.to_string(),
-                                reason: format!(
-                                    "server {f} (is it an iperf3 or wirespeed server?)"
-                                ),
-                            }
-                        }
-                        _ => failure_error(&f),
-                    });
+                Action::End(ending) => {
+                    ctrl.send(&core.take_transmit()).map_err(send_err)?;
+                    return run.ending(ending, reporter);
                 }
             }
         }
-        ctrl.send(&sess.take_transmit()).map_err(send_err)?;
+        ctrl.send(&core.take_transmit()).map_err(send_err)?;
 
-        // The running test: intervals and the end condition.
-        if run.m.is_some() && !run.ended {
-            if !run.end_reached() {
-                run.ticks(reporter);
-                // This end's live frames go out once the server showed it takes them.
-                if let Some(m) = run.m.as_mut() {
-                    let mut sent = false;
-                    for li in m.take_live() {
-                        sent |= sess.send_live(&li).unwrap_or(false);
-                    }
-                    if sent {
-                        ctrl.send(&sess.take_transmit()).map_err(send_err)?;
-                    }
+        // The running test: intervals, and this end's live frames once the server showed it
+        // takes them.
+        if core.is_running() {
+            run.ticks(reporter);
+            if let Some(m) = run.m.as_mut() {
+                let mut sent = false;
+                for li in m.take_live() {
+                    sent |= core.send_live(&li);
                 }
-            } else {
-                let mut decided = run.now();
-                // Paced TCP (-b, --fq-rate): the sender's time ends when what it wrote has
-                // left the socket and been acknowledged (see DataPhase::wait_sent).
-                let paced = !cfg.udp
-                    && (cfg.bandwidth.is_some_and(|b| b > 0) || cfg.fq_rate.is_some_and(|r| r > 0));
-                if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
-                    d.stop_senders();
-                    if paced {
-                        if let Some(t) = d.wait_sent(Duration::from_secs(2)) {
-                            decided = t.saturating_duration_since(run.epoch);
-                        }
-                    }
+                if sent {
+                    ctrl.send(&core.take_transmit()).map_err(send_err)?;
                 }
-                run.end_decided = Some(decided);
-                if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
-                    if !d.has_receivers() {
-                        run.final_tick(reporter, decided);
-                    }
-                }
-                run.ended = true;
-                let now = run.now();
-                sess.end_test(now)
-                    .map_err(|e| EngineError::Peer(format!("cannot end the test: {e}")))?;
-                ctrl.send(&sess.take_transmit()).map_err(send_err)?;
             }
         }
 
-        // Wait for the control connection, the next tick or the end of the test.
+        // Wait for the control connection, the next tick or the core's next deadline.
         let now = run.now();
-        let mut wake = sess
+        let mut wake = core
             .deadline()
             .unwrap_or(now + Duration::from_secs(1))
             .min(now + Duration::from_millis(100));
-        if let (Some(m), false) = (&run.m, run.ended) {
+        if let (Some(m), true) = (&run.m, core.is_running()) {
             if let Some(t) = m.next_event() {
                 wake = wake.min(t);
             }
-            if cfg.bytes.is_some() || cfg.blocks.is_some() {
-                wake = wake.min(now + Duration::from_millis(2));
+            wake = wake.min(if cfg.bytes.is_some() || cfg.blocks.is_some() {
+                now + Duration::from_millis(2)
             } else {
-                let end = m.measure_start() + Duration::from_secs(u64::from(cfg.time));
-                wake = wake.min(end).min(now + Duration::from_millis(50));
-            }
+                now + Duration::from_millis(50)
+            });
         }
         let deadline = run.epoch + wake;
         let (outcome, bytes) = ctrl
@@ -1073,24 +1020,13 @@ fn drive(
             .map_err(|e| EngineError::Peer(format!("reading the control connection: {e}")))?;
         let now = run.now();
         match outcome {
-            ReadOutcome::Data(_) => sess.handle_input(now, bytes),
-            ReadOutcome::Eof => sess.handle_eof(now),
+            ReadOutcome::Data(_) => core.handle_input(now, bytes),
+            ReadOutcome::Eof => core.handle_eof(now),
             ReadOutcome::Timeout => {}
         }
-        sess.handle_timeout(run.now());
-        run.check_receiving(ctrl, reporter)?;
-
-        // An MTU black hole: the results message (large) makes no progress while the small
-        // messages before it got through. End the test with this end's report instead of
-        // waiting for the session's timeout; the verdict names it.
-        if let (Some((sent, retrans)), None) = (run.results_sent, &run.peer_results) {
-            let stall = ctrl
-                .tcp_info()
-                .and_then(|i| control_stalled(sent, run.now(), retrans, &i));
-            if let (Some(stall), Some(m)) = (stall, run.m.as_mut()) {
-                m.observer_mut().note_stall(stall);
-                return Ok(());
-            }
+        if let Some(p) = run.progress() {
+            core.handle_progress(now, p);
         }
+        core.handle_timeout(run.now(), control(ctrl));
     }
 }

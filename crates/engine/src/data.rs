@@ -222,14 +222,8 @@ pub struct StreamTotal {
     pub jitter_ms: Option<f64>,
 }
 
-/// How receivers are finished.
-#[derive(Debug, Clone, Copy)]
-pub enum Drain {
-    /// Read until every stream reached EOF, at most `within`.
-    UntilEof { within: Duration },
-    /// Read until nothing arrived for `quiet`, at most `max`.
-    UntilQuiet { quiet: Duration, max: Duration },
-}
+/// How the receivers finish: the test-run core's rule ([`wirespeed_run::Drain`]).
+pub use wirespeed_run::Drain;
 
 /// The running data phase.
 pub struct DataPhase {

@@ -10,12 +10,14 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
-use wirespeed_model::verdict::SilentPhase;
+use wirespeed_model::verdict::{PeerSilent, SilentPhase};
 use wirespeed_protocol::{
-    Cookie, Decline, Direction, Failure, ServerEvent, ServerSession, TestParams, TestResults,
-    Transport,
+    Cookie, Decline, Direction, Failure, ServerSession, TestParams, TestResults, Transport,
 };
 use wirespeed_report::{HostPort, Start, TestResult};
+use wirespeed_run::{
+    Action, Cause, Ending, Limits, Progress, RateLimit, ServerPlan, TestRun, WatchStop,
+};
 
 use super::admission::{AdmissionError, Ticket};
 use super::{bind_udp, Ctx, Incoming, ServerConfig, TestInfo};
@@ -89,108 +91,55 @@ impl TestError {
     }
 }
 
-/// What the server watches while a test runs: when data and control input last moved, and
-/// the data rate over `--server-bitrate-limit`'s window.
-#[derive(Debug)]
-struct Watch {
-    last_total: u64,
-    last_recv: u64,
-    /// Bytes that must move (or arrive) for the test to count as active: a trickle of a few
-    /// bytes every few seconds is idle (issue 22: two such tests from each of 32 addresses
-    /// held every slot past --rcv-timeout and --idle-timeout).
-    min_progress: u64,
-    moved_at: Instant,
-    received_at: Instant,
-    control_at: Instant,
-    samples: std::collections::VecDeque<(Instant, u64)>,
+/// The server's limits while the data flows (the core's watch applies them): its receive and
+/// idle timeouts, its rate limit, the longest a test may run, and what counts as movement.
+fn server_limits(cfg: &ServerConfig, p: &TestParams) -> Limits {
+    let limit = cfg.limits.max_duration;
+    let timed = u64::from(p.time) + u64::from(p.omit);
+    let stop_after = if p.time > 0 {
+        Duration::from_secs(timed + 30).min(limit + Duration::from_secs(5))
+    } else {
+        limit
+    };
+    Limits {
+        rcv_timeout: Some(cfg.rcv_timeout),
+        idle_timeout: cfg.idle_timeout,
+        bitrate: cfg.bitrate_limit.map(|l| RateLimit {
+            bits_per_second: l.bits_per_second,
+            window: l.window,
+        }),
+        stop_after: Some(stop_after),
+        min_progress: min_progress(p),
+    }
 }
 
-impl Watch {
-    fn new() -> Watch {
-        let now = Instant::now();
-        Watch {
-            last_total: 0,
-            last_recv: 0,
-            min_progress: 1,
-            moved_at: now,
-            received_at: now,
-            control_at: now,
-            samples: std::collections::VecDeque::new(),
-        }
-    }
-
-    /// Count movement only in steps of `bytes` (at least 1): what a real sender moves at once
-    /// ([`min_progress`]).
-    fn with_min_progress(mut self, bytes: u64) -> Watch {
-        self.min_progress = bytes.max(1);
-        self
-    }
-
-    /// Check the data counters at `now`: the error that ends the test, if any.
-    fn check(
-        &mut self,
-        cfg: &ServerConfig,
-        (sent, recv): (u64, u64),
-        receives: bool,
-        now: Instant,
-    ) -> Option<TestError> {
-        let total = sent + recv;
-        if total.saturating_sub(self.last_total) >= self.min_progress {
-            self.last_total = total;
-            self.moved_at = now;
-        }
-        if recv.saturating_sub(self.last_recv) >= self.min_progress {
-            self.last_recv = recv;
-            self.received_at = now;
-        }
-        let quiet = now.duration_since(self.received_at);
-        if receives && quiet > cfg.rcv_timeout {
-            return Some(TestError::Idle {
+impl TestError {
+    /// A limit of the core's watch, in iperf3's terms.
+    fn from_stop(stop: WatchStop) -> TestError {
+        match stop {
+            WatchStop::ReceiveIdle { quiet, .. } => TestError::Idle {
                 what: "data received",
                 secs: quiet.as_secs_f64(),
                 option: "--rcv-timeout",
-            });
+            },
+            WatchStop::Idle { quiet, .. } => TestError::Idle {
+                what: "data or control message",
+                secs: quiet.as_secs_f64(),
+                option: "--idle-timeout",
+            },
+            WatchStop::TotalRate {
+                rate,
+                limit,
+                window,
+            } => TestError::TotalRate {
+                rate,
+                limit,
+                window: window.as_secs_f64(),
+            },
+            WatchStop::TooLong { limit } => TestError::TooLong {
+                secs: limit.as_secs(),
+            },
         }
-        if let Some(idle) = cfg.idle_timeout {
-            let quiet = now.duration_since(self.moved_at.max(self.control_at));
-            if quiet > idle {
-                return Some(TestError::Idle {
-                    what: "data or control message",
-                    secs: quiet.as_secs_f64(),
-                    option: "--idle-timeout",
-                });
-            }
-        }
-        if let Some(l) = cfg.bitrate_limit {
-            if self
-                .samples
-                .back()
-                .is_none_or(|(t, _)| now.duration_since(*t) >= Duration::from_millis(500))
-            {
-                self.samples.push_back((now, total));
-            }
-            while self
-                .samples
-                .get(1)
-                .is_some_and(|(t, _)| now.duration_since(*t) >= l.window)
-            {
-                self.samples.pop_front();
-            }
-            if let Some(&(t0, b0)) = self.samples.front() {
-                let span = now.duration_since(t0);
-                if span >= l.window && !span.is_zero() {
-                    let rate = ((total - b0) as f64 * 8.0 / span.as_secs_f64()) as u64;
-                    if rate > l.bits_per_second {
-                        return Some(TestError::TotalRate {
-                            rate,
-                            limit: l.bits_per_second,
-                            window: span.as_secs_f64(),
-                        });
-                    }
-                }
-            }
-        }
-        None
     }
 }
 
@@ -230,7 +179,7 @@ pub(super) fn serve_test(
     ctx: &Ctx,
 ) {
     let mut reporter = (ctx.factory)(&TestInfo { number, peer });
-    let mut t = ServerTest::new(stream, peer, sess, ticket, number, ctx);
+    let mut t = ServerTest::new(stream, peer, sess, &params, ticket, number, ctx);
     let outcome = t.run(params, reporter.as_mut());
     if let Some(m) = &mut t.m {
         m.data_mut().close();
@@ -312,14 +261,14 @@ struct ServerTest<'a> {
     peer: SocketAddr,
     cookie: Cookie,
     epoch: Instant,
-    sess: ServerSession,
+    /// The test-run core, around the session the acceptor admitted.
+    core: TestRun,
     params: Option<TestParams>,
     /// The data phase, once running (with where the work ran; sent to a wirespeed client with
     /// the results).
     m: Option<Measurement>,
     start: Option<Start>,
     local_cpu: CpuPercent,
-    running_since: Option<Duration>,
     result: Option<TestResult>,
     refused: bool,
     /// 1, 2, 3... (names the holder of a tune change).
@@ -335,13 +284,11 @@ struct ServerTest<'a> {
     /// Of those, what this test charged to the address (the ticket holds the bytes read before
     /// admission too).
     ctl_charged: u64,
-    watch: Watch,
-    /// The client's MSS as the control connection had it when the test began (its advertised
-    /// MSS, capped by this end's MTU): the size of its full segments, for a silent client.
-    peer_mss: Option<u32>,
     /// The client went silent after the data phase: `result` is this end's report with the
     /// verdict on the silence, and the failure's words go into it.
     silent: bool,
+    /// The client's results, once they came.
+    client_results: Option<TestResults>,
 }
 
 impl<'a> ServerTest<'a> {
@@ -349,6 +296,7 @@ impl<'a> ServerTest<'a> {
         stream: TcpStream,
         peer: SocketAddr,
         sess: ServerSession,
+        params: &TestParams,
         ticket: Ticket,
         number: u64,
         ctx: &'a Ctx,
@@ -358,25 +306,42 @@ impl<'a> ServerTest<'a> {
         // (nothing is armed while the server decides).
         let epoch = Instant::now();
         let peer_mss = crate::net::mss_of(&stream);
+        let drain = if params.wirespeed.as_ref().is_some_and(|e| e.drain) {
+            Drain::UntilEof {
+                within: Duration::from_secs(5),
+            }
+        } else {
+            Drain::UntilQuiet {
+                quiet: Duration::from_millis(100),
+                max: Duration::from_secs(2),
+            }
+        };
+        let cookie = *sess.cookie();
+        let core = TestRun::server(
+            sess,
+            ServerPlan {
+                drain,
+                limits: server_limits(&ctx.cfg, params),
+                peer_mss,
+            },
+        );
         ServerTest {
-            peer_mss,
             silent: false,
+            client_results: None,
             ctx,
             ctrl: Ctrl::new(stream),
             peer,
-            cookie: *sess.cookie(),
+            cookie,
             epoch,
-            sess,
+            core,
             ticket,
             ctl_read: 0,
             ctl_live_free: 0,
             ctl_charged: 0,
-            watch: Watch::new(),
             params: None,
             m: None,
             start: None,
             local_cpu: CpuPercent::default(),
-            running_since: None,
             result: None,
             refused: false,
             number,
@@ -423,7 +388,7 @@ impl<'a> ServerTest<'a> {
     }
 
     fn flush(&mut self) -> Result<(), TestError> {
-        let out = self.sess.take_transmit();
+        let out = self.core.take_transmit();
         self.ctrl.send(&out).map_err(|source| TestError::Control {
             what: "writing to",
             source,
@@ -433,7 +398,7 @@ impl<'a> ServerTest<'a> {
     /// Refuse the test: the client is told why (see [`AdmissionError::decline`]).
     fn refuse(&mut self, e: AdmissionError, peer_is_wirespeed: bool) -> TestError {
         self.refused = true;
-        self.sess.refuse(&e.decline(peer_is_wirespeed));
+        self.core.refuse(&e.decline(peer_is_wirespeed));
         let _ = self.flush();
         TestError::Refused(e)
     }
@@ -455,11 +420,14 @@ impl<'a> ServerTest<'a> {
                 // frames the client negotiated and sent within the session's rate budget, which
                 // a long test sends for hours: past the budget the test ends, in iperf3's terms
                 // and with one log line.
-                let live_before = self.sess.live_bytes_within_budget();
-                self.watch.control_at = Instant::now();
-                self.sess.handle_input(now, bytes);
+                let budget = |c: &TestRun| {
+                    c.server_session()
+                        .map_or(0, ServerSession::live_bytes_within_budget)
+                };
+                let live_before = budget(&self.core);
+                self.core.handle_input(now, bytes);
                 self.ctl_read += n as u64;
-                self.ctl_live_free += self.sess.live_bytes_within_budget() - live_before;
+                self.ctl_live_free += budget(&self.core) - live_before;
                 let due = self.ctl_read.saturating_sub(self.ctl_live_free);
                 let more = due.saturating_sub(self.ctl_charged);
                 if let Err(r) = self.ticket.charge_control(more) {
@@ -471,16 +439,36 @@ impl<'a> ServerTest<'a> {
                             self.number
                         ));
                     }
-                    let is_ws = self.sess.peer_is_wirespeed();
+                    let is_ws = self.peer_is_wirespeed();
                     return Err(self.refuse(e, is_ws));
                 }
                 self.ctl_charged += more;
             }
-            ReadOutcome::Eof => self.sess.handle_eof(now),
+            ReadOutcome::Eof => self.core.handle_eof(now),
             ReadOutcome::Timeout => {}
         }
-        self.sess.handle_timeout(self.epoch.elapsed());
+        let info = self.ctrl.tcp_info();
+        self.core.handle_timeout(
+            self.epoch.elapsed(),
+            info.as_ref().map(crate::stall::control_info),
+        );
         Ok(())
+    }
+
+    fn peer_is_wirespeed(&self) -> bool {
+        self.core
+            .server_session()
+            .is_some_and(ServerSession::peer_is_wirespeed)
+    }
+
+    /// While the streams are set up, the core may end the test (the client failed or
+    /// aborted): what it said, as this end's error.
+    fn setup_action(&mut self, waiting_for: &str) -> Option<TestError> {
+        Some(match self.core.poll_action()? {
+            Action::End(Ending::Failed { failure, .. }) => TestError::Client(failure),
+            Action::End(Ending::PeerTerminated) => TestError::ClientTerminated,
+            other => TestError::Unexpected(format!("{other:?} while waiting for {waiting_for}")),
+        })
     }
 
     fn run(&mut self, params: TestParams, reporter: &mut dyn Reporter) -> Result<(), TestError> {
@@ -558,13 +546,12 @@ impl<'a> ServerTest<'a> {
         // states that say the test runs — under load a server whose senders started first had
         // sent 64 KiB of a reverse stream while its TEST_START was still unwritten.
         let now = self.now();
-        self.sess
+        self.core
             .streams_ready(now)
             .map_err(|e| TestError::Session(format!("cannot start: {e}")))?;
         self.flush()?;
         self.begin(&params, streams, reporter)?;
-        self.running_since = Some(now);
-        self.watch = Watch::new().with_min_progress(min_progress(&params));
+        self.core.data_started(self.now());
         self.running(&params, reporter)
     }
 
@@ -574,7 +561,7 @@ impl<'a> ServerTest<'a> {
         let (tx, rx) = mpsc::channel::<Incoming>();
         self.ctx.registry.lock().insert(self.cookie, Some(tx));
         let now = self.now();
-        self.sess
+        self.core
             .accept(now)
             .map_err(|e| TestError::Session(format!("cannot accept: {e}")))?;
         self.flush()?;
@@ -591,12 +578,8 @@ impl<'a> ServerTest<'a> {
             if incoming.len() >= total {
                 break Ok(());
             }
-            if let Some(ev) = self.sess.poll_event() {
-                break Err(match ev {
-                    ServerEvent::Failed(f) => TestError::Client(f),
-                    ServerEvent::ClientTerminated => TestError::ClientTerminated,
-                    other => TestError::Unexpected(format!("{other:?} while waiting for streams")),
-                });
+            if let Some(e) = self.setup_action("streams") {
+                break Err(e);
             }
             if !got {
                 // Nothing new: watch the control connection briefly, then the streams again.
@@ -639,7 +622,7 @@ impl<'a> ServerTest<'a> {
         let waiting = match ctx.udp.wait(self.peer.ip(), self.number, token) {
             Ok(w) => w,
             Err(reason) => {
-                let is_ws = self.sess.peer_is_wirespeed();
+                let is_ws = self.peer_is_wirespeed();
                 return Err(self.refuse(
                     AdmissionError::UdpListen {
                         addr: local,
@@ -650,7 +633,7 @@ impl<'a> ServerTest<'a> {
             }
         };
         let now = self.now();
-        self.sess
+        self.core
             .accept(now)
             .map_err(|e| TestError::Session(format!("cannot accept: {e}")))?;
         self.flush()?;
@@ -665,14 +648,8 @@ impl<'a> ServerTest<'a> {
                     ctx.cfg.timeouts.streams.as_secs_f64()
                 )));
             }
-            if let Some(ev) = self.sess.poll_event() {
-                return Err(match ev {
-                    ServerEvent::Failed(f) => TestError::Client(f),
-                    ServerEvent::ClientTerminated => TestError::ClientTerminated,
-                    other => {
-                        TestError::Unexpected(format!("{other:?} while waiting for UDP streams"))
-                    }
-                });
+            if let Some(e) = self.setup_action("UDP streams") {
+                return Err(e);
             }
             let from = match waiting.rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(f) => f,
@@ -761,39 +738,13 @@ impl<'a> ServerTest<'a> {
         self.m.as_ref().map_or(0.0, Measurement::measured)
     }
 
-    fn is_final(&self) -> bool {
-        self.m.as_ref().is_some_and(Measurement::is_final)
-    }
-
+    /// The server's socket shell around the test-run core, from the data phase on.
     fn running(&mut self, p: &TestParams, reporter: &mut dyn Reporter) -> Result<(), TestError> {
-        let limit = self.ctx.cfg.limits.max_duration;
-        let timed = u64::from(p.time) + u64::from(p.omit);
-        let stop_after = if p.time > 0 {
-            Duration::from_secs(timed + 30).min(limit + Duration::from_secs(5))
-        } else {
-            limit
-        };
-        let drain = if p.wirespeed.as_ref().is_some_and(|e| e.drain) {
-            Drain::UntilEof {
-                within: Duration::from_secs(5),
-            }
-        } else {
-            Drain::UntilQuiet {
-                quiet: Duration::from_millis(100),
-                max: Duration::from_secs(2),
-            }
-        };
-        let mut client_results: Option<TestResults> = None;
-        // When this end's results went out, and the control connection's retransmits then
-        // (the black-hole check, the client's own rule: `crate::stall`).
-        let mut results_sent: Option<(Duration, u32)> = None;
-        // When this end asked for the client's results (after the data phase).
-        let mut results_asked: Option<Duration> = None;
         loop {
-            while let Some(ev) = self.sess.poll_event() {
-                match ev {
-                    ServerEvent::TestEnd => {
-                        let mut end = self.now();
+            while let Some(action) = self.core.poll_action() {
+                match action {
+                    Action::Finish { decided, drain } => {
+                        let mut end = decided;
                         if let Some(d) = self.m.as_mut().map(Measurement::data_mut) {
                             d.stop_senders();
                             if let Some(l) = d.finish_receivers(drain) {
@@ -805,13 +756,12 @@ impl<'a> ServerTest<'a> {
                         // sweep's next test may ask for another layout right after).
                         self.release_tune();
                         let now = self.now();
-                        self.sess.request_results(now).map_err(|e| {
+                        self.core.data_finished(now).map_err(|e| {
                             TestError::Session(format!("cannot ask for results: {e}"))
                         })?;
                         self.flush()?;
-                        results_asked = Some(self.now());
                     }
-                    ServerEvent::PeerResults(r) => {
+                    Action::PeerResults(r) => {
                         if let Some(k) = &self.ctx.cfg.psk {
                             if let Err(e) = k.verify_results(
                                 &r,
@@ -819,7 +769,7 @@ impl<'a> ServerTest<'a> {
                                 wirespeed_protocol::psk::Side::Client,
                             ) {
                                 let e = TestError::Psk(format!("the client's results: {e}"));
-                                self.sess.refuse(&Decline::Error {
+                                self.core.refuse(&Decline::Error {
                                     i_errno: wirespeed_protocol::server_error::errno::IEAUTHTEST,
                                     errno: 0,
                                     detail: e.to_string(),
@@ -828,7 +778,11 @@ impl<'a> ServerTest<'a> {
                                 return Err(e);
                             }
                         }
-                        let mut result = self.build_result(Some(&r), reporter);
+                        self.client_results = Some(*r);
+                    }
+                    Action::SendResults => {
+                        let peer = self.client_results.take();
+                        let mut result = self.build_result(peer.as_ref(), reporter);
                         let mut local = self.local_results(p, &mut result, reporter);
                         if let Some(k) = &self.ctx.cfg.psk {
                             let now = std::time::SystemTime::now()
@@ -842,46 +796,29 @@ impl<'a> ServerTest<'a> {
                             )
                             .map_err(|e| TestError::Psk(e.to_string()))?;
                         }
-                        client_results = Some(*r);
+                        self.client_results = peer;
                         let now = self.now();
-                        self.sess
-                            .send_results(now, &local)
+                        let info = self.ctrl.tcp_info();
+                        self.core
+                            .send_results(
+                                now,
+                                &local,
+                                info.as_ref().map(crate::stall::control_info),
+                            )
                             .map_err(|e| TestError::Session(format!("cannot send results: {e}")))?;
                         self.flush()?;
-                        let retrans = self.ctrl.tcp_info().map_or(0, |i| i.retransmits_total);
-                        results_sent = Some((self.now(), retrans));
                         self.result = Some(result);
                     }
-                    ServerEvent::Finished => {
-                        return Ok(());
-                    }
-                    ServerEvent::ClientTerminated => return Err(TestError::ClientTerminated),
-                    ServerEvent::PeerLive(li) => {
+                    Action::PeerLive(li) => {
                         if let Some(m) = self.m.as_mut() {
                             m.peer_live(*li);
                         }
                     }
-                    ServerEvent::Failed(f) => {
-                        // The client's results never came (it timed out, or it closed): end
-                        // with this end's report and the verdict on the silence.
-                        let waited = match &f {
-                            Failure::Timeout { after, .. } => Some(*after),
-                            Failure::Closed { .. } => {
-                                results_asked.map(|t| self.now().saturating_sub(t))
-                            }
-                            Failure::Protocol { .. } => None,
-                        };
-                        if let (Some(w), Some(_), None) = (
-                            waited.filter(|_| results_asked.is_some()),
-                            &self.m,
-                            &client_results,
-                        ) {
-                            self.went_silent(SilentPhase::Results, w, reporter);
-                        }
-                        return Err(TestError::Client(f));
-                    }
-                    ServerEvent::Params(_) => {
-                        return Err(TestError::Unexpected("parameters".into()))
+                    Action::End(ending) => return self.ending(ending, reporter),
+                    other @ (Action::OpenStreams
+                    | Action::StartData
+                    | Action::StopSenders { .. }) => {
+                        return Err(TestError::Unexpected(format!("{other:?}")))
                     }
                 }
             }
@@ -891,94 +828,118 @@ impl<'a> ServerTest<'a> {
                 let frames = m.take_live();
                 let mut sent = false;
                 for li in &frames {
-                    sent |= self.sess.send_live(li).unwrap_or(false);
+                    sent |= self.core.send_live(li);
                 }
                 if sent {
                     self.flush()?;
                 }
             }
-            if let (Some(m), false) = (&self.m, self.is_final()) {
-                let d = m.data();
-                let (counts, receives) = (d.measured_bytes(), d.has_receivers());
-                if let Some(e) = self
-                    .watch
-                    .check(&self.ctx.cfg, counts, receives, Instant::now())
-                {
-                    self.sess.refuse(&Decline::Error {
-                        i_errno: e.i_errno().unwrap_or(0),
-                        errno: 0,
-                        detail: e.to_string(),
-                    });
-                    let _ = self.flush();
-                    // The client's data stopped (--rcv-timeout): this end's report with its
-                    // end and the verdict on the silence, as the client does.
-                    if let TestError::Idle {
-                        what: "data received",
-                        secs,
-                        ..
-                    } = &e
-                    {
-                        self.went_silent(
-                            SilentPhase::Data,
-                            Duration::from_secs_f64(*secs),
-                            reporter,
-                        );
-                    }
-                    return Err(e);
-                }
-            }
-            if let Some(since) = self.running_since {
-                if !self.is_final() && self.now() > since + stop_after {
-                    self.sess.terminate();
-                    let _ = self.flush();
-                    return Err(TestError::TooLong {
-                        secs: stop_after.as_secs(),
-                    });
+            if let Some(prog) = self.progress() {
+                self.core.handle_progress(self.now(), prog);
+                if self.core.is_over() {
+                    continue;
                 }
             }
             let now = self.now();
-            let mut wake = self.sess.deadline().unwrap_or(now + Duration::from_secs(1));
+            let mut wake = self.core.deadline().unwrap_or(now + Duration::from_secs(1));
             if let Some(t) = self.m.as_ref().and_then(Measurement::next_event) {
                 wake = wake.min(t);
             }
-            if results_sent.is_some() {
-                wake = wake.min(now + Duration::from_millis(500));
-            }
+            // the data counters are watched at least twice a second
+            wake = wake.min(now + Duration::from_millis(500));
             let dl = self.epoch + wake.max(now + Duration::from_millis(1));
             self.pump(dl)?;
+        }
+    }
 
-            // An MTU black hole toward the client: this end's results message (large) makes
-            // no progress while the small messages before it got through. End the test with
-            // this end's report, its verdict naming it, as the client does in the mirror case.
-            if let Some((sent, retrans)) = results_sent {
-                let now = self.now();
-                let stall = self
-                    .ctrl
-                    .tcp_info()
-                    .and_then(|i| crate::stall::control_stalled(sent, now, retrans, &i));
-                if let (Some(stall), Some(m)) = (stall, self.m.as_mut()) {
+    /// The data phase's counters, for the test-run core.
+    fn progress(&self) -> Option<Progress> {
+        let m = self.m.as_ref()?;
+        let d = m.data();
+        Some(Progress {
+            bytes: d.measured_bytes(),
+            blocks: d.blocks(),
+            senders_finished: d.senders_finished(),
+            receives: d.has_receivers(),
+            omit_done: m.omit_done(),
+            measure_start: m.measure_start(),
+        })
+    }
+
+    /// How the core ended the test, as the server reports it (and tells the client).
+    fn ending(&mut self, ending: Ending, reporter: &mut dyn Reporter) -> Result<(), TestError> {
+        match ending {
+            Ending::Complete => {
+                let _ = self.flush();
+                Ok(())
+            }
+            // An MTU black hole toward the client: this end's results message (large) makes no
+            // progress while the small messages before it got through. This end's report, its
+            // verdict naming it, as the client does in the mirror case.
+            Ending::ResultsStalled(stall) => {
+                if let Some(m) = self.m.as_mut() {
                     m.observer_mut().note_stall(stall);
-                    self.result = Some(self.build_result(client_results.as_ref(), reporter));
-                    return Ok(());
                 }
+                let peer = self.client_results.take();
+                self.result = Some(self.build_result(peer.as_ref(), reporter));
+                Ok(())
+            }
+            Ending::Silent { silent, cause } => {
+                let e = match cause {
+                    Cause::Watch(stop) => {
+                        let e = TestError::from_stop(stop);
+                        self.tell_client(&e);
+                        e
+                    }
+                    Cause::Control(f) => TestError::Client(f),
+                };
+                // The client's data stopped (--rcv-timeout), or its results never came: this
+                // end's report with its end and the verdict on the silence, as the client does.
+                self.went_silent(silent, reporter);
+                Err(e)
+            }
+            Ending::Limit(WatchStop::TooLong { limit }) => {
+                self.core.terminate();
+                let _ = self.flush();
+                Err(TestError::TooLong {
+                    secs: limit.as_secs(),
+                })
+            }
+            Ending::Limit(stop) => {
+                let e = TestError::from_stop(stop);
+                self.tell_client(&e);
+                Err(e)
+            }
+            Ending::PeerTerminated => Err(TestError::ClientTerminated),
+            Ending::Failed { failure, .. } => Err(TestError::Client(failure)),
+            Ending::Unexpected(what) => Err(TestError::Unexpected(what.into())),
+            other @ (Ending::Refused(_) | Ending::Interrupted) => {
+                Err(TestError::Unexpected(format!("{other:?}")))
             }
         }
     }
 
+    /// Tell the client why the test ended here, in iperf3's terms.
+    fn tell_client(&mut self, e: &TestError) {
+        self.core.refuse(&Decline::Error {
+            i_errno: e.i_errno().unwrap_or(0),
+            errno: 0,
+            detail: e.to_string(),
+        });
+        let _ = self.flush();
+    }
+
     /// The client went silent (its data stopped, or its results never came): note what this
-    /// end knows (for the verdict: `mtu-blackhole` or `peer-silent`) and build its report with
+    /// end knows for the verdict (`mtu-blackhole` or `peer-silent`) and build its report with
     /// its end.
-    fn went_silent(&mut self, phase: SilentPhase, waited: Duration, reporter: &mut dyn Reporter) {
-        if phase == SilentPhase::Data {
-            // the data phase ends here: stop sending, close the last interval (once)
-            // the receivers are quiet already: joining them is quick, and gives the workers'
-            // CPUs to the observation
+    fn went_silent(&mut self, silent: PeerSilent, reporter: &mut dyn Reporter) {
+        if silent.phase == SilentPhase::Data {
+            // the data phase ends here: stop sending, close the last interval (once); the
+            // receivers are quiet already: joining them is quick, and gives the workers' CPUs
+            // to the observation
             if let Some(d) = self.m.as_mut().map(Measurement::data_mut) {
                 d.stop_senders();
-                d.finish_receivers(Drain::UntilQuiet {
-                    quiet: Duration::from_millis(100),
-                    max: Duration::from_secs(1),
-                });
+                d.finish_receivers(Drain::SILENT);
             }
             let now = self.now();
             self.final_tick(reporter, now);
@@ -986,17 +947,7 @@ impl<'a> ServerTest<'a> {
         let Some(m) = self.m.as_mut() else {
             return;
         };
-        let bytes = m.data().measured_bytes();
-        let info = self.ctrl.tcp_info();
-        m.observer_mut().note_silent(crate::stall::peer_silent(
-            wirespeed_model::verdict::End::Client,
-            phase,
-            waited,
-            bytes,
-            self.peer_mss,
-            false,
-            info.as_ref(),
-        ));
+        m.observer_mut().note_silent(silent);
         self.result = Some(self.build_result(None, reporter));
         self.silent = true;
     }
@@ -1057,7 +1008,7 @@ impl<'a> ServerTest<'a> {
         let measured = self.measured();
         let show = self.ctx.cfg.interval > Duration::ZERO;
         let client_version = self.params.as_ref().and_then(|p| p.client_version.clone());
-        let is_ws = self.sess.peer_is_wirespeed();
+        let is_ws = self.peer_is_wirespeed();
         if let Some(m) = &self.m {
             let b = m.builder();
             let (end, mut ext) = assemble::end_sections(
@@ -1209,7 +1160,7 @@ mod tests {
     }
 
     #[test]
-    fn the_watch_ends_idle_silent_and_too_fast_tests() {
+    fn the_servers_limits_and_their_words() {
         let cfg = ServerConfig {
             rcv_timeout: Duration::from_secs(5),
             idle_timeout: Some(Duration::from_secs(8)),
@@ -1219,61 +1170,51 @@ mod tests {
             }),
             ..ServerConfig::default()
         };
-        let s = |n: u64| Duration::from_secs(n);
-        // A receiver that gets nothing: --rcv-timeout.
-        let mut w = Watch::new();
-        let t0 = w.moved_at;
-        assert!(w.check(&cfg, (0, 0), true, t0 + s(4)).is_none());
-        let e = w.check(&cfg, (0, 0), true, t0 + s(6)).unwrap();
+        let p = TestParams {
+            time: 10,
+            len: Some(1 << 20),
+            ..TestParams::default()
+        };
+        let l = server_limits(&cfg, &p);
+        assert_eq!(
+            (l.rcv_timeout, l.idle_timeout, l.min_progress),
+            (
+                Some(Duration::from_secs(5)),
+                Some(Duration::from_secs(8)),
+                64 << 10
+            )
+        );
+        assert_eq!(l.bitrate.map(|b| b.bits_per_second), Some(8_000_000));
+        // a timed test may run its time and 30 s more, within the server's own bound
+        assert_eq!(l.stop_after, Some(Duration::from_secs(40)));
+        // each limit in iperf3's terms and error numbers
+        let s = Duration::from_secs;
+        let e = TestError::from_stop(WatchStop::ReceiveIdle {
+            quiet: s(6),
+            limit: s(5),
+        });
         assert!(e.to_string().contains("--rcv-timeout"), "{e}");
         assert_eq!(
             e.i_errno(),
             Some(wirespeed_protocol::server_error::errno::IENOMSG)
         );
-        // A sender whose bytes stop moving: --idle-timeout (not the receive timeout).
-        let mut w = Watch::new();
-        let t0 = w.moved_at;
-        assert!(w.check(&cfg, (1000, 0), false, t0 + s(1)).is_none());
-        assert!(w.check(&cfg, (1000, 0), false, t0 + s(8)).is_none());
-        let e = w.check(&cfg, (1000, 0), false, t0 + s(10)).unwrap();
+        let e = TestError::from_stop(WatchStop::Idle {
+            quiet: s(9),
+            limit: s(8),
+        });
         assert!(e.to_string().contains("--idle-timeout"), "{e}");
-        // 2 MB/s = 16 Mbit/s over the 2 s window: above 8 Mbit/s.
-        let mut w = Watch::new();
-        let t0 = w.moved_at;
-        assert!(w.check(&cfg, (0, 0), false, t0).is_none());
-        assert!(w.check(&cfg, (2_000_000, 0), false, t0 + s(1)).is_none());
-        let e = w.check(&cfg, (4_000_000, 0), false, t0 + s(2)).unwrap();
-        assert!(
-            matches!(
-                e,
-                TestError::TotalRate {
-                    rate: 16_000_000,
-                    ..
-                }
-            ),
-            "{e}"
+        let e = TestError::from_stop(WatchStop::TotalRate {
+            rate: 16_000_000,
+            limit: 8_000_000,
+            window: s(2),
+        });
+        assert_eq!(
+            e.i_errno(),
+            Some(wirespeed_protocol::server_error::errno::IETOTALRATE)
         );
-        // Issue 22: a trickle of a byte a second is idle when a block is 64 KiB; a block a
-        // second is not.
-        let mut w = Watch::new().with_min_progress(64 << 10);
-        let t0 = w.moved_at;
-        for k in 1..=4 {
-            assert!(w.check(&cfg, (0, k), true, t0 + s(k)).is_none());
-        }
-        let e = w.check(&cfg, (0, 6), true, t0 + s(6)).unwrap();
-        assert!(e.to_string().contains("--rcv-timeout"), "{e}");
-        let mut w = Watch::new().with_min_progress(64 << 10);
-        let t0 = w.moved_at;
-        for k in 1..=12 {
-            assert!(w
-                .check(&cfg, (0, k * (64 << 10)), true, t0 + s(k))
-                .is_none());
-        }
-        // 0.5 MB/s = 4 Mbit/s passes.
-        let mut w = Watch::new();
-        let t0 = w.moved_at;
-        for k in 0..=6 {
-            assert!(w.check(&cfg, (k * 500_000, 0), false, t0 + s(k)).is_none());
-        }
+        assert!(matches!(
+            TestError::from_stop(WatchStop::TooLong { limit: s(40) }),
+            TestError::TooLong { secs: 40 }
+        ));
     }
 }

@@ -1,0 +1,3 @@
+//! The test-run core, two ends in memory.
+
+mod two_ends;
