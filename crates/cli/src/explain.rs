@@ -5,6 +5,8 @@ use std::net::{IpAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use wirespeed_explain::sweep::Summarize;
+use wirespeed_report::doc::{Document, IrqSweepDoc, LatencyDoc, RepeatDoc, SweepDoc, Written};
 
 use wirespeed_engine::ClientConfig;
 use wirespeed_explain::drive::{self, IrqDrive, IrqDriveError, PairSweep, Repeat, SweepSpec};
@@ -228,17 +230,18 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    let j = serde_json::json!({
-        "matrix": m,
-        "summary": summary,
-        "tests_run": ran,
-        "interrupted": interrupted,
+    let j = Written::Sweep(SweepDoc {
+        matrix: m.clone(),
+        summary: summary.clone(),
+        tests_run: ran,
+        interrupted,
+        topology: None,
     });
     crate::pictures::save(
         &a.html,
         Some(&a.csv),
         "sweep",
-        || crate::pictures::from_json(j.clone()),
+        || Ok(Document::from(j.clone())),
         same_host.then_some(&topo),
     )?;
     let stdout = std::io::stdout();
@@ -301,16 +304,16 @@ fn write_irq_report(
     summary: Option<&sweep::Summary>,
     ineffective: usize,
 ) -> anyhow::Result<ExitCode> {
-    let j = serde_json::json!({
-        "irq_sweep": report,
-        "summary": summary,
-        "ineffective_steps": ineffective,
+    let j = Written::IrqSweep(IrqSweepDoc {
+        irq_sweep: report.clone(),
+        summary: summary.cloned(),
+        ineffective_steps: ineffective,
     });
     crate::pictures::save(
         &a.html,
         Some(&a.csv),
         "sweep",
-        || crate::pictures::from_json(j.clone()),
+        || Ok(Document::from(j.clone())),
         None,
     )?;
     let stdout = std::io::stdout();
@@ -458,18 +461,22 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
             eprintln!("{w}");
         }
     }
+    let doc = Written::Latency(LatencyDoc {
+        matrix: m.clone(),
+        topology: None,
+    });
     crate::pictures::save(
         &args.html,
         None,
         "latency",
-        || crate::pictures::from_json(serde_json::to_value(&m)?),
+        || Ok(Document::from(doc.clone())),
         Some(&topo),
     )?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = (|| -> std::io::Result<()> {
         if args.json {
-            serde_json::to_writer_pretty(&mut out, &m)?;
+            serde_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;
         } else if args.csv {
             latency::write_csv(&mut out, &m)?;
@@ -545,12 +552,15 @@ pub fn run_repeat(
             None => exit::fail(exit::PEER, "--repeat: interrupted before any test finished"),
         });
     };
-    let j = serde_json::json!({ "runs": results, "repeat": analysis });
+    let j = Written::Repeat(RepeatDoc {
+        runs: results,
+        repeat: analysis.clone(),
+    });
     crate::pictures::save(
         html,
         Some(csv),
         "client --repeat",
-        || crate::pictures::from_json(j.clone()),
+        || Ok(Document::from(j.clone())),
         None,
     )?;
     if json {

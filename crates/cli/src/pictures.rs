@@ -147,11 +147,6 @@ pub fn save(
     Ok(())
 }
 
-/// A command's JSON value as a document (for `save`).
-pub fn from_json(v: serde_json::Value) -> anyhow::Result<Document> {
-    Document::from_value(v).map_err(|e| exit::fail(exit::INTERNAL, format!("result: {e}")))
-}
-
 pub fn run_report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let mut docs = Vec::new();
     let mut budget = Budget::default();

@@ -13,7 +13,6 @@
 //! when to stop (an [`AtomicBool`] the CLI's Ctrl-C handler sets). Every journal it applies is
 //! reverted: after each step, on an error, on a panic in a test (a guard), and when stopped.
 
-use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use wirespeed_host::interrupts::Interrupts;
 use wirespeed_host::nic::collect_nics;
@@ -23,6 +22,7 @@ use wirespeed_tune::plan::{command_for, irq_affinity_path, Change, Plan, Step, R
 
 use crate::model::BitsPerSecond;
 use crate::sweep::{Axes, Matrix};
+pub use wirespeed_model::doc::{IrqSweepReport, StepOutcome};
 
 /// Why the sweep could not run or finish.
 #[derive(Debug, thiserror::Error)]
@@ -74,89 +74,6 @@ pub fn queue_irqs(root: &Root, iface: &str) -> Result<Vec<QueueIrq>, IrqSweepErr
         });
     }
     Ok(irqs)
-}
-
-/// What one step did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StepOutcome {
-    pub irq_cpu: u32,
-    /// Host path of the step's journal.
-    pub journal: String,
-    /// IRQs whose affinity was written (or already held the CPU).
-    pub moved: Vec<u32>,
-    /// IRQs the kernel manages (EIO or read-only): left where they are.
-    pub not_movable: Vec<u32>,
-    /// IRQs whose write failed, with the reason.
-    pub failed: Vec<(u32, String)>,
-    /// IRQs whose effective affinity (read after the step) is not the requested CPU.
-    pub elsewhere: Vec<(u32, CpuSet)>,
-    /// The journal was reverted completely.
-    pub reverted: bool,
-}
-
-impl StepOutcome {
-    /// The move took effect: it moved some IRQ and every IRQ it moved runs on the step's CPU.
-    pub fn took_effect(&self) -> bool {
-        !self.moved.is_empty() && self.elsewhere.is_empty()
-    }
-
-    /// A sweep step as a move of the queue IRQs to its one CPU reports it.
-    pub fn from_move(irq_cpu: u32, m: &MoveReport) -> StepOutcome {
-        StepOutcome {
-            irq_cpu,
-            journal: m.journal.clone(),
-            moved: m.moved.clone(),
-            not_movable: m.not_movable.clone(),
-            failed: m.failed.clone(),
-            elsewhere: m.elsewhere.clone(),
-            reverted: m.reverted,
-        }
-    }
-}
-
-/// The whole sweep.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IrqSweepReport {
-    pub iface: String,
-    pub irqs: Vec<QueueIrq>,
-    /// Rows: app CPUs; columns: IRQ CPUs.
-    pub matrix: Matrix,
-    pub steps: Vec<StepOutcome>,
-    /// Stopped early (Ctrl-C).
-    pub interrupted: bool,
-}
-
-impl IrqSweepReport {
-    /// Leave the steps whose move did not take effect (see [`StepOutcome::took_effect`]) out of
-    /// the matrix: their cells lose their runs and say why, so the summary and its
-    /// recommendation rest only on moves that happened. Returns how many steps did not take
-    /// effect.
-    pub fn drop_ineffective(&mut self) -> usize {
-        let mut n = 0;
-        for s in &self.steps {
-            if s.took_effect() {
-                continue;
-            }
-            n += 1;
-            let why = match s.elsewhere.first() {
-                Some((irq, cpus)) => format!(
-                    "the move to CPU {} did not take effect (IRQ {irq} ran on CPU {cpus})",
-                    s.irq_cpu
-                ),
-                None => format!("no IRQ could be moved to CPU {}", s.irq_cpu),
-            };
-            let Some(c) = self.matrix.cols.iter().position(|c| c == s.irq_cpu) else {
-                continue;
-            };
-            for row in &mut self.matrix.cells {
-                let cell = &mut row[c];
-                cell.runs.clear();
-                cell.median = None;
-                cell.error = Some(why.clone());
-            }
-        }
-        n
-    }
 }
 
 /// What to sweep.
@@ -415,6 +332,7 @@ mod tests {
 #[cfg(test)]
 mod honest_tests {
     use super::*;
+    use crate::sweep::Summarize;
 
     fn step(cpu: u32, moved: Vec<u32>, elsewhere: Vec<(u32, CpuSet)>) -> StepOutcome {
         StepOutcome {

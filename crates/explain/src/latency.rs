@@ -15,7 +15,6 @@
 //! The diagonal (a CPU with itself) is not measured: two threads on one CPU ping-pong through
 //! the scheduler, which says nothing about caches.
 
-use serde::{Deserialize, Serialize};
 use std::hint::spin_loop;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,6 +23,7 @@ use std::time::{Duration, Instant};
 use wirespeed_host::CpuSet;
 
 use crate::topology::{Relation, Topology};
+pub use wirespeed_model::doc::{ClassMean, LatencyMatrix, PairLatency, PairRef};
 
 /// A counter alone on its cache lines.
 #[repr(C, align(128))]
@@ -79,33 +79,6 @@ pub const DEFAULT_MAX_REL_STDERR: f64 = 0.05;
 
 /// Up to 5 rounds of samples per pair while it has not converged.
 pub const DEFAULT_MAX_ROUNDS: usize = 5;
-
-/// The one-way latency of one pair.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct PairLatency {
-    pub mean_ns: f64,
-    pub stderr_ns: f64,
-    /// Samples behind the figure (every round's).
-    #[serde(default)]
-    pub samples: usize,
-    /// Rounds of samples measured.
-    #[serde(default)]
-    pub rounds: usize,
-    /// The standard error stayed above [`Options::max_rel_stderr`] of the mean.
-    #[serde(default)]
-    pub noisy: bool,
-}
-
-impl PairLatency {
-    /// The standard error as a share of the mean (0 for a zero mean).
-    pub fn rel_stderr(&self) -> f64 {
-        if self.mean_ns > 0.0 {
-            self.stderr_ns / self.mean_ns
-        } else {
-            0.0
-        }
-    }
-}
 
 /// One pair's progress, for a line on stderr.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -311,74 +284,20 @@ fn sample_pair(a: u32, b: u32, opts: &Options) -> Result<Vec<f64>, LatencyError>
     result
 }
 
-/// A pair and its latency, for the extremes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct PairRef {
-    pub a: u32,
-    pub b: u32,
-    pub mean_ns: f64,
-}
-
-/// Mean latency of the pairs in one relation class (same L3, other L3, other node...).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClassMean {
-    pub relation: Relation,
-    pub pairs: usize,
-    pub mean_ns: f64,
-}
-
-/// The matrix over a set of CPUs: symmetric, `None` on the diagonal.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LatencyMatrix {
-    /// The CPUs, ascending (written as an array of CPU numbers).
-    #[serde(with = "wirespeed_model::cpuset::as_array")]
-    pub cpus: CpuSet,
-    pub samples: usize,
-    pub round_trips: usize,
-    /// `matrix[i][j]`: the `i`-th and the `j`-th CPU of `cpus`.
-    pub matrix: Vec<Vec<Option<PairLatency>>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min: Option<PairRef>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max: Option<PairRef>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mean_ns: Option<f64>,
-    /// Means per topology relation, when a topology was given.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub by_relation: Vec<ClassMean>,
-    /// The share of the mean a pair's standard error may reach before it is noisy.
-    #[serde(default)]
-    pub max_rel_stderr: f64,
-    /// Pairs whose standard error stayed above it after every round.
-    #[serde(default)]
-    pub noisy_pairs: usize,
-}
-
-impl LatencyMatrix {
-    /// The warning for noisy pairs, when there are any.
-    pub fn noise_warning(&self) -> Option<String> {
-        if self.noisy_pairs == 0 {
-            return None;
-        }
-        let total = self
-            .matrix
-            .iter()
-            .enumerate()
-            .map(|(i, r)| r.iter().take(i).filter(|p| p.is_some()).count())
-            .sum::<usize>();
-        Some(format!(
-            "warning: {} of {} pairs are noise, not a measurement: their standard error stayed above {:.0} % of the mean after every round (another thread on those CPUs, or a hypervisor's steal time); marked * in the table",
-            self.noisy_pairs,
-            total,
-            self.max_rel_stderr * 100.0
-        ))
-    }
-}
-
-impl LatencyMatrix {
+/// A matrix from measured pairs (the type is the model's).
+pub trait FromPairs {
     /// Build from measured pairs (`pairs[(i, j)]` with `i > j`, indices into `cpus` in
     /// ascending order).
-    pub fn from_pairs(
+    fn from_pairs(
+        cpus: CpuSet,
+        opts: &Options,
+        pairs: &[((usize, usize), PairLatency)],
+        topo: Option<&Topology>,
+    ) -> LatencyMatrix;
+}
+
+impl FromPairs for LatencyMatrix {
+    fn from_pairs(
         cpus: CpuSet,
         opts: &Options,
         pairs: &[((usize, usize), PairLatency)],

@@ -18,38 +18,15 @@ use std::io::{self, Write};
 use wirespeed_host::CpuSet;
 
 use crate::model::{BitsPerSecond, EndObservation, Percent, TestObservation};
+use crate::placement::PlacementOf;
 use crate::placement::{cpus_words, Placement, Signature};
 use crate::topology::{Relation, Topology};
+pub use wirespeed_model::doc::{Mode, RepeatAnalysis, Stats};
 
 /// A gap between sorted neighbours larger than this fraction of the median starts a new mode.
 pub const GAP_FRACTION: f64 = 0.10;
 
-/// min / median / max / spread of a set of throughputs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Stats {
-    pub runs: usize,
-    pub min: BitsPerSecond,
-    pub median: BitsPerSecond,
-    pub max: BitsPerSecond,
-    pub mean: BitsPerSecond,
-    /// (max − min) / median, in percent.
-    pub spread: Percent,
-}
-
-/// The median of a non-empty slice (mean of the two middle values for even lengths).
-pub fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    })
-}
+pub use wirespeed_model::doc::median;
 
 /// Statistics of finite throughputs; `None` when there are none.
 pub fn stats(values: &[f64]) -> Option<Stats> {
@@ -112,40 +89,6 @@ impl Run {
         let o = self.observation.as_ref()?;
         o.receiver().or(Some(&o.local))
     }
-}
-
-/// A group of runs with close throughputs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Mode {
-    /// Run numbers, 1-based, in run order.
-    pub runs: Vec<usize>,
-    pub stats: Stats,
-    /// The signature most of its runs share; `None` when no run was observed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signature: Option<Signature>,
-    /// How many of the runs share it.
-    pub agreeing: usize,
-    /// The placement of the first run with that signature (CPU numbers for the text).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub placement: Option<Placement>,
-    /// One line: throughput, runs, placement.
-    pub description: String,
-}
-
-/// The whole `--repeat` analysis.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RepeatAnalysis {
-    pub stats: Stats,
-    /// How modes were found.
-    pub method: String,
-    /// Slowest first.
-    pub modes: Vec<Mode>,
-    /// What distinguishes the modes, when their signatures differ.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conclusion: Option<String>,
-    /// What to do about it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recommendation: Option<String>,
 }
 
 fn runs_words(runs: &[usize]) -> String {

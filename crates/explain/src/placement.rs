@@ -6,53 +6,15 @@
 //! most events is the dominant one. The signature of an end is the pair (dominant relation of the
 //! NIC's interrupts, dominant relation of `NET_RX` softirqs).
 
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
 use wirespeed_host::CpuSet;
 
 use crate::model::{EndObservation, IntervalObservation, Percent};
 use crate::topology::{Relation, Topology};
+pub use wirespeed_model::doc::{Placement, Share, Signature};
 
 /// A CPU must carry at least this share of the events to be named among a relation's CPUs.
 pub const NAMED_CPU_MIN_SHARE: f64 = 5.0;
-
-/// Where one kind of event ran: the dominant relation, its share of the events and its CPUs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Share {
-    pub relation: Relation,
-    pub share: Percent,
-    /// The CPUs of the dominant relation that carried at least 5 % of the events.
-    pub cpus: CpuSet,
-    /// Events counted.
-    pub events: u64,
-}
-
-/// Where an end's network work ran relative to its app CPUs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Placement {
-    pub app_cpus: CpuSet,
-    /// The NIC's interrupts; `None` when none were counted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub irq: Option<Share>,
-    /// `NET_RX` softirqs; `None` when none were counted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub softirq: Option<Share>,
-}
-
-/// The comparable part of a placement (no CPU numbers), for grouping runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Signature {
-    pub irq: Option<Relation>,
-    pub softirq: Option<Relation>,
-}
-
-impl fmt::Display for Signature {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let r = |x: Option<Relation>| x.map_or("none", Relation::as_str);
-        write!(f, "irq={} softirq={}", r(self.irq), r(self.softirq))
-    }
-}
 
 fn share_of(
     topo: &Topology,
@@ -91,9 +53,17 @@ fn share_of(
     })
 }
 
-impl Placement {
+/// Where an end's work ran, computed from its observation (the type is the model's).
+pub trait PlacementOf {
     /// The placement of one interval (or test) on a host of topology `topo`.
-    pub fn of(obs: &IntervalObservation, topo: &Topology) -> Placement {
+    fn of(obs: &IntervalObservation, topo: &Topology) -> Placement;
+    /// The placement of an end over the whole test.
+    fn of_end(end: &EndObservation) -> Placement;
+}
+
+impl PlacementOf for Placement {
+    /// The placement of one interval (or test) on a host of topology `topo`.
+    fn of(obs: &IntervalObservation, topo: &Topology) -> Placement {
         let app = obs.app_cpus();
         Placement {
             irq: share_of(topo, &app, obs.cpus.iter().map(|c| (c.cpu, c.nic_irqs))),
@@ -103,39 +73,8 @@ impl Placement {
     }
 
     /// The placement of an end over the whole test.
-    pub fn of_end(end: &EndObservation) -> Placement {
+    fn of_end(end: &EndObservation) -> Placement {
         Placement::of(&end.total, &end.topology)
-    }
-
-    pub fn signature(&self) -> Signature {
-        Signature {
-            irq: self.irq.as_ref().map(|s| s.relation),
-            softirq: self.softirq.as_ref().map(|s| s.relation),
-        }
-    }
-
-    /// Where the receive work ran: the interrupts when counted, else the softirqs.
-    pub fn rx_work(&self) -> Option<&Share> {
-        self.irq.as_ref().or(self.softirq.as_ref())
-    }
-
-    /// One sentence: `NIC interrupts on CPU 3 (other-l3, 98 %), NET_RX on CPU 3 (other-l3, 97 %)`.
-    pub fn describe(&self) -> String {
-        let part = |what: &str, s: &Option<Share>| match s {
-            Some(s) => format!(
-                "{what} on {}, {} ({} of them)",
-                cpus_words(&s.cpus),
-                s.relation.describe(),
-                s.share
-            ),
-            None => format!("no {what} counted"),
-        };
-        format!(
-            "app {}: {}; {}",
-            cpus_words(&self.app_cpus),
-            part("NIC interrupts", &self.irq),
-            part("NET_RX softirqs", &self.softirq)
-        )
     }
 }
 

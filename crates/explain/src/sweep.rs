@@ -4,163 +4,26 @@
 //!
 //! Everything here is pure; the driver that runs the tests lives with the command.
 
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use crate::model::BitsPerSecond;
 use crate::modes::median;
 use crate::topology::{Relation, Topology};
-use wirespeed_model::CpuSet;
-
-/// What the rows and columns of a sweep are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Axes {
-    /// Rows: client CPU; columns: server CPU.
-    ClientServer,
-    /// Rows: the receiver's app CPU; columns: the CPU its NIC's queue IRQs were moved to.
-    AppIrq,
-}
-
-impl Axes {
-    /// How a column CPU sits relative to its row CPU, in words that fit the axes.
-    pub fn relation_words(self, r: Relation) -> &'static str {
-        match (self, r) {
-            (Axes::AppIrq, r) => r.describe(),
-            (Axes::ClientServer, Relation::SameCpu) => "client and server on the same CPU",
-            (Axes::ClientServer, Relation::SmtSibling) => {
-                "client and server on SMT siblings of one core"
-            }
-            (Axes::ClientServer, Relation::SameL3) => {
-                "client and server on two cores of one L3 group"
-            }
-            (Axes::ClientServer, Relation::OtherL3) => "client and server on different L3 groups",
-            (Axes::ClientServer, Relation::OtherNode) => {
-                "client and server on different NUMA nodes"
-            }
-            (Axes::ClientServer, Relation::Unknown) => "client and server at an unknown distance",
-        }
-    }
-
-    pub fn labels(self) -> (&'static str, &'static str) {
-        match self {
-            Axes::ClientServer => ("client CPU", "server CPU"),
-            Axes::AppIrq => ("app CPU", "IRQ CPU"),
-        }
-    }
-}
-
-/// One cell: the throughputs of its runs (bits/s) and their median.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Cell {
-    pub runs: Vec<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub median: Option<f64>,
-    /// Why the cell has no runs (a failed test), when it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// The sweep's matrix.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Matrix {
-    pub axes: Axes,
-    /// Row CPUs, ascending (written as an array of CPU numbers).
-    #[serde(with = "wirespeed_model::cpuset::as_array")]
-    pub rows: CpuSet,
-    /// Column CPUs, ascending.
-    #[serde(with = "wirespeed_model::cpuset::as_array")]
-    pub cols: CpuSet,
-    /// `cells[r][c]` for the `r`-th row CPU and the `c`-th column CPU.
-    pub cells: Vec<Vec<Cell>>,
-}
-
-/// A cell named by its CPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Pair {
-    pub row: u32,
-    pub col: u32,
-    pub median: BitsPerSecond,
-}
-
-/// Best, worst and what to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    pub best: Pair,
-    pub worst: Pair,
-    /// Pairs within 2 % of the best.
-    pub near_best: Vec<Pair>,
-    /// Median of the cells of each topology relation between row and column CPU (when the
-    /// row and column CPUs live on one host: `AppIrq`, or a loopback client/server sweep).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub by_relation: Vec<(Relation, BitsPerSecond)>,
-    pub recommendation: String,
-}
+pub use wirespeed_model::doc::{Axes, Cell, Matrix, Pair, Summary};
 
 /// Pairs within this fraction of the best are "as good".
 pub const NEAR_BEST: f64 = 0.02;
 
-impl Matrix {
-    pub fn new(axes: Axes, rows: CpuSet, cols: CpuSet) -> Matrix {
-        let cells = vec![vec![Cell::default(); cols.len()]; rows.len()];
-        Matrix {
-            axes,
-            rows,
-            cols,
-            cells,
-        }
-    }
-
-    fn index(&self, row: u32, col: u32) -> Option<(usize, usize)> {
-        Some((
-            self.rows.iter().position(|r| r == row)?,
-            self.cols.iter().position(|c| c == col)?,
-        ))
-    }
-
-    /// Record one run's throughput; `false` when the pair is not on the grid.
-    pub fn record(&mut self, row: u32, col: u32, bps: BitsPerSecond) -> bool {
-        let Some((r, c)) = self.index(row, col) else {
-            return false;
-        };
-        let cell = &mut self.cells[r][c];
-        if bps.0.is_finite() {
-            cell.runs.push(bps.0);
-            cell.median = median(&cell.runs);
-        }
-        true
-    }
-
-    /// Record that a pair's test failed.
-    pub fn record_error(&mut self, row: u32, col: u32, error: impl Into<String>) -> bool {
-        let Some((r, c)) = self.index(row, col) else {
-            return false;
-        };
-        self.cells[r][c].error = Some(error.into());
-        true
-    }
-
-    pub fn median(&self, row: u32, col: u32) -> Option<f64> {
-        let (r, c) = self.index(row, col)?;
-        self.cells[r][c].median
-    }
-
-    fn pairs(&self) -> impl Iterator<Item = Pair> + '_ {
-        self.rows.iter().enumerate().flat_map(move |(ri, row)| {
-            self.cols.iter().enumerate().filter_map(move |(ci, col)| {
-                self.cells[ri][ci].median.map(|m| Pair {
-                    row,
-                    col,
-                    median: BitsPerSecond(m),
-                })
-            })
-        })
-    }
-
+/// A sweep's summary, computed here (the matrix is the model's data).
+pub trait Summarize {
     /// Best, worst, near-best and a recommendation; `None` when no cell has a result.
     /// `topo`: the host of both row and column CPUs, when they share one.
-    pub fn summary(&self, topo: Option<&Topology>) -> Option<Summary> {
+    fn summary(&self, topo: Option<&Topology>) -> Option<Summary>;
+}
+
+impl Summarize for Matrix {
+    fn summary(&self, topo: Option<&Topology>) -> Option<Summary> {
         let all: Vec<Pair> = self.pairs().collect();
         let best = *all
             .iter()

@@ -46,6 +46,7 @@
 //! 100.0 Gbit/s needs 4 sending cores: -P 4 on CPUs 7-10`.
 
 use crate::model::{BitsPerSecond, CpuUse, EndObservation, Percent, Role, TestObservation};
+use crate::placement::PlacementOf;
 use crate::placement::{cpus_words, Placement};
 use crate::topology::Relation;
 use wirespeed_host::CpuSet;

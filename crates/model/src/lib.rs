@@ -22,6 +22,7 @@
 
 pub mod cost;
 pub mod cpuset;
+pub mod doc;
 pub mod irq;
 pub mod observation;
 pub mod text;

@@ -114,7 +114,7 @@ pub fn repeat(r: &RepeatDoc, w: &mut dyn io::Write) -> Result<(), CsvError> {
             headline_throughput(t).map(f).unwrap_or_default(),
             opt(t.end.sum_sent.as_ref().and_then(|s| s.retransmits)),
             opt(mode.map(|m| m + 1)),
-            opt(mode.map(|m| f(r.repeat.modes[m].stats.median))),
+            opt(mode.map(|m| f(r.repeat.modes[m].stats.median.0))),
             opt(t
                 .wirespeed
                 .as_ref()
@@ -130,7 +130,7 @@ pub fn repeat(r: &RepeatDoc, w: &mut dyn io::Write) -> Result<(), CsvError> {
 /// One row per cell.
 pub fn sweep(s: &SweepDoc, w: &mut dyn io::Write) -> Result<(), CsvError> {
     let mut c = csv::Writer::from_writer(w);
-    let (rl, cl) = s.matrix.labels();
+    let (rl, cl) = s.matrix.axes.labels();
     let rl = rl.replace(' ', "_").to_lowercase();
     let cl = cl.replace(' ', "_").to_lowercase();
     c.write_record([
@@ -143,12 +143,7 @@ pub fn sweep(s: &SweepDoc, w: &mut dyn io::Write) -> Result<(), CsvError> {
     ])?;
     for (i, r) in s.matrix.rows.iter().enumerate() {
         for (j, col) in s.matrix.cols.iter().enumerate() {
-            let cell = s
-                .matrix
-                .cells
-                .get(i)
-                .and_then(|x| x.get(j))
-                .and_then(|x| x.as_ref());
+            let cell = s.matrix.cells.get(i).and_then(|x| x.get(j));
             c.write_record([
                 r.to_string(),
                 col.to_string(),

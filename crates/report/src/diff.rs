@@ -228,19 +228,35 @@ pub fn diff(a: &Document, b: &Document) -> Diff {
             num(
                 out,
                 "median throughput",
-                Some(sa.median),
-                Some(sb.median),
+                Some(sa.median.0),
+                Some(sb.median.0),
                 &rate,
                 true,
                 true,
             );
-            num(out, "min", Some(sa.min), Some(sb.min), &rate, true, false);
-            num(out, "max", Some(sa.max), Some(sb.max), &rate, true, false);
+            num(
+                out,
+                "min",
+                Some(sa.min.0),
+                Some(sb.min.0),
+                &rate,
+                true,
+                false,
+            );
+            num(
+                out,
+                "max",
+                Some(sa.max.0),
+                Some(sb.max.0),
+                &rate,
+                true,
+                false,
+            );
             num(
                 out,
                 "spread (% of median)",
-                Some(sa.spread),
-                Some(sb.spread),
+                Some(sa.spread.get()),
+                Some(sb.spread.get()),
                 &|v| format!("{v:.1}"),
                 false,
                 false,
@@ -261,13 +277,13 @@ pub fn diff(a: &Document, b: &Document) -> Diff {
             text(out, "largest mode", mode0(a), mode0(b));
         }
         (Document::Sweep(a), Document::Sweep(b)) => {
-            let best = |s: &crate::doc::SweepDoc| s.summary.as_ref().and_then(|x| x.best);
-            let worst = |s: &crate::doc::SweepDoc| s.summary.as_ref().and_then(|x| x.worst);
+            let best = |s: &crate::doc::SweepDoc| s.summary.as_ref().map(|x| x.best);
+            let worst = |s: &crate::doc::SweepDoc| s.summary.as_ref().map(|x| x.worst);
             num(
                 out,
                 "best pair's throughput",
-                best(a).map(|p| p.median),
-                best(b).map(|p| p.median),
+                best(a).map(|p| p.median.0),
+                best(b).map(|p| p.median.0),
                 &rate,
                 true,
                 true,
@@ -275,14 +291,14 @@ pub fn diff(a: &Document, b: &Document) -> Diff {
             num(
                 out,
                 "worst pair's throughput",
-                worst(a).map(|p| p.median),
-                worst(b).map(|p| p.median),
+                worst(a).map(|p| p.median.0),
+                worst(b).map(|p| p.median.0),
                 &rate,
                 true,
                 false,
             );
-            let (rl, cl) = a.matrix.labels();
-            let pair = |p: Option<crate::doc::SweepPair>| {
+            let (rl, cl) = a.matrix.axes.labels();
+            let pair = |p: Option<wirespeed_model::doc::Pair>| {
                 p.map(|p| format!("{rl} {}, {cl} {}", p.row, p.col))
             };
             text(out, "best pair", pair(best(a)), pair(best(b)));
@@ -290,12 +306,20 @@ pub fn diff(a: &Document, b: &Document) -> Diff {
         }
         (Document::Latency(a), Document::Latency(b)) => {
             let ns = |v: f64| format!("{v:.0} ns");
-            num(out, "mean latency", a.mean_ns, b.mean_ns, &ns, false, true);
+            num(
+                out,
+                "mean latency",
+                a.matrix.mean_ns,
+                b.matrix.mean_ns,
+                &ns,
+                false,
+                true,
+            );
             num(
                 out,
                 "fastest pair",
-                a.min.map(|p| p.mean_ns),
-                b.min.map(|p| p.mean_ns),
+                a.matrix.min.map(|p| p.mean_ns),
+                b.matrix.min.map(|p| p.mean_ns),
                 &ns,
                 false,
                 false,
@@ -303,8 +327,8 @@ pub fn diff(a: &Document, b: &Document) -> Diff {
             num(
                 out,
                 "slowest pair",
-                a.max.map(|p| p.mean_ns),
-                b.max.map(|p| p.mean_ns),
+                a.matrix.max.map(|p| p.mean_ns),
+                b.matrix.max.map(|p| p.mean_ns),
                 &ns,
                 false,
                 false,
@@ -415,7 +439,8 @@ mod tests {
 
     #[test]
     fn different_kinds_are_not_comparable() {
-        let lat = Document::parse(br#"{"cpus":[0],"matrix":[[null]]}"#).unwrap();
+        let (lat, _) = crate::doc::tests::written_samples().pop().unwrap();
+        let lat = Document::from(lat);
         let d = diff(&run(1e9, 0, "x"), &lat);
         assert!(!d.comparable());
         assert!(!d.exceeds(0.0));

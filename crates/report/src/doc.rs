@@ -21,9 +21,10 @@
 //! than its [`Budget`] has left, and one budget ([`MAX_VALUES`]) is shared by every document a
 //! command reads ([`Document::parse_within`]).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
+use wirespeed_model::doc::{IrqSweepReport, LatencyMatrix, Matrix, RepeatAnalysis, Summary};
 use wirespeed_model::{CpuSet, Topology};
 
 use crate::model::TestResult;
@@ -173,16 +174,32 @@ pub enum Kind {
     Test,
     Repeat,
     Sweep,
+    /// `sweep --irq-cpus` (read, and drawn, as a sweep).
+    IrqSweep,
     Latency,
     Doctor,
 }
 
 impl Kind {
+    /// The `kind` a wirespeed document carries.
+    fn tag(self) -> &'static str {
+        match self {
+            Kind::IrqSweep => "irq-sweep",
+            k => k.as_str(),
+        }
+    }
+
+    fn of_tag(tag: &str) -> Option<Kind> {
+        [Kind::Repeat, Kind::Sweep, Kind::IrqSweep, Kind::Latency]
+            .into_iter()
+            .find(|k| k.tag() == tag)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Test => "test",
             Kind::Repeat => "repeat",
-            Kind::Sweep => "sweep",
+            Kind::Sweep | Kind::IrqSweep => "sweep",
             Kind::Latency => "latency",
             Kind::Doctor => "doctor",
         }
@@ -242,23 +259,43 @@ impl Document {
         Document::from_value(v)
     }
 
-    /// Recognise and parse an already decoded document.
+    /// Parse an already decoded document: wirespeed's own documents by their `kind`; an
+    /// iperf3 `-J` test document (which has none), a doctor report (its `schema_version`) and
+    /// the documents earlier versions wrote without `kind` by their shape, here and nowhere
+    /// else ([`legacy_kind`]).
     pub fn from_value(mut v: Value) -> Result<Document, DocError> {
-        lift_irq_sweep(&mut v);
-        let kind = kind_of(&v).ok_or(DocError::Unknown)?;
-        let invalid = |e: serde_json::Error| DocError::Invalid {
-            kind,
-            reason: e.to_string(),
+        let kind = match v.get("kind").and_then(Value::as_str) {
+            Some(_) => None,
+            None => Some(legacy_kind(&v).ok_or(DocError::Unknown)?),
         };
-        Ok(match kind {
-            Kind::Test => Document::Test(Box::new(serde_json::from_value(v).map_err(invalid)?)),
-            Kind::Repeat => Document::Repeat(Box::new(serde_json::from_value(v).map_err(invalid)?)),
-            Kind::Sweep => Document::Sweep(Box::new(serde_json::from_value(v).map_err(invalid)?)),
-            Kind::Latency => {
-                Document::Latency(Box::new(serde_json::from_value(v).map_err(invalid)?))
+        let invalid = |kind: Kind| {
+            move |e: serde_json::Error| DocError::Invalid {
+                kind,
+                reason: e.to_string(),
             }
-            Kind::Doctor => Document::Doctor(Box::new(serde_json::from_value(v).map_err(invalid)?)),
-        })
+        };
+        match kind {
+            Some(Kind::Test) => {
+                return Ok(Document::Test(Box::new(
+                    serde_json::from_value(v).map_err(invalid(Kind::Test))?,
+                )))
+            }
+            Some(Kind::Doctor) => {
+                return Ok(Document::Doctor(Box::new(
+                    serde_json::from_value(v).map_err(invalid(Kind::Doctor))?,
+                )))
+            }
+            Some(k) => {
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("kind".into(), Value::from(k.tag()));
+                }
+            }
+            None => {}
+        }
+        let tag = v.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let k = Kind::of_tag(tag).ok_or(DocError::Unknown)?;
+        let w: Written = serde_json::from_value(v).map_err(invalid(k))?;
+        Ok(w.into())
     }
 
     pub fn kind(&self) -> Kind {
@@ -295,27 +332,18 @@ impl Document {
     }
 }
 
-/// `sweep --irq-cpus -J` writes `{"irq_sweep": {"matrix", "steps", "interrupted"}, "summary"}`:
-/// read it as a sweep (its matrix's axes are `app-irq`).
-fn lift_irq_sweep(v: &mut Value) {
-    let Some(o) = v.as_object_mut() else { return };
-    if o.contains_key("matrix") {
-        return;
-    }
-    let Some(Value::Object(inner)) = o.remove("irq_sweep") else {
-        return;
-    };
-    for (k, val) in inner {
-        o.entry(k).or_insert(val);
-    }
-}
-
-fn kind_of(v: &Value) -> Option<Kind> {
+/// The kind of a document without a `kind` key, from its shape: iperf3's test document (an
+/// object with `start` and `intervals` or `end`), doctor's report (`schema_version`,
+/// `findings`, `facts`), and the repeat, sweep, IRQ sweep and latency documents written before
+/// they carried `kind`.
+fn legacy_kind(v: &Value) -> Option<Kind> {
     let o = v.as_object()?;
     if o.contains_key("schema_version") && o.contains_key("findings") && o.contains_key("facts") {
         Some(Kind::Doctor)
     } else if o.get("runs").is_some_and(Value::is_array) && o.contains_key("repeat") {
         Some(Kind::Repeat)
+    } else if o.get("irq_sweep").is_some_and(Value::is_object) {
+        Some(Kind::IrqSweep)
     } else if o
         .get("matrix")
         .and_then(Value::as_object)
@@ -343,50 +371,47 @@ pub fn headline_throughput(t: &TestResult) -> Option<f64> {
         .map(|s| s.bits_per_second)
 }
 
-/// Throughput statistics of a set of runs (bits per second; spread in % of the median).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct RunStats {
-    #[serde(default)]
-    pub runs: usize,
-    #[serde(default)]
-    pub min: f64,
-    #[serde(default)]
-    pub median: f64,
-    #[serde(default)]
-    pub max: f64,
-    #[serde(default)]
-    pub spread: f64,
+/// wirespeed's own documents as they are written: each with its `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Written {
+    /// `client --repeat N -J`.
+    Repeat(RepeatDoc),
+    /// `sweep -J`.
+    Sweep(SweepDoc),
+    /// `sweep --irq-cpus -J`.
+    IrqSweep(IrqSweepDoc),
+    /// `latency --json`.
+    Latency(LatencyDoc),
 }
 
-/// One mode of a `--repeat`: the runs (1-based) that landed near one throughput.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct RepeatMode {
-    #[serde(default)]
-    pub runs: Vec<usize>,
-    #[serde(default)]
-    pub stats: RunStats,
-    /// What the mode's runs share, as the explain crate wrote it.
-    #[serde(default)]
-    pub placement: Option<Value>,
-    #[serde(default)]
-    pub description: String,
-}
-
-/// The `repeat` section of a `--repeat` document.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct RepeatAnalysis {
-    #[serde(default)]
-    pub stats: RunStats,
-    #[serde(default)]
-    pub method: Option<String>,
-    #[serde(default)]
-    pub modes: Vec<RepeatMode>,
-    #[serde(default)]
-    pub conclusion: Option<String>,
+impl From<Written> for Document {
+    fn from(w: Written) -> Document {
+        match w {
+            Written::Repeat(r) => Document::Repeat(Box::new(r)),
+            Written::Sweep(s) => Document::Sweep(Box::new(s)),
+            // an IRQ sweep is drawn as the matrix it is
+            Written::IrqSweep(i) => Document::Sweep(Box::new(SweepDoc {
+                tests_run: i
+                    .irq_sweep
+                    .matrix
+                    .cells
+                    .iter()
+                    .flatten()
+                    .map(|c| c.runs.len())
+                    .sum(),
+                interrupted: i.irq_sweep.interrupted,
+                matrix: i.irq_sweep.matrix,
+                summary: i.summary,
+                topology: None,
+            })),
+            Written::Latency(l) => Document::Latency(Box::new(l)),
+        }
+    }
 }
 
 /// `client --repeat N -J`: every run's test document and the analysis.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RepeatDoc {
     pub runs: Vec<TestResult>,
     pub repeat: RepeatAnalysis,
@@ -399,120 +424,36 @@ impl RepeatDoc {
     }
 }
 
-/// One cell of a sweep: the runs' throughput (bits/s) and their median.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct SweepCell {
-    #[serde(default)]
-    pub runs: Vec<f64>,
-    #[serde(default)]
-    pub median: Option<f64>,
-    #[serde(default)]
-    pub error: Option<String>,
-}
-
-/// The matrix of a sweep; rows and columns are CPU numbers.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct SweepMatrix {
-    /// `client-server` or `app-irq`.
-    #[serde(default)]
-    pub axes: String,
-    pub rows: Vec<u32>,
-    pub cols: Vec<u32>,
-    pub cells: Vec<Vec<Option<SweepCell>>>,
-}
-
-impl SweepMatrix {
-    /// The names of the row and column axes.
-    pub fn labels(&self) -> (&'static str, &'static str) {
-        if self.axes == "app-irq" {
-            ("app CPU", "IRQ CPU")
-        } else {
-            ("client CPU", "server CPU")
-        }
-    }
-
-    /// The median of the cell at row CPU `r`, column CPU `c`.
-    pub fn median(&self, r: u32, c: u32) -> Option<f64> {
-        let i = self.rows.iter().position(|&x| x == r)?;
-        let j = self.cols.iter().position(|&x| x == c)?;
-        self.cells.get(i)?.get(j)?.as_ref()?.median
-    }
-}
-
-/// A pair of a sweep (row CPU, column CPU) and its median.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
-pub struct SweepPair {
-    pub row: u32,
-    pub col: u32,
-    #[serde(default)]
-    pub median: f64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct SweepSummary {
-    #[serde(default)]
-    pub best: Option<SweepPair>,
-    #[serde(default)]
-    pub worst: Option<SweepPair>,
-    #[serde(default)]
-    pub recommendation: Option<String>,
-}
-
-/// `sweep -J`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// `sweep -J`: the matrix, its summary and how the sweep went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepDoc {
-    pub matrix: SweepMatrix,
+    pub matrix: Matrix,
+    pub summary: Option<Summary>,
     #[serde(default)]
-    pub summary: Option<SweepSummary>,
+    pub tests_run: usize,
     #[serde(default)]
     pub interrupted: bool,
-    #[serde(default)]
+    /// The host's topology when client and server shared it (the heatmap outlines groups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<Topology>,
 }
 
-/// One pair of a latency matrix.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
-pub struct PairLatency {
-    pub mean_ns: f64,
+/// `sweep --irq-cpus -J`: the moves, the matrix and its summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IrqSweepDoc {
+    pub irq_sweep: IrqSweepReport,
+    pub summary: Option<Summary>,
+    /// Steps whose move did not take effect (left out of the summary).
     #[serde(default)]
-    pub stderr_ns: f64,
+    pub ineffective_steps: usize,
 }
 
-/// A pair named by its CPUs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
-pub struct LatencyPair {
-    pub a: u32,
-    pub b: u32,
-    pub mean_ns: f64,
-}
-
-/// The mean of the pairs of one relation (`same-l3`, `other-l3`, …).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct RelationMean {
-    pub relation: String,
-    #[serde(default)]
-    pub pairs: usize,
-    pub mean_ns: f64,
-}
-
-/// `latency --json`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// `latency --json`: the matrix and, when known, the host's topology.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyDoc {
-    pub cpus: Vec<u32>,
-    #[serde(default)]
-    pub samples: usize,
-    #[serde(default)]
-    pub round_trips: usize,
-    pub matrix: Vec<Vec<Option<PairLatency>>>,
-    #[serde(default)]
-    pub min: Option<LatencyPair>,
-    #[serde(default)]
-    pub max: Option<LatencyPair>,
-    #[serde(default)]
-    pub mean_ns: Option<f64>,
-    #[serde(default)]
-    pub by_relation: Vec<RelationMean>,
-    #[serde(default)]
+    #[serde(flatten)]
+    pub matrix: LatencyMatrix,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<Topology>,
 }
 
@@ -537,30 +478,119 @@ pub fn group_order(cpus: &[u32], topo: Option<&Topology>) -> Vec<u32> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
     fn kinds_are_recognised_from_content() {
-        let cases = [
-            (r#"{"start":{},"intervals":[],"end":{}}"#, Kind::Test),
-            (r#"{"runs":[],"repeat":{"modes":[]}}"#, Kind::Repeat),
+        // iperf3's test document has no `kind`: its shape says it
+        let t = Document::parse(br#"{"start":{},"intervals":[],"end":{}}"#).unwrap();
+        assert_eq!(t.kind(), Kind::Test);
+        // wirespeed's own documents carry `kind`; written by a version before `kind`, the same
+        // document is read by its shape
+        for (w, kind) in written_samples() {
+            let mut v = serde_json::to_value(&w).unwrap();
+            let back = Document::from_value(v.clone()).unwrap();
+            assert_eq!(back.kind(), kind);
+            assert_eq!(Document::from(w.clone()).kind(), kind);
+            v.as_object_mut().unwrap().remove("kind");
+            assert_eq!(Document::from_value(v).unwrap().kind(), kind);
+        }
+        // a kind this version does not know, or a field of the wrong type: one line, no guess
+        assert_eq!(
+            Document::parse(br#"{"kind":"weather","cpus":[0]}"#).unwrap_err(),
+            DocError::Unknown
+        );
+        let e = Document::parse(br#"{"kind":"sweep","matrix":{"axes":"x","rows":[],"cols":[],"cells":[]},"summary":null}"#)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DocError::Invalid {
+                    kind: Kind::Sweep,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    /// One document of each of wirespeed's own kinds, as the explain crate fills them.
+    pub(crate) fn written_samples() -> Vec<(Written, Kind)> {
+        use wirespeed_model::doc::{Axes, LatencyMatrix, Matrix, RepeatAnalysis, Stats};
+        use wirespeed_model::observation::{BitsPerSecond, Percent};
+        let mut m = Matrix::new(
+            Axes::ClientServer,
+            CpuSet::from_cpus([0, 1]),
+            CpuSet::from_cpus([2]),
+        );
+        m.record(0, 2, BitsPerSecond(9e9));
+        let stats = Stats {
+            runs: 1,
+            min: BitsPerSecond(9e9),
+            median: BitsPerSecond(9e9),
+            max: BitsPerSecond(9e9),
+            mean: BitsPerSecond(9e9),
+            spread: Percent::new(0.0),
+        };
+        let irq = IrqSweepReport {
+            iface: "eth0".into(),
+            irqs: Vec::new(),
+            matrix: m.clone(),
+            steps: Vec::new(),
+            interrupted: false,
+        };
+        vec![
             (
-                r#"{"matrix":{"axes":"client-server","rows":[0],"cols":[1],"cells":[[null]]}}"#,
+                Written::Repeat(RepeatDoc {
+                    runs: Vec::new(),
+                    repeat: RepeatAnalysis {
+                        stats,
+                        method: "gaps".into(),
+                        modes: Vec::new(),
+                        conclusion: None,
+                        recommendation: None,
+                    },
+                }),
+                Kind::Repeat,
+            ),
+            (
+                Written::Sweep(SweepDoc {
+                    matrix: m,
+                    summary: None,
+                    tests_run: 1,
+                    interrupted: false,
+                    topology: None,
+                }),
                 Kind::Sweep,
             ),
             (
-                r#"{"cpus":[0,1],"matrix":[[null,null],[null,null]]}"#,
+                Written::IrqSweep(IrqSweepDoc {
+                    irq_sweep: irq,
+                    summary: None,
+                    ineffective_steps: 0,
+                }),
+                Kind::Sweep,
+            ),
+            (
+                Written::Latency(LatencyDoc {
+                    matrix: LatencyMatrix {
+                        cpus: CpuSet::from_cpus([0, 1]),
+                        samples: 10,
+                        round_trips: 100,
+                        matrix: vec![vec![None, None], vec![None, None]],
+                        min: None,
+                        max: None,
+                        mean_ns: None,
+                        by_relation: Vec::new(),
+                        max_rel_stderr: 0.05,
+                        noisy_pairs: 0,
+                    },
+                    topology: None,
+                }),
                 Kind::Latency,
             ),
-        ];
-        for (json, kind) in cases {
-            assert_eq!(
-                Document::parse(json.as_bytes()).unwrap().kind(),
-                kind,
-                "{json}"
-            );
-        }
+        ]
     }
 
     #[test]
@@ -574,7 +604,10 @@ mod tests {
             Document::parse(b"{\"start\":").unwrap_err(),
             DocError::NotJson(_)
         ));
-        let e = Document::parse(br#"{"cpus":[0],"matrix":[["x"]]}"#).unwrap_err();
+        let e = Document::parse(
+            br#"{"kind":"latency","cpus":[0],"samples":1,"round_trips":1,"matrix":[["x"]]}"#,
+        )
+        .unwrap_err();
         assert!(
             matches!(
                 e,

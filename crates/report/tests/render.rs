@@ -173,6 +173,7 @@ fn sweep_over_the_9900x_outlines_both_ccds() {
         "matrix": {"axes": "client-server", "rows": cpus, "cols": cpus, "cells": cells},
         "summary": {"best": {"row": 7, "col": 7, "median": 41.4e9},
                     "worst": {"row": 0, "col": 6, "median": 28.6e9},
+                    "near_best": [],
                     "recommendation": "synthetic"},
         "topology": topo,
     });
@@ -339,12 +340,20 @@ fn damaged_documents_never_panic() {
 
 #[test]
 fn extreme_values_render() {
-    let v = serde_json::json!({
-        "matrix": {"axes": "app-irq", "rows": [0, 4294967295u32], "cols": [1],
-                   "cells": [[{"runs": [1e308], "median": 1e308}], [{"runs": [-1e308], "median": -1e308}]]},
-        "summary": {"best": {"row": 0, "col": 1, "median": 1e308}},
-    });
-    let doc = Document::from_value(v).unwrap();
+    let doc = |row: u32| {
+        serde_json::json!({
+            "kind": "sweep",
+            "matrix": {"axes": "app-irq", "rows": [0, row], "cols": [1],
+                       "cells": [[{"runs": [1e308], "median": 1e308}], [{"runs": [-1e308], "median": -1e308}]]},
+            "summary": {"best": {"row": 0, "col": 1, "median": 1e308},
+                        "worst": {"row": row, "col": 1, "median": -1e308},
+                        "near_best": [], "recommendation": ""},
+        })
+    };
+    // a CPU number no host has is refused in one line, not drawn
+    let e = Document::from_value(doc(u32::MAX)).unwrap_err();
+    assert!(e.to_string().contains("4294967295"), "{e}");
+    let doc = Document::from_value(doc(65535)).unwrap();
     let h = page(&[("<script>alert(1)</script>", &doc)]);
     self_contained(&h);
     assert!(h.contains("&lt;script&gt;"));

@@ -5,6 +5,7 @@
 
 // The tree helpers of tune's tests (captured hosts, copying a tree with its links).
 use crate::common;
+use wirespeed_explain::sweep::Summarize;
 
 use common::{copy_tree, fixtures};
 use std::collections::BTreeMap;

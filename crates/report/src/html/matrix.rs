@@ -8,9 +8,10 @@ use crate::doc::{LatencyDoc, SweepDoc};
 
 pub(super) fn sweep(h: &mut String, s: &SweepDoc) {
     let m = &s.matrix;
-    let (rl, cl) = m.labels();
+    let (rl, cl) = m.axes.labels();
+    let (rows, cols): (Vec<u32>, Vec<u32>) = (m.rows.iter().collect(), m.cols.iter().collect());
     let summary = s.summary.as_ref();
-    if let Some(rec) = summary.and_then(|x| x.recommendation.as_ref()) {
+    if let Some(rec) = summary.map(|x| &x.recommendation).filter(|r| !r.is_empty()) {
         let _ = write!(h, "<div class=\"verdict\"><b>{}</b></div>", esc(rec));
     }
     if s.interrupted {
@@ -25,19 +26,20 @@ pub(super) fn sweep(h: &mut String, s: &SweepDoc) {
             caption: &caption,
             row_label: rl,
             col_label: cl,
-            rows: &m.rows,
-            cols: &m.cols,
+            rows: &rows,
+            cols: &cols,
             value: &value,
             fmt: &fmt,
             higher_is_better: true,
-            best: summary.and_then(|x| x.best).map(|p| (p.row, p.col)),
-            worst: summary.and_then(|x| x.worst).map(|p| (p.row, p.col)),
+            best: summary.map(|x| (x.best.row, x.best.col)),
+            worst: summary.map(|x| (x.worst.row, x.worst.col)),
             topo: s.topology.as_ref(),
         },
     );
     if let Some(sum) = summary {
         h.push_str("<div class=\"facts\">");
-        if let Some(b) = sum.best {
+        {
+            let b = sum.best;
             let _ = write!(
                 h,
                 "<div><span>best</span>{} {}, {} {}: {}</div>",
@@ -45,10 +47,11 @@ pub(super) fn sweep(h: &mut String, s: &SweepDoc) {
                 b.row,
                 cl,
                 b.col,
-                esc(&rate(b.median))
+                esc(&rate(b.median.0))
             );
         }
-        if let Some(w) = sum.worst {
+        {
+            let w = sum.worst;
             let _ = write!(
                 h,
                 "<div><span>worst</span>{} {}, {} {}: {}</div>",
@@ -56,7 +59,7 @@ pub(super) fn sweep(h: &mut String, s: &SweepDoc) {
                 w.row,
                 cl,
                 w.col,
-                esc(&rate(w.median))
+                esc(&rate(w.median.0))
             );
         }
         h.push_str("</div>\n");
@@ -64,7 +67,6 @@ pub(super) fn sweep(h: &mut String, s: &SweepDoc) {
     let errors: Vec<String> = m
         .cells
         .iter()
-        .flatten()
         .flatten()
         .filter_map(|c| c.error.clone())
         .collect();
@@ -78,7 +80,9 @@ pub(super) fn sweep(h: &mut String, s: &SweepDoc) {
     }
 }
 
-pub(super) fn latency(h: &mut String, l: &LatencyDoc) {
+pub(super) fn latency(h: &mut String, doc: &LatencyDoc) {
+    let l = &doc.matrix;
+    let cpus: Vec<u32> = l.cpus.iter().collect();
     h.push_str("<div class=\"facts\">");
     if let Some(m) = l.mean_ns {
         let _ = write!(h, "<div><span>mean</span>{m:.0} ns</div>");
@@ -103,8 +107,8 @@ pub(super) fn latency(h: &mut String, l: &LatencyDoc) {
         l.samples, l.round_trips
     );
     let value = |a: u32, b: u32| {
-        let i = l.cpus.iter().position(|&x| x == a)?;
-        let j = l.cpus.iter().position(|&x| x == b)?;
+        let i = cpus.iter().position(|&x| x == a)?;
+        let j = cpus.iter().position(|&x| x == b)?;
         l.matrix
             .get(i)?
             .get(j)
@@ -119,14 +123,14 @@ pub(super) fn latency(h: &mut String, l: &LatencyDoc) {
             caption: "Core-to-core round trip (mean ns; one cache line bounced between two pinned threads)",
             row_label: "CPU",
             col_label: "CPU",
-            rows: &l.cpus,
-            cols: &l.cpus,
+            rows: &cpus,
+            cols: &cpus,
             value: &value,
             fmt: &fmt,
             higher_is_better: false,
             best: l.min.map(|p| (p.a, p.b)),
             worst: l.max.map(|p| (p.a, p.b)),
-            topo: l.topology.as_ref(),
+            topo: doc.topology.as_ref(),
         },
     );
     if !l.by_relation.is_empty() {
@@ -135,7 +139,7 @@ pub(super) fn latency(h: &mut String, l: &LatencyDoc) {
             let _ = write!(
                 h,
                 "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.0} ns</td></tr>",
-                esc(&r.relation),
+                esc(r.relation.as_str()),
                 r.pairs,
                 r.mean_ns
             );

@@ -275,13 +275,17 @@ pub(super) fn repeat(h: &mut String, r: &RepeatDoc, _idx: usize) {
     let s = &r.repeat.stats;
     h.push_str("<div class=\"facts\">");
     fact(h, "runs", &r.runs.len().to_string());
-    fact(h, "median", &rate(s.median));
+    fact(h, "median", &rate(s.median.0));
     fact(
         h,
         "min – max",
-        &format!("{} – {}", rate(s.min), rate(s.max)),
+        &format!("{} – {}", rate(s.min.0), rate(s.max.0)),
     );
-    fact(h, "spread", &format!("{:.1} % of the median", s.spread));
+    fact(
+        h,
+        "spread",
+        &format!("{:.1} % of the median", s.spread.get()),
+    );
     fact(h, "modes", &r.repeat.modes.len().to_string());
     h.push_str("</div>\n");
     if let Some(c) = &r.repeat.conclusion {
@@ -325,14 +329,14 @@ pub(super) fn repeat(h: &mut String, r: &RepeatDoc, _idx: usize) {
         hgt - 4.0
     );
     for (m, mode) in r.repeat.modes.iter().enumerate() {
-        let y = tp + ph - ph * (mode.stats.median / 1e9) / ymax;
+        let y = tp + ph - ph * (mode.stats.median.0 / 1e9) / ymax;
         let _ = write!(
             h,
             "<line class=\"ln s{}\" x1=\"{l}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" style=\"stroke-dasharray:5 4;stroke-width:1\"><title>mode {}: median {}</title></line>",
             m % 8,
             l + pw,
             m + 1,
-            esc(&rate(mode.stats.median))
+            esc(&rate(mode.stats.median.0))
         );
     }
     for &(run, g) in &pts {
@@ -367,42 +371,18 @@ pub(super) fn repeat(h: &mut String, r: &RepeatDoc, _idx: usize) {
             m % 8,
             m + 1,
             runs.join(", "),
-            esc(&rate(mode.stats.median)),
-            esc(&rate(mode.stats.min)),
-            esc(&rate(mode.stats.max)),
+            esc(&rate(mode.stats.median.0)),
+            esc(&rate(mode.stats.min.0)),
+            esc(&rate(mode.stats.max.0)),
             esc(&mode.description),
             mode.placement
                 .as_ref()
-                .map(|p| format!("<br><code>{}</code>", esc(&flat(p))))
+                .map(|p| format!("<br>{}", esc(&p.describe())))
                 .unwrap_or_default()
         );
     }
     h.push_str("</tbody></table>\n");
-    if let Some(m) = &r.repeat.method {
-        let _ = write!(h, "<p class=\"mute\">modes: {}</p>", esc(m));
+    if !r.repeat.method.is_empty() {
+        let _ = write!(h, "<p class=\"mute\">modes: {}</p>", esc(&r.repeat.method));
     }
-}
-
-/// A JSON value as `key=value` words (`softirq.relation=same-cpu softirq.share=93.8`).
-fn flat(v: &serde_json::Value) -> String {
-    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
-        match v {
-            serde_json::Value::Object(o) => {
-                for (k, x) in o {
-                    let key = if prefix.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{prefix}.{k}")
-                    };
-                    walk(&key, x, out);
-                }
-            }
-            serde_json::Value::Null => {}
-            serde_json::Value::String(s) => out.push(format!("{prefix}={s}")),
-            other => out.push(format!("{prefix}={other}")),
-        }
-    }
-    let mut out = Vec::new();
-    walk("", v, &mut out);
-    out.join(" ")
 }
