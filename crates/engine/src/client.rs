@@ -923,7 +923,7 @@ fn drive(
                 ClientEvent::TestRunning => run.begin(reporter)?,
                 ClientEvent::PeerLive(li) => {
                     if let Some(m) = run.m.as_mut() {
-                        m.peer_live(*li);
+                        m.peer_live(*li, reporter);
                     }
                 }
                 ClientEvent::ResultsRequested => {

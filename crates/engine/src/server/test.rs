@@ -858,7 +858,7 @@ impl<'a> ServerTest<'a> {
                     ServerEvent::ClientTerminated => return Err(TestError::ClientTerminated),
                     ServerEvent::PeerLive(li) => {
                         if let Some(m) = self.m.as_mut() {
-                            m.peer_live(*li);
+                            m.peer_live(*li, reporter);
                         }
                     }
                     ServerEvent::Failed(f) => {
