@@ -546,7 +546,7 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
     );
     let font = (cw.min(ch) * 0.32).clamp(7.0, 12.0);
     let col_name = |c: u32| match m.times.and_then(|t| t.get(c as usize)) {
-        Some((a, b)) => format!("{}–{} s", tick(*a), tick(*b)),
+        Some((a, b)) => format!("{}–{} s", secs(*a), secs(*b)),
         None => c.to_string(),
     };
     match m.times {
@@ -698,12 +698,22 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
         (Some(_), None) => h.push_str(
             "<span>thin line: L3 group boundary; thick line: NUMA node boundary; outlined blocks: same L3 group</span>",
         ),
-        (Some(_), Some(_)) => h.push_str(
-            "<span>thin line: L3 group boundary; thick line: NUMA node boundary</span>",
-        ),
+        (Some(t), Some(_)) => {
+            if t.l3_groups.len() > 1 || t.nodes.len() > 1 {
+                h.push_str(
+                    "<span>thin line: L3 group boundary; thick line: NUMA node boundary</span>",
+                );
+            }
+        }
         (None, _) => h.push_str("<span>no topology in the document: L3 groups not drawn</span>"),
     }
     h.push_str("</div></figure>\n");
+}
+
+/// Seconds to at most two decimals, without trailing zeros (`1`, `2.5`, `3.01`).
+fn secs(v: f64) -> String {
+    let t = format!("{v:.2}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Time along the top of a heatmap: each column's start, as many as fit, and the last end.
@@ -719,7 +729,7 @@ fn time_labels(h: &mut String, cols: &[u32], times: &[(f64, f64)], left: f64, cw
                 "<line class=\"ax\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{top:.1}\"/><text class=\"m\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
                 top - 4.0,
                 top - 8.0,
-                tick(*a),
+                secs(*a),
                 x = left + cw * j as f64
             );
         }
@@ -729,7 +739,7 @@ fn time_labels(h: &mut String, cols: &[u32], times: &[(f64, f64)], left: f64, cw
                 "<line class=\"ax\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{top:.1}\"/><text class=\"m\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
                 top - 4.0,
                 top - 8.0,
-                tick(*b),
+                secs(*b),
                 x = left + cw * (j + 1) as f64
             );
         }
@@ -888,6 +898,15 @@ mod tests {
                 "{t}: {h}"
             );
         }
+    }
+
+    #[test]
+    fn seconds_are_short() {
+        assert_eq!(secs(1.000_03), "1");
+        assert_eq!(secs(0.0), "0");
+        assert_eq!(secs(2.5), "2.5");
+        assert_eq!(secs(3.012), "3.01");
+        assert_eq!(secs(10.0), "10");
     }
 
     #[test]

@@ -285,18 +285,9 @@ fn end_time(h: &mut String, e: &EndObservation, app: &CpuSet, who: &str) {
     let topo = Some(&e.topology).filter(|t| !t.l3_groups.is_empty() || !t.nodes.is_empty());
     let fmt = |v: f64| format!("{v:.0} %");
     h.push_str("<div class=\"charts\">");
-    for (what, get, bright) in [
-        (
-            "busy (all but idle)",
-            (|u: &CpuUse| u.busy().get()) as fn(&CpuUse) -> f64,
-            "bright = busier",
-        ),
-        (
-            "softirq",
-            |u: &CpuUse| u.softirq.get(),
-            "bright = more softirq",
-        ),
-    ] {
+    let busy: fn(&CpuUse) -> f64 = |u| u.busy().get();
+    let softirq: fn(&CpuUse) -> f64 = |u| u.softirq.get();
+    for (what, get) in [("busy (all but idle)", busy), ("softirq", softirq)] {
         let caption = format!("CPU {what} per interval on {who}");
         let value = |r: u32, c: u32| cpu_at(r, c).map(get);
         chart::heatmap(
@@ -314,7 +305,7 @@ fn end_time(h: &mut String, e: &EndObservation, app: &CpuSet, who: &str) {
                 row_name: Some(&row_name),
                 range: Some((0.0, 100.0)),
                 higher_is_better: false,
-                bright: Some(bright),
+                bright: Some("bright = a higher share"),
                 best: None,
                 worst: None,
                 topo,
