@@ -953,6 +953,29 @@ mod tests {
         assert!(matches!(plan(45, 1, 2, 2).2, Streams::Boxes { .. }));
     }
 
+    /// Fewer samples than columns are stretched to fill them; more keep the latest.
+    #[test]
+    fn sparkline_data_fills_its_width() {
+        assert_eq!(fit(&[1, 2], 6), vec![1, 1, 1, 2, 2, 2]);
+        assert_eq!(fit(&[1, 2, 3, 4], 2), vec![3, 4]);
+        assert_eq!(fit(&[], 5), Vec::<u64>::new());
+        assert_eq!(fit(&[7], 3), vec![7, 7, 7]);
+    }
+
+    /// A long verdict on a narrow screen gets a third row rather than being cut.
+    #[test]
+    fn a_long_verdict_wraps_onto_three_rows_at_80_columns() {
+        let mut s = running(1, 3, 2);
+        s.verdict = Some(
+            "both ends on one host (over lo): they compete for the same CPUs (sender on CPUs 0-1, \
+             unpinned; receiver on CPUs 0-1, unpinned); this measures the host, not a path"
+                .into(),
+        );
+        let got = text(&s, 80, 24);
+        assert!(got.contains("this measures"), "{got}");
+        assert!(got.contains("the host, not a path"), "{got}");
+    }
+
     /// A peer that never sends (iperf3): its pane says so after a few intervals.
     #[test]
     fn a_silent_peer_is_named() {
