@@ -25,6 +25,7 @@ use ratatui::{DefaultTerminal, Frame};
 
 use wirespeed_engine::Reporter;
 use wirespeed_model::observation::CpuUse;
+use wirespeed_report::html::rate;
 use wirespeed_report::{Interval, LiveEvent, Start, TestResult};
 
 /// How many samples each sparkline keeps.
@@ -116,7 +117,7 @@ impl Screen {
             self.title,
             self.elapsed,
             self.duration,
-            wirespeed_report::html::rate(self.sum_now),
+            rate(self.sum_now),
             self.retransmits
         )
     }
@@ -141,16 +142,58 @@ impl Screen {
     }
 }
 
-/// A pane of CPU bars: `who` (this host, the peer), its NIC, the bars.
+/// The colours' key, one line: the CPU bars' kinds of work, then the sparklines'.
+fn key_line() -> Line<'static> {
+    let mut spans = vec![Span::raw(" key: CPU")];
+    for (name, colour) in WORK {
+        spans.push(Span::styled(" █", Style::default().fg(colour)));
+        spans.push(Span::raw(name));
+    }
+    spans.push(Span::raw(" · rate"));
+    spans.push(Span::styled(" ▇", Style::default().fg(STREAM)));
+    spans.push(Span::raw("stream"));
+    spans.push(Span::styled(" ▇", Style::default().fg(SUM)));
+    spans.push(Span::raw("sum"));
+    Line::from(spans)
+}
+
+/// A pane of CPU bars: `who` (this host, the peer), its NIC, the bars, in `height` rows
+/// (borders included): every CPU when they fit, else the busiest (in CPU order) and a line
+/// that counts the rest.
 fn cpu_pane<'a>(
     who: &str,
     nic: Option<&str>,
     cpus: &[CpuUse],
-    width: u16,
+    (width, height): (u16, u16),
     empty: &str,
 ) -> Paragraph<'a> {
-    let bars = (width.saturating_sub(46) as usize).clamp(6, 60);
-    let mut lines: Vec<Line> = cpus.iter().map(|c| cpu_line(c, bars)).collect();
+    let inner = usize::from(width.saturating_sub(2));
+    let rows = usize::from(height.saturating_sub(2)).max(1);
+    let mut shown: Vec<&CpuUse> = cpus.iter().collect();
+    let mut rest = None;
+    if shown.len() > rows {
+        shown.sort_by(|a, b| b.busy().get().total_cmp(&a.busy().get()));
+        let keep = rows.saturating_sub(1);
+        let below = shown.get(keep).map(|c| c.busy().get()).unwrap_or(0.0);
+        rest = Some(format!(
+            "… {} more CPUs, each at most {below:.0} % busy",
+            shown.len() - keep
+        ));
+        shown.truncate(keep);
+        shown.sort_by_key(|c| c.cpu);
+    }
+    let digits = shown
+        .iter()
+        .map(|c| c.nic_irqs.to_string().len())
+        .max()
+        .unwrap_or(1);
+    let mut lines: Vec<Line> = shown
+        .iter()
+        .map(|c| cpu_line_fit(c, inner, digits))
+        .collect();
+    if let Some(r) = rest {
+        lines.push(Line::from(r).dim());
+    }
     if lines.is_empty() {
         lines.push(Line::from(empty.to_string()));
     }
@@ -161,50 +204,200 @@ fn cpu_pane<'a>(
     Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title))
 }
 
-/// Draw `s` into `f`: the head line, a sparkline per stream (up to 8) and the sum, this
+/// Rows a sparkline box takes at least (borders and one line of bars).
+const BOX_MIN: u16 = 3;
+/// Rows the CPU panes take at least.
+const CPU_MIN: u16 = 4;
+
+/// How the streams are drawn: a box each (and the sum's), of these heights, or — when too many
+/// for boxes — one box with a line per stream.
+#[derive(Debug, PartialEq)]
+enum Streams {
+    Boxes {
+        each: u16,
+        sum: u16,
+    },
+    /// The list's rows (borders included) and the sum's box below it (0: the sum is the list's
+    /// first line).
+    List {
+        rows: u16,
+        sum: u16,
+    },
+}
+
+/// The vertical plan for `height` rows with `verdict` rows for the verdict: (rows for the
+/// streams, rows for the CPU panes, how the streams are drawn).
+/// The CPU panes get what their CPUs need (at least [`CPU_MIN`], at most half of what is left
+/// when the streams need more); the streams get the rest.
+fn plan(height: u16, streams: usize, cpus: usize, verdict: u16) -> (u16, u16, Streams) {
+    // The head, the key and the verdict's lines.
+    let free = height.saturating_sub(2 + verdict);
+    let boxes = streams as u16 + 1;
+    let cpu_need = (cpus as u16 + 2).max(CPU_MIN);
+    let boxes_need = boxes * BOX_MIN;
+    let cpu = if boxes_need + cpu_need <= free {
+        cpu_need
+    } else {
+        cpu_need.min((free / 2).max(CPU_MIN)).min(free)
+    };
+    let top = free.saturating_sub(cpu);
+    if boxes_need <= top {
+        // The sum gets a double share of the spare rows.
+        let spare = top - boxes_need;
+        let each = BOX_MIN + spare / (boxes + 1);
+        let sum = top - each * (boxes - 1);
+        (top, cpu, Streams::Boxes { each, sum })
+    } else {
+        let list = streams as u16 + 2;
+        if top >= list + BOX_MIN {
+            (
+                top,
+                cpu,
+                Streams::List {
+                    rows: list,
+                    sum: top - list,
+                },
+            )
+        } else {
+            (top, cpu, Streams::List { rows: top, sum: 0 })
+        }
+    }
+}
+
+/// A sparkline's bars as text, `width` columns (for the compact list of streams).
+fn bars_text(v: &[u64], width: u16, max: u64) -> String {
+    const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    fit(v, width)
+        .iter()
+        .map(|&x| {
+            if max == 0 || x == 0 {
+                ' '
+            } else {
+                let i = ((x as f64 / max as f64) * 7.0).round() as usize;
+                LEVELS[i.min(7)]
+            }
+        })
+        .collect()
+}
+
+/// Draw `s` into `f`: the head line, the colours' key, a sparkline per stream and the sum (a
+/// box each, as tall as the room allows; a line each when there are too many for boxes), this
 /// host's and the peer's CPUs side by side, and the verdict (so far) at the bottom.
 pub fn render(f: &mut Frame, s: &Screen) {
-    let shown: Vec<(&u32, &(Vec<u64>, f64))> = s.streams.iter().take(8).collect();
-    let mut rows = vec![Constraint::Length(1)];
-    rows.extend(shown.iter().map(|_| Constraint::Length(3)));
-    rows.push(Constraint::Length(4));
-    rows.push(Constraint::Min(4));
-    rows.push(Constraint::Length(2));
-    let areas = Layout::vertical(rows).split(f.area());
+    let area = f.area();
+    let cpus = s.local_cpus.len().max(s.peer_cpus.len());
+    // The verdict wraps: two rows, three when a narrow screen needs them.
+    let verdict_len = s.verdict_line().width() as u16;
+    let verdict = verdict_len.div_ceil(area.width.max(1)).clamp(2, 3);
+    let (top, cpu, how) = plan(area.height, s.streams.len(), cpus, verdict);
+    let areas = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Length(top),
+        Constraint::Length(cpu),
+        Constraint::Length(verdict),
+    ])
+    .split(area);
     f.render_widget(Paragraph::new(s.head().bold().reversed()), areas[0]);
-    for (i, (id, (hist, now))) in shown.iter().enumerate() {
-        let data = tail(hist, areas[i + 1].width.saturating_sub(2));
-        f.render_widget(
-            Sparkline::default()
-                .block(Block::default().borders(Borders::ALL).title(format!(
-                    "stream {id}: {}",
-                    wirespeed_report::html::rate(*now)
-                )))
-                .data(&data)
-                .style(Style::default().fg(Color::Cyan)),
-            areas[i + 1],
-        );
+    f.render_widget(Paragraph::new(key_line()), areas[1]);
+    let stream_max = s
+        .streams
+        .values()
+        .flat_map(|(h, _)| h.iter().copied())
+        .max()
+        .unwrap_or(0);
+    let sum_title = format!("sum: {}", rate(sum_now(&s.sum)));
+    match how {
+        Streams::Boxes { each, sum } => {
+            let mut rows: Vec<Constraint> =
+                s.streams.iter().map(|_| Constraint::Length(each)).collect();
+            rows.push(Constraint::Length(sum));
+            let boxes = Layout::vertical(rows).split(areas[2]);
+            for (i, (id, (hist, now))) in s.streams.iter().enumerate() {
+                let data = fit(hist, boxes[i].width.saturating_sub(2));
+                f.render_widget(
+                    Sparkline::default()
+                        .block(
+                            Block::default()
+                                .borders(Borders::ALL)
+                                .title(format!("stream {id}: {}", rate(*now))),
+                        )
+                        .data(&data)
+                        .max(stream_max.max(1))
+                        .style(Style::default().fg(STREAM)),
+                    boxes[i],
+                );
+            }
+            let last = boxes[boxes.len() - 1];
+            let data = fit(&s.sum, last.width.saturating_sub(2));
+            f.render_widget(
+                Sparkline::default()
+                    .block(Block::default().borders(Borders::ALL).title(sum_title))
+                    .data(&data)
+                    .style(Style::default().fg(SUM)),
+                last,
+            );
+        }
+        Streams::List { rows, sum } => {
+            let parts = Layout::vertical([Constraint::Length(rows), Constraint::Length(sum)])
+                .split(areas[2]);
+            // One line per stream: its rate and its bars to the box's edge.
+            let inner = areas[2].width.saturating_sub(2);
+            let label = |name: &str, bps: f64| format!("{name:<10} {:>13} ", rate(bps));
+            let line = |l: String, hist: &[u64], max: u64, colour: Color| {
+                let w = inner.saturating_sub(l.chars().count() as u16);
+                Line::from(vec![
+                    Span::raw(l),
+                    Span::styled(bars_text(hist, w, max), Style::default().fg(colour)),
+                ])
+            };
+            let mut lines = Vec::new();
+            if sum == 0 {
+                let max = s.sum.iter().copied().max().unwrap_or(0);
+                lines.push(line(label("sum", sum_now(&s.sum)), &s.sum, max, SUM).bold());
+            }
+            let room = usize::from(rows.saturating_sub(2)).saturating_sub(lines.len());
+            let n = s.streams.len();
+            let shown = if n > room { room.saturating_sub(1) } else { n };
+            for (id, (hist, now)) in s.streams.iter().take(shown) {
+                lines.push(line(
+                    label(&format!("stream {id}"), *now),
+                    hist,
+                    stream_max,
+                    STREAM,
+                ));
+            }
+            if shown < n {
+                lines.push(Line::from(format!("… {} more streams (in the sum)", n - shown)).dim());
+            }
+            f.render_widget(
+                Paragraph::new(lines).block(
+                    Block::default()
+                        .borders(Borders::ALL)
+                        .title(format!("{n} streams, one line each")),
+                ),
+                parts[0],
+            );
+            if sum > 0 {
+                let data = fit(&s.sum, parts[1].width.saturating_sub(2));
+                f.render_widget(
+                    Sparkline::default()
+                        .block(Block::default().borders(Borders::ALL).title(sum_title))
+                        .data(&data)
+                        .style(Style::default().fg(SUM)),
+                    parts[1],
+                );
+            }
+        }
     }
-    let k = shown.len() + 1;
-    let data = tail(&s.sum, areas[k].width.saturating_sub(2));
-    f.render_widget(
-        Sparkline::default()
-            .block(Block::default().borders(Borders::ALL).title(format!(
-                "sum: {}",
-                wirespeed_report::html::rate(sum_now(&s.sum))
-            )))
-            .data(&data)
-            .style(Style::default().fg(Color::Green)),
-        areas[k],
-    );
     let panes = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
-        .split(areas[k + 1]);
+        .split(areas[3]);
     f.render_widget(
         cpu_pane(
-            "this host · usr sys irq sirq steal",
+            "this host",
             s.local_nic.as_deref(),
             &s.local_cpus,
-            panes[0].width,
+            (panes[0].width, panes[0].height),
             "(no per-CPU counters yet)",
         ),
         panes[0],
@@ -218,14 +411,14 @@ pub fn render(f: &mut Frame, s: &Screen) {
             &peer_who,
             s.peer_nic.as_deref(),
             &s.peer_cpus,
-            panes[1].width,
+            (panes[1].width, panes[1].height),
             s.peer_placeholder(),
         ),
         panes[1],
     );
     f.render_widget(
         Paragraph::new(s.verdict_line()).wrap(Wrap { trim: false }),
-        areas[k + 2],
+        areas[4],
     );
 }
 
@@ -310,35 +503,71 @@ pub(crate) fn sum_now(sum: &[u64]) -> f64 {
     sum.last().map(|v| *v as f64 * 1e6).unwrap_or(0.0)
 }
 
-pub(crate) fn tail(v: &[u64], n: u16) -> Vec<u64> {
+/// `v`'s last `n` samples, or — fewer than `n` — each sample repeated so that they fill `n`
+/// columns: a sparkline as wide as its box from the first interval on.
+pub(crate) fn fit(v: &[u64], n: u16) -> Vec<u64> {
     let n = usize::from(n).max(1);
-    v[v.len().saturating_sub(n)..].to_vec()
+    if v.len() >= n || v.is_empty() {
+        return v[v.len().saturating_sub(n)..].to_vec();
+    }
+    (0..n).map(|i| v[i * v.len() / n]).collect()
 }
 
-/// `cpu  3 ████████▒▒▒     72% irqs 1234`, coloured by kind of work.
-pub(crate) fn cpu_line(c: &CpuUse, width: usize) -> Line<'static> {
+/// The kinds of work a CPU bar shows, in order, and their colours.
+pub(crate) const WORK: [(&str, Color); 5] = [
+    ("user", Color::Blue),
+    ("system", Color::Yellow),
+    ("irq", Color::Red),
+    ("softirq", Color::Green),
+    ("steal", Color::Magenta),
+];
+/// A stream's sparkline.
+const STREAM: Color = Color::Cyan;
+/// The sum's sparkline.
+const SUM: Color = Color::Green;
+
+/// `CPU   3 ████████▒▒▒     | 72.0% busy  NIC irqs 1234`, coloured by kind of work
+/// ([`WORK`]), the bars `width` columns; `compact`: `CPU   3 ████▒▒  |  72% irqs 1234`.
+pub(crate) fn cpu_line(c: &CpuUse, width: usize, compact: bool) -> Line<'static> {
     let parts = [
-        (c.user.get(), Color::Blue),
-        (c.system.get(), Color::Yellow),
-        (c.irq.get(), Color::Red),
-        (c.softirq.get(), Color::Green),
-        (c.steal.get(), Color::Magenta),
+        c.user.get(),
+        c.system.get(),
+        c.irq.get(),
+        c.softirq.get(),
+        c.steal.get(),
     ];
     let mut spans = vec![Span::raw(format!("CPU {:>3} ", c.cpu))];
     let mut used = 0;
-    for (pct, colour) in parts {
+    for (pct, (_, colour)) in parts.into_iter().zip(WORK) {
         let n = ((pct.clamp(0.0, 100.0) / 100.0) * width as f64).round() as usize;
         let n = n.min(width - used);
         used += n;
         spans.push(Span::styled("█".repeat(n), Style::default().fg(colour)));
     }
-    spans.push(Span::raw(format!(
-        "{}| {:>5.1}% busy  NIC irqs {}",
-        " ".repeat(width - used),
-        c.busy().get(),
-        c.nic_irqs
-    )));
+    let pad = " ".repeat(width - used);
+    spans.push(Span::raw(if compact {
+        format!("{pad}| {:>3.0}% irqs {}", c.busy().get(), c.nic_irqs)
+    } else {
+        format!(
+            "{pad}| {:>5.1}% busy  NIC irqs {}",
+            c.busy().get(),
+            c.nic_irqs
+        )
+    }));
     Line::from(spans)
+}
+
+/// [`cpu_line`] in `inner` columns, the NIC's counts `digits` wide at most: the bars take what
+/// the text leaves (6 to 60), the text shortened when the full one leaves fewer than 6.
+fn cpu_line_fit(c: &CpuUse, inner: usize, digits: usize) -> Line<'static> {
+    // "CPU nnn " and "| nnn.n% busy  NIC irqs " (compact: "| nnn% irqs ") and the count.
+    let full = 8 + 24 + digits;
+    let short = 8 + 12 + digits;
+    if inner >= full + 6 {
+        cpu_line(c, (inner - full).min(60), false)
+    } else {
+        cpu_line(c, inner.saturating_sub(short).clamp(1, 60), true)
+    }
 }
 
 pub(crate) fn busiest(cpus: &[CpuUse]) -> String {
@@ -376,6 +605,11 @@ impl Reporter for Live {
     }
 
     fn live(&mut self, ev: &LiveEvent) {
+        self.screen.live(ev);
+        self.draw();
+    }
+
+    fn peer_frame(&mut self, ev: &LiveEvent) {
         self.screen.live(ev);
         self.draw();
     }
@@ -488,10 +722,7 @@ mod tests {
             });
         }
         let got = text(&s, 120, 24);
-        assert!(
-            got.contains("CPUs of this host · usr sys irq sirq steal (eth0)"),
-            "{got}"
-        );
+        assert!(got.contains("CPUs of this host (eth0)"), "{got}");
         assert!(
             got.contains("CPUs of the peer at 1-2 s (ens1f0np0)"),
             "{got}"
@@ -531,6 +762,218 @@ mod tests {
             "{got}"
         );
         assert!(!got.contains("so far"), "{got}");
+    }
+
+    /// `streams` streams over `k` intervals, both ends with `cpus` CPUs (one of them busy with
+    /// softirq and the NIC's interrupts), the peer's frame of each interval in.
+    fn running(streams: u32, k: u32, cpus: u32) -> Screen {
+        let mut s = Screen {
+            title: "wirespeed --live 127.0.0.1:5201".into(),
+            duration: 10.0,
+            ..Screen::default()
+        };
+        for i in 1..=k {
+            let end = f64::from(i);
+            let st = |socket: Option<u32>, gbps: f64| IntervalStats {
+                socket,
+                start: end - 1.0,
+                end,
+                bits_per_second: gbps * 1e9,
+                retransmits: Some(1),
+                ..IntervalStats::default()
+            };
+            s.interval(&Interval {
+                streams: (1..=streams)
+                    .map(|n| st(Some(n), 1.0 + f64::from((n + i) % 3)))
+                    .collect(),
+                sum: st(None, 2.0 * f64::from(streams)),
+                ..Interval::default()
+            });
+            let obs = |start: f64| IntervalObservation {
+                start: Some(start),
+                end: Some(start + 1.0),
+                cpus: (0..cpus)
+                    .map(|c| {
+                        if c == 1 {
+                            cpu(c, 2.0, 10.0, 80.0, 40_000)
+                        } else {
+                            cpu(c, 30.0, 20.0, 1.0, 0)
+                        }
+                    })
+                    .collect(),
+                ..IntervalObservation::default()
+            };
+            s.live(&LiveEvent {
+                start: end - 1.0,
+                end,
+                local: Some(obs(end - 1.0)),
+                local_iface: Some("lo".into()),
+                peer: Some(obs(end - 1.0)),
+                peer_iface: Some("lo".into()),
+                verdict_so_far: Some(verdict("receiver softirq-bound: CPU 1 at 92 %")),
+            });
+        }
+        s
+    }
+
+    /// Rows of `got` that hold something besides box borders and blanks.
+    fn content_rows(got: &str) -> usize {
+        got.lines()
+            .filter(|l| {
+                l.chars()
+                    .any(|c| !matches!(c, '│' | '─' | '┌' | '┐' | '└' | '┘' | ' '))
+            })
+            .count()
+    }
+
+    /// The longest run of sparkline bars on one row.
+    fn widest_bars(got: &str) -> usize {
+        got.lines()
+            .map(|l| l.chars().filter(|c| ('▁'..='█').contains(c)).count())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// 100×30 with eight streams: too many for a box each, so a line each — every stream's
+    /// rate and bars present, the sum, both CPU panes with their CPUs, the key and the verdict.
+    #[test]
+    fn eight_streams_at_100_by_30_are_a_list_with_content() {
+        let s = running(8, 5, 2);
+        let got = text(&s, 100, 30);
+        for n in 1..=8 {
+            let row = got
+                .lines()
+                .find(|l| l.contains(&format!("stream {n} ")))
+                .unwrap_or_else(|| panic!("stream {n}: {got}"));
+            assert!(row.contains("Gbit/s"), "{row}");
+            assert!(
+                row.contains('▁') || row.contains('█') || row.contains('▄'),
+                "bars: {row}"
+            );
+            // The bars reach the box's edge.
+            assert!(
+                row.trim_end_matches('│').ends_with(|c: char| c != ' '),
+                "{row}"
+            );
+        }
+        assert!(got.contains("8 streams, one line each"), "{got}");
+        assert!(got.contains("sum: 16.00 Gbit/s"), "{got}");
+        assert!(
+            got.contains("key: CPU █user █system █irq █softirq █steal · rate ▇stream ▇sum"),
+            "{got}"
+        );
+        assert!(got.contains("CPUs of the peer at 4-5 s (lo)"), "{got}");
+        assert_eq!(got.matches("NIC irqs 40000").count(), 2, "{got}");
+        assert!(
+            got.contains("verdict so far: receiver softirq-bound"),
+            "{got}"
+        );
+        assert!(
+            got.lines().count() == 30 && content_rows(&got) >= 20,
+            "{got}"
+        );
+    }
+
+    /// 160×45 with one stream and two CPUs: the sparklines span their boxes (not one column
+    /// per interval), the CPU panes take the rows their CPUs need and the sparklines the rest.
+    #[test]
+    fn one_stream_at_160_by_45_fills_the_width_and_height() {
+        let s = running(1, 5, 2);
+        let got = text(&s, 160, 45);
+        assert!(widest_bars(&got) >= 150, "bars across the box: {got}");
+        assert!(got.contains("stream 1: "), "{got}");
+        assert!(got.contains("sum: 2.00 Gbit/s"), "{got}");
+        let blank_in_panes = got
+            .lines()
+            .filter(|l| l.starts_with('│') && l.trim_matches(|c| c == '│' || c == ' ').is_empty())
+            .count();
+        assert!(blank_in_panes <= 2, "no rows of empty boxes: {got}");
+        // The CPU panes hold exactly their CPUs: four rows with borders.
+        let pane_top = got
+            .lines()
+            .position(|l| l.contains("CPUs of this host"))
+            .unwrap();
+        assert!(pane_top >= 40 - 4, "the panes sit at the bottom: {got}");
+        // Rows with content: all but the one under the verdict and a few sparkline rows whose
+        // bars do not reach them.
+        assert!(content_rows(&got) >= 40, "{got}");
+    }
+
+    /// 80×24 with four streams: boxes still fit, and every box has bars in it.
+    #[test]
+    fn four_streams_at_80_by_24_keep_content_in_every_box() {
+        let s = running(4, 3, 2);
+        let got = text(&s, 80, 24);
+        for n in 1..=4 {
+            assert!(got.contains(&format!("stream {n}")), "stream {n}: {got}");
+        }
+        assert!(got.contains("sum: "), "{got}");
+        // Narrow panes: the short form of each CPU's line, every CPU's count whole.
+        assert!(got.contains("CPU   1"), "{got}");
+        assert_eq!(got.matches("|  92% irqs 40000│").count(), 2, "{got}");
+        // No box collapsed to its borders: each title row is followed by a row with bars.
+        let lines: Vec<&str> = got.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            if l.contains("┌stream") || l.contains("┌sum") {
+                assert!(
+                    lines[i + 1].chars().any(|c| ('▁'..='█').contains(&c)),
+                    "an empty box at row {i}: {got}"
+                );
+            }
+        }
+    }
+
+    /// Many CPUs and little room: the busiest are shown and the rest counted.
+    #[test]
+    fn more_cpus_than_rows_show_the_busiest() {
+        let s = running(1, 2, 64);
+        let got = text(&s, 100, 24);
+        assert!(got.contains("CPU   1 "), "the busy one: {got}");
+        assert!(got.contains("more CPUs, each at most"), "{got}");
+    }
+
+    /// The plan gives every box at least its minimum and uses every row.
+    #[test]
+    fn the_plan_uses_every_row() {
+        for (h, n, cpus) in [(30, 8, 2), (45, 1, 2), (24, 4, 2), (24, 1, 64), (10, 2, 2)] {
+            let (top, cpu, how) = plan(h, n, cpus, 2);
+            assert_eq!(top + cpu, h.saturating_sub(4), "{h} {n} {cpus}");
+            match how {
+                Streams::Boxes { each, sum } => {
+                    assert!(each >= BOX_MIN && sum >= BOX_MIN);
+                    assert_eq!(each * n as u16 + sum, top);
+                }
+                Streams::List { rows, sum } => {
+                    assert_eq!(rows + sum, top);
+                    assert!(sum == 0 || (sum >= BOX_MIN && rows == n as u16 + 2));
+                }
+            }
+        }
+        assert!(matches!(plan(30, 8, 2, 2).2, Streams::List { .. }));
+        assert!(matches!(plan(45, 1, 2, 2).2, Streams::Boxes { .. }));
+    }
+
+    /// Fewer samples than columns are stretched to fill them; more keep the latest.
+    #[test]
+    fn sparkline_data_fills_its_width() {
+        assert_eq!(fit(&[1, 2], 6), vec![1, 1, 1, 2, 2, 2]);
+        assert_eq!(fit(&[1, 2, 3, 4], 2), vec![3, 4]);
+        assert_eq!(fit(&[], 5), Vec::<u64>::new());
+        assert_eq!(fit(&[7], 3), vec![7, 7, 7]);
+    }
+
+    /// A long verdict on a narrow screen gets a third row rather than being cut.
+    #[test]
+    fn a_long_verdict_wraps_onto_three_rows_at_80_columns() {
+        let mut s = running(1, 3, 2);
+        s.verdict = Some(
+            "both ends on one host (over lo): they compete for the same CPUs (sender on CPUs 0-1, \
+             unpinned; receiver on CPUs 0-1, unpinned); this measures the host, not a path"
+                .into(),
+        );
+        let got = text(&s, 80, 24);
+        assert!(got.contains("this measures"), "{got}");
+        assert!(got.contains("the host, not a path"), "{got}");
     }
 
     /// A peer that never sends (iperf3): its pane says so after a few intervals.

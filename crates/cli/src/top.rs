@@ -31,7 +31,7 @@ use wirespeed_model::observation::{CpuUse, Role};
 use wirespeed_report::html::rate;
 
 use crate::exit;
-use crate::live::{busiest, cpu_line, sum_now, tail};
+use crate::live::{busiest, cpu_line, fit, sum_now};
 use crate::stats::{parse_line, LineReader, StatsLine};
 
 /// Samples each sparkline keeps.
@@ -350,7 +350,8 @@ impl View {
                         busiest.sort_by(|x, y| y.busy().get().total_cmp(&x.busy().get()));
                         busiest.truncate(PEER_CPUS_SHOWN);
                         busiest.sort_by_key(|c| c.cpu);
-                        let lines: Vec<Line> = busiest.iter().map(|c| cpu_line(c, width)).collect();
+                        let lines: Vec<Line> =
+                            busiest.iter().map(|c| cpu_line(c, width, false)).collect();
                         let title = format!(
                             "test {n}: CPUs of the client{} (busiest {})",
                             t.peer_iface
@@ -366,7 +367,7 @@ impl View {
                         );
                     }
                     Item::Stream(n, id, h, now) => {
-                        let data = tail(h, a.width.saturating_sub(2));
+                        let data = fit(h, a.width.saturating_sub(2));
                         f.render_widget(
                             Sparkline::default()
                                 .block(
@@ -380,7 +381,7 @@ impl View {
                         );
                     }
                     Item::Sum(n, h) => {
-                        let data = tail(h, a.width.saturating_sub(2));
+                        let data = fit(h, a.width.saturating_sub(2));
                         f.render_widget(
                             Sparkline::default()
                                 .block(
@@ -397,7 +398,11 @@ impl View {
             }
             let k = items.len() + 1;
             let width = areas[k].width.saturating_sub(34).clamp(10, 60) as usize;
-            let mut lines: Vec<Line> = self.cpus.iter().map(|c| cpu_line(c, width)).collect();
+            let mut lines: Vec<Line> = self
+                .cpus
+                .iter()
+                .map(|c| cpu_line(c, width, false))
+                .collect();
             if lines.is_empty() {
                 lines.push(Line::from("(no per-CPU counters yet)"));
             }

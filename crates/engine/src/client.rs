@@ -921,7 +921,7 @@ fn drive(
                 }
                 Action::PeerLive(li) => {
                     if let Some(m) = run.m.as_mut() {
-                        m.peer_live(*li);
+                        m.peer_live(*li, reporter);
                     }
                 }
                 Action::StopSenders { paced } => {

@@ -28,7 +28,7 @@ use wirespeed_datapath::{self as dp, Budget, RecvPath, SendPath};
 use wirespeed_model::Worker;
 use wirespeed_protocol::{Cookie, Direction, TestParams, Transport};
 use wirespeed_report::builder::{BuildError, Protocol, ResultBuilder, Role, StreamSample};
-use wirespeed_report::{HostPort, Start, TestStart};
+use wirespeed_report::{HostPort, LiveEvent, Start, TestStart};
 
 use crate::assemble::{self, VERSION};
 use crate::data::{DataConfig, DataPhase, DataSocket, DataStream, UdpConfig};
@@ -252,6 +252,8 @@ pub struct Measurement<D = DataPhase> {
     show_intervals: bool,
     final_time: Option<Duration>,
     live: LiveState,
+    /// The latest tick's interval (the live event a late peer frame is shown with).
+    last_tick: Option<(f64, f64)>,
     udp: bool,
 }
 
@@ -309,6 +311,7 @@ impl<D: Counters> Measurement<D> {
             show_intervals: interval > Duration::ZERO,
             final_time: None,
             live: LiveState::default(),
+            last_tick: None,
             udp: false,
         }
     }
@@ -354,8 +357,17 @@ impl<D: Counters> Measurement<D> {
             None
         };
         self.live.local_interval(start, end, head, obs);
+        self.last_tick = Some((start, end));
+        if let Some(ev) = self.live_event(start, end, reporter) {
+            reporter.live(&ev);
+        }
+    }
+
+    /// The live event of the tick `start..end` (both ends' latest and the verdict so far),
+    /// when the reporter shows them.
+    fn live_event(&mut self, start: f64, end: f64, reporter: &dyn Reporter) -> Option<LiveEvent> {
         if !reporter.wants_live() {
-            return;
+            return None;
         }
         let verdict = self.live.local().and_then(|l| {
             let measured = crate::live::measured_so_far(self.udp, self.builder.intervals());
@@ -366,12 +378,20 @@ impl<D: Counters> Measurement<D> {
                 &measured,
             )
         });
-        reporter.live(&self.live.event(start, end, verdict));
+        Some(self.live.event(start, end, verdict))
     }
 
-    /// A live frame from the peer.
-    pub fn peer_live(&mut self, li: wirespeed_protocol::LiveInterval) {
+    /// A live frame from the peer. The peer's frame of an interval arrives just after this
+    /// end's tick of it: the reporter gets the latest tick's event again, with it
+    /// ([`Reporter::peer_frame`]), so that what it shows of the peer belongs to the same tick as
+    /// this end's figures, not to the one before.
+    pub fn peer_live(&mut self, li: wirespeed_protocol::LiveInterval, reporter: &mut dyn Reporter) {
         self.live.peer_interval(li);
+        if let Some((start, end)) = self.last_tick {
+            if let Some(ev) = self.live_event(start, end, reporter) {
+                reporter.peer_frame(&ev);
+            }
+        }
     }
 
     /// Frames for the peer since the last call.
@@ -782,6 +802,9 @@ mod tests {
         fn live(&mut self, ev: &wirespeed_report::LiveEvent) {
             self.0.push(ev.clone());
         }
+        fn peer_frame(&mut self, ev: &wirespeed_report::LiveEvent) {
+            self.0.push(ev.clone());
+        }
     }
 
     /// Each interval queues a frame for the peer (the head in the first only) and gives the
@@ -823,16 +846,21 @@ mod tests {
             head: head.then(|| Busy.head().unwrap()),
             observation: Busy.tick(seq as f64 - 1.0, seq as f64),
         };
-        m.peer_live(peer(1, true));
+        m.peer_live(peer(1, true), &mut seen);
+        // The peer's frame of the first second, after this end's tick of it: shown with that
+        // tick at once.
+        assert_eq!(seen.0.len(), 2);
+        assert_eq!((seen.0[1].start, seen.0[1].end), (0.0, 1.0));
+        assert_eq!(seen.0[1].peer.as_ref().unwrap().end, Some(1.0));
         *clock.lock().unwrap() = secs(2.0);
         m.ticks(secs(2.0), &mut seen);
         let frames = m.take_live();
         assert_eq!(frames.len(), 2);
         assert!(frames[0].head.is_some() && frames[1].head.is_none());
         assert_eq!(frames[1].observation.as_ref().unwrap().cpus[0].cpu, 4);
-        assert_eq!(seen.0.len(), 2);
+        assert_eq!(seen.0.len(), 3);
         assert!(seen.0[0].peer.is_none());
-        let last = &seen.0[1];
+        let last = &seen.0[2];
         assert_eq!(last.peer.as_ref().unwrap().end, Some(1.0));
         assert_eq!(last.local_iface.as_deref(), Some("eth9"));
         assert_eq!(

@@ -29,6 +29,11 @@ pub trait Reporter: Send {
     /// After each interval of a running test: this end's and the peer's latest observation
     /// and the verdict so far (see [`wirespeed_report::LiveEvent`]).
     fn live(&mut self, _ev: &LiveEvent) {}
+    /// A frame from the peer arrived after this end's latest tick (the peer's frame of an
+    /// interval comes just after this end's tick of it): that tick's event again, now with it.
+    /// A screen redraws, so that the peer's figures belong to the tick the rest shows; a stream
+    /// of events ignores it (it had the tick once).
+    fn peer_frame(&mut self, _ev: &LiveEvent) {}
     /// The test ended; `result.error` is set when it failed.
     fn finish(&mut self, _result: &TestResult) {}
     /// Text captured for iperf3's `--get-server-output` (server side), if this reporter keeps it.

@@ -96,10 +96,83 @@ fn loopback_test_page() {
         "Per-CPU work on the sender",
         "Per-CPU work on the receiver",
         "receiver-cpu-bound",
+        // Both ends ran on one VM: its CPUs over time and its topology, drawn once.
+        "CPU busy (all but idle) per interval on vm (both ends)",
+        "CPU softirq per interval on vm (both ends)",
+        "Topology of vm (both ends)",
+        "app · CPU 0",
     ] {
         assert!(h.contains(want), "missing {want}");
     }
+    assert_eq!(
+        h.matches("per interval on").count(),
+        4,
+        "two heatmaps, each caption twice"
+    );
+    assert_eq!(h.matches("aria-label=\"topology\"").count(), 1);
+    // Three one-second intervals with CPUs (the final sliver without any is not a column).
+    assert!(h.contains("<title>CPU 1, 2–3 s: 100 %\nuser "), "{h}");
+    assert!(!h.contains("3.01 s"), "{h}");
     insta::assert_snapshot!("test_html", h);
+}
+
+/// The loopback test made a two-host one: the peer on the 9900X (two L3 groups) with its NIC
+/// on node 0 serving interrupts on CPUs 2 and 7. Each end gets its heatmaps and its topology;
+/// the peer's shows the NIC and its interrupt counts on the CPUs that served them.
+#[test]
+fn two_host_test_page_draws_each_end_with_its_nic() {
+    let Document::Test(mut t) = data("test.json") else {
+        panic!("a test")
+    };
+    let crow = topology(&crow_facts());
+    let obs = t
+        .wirespeed
+        .as_mut()
+        .and_then(|w| w.observation.as_mut())
+        .expect("an observation");
+    let remote = obs.remote.as_mut().expect("the peer's end");
+    remote.host = Some("crow".into());
+    remote.iface = Some("enp1s0f0np0".into());
+    remote.nic_numa_node = Some(0);
+    remote.nic_irqs = vec![140, 141];
+    remote.topology = crow.clone();
+    for iv in remote.intervals.iter_mut().chain([&mut remote.total]) {
+        for c in &mut iv.cpus {
+            c.cpu += 6;
+        }
+        if let Some(c) = iv.cpus.iter_mut().find(|c| c.cpu == 7) {
+            c.nic_irqs = 48_210;
+        }
+        for w in &mut iv.workers {
+            w.cpus_seen = w.cpus_seen.iter().map(|c| c + 6).collect();
+        }
+    }
+    for w in &mut t.wirespeed.as_mut().unwrap().remote_workers {
+        w.cpus_seen = w.cpus_seen.iter().map(|c| c + 6).collect();
+    }
+    let doc = Document::Test(t);
+    let h = page(&[("two.json", &doc)]);
+    self_contained(&h);
+    assert!(
+        h.contains("CPU busy (all but idle) per interval on the sender (vm)"),
+        "{h}"
+    );
+    assert!(
+        h.contains("CPU busy (all but idle) per interval on the receiver (crow)"),
+        "{h}"
+    );
+    assert_eq!(h.matches("aria-label=\"topology\"").count(), 2);
+    assert!(h.contains("Topology of the receiver (crow)"), "{h}");
+    assert!(h.contains("NUMA node 0 · CPUs 0-11"), "{h}");
+    assert!(h.contains("L3 group 1 · CPUs 6-11"), "{h}");
+    assert!(h.contains(">enp1s0f0np0</text>"), "{h}");
+    assert!(
+        h.contains("48210 interrupts of enp1s0f0np0 served here"),
+        "{h}"
+    );
+    assert!(h.contains(">48k</text>"), "the badge: {h}");
+    assert!(h.contains("app+irq · CPU 7"), "{h}");
+    assert!(h.contains("thick line: NUMA node boundary"), "{h}");
 }
 
 #[test]

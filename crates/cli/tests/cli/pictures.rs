@@ -292,6 +292,49 @@ fn reports_of_real_results_render_in_chromium_without_console_messages() {
     }
 }
 
+/// A real loopback test's own page: its CPUs over time (busy and softirq, a column per
+/// interval, the CPUs that ran the workers named) and its host's topology with the CPUs that
+/// ran the workers marked — drawn once, both ends being this host.
+#[test]
+fn a_loopback_tests_page_has_its_cpus_over_time_and_its_topology() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("test.html");
+    let o = ws(&[
+        "client",
+        "--loopback",
+        "-t",
+        "2",
+        "--html",
+        &page.display().to_string(),
+    ]);
+    assert_success(&o, "client --loopback -t 2 --html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for want in [
+        "CPU busy (all but idle) per interval on ",
+        "CPU softirq per interval on ",
+        "(both ends)",
+        "aria-label=\"topology\"",
+        "Topology of ",
+        "ran the workers</span>",
+    ] {
+        assert!(html.contains(want), "missing {want:?}");
+    }
+    assert_eq!(
+        html.matches("aria-label=\"topology\"").count(),
+        1,
+        "one host, one drawing"
+    );
+    // A column per interval: the first second and the one after it (which ends at the final
+    // tick, 2 s or a little later).
+    let cells = |from: &str| html.matches(from).count();
+    assert!(cells(", 0–1 s: ") >= 2, "the first interval's cells");
+    assert!(cells(", 1–2") >= 2, "the second interval's cells");
+    assert!(
+        html.contains("app · CPU ") || html.contains("app+irq · CPU "),
+        "a worker's CPU named"
+    );
+}
+
 #[test]
 fn unreadable_and_unknown_documents_get_one_line_and_their_exit_code() {
     let tmp = tempfile::tempdir().unwrap();

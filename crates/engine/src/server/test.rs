@@ -811,7 +811,7 @@ impl<'a> ServerTest<'a> {
                     }
                     Action::PeerLive(li) => {
                         if let Some(m) = self.m.as_mut() {
-                            m.peer_live(*li);
+                            m.peer_live(*li, reporter);
                         }
                     }
                     Action::End(ending) => return self.ending(ending, reporter),

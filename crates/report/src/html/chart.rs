@@ -399,7 +399,7 @@ pub fn cpu_bars(
     h.push_str("</div></figure>\n");
 }
 
-fn short_count(n: u64) -> String {
+pub(super) fn short_count(n: u64) -> String {
     if n >= 10_000_000 {
         format!("{}M", n / 1_000_000)
     } else if n >= 10_000 {
@@ -444,13 +444,25 @@ pub struct Heatmap<'a> {
     pub row_label: &'a str,
     pub col_label: &'a str,
     pub rows: &'a [u32],
+    /// CPUs, or with `times` the interval indices into it.
     pub cols: &'a [u32],
+    /// Columns are time: interval `i` spans `times[i]` (seconds), drawn in order and labelled by
+    /// time; the topology then orders and outlines the rows only.
+    pub times: Option<&'a [(f64, f64)]>,
     /// Cell value, or `None` for an empty cell.
     pub value: &'a dyn Fn(u32, u32) -> Option<f64>,
     /// The value as written in a cell and its hover text.
     pub fmt: &'a dyn Fn(f64) -> String,
+    /// More hover text for a cell (row, column).
+    pub detail: Option<&'a dyn Fn(u32, u32) -> Option<String>>,
+    /// A row's name (default: its number).
+    pub row_name: Option<&'a dyn Fn(u32) -> String>,
+    /// The colour scale's ends (default: the lowest and highest value).
+    pub range: Option<(f64, f64)>,
     /// Bright means high; with `higher_is_better` false the legend says so.
     pub higher_is_better: bool,
+    /// What bright means, instead of "bright = better/worse".
+    pub bright: Option<&'a str>,
     pub best: Option<(u32, u32)>,
     pub worst: Option<(u32, u32)>,
     pub topo: Option<&'a Topology>,
@@ -461,17 +473,43 @@ pub struct Heatmap<'a> {
 /// outlined, the best cell boxed and the worst dashed.
 pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
     let mut rows = group_order(m.rows, m.topo);
-    let mut cols = group_order(m.cols, m.topo);
+    let mut cols = match m.times {
+        Some(_) => m.cols.to_vec(),
+        None => group_order(m.cols, m.topo),
+    };
     let cut = rows.len() > MAX_AXIS || cols.len() > MAX_AXIS;
     rows.truncate(MAX_AXIS);
     cols.truncate(MAX_AXIS);
-    let n = rows.len().max(cols.len()).max(1) as f64;
-    let cell = (560.0 / n).clamp(12.0, 56.0);
-    let left = 92.0;
+    // Square cells for CPU × CPU; over time each axis gets its own size.
+    let (cw, ch) = match m.times {
+        Some(_) => (
+            (640.0 / cols.len().max(1) as f64).clamp(6.0, 64.0),
+            (420.0 / rows.len().max(1) as f64).clamp(12.0, 30.0),
+        ),
+        None => {
+            let n = rows.len().max(cols.len()).max(1) as f64;
+            let cell = (560.0 / n).clamp(12.0, 56.0);
+            (cell, cell)
+        }
+    };
+    let row_name = |r: u32| m.row_name.map_or_else(|| r.to_string(), |f| f(r));
+    let longest = rows
+        .iter()
+        .map(|&r| row_name(r).chars().count())
+        .max()
+        .unwrap_or(0);
+    let left = (28.0 + 7.0 * longest as f64).max(92.0);
     let top = 52.0;
-    let gw = cell * cols.len() as f64;
-    let gh = cell * rows.len() as f64;
-    let width = (left + gw + 16.0).max(left + 260.0 + 110.0);
+    let gw = cw * cols.len() as f64;
+    let gh = ch * rows.len() as f64;
+    let bright = m.bright.unwrap_or(if m.higher_is_better {
+        "bright = better"
+    } else {
+        "bright = worse"
+    });
+    let width = (left + gw + 16.0)
+        .max(left + 260.0 + 110.0)
+        .max(left + 260.0 + 8.0 + 6.5 * bright.chars().count() as f64);
     let height = top + gh + 64.0;
     let values: Vec<f64> = rows
         .iter()
@@ -479,8 +517,10 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
         .filter_map(|(r, c)| (m.value)(r, c))
         .filter(|v| v.is_finite())
         .collect();
-    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = m.range.unwrap_or((
+        values.iter().copied().fold(f64::INFINITY, f64::min),
+        values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    ));
     let norm = |v: f64| {
         if hi > lo {
             (v - lo) / (hi - lo)
@@ -504,42 +544,69 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
         top + gh / 2.0,
         esc(m.row_label)
     );
-    let font = (cell * 0.32).clamp(7.0, 12.0);
-    for (j, c) in cols.iter().enumerate() {
-        let _ = write!(
-            h,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" style=\"font-size:{font:.0}px\">{c}</text>",
-            left + cell * (j as f64 + 0.5),
-            top - 6.0
-        );
+    let font = (cw.min(ch) * 0.32).clamp(7.0, 12.0);
+    let col_name = |c: u32| match m.times.and_then(|t| t.get(c as usize)) {
+        Some((a, b)) => format!("{}–{} s", secs(*a), secs(*b)),
+        None => c.to_string(),
+    };
+    match m.times {
+        Some(times) => time_labels(h, &cols, times, left, cw, top),
+        None => {
+            for (j, c) in cols.iter().enumerate() {
+                let _ = write!(
+                    h,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" style=\"font-size:{font:.0}px\">{c}</text>",
+                    left + cw * (j as f64 + 0.5),
+                    top - 6.0
+                );
+            }
+        }
     }
+    let col_word = if m.times.is_some() { "" } else { m.col_label };
     for (i, r) in rows.iter().enumerate() {
         let _ = write!(
             h,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" style=\"font-size:{font:.0}px\">{r}</text>",
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" style=\"font-size:{:.0}px\">{}</text>",
             left - 6.0,
-            top + cell * (i as f64 + 0.5) + font / 3.0
+            top + ch * (i as f64 + 0.5) + font.max(10.0) / 3.0,
+            if m.times.is_some() { font.max(10.0) } else { font },
+            esc(&row_name(*r))
         );
         for (j, c) in cols.iter().enumerate() {
-            let x = left + cell * j as f64;
-            let y = top + cell * i as f64;
+            let x = left + cw * j as f64;
+            let y = top + ch * i as f64;
+            let what = format!(
+                "{} {r}, {}{}",
+                m.row_label,
+                if col_word.is_empty() {
+                    String::new()
+                } else {
+                    format!("{col_word} ")
+                },
+                col_name(*c)
+            );
             match (m.value)(*r, *c).filter(|v| v.is_finite()) {
                 Some(v) => {
                     let (fill, ink) = scale(norm(v));
                     let text = (m.fmt)(v);
+                    let more = m
+                        .detail
+                        .and_then(|d| d(*r, *c))
+                        .map(|d| format!("\n{d}"))
+                        .unwrap_or_default();
                     let _ = write!(
                         h,
-                        "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" fill=\"{fill}\"><title>{} {r}, {} {c}: {}</title></rect>",
-                        esc(m.row_label),
-                        esc(m.col_label),
-                        esc(&text)
+                        "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{cw:.1}\" height=\"{ch:.1}\" fill=\"{fill}\"><title>{}: {}{}</title></rect>",
+                        esc(&what),
+                        esc(&text),
+                        esc(&more)
                     );
-                    if cell >= 26.0 {
+                    if cw >= 26.0 && ch >= 14.0 {
                         let _ = write!(
                             h,
                             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" style=\"fill:{ink};font-size:{:.0}px;pointer-events:none\">{}</text>",
-                            x + cell / 2.0,
-                            y + cell / 2.0 + font / 3.0,
+                            x + cw / 2.0,
+                            y + ch / 2.0 + font / 3.0,
                             font * 0.95,
                             esc(&short_value(&text))
                         );
@@ -548,16 +615,16 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
                 None => {
                     let _ = write!(
                         h,
-                        "<rect class=\"gr\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" style=\"fill:var(--panel)\"><title>{} {r}, {} {c}: no value</title></rect>",
-                        esc(m.row_label),
-                        esc(m.col_label)
+                        "<rect class=\"gr\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{cw:.1}\" height=\"{ch:.1}\" style=\"fill:var(--panel)\"><title>{}: no value</title></rect>",
+                        esc(&what)
                     );
                 }
             }
         }
     }
     if let Some(topo) = m.topo {
-        boundaries(h, &rows, &cols, topo, left, top, cell);
+        let col_cpus: &[u32] = if m.times.is_some() { &[] } else { &cols };
+        boundaries(h, &rows, col_cpus, topo, (left, top), (cw, ch), gw);
     }
     let worst = m.worst.filter(|w| Some(*w) != m.best);
     for (pair, cls, word) in [(m.best, "best", "best"), (worst, "worst", "worst")] {
@@ -569,15 +636,16 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
             continue;
         };
         // A white halo under the mark keeps it visible on dark and bright cells alike.
-        let (x, y, s) = (
-            left + cell * j as f64 + 2.5,
-            top + cell * i as f64 + 2.5,
-            cell - 5.0,
+        let (x, y, sw, sh) = (
+            left + cw * j as f64 + 2.5,
+            top + ch * i as f64 + 2.5,
+            cw - 5.0,
+            ch - 5.0,
         );
         let _ = write!(
             h,
-            "<rect class=\"halo\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{s:.1}\" height=\"{s:.1}\"/>\
-             <rect class=\"{cls}\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{s:.1}\" height=\"{s:.1}\"><title>{word}: {} {r}, {} {c}</title></rect>",
+            "<rect class=\"halo\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{sw:.1}\" height=\"{sh:.1}\"/>\
+             <rect class=\"{cls}\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{sw:.1}\" height=\"{sh:.1}\"><title>{word}: {} {r}, {} {c}</title></rect>",
             esc(m.row_label),
             esc(m.col_label)
         );
@@ -613,30 +681,69 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
             esc(&(m.fmt)(hi)),
             left + lw + 8.0,
             ly + 9.0,
-            if m.higher_is_better {
-                "bright = better"
-            } else {
-                "bright = worse"
-            }
+            esc(bright)
         );
     }
-    h.push_str(
-        "</svg><div class=\"legend\"><span>solid box: best</span><span>dashed box: worst</span>",
-    );
+    h.push_str("</svg><div class=\"legend\">");
+    if m.best.is_some() || m.worst.is_some() {
+        h.push_str("<span>solid box: best</span><span>dashed box: worst</span>");
+    }
     if cut {
         let _ = write!(
             h,
             "<span>only the first {MAX_AXIS} rows and columns are drawn</span>"
         );
     }
-    if m.topo.is_some() {
-        h.push_str(
+    match (m.topo, m.times) {
+        (Some(_), None) => h.push_str(
             "<span>thin line: L3 group boundary; thick line: NUMA node boundary; outlined blocks: same L3 group</span>",
-        );
-    } else {
-        h.push_str("<span>no topology in the document: L3 groups not drawn</span>");
+        ),
+        (Some(t), Some(_)) => {
+            if t.l3_groups.len() > 1 || t.nodes.len() > 1 {
+                h.push_str(
+                    "<span>thin line: L3 group boundary; thick line: NUMA node boundary</span>",
+                );
+            }
+        }
+        (None, _) => h.push_str("<span>no topology in the document: L3 groups not drawn</span>"),
     }
     h.push_str("</div></figure>\n");
+}
+
+/// Seconds to at most two decimals, without trailing zeros (`1`, `2.5`, `3.01`).
+fn secs(v: f64) -> String {
+    let t = format!("{v:.2}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Time along the top of a heatmap: each column's start, as many as fit, and the last end.
+fn time_labels(h: &mut String, cols: &[u32], times: &[(f64, f64)], left: f64, cw: f64, top: f64) {
+    let every = (36.0 / cw).ceil().max(1.0) as usize;
+    for (j, c) in cols.iter().enumerate() {
+        let Some((a, b)) = times.get(*c as usize) else {
+            continue;
+        };
+        if j % every == 0 {
+            let _ = write!(
+                h,
+                "<line class=\"ax\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{top:.1}\"/><text class=\"m\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                top - 4.0,
+                top - 8.0,
+                secs(*a),
+                x = left + cw * j as f64
+            );
+        }
+        if j + 1 == cols.len() && (j + 1) % every == 0 {
+            let _ = write!(
+                h,
+                "<line class=\"ax\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{top:.1}\"/><text class=\"m\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                top - 4.0,
+                top - 8.0,
+                secs(*b),
+                x = left + cw * (j + 1) as f64
+            );
+        }
+    }
 }
 
 fn short_value(s: &str) -> String {
@@ -669,18 +776,17 @@ fn boundaries(
     rows: &[u32],
     cols: &[u32],
     topo: &Topology,
-    left: f64,
-    top: f64,
-    cell: f64,
+    (left, top): (f64, f64),
+    (cw, ch): (f64, f64),
+    gw: f64,
 ) {
-    let gw = cell * cols.len() as f64;
-    let gh = cell * rows.len() as f64;
+    let gh = ch * rows.len() as f64;
     for (groups, cls) in [(&topo.l3_groups, "l3"), (&topo.nodes, "node")] {
         let rr = runs(&group_of(rows, groups));
         let cr = runs(&group_of(cols, groups));
         for (k, &(_, a, _)) in rr.iter().enumerate() {
             if k > 0 {
-                let y = top + cell * a as f64;
+                let y = top + ch * a as f64;
                 let _ = write!(
                     h,
                     "<line class=\"{cls}\" x1=\"{left:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" style=\"stroke-opacity:.55\"/>",
@@ -690,7 +796,7 @@ fn boundaries(
         }
         for (k, &(_, a, _)) in cr.iter().enumerate() {
             if k > 0 {
-                let x = left + cell * a as f64;
+                let x = left + cw * a as f64;
                 let _ = write!(
                     h,
                     "<line class=\"{cls}\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top:.1}\" y2=\"{:.1}\" style=\"stroke-opacity:.55\"/>",
@@ -706,10 +812,10 @@ fn boundaries(
                         let _ = write!(
                             h,
                             "<rect class=\"l3\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\"><title>L3 group {g} ({})</title></rect>",
-                            left + cell * ca as f64,
-                            top + cell * ra as f64,
-                            cell * (cb - ca) as f64,
-                            cell * (rb - ra) as f64,
+                            left + cw * ca as f64,
+                            top + ch * ra as f64,
+                            cw * (cb - ca) as f64,
+                            ch * (rb - ra) as f64,
                             topo.l3_groups[g]
                         );
                     }
@@ -721,7 +827,7 @@ fn boundaries(
                 let _ = write!(
                     h,
                     "<text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">L3 {g}</text>",
-                    left + cell * (ca + cb) as f64 / 2.0,
+                    left + cw * (ca + cb) as f64 / 2.0,
                     top - 22.0
                 );
             }
@@ -739,6 +845,68 @@ mod tests {
         assert_eq!(nice_max(21.0), 25.0);
         assert_eq!(nice_max(0.0), 1.0);
         assert_eq!(nice_max(f64::NAN), 1.0);
+    }
+
+    /// CPUs × time: columns in time order labelled by seconds, rows by their names, the fixed
+    /// range on the legend, the detail in the hover text, no best/worst legend.
+    #[test]
+    fn heatmap_over_time() {
+        let times = [(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)];
+        let value = |r: u32, c: u32| (r != 5 || c != 2).then(|| f64::from(r * 10 + c));
+        let fmt = |v: f64| format!("{v:.0} %");
+        let detail = |r: u32, _c: u32| Some(format!("softirq of {r}"));
+        let name = |r: u32| format!("app · CPU {r}");
+        let mut h = String::new();
+        heatmap(
+            &mut h,
+            &Heatmap {
+                caption: "busy",
+                row_label: "CPU",
+                col_label: "time (s)",
+                rows: &[5, 4],
+                cols: &[0, 1, 2],
+                times: Some(&times),
+                value: &value,
+                fmt: &fmt,
+                detail: Some(&detail),
+                row_name: Some(&name),
+                range: Some((0.0, 100.0)),
+                higher_is_better: false,
+                bright: Some("bright = busier"),
+                best: None,
+                worst: None,
+                topo: None,
+            },
+        );
+        assert!(h.contains(">app · CPU 4</text>"), "{h}");
+        assert!(
+            h.contains("<title>CPU 4, 1–2 s: 41 %\nsoftirq of 4</title>"),
+            "{h}"
+        );
+        assert!(h.contains("<title>CPU 5, 2–3 s: no value</title>"), "{h}");
+        assert!(
+            h.contains(">0 %</text>") && h.contains(">100 %</text>"),
+            "{h}"
+        );
+        assert!(h.contains("bright = busier"), "{h}");
+        assert!(!h.contains("best"), "{h}");
+        // Rows in CPU order; the time labels 0 … 3.
+        assert!(h.find("CPU 4</text>") < h.find("CPU 5</text>"), "{h}");
+        for t in ["0", "1", "2", "3"] {
+            assert!(
+                h.contains(&format!("text-anchor=\"middle\">{t}</text>")),
+                "{t}: {h}"
+            );
+        }
+    }
+
+    #[test]
+    fn seconds_are_short() {
+        assert_eq!(secs(1.000_03), "1");
+        assert_eq!(secs(0.0), "0");
+        assert_eq!(secs(2.5), "2.5");
+        assert_eq!(secs(3.012), "3.01");
+        assert_eq!(secs(10.0), "10");
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //!
 //! Submodules: [`chart`] (SVG primitives: line and bar charts, stacked per-CPU bars, heatmaps),
 //! `test` (a test and a `--repeat`), `matrix` (sweep and latency heatmaps), `doctor`
-//! (findings and the topology drawing).
+//! (findings), [`topology`] (the host drawn: nodes, L3 groups, CPUs, NICs; the doctor page's and
+//! the test report's).
 
 use std::fmt::Write as _;
 use std::io;
@@ -20,6 +21,7 @@ pub mod chart;
 mod doctor;
 mod matrix;
 mod test;
+pub mod topology;
 
 /// One document to render and the name it is shown under (its file name).
 pub struct Input<'a> {

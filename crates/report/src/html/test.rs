@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use wirespeed_model::observation::Role;
+use wirespeed_model::observation::{CpuUse, Role};
 use wirespeed_model::{CpuSet, EndObservation, Worker};
 
 use super::chart::{self, Series};
+use super::topology::{topology, Nic, Picture};
 use super::{esc, rate};
 use crate::doc::{headline_throughput as throughput, RepeatDoc};
 use crate::model::TestResult;
@@ -168,19 +169,247 @@ pub(super) fn test(h: &mut String, t: &TestResult, _idx: usize) {
     match t.wirespeed.as_ref().and_then(|w| w.observation.as_ref()) {
         Some(obs) => {
             let w = t.wirespeed.as_ref();
-            end_cpus(h, &obs.local, w.map(|w| &w.workers[..]).unwrap_or(&[]));
+            let local = w.map(|w| &w.workers[..]).unwrap_or(&[]);
+            let remote_workers = w.map(|w| &w.remote_workers[..]).unwrap_or(&[]);
+            end_cpus(h, &obs.local, local);
             if let Some(remote) = &obs.remote {
-                end_cpus(h, remote, w.map(|w| &w.remote_workers[..]).unwrap_or(&[]));
+                end_cpus(h, remote, remote_workers);
             }
             if let Some(why) = &obs.remote_absent {
                 let _ = write!(h, "<p class=\"mute\">peer's CPUs: {}</p>", esc(why));
             }
+            h.push_str("</div>\n");
+            // Both ends on one host (loopback) see the same CPUs: drawn once.
+            let other = obs
+                .remote
+                .as_ref()
+                .filter(|r| !same_host(&obs.local, r));
+            let mut app = worker_cpus(&obs.local, local);
+            let mut who = format!(
+                "the {} ({})",
+                role(&obs.local),
+                obs.local.host.as_deref().unwrap_or("?")
+            );
+            if let (Some(r), None) = (&obs.remote, other) {
+                app = app.union(&worker_cpus(r, remote_workers));
+                who = format!(
+                    "{} (both ends)",
+                    obs.local.host.as_deref().unwrap_or("?")
+                );
+            }
+            end_time(h, &obs.local, &app, &who);
+            end_topology(h, &obs.local, &app, &who);
+            if let Some(r) = other {
+                let app = worker_cpus(r, remote_workers);
+                let who = format!("the {} ({})", role(r), r.host.as_deref().unwrap_or("?"));
+                end_time(h, r, &app, &who);
+                end_topology(h, r, &app, &who);
+            }
         }
         None => h.push_str(
-            "<p class=\"mute\">no per-CPU observation in this document (iperf3 output, or a test without one)</p>",
+            "<p class=\"mute\">no per-CPU observation in this document (iperf3 output, or a test without one)</p></div>\n",
         ),
     }
-    h.push_str("</div>\n");
+}
+
+/// Two ends observed on one host (a loopback test): same host name, topology and interface.
+fn same_host(a: &EndObservation, b: &EndObservation) -> bool {
+    a.host.is_some() && a.host == b.host && a.topology == b.topology && a.iface == b.iface
+}
+
+/// The CPUs that ran an end's workers: as it observed them, else as the result lists them.
+fn worker_cpus(e: &EndObservation, workers: &[Worker]) -> CpuSet {
+    let app = e.total.app_cpus();
+    if app.is_empty() {
+        CpuSet::from_cpus(workers.iter().flat_map(|k| k.cpus_seen.iter()))
+    } else {
+        app
+    }
+}
+
+/// Per-CPU busy and softirq shares over time, one heatmap each (rows: the CPUs, ordered by
+/// node and L3 group; columns: the intervals), the CPUs that ran the workers or served the
+/// NIC's interrupts named as such.
+fn end_time(h: &mut String, e: &EndObservation, app: &CpuSet, who: &str) {
+    let ivs: Vec<&wirespeed_model::observation::IntervalObservation> = e
+        .intervals
+        .iter()
+        .filter(|iv| iv.start.zip(iv.end).is_some() && !iv.cpus.is_empty())
+        .collect();
+    if ivs.is_empty() {
+        return;
+    }
+    let times: Vec<(f64, f64)> = ivs.iter().filter_map(|iv| iv.start.zip(iv.end)).collect();
+    let cols: Vec<u32> = (0..times.len() as u32).collect();
+    let mut rows: Vec<u32> = e.total.cpus.iter().map(|c| c.cpu).collect();
+    for iv in &ivs {
+        rows.extend(iv.cpus.iter().map(|c| c.cpu));
+    }
+    rows.sort_unstable();
+    rows.dedup();
+    let irq: CpuSet = CpuSet::from_cpus(
+        e.total
+            .cpus
+            .iter()
+            .filter(|c| c.nic_irqs > 0)
+            .map(|c| c.cpu),
+    );
+    let row_name = |c: u32| {
+        let mut tags = Vec::new();
+        if app.contains(c) {
+            tags.push("app");
+        }
+        if irq.contains(c) {
+            tags.push("irq");
+        }
+        if tags.is_empty() {
+            format!("CPU {c}")
+        } else {
+            format!("{} · CPU {c}", tags.join("+"))
+        }
+    };
+    let cpu_at = |r: u32, c: u32| ivs.get(c as usize).and_then(|iv| iv.cpu(r));
+    let detail = |r: u32, c: u32| {
+        cpu_at(r, c).map(|u| {
+            format!(
+                "user {:.1} %, system {:.1} %, irq {:.1} %, softirq {:.1} %, steal {:.1} %; NIC interrupts {}",
+                u.user.get(),
+                u.system.get(),
+                u.irq.get(),
+                u.softirq.get(),
+                u.steal.get(),
+                u.nic_irqs
+            )
+        })
+    };
+    let topo = Some(&e.topology).filter(|t| !t.l3_groups.is_empty() || !t.nodes.is_empty());
+    let fmt = |v: f64| format!("{v:.0} %");
+    h.push_str("<div class=\"charts\">");
+    let busy: fn(&CpuUse) -> f64 = |u| u.busy().get();
+    let softirq: fn(&CpuUse) -> f64 = |u| u.softirq.get();
+    for (what, get) in [("busy (all but idle)", busy), ("softirq", softirq)] {
+        let caption = format!("CPU {what} per interval on {who}");
+        let value = |r: u32, c: u32| cpu_at(r, c).map(get);
+        chart::heatmap(
+            h,
+            &chart::Heatmap {
+                caption: &caption,
+                row_label: "CPU",
+                col_label: "time (s)",
+                rows: &rows,
+                cols: &cols,
+                times: Some(&times),
+                value: &value,
+                fmt: &fmt,
+                detail: Some(&detail),
+                row_name: Some(&row_name),
+                range: Some((0.0, 100.0)),
+                higher_is_better: false,
+                bright: Some("bright = a higher share"),
+                best: None,
+                worst: None,
+                topo,
+            },
+        );
+    }
+    h.push_str("</div>\n<p class=\"mute\">app: a CPU that ran the workers; irq: a CPU that served the NIC's interrupts</p>\n");
+}
+
+/// The end's host drawn: nodes, L3 groups, CPUs (those that ran the workers marked), the NIC on
+/// its node with the interrupts each CPU served.
+fn end_topology(h: &mut String, e: &EndObservation, app: &CpuSet, who: &str) {
+    let mut all: Vec<u32> = e.total.cpus.iter().map(|c| c.cpu).collect();
+    for n in &e.topology.nodes {
+        all.extend(n.iter());
+    }
+    all.sort_unstable();
+    all.dedup();
+    let mut nodes: Vec<(Option<u32>, Vec<u32>)> = e
+        .topology
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, set)| !set.is_empty())
+        .map(|(i, set)| (Some(i as u32), set.iter().collect()))
+        .collect();
+    if nodes.is_empty() {
+        nodes.push((None, all.clone()));
+    }
+    let l3 = e
+        .topology
+        .l3_groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (format!("L3 group {i} · CPUs {g}"), g.clone()))
+        .collect();
+    let mut nics = Vec::new();
+    if let Some(iface) = &e.iface {
+        let served: Vec<&CpuUse> = e.total.cpus.iter().filter(|c| c.nic_irqs > 0).collect();
+        let on = CpuSet::from_cpus(served.iter().map(|c| c.cpu));
+        let total: u64 = served.iter().map(|c| c.nic_irqs).sum();
+        let mut first_line = Vec::new();
+        if let Some(m) = e.iface_mtu {
+            first_line.push(format!("MTU {m}"));
+        }
+        if let Some(s) = e.iface_speed_mbps {
+            first_line.push(wirespeed_model::units::speed_mbps(s));
+        }
+        first_line.push(match e.nic_numa_node {
+            Some(n) => format!("NUMA node {n}"),
+            None => "NUMA node unknown".into(),
+        });
+        nics.push(Nic {
+            name: iface.clone(),
+            node: e.nic_numa_node,
+            title: format!(
+                "{iface}: {total} interrupts during the test (IRQs {})",
+                if e.nic_irqs.is_empty() {
+                    "unknown".to_string()
+                } else {
+                    e.nic_irqs
+                        .iter()
+                        .map(|i| i.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ),
+            lines: [
+                first_line.join(" · "),
+                if on.is_empty() {
+                    "no NIC interrupts counted".into()
+                } else {
+                    format!("{total} interrupts served on CPUs {on}")
+                },
+            ],
+            per_cpu: served
+                .iter()
+                .map(|c| {
+                    (
+                        c.cpu,
+                        (
+                            chart::short_count(c.nic_irqs),
+                            format!("{} interrupts of {iface} served here", c.nic_irqs),
+                        ),
+                    )
+                })
+                .collect(),
+            legend: format!("{iface}: interrupts that CPU served during the test"),
+        });
+    }
+    topology(
+        h,
+        &Picture {
+            caption: format!(
+                "Topology of {who}: NUMA nodes → L3 groups → CPUs; the NIC on its node; where the workers ran and the interrupts landed"
+            ),
+            nodes,
+            l3,
+            marked: app.clone(),
+            marked_word: "ran the workers".into(),
+            nics,
+            orphan_note: "the NIC's NUMA node is not known (numa_node -1, or a virtual interface)".into(),
+        },
+    );
 }
 
 /// The busiest CPU of each end, as numbers (the verdict's evidence).
@@ -227,11 +456,7 @@ fn evidence<'a>(h: &mut String, ends: impl Iterator<Item = &'a EndObservation>) 
 
 fn end_cpus(h: &mut String, e: &EndObservation, workers: &[Worker]) {
     h.push_str("<div>");
-    let mut app: CpuSet = e.total.app_cpus();
-    if app.is_empty() {
-        // Fall back on the workers the result lists for this end.
-        app = CpuSet::from_cpus(workers.iter().flat_map(|k| k.cpus_seen.iter()));
-    }
+    let app = worker_cpus(e, workers);
     let caption = format!(
         "Per-CPU work on the {} ({}{}), whole test",
         role(e),
