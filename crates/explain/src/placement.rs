@@ -54,6 +54,22 @@ impl fmt::Display for Signature {
     }
 }
 
+impl Signature {
+    /// In words, for people (the `Display` form `irq=… softirq=…` is the key runs are grouped
+    /// by): `no NIC interrupts counted, RX softirq on the app's own CPU`.
+    pub fn words(&self) -> String {
+        let w = |what: &str, r: Option<Relation>| match r {
+            Some(r) => format!("{what} on {}", r.describe()),
+            None => format!("no {what} counted"),
+        };
+        format!(
+            "{}, {}",
+            w("NIC interrupts", self.irq),
+            w("RX softirq", self.softirq)
+        )
+    }
+}
+
 fn share_of(
     topo: &Topology,
     app: &CpuSet,
@@ -217,6 +233,10 @@ mod tests {
             }
         );
         assert_eq!(p.signature().to_string(), "irq=none softirq=none");
+        assert_eq!(
+            p.signature().words(),
+            "no NIC interrupts counted, no RX softirq counted"
+        );
     }
 
     #[test]
