@@ -229,6 +229,11 @@ fn test(out: &mut Vec<Change>, a: &TestResult, b: &TestResult) {
     }
 }
 
+/// A size as iperf3 prints one (`128 KBytes`): the unit `-l`, `-w` and `-n` are given in.
+fn size(b: u64) -> String {
+    crate::units::format_bytes(b as f64).trim().to_string()
+}
+
 /// The settings of two tests that differ, each as the user set it (`-P`, `-l`, ...).
 fn setup(out: &mut Vec<Change>, a: &TestResult, b: &TestResult) {
     type Get = fn(&TestResult) -> Option<String>;
@@ -249,14 +254,12 @@ fn setup(out: &mut Vec<Change>, a: &TestResult, b: &TestResult) {
             })
         }),
         ("streams (-P)", |t| ts(t, |s| s.num_streams.to_string())),
-        ("block size (-l)", |t| {
-            ts(t, |s| wirespeed_model::units::bytes(s.blksize))
-        }),
+        ("block size (-l)", |t| ts(t, |s| size(s.blksize))),
         ("duration (-t)", |t| {
             ts(t, |s| match (s.bytes, s.blocks) {
                 (0, 0) => format!("{} s", s.duration),
                 (0, k) => format!("{k} blocks (-k)"),
-                (n, _) => format!("{} (-n)", wirespeed_model::units::bytes(n)),
+                (n, _) => format!("{} (-n)", size(n)),
             })
         }),
         ("omitted (-O)", |t| ts(t, |s| format!("{} s", s.omit))),
@@ -269,7 +272,7 @@ fn setup(out: &mut Vec<Change>, a: &TestResult, b: &TestResult) {
         ("socket buffer (-w)", |t| {
             Some(match t.start.sock_bufsize {
                 None | Some(0) => "the kernel's".to_string(),
-                Some(b) => wirespeed_model::units::bytes(b),
+                Some(b) => size(b),
             })
         }),
         ("MSS (-M)", |t| {
@@ -558,7 +561,7 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("setup: block size (-l): 131072 B -> 1 MiB"),
+            out.contains("setup: block size (-l): 128 KBytes -> 1.00 MBytes"),
             "{out}"
         );
         // setup is never gated
