@@ -1065,6 +1065,12 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
                 "several hosts or ports cannot be combined with --loopback, --repeat or --json-stream",
             ));
         }
+        if a.html.html.is_some() || a.csv.csv.is_some() {
+            return Err(exit::fail(
+                exit::USAGE,
+                "--html and --csv write one test: not with several hosts or ports",
+            ));
+        }
         return run_targets(&cfg, &targets, &out, format, a.out.text_options());
     }
     let mut server = None;

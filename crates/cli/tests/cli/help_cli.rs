@@ -249,6 +249,11 @@ fn client_csv_to_a_file_or_stdout() {
         );
     }
 
+    // several hosts or ports are not one test: refused, not ignored
+    let out = ws(&["client", "127.0.0.1", "-p", "1,2", "--csv", f]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--csv"), "{}", text(&out.stderr));
+
     // -J wants stdout too: one line, usage
     let out = ws(&["client", "--loopback", "-t", "1", "-J", "--csv", "-"]);
     assert_eq!(out.status.code(), Some(2));
@@ -320,7 +325,10 @@ fn sweep_csv_to_a_file_or_stdout() {
     let out = ws(&a);
     assert_success(&out, "sweep --csv -");
     assert_eq!(csv_stdout(&out, &header).len(), 2);
-    assert!(text(&out.stderr).contains("client CPU") || !text(&out.stderr).is_empty());
+    // the heatmap and the recommendation moved to stderr
+    let err = text(&out.stderr);
+    assert!(err.contains("median Gbit/s, rows: client CPU"), "{err}");
+    assert!(err.contains("recommended: "), "{err}");
 
     let mut a = base.to_vec();
     a.extend(["-J", "--csv", "-"]);
