@@ -47,7 +47,7 @@ pub struct AgentArgs {
     #[arg(long = "allow-tune")]
     allow_tune: bool,
     /// With --allow-tune: the interface whose IRQs move (default: the route to the client).
-    #[arg(long = "tune-iface", value_name = "IF", requires = "allow_tune")]
+    #[arg(long = "tune-iface", value_name = "IFACE", requires = "allow_tune")]
     tune_iface: Option<String>,
     /// Read host facts from a captured tree standing for `/` (doctor --root).
     #[arg(long, value_name = "DIR")]

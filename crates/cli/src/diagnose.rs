@@ -30,7 +30,7 @@ pub struct SourceArgs {
 pub struct DoctorArgs {
     /// Diagnose only this interface (default: every PCI NIC). No short form: `-i` is
     /// `--interval` in client and server.
-    #[arg(long, value_name = "IF")]
+    #[arg(long, value_name = "IFACE")]
     iface: Option<String>,
     /// CPUs the application runs on (e.g. 6 or 6-7,10): enables the placement checks.
     #[arg(long, value_name = "LIST", value_parser = parse_cpus)]

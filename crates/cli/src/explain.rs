@@ -85,13 +85,12 @@ pub struct LatencyArgs {
           value_parser = crate::measure::limit::usize_in::<1, 1_000_000>)]
     pub max_rounds: usize,
     /// JSON output.
-    #[arg(short = 'J', long, conflicts_with = "csv")]
+    #[arg(short = 'J', long)]
     pub json: bool,
     #[command(flatten)]
     pub html: crate::pictures::HtmlArg,
-    /// CSV output (one line per pair).
-    #[arg(long)]
-    pub csv: bool,
+    #[command(flatten)]
+    pub csv: crate::pictures::CsvFileArg,
 }
 
 /// SIGINT and SIGTERM set the returned flag instead of killing the process, so a sweep can
@@ -173,6 +172,7 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
             "-t and --repeat must be at least 1",
         ));
     }
+    a.csv.check_stdout(a.json.then_some("-J"))?;
     let stop = stop_flag()?;
     let text = !a.json;
     let peer = peer_addr(&a.host, a.port);
@@ -244,14 +244,13 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
         || Ok(Document::from(j.clone())),
         same_host.then_some(&topo),
     )?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = a.csv.text_out();
     let written = (|| -> std::io::Result<()> {
         if a.json {
             serde_json::to_writer_pretty(&mut out, &j)?;
             writeln!(out)?;
         } else {
-            let color = out.is_terminal();
+            let color = a.csv.text_is_terminal();
             sweep::write_heatmap(&mut out, &m, color)?;
             if let Some(s) = &summary {
                 sweep::write_summary(&mut out, &m, s)?;
@@ -316,14 +315,13 @@ fn write_irq_report(
         || Ok(Document::from(j.clone())),
         None,
     )?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = a.csv.text_out();
     let written = (|| -> std::io::Result<()> {
         if a.json {
             serde_json::to_writer_pretty(&mut out, &j)?;
             writeln!(out)?;
         } else {
-            let color = out.is_terminal();
+            let color = a.csv.text_is_terminal();
             sweep::write_heatmap(&mut out, &report.matrix, color)?;
             if let Some(s) = summary {
                 sweep::write_summary(&mut out, &report.matrix, s)?;
@@ -375,6 +373,7 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
             "--samples, --round-trips and --max-rounds must be at least 1",
         ));
     }
+    args.csv.check_stdout(args.json.then_some("-J"))?;
     if !(args.max_stderr > 0.0 && args.max_stderr <= 100.0) {
         return Err(exit::fail(
             exit::USAGE,
@@ -456,7 +455,7 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
         };
         exit::fail(code, format!("latency: {e}"))
     })?;
-    if args.json || args.csv {
+    if args.json || args.csv.to_stdout() {
         if let Some(w) = m.noise_warning() {
             eprintln!("{w}");
         }
@@ -472,14 +471,18 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
         || Ok(Document::from(doc.clone())),
         Some(&topo),
     )?;
+    if let Some(p) = &args.csv.csv {
+        crate::pictures::write_csv_with(p, |w| latency::write_csv(w, &m))?;
+        if args.csv.to_stdout() {
+            return Ok(ExitCode::from(exit::OK));
+        }
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = (|| -> std::io::Result<()> {
         if args.json {
             serde_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;
-        } else if args.csv {
-            latency::write_csv(&mut out, &m)?;
         } else {
             latency::write_table(&mut out, &m)?;
             if out.is_terminal() && !topo.l3_groups.is_empty() {

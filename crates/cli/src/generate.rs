@@ -35,7 +35,79 @@ pub fn run_completions(a: CompletionsArgs, cmd: clap::Command) -> anyhow::Result
     let mut buf = Vec::new();
     let mut cmd = cmd;
     clap_complete::generate(a.shell, &mut cmd, "wirespeed", &mut buf);
-    write_stdout(&buf)
+    let script = String::from_utf8_lossy(&buf).into_owned();
+    let script = complete_interfaces(a.shell, &script, &iface_options(&cmd));
+    write_stdout(script.as_bytes())
+}
+
+/// The value name of every option that takes a network interface (`doctor --iface`,
+/// `--bind-dev`, ...): the completions offer the host's interfaces (`/sys/class/net`) for them
+/// instead of file names.
+pub const IFACE: &str = "IFACE";
+
+/// The long names of the options whose value is an interface ([`IFACE`]), in every command.
+pub fn iface_options(cmd: &clap::Command) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for a in cmd.get_arguments() {
+        let iface = a
+            .get_value_names()
+            .is_some_and(|v| v.iter().any(|n| n == IFACE));
+        if let (true, Some(l)) = (iface, a.get_long()) {
+            out.insert(l.to_string());
+        }
+    }
+    for sub in cmd.get_subcommands() {
+        out.extend(iface_options(sub));
+    }
+    out
+}
+
+/// clap's completion `script` for `shell`, with the options in `longs` completing interface
+/// names (the entries of `/sys/class/net`) instead of files. Shells other than bash, zsh and
+/// fish keep clap's script.
+pub fn complete_interfaces(
+    shell: Shell,
+    script: &str,
+    longs: &std::collections::BTreeSet<String>,
+) -> String {
+    const BASH_FILES: &str = r#"COMPREPLY=($(compgen -f "${cur}"))"#;
+    const BASH_IFACES: &str = r#"local ifaces=(/sys/class/net/*); [[ -e ${ifaces[0]} ]] || ifaces=(); COMPREPLY=($(compgen -W "${ifaces[*]##*/}" -- "${cur}"))"#;
+    let mut out = String::with_capacity(script.len() + 1024);
+    let mut after_iface = false;
+    for line in script.lines() {
+        let t = line.trim();
+        let mut line = line.to_string();
+        match shell {
+            // `--iface)` then the line that completes its value
+            Shell::Bash => {
+                if after_iface && t == BASH_FILES {
+                    line = line.replace(BASH_FILES, BASH_IFACES);
+                }
+                after_iface = t
+                    .strip_prefix("--")
+                    .and_then(|l| l.strip_suffix(')'))
+                    .is_some_and(|l| longs.contains(l));
+            }
+            // `'--iface=[help]:IFACE:_default'`
+            Shell::Zsh => {
+                line = line.replace(
+                    &format!(":{IFACE}:_default'"),
+                    &format!(":{IFACE}:{{compadd - /sys/class/net/*(N\\:t)}}'"),
+                );
+            }
+            // `complete -c wirespeed -n "..." -l iface -d '...' -r`
+            Shell::Fish => {
+                let takes_iface = longs.iter().any(|l| line.contains(&format!(" -l {l} ")));
+                if takes_iface && line.ends_with(" -r") {
+                    line.push_str(" -f -a \"(string replace -r '^.*/' '' /sys/class/net/*)\"");
+                }
+            }
+            _ => {}
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 /// Examples for each command's page, by the page's name: (command line, what it does).

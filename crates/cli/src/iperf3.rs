@@ -7,44 +7,45 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::exit;
+use crate::measure::heading;
 
 /// Flags iperf3 accepts on both ends.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct CommonArgs {
     /// Write this process's id to FILE (removed at exit), as iperf3 -I.
-    #[arg(short = 'I', long = "pidfile", value_name = "FILE")]
+    #[arg(help_heading = heading::OUTPUT, short = 'I', long = "pidfile", value_name = "FILE")]
     pub pidfile: Option<PathBuf>,
     /// Flush the output after every write (wirespeed never holds back more than a line).
-    #[arg(long = "forceflush")]
+    #[arg(help_heading = heading::OUTPUT, long = "forceflush")]
     pub forceflush: bool,
     /// Prefix every text output line with the time, formatted as strftime(3) FORMAT
     /// (default "%c ").
-    #[arg(long = "timestamps", value_name = "FORMAT", num_args = 0..=1,
+    #[arg(help_heading = heading::OUTPUT, long = "timestamps", value_name = "FORMAT", num_args = 0..=1,
           require_equals = true, default_missing_value = "%c ")]
     pub timestamps: Option<String>,
     /// Debugging output on stderr (the settings in effect); LEVEL 1-4 is accepted, every level
     /// prints the same.
-    #[arg(short = 'd', long = "debug", value_name = "LEVEL", num_args = 0..=1,
+    #[arg(help_heading = heading::OUTPUT, short = 'd', long = "debug", value_name = "LEVEL", num_args = 0..=1,
           require_equals = true, default_missing_value = "4")]
     pub debug: Option<u8>,
     /// With --json-stream: also print the whole JSON document at the end, as -J does.
-    #[arg(long = "json-stream-full-output")]
+    #[arg(help_heading = heading::OUTPUT, long = "json-stream-full-output")]
     pub json_stream_full_output: bool,
     /// iperf3's -F (send or receive a file): not supported, see docs/measure.md.
     #[arg(short = 'F', long = "file", value_name = "NAME", hide = true)]
     pub file: Option<PathBuf>,
     /// Multipath TCP instead of TCP (the client's connections, the server's listener); the
     /// kernel falls back to TCP when the other end does not speak it.
-    #[arg(short = 'm', long = "mptcp")]
+    #[arg(help_heading = heading::CONNECTION, short = 'm', long = "mptcp")]
     pub mptcp: bool,
     /// Behave as iperf3 in everything a script sees: no `wirespeed` key in JSON, nothing after
     /// `iperf Done.`, iperf3's exit status (1) on every failure. Implied when the binary is
     /// invoked as `iperf3` (a symlink or hard link).
-    #[arg(long = "iperf3-strict")]
+    #[arg(help_heading = heading::OUTPUT, long = "iperf3-strict")]
     pub iperf3_strict: bool,
     /// Write wirespeed's additions to the report (its `wirespeed` section: paths, workers,
     /// where the work ran) to FILE as JSON; with --iperf3-strict the report itself has none.
-    #[arg(long = "wirespeed-json", value_name = "FILE")]
+    #[arg(help_heading = heading::OUTPUT, long = "wirespeed-json", value_name = "FILE")]
     pub wirespeed_json: Option<PathBuf>,
 }
 

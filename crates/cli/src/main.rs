@@ -236,6 +236,48 @@ mod tests {
     }
 
     #[test]
+    fn client_and_server_options_each_sit_under_a_heading() {
+        for (path, cmd) in commands() {
+            if path != "wirespeed client" && path != "wirespeed server" {
+                continue;
+            }
+            let loose: Vec<String> = cmd
+                .get_arguments()
+                .filter(|a| !a.is_hide_set() && !a.is_positional())
+                .filter(|a| !matches!(a.get_id().as_str(), "help" | "version"))
+                .filter(|a| a.get_help_heading().is_none())
+                .map(|a| a.get_id().to_string())
+                .collect();
+            assert!(
+                loose.is_empty(),
+                "{path}: options without a heading: {loose:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_interface_option_name_means_an_interface_everywhere() {
+        // the completions patch by long name (`--iface)` in bash): no other option may share it
+        let ifaces = generate::iface_options(&Cli::command());
+        assert!(
+            ifaces.contains("iface") && ifaces.contains("bind-dev"),
+            "{ifaces:?}"
+        );
+        for (path, cmd) in commands() {
+            for arg in cmd.get_arguments() {
+                if arg.get_long().is_some_and(|l| ifaces.contains(l)) {
+                    let names = arg.get_value_names().unwrap_or_default();
+                    assert!(
+                        names.iter().any(|n| n == generate::IFACE),
+                        "{path} --{}: not an interface",
+                        arg.get_long().unwrap_or_default()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn json_output_is_dash_j_everywhere() {
         for (path, cmd) in commands() {
             for arg in cmd.get_arguments() {

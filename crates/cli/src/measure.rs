@@ -37,6 +37,27 @@ fn size(s: &str) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
+/// The headings `client --help` and `server --help` group their options under (also the iperf3
+/// drop-in forms `-c HOST --help` and `-s --help`): every visible option sits under one.
+pub mod heading {
+    /// Where to connect or listen, addresses, interfaces, timeouts of the connections.
+    pub const CONNECTION: &str = "Connection";
+    /// What the test sends: iperf3's test flags.
+    pub const TEST: &str = "Test (iperf3 flags)";
+    /// Which CPUs the workers (and the NIC's IRQs) use.
+    pub const PLACEMENT: &str = "Placement";
+    /// Where the work ran, repeated runs, the cost projection.
+    pub const OBSERVATION: &str = "Observation";
+    /// What is printed or written, and where.
+    pub const OUTPUT: &str = "Output";
+    /// Authentication and who may connect.
+    pub const SECURITY: &str = "Security";
+    /// What a server allows one test, one address and all tests together.
+    pub const LIMITS: &str = "Limits";
+    /// A server's IRQ moves for its clients.
+    pub const TUNING: &str = "Tuning";
+}
+
 /// The ranges of the limits and timeouts a user sets (checked when the command line is read,
 /// so that no later `Duration` or sum built from them can overflow). iperf3's ranges where
 /// iperf3 has the option.
@@ -268,25 +289,25 @@ fn unit_format(s: &str) -> Result<UnitFormat, String> {
 #[derive(Debug, Clone, clap::Args)]
 pub struct OutputArgs {
     /// Output in JSON (iperf3's -J shape).
-    #[arg(short = 'J', long = "json")]
+    #[arg(help_heading = heading::OUTPUT, short = 'J', long = "json")]
     pub json: bool,
     /// Output one JSON object per line as events happen (with -J too, as iperf3).
-    #[arg(long = "json-stream")]
+    #[arg(help_heading = heading::OUTPUT, long = "json-stream")]
     pub json_stream: bool,
     /// Write output to this file instead of stdout (appended).
-    #[arg(long = "logfile", value_name = "FILE")]
+    #[arg(help_heading = heading::OUTPUT, long = "logfile", value_name = "FILE")]
     pub logfile: Option<PathBuf>,
     /// Bitrate unit: k/m/g/t (bits), K/M/G/T (bytes), a = adaptive.
-    #[arg(short = 'f', long = "format", value_parser = unit_format)]
+    #[arg(help_heading = heading::OUTPUT, short = 'f', long = "format", value_parser = unit_format)]
     pub format: Option<UnitFormat>,
     /// More detail (test parameters, CPU utilisation, where the work ran as full tables).
-    #[arg(short = 'V', long = "verbose")]
+    #[arg(help_heading = heading::OUTPUT, short = 'V', long = "verbose")]
     pub verbose: bool,
     /// Where the work ran as full per-CPU tables for each end (default: one line per end).
-    #[arg(long = "where")]
+    #[arg(help_heading = heading::OBSERVATION, long = "where")]
     pub where_tables: bool,
     /// Seconds between interval reports (0 = none).
-    #[arg(short = 'i', long = "interval", value_parser = interval_secs, default_value = "1")]
+    #[arg(help_heading = heading::OUTPUT, short = 'i', long = "interval", value_parser = interval_secs, default_value = "1")]
     pub interval: f64,
     #[command(flatten)]
     pub iperf3: crate::iperf3::CommonArgs,
@@ -312,7 +333,9 @@ impl OutputArgs {
         }
     }
 
-    fn writer(&self) -> anyhow::Result<SharedWriter> {
+    /// Where the report goes: --logfile, else stdout, else (`--csv -` holds stdout) stderr.
+    fn writer(&self, csv: Option<&crate::pictures::CsvFileArg>) -> anyhow::Result<SharedWriter> {
+        let csv_stdout = csv.is_some_and(|c| c.to_stdout());
         let w: Box<dyn Write + Send> = match &self.logfile {
             Some(p) => Box::new(
                 OpenOptions::new()
@@ -321,6 +344,7 @@ impl OutputArgs {
                     .open(p)
                     .map_err(|e| exit::fail(exit::IO, format!("--logfile {}: {e}", p.display())))?,
             ),
+            None if csv_stdout => Box::new(std::io::stderr()),
             None => Box::new(std::io::stdout()),
         };
         let c = &self.iperf3;
@@ -344,14 +368,10 @@ pub struct ClientArgs {
     #[arg(required_unless_present = "loopback")]
     pub host: Option<String>,
     /// Start a server inside this process on 127.0.0.1 and test against it.
-    #[arg(long, conflicts_with = "host")]
+    #[arg(help_heading = heading::CONNECTION, long, conflicts_with = "host")]
     pub loopback: bool,
-    /// Run the test N times, then min / median / max / spread and the modes with the placement
-    /// each mode's runs share (docs/explain.md).
-    #[arg(long, value_name = "N", value_parser = limit::u32_in::<1, 1000>)]
-    pub repeat: Option<u32>,
     /// Server port; several (`-p 5201,5202`) run one test per port at once and sum them.
-    #[arg(
+    #[arg(help_heading = heading::CONNECTION,
         short = 'p',
         long = "port",
         value_delimiter = ',',
@@ -359,158 +379,162 @@ pub struct ClientArgs {
     )]
     pub port: Vec<u16>,
     /// Seconds to transmit.
-    #[arg(short = 't', long = "time", default_value_t = 10)]
+    #[arg(help_heading = heading::TEST, short = 't', long = "time", default_value_t = 10)]
     pub time: u32,
     /// Bytes to transmit instead of a time (K/M/G).
-    #[arg(short = 'n', long = "bytes", value_parser = size, conflicts_with = "blockcount")]
+    #[arg(help_heading = heading::TEST, short = 'n', long = "bytes", value_parser = size, conflicts_with = "blockcount")]
     pub bytes: Option<u64>,
     /// Blocks to transmit instead of a time (K/M/G).
-    #[arg(short = 'k', long = "blockcount", value_parser = size)]
+    #[arg(help_heading = heading::TEST, short = 'k', long = "blockcount", value_parser = size)]
     pub blockcount: Option<u64>,
     /// Parallel streams (per direction).
-    #[arg(short = 'P', long = "parallel", default_value_t = 1)]
+    #[arg(help_heading = heading::TEST, short = 'P', long = "parallel", default_value_t = 1)]
     pub parallel: u32,
     /// Reverse: the server sends.
-    #[arg(short = 'R', long = "reverse", conflicts_with = "bidir")]
+    #[arg(help_heading = heading::TEST, short = 'R', long = "reverse", conflicts_with = "bidir")]
     pub reverse: bool,
     /// Both directions at once.
-    #[arg(long = "bidir")]
+    #[arg(help_heading = heading::TEST, long = "bidir")]
     pub bidir: bool,
     /// Block size (K/M/G), default 128K.
-    #[arg(short = 'l', long = "length", value_parser = size)]
+    #[arg(help_heading = heading::TEST, short = 'l', long = "length", value_parser = size)]
     pub length: Option<u64>,
     /// Socket buffer size (K/M/G).
-    #[arg(short = 'w', long = "window", value_parser = size)]
+    #[arg(help_heading = heading::TEST, short = 'w', long = "window", value_parser = size)]
     pub window: Option<u64>,
     /// TCP maximum segment size.
-    #[arg(short = 'M', long = "set-mss")]
+    #[arg(help_heading = heading::TEST, short = 'M', long = "set-mss")]
     pub mss: Option<u32>,
     /// TCP_NODELAY.
-    #[arg(short = 'N', long = "no-delay")]
+    #[arg(help_heading = heading::TEST, short = 'N', long = "no-delay")]
     pub nodelay: bool,
     /// TCP congestion control algorithm.
-    #[arg(short = 'C', long = "congestion", alias = "linux-congestion")]
+    #[arg(help_heading = heading::TEST, short = 'C', long = "congestion", alias = "linux-congestion")]
     pub congestion: Option<String>,
     /// Seconds at the start not counted.
-    #[arg(short = 'O', long = "omit", default_value_t = 0)]
+    #[arg(help_heading = heading::TEST, short = 'O', long = "omit", default_value_t = 0)]
     pub omit: u32,
     /// CPU affinity: N (client) or N,M (client, server) or ,M.
-    #[arg(short = 'A', long = "affinity", value_parser = affinity)]
+    #[arg(help_heading = heading::PLACEMENT, short = 'A', long = "affinity", value_parser = affinity)]
     pub affinity: Option<Affinity>,
     /// Zero-copy send: -Z is sendfile; --zerocopy=splice|msg_zerocopy|sendfile|copy.
-    #[arg(short = 'Z', long = "zerocopy", num_args = 0..=1, require_equals = true,
+    #[arg(help_heading = heading::TEST, short = 'Z', long = "zerocopy", num_args = 0..=1, require_equals = true,
           default_missing_value = "sendfile", value_parser = send_path)]
     pub zerocopy: Option<SendPath>,
     /// Receive with MSG_TRUNC (the kernel discards the data without copying it out).
-    #[arg(long = "skip-rx-copy")]
+    #[arg(help_heading = heading::TEST, long = "skip-rx-copy")]
     pub skip_rx_copy: bool,
     /// Milliseconds without data before a test this end receives (-R, --bidir) is ended:
     /// "idle timeout for receiving data" (iperf3's --rcv-timeout; default 120000).
-    #[arg(long = "rcv-timeout", value_name = "MS", value_parser = limit::u64_in::<100, { limit::DAY_MS }>)]
+    #[arg(help_heading = heading::CONNECTION, long = "rcv-timeout", value_name = "MS", value_parser = limit::u64_in::<100, { limit::DAY_MS }>)]
     pub rcv_timeout: Option<u64>,
     /// IPv4 only.
-    #[arg(short = '4', long = "version4", conflicts_with = "v6")]
+    #[arg(help_heading = heading::CONNECTION, short = '4', long = "version4", conflicts_with = "v6")]
     pub v4: bool,
     /// IPv6 only.
-    #[arg(short = '6', long = "version6")]
+    #[arg(help_heading = heading::CONNECTION, short = '6', long = "version6")]
     pub v6: bool,
     /// Milliseconds to wait for the control connection.
-    #[arg(long = "connect-timeout", value_name = "MS", value_parser = limit::u64_in::<1, { limit::DAY_MS }>)]
+    #[arg(help_heading = heading::CONNECTION, long = "connect-timeout", value_name = "MS", value_parser = limit::u64_in::<1, { limit::DAY_MS }>)]
     pub connect_timeout: Option<u64>,
     /// Fixed source port of the data connections (stream k uses PORT+k).
-    #[arg(long = "cport")]
+    #[arg(help_heading = heading::CONNECTION, long = "cport")]
     pub cport: Option<u16>,
     /// Local address to bind; `ADDR%DEV` also binds to the interface DEV (as --bind-dev).
-    #[arg(short = 'B', long = "bind", value_parser = bind_addr, value_name = "ADDR[%DEV]")]
+    #[arg(help_heading = heading::CONNECTION, short = 'B', long = "bind", value_parser = bind_addr, value_name = "ADDR[%DEV]")]
     pub bind: Option<(IpAddr, Option<String>)>,
     /// One pinned worker per CPU on this end; streams spread round-robin (e.g. 6-11).
-    #[arg(long = "cpus", value_parser = cpu_list)]
+    #[arg(help_heading = heading::PLACEMENT, long = "cpus", value_parser = cpu_list)]
     pub cpus: Option<CpuList>,
     /// One pinned worker per CPU on the server (wirespeed servers).
-    #[arg(long = "server-cpus", value_parser = cpu_list)]
+    #[arg(help_heading = heading::PLACEMENT, long = "server-cpus", value_parser = cpu_list)]
     pub server_cpus: Option<CpuList>,
+    /// Run the test N times, then min / median / max / spread and the modes with the placement
+    /// each mode's runs share (docs/explain.md).
+    #[arg(help_heading = heading::OBSERVATION, long, value_name = "N", value_parser = limit::u32_in::<1, 1000>)]
+    pub repeat: Option<u32>,
     /// The link rate the cost projection is for (100G, 40000M, 400Gbit): the cores it would need
     /// at this test's cost per bit. Without it, a real interface's speed.
-    #[arg(long = "rate", value_name = "RATE", value_parser = crate::diagnose::parse_rate)]
+    #[arg(help_heading = heading::OBSERVATION, long = "rate", value_name = "RATE", value_parser = crate::diagnose::parse_rate)]
     pub rate: Option<u64>,
     /// Ask the server to move its NIC's queue IRQs to these CPUs (in turn) for this test and
     /// back after it (a wirespeed server started with --allow-tune --psk; needs --psk).
-    #[arg(long = "server-irq-cpus", value_parser = cpu_list, value_name = "LIST")]
+    #[arg(help_heading = heading::PLACEMENT, long = "server-irq-cpus", value_parser = cpu_list, value_name = "LIST")]
     pub server_irq_cpus: Option<CpuList>,
     /// Prefix for the output (iperf3 -T).
-    #[arg(short = 'T', long = "title")]
+    #[arg(help_heading = heading::OUTPUT, short = 'T', long = "title")]
     pub title: Option<String>,
     /// Data string included in the JSON output.
-    #[arg(long = "extra-data")]
+    #[arg(help_heading = heading::OUTPUT, long = "extra-data")]
     pub extra_data: Option<String>,
     /// Ask for the server's output in the results.
-    #[arg(long = "get-server-output")]
+    #[arg(help_heading = heading::OUTPUT, long = "get-server-output")]
     pub get_server_output: bool,
     /// UDP instead of TCP.
-    #[arg(short = 'u', long = "udp")]
+    #[arg(help_heading = heading::TEST, short = 'u', long = "udp")]
     pub udp: bool,
     /// iperf3's RSA authentication: the user name (the password from IPERF3_PASSWORD).
-    #[arg(long = "username", requires = "rsa_public_key_path")]
+    #[arg(help_heading = heading::SECURITY, long = "username", requires = "rsa_public_key_path")]
     pub username: Option<String>,
     /// iperf3's RSA authentication: the server's public key (PEM).
-    #[arg(
+    #[arg(help_heading = heading::SECURITY,
         long = "rsa-public-key-path",
         value_name = "FILE",
         requires = "username"
     )]
     pub rsa_public_key_path: Option<PathBuf>,
     /// Encrypt the token with PKCS#1 v1.5 instead of OAEP (iperf3 servers up to 3.16).
-    #[arg(long = "use-pkcs1-padding")]
+    #[arg(help_heading = heading::SECURITY, long = "use-pkcs1-padding")]
     pub use_pkcs1_padding: bool,
     /// A pre-shared key file, the same as the wirespeed server's --psk.
-    #[arg(long = "psk", value_name = "FILE")]
+    #[arg(help_heading = heading::SECURITY, long = "psk", value_name = "FILE")]
     pub psk: Option<PathBuf>,
     /// Target bits/s per stream (K/M/G = 10^3/6/9); UDP default 1M, 0 = unlimited.
     /// With TCP the kernel paces each stream (SO_MAX_PACING_RATE).
     /// `/BURST` after the rate sends BURST packets back to back per pacing tick (iperf3's burst
     /// mode; passed to an iperf3 sender).
-    #[arg(short = 'b', long = "bitrate", alias = "bandwidth", value_parser = rate_burst,
+    #[arg(help_heading = heading::TEST, short = 'b', long = "bitrate", alias = "bandwidth", value_parser = rate_burst,
           value_name = "RATE[/BURST]")]
     pub bitrate: Option<(u64, Option<u32>)>,
     /// Per-stream pacing rate in bits/s set with SO_MAX_PACING_RATE.
-    #[arg(long = "fq-rate", value_parser = rate)]
+    #[arg(help_heading = heading::TEST, long = "fq-rate", value_parser = rate)]
     pub fq_rate: Option<u64>,
     /// 64-bit UDP sequence numbers (both ends must support them).
-    #[arg(long = "udp-counters-64bit")]
+    #[arg(help_heading = heading::TEST, long = "udp-counters-64bit")]
     pub udp_counters_64bit: bool,
     /// IP type of service byte for the data (0-255; 52, 064 and 0x34 are the same); the
     /// server sets it on its data sockets too.
-    #[arg(short = 'S', long = "tos", value_parser = crate::iperf3::tos, value_name = "N")]
+    #[arg(help_heading = heading::TEST, short = 'S', long = "tos", value_parser = crate::iperf3::tos, value_name = "N")]
     pub tos: Option<u32>,
     /// DSCP for the data: 0-63 or a name (ef, af11..af43, cs0..cs7, le, va); sets the TOS.
-    #[arg(long = "dscp", value_parser = crate::iperf3::dscp_tos, conflicts_with = "tos",
+    #[arg(help_heading = heading::TEST, long = "dscp", value_parser = crate::iperf3::dscp_tos, conflicts_with = "tos",
           value_name = "N|NAME")]
     pub dscp: Option<u32>,
     /// Bind every socket to this network interface (SO_BINDTODEVICE); also `-B ADDR%DEV`
     /// and `HOST%DEV`.
-    #[arg(long = "bind-dev", value_name = "DEV")]
+    #[arg(help_heading = heading::CONNECTION, long = "bind-dev", value_name = "IFACE")]
     pub bind_dev: Option<String>,
     /// IPv6 flow label (1-0xfffff) of the TCP data connections.
-    #[arg(short = 'L', long = "flowlabel", value_parser = crate::iperf3::flowlabel, value_name = "N")]
+    #[arg(help_heading = heading::TEST, short = 'L', long = "flowlabel", value_parser = crate::iperf3::flowlabel, value_name = "N")]
     pub flowlabel: Option<u32>,
     /// Set the IPv4 don't-fragment bit on UDP data (the server sets it on its side too).
-    #[arg(long = "dont-fragment")]
+    #[arg(help_heading = heading::TEST, long = "dont-fragment")]
     pub dont_fragment: bool,
     /// Milliseconds sent data may stay unacknowledged before the connection is dropped
     /// (TCP_USER_TIMEOUT on the data connections).
-    #[arg(long = "snd-timeout", value_name = "MS", value_parser = limit::u64_in::<0, { limit::DAY_MS }>)]
+    #[arg(help_heading = heading::CONNECTION, long = "snd-timeout", value_name = "MS", value_parser = limit::u64_in::<0, { limit::DAY_MS }>)]
     pub snd_timeout: Option<u64>,
     /// TCP keepalive on the control connection: `--cntl-ka` or `--cntl-ka=IDLE/INTERVAL/COUNT`
     /// (seconds, seconds, probes; each part optional).
-    #[arg(long = "cntl-ka", value_name = "IDLE/INTERVAL/COUNT", num_args = 0..=1,
+    #[arg(help_heading = heading::CONNECTION, long = "cntl-ka", value_name = "IDLE/INTERVAL/COUNT", num_args = 0..=1,
           require_equals = true, default_missing_value = "", value_parser = crate::iperf3::keepalive)]
     pub cntl_ka: Option<wirespeed_engine::Keepalive>,
     /// Pacing timer in microseconds asked of an iperf3 sender (deprecated in iperf3;
     /// wirespeed's own sender paces by its clock).
-    #[arg(long = "pacing-timer", value_parser = size, value_name = "USECS")]
+    #[arg(help_heading = heading::TEST, long = "pacing-timer", value_parser = size, value_name = "USECS")]
     pub pacing_timer: Option<u64>,
     /// Ask the sender for a repeating payload pattern instead of random bytes (iperf3 peers).
-    #[arg(long = "repeating-payload")]
+    #[arg(help_heading = heading::TEST, long = "repeating-payload")]
     pub repeating_payload: bool,
     #[command(flatten)]
     pub sctp: crate::iperf3::SctpArgs,
@@ -518,7 +542,7 @@ pub struct ClientArgs {
     pub out: OutputArgs,
     /// A full-screen view refreshed every interval (throughput per stream and sum, this host's
     /// CPUs, NIC interrupts); q or Ctrl-C ends the test, then the usual summary.
-    #[arg(long, conflicts_with_all = ["json", "json_stream", "repeat", "logfile"])]
+    #[arg(help_heading = heading::OUTPUT, long, conflicts_with_all = ["json", "json_stream", "repeat", "logfile"])]
     pub live: bool,
     #[command(flatten)]
     pub html: crate::pictures::HtmlArg,
@@ -531,13 +555,13 @@ pub struct ClientArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServerGuardArgs {
     /// Tests that may run at the same time.
-    #[arg(long = "max-tests", default_value_t = 64, value_parser = limit::usize_in::<1, { limit::COUNT }>)]
+    #[arg(help_heading = heading::LIMITS, long = "max-tests", default_value_t = 64, value_parser = limit::usize_in::<1, { limit::COUNT }>)]
     pub max_tests: usize,
     /// Streams (-P) one test may ask for.
-    #[arg(long = "max-streams", default_value_t = 4096, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
+    #[arg(help_heading = heading::LIMITS, long = "max-streams", default_value_t = 4096, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_streams: u32,
     /// Longest test in seconds (-t plus -O; -n/-k tests are stopped at this age).
-    #[arg(
+    #[arg(help_heading = heading::LIMITS,
         long = "max-duration",
         alias = "server-max-duration",
         default_value_t = 86_400,
@@ -545,63 +569,63 @@ pub struct ServerGuardArgs {
     )]
     pub max_duration: u64,
     /// Connections that have not sent their parameters yet, server-wide.
-    #[arg(long = "max-pending", default_value_t = 256, value_parser = limit::usize_in::<1, { limit::COUNT }>)]
+    #[arg(help_heading = heading::LIMITS, long = "max-pending", default_value_t = 256, value_parser = limit::usize_in::<1, { limit::COUNT }>)]
     pub max_pending: usize,
     /// Streams of all running tests together.
-    #[arg(long = "max-total-streams", default_value_t = 1024, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
+    #[arg(help_heading = heading::LIMITS, long = "max-total-streams", default_value_t = 1024, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_total_streams: u32,
     /// Per client address (IPv4 address, IPv6 /64): connections not yet admitted.
-    #[arg(long = "max-pending-per-address", default_value_t = 8, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
+    #[arg(help_heading = heading::LIMITS, long = "max-pending-per-address", default_value_t = 8, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_pending_per_address: u32,
     /// Per client address: tests running at once.
-    #[arg(long = "max-tests-per-address", default_value_t = 2, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
+    #[arg(help_heading = heading::LIMITS, long = "max-tests-per-address", default_value_t = 2, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_tests_per_address: u32,
     /// Per client address: streams of all its running tests.
-    #[arg(long = "max-streams-per-address", default_value_t = 128, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
+    #[arg(help_heading = heading::LIMITS, long = "max-streams-per-address", default_value_t = 128, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_streams_per_address: u32,
     /// Only these addresses or prefixes may connect (repeatable or comma-separated).
-    #[arg(long = "allow", value_name = "CIDR")]
+    #[arg(help_heading = heading::SECURITY, long = "allow", value_name = "CIDR")]
     pub allow: Vec<String>,
     /// These addresses or prefixes may not connect (wins over --allow).
-    #[arg(long = "deny", value_name = "CIDR")]
+    #[arg(help_heading = heading::SECURITY, long = "deny", value_name = "CIDR")]
     pub deny: Vec<String>,
     /// iperf3's RSA authentication: the server's private key (PEM, not passphrase-protected).
-    #[arg(
+    #[arg(help_heading = heading::SECURITY,
         long = "rsa-private-key-path",
         value_name = "FILE",
         requires = "authorized_users_path"
     )]
     pub rsa_private_key_path: Option<PathBuf>,
     /// iperf3's RSA authentication: `user,sha256("{user}password")` lines.
-    #[arg(
+    #[arg(help_heading = heading::SECURITY,
         long = "authorized-users-path",
         value_name = "FILE",
         requires = "rsa_private_key_path"
     )]
     pub authorized_users_path: Option<PathBuf>,
     /// Seconds a token's (or a PSK tag's) timestamp may be off the server's clock.
-    #[arg(long = "time-skew-threshold", default_value_t = 10, value_parser = limit::u32_in::<0, { limit::DAY_S }>)]
+    #[arg(help_heading = heading::SECURITY, long = "time-skew-threshold", default_value_t = 10, value_parser = limit::u32_in::<0, { limit::DAY_S }>)]
     pub time_skew_threshold: u32,
     /// Accepted for iperf3's command line; the server accepts both paddings anyway.
-    #[arg(long = "use-pkcs1-padding")]
+    #[arg(help_heading = heading::SECURITY, long = "use-pkcs1-padding")]
     pub use_pkcs1_padding: bool,
     /// A pre-shared key file: only wirespeed clients with the same key may test.
-    #[arg(long = "psk", value_name = "FILE")]
+    #[arg(help_heading = heading::SECURITY, long = "psk", value_name = "FILE")]
     pub psk: Option<PathBuf>,
     /// Milliseconds a test may receive no data before it is ended (iperf3's --rcv-timeout).
-    #[arg(long = "rcv-timeout", value_name = "MS", default_value_t = 120_000,
+    #[arg(help_heading = heading::LIMITS, long = "rcv-timeout", value_name = "MS", default_value_t = 120_000,
           value_parser = limit::u64_in::<100, { limit::DAY_MS }>)]
     pub rcv_timeout: u64,
     /// Seconds a running test may move no data and send no control message before it is
     /// ended; 0: never.
-    #[arg(long = "idle-timeout", value_name = "SECS", default_value_t = 300,
+    #[arg(help_heading = heading::LIMITS, long = "idle-timeout", value_name = "SECS", default_value_t = 300,
           value_parser = limit::u64_in::<0, { limit::DAY_S }>)]
     pub idle_timeout: u64,
     /// A test above RATE bit/s averaged over SECS (default 5) is ended (K/M/G).
-    #[arg(long = "server-bitrate-limit", value_name = "RATE[/SECS]", value_parser = bitrate_limit)]
+    #[arg(help_heading = heading::LIMITS, long = "server-bitrate-limit", value_name = "RATE[/SECS]", value_parser = bitrate_limit)]
     pub server_bitrate_limit: Option<(u64, u64)>,
     /// Seconds a new connection has to send its cookie, and a client each setup step.
-    #[arg(long = "handshake-timeout", default_value_t = 10, value_parser = limit::u64_in::<1, 3600>)]
+    #[arg(help_heading = heading::LIMITS, long = "handshake-timeout", default_value_t = 10, value_parser = limit::u64_in::<1, 3600>)]
     pub handshake_timeout: u64,
 }
 
@@ -682,61 +706,61 @@ impl ServerGuardArgs {
 #[derive(Debug, clap::Args)]
 pub struct ServerArgs {
     /// Port to listen on.
-    #[arg(short = 'p', long = "port", default_value_t = 5201)]
+    #[arg(help_heading = heading::CONNECTION, short = 'p', long = "port", default_value_t = 5201)]
     pub port: u16,
-    /// Serve one JSON line per interval per test on this Unix socket (mode 0600) for
-    /// `wirespeed top`; without PATH, top's default socket.
-    #[arg(long = "stats-socket", value_name = "PATH", num_args = 0..=1, require_equals = true,
-          default_missing_value = "")]
-    pub stats_socket: Option<std::path::PathBuf>,
     /// Local address to listen on; `ADDR%DEV` also binds to the interface DEV.
-    #[arg(short = 'B', long = "bind", value_parser = bind_addr, value_name = "ADDR[%DEV]")]
+    #[arg(help_heading = heading::CONNECTION, short = 'B', long = "bind", value_parser = bind_addr, value_name = "ADDR[%DEV]")]
     pub bind: Option<(IpAddr, Option<String>)>,
     /// Accept tests only through this network interface (SO_BINDTODEVICE on the listener).
-    #[arg(long = "bind-dev", value_name = "DEV")]
+    #[arg(help_heading = heading::CONNECTION, long = "bind-dev", value_name = "IFACE")]
     pub bind_dev: Option<String>,
     /// TCP keepalive on every accepted connection (the control one included):
     /// `--cntl-ka` or `--cntl-ka=IDLE/INTERVAL/COUNT`.
-    #[arg(long = "cntl-ka", value_name = "IDLE/INTERVAL/COUNT", num_args = 0..=1,
+    #[arg(help_heading = heading::CONNECTION, long = "cntl-ka", value_name = "IDLE/INTERVAL/COUNT", num_args = 0..=1,
           require_equals = true, default_missing_value = "", value_parser = crate::iperf3::keepalive)]
     pub cntl_ka: Option<wirespeed_engine::Keepalive>,
     /// Milliseconds sent data may stay unacknowledged (TCP_USER_TIMEOUT on the data
     /// connections).
-    #[arg(long = "snd-timeout", value_name = "MS", value_parser = limit::u64_in::<0, { limit::DAY_MS }>)]
+    #[arg(help_heading = heading::CONNECTION, long = "snd-timeout", value_name = "MS", value_parser = limit::u64_in::<0, { limit::DAY_MS }>)]
     pub snd_timeout: Option<u64>,
     /// Serve one test, then exit.
-    #[arg(short = '1', long = "one-off")]
+    #[arg(help_heading = heading::CONNECTION, short = '1', long = "one-off")]
     pub one_off: bool,
     /// iperf3's daemon mode: not supported, run the shipped systemd unit (wirespeed.service).
     #[arg(short = 'D', long = "daemon", hide = true)]
     pub daemon: bool,
     /// IPv4 only.
-    #[arg(short = '4', long = "version4", conflicts_with = "v6")]
+    #[arg(help_heading = heading::CONNECTION, short = '4', long = "version4", conflicts_with = "v6")]
     pub v4: bool,
     /// IPv6 only.
-    #[arg(short = '6', long = "version6")]
+    #[arg(help_heading = heading::CONNECTION, short = '6', long = "version6")]
     pub v6: bool,
     /// Pin every test's workers to this CPU (unless the client asks otherwise).
-    #[arg(short = 'A', long = "affinity")]
+    #[arg(help_heading = heading::PLACEMENT, short = 'A', long = "affinity")]
     pub affinity: Option<u32>,
     /// One pinned worker per CPU for each test (unless the client asks otherwise).
-    #[arg(long = "cpus", value_parser = cpu_list)]
+    #[arg(help_heading = heading::PLACEMENT, long = "cpus", value_parser = cpu_list)]
     pub cpus: Option<CpuList>,
     #[command(flatten)]
     pub guard: ServerGuardArgs,
     /// Let clients move this host's NIC queue IRQs for their test (`sweep --irq-cpus`
     /// without -R, `client --server-irq-cpus`), through tune's journal, reverted after each
     /// test. Needs root and --psk (only requests verified by the key are taken).
-    #[arg(long = "allow-tune")]
+    #[arg(help_heading = heading::TUNING, long = "allow-tune")]
     pub allow_tune: bool,
     /// With --allow-tune: the interface whose IRQs move (default: the interface of the route
     /// to the client).
-    #[arg(long = "tune-iface", value_name = "IF", requires = "allow_tune")]
+    #[arg(help_heading = heading::TUNING, long = "tune-iface", value_name = "IFACE", requires = "allow_tune")]
     pub tune_iface: Option<String>,
     /// With --allow-tune: the host state (IRQ files, journal) under DIR instead of /, e.g. a
     /// copy of a captured host (tests, dry runs).
-    #[arg(long = "root", value_name = "DIR", requires = "allow_tune")]
+    #[arg(help_heading = heading::TUNING, long = "root", value_name = "DIR", requires = "allow_tune")]
     pub root: Option<PathBuf>,
+    /// Serve one JSON line per interval per test on this Unix socket (mode 0600) for
+    /// `wirespeed top`; without PATH, top's default socket.
+    #[arg(help_heading = heading::OUTPUT, long = "stats-socket", value_name = "PATH", num_args = 0..=1, require_equals = true,
+          default_missing_value = "")]
+    pub stats_socket: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -1009,6 +1033,14 @@ fn write_wirespeed_json(
 }
 
 pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
+    // `--csv -` takes stdout: not with another output there (a usage error, before -J's style)
+    let json = match a.out.format() {
+        _ if a.out.logfile.is_some() => None,
+        Format::Json => Some("-J"),
+        Format::JsonStream => Some("--json-stream"),
+        Format::Text => a.live.then_some("--live"),
+    };
+    a.csv.check_stdout(json)?;
     let strict = choose_style(&a.out);
     let mut cfg = client_config(&a)?;
     let _pidfile = a
@@ -1023,7 +1055,7 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
     let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt));
     let _ = signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&interrupt));
     cfg.interrupt = Some(interrupt);
-    let out = a.out.writer()?;
+    let out = a.out.writer(Some(&a.csv))?;
     let format = a.out.format();
     let targets = targets(&a);
     if targets.len() > 1 {
@@ -1031,6 +1063,12 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
             return Err(exit::fail(
                 exit::USAGE,
                 "several hosts or ports cannot be combined with --loopback, --repeat or --json-stream",
+            ));
+        }
+        if a.html.html.is_some() || a.csv.csv.is_some() {
+            return Err(exit::fail(
+                exit::USAGE,
+                "--html and --csv write one test: not with several hosts or ports",
             ));
         }
         return run_targets(&cfg, &targets, &out, format, a.out.text_options());
@@ -1427,7 +1465,7 @@ pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
         ..guarded
     };
     a.out.iperf3.debug(&cfg);
-    let out = a.out.writer()?;
+    let out = a.out.writer(None)?;
     let format = a.out.format();
     let opts = TextOptions {
         done_line: false,

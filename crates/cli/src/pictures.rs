@@ -4,7 +4,7 @@
 //! `diff`); this module reads files, picks exit codes and writes the output.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -14,22 +14,66 @@ use wirespeed_report::doc::{Budget, Document, MAX_DOCUMENT_BYTES};
 use wirespeed_report::{csv, diff, html};
 
 use crate::exit;
+use crate::measure::heading;
 
 /// `--html FILE` of client, sweep, latency and doctor.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct HtmlArg {
     /// Also write the result as one self-contained HTML page (charts inline; docs/report.md).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
 
-/// `--csv FILE` of client and sweep.
+/// `--csv [FILE]` of client, sweep and latency: one convention for every command that writes
+/// CSV beside its usual output. `-` (or no FILE) is stdout, which then holds only the CSV: what
+/// the command prints there otherwise goes to stderr, and `-J` (also stdout) is refused with it.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct CsvFileArg {
-    /// Also write the result as CSV: a test one row per interval and stream, a --repeat one row
-    /// per run, a sweep one row per cell.
-    #[arg(long = "csv", value_name = "FILE")]
+    /// Also write the result as CSV to FILE (a test one row per interval and stream, a --repeat
+    /// one row per run, a sweep one row per cell, latency one row per pair); `-` or no FILE:
+    /// to stdout, the text then goes to stderr.
+    #[arg(help_heading = heading::OUTPUT, long = "csv", value_name = "FILE", num_args = 0..=1,
+          default_missing_value = "-")]
     pub csv: Option<PathBuf>,
+}
+
+impl CsvFileArg {
+    /// Whether the CSV goes to stdout (`--csv -` or `--csv` alone).
+    pub fn to_stdout(&self) -> bool {
+        self.csv.as_deref().is_some_and(|p| p == Path::new("-"))
+    }
+
+    /// `--csv -` and another output that takes stdout (`-J`) cannot both have it.
+    pub fn check_stdout(&self, other: Option<&str>) -> anyhow::Result<()> {
+        match other {
+            Some(flag) if self.to_stdout() => Err(exit::fail(
+                exit::USAGE,
+                format!(
+                    "--csv - and {flag} both write to stdout: give --csv a FILE (or leave out {flag})"
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the command's own output (`text_out`) goes to a terminal.
+    pub fn text_is_terminal(&self) -> bool {
+        use std::io::IsTerminal;
+        if self.to_stdout() {
+            std::io::stderr().is_terminal()
+        } else {
+            std::io::stdout().is_terminal()
+        }
+    }
+
+    /// Where the command's own output goes: stdout, or stderr when the CSV takes stdout.
+    pub fn text_out(&self) -> Box<dyn Write> {
+        if self.to_stdout() {
+            Box::new(std::io::stderr())
+        } else {
+            Box::new(std::io::stdout())
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -116,10 +160,29 @@ fn write_html(path: &Path, name: &str, doc: &Document) -> anyhow::Result<()> {
         .map_err(|e| io_fail(path, e))
 }
 
+/// Write `doc` as CSV to `path` (`-`: stdout).
 fn write_csv(path: &Path, doc: &Document) -> anyhow::Result<()> {
+    write_csv_with(path, |w| csv::render(doc, w).map_err(io::Error::other))
+}
+
+/// Run `write` on the `--csv` target: the file at `path`, or stdout for `-`.
+pub fn write_csv_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> anyhow::Result<()> {
+    if path == Path::new("-") {
+        let mut out = std::io::stdout().lock();
+        return match write(&mut out).and_then(|()| out.flush()) {
+            Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+                Err(exit::fail(exit::IO, format!("writing to stdout: {e}")))
+            }
+            _ => Ok(()),
+        };
+    }
     let mut f = create(path)?;
-    csv::render(doc, &mut f).map_err(|e| io_fail(path, e))?;
-    f.flush().map_err(|e| io_fail(path, e))
+    write(&mut f)
+        .and_then(|()| f.flush())
+        .map_err(|e| io_fail(path, e))
 }
 
 /// The `--html` / `--csv` files of a command, from its result as a document.

@@ -50,7 +50,7 @@ pub struct TopArgs {
     pub socket: Option<PathBuf>,
     /// Count this interface's interrupts (default: the interface that routes to the first
     /// test's client).
-    #[arg(long, value_name = "DEV")]
+    #[arg(long, value_name = "IFACE")]
     pub iface: Option<String>,
 }
 

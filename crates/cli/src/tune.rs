@@ -92,7 +92,7 @@ struct PlanArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["root", "apply"])]
     snapshot: Option<PathBuf>,
     /// The interface to tune; default the fastest PCI NIC whose link is up.
-    #[arg(long, value_name = "IF")]
+    #[arg(long, value_name = "IFACE")]
     iface: Option<String>,
     /// CPUs the application runs on (kept free of NIC queue IRQs).
     #[arg(long, value_name = "LIST")]

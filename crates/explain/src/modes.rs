@@ -276,7 +276,8 @@ pub fn analyze(runs: &[Run]) -> Option<RepeatAnalysis> {
                 }
             } else {
                 conclusion = Some(format!(
-                    "the modes share one placement ({bs}): the difference lies elsewhere (the path, the peer, or flows landing on other queues)"
+                    "the modes share one placement ({}): the difference lies elsewhere (the path, the peer, or flows landing on other queues)",
+                    bs.words()
                 ));
             }
         }

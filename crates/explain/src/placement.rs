@@ -156,6 +156,10 @@ mod tests {
             }
         );
         assert_eq!(p.signature().to_string(), "irq=none softirq=none");
+        assert_eq!(
+            p.signature().words(),
+            "no NIC interrupts counted, no RX softirq counted"
+        );
     }
 
     #[test]

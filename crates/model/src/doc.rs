@@ -319,6 +319,22 @@ impl fmt::Display for Signature {
     }
 }
 
+impl Signature {
+    /// In words, for people (the `Display` form `irq=… softirq=…` is the key runs are grouped
+    /// by): `no NIC interrupts counted, RX softirq on the app's own CPU`.
+    pub fn words(&self) -> String {
+        let w = |what: &str, r: Option<Relation>| match r {
+            Some(r) => format!("{what} on {}", r.describe()),
+            None => format!("no {what} counted"),
+        };
+        format!(
+            "{}, {}",
+            w("NIC interrupts", self.irq),
+            w("RX softirq", self.softirq)
+        )
+    }
+}
+
 /// What one step did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepOutcome {

@@ -2,6 +2,10 @@
 //! verdict of tests; the median and modes of repeats; best and worst pairs of sweeps; latency
 //! figures; findings added and gone of doctor reports.
 //!
+//! Two tests also get what changed in their setup ([`Diff::setup`]: protocol, direction, `-P`,
+//! `-l`, `-t`, `-b`, `-w`, `-M`, congestion control, send and receive paths, CPUs, the program at
+//! each end) and a note that one run each is noise ([`Diff::note`]: compare `--repeat`s).
+//!
 //! [`Diff::exceeds`] is the gate `wirespeed diff --threshold` exits on: a *gated* figure (the
 //! headline throughput of a test, a repeat's median, a sweep's best pair, a latency matrix's
 //! mean) moved by more than the threshold in either direction, or a doctor report gained a
@@ -36,7 +40,16 @@ pub struct Diff {
     pub added: Vec<String>,
     /// Doctor: finding ids only in the first document.
     pub gone: Vec<String>,
+    /// Tests: the settings that differ between the two runs (never gated).
+    pub setup: Vec<Change>,
+    /// Tests: one run each is noise; say so, and what to compare instead.
+    pub note: Option<String>,
 }
+
+/// [`Diff::note`] of two single tests.
+pub const ONE_RUN_EACH: &str = "one run each: a single test's throughput moves by several percent \
+     from run to run on the same setup, so this difference may be noise; compare two client --repeat N -J \
+     results (their medians and spreads) before trusting it";
 
 impl Diff {
     /// Whether the documents are of one kind (only then are figures compared).
@@ -62,11 +75,20 @@ impl Diff {
                 self.kinds.0, self.kinds.1
             );
         }
-        if self.changes.is_empty() && self.added.is_empty() && self.gone.is_empty() {
-            return writeln!(w, "no difference");
-        }
         // Every string here came from a file: escaped for the terminal.
         use wirespeed_model::text::terminal as t;
+        if matches!(self.kinds.0, Kind::Test) {
+            if self.setup.is_empty() {
+                writeln!(w, "setup: the same (protocol, direction, -P, -l, -t, -b, -w, -M, congestion control, send and receive paths, CPUs)")?;
+            }
+            for c in &self.setup {
+                let (what, before, after) = (t(&c.what), t(&c.before), t(&c.after));
+                writeln!(w, "setup: {what}: {before} -> {after}")?;
+            }
+        }
+        if self.changes.is_empty() && self.added.is_empty() && self.gone.is_empty() {
+            writeln!(w, "no difference")?;
+        }
         for c in &self.changes {
             let (what, before, after) = (t(&c.what), t(&c.before), t(&c.after));
             match c.pct {
@@ -79,6 +101,9 @@ impl Diff {
         }
         for g in &self.gone {
             writeln!(w, "finding gone: {}", t(g))?;
+        }
+        if let Some(n) = &self.note {
+            writeln!(w, "note: {n}")?;
         }
         Ok(())
     }
@@ -186,14 +211,6 @@ fn test(out: &mut Vec<Change>, a: &TestResult, b: &TestResult) {
         false,
         false,
     );
-    let streams = |t: &TestResult| {
-        t.start
-            .test_start
-            .as_ref()
-            .map(|s| s.num_streams.to_string())
-    };
-    text(out, "streams", streams(a), streams(b));
-    text(out, "placement", placement(a), placement(b));
     let verdict = |t: &TestResult| {
         t.wirespeed
             .as_ref()
@@ -212,6 +229,90 @@ fn test(out: &mut Vec<Change>, a: &TestResult, b: &TestResult) {
     }
 }
 
+/// A size as iperf3 prints one (`128 KBytes`): the unit `-l`, `-w` and `-n` are given in.
+fn size(b: u64) -> String {
+    crate::units::format_bytes(b as f64).trim().to_string()
+}
+
+/// The settings of two tests that differ, each as the user set it (`-P`, `-l`, ...).
+fn setup(out: &mut Vec<Change>, a: &TestResult, b: &TestResult) {
+    type Get = fn(&TestResult) -> Option<String>;
+    fn ts<T>(t: &TestResult, f: impl Fn(&crate::model::TestStart) -> T) -> Option<T> {
+        t.start.test_start.as_ref().map(f)
+    }
+    let fields: [(&str, Get); 14] = [
+        ("protocol", |t| ts(t, |s| s.protocol.clone())),
+        ("direction", |t| {
+            ts(t, |s| {
+                if s.bidir == Some(1) {
+                    "both (--bidir)".to_string()
+                } else if s.reverse != 0 {
+                    "server sends (-R)".to_string()
+                } else {
+                    "client sends".to_string()
+                }
+            })
+        }),
+        ("streams (-P)", |t| ts(t, |s| s.num_streams.to_string())),
+        ("block size (-l)", |t| ts(t, |s| size(s.blksize))),
+        ("duration (-t)", |t| {
+            ts(t, |s| match (s.bytes, s.blocks) {
+                (0, 0) => format!("{} s", s.duration),
+                (0, k) => format!("{k} blocks (-k)"),
+                (n, _) => format!("{} (-n)", size(n)),
+            })
+        }),
+        ("omitted (-O)", |t| ts(t, |s| format!("{} s", s.omit))),
+        ("bitrate (-b)", |t| {
+            ts(t, |s| match s.target_bitrate {
+                0 => "unlimited".to_string(),
+                r => rate(r as f64),
+            })
+        }),
+        ("socket buffer (-w)", |t| {
+            Some(match t.start.sock_bufsize {
+                None | Some(0) => "the kernel's".to_string(),
+                Some(b) => size(b),
+            })
+        }),
+        ("MSS (-M)", |t| {
+            Some(match t.start.tcp_mss {
+                None | Some(0) => "the kernel's".to_string(),
+                Some(m) => format!("{m} B"),
+            })
+        }),
+        ("congestion control (-C)", |t| {
+            let e = &t.end;
+            match (&e.sender_tcp_congestion, &e.receiver_tcp_congestion) {
+                (Some(s), Some(r)) if s != r => Some(format!("{s} (sender), {r} (receiver)")),
+                (Some(s), _) => Some(s.clone()),
+                (None, r) => r.clone(),
+            }
+        }),
+        ("send path", |t| {
+            let w = t.wirespeed.as_ref()?;
+            match (&w.send_path, &w.remote_send_path) {
+                (Some(l), Some(r)) if l != r => Some(format!("{l} (here), {r} (peer)")),
+                (l, r) => l.clone().or_else(|| r.clone()),
+            }
+        }),
+        ("receive path", |t| {
+            let w = t.wirespeed.as_ref()?;
+            match (&w.recv_path, &w.remote_recv_path) {
+                (Some(l), Some(r)) if l != r => Some(format!("{l} (here), {r} (peer)")),
+                (l, r) => l.clone().or_else(|| r.clone()),
+            }
+        }),
+        ("CPUs", placement),
+        ("program", |t| {
+            (!t.start.version.is_empty()).then(|| t.start.version.clone())
+        }),
+    ];
+    for (what, get) in fields {
+        text(out, what, get(a), get(b));
+    }
+}
+
 /// Compare two documents.
 pub fn diff(a: &Document, b: &Document) -> Diff {
     let mut d = Diff {
@@ -219,10 +320,16 @@ pub fn diff(a: &Document, b: &Document) -> Diff {
         changes: Vec::new(),
         added: Vec::new(),
         gone: Vec::new(),
+        setup: Vec::new(),
+        note: None,
     };
     let out = &mut d.changes;
     match (a, b) {
-        (Document::Test(a), Document::Test(b)) => test(out, a, b),
+        (Document::Test(a), Document::Test(b)) => {
+            test(out, a, b);
+            setup(&mut d.setup, a, b);
+            d.note = Some(ONE_RUN_EACH.to_string());
+        }
         (Document::Repeat(a), Document::Repeat(b)) => {
             let (sa, sb) = (&a.repeat.stats, &b.repeat.stats);
             num(
@@ -413,9 +520,10 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("placement: local CPU 0 (ran on 0) -> local CPU 1 (ran on 1)"),
+            out.contains("setup: CPUs: local CPU 0 (ran on 0) -> local CPU 1 (ran on 1)"),
             "{out}"
         );
+        assert!(out.contains("note: one run each"), "{out}");
         assert!(out.contains("verdict: sender-cpu-bound"), "{out}");
         // a verdict id from a file cannot drive the terminal
         let evil = "x\u{1b}]0;pwned\u{7}\u{1b}[2J";
@@ -427,6 +535,69 @@ mod tests {
         assert!(out.contains("x\\u{1b}]0;pwned"), "{out}");
         assert!(d.exceeds(10.0));
         assert!(!d.exceeds(25.0));
+    }
+
+    fn with_setup(d: Document, f: impl FnOnce(&mut TestResult)) -> Document {
+        let Document::Test(mut t) = d else {
+            unreachable!()
+        };
+        f(&mut t);
+        Document::Test(t)
+    }
+
+    #[test]
+    fn the_setup_that_changed_is_named() {
+        let start = |p: u32, l: u64| crate::model::TestStart {
+            protocol: "TCP".into(),
+            num_streams: p,
+            blksize: l,
+            duration: 3,
+            ..Default::default()
+        };
+        let a = with_setup(run(10e9, 0, "x"), |t| {
+            t.start.test_start = Some(start(1, 131072));
+            t.end.sender_tcp_congestion = Some("cubic".into());
+            t.wirespeed.as_mut().unwrap().send_path = Some("copy".into());
+        });
+        let b = with_setup(run(10e9, 0, "x"), |t| {
+            t.start.test_start = Some(start(4, 1 << 20));
+            t.end.sender_tcp_congestion = Some("bbr".into());
+            t.wirespeed.as_mut().unwrap().send_path = Some("sendfile".into());
+        });
+        let d = diff(&a, &b);
+        let whats: Vec<&str> = d.setup.iter().map(|c| c.what.as_str()).collect();
+        assert_eq!(
+            whats,
+            [
+                "streams (-P)",
+                "block size (-l)",
+                "congestion control (-C)",
+                "send path"
+            ]
+        );
+        let mut out = Vec::new();
+        d.render_text(&mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("setup: send path: copy -> sendfile"), "{out}");
+        assert!(out.contains("setup: streams (-P): 1 -> 4"), "{out}");
+        assert!(
+            out.contains("setup: congestion control (-C): cubic -> bbr"),
+            "{out}"
+        );
+        assert!(
+            out.contains("setup: block size (-l): 128 KBytes -> 1.00 MBytes"),
+            "{out}"
+        );
+        // setup is never gated
+        assert!(!d.exceeds(0.0));
+
+        // the same setup says so
+        let same = diff(&a, &a);
+        let mut out = Vec::new();
+        same.render_text(&mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.starts_with("setup: the same"), "{out}");
+        assert!(out.contains("note: one run each"), "{out}");
     }
 
     #[test]

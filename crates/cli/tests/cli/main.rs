@@ -17,6 +17,7 @@ mod client_options;
 mod deploy_files;
 mod doctor;
 mod explain_cli;
+mod help_cli;
 mod image;
 mod interop;
 mod interop_udp;

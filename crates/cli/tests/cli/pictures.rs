@@ -464,13 +464,82 @@ fn diff_of_two_placements_reports_the_change_and_gates_on_the_threshold() {
     let o = ws(&["diff", &files[0], &files[1], "--threshold", "0"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("throughput: "), "{out}");
-    assert!(out.contains("placement: local CPU 0"), "{out}");
+    assert!(out.contains("setup: CPUs: local CPU 0"), "{out}");
     assert!(out.contains("-> local CPU 1"), "{out}");
     assert_eq!(code(&o), 9, "past a 0 % threshold: {out}{}", stderr(&o));
     let o = ws(&["diff", &files[0], &files[1], "--threshold", "100000"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let o = ws(&["diff", &files[0], &files[1]]);
     assert_eq!(code(&o), 0, "without --threshold diff only reports");
+}
+
+/// The y-axis labels of each chart captioned `caption` in `page`, in page order.
+fn y_labels(page: &str, caption: &str) -> Vec<Vec<String>> {
+    page.split(&format!("<figcaption>{caption}</figcaption>"))
+        .skip(1)
+        .map(|fig| {
+            let svg = fig.split("</svg>").next().unwrap_or("");
+            svg.split("text-anchor=\"end\">")
+                .skip(1)
+                .map(|t| t.split('<').next().unwrap_or("").to_string())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn diff_names_the_setup_that_changed_and_side_by_side_shares_one_scale() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (name, args) in [
+        ("one.json", &["-P", "1"][..]),
+        ("two.json", &["-P", "2", "-Z", "-l", "64K", "-b", "2G"][..]),
+    ] {
+        let mut a = vec!["client", "--loopback", "-t", "2", "-J"];
+        a.extend_from_slice(args);
+        let o = ws(&a);
+        assert_success(&o, &a.join(" "));
+        let f = tmp.path().join(name);
+        std::fs::write(&f, &o.stdout).unwrap();
+        files.push(f.display().to_string());
+    }
+    let o = ws(&["diff", &files[0], &files[1]]);
+    assert_success(&o, "diff");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("setup: streams (-P): 1 -> 2"), "{out}");
+    assert!(out.contains("setup: block size (-l): "), "{out}");
+    assert!(out.contains("128 KBytes -> 64.0 KBytes"), "{out}");
+    assert!(
+        out.contains("setup: bitrate (-b): unlimited -> 2.00 Gbit/s"),
+        "{out}"
+    );
+    assert!(
+        out.contains("setup: send path: ") && out.contains("-> sendfile"),
+        "{out}"
+    );
+    assert!(out.contains("note: one run each"), "{out}");
+    assert!(out.contains("--repeat"), "{out}");
+    // the same file twice: the same setup, still one run each
+    let o = ws(&["diff", &files[0], &files[0]]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("setup: the same"), "{out}");
+
+    // side by side: one y scale for each chart (a -b 2G test beside an unlimited one)
+    let page = tmp.path().join("both.html");
+    let o = ws(&["report", &files[0], &files[1], "-o", page.to_str().unwrap()]);
+    assert_success(&o, "report A B");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let tp = y_labels(&html, "Throughput per stream and sum");
+    assert_eq!(tp.len(), 2, "{tp:?}");
+    assert_eq!(tp[0], tp[1], "two scales side by side");
+    assert!(html.contains("setup changed") && html.contains("streams (-P)"));
+    if let Some(browser) =
+        chromium("diff_names_the_setup_that_changed_and_side_by_side_shares_one_scale")
+    {
+        let png = screens_dir(tmp.path()).join("side-by-side.png");
+        let (_dom, console) = open(browser, &page, &png);
+        assert!(console.is_empty(), "{console:?}");
+    }
 }
 
 #[test]

@@ -18,18 +18,73 @@ pub struct Series {
     pub sum: bool,
 }
 
-/// A y-axis maximum that is a round number at or above `max`.
-pub fn nice_max(max: f64) -> f64 {
-    if !(max.is_finite() && max > 0.0) {
+/// One axis: where it ends and the step between its ticks (1, 2 or 5 × a power of ten).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Axis {
+    pub max: f64,
+    pub step: f64,
+}
+
+/// The nice step (1, 2 or 5 × a power of ten) that cuts `0..max` into at most about `parts`
+/// parts: 3 s in 5 parts → 1 s, 10 s → 2 s, 0.6 → 0.2.
+pub fn nice_step(max: f64, parts: u32) -> f64 {
+    if !(max.is_finite() && max > 0.0) || parts == 0 {
         return 1.0;
     }
-    let p = 10f64.powf(max.log10().floor());
-    for m in [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0] {
-        if m * p >= max {
+    let raw = max / f64::from(parts);
+    let p = 10f64.powf(raw.log10().floor());
+    for m in [1.0, 2.0, 5.0] {
+        // a hair of slack: 0.6 / 3 is 0.19999999999999998
+        if m * p >= raw * (1.0 - 1e-9) {
             return m * p;
         }
     }
     10.0 * p
+}
+
+impl Axis {
+    /// A value axis for values up to `max`: it ends at the first tick at or above `max`
+    /// (35.2 → 0, 10, 20, 30, 40).
+    pub fn values(max: f64) -> Axis {
+        let step = nice_step(max, 4);
+        let max = if max.is_finite() && max > 0.0 {
+            (max / step * (1.0 - 1e-9)).ceil().max(1.0) * step
+        } else {
+            step
+        };
+        Axis { max, step }
+    }
+
+    /// A time axis that ends where the test ended (`end` seconds), ticks at nice steps within
+    /// it (a 3 s test: 0, 1, 2, 3).
+    pub fn time(end: f64) -> Axis {
+        let max = if end.is_finite() && end > 0.0 {
+            end
+        } else {
+            1.0
+        };
+        Axis {
+            max,
+            step: nice_step(max, 5),
+        }
+    }
+
+    /// The tick values: 0, step, 2 × step, … up to the end.
+    pub fn ticks(&self) -> Vec<f64> {
+        let n = (self.max / self.step * (1.0 + 1e-9)).floor() as usize;
+        (0..=n.min(100)).map(|i| i as f64 * self.step).collect()
+    }
+
+    /// A tick's label, with as many decimals as the step needs (0.5 → "0.5", 2 → "2").
+    pub fn label(&self, v: f64) -> String {
+        let decimals = (-self.step.log10().floor()).clamp(0.0, 6.0) as usize;
+        format!("{v:.decimals$}")
+    }
+}
+
+/// A y-axis maximum that is a round number at or above `max`.
+pub fn nice_max(max: f64) -> f64 {
+    Axis::values(max).max
 }
 
 fn tick(v: f64) -> String {
@@ -51,30 +106,28 @@ const R: f64 = 14.0;
 const T: f64 = 12.0;
 const B: f64 = 38.0;
 
-fn axes(h: &mut String, xmax: f64, ymax: f64, x_label: &str, y_label: &str) {
+fn axes(h: &mut String, x: Axis, y: Axis, x_label: &str, y_label: &str) {
     let pw = W - L - R;
     let ph = H - T - B;
-    for i in 0..=4 {
-        let v = ymax * f64::from(i) / 4.0;
-        let y = T + ph - ph * f64::from(i) / 4.0;
+    for v in y.ticks() {
+        let py = T + ph - ph * v / y.max;
         let _ = write!(
             h,
-            "<line class=\"gr\" x1=\"{L}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/>\
+            "<line class=\"gr\" x1=\"{L}\" x2=\"{:.1}\" y1=\"{py:.1}\" y2=\"{py:.1}\"/>\
              <text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
             L + pw,
             L - 6.0,
-            y + 4.0,
-            tick(v)
+            py + 4.0,
+            y.label(v)
         );
     }
-    for i in 0..=5 {
-        let v = xmax * f64::from(i) / 5.0;
-        let x = L + pw * f64::from(i) / 5.0;
+    for v in x.ticks() {
+        let px = L + pw * v / x.max;
         let _ = write!(
             h,
-            "<text class=\"m\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            "<text class=\"m\" x=\"{px:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
             T + ph + 15.0,
-            tick(v)
+            x.label(v)
         );
     }
     let _ = write!(
@@ -95,20 +148,26 @@ fn axes(h: &mut String, xmax: f64, ymax: f64, x_label: &str, y_label: &str) {
     );
 }
 
-/// A line chart of `series` over x (seconds); the y values are already in `unit`.
-pub fn line_chart(h: &mut String, caption: &str, unit: &str, series: &[Series]) {
-    let xmax = nice_max(
+/// The largest value of `series` (what their y axis must reach).
+pub fn series_max(series: &[Series]) -> f64 {
+    series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.2))
+        .fold(0.0, f64::max)
+}
+
+/// A line chart of `series` over x (seconds, the axis ending where the last interval ends); the
+/// y values are already in `unit`, the y axis reaches `y_max` (at least the series' largest
+/// value: side-by-side documents pass the largest of them all, so their charts share one scale).
+pub fn line_chart(h: &mut String, caption: &str, unit: &str, series: &[Series], y_max: f64) {
+    let xa = Axis::time(
         series
             .iter()
             .flat_map(|s| s.points.iter().map(|p| p.1))
             .fold(0.0, f64::max),
     );
-    let ymax = nice_max(
-        series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.2))
-            .fold(0.0, f64::max),
-    );
+    let ya = Axis::values(series_max(series).max(y_max));
+    let (xmax, ymax) = (xa.max, ya.max);
     let pw = W - L - R;
     let ph = H - T - B;
     let x = |v: f64| L + pw * v / xmax;
@@ -119,7 +178,7 @@ pub fn line_chart(h: &mut String, caption: &str, unit: &str, series: &[Series]) 
         esc(caption),
         esc(caption)
     );
-    axes(h, xmax, ymax, "seconds", unit);
+    axes(h, xa, ya, "seconds", unit);
     let mut colour = 0;
     let mut legend = String::new();
     for s in series {
@@ -172,11 +231,13 @@ pub fn line_chart(h: &mut String, caption: &str, unit: &str, series: &[Series]) 
     let _ = writeln!(h, "</svg><div class=\"legend\">{legend}</div></figure>");
 }
 
-/// Bars, one per x value (e.g. retransmits per interval).
-pub fn bar_chart(h: &mut String, caption: &str, unit: &str, bars: &[(f64, f64, f64)]) {
+/// Bars, one per x value (e.g. retransmits per interval); the y axis reaches `y_max` at least
+/// (as [`line_chart`]).
+pub fn bar_chart(h: &mut String, caption: &str, unit: &str, bars: &[(f64, f64, f64)], y_max: f64) {
     // (start, end, value)
-    let xmax = nice_max(bars.iter().map(|b| b.1).fold(0.0, f64::max));
-    let ymax = nice_max(bars.iter().map(|b| b.2).fold(0.0, f64::max));
+    let xa = Axis::time(bars.iter().map(|b| b.1).fold(0.0, f64::max));
+    let ya = Axis::values(bars.iter().map(|b| b.2).fold(y_max, f64::max));
+    let (xmax, ymax) = (xa.max, ya.max);
     let pw = W - L - R;
     let ph = H - T - B;
     let x = |v: f64| L + pw * v / xmax;
@@ -187,7 +248,7 @@ pub fn bar_chart(h: &mut String, caption: &str, unit: &str, bars: &[(f64, f64, f
         esc(caption),
         esc(caption)
     );
-    axes(h, xmax, ymax, "seconds", unit);
+    axes(h, xa, ya, "seconds", unit);
     for &(s, e, v) in bars {
         let w = (x(e) - x(s) - 2.0).max(1.0);
         let _ = write!(
@@ -842,7 +903,9 @@ mod tests {
     #[test]
     fn nice_maxima() {
         assert_eq!(nice_max(8.94), 10.0);
-        assert_eq!(nice_max(21.0), 25.0);
+        assert_eq!(nice_max(21.0), 30.0);
+        assert_eq!(nice_max(35.2), 40.0);
+        assert_eq!(nice_max(40.0), 40.0);
         assert_eq!(nice_max(0.0), 1.0);
         assert_eq!(nice_max(f64::NAN), 1.0);
     }
@@ -900,6 +963,31 @@ mod tests {
         }
     }
 
+    fn labels(a: Axis) -> Vec<String> {
+        a.ticks().iter().map(|&v| a.label(v)).collect()
+    }
+
+    #[test]
+    fn steps_are_one_two_five() {
+        assert_eq!(nice_step(3.0, 5), 1.0);
+        assert_eq!(nice_step(10.0, 5), 2.0);
+        assert_eq!(nice_step(30.0, 5), 10.0);
+        assert_eq!(nice_step(0.6, 3), 0.2);
+        assert_eq!(nice_step(2.4, 5), 0.5);
+        assert_eq!(nice_step(1000.0, 4), 500.0);
+        assert_eq!(nice_step(0.0, 5), 1.0);
+        assert_eq!(nice_step(f64::INFINITY, 5), 1.0);
+        for max in [0.37, 1.0, 2.9, 3.0, 7.5, 12.0, 60.0, 86_400.0] {
+            let s = nice_step(max, 5);
+            let m = s / 10f64.powf(s.log10().floor());
+            assert!(
+                [1.0, 2.0, 5.0].iter().any(|x| (m - x).abs() < 1e-9),
+                "{max}: {s}"
+            );
+            assert!(max / s <= 5.0 + 1e-9 && max / s > 1.0, "{max}: {s}");
+        }
+    }
+
     #[test]
     fn seconds_are_short() {
         assert_eq!(secs(1.000_03), "1");
@@ -907,6 +995,32 @@ mod tests {
         assert_eq!(secs(2.5), "2.5");
         assert_eq!(secs(3.012), "3.01");
         assert_eq!(secs(10.0), "10");
+    }
+
+    #[test]
+    fn a_three_second_test_has_whole_second_ticks_and_ends_at_three() {
+        // was 0, 0.80, 1.60, 2.40, 3.20, 4.00
+        let a = Axis::time(3.0);
+        assert_eq!(a.max, 3.0);
+        assert_eq!(labels(a), ["0", "1", "2", "3"]);
+        // the last interval ends a hair after 3 s: the same ticks
+        assert_eq!(labels(Axis::time(3.000_2)), ["0", "1", "2", "3"]);
+        assert_eq!(labels(Axis::time(10.0)), ["0", "2", "4", "6", "8", "10"]);
+        assert_eq!(
+            labels(Axis::time(2.5)),
+            ["0.0", "0.5", "1.0", "1.5", "2.0", "2.5"]
+        );
+        assert_eq!(labels(Axis::time(7.0)), ["0", "2", "4", "6"]);
+    }
+
+    #[test]
+    fn value_axes_end_on_a_tick() {
+        let a = Axis::values(35.2);
+        assert_eq!((a.max, a.step), (40.0, 10.0));
+        assert_eq!(labels(a), ["0", "10", "20", "30", "40"]);
+        assert_eq!(labels(Axis::values(0.3)), ["0.0", "0.1", "0.2", "0.3"]);
+        assert_eq!(labels(Axis::values(0.0)), ["0", "1"]);
+        assert_eq!(labels(Axis::values(f64::NAN)), ["0", "1"]);
     }
 
     #[test]

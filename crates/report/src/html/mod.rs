@@ -60,6 +60,13 @@ pub fn render(inputs: &[Input<'_>], title: &str, w: &mut dyn io::Write) -> io::R
         "docs"
     };
     let _ = writeln!(h, "<main class=\"{cls}\">");
+    // side by side, the same quantity on one y scale
+    let scales = if inputs.len() > 1 {
+        let docs: Vec<&Document> = inputs.iter().map(|i| i.doc).collect();
+        test::Scales::of(&docs)
+    } else {
+        test::Scales::default()
+    };
     for (i, input) in inputs.iter().enumerate() {
         let _ = writeln!(
             h,
@@ -68,8 +75,8 @@ pub fn render(inputs: &[Input<'_>], title: &str, w: &mut dyn io::Write) -> io::R
             input.doc.kind()
         );
         match input.doc {
-            Document::Test(t) => test::test(&mut h, t, i),
-            Document::Repeat(r) => test::repeat(&mut h, r, i),
+            Document::Test(t) => test::test(&mut h, t, &scales),
+            Document::Repeat(r) => test::repeat(&mut h, r, &scales),
             Document::Sweep(s) => matrix::sweep(&mut h, s),
             Document::Latency(l) => matrix::latency(&mut h, l),
             Document::Doctor(d) => doctor::doctor(&mut h, d),
@@ -94,6 +101,22 @@ fn compare(h: &mut String, inputs: &[Input<'_>]) {
                 d.kinds.0, d.kinds.1
             );
             continue;
+        }
+        if !d.setup.is_empty() {
+            h.push_str("<p><b>setup changed</b></p><table class=\"cmp\"><thead><tr><th>setting</th><th>before</th><th>after</th></tr></thead><tbody>\n");
+            for c in &d.setup {
+                let _ = writeln!(
+                    h,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&c.what),
+                    esc(&c.before),
+                    esc(&c.after)
+                );
+            }
+            h.push_str("</tbody></table>\n");
+        }
+        if let Some(n) = &d.note {
+            let _ = writeln!(h, "<p class=\"mute\">note: {}</p>", esc(n));
         }
         for (word, ids) in [("added", &d.added), ("gone", &d.gone)] {
             if !ids.is_empty() {

@@ -11,7 +11,7 @@ use wirespeed_model::{CpuSet, EndObservation, Worker};
 use super::chart::{self, Series};
 use super::topology::{topology, Nic, Picture};
 use super::{esc, rate};
-use crate::doc::{headline_throughput as throughput, RepeatDoc};
+use crate::doc::{headline_throughput as throughput, Document, RepeatDoc};
 use crate::model::TestResult;
 
 fn role(e: &EndObservation) -> &'static str {
@@ -26,7 +26,105 @@ fn fact(h: &mut String, k: &str, v: &str) {
     let _ = write!(h, "<div><span>{}</span>{}</div>", esc(k), esc(v));
 }
 
-pub(super) fn test(h: &mut String, t: &TestResult, _idx: usize) {
+/// A test's chart data: (start s, end s, value) per interval.
+struct Charts {
+    /// Gbit/s per stream (by socket).
+    per_stream: BTreeMap<u32, Vec<(f64, f64, f64)>>,
+    /// Gbit/s of all streams.
+    sum: Vec<(f64, f64, f64)>,
+    retr: Vec<(f64, f64, f64)>,
+    /// KiB per stream.
+    cwnd: BTreeMap<u32, Vec<(f64, f64, f64)>>,
+    /// µs per stream.
+    rtt: BTreeMap<u32, Vec<(f64, f64, f64)>>,
+}
+
+impl Charts {
+    fn of(t: &TestResult) -> Charts {
+        let mut c = Charts {
+            per_stream: BTreeMap::new(),
+            sum: Vec::new(),
+            retr: Vec::new(),
+            cwnd: BTreeMap::new(),
+            rtt: BTreeMap::new(),
+        };
+        for iv in &t.intervals {
+            for s in &iv.streams {
+                let id = s.socket.unwrap_or(0);
+                c.per_stream
+                    .entry(id)
+                    .or_default()
+                    .push((s.start, s.end, s.bits_per_second / 1e9));
+                if let Some(w) = s.snd_cwnd {
+                    c.cwnd
+                        .entry(id)
+                        .or_default()
+                        .push((s.start, s.end, w as f64 / 1024.0));
+                }
+                if let Some(r) = s.rtt {
+                    c.rtt
+                        .entry(id)
+                        .or_default()
+                        .push((s.start, s.end, r as f64));
+                }
+            }
+            c.sum
+                .push((iv.sum.start, iv.sum.end, iv.sum.bits_per_second / 1e9));
+            if let Some(r) = iv.sum.retransmits {
+                c.retr.push((iv.sum.start, iv.sum.end, r as f64));
+            }
+        }
+        c
+    }
+}
+
+/// The largest value of each chart over every document of a page: documents side by side draw
+/// the same quantity on one y scale (0 for one document: each chart its own).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub(super) struct Scales {
+    /// Gbit/s: a test's streams and sum, a repeat's runs.
+    pub throughput: f64,
+    pub retransmits: f64,
+    pub cwnd: f64,
+    pub rtt: f64,
+}
+
+impl Scales {
+    pub(super) fn of(docs: &[&Document]) -> Scales {
+        let mut s = Scales::default();
+        let max = |pts: &[(f64, f64, f64)]| pts.iter().map(|p| p.2).fold(0.0, f64::max);
+        let add_test = |s: &mut Scales, t: &TestResult| {
+            let c = Charts::of(t);
+            for p in c.per_stream.values() {
+                s.throughput = s.throughput.max(max(p));
+            }
+            s.throughput = s.throughput.max(max(&c.sum));
+            s.retransmits = s.retransmits.max(max(&c.retr));
+            for p in c.cwnd.values() {
+                s.cwnd = s.cwnd.max(max(p));
+            }
+            for p in c.rtt.values() {
+                s.rtt = s.rtt.max(max(p));
+            }
+        };
+        for d in docs {
+            match d {
+                Document::Test(t) => add_test(&mut s, t),
+                Document::Repeat(r) => {
+                    for t in &r.runs {
+                        if let Some(b) = throughput(t) {
+                            s.throughput = s.throughput.max(b / 1e9);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        s
+    }
+}
+
+pub(super) fn test(h: &mut String, t: &TestResult, scales: &Scales) {
     if let Some(e) = &t.error {
         let _ = write!(
             h,
@@ -92,36 +190,11 @@ pub(super) fn test(h: &mut String, t: &TestResult, _idx: usize) {
         h.push_str("</div>\n");
     }
 
-    // Throughput per stream and sum.
-    let mut per_stream: BTreeMap<u32, Vec<(f64, f64, f64)>> = BTreeMap::new();
-    let mut sum = Vec::new();
-    let mut retr = Vec::new();
-    let mut cwnd: BTreeMap<u32, Vec<(f64, f64, f64)>> = BTreeMap::new();
-    let mut rtt: BTreeMap<u32, Vec<(f64, f64, f64)>> = BTreeMap::new();
-    for iv in &t.intervals {
-        for s in &iv.streams {
-            let id = s.socket.unwrap_or(0);
-            per_stream
-                .entry(id)
-                .or_default()
-                .push((s.start, s.end, s.bits_per_second / 1e9));
-            if let Some(c) = s.snd_cwnd {
-                cwnd.entry(id)
-                    .or_default()
-                    .push((s.start, s.end, c as f64 / 1024.0));
-            }
-            if let Some(r) = s.rtt {
-                rtt.entry(id).or_default().push((s.start, s.end, r as f64));
-            }
-        }
-        sum.push((iv.sum.start, iv.sum.end, iv.sum.bits_per_second / 1e9));
-        if let Some(r) = iv.sum.retransmits {
-            retr.push((iv.sum.start, iv.sum.end, r as f64));
-        }
-    }
+    let c = Charts::of(t);
     h.push_str("<div class=\"charts\">");
-    if !sum.is_empty() {
-        let mut series: Vec<Series> = per_stream
+    if !c.sum.is_empty() {
+        let mut series: Vec<Series> = c
+            .per_stream
             .iter()
             .map(|(id, p)| Series {
                 name: format!("stream {id}"),
@@ -129,40 +202,53 @@ pub(super) fn test(h: &mut String, t: &TestResult, _idx: usize) {
                 sum: false,
             })
             .collect();
-        if per_stream.len() > 1 || per_stream.is_empty() {
+        if c.per_stream.len() > 1 || c.per_stream.is_empty() {
             series.push(Series {
                 name: "sum".into(),
-                points: sum,
+                points: c.sum.clone(),
                 sum: true,
             });
         } else if let Some(s) = series.first_mut() {
             s.name.push_str(" (= sum)");
             s.sum = true;
         }
-        chart::line_chart(h, "Throughput per stream and sum", "Gbit/s", &series);
+        chart::line_chart(
+            h,
+            "Throughput per stream and sum",
+            "Gbit/s",
+            &series,
+            scales.throughput,
+        );
     }
-    if !retr.is_empty() {
+    if !c.retr.is_empty() {
         chart::bar_chart(
             h,
             "Retransmits per interval (all streams)",
             "retransmits",
-            &retr,
+            &c.retr,
+            scales.retransmits,
         );
     }
-    let named = |m: BTreeMap<u32, Vec<(f64, f64, f64)>>| -> Vec<Series> {
-        m.into_iter()
+    let named = |m: &BTreeMap<u32, Vec<(f64, f64, f64)>>| -> Vec<Series> {
+        m.iter()
             .map(|(id, p)| Series {
                 name: format!("stream {id}"),
-                points: p,
+                points: p.clone(),
                 sum: false,
             })
             .collect()
     };
-    if !cwnd.is_empty() {
-        chart::line_chart(h, "Congestion window (sender)", "KiB", &named(cwnd));
+    if !c.cwnd.is_empty() {
+        chart::line_chart(
+            h,
+            "Congestion window (sender)",
+            "KiB",
+            &named(&c.cwnd),
+            scales.cwnd,
+        );
     }
-    if !rtt.is_empty() {
-        chart::line_chart(h, "Smoothed RTT (sender)", "µs", &named(rtt));
+    if !c.rtt.is_empty() {
+        chart::line_chart(h, "Smoothed RTT (sender)", "µs", &named(&c.rtt), scales.rtt);
     }
     h.push_str("</div>\n<div class=\"charts\">");
 
@@ -496,7 +582,7 @@ fn end_cpus(h: &mut String, e: &EndObservation, workers: &[Worker]) {
     h.push_str("</div>");
 }
 
-pub(super) fn repeat(h: &mut String, r: &RepeatDoc, _idx: usize) {
+pub(super) fn repeat(h: &mut String, r: &RepeatDoc, scales: &Scales) {
     let s = &r.repeat.stats;
     h.push_str("<div class=\"facts\">");
     fact(h, "runs", &r.runs.len().to_string());
@@ -529,21 +615,22 @@ pub(super) fn repeat(h: &mut String, r: &RepeatDoc, _idx: usize) {
     let (l, rr, tp, b) = (58.0, 14.0, 12.0, 38.0);
     let pw = w - l - rr;
     let ph = hgt - tp - b;
-    let ymax = chart::nice_max(pts.iter().map(|p| p.1).fold(0.0, f64::max));
+    let axis = chart::Axis::values(pts.iter().map(|p| p.1).fold(scales.throughput, f64::max));
+    let ymax = axis.max;
     let n = pts.len().max(1) as f64;
     let _ = write!(
         h,
         "<figure><figcaption>Every run, coloured by mode</figcaption><svg viewBox=\"0 0 {w} {hgt}\" role=\"img\" aria-label=\"runs\">"
     );
-    for i in 0..=4 {
-        let y = tp + ph - ph * f64::from(i) / 4.0;
+    for v in axis.ticks() {
+        let y = tp + ph - ph * v / ymax;
         let _ = write!(
             h,
-            "<line class=\"gr\" x1=\"{l}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{:.1}</text>",
+            "<line class=\"gr\" x1=\"{l}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\"/><text class=\"m\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
             l + pw,
             l - 6.0,
             y + 4.0,
-            ymax * f64::from(i) / 4.0
+            axis.label(v)
         );
     }
     let _ = write!(
@@ -602,7 +689,9 @@ pub(super) fn repeat(h: &mut String, r: &RepeatDoc, _idx: usize) {
             esc(&mode.description),
             mode.placement
                 .as_ref()
-                .map(|p| format!("<br>{}", esc(&p.describe())))
+                .map(shares)
+                .filter(|w| !w.is_empty())
+                .map(|w| format!("<br><span class=\"mute\">{}</span>", esc(&w)))
                 .unwrap_or_default()
         );
     }
@@ -610,4 +699,21 @@ pub(super) fn repeat(h: &mut String, r: &RepeatDoc, _idx: usize) {
     if !r.repeat.method.is_empty() {
         let _ = write!(h, "<p class=\"mute\">modes: {}</p>", esc(&r.repeat.method));
     }
+}
+
+/// How much of the NIC's interrupts and RX softirqs the placement's CPUs took, in words
+/// (`RX softirq: 93.8 % of 28501 on those CPUs`); the CPUs and their relation to the app are in
+/// the mode's description.
+fn shares(p: &wirespeed_model::doc::Placement) -> String {
+    let mut out = Vec::new();
+    for (s, what) in [(&p.irq, "NIC interrupts"), (&p.softirq, "RX softirq")] {
+        if let Some(s) = s {
+            out.push(format!(
+                "{what}: {:.1} % of {} on those CPUs",
+                s.share.get(),
+                s.events
+            ));
+        }
+    }
+    out.join("; ")
 }
