@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
+use wirespeed_protocol::params::tcp_pacing_rate;
 use wirespeed_protocol::{
     psk, ClientEvent, ClientPhase, ClientSession, Cookie, Direction, Failure, ParamsExt,
     TestParams, TestResults, Timeouts, Transport,
@@ -424,13 +425,12 @@ impl Run<'_> {
     fn connect_streams(&mut self) -> Result<(), EngineError> {
         let cfg = self.cfg;
         let total = cfg.total_streams();
-        let pacing = |bits: u64| (bits > 0).then_some(bits / 8);
         let opts = dp::tcp::TcpOptions {
             window: cfg.window,
             mss: cfg.mss,
             nodelay: cfg.nodelay,
             congestion: cfg.congestion.clone(),
-            fq_rate: pacing(cfg.fq_rate.unwrap_or(0)).or(pacing(cfg.bandwidth.unwrap_or(0))),
+            fq_rate: tcp_pacing_rate(cfg.fq_rate, cfg.bandwidth),
         };
         if total > 512 {
             let _ = dp::sys::raise_fd_limit((total as u64) * 2 + 256);
@@ -1026,8 +1026,7 @@ fn drive(
                 let mut decided = run.now();
                 // Paced TCP (-b, --fq-rate): the sender's time ends when what it wrote has
                 // left the socket and been acknowledged (see DataPhase::wait_sent).
-                let paced = !cfg.udp
-                    && (cfg.bandwidth.is_some_and(|b| b > 0) || cfg.fq_rate.is_some_and(|r| r > 0));
+                let paced = !cfg.udp && tcp_pacing_rate(cfg.fq_rate, cfg.bandwidth).is_some();
                 if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
                     d.stop_senders();
                     if paced {

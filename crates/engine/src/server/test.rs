@@ -514,11 +514,7 @@ impl<'a> ServerTest<'a> {
             mss: params.mss,
             nodelay: params.nodelay,
             congestion: params.congestion.clone(),
-            fq_rate: params
-                .fqrate
-                .or(params.bandwidth)
-                .filter(|&b| b > 0)
-                .map(|b| b / 8),
+            fq_rate: params.tcp_pacing_rate(),
         };
         let mut streams = Vec::with_capacity(total);
         for (i, socket) in sockets.into_iter().enumerate() {
