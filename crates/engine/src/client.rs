@@ -316,8 +316,7 @@ impl ClientConfig {
                 server_cpus: self.server_cpus.clone(),
                 observe: false,
                 recv_path: self.skip_rx_copy.then(|| "skip".to_string()),
-                send_path: (self.send_path != SendPath::Copy)
-                    .then(|| self.send_path.as_str().to_string()),
+                send_path: (self.send_path != SendPath::Copy).then_some(self.send_path.into()),
                 drain: true,
                 irq_cpus: self.server_irq_cpus.clone(),
                 live: true,

@@ -21,11 +21,12 @@ use std::time::Duration;
 
 use thiserror::Error;
 use wirespeed_datapath as dp;
+use wirespeed_datapath::SendPath;
 use wirespeed_guard::{ControlLedger, Guard, PeerKey, Refusal};
 use wirespeed_host::CpuSet;
 use wirespeed_protocol::psk::{PskRefusal, ReplayWindow};
 use wirespeed_protocol::server_error::errno;
-use wirespeed_protocol::{Cookie, Decline, TestParams, Transport};
+use wirespeed_protocol::{Cookie, Decline, TestParams, Transport, WireSendPath};
 
 use super::{Limits, ServerConfig};
 
@@ -77,6 +78,13 @@ pub enum AdmissionError {
     /// the server has no `--psk`, or the tag is missing or wrong.
     #[error("tune request refused: {0}")]
     TuneUnverified(String),
+    /// A send path this server does not know (`wirespeed.send_path`), named as the client
+    /// sent it (cut and made safe to print).
+    #[error(
+        "the client asked for send path \"{0}\", which this server does not know (it knows {known})",
+        known = SendPath::names()
+    )]
+    UnknownSendPath(String),
     /// `-b` × streams above `--server-bitrate-limit`.
     #[error("total requested rate {asked} bit/s is above the server's limit of {limit} bit/s")]
     TotalRate { limit: u64, asked: u64 },
@@ -103,6 +111,7 @@ impl AdmissionError {
             | AdmissionError::NoServerCpus
             | AdmissionError::Cpus(_)
             | AdmissionError::Tune(_)
+            | AdmissionError::UnknownSendPath(_)
             | AdmissionError::UdpListen { .. } => R::Other,
         }
     }
@@ -115,7 +124,7 @@ impl AdmissionError {
             AdmissionError::TooManyStreams { .. } => errno::IENUMSTREAMS,
             AdmissionError::TooLong { .. } => errno::IEMAXSERVERTESTDURATIONEXCEEDED,
             AdmissionError::BlockTooLarge { .. } => errno::IEBLOCKSIZE,
-            AdmissionError::NoEnd => errno::IERECVPARAMS,
+            AdmissionError::NoEnd | AdmissionError::UnknownSendPath(_) => errno::IERECVPARAMS,
             AdmissionError::NoServerCpus | AdmissionError::Cpus(_) => errno::IEAFFINITY,
             AdmissionError::Busy(_)
             | AdmissionError::Tune(_)
@@ -224,6 +233,13 @@ pub fn check_params(
     }
     if p.num == 0 && p.blockcount == 0 && p.time == 0 {
         return Err(AdmissionError::NoEnd);
+    }
+    if let Some(WireSendPath::Unknown(name)) =
+        p.wirespeed.as_ref().and_then(|e| e.send_path.as_ref())
+    {
+        return Err(AdmissionError::UnknownSendPath(
+            wirespeed_model::text::terminal_short(name, 64),
+        ));
     }
     let mut wanted = CpuSet::new();
     if let Some(c) = p.wirespeed.as_ref().and_then(|e| e.server_cpus.as_ref()) {
@@ -580,6 +596,45 @@ mod tests {
         let e = check_params(&long, &l, ok_cpus).unwrap_err();
         assert!(matches!(e, AdmissionError::TooLong { .. }), "{e}");
         assert!(e.to_string().contains("the client asked for"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_send_path_is_refused_by_name_with_the_known_ones() {
+        let l = Limits::default();
+        let asking = |path: WireSendPath| TestParams {
+            wirespeed: Some(ParamsExt {
+                send_path: Some(path),
+                ..ParamsExt::default()
+            }),
+            ..params()
+        };
+        for p in SendPath::ALL {
+            assert_eq!(check_params(&asking(p.into()), &l, ok_cpus), Ok(()));
+        }
+        let e = check_params(
+            &asking(WireSendPath::Unknown("io_uring".into())),
+            &l,
+            ok_cpus,
+        )
+        .unwrap_err();
+        assert_eq!(e, AdmissionError::UnknownSendPath("io_uring".into()));
+        assert_eq!(
+            e.to_string(),
+            "the client asked for send path \"io_uring\", which this server does not know \
+             (it knows copy, sendfile, splice, msg_zerocopy)"
+        );
+        assert_eq!(e.i_errno(), errno::IERECVPARAMS);
+        assert_eq!(e.reason(), super::super::RefusalReason::Other);
+        // The wirespeed client that asked is told in these words.
+        let Decline::Error { detail, .. } = e.decline(true) else {
+            panic!("SERVER_ERROR expected");
+        };
+        assert_eq!(detail, e.to_string());
+        // A hostile name is cut and cannot break the server's log line or the client's.
+        let long = format!("a\nb{}", "x".repeat(10_000));
+        let e = check_params(&asking(WireSendPath::Unknown(long)), &l, ok_cpus).unwrap_err();
+        let line = e.to_string();
+        assert!(!line.contains('\n') && line.len() < 300, "{line}");
     }
 
     #[test]

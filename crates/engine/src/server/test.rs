@@ -13,7 +13,7 @@ use wirespeed_datapath::{self as dp, RecvPath, SendPath};
 use wirespeed_model::verdict::SilentPhase;
 use wirespeed_protocol::{
     Cookie, Decline, Direction, Failure, ServerEvent, ServerSession, TestParams, TestResults,
-    Transport,
+    Transport, WireSendPath,
 };
 use wirespeed_report::{HostPort, Start, TestResult};
 
@@ -209,16 +209,6 @@ fn min_progress(p: &TestParams) -> u64 {
     block.min(MAX_MIN_PROGRESS)
 }
 
-fn parse_path(s: Option<&str>) -> Option<SendPath> {
-    match s? {
-        "copy" => Some(SendPath::Copy),
-        "sendfile" => Some(SendPath::Sendfile),
-        "splice" => Some(SendPath::Splice),
-        "msg_zerocopy" => Some(SendPath::MsgZerocopy),
-        _ => None,
-    }
-}
-
 /// One admitted test, on its own thread: `sess` has its parameters, `ticket` its slot.
 pub(super) fn serve_test(
     stream: TcpStream,
@@ -289,7 +279,10 @@ fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
             max_workers: usable_cpus(),
         }
     };
-    let send_path = parse_path(ext.and_then(|e| e.send_path.as_deref()))
+    // An unknown name never gets this far: admission refuses it by name.
+    let send_path = ext
+        .and_then(|e| e.send_path.as_ref())
+        .and_then(WireSendPath::known)
         .or_else(|| p.zerocopy.map(|_| SendPath::Sendfile))
         .unwrap_or(cfg.send_path);
     let recv_path = if p.skip_rx_copy || ext.and_then(|e| e.recv_path.as_deref()) == Some("skip") {
@@ -1190,7 +1183,7 @@ mod tests {
         let named = TestParams {
             zerocopy: Some(1),
             wirespeed: Some(ParamsExt {
-                send_path: Some("splice".into()),
+                send_path: Some(SendPath::Splice.into()),
                 recv_path: Some("skip".into()),
                 ..ParamsExt::default()
             }),
@@ -1201,7 +1194,6 @@ mod tests {
             (p.send_path, p.recv_path),
             (SendPath::Splice, RecvPath::SkipCopy)
         );
-        assert_eq!(parse_path(Some("bogus")), None);
     }
 
     #[test]
