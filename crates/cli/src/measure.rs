@@ -976,19 +976,15 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
     Some(s)
 }
 
-/// Strict iperf3 mode (`--iperf3-strict` or invoked as `iperf3`) and the failure style that
-/// goes with the output format; `true` when strict.
-fn choose_style(out: &OutputArgs) -> bool {
-    if out.iperf3.iperf3_strict {
-        crate::iperf3::set_strict();
-    }
-    let strict = crate::iperf3::strict();
-    if out.format() != Format::Text {
-        exit::set_style(exit::Style::Iperf3Json);
-    } else if strict {
-        exit::set_style(exit::Style::Iperf3Text);
-    }
-    strict
+/// Whether a client or server runs in strict iperf3 mode: `--iperf3-strict`, or the program
+/// was invoked as `iperf3` (`as_iperf3`).
+pub fn strict(out: &OutputArgs, as_iperf3: bool) -> bool {
+    as_iperf3 || out.iperf3.iperf3_strict
+}
+
+/// How a client or server with these output options reports a failure when it ends.
+pub fn failure_style(out: &OutputArgs, as_iperf3: bool) -> exit::Style {
+    exit::Style::of_output(out.format() != Format::Text, strict(out, as_iperf3))
 }
 
 /// `--wirespeed-json FILE`: the report's `wirespeed` section on its own.
@@ -1008,8 +1004,9 @@ fn write_wirespeed_json(
     })
 }
 
-pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
-    let strict = choose_style(&a.out);
+/// `as_iperf3`: the program was invoked as `iperf3` (strict iperf3 mode).
+pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
+    let strict = strict(&a.out, as_iperf3);
     let mut cfg = client_config(&a)?;
     let _pidfile = a
         .out
@@ -1341,8 +1338,9 @@ fn run_targets(
     }
 }
 
-pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
-    let strict = choose_style(&a.out);
+/// `as_iperf3`: the program was invoked as `iperf3` (strict iperf3 mode).
+pub fn run_server(a: ServerArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
+    let strict = strict(&a.out, as_iperf3);
     if a.out.iperf3.wirespeed_json.is_some() {
         return Err(exit::fail(
             exit::USAGE,
