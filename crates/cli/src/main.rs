@@ -7,6 +7,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 mod agent;
+mod common;
 mod diagnose;
 mod exit;
 mod explain;
