@@ -18,8 +18,7 @@ use wirespeed_datapath::SendPath;
 use wirespeed_engine::output::SharedWriter;
 use wirespeed_engine::tune::TuneConfig;
 use wirespeed_engine::{
-    ClientConfig, EngineError, Family, Format, Limits, Reporter, Server, ServerConfig,
-    StandardReporter,
+    ClientConfig, Family, Format, Limits, Reporter, Server, ServerConfig, StandardReporter,
 };
 use wirespeed_explain::hooks::IrqTune;
 
@@ -1172,7 +1171,8 @@ fn targets(a: &ClientArgs) -> Vec<(String, u16)> {
 }
 
 /// Several targets at once, one thread each (the awk-over-several-iperf3 case): every
-/// target's own report, then the sums over all of them.
+/// target's own report, then the sums over all of them (the engine runs them, the report's
+/// `targets` document and text hold them).
 fn run_targets(
     cfg: &ClientConfig,
     targets: &[(String, u16)],
@@ -1180,91 +1180,15 @@ fn run_targets(
     format: Format,
     opts: TextOptions,
 ) -> anyhow::Result<ExitCode> {
-    let results: Vec<(
-        String,
-        u16,
-        Result<wirespeed_report::TestResult, EngineError>,
-    )> = std::thread::scope(|scope| {
-        let handles: Vec<_> = targets
-            .iter()
-            .map(|(h, p)| {
-                let mut c = cfg.clone();
-                c.host = h.clone();
-                c.port = *p;
-                scope.spawn(move || {
-                    let mut rep = wirespeed_engine::NullReporter;
-                    (
-                        c.host.clone(),
-                        c.port,
-                        wirespeed_engine::run_client(&c, &mut rep),
-                    )
-                })
-            })
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
-    let (mut sent, mut received, mut seconds) = (0u64, 0u64, 0f64);
-    let mut first_err: Option<EngineError> = None;
-    let mut docs = Vec::new();
+    let (doc, first_err) = wirespeed_engine::run_targets(cfg, targets);
     let mut w = out
         .lock()
         .map_err(|_| exit::fail(exit::INTERNAL, "output lock poisoned"))?;
-    for (host, port, r) in results {
-        match r {
-            Ok(r) => {
-                let e = &r.end;
-                sent += e.sum_sent.as_ref().map_or(0, |s| s.bytes)
-                    + e.sum_sent_bidir_reverse.as_ref().map_or(0, |s| s.bytes);
-                received += e.sum_received.as_ref().map_or(0, |s| s.bytes)
-                    + e.sum_received_bidir_reverse.as_ref().map_or(0, |s| s.bytes);
-                seconds = seconds.max(e.sum_sent.as_ref().map_or(0.0, |s| s.seconds));
-                if format == Format::Text {
-                    let _ = writeln!(w, "== {host} port {port}");
-                    let _ = wirespeed_report::text::render_text(
-                        &mut **w,
-                        &r,
-                        TextOptions {
-                            done_line: false,
-                            ..opts
-                        },
-                    );
-                }
-                docs.push(serde_json::json!({"host": host, "port": port, "result": r}));
-            }
-            Err(e) => {
-                if format == Format::Text {
-                    let _ = writeln!(w, "== {host} port {port}: error - {e}");
-                }
-                docs.push(serde_json::json!({"host": host, "port": port, "error": e.to_string()}));
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    let bps = |b: u64| {
-        if seconds > 0.0 {
-            b as f64 * 8.0 / seconds
-        } else {
-            0.0
-        }
-    };
     match format {
         Format::Text => {
-            let _ = writeln!(
-                w,
-                "[SUM] {} targets: sent {} ({}), received {} ({})",
-                targets.len(),
-                wirespeed_report::units::format_bytes(sent as f64),
-                wirespeed_report::units::format_rate(bps(sent), opts.format),
-                wirespeed_report::units::format_bytes(received as f64),
-                wirespeed_report::units::format_rate(bps(received), opts.format),
-            );
+            let _ = wirespeed_report::targets::render_targets_text(&mut **w, &doc, opts);
         }
         _ => {
-            let doc = serde_json::json!({
-                "targets": docs,
-                "sum": {"bytes_sent": sent, "bytes_received": received, "seconds": seconds,
-                        "bits_per_second_sent": bps(sent), "bits_per_second_received": bps(received)},
-            });
             let _ = serde_json::to_writer_pretty(&mut **w, &doc);
             let _ = writeln!(w);
         }
