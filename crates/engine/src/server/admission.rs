@@ -686,7 +686,7 @@ mod tests {
                 .contains("per-address limit of 1 running tests"),
             "{e}"
         );
-        assert_eq!(gate.running(), 1, "a refused test takes no slot");
+        assert_eq!(gate.running(), 1, "a refused test is not counted");
         let kb = gate.connection(b.ip()).unwrap();
         let other = decide(&params(), b, kb, &c, &cfg, &gate).unwrap();
         drop(ticket);
