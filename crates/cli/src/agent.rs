@@ -57,19 +57,19 @@ pub struct AgentArgs {
     probe_port: u16,
     /// A probe's duration when its request names none, seconds.
     #[arg(long = "probe.default-duration", default_value_t = 5,
-          value_parser = crate::measure::limit::u32_in::<1, { crate::measure::limit::DAY_S }>)]
+          value_parser = crate::common::limit::u32_in::<1, { crate::common::limit::DAY_S }>)]
     probe_duration: u32,
     /// Longest probe duration a request may ask for, seconds.
     #[arg(long = "probe.max-duration", default_value_t = 30,
-          value_parser = crate::measure::limit::u32_in::<1, { crate::measure::limit::DAY_S }>)]
+          value_parser = crate::common::limit::u32_in::<1, { crate::common::limit::DAY_S }>)]
     probe_max_duration: u32,
     /// Most streams a probe may ask for.
     #[arg(long = "probe.max-streams", default_value_t = 16,
-          value_parser = crate::measure::limit::u32_in::<1, { crate::measure::limit::COUNT }>)]
+          value_parser = crate::common::limit::u32_in::<1, { crate::common::limit::COUNT }>)]
     probe_max_streams: u32,
     /// Seconds a probe waits for another probe on the same interface before it is refused (503).
     #[arg(long = "probe.wait", default_value_t = 30,
-          value_parser = crate::measure::limit::u64_in::<0, 3600>)]
+          value_parser = crate::common::limit::u64_in::<0, 3600>)]
     probe_wait: u64,
     /// iperf3's RSA authentication for probes: the user name (the password from
     /// IPERF3_PASSWORD). Probes also carry this agent's --psk.
@@ -142,7 +142,7 @@ fn server_config(a: &AgentArgs) -> anyhow::Result<ServerConfig> {
             .or_else(|| (!a.listen.ip().is_unspecified()).then(|| a.listen.ip())),
         port: a.port,
         tune,
-        observe: Some(crate::measure::live_observer()),
+        observe: Some(crate::common::live_observer()),
         // Refusals and ended tests, one line each with the address, as `wirespeed server`.
         log: Some(wirespeed_engine::server::LogHook::new(|line: &str| {
             eprintln!("wirespeed agent: {line}");
@@ -195,7 +195,7 @@ pub fn run(a: AgentArgs) -> anyhow::Result<ExitCode> {
             .guard
             .psk
             .as_deref()
-            .map(crate::measure::read_psk)
+            .map(crate::common::read_psk)
             .transpose()?,
     };
     let probe_allow = wirespeed_guard::AddrPolicy::new(&a.probe_allow, &[] as &[String])

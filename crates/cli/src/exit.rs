@@ -22,7 +22,6 @@
 //! message, so `... -J 2>&1 | jq` keeps working). See [`Style`].
 
 use std::fmt;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 use wirespeed_engine::EngineError;
 
@@ -88,26 +87,17 @@ pub enum Style {
     Iperf3Text,
 }
 
-static STYLE: AtomicU8 = AtomicU8::new(0);
-
-/// Choose how failures from here on are reported.
-pub fn set_style(style: Style) {
-    STYLE.store(
-        match style {
-            Style::Wirespeed => 0,
-            Style::Iperf3Json => 1,
-            Style::Iperf3Text => 2,
-        },
-        Ordering::Relaxed,
-    );
-}
-
-/// The style in effect.
-pub fn style() -> Style {
-    match STYLE.load(Ordering::Relaxed) {
-        1 => Style::Iperf3Json,
-        2 => Style::Iperf3Text,
-        _ => Style::Wirespeed,
+impl Style {
+    /// The style of a client or server: JSON output (`-J`, `--json-stream`) fails as iperf3
+    /// does whatever the mode; text in strict iperf3 mode in iperf3's words; else wirespeed's.
+    pub fn of_output(json: bool, strict: bool) -> Style {
+        if json {
+            Style::Iperf3Json
+        } else if strict {
+            Style::Iperf3Text
+        } else {
+            Style::Wirespeed
+        }
     }
 }
 
@@ -199,6 +189,14 @@ pub fn one_line(e: &anyhow::Error) -> String {
 mod tests {
     use super::*;
     use anyhow::Context;
+
+    #[test]
+    fn the_failure_style_follows_the_output_and_the_mode() {
+        assert_eq!(Style::of_output(false, false), Style::Wirespeed);
+        assert_eq!(Style::of_output(false, true), Style::Iperf3Text);
+        assert_eq!(Style::of_output(true, false), Style::Iperf3Json);
+        assert_eq!(Style::of_output(true, true), Style::Iperf3Json);
+    }
 
     #[test]
     fn code_survives_context_and_message_is_one_line() {

@@ -36,10 +36,10 @@ pub struct SweepArgs {
     pub server_cpus: CpuSet,
     /// Seconds per test.
     #[arg(short = 't', long = "time", default_value_t = 3,
-          value_parser = crate::measure::limit::u32_in::<1, { crate::measure::limit::DAY_S }>)]
+          value_parser = crate::common::limit::u32_in::<1, { crate::common::limit::DAY_S }>)]
     pub time: u32,
     /// Tests per pair; the matrix shows their median.
-    #[arg(long, default_value_t = 1, value_parser = crate::measure::limit::u32_in::<1, 1000>)]
+    #[arg(long, default_value_t = 1, value_parser = crate::common::limit::u32_in::<1, 1000>)]
     pub repeat: u32,
     /// Also move the receiver NIC's queue IRQs to each of these CPUs in turn (through tune's
     /// journal; reverted after each step and on Ctrl-C): this host's with -R, else the server's
@@ -71,18 +71,18 @@ pub struct LatencyArgs {
     #[arg(long, value_parser = cpu_list)]
     pub cpus: Option<CpuSet>,
     /// Samples per pair.
-    #[arg(long, default_value_t = 300, value_parser = crate::measure::limit::usize_in::<1, 1_000_000>)]
+    #[arg(long, default_value_t = 300, value_parser = crate::common::limit::usize_in::<1, 1_000_000>)]
     pub samples: usize,
     /// Round trips per sample.
     #[arg(long = "round-trips", default_value_t = 100,
-          value_parser = crate::measure::limit::usize_in::<1, 1_000_000>)]
+          value_parser = crate::common::limit::usize_in::<1, 1_000_000>)]
     pub round_trips: usize,
     /// A pair is noise when its standard error stays above this % of its mean.
     #[arg(long = "max-stderr", value_name = "PCT", default_value_t = 5.0)]
     pub max_stderr: f64,
     /// Rounds of --samples samples at most for a pair above --max-stderr.
     #[arg(long = "max-rounds", value_name = "N", default_value_t = 5,
-          value_parser = crate::measure::limit::usize_in::<1, 1_000_000>)]
+          value_parser = crate::common::limit::usize_in::<1, 1_000_000>)]
     pub max_rounds: usize,
     /// JSON output.
     #[arg(short = 'J', long)]
@@ -114,8 +114,8 @@ fn sweep_spec(a: &SweepArgs) -> anyhow::Result<SweepSpec> {
         reverse: a.reverse,
         cpus: a.cpus.clone(),
         server_cpus: a.server_cpus.clone(),
-        observe: Some(crate::measure::live_observer()),
-        psk: a.psk.as_deref().map(crate::measure::read_psk).transpose()?,
+        observe: Some(crate::common::live_observer()),
+        psk: a.psk.as_deref().map(crate::common::read_psk).transpose()?,
     })
 }
 

@@ -49,19 +49,6 @@ pub struct CommonArgs {
     pub wirespeed_json: Option<PathBuf>,
 }
 
-/// Strict iperf3 mode for this process (see [`CommonArgs::iperf3_strict`]).
-static STRICT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Turn strict iperf3 mode on.
-pub fn set_strict() {
-    STRICT.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Whether strict iperf3 mode is on.
-pub fn strict() -> bool {
-    STRICT.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// Whether the program was invoked under iperf3's name (argv[0]'s basename is `iperf3`).
 pub fn invoked_as_iperf3(argv0: Option<&std::ffi::OsStr>) -> bool {
     argv0

@@ -7,6 +7,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 mod agent;
+mod common;
 mod diagnose;
 mod exit;
 mod explain;
@@ -82,9 +83,7 @@ fn main() -> ExitCode {
     // iperf3's spellings (`-c HOST`, `-s`) are rewritten unless the first word is one of our
     // subcommands (whose own arguments may contain `-c`, e.g. `lab exec client -- ping -c1`)
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if iperf3::invoked_as_iperf3(args.first().map(|a| a.as_os_str())) {
-        iperf3::set_strict();
-    }
+    let as_iperf3 = iperf3::invoked_as_iperf3(args.first().map(|a| a.as_os_str()));
     let ours = args
         .get(1)
         .and_then(|a| a.to_str())
@@ -107,11 +106,7 @@ fn main() -> ExitCode {
             // A bad command line is one line naming the flag; help and version are clap's.
             return match usage::one_line(&e, &Cli::command(), &words) {
                 Some(line) => {
-                    let who = if iperf3::strict() {
-                        "iperf3"
-                    } else {
-                        "wirespeed"
-                    };
+                    let who = if as_iperf3 { "iperf3" } else { "wirespeed" };
                     eprintln!("{who}: {line}");
                     ExitCode::from(exit::USAGE)
                 }
@@ -122,9 +117,16 @@ fn main() -> ExitCode {
             };
         }
     };
+    // How a failure is reported when the command ends: iperf3's ways for a client or server
+    // writing JSON or in strict iperf3 mode, wirespeed's otherwise.
+    let style = match &cli.command {
+        Command::Client(a) => measure::failure_style(&a.out, as_iperf3),
+        Command::Server(a) => measure::failure_style(&a.out, as_iperf3),
+        _ => exit::Style::Wirespeed,
+    };
     let result = match cli.command {
-        Command::Client(a) => measure::run_client(*a),
-        Command::Server(a) => measure::run_server(*a),
+        Command::Client(a) => measure::run_client(*a, as_iperf3),
+        Command::Server(a) => measure::run_server(*a, as_iperf3),
         Command::Doctor(a) => diagnose::run_doctor(a),
         Command::Topo(a) => diagnose::run_topo(a),
         Command::Capture(a) => diagnose::run_capture(a),
@@ -142,7 +144,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(e) => match exit::style() {
+        Err(e) => match style {
             exit::Style::Wirespeed => {
                 eprintln!("wirespeed: {}", exit::one_line(&e));
                 ExitCode::from(exit::code_of(&e))

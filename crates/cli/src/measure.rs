@@ -17,12 +17,12 @@ use std::time::Duration;
 use wirespeed_datapath::SendPath;
 use wirespeed_engine::output::SharedWriter;
 use wirespeed_engine::tune::TuneConfig;
-use wirespeed_engine::ObserveHook;
 use wirespeed_engine::{
-    ClientConfig, EngineError, Family, Format, Limits, Reporter, Server, ServerConfig,
-    StandardReporter,
+    ClientConfig, Family, Format, Limits, Reporter, Server, ServerConfig, StandardReporter,
 };
-use wirespeed_explain::hooks::{HostObserve, IrqTune};
+use wirespeed_explain::hooks::IrqTune;
+
+use crate::common::{limit, live_observer, read_psk, read_small};
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_protocol::Direction;
 use wirespeed_report::sizes::{parse_bytes, parse_rate};
@@ -58,37 +58,6 @@ pub mod heading {
     pub const TUNING: &str = "Tuning";
 }
 
-/// The ranges of the limits and timeouts a user sets (checked when the command line is read,
-/// so that no later `Duration` or sum built from them can overflow). iperf3's ranges where
-/// iperf3 has the option.
-pub mod limit {
-    /// One day in milliseconds: iperf3's bound for its timeouts (`MAX_TIME` × 1000).
-    pub const DAY_MS: u64 = 86_400_000;
-    /// One day in seconds: iperf3's longest test.
-    pub const DAY_S: u64 = 86_400;
-    /// Stream and connection counts: what the test parameters allow (2^20).
-    pub const COUNT: u64 = 1 << 20;
-
-    /// A whole number in `LO..=HI` (`--handshake-timeout`: `u64_in::<1, 3600>`).
-    pub fn u64_in<const LO: u64, const HI: u64>(s: &str) -> Result<u64, String> {
-        s.trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|v| (LO..=HI).contains(v))
-            .ok_or_else(|| format!("a whole number from {LO} to {HI}"))
-    }
-
-    /// [`u64_in`] for a `u32`.
-    pub fn u32_in<const LO: u64, const HI: u64>(s: &str) -> Result<u32, String> {
-        u64_in::<LO, HI>(s).map(|v| v as u32)
-    }
-
-    /// [`u64_in`] for a `usize`.
-    pub fn usize_in<const LO: u64, const HI: u64>(s: &str) -> Result<usize, String> {
-        u64_in::<LO, HI>(s).map(|v| v as usize)
-    }
-}
-
 /// A CPU list argument (`6-11`, `0,2,4`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuList(pub CpuSet);
@@ -114,30 +83,6 @@ fn bitrate_limit(s: &str) -> Result<(u64, u64), String> {
         None => (s, 5),
     };
     Ok((rate(r)?, secs))
-}
-
-/// A file the user named, read whole (keys and lists are small; a huge file is refused).
-fn read_small(path: &std::path::Path, flag: &str) -> anyhow::Result<Vec<u8>> {
-    use std::io::Read;
-    let f = std::fs::File::open(path)
-        .map_err(|e| exit::fail(exit::IO, format!("{flag} {}: {e}", path.display())))?;
-    let mut v = Vec::new();
-    f.take(1 << 20)
-        .read_to_end(&mut v)
-        .map_err(|e| exit::fail(exit::IO, format!("{flag} {}: {e}", path.display())))?;
-    if v.len() >= 1 << 20 {
-        return Err(exit::fail(
-            exit::IO,
-            format!("{flag} {}: larger than 1 MiB", path.display()),
-        ));
-    }
-    Ok(v)
-}
-
-pub(crate) fn read_psk(path: &std::path::Path) -> anyhow::Result<wirespeed_protocol::psk::Psk> {
-    let bytes = read_small(path, "--psk")?;
-    wirespeed_protocol::psk::Psk::from_file_contents(&bytes)
-        .map_err(|e| exit::fail(exit::USAGE, format!("--psk {}: {e}", path.display())))
 }
 
 fn client_auth(a: &ClientArgs) -> anyhow::Result<Option<wirespeed_protocol::auth::ClientAuth>> {
@@ -831,12 +776,6 @@ fn family(v4: bool, v6: bool) -> Family {
     }
 }
 
-/// Observation of this host (`/proc` and `/sys` of the live system), for every test either end
-/// runs.
-pub fn live_observer() -> ObserveHook {
-    ObserveHook::new(HostObserve::new(Root::live()))
-}
-
 fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
     if a.server_irq_cpus.is_some() && a.psk.is_none() {
         return Err(exit::fail(
@@ -1000,19 +939,15 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
     Some(s)
 }
 
-/// Strict iperf3 mode (`--iperf3-strict` or invoked as `iperf3`) and the failure style that
-/// goes with the output format; `true` when strict.
-fn choose_style(out: &OutputArgs) -> bool {
-    if out.iperf3.iperf3_strict {
-        crate::iperf3::set_strict();
-    }
-    let strict = crate::iperf3::strict();
-    if out.format() != Format::Text {
-        exit::set_style(exit::Style::Iperf3Json);
-    } else if strict {
-        exit::set_style(exit::Style::Iperf3Text);
-    }
-    strict
+/// Whether a client or server runs in strict iperf3 mode: `--iperf3-strict`, or the program
+/// was invoked as `iperf3` (`as_iperf3`).
+pub fn strict(out: &OutputArgs, as_iperf3: bool) -> bool {
+    as_iperf3 || out.iperf3.iperf3_strict
+}
+
+/// How a client or server with these output options reports a failure when it ends.
+pub fn failure_style(out: &OutputArgs, as_iperf3: bool) -> exit::Style {
+    exit::Style::of_output(out.format() != Format::Text, strict(out, as_iperf3))
 }
 
 /// `--wirespeed-json FILE`: the report's `wirespeed` section on its own.
@@ -1032,7 +967,8 @@ fn write_wirespeed_json(
     })
 }
 
-pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
+/// `as_iperf3`: the program was invoked as `iperf3` (strict iperf3 mode).
+pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
     // `--csv -` takes stdout: not with another output there (a usage error, before -J's style)
     let json = match a.out.format() {
         _ if a.out.logfile.is_some() => None,
@@ -1041,7 +977,7 @@ pub fn run_client(a: ClientArgs) -> anyhow::Result<ExitCode> {
         Format::Text => a.live.then_some("--live"),
     };
     a.csv.check_stdout(json)?;
-    let strict = choose_style(&a.out);
+    let strict = strict(&a.out, as_iperf3);
     let mut cfg = client_config(&a)?;
     let _pidfile = a
         .out
@@ -1273,7 +1209,8 @@ fn targets(a: &ClientArgs) -> Vec<(String, u16)> {
 }
 
 /// Several targets at once, one thread each (the awk-over-several-iperf3 case): every
-/// target's own report, then the sums over all of them.
+/// target's own report, then the sums over all of them (the engine runs them, the report's
+/// `targets` document and text hold them).
 fn run_targets(
     cfg: &ClientConfig,
     targets: &[(String, u16)],
@@ -1281,91 +1218,15 @@ fn run_targets(
     format: Format,
     opts: TextOptions,
 ) -> anyhow::Result<ExitCode> {
-    let results: Vec<(
-        String,
-        u16,
-        Result<wirespeed_report::TestResult, EngineError>,
-    )> = std::thread::scope(|scope| {
-        let handles: Vec<_> = targets
-            .iter()
-            .map(|(h, p)| {
-                let mut c = cfg.clone();
-                c.host = h.clone();
-                c.port = *p;
-                scope.spawn(move || {
-                    let mut rep = wirespeed_engine::NullReporter;
-                    (
-                        c.host.clone(),
-                        c.port,
-                        wirespeed_engine::run_client(&c, &mut rep),
-                    )
-                })
-            })
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
-    let (mut sent, mut received, mut seconds) = (0u64, 0u64, 0f64);
-    let mut first_err: Option<EngineError> = None;
-    let mut docs = Vec::new();
+    let (doc, first_err) = wirespeed_engine::run_targets(cfg, targets);
     let mut w = out
         .lock()
         .map_err(|_| exit::fail(exit::INTERNAL, "output lock poisoned"))?;
-    for (host, port, r) in results {
-        match r {
-            Ok(r) => {
-                let e = &r.end;
-                sent += e.sum_sent.as_ref().map_or(0, |s| s.bytes)
-                    + e.sum_sent_bidir_reverse.as_ref().map_or(0, |s| s.bytes);
-                received += e.sum_received.as_ref().map_or(0, |s| s.bytes)
-                    + e.sum_received_bidir_reverse.as_ref().map_or(0, |s| s.bytes);
-                seconds = seconds.max(e.sum_sent.as_ref().map_or(0.0, |s| s.seconds));
-                if format == Format::Text {
-                    let _ = writeln!(w, "== {host} port {port}");
-                    let _ = wirespeed_report::text::render_text(
-                        &mut **w,
-                        &r,
-                        TextOptions {
-                            done_line: false,
-                            ..opts
-                        },
-                    );
-                }
-                docs.push(serde_json::json!({"host": host, "port": port, "result": r}));
-            }
-            Err(e) => {
-                if format == Format::Text {
-                    let _ = writeln!(w, "== {host} port {port}: error - {e}");
-                }
-                docs.push(serde_json::json!({"host": host, "port": port, "error": e.to_string()}));
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    let bps = |b: u64| {
-        if seconds > 0.0 {
-            b as f64 * 8.0 / seconds
-        } else {
-            0.0
-        }
-    };
     match format {
         Format::Text => {
-            let _ = writeln!(
-                w,
-                "[SUM] {} targets: sent {} ({}), received {} ({})",
-                targets.len(),
-                wirespeed_report::units::format_bytes(sent as f64),
-                wirespeed_report::units::format_rate(bps(sent), opts.format),
-                wirespeed_report::units::format_bytes(received as f64),
-                wirespeed_report::units::format_rate(bps(received), opts.format),
-            );
+            let _ = wirespeed_report::targets::render_targets_text(&mut **w, &doc, opts);
         }
         _ => {
-            let doc = serde_json::json!({
-                "targets": docs,
-                "sum": {"bytes_sent": sent, "bytes_received": received, "seconds": seconds,
-                        "bits_per_second_sent": bps(sent), "bits_per_second_received": bps(received)},
-            });
             let _ = serde_json::to_writer_pretty(&mut **w, &doc);
             let _ = writeln!(w);
         }
@@ -1379,8 +1240,9 @@ fn run_targets(
     }
 }
 
-pub fn run_server(a: ServerArgs) -> anyhow::Result<ExitCode> {
-    let strict = choose_style(&a.out);
+/// `as_iperf3`: the program was invoked as `iperf3` (strict iperf3 mode).
+pub fn run_server(a: ServerArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
+    let strict = strict(&a.out, as_iperf3);
     if a.out.iperf3.wirespeed_json.is_some() {
         return Err(exit::fail(
             exit::USAGE,

@@ -213,7 +213,7 @@ pub fn one_line(e: &clap::Error, root: &Command, argv: &[String]) -> Option<Stri
                 .filter(|_| iperf3_command)
                 .and_then(|a| iperf3_words(a.get_long()?));
             // A range parser's "N is not in LO..=HI", or our own range's words
-            // (`measure::limit`).
+            // (`common::limit`).
             let range = source.as_deref().and_then(|s| {
                 if s.starts_with("a whole number from ") {
                     return Some(s.to_string());

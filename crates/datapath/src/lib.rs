@@ -100,29 +100,9 @@ pub enum DatapathError {
     InvalidSpec(String),
 }
 
-/// Which path moved (or is requested to move) the bytes of sending streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SendPath {
-    /// write/send from a user buffer.
-    Copy,
-    /// sendfile(2) from a memfd holding one block.
-    Sendfile,
-    /// vmsplice(2) of the block into a pipe, then splice(2) to the socket.
-    Splice,
-    /// send(MSG_ZEROCOPY) with SO_ZEROCOPY; completions from the error queue.
-    MsgZerocopy,
-}
-
-impl SendPath {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SendPath::Copy => "copy",
-            SendPath::Sendfile => "sendfile",
-            SendPath::Splice => "splice",
-            SendPath::MsgZerocopy => "msg_zerocopy",
-        }
-    }
-}
+/// Which path moved (or is requested to move) the bytes of sending streams (the model's
+/// type: both ends and the protocol name it the same).
+pub use wirespeed_model::SendPath;
 
 /// Which path received the bytes of receiving streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
+use wirespeed_protocol::params::tcp_pacing_rate;
 use wirespeed_protocol::{
     psk, Cookie, Direction, Failure, ParamsExt, TestParams, TestResults, Timeouts, Transport,
 };
@@ -317,8 +318,7 @@ impl ClientConfig {
                 server_cpus: self.server_cpus.clone(),
                 observe: false,
                 recv_path: self.skip_rx_copy.then(|| "skip".to_string()),
-                send_path: (self.send_path != SendPath::Copy)
-                    .then(|| self.send_path.as_str().to_string()),
+                send_path: (self.send_path != SendPath::Copy).then_some(self.send_path.into()),
                 drain: true,
                 irq_cpus: self.server_irq_cpus.clone(),
                 live: true,
@@ -390,13 +390,12 @@ impl Run<'_> {
     fn connect_streams(&mut self) -> Result<(), EngineError> {
         let cfg = self.cfg;
         let total = cfg.total_streams();
-        let pacing = |bits: u64| (bits > 0).then_some(bits / 8);
         let opts = dp::tcp::TcpOptions {
             window: cfg.window,
             mss: cfg.mss,
             nodelay: cfg.nodelay,
             congestion: cfg.congestion.clone(),
-            fq_rate: pacing(cfg.fq_rate.unwrap_or(0)).or(pacing(cfg.bandwidth.unwrap_or(0))),
+            fq_rate: tcp_pacing_rate(cfg.fq_rate, cfg.bandwidth),
         };
         if total > 512 {
             let _ = dp::sys::raise_fd_limit((total as u64) * 2 + 256);
@@ -839,8 +838,7 @@ pub fn run_client(
         } else {
             EndAt::Time(Duration::from_secs(u64::from(cfg.time)))
         },
-        paced: !cfg.udp
-            && (cfg.bandwidth.is_some_and(|b| b > 0) || cfg.fq_rate.is_some_and(|r| r > 0)),
+        paced: !cfg.udp && tcp_pacing_rate(cfg.fq_rate, cfg.bandwidth).is_some(),
         limits: Limits {
             rcv_timeout: cfg.rcv_timeout,
             ..Limits::default()

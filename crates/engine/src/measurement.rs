@@ -210,7 +210,7 @@ pub fn data_config(p: &TestParams, client: bool, local: LocalPaths) -> DataConfi
             rate_bps: p.bandwidth.unwrap_or(0),
             send_path: local.udp_send_path,
             recv_path: local.udp_recv_path,
-            fq_rate: p.fqrate.filter(|&r| r > 0).map(|r| r / 8),
+            fq_rate: p.fq_pacing_rate(),
         }),
     }
 }

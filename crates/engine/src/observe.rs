@@ -75,7 +75,7 @@ pub fn tcp_limits<'a>(infos: impl IntoIterator<Item = &'a TcpInfo>) -> Option<Tc
 /// (total and per interval; a UDP sender's own intervals are left out, what it sent is not what
 /// arrived), TCP retransmits, bytes sent, the MSS (`mss`, the senders' `TCP_INFO`) and the
 /// senders' RTT (smallest, mean of the streams' means, largest), UDP loss as the receiver
-/// counted it. The same reading as a saved report's (`verdict::measured_from_report` in explain).
+/// counted it. A saved report gives the same when read into the report's types and passed here.
 pub fn measured(udp: bool, end: &End, intervals: &[Interval], mss: Option<u32>) -> Measured {
     let received = end.sum_received.as_ref().or(end.sum.as_ref());
     let rtts: Vec<(u64, u64, u64)> = end
@@ -409,6 +409,71 @@ mod tests {
         let m = measured(true, &end, &[iv(3e9, true, false)], Some(1448));
         assert!(m.udp && m.interval_bps.is_empty() && m.mss.is_none());
         assert_eq!(m.udp_lost, Some((25, 100)));
+    }
+
+    /// What a saved report in iperf3's `-J` shape gives, read through the report's types (once
+    /// a string-keyed reader in explain's verdict module; its cases live on here).
+    #[test]
+    fn measured_from_an_iperf3_shaped_report_read_through_its_types() {
+        let read = |json: serde_json::Value| -> (End, Vec<Interval>) {
+            let end: End = serde_json::from_value(json["end"].clone()).unwrap();
+            let ivs: Vec<Interval> = serde_json::from_value(json["intervals"].clone()).unwrap();
+            (end, ivs)
+        };
+        let (end, ivs) = read(serde_json::json!({
+            "intervals": [
+                {"streams": [], "sum": {"start": 0, "end": 1, "seconds": 1, "bytes": 0,
+                 "bits_per_second": 3.4e8}},
+                {"streams": [], "sum": {"start": 1, "end": 2, "seconds": 1, "bytes": 0,
+                 "bits_per_second": 3.7e8}}
+            ],
+            "end": {
+                "streams": [
+                    {"sender": {"start": 0, "end": 2, "seconds": 2, "bytes": 0,
+                     "bits_per_second": 0, "min_rtt": 828, "mean_rtt": 5000, "max_rtt": 26288}},
+                    {"sender": {"start": 0, "end": 2, "seconds": 2, "bytes": 0,
+                     "bits_per_second": 0, "min_rtt": 900, "mean_rtt": 6000, "max_rtt": 20000}}
+                ],
+                "sum_sent": {"start": 0, "end": 2, "seconds": 2, "bytes": 231473152u64,
+                 "bits_per_second": 0, "retransmits": 2081},
+                "sum_received": {"start": 0, "end": 2, "seconds": 2, "bytes": 0,
+                 "bits_per_second": 3.07e8}
+            }
+        }));
+        let m = measured(false, &end, &ivs, Some(1448));
+        assert_eq!(m.throughput, Some(BitsPerSecond(3.07e8)));
+        assert_eq!(m.interval_bps, vec![3.4e8, 3.7e8]);
+        assert_eq!((m.retransmits, m.bytes_sent), (Some(2081), Some(231473152)));
+        assert_eq!(m.mss, Some(1448));
+        assert_eq!(
+            m.rtt_us,
+            Some((828, 5500, 26288)),
+            "smallest, mean of the streams' means, largest"
+        );
+        assert_eq!((m.udp_lost, m.udp_sent), (None, None));
+        // UDP: the receiver's count of loss over the end's `sum`; a sender's intervals left out.
+        let (end, ivs) = read(serde_json::json!({
+            "intervals": [{"streams": [], "sum": {"start": 0, "end": 1, "seconds": 1,
+                "bytes": 0, "bits_per_second": 3e9, "sender": true}}],
+            "end": {
+                "sum": {"start": 0, "end": 1, "seconds": 1, "bytes": 0, "bits_per_second": 0,
+                 "lost_packets": 9, "packets": 100},
+                "sum_sent": {"start": 0, "end": 1, "seconds": 1, "bytes": 1000,
+                 "bits_per_second": 0, "packets": 100},
+                "sum_received": {"start": 0, "end": 1, "seconds": 1, "bytes": 0,
+                 "bits_per_second": 1e9, "lost_packets": 25, "packets": 100}
+            }
+        }));
+        let m = measured(true, &end, &ivs, Some(1448));
+        assert!(m.udp && m.interval_bps.is_empty());
+        assert_eq!(m.udp_lost, Some((25, 100)));
+        assert_eq!(m.udp_sent, Some(100));
+        assert_eq!((m.retransmits, m.mss, m.rtt_us), (None, None, None));
+        // Nothing reported: nothing known.
+        assert_eq!(
+            measured(false, &End::default(), &[], None),
+            Measured::default()
+        );
     }
 
     struct FakeObserve;

@@ -11,6 +11,8 @@
 //!   of numbers, the form the extension and the reports use.
 //! - [`cost`]: [`Cost`], what a bit cost at each end and the cores the link's rate needs.
 //! - [`worker`]: [`Worker`], one worker thread of an end.
+//! - [`path`]: [`SendPath`], which path moves a sending stream's bytes, named one way on the
+//!   wire and in the results.
 //! - [`observation`]: where the work ran, per interval and for the whole test, at each end.
 //! - [`topology`]: the host's CPU topology an observation carries, and CPU relations.
 //! - [`verdict`]: [`Verdict`], what limited a test.
@@ -25,6 +27,7 @@ pub mod cpuset;
 pub mod doc;
 pub mod irq;
 pub mod observation;
+pub mod path;
 pub mod text;
 pub mod topology;
 pub mod units;
@@ -35,6 +38,7 @@ pub use cost::{Cost, CpuFreq, EndCost, Projection};
 pub use cpuset::{CpuId, CpuSet, CpuSetError};
 pub use irq::{MoveReport, QueueIrq};
 pub use observation::{EndObservation, RunningEnd, TestObservation};
+pub use path::SendPath;
 pub use topology::Topology;
 pub use verdict::{
     Agreement, Confidence, ControlStall, End, Evidence, Measured, PathCeiling, PeerSilent,

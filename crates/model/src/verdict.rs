@@ -66,8 +66,8 @@ impl Confidence {
 use crate::observation::BitsPerSecond;
 
 /// What a test measured besides the observation (from its report), each when known: the
-/// engine fills it from its report when it decides the verdict, and a saved report gives the
-/// same (`wirespeed_explain::verdict::measured_from_report`).
+/// engine fills it from its report when it decides the verdict (`observe::measured`, which a
+/// saved report read into the report's types passes through too).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Measured {
     /// The receiver's throughput over the test.

@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use wirespeed_model::cpuset::{self, CpuSet};
-use wirespeed_model::{EndObservation, MoveReport};
+use wirespeed_model::{EndObservation, MoveReport, SendPath};
 
 pub use wirespeed_model::Worker;
 
@@ -33,6 +33,32 @@ pub const MAX_CPU_LIST: usize = 8192;
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+/// The send path a client asks a server for (`send_path`), as it crossed the wire: one this
+/// version knows, or the name as sent. A server refuses an unknown one by name; it never runs
+/// its default in its place. Written as the path's name either way, so the key keeps its shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum WireSendPath {
+    Known(SendPath),
+    Unknown(String),
+}
+
+impl WireSendPath {
+    /// The path, when this version knows it.
+    pub fn known(&self) -> Option<SendPath> {
+        match self {
+            WireSendPath::Known(p) => Some(*p),
+            WireSendPath::Unknown(_) => None,
+        }
+    }
+}
+
+impl From<SendPath> for WireSendPath {
+    fn from(p: SendPath) -> WireSendPath {
+        WireSendPath::Known(p)
+    }
 }
 
 /// A pre-shared-key tag (`--psk`, see [`crate::psk`]): when it was made (Unix seconds) and
@@ -66,9 +92,10 @@ pub struct ParamsExt {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recv_path: Option<String>,
     /// The server's send path in `-R`/`--bidir` when the client asked for zero-copy:
-    /// `"copy"`, `"sendfile"`, `"splice"`, `"msg_zerocopy"`.
+    /// `"copy"`, `"sendfile"`, `"splice"`, `"msg_zerocopy"` (any other name is kept to be
+    /// refused by name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub send_path: Option<String>,
+    pub send_path: Option<WireSendPath>,
     /// Both ends half-close their sending data connections when they stop, so the receiver
     /// counts every byte that was sent before it reports (totals agree exactly).
     #[serde(default, skip_serializing_if = "is_false")]
@@ -202,6 +229,33 @@ mod tests {
         let err = ParamsExt::from_value(&big).unwrap_err().to_string();
         assert!(err.contains("wirespeed.irq_cpus"), "{err}");
         let bad = serde_json::json!({"version": "x", "irq_cpus": [-1]});
+        assert!(ParamsExt::from_value(&bad).is_err());
+    }
+
+    #[test]
+    fn the_send_path_travels_by_its_name_and_an_unknown_one_is_kept_by_name() {
+        for p in SendPath::ALL {
+            let e = ParamsExt {
+                send_path: Some(p.into()),
+                ..ParamsExt::default()
+            };
+            let v = serde_json::to_value(&e).unwrap();
+            assert_eq!(v["send_path"], serde_json::json!(p.as_str()));
+            let back = ParamsExt::from_value(&v).unwrap();
+            assert_eq!(back.send_path, Some(WireSendPath::Known(p)));
+            assert_eq!(back.send_path.unwrap().known(), Some(p));
+        }
+        let v = serde_json::json!({"version": "9.0.0", "send_path": "io_uring"});
+        let e = ParamsExt::from_value(&v).unwrap();
+        assert_eq!(
+            e.send_path,
+            Some(WireSendPath::Unknown("io_uring".into())),
+            "kept to be refused by name, never read as the default"
+        );
+        assert_eq!(e.send_path.as_ref().unwrap().known(), None);
+        assert_eq!(serde_json::to_value(&e).unwrap()["send_path"], "io_uring");
+        // Not a name at all: the parameters are unreadable.
+        let bad = serde_json::json!({"version": "x", "send_path": 7});
         assert!(ParamsExt::from_value(&bad).is_err());
     }
 

@@ -38,7 +38,7 @@ pub mod udp;
 
 pub use cookie::{Cookie, COOKIE_LEN};
 pub use error::WireError;
-pub use ext::{ParamsExt, ResultsExt, Worker, WorkerInfo, EXT_KEY};
+pub use ext::{ParamsExt, ResultsExt, WireSendPath, Worker, WorkerInfo, EXT_KEY};
 pub use live::LiveInterval;
 pub use params::{Direction, TestParams, Transport};
 pub use results::{StreamResult, TestResults};

@@ -422,6 +422,30 @@ impl TestParams {
             p
         }
     }
+
+    /// The rate a TCP sender of these parameters paces each stream at: see [`tcp_pacing_rate`].
+    pub fn tcp_pacing_rate(&self) -> Option<u64> {
+        tcp_pacing_rate(self.fqrate, self.bandwidth)
+    }
+
+    /// The fair-queue pacing rate alone (`--fq-rate`; UDP paces `-b` on its own): see
+    /// [`fq_pacing_rate`].
+    pub fn fq_pacing_rate(&self) -> Option<u64> {
+        fq_pacing_rate(self.fqrate)
+    }
+}
+
+/// `--fq-rate` in bits per second as a socket pacing rate (`SO_MAX_PACING_RATE`, bytes per
+/// second). `--fq-rate 0`, as in iperf3, means no fair-queue pacing: `None`, like no option.
+pub fn fq_pacing_rate(fq_rate: Option<u64>) -> Option<u64> {
+    fq_rate.filter(|&bits| bits > 0).map(|bits| bits / 8)
+}
+
+/// The pacing rate of one TCP stream, in bytes per second: `--fq-rate` when above 0, else the
+/// target bitrate `-b` when above 0, else none. Both ends, and the client's "was this paced"
+/// question at the end of the test, ask this one rule.
+pub fn tcp_pacing_rate(fq_rate: Option<u64>, bandwidth: Option<u64>) -> Option<u64> {
+    fq_pacing_rate(fq_rate).or_else(|| fq_pacing_rate(bandwidth))
 }
 
 #[cfg(test)]
@@ -432,6 +456,32 @@ mod tests {
     /// What `iperf3 -c ... -t 1 -P 4 -R -w 256K -J` (3.12) sends, captured shape.
     const IPERF312: &str = r#"{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":4,"reverse":true,"window":262144,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
 
+    #[test]
+    fn pacing_rate_is_fq_rate_else_bitrate_and_zero_means_none() {
+        let mbit = |m: u64| Some(m * 1_000_000);
+        // (fqrate, bandwidth) -> TCP pacing in bytes per second, fq pacing alone
+        let cases = [
+            ((None, None), None, None),
+            ((Some(0), None), None, None),
+            ((None, Some(0)), None, None),
+            ((Some(0), Some(0)), None, None),
+            ((mbit(8), None), Some(1_000_000), Some(1_000_000)),
+            ((None, mbit(16)), Some(2_000_000), None),
+            ((mbit(8), mbit(16)), Some(1_000_000), Some(1_000_000)),
+            // `--fq-rate 0` is no fair-queue pacing: `-b` applies, as with no `--fq-rate`
+            ((Some(0), mbit(16)), Some(2_000_000), None),
+        ];
+        for ((fqrate, bandwidth), tcp, fq) in cases {
+            let p = TestParams {
+                fqrate,
+                bandwidth,
+                ..TestParams::default()
+            };
+            assert_eq!(p.tcp_pacing_rate(), tcp, "{fqrate:?} {bandwidth:?}");
+            assert_eq!(tcp_pacing_rate(fqrate, bandwidth), tcp);
+            assert_eq!(p.fq_pacing_rate(), fq, "{fqrate:?}");
+        }
+    }
     #[test]
     fn parses_iperf3_parameters() {
         let p = TestParams::parse(IPERF312.as_bytes()).unwrap();

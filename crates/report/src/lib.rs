@@ -13,7 +13,8 @@
 //!   layout, and `--json-stream` events), [`where_ran`] (where the work ran, the verdict,
 //!   a server's IRQ move; the `--get-server-output` text's tail), [`html`] (one
 //!   self-contained HTML page of any documents), [`csv`] (tests, repeats, sweeps), [`diff`]
-//!   (what changed between two documents). [`doc`] recognises a JSON document's kind; [`strict`]
+//!   (what changed between two documents), [`targets`] (several servers tested at once: the
+//!   typed document and its text). [`doc`] recognises a JSON document's kind; [`strict`]
 //!   (a report with only iperf3 3.20's keys, for strict consumers).
 //! - [`units`]: iperf3's unit formatting; [`sizes`]: K/M/G/T arguments;
 //!   [`num`]: how floats are written (integral values as integers, never NaN).
@@ -30,6 +31,7 @@ pub mod model;
 pub mod num;
 pub mod sizes;
 pub mod strict;
+pub mod targets;
 pub mod text;
 pub mod units;
 pub mod where_ran;

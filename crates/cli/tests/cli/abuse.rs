@@ -300,6 +300,42 @@ fn deny_and_allow_lists_refuse_by_address() {
     assert_eq!(bad.status.code(), Some(2), "{}", text_of(&bad));
 }
 
+/// A wirespeed client of a newer version asks for a send path this server does not know: the
+/// test is refused with one line naming it and the known ones (the client reads the same words),
+/// never run on the server's default path in its place.
+#[test]
+fn an_unknown_send_path_is_refused_by_name() {
+    use wirespeed_protocol::server_error::{decode_detail, ServerErrorBody, SERVER_ERROR_BODY_LEN};
+    let (srv, port) = start_server(&["-i", "0"]);
+    let c = cookie(0x5e4d);
+    let mut ctrl = hello(port, &c);
+    let mut p = TestParams::new_tcp(1, 1);
+    p.direction = wirespeed_protocol::Direction::ServerToClient;
+    p.wirespeed = Some(wirespeed_protocol::ParamsExt {
+        version: "99.0.0".into(),
+        send_path: Some(wirespeed_protocol::WireSendPath::Unknown("io_uring".into())),
+        ..Default::default()
+    });
+    ctrl.write_all(&p.encode_frame().expect("params"))
+        .expect("params");
+    let got = read_to_close(ctrl);
+    assert_eq!(got.first(), Some(&State::ServerError.to_byte()), "{got:?}");
+    let body = ServerErrorBody::parse(&got[1..]).expect("SERVER_ERROR body");
+    assert!(
+        body.has_detail(),
+        "a wirespeed client gets the words: {body:?}"
+    );
+    let (said, _) = decode_detail(&got[1 + SERVER_ERROR_BODY_LEN..]).expect("detail");
+    let want = "the client asked for send path \"io_uring\", which this server does not know \
+                (it knows copy, sendfile, splice, msg_zerocopy)";
+    assert_eq!(said, want);
+    let log = String::from_utf8_lossy(&srv.wait_output(Duration::ZERO).stderr).into_owned();
+    assert!(
+        log.contains(&format!("refused 127.0.0.1: {want}")),
+        "server log: {log}"
+    );
+}
+
 #[test]
 fn iperf3_spellings_of_the_server_limits() {
     let (_srv, port) = start_server(&["--server-max-duration", "2", "-i", "0"]);

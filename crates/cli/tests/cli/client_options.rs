@@ -275,6 +275,7 @@ fn several_ports_in_one_run_are_summed() {
     );
     assert_success(&out, "multi-target client");
     let j = json_of(&out.stdout, "multi-target client");
+    assert_eq!(j["kind"], "targets", "the document says what it is");
     let targets = j["targets"].as_array().expect("targets");
     assert_eq!(targets.len(), 2);
     let mut sent = 0;

@@ -1,4 +1,4 @@
-//! Whether a server runs a test: the client's parameters against the server's limits, a slot
+//! Whether a server runs a test: the client's parameters against the server's limits, a place
 //! among the concurrent tests, and any policy plugged in ([`AdmissionPolicy`]). Every "no" is
 //! an [`AdmissionError`], which says what was wrong in words and maps to the refusal the
 //! client understands ([`AdmissionError::decline`]): `ACCESS_DENIED` toward an iperf3 client
@@ -9,23 +9,24 @@
 //! `wirespeed-guard`'s accounting: the acceptor asks it on every accepted connection
 //! ([`Gate::connection`]: allow/deny lists, pending connections) and for every control byte
 //! it reads before admission; [`decide`] runs after the parameters arrived, and only a test
-//! it admits gets a thread, a slot and a [`Ticket`] (which gives both back when dropped). The
-//! ticket also carries the control connection's bytes ([`Ticket::charge_control`]): every
-//! byte the test's client sends counts against its address's budget until the test ends.
+//! it admits gets a thread and a [`Ticket`] (which gives its place back when dropped). The
+//! guard's count of running tests is the server's only one: `--max-tests` is its server-wide
+//! limit. The ticket also carries the control connection's bytes ([`Ticket::charge_control`]):
+//! every byte the test's client sends counts against its address's budget until the test ends.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use thiserror::Error;
 use wirespeed_datapath as dp;
+use wirespeed_datapath::SendPath;
 use wirespeed_guard::{ControlLedger, Guard, PeerKey, Refusal};
 use wirespeed_host::CpuSet;
 use wirespeed_protocol::psk::{PskRefusal, ReplayWindow};
 use wirespeed_protocol::server_error::errno;
-use wirespeed_protocol::{Cookie, Decline, TestParams, Transport};
+use wirespeed_protocol::{Cookie, Decline, TestParams, Transport, WireSendPath};
 
 use super::{Limits, ServerConfig};
 
@@ -51,7 +52,7 @@ pub enum AdmissionError {
     /// A CPU the client asked for is offline or not allowed here.
     #[error("{0}")]
     Cpus(String),
-    /// Every slot for concurrent tests is taken.
+    /// The server runs its maximum of concurrent tests (`--max-tests`).
     #[error("the server is running its maximum of {0} tests; try again later")]
     Busy(usize),
     /// The client's tune request cannot be carried out (or tuning is not allowed).
@@ -77,6 +78,13 @@ pub enum AdmissionError {
     /// the server has no `--psk`, or the tag is missing or wrong.
     #[error("tune request refused: {0}")]
     TuneUnverified(String),
+    /// A send path this server does not know (`wirespeed.send_path`), named as the client
+    /// sent it (cut and made safe to print).
+    #[error(
+        "the client asked for send path \"{0}\", which this server does not know (it knows {known})",
+        known = SendPath::names()
+    )]
+    UnknownSendPath(String),
     /// `-b` × streams above `--server-bitrate-limit`.
     #[error("total requested rate {asked} bit/s is above the server's limit of {limit} bit/s")]
     TotalRate { limit: u64, asked: u64 },
@@ -103,6 +111,7 @@ impl AdmissionError {
             | AdmissionError::NoServerCpus
             | AdmissionError::Cpus(_)
             | AdmissionError::Tune(_)
+            | AdmissionError::UnknownSendPath(_)
             | AdmissionError::UdpListen { .. } => R::Other,
         }
     }
@@ -115,7 +124,7 @@ impl AdmissionError {
             AdmissionError::TooManyStreams { .. } => errno::IENUMSTREAMS,
             AdmissionError::TooLong { .. } => errno::IEMAXSERVERTESTDURATIONEXCEEDED,
             AdmissionError::BlockTooLarge { .. } => errno::IEBLOCKSIZE,
-            AdmissionError::NoEnd => errno::IERECVPARAMS,
+            AdmissionError::NoEnd | AdmissionError::UnknownSendPath(_) => errno::IERECVPARAMS,
             AdmissionError::NoServerCpus | AdmissionError::Cpus(_) => errno::IEAFFINITY,
             AdmissionError::Busy(_)
             | AdmissionError::Tune(_)
@@ -157,7 +166,7 @@ impl AdmissionError {
 
 /// A decision on each test beyond the built-in checks (who may test, with what), plugged into
 /// [`super::ServerConfig::admission`]. Asked after the parameters passed the limits and before
-/// a slot is taken.
+/// the test is counted.
 pub trait AdmissionPolicy: Send + Sync {
     fn admit(&self, peer: SocketAddr, params: &TestParams) -> Result<(), AdmissionError>;
 }
@@ -225,6 +234,13 @@ pub fn check_params(
     if p.num == 0 && p.blockcount == 0 && p.time == 0 {
         return Err(AdmissionError::NoEnd);
     }
+    if let Some(WireSendPath::Unknown(name)) =
+        p.wirespeed.as_ref().and_then(|e| e.send_path.as_ref())
+    {
+        return Err(AdmissionError::UnknownSendPath(
+            wirespeed_model::text::terminal_short(name, 64),
+        ));
+    }
     let mut wanted = CpuSet::new();
     if let Some(c) = p.wirespeed.as_ref().and_then(|e| e.server_cpus.as_ref()) {
         if c.is_empty() {
@@ -239,77 +255,11 @@ pub fn check_params(
     Ok(())
 }
 
-/// The server's slots for concurrent tests.
-#[derive(Debug, Default)]
-pub struct Slots(AtomicUsize);
-
-/// A test admitted to run; releases its slot when dropped.
-#[derive(Debug)]
-pub struct Slot<'a>(&'a Slots);
-
-impl Slot<'_> {
-    /// Keep the slot taken; [`Slots::release`] gives it back.
-    fn keep(self) {
-        std::mem::forget(self);
-    }
-}
-
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        self.0 .0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-impl Slots {
-    /// Take a slot if fewer than `max` are taken.
-    pub fn take(&self, max: usize) -> Result<Slot<'_>, AdmissionError> {
-        let mut cur = self.0.load(Ordering::Acquire);
-        loop {
-            if cur >= max {
-                return Err(AdmissionError::Busy(max));
-            }
-            match self
-                .0
-                .compare_exchange(cur, cur + 1, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => return Ok(Slot(self)),
-                Err(c) => cur = c,
-            }
-        }
-    }
-
-    fn release(&self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// Slots taken now.
-    pub fn taken(&self) -> usize {
-        self.0.load(Ordering::Acquire)
-    }
-}
-
-/// The whole decision for one test: its parameters, the policy, then a slot.
-pub fn admit<'a>(
-    p: &TestParams,
-    peer: SocketAddr,
-    limits: &Limits,
-    policy: Option<&AdmissionHook>,
-    slots: &'a Slots,
-    check_cpus: impl Fn(&CpuSet) -> Result<(), String>,
-) -> Result<Slot<'a>, AdmissionError> {
-    check_params(p, limits, check_cpus)?;
-    if let Some(h) = policy {
-        h.0.admit(peer, p)?;
-    }
-    slots.take(limits.max_tests)
-}
-
 /// What the server holds for each client address and in total: `wirespeed-guard`'s
-/// accounting, and the slots of the running tests.
+/// accounting, the one count of running tests (server-wide: `--max-tests`) among it.
 #[derive(Debug)]
 pub struct Gate {
     guard: Mutex<Guard>,
-    slots: Slots,
     /// Parameters tags admitted within the skew window (`--psk`).
     replay: Mutex<ReplayWindow>,
 }
@@ -318,7 +268,6 @@ impl Gate {
     pub fn new(limits: wirespeed_guard::Limits) -> Gate {
         Gate {
             guard: Mutex::new(Guard::new(limits)),
-            slots: Slots::default(),
             replay: Mutex::new(ReplayWindow::default()),
         }
     }
@@ -332,13 +281,13 @@ impl Gate {
         self.guard().admit_connection(ip)
     }
 
-    /// Slots of running tests taken now.
+    /// Tests admitted and not yet ended (the guard's count).
     pub fn running(&self) -> usize {
-        self.slots.taken()
+        self.guard().total().tests as usize
     }
 }
 
-/// An admitted test's hold on the [`Gate`]: its slot, its test and streams in the guard,
+/// An admitted test's hold on the [`Gate`]: its test and streams in the guard,
 /// (TCP) the data connections it still expects, and the control bytes its control connection
 /// was charged. Given back when dropped.
 #[derive(Debug)]
@@ -381,8 +330,6 @@ impl Drop for Ticket {
         let mut g = self.gate.guard();
         g.test_done(self.peer, self.streams);
         self.control.close(&mut g);
-        drop(g);
-        self.gate.slots.release();
     }
 }
 
@@ -426,7 +373,7 @@ pub fn authenticate(
 
 /// The whole decision on a test whose parameters arrived (in the acceptor, before it has a
 /// thread): the limits, authentication, the policy, the per-address and server-wide
-/// accounting, a slot.
+/// accounting (the test counted once, there).
 pub fn decide(
     p: &TestParams,
     peer: SocketAddr,
@@ -467,9 +414,15 @@ pub fn decide(
         h.0.admit(peer, p)?;
     }
     let streams = u32::try_from(p.total_streams()).unwrap_or(u32::MAX);
-    let slot = gate.slots.take(cfg.limits.max_tests)?;
     let mut g = gate.guard();
-    g.admit_test(key, streams).map_err(AdmissionError::Guard)?;
+    g.admit_test(key, streams).map_err(|r| match r {
+        // The server-wide count of tests is `--max-tests`: a busy server, in its own words.
+        wirespeed_guard::Refusal::Tests {
+            scope: wirespeed_guard::Scope::Server,
+            limit,
+        } => AdmissionError::Busy(limit as usize),
+        r => AdmissionError::Guard(r),
+    })?;
     let connecting = if p.transport == Transport::Tcp {
         g.expect_streams(key, streams);
         streams
@@ -477,7 +430,6 @@ pub fn decide(
         0
     };
     drop(g);
-    slot.keep();
     Ok(Ticket {
         gate: Arc::clone(gate),
         peer: key,
@@ -583,6 +535,45 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_send_path_is_refused_by_name_with_the_known_ones() {
+        let l = Limits::default();
+        let asking = |path: WireSendPath| TestParams {
+            wirespeed: Some(ParamsExt {
+                send_path: Some(path),
+                ..ParamsExt::default()
+            }),
+            ..params()
+        };
+        for p in SendPath::ALL {
+            assert_eq!(check_params(&asking(p.into()), &l, ok_cpus), Ok(()));
+        }
+        let e = check_params(
+            &asking(WireSendPath::Unknown("io_uring".into())),
+            &l,
+            ok_cpus,
+        )
+        .unwrap_err();
+        assert_eq!(e, AdmissionError::UnknownSendPath("io_uring".into()));
+        assert_eq!(
+            e.to_string(),
+            "the client asked for send path \"io_uring\", which this server does not know \
+             (it knows copy, sendfile, splice, msg_zerocopy)"
+        );
+        assert_eq!(e.i_errno(), errno::IERECVPARAMS);
+        assert_eq!(e.reason(), super::super::RefusalReason::Other);
+        // The wirespeed client that asked is told in these words.
+        let Decline::Error { detail, .. } = e.decline(true) else {
+            panic!("SERVER_ERROR expected");
+        };
+        assert_eq!(detail, e.to_string());
+        // A hostile name is cut and cannot break the server's log line or the client's.
+        let long = format!("a\nb{}", "x".repeat(10_000));
+        let e = check_params(&asking(WireSendPath::Unknown(long)), &l, ok_cpus).unwrap_err();
+        let line = e.to_string();
+        assert!(!line.contains('\n') && line.len() < 300, "{line}");
+    }
+
+    #[test]
     fn server_cpus_are_checked_together_with_the_server_affinity() {
         let l = Limits::default();
         let with_cpus = |cpus: CpuSet| TestParams {
@@ -627,36 +618,48 @@ mod tests {
     }
 
     #[test]
-    fn a_policy_decides_after_the_limits_and_slots_are_released_on_drop() {
-        let l = Limits {
-            max_tests: 1,
-            ..Limits::default()
+    fn a_policy_decides_after_the_limits_and_a_ticket_gives_its_test_back_on_drop() {
+        let cfg = ServerConfig {
+            limits: Limits {
+                max_tests: 1,
+                ..Limits::default()
+            },
+            admission: Some(AdmissionHook::new(OnlyFrom("192.0.2.9".parse().unwrap()))),
+            ..ServerConfig::default()
         };
-        let slots = Slots::default();
-        let policy = AdmissionHook::new(OnlyFrom("192.0.2.9".parse().unwrap()));
+        let gate = Arc::new(Gate::new(cfg.limits.guard(&cfg.addrs)));
+        let c = Cookie::from_entropy(&[5; 36]);
         let other: SocketAddr = "198.51.100.1:1".parse().unwrap();
-        let e = admit(&params(), other, &l, Some(&policy), &slots, ok_cpus).unwrap_err();
+        let ko = gate.connection(other.ip()).unwrap();
+        let e = decide(&params(), other, ko, &c, &cfg, &gate).unwrap_err();
         assert_eq!(e.to_string(), "198.51.100.1 may not test here");
         assert_eq!(e.i_errno(), errno::IEACCESSDENIED);
-        assert_eq!(slots.taken(), 0, "a refused test takes no slot");
+        assert_eq!(gate.running(), 0, "a refused test is not counted");
         // The limits come first: a bad test from anyone is refused for what it is.
         let bad = TestParams {
             time: 0,
             ..params()
         };
         assert_eq!(
-            admit(&bad, other, &l, Some(&policy), &slots, ok_cpus).unwrap_err(),
+            decide(&bad, other, ko, &c, &cfg, &gate).unwrap_err(),
             AdmissionError::NoEnd
         );
-        let slot = admit(&params(), peer(), &l, Some(&policy), &slots, ok_cpus).unwrap();
-        assert_eq!(slots.taken(), 1);
-        let busy = admit(&params(), peer(), &l, None, &slots, ok_cpus).unwrap_err();
+        let k = gate.connection(peer().ip()).unwrap();
+        let ticket = decide(&params(), peer(), k, &c, &cfg, &gate).unwrap();
+        assert_eq!(gate.running(), 1);
+        // --max-tests is counted once (the guard's server-wide count): a busy server.
+        let busy = decide(&params(), peer(), k, &c, &cfg, &gate).unwrap_err();
         assert_eq!(busy, AdmissionError::Busy(1));
+        assert_eq!(
+            busy.to_string(),
+            "the server is running its maximum of 1 tests; try again later"
+        );
+        assert_eq!(busy.reason(), super::super::RefusalReason::Limit);
         assert_eq!(busy.decline(false), Decline::AccessDenied, "iperf3 client");
         assert!(matches!(busy.decline(true), Decline::Error { .. }));
-        drop(slot);
-        assert_eq!(slots.taken(), 0);
-        assert!(admit(&params(), peer(), &l, None, &slots, ok_cpus).is_ok());
+        drop(ticket);
+        assert_eq!(gate.running(), 0);
+        drop(decide(&params(), peer(), k, &c, &cfg, &gate).unwrap());
     }
 
     #[test]
@@ -683,7 +686,7 @@ mod tests {
                 .contains("per-address limit of 1 running tests"),
             "{e}"
         );
-        assert_eq!(gate.running(), 1, "a refused test takes no slot");
+        assert_eq!(gate.running(), 1, "a refused test is not counted");
         let kb = gate.connection(b.ip()).unwrap();
         let other = decide(&params(), b, kb, &c, &cfg, &gate).unwrap();
         drop(ticket);

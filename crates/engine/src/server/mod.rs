@@ -5,7 +5,7 @@
 //!   not arrived yet, and hands each complete one to its test (a data connection) or starts a
 //!   new test on its own thread (a control connection).
 //! - [`admission`]: whether a test runs: its parameters against the [`Limits`], a plugged-in
-//!   [`admission::AdmissionPolicy`], a slot among the concurrent tests; every "no" is an
+//!   [`admission::AdmissionPolicy`], a place among the concurrent tests; every "no" is an
 //!   [`admission::AdmissionError`] the client understands (`ACCESS_DENIED` toward iperf3
 //!   clients when busy, `SERVER_ERROR` with iperf3's `i_errno` otherwise, wirespeed's own
 //!   words toward wirespeed clients).
@@ -42,7 +42,7 @@ pub use test::TestError;
 /// What one server accepts.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Tests running at the same time.
+    /// Tests running at the same time (counted once, by the guard: its server-wide `tests`).
     pub max_tests: usize,
     /// `-P` a client may ask for.
     pub max_streams: u32,
@@ -317,7 +317,7 @@ struct Ctx {
     /// UDP stream setup: the server's one unconnected UDP socket hands each 4-byte word to
     /// the test that waits for streams from that address (no server-wide lock).
     udp: udp_setup::UdpSetup,
-    /// Per-address and server-wide accounting, and the slots of running tests.
+    /// Per-address and server-wide accounting, running tests among it.
     gate: Arc<admission::Gate>,
     registry: Registry,
     factory: ReporterFactory,

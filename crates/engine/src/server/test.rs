@@ -13,6 +13,7 @@ use wirespeed_datapath::{self as dp, RecvPath, SendPath};
 use wirespeed_model::verdict::{PeerSilent, SilentPhase};
 use wirespeed_protocol::{
     Cookie, Decline, Direction, Failure, ServerSession, TestParams, TestResults, Transport,
+    WireSendPath,
 };
 use wirespeed_report::{HostPort, Start, TestResult};
 use wirespeed_run::{
@@ -158,16 +159,6 @@ fn min_progress(p: &TestParams) -> u64 {
     block.min(MAX_MIN_PROGRESS)
 }
 
-fn parse_path(s: Option<&str>) -> Option<SendPath> {
-    match s? {
-        "copy" => Some(SendPath::Copy),
-        "sendfile" => Some(SendPath::Sendfile),
-        "splice" => Some(SendPath::Splice),
-        "msg_zerocopy" => Some(SendPath::MsgZerocopy),
-        _ => None,
-    }
-}
-
 /// One admitted test, on its own thread: `sess` has its parameters, `ticket` its slot.
 pub(super) fn serve_test(
     stream: TcpStream,
@@ -238,7 +229,10 @@ fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
             max_workers: usable_cpus(),
         }
     };
-    let send_path = parse_path(ext.and_then(|e| e.send_path.as_deref()))
+    // An unknown name never gets this far: admission refuses it by name.
+    let send_path = ext
+        .and_then(|e| e.send_path.as_ref())
+        .and_then(WireSendPath::known)
         .or_else(|| p.zerocopy.map(|_| SendPath::Sendfile))
         .unwrap_or(cfg.send_path);
     let recv_path = if p.skip_rx_copy || ext.and_then(|e| e.recv_path.as_deref()) == Some("skip") {
@@ -502,11 +496,7 @@ impl<'a> ServerTest<'a> {
             mss: params.mss,
             nodelay: params.nodelay,
             congestion: params.congestion.clone(),
-            fq_rate: params
-                .fqrate
-                .or(params.bandwidth)
-                .filter(|&b| b > 0)
-                .map(|b| b / 8),
+            fq_rate: params.tcp_pacing_rate(),
         };
         let mut streams = Vec::with_capacity(total);
         for (i, socket) in sockets.into_iter().enumerate() {
@@ -1145,7 +1135,7 @@ mod tests {
         let named = TestParams {
             zerocopy: Some(1),
             wirespeed: Some(ParamsExt {
-                send_path: Some("splice".into()),
+                send_path: Some(SendPath::Splice.into()),
                 recv_path: Some("skip".into()),
                 ..ParamsExt::default()
             }),
@@ -1156,7 +1146,6 @@ mod tests {
             (p.send_path, p.recv_path),
             (SendPath::Splice, RecvPath::SkipCopy)
         );
-        assert_eq!(parse_path(Some("bogus")), None);
     }
 
     #[test]

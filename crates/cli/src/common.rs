@@ -1,0 +1,70 @@
+//! What the measuring commands share (client, server, sweeps, latency, agent): the ranges of
+//! the values a user sets, the small files they name, and the live host's observation. Here,
+//! below each of them, so none imports another for it.
+
+use wirespeed_engine::ObserveHook;
+use wirespeed_explain::hooks::HostObserve;
+use wirespeed_host::Root;
+
+use crate::exit;
+
+/// The ranges of the limits and timeouts a user sets (checked when the command line is read,
+/// so that no later `Duration` or sum built from them can overflow). iperf3's ranges where
+/// iperf3 has the option.
+pub mod limit {
+    /// One day in milliseconds: iperf3's bound for its timeouts (`MAX_TIME` × 1000).
+    pub const DAY_MS: u64 = 86_400_000;
+    /// One day in seconds: iperf3's longest test.
+    pub const DAY_S: u64 = 86_400;
+    /// Stream and connection counts: what the test parameters allow (2^20).
+    pub const COUNT: u64 = 1 << 20;
+
+    /// A whole number in `LO..=HI` (`--handshake-timeout`: `u64_in::<1, 3600>`).
+    pub fn u64_in<const LO: u64, const HI: u64>(s: &str) -> Result<u64, String> {
+        s.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|v| (LO..=HI).contains(v))
+            .ok_or_else(|| format!("a whole number from {LO} to {HI}"))
+    }
+
+    /// [`u64_in`] for a `u32`.
+    pub fn u32_in<const LO: u64, const HI: u64>(s: &str) -> Result<u32, String> {
+        u64_in::<LO, HI>(s).map(|v| v as u32)
+    }
+
+    /// [`u64_in`] for a `usize`.
+    pub fn usize_in<const LO: u64, const HI: u64>(s: &str) -> Result<usize, String> {
+        u64_in::<LO, HI>(s).map(|v| v as usize)
+    }
+}
+
+/// A file the user named, read whole (keys and lists are small; a huge file is refused).
+pub(crate) fn read_small(path: &std::path::Path, flag: &str) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path)
+        .map_err(|e| exit::fail(exit::IO, format!("{flag} {}: {e}", path.display())))?;
+    let mut v = Vec::new();
+    f.take(1 << 20)
+        .read_to_end(&mut v)
+        .map_err(|e| exit::fail(exit::IO, format!("{flag} {}: {e}", path.display())))?;
+    if v.len() >= 1 << 20 {
+        return Err(exit::fail(
+            exit::IO,
+            format!("{flag} {}: larger than 1 MiB", path.display()),
+        ));
+    }
+    Ok(v)
+}
+
+pub(crate) fn read_psk(path: &std::path::Path) -> anyhow::Result<wirespeed_protocol::psk::Psk> {
+    let bytes = read_small(path, "--psk")?;
+    wirespeed_protocol::psk::Psk::from_file_contents(&bytes)
+        .map_err(|e| exit::fail(exit::USAGE, format!("--psk {}: {e}", path.display())))
+}
+
+/// Observation of this host (`/proc` and `/sys` of the live system), for every test either end
+/// runs.
+pub fn live_observer() -> ObserveHook {
+    ObserveHook::new(HostObserve::new(Root::live()))
+}
