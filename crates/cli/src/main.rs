@@ -18,7 +18,6 @@ mod live;
 mod measure;
 mod model;
 mod pictures;
-mod stats;
 mod top;
 mod tune;
 mod usage;
@@ -120,8 +119,8 @@ fn main() -> ExitCode {
     // How a failure is reported when the command ends: iperf3's ways for a client or server
     // writing JSON or in strict iperf3 mode, wirespeed's otherwise.
     let style = match &cli.command {
-        Command::Client(a) => measure::failure_style(&a.out, as_iperf3),
-        Command::Server(a) => measure::failure_style(&a.out, as_iperf3),
+        Command::Client(a) => measure::failure_style(&a.out, Some(&a.csv), as_iperf3),
+        Command::Server(a) => measure::failure_style(&a.out, None, as_iperf3),
         _ => exit::Style::Wirespeed,
     };
     let result = match cli.command {

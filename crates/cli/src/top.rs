@@ -32,7 +32,7 @@ use wirespeed_report::html::rate;
 
 use crate::exit;
 use crate::live::{busiest, cpu_line, fit, sum_now};
-use crate::stats::{parse_line, LineReader, StatsLine};
+use wirespeed_engine::feed::{parse_line, LineReader, StatsLine};
 
 /// Samples each sparkline keeps.
 const HISTORY: usize = 240;
@@ -148,7 +148,10 @@ pub fn run(a: TopArgs) -> anyhow::Result<ExitCode> {
     if !std::io::stdout().is_terminal() {
         return Err(exit::fail(exit::USAGE, "top needs a terminal on stdout"));
     }
-    let path = a.socket.clone().unwrap_or_else(crate::stats::default_path);
+    let path = a
+        .socket
+        .clone()
+        .unwrap_or_else(wirespeed_engine::feed::default_path);
     let conn = UnixStream::connect(&path).map_err(|e| {
         exit::fail(
             exit::IO,

@@ -23,6 +23,7 @@ pub mod client;
 pub mod data;
 mod error;
 pub mod extras;
+pub mod feed;
 pub mod hooks;
 pub mod live;
 pub mod measurement;

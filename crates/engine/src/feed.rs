@@ -20,13 +20,11 @@ use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::server::TestInfo;
+use crate::Reporter;
 use serde::{Deserialize, Serialize};
-use wirespeed_engine::server::TestInfo;
-use wirespeed_engine::Reporter;
 use wirespeed_model::observation::CpuUse;
 use wirespeed_report::{Interval, LiveEvent, Start, TestResult};
-
-use crate::exit;
 
 /// The longest line a reader accepts (and the server writes: streams past
 /// [`MAX_STREAMS`] are left out of a line, the sum still counts them).
@@ -217,6 +215,14 @@ impl Readers {
 }
 
 /// The listening socket and its readers; the socket file goes when this is dropped.
+/// Why the feed's socket could not be served.
+#[derive(Debug, thiserror::Error)]
+#[error("--stats-socket {}: {what}", path.display())]
+pub struct FeedError {
+    pub path: PathBuf,
+    pub what: String,
+}
+
 pub struct Feed {
     path: PathBuf,
     readers: Arc<Readers>,
@@ -226,12 +232,10 @@ pub struct Feed {
 impl Feed {
     /// Listen on `path` (its directory is made 0700 if missing). A socket file nobody serves
     /// is replaced; a live one, or anything that is not a socket, is an error.
-    pub fn open(path: &Path) -> anyhow::Result<Arc<Feed>> {
-        let fail = |what: String| {
-            exit::fail(
-                exit::IO,
-                format!("--stats-socket {}: {what}", path.display()),
-            )
+    pub fn open(path: &Path) -> Result<Arc<Feed>, FeedError> {
+        let fail = |what: String| FeedError {
+            path: path.to_path_buf(),
+            what,
         };
         let dir = path
             .parent()
