@@ -777,15 +777,6 @@ fn family(v4: bool, v6: bool) -> Family {
 }
 
 fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
-    if a.server_irq_cpus.is_some() && a.psk.is_none() {
-        return Err(exit::fail(
-            exit::USAGE,
-            format!(
-                "--server-irq-cpus: {}",
-                wirespeed_engine::client::TUNE_NEEDS_PSK
-            ),
-        ));
-    }
     // The range (iperf3's, 100 ms to a day) was checked when the command line was read.
     let rcv_timeout = Some(a.rcv_timeout.map_or(
         wirespeed_engine::client::DEFAULT_RCV_TIMEOUT,
@@ -794,19 +785,6 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
     let to_u32 = |v: u64, flag: &str| {
         u32::try_from(v).map_err(|_| exit::fail(exit::USAGE, format!("{flag} {v}: too large")))
     };
-    if a.parallel == 0 {
-        return Err(exit::fail(exit::USAGE, "-P 0: at least one stream"));
-    }
-    wirespeed_protocol::params::check_client(&wirespeed_protocol::params::ClientChoices {
-        time: a.time,
-        omit: a.omit,
-        mss: a.mss,
-        title: a.title.as_deref(),
-        extra_data: a.extra_data.as_deref(),
-        congestion: a.congestion.as_deref(),
-        ..Default::default()
-    })
-    .map_err(|e| exit::fail(exit::USAGE, e.to_string()))?;
     let direction = if a.bidir {
         Direction::Both
     } else if a.reverse {
@@ -846,7 +824,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         mptcp: a.out.iperf3.mptcp,
         flowlabel: a.flowlabel,
     };
-    Ok(ClientConfig {
+    let cfg = ClientConfig {
         host,
         port: a.port.first().copied().unwrap_or(5201),
         family: family(a.v4, a.v6),
@@ -886,7 +864,10 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         rcv_timeout,
         rate_bps: a.rate.map(|mbps| mbps as f64 * 1e6),
         ..ClientConfig::default()
-    })
+    };
+    // The one check of the client's choices (the engine's): before anything runs.
+    cfg.validate().map_err(exit::engine_fail)?;
+    Ok(cfg)
 }
 
 /// One line about the host a loopback test ran on.
@@ -945,9 +926,16 @@ pub fn strict(out: &OutputArgs, as_iperf3: bool) -> bool {
     as_iperf3 || out.iperf3.iperf3_strict
 }
 
-/// How a client or server with these output options reports a failure when it ends.
-pub fn failure_style(out: &OutputArgs, as_iperf3: bool) -> exit::Style {
-    exit::Style::of_output(out.format() != Format::Text, strict(out, as_iperf3))
+/// How a client or server with these output options reports a failure when it ends. With
+/// `--csv -` stdout is the CSV's: a failure is one line on stderr, never a JSON document there.
+pub fn failure_style(
+    out: &OutputArgs,
+    csv: Option<&crate::pictures::CsvFileArg>,
+    as_iperf3: bool,
+) -> exit::Style {
+    let json =
+        out.format() != Format::Text && !csv.is_some_and(crate::pictures::CsvFileArg::to_stdout);
+    exit::Style::of_output(json, strict(out, as_iperf3))
 }
 
 /// `--wirespeed-json FILE`: the report's `wirespeed` section on its own.
@@ -955,7 +943,9 @@ fn write_wirespeed_json(
     path: &std::path::Path,
     r: &wirespeed_report::TestResult,
 ) -> anyhow::Result<()> {
-    let doc = serde_json::json!({ "wirespeed": r.wirespeed });
+    let doc = wirespeed_report::model::WirespeedSection {
+        wirespeed: r.wirespeed.as_ref(),
+    };
     let mut text = serde_json::to_string_pretty(&doc)
         .map_err(|e| exit::fail(exit::INTERNAL, format!("--wirespeed-json: {e}")))?;
     text.push('\n');
@@ -1357,10 +1347,11 @@ pub fn run_server(a: ServerArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
         .stats_socket
         .as_deref()
         .map(|p| match p.as_os_str().is_empty() {
-            true => crate::stats::Feed::open(&crate::stats::default_path()),
-            false => crate::stats::Feed::open(p),
+            true => wirespeed_engine::feed::Feed::open(&wirespeed_engine::feed::default_path()),
+            false => wirespeed_engine::feed::Feed::open(p),
         })
-        .transpose()?;
+        .transpose()
+        .map_err(|e| exit::fail(exit::IO, e.to_string()))?;
     let out2 = Arc::clone(&out);
     let factory: wirespeed_engine::ReporterFactory = Arc::new(move |info| {
         let mut r = StandardReporter::new(Arc::clone(&out2), format, opts)
@@ -1375,7 +1366,7 @@ pub fn run_server(a: ServerArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
             r
         }) as Box<dyn Reporter>;
         match &feed {
-            Some(f) => Box::new(crate::stats::Tee::new(r, Arc::clone(f), info)),
+            Some(f) => Box::new(wirespeed_engine::feed::Tee::new(r, Arc::clone(f), info)),
             None => r,
         }
     });

@@ -182,8 +182,20 @@ impl Default for ClientConfig {
 pub const MAX_STREAMS: u32 = 65_536;
 
 impl ClientConfig {
-    /// Check values that need no network, including the local CPUs.
+    /// Check values that need no network, including the local CPUs: the one check of a
+    /// client's choices (the command line only parses; the server's bounds on the parameters
+    /// are the protocol's, `params::check_client`, applied here too).
     pub fn validate(&self) -> Result<(), EngineError> {
+        wirespeed_protocol::params::check_client(&wirespeed_protocol::params::ClientChoices {
+            time: self.time,
+            omit: self.omit,
+            mss: self.mss,
+            burst: self.extras.burst,
+            title: self.title.as_deref(),
+            extra_data: self.extra_data.as_deref(),
+            congestion: self.congestion.as_deref(),
+        })
+        .map_err(|e| EngineError::Config(e.to_string()))?;
         if self.parallel == 0 || self.parallel > MAX_STREAMS {
             return Err(EngineError::Config(format!(
                 "-P {}: streams must be 1..={MAX_STREAMS}",
@@ -200,7 +212,9 @@ impl ClientConfig {
             return Err(EngineError::Config("-t 0 needs -n or -k".into()));
         }
         if self.server_irq_cpus.is_some() && self.psk.is_none() {
-            return Err(EngineError::Config(TUNE_NEEDS_PSK.into()));
+            return Err(EngineError::Config(format!(
+                "--server-irq-cpus: {TUNE_NEEDS_PSK}"
+            )));
         }
         if let Some(l) = self.block_len {
             if l == 0 || l as usize > dp_max_block() {
