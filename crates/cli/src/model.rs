@@ -60,17 +60,11 @@ pub fn run(a: ModelArgs) -> anyhow::Result<ExitCode> {
         .map(|l| parse_fraction(l, "--loss"))
         .transpose()?;
     let out = if a.table {
-        let t = path_model::table(rate, a.mss);
+        let doc = path_model::TableDoc::new(rate, a.mss);
         if a.json {
-            let doc = serde_json::json!({
-                "rate_bps": rate,
-                "mss": a.mss,
-                "losses": LOSSES,
-                "rows": t,
-            });
             serde_json::to_string_pretty(&doc)? + "\n"
         } else {
-            table_text(rate, a.mss, &t)
+            table_text(rate, a.mss, &doc.rows)
         }
     } else {
         let rtt = a

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+use wirespeed_tune::doc::{JournalRow, Written};
 
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
@@ -324,7 +325,10 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         if a.json {
             say!(
                 "{}",
-                serde_json::json!({ "plan": plan, "apply": serde_json::Value::Null })
+                serde_json::to_string_pretty(&Written::TuneApplied {
+                    plan: &plan,
+                    apply: None
+                })?
             );
         } else {
             out(&plan.render_text());
@@ -346,7 +350,10 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         say!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "plan": plan, "apply": report }))?
+            serde_json::to_string_pretty(&Written::TuneApplied {
+                plan: &plan,
+                apply: Some(&report)
+            })?
         );
     } else {
         out(&plan.render_applied(&report));
@@ -461,68 +468,49 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
 
 fn run_status(a: StatusArgs) -> anyhow::Result<ExitCode> {
     let root = root_of(&a.root)?;
-    let journals: Vec<(String, Result<JournalFile, TuneError>)> =
-        journal::list(&root, &a.root.journal_dir)
-            .into_iter()
-            .map(|path| {
-                let jf = JournalFile::read(&root, &path);
-                (path, jf)
-            })
-            .collect();
-    let not_movable = |jf: &JournalFile| {
-        jf.entries()
-            .iter()
-            .filter(|e| e.outcome == Some(journal::Outcome::NotMovable))
-            .count()
-    };
+    let rows: Vec<JournalRow> = journal::list(&root, &a.root.journal_dir)
+        .into_iter()
+        .map(|path| {
+            let jf = JournalFile::read(&root, &path);
+            JournalRow::of(&path, jf.as_ref().map_err(|e| e.to_string()))
+        })
+        .collect();
     if a.json {
-        let rows: Vec<serde_json::Value> = journals
-            .iter()
-            .map(|(path, jf)| match jf {
-                Ok(jf) => serde_json::json!({
-                    "journal": path,
-                    "created": jf.created(),
-                    "state": jf.state(),
-                    "iface": jf.iface(),
-                    "changes": jf.entries().len(),
-                    "not_movable": not_movable(jf),
-                }),
-                Err(e) => serde_json::json!({ "journal": path, "error": e.to_string() }),
-            })
-            .collect();
-        say!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "journals": rows }))?
-        );
+        let doc = Written::TuneJournals { journals: rows };
+        say!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::from(exit::OK));
     }
-    if journals.is_empty() {
+    if rows.is_empty() {
         say!(
             "No journals under {}.",
             real_path(&root, &a.root.journal_dir)
         );
         return Ok(ExitCode::from(exit::OK));
     }
-    for (path, jf) in &journals {
-        let path = real_path(&root, path);
-        let jf = match jf {
-            Ok(jf) => jf,
-            Err(e) => {
-                say!("{path}  unreadable: {e}");
-                continue;
+    for row in &rows {
+        match row {
+            JournalRow::Unreadable { journal, error } => {
+                say!("{}  unreadable: {error}", real_path(&root, journal));
             }
-        };
-        say!(
-            "{path}  {:<16} {:<24} iface {:<14} {} changes{}",
-            jf.state().as_str(),
-            jf.created(),
-            jf.iface().as_deref().unwrap_or("-"),
-            jf.entries().len(),
-            match not_movable(jf) {
-                0 => String::new(),
-                n => format!(", {n} IRQs not movable"),
-            }
-        );
+            JournalRow::Read {
+                journal,
+                created,
+                state,
+                iface,
+                changes,
+                not_movable,
+            } => say!(
+                "{}  {:<16} {:<24} iface {:<14} {changes} changes{}",
+                real_path(&root, journal),
+                state.as_str(),
+                created,
+                iface.as_deref().unwrap_or("-"),
+                match not_movable {
+                    0 => String::new(),
+                    n => format!(", {n} IRQs not movable"),
+                }
+            ),
+        }
     }
     Ok(ExitCode::from(exit::OK))
 }

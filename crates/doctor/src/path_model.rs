@@ -158,6 +158,28 @@ pub fn table(rate_bps: u64, mss: u32) -> Vec<TableRow> {
         .collect()
 }
 
+/// `model --table -J`: the table with the link it is for.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TableDoc {
+    pub rate_bps: u64,
+    pub mss: u32,
+    /// The loss rate of each column of `rows[].expected_bps`.
+    pub losses: [f64; 5],
+    pub rows: Vec<TableRow>,
+}
+
+impl TableDoc {
+    /// The table for a link of `rate_bps` and segments of `mss`.
+    pub fn new(rate_bps: u64, mss: u32) -> TableDoc {
+        TableDoc {
+            rate_bps,
+            mss,
+            losses: LOSSES,
+            rows: table(rate_bps, mss),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

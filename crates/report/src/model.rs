@@ -433,6 +433,13 @@ pub struct LiveEvent {
     pub verdict_so_far: Option<Verdict>,
 }
 
+/// `client --wirespeed-json FILE`: a test's `wirespeed` section on its own, under the same key
+/// as in the test's document.
+#[derive(Debug, Clone, Serialize)]
+pub struct WirespeedSection<'a> {
+    pub wirespeed: Option<&'a WirespeedExt>,
+}
+
 /// Everything wirespeed adds, under the top-level key `"wirespeed"`.
 ///
 /// Every section is typed with `wirespeed-model`'s types (the same ones the

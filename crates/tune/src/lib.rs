@@ -19,6 +19,7 @@
 //! exist only on the live host and are skipped, with a reason, elsewhere.
 
 pub mod collect;
+pub mod doc;
 pub mod engine;
 pub mod journal;
 pub mod plan;

@@ -1,0 +1,65 @@
+//! The JSON documents `tune` writes besides a plan on its own: `tune --apply -J` (the plan and
+//! what applying it did) and `tune status -J` (the journals found). Each carries its `kind`.
+
+use serde::Serialize;
+
+use crate::engine::ApplyReport;
+use crate::journal::{JournalFile, Outcome, State};
+use crate::plan::Plan;
+
+/// The documents, each written with its `kind`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Written<'a> {
+    /// `tune --apply -J`: `apply` is absent when the plan had no step.
+    TuneApplied {
+        plan: &'a Plan,
+        apply: Option<&'a ApplyReport>,
+    },
+    /// `tune status -J`.
+    TuneJournals { journals: Vec<JournalRow> },
+}
+
+/// One journal as `tune status` lists it: read, or why it could not be.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum JournalRow {
+    Read {
+        journal: String,
+        created: String,
+        state: State,
+        iface: Option<String>,
+        /// Changes recorded.
+        changes: usize,
+        /// IRQs the kernel manages (left where they were).
+        not_movable: usize,
+    },
+    Unreadable {
+        journal: String,
+        error: String,
+    },
+}
+
+impl JournalRow {
+    /// The row of the journal at `path` (its host path), read or not.
+    pub fn of(path: &str, jf: Result<&JournalFile, String>) -> JournalRow {
+        match jf {
+            Ok(jf) => JournalRow::Read {
+                journal: path.to_string(),
+                created: jf.created(),
+                state: jf.state(),
+                iface: jf.iface(),
+                changes: jf.entries().len(),
+                not_movable: jf
+                    .entries()
+                    .iter()
+                    .filter(|e| e.outcome == Some(Outcome::NotMovable))
+                    .count(),
+            },
+            Err(error) => JournalRow::Unreadable {
+                journal: path.to_string(),
+                error,
+            },
+        }
+    }
+}
