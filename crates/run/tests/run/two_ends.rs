@@ -649,3 +649,24 @@ fn live_frame(t: f64) -> LiveInterval {
         observation: None,
     }
 }
+
+#[test]
+fn a_udp_test_ends_on_blocks_and_a_lost_reverse_stream_is_named() {
+    // -u -k: the client counts datagrams (blocks) as it does TCP blocks
+    let mut sc = Scenario::new(Direction::ClientToServer, EndAt::Blocks(2000));
+    sc.params.transport = Transport::Udp;
+    let o = run(sc);
+    assert_eq!(o.client_end(), &Ending::Complete);
+    assert_eq!(o.server_end(), &Ending::Complete);
+    // -u -R: the server's datagrams stop arriving; the client's receive timeout names it
+    let mut sc = Scenario::new(Direction::ServerToClient, EndAt::Time(10 * S));
+    sc.params.transport = Transport::Udp;
+    sc.s2c_data_cut = Some(S);
+    sc.client_limits.rcv_timeout = Some(2 * S);
+    let o = run(sc);
+    assert!(
+        matches!(o.client_end(), Ending::Silent { silent, .. } if silent.phase == SilentPhase::Data),
+        "{:?}",
+        o.client_end()
+    );
+}
