@@ -8,6 +8,27 @@ use wirespeed_host::Root;
 
 use crate::exit;
 
+/// The headings `client --help` and `server --help` group their options under (also the iperf3
+/// drop-in forms `-c HOST --help` and `-s --help`): every visible option sits under one.
+pub mod heading {
+    /// Where to connect or listen, addresses, interfaces, timeouts of the connections.
+    pub const CONNECTION: &str = "Connection";
+    /// What the test sends: iperf3's test flags.
+    pub const TEST: &str = "Test (iperf3 flags)";
+    /// Which CPUs the workers (and the NIC's IRQs) use.
+    pub const PLACEMENT: &str = "Placement";
+    /// Where the work ran, repeated runs, the cost projection.
+    pub const OBSERVATION: &str = "Observation";
+    /// What is printed or written, and where.
+    pub const OUTPUT: &str = "Output";
+    /// Authentication and who may connect.
+    pub const SECURITY: &str = "Security";
+    /// What a server allows one test, one address and all tests together.
+    pub const LIMITS: &str = "Limits";
+    /// A server's IRQ moves for its clients.
+    pub const TUNING: &str = "Tuning";
+}
+
 /// The ranges of the limits and timeouts a user sets (checked when the command line is read,
 /// so that no later `Duration` or sum built from them can overflow). iperf3's ranges where
 /// iperf3 has the option.

@@ -6,8 +6,8 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use crate::common::heading;
 use crate::exit;
-use crate::measure::heading;
 
 /// Flags iperf3 accepts on both ends.
 #[derive(Debug, Clone, Default, clap::Args)]

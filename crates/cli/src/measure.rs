@@ -37,26 +37,7 @@ fn size(s: &str) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
-/// The headings `client --help` and `server --help` group their options under (also the iperf3
-/// drop-in forms `-c HOST --help` and `-s --help`): every visible option sits under one.
-pub mod heading {
-    /// Where to connect or listen, addresses, interfaces, timeouts of the connections.
-    pub const CONNECTION: &str = "Connection";
-    /// What the test sends: iperf3's test flags.
-    pub const TEST: &str = "Test (iperf3 flags)";
-    /// Which CPUs the workers (and the NIC's IRQs) use.
-    pub const PLACEMENT: &str = "Placement";
-    /// Where the work ran, repeated runs, the cost projection.
-    pub const OBSERVATION: &str = "Observation";
-    /// What is printed or written, and where.
-    pub const OUTPUT: &str = "Output";
-    /// Authentication and who may connect.
-    pub const SECURITY: &str = "Security";
-    /// What a server allows one test, one address and all tests together.
-    pub const LIMITS: &str = "Limits";
-    /// A server's IRQ moves for its clients.
-    pub const TUNING: &str = "Tuning";
-}
+pub use crate::common::heading;
 
 /// A CPU list argument (`6-11`, `0,2,4`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use wirespeed_host::Root;
 use wirespeed_report::doc::{Budget, Document, MAX_DOCUMENT_BYTES};
 use wirespeed_report::{csv, diff, html};
 
+use crate::common::heading;
 use crate::exit;
-use crate::measure::heading;
 
 /// `--html FILE` of client, sweep, latency and doctor.
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -28,7 +28,7 @@ use wirespeed_model::cost::{Cost, EndCost, Projection};
 use wirespeed_model::observation::{BitsPerSecond, EndObservation, Role, TestObservation};
 use wirespeed_model::verdict::Measured;
 
-use crate::verdict::{is_virtual, same_host};
+use crate::nic::is_virtual;
 
 /// The test's wall time at one end, seconds (the observation total's span).
 fn wall_s(e: &EndObservation) -> Option<f64> {
@@ -134,7 +134,7 @@ pub fn cost_of(test: &TestObservation, m: &Measured) -> Option<Cost> {
     if test.ends().any(|e| e.role == Role::Both) {
         return None;
     }
-    let shared = same_host(test).is_some() && test.remote.is_some();
+    let shared = test.same_host().is_some() && test.remote.is_some();
     let sender_end = test.ends().find(|e| e.role == Role::Sender);
     let receiver_end = test.ends().find(|e| e.role == Role::Receiver);
     let mut notes = Vec::new();
@@ -252,7 +252,7 @@ pub fn zero_copy_on_one_host(
     sender: Option<&EndCost>,
 ) -> Option<String> {
     let path = m.zero_copy_send.as_deref()?;
-    same_host(test)?;
+    test.same_host()?;
     let measured = sender.map_or(String::new(), |c| {
         format!(
             " (here one sending core moves {})",

@@ -76,6 +76,12 @@ pub fn iface_facts(root: &Root, iface: &str) -> IfaceFacts {
     f
 }
 
+/// The interface's speed is nominal, not a line: loopback, or a device without a PCI function
+/// (veth, bridges, tunnels), or a virtio NIC — as the observation's notes say.
+pub fn is_virtual(e: &wirespeed_model::EndObservation) -> bool {
+    e.iface.as_deref() == Some("lo") || e.notes.iter().any(|n| n.contains(VIRTUAL_INTERFACE))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -334,14 +334,7 @@ fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
     )
 }
 
-/// The interface's speed is nominal, not a line: loopback, or a device without a PCI function
-/// (veth, bridges, tunnels), or a virtio NIC — as the observation's notes say.
-pub fn is_virtual(e: &EndObservation) -> bool {
-    e.iface.as_deref() == Some("lo")
-        || e.notes
-            .iter()
-            .any(|n| n.contains(crate::nic::VIRTUAL_INTERFACE))
-}
+pub use crate::nic::is_virtual;
 
 /// A saturated CPU that lost `th.steal` or more to the hypervisor.
 fn steal_candidate(
@@ -792,17 +785,9 @@ fn cpu_candidates_with(
     }
 }
 
-/// Both ends on one host: `Some(where)` — over `lo`, or the same host name and topology.
+/// Both ends on one host: `Some(where)` (the model's rule, [`TestObservation::same_host`]).
 pub(crate) fn same_host(test: &TestObservation) -> Option<String> {
-    let host = test.local.host.as_deref().map(str::trim);
-    if test.ends().any(|e| e.iface.as_deref() == Some("lo")) {
-        return Some(host.map_or("over lo".into(), |h| format!("{h}, over lo")));
-    }
-    let r = test.remote.as_ref()?;
-    let same = host.is_some()
-        && host == r.host.as_deref().map(str::trim)
-        && test.local.topology == r.topology;
-    same.then(|| host.unwrap_or_default().to_string())
+    test.same_host()
 }
 
 /// The ends' workers compete for CPUs: a worker unpinned, the ends' CPUs shared, or the peer's

@@ -8,17 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::{self, CpuSet};
 use crate::observation::Role;
 
-/// Where a CPU frequency came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CpuFreq {
-    /// Mean current frequency of the CPUs read, MHz.
-    pub mhz: f64,
-    /// The file it was read from: `cpufreq scaling_cur_freq` or `/proc/cpuinfo cpu MHz`.
-    pub source: String,
-    /// The CPUs whose frequency was averaged.
-    #[serde(default, with = "cpuset::as_array")]
-    pub cpus: CpuSet,
-}
+pub use crate::observation::CpuFreq;
 
 /// The CPU one end spent on the test's bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -242,7 +242,7 @@ pub struct IntervalObservation {
     /// The current frequency of the workers' CPUs when the interval closed (the whole test's
     /// total only), for the cost in cycles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_freq: Option<crate::cost::CpuFreq>,
+    pub cpu_freq: Option<CpuFreq>,
     /// The worker threads' own CPU time, user + system over each worker's whole life
     /// (`getrusage(RUSAGE_THREAD)` as it ends), seconds (the whole test's total only: the engine
     /// adds it once the workers have joined).
@@ -662,6 +662,42 @@ pub const RUNNING_INTERVALS: usize = 300;
 
 /// Most distinct CPUs a [`RunningEnd`] accumulates (CPUs past it are left out).
 pub const RUNNING_CPUS: usize = 8192;
+
+/// Where a CPU frequency came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuFreq {
+    /// Mean current frequency of the CPUs read, MHz.
+    pub mhz: f64,
+    /// The file it was read from: `cpufreq scaling_cur_freq` or `/proc/cpuinfo cpu MHz`.
+    pub source: String,
+    /// The CPUs whose frequency was averaged.
+    #[serde(default, with = "crate::cpuset::as_array")]
+    pub cpus: CpuSet,
+}
+
+impl EndObservation {
+    /// Both ends observed on one host: the same host name and topology.
+    pub fn on_same_host(&self, other: &EndObservation) -> bool {
+        fn host(e: &EndObservation) -> Option<&str> {
+            e.host.as_deref().map(str::trim)
+        }
+        host(self).is_some() && host(self) == host(other) && self.topology == other.topology
+    }
+}
+
+impl TestObservation {
+    /// Both ends on one host: `Some(where)` — over `lo`, or the same host name and topology.
+    pub fn same_host(&self) -> Option<String> {
+        let host = self.local.host.as_deref().map(str::trim);
+        if self.ends().any(|e| e.iface.as_deref() == Some("lo")) {
+            return Some(host.map_or("over lo".into(), |h| format!("{h}, over lo")));
+        }
+        let r = self.remote.as_ref()?;
+        self.local
+            .on_same_host(r)
+            .then(|| host.unwrap_or_default().to_string())
+    }
+}
 
 impl EndObservation {
     /// The parts of this end known before any interval (interface, NIC IRQs, topology, notes):

@@ -45,57 +45,7 @@ impl Default for ApplyOptions {
     }
 }
 
-/// How one step of an apply ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StepStatus {
-    Applied,
-    /// The setting already held the new value; nothing written or journaled.
-    AlreadySet,
-    /// A managed IRQ: the kernel refused (EIO).
-    NotMovable,
-    Failed,
-    /// The driver does not implement the setting or refuses the value (coalescing:
-    /// `EOPNOTSUPP`/`EINVAL`); nothing changed.
-    NotSupported,
-    /// Not possible on this root (a service or ring on a captured tree).
-    Skipped,
-}
-
-impl StepStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StepStatus::Applied => "applied",
-            StepStatus::AlreadySet => "already set",
-            StepStatus::NotMovable => "not movable",
-            StepStatus::Failed => "FAILED",
-            StepStatus::NotSupported => "not supported",
-            StepStatus::Skipped => "skipped",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct StepReport {
-    /// Index into the plan's steps.
-    pub step: usize,
-    pub setting: String,
-    pub status: StepStatus,
-    pub detail: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ApplyReport {
-    /// Host path of the journal.
-    pub journal: String,
-    pub steps: Vec<StepReport>,
-}
-
-impl ApplyReport {
-    pub fn count(&self, status: StepStatus) -> usize {
-        self.steps.iter().filter(|s| s.status == status).count()
-    }
-}
+pub use crate::plan::{ApplyReport, StepReport, StepStatus};
 
 const LIVE_ONLY_SERVICE: &str = "services can only be controlled on the live host";
 const LIVE_ONLY_RING: &str = "ring sizes can only be set on the live host";

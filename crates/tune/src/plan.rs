@@ -232,8 +232,7 @@ impl Plan {
     /// What `--apply` did, each step once: the plan's head, one line per step with its value
     /// before, the value asked for and the outcome (and why, where it did not apply), then
     /// what the plan leaves alone and the counts.
-    pub fn render_applied(&self, report: &crate::engine::ApplyReport) -> String {
-        use crate::engine::StepStatus;
+    pub fn render_applied(&self, report: &ApplyReport) -> String {
         let mut out = self.render_head();
         let (wf, ws, wc) = self.widths();
         let wn = self
@@ -460,6 +459,59 @@ pub fn command_for(change: &Change) -> String {
             wirespeed_host::ethtool::feature_arg(feature),
             if *on { "on" } else { "off" }
         ),
+    }
+}
+
+/// What applying a plan did to each of its steps (the engine fills it).
+/// How one step of an apply ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepStatus {
+    Applied,
+    /// The setting already held the new value; nothing written or journaled.
+    AlreadySet,
+    /// A managed IRQ: the kernel refused (EIO).
+    NotMovable,
+    Failed,
+    /// The driver does not implement the setting or refuses the value (coalescing:
+    /// `EOPNOTSUPP`/`EINVAL`); nothing changed.
+    NotSupported,
+    /// Not possible on this root (a service or ring on a captured tree).
+    Skipped,
+}
+
+impl StepStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Applied => "applied",
+            StepStatus::AlreadySet => "already set",
+            StepStatus::NotMovable => "not movable",
+            StepStatus::Failed => "FAILED",
+            StepStatus::NotSupported => "not supported",
+            StepStatus::Skipped => "skipped",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    /// Index into the plan's steps.
+    pub step: usize,
+    pub setting: String,
+    pub status: StepStatus,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ApplyReport {
+    /// Host path of the journal.
+    pub journal: String,
+    pub steps: Vec<StepReport>,
+}
+
+impl ApplyReport {
+    pub fn count(&self, status: StepStatus) -> usize {
+        self.steps.iter().filter(|s| s.status == status).count()
     }
 }
 

@@ -27,6 +27,7 @@ mod lab_cli;
 mod live;
 mod live_frames;
 mod measure_errors;
+mod module_circles;
 mod mtu_blackhole;
 mod observe_cli;
 mod packaging;

@@ -300,7 +300,7 @@ pub(super) fn test(h: &mut String, t: &TestResult, scales: &Scales) {
 
 /// Two ends observed on one host (a loopback test): same host name, topology and interface.
 fn same_host(a: &EndObservation, b: &EndObservation) -> bool {
-    a.host.is_some() && a.host == b.host && a.topology == b.topology && a.iface == b.iface
+    a.on_same_host(b) && a.iface == b.iface
 }
 
 /// The CPUs that ran an end's workers: as it observed them, else as the result lists them.
