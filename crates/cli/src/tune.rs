@@ -261,13 +261,12 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     if a.apply {
         engine::check_privileged(&root).map_err(tune_fail)?;
     }
-    let facts = wirespeed_host::collect(&root);
-    let mut view = collect::view(&root, &facts, a.iface.as_deref()).map_err(|e| match e {
-        CollectError::UnknownInterface { .. } => exit::fail(exit::HOST, e.to_string()),
-        CollectError::Ambiguous { .. } => exit::fail(exit::USAGE, e.to_string()),
-    })?;
-    let iface = view.nic.as_ref().map(|n| n.name.clone());
-    view.findings = collect::findings(&facts, iface.as_deref(), app.as_ref(), a.rtt, a.rate);
+    let view = collect::host_view(&root, a.iface.as_deref(), app.as_ref(), a.rtt, a.rate).map_err(
+        |e| match e {
+            CollectError::UnknownInterface { .. } => exit::fail(exit::HOST, e.to_string()),
+            CollectError::Ambiguous { .. } => exit::fail(exit::USAGE, e.to_string()),
+        },
+    )?;
 
     let opts = PlanOptions {
         root: root_shown,

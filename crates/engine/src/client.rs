@@ -417,11 +417,7 @@ impl Run<'_> {
         let timeout = cfg.connect_timeout.or(Some(Duration::from_secs(10)));
         for i in 0..total {
             let id = wirespeed_protocol::stream_id(i);
-            let send = match cfg.direction {
-                Direction::ClientToServer => true,
-                Direction::ServerToClient => false,
-                Direction::Both => i < cfg.parallel as usize,
-            };
+            let send = cfg.direction.stream_sends(i, cfg.parallel as usize, true);
             let cport = cfg.cport.map(|p| p.wrapping_add(i as u16));
             let socket = if cfg.udp {
                 let u = net::udp_connect(

@@ -29,6 +29,20 @@ pub enum Direction {
     Both,
 }
 
+impl Direction {
+    /// Whether stream `i` (0-based, in the order the client opened them) carries data from
+    /// this end — the client's when `client` — to the other: with `--bidir` the client's first
+    /// `parallel` streams are its sending ones, the rest the server's. One rule for both ends.
+    pub fn stream_sends(self, i: usize, parallel: usize, client: bool) -> bool {
+        let from_client = match self {
+            Direction::ClientToServer => true,
+            Direction::ServerToClient => false,
+            Direction::Both => i < parallel,
+        };
+        from_client == client
+    }
+}
+
 /// Upper bounds for numbers a peer may send. iperf3 checks the same keys (3.17+); the
 /// stream count bound here is only what the wire format allows — servers apply their own
 /// configured limits on top.
@@ -451,6 +465,20 @@ pub fn tcp_pacing_rate(fq_rate: Option<u64>, bandwidth: Option<u64>) -> Option<u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_stream_sends_from_one_end() {
+        for (d, want) in [
+            (Direction::ClientToServer, [true, true, true, true]),
+            (Direction::ServerToClient, [false, false, false, false]),
+            (Direction::Both, [true, true, false, false]),
+        ] {
+            for (i, w) in want.into_iter().enumerate() {
+                assert_eq!(d.stream_sends(i, 2, true), w, "{d:?} {i}");
+                assert_eq!(d.stream_sends(i, 2, false), !w, "{d:?} {i}");
+            }
+        }
+    }
     use crate::ext::ParamsExt;
 
     /// What `iperf3 -c ... -t 1 -P 4 -R -w 256K -J` (3.12) sends, captured shape.

@@ -217,6 +217,22 @@ pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostV
     Ok(v)
 }
 
+/// What a plan is made from: the host's view (of `iface`, or the one interface that carries
+/// traffic) with doctor's findings for it, read through `root`.
+pub fn host_view(
+    root: &Root,
+    iface: Option<&str>,
+    app_cpus: Option<&CpuSet>,
+    rtt_ms: f64,
+    rate_mbps: Option<u64>,
+) -> Result<HostView, CollectError> {
+    let facts = wirespeed_host::collect(root);
+    let mut v = view(root, &facts, iface)?;
+    let nic = v.nic.as_ref().map(|n| n.name.clone());
+    v.findings = findings(&facts, nic.as_deref(), app_cpus, rtt_ms, rate_mbps);
+    Ok(v)
+}
+
 /// Doctor's findings for the same interface, app CPUs and RTT. An interface that is not a PCI
 /// NIC (veth, bridge) gets the host-wide findings only.
 pub fn findings(

@@ -12,8 +12,7 @@ use thiserror::Error;
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
 use wirespeed_model::verdict::{PeerSilent, SilentPhase};
 use wirespeed_protocol::{
-    Cookie, Decline, Direction, Failure, ServerSession, TestParams, TestResults, Transport,
-    WireSendPath,
+    Cookie, Decline, Failure, ServerSession, TestParams, TestResults, Transport, WireSendPath,
 };
 use wirespeed_report::{HostPort, Start, TestResult};
 use wirespeed_run::{
@@ -500,11 +499,7 @@ impl<'a> ServerTest<'a> {
         };
         let mut streams = Vec::with_capacity(total);
         for (i, socket) in sockets.into_iter().enumerate() {
-            let send = match params.direction {
-                Direction::ClientToServer => false,
-                Direction::ServerToClient => true,
-                Direction::Both => i >= parallel,
-            };
+            let send = params.direction.stream_sends(i, parallel, false);
             if let DataSocket::Tcp(t) = &socket {
                 if dp::tcp::apply(t, &opts).is_err() {
                     // iperf3 warns and goes on when an option (e.g. the congestion algorithm)
