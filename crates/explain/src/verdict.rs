@@ -1049,6 +1049,8 @@ pub fn verdict_of(test: &TestObservation, m: &Measured) -> Verdict {
 
 /// [`verdict_of`] with explicit thresholds.
 pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -> Verdict {
+    let filled = with_sender_tcp(test, m);
+    let m = &*filled;
     let throughput = m.throughput;
     let mut found: Vec<Verdict> = Vec::new();
 
@@ -1729,12 +1731,44 @@ fn loss_judgement(
     })
 }
 
+/// `m` with the sending end's RTT and MSS from its own `TCP_INFO` in the observation, where
+/// this end's report lacks them: a `-R` client receives, and iperf3's results give it the
+/// server's retransmits but no RTT (0 in its report) and no MSS, so without this the loss model
+/// could not be judged from the client's side at all (a `-R` test with 0.5 % loss named no
+/// loss). The sender's smoothed RTT at the final tick (`tcpi_rtt`, the quantity of a report's
+/// per-interval RTT samples) stands for the smallest, the mean and the largest: one sample
+/// shows no queue growing, so a shaper is then told by its drops alone.
+fn with_sender_tcp<'a>(test: &TestObservation, m: &'a Measured) -> std::borrow::Cow<'a, Measured> {
+    let rtt_known = m.rtt_us.is_some_and(|(min, _, _)| min > 0);
+    if m.udp || (rtt_known && m.mss.is_some()) {
+        return std::borrow::Cow::Borrowed(m);
+    }
+    let Some(t) = test
+        .ends()
+        .filter(|e| e.role.sends())
+        .find_map(|e| e.total.tcp)
+    else {
+        return std::borrow::Cow::Borrowed(m);
+    };
+    let mut filled = m.clone();
+    if let (false, Some(srtt)) = (rtt_known, t.srtt_us) {
+        let us = u64::from(srtt);
+        filled.rtt_us = Some((us, us, us));
+    }
+    if filled.mss.is_none() {
+        filled.mss = t.mss;
+    }
+    std::borrow::Cow::Owned(filled)
+}
+
 /// The `Path model:` line's ceiling, only where it informs the verdict: the loss model binds
 /// ([`loss_judgement`], the `loss-limited` verdict first or under `also`). Not on loopback,
 /// not with BBR, not where the receiving host explains the retransmits, not where the rate is
 /// far from it.
 pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
     let th = &THRESHOLDS;
+    let filled = with_sender_tcp(test, m);
+    let m = &*filled;
     let PathLoss {
         loss,
         host_loss,
@@ -2079,6 +2113,7 @@ mod tests {
             sndbuf_limited_us: 0,
             pmtu: Some(9000),
             dsack_dups: 0,
+            ..Default::default()
         });
         let r = end(Role::Receiver, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
         let v = verdict(
@@ -2094,6 +2129,7 @@ mod tests {
             sndbuf_limited_us: 300_000,
             pmtu: Some(1500),
             dsack_dups: 0,
+            ..Default::default()
         });
         let v = verdict(&test(s, r), Some(BitsPerSecond::from_gbps(10.0)));
         assert_eq!(v.id, "pmtu-below-mtu");
@@ -2116,6 +2152,7 @@ mod tests {
             sndbuf_limited_us: 0,
             pmtu: Some(65535),
             dsack_dups: 0,
+            ..Default::default()
         });
         let v = verdict(
             &TestObservation::local_only(s, "peer is iperf3"),
@@ -2472,6 +2509,60 @@ mod tests {
             Some(1000.0 / 22_000_000.0)
         );
         assert!(ceiling(&Measured { rtt_us: None, ..m }).is_none());
+    }
+
+    #[test]
+    fn a_reverse_clients_loss_model_reads_the_senders_rtt_and_mss_from_its_observation() {
+        // -R: the client receives; iperf3's results gave its report the server's retransmits
+        // but RTTs of 0 and no MSS. The server's observation carries its own TCP_INFO.
+        let mut sender = idle_sender();
+        sender.total.tcp = Some(TcpLimits {
+            busy_us: 4_000_000,
+            mss: Some(8948),
+            srtt_us: Some(90_000),
+            ..Default::default()
+        });
+        let receiver = end(Role::Receiver, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
+        let m = Measured {
+            throughput: Some(BitsPerSecond(140e6)),
+            retransmits: Some(1000),
+            bytes_sent: Some(22_000_000 * 8948),
+            rtt_us: Some((0, 0, 0)),
+            congestion: Some("cubic".into()),
+            ..Default::default()
+        };
+        let reverse = TestObservation {
+            local: receiver.clone(),
+            remote: Some(sender.clone()),
+            remote_absent: None,
+        };
+        let v = verdict_of(&reverse, &m);
+        assert_eq!(v.id, "loss-limited", "{} / {:?}", v.line, v.also);
+        assert!(v.line.contains("at 90.00 ms RTT"), "{}", v.line);
+        assert!(v.line.contains("MSS 8948"), "{}", v.line);
+        let c = ceiling_for(&reverse, &m).expect("the sender's RTT and MSS are known");
+        assert_eq!((c.mss, c.rtt_ms), (8948, 90.0));
+        // the report's own RTT and MSS, where it has them, stand
+        let own = Measured {
+            rtt_us: Some((45_000, 45_000, 46_000)),
+            mss: Some(1448),
+            ..m.clone()
+        };
+        assert_eq!(with_sender_tcp(&reverse, &own).rtt_us, own.rtt_us);
+        assert_eq!(with_sender_tcp(&reverse, &own).mss, Some(1448));
+        // without the sender's observation there is nothing to judge loss by
+        let alone = TestObservation {
+            local: receiver,
+            remote: None,
+            remote_absent: Some("the peer is iperf3".into()),
+        };
+        let v = verdict_of(&alone, &m);
+        assert!(
+            v.id != "loss-limited" && !v.also.iter().any(|a| a.contains("loss")),
+            "{} / {:?}",
+            v.line,
+            v.also
+        );
     }
 
     /// `Measured` from a recorded file's report fields.
