@@ -166,6 +166,8 @@ struct Row {
     dir: Dir,
     want: &'static str,
     gate: Gate,
+    /// Both ends unpinned (no `-A`): they share the host's CPUs.
+    unpinned: bool,
 }
 
 impl Row {
@@ -186,7 +188,8 @@ impl Row {
             Cond::UdpOverrun => "UDP -b 0 -w 64K (receiver overrun)".into(),
             Cond::MtuSmall(p) => format!("MTU 1500 at the {}, 9000 elsewhere", p.word()),
         };
-        format!("{what}, {}", self.dir.word())
+        let pin = if self.unpinned { ", unpinned" } else { "" };
+        format!("{what}, {}{pin}", self.dir.word())
     }
 
     /// The client's arguments for the condition (beyond the direction).
@@ -221,6 +224,9 @@ const OUTPUT_WHY: &str = "what the verdict names instead of loss (a CPU, content
 const BIDIR_ONE_WAY_WHY: &str = "one direction shaped, the other free: whether the free \
      direction's CPU limit is named first depends on the machine";
 
+const UNPINNED_WHY: &str = "unpinned ends move between the host's two CPUs as the scheduler \
+     places them: which limit is named beside `same-host` depends on the machine";
+
 /// A row's want that is the absence of `loss-limited`, first or under `also`.
 const NOT_LOSS: &str = "not loss-limited";
 
@@ -234,6 +240,7 @@ fn rows() -> Vec<Row> {
                 dir,
                 want,
                 gate,
+                unpinned: false,
             })
         };
         for p in [Place::Sender, Place::Router] {
@@ -269,13 +276,35 @@ fn rows() -> Vec<Row> {
         dir: Dir::Bidir,
         want: "path-limited",
         gate: Gate::Report(BIDIR_ONE_WAY_WHY),
+        unpinned: false,
     });
     v.push(Row {
         cond: Cond::RateBothWays,
         dir: Dir::Bidir,
         want: "path-limited",
         gate: Gate::Ci,
+        unpinned: false,
     });
+    // unpinned: the ends share the host's CPUs, so `same-host` comes first and the induced
+    // limit is wanted under `also`
+    for dir in [Dir::Forward, Dir::Reverse] {
+        for (cond, want) in [
+            (Cond::Rate(Place::Sender), "path-limited"),
+            (Cond::Rate(Place::Router), "path-limited"),
+            (Cond::Loss(Place::Router), "loss-limited"),
+            (Cond::WindowFlag, "window-limited"),
+            (Cond::MtuSmall(Place::Receiver), "mtu-mismatch"),
+            (Cond::UdpOverrun, "udp-receiver-cpu-bound"),
+        ] {
+            v.push(Row {
+                cond,
+                dir,
+                want,
+                gate: Gate::Report(UNPINNED_WHY),
+                unpinned: true,
+            });
+        }
+    }
     v
 }
 
@@ -568,7 +597,13 @@ fn run(row: &Row) -> Outcome {
     let o = net
         .exec(Host::Client, bin())
         .args(["client", SERVER_ADDR, "-p", &PORT.to_string(), "-t", "4"])
-        .args(["-J", "-A", &format!("{CLIENT_CPU},{SERVER_CPU}")])
+        .arg("-J")
+        .args(
+            (!row.unpinned)
+                .then(|| ["-A".to_string(), format!("{CLIENT_CPU},{SERVER_CPU}")])
+                .into_iter()
+                .flatten(),
+        )
         .args(row.dir.args())
         .args(row.args())
         .output()
@@ -742,7 +777,9 @@ fn verdict_matrix_report() {
     let mut table = String::from(
         "| condition, direction | gate | want | verdict (met) rate; confidence; load — line |\n|---|---|---|---|\n",
     );
-    for row in rows() {
+    // VERDICT_MATRIX_ROWS=WORDS: only the rows whose name contains WORDS
+    let only = std::env::var("VERDICT_MATRIX_ROWS").unwrap_or_default();
+    for row in rows().into_iter().filter(|r| r.name().contains(&only)) {
         let o = run(&row);
         eprintln!("{} → {}", row.name(), o.measured());
         let gate = match row.gate {
