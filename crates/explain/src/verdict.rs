@@ -22,7 +22,7 @@
 //! | `cpu-contended` | a worker thread waited on its CPU's run queue ≥ 10 % of the time and needed a CPU ≥ 25 % (`schedstat`), while other tasks took ≥ 25 % of that CPU and at least as much as it ran, and softirq + irq under 25 %: another task held its CPU |
 //! | `cpu-steal` | a saturated CPU with ≥ 10 % steal (the hypervisor took it) |
 //! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on, exactly by its thread's CPU when the intervals have it — in ≥ 50 % of the intervals (not when the end's workers needed a CPU < 50 % of the time); the busiest saturated CPU over both ends decides, a receiver winning a tie |
-//! | `path-limited` | none of the above, and the intervals' throughput flat (coefficient of variation ≤ 10 %) below 90 % of the link (or the link is virtual or unknown) |
+//! | `path-limited` | none of the above (or only `same-host` with competing ends, not over `lo`: then under `also`), and the intervals' throughput flat (coefficient of variation ≤ 10 %) below 90 % of the link (or the link is virtual or unknown) |
 //! | `cpu-steal` | none of the above, and a CPU that did work lost ≥ 10 % to steal |
 //! | `same-host` | none of the above, both ends on one host (pinned apart) |
 //! | `no-cpu-saturated` | none of the above: the path or the peer |

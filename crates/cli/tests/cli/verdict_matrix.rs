@@ -15,6 +15,7 @@
 //! | CPU contention | a busy loop pinned (`taskset`) on the sender's CPU, on the receiver's | `cpu-contended` naming that end |
 //! | UDP receiver overrun | `-u -b 0 -w 64K` | `udp-receiver-cpu-bound` |
 //! | MTU mismatch | the sender's end at 1500 (the rest 9000), the receiver's end at 1500 | `mtu-mismatch` naming that end |
+//! | unpinned (no `-A`) | the rate limits, the router's drop, `-w 16K`, the receiver's MTU, UDP overrun | the same, under `same-host` |
 //!
 //! A row is met when the verdict's id is the one wanted, or when another limit bound first and
 //! an `also` line names the wanted one (the line each id starts with: [`names`]).
@@ -27,7 +28,8 @@
 //! busy before it counted as masked); **reported** rows depend on the machine's relative CPU
 //! speeds or load (how near the Mathis ceiling a sub-millisecond path runs, which CPU keeps up
 //! with UDP) and are only printed. `verdict_matrix_report` (ignored by default) runs every row
-//! once per direction and prints the table with each run's measured line.
+//! once per direction and prints the table with each run's measured line
+//! (`VERDICT_MATRIX_ROWS=WORDS`: only the rows whose name contains WORDS).
 //!
 //! No delay is made: the kernel may have no netem, and a delay is never faked with it.
 //!
