@@ -64,6 +64,7 @@ pub fn tcp_limits<'a>(infos: impl IntoIterator<Item = &'a TcpInfo>) -> Option<Tc
             dsack_dups: i.dsack_dups.map_or(0, u64::from),
             mss: (i.snd_mss > 0).then_some(i.snd_mss),
             srtt_us: (i.rtt_us > 0).then_some(i.rtt_us),
+            rtt_us: None,
         };
         match &mut total {
             Some(t) => t.add(&one),

@@ -1740,9 +1740,9 @@ fn loss_judgement(
 /// this end's report lacks them: a `-R` client receives, and iperf3's results give it the
 /// server's retransmits but no RTT (0 in its report) and no MSS, so without this the loss model
 /// could not be judged from the client's side at all (a `-R` test with 0.5 % loss named no
-/// loss). The sender's smoothed RTT at the final tick (`tcpi_rtt`, the quantity of a report's
-/// per-interval RTT samples) stands for the smallest, the mean and the largest: one sample
-/// shows no queue growing, so a shaper is then told by its drops alone.
+/// loss). The RTT is the sender's own report's samples (smallest, mean, largest: the same
+/// figures a forward client's report has), else its smoothed RTT at the final tick standing
+/// for all three (one sample shows no queue growing: a shaper is then told by its drops alone).
 fn with_sender_tcp<'a>(test: &TestObservation, m: &'a Measured) -> std::borrow::Cow<'a, Measured> {
     let rtt_known = m.rtt_us.is_some_and(|(min, _, _)| min > 0);
     if m.udp || (rtt_known && m.mss.is_some()) {
@@ -1756,9 +1756,13 @@ fn with_sender_tcp<'a>(test: &TestObservation, m: &'a Measured) -> std::borrow::
         return std::borrow::Cow::Borrowed(m);
     };
     let mut filled = m.clone();
-    if let (false, Some(srtt)) = (rtt_known, t.srtt_us) {
-        let us = u64::from(srtt);
-        filled.rtt_us = Some((us, us, us));
+    if !rtt_known {
+        if let Some(r) = t.rtt_us.filter(|r| r.0 > 0) {
+            filled.rtt_us = Some(r);
+        } else if let Some(srtt) = t.srtt_us {
+            let us = u64::from(srtt);
+            filled.rtt_us = Some((us, us, us));
+        }
     }
     if filled.mss.is_none() {
         filled.mss = t.mss;
@@ -2588,6 +2592,15 @@ mod tests {
         assert!(v.line.contains("MSS 8948"), "{}", v.line);
         let c = ceiling_for(&reverse, &m).expect("the sender's RTT and MSS are known");
         assert_eq!((c.mss, c.rtt_ms), (8948, 90.0));
+        // the sender's report's samples, where it sent them, before its last smoothed RTT
+        let mut sampled = reverse.clone();
+        if let Some(t) = sampled.remote.as_mut().and_then(|r| r.total.tcp.as_mut()) {
+            t.rtt_us = Some((88_000, 90_000, 95_000));
+        }
+        assert_eq!(
+            with_sender_tcp(&sampled, &m).rtt_us,
+            Some((88_000, 90_000, 95_000))
+        );
         // the report's own RTT and MSS, where it has them, stand
         let own = Measured {
             rtt_us: Some((45_000, 45_000, 46_000)),

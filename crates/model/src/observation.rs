@@ -184,6 +184,12 @@ pub struct TcpLimits {
     /// per-interval RTT samples are).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub srtt_us: Option<u32>,
+    /// The senders' RTT samples over the test as this end's report took them (one per
+    /// interval and stream, `tcpi_rtt`), µs: the smallest, the mean of the streams' means, the
+    /// largest — the figures a report's `min_rtt`, `mean_rtt` and `max_rtt` give, for the end
+    /// whose own report lacks them. Filled for the whole end, not per stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<(u64, u64, u64)>,
 }
 
 impl TcpLimits {
@@ -205,6 +211,7 @@ impl TcpLimits {
         };
         self.mss = pick(self.mss, other.mss, u32::min);
         self.srtt_us = pick(self.srtt_us, other.srtt_us, u32::max);
+        self.rtt_us = self.rtt_us.or(other.rtt_us);
     }
 
     /// The counters accumulated between an earlier reading and this one (`TCP_INFO` counts from
@@ -220,6 +227,7 @@ impl TcpLimits {
             dsack_dups: self.dsack_dups.saturating_sub(earlier.dsack_dups),
             mss: self.mss,
             srtt_us: self.srtt_us,
+            rtt_us: self.rtt_us,
         }
     }
 
