@@ -429,7 +429,11 @@ impl<D: Counters> Measurement<D> {
             self.live_tick(t.start, t.end, obs, reporter);
         }
         let infos = self.data.sender_tcp_infos();
-        let tcp = crate::observe::tcp_limits(&infos);
+        let mut tcp = crate::observe::tcp_limits(&infos);
+        // the RTT samples this end's report took, for a peer whose report has none (-R)
+        if let Some(t) = &mut tcp {
+            t.rtt_us = self.builder.sender_rtt_us();
+        }
         self.observer.note_mss(infos.first().map(|i| i.snd_mss));
         self.observer.close(&self.data.workers(), tcp);
         true

@@ -62,6 +62,9 @@ pub fn tcp_limits<'a>(infos: impl IntoIterator<Item = &'a TcpInfo>) -> Option<Tc
             sndbuf_limited_us: i.sndbuf_limited_us.unwrap_or(0),
             pmtu: (i.pmtu > 0).then_some(i.pmtu),
             dsack_dups: i.dsack_dups.map_or(0, u64::from),
+            mss: (i.snd_mss > 0).then_some(i.snd_mss),
+            srtt_us: (i.rtt_us > 0).then_some(i.rtt_us),
+            rtt_us: None,
         };
         match &mut total {
             Some(t) => t.add(&one),
@@ -344,6 +347,18 @@ mod tests {
         assert_eq!(w[0].cpus_seen.to_string(), "3,5");
         assert_eq!(w[0].streams, vec![1, 3]);
         assert_eq!(tcp_limits(&[]), None);
+        // the loss model's inputs travel with the limits: the smaller MSS, the larger RTT
+        let info = |mss: u32, rtt_us: u32| TcpInfo {
+            busy_time_us: Some(1000),
+            snd_mss: mss,
+            rtt_us,
+            ..Default::default()
+        };
+        let t = tcp_limits(&[info(8948, 40), info(1448, 90)]).unwrap();
+        assert_eq!((t.busy_us, t.mss, t.srtt_us), (2000, Some(1448), Some(90)));
+        // a kernel's 0 is unknown, not a value
+        let t = tcp_limits(&[info(0, 0)]).unwrap();
+        assert_eq!((t.mss, t.srtt_us), (None, None));
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! | `cpu-contended` | a worker thread waited on its CPU's run queue ≥ 10 % of the time and needed a CPU ≥ 25 % (`schedstat`), while other tasks took ≥ 25 % of that CPU and at least as much as it ran, and softirq + irq under 25 %: another task held its CPU |
 //! | `cpu-steal` | a saturated CPU with ≥ 10 % steal (the hypervisor took it) |
 //! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on, exactly by its thread's CPU when the intervals have it — in ≥ 50 % of the intervals (not when the end's workers needed a CPU < 50 % of the time); the busiest saturated CPU over both ends decides, a receiver winning a tie |
-//! | `path-limited` | none of the above, and the intervals' throughput flat (coefficient of variation ≤ 10 %) below 90 % of the link (or the link is virtual or unknown) |
+//! | `path-limited` | none of the above (or only `same-host` with competing ends, not over `lo`: then under `also`), and the intervals' throughput flat (coefficient of variation ≤ 10 %) below 90 % of the link (or the link is virtual or unknown) |
 //! | `cpu-steal` | none of the above, and a CPU that did work lost ≥ 10 % to steal |
 //! | `same-host` | none of the above, both ends on one host (pinned apart) |
 //! | `no-cpu-saturated` | none of the above: the path or the peer |
@@ -949,6 +949,8 @@ pub fn verdict_of(test: &TestObservation, m: &Measured) -> Verdict {
 
 /// [`verdict_of`] with explicit thresholds.
 pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -> Verdict {
+    let filled = with_sender_tcp(test, m);
+    let m = &*filled;
     let throughput = m.throughput;
     let mut found: Vec<Verdict> = Vec::new();
 
@@ -1225,8 +1227,13 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
         }
     }
 
-    // 6. Flat throughput below the link with none of the above: a limit on the path.
-    if found.is_empty() {
+    // 6. Flat throughput below the link with none of the above: a limit on the path. Also
+    // when the only finding above is the ends' competition for one host's CPUs (unpinned
+    // ends in two namespaces behind a shaper: the shaper still holds the rate, said under
+    // `also` — before, `same-host` alone hid a 200 Mbit/s tbf on a path that does Gbit/s);
+    // never over `lo`, which has no path.
+    let over_lo = test.ends().any(|e| e.iface.as_deref() == Some("lo"));
+    if found.is_empty() || (!over_lo && found.iter().all(|v| v.id == "same-host")) {
         if let Some(v) = path_limited(test, &pm, th, th.flat_cv) {
             found.push(v);
         }
@@ -1629,12 +1636,48 @@ fn loss_judgement(
     })
 }
 
+/// `m` with the sending end's RTT and MSS from its own `TCP_INFO` in the observation, where
+/// this end's report lacks them: a `-R` client receives, and iperf3's results give it the
+/// server's retransmits but no RTT (0 in its report) and no MSS, so without this the loss model
+/// could not be judged from the client's side at all (a `-R` test with 0.5 % loss named no
+/// loss). The RTT is the sender's own report's samples (smallest, mean, largest: the same
+/// figures a forward client's report has), else its smoothed RTT at the final tick standing
+/// for all three (one sample shows no queue growing: a shaper is then told by its drops alone).
+fn with_sender_tcp<'a>(test: &TestObservation, m: &'a Measured) -> std::borrow::Cow<'a, Measured> {
+    let rtt_known = m.rtt_us.is_some_and(|(min, _, _)| min > 0);
+    if m.udp || (rtt_known && m.mss.is_some()) {
+        return std::borrow::Cow::Borrowed(m);
+    }
+    let Some(t) = test
+        .ends()
+        .filter(|e| e.role.sends())
+        .find_map(|e| e.total.tcp)
+    else {
+        return std::borrow::Cow::Borrowed(m);
+    };
+    let mut filled = m.clone();
+    if !rtt_known {
+        if let Some(r) = t.rtt_us.filter(|r| r.0 > 0) {
+            filled.rtt_us = Some(r);
+        } else if let Some(srtt) = t.srtt_us {
+            let us = u64::from(srtt);
+            filled.rtt_us = Some((us, us, us));
+        }
+    }
+    if filled.mss.is_none() {
+        filled.mss = t.mss;
+    }
+    std::borrow::Cow::Owned(filled)
+}
+
 /// The `Path model:` line's ceiling, only where it informs the verdict: the loss model binds
 /// ([`loss_judgement`], the `loss-limited` verdict first or under `also`). Not on loopback,
 /// not with BBR, not where the receiving host explains the retransmits, not where the rate is
 /// far from it.
 pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
     let th = &THRESHOLDS;
+    let filled = with_sender_tcp(test, m);
+    let m = &*filled;
     let PathLoss {
         loss,
         host_loss,
@@ -1979,6 +2022,7 @@ mod tests {
             sndbuf_limited_us: 0,
             pmtu: Some(9000),
             dsack_dups: 0,
+            ..Default::default()
         });
         let r = end(Role::Receiver, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
         let v = verdict(
@@ -1994,6 +2038,7 @@ mod tests {
             sndbuf_limited_us: 300_000,
             pmtu: Some(1500),
             dsack_dups: 0,
+            ..Default::default()
         });
         let v = verdict(&test(s, r), Some(BitsPerSecond::from_gbps(10.0)));
         assert_eq!(v.id, "pmtu-below-mtu");
@@ -2016,6 +2061,7 @@ mod tests {
             sndbuf_limited_us: 0,
             pmtu: Some(65535),
             dsack_dups: 0,
+            ..Default::default()
         });
         let v = verdict(
             &TestObservation::local_only(s, "peer is iperf3"),
@@ -2257,6 +2303,47 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_shaper_between_unpinned_ends_of_one_host_is_named_under_same_host() {
+        // two namespaces of one host, both ends unpinned, a 200 Mbit/s tbf between them: the
+        // rate is flat, nothing saturated
+        let unpinned = |role| {
+            let mut e = end(role, ryzen(), 6, &[(6, 10.0, 2.0, 88.0, 0, 0)]);
+            e.host = Some("vm".into());
+            e.iface = Some("ws0".into());
+            e.iface_speed_mbps = Some(10_000);
+            e.notes = vec!["(virtual interface)".into()];
+            e.total.workers[0].cpu_requested = None;
+            e
+        };
+        let m = Measured {
+            throughput: Some(BitsPerSecond(191e6)),
+            interval_bps: vec![150e6, 191e6, 191.5e6, 190.8e6],
+            retransmits: Some(0),
+            ..Default::default()
+        };
+        let t = test(unpinned(Role::Sender), unpinned(Role::Receiver));
+        let v = verdict_of(&t, &m);
+        assert_eq!(v.id, "same-host", "{} / {:?}", v.line, v.also);
+        assert!(
+            v.also.iter().any(|a| a.starts_with("path-limited: 191")),
+            "{:?}",
+            v.also
+        );
+        // over lo there is no path to name
+        let mut lo = t.clone();
+        for e in [&mut lo.local, lo.remote.as_mut().unwrap()] {
+            e.iface = Some("lo".into());
+        }
+        let v = verdict_of(&lo, &m);
+        assert_eq!(v.id, "same-host");
+        assert!(
+            !v.also.iter().any(|a| a.starts_with("path-limited")),
+            "{:?}",
+            v.also
+        );
+    }
+
     fn udp(lost: u64) -> Measured {
         Measured {
             throughput: Some(BitsPerSecond::from_gbps(3.0)),
@@ -2372,6 +2459,69 @@ mod tests {
             Some(1000.0 / 22_000_000.0)
         );
         assert!(ceiling(&Measured { rtt_us: None, ..m }).is_none());
+    }
+
+    #[test]
+    fn a_reverse_clients_loss_model_reads_the_senders_rtt_and_mss_from_its_observation() {
+        // -R: the client receives; iperf3's results gave its report the server's retransmits
+        // but RTTs of 0 and no MSS. The server's observation carries its own TCP_INFO.
+        let mut sender = idle_sender();
+        sender.total.tcp = Some(TcpLimits {
+            busy_us: 4_000_000,
+            mss: Some(8948),
+            srtt_us: Some(90_000),
+            ..Default::default()
+        });
+        let receiver = end(Role::Receiver, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
+        let m = Measured {
+            throughput: Some(BitsPerSecond(140e6)),
+            retransmits: Some(1000),
+            bytes_sent: Some(22_000_000 * 8948),
+            rtt_us: Some((0, 0, 0)),
+            congestion: Some("cubic".into()),
+            ..Default::default()
+        };
+        let reverse = TestObservation {
+            local: receiver.clone(),
+            remote: Some(sender.clone()),
+            remote_absent: None,
+        };
+        let v = verdict_of(&reverse, &m);
+        assert_eq!(v.id, "loss-limited", "{} / {:?}", v.line, v.also);
+        assert!(v.line.contains("at 90.00 ms RTT"), "{}", v.line);
+        assert!(v.line.contains("MSS 8948"), "{}", v.line);
+        let c = ceiling_for(&reverse, &m).expect("the sender's RTT and MSS are known");
+        assert_eq!((c.mss, c.rtt_ms), (8948, 90.0));
+        // the sender's report's samples, where it sent them, before its last smoothed RTT
+        let mut sampled = reverse.clone();
+        if let Some(t) = sampled.remote.as_mut().and_then(|r| r.total.tcp.as_mut()) {
+            t.rtt_us = Some((88_000, 90_000, 95_000));
+        }
+        assert_eq!(
+            with_sender_tcp(&sampled, &m).rtt_us,
+            Some((88_000, 90_000, 95_000))
+        );
+        // the report's own RTT and MSS, where it has them, stand
+        let own = Measured {
+            rtt_us: Some((45_000, 45_000, 46_000)),
+            mss: Some(1448),
+            ..m.clone()
+        };
+        assert_eq!(with_sender_tcp(&reverse, &own).rtt_us, own.rtt_us);
+        assert_eq!(with_sender_tcp(&reverse, &own).mss, Some(1448));
+        // without the sender's observation there is nothing to judge loss by
+        let alone = TestObservation {
+            local: receiver,
+            remote: None,
+            remote_absent: Some("the peer is iperf3".into()),
+        };
+        let v = verdict_of(&alone, &m);
+        assert!(
+            v.id != "loss-limited" && !v.also.iter().any(|a| a.contains("loss")),
+            "{} / {:?}",
+            v.line,
+            v.also
+        );
     }
 
     /// `Measured` from a recorded file's report fields.

@@ -174,10 +174,26 @@ pub struct TcpLimits {
     /// sender's retransmits of segments that had arrived, not of lost ones (4.19+; 0 before).
     #[serde(default)]
     pub dsack_dups: u64,
+    /// `tcpi_snd_mss`: the smallest sending MSS over the streams. With the RTT below, what
+    /// the loss model needs from the sender, carried in its observation because iperf3's
+    /// results give the peer neither (a `-R` client's report has the server's retransmits
+    /// only, its RTTs 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss: Option<u32>,
+    /// `tcpi_rtt`: the largest smoothed RTT over the streams, µs (the quantity a report's
+    /// per-interval RTT samples are).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub srtt_us: Option<u32>,
+    /// The senders' RTT samples over the test as this end's report took them (one per
+    /// interval and stream, `tcpi_rtt`), µs: the smallest, the mean of the streams' means, the
+    /// largest — the figures a report's `min_rtt`, `mean_rtt` and `max_rtt` give, for the end
+    /// whose own report lacks them. Filled for the whole end, not per stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<(u64, u64, u64)>,
 }
 
 impl TcpLimits {
-    /// Add another stream's counters (pmtu: the smaller).
+    /// Add another stream's counters (pmtu and MSS: the smaller; smoothed RTT: the larger).
     pub fn add(&mut self, other: &TcpLimits) {
         self.busy_us = self.busy_us.saturating_add(other.busy_us);
         self.rwnd_limited_us = self.rwnd_limited_us.saturating_add(other.rwnd_limited_us);
@@ -189,10 +205,17 @@ impl TcpLimits {
             (a, b) => a.or(b),
         };
         self.dsack_dups = self.dsack_dups.saturating_add(other.dsack_dups);
+        let pick = |a: Option<u32>, b: Option<u32>, f: fn(u32, u32) -> u32| match (a, b) {
+            (Some(a), Some(b)) => Some(f(a, b)),
+            (a, b) => a.or(b),
+        };
+        self.mss = pick(self.mss, other.mss, u32::min);
+        self.srtt_us = pick(self.srtt_us, other.srtt_us, u32::max);
+        self.rtt_us = self.rtt_us.or(other.rtt_us);
     }
 
     /// The counters accumulated between an earlier reading and this one (`TCP_INFO` counts from
-    /// the connection's start); pmtu is this reading's.
+    /// the connection's start); pmtu, MSS and RTTs are this reading's.
     pub fn since(&self, earlier: &TcpLimits) -> TcpLimits {
         TcpLimits {
             busy_us: self.busy_us.saturating_sub(earlier.busy_us),
@@ -202,6 +225,9 @@ impl TcpLimits {
                 .saturating_sub(earlier.sndbuf_limited_us),
             pmtu: self.pmtu,
             dsack_dups: self.dsack_dups.saturating_sub(earlier.dsack_dups),
+            mss: self.mss,
+            srtt_us: self.srtt_us,
+            rtt_us: self.rtt_us,
         }
     }
 
@@ -890,6 +916,7 @@ mod tests {
             sndbuf_limited_us: 0,
             pmtu: Some(9000),
             dsack_dups: 0,
+            ..Default::default()
         };
         a.add(&TcpLimits {
             busy_us: 1000,
@@ -897,6 +924,7 @@ mod tests {
             sndbuf_limited_us: 100,
             pmtu: Some(1500),
             dsack_dups: 0,
+            ..Default::default()
         });
         assert_eq!(a.rwnd_share().get(), 25.0);
         assert_eq!(a.sndbuf_share().get(), 5.0);

@@ -498,6 +498,30 @@ impl ResultBuilder {
 
     /// Build the `end` section (and per-stream totals) from the recorded
     /// intervals and the peer's results.
+    /// The sending streams' RTT samples so far (µs): the smallest, the mean of the streams'
+    /// means, the largest — what `end` puts in their `min_rtt`, `mean_rtt` and `max_rtt`.
+    /// `None` without a sending stream that took a sample.
+    pub fn sender_rtt_us(&self) -> Option<(u64, u64, u64)> {
+        let s: Vec<&StreamAcc> = self
+            .streams
+            .iter()
+            .filter(|a| a.sender && a.rtt_count > 0)
+            .collect();
+        if s.is_empty() {
+            return None;
+        }
+        let mean = s
+            .iter()
+            .map(|a| u64::try_from(a.rtt_sum / u128::from(a.rtt_count)).unwrap_or(u64::MAX))
+            .sum::<u64>()
+            / s.len() as u64;
+        Some((
+            s.iter().filter_map(|a| a.rtt_min).min().unwrap_or(0),
+            mean,
+            s.iter().map(|a| a.rtt_max).max().unwrap_or(0),
+        ))
+    }
+
     pub fn end(&self, input: &EndInput) -> EndReport {
         let local = crate::num::finite(input.local_elapsed).max(0.0);
         let peer = input
@@ -1141,6 +1165,14 @@ mod tests {
         assert_eq!(s.bytes, 400, "omitted 500 bytes excluded");
         assert_eq!(s.retransmits, Some(1), "omitted retransmit excluded");
         assert_eq!(s.min_rtt, Some(20));
+        // the same figures for the observation (a -R peer's report has none)
+        assert_eq!(
+            b.sender_rtt_us(),
+            Some((s.min_rtt.unwrap(), s.mean_rtt.unwrap(), s.max_rtt.unwrap()))
+        );
+        let mut r = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
+        r.add_stream(5, false).unwrap();
+        assert_eq!(r.sender_rtt_us(), None, "a receiving stream takes no RTT");
     }
 
     #[test]

@@ -558,6 +558,7 @@ mod tests {
                 sndbuf_limited_us: 0,
                 pmtu: Some(1500),
                 dsack_dups: 0,
+                ..Default::default()
             }),
             ..Default::default()
         };

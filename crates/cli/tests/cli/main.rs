@@ -44,3 +44,4 @@ mod truth_table;
 mod tune_cli;
 mod tune_fixtures;
 mod tune_live;
+mod verdict_matrix;

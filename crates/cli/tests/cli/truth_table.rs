@@ -198,10 +198,10 @@ impl Drop for Server {
 }
 
 /// A busy loop pinned on one CPU, killed on drop.
-struct BusyLoop(Child);
+pub(crate) struct BusyLoop(Child);
 
 impl BusyLoop {
-    fn on(cpu: u32) -> BusyLoop {
+    pub(crate) fn on(cpu: u32) -> BusyLoop {
         BusyLoop(
             Command::new("taskset")
                 .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
@@ -330,7 +330,7 @@ const ATTEMPTS: usize = 3;
 
 /// Share (%) of the host's CPU time busy over `window`, from `/proc/stat`'s `cpu` line (busy =
 /// everything but idle and iowait), measured while none of the table's own processes run.
-fn host_busy(window: std::time::Duration) -> f64 {
+pub(crate) fn host_busy(window: std::time::Duration) -> f64 {
     fn sample() -> (u64, u64) {
         let t = std::fs::read_to_string("/proc/stat").unwrap_or_default();
         let v: Vec<u64> = t
@@ -355,7 +355,7 @@ fn host_busy(window: std::time::Duration) -> f64 {
 /// The host's own load that makes `cpu-contended` the truth for any row: over half of its CPU
 /// time busy before a run starts, with nothing of the table running (other tests, other
 /// processes — CI's busy loops).
-const LOADED_HOST: f64 = 50.0;
+pub(crate) const LOADED_HOST: f64 = 50.0;
 
 /// Root, iproute2 and two CPUs; `false` after saying why not (a failure under CI).
 fn can_run(test: &str) -> bool {
