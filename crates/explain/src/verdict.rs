@@ -19,7 +19,7 @@
 //! | `path-limited` (shaped) | TCP whose intervals' throughput is held within 10 % (coefficient of variation) while the path dropped under 0.3 % of the segments or queued them (largest RTT ≥ 2 × smallest): a shaper or policer |
 //! | `loss-limited` | TCP with a loss-based sender (not BBR), not on loopback, with retransmits, a known RTT (the smallest seen) and MSS, and a throughput within a factor 3 of the Mathis ceiling MSS/RTT × 1.22/√p, either way; p counts the path's retransmits only (see below). Otherwise loss seen is said under `also` with why it did not bind (BBR, the receiving host's own retransmits, far above the ceiling — RTT under 1 ms — or far below it) |
 //! | `receiver-shares-cpu-with-softirq` (first) | a saturated receiver app CPU with softirq + irq ≥ 25 %: the worker waits for its own packets' softirq, named before contention |
-//! | `cpu-contended` | a worker thread waited on its CPU's run queue ≥ 10 % of the time and needed a CPU ≥ 25 % (`schedstat`), while other tasks took ≥ 25 % of that CPU and at least as much as it ran, and softirq + irq under 25 %: another task held its CPU |
+//! | `cpu-contended` | a worker thread waited on its CPU's run queue ≥ 10 % of the time and needed a CPU ≥ 25 % (`schedstat`), while other tasks took ≥ 25 % of that CPU and at least half as much as it ran, and softirq + irq under 25 %: another task held its CPU |
 //! | `cpu-steal` | a saturated CPU with ≥ 10 % steal (the hypervisor took it) |
 //! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on, exactly by its thread's CPU when the intervals have it — in ≥ 50 % of the intervals (not when the end's workers needed a CPU < 50 % of the time); the busiest saturated CPU over both ends decides, a receiver winning a tie |
 //! | `path-limited` | none of the above (or only `same-host` with competing ends, not over `lo`: then under `also`), and the intervals' throughput flat (coefficient of variation ≤ 10 %) below 90 % of the link (or the link is virtual or unknown) |
@@ -637,7 +637,7 @@ impl LossAccount {
 
 /// `cpu-contended`: a worker that waited on its CPU's run queue ≥ `contended_wait` % of the
 /// time and needed a CPU (ran + waited) ≥ `contended_demand` %, on a CPU where other tasks took
-/// ≥ `contended_others` % and at least as much as the worker ran, and more than interrupt work
+/// ≥ `contended_others` % and at least half as much as the worker ran, and more than interrupt work
 /// took when that reached `softirq_heavy` % (a wait mostly for softirq is the softirq
 /// verdict's): another task held its CPU.
 fn contended(test: &TestObservation, th: &Thresholds, loss: &LossAccount) -> Vec<Verdict> {
@@ -651,7 +651,10 @@ fn contended(test: &TestObservation, th: &Thresholds, loss: &LossAccount) -> Vec
                     t.wait >= th.contended_wait
                         && t.run + t.wait >= th.contended_demand
                         && t.others >= th.contended_others
-                        && t.others >= t.run
+                        // one busy loop beside the worker gets about the worker's own share
+                        // (the scheduler splits the CPU fairly, and the worker's softirq work
+                        // comes out of it): half as much as the worker ran is contention
+                        && t.others * 2.0 >= t.run
                         && (t.interrupts < th.softirq_heavy || t.others > t.interrupts)
                 })
                 .max_by(|a, b| a.wait.total_cmp(&b.wait))
