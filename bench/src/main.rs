@@ -331,8 +331,10 @@ fn run_other(env: &Env, kind: Kind, t: &Test, port: u16) -> Result<Sample, Strin
             // neper: control port `port`, data port `port + 1`
             let (cport, dport) = (port.to_string(), (port + 1).to_string());
             let block = t.block.to_string();
+            // --logtostderr: neper otherwise writes a log file into the working directory
             let mut s = vec![
                 bin.clone(),
+                "--logtostderr".into(),
                 "-C".into(),
                 cport.clone(),
                 "-P".into(),
@@ -344,6 +346,7 @@ fn run_other(env: &Env, kind: Kind, t: &Test, port: u16) -> Result<Sample, Strin
             ];
             let mut c = vec![
                 bin,
+                "--logtostderr".into(),
                 "-c".into(),
                 "-H".into(),
                 "127.0.0.1".into(),
@@ -731,11 +734,7 @@ fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
                     zerocopy: false,
                     rate: 0,
                     netns,
-                    kinds: if netns {
-                        tcp3.clone()
-                    } else {
-                        tcp_all.clone()
-                    },
+                    kinds: if netns { tcp3.clone() } else { tcp_all.clone() },
                     parallel: 1,
                     pinned: true,
                     nocopy: false,
