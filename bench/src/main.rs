@@ -9,7 +9,14 @@
 //! * `netns`  — the `tcp` and `zc` runs across a veth pair between two network
 //!   namespaces made for the run (root only; skipped with a line otherwise);
 //! * `udp`    — 1472-byte datagrams at `-b 0`: receiver goodput and loss;
-//! * `paced`  — UDP at `-b 1G` and `-b 5G`: achieved rate vs target.
+//! * `paced`  — UDP at `-b 1G` and `-b 5G`: achieved rate vs target;
+//! * `nocopy` — one TCP stream without the receiver's copy, each tool with its best flags:
+//!   `wirespeed --zerocopy=msg_zerocopy --zerocopy-rx` (maps the data it receives),
+//!   `iperf3-3.21 -Z --skip-rx-copy` (discards it), neper `tcp_stream -Z -z` (maps it).
+//!
+//! The peers (`--peers`: iperf3 3.21, riperf3, xfr, neper's `tcp_stream`) join where they
+//! fit: iperf3 3.21, riperf3 and xfr in `tcp`, iperf3 3.21 with `--gsro` in `udp`, iperf3 3.21
+//! and neper in `nocopy`. A peer that is missing is named and skipped.
 //!
 //! See bench/README.md for how to read the output.
 
@@ -48,11 +55,11 @@ struct Args {
     /// bareloop's C source (default: ../shared/bench/bareloop.c beside the repository).
     #[arg(long)]
     bareloop_src: Option<PathBuf>,
-    /// Sections to run, comma-separated: tcp,zc,netns,udp,paced,streams.
+    /// Sections to run, comma-separated: tcp,zc,netns,udp,paced,streams,nocopy.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "tcp,zc,netns,udp,paced,streams"
+        default_value = "tcp,zc,netns,udp,paced,streams,nocopy"
     )]
     only: Vec<String>,
     /// The peers' directory (default: ../shared/bench/peers beside the repository): its
@@ -79,7 +86,21 @@ enum Kind {
     Bareloop,
     /// The peers' iperf3 3.21.
     Iperf3Peer,
+    /// The peers' riperf3 (iperf3's flags and `-J`).
+    Riperf3,
+    /// The peers' xfr (`xfr serve`; `--json` with `throughput_mbps`).
+    Xfr,
+    /// The peers' neper `tcp_stream` (`remote_throughput=` in bits/s).
+    Neper,
 }
+
+/// The peers' binaries, by kind, as found in the peers' directory.
+const PEER_FILES: [(Kind, &str); 4] = [
+    (Kind::Iperf3Peer, "iperf3"),
+    (Kind::Riperf3, "riperf3"),
+    (Kind::Xfr, "xfr"),
+    (Kind::Neper, "tcp_stream"),
+];
 
 impl Kind {
     fn name(self) -> &'static str {
@@ -88,6 +109,9 @@ impl Kind {
             Kind::Iperf3 => "iperf3",
             Kind::Bareloop => "bareloop",
             Kind::Iperf3Peer => "iperf3-3.21",
+            Kind::Riperf3 => "riperf3",
+            Kind::Xfr => "xfr",
+            Kind::Neper => "neper",
         }
     }
 }
@@ -108,13 +132,16 @@ struct Test {
     parallel: u32,
     /// Pin with `-A CLIENT_CPU,SERVER_CPU` (the many-stream section runs unpinned).
     pinned: bool,
+    /// No receiver copy: each contender's own flags for it (see the `nocopy` section).
+    nocopy: bool,
 }
 
 struct Env {
     args: Args,
     wirespeed: Option<PathBuf>,
     bareloop: Option<PathBuf>,
-    iperf3_peer: Option<PathBuf>,
+    /// The peers found (iperf3 3.21, riperf3, xfr, neper).
+    peers: Vec<(Kind, PathBuf)>,
     veth: Option<netns::VethPair>,
     interrupted: std::sync::Arc<AtomicBool>,
     _tmp: Option<tempfile::TempDir>,
@@ -199,8 +226,16 @@ fn size_arg(n: usize) -> String {
     }
 }
 
-/// Client and server command lines of an iperf3-flag-compatible tool.
+impl Env {
+    fn peer(&self, k: Kind) -> Option<&PathBuf> {
+        self.peers.iter().find(|(kk, _)| *kk == k).map(|(_, p)| p)
+    }
+}
+
+/// Client and server command lines of an iperf3-flag-compatible tool (`kind` adds its best
+/// flags: iperf3 3.21's `--gsro` for UDP; the `nocopy` section's flags).
 fn iperf_like_cmds(
+    kind: Kind,
     bin: &str,
     t: &Test,
     host: &str,
@@ -237,8 +272,122 @@ fn iperf_like_cmds(
     }
     if t.udp {
         client.extend(["-u".into(), "-b".into(), t.rate.to_string()]);
+        if kind == Kind::Iperf3Peer {
+            client.push("--gsro".into());
+        }
+    }
+    if t.nocopy {
+        match kind {
+            Kind::Wirespeed => {
+                client.extend(["--zerocopy=msg_zerocopy".into(), "--zerocopy-rx".into()])
+            }
+            _ => client.extend(["-Z".into(), "--skip-rx-copy".into()]),
+        }
     }
     (client, server)
+}
+
+/// `taskset -c CPU` before a command line (for a tool without its own pinning), or nothing.
+fn pin(cpu: Option<u32>, args: Vec<String>) -> Vec<String> {
+    match cpu {
+        Some(c) => ["taskset".to_string(), "-c".into(), c.to_string()]
+            .into_iter()
+            .chain(args)
+            .collect(),
+        None => args,
+    }
+}
+
+/// xfr and neper: a server, then a client; the sample from the client's output.
+fn run_other(env: &Env, kind: Kind, t: &Test, port: u16) -> Result<Sample, String> {
+    let a = &env.args;
+    let bin = env
+        .peer(kind)
+        .ok_or_else(|| format!("{} not found among the peers", kind.name()))?
+        .display()
+        .to_string();
+    let (scpu, ccpu) = if t.pinned {
+        (Some(a.server_cpu), Some(a.client_cpu))
+    } else {
+        (None, None)
+    };
+    let dur = a.duration.to_string();
+    let (server, client, listen) = match kind {
+        Kind::Xfr => (
+            vec![bin.clone(), "serve".into(), "-p".into(), port.to_string()],
+            vec![
+                bin,
+                format!("127.0.0.1:{port}"),
+                "-t".into(),
+                format!("{dur}s"),
+                // xfr's -l is for UDP only (16..=65507): TCP runs with its own buffer size
+                "--json".into(),
+                "--no-tui".into(),
+                "--no-update-check".into(),
+            ],
+            port,
+        ),
+        _ => {
+            // neper: control port `port`, data port `port + 1`
+            let (cport, dport) = (port.to_string(), (port + 1).to_string());
+            let block = t.block.to_string();
+            // --logtostderr: neper otherwise writes a log file into the working directory
+            let mut s = vec![
+                bin.clone(),
+                "--logtostderr".into(),
+                "-C".into(),
+                cport.clone(),
+                "-P".into(),
+                dport.clone(),
+                "-l".into(),
+                dur.clone(),
+                "-B".into(),
+                block.clone(),
+            ];
+            let mut c = vec![
+                bin,
+                "--logtostderr".into(),
+                "-c".into(),
+                "-H".into(),
+                "127.0.0.1".into(),
+                "-C".into(),
+                cport,
+                "-P".into(),
+                dport,
+                "-l".into(),
+                dur,
+                "-B".into(),
+                block,
+            ];
+            if t.nocopy {
+                s.push("-z".into()); // the receiver maps what it can
+                c.push("-Z".into()); // MSG_ZEROCOPY: on loopback the only data that maps
+            }
+            (s, c, port)
+        }
+    };
+    let limit = Duration::from_secs(u64::from(a.duration) + 20);
+    let stop = &env.interrupted;
+    let mut s = Proc::spawn(&pin(scpu, server), None)?;
+    if !proc::wait_listening(&mut s, listen, Duration::from_secs(5)) {
+        return Err(s.failure(&format!("server did not listen on port {listen}")));
+    }
+    let mut c = Proc::spawn(&pin(ccpu, client), None)?;
+    let (ok, why) = c.wait_or_kill(limit, stop);
+    let out = c.stdout();
+    // xfr's server keeps serving: stop it (neper's ends with its test)
+    let _ = s.wait_or_kill(
+        Duration::from_secs(if kind == Kind::Xfr { 0 } else { 3 }),
+        stop,
+    );
+    if !ok {
+        return Err(c.failure(&why));
+    }
+    let parsed = match kind {
+        Kind::Xfr => parse::parse_xfr_json(&out),
+        _ => parse::parse_neper(&out),
+    };
+    parsed.map_err(|e| c.failure(&e))
 }
 
 /// One run of one contender.
@@ -316,7 +465,13 @@ fn run_one(env: &Env, kind: Kind, t: &Test) -> Result<Sample, String> {
             }
             parse::parse_bareloop(&(s.stdout() + &c.stdout()))
         }
-        Kind::Wirespeed | Kind::Iperf3 | Kind::Iperf3Peer => {
+        Kind::Xfr | Kind::Neper => {
+            if t.netns {
+                return Err(format!("{} runs on loopback only here", kind.name()));
+            }
+            run_other(env, kind, t, port)
+        }
+        Kind::Wirespeed | Kind::Iperf3 | Kind::Iperf3Peer | Kind::Riperf3 => {
             let bin = match kind {
                 Kind::Wirespeed => env
                     .wirespeed
@@ -324,15 +479,14 @@ fn run_one(env: &Env, kind: Kind, t: &Test) -> Result<Sample, String> {
                     .ok_or("wirespeed binary not found")?
                     .display()
                     .to_string(),
-                Kind::Iperf3Peer => env
-                    .iperf3_peer
-                    .as_ref()
-                    .ok_or("the peers' iperf3 not found")?
+                Kind::Iperf3Peer | Kind::Riperf3 => env
+                    .peer(kind)
+                    .ok_or_else(|| format!("{} not found among the peers", kind.name()))?
                     .display()
                     .to_string(),
                 _ => a.iperf3.clone(),
             };
-            let (client, server) = iperf_like_cmds(&bin, t, &host, port, a);
+            let (client, server) = iperf_like_cmds(kind, &bin, t, &host, port, a);
             let mut s = Proc::spawn(&server, ns_b)?;
             if !proc::wait_listening(&mut s, port, Duration::from_secs(5)) {
                 return Err(s.failure(&format!("server did not listen on port {port}")));
@@ -558,6 +712,8 @@ fn sample_json(s: &Result<Sample, String>) -> serde_json::Value {
 fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
     use Kind::*;
     let tcp3 = vec![Wirespeed, Iperf3, Bareloop];
+    // the copying path: every contender that has one (peers missing are dropped at the start)
+    let tcp_all = vec![Wirespeed, Iperf3, Bareloop, Iperf3Peer, Riperf3, Xfr];
     let mut v = Vec::new();
     let mut tcp = |section: &'static str, where_: &str, netns: bool| {
         let dur = a.duration;
@@ -578,9 +734,10 @@ fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
                     zerocopy: false,
                     rate: 0,
                     netns,
-                    kinds: tcp3.clone(),
+                    kinds: if netns { tcp3.clone() } else { tcp_all.clone() },
                     parallel: 1,
                     pinned: true,
+                    nocopy: false,
                 });
             }
         }
@@ -596,6 +753,7 @@ fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
                 kinds: tcp3.clone(),
                 parallel: 1,
                 pinned: true,
+                nocopy: false,
             });
         }
     };
@@ -621,10 +779,36 @@ fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
             zerocopy: false,
             rate: 0,
             netns: false,
-            kinds: vec![Wirespeed, Iperf3],
+            kinds: vec![Wirespeed, Iperf3, Iperf3Peer],
             parallel: 1,
             pinned: true,
+            nocopy: false,
         });
+    }
+    if on("nocopy") {
+        for block in [128 << 10, 1 << 20] {
+            v.push(Test {
+                title: format!(
+                    "TCP loopback, 1 stream, {} blocks, no receiver copy (wirespeed \
+                     --zerocopy=msg_zerocopy --zerocopy-rx, iperf3-3.21 -Z --skip-rx-copy, neper \
+                     -Z -z); client CPU {}, server CPU {}, {} s",
+                    size_arg(block),
+                    a.client_cpu,
+                    a.server_cpu,
+                    a.duration
+                ),
+                section: "nocopy",
+                udp: false,
+                block,
+                zerocopy: false,
+                rate: 0,
+                netns: false,
+                kinds: vec![Wirespeed, Iperf3Peer, Neper],
+                parallel: 1,
+                pinned: true,
+                nocopy: true,
+            });
+        }
     }
     if on("paced") {
         for rate in [1_000_000_000u64, 5_000_000_000] {
@@ -643,6 +827,7 @@ fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
                 kinds: vec![Wirespeed, Iperf3],
                 parallel: 1,
                 pinned: true,
+                nocopy: false,
             });
         }
     }
@@ -665,6 +850,7 @@ fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
                 kinds: vec![Wirespeed, Iperf3, Iperf3Peer],
                 parallel: p,
                 pinned: false,
+                nocopy: false,
             });
             p *= 2;
         }
@@ -678,7 +864,7 @@ fn main() {
         eprintln!("wirespeed-bench: --rounds and --duration must be at least 1");
         std::process::exit(2);
     }
-    let known = ["tcp", "zc", "netns", "udp", "paced", "streams"];
+    let known = ["tcp", "zc", "netns", "udp", "paced", "streams", "nocopy"];
     if let Some(bad) = args.only.iter().find(|o| !known.contains(&o.as_str())) {
         eprintln!(
             "wirespeed-bench: unknown section {bad:?} in --only (known: {})",
@@ -717,17 +903,23 @@ fn main() {
         .peers
         .clone()
         .unwrap_or_else(|| repo_root().join("../shared/bench/peers"));
-    let iperf3_peer = Some(peers.join("iperf3")).filter(|p| p.is_file());
-    match &iperf3_peer {
-        Some(p) => println!(
-            "iperf3-3.21: {} ({})",
-            p.display(),
-            first_line(&p.display().to_string(), "--version")
-        ),
-        None => println!(
-            "iperf3-3.21: NOT AVAILABLE — no iperf3 in {}; skipped",
-            peers.display()
-        ),
+    let mut found = Vec::new();
+    for (kind, file) in PEER_FILES {
+        let p = peers.join(file);
+        if p.is_file() {
+            let version = match kind {
+                Kind::Neper => "neper".to_string(), // prints no version
+                _ => first_line(&p.display().to_string(), "--version"),
+            };
+            println!("{}: {} ({version})", kind.name(), p.display());
+            found.push((kind, p));
+        } else {
+            println!(
+                "{}: NOT AVAILABLE — no {file} in {}; skipped",
+                kind.name(),
+                peers.display()
+            );
+        }
     }
     let src = args
         .bareloop_src
@@ -771,7 +963,7 @@ fn main() {
         args,
         wirespeed,
         bareloop,
-        iperf3_peer,
+        peers: found,
         veth,
         interrupted,
         _tmp: tmp,
@@ -786,9 +978,8 @@ fn main() {
         if env.bareloop.is_none() {
             t.kinds.retain(|k| *k != Kind::Bareloop);
         }
-        if env.iperf3_peer.is_none() {
-            t.kinds.retain(|k| *k != Kind::Iperf3Peer);
-        }
+        t.kinds
+            .retain(|k| !PEER_FILES.iter().any(|(p, _)| p == k) || env.peer(*k).is_some());
         eprintln!("-- {}", t.title);
         let o = run_test(&env, &t);
         print_outcome(&o);
@@ -804,7 +995,7 @@ fn main() {
             "duration_s": env.args.duration,
             "tests": outcomes.iter().map(|o| serde_json::json!({
                 "title": o.test.title, "section": o.test.section, "udp": o.test.udp, "block": o.test.block,
-                "zerocopy": o.test.zerocopy, "rate_bps": o.test.rate, "netns": o.test.netns,
+                "zerocopy": o.test.zerocopy, "nocopy": o.test.nocopy, "rate_bps": o.test.rate, "netns": o.test.netns,
                 "parallel": o.test.parallel, "pinned": o.test.pinned,
                 "contenders": o.samples.iter().map(|(k, v)| serde_json::json!({
                     "name": k.name(),

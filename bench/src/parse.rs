@@ -119,6 +119,40 @@ pub fn parse_bareloop(text: &str) -> Result<Sample, String> {
     }
 }
 
+/// xfr's `--json` document (after any log lines): `throughput_mbps` of the test.
+pub fn parse_xfr_json(text: &str) -> Result<Sample, String> {
+    let start = text
+        .lines()
+        .position(|l| l.trim_start().starts_with('{'))
+        .ok_or("xfr printed no JSON")?;
+    let doc = text.lines().skip(start).collect::<Vec<_>>().join("\n");
+    let v: Value =
+        serde_json::from_str(doc.trim()).map_err(|e| format!("xfr output is not JSON ({e})"))?;
+    let mbps = f(&v, &["throughput_mbps"]).ok_or("no throughput_mbps in xfr's JSON")?;
+    Ok(Sample {
+        recv_bps: mbps * 1e6,
+        sent_bps: mbps * 1e6,
+        retransmits: f(&v, &["tcp_info", "retransmits"]).map(|x| x as u64),
+        ..Sample::default()
+    })
+}
+
+/// neper `tcp_stream`'s client output: `remote_throughput=` (bits/s, what the server received).
+pub fn parse_neper(text: &str) -> Result<Sample, String> {
+    let bps = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("remote_throughput="))
+        .ok_or("neper printed no remote_throughput")?
+        .trim()
+        .parse::<f64>()
+        .map_err(|e| format!("neper's remote_throughput: {e}"))?;
+    Ok(Sample {
+        recv_bps: bps,
+        sent_bps: bps,
+        ..Sample::default()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +213,19 @@ mod tests {
         assert_eq!(e, Err("tool reported: unable to connect to server".into()));
         assert!(parse_iperf_json("garbage", None).is_err());
         assert!(parse_iperf_json("{}", None).is_err());
+    }
+
+    #[test]
+    fn xfr_and_neper_outputs() {
+        let x = "INFO Connecting to 127.0.0.1:5201...\n{\n  \"bytes_total\": 1928196853,\n  \"throughput_mbps\": 15425.5,\n  \"tcp_info\": {\"retransmits\": 2}\n}\n";
+        let s = parse_xfr_json(x).expect("xfr");
+        assert!((s.recv_bps - 15425.5e6).abs() < 1.0);
+        assert_eq!(s.retransmits, Some(2));
+        assert!(parse_xfr_json("error: connection refused").is_err());
+        let n = "throughput_opt=Mb\nlocal_throughput=0\nremote_throughput=6957701669\n";
+        assert!((parse_neper(n).expect("neper").recv_bps - 6957701669.0).abs() < 1.0);
+        assert!(parse_neper("remote_throughput=x").is_err());
+        assert!(parse_neper("").is_err());
     }
 
     #[test]

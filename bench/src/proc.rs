@@ -30,7 +30,8 @@ impl Proc {
         let label = full.join(" ");
         let out = tempfile::tempfile().map_err(|e| format!("tempfile: {e}"))?;
         let err = tempfile::tempfile().map_err(|e| format!("tempfile: {e}"))?;
-        // starts: ip iperf3 sleep wirespeed (ip netns exec; the other contenders by path)
+        // starts: ip iperf3 sleep taskset wirespeed (ip netns exec; taskset pins the peers without
+        // their own pinning; the other contenders by path)
         let child = Command::new(&full[0])
             .args(&full[1..])
             .stdin(Stdio::null())

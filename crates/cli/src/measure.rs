@@ -350,6 +350,11 @@ pub struct ClientArgs {
     /// Receive with MSG_TRUNC (the kernel discards the data without copying it out).
     #[arg(help_heading = heading::TEST, long = "skip-rx-copy")]
     pub skip_rx_copy: bool,
+    /// Zero-copy receive (TCP_ZEROCOPY_RECEIVE): whichever end receives maps whole pages of
+    /// the data and copies the rest; falls back to copying where nothing maps (needs a NIC
+    /// that splits headers; on loopback, a -Z=msg_zerocopy sender). A wirespeed peer only.
+    #[arg(long = "zerocopy-rx", conflicts_with = "skip_rx_copy")]
+    pub zerocopy_rx: bool,
     /// Milliseconds without data before a test this end receives (-R, --bidir) is ended:
     /// "idle timeout for receiving data" (iperf3's --rcv-timeout; default 120000).
     #[arg(help_heading = heading::CONNECTION, long = "rcv-timeout", value_name = "MS", value_parser = limit::u64_in::<100, { limit::DAY_MS }>)]
@@ -831,6 +836,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         server_irq_cpus: a.server_irq_cpus.clone().map(|c| c.0),
         send_path: a.zerocopy.unwrap_or(SendPath::Copy),
         skip_rx_copy: a.skip_rx_copy,
+        zerocopy_rx: a.zerocopy_rx,
         title: a.title.clone(),
         extra_data: a.extra_data.clone(),
         get_server_output: a.get_server_output,
@@ -874,16 +880,37 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
                 let at = w
                     .cpu_requested
                     .map_or_else(|| "unpinned".to_string(), |c| format!("CPU {c}"));
-                format!("{at} ({streams}, ran on {})", w.cpus_seen)
+                let zc = w.rx_zerocopy.map_or_else(String::new, |z| {
+                    format!(
+                        ", mapped {}, copied {}",
+                        wirespeed_model::units::bytes(z.mapped_bytes),
+                        wirespeed_model::units::bytes(z.copied_bytes)
+                    )
+                });
+                format!("{at} ({streams}, ran on {}{zc})", w.cpus_seen)
             })
             .collect::<Vec<_>>()
             .join(", ")
     };
     // Only the paths this end used: a sender has no receive path.
-    let paths: Vec<String> = [("send", &x.send_path), ("receive", &x.recv_path)]
+    let mut paths: Vec<String> = [("send", &x.send_path), ("receive", &x.recv_path)]
         .into_iter()
         .filter_map(|(what, p)| p.as_deref().map(|p| format!("{what} path {p}")))
         .collect();
+    // zero-copy receive: how the received bytes came, over all local workers
+    let zc = x.workers.iter().filter_map(|w| w.rx_zerocopy);
+    if let Some((m, c)) = zc
+        .map(|z| (z.mapped_bytes, z.copied_bytes))
+        .reduce(|a, b| (a.0 + b.0, a.1 + b.1))
+    {
+        if let Some(last) = paths.last_mut() {
+            last.push_str(&format!(
+                " ({} mapped, {} copied)",
+                wirespeed_model::units::bytes(m),
+                wirespeed_model::units::bytes(c),
+            ));
+        }
+    }
     let mut s = String::from("wirespeed: ");
     if !paths.is_empty() {
         s.push_str(&format!("local {}; ", paths.join(", ")));

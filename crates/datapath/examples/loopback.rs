@@ -2,7 +2,7 @@
 //! path comparisons:
 //!
 //!   cargo run --release -p wirespeed-datapath --example loopback -- \
-//!       [copy|sendfile|splice|zerocopy] [copy|skip] [BLOCK] [SECONDS] [SEND_CPU] [RECV_CPU]
+//!       [copy|sendfile|splice|zerocopy] [copy|skip|zerocopy] [BLOCK] [SECONDS] [SEND_CPU] [RECV_CPU]
 //!
 //! Prints one JSON line with the bytes, the rate, what ran and the CPU time
 //! each worker thread spent per KiB. Set `WIRESPEED_NO_RCVLOWAT=1` to compare
@@ -29,6 +29,7 @@ fn main() {
     let recv_path = match arg(1).unwrap_or("copy") {
         "copy" => RecvPath::Copy,
         "skip" => RecvPath::SkipCopy,
+        "zerocopy" => RecvPath::Zerocopy,
         other => {
             eprintln!("loopback: unknown recv path {other:?}");
             std::process::exit(2)
@@ -70,13 +71,15 @@ fn main() {
     let rrep = rx.join().expect("rx");
     let bytes = rrep.streams[0].bytes;
     println!(
-        "{{\"send_path\":\"{}\",\"recv_path\":\"{}\",\"block\":{block},\"bytes\":{bytes},\"seconds\":{el:.3},\"gbit_per_s\":{:.3},\"zc_sends\":{},\"zc_completions\":{},\"zc_copied\":{},\"fallbacks\":{:?},\"send_cpus\":{:?},\"recv_cpus\":{:?},\"send_cpu_ns_per_kib\":{:.1},\"recv_cpu_ns_per_kib\":{:.1}}}",
+        "{{\"send_path\":\"{}\",\"recv_path\":\"{}\",\"block\":{block},\"bytes\":{bytes},\"seconds\":{el:.3},\"gbit_per_s\":{:.3},\"zc_sends\":{},\"zc_completions\":{},\"zc_copied\":{},\"rx_mapped\":{},\"rx_copied\":{},\"fallbacks\":{:?},\"send_cpus\":{:?},\"recv_cpus\":{:?},\"send_cpu_ns_per_kib\":{:.1},\"recv_cpu_ns_per_kib\":{:.1}}}",
         srep.send_path.map(|p| p.as_str()).unwrap_or("-"),
         rrep.recv_path.map(|p| p.as_str()).unwrap_or("-"),
         bytes as f64 * 8.0 / el / 1e9,
         srep.zerocopy_sends,
         srep.zerocopy_completions,
         srep.zerocopy_copied,
+        rrep.rx_zerocopy.map_or(0, |z| z.mapped),
+        rrep.rx_zerocopy.map_or(0, |z| z.copied),
         srep.fallbacks.iter().chain(&rrep.fallbacks).collect::<Vec<_>>(),
         srep.cpus_seen,
         rrep.cpus_seen,

@@ -38,10 +38,12 @@
 //! holding one block: no user→kernel copy), `Splice` (vmsplice of the block
 //! into a pipe, then splice to the socket), `MsgZerocopy` (`SO_ZEROCOPY` +
 //! `MSG_ZEROCOPY`, completions read from the socket error queue, outstanding
-//! calls bounded). Receive paths ([`RecvPath`]): `Copy` (recv into a buffer)
-//! and `SkipCopy` (`recv(MSG_TRUNC)`: TCP discards the bytes in the kernel
-//! without copying them out). A requested path the kernel refuses falls back
-//! (towards `Copy`), and [`WorkerReport`] says what actually ran and why.
+//! calls bounded). Receive paths ([`RecvPath`]): `Copy` (recv into a buffer),
+//! `SkipCopy` (`recv(MSG_TRUNC)`: TCP discards the bytes in the kernel without copying them
+//! out) and `Zerocopy` (`TCP_ZEROCOPY_RECEIVE`: the kernel maps whole pages of the receive
+//! queue into the worker's address space and the rest is copied, see [`rx_zerocopy`]; counted
+//! in [`WorkerReport::rx_zerocopy`]). A requested path the kernel refuses falls back (towards
+//! `Copy`), and [`WorkerReport`] says what actually ran and why.
 //!
 //! UDP (batched `sendmmsg`/`recvmmsg`, GSO/GRO, pacing, loss/jitter
 //! accounting) lives in [`udp`]. The iperf3 datagram header it writes and
@@ -50,6 +52,7 @@
 //! for nothing else and knows nothing of the control protocol.
 
 pub mod cpu;
+pub mod rx_zerocopy;
 pub mod sockopt;
 pub mod sys;
 pub mod tcp;
@@ -111,6 +114,8 @@ pub enum RecvPath {
     Copy,
     /// recv(MSG_TRUNC): the kernel discards TCP payload without copying it out.
     SkipCopy,
+    /// TCP_ZEROCOPY_RECEIVE: whole pages mapped into the receiver, the remainder copied.
+    Zerocopy,
 }
 
 impl RecvPath {
@@ -118,6 +123,7 @@ impl RecvPath {
         match self {
             RecvPath::Copy => "copy",
             RecvPath::SkipCopy => "skip_copy",
+            RecvPath::Zerocopy => "zerocopy",
         }
     }
 }
@@ -300,6 +306,15 @@ pub struct StreamResult {
     pub error: Option<String>,
 }
 
+/// Received bytes of a worker on the zero-copy receive path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RxZerocopyCounts {
+    /// Bytes in pages the kernel mapped.
+    pub mapped: u64,
+    /// Bytes copied (what could not be mapped).
+    pub copied: u64,
+}
+
 /// What a worker did, returned by [`WorkerHandle::join`].
 #[derive(Debug)]
 pub struct WorkerReport {
@@ -319,6 +334,10 @@ pub struct WorkerReport {
     pub zerocopy_copied: u64,
     /// MSG_ZEROCOPY send calls issued.
     pub zerocopy_sends: u64,
+    /// Zero-copy receive asked for ([`RecvPath::Zerocopy`]): the received bytes the kernel
+    /// mapped and those copied (the remainder, and everything after a fallback); the two add up
+    /// to the bytes the worker's receiving streams received. `None` when not asked for.
+    pub rx_zerocopy: Option<RxZerocopyCounts>,
     /// CPU time the worker thread spent in user and kernel mode (getrusage(RUSAGE_THREAD)).
     pub cpu_user: std::time::Duration,
     pub cpu_system: std::time::Duration,

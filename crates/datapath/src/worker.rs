@@ -1,12 +1,13 @@
 //! Worker threads: one-stream blocking loop and many-stream epoll loop.
 
 use crate::cpu::CpuSampler;
+use crate::rx_zerocopy::ZcRx;
 use crate::sys;
 use crate::thread::{spawn_pinned, WorkerThread};
 use crate::zerocopy::{recv_once, SendOp, SendSetup};
 use crate::{
-    Budget, Control, DatapathError, Direction, RecvPath, SendPath, StreamCounters, StreamEnd,
-    StreamResult, WorkerReport, WorkerSpec, POLL_INTERVAL,
+    Budget, Control, DatapathError, Direction, RecvPath, RxZerocopyCounts, SendPath,
+    StreamCounters, StreamEnd, StreamResult, WorkerReport, WorkerSpec, POLL_INTERVAL,
 };
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
@@ -134,6 +135,7 @@ fn empty_report(spec: &WorkerSpec) -> WorkerReport {
         zerocopy_completions: 0,
         zerocopy_copied: 0,
         zerocopy_sends: 0,
+        rx_zerocopy: None,
         cpu_user: Duration::ZERO,
         cpu_system: Duration::ZERO,
         sockets: Vec::new(),
@@ -154,6 +156,8 @@ struct St {
     end: Option<StreamEnd>,
     err: Option<String>,
     op: Option<SendOp>,
+    /// The zero-copy receive region (receivers on [`RecvPath::Zerocopy`]).
+    zc: Option<ZcRx>,
 }
 
 impl St {
@@ -199,6 +203,7 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
             end: None,
             err: None,
             op,
+            zc: None,
         };
         let prep = if single {
             sys::set_nonblocking(fd, false)
@@ -224,20 +229,50 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         sts.push(st);
     }
 
+    if has_recv && recv_path == RecvPath::Zerocopy {
+        for st in sts.iter_mut().filter(|s| s.dir == Direction::Recv) {
+            match ZcRx::new(st.fd, spec.block_len) {
+                Ok(z) => st.zc = Some(z),
+                Err(e) => {
+                    zc_fall_back(
+                        &mut recv_path,
+                        format!("the socket cannot be mapped ({})", sys::errno_str(e)),
+                        &mut fallbacks,
+                    );
+                    break;
+                }
+            }
+        }
+    }
+
     let budget = spec.budget.as_deref();
     if single {
         let st = &mut sts[0];
         if st.end.is_none() {
             match st.dir {
                 Direction::Send => single_send(st, block.as_slice(), control, budget, &mut sampler),
-                Direction::Recv => single_recv(
-                    st,
-                    rbuf.as_mut_slice(),
-                    &mut recv_path,
-                    &mut fallbacks,
-                    control,
-                    &mut sampler,
-                ),
+                Direction::Recv => {
+                    if recv_path == RecvPath::Zerocopy {
+                        single_recv_zc(
+                            st,
+                            rbuf.as_mut_slice(),
+                            &mut recv_path,
+                            &mut fallbacks,
+                            control,
+                            &mut sampler,
+                        );
+                    }
+                    if st.end.is_none() {
+                        single_recv(
+                            st,
+                            rbuf.as_mut_slice(),
+                            &mut recv_path,
+                            &mut fallbacks,
+                            control,
+                            &mut sampler,
+                        );
+                    }
+                }
             }
         }
     } else if let Err(e) = epoll_loop(
@@ -287,6 +322,24 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         fallbacks.push("send paths differ between streams; reporting copy".into());
         Some(SendPath::Copy)
     };
+    // Every received byte was either mapped or copied (by the zero-copy path's remainder, or
+    // by the copy path after a fallback).
+    let rx_zerocopy = (has_recv && spec.recv_path == RecvPath::Zerocopy).then(|| {
+        let received: u64 = sts
+            .iter()
+            .filter(|s| s.dir == Direction::Recv)
+            .map(|s| s.bytes)
+            .sum();
+        let mapped: u64 = sts
+            .iter()
+            .filter_map(|s| s.zc.as_ref())
+            .map(|z| z.mapped_bytes)
+            .sum();
+        RxZerocopyCounts {
+            mapped,
+            copied: received.saturating_sub(mapped),
+        }
+    });
     sampler.sample();
     let streams = sts
         .iter()
@@ -311,6 +364,7 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         zerocopy_completions: zc_done,
         zerocopy_copied: zc_copied,
         zerocopy_sends: zc_sends,
+        rx_zerocopy,
         cpu_user,
         cpu_system,
         sockets: spec.streams.into_iter().map(|s| (s.id, s.socket)).collect(),
@@ -391,6 +445,134 @@ fn fall_back_to_copy(path: &mut RecvPath, errno: i32, fallbacks: &mut Vec<String
     *path = RecvPath::Copy;
 }
 
+/// The zero-copy path gives up when this many bytes arrived without one page mapped: the
+/// payload does not sit in whole pages (no header split, or an MSS that is not a page
+/// multiple), and the path would only add a system call to the copy.
+pub(crate) const ZC_NOTHING_MAPPED_AFTER: u64 = 16 << 20;
+
+/// Errors of the zero-copy receive that mean "not here" rather than a broken connection.
+fn zc_unsupported(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::EINVAL
+            | libc::EOPNOTSUPP
+            | libc::ENOPROTOOPT
+            | libc::ENOMEM
+            | libc::ENODEV
+            | libc::EFAULT
+    )
+}
+
+/// The zero-copy receive cannot work here: say why (once) and copy from now on.
+fn zc_fall_back(path: &mut RecvPath, why: String, fallbacks: &mut Vec<String>) {
+    let line = format!("zerocopy: {why}; using copy");
+    if !fallbacks.contains(&line) {
+        fallbacks.push(line);
+    }
+    *path = RecvPath::Copy;
+}
+
+/// What one zero-copy receive step got.
+enum ZcGot {
+    Bytes(usize),
+    /// Nothing queued yet (or the path just fell back): wait or retry.
+    Nothing,
+    Eof,
+}
+
+/// One zero-copy receive on `st`; falls back (setting `path` to Copy) where the kernel refuses
+/// or maps nothing.
+fn zc_step(
+    st: &mut St,
+    buf: &mut [u8],
+    path: &mut RecvPath,
+    fallbacks: &mut Vec<String>,
+) -> Result<ZcGot, i32> {
+    let Some(zc) = st.zc.as_mut() else {
+        zc_fall_back(path, "no mapping for the stream".into(), fallbacks);
+        return Ok(ZcGot::Nothing);
+    };
+    match zc.recv(buf) {
+        Ok(None) => Ok(ZcGot::Eof),
+        Ok(Some(r)) if r.is_empty() => Ok(ZcGot::Nothing),
+        Ok(Some(r)) => {
+            let n = r.len();
+            if zc.mapped_bytes == 0 && zc.copied_bytes >= ZC_NOTHING_MAPPED_AFTER {
+                zc_fall_back(
+                    path,
+                    format!(
+                        "the kernel mapped no page of the first {} MiB (the payload does not \
+                         arrive in whole pages: off loopback that needs a NIC that splits \
+                         headers, tcp-data-split)",
+                        ZC_NOTHING_MAPPED_AFTER >> 20
+                    ),
+                    fallbacks,
+                );
+            }
+            Ok(ZcGot::Bytes(n))
+        }
+        Err(libc::EINTR) | Err(libc::EAGAIN) => Ok(ZcGot::Nothing),
+        Err(e) if zc_unsupported(e) => {
+            zc_fall_back(
+                path,
+                format!(
+                    "getsockopt(TCP_ZEROCOPY_RECEIVE) refused ({})",
+                    sys::errno_str(e)
+                ),
+                fallbacks,
+            );
+            Ok(ZcGot::Nothing)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The one-stream zero-copy receiver: map what is queued, wait for readability (SO_RCVLOWAT
+/// batches the wake-ups) when nothing is. Returns with `st.end` unset when it fell back, for
+/// [`single_recv`] to go on copying.
+fn single_recv_zc(
+    st: &mut St,
+    buf: &mut [u8],
+    path: &mut RecvPath,
+    fallbacks: &mut Vec<String>,
+    control: &Control,
+    sampler: &mut CpuSampler,
+) {
+    let wait_ms = POLL_INTERVAL.as_millis() as i32;
+    let (mut bytes, mut reads) = (st.bytes, st.blocks);
+    let end = loop {
+        if control.is_stopped() {
+            break Some(StreamEnd::Stopped);
+        }
+        if *path != RecvPath::Zerocopy {
+            break None;
+        }
+        match zc_step(st, buf, path, fallbacks) {
+            Ok(ZcGot::Eof) => break Some(StreamEnd::Eof),
+            Ok(ZcGot::Bytes(n)) => {
+                bytes += n as u64;
+                reads += 1;
+                st.ctr.publish(bytes, reads);
+                sampler.tick();
+            }
+            Ok(ZcGot::Nothing) => {
+                if let (RecvPath::Zerocopy, Some(zc)) = (*path, st.zc.as_ref()) {
+                    zc.wait_readable(wait_ms);
+                }
+            }
+            Err(e) => {
+                st.bytes = bytes;
+                st.blocks = reads;
+                st.fail(e, "getsockopt(TCP_ZEROCOPY_RECEIVE)");
+                return;
+            }
+        }
+    };
+    st.bytes = bytes;
+    st.blocks = reads;
+    st.end = end;
+}
+
 /// The one-stream receiver: a tight blocking loop (SO_RCVTIMEO wakes it to check stop).
 fn single_recv(
     st: &mut St,
@@ -401,7 +583,7 @@ fn single_recv(
     sampler: &mut CpuSampler,
 ) {
     let fd = st.fd;
-    let (mut bytes, mut reads) = (0u64, 0u64);
+    let (mut bytes, mut reads) = (st.bytes, st.blocks);
     let end = loop {
         if control.is_stopped() {
             break StreamEnd::Stopped;
@@ -529,6 +711,26 @@ fn service_send(st: &mut St, bits: sys::EpollFlags, block: &[u8], budget: Option
 
 fn service_recv(st: &mut St, buf: &mut [u8], path: &mut RecvPath, fallbacks: &mut Vec<String>) {
     for _ in 0..BURST {
+        if *path == RecvPath::Zerocopy {
+            match zc_step(st, buf, path, fallbacks) {
+                Ok(ZcGot::Eof) => {
+                    st.end = Some(StreamEnd::Eof);
+                    return;
+                }
+                Ok(ZcGot::Bytes(n)) => {
+                    st.bytes += n as u64;
+                    st.blocks += 1;
+                }
+                // nothing queued: level-triggered epoll reports the stream again when
+                // there is; after a fallback the next round copies
+                Ok(ZcGot::Nothing) => return,
+                Err(e) => {
+                    st.fail(e, "getsockopt(TCP_ZEROCOPY_RECEIVE)");
+                    return;
+                }
+            }
+            continue;
+        }
         match recv_once(st.fd, buf, *path) {
             Ok(0) => {
                 st.end = Some(StreamEnd::Eof);

@@ -293,7 +293,8 @@ fn make_pipe(block_len: usize) -> std::io::Result<(OwnedFd, OwnedFd)> {
 #[inline]
 pub(crate) fn recv_once(fd: RawFd, buf: &mut [u8], path: RecvPath) -> Result<usize, i32> {
     let flags = match path {
-        RecvPath::Copy => RecvFlags::empty(),
+        // the zero-copy path reads its remainder itself (`rx_zerocopy`); here it copies
+        RecvPath::Copy | RecvPath::Zerocopy => RecvFlags::empty(),
         RecvPath::SkipCopy => RecvFlags::TRUNC,
     };
     // With MSG_TRUNC TCP does not write to `buf`, and the count is what was consumed (it may

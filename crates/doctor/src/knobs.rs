@@ -28,6 +28,7 @@ pub fn run_all(facts: &HostFacts, nics: &[&NicFacts], opts: &Options) -> Vec<Fin
         out.extend(arfs_off(facts, nic, opts));
         out.extend(coalescing(nic, basis.as_ref()));
         out.extend(pause_frames_off(nic));
+        out.extend(header_split_off(nic));
     }
     out.extend(cstates_deep(facts, nics, opts));
     out
@@ -744,6 +745,44 @@ pub fn pause_frames_off(nic: &NicFacts) -> Option<Finding> {
         fix: vec![
             format!("ethtool -A {} rx on tx on", nic.name),
             "# and turn on flow control (receive, or both) on the switch port; leave it off on fabrics that use PFC or where pauses would spread congestion".into(),
+        ],
+        writes: Vec::new(),
+    })
+}
+
+/// **header-split-off**: the NIC does not say it splits TCP headers from payload (ethtool's
+/// ring parameter `tcp-data-split`, `ethtool -g`). Zero-copy receive (`--zerocopy-rx`,
+/// `TCP_ZEROCOPY_RECEIVE`) maps only payload that arrives in whole pages, which off loopback
+/// takes a NIC that writes headers and payload to separate buffers; without it the receiver
+/// copies everything. Info: it matters only to a receiver that wants to skip the copy. No
+/// finding where the kernel or driver does not report the parameter at all.
+pub fn header_split_off(nic: &NicFacts) -> Option<Finding> {
+    use wirespeed_host::ethtool::TcpDataSplit;
+    let split = nic.ethtool.as_ref()?.tcp_data_split?;
+    let why = match split {
+        TcpDataSplit::On => return None,
+        TcpDataSplit::Off => "does not split TCP headers from payload (tcp-data-split off)",
+        TcpDataSplit::Unknown => {
+            "does not say whether it splits TCP headers from payload (tcp-data-split unknown)"
+        }
+    };
+    let src = ethtool_source(nic, "ETHTOOL_MSG_RINGS_GET", "tcp_data_split");
+    Some(Finding {
+        id: ids::HEADER_SPLIT_OFF.into(),
+        severity: Severity::Info,
+        iface: Some(nic.name.clone()),
+        summary: format!(
+            "{}: {why}: zero-copy receive (--zerocopy-rx) maps payload only when it arrives in \
+             whole pages, so here the receiver copies every byte",
+            nic.name
+        ),
+        evidence: vec![Evidence::new("tcp-data-split", split.as_str(), &src)],
+        fix: vec![
+            format!(
+                "ethtool -G {} tcp-data-split on   # where the driver supports it",
+                nic.name
+            ),
+            "# and an MTU whose TCP payload is a multiple of the page size (e.g. 4096 B of payload per segment), so each segment fills whole pages".into(),
         ],
         writes: Vec::new(),
     })

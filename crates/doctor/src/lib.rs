@@ -59,9 +59,10 @@ pub mod ids {
     pub const CSTATES_DEEP: &str = "cstates-deep";
     pub const COALESCING: &str = "coalescing";
     pub const PAUSE_FRAMES_OFF: &str = "pause-frames-off";
+    pub const HEADER_SPLIT_OFF: &str = "header-split-off";
 
     /// Every id, in the order of the documentation table.
-    pub const ALL: [&str; 26] = [
+    pub const ALL: [&str; 27] = [
         PCIE_LINK_DOWNGRADED,
         PCIE_BANDWIDTH_BELOW_LINE_RATE,
         IRQ_NUMA_REMOTE,
@@ -88,6 +89,7 @@ pub mod ids {
         CSTATES_DEEP,
         COALESCING,
         PAUSE_FRAMES_OFF,
+        HEADER_SPLIT_OFF,
     ];
 }
 

@@ -110,6 +110,7 @@ pub fn worker_infos(reports: &[WorkerSummary]) -> Vec<Worker> {
             cpu_requested: r.cpu_requested,
             cpus_seen: r.cpus_seen.clone(),
             streams: r.streams.clone(),
+            rx_zerocopy: r.rx_zerocopy,
         })
         .collect()
 }

@@ -83,6 +83,9 @@ pub struct ClientConfig {
     pub send_path: SendPath,
     /// `--skip-rx-copy` (applies to whichever end receives).
     pub skip_rx_copy: bool,
+    /// `--zerocopy-rx`: whichever end receives maps the data (TCP_ZEROCOPY_RECEIVE) where the
+    /// kernel can, copying the rest (a wirespeed server only; an iperf3 server copies).
+    pub zerocopy_rx: bool,
     pub title: Option<String>,
     pub extra_data: Option<String>,
     pub get_server_output: bool,
@@ -157,6 +160,7 @@ impl Default for ClientConfig {
             server_irq_cpus: None,
             send_path: SendPath::Copy,
             skip_rx_copy: false,
+            zerocopy_rx: false,
             title: None,
             extra_data: None,
             get_server_output: false,
@@ -331,7 +335,11 @@ impl ClientConfig {
                 protocol: wirespeed_protocol::ext::EXT_PROTOCOL_VERSION,
                 server_cpus: self.server_cpus.clone(),
                 observe: false,
-                recv_path: self.skip_rx_copy.then(|| "skip".to_string()),
+                recv_path: if self.zerocopy_rx {
+                    Some("zerocopy".to_string())
+                } else {
+                    self.skip_rx_copy.then(|| "skip".to_string())
+                },
                 send_path: (self.send_path != SendPath::Copy).then_some(self.send_path.into()),
                 drain: true,
                 irq_cpus: self.server_irq_cpus.clone(),
@@ -498,7 +506,9 @@ impl Run<'_> {
             LocalPaths {
                 placement,
                 send_path: cfg.send_path,
-                recv_path: if cfg.skip_rx_copy {
+                recv_path: if cfg.zerocopy_rx {
+                    RecvPath::Zerocopy
+                } else if cfg.skip_rx_copy {
                     RecvPath::SkipCopy
                 } else {
                     RecvPath::Copy

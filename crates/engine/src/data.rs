@@ -161,6 +161,8 @@ pub struct WorkerSummary {
     pub streams: Vec<u32>,
     pub cpu_user: Duration,
     pub cpu_system: Duration,
+    /// Zero-copy receive: bytes mapped and copied (TCP receivers on that path only).
+    pub rx_zerocopy: Option<wirespeed_model::RxZerocopy>,
 }
 
 impl From<&WorkerReport> for WorkerSummary {
@@ -174,6 +176,10 @@ impl From<&WorkerReport> for WorkerSummary {
             streams: r.streams.iter().map(|s| s.id).collect(),
             cpu_user: r.cpu_user,
             cpu_system: r.cpu_system,
+            rx_zerocopy: r.rx_zerocopy.map(|z| wirespeed_model::RxZerocopy {
+                mapped_bytes: z.mapped,
+                copied_bytes: z.copied,
+            }),
         }
     }
 }
@@ -189,6 +195,7 @@ impl From<&UdpWorkerReport> for WorkerSummary {
             streams: r.streams.iter().map(|s| s.id).collect(),
             cpu_user: r.cpu_user,
             cpu_system: r.cpu_system,
+            rx_zerocopy: None,
         }
     }
 }

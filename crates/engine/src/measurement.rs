@@ -530,6 +530,7 @@ mod tests {
                 cpu_requested: Some(4),
                 cpus_seen: CpuSet::from_cpus([4]),
                 streams: vec![1],
+                rx_zerocopy: None,
             }]
         }
     }

@@ -343,6 +343,7 @@ mod tests {
             cpu_requested: Some(3),
             cpus_seen: CpuSet::from_cpus([3, 5]),
             streams: vec![1, 3],
+            rx_zerocopy: None,
         }]);
         assert_eq!(w[0].cpus_seen.to_string(), "3,5");
         assert_eq!(w[0].streams, vec![1, 3]);
@@ -579,6 +580,7 @@ mod tests {
             cpu_requested: Some(2),
             cpus_seen: CpuSet::from_cpus([2]),
             streams: vec![1],
+            rx_zerocopy: None,
         }];
         o.close(&workers, None);
         o.close(&[], None);

@@ -10,7 +10,8 @@
 //! On a live root each query is an ioctl; a driver that does not implement one answers
 //! `EOPNOTSUPP` and that part stays `None`. In a snapshot the answers are files under
 //! `/wirespeed/ethtool/<iface>/` (`drvinfo.json`, `ring.json`, `channels.json`, `coalesce.json`,
-//! `features.json`, `pause.json` from `ETHTOOL_GPAUSEPARAM`) written by `capture`; a recording root stores them there as it queries.
+//! `features.json`, `pause.json` from `ETHTOOL_GPAUSEPARAM`, `tcp_data_split.json` from the
+//! ethtool netlink family's rings answer, [`crate::link::tcp_data_split`]) written by `capture`; a recording root stores them there as it queries.
 //! [`get_ring`], [`set_ring`], [`get_coalesce`], [`set_coalesce`], [`get_pause`],
 //! [`set_pause`], [`get_feature`] and [`set_feature`] talk to the running kernel only (there is
 //! no ring, coalescing, flow control or feature to set in a captured tree).
@@ -188,6 +189,36 @@ pub struct Feature {
     pub changeable: bool,
 }
 
+/// Whether the NIC splits TCP headers from payload into separate buffers (ethtool's ring
+/// parameter `tcp-data-split`, Linux 6.0+ over netlink): what zero-copy receive needs off
+/// loopback, since only a payload in whole pages can be mapped into the receiver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TcpDataSplit {
+    /// The driver answers but does not say (or decides per packet).
+    Unknown,
+    Off,
+    On,
+}
+
+impl TcpDataSplit {
+    /// From `ETHTOOL_A_RINGS_TCP_DATA_SPLIT` (0 unknown, 1 disabled, 2 enabled).
+    pub fn from_raw(v: u8) -> TcpDataSplit {
+        match v {
+            1 => TcpDataSplit::Off,
+            2 => TcpDataSplit::On,
+            _ => TcpDataSplit::Unknown,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TcpDataSplit::Unknown => "unknown",
+            TcpDataSplit::Off => "off",
+            TcpDataSplit::On => "on",
+        }
+    }
+}
+
 /// Whatever the kernel answered for one interface; each part `None` when not answered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EthtoolFacts {
@@ -198,11 +229,16 @@ pub struct EthtoolFacts {
     pub features: Option<BTreeMap<String, Feature>>,
     #[serde(default)]
     pub pause: Option<Pause>,
+    /// `tcp-data-split` of the rings (netlink only; `None` where the kernel or driver does not
+    /// report it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_data_split: Option<TcpDataSplit>,
 }
 
 impl EthtoolFacts {
     pub fn is_empty(&self) -> bool {
         self.pause.is_none()
+            && self.tcp_data_split.is_none()
             && self.drvinfo.is_none()
             && self.ring.is_none()
             && self.channels.is_none()
@@ -247,6 +283,7 @@ pub fn collect_ethtool(root: &Root, iface: &str) -> Option<EthtoolFacts> {
         store(root, iface, "coalesce", &f.coalesce);
         store(root, iface, "features", &f.features);
         store(root, iface, "pause", &f.pause);
+        store(root, iface, "tcp_data_split", &f.tcp_data_split);
         f
     } else {
         EthtoolFacts {
@@ -256,6 +293,7 @@ pub fn collect_ethtool(root: &Root, iface: &str) -> Option<EthtoolFacts> {
             coalesce: load(root, iface, "coalesce"),
             features: load(root, iface, "features"),
             pause: load(root, iface, "pause"),
+            tcp_data_split: load(root, iface, "tcp_data_split"),
         }
     };
     (!facts.is_empty()).then_some(facts)
@@ -705,10 +743,18 @@ mod sys {
 
     /// Everything the kernel answers for `iface`.
     pub fn query(iface: &str) -> EthtoolFacts {
+        let tcp_data_split = crate::link::tcp_data_split(iface)
+            .ok()
+            .flatten()
+            .map(TcpDataSplit::from_raw);
         let Ok(s) = Sock::open() else {
-            return EthtoolFacts::default();
+            return EthtoolFacts {
+                tcp_data_split,
+                ..EthtoolFacts::default()
+            };
         };
         EthtoolFacts {
+            tcp_data_split,
             drvinfo: drvinfo(&s, iface),
             ring: s.ring(iface).ok(),
             channels: channels(&s, iface),

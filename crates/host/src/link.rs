@@ -7,6 +7,10 @@
 //! root they come from netlink (stored into a recording as `/wirespeed/link/IF/sizes.json`); a
 //! captured tree is read from its `IF/gso_max_size`-style files, else from that answer file.
 //!
+//! A generic netlink socket asks the ethtool family for an interface's rings
+//! (`ETHTOOL_MSG_RINGS_GET`), for the one thing the ioctl's ring struct lacks: whether the NIC
+//! splits TCP headers from payload (`ETHTOOL_A_RINGS_TCP_DATA_SPLIT`, [`tcp_data_split`]).
+//!
 //! The same socket lists the host's addresses (`RTM_GETADDR` and `RTM_GETLINK` dumps,
 //! [`addresses`]: what `getifaddrs(3)` gives, for telling a peer that is this host).
 //!
@@ -458,6 +462,94 @@ pub fn set_sizes(iface: &str, set: &SizesSet) -> io::Result<()> {
     s.answer(|buf| parse_ack(buf, seq))
 }
 
+/// `GENL_ID_CTRL`: the generic netlink controller, which names families' ids.
+const GENL_ID_CTRL: u16 = 0x10;
+const CTRL_CMD_GETFAMILY: u8 = 3;
+const CTRL_ATTR_FAMILY_ID: u16 = 1;
+const CTRL_ATTR_FAMILY_NAME: u16 = 2;
+const GENLMSG_LEN: usize = 4;
+const ETHTOOL_MSG_RINGS_GET: u8 = 15;
+const ETHTOOL_A_RINGS_HEADER: u16 = 1;
+const ETHTOOL_A_RINGS_TCP_DATA_SPLIT: u16 = 11;
+const ETHTOOL_A_HEADER_DEV_NAME: u16 = 2;
+const NLA_F_NESTED: u16 = 0x8000;
+
+/// nlmsghdr (type `family`) + genlmsghdr (`cmd`, version 1) + `attrs` (already encoded).
+fn genl_message(family: u16, cmd: u8, seq: u32, attrs: &[u8]) -> Vec<u8> {
+    let mut buf = vec![0u8; NLMSG_HDRLEN];
+    buf[4..6].copy_from_slice(&family.to_ne_bytes());
+    buf[6..8].copy_from_slice(&NLM_F_REQUEST.to_ne_bytes());
+    buf[8..12].copy_from_slice(&seq.to_ne_bytes());
+    buf.extend_from_slice(&[cmd, 1, 0, 0]);
+    buf.extend_from_slice(attrs);
+    finish(buf)
+}
+
+/// `CTRL_CMD_GETFAMILY` for the family `name` (`"ethtool"`).
+pub fn getfamily_request(seq: u32, name: &str) -> Vec<u8> {
+    let mut a = Vec::new();
+    let mut n = name.as_bytes().to_vec();
+    n.push(0);
+    push_attr(&mut a, CTRL_ATTR_FAMILY_NAME, &n);
+    genl_message(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, seq, &a)
+}
+
+/// The family id in the controller's answer to request `seq`.
+pub fn parse_family_id(buf: &[u8], seq: u32) -> io::Result<Option<u16>> {
+    let Some((_, payload)) = find_reply(buf, seq)? else {
+        return Ok(None);
+    };
+    let body = payload
+        .get(GENLMSG_LEN..)
+        .ok_or_else(|| bad("short genlmsghdr"))?;
+    for (kind, value) in attrs(body)? {
+        if kind == CTRL_ATTR_FAMILY_ID {
+            return u16_at(value, 0).map(Some).ok_or_else(|| bad("family id"));
+        }
+    }
+    Err(bad("no family id"))
+}
+
+/// `ETHTOOL_MSG_RINGS_GET` for `iface` to the ethtool family `family`.
+pub fn rings_request(family: u16, seq: u32, iface: &str) -> io::Result<Vec<u8>> {
+    check_name(iface)?;
+    let mut name = iface.as_bytes().to_vec();
+    name.push(0);
+    let mut header = Vec::new();
+    push_attr(&mut header, ETHTOOL_A_HEADER_DEV_NAME, &name);
+    let mut a = Vec::new();
+    push_attr(&mut a, ETHTOOL_A_RINGS_HEADER | NLA_F_NESTED, &header);
+    Ok(genl_message(family, ETHTOOL_MSG_RINGS_GET, seq, &a))
+}
+
+/// `ETHTOOL_A_RINGS_TCP_DATA_SPLIT` in the answer to request `seq`: `Some(None)` when the
+/// answer lacks it (a kernel before 6.0 or a driver that does not say), else its value
+/// (0 unknown, 1 disabled, 2 enabled).
+pub fn parse_tcp_data_split(buf: &[u8], seq: u32) -> io::Result<Option<Option<u8>>> {
+    let Some((_, payload)) = find_reply(buf, seq)? else {
+        return Ok(None);
+    };
+    let body = payload
+        .get(GENLMSG_LEN..)
+        .ok_or_else(|| bad("short genlmsghdr"))?;
+    for (kind, value) in attrs(body)? {
+        if kind == ETHTOOL_A_RINGS_TCP_DATA_SPLIT {
+            return Ok(Some(value.first().copied()));
+        }
+    }
+    Ok(Some(None))
+}
+
+/// Whether the running kernel says `iface` splits TCP headers from payload (`ethtool -g IF`'s
+/// `TCP data split`): the raw value (0 unknown, 1 off, 2 on), `None` when not reported.
+pub fn tcp_data_split(iface: &str) -> io::Result<Option<u8>> {
+    let s = sys::Sock::open_generic()?;
+    s.send(&getfamily_request(1, "ethtool"))?;
+    let family = s.answer(|buf| parse_family_id(buf, 1))?;
+    s.send(&rings_request(family, 2, iface)?)?;
+    s.answer(|buf| parse_tcp_data_split(buf, 2))
+}
+
 /// Where a recording root stores the answer, and a captured tree may carry it.
 pub fn snapshot_path(iface: &str) -> String {
     format!("/wirespeed/link/{iface}/sizes.json")
@@ -515,11 +607,20 @@ mod sys {
     impl Sock {
         pub(super) fn open() -> io::Result<Sock> {
             // protocol `None` is NETLINK_ROUTE
+            Sock::open_protocol(None)
+        }
+
+        /// A generic netlink socket (NETLINK_GENERIC: the ethtool family).
+        pub(super) fn open_generic() -> io::Result<Sock> {
+            Sock::open_protocol(Some(rustix::net::netlink::GENERIC))
+        }
+
+        fn open_protocol(protocol: Option<rustix::net::Protocol>) -> io::Result<Sock> {
             let fd = socket_with(
                 AddressFamily::NETLINK,
                 SocketType::RAW,
                 SocketFlags::CLOEXEC,
-                None,
+                protocol,
             )?;
             // the kernel answers a request at once; a bound on the wait keeps a lost answer
             // from hanging the caller
@@ -586,6 +687,67 @@ mod sys {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A genetlink answer: nlmsghdr + genlmsghdr + `attrs`.
+    fn genl_reply(kind: u16, seq: u32, attrs: &[u8]) -> Vec<u8> {
+        let mut b = vec![0u8; NLMSG_HDRLEN];
+        b[4..6].copy_from_slice(&kind.to_ne_bytes());
+        b[8..12].copy_from_slice(&seq.to_ne_bytes());
+        b.extend_from_slice(&[1, 1, 0, 0]);
+        b.extend_from_slice(attrs);
+        finish(b)
+    }
+
+    #[test]
+    fn ethtool_rings_request_and_tcp_data_split_answer() {
+        let req = getfamily_request(1, "ethtool");
+        assert_eq!(u16_at(&req, 4), Some(GENL_ID_CTRL));
+        assert_eq!(req[NLMSG_HDRLEN], CTRL_CMD_GETFAMILY);
+        assert!(req.windows(8).any(|w| w == b"ethtool\0"));
+        let mut a = Vec::new();
+        push_attr(&mut a, CTRL_ATTR_FAMILY_ID, &21u16.to_ne_bytes());
+        assert_eq!(
+            parse_family_id(&genl_reply(GENL_ID_CTRL, 1, &a), 1).ok(),
+            Some(Some(21))
+        );
+        assert_eq!(
+            parse_family_id(&genl_reply(GENL_ID_CTRL, 1, &a), 9).ok(),
+            Some(None)
+        );
+
+        let req = rings_request(21, 2, "eth0").expect("request");
+        assert_eq!(u16_at(&req, 4), Some(21));
+        assert_eq!(req[NLMSG_HDRLEN], ETHTOOL_MSG_RINGS_GET);
+        assert_eq!(
+            u16_at(&req, NLMSG_HDRLEN + 6),
+            Some(ETHTOOL_A_RINGS_HEADER | NLA_F_NESTED)
+        );
+        assert!(req.windows(5).any(|w| w == b"eth0\0"));
+        assert!(rings_request(21, 2, "a/b").is_err());
+
+        let mut a = Vec::new();
+        push_attr(&mut a, 6, &4096u32.to_ne_bytes()); // ETHTOOL_A_RINGS_RX
+        push_attr(&mut a, ETHTOOL_A_RINGS_TCP_DATA_SPLIT, &[2]);
+        assert_eq!(
+            parse_tcp_data_split(&genl_reply(21, 2, &a), 2).ok(),
+            Some(Some(Some(2)))
+        );
+        let mut a = Vec::new();
+        push_attr(&mut a, 6, &4096u32.to_ne_bytes());
+        assert_eq!(
+            parse_tcp_data_split(&genl_reply(21, 2, &a), 2).ok(),
+            Some(Some(None))
+        );
+        // a truncated answer is an error, not a panic
+        assert!(parse_tcp_data_split(&genl_reply(21, 2, &[8, 0, 11, 0, 2, 0]), 2).is_err());
+    }
+
+    #[test]
+    fn live_tcp_data_split_answers_or_is_refused() {
+        // Whatever the host's NIC says (or an error: no ethtool netlink, no rings): no panic.
+        let _ = tcp_data_split("lo");
+        println!("eth0 tcp-data-split: {:?}", tcp_data_split("eth0"));
+    }
 
     fn words(b: &[u8]) -> (u32, u16, u16, u32) {
         (

@@ -44,4 +44,4 @@ pub use verdict::{
     Agreement, Confidence, ControlStall, End, Evidence, Measured, PathCeiling, PeerSilent,
     SilentPhase, Verdict,
 };
-pub use worker::Worker;
+pub use worker::{RxZerocopy, Worker};

@@ -19,4 +19,21 @@ pub struct Worker {
     /// Stream ids (`socket` values) it carried.
     #[serde(default)]
     pub streams: Vec<u32>,
+    /// Zero-copy receive (`--zerocopy-rx`): what its receiving streams took by mapping pages
+    /// and what they copied. Absent on the other receive paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_zerocopy: Option<RxZerocopy>,
+}
+
+/// The bytes a worker received on the zero-copy receive path, by how they came: the two add
+/// up to everything its receiving streams received (after a fallback to copying, the rest is
+/// copied).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RxZerocopy {
+    /// Bytes in pages the kernel mapped into the receiver (no copy).
+    #[serde(default)]
+    pub mapped_bytes: u64,
+    /// Bytes copied: what could not be mapped (a short tail, a buffer not in whole pages).
+    #[serde(default)]
+    pub copied_bytes: u64,
 }

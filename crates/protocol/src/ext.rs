@@ -87,8 +87,9 @@ pub struct ParamsExt {
     /// Ask the server to observe where the work runs and return it in its results.
     #[serde(default, skip_serializing_if = "is_false")]
     pub observe: bool,
-    /// The server's receive path: `"copy"` or `"skip"` (`--skip-rx-copy` applies to whichever
-    /// end receives).
+    /// The server's receive path: `"copy"`, `"skip"` (`--skip-rx-copy` applies to whichever
+    /// end receives) or `"zerocopy"` (`--zerocopy-rx`: TCP_ZEROCOPY_RECEIVE, copying where the
+    /// kernel cannot map).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recv_path: Option<String>,
     /// The server's send path in `-R`/`--bidir` when the client asked for zero-copy:

@@ -264,6 +264,7 @@ mod tests {
                     cpu_requested: Some(1),
                     cpus_seen: wirespeed_model::CpuSet::from_cpus([1]),
                     streams: vec![1],
+                    rx_zerocopy: None,
                 }],
                 send_path: Some("copy".into()),
                 ..ResultsExt::default()

@@ -493,6 +493,7 @@ mod tests {
                 cpu_requested: Some(cpu),
                 cpus_seen: CpuSet::from_cpus([cpu]),
                 streams: vec![1],
+                rx_zerocopy: None,
             }],
             verdict: Some(Verdict {
                 id: verdict.into(),

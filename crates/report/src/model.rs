@@ -454,7 +454,8 @@ pub struct WirespeedExt {
     /// `"sendmmsg"`, `"udp_gso"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_path: Option<String>,
-    /// Receive path that ran: e.g. `"copy"`, `"msg_trunc"`, `"recvmmsg"`, `"udp_gro"`.
+    /// Receive path that ran: e.g. `"copy"`, `"skip_copy"`, `"zerocopy"`, `"recvmmsg"`,
+    /// `"udp_gro"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recv_path: Option<String>,
     /// The local end's pinned workers.

@@ -71,6 +71,90 @@ fn skip_rx_copy_applies_to_the_receiver() {
     );
 }
 
+/// The zero-copy receive counts of an end's workers: (mapped, copied), summed; `None` when
+/// no worker reports them.
+fn rx_zerocopy(workers: &Value) -> Option<(u64, u64)> {
+    let counts: Vec<(u64, u64)> = workers
+        .as_array()?
+        .iter()
+        .filter_map(|w| {
+            let z = w.get("rx_zerocopy")?;
+            Some((z["mapped_bytes"].as_u64()?, z["copied_bytes"].as_u64()?))
+        })
+        .collect();
+    (!counts.is_empty()).then(|| counts.iter().fold((0, 0), |a, &(m, c)| (a.0 + m, a.1 + c)))
+}
+
+/// --zerocopy-rx reaches whichever end receives: a wirespeed server (the client's wish travels
+/// in the parameters) or the client itself with -R. Every received byte is counted as mapped or
+/// copied, the counts travel to the other end, and the run either used the path or says why it
+/// fell back. The sender uses MSG_ZEROCOPY: on loopback only its data arrives in pages the
+/// kernel can map.
+#[test]
+fn zerocopy_rx_counts_mapped_and_copied_bytes_at_the_receiver() {
+    let (c, s) = pair_json(&["-t", "1", "--zerocopy=msg_zerocopy", "--zerocopy-rx"]);
+    let received = totals(&s)[1].expect("server received");
+    assert_eq!(totals(&c)[0], totals(&c)[1], "sent != received");
+    let (m, cp) = rx_zerocopy(&s["wirespeed"]["workers"]).expect("server's counts");
+    assert_eq!(m + cp, received, "server: mapped + copied = received");
+    assert_eq!(
+        rx_zerocopy(&c["wirespeed"]["remote_workers"]),
+        Some((m, cp)),
+        "the client shows the server's counts"
+    );
+    let path = s["wirespeed"]["recv_path"].as_str().unwrap_or("");
+    let fell_back = s["wirespeed"]["path_fallbacks"]
+        .as_array()
+        .is_some_and(|a| {
+            a.iter()
+                .any(|f| f.as_str().is_some_and(|f| f.starts_with("zerocopy: ")))
+        });
+    assert!(
+        path == "zerocopy" || (path == "copy" && fell_back),
+        "server ran {path}: {}",
+        s["wirespeed"]
+    );
+    eprintln!("server receiver: {path}, {m} bytes mapped, {cp} copied");
+
+    // -R: the client receives; the text output's path line shows the counts.
+    let (c, _) = pair(&[
+        "-t",
+        "1",
+        "-R",
+        "--zerocopy=msg_zerocopy",
+        "--zerocopy-rx",
+        "-V",
+    ]);
+    let text = text_of(&c);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("wirespeed: local receive path "))
+        .unwrap_or_else(|| panic!("no receive path line in:\n{text}"));
+    assert!(
+        line.contains(" mapped, ") && line.contains(" copied)"),
+        "{line}"
+    );
+    // A copying sender's pages never map on loopback: the receiver falls back and says so, and
+    // still counts every byte.
+    let (c, _) = pair_json(&["-t", "1", "-R", "--zerocopy-rx"]);
+    let (m, cp) = rx_zerocopy(&c["wirespeed"]["workers"]).expect("client's counts");
+    assert_eq!(
+        Some(m + cp),
+        totals(&c)[1],
+        "client: mapped + copied = received"
+    );
+    if m == 0 {
+        assert_eq!(c["wirespeed"]["recv_path"], "copy");
+        assert!(
+            c["wirespeed"]["path_fallbacks"]
+                .to_string()
+                .contains("zerocopy: "),
+            "{}",
+            c["wirespeed"]
+        );
+    }
+}
+
 #[test]
 fn omit_blocks_and_cport() {
     // -O 1 -t 1: the first interval is omitted and not counted.

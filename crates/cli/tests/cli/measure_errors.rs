@@ -187,6 +187,10 @@ fn bad_command_lines_are_one_line_naming_the_flag() {
             "-R/--reverse cannot be used with --bidir",
         ),
         (
+            &["-c", "127.0.0.1", "--zerocopy-rx", "--skip-rx-copy"][..],
+            "--zerocopy-rx cannot be used with --skip-rx-copy",
+        ),
+        (
             &["-s", "--frobnicate"][..],
             "unrecognized option '--frobnicate'",
         ),

@@ -2,6 +2,7 @@
 //! Shared helpers live in `common`.
 
 mod common;
+mod recv_zerocopy;
 mod send_paths;
 mod tcp_worker;
 mod udp_worker;

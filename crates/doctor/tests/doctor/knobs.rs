@@ -451,6 +451,27 @@ fn pause_frames_off_is_a_consideration() {
 }
 
 #[test]
+fn header_split_off_says_zero_copy_receive_needs_it() {
+    let h = Host::new();
+    // not reported (an older kernel, a driver that does not say): no finding
+    assert!(find(&h.run(None, None), ids::HEADER_SPLIT_OFF).is_none());
+    h.ethtool("tcp_data_split", r#""off""#);
+    let f = h.run(None, None);
+    let p = get(&f, ids::HEADER_SPLIT_OFF);
+    assert_eq!(p.severity, Severity::Info);
+    assert!(p.summary.contains("--zerocopy-rx"), "{}", p.summary);
+    assert!(p.summary.contains("tcp-data-split off"), "{}", p.summary);
+    assert_eq!(p.evidence[0].value, "off");
+    assert!(p.evidence[0].source.contains("tcp_data_split.json"));
+    assert!(p.fix.iter().any(|l| l.contains("tcp-data-split on")));
+    h.ethtool("tcp_data_split", r#""unknown""#);
+    let f = h.run(None, None);
+    assert!(get(&f, ids::HEADER_SPLIT_OFF).summary.contains("unknown"));
+    h.ethtool("tcp_data_split", r#""on""#);
+    assert!(find(&h.run(None, None), ids::HEADER_SPLIT_OFF).is_none());
+}
+
+#[test]
 fn unknown_speed_uses_rate_then_instance_type_else_says_so() {
     let h = Host::new();
     h.file(&format!("{DEV}/net/eth0/speed"), "-1");

@@ -212,7 +212,8 @@ pub(super) fn serve_test(
 /// the server's own options. Placement, first that applies: the client's `--server-cpus`, the
 /// client's `-A n,m` (the server's CPU), the server's `--cpus`, the server's `-A`; else
 /// unpinned. Send path: the client's wish (`wirespeed.send_path`, or iperf3's `-Z` as
-/// sendfile), else the server's default; receive path: skip-copy when the client asks for it.
+/// sendfile), else the server's default; receive path: zero-copy or skip-copy when the client
+/// asks for it.
 fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
     let ext = p.wirespeed.as_ref();
     let placement = if let Some(c) = ext.and_then(|e| e.server_cpus.clone()) {
@@ -234,10 +235,11 @@ fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
         .and_then(WireSendPath::known)
         .or_else(|| p.zerocopy.map(|_| SendPath::Sendfile))
         .unwrap_or(cfg.send_path);
-    let recv_path = if p.skip_rx_copy || ext.and_then(|e| e.recv_path.as_deref()) == Some("skip") {
-        RecvPath::SkipCopy
-    } else {
-        RecvPath::Copy
+    let recv_path = match ext.and_then(|e| e.recv_path.as_deref()) {
+        Some("zerocopy") => RecvPath::Zerocopy,
+        Some("skip") => RecvPath::SkipCopy,
+        _ if p.skip_rx_copy => RecvPath::SkipCopy,
+        _ => RecvPath::Copy,
     };
     LocalPaths {
         placement,
@@ -1141,6 +1143,14 @@ mod tests {
             (p.send_path, p.recv_path),
             (SendPath::Splice, RecvPath::SkipCopy)
         );
+        let zc = TestParams {
+            wirespeed: Some(ParamsExt {
+                recv_path: Some("zerocopy".into()),
+                ..ParamsExt::default()
+            }),
+            ..TestParams::default()
+        };
+        assert_eq!(local_paths(&zc, &cfg).recv_path, RecvPath::Zerocopy);
     }
 
     #[test]

@@ -120,6 +120,7 @@ fn seeds() -> Vec<Vec<u8>> {
                 cpu_requested: Some(1),
                 cpus_seen: wirespeed_model::CpuSet::from_cpus([1]),
                 streams: vec![1, 3],
+                rx_zerocopy: None,
             }],
             ..ResultsExt::default()
         }),
