@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
-use wirespeed_protocol::params::tcp_pacing_rate;
 use wirespeed_protocol::{
     psk, Cookie, Direction, Failure, ParamsExt, TestParams, TestResults, Timeouts, Transport,
 };
@@ -412,13 +411,7 @@ impl Run<'_> {
     fn connect_streams(&mut self) -> Result<(), EngineError> {
         let cfg = self.cfg;
         let total = cfg.total_streams();
-        let opts = dp::tcp::TcpOptions {
-            window: cfg.window,
-            mss: cfg.mss,
-            nodelay: cfg.nodelay,
-            congestion: cfg.congestion.clone(),
-            fq_rate: tcp_pacing_rate(cfg.fq_rate, cfg.bandwidth),
-        };
+        let opts = measurement::tcp_options(&self.params);
         if total > 512 {
             let _ = dp::sys::raise_fd_limit((total as u64) * 2 + 256);
         }
@@ -858,7 +851,7 @@ pub fn run_client(
         } else {
             EndAt::Time(Duration::from_secs(u64::from(cfg.time)))
         },
-        paced: !cfg.udp && tcp_pacing_rate(cfg.fq_rate, cfg.bandwidth).is_some(),
+        paced: !cfg.udp && params.tcp_pacing_rate().is_some(),
         limits: Limits {
             rcv_timeout: cfg.rcv_timeout,
             ..Limits::default()

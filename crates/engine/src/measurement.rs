@@ -64,6 +64,18 @@ pub fn sends(direction: Direction, client: bool) -> bool {
     }
 }
 
+/// The TCP socket options of a test's data connections, from its parameters: the same at
+/// both ends (the client applies them before it connects, the server to what it accepted).
+pub fn tcp_options(p: &TestParams) -> dp::tcp::TcpOptions {
+    dp::tcp::TcpOptions {
+        window: p.window,
+        mss: p.mss,
+        nodelay: p.nodelay,
+        congestion: p.congestion.clone(),
+        fq_rate: p.tcp_pacing_rate(),
+    }
+}
+
 /// `start.test_start`, from the parameters and this end's interval.
 pub fn test_start(p: &TestParams, interval: Duration) -> TestStart {
     let mut t = assemble::test_start(

@@ -492,13 +492,7 @@ impl<'a> ServerTest<'a> {
 
         // Ids and directions in the client's order.
         let parallel = params.parallel.max(1) as usize;
-        let opts = dp::tcp::TcpOptions {
-            window: params.window,
-            mss: params.mss,
-            nodelay: params.nodelay,
-            congestion: params.congestion.clone(),
-            fq_rate: params.tcp_pacing_rate(),
-        };
+        let opts = measurement::tcp_options(&params);
         let mut streams = Vec::with_capacity(total);
         for (i, socket) in sockets.into_iter().enumerate() {
             let send = params.direction.stream_sends(i, parallel, false);
