@@ -353,7 +353,7 @@ pub struct ClientArgs {
     /// Zero-copy receive (TCP_ZEROCOPY_RECEIVE): whichever end receives maps whole pages of
     /// the data and copies the rest; falls back to copying where nothing maps (needs a NIC
     /// that splits headers; on loopback, a -Z=msg_zerocopy sender). A wirespeed peer only.
-    #[arg(long = "zerocopy-rx", conflicts_with = "skip_rx_copy")]
+    #[arg(help_heading = heading::TEST, long = "zerocopy-rx", conflicts_with = "skip_rx_copy")]
     pub zerocopy_rx: bool,
     /// Milliseconds without data before a test this end receives (-R, --bidir) is ended:
     /// "idle timeout for receiving data" (iperf3's --rcv-timeout; default 120000).
