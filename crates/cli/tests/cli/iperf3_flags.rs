@@ -841,27 +841,35 @@ fn stopped_client(sargs: &[&str], cargs: &[&str]) -> Output {
     let mut c = vec!["-t", "30", "-i", "0", "-b", "20M"];
     c.extend_from_slice(cargs);
     let cl = spawn(&mut client(port, &c));
-    // Running: the control and a data connection to the server's port.
-    crate::measure_common::wait_until("the client's test started", || {
-        let n = match sockets_of(cl.pid()) {
-            Some(socks) => socks
-                .iter()
-                .filter(|k| {
-                    socket2::SockRef::from(*k)
-                        .peer_addr()
-                        .ok()
-                        .and_then(|a| a.as_socket())
-                        .is_some_and(|a| a.port() == port)
-                })
-                .count(),
+    // Running at the server: a connection of the client's to the server's port has moved 64 KiB
+    // (acknowledged, or received in -R: more than the control connection carries before the
+    // results), so the server took the data connections and the data flows. A data connection merely connected is not enough:
+    // a client stopped before it sent the connection's cookie leaves the server waiting for its
+    // data connections, not for data (seen once under load).
+    crate::measure_common::wait_until("the client's test running at the server", || {
+        match sockets_of(cl.pid()) {
+            Some(socks) => socks.iter().any(|k| {
+                let to_server = socket2::SockRef::from(k)
+                    .peer_addr()
+                    .ok()
+                    .and_then(|a| a.as_socket())
+                    .is_some_and(|a| a.port() == port);
+                // either way: the client sends (acknowledged) or receives (-R)
+                let moved = wirespeed_datapath::tcp::tcp_info(k).ok().is_some_and(|i| {
+                    i.bytes_acked
+                        .unwrap_or(0)
+                        .max(i.bytes_received.unwrap_or(0))
+                        >= 64 << 10
+                });
+                to_server && moved
+            }),
             None => {
                 assert!(!in_ci(), "pidfd_getfd is not permitted under CI");
                 // Without it, wait for the test the way a person would: it runs for 30 s.
                 std::thread::sleep(Duration::from_secs(2));
-                2
+                true
             }
-        };
-        n >= 2
+        }
     });
     // SAFETY: kill(2) with a pid of a child this test spawned and owns.
     unsafe { libc::kill(cl.pid() as libc::pid_t, libc::SIGSTOP) };
