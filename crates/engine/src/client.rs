@@ -27,7 +27,7 @@ use crate::EngineError;
 use wirespeed_host::CpuSet;
 use wirespeed_model::verdict::{PeerSilent, SilentPhase};
 use wirespeed_run::{
-    Action, Cause, ClientPlan, ControlInfo, EndAt, Ending, Limits, Progress, TestRun, WatchStop,
+    Action, Cause, ClientPlan, ControlInfo, EndAt, Ending, Limits, TestRun, WatchStop,
 };
 
 pub use crate::measurement::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_BLOCK};
@@ -542,20 +542,6 @@ impl Run<'_> {
         }
     }
 
-    /// The data phase's counters, for the test-run core.
-    fn progress(&self) -> Option<Progress> {
-        let m = self.m.as_ref()?;
-        let d = m.data();
-        Some(Progress {
-            bytes: d.measured_bytes(),
-            blocks: d.blocks(),
-            senders_finished: d.senders_finished(),
-            receives: d.has_receivers(),
-            omit_done: m.omit_done(),
-            measure_start: m.measure_start(),
-        })
-    }
-
     /// The final interval (after senders stopped and receivers drained), once.
     fn final_tick(&mut self, reporter: &mut dyn Reporter, end: Duration) {
         let now = self.now();
@@ -1035,7 +1021,7 @@ fn drive(
             ReadOutcome::Eof => core.handle_eof(now),
             ReadOutcome::Timeout => {}
         }
-        if let Some(p) = run.progress() {
+        if let Some(p) = run.m.as_ref().map(Measurement::progress) {
             core.handle_progress(now, p);
         }
         core.handle_timeout(run.now(), control(ctrl));

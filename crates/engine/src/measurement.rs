@@ -290,6 +290,19 @@ impl Measurement<DataPhase> {
         ))
     }
 
+    /// The data phase's counters, as the test-run core reads them (both runners step it so).
+    pub fn progress(&self) -> wirespeed_run::Progress {
+        let d = &self.data;
+        wirespeed_run::Progress {
+            bytes: d.measured_bytes(),
+            blocks: d.blocks(),
+            senders_finished: d.senders_finished(),
+            receives: d.has_receivers(),
+            omit_done: self.omit_done(),
+            measure_start: self.measure_start(),
+        }
+    }
+
     /// This end's CPU utilisation so far (its control thread and its workers).
     pub fn cpu(&self) -> CpuPercent {
         self.cpu.finish(self.data.worker_cpu())

@@ -15,9 +15,7 @@ use wirespeed_protocol::{
     Cookie, Decline, Failure, ServerSession, TestParams, TestResults, Transport, WireSendPath,
 };
 use wirespeed_report::{HostPort, Start, TestResult};
-use wirespeed_run::{
-    Action, Cause, Ending, Limits, Progress, RateLimit, ServerPlan, TestRun, WatchStop,
-};
+use wirespeed_run::{Action, Cause, Ending, Limits, RateLimit, ServerPlan, TestRun, WatchStop};
 
 use super::admission::{AdmissionError, Ticket};
 use super::{bind_udp, Ctx, Incoming, ServerConfig, TestInfo};
@@ -815,7 +813,7 @@ impl<'a> ServerTest<'a> {
                     self.flush()?;
                 }
             }
-            if let Some(prog) = self.progress() {
+            if let Some(prog) = self.m.as_ref().map(Measurement::progress) {
                 self.core.handle_progress(self.now(), prog);
                 if self.core.is_over() {
                     continue;
@@ -831,20 +829,6 @@ impl<'a> ServerTest<'a> {
             let dl = self.epoch + wake.max(now + Duration::from_millis(1));
             self.pump(dl)?;
         }
-    }
-
-    /// The data phase's counters, for the test-run core.
-    fn progress(&self) -> Option<Progress> {
-        let m = self.m.as_ref()?;
-        let d = m.data();
-        Some(Progress {
-            bytes: d.measured_bytes(),
-            blocks: d.blocks(),
-            senders_finished: d.senders_finished(),
-            receives: d.has_receivers(),
-            omit_done: m.omit_done(),
-            measure_start: m.measure_start(),
-        })
     }
 
     /// How the core ended the test, as the server reports it (and tells the client).
