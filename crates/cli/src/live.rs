@@ -685,6 +685,9 @@ mod tests {
             line: line.into(),
             also: vec![],
             evidence: None,
+            host_load: None,
+            direction: None,
+            other_direction: None,
         }
     }
 

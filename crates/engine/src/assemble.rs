@@ -238,17 +238,35 @@ pub fn end_sections(b: &ResultBuilder, side: &EndSide<'_>) -> (End, WirespeedExt
     // Where the work ran: this end's observation, the peer's when it is wirespeed
     // (absent, and said so, when it is iperf3), and the verdict.
     let udp = side.data.is_some_and(DataPhase::is_udp);
-    let mut measured = crate::observe::measured(udp, &rep.end, b.intervals(), side.observer.mss());
+    let (role, bidir) = b.role();
+    let mut measured = if bidir {
+        crate::observe::measured_bidir(
+            udp,
+            &rep.end,
+            b.intervals(),
+            side.observer.mss(),
+            role == wirespeed_report::builder::Role::Client,
+        )
+    } else {
+        crate::observe::measured(udp, &rep.end, b.intervals(), side.observer.mss())
+    };
     measured.control_stall = side.observer.stall().cloned();
     measured.peer_silent = side.observer.silent().cloned();
-    measured.target_bps = side.target_bps;
-    measured.rate_bps = side.rate_bps;
     let zero_copy = |p: &Option<String>| {
         p.clone()
             .filter(|p| wirespeed_model::cost::is_zero_copy_send(p))
     };
-    measured.zero_copy_send =
-        zero_copy(&ext.send_path).or_else(|| zero_copy(&ext.remote_send_path));
+    let zero_copy_send = zero_copy(&ext.send_path).or_else(|| zero_copy(&ext.remote_send_path));
+    // the test's own figures hold for each direction of a `--bidir` test
+    let own = |m: &mut wirespeed_model::verdict::Measured| {
+        m.target_bps = side.target_bps;
+        m.rate_bps = side.rate_bps;
+        m.zero_copy_send = zero_copy_send.clone();
+    };
+    own(&mut measured);
+    if let Some(r) = measured.reverse.as_deref_mut() {
+        own(r);
+    }
     side.observer.attach(&mut ext, peer_ext, &measured);
     (rep.end, ext)
 }

@@ -780,6 +780,9 @@ mod tests {
                 ),
                 also: vec![],
                 evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
             }
         }
     }

@@ -117,6 +117,8 @@ pub fn measured(udp: bool, end: &End, intervals: &[Interval], mss: Option<u32>) 
         bytes_received: received.map(|s| s.bytes),
         rate_bps: None,
         zero_copy_send: None,
+        reverse: None,
+        local: None,
         mss: if udp { None } else { mss.filter(|m| *m > 0) },
         rtt_us,
         control_stall: None,
@@ -142,6 +144,85 @@ pub fn measured(udp: bool, end: &End, intervals: &[Interval], mss: Option<u32>) 
         } else {
             None
         },
+    }
+}
+
+/// `--bidir`: [`measured`] of the client → server direction with the server → client one under
+/// `reverse`, each from its own figures — the report's `sum_*` and the intervals' `sum`, then
+/// `sum_*_bidir_reverse` (both ends list the client → server streams first), the streams of that
+/// direction — and `local`, which end this report is (`client`). `mss`, the senders' at the final
+/// tick, is this end's: the direction it sends in (the other's comes from the peer's observation).
+/// Without the reverse sums (not `--bidir`): [`measured`] as is.
+pub fn measured_bidir(
+    udp: bool,
+    end: &End,
+    intervals: &[Interval],
+    mss: Option<u32>,
+    client: bool,
+) -> Measured {
+    if end.sum_sent_bidir_reverse.is_none() && end.sum_bidir_reverse.is_none() {
+        return measured(udp, end, intervals, mss);
+    }
+    // the streams this end sends on: the client's in the client → server direction
+    let sent_here = |s: &wirespeed_report::EndStream| {
+        s.sender
+            .as_ref()
+            .or(s.udp.as_ref())
+            .is_some_and(|x| x.sender)
+    };
+    let one_way = |forward: bool| {
+        let mine = forward == client;
+        let e = End {
+            streams: end
+                .streams
+                .iter()
+                .filter(|s| sent_here(s) == mine)
+                .cloned()
+                .collect(),
+            sum: if forward {
+                end.sum.clone()
+            } else {
+                end.sum_bidir_reverse.clone()
+            },
+            sum_sent: if forward {
+                end.sum_sent.clone()
+            } else {
+                end.sum_sent_bidir_reverse.clone()
+            },
+            sum_received: if forward {
+                end.sum_received.clone()
+            } else {
+                end.sum_received_bidir_reverse.clone()
+            },
+            sender_tcp_congestion: end.sender_tcp_congestion.clone(),
+            ..End::default()
+        };
+        let ivs: Vec<Interval> = intervals
+            .iter()
+            .filter_map(|i| {
+                let sum = if forward {
+                    i.sum.clone()
+                } else {
+                    i.sum_bidir_reverse.clone()?
+                };
+                Some(Interval {
+                    streams: Vec::new(),
+                    sum,
+                    sum_bidir_reverse: None,
+                    extra: Default::default(),
+                })
+            })
+            .collect();
+        measured(udp, &e, &ivs, if mine { mss } else { None })
+    };
+    Measured {
+        reverse: Some(Box::new(one_way(false))),
+        local: Some(if client {
+            wirespeed_model::End::Client
+        } else {
+            wirespeed_model::End::Server
+        }),
+        ..one_way(true)
     }
 }
 
@@ -363,6 +444,85 @@ mod tests {
     }
 
     #[test]
+    fn a_bidir_report_gives_the_verdict_each_direction() {
+        use wirespeed_report::{EndStream, IntervalStats, Summary};
+        let stats = |bps: f64, sender: bool| IntervalStats {
+            bits_per_second: bps,
+            sender,
+            ..Default::default()
+        };
+        let iv = |fwd: f64, rev: f64, client: bool| Interval {
+            sum: stats(fwd, client),
+            sum_bidir_reverse: Some(stats(rev, !client)),
+            ..Default::default()
+        };
+        let sum = |bps: f64, retransmits: Option<u64>| {
+            Some(Summary {
+                bits_per_second: bps,
+                bytes: 1000,
+                retransmits,
+                ..Default::default()
+            })
+        };
+        // a stream this end sends on (with its RTT) and one it receives on
+        let stream = |sender: bool, rtt: u64| EndStream {
+            sender: Some(Summary {
+                sender,
+                min_rtt: Some(rtt),
+                mean_rtt: Some(rtt),
+                max_rtt: Some(rtt),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        for client in [true, false] {
+            let end = End {
+                // client → server first in both ends' reports
+                streams: vec![stream(client, 100), stream(!client, 9000)],
+                sum_sent: sum(9e9, Some(3)),
+                sum_received: sum(9e9, None),
+                sum_sent_bidir_reverse: sum(2e8, Some(40)),
+                sum_received_bidir_reverse: sum(2e8, None),
+                ..Default::default()
+            };
+            let ivs = [iv(9e9, 2e8, client), iv(8e9, 2.1e8, client)];
+            let m = measured_bidir(false, &end, &ivs, Some(1448), client);
+            let want = if client {
+                wirespeed_model::End::Client
+            } else {
+                wirespeed_model::End::Server
+            };
+            assert_eq!(m.local, Some(want));
+            assert_eq!(m.throughput, Some(BitsPerSecond(9e9)));
+            assert_eq!(m.interval_bps, vec![9e9, 8e9]);
+            assert_eq!(m.retransmits, Some(3));
+            assert_eq!(m.rtt_us, Some((100, 100, 100)), "client {client}");
+            let r = m.reverse.as_deref().expect("the reverse direction");
+            assert_eq!(r.throughput, Some(BitsPerSecond(2e8)));
+            assert_eq!(r.interval_bps, vec![2e8, 2.1e8]);
+            assert_eq!(r.retransmits, Some(40));
+            assert_eq!(r.rtt_us, Some((9000, 9000, 9000)), "client {client}");
+            // this end's MSS is the direction it sends in
+            assert_eq!(
+                (m.mss, r.mss),
+                if client {
+                    (Some(1448), None)
+                } else {
+                    (None, Some(1448))
+                }
+            );
+            assert_eq!(r.reverse, None);
+        }
+        // not --bidir: one direction, as `measured`
+        let end = End {
+            sum_received: sum(1e9, None),
+            ..Default::default()
+        };
+        let m = measured_bidir(false, &end, &[], None, true);
+        assert_eq!((m.reverse, m.local), (None, None));
+    }
+
+    #[test]
     fn the_report_gives_the_verdict_what_was_measured() {
         use wirespeed_report::{EndStream, IntervalStats, Summary};
         let iv = |bps: f64, sender: bool, omitted: bool| Interval {
@@ -516,6 +676,9 @@ mod tests {
                 ),
                 also: vec![],
                 evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
             }
         }
     }

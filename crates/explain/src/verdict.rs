@@ -40,6 +40,25 @@
 //! CPU gives `sender-cpu-bound`; a saturated CPU that is no app CPU and spends ≥ 50 % in softirq
 //! + irq gives `softirq-cpu-bound`.
 //!
+//! **A busy host.** Whatever the verdict (but `cpu-contended`, which says it itself), when other
+//! tasks — a CPU's busy share less the test's workers' own run there (both ends' on one host),
+//! softirq, irq and steal, the rule `cpu-contended` reads — took ≥ 25 % (`busy_others`) of a
+//! CPU this test's workers ran on, averaged over the intervals a worker was on it, the first
+//! `also` line says so with the numbers and the end (`host busy: other tasks took 60 % of the
+//! sender's CPU 0 (a worker's CPU in 3 intervals) during the test; this verdict may be a
+//! consequence of that load`), and `host_load` carries it typed. Where the deciding check sat
+//! near its threshold — a window or send-buffer limit under 25 + 10 (`marginal_points`) % of busy
+//! time, or intervals that did not agree (`marginal` evidence) — the line adds that the verdict
+//! is marginal under load (`host_load.marginal`). Needs the workers' threads in the intervals.
+//!
+//! **`--bidir`.** When the engine gives the reverse direction's figures (`Measured::reverse`,
+//! with `Measured::local`), each direction is judged as a test of its own: the end that sends in
+//! it the sender, the other the receiver (each end's `TCP_INFO` limits are its own sending
+//! streams'), with that direction's throughput, intervals and retransmits. The slower direction
+//! is the verdict; the other direction's line is the first `also` line (and
+//! `other_direction`); each line starts with its direction (`server → client: path-limited: ...`)
+//! and `direction` carries it typed.
+//!
 //! `sender-cpu-bound`, `receiver-cpu-bound` and `udp-receiver-cpu-bound` (as the verdict or under
 //! `also`) end with what their end's cost per bit projects ([`crate::cost`]), when the link's
 //! rate is known: `sender CPU-bound (CPU 3, 99 % system): one core moves 28.0 Gbit/s here;
@@ -113,6 +132,12 @@ pub struct Thresholds {
     /// this many microseconds above it.
     pub queue_rtt: f64,
     pub queue_rtt_us: u64,
+    /// Other tasks that took this share (%) of a CPU the test's workers ran on, averaged over
+    /// the intervals a worker ran there, made the host busy: the verdict says so.
+    pub busy_others: f64,
+    /// On a busy host, a `TCP_INFO` limit within this many points above `tcp_limited` (or a
+    /// verdict whose intervals did not agree) is marginal under that load.
+    pub marginal_points: f64,
 }
 
 pub const THRESHOLDS: Thresholds = Thresholds {
@@ -140,6 +165,8 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     worker_demand: 50.0,
     queue_rtt: 2.0,
     queue_rtt_us: 1000,
+    busy_others: 25.0,
+    marginal_points: 10.0,
 };
 
 /// Every verdict id (the contract; docs/explain.md describes each).
@@ -171,7 +198,7 @@ pub const IDS: &[&str] = &[
 ];
 
 pub use wirespeed_model::verdict::Measured;
-use wirespeed_model::verdict::{End, PeerSilent, SilentPhase};
+use wirespeed_model::verdict::{End, Flow, PeerSilent, SilentPhase};
 
 pub use wirespeed_model::verdict::PathCeiling;
 pub use wirespeed_model::verdict::Verdict;
@@ -255,6 +282,9 @@ fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
         line,
         also: Vec::new(),
         evidence: None,
+        host_load: None,
+        direction: None,
+        other_direction: None,
     };
     if c.softirq.get() >= th.softirq_on_app || irq_share >= th.irqs_on_app {
         let mut line = format!(
@@ -363,6 +393,9 @@ fn steal_candidate(
             ),
             also: Vec::new(),
             evidence: None,
+            host_load: None,
+            direction: None,
+            other_direction: None,
         },
     })
 }
@@ -401,6 +434,9 @@ fn app_candidates(
                 line: format!("{who} CPU-bound (CPU {}, {}){suffix}", c.cpu, parts(c)),
                 also: Vec::new(),
                 evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
             },
         });
     }
@@ -529,6 +565,153 @@ struct ThreadLoad {
     interrupts: f64,
 }
 
+/// The test's worker threads' run share (%) on CPU `cpu` in interval `i` (a `--bidir` end's
+/// two workers can share one CPU: neither is the other's "other task").
+fn workers_run_on(i: &crate::model::IntervalObservation, cpu: u32) -> f64 {
+    i.threads
+        .iter()
+        .filter(|t| t.cpu == Some(cpu))
+        .map(|t| t.run.get())
+        .sum()
+}
+
+/// Other tasks' share (%) of CPU `c`: busy less the test's workers' run there (`run`),
+/// softirq, irq and steal. The one rule for "other tasks", read by `cpu-contended` and by the
+/// busy-host statement ([`host_load`]).
+fn others_on(c: &CpuUse, run: f64) -> f64 {
+    (c.busy().get() - run - c.softirq.get() - c.irq.get() - c.steal.get()).max(0.0)
+}
+
+/// The CPUs this test's workers ran on where other tasks took `th.busy_others` % or more,
+/// averaged over the intervals a worker of that end was on the CPU (at the interval's end),
+/// the busiest first. Both ends on one host: the peer's workers in the same interval are the
+/// test's too, not other tasks. Empty without the workers' threads in the intervals.
+fn host_load(test: &TestObservation, th: &Thresholds) -> Vec<wirespeed_model::BusyCpu> {
+    let ends: Vec<&EndObservation> = test.ends().collect();
+    let one_host = same_host(test).is_some();
+    let mut out = Vec::new();
+    for (k, e) in ends.iter().enumerate() {
+        let peer = ends.iter().enumerate().find(|(j, _)| *j != k).map(|x| *x.1);
+        let peer = peer.filter(|_| one_host);
+        // cpu → (sum of others, intervals)
+        let mut acc: std::collections::BTreeMap<u32, (f64, u32)> = Default::default();
+        for (n, i) in e.intervals.iter().enumerate() {
+            let cpus: std::collections::BTreeSet<u32> =
+                i.threads.iter().filter_map(|t| t.cpu).collect();
+            for cpu in cpus {
+                let Some(c) = i.cpu(cpu) else { continue };
+                let peer_run = peer
+                    .and_then(|p| p.intervals.get(n))
+                    .map_or(0.0, |pi| workers_run_on(pi, cpu));
+                let a = acc.entry(cpu).or_insert((0.0, 0));
+                a.0 += others_on(c, workers_run_on(i, cpu) + peer_run);
+                a.1 += 1;
+            }
+        }
+        let who = match (e.role, k) {
+            (Role::Both, 0) => "this end",
+            (Role::Both, _) => "the peer",
+            _ => end_word(e, e.role.receives()),
+        };
+        for (cpu, (sum, n)) in acc {
+            let mean = sum / f64::from(n.max(1));
+            if mean >= th.busy_others {
+                out.push(wirespeed_model::BusyCpu {
+                    end: who.to_string(),
+                    cpu,
+                    others_pct: mean,
+                    intervals: n,
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| b.others_pct.total_cmp(&a.others_pct));
+    out
+}
+
+/// The deciding check of verdict `v` sat near its threshold: a `TCP_INFO` limit within
+/// `th.marginal_points` above `th.tcp_limited` (its share and the threshold), or intervals that
+/// did not agree (`None` share).
+fn near_threshold(v: &Verdict, test: &TestObservation, th: &Thresholds) -> Option<Option<f64>> {
+    let share = |f: fn(&crate::model::TcpLimits) -> Percent| {
+        test.ends()
+            .filter(|e| e.role.sends())
+            .filter_map(|e| e.total.tcp.as_ref().map(f))
+            .map(|p| p.get())
+            .filter(|p| *p >= th.tcp_limited)
+            .fold(None, |a: Option<f64>, p| Some(a.map_or(p, |a| a.max(p))))
+    };
+    let tcp = match v.id.as_str() {
+        "window-limited" => share(|t| t.rwnd_share()),
+        "sndbuf-limited" => share(|t| t.sndbuf_share()),
+        _ => None,
+    };
+    if let Some(p) = tcp.filter(|p| *p < th.tcp_limited + th.marginal_points) {
+        return Some(Some(p));
+    }
+    let disagreed = v
+        .evidence
+        .as_ref()
+        .is_some_and(|e| e.confidence == wirespeed_model::Confidence::Marginal);
+    disagreed.then_some(None)
+}
+
+/// The busy-host statement of verdict `v` (not for `cpu-contended`, which says it already):
+/// `host_load` set and a line first under `also`.
+fn with_host_load(v: &mut Verdict, test: &TestObservation, th: &Thresholds) {
+    if v.id == "cpu-contended" {
+        return;
+    }
+    let cpus = host_load(test, th);
+    if cpus.is_empty() {
+        return;
+    }
+    let each: Vec<String> = cpus
+        .iter()
+        .take(4)
+        .map(|c| {
+            format!(
+                "{} of the {}'s CPU {} (a worker's CPU in {} interval{})",
+                Percent::new(c.others_pct),
+                c.end,
+                c.cpu,
+                c.intervals,
+                if c.intervals == 1 { "" } else { "s" }
+            )
+        })
+        .collect();
+    let more = cpus.len().saturating_sub(4);
+    let mut line = format!(
+        "host busy: other tasks took {}{} during the test; this verdict may be a consequence of that load",
+        each.join(" and "),
+        if more > 0 {
+            format!(" (and {more} more CPU{})", if more == 1 { "" } else { "s" })
+        } else {
+            String::new()
+        }
+    );
+    let near = near_threshold(v, test, th);
+    match near {
+        Some(Some(p)) => line.push_str(&format!(
+            " — {} at {} of busy time is within {} points of its {} threshold: marginal under load",
+            v.id,
+            Percent::new(p),
+            th.marginal_points,
+            Percent::new(th.tcp_limited)
+        )),
+        Some(None) => line.push_str(&format!(
+            " — {}'s intervals did not agree: marginal under load",
+            v.id
+        )),
+        None => {}
+    }
+    v.also.insert(0, line);
+    v.host_load = Some(wirespeed_model::HostLoad {
+        cpus,
+        marginal: near.is_some(),
+    });
+}
+
 fn thread_loads(e: &EndObservation) -> Vec<ThreadLoad> {
     // tid → (name, cpu, run, wait, others, interrupts, intervals)
     type Acc = (String, Option<u32>, f64, f64, f64, f64, f64);
@@ -539,7 +722,7 @@ fn thread_loads(e: &EndObservation) -> Vec<ThreadLoad> {
                 continue;
             };
             let irq = c.softirq.get() + c.irq.get();
-            let others = (c.busy().get() - t.run.get() - irq - c.steal.get()).max(0.0);
+            let others = others_on(c, workers_run_on(i, c.cpu));
             let a = acc
                 .entry(t.tid)
                 .or_insert((t.name.clone(), None, 0.0, 0.0, 0.0, 0.0, 0.0));
@@ -680,6 +863,9 @@ fn contended(test: &TestObservation, th: &Thresholds, loss: &LossAccount) -> Vec
                 ),
                 also: Vec::new(),
                 evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
             }
         })
         .collect()
@@ -776,6 +962,9 @@ fn cpu_candidates_with(
                     ),
                     also: Vec::new(),
                     evidence: None,
+                    host_load: None,
+                    direction: None,
+                    other_direction: None,
                 },
             });
         }
@@ -840,6 +1029,9 @@ fn same_host_verdict(test: &TestObservation, place: &str, compete: bool) -> Verd
         line,
         also: Vec::new(),
         evidence: None,
+        host_load: None,
+        direction: None,
+        other_direction: None,
     }
 }
 
@@ -878,6 +1070,9 @@ fn mtu_mismatch(test: &TestObservation, th: &Thresholds) -> Option<Verdict> {
         ),
         also: Vec::new(),
         evidence: None,
+        host_load: None,
+        direction: None,
+        other_direction: None,
     })
 }
 
@@ -916,6 +1111,9 @@ fn silent_verdict(s: &PeerSilent) -> Verdict {
             ),
             also: Vec::new(),
             evidence: None,
+            host_load: None,
+            direction: None,
+            other_direction: None,
         },
         None => Verdict {
             id: "peer-silent".into(),
@@ -927,6 +1125,9 @@ fn silent_verdict(s: &PeerSilent) -> Verdict {
             ),
             also: Vec::new(),
             evidence: None,
+            host_load: None,
+            direction: None,
+            other_direction: None,
         },
     }
 }
@@ -950,8 +1151,86 @@ pub fn verdict_of(test: &TestObservation, m: &Measured) -> Verdict {
     verdict_measured(test, m, &THRESHOLDS)
 }
 
-/// [`verdict_of`] with explicit thresholds.
+/// [`verdict_of`] with explicit thresholds. `--bidir` (`m.reverse` and `m.local` known):
+/// each direction judged on its own (see [`bidir`]).
 pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -> Verdict {
+    match (&m.reverse, m.local) {
+        (Some(rev), Some(local)) => bidir(test, m, rev, local, th),
+        _ => judge(test, test, m, th),
+    }
+}
+
+/// The observation of one direction of a `--bidir` test: the end that sends in `flow` the
+/// sender, the other the receiver (each end's `TCP_INFO` limits are its own sending streams',
+/// so they belong to the direction it sends in).
+fn one_way(test: &TestObservation, local: End, flow: Flow) -> TestObservation {
+    let local_sends = Flow::sent_by(local) == flow;
+    let (mine, peers) = if local_sends {
+        (Role::Sender, Role::Receiver)
+    } else {
+        (Role::Receiver, Role::Sender)
+    };
+    let mut t = test.clone();
+    t.local.role = mine;
+    if let Some(r) = &mut t.remote {
+        r.role = peers;
+    }
+    t
+}
+
+/// `--bidir`: each direction judged as a test of its own (its observation by [`one_way`], its
+/// sums and intervals), the slower direction the verdict and the other under `also` (and in
+/// `other_direction`), each line naming its direction.
+fn bidir(
+    test: &TestObservation,
+    forward: &Measured,
+    reverse: &Measured,
+    local: End,
+    th: &Thresholds,
+) -> Verdict {
+    let rate = |m: &Measured| {
+        m.throughput.map(|b| b.0).or_else(|| {
+            let v = &m.interval_bps;
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        })
+    };
+    let one = |flow: Flow, m: &Measured| {
+        let m = Measured {
+            reverse: None,
+            local: Some(local),
+            ..m.clone()
+        };
+        let mut v = judge(&one_way(test, local, flow), test, &m, th);
+        v.direction = Some(flow);
+        v.line = format!("{}: {}", flow.words(), v.line);
+        v
+    };
+    let c2s = one(Flow::ClientToServer, forward);
+    let s2c = one(Flow::ServerToClient, reverse);
+    let reverse_slower = match (rate(forward), rate(reverse)) {
+        (Some(f), Some(r)) => r < f,
+        (None, Some(_)) => true,
+        _ => false,
+    };
+    let (mut first, other) = if reverse_slower {
+        (s2c, c2s)
+    } else {
+        (c2s, s2c)
+    };
+    first.also.insert(0, other.line.clone());
+    first.other_direction = Some(Box::new(other));
+    first
+}
+
+/// One direction's verdict (every test but `--bidir` has one). `whole`: the test's own
+/// observation, for the cost per bit (none for `--bidir`: an end's CPU time pays for both
+/// directions).
+fn judge(
+    test: &TestObservation,
+    whole: &TestObservation,
+    m: &Measured,
+    th: &Thresholds,
+) -> Verdict {
     let filled = with_sender_tcp(test, m);
     let m = &*filled;
     let throughput = m.throughput;
@@ -972,6 +1251,9 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                 ),
                 also: Vec::new(),
                 evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
             });
             true
         }
@@ -989,6 +1271,9 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
             ),
             also: Vec::new(),
             evidence: None,
+            host_load: None,
+            direction: None,
+            other_direction: None,
         });
     }
 
@@ -1016,6 +1301,9 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                 ),
                 also: Vec::new(),
                 evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
             });
         }
     }
@@ -1035,6 +1323,9 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                 ),
                 also: Vec::new(),
                 evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
             });
         }
     }
@@ -1091,6 +1382,9 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                     ),
                     also: Vec::new(),
                     evidence: None,
+                    host_load: None,
+                    direction: None,
+                    other_direction: None,
                 },
                 (Some(c), _) => Verdict {
                     id: "udp-receiver-cpu-bound".into(),
@@ -1102,6 +1396,9 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                     ),
                     also: Vec::new(),
                     evidence: None,
+                    host_load: None,
+                    direction: None,
+                    other_direction: None,
                 },
                 (None, None) => Verdict {
                     id: "udp-path-loss".into(),
@@ -1112,6 +1409,9 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                     ),
                     also: Vec::new(),
                     evidence: None,
+                    host_load: None,
+                    direction: None,
+                    other_direction: None,
                 },
             });
         }
@@ -1130,6 +1430,9 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                 ),
                 also: Vec::new(),
                 evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
             });
         }
     }
@@ -1147,6 +1450,9 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                 ),
                 also: Vec::new(),
                 evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
             });
         }
         if t.sndbuf_share().get() >= th.tcp_limited {
@@ -1159,6 +1465,9 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                 ),
                 also: Vec::new(),
                 evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
             });
         }
     }
@@ -1268,6 +1577,9 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
                 ),
                 also: Vec::new(),
                 evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
             });
         }
     }
@@ -1302,10 +1614,13 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
             line,
             also: Vec::new(),
             evidence: None,
+            host_load: None,
+            direction: None,
+            other_direction: None,
         });
     }
 
-    let cost = crate::cost::cost_of(test, m);
+    let cost = crate::cost::cost_of(whole, m);
     for v in &mut found {
         with_projection(v, cost.as_ref());
     }
@@ -1319,6 +1634,7 @@ pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -
         first.also.push(note);
     }
     first.evidence = Some(evidence(&first, test, m, th));
+    with_host_load(&mut first, test, th);
     first
 }
 
@@ -1614,6 +1930,9 @@ fn loss_judgement(
             ),
             also: Vec::new(),
             evidence: None,
+            host_load: None,
+            direction: None,
+            other_direction: None,
         });
     }
     let model = format!(
@@ -1762,6 +2081,9 @@ fn path_limited(
         ),
         also: Vec::new(),
         evidence: None,
+        host_load: None,
+        direction: None,
+        other_direction: None,
     })
 }
 
@@ -3255,6 +3577,270 @@ mod tests {
             verdict_of(&test(idle_sender(), busy), &no_drops).id,
             "receiver-cpu-bound"
         );
+    }
+
+    /// A sender held by the receiver's window `rwnd` ‰ of its busy time, on CPU 0 at `busy` %
+    /// (10 % system, 5 % softirq) with its worker running 20 % and waiting 4 %: what is left
+    /// of `busy` is other tasks'.
+    fn window_sender(rwnd_permille: u64, busy: f64) -> EndObservation {
+        let s = end(
+            Role::Sender,
+            ryzen(),
+            0,
+            &[(0, 10.0, 5.0, 100.0 - busy, 0, 0)],
+        );
+        let mut s = with_threads(s, &[(0, 20.0, 4.0), (0, 20.0, 4.0), (0, 20.0, 4.0)]);
+        s.total.tcp = Some(TcpLimits {
+            busy_us: 1_000_000,
+            rwnd_limited_us: rwnd_permille * 1000,
+            ..Default::default()
+        });
+        s
+    }
+
+    /// A receiver on CPU 1 at `busy` % with its worker running 15 % and waiting 3 %.
+    fn busy_receiver(busy: f64) -> EndObservation {
+        let r = end(
+            Role::Receiver,
+            ryzen(),
+            1,
+            &[(1, 10.0, 5.0, 100.0 - busy, 0, 0)],
+        );
+        with_threads(r, &[(1, 15.0, 3.0), (1, 15.0, 3.0), (1, 15.0, 3.0)])
+    }
+
+    #[test]
+    fn a_busy_host_is_said_beside_the_verdict_it_may_have_caused() {
+        // the case: a host 100 % busy with other processes, window-limited at 25.6 %
+        // of busy time, just over the threshold
+        let quiet_rx = busy_receiver(25.0);
+        let t = test(window_sender(256, 85.0), quiet_rx.clone());
+        let v = verdict(&t, Some(BitsPerSecond::from_gbps(1.0)));
+        assert_eq!(v.id, "window-limited", "{v:?}");
+        assert_eq!(
+            v.also.first().map(String::as_str),
+            Some(
+                "host busy: other tasks took 60 % of the sender's CPU 0 (a worker's CPU in 3 intervals) during the test; this verdict may be a consequence of that load — window-limited at 25.6 % of busy time is within 10 points of its 25 % threshold: marginal under load"
+            ),
+            "{:?}",
+            v.also
+        );
+        let load = v.host_load.expect("typed host load");
+        assert!(load.marginal);
+        assert_eq!(load.cpus.len(), 1);
+        assert_eq!(
+            (
+                load.cpus[0].end.as_str(),
+                load.cpus[0].cpu,
+                load.cpus[0].intervals
+            ),
+            ("sender", 0, 3)
+        );
+        assert!((load.cpus[0].others_pct - 60.0).abs() < 1e-9);
+
+        // well over the threshold: the host is still said busy, the reading is not marginal
+        let v = verdict(
+            &test(window_sender(600, 85.0), quiet_rx),
+            Some(BitsPerSecond::from_gbps(1.0)),
+        );
+        assert_eq!(v.id, "window-limited");
+        assert!(v.also[0].starts_with("host busy: "), "{:?}", v.also);
+        assert!(!v.also[0].contains("marginal"), "{}", v.also[0]);
+        assert!(!v.host_load.unwrap().marginal);
+
+        // both ends busy: both named, the busiest first
+        let v = verdict(
+            &test(window_sender(256, 85.0), busy_receiver(97.0)),
+            Some(BitsPerSecond::from_gbps(1.0)),
+        );
+        assert_eq!(v.id, "window-limited", "{v:?}");
+        assert!(
+            v.also[0].starts_with(
+                "host busy: other tasks took 77 % of the receiver's CPU 1 (a worker's CPU in 3 intervals) and 60 % of the sender's CPU 0"
+            ),
+            "{:?}",
+            v.also
+        );
+        let ends: Vec<_> = v
+            .host_load
+            .unwrap()
+            .cpus
+            .into_iter()
+            .map(|c| c.end)
+            .collect();
+        assert_eq!(ends, ["receiver", "sender"]);
+    }
+
+    #[test]
+    fn a_quiet_host_says_nothing_of_load() {
+        // the workers' own run and interrupt work fill their CPUs: no other tasks
+        let t = test(window_sender(600, 35.0), busy_receiver(30.0));
+        let v = verdict(&t, Some(BitsPerSecond::from_gbps(1.0)));
+        assert_eq!(v.id, "window-limited");
+        assert_eq!(v.host_load, None);
+        assert!(
+            !v.also.iter().any(|a| a.starts_with("host busy")),
+            "{:?}",
+            v.also
+        );
+        // just under the threshold: still quiet (24 % others)
+        let v = verdict(
+            &test(window_sender(600, 49.0), busy_receiver(30.0)),
+            Some(BitsPerSecond::from_gbps(1.0)),
+        );
+        assert_eq!(v.host_load, None, "{:?}", v.also);
+        // a `--bidir` end's two workers on one CPU are not each other's other tasks (with one
+        // worker, 59 % busy would leave 34 % to others)
+        let mut s = window_sender(600, 59.0);
+        for i in &mut s.intervals {
+            let mut other = i.threads[0].clone();
+            other.tid = 43;
+            i.threads.push(other);
+        }
+        let v = verdict(
+            &test(s, busy_receiver(30.0)),
+            Some(BitsPerSecond::from_gbps(1.0)),
+        );
+        assert_eq!(v.host_load, None, "{:?}", v.also);
+    }
+
+    #[test]
+    fn a_contended_verdict_does_not_say_the_host_was_busy_twice() {
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 20.0, 0.0, 1.0, 0, 0)]);
+        let r = with_threads(r, &[(6, 20.0, 60.0), (6, 22.0, 58.0)]);
+        let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
+        assert_eq!(v.id, "cpu-contended");
+        assert_eq!(v.host_load, None);
+        assert!(
+            !v.also.iter().any(|a| a.starts_with("host busy")),
+            "{:?}",
+            v.also
+        );
+    }
+
+    /// A `--bidir` test: both ends send and receive, quiet, the server's sending streams
+    /// window-limited `server_rwnd` ‰ of their busy time.
+    fn bidir_test(server_rwnd_permille: u64) -> TestObservation {
+        let mut c = end(Role::Both, ryzen(), 6, &[(6, 20.0, 5.0, 70.0, 0, 0)]);
+        let mut s = end(Role::Both, ryzen(), 6, &[(6, 20.0, 5.0, 70.0, 0, 0)]);
+        c.total.tcp = Some(TcpLimits {
+            busy_us: 1_000_000,
+            ..Default::default()
+        });
+        s.total.tcp = Some(TcpLimits {
+            busy_us: 1_000_000,
+            rwnd_limited_us: server_rwnd_permille * 1000,
+            ..Default::default()
+        });
+        test(c, s)
+    }
+
+    fn shaped_200() -> Measured {
+        Measured {
+            throughput: Some(BitsPerSecond(200e6)),
+            interval_bps: vec![150e6, 199e6, 201e6, 200e6, 200e6],
+            rtt_us: Some((300, 8_000, 16_000)),
+            retransmits: Some(40),
+            bytes_sent: Some(125_000_000),
+            mss: Some(1448),
+            ..Default::default()
+        }
+    }
+
+    fn fast() -> Measured {
+        Measured {
+            throughput: Some(BitsPerSecond::from_gbps(9.0)),
+            interval_bps: vec![5e9, 12e9, 6e9, 11e9, 7e9],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn bidir_judges_each_direction_the_slower_first() {
+        let t = bidir_test(0);
+        // the server → client direction shaped (tbf on the server's egress)
+        let m = Measured {
+            reverse: Some(Box::new(shaped_200())),
+            local: Some(End::Client),
+            ..fast()
+        };
+        let v = verdict_of(&t, &m);
+        assert_eq!(v.id, "path-limited", "{v:?}");
+        assert_eq!(v.direction, Some(Flow::ServerToClient));
+        assert!(
+            v.line
+                .starts_with("server → client: path-limited: 200.0 Mbit/s flat"),
+            "{}",
+            v.line
+        );
+        assert_eq!(
+            v.also[0],
+            "client → server: no CPU saturated (busiest: receiver's CPU 6 at 30 %): the limit is the path or the peer"
+        );
+        let other = v.other_direction.as_deref().expect("the other direction");
+        assert_eq!(
+            (other.id.as_str(), other.direction),
+            ("no-cpu-saturated", Some(Flow::ClientToServer))
+        );
+
+        // the client → server direction shaped, judged on the server's report
+        let m = Measured {
+            reverse: Some(Box::new(fast())),
+            local: Some(End::Server),
+            ..shaped_200()
+        };
+        let v = verdict_of(&t, &m);
+        assert_eq!(
+            (v.id.as_str(), v.direction),
+            ("path-limited", Some(Flow::ClientToServer)),
+            "{v:?}"
+        );
+        assert!(
+            v.line.starts_with("client → server: path-limited"),
+            "{}",
+            v.line
+        );
+        assert!(
+            v.also[0].starts_with("server → client: no CPU saturated"),
+            "{:?}",
+            v.also
+        );
+
+        // without the reverse direction's figures: one verdict, as before
+        let v = verdict_of(&t, &shaped_200());
+        assert_eq!((v.id.as_str(), v.direction), ("path-limited", None));
+        assert_eq!(v.other_direction, None);
+    }
+
+    #[test]
+    fn bidir_reads_each_ends_tcp_limits_for_the_direction_it_sends() {
+        // the server's sending streams window-limited: server → client is, client → server not
+        // (both at the same rate: the client → server direction comes first on equal rates)
+        for local in [End::Client, End::Server] {
+            let mut t = bidir_test(600);
+            if local == End::Server {
+                let remote = t.remote.take().unwrap();
+                t.remote = Some(std::mem::replace(&mut t.local, remote));
+            }
+            let m = Measured {
+                reverse: Some(Box::new(fast())),
+                local: Some(local),
+                ..fast()
+            };
+            let v = verdict_of(&t, &m);
+            assert_eq!(v.direction, Some(Flow::ClientToServer), "{local:?}");
+            assert_eq!(v.id, "no-cpu-saturated", "{local:?} {v:?}");
+            let other = v.other_direction.unwrap();
+            assert_eq!(
+                (other.id.as_str(), other.end.as_deref()),
+                ("window-limited", Some("sender")),
+                "{local:?}"
+            );
+            assert_eq!(
+                v.also[0],
+                "server → client: window-limited: the receiver's window held the sender back 60 % of its busy time (raise tcp_rmem's maximum, or -w)"
+            );
+        }
     }
 
     #[test]

@@ -20,6 +20,69 @@ pub struct Verdict {
     /// clear case can be told from a marginal one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
+    /// Other tasks took a significant share of the CPUs this test's workers ran on (the
+    /// verdict's `also` says so in words): the verdict may be a consequence of that load.
+    /// Absent where the host was quiet, and where the verdict is `cpu-contended` itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_load: Option<HostLoad>,
+    /// `--bidir`: the direction this verdict judges (the slower one); the other direction's
+    /// verdict is `other_direction` (and a line under `also`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Flow>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_direction: Option<Box<Verdict>>,
+}
+
+/// Which way data flowed, for a verdict on one direction of a `--bidir` test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Flow {
+    ClientToServer,
+    ServerToClient,
+}
+
+impl Flow {
+    /// `client → server`.
+    pub fn words(self) -> &'static str {
+        match self {
+            Flow::ClientToServer => "client → server",
+            Flow::ServerToClient => "server → client",
+        }
+    }
+
+    /// The direction in which `end` sends.
+    pub fn sent_by(end: End) -> Flow {
+        match end {
+            End::Client => Flow::ClientToServer,
+            End::Server => Flow::ServerToClient,
+        }
+    }
+}
+
+/// Other tasks' load on the CPUs a test's workers ran on: each CPU where other tasks (not the
+/// test's workers, softirq, irq or steal) took a significant share, averaged over the intervals
+/// a worker ran there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostLoad {
+    /// The busiest first.
+    pub cpus: Vec<BusyCpu>,
+    /// The deciding check sat near its threshold (or its intervals did not agree): under this
+    /// load the verdict is marginal.
+    #[serde(default)]
+    pub marginal: bool,
+}
+
+/// One worker CPU that other tasks took a share of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BusyCpu {
+    /// `sender` or `receiver` (`sender+receiver` for a `--bidir` end, `this end` / `the peer`
+    /// telling them apart).
+    pub end: String,
+    pub cpu: u32,
+    /// Other tasks' share of the CPU, %.
+    pub others_pct: f64,
+    /// The intervals a worker of that end ran on the CPU.
+    pub intervals: u32,
 }
 
 /// What a verdict rests on.
@@ -110,6 +173,11 @@ pub struct Measured {
     /// The zero-copy send path that ran at the sending end (`sendfile`, `splice`,
     /// `msg_zerocopy`), when one did.
     pub zero_copy_send: Option<String>,
+    /// `--bidir`: this `Measured` is the client → server direction and `reverse` the
+    /// server → client one (each from its own sums and intervals), and `local` says which end
+    /// this report is: the verdict then judges each direction.
+    pub reverse: Option<Box<Measured>>,
+    pub local: Option<End>,
 }
 
 /// A control connection whose large message made no progress while small ones had got

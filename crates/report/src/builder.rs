@@ -279,6 +279,11 @@ impl ResultBuilder {
         self.streams.len()
     }
 
+    /// Which end the report is for, and whether the test is `--bidir`.
+    pub fn role(&self) -> (Role, bool) {
+        (self.role, self.bidir)
+    }
+
     /// The intervals recorded so far.
     pub fn intervals(&self) -> &[Interval] {
         &self.intervals

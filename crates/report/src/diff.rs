@@ -501,6 +501,9 @@ mod tests {
                 line: verdict.replace('-', " "),
                 also: vec![],
                 evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
             }),
             ..Default::default()
         });
