@@ -318,6 +318,11 @@ fn rows() -> Vec<Row> {
 /// Whether a verdict line (the verdict's or an `also` line) names `id`: the words each
 /// verdict's line starts with.
 fn names(line: &str, id: &str) -> bool {
+    // a `--bidir` verdict's lines start with their direction
+    let line = ["client → server: ", "server → client: "]
+        .iter()
+        .find_map(|d| line.strip_prefix(d))
+        .unwrap_or(line);
     match id {
         "path-limited" => line.starts_with("path-limited:"),
         "loss-limited" => line.starts_with("loss-limited:"),
