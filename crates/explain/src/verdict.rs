@@ -52,12 +52,14 @@
 //! is marginal under load (`host_load.marginal`). Needs the workers' threads in the intervals.
 //!
 //! **`--bidir`.** When the engine gives the reverse direction's figures (`Measured::reverse`,
-//! with `Measured::local`), each direction is judged as a test of its own: the end that sends in
-//! it the sender, the other the receiver (each end's `TCP_INFO` limits are its own sending
-//! streams'), with that direction's throughput, intervals and retransmits. The slower direction
-//! is the verdict; the other direction's line is the first `also` line (and
-//! `other_direction`); each line starts with its direction (`server → client: path-limited: ...`)
-//! and `direction` carries it typed.
+//! with `Measured::local`) and neither a stalled control connection nor a silent peer ended
+//! the test (those are the whole test's, judged once), each direction is judged as a test of
+//! its own: the end that sends in it the sender, the other the receiver (each end's `TCP_INFO`
+//! limits are its own sending streams'), with that direction's throughput, intervals and
+//! retransmits. The slower direction is the verdict; the other direction's line is the first
+//! `also` line (and `other_direction`); each line starts with its direction
+//! (`server → client: path-limited: ...`) and `direction` carries it typed. No cost projection
+//! (an end's CPU time pays for both directions).
 //!
 //! `sender-cpu-bound`, `receiver-cpu-bound` and `udp-receiver-cpu-bound` (as the verdict or under
 //! `also`) end with what their end's cost per bit projects ([`crate::cost`]), when the link's
@@ -1155,7 +1157,10 @@ pub fn verdict_of(test: &TestObservation, m: &Measured) -> Verdict {
 /// each direction judged on its own (see [`bidir`]).
 pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -> Verdict {
     match (&m.reverse, m.local) {
-        (Some(rev), Some(local)) => bidir(test, m, rev, local, th),
+        // a stalled control connection or a silent peer is the whole test's: judged once
+        (Some(rev), Some(local)) if m.control_stall.is_none() && m.peer_silent.is_none() => {
+            bidir(test, m, rev, local, th)
+        }
         _ => judge(test, test, m, th),
     }
 }
@@ -3805,6 +3810,24 @@ mod tests {
             "{:?}",
             v.also
         );
+
+        // a peer gone silent is the whole test's: one verdict
+        let m = Measured {
+            peer_silent: Some(PeerSilent {
+                peer: End::Server,
+                phase: SilentPhase::Data,
+                seconds: 1.0,
+                bytes_sent: 1000,
+                bytes_received: 1000,
+                peer_mss: None,
+                pmtu: None,
+                own_acked: true,
+            }),
+            ..m
+        };
+        let v = verdict_of(&t, &m);
+        assert_eq!((v.id.as_str(), v.direction), ("peer-silent", None), "{v:?}");
+        assert_eq!(v.other_direction, None);
 
         // without the reverse direction's figures: one verdict, as before
         let v = verdict_of(&t, &shaped_200());
