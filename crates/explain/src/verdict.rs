@@ -685,7 +685,11 @@ fn with_host_load(v: &mut Verdict, test: &TestObservation, th: &Thresholds) {
     let more = cpus.len().saturating_sub(4);
     let mut line = format!(
         "host busy: other tasks took {}{} during the test; this verdict may be a consequence of that load",
-        each.join(" and "),
+        match each.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => String::new(),
+        },
         if more > 0 {
             format!(" (and {more} more CPU{})", if more == 1 { "" } else { "s" })
         } else {
