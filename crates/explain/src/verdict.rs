@@ -200,7 +200,7 @@ pub const IDS: &[&str] = &[
 ];
 
 pub use wirespeed_model::verdict::Measured;
-use wirespeed_model::verdict::{End, Flow, PeerSilent, SilentPhase};
+use wirespeed_model::verdict::{End, Flow, LoadedEnd, PeerSilent, SilentPhase};
 
 pub use wirespeed_model::verdict::PathCeiling;
 pub use wirespeed_model::verdict::Verdict;
@@ -611,15 +611,16 @@ fn host_load(test: &TestObservation, th: &Thresholds) -> Vec<wirespeed_model::Bu
             }
         }
         let who = match (e.role, k) {
-            (Role::Both, 0) => "this end",
-            (Role::Both, _) => "the peer",
-            _ => end_word(e, e.role.receives()),
+            (Role::Both, 0) => LoadedEnd::ThisEnd,
+            (Role::Both, _) => LoadedEnd::ThePeer,
+            (Role::Receiver, _) => LoadedEnd::Receiver,
+            (Role::Sender, _) => LoadedEnd::Sender,
         };
         for (cpu, (sum, n)) in acc {
             let mean = sum / f64::from(n.max(1));
             if mean >= th.busy_others {
                 out.push(wirespeed_model::BusyCpu {
-                    end: who.to_string(),
+                    end: who,
                     cpu,
                     others_pct: mean,
                     intervals: n,
@@ -675,7 +676,7 @@ fn with_host_load(v: &mut Verdict, test: &TestObservation, th: &Thresholds) {
             format!(
                 "{} of the {}'s CPU {} (a worker's CPU in {} interval{})",
                 Percent::new(c.others_pct),
-                c.end,
+                c.end.words(),
                 c.cpu,
                 c.intervals,
                 if c.intervals == 1 { "" } else { "s" }
@@ -3638,12 +3639,8 @@ mod tests {
         assert!(load.marginal);
         assert_eq!(load.cpus.len(), 1);
         assert_eq!(
-            (
-                load.cpus[0].end.as_str(),
-                load.cpus[0].cpu,
-                load.cpus[0].intervals
-            ),
-            ("sender", 0, 3)
+            (load.cpus[0].end, load.cpus[0].cpu, load.cpus[0].intervals),
+            (LoadedEnd::Sender, 0, 3)
         );
         assert!((load.cpus[0].others_pct - 60.0).abs() < 1e-9);
 
@@ -3677,7 +3674,7 @@ mod tests {
             .into_iter()
             .map(|c| c.end)
             .collect();
-        assert_eq!(ends, ["receiver", "sender"]);
+        assert_eq!(ends, [LoadedEnd::Receiver, LoadedEnd::Sender]);
     }
 
     #[test]

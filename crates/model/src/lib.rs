@@ -41,7 +41,7 @@ pub use observation::{EndObservation, RunningEnd, TestObservation};
 pub use path::SendPath;
 pub use topology::Topology;
 pub use verdict::{
-    Agreement, BusyCpu, Confidence, ControlStall, End, Evidence, Flow, HostLoad, Measured,
-    PathCeiling, PeerSilent, SilentPhase, Verdict,
+    Agreement, BusyCpu, Confidence, ControlStall, End, Evidence, Flow, HostLoad, LoadedEnd,
+    Measured, PathCeiling, PeerSilent, SilentPhase, Verdict,
 };
 pub use worker::{RxZerocopy, Worker};

@@ -75,14 +75,36 @@ pub struct HostLoad {
 /// One worker CPU that other tasks took a share of.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BusyCpu {
-    /// `sender` or `receiver` (`sender+receiver` for a `--bidir` end, `this end` / `the peer`
-    /// telling them apart).
-    pub end: String,
+    /// The end whose worker ran on the CPU.
+    pub end: LoadedEnd,
     pub cpu: u32,
     /// Other tasks' share of the CPU, %.
     pub others_pct: f64,
     /// The intervals a worker of that end ran on the CPU.
     pub intervals: u32,
+}
+
+/// Which end of a test a busy CPU's worker belonged to: its role in the direction judged, or,
+/// for a `--bidir` test judged as a whole, this end or the peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadedEnd {
+    Sender,
+    Receiver,
+    ThisEnd,
+    ThePeer,
+}
+
+impl LoadedEnd {
+    /// `sender`, `receiver`, `this end`, `the peer`.
+    pub fn words(self) -> &'static str {
+        match self {
+            LoadedEnd::Sender => "sender",
+            LoadedEnd::Receiver => "receiver",
+            LoadedEnd::ThisEnd => "this end",
+            LoadedEnd::ThePeer => "the peer",
+        }
+    }
 }
 
 /// What a verdict rests on.
@@ -310,4 +332,31 @@ pub struct PathCeiling {
     /// The receiver's throughput, bits per second, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_bps: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_cpu_names_its_end_typed_in_kebab_case() {
+        let c = BusyCpu {
+            end: LoadedEnd::ThisEnd,
+            cpu: 3,
+            others_pct: 40.0,
+            intervals: 2,
+        };
+        let j = serde_json::to_value(&c).unwrap();
+        assert_eq!(j["end"], "this-end");
+        assert_eq!(serde_json::from_value::<BusyCpu>(j).unwrap(), c);
+        let words: Vec<_> = [
+            LoadedEnd::Sender,
+            LoadedEnd::Receiver,
+            LoadedEnd::ThisEnd,
+            LoadedEnd::ThePeer,
+        ]
+        .map(LoadedEnd::words)
+        .into();
+        assert_eq!(words, ["sender", "receiver", "this end", "the peer"]);
+    }
 }
