@@ -137,15 +137,43 @@ impl LiveState {
 
 /// What a running test measured so far, from this end's intervals (for the verdict so far):
 /// the mean of the measured (not omitted) intervals' sums as the throughput, each interval's,
-/// and the retransmits.
-pub fn measured_so_far(udp: bool, intervals: &[Interval]) -> Measured {
-    let bps: Vec<f64> = intervals
+/// and the retransmits. `--bidir` (`bidir_local`: this end, and the intervals carry the reverse
+/// sums): the client → server figures with the server → client ones under `reverse`, so the
+/// verdict so far judges each direction as the final one does.
+pub fn measured_so_far(
+    udp: bool,
+    intervals: &[Interval],
+    bidir_local: Option<wirespeed_model::End>,
+) -> Measured {
+    let forward = one_way_so_far(udp, intervals.iter().map(|i| &i.sum));
+    let Some(local) = bidir_local else {
+        return forward;
+    };
+    let reverse: Vec<&wirespeed_report::IntervalStats> = intervals
         .iter()
-        .filter(|i| !i.sum.omitted)
-        .map(|i| i.sum.bits_per_second)
+        .filter_map(|i| i.sum_bidir_reverse.as_ref())
         .collect();
-    let retransmits: Option<u64> =
-        (!udp).then(|| intervals.iter().filter_map(|i| i.sum.retransmits).sum());
+    if reverse.is_empty() {
+        return forward;
+    }
+    Measured {
+        reverse: Some(Box::new(one_way_so_far(udp, reverse.into_iter()))),
+        local: Some(local),
+        ..forward
+    }
+}
+
+/// [`measured_so_far`] of one direction's interval sums.
+fn one_way_so_far<'a>(
+    udp: bool,
+    sums: impl Iterator<Item = &'a wirespeed_report::IntervalStats> + Clone,
+) -> Measured {
+    let bps: Vec<f64> = sums
+        .clone()
+        .filter(|s| !s.omitted)
+        .map(|s| s.bits_per_second)
+        .collect();
+    let retransmits: Option<u64> = (!udp).then(|| sums.filter_map(|s| s.retransmits).sum());
     Measured {
         throughput: (!bps.is_empty())
             .then(|| BitsPerSecond(bps.iter().sum::<f64>() / bps.len() as f64)),
@@ -251,5 +279,36 @@ mod tests {
         assert_eq!(ev.peer.unwrap().cpus[0].cpu, 2);
         assert_eq!(ev.peer_iface.as_deref(), Some("eth7"));
         assert_eq!(l.peer_frames(), 2);
+    }
+
+    #[test]
+    fn a_bidir_verdict_so_far_gets_each_direction() {
+        use wirespeed_report::IntervalStats;
+        let stats = |bps: f64, retransmits: u64| IntervalStats {
+            bits_per_second: bps,
+            retransmits: Some(retransmits),
+            ..Default::default()
+        };
+        let iv = |fwd: f64, rev: Option<f64>| Interval {
+            sum: stats(fwd, 1),
+            sum_bidir_reverse: rev.map(|r| stats(r, 5)),
+            ..Default::default()
+        };
+        let ivs = [iv(9e9, Some(2e8)), iv(8e9, Some(1e8))];
+        let m = measured_so_far(false, &ivs, Some(wirespeed_model::End::Server));
+        assert_eq!(m.throughput, Some(BitsPerSecond(8.5e9)));
+        assert_eq!(
+            (m.retransmits, m.local),
+            (Some(2), Some(wirespeed_model::End::Server))
+        );
+        let r = m.reverse.as_deref().expect("the server → client figures");
+        assert_eq!(r.throughput, Some(BitsPerSecond(1.5e8)));
+        assert_eq!(r.interval_bps, vec![2e8, 1e8]);
+        assert_eq!((r.retransmits, r.reverse.is_none()), (Some(10), true));
+        // not --bidir, or no reverse sums yet: one direction
+        let m = measured_so_far(false, &ivs, None);
+        assert_eq!((m.reverse.is_none(), m.local), (true, None));
+        let m = measured_so_far(false, &[iv(9e9, None)], Some(wirespeed_model::End::Client));
+        assert_eq!((m.reverse.is_none(), m.local), (true, None));
     }
 }

@@ -395,7 +395,15 @@ impl<D: Counters> Measurement<D> {
             return None;
         }
         let verdict = self.live.local().and_then(|l| {
-            let measured = crate::live::measured_so_far(self.udp, self.builder.intervals());
+            let bidir_local = match self.builder.role() {
+                (wirespeed_report::builder::Role::Client, true) => {
+                    Some(wirespeed_model::End::Client)
+                }
+                (_, true) => Some(wirespeed_model::End::Server),
+                (_, false) => None,
+            };
+            let measured =
+                crate::live::measured_so_far(self.udp, self.builder.intervals(), bidir_local);
             self.observer.verdict_so_far(
                 l.observation(),
                 self.live.peer().map(RunningEnd::observation),

@@ -58,8 +58,10 @@
 //! limits are its own sending streams'), with that direction's throughput, intervals and
 //! retransmits. The slower direction is the verdict; the other direction's line is the first
 //! `also` line (and `other_direction`); each line starts with its direction
-//! (`server → client: path-limited: ...`) and `direction` carries it typed. No cost projection
-//! (an end's CPU time pays for both directions).
+//! (`server → client: path-limited: ...`) and `direction` carries it typed; the other
+//! direction's own `also` lines follow its line, each prefixed with its direction (its busy-host
+//! line left out where the verdict has one: the same CPUs). No cost projection (an end's CPU
+//! time pays for both directions). [`ceiling_for`] is per direction too.
 //!
 //! `sender-cpu-bound`, `receiver-cpu-bound` and `udp-receiver-cpu-bound` (as the verdict or under
 //! `also`) end with what their end's cost per bit projects ([`crate::cost`]), when the link's
@@ -218,6 +220,7 @@ pub fn ceiling(m: &Measured) -> Option<PathCeiling> {
         mss,
         mathis_bps: wirespeed_doctor::path_model::mathis_bps(mss, rtt_ms, p),
         measured_bps: m.throughput.map(|b| b.0).filter(|b| *b > 0.0),
+        direction: None,
     })
 }
 
@@ -659,6 +662,9 @@ fn near_threshold(v: &Verdict, test: &TestObservation, th: &Thresholds) -> Optio
     disagreed.then_some(None)
 }
 
+/// How the busy-host line under `also` starts.
+const HOST_BUSY: &str = "host busy: ";
+
 /// The busy-host statement of verdict `v` (not for `cpu-contended`, which says it already):
 /// `host_load` set and a line first under `also`.
 fn with_host_load(v: &mut Verdict, test: &TestObservation, th: &Thresholds) {
@@ -685,7 +691,7 @@ fn with_host_load(v: &mut Verdict, test: &TestObservation, th: &Thresholds) {
         .collect();
     let more = cpus.len().saturating_sub(4);
     let mut line = format!(
-        "host busy: other tasks took {}{} during the test; this verdict may be a consequence of that load",
+        "{HOST_BUSY}other tasks took {}{} during the test; this verdict may be a consequence of that load",
         match each.split_last() {
             Some((last, [])) => last.clone(),
             Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
@@ -1161,12 +1167,41 @@ pub fn verdict_of(test: &TestObservation, m: &Measured) -> Verdict {
 /// [`verdict_of`] with explicit thresholds. `--bidir` (`m.reverse` and `m.local` known):
 /// each direction judged on its own (see [`bidir`]).
 pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -> Verdict {
-    match (&m.reverse, m.local) {
-        // a stalled control connection or a silent peer is the whole test's: judged once
-        (Some(rev), Some(local)) if m.control_stall.is_none() && m.peer_silent.is_none() => {
-            bidir(test, m, rev, local, th)
-        }
-        _ => judge(test, test, m, th),
+    match directions(m) {
+        Some((forward, reverse, local)) => bidir(test, &forward, &reverse, local, th),
+        None => judge(test, test, m, th),
+    }
+}
+
+/// `--bidir` judged per direction (`m.reverse` and `m.local` known, and neither a stalled
+/// control connection nor a silent peer, which are the whole test's, judged once): the
+/// client → server and server → client figures, each on its own (no `reverse`), and this end.
+fn directions(m: &Measured) -> Option<(Measured, Measured, End)> {
+    let (rev, local) = (m.reverse.as_deref()?, m.local?);
+    if m.control_stall.is_some() || m.peer_silent.is_some() {
+        return None;
+    }
+    let own = |m: &Measured| Measured {
+        reverse: None,
+        local: Some(local),
+        ..m.clone()
+    };
+    Some((own(m), own(rev), local))
+}
+
+/// The server → client direction of a `--bidir` test is the slower (its throughput, else its
+/// intervals' mean): the verdict's. On equal rates, or unknown, client → server.
+fn reverse_slower(forward: &Measured, reverse: &Measured) -> bool {
+    let rate = |m: &Measured| {
+        m.throughput.map(|b| b.0).or_else(|| {
+            let v = &m.interval_bps;
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        })
+    };
+    match (rate(forward), rate(reverse)) {
+        (Some(f), Some(r)) => r < f,
+        (None, Some(_)) => true,
+        _ => false,
     }
 }
 
@@ -1198,36 +1233,31 @@ fn bidir(
     local: End,
     th: &Thresholds,
 ) -> Verdict {
-    let rate = |m: &Measured| {
-        m.throughput.map(|b| b.0).or_else(|| {
-            let v = &m.interval_bps;
-            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-        })
-    };
     let one = |flow: Flow, m: &Measured| {
-        let m = Measured {
-            reverse: None,
-            local: Some(local),
-            ..m.clone()
-        };
-        let mut v = judge(&one_way(test, local, flow), test, &m, th);
+        let mut v = judge(&one_way(test, local, flow), test, m, th);
         v.direction = Some(flow);
         v.line = format!("{}: {}", flow.words(), v.line);
         v
     };
     let c2s = one(Flow::ClientToServer, forward);
     let s2c = one(Flow::ServerToClient, reverse);
-    let reverse_slower = match (rate(forward), rate(reverse)) {
-        (Some(f), Some(r)) => r < f,
-        (None, Some(_)) => true,
-        _ => false,
-    };
-    let (mut first, other) = if reverse_slower {
+    let (mut first, other) = if reverse_slower(forward, reverse) {
         (s2c, c2s)
     } else {
         (c2s, s2c)
     };
-    first.also.insert(0, other.line.clone());
+    // the other direction's line, then its own `also` lines, each naming that direction (its
+    // busy-host line names the same CPUs as this verdict's: said once)
+    let flow = other.direction.map_or("", Flow::words);
+    let others_also = other
+        .also
+        .iter()
+        .filter(|a| !(first.host_load.is_some() && a.starts_with(HOST_BUSY)))
+        .map(|a| format!("{flow}: {a}"));
+    let lines: Vec<String> = std::iter::once(other.line.clone())
+        .chain(others_also)
+        .collect();
+    first.also.splice(0..0, lines);
     first.other_direction = Some(Box::new(other));
     first
 }
@@ -2005,8 +2035,26 @@ fn with_sender_tcp<'a>(test: &TestObservation, m: &'a Measured) -> std::borrow::
 /// The `Path model:` line's ceiling, only where it informs the verdict: the loss model binds
 /// ([`loss_judgement`], the `loss-limited` verdict first or under `also`). Not on loopback,
 /// not with BBR, not where the receiving host explains the retransmits, not where the rate is
-/// far from it.
+/// far from it. `--bidir` (as [`verdict_measured`] judges it): each direction's own model, on
+/// that direction's observation and figures; the slower direction's (the verdict's) where it
+/// binds, else the other's, with `direction` saying which.
 pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
+    let Some((forward, reverse, local)) = directions(m) else {
+        return one_ceiling(test, m);
+    };
+    let slower = reverse_slower(&forward, &reverse);
+    let c2s = (Flow::ClientToServer, forward);
+    let s2c = (Flow::ServerToClient, reverse);
+    let order = if slower { [s2c, c2s] } else { [c2s, s2c] };
+    order.into_iter().find_map(|(flow, m)| {
+        let mut c = one_ceiling(&one_way(test, local, flow), &m)?;
+        c.direction = Some(flow);
+        Some(c)
+    })
+}
+
+/// [`ceiling_for`] of one direction.
+fn one_ceiling(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
     let th = &THRESHOLDS;
     let filled = with_sender_tcp(test, m);
     let m = &*filled;
@@ -3865,6 +3913,117 @@ mod tests {
                 "server → client: window-limited: the receiver's window held the sender back 60 % of its busy time (raise tcp_rmem's maximum, or -w)"
             );
         }
+    }
+
+    #[test]
+    fn bidir_shows_the_other_directions_also_lines_naming_it() {
+        // client → server shaped (the verdict); the server's sends window- and
+        // send-buffer-limited: server → client's verdict with one line under its own `also`
+        let mut t = bidir_test(600);
+        if let Some(tcp) = t.remote.as_mut().and_then(|r| r.total.tcp.as_mut()) {
+            tcp.sndbuf_limited_us = 400_000;
+        }
+        let m = Measured {
+            reverse: Some(Box::new(fast())),
+            local: Some(End::Client),
+            ..shaped_200()
+        };
+        let v = verdict_of(&t, &m);
+        assert_eq!(
+            (v.id.as_str(), v.direction),
+            ("path-limited", Some(Flow::ClientToServer)),
+            "{v:?}"
+        );
+        let other = v.other_direction.as_deref().unwrap();
+        assert_eq!(other.id, "window-limited");
+        assert_eq!(other.also.len(), 1, "{:?}", other.also);
+        assert!(
+            other.also[0].starts_with("send-buffer-limited"),
+            "{:?}",
+            other.also
+        );
+        assert!(
+            v.also[0].starts_with("server → client: window-limited: "),
+            "{:?}",
+            v.also
+        );
+        assert_eq!(v.also[1], format!("server → client: {}", other.also[0]));
+    }
+
+    #[test]
+    fn bidir_says_a_busy_host_once() {
+        // both ends on one host's CPU 6, other tasks on it: each direction's verdict sees
+        // the same CPU; the other direction's busy-host line is not repeated
+        let mut t = bidir_test(0);
+        // CPU 6 90 % busy: 10 % system, 5 % softirq, the rest other tasks' but the workers' run
+        let busy = |e: &mut EndObservation| {
+            let mut b = end(Role::Both, ryzen(), 6, &[(6, 10.0, 5.0, 10.0, 0, 0)]);
+            b = with_threads(b, &[(6, 10.0, 2.0), (6, 10.0, 2.0), (6, 10.0, 2.0)]);
+            e.intervals = b.intervals;
+        };
+        busy(&mut t.local);
+        busy(t.remote.as_mut().unwrap());
+        let m = Measured {
+            reverse: Some(Box::new(shaped_200())),
+            local: Some(End::Client),
+            ..fast()
+        };
+        let v = verdict_of(&t, &m);
+        assert!(v.host_load.is_some(), "{v:?}");
+        let other = v.other_direction.as_deref().unwrap();
+        assert!(other.host_load.is_some(), "{other:?}");
+        let busy_lines = v.also.iter().filter(|a| a.contains("host busy: ")).count();
+        assert_eq!(busy_lines, 1, "{:?}", v.also);
+    }
+
+    #[test]
+    fn bidir_path_model_is_the_direction_whose_loss_binds() {
+        let quiet = |role| end(role, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
+        let t = test(quiet(Role::Both), quiet(Role::Both));
+        // server → client lossy (cubic, the loss binds), client → server clean and faster
+        let clean = Measured {
+            throughput: Some(BitsPerSecond::from_gbps(9.0)),
+            retransmits: Some(0),
+            bytes_sent: Some(4_000_000_000),
+            mss: Some(1448),
+            rtt_us: Some((30, 60, 90)),
+            congestion: Some("cubic".into()),
+            ..Default::default()
+        };
+        for local in [End::Client, End::Server] {
+            let m = Measured {
+                reverse: Some(Box::new(rx_drop_run(false))),
+                local: Some(local),
+                ..clean.clone()
+            };
+            let c = ceiling_for(&t, &m).expect("the lossy direction's model binds");
+            assert_eq!(c.direction, Some(Flow::ServerToClient), "{local:?}");
+            assert_eq!(c.retransmits, 9166);
+            let v = verdict_of(&t, &m);
+            assert_eq!(
+                (v.id.as_str(), v.direction),
+                ("loss-limited", Some(Flow::ServerToClient)),
+                "{v:?}"
+            );
+            // the same figures the other way round: client → server's model
+            let m = Measured {
+                reverse: Some(Box::new(clean.clone())),
+                local: Some(local),
+                ..rx_drop_run(false)
+            };
+            let c = ceiling_for(&t, &m).expect("the lossy direction's model binds");
+            assert_eq!(c.direction, Some(Flow::ClientToServer), "{local:?}");
+        }
+        // both clean: no model; not --bidir: no direction
+        let m = Measured {
+            reverse: Some(Box::new(clean.clone())),
+            local: Some(End::Client),
+            ..clean
+        };
+        assert_eq!(ceiling_for(&t, &m), None);
+        let one = test(idle_sender(), quiet(Role::Receiver));
+        let c = ceiling_for(&one, &rx_drop_run(false)).unwrap();
+        assert_eq!(c.direction, None);
     }
 
     #[test]

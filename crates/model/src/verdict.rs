@@ -332,6 +332,10 @@ pub struct PathCeiling {
     /// The receiver's throughput, bits per second, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_bps: Option<f64>,
+    /// `--bidir`: the direction whose figures these are (the one whose verdict the model
+    /// informs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Flow>,
 }
 
 #[cfg(test)]

@@ -423,14 +423,18 @@ pub fn cost_line(c: &wirespeed_model::Cost) -> String {
 }
 
 /// The path model's line beside a measurement: `Path model: 0.20 % loss (630 retransmits) at
-/// 0.78 ms RTT, MSS 1448: Mathis ceiling 417.5 Mbit/s for loss-based TCP (measured 1.2 Gbit/s)`.
+/// 0.78 ms RTT, MSS 1448: Mathis ceiling 417.5 Mbit/s for loss-based TCP (measured 1.2 Gbit/s)`;
+/// `Path model (server → client): ...` for one direction of a `--bidir` test.
 pub fn ceiling_line(c: &wirespeed_model::PathCeiling) -> String {
     use wirespeed_model::observation::BitsPerSecond;
     let measured = c.measured_bps.map_or(String::new(), |m| {
         format!(" (measured {})", BitsPerSecond(m))
     });
+    let direction = c
+        .direction
+        .map_or(String::new(), |f| format!(" ({})", f.words()));
     format!(
-        "Path model: {:.2} % loss ({} retransmits) at {:.2} ms RTT, MSS {}: Mathis ceiling {} for loss-based TCP{measured}",
+        "Path model{direction}: {:.2} % loss ({} retransmits) at {:.2} ms RTT, MSS {}: Mathis ceiling {} for loss-based TCP{measured}",
         c.loss * 100.0,
         c.retransmits,
         c.rtt_ms,
@@ -582,6 +586,26 @@ mod tests {
         assert!(
             lines[3].contains("window-limited 50 %") && lines[3].contains("MTU 1500"),
             "{s}"
+        );
+    }
+
+    #[test]
+    fn a_bidir_path_model_names_its_direction() {
+        let mut c = wirespeed_model::PathCeiling {
+            loss: 0.002,
+            retransmits: 630,
+            rtt_ms: 0.78,
+            mss: 1448,
+            mathis_bps: 417.5e6,
+            measured_bps: None,
+            direction: None,
+        };
+        assert!(ceiling_line(&c).starts_with("Path model: 0.20 % loss"));
+        c.direction = Some(wirespeed_model::Flow::ServerToClient);
+        assert!(
+            ceiling_line(&c).starts_with("Path model (server → client): 0.20 % loss"),
+            "{}",
+            ceiling_line(&c)
         );
     }
 }
