@@ -1871,6 +1871,11 @@ fn path_loss(test: &TestObservation, m: &Measured, th: &Thresholds) -> PathLoss 
     // queue on the path, so RTT growth is no shaper's evidence beside a contended worker
     let contention = contended(test, th, &loss);
     let queued = queued && contention.is_empty();
+    // No exception for BBR, whose probing above a tbf's rate can drop more than
+    // `shaped_loss`: where no CPU, contention or window limit is found, such a flat rate is
+    // named `path-limited` by step 6 anyway; where one is, the queue's RTT growth is no
+    // evidence (a CPU-bound receiver's backlog or a contended worker grows the RTT too), and
+    // BBR under random loss runs flat at the CPUs' speed: the two cannot be told apart there.
     let shaped = (pm.retransmits.is_some_and(|r| r > 0) || queued)
         && pm.tcp_loss().is_none_or(|p| p * 100.0 < th.shaped_loss)
         && flatness(m).is_some_and(|(_, cv, _)| cv <= th.shaped_cv);
@@ -4024,6 +4029,64 @@ mod tests {
         let one = test(idle_sender(), quiet(Role::Receiver));
         let c = ceiling_for(&one, &rx_drop_run(false)).unwrap();
         assert_eq!(c.direction, None);
+    }
+
+    /// A BBR sender at 200 Mbit/s, flat, with `rtt` (min, mean, max µs) and 3 % of its
+    /// segments retransmitted (a tbf's drops of BBR's probing, as in the lab: 2-4 %).
+    fn bbr_flat(bps: f64, rtt: (u64, u64, u64)) -> Measured {
+        let bytes = (bps * 5.0 / 8.0) as u64;
+        Measured {
+            throughput: Some(BitsPerSecond(bps)),
+            interval_bps: vec![bps * 0.7, bps, bps * 1.01, bps * 0.99, bps],
+            rtt_us: Some(rtt),
+            retransmits: Some(bytes / 1448 * 3 / 100),
+            bytes_sent: Some(bytes),
+            mss: Some(1448),
+            congestion: Some("bbr".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn bbr_behind_a_shaper_is_path_limited_despite_its_drops() {
+        // quiet ends, the RTT grown by the shaper's queue: 0.06 → 45 ms; 3 % of the segments
+        // retransmitted, over the shaped check's 0.3 %
+        let quiet_rx = end(Role::Receiver, ryzen(), 6, &[(6, 10.0, 5.0, 85.0, 0, 0)]);
+        let t = test(idle_sender(), quiet_rx.clone());
+        let m = bbr_flat(200e6, (60, 20_000, 45_000));
+        assert!(m.tcp_loss().unwrap() > 0.02, "{:?}", m.tcp_loss());
+        let v = verdict_of(&t, &m);
+        assert_eq!(v.id, "path-limited", "{v:?}");
+        assert!(v.line.contains("RTT grew"), "{}", v.line);
+        assert_eq!(ceiling_for(&t, &m), None);
+        // the shaped check (step 2e) does not hold at 3 %: the flat rate with nothing else
+        // holding it (step 6) names the path, and BBR's loss is said not to bind
+        assert!(
+            v.also.iter().any(|a| a.contains("the sender ran bbr")),
+            "{:?}",
+            v.also
+        );
+    }
+
+    #[test]
+    fn bbr_under_random_loss_on_a_saturated_cpu_is_not_path_limited() {
+        // BBR ignores the nft drops (1 in 200) and runs at the receiver's CPU's speed, flat,
+        // its backlog growing the RTT: 0.29 → 1.9 ms
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 95.0, 3.0, 2.0, 0, 10)]);
+        let r = with_threads(r, &[(6, 90.0, 5.0), (6, 91.0, 4.0), (6, 90.0, 5.0)]);
+        let t = test(idle_sender(), r);
+        let m = Measured {
+            retransmits: Some(10678),
+            bytes_sent: Some(1_912_209_408),
+            ..bbr_flat(3.8e9, (288, 900, 1900))
+        };
+        let v = verdict_of(&t, &m);
+        assert_eq!(v.id, "receiver-cpu-bound", "{v:?}");
+        assert!(
+            !v.also.iter().any(|a| a.starts_with("path-limited")),
+            "{:?}",
+            v.also
+        );
     }
 
     #[test]
