@@ -18,11 +18,17 @@
 //! fit: iperf3 3.21, riperf3 and xfr in `tcp`, iperf3 3.21 with `--gsro` in `udp`, iperf3 3.21
 //! and neper in `nocopy`. A peer that is missing is named and skipped.
 //!
+//! `--scale` replaces the sections with the many-stream comparison sized to the machine (`-P` 1,
+//! 2, 4 … up to the CPUs and twice them, TCP and UDP): aggregate Gbit/s, CPU per bit, Gbit/s
+//! per busy core, where the aggregate stops growing and the cores a 100 Gbit/s link needs (see
+//! `scale`).
+//!
 //! See bench/README.md for how to read the output.
 
 mod netns;
 mod parse;
 mod proc;
+mod scale;
 mod stats;
 
 use clap::Parser;
@@ -77,6 +83,13 @@ struct Args {
     /// Also write every sample as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Many-core mode: instead of the sections, the many-stream comparison sized to this
+    /// machine — `-P` 1, 2, 4 … up to the online CPUs and twice them, TCP (128 KiB, copy) and
+    /// UDP (1472 B, `-b 0`), unpinned, wirespeed vs iperf3 3.21 (and Debian's iperf3) — with
+    /// CPU per bit, Gbit/s per busy core, where the aggregate stops growing, the cores a
+    /// 100 Gbit/s link needs, and issue 23's goal (CPU per bit <= 0.8 x iperf3's, every round).
+    #[arg(long)]
+    scale: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -704,6 +717,7 @@ fn sample_json(s: &Result<Sample, String>) -> serde_json::Value {
             "recv_bps": s.recv_bps, "sent_bps": s.sent_bps, "lost_packets": s.lost_packets, "packets": s.packets,
             "received_packets": s.received_packets, "lost_percent": s.lost_percent, "jitter_ms": s.jitter_ms,
             "retransmits": s.retransmits, "paths": s.paths, "cpu_s_per_gbit": s.cpu_s_per_gbit,
+            "busy_cores": s.busy_cores,
         }),
         Err(e) => serde_json::json!({ "error": e }),
     }
@@ -858,6 +872,77 @@ fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
     v
 }
 
+/// `--scale`: TCP then UDP, each up the `-P` ladder for this machine, unpinned.
+fn scale_tests(a: &Args, kinds: &[Kind]) -> Vec<Test> {
+    let mut v = Vec::new();
+    for (udp, block, section) in [(false, 128 << 10, "scale-tcp"), (true, 1472, "scale-udp")] {
+        for p in scale::parallels(num_cpus() as u32) {
+            v.push(Test {
+                title: format!(
+                    "scale: {} loopback, -P {p}, {} blocks{}, unpinned; {} s",
+                    if udp { "UDP" } else { "TCP" },
+                    size_arg(block),
+                    if udp { ", -b 0" } else { ", copy" },
+                    a.duration
+                ),
+                section,
+                udp,
+                block,
+                zerocopy: false,
+                rate: 0,
+                netns: false,
+                kinds: kinds.to_vec(),
+                parallel: p,
+                pinned: false,
+                nocopy: false,
+            });
+        }
+    }
+    v
+}
+
+/// The `--scale` outcomes as one ladder per protocol.
+fn scale_ladders(outcomes: &[Outcome]) -> Vec<scale::Ladder> {
+    let mut out = Vec::new();
+    for (section, proto) in [("scale-tcp", "tcp"), ("scale-udp", "udp")] {
+        let mine: Vec<&Outcome> = outcomes
+            .iter()
+            .filter(|o| o.test.section == section)
+            .collect();
+        let Some(first) = mine.first() else { continue };
+        let cells = mine
+            .iter()
+            .flat_map(|o| {
+                o.samples.iter().map(|(k, v)| {
+                    let rounds = v
+                        .iter()
+                        .map(|r| match r {
+                            Ok(s) => scale::Round {
+                                gbps: Some(s.recv_bps / 1e9),
+                                cpu_s_per_gbit: s.cpu_s_per_gbit,
+                                busy_cores: s.busy_cores,
+                                error: None,
+                            },
+                            Err(e) => scale::Round {
+                                error: Some(e.clone()),
+                                ..scale::Round::default()
+                            },
+                        })
+                        .collect();
+                    scale::Cell::new(k.name(), o.test.parallel, rounds)
+                })
+            })
+            .collect();
+        out.push(scale::Ladder::new(
+            proto,
+            first.test.block,
+            cells,
+            &[Kind::Iperf3Peer.name(), Kind::Iperf3.name()],
+        ));
+    }
+    out
+}
+
 fn main() {
     let args = Args::parse();
     if args.rounds == 0 || args.duration == 0 {
@@ -942,7 +1027,7 @@ fn main() {
     };
 
     let mut veth = None;
-    if args.only.iter().any(|o| o == "netns") {
+    if !args.scale && args.only.iter().any(|o| o == "netns") {
         if !netns::is_root() {
             println!("SKIP netns: the veth runs need root (creating network namespaces); run as root to include them");
         } else {
@@ -958,7 +1043,27 @@ fn main() {
             }
         }
     }
-    let tests = tests_for(&args, veth.is_some());
+    let tests = if args.scale {
+        // Debian's iperf3 joins when it is installed; the peers' 3.21 when it is found
+        let mut kinds = vec![Kind::Wirespeed, Kind::Iperf3Peer];
+        if std::process::Command::new(&args.iperf3)
+            .arg("--version")
+            .output()
+            .is_ok()
+        {
+            kinds.push(Kind::Iperf3);
+        } else {
+            println!("iperf3 ({}): NOT AVAILABLE; skipped", args.iperf3);
+        }
+        println!(
+            "scale mode: -P {:?} ({} CPUs online), TCP 128K copy and UDP 1472 B -b 0, unpinned",
+            scale::parallels(num_cpus() as u32),
+            num_cpus()
+        );
+        scale_tests(&args, &kinds)
+    } else {
+        tests_for(&args, veth.is_some())
+    };
     let env = Env {
         args,
         wirespeed,
@@ -982,8 +1087,18 @@ fn main() {
             .retain(|k| !PEER_FILES.iter().any(|(p, _)| p == k) || env.peer(*k).is_some());
         eprintln!("-- {}", t.title);
         let o = run_test(&env, &t);
-        print_outcome(&o);
+        if !env.args.scale {
+            print_outcome(&o);
+        }
         outcomes.push(o);
+    }
+    let ladders = if env.args.scale {
+        scale_ladders(&outcomes)
+    } else {
+        Vec::new()
+    };
+    for l in &ladders {
+        scale::print(l);
     }
     println!("\nload average at end: {}", loadavg());
     if env.interrupted.load(Ordering::Relaxed) {
@@ -1006,6 +1121,10 @@ fn main() {
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         });
+        let mut doc = doc;
+        if env.args.scale {
+            doc["scale"] = serde_json::to_value(&ladders).unwrap_or_default();
+        }
         match serde_json::to_string_pretty(&doc)
             .map_err(|e| e.to_string())
             .and_then(|s| std::fs::write(path, s + "\n").map_err(|e| e.to_string()))

@@ -23,6 +23,9 @@ pub struct Sample {
     /// every iperf3-shaped tool): (`cpu_utilization_percent` `host_total` + `remote_total`) / 100
     /// × the receiver's seconds / its Gbit.
     pub cpu_s_per_gbit: Option<f64>,
+    /// Cores both ends kept busy: (`host_total` + `remote_total`) / 100 — process-wide figures
+    /// (every thread, every stream), so they hold for `-P` many streams as for one.
+    pub busy_cores: Option<f64>,
 }
 
 fn f(v: &Value, path: &[&str]) -> Option<f64> {
@@ -53,6 +56,7 @@ pub fn parse_iperf_json(text: &str, udp_len: Option<usize>) -> Result<Sample, St
     };
     s.retransmits = f(end, &["sum_sent", "retransmits"]).map(|x| x as u64);
     s.cpu_s_per_gbit = cpu_per_gbit(end);
+    s.busy_cores = busy_cores(end);
     if let Some(len) = udp_len {
         let r = end
             .get("sum_received")
@@ -77,11 +81,18 @@ pub fn parse_iperf_json(text: &str, udp_len: Option<usize>) -> Result<Sample, St
     Ok(s)
 }
 
-/// (host + remote CPU utilisation) × seconds / Gbit received; `None` when a figure is missing
-/// or nothing arrived.
-fn cpu_per_gbit(end: &Value) -> Option<f64> {
+/// (host + remote CPU utilisation) / 100: the cores both ends kept busy. iperf3 takes each end's
+/// `getrusage(RUSAGE_SELF)` over the wall time, so every thread and stream of the process counts.
+fn busy_cores(end: &Value) -> Option<f64> {
     let util = end.get("cpu_utilization_percent")?;
-    let cpu = (f(util, &["host_total"])? + f(util, &["remote_total"])?) / 100.0;
+    Some((f(util, &["host_total"])? + f(util, &["remote_total"])?) / 100.0)
+}
+
+/// (host + remote CPU utilisation) × seconds / Gbit received (`sum_received`: every stream's
+/// bytes, so with `-P` it is the aggregate's cost); `None` when a figure is missing or nothing
+/// arrived.
+fn cpu_per_gbit(end: &Value) -> Option<f64> {
+    let cpu = busy_cores(end)?;
     let secs = f(end, &["sum_received", "seconds"])?;
     let gbit = f(end, &["sum_received", "bytes"])? * 8.0 / 1e9;
     (gbit > 0.0 && cpu > 0.0).then(|| cpu * secs / gbit)
@@ -182,6 +193,22 @@ mod tests {
             * r["seconds"].as_f64().unwrap();
         let want = cpu / (r["bytes"].as_f64().unwrap() * 8.0 / 1e9);
         assert!((s.cpu_s_per_gbit.unwrap() - want).abs() < 1e-12);
+        let cores =
+            (u["host_total"].as_f64().unwrap() + u["remote_total"].as_f64().unwrap()) / 100.0;
+        assert!((s.busy_cores.unwrap() - cores).abs() < 1e-12);
+    }
+
+    #[test]
+    fn cpu_per_bit_of_many_streams_is_the_aggregate_cost() {
+        // -P 4: four streams' bytes in sum_received, the processes' CPU in the utilisation
+        let j = r#"{"end":{"streams":[{},{},{},{}],
+            "sum_sent":{"bits_per_second":4.1e10,"bytes":15375000000,"seconds":3.0},
+            "sum_received":{"bits_per_second":4e10,"bytes":15000000000,"seconds":3.0},
+            "cpu_utilization_percent":{"host_total":90.0,"remote_total":110.0}}}"#;
+        let s = parse_iperf_json(j, None).expect("parse");
+        assert!((s.busy_cores.unwrap() - 2.0).abs() < 1e-12);
+        // 2 cores x 3 s / 120 Gbit
+        assert!((s.cpu_s_per_gbit.unwrap() - 0.05).abs() < 1e-12);
     }
 
     #[test]

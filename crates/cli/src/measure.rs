@@ -867,8 +867,9 @@ fn host_summary() -> String {
 /// After the summary: which paths ran and where the workers were (text output).
 fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
     let x = r.wirespeed.as_ref()?;
-    // `CPU 3 (1 stream, ran on 3), unpinned (2 streams, ran on 0-1)`.
-    let workers = |ws: &[wirespeed_report::Worker]| -> String {
+    // `CPU 3 (1 stream, ran on 3), unpinned (2 streams, ran on 0-1)`. `zc`: each worker's
+    // zero-copy receive counts (the server's; this end's total is in its receive-path text).
+    let workers = |ws: &[wirespeed_report::Worker], zc: bool| -> String {
         ws.iter()
             .map(|w| {
                 let n = w.streams.len();
@@ -880,7 +881,7 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
                 let at = w
                     .cpu_requested
                     .map_or_else(|| "unpinned".to_string(), |c| format!("CPU {c}"));
-                let zc = w.rx_zerocopy.map_or_else(String::new, |z| {
+                let zc = w.rx_zerocopy.filter(|_| zc).map_or_else(String::new, |z| {
                     format!(
                         ", mapped {}, copied {}",
                         wirespeed_model::units::bytes(z.mapped_bytes),
@@ -915,10 +916,13 @@ fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
     if !paths.is_empty() {
         s.push_str(&format!("local {}; ", paths.join(", ")));
     }
-    s.push_str(&format!("local workers: {}", workers(&x.workers)));
+    s.push_str(&format!("local workers: {}", workers(&x.workers, false)));
     match &x.peer {
         Some(p) if p.is_wirespeed => {
-            s.push_str(&format!("; server workers: {}", workers(&x.remote_workers)));
+            s.push_str(&format!(
+                "; server workers: {}",
+                workers(&x.remote_workers, true)
+            ));
         }
         _ => s.push_str("; server: iperf3 (no wirespeed extension)"),
     }

@@ -78,14 +78,39 @@ impl Received<'_> {
     }
 }
 
+/// The address space a [`ZcRx`] reserves: this many times what one call maps, within
+/// [`RING_MIN`]..=[`RING_MAX`] (and never less than one call's worth).
+const RING_CALLS: usize = 8;
+const RING_MIN: usize = 2 << 20;
+const RING_MAX: usize = 8 << 20;
+
+/// The ring for calls of `map_len` bytes (a page multiple), in whole pages.
+fn ring_len(map_len: usize, page: usize) -> usize {
+    (map_len * RING_CALLS)
+        .clamp(RING_MIN, RING_MAX)
+        .max(map_len)
+        .div_ceil(page)
+        * page
+}
+
 /// One socket's zero-copy receive region and its counts.
+///
+/// The region is a ring of several calls' worth: each call maps into the next unused part, and
+/// the pages are dropped all at once when the ring is full. Dropping pages (`MADV_DONTNEED`,
+/// or the kernel's own zap when it maps over old pages) flushes the TLB of every CPU that runs
+/// a thread of the process — an IPI to each — so with many streams on several workers one
+/// flush per call cost the receiver a quarter of its time; one per ring costs little. The
+/// price: up to a ring of received pages stays mapped (not charged to the socket) until then.
 #[derive(Debug)]
 pub struct ZcRx {
     fd: RawFd,
     addr: *mut u8,
+    /// The whole reserved region (the ring).
+    ring_len: usize,
+    /// What one call may map.
     map_len: usize,
-    /// Bytes of the region holding pages from the last call (released before the next).
-    live: usize,
+    /// Where the next call maps; every byte before it may hold pages of earlier calls.
+    next: usize,
     /// Bytes mapped / copied so far.
     pub mapped_bytes: u64,
     pub copied_bytes: u64,
@@ -106,6 +131,7 @@ impl ZcRx {
     pub fn new(fd: RawFd, len: usize) -> Result<ZcRx, i32> {
         let page = page_size();
         let map_len = len.max(1).div_ceil(page) * page;
+        let ring_len = ring_len(map_len, page);
         use rustix::mm::{MapFlags, ProtFlags};
         // SAFETY: a new shared read-only mapping of the socket at a kernel-chosen address; it
         // aliases no Rust object. The kernel allows only PROT_READ and maps pages in it only
@@ -113,7 +139,7 @@ impl ZcRx {
         let p = unsafe {
             rustix::mm::mmap(
                 std::ptr::null_mut(),
-                map_len,
+                ring_len,
                 ProtFlags::READ,
                 MapFlags::SHARED,
                 borrow(fd),
@@ -124,8 +150,9 @@ impl ZcRx {
         Ok(ZcRx {
             fd,
             addr: p.cast(),
+            ring_len,
             map_len,
-            live: 0,
+            next: 0,
             mapped_bytes: 0,
             copied_bytes: 0,
         })
@@ -142,20 +169,22 @@ impl ZcRx {
         sys::poll_fd(self.fd, rustix::event::PollFlags::IN, ms);
     }
 
-    /// Drop the pages mapped by the last call (the socket's buffers are freed once unmapped).
+    /// Make room for one call: when the rest of the ring is shorter than a call's worth, drop
+    /// the pages of every earlier call (the socket's buffers are freed once unmapped) and start
+    /// again at the ring's head.
     fn release(&mut self) {
-        if self.live > 0 {
+        if self.next + self.map_len > self.ring_len && self.next > 0 {
             // SAFETY: the range is inside our mapping and no slice of it is alive (`recv` takes
             // `&mut self`, ending the borrow of the last `Received`). MADV_DONTNEED on a socket
             // mapping unmaps the pages; the region stays reserved for the next call.
             let _ = unsafe {
                 rustix::mm::madvise(
                     self.addr.cast(),
-                    self.live,
+                    self.next,
                     rustix::mm::Advice::LinuxDontNeed,
                 )
             };
-            self.live = 0;
+            self.next = 0;
         }
     }
 
@@ -168,15 +197,17 @@ impl ZcRx {
         self.release();
         let copybuf_len = buf.len().min(COPYBUF_MAX);
         let mut zc = TcpZerocopyReceive {
-            address: self.addr as u64,
+            // the ring's next free part: next + map_len <= ring_len after `release`
+            address: self.addr as u64 + self.next as u64,
             length: u32::try_from(self.map_len).unwrap_or(u32::MAX),
             copybuf_address: buf.as_mut_ptr() as u64,
             copybuf_len: copybuf_len as i32,
             ..TcpZerocopyReceive::default()
         };
         let mut optlen = std::mem::size_of::<TcpZerocopyReceive>() as libc::socklen_t;
-        // SAFETY: `zc` is a valid, writable struct of the stated length; `address` is our own
-        // socket mapping of `map_len` bytes, into which the kernel maps at most `length` bytes;
+        // SAFETY: `zc` is a valid, writable struct of the stated length; `address` is inside our
+        // own socket mapping with `map_len` bytes of it left, of which the kernel maps at most
+        // `length` bytes;
         // `copybuf_address` is `buf`, writable for `copybuf_len` <= buf.len() bytes, and `buf`
         // is exclusively borrowed for the call.
         let r = unsafe {
@@ -204,7 +235,9 @@ impl ZcRx {
             return Err(zc.err.abs());
         }
         let mapped = (zc.length as usize).min(self.map_len);
-        self.live = mapped;
+        let at = self.next;
+        // whole pages: the kernel maps nothing shorter
+        self.next += mapped.div_ceil(page_size()) * page_size();
         // A kernel older than the copy buffer left our input in `copybuf_len`; a negative value
         // is an error of the copy (then `recv_skip_hint` still covers those bytes).
         let mut copied = if optlen >= COPYBUF_LEN_END && zc.copybuf_len > 0 {
@@ -230,11 +263,11 @@ impl ZcRx {
         }
         self.mapped_bytes += mapped as u64;
         self.copied_bytes += copied as u64;
-        // SAFETY: the kernel mapped `mapped` bytes of whole pages at the start of our region
+        // SAFETY: the kernel mapped `mapped` bytes of whole pages at offset `at` of our region
         // (zc.length, capped at the region's size); they stay mapped and unchanged (read-only,
         // owned by this mapping) until `release`, which needs `&mut self`, so not while the
         // returned borrow lives.
-        let mapped = unsafe { std::slice::from_raw_parts(self.addr.cast_const(), mapped) };
+        let mapped = unsafe { std::slice::from_raw_parts(self.addr.add(at).cast_const(), mapped) };
         Ok(Some(Received {
             mapped,
             copied: &buf[..copied],
@@ -245,13 +278,24 @@ impl ZcRx {
 impl Drop for ZcRx {
     fn drop(&mut self) {
         // SAFETY: unmapping exactly the region made in `new`; no slice of it outlives `self`.
-        let _ = unsafe { rustix::mm::munmap(self.addr.cast(), self.map_len) };
+        let _ = unsafe { rustix::mm::munmap(self.addr.cast(), self.ring_len) };
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ring_holds_several_calls_within_bounds() {
+        // 128 KiB calls: 16 of them in the 2 MiB floor; 1 MiB calls: 8; 4 MiB: the 8 MiB cap
+        assert_eq!(ring_len(128 << 10, 4096), 2 << 20);
+        assert_eq!(ring_len(1 << 20, 4096), 8 << 20);
+        assert_eq!(ring_len(4 << 20, 4096), 8 << 20);
+        // a call larger than the cap still fits once
+        assert_eq!(ring_len(16 << 20, 4096), 16 << 20);
+        assert_eq!(ring_len(4096, 65536) % 65536, 0);
+    }
 
     #[test]
     fn struct_layout_matches_the_kernel() {

@@ -158,6 +158,8 @@ struct St {
     op: Option<SendOp>,
     /// The zero-copy receive region (receivers on [`RecvPath::Zerocopy`]).
     zc: Option<ZcRx>,
+    /// SO_RCVLOWAT was raised on this socket (set back to 1 at the end).
+    lowat: bool,
 }
 
 impl St {
@@ -204,6 +206,7 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
             err: None,
             op,
             zc: None,
+            lowat: false,
         };
         let prep = if single {
             sys::set_nonblocking(fd, false)
@@ -221,7 +224,7 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
             // tail would not be reported readable. The kernel caps the mark at
             // half the receive buffer and wakes early when the window closes.
             let mark = spec.block_len.min(RCVLOWAT_MAX) as libc::c_int;
-            let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, mark);
+            st.lowat = sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, mark).is_ok();
         }
         if let Err(e) = prep {
             st.fail(e.raw_os_error().unwrap_or(libc::EINVAL), "socket setup");
@@ -232,7 +235,21 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
     if has_recv && recv_path == RecvPath::Zerocopy {
         for st in sts.iter_mut().filter(|s| s.dir == Direction::Recv) {
             match ZcRx::new(st.fd, spec.block_len) {
-                Ok(z) => st.zc = Some(z),
+                Ok(z) => {
+                    if !single && recv_lowat {
+                        // Many streams, one epoll loop: without a mark every readable event
+                        // carries a segment or two, and each TCP_ZEROCOPY_RECEIVE maps little.
+                        // With it a stream is reported once a region's worth is queued (the
+                        // kernel caps the mark at half the receive buffer and still wakes
+                        // when the window is about to close, or at the end of the stream);
+                        // a shorter tail is swept up by the loop every POLL_INTERVAL.
+                        let mark = z.map_len().min(RCVLOWAT_MAX) as libc::c_int;
+                        st.lowat =
+                            sys::setsockopt_int(st.fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, mark)
+                                .is_ok();
+                    }
+                    st.zc = Some(z)
+                }
                 Err(e) => {
                     zc_fall_back(
                         &mut recv_path,
@@ -309,7 +326,7 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         let _ = sys::set_nonblocking(st.fd, false);
         let _ = sys::set_timeout(st.fd, sys::Timeout::Send, None);
         let _ = sys::set_timeout(st.fd, sys::Timeout::Recv, None);
-        if single && st.dir == Direction::Recv && recv_lowat {
+        if st.lowat {
             let _ = sys::setsockopt_int(st.fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, 1);
         }
     }
@@ -639,6 +656,9 @@ fn epoll_loop(
     }
     let mut events = sys::Epoll::events(EVENTS);
     let timeout_ms = POLL_INTERVAL.as_millis() as i32;
+    // Zero-copy receivers with a low-water mark: epoll reports a stream only once a mark's
+    // worth is queued (or at its end), so a shorter tail is swept up every POLL_INTERVAL.
+    let mut swept = Instant::now();
     while active > 0 {
         if control.is_stopped() {
             break;
@@ -648,6 +668,19 @@ fn epoll_loop(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        if (k == 0 || swept.elapsed() >= POLL_INTERVAL) && sts.iter().any(|s| s.lowat) {
+            swept = Instant::now();
+            for st in sts.iter_mut() {
+                if st.lowat && st.end.is_none() && st.dir == Direction::Recv {
+                    service_recv(st, rbuf, path, fallbacks);
+                    st.ctr.publish(st.bytes, st.blocks);
+                    if st.end.is_some() {
+                        let _ = ep.delete(st.fd);
+                        active -= 1;
+                    }
+                }
+            }
+        }
         for ev in &events[..k] {
             let (bits, idx) = (ev.flags, ev.data.u64() as usize);
             let Some(st) = sts.get_mut(idx) else { continue };
@@ -663,6 +696,13 @@ fn epoll_loop(
             if st.end.is_some() {
                 let _ = ep.delete(st.fd);
                 active -= 1;
+            }
+        }
+        if *path != RecvPath::Zerocopy && sts.iter().any(|s| s.lowat) {
+            // fell back to copying: no marks (an epoll copy loop reads whatever is queued)
+            for st in sts.iter_mut().filter(|s| s.lowat) {
+                let _ = sys::setsockopt_int(st.fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, 1);
+                st.lowat = false;
             }
         }
     }

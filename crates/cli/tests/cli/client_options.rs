@@ -134,6 +134,8 @@ fn zerocopy_rx_counts_mapped_and_copied_bytes_at_the_receiver() {
         line.contains(" mapped, ") && line.contains(" copied)"),
         "{line}"
     );
+    // once: in the receive-path text, not again in the local worker list
+    assert_eq!(line.matches("mapped").count(), 1, "{line}");
     // A copying sender's pages never map on loopback: the receiver falls back and says so, and
     // still counts every byte.
     let (c, _) = pair_json(&["-t", "1", "-R", "--zerocopy-rx"]);

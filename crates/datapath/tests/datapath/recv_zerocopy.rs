@@ -215,3 +215,41 @@ fn receivers_on_other_paths_have_no_zero_copy_counts() {
     assert_eq!(r.streams[0].bytes, 5000);
     assert_eq!(r.rx_zerocopy, None);
 }
+
+/// Many streams on the zero-copy path raise SO_RCVLOWAT (epoll reports a stream once a region's
+/// worth is queued): bytes short of that must still be read while the senders keep their sockets
+/// open — not only at the end of the stream, and not never.
+#[test]
+fn many_streams_read_bytes_below_the_low_water_mark_before_the_end() {
+    let (mut senders, mut recvs) = (Vec::new(), Vec::new());
+    for (i, (a, b)) in pairs(3).into_iter().enumerate() {
+        senders.push(a);
+        recvs.push(one(i as u32 + 1, b, Direction::Recv));
+    }
+    let c = Arc::new(Control::new());
+    let rx = spawn_worker(spec(recvs, SendPath::Copy, None), c.clone()).expect("rx");
+    let tail = [7u8; 1000];
+    for s in &mut senders {
+        s.write_all(&tail).expect("write");
+    }
+    let ctrs = rx.counters();
+    let t = Instant::now();
+    while ctrs.iter().map(|(_, k)| k.bytes()).sum::<u64>() < 3000 {
+        // the loop sweeps such tails every 50 ms: 10 s means they are never read
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(10),
+            "bytes below the mark were not read while the senders stayed open"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    drop(senders); // the end of the streams
+    let r = rx.join().expect("rx");
+    assert_eq!(r.streams.iter().map(|s| s.bytes).sum::<u64>(), 3000);
+    assert!(
+        r.streams
+            .iter()
+            .all(|s| s.end == StreamEnd::Eof && s.error.is_none()),
+        "{:?}",
+        r.streams
+    );
+}
