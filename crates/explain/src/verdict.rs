@@ -221,6 +221,7 @@ pub fn ceiling(m: &Measured) -> Option<PathCeiling> {
         mathis_bps: wirespeed_doctor::path_model::mathis_bps(mss, rtt_ms, p),
         measured_bps: m.throughput.map(|b| b.0).filter(|b| *b > 0.0),
         direction: None,
+        other_direction: None,
     })
 }
 
@@ -2042,8 +2043,9 @@ fn with_sender_tcp<'a>(test: &TestObservation, m: &'a Measured) -> std::borrow::
 /// ([`loss_judgement`], the `loss-limited` verdict first or under `also`). Not on loopback,
 /// not with BBR, not where the receiving host explains the retransmits, not where the rate is
 /// far from it. `--bidir` (as [`verdict_measured`] judges it): each direction's own model, on
-/// that direction's observation and figures; the slower direction's (the verdict's) where it
-/// binds, else the other's, with `direction` saying which.
+/// that direction's observation and figures, for each direction where it binds, with
+/// `direction` saying which: the slower direction's (the verdict's) first and the other's as
+/// its `other_direction` where both bind, else the one that binds.
 pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
     let Some((forward, reverse, local)) = directions(m) else {
         return one_ceiling(test, m);
@@ -2052,11 +2054,14 @@ pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> 
     let c2s = (Flow::ClientToServer, forward);
     let s2c = (Flow::ServerToClient, reverse);
     let order = if slower { [s2c, c2s] } else { [c2s, s2c] };
-    order.into_iter().find_map(|(flow, m)| {
+    let mut binding = order.into_iter().filter_map(|(flow, m)| {
         let mut c = one_ceiling(&one_way(test, local, flow), &m)?;
         c.direction = Some(flow);
         Some(c)
-    })
+    });
+    let mut first = binding.next()?;
+    first.other_direction = binding.next().map(Box::new);
+    Some(first)
 }
 
 /// [`ceiling_for`] of one direction.
@@ -4030,6 +4035,74 @@ mod tests {
         let one = test(idle_sender(), quiet(Role::Receiver));
         let c = ceiling_for(&one, &rx_drop_run(false)).unwrap();
         assert_eq!(c.direction, None);
+    }
+
+    #[test]
+    fn bidir_path_model_is_each_direction_whose_loss_binds() {
+        let quiet = |role| end(role, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
+        let t = test(quiet(Role::Both), quiet(Role::Both));
+        // both directions lossy (cubic, the loss binds each): client → server the lossier and
+        // slower (twice the retransmits, 1/√2 of the rate: at its own Mathis ceiling)
+        let lossy = rx_drop_run(false);
+        let lossier = Measured {
+            throughput: Some(BitsPerSecond(5_752_395_430.0 / 2f64.sqrt())),
+            retransmits: Some(2 * 9166),
+            ..lossy.clone()
+        };
+        for local in [End::Client, End::Server] {
+            let m = Measured {
+                reverse: Some(Box::new(lossy.clone())),
+                local: Some(local),
+                ..lossier.clone()
+            };
+            let c = ceiling_for(&t, &m).expect("both directions' models bind");
+            // the verdict's (slower) direction first, the other's under it
+            assert_eq!(
+                (c.direction, c.retransmits),
+                (Some(Flow::ClientToServer), 2 * 9166),
+                "{local:?}"
+            );
+            let other = c.other_direction.as_deref().expect("the other binds too");
+            assert_eq!(
+                (other.direction, other.retransmits),
+                (Some(Flow::ServerToClient), 9166),
+                "{local:?}"
+            );
+            assert!(other.other_direction.is_none());
+            let v = verdict_of(&t, &m);
+            assert_eq!(
+                (v.id.as_str(), v.direction),
+                ("loss-limited", Some(Flow::ClientToServer)),
+                "{v:?}"
+            );
+            let o = v.other_direction.as_deref().unwrap();
+            assert_eq!(
+                (o.id.as_str(), o.direction),
+                ("loss-limited", Some(Flow::ServerToClient)),
+                "{o:?}"
+            );
+        }
+        // one direction binding (as before): one model, no other
+        let m = Measured {
+            reverse: Some(Box::new(lossy)),
+            local: Some(End::Client),
+            ..Measured {
+                throughput: Some(BitsPerSecond::from_gbps(9.0)),
+                retransmits: Some(0),
+                bytes_sent: Some(4_000_000_000),
+                mss: Some(1448),
+                rtt_us: Some((30, 60, 90)),
+                congestion: Some("cubic".into()),
+                ..Default::default()
+            }
+        };
+        let c = ceiling_for(&t, &m).unwrap();
+        assert_eq!(c.direction, Some(Flow::ServerToClient));
+        assert!(c.other_direction.is_none());
+        // not --bidir: no direction, no other
+        let one = test(idle_sender(), quiet(Role::Receiver));
+        let c = ceiling_for(&one, &rx_drop_run(false)).unwrap();
+        assert_eq!((c.direction, c.other_direction), (None, None));
     }
 
     /// A BBR sender at 200 Mbit/s, flat, with `rtt` (min, mean, max µs) and 3 % of its

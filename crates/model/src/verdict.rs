@@ -361,6 +361,11 @@ pub struct PathCeiling {
     /// informs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<Flow>,
+    /// `--bidir`, where both directions' models inform their verdicts: the other direction's
+    /// model (with its own `direction`), printed as a `Path model:` line of its own. This one
+    /// is then the slower direction's (the verdict's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_direction: Option<Box<PathCeiling>>,
 }
 
 #[cfg(test)]
