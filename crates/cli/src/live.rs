@@ -681,7 +681,7 @@ mod tests {
     fn verdict(line: &str) -> Verdict {
         Verdict {
             id: "receiver-softirq".into(),
-            end: Some("receiver".into()),
+            end: Some(wirespeed_model::VerdictEnd::Receiver),
             line: line.into(),
             also: vec![],
             evidence: None,

@@ -202,7 +202,7 @@ pub const IDS: &[&str] = &[
 ];
 
 pub use wirespeed_model::verdict::Measured;
-use wirespeed_model::verdict::{End, Flow, LoadedEnd, PeerSilent, SilentPhase};
+use wirespeed_model::verdict::{End, Flow, LoadedEnd, PeerSilent, SilentPhase, VerdictEnd};
 
 pub use wirespeed_model::verdict::PathCeiling;
 pub use wirespeed_model::verdict::Verdict;
@@ -221,15 +221,17 @@ pub fn ceiling(m: &Measured) -> Option<PathCeiling> {
         mathis_bps: wirespeed_doctor::path_model::mathis_bps(mss, rtt_ms, p),
         measured_bps: m.throughput.map(|b| b.0).filter(|b| *b > 0.0),
         direction: None,
+        other_direction: None,
     })
 }
 
-fn end_word(e: &EndObservation, as_receiver: bool) -> &'static str {
+/// The end `e` is in a verdict: its role, or for a `--bidir` end the side the finding concerns.
+fn end_of(e: &EndObservation, as_receiver: bool) -> VerdictEnd {
     match e.role {
-        Role::Sender => "sender",
-        Role::Receiver => "receiver",
-        Role::Both if as_receiver => "receiver",
-        Role::Both => "sender",
+        Role::Sender => VerdictEnd::Sender,
+        Role::Receiver => VerdictEnd::Receiver,
+        Role::Both if as_receiver => VerdictEnd::Receiver,
+        Role::Both => VerdictEnd::Sender,
     }
 }
 
@@ -273,7 +275,7 @@ struct Candidate {
 }
 
 fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
-    let who = end_word(e, true);
+    let who = end_of(e, true);
     let place = Placement::of_end(e);
     let nic_total = e.total.nic_irq_total();
     let irq_share = if nic_total > 0 {
@@ -283,7 +285,7 @@ fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
     };
     let v = |id: &str, line: String| Verdict {
         id: id.to_string(),
-        end: Some(who.to_string()),
+        end: Some(who),
         line,
         also: Vec::new(),
         evidence: None,
@@ -381,7 +383,7 @@ fn steal_candidate(
     if c.steal.get() < th.steal {
         return None;
     }
-    let who = end_word(e, e.role.receives());
+    let who = end_of(e, e.role.receives());
     Some(Candidate {
         busy,
         receiver: e.role.receives(),
@@ -389,7 +391,7 @@ fn steal_candidate(
         interrupts: c.softirq.get() + c.irq.get(),
         verdict: Verdict {
             id: "cpu-steal".into(),
-            end: Some(who.into()),
+            end: Some(who),
             line: format!(
                 "{who}'s CPU {} saturated with {} of it stolen by the hypervisor (steal): a VM's CPU is not all its own ({})",
                 c.cpu,
@@ -427,7 +429,7 @@ fn app_candidates(
         });
     }
     if e.role.sends() {
-        let who = end_word(e, false);
+        let who = end_of(e, false);
         out.push(Candidate {
             busy,
             receiver: false,
@@ -435,7 +437,7 @@ fn app_candidates(
             interrupts: c.softirq.get() + c.irq.get(),
             verdict: Verdict {
                 id: "sender-cpu-bound".into(),
-                end: Some(who.into()),
+                end: Some(who),
                 line: format!("{who} CPU-bound (CPU {}, {}){suffix}", c.cpu, parts(c)),
                 also: Vec::new(),
                 evidence: None,
@@ -861,11 +863,11 @@ fn contended(test: &TestObservation, th: &Thresholds, loss: &LossAccount) -> Vec
     per_end
         .into_iter()
         .map(|(e, t)| {
-            let who = end_word(e, e.role.receives());
+            let who = end_of(e, e.role.receives());
             let on = t.cpu.map_or(String::new(), |c| format!(" on CPU {c}"));
             Verdict {
                 id: "cpu-contended".into(),
-                end: Some(who.into()),
+                end: Some(who),
                 line: format!(
                     "CPU contended: the {who}'s worker ({}){on} waited {} of the test for its CPU and ran {}, while other tasks took {} of that CPU — another process runs there{} (pin the test to a free CPU, or stop the other work)",
                     t.name,
@@ -959,7 +961,7 @@ fn cpu_candidates_with(
             saturated_app = true;
             app_candidates(e, c, busy, "", th, out);
         } else if c.softirq.get() + c.irq.get() >= th.softirq_cpu {
-            let who = end_word(e, e.role.receives());
+            let who = end_of(e, e.role.receives());
             out.push(Candidate {
                 busy,
                 receiver: e.role.receives(),
@@ -967,7 +969,7 @@ fn cpu_candidates_with(
         interrupts: c.softirq.get() + c.irq.get(),
                 verdict: Verdict {
                     id: "softirq-cpu-bound".into(),
-                    end: Some(who.into()),
+                    end: Some(who),
                     line: format!(
                         "{who}'s softirq CPU {} saturated ({}): spread the flows over more queues (RSS) or RPS",
                         c.cpu,
@@ -1015,7 +1017,7 @@ fn same_host_verdict(test: &TestObservation, place: &str, compete: bool) -> Verd
         let who = match (e.role, i) {
             (Role::Both, 0) => "this end (sending and receiving)",
             (Role::Both, _) => "the peer (sending and receiving)",
-            _ => end_word(e, e.role.receives()),
+            _ => end_of(e, e.role.receives()).word(),
         };
         format!(
             "{who} on CPU{} {}{}",
@@ -1070,12 +1072,12 @@ fn mtu_mismatch(test: &TestObservation, th: &Thresholds) -> Option<Verdict> {
             .map_or(String::new(), |i| format!(" ({i})"))
     };
     let (sw, bw) = (
-        end_word(small, small.role.receives()),
-        end_word(big, big.role.receives()),
+        end_of(small, small.role.receives()),
+        end_of(big, big.role.receives()),
     );
     Some(Verdict {
         id: "mtu-mismatch".into(),
-        end: Some(sw.into()),
+        end: Some(sw),
         line: format!(
             "MTU mismatch: the {bw}'s interface MTU is {b_mtu}{}, the {sw}'s {s_mtu}{}: TCP uses the smaller end's MSS, so the {bw}'s jumbo frames are never used and both ends pay the per-packet cost of {s_mtu}-byte frames — set the {sw}'s MTU to {b_mtu} (`ip link set DEV mtu {b_mtu}`, with every link between), or the {bw}'s to {s_mtu}",
             dev(big),
@@ -1285,7 +1287,7 @@ fn judge(
         (true, Some((_, expected)), Some(sent)) if expected > sent => {
             found.push(Verdict {
                 id: "udp-foreign-datagrams".into(),
-                end: Some("receiver".into()),
+                end: Some(VerdictEnd::Receiver),
                 line: format!(
                     "the receiver saw UDP sequence numbers up to {expected}, but the sender sent {sent} datagrams: datagrams that were not this test's sender's reached it (forged with the client's address and port, or a stray sender), so its loss count is not the path's — iperf3's UDP header has no authentication (docs/measure.md)"
                 ),
@@ -1356,7 +1358,7 @@ fn judge(
         if (pmtu as f64) < mtu as f64 * th.pmtu_fraction {
             found.push(Verdict {
                 id: "pmtu-below-mtu".into(),
-                end: Some(end_word(e, false).into()),
+                end: Some(end_of(e, false)),
                 line: format!(
                     "path MTU {pmtu} below the interface MTU {mtu}{}: jumbo frames are not passed end to end (a switch or the peer)",
                     e.iface.as_ref().map_or(String::new(), |i| format!(" of {i}"))
@@ -1413,7 +1415,7 @@ fn judge(
             found.push(match (rx, rcvbuf) {
                 (None, Some(u)) => Verdict {
                     id: "udp-receiver-cpu-bound".into(),
-                    end: Some("receiver".into()),
+                    end: Some(VerdictEnd::Receiver),
                     line: format!(
                         "UDP lost {} of the datagrams because the receiver could not keep up: its socket's receive buffer was full for {} of what reached it ({} drops, RcvbufErrors) — the receiving application did not read in time (more receive CPU, a larger buffer, or lower -b)",
                         Percent::new(share),
@@ -1428,7 +1430,7 @@ fn judge(
                 },
                 (Some(c), _) => Verdict {
                     id: "udp-receiver-cpu-bound".into(),
-                    end: Some("receiver".into()),
+                    end: Some(VerdictEnd::Receiver),
                     line: format!(
                         "UDP lost {} of the datagrams because the receiver could not keep up: {}",
                         Percent::new(share),
@@ -1483,7 +1485,7 @@ fn judge(
         if t.rwnd_share().get() >= th.tcp_limited {
             found.push(Verdict {
                 id: "window-limited".into(),
-                end: Some(end_word(e, false).into()),
+                end: Some(end_of(e, false)),
                 line: format!(
                     "window-limited: the receiver's window held the sender back {} of its busy time (raise tcp_rmem's maximum, or -w)",
                     t.rwnd_share()
@@ -1498,7 +1500,7 @@ fn judge(
         if t.sndbuf_share().get() >= th.tcp_limited {
             found.push(Verdict {
                 id: "sndbuf-limited".into(),
-                end: Some(end_word(e, false).into()),
+                end: Some(end_of(e, false)),
                 line: format!(
                     "send-buffer-limited {} of the sender's busy time (raise tcp_wmem's maximum, or -w)",
                     t.sndbuf_share()
@@ -1607,11 +1609,11 @@ fn judge(
                 .fold(c.steal.get(), f64::max);
             found.push(Verdict {
                 id: "cpu-steal".into(),
-                end: Some(end_word(e, e.role.receives()).into()),
+                end: Some(end_of(e, e.role.receives())),
                 line: format!(
                     "the hypervisor took {} of {}'s CPU {} (steal; up to {} in an interval): a VM's CPU is not all its own",
                     c.steal,
-                    end_word(e, e.role.receives()),
+                    end_of(e, e.role.receives()),
                     c.cpu,
                     Percent::new(worst)
                 ),
@@ -1639,7 +1641,7 @@ fn judge(
         if let Some((e, c)) = busiest {
             line.push_str(&format!(
                 " (busiest: {}'s CPU {} at {})",
-                end_word(e, e.role.receives()),
+                end_of(e, e.role.receives()),
                 c.cpu,
                 c.busy()
             ));
@@ -1754,10 +1756,10 @@ fn evidence(
     th: &Thresholds,
 ) -> wirespeed_model::Evidence {
     use wirespeed_model::{Agreement, Confidence, Evidence};
-    let named = |e: &&EndObservation| match v.end.as_deref() {
-        Some("sender") => e.role.sends(),
-        Some("receiver") => e.role.receives(),
-        _ => true,
+    let named = |e: &&EndObservation| match v.end {
+        Some(VerdictEnd::Sender) => e.role.sends(),
+        Some(VerdictEnd::Receiver) => e.role.receives(),
+        None => true,
     };
     let per_interval =
         |held: &dyn Fn(&wirespeed_model::observation::IntervalObservation) -> bool| {
@@ -2041,8 +2043,9 @@ fn with_sender_tcp<'a>(test: &TestObservation, m: &'a Measured) -> std::borrow::
 /// ([`loss_judgement`], the `loss-limited` verdict first or under `also`). Not on loopback,
 /// not with BBR, not where the receiving host explains the retransmits, not where the rate is
 /// far from it. `--bidir` (as [`verdict_measured`] judges it): each direction's own model, on
-/// that direction's observation and figures; the slower direction's (the verdict's) where it
-/// binds, else the other's, with `direction` saying which.
+/// that direction's observation and figures, for each direction where it binds, with
+/// `direction` saying which: the slower direction's (the verdict's) first and the other's as
+/// its `other_direction` where both bind, else the one that binds.
 pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
     let Some((forward, reverse, local)) = directions(m) else {
         return one_ceiling(test, m);
@@ -2051,11 +2054,14 @@ pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> 
     let c2s = (Flow::ClientToServer, forward);
     let s2c = (Flow::ServerToClient, reverse);
     let order = if slower { [s2c, c2s] } else { [c2s, s2c] };
-    order.into_iter().find_map(|(flow, m)| {
+    let mut binding = order.into_iter().filter_map(|(flow, m)| {
         let mut c = one_ceiling(&one_way(test, local, flow), &m)?;
         c.direction = Some(flow);
         Some(c)
-    })
+    });
+    let mut first = binding.next()?;
+    first.other_direction = binding.next().map(Box::new);
+    Some(first)
 }
 
 /// [`ceiling_for`] of one direction.
@@ -2264,7 +2270,7 @@ mod tests {
         };
         let v = verdict(&mk(9000, 1500), Some(BitsPerSecond::from_gbps(40.0)));
         assert_eq!(v.id, "mtu-mismatch", "{v:?}");
-        assert_eq!(v.end.as_deref(), Some("receiver"));
+        assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
         assert!(
             v.line.starts_with("MTU mismatch: the sender's interface MTU is 9000 (ws0), the receiver's 1500 (eth1)")
                 && v.line.contains("set the receiver's MTU to 9000"),
@@ -2275,7 +2281,7 @@ mod tests {
         // the other way round names the sender
         let v = verdict(&mk(1500, 9000), Some(BitsPerSecond::from_gbps(40.0)));
         assert_eq!(
-            (v.id.as_str(), v.end.as_deref()),
+            (v.id.as_str(), v.end.map(VerdictEnd::word)),
             ("mtu-mismatch", Some("sender"))
         );
         // equal, or within the 10 % left for tunnel overhead: nothing
@@ -2304,7 +2310,7 @@ mod tests {
             v.line,
             "receiver shares CPU 6 with RX softirq (CPU 6: 52 % system, 46 % softirq; 97 % of the NIC's interrupts)"
         );
-        assert_eq!(v.end.as_deref(), Some("receiver"));
+        assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
     }
 
     #[test]
@@ -2558,7 +2564,7 @@ mod tests {
         let s = end(Role::Sender, xeon(), 9, &[(9, 20.0, 0.0, 80.0, 0, 0)]);
         let v = verdict(&test(s, r), Some(BitsPerSecond::from_gbps(5.0)));
         assert_eq!(v.id, "cpu-steal");
-        assert_eq!(v.end.as_deref(), Some("receiver"));
+        assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
         assert!(
             v.line.starts_with(
                 "receiver's CPU 0 saturated with 40 % of it stolen by the hypervisor (steal)"
@@ -3137,7 +3143,7 @@ mod tests {
         let r = with_threads(r, &[(6, 20.0, 60.0), (6, 22.0, 58.0)]);
         let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
         assert_eq!(v.id, "cpu-contended");
-        assert_eq!(v.end.as_deref(), Some("receiver"));
+        assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
         assert!(
             v.line
                 .contains("waited 59 % of the test for its CPU and ran 21 %"),
@@ -3195,7 +3201,7 @@ mod tests {
         let (t, m) = busy_loop_lab();
         let v = verdict_of(&t, &m);
         assert_eq!(v.id, "cpu-contended", "{} / {:?}", v.line, v.also);
-        assert_eq!(v.end.as_deref(), Some("receiver"));
+        assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
         assert!(
             v.line
                 .contains("waited 21 % of the test for its CPU and ran 31.5 %")
@@ -3452,7 +3458,7 @@ mod tests {
         });
         let v = verdict_of(&t, &m);
         assert_eq!(
-            (v.id.as_str(), v.end.as_deref()),
+            (v.id.as_str(), v.end.map(VerdictEnd::word)),
             ("cpu-contended", Some("sender"))
         );
         assert!(
@@ -3909,7 +3915,7 @@ mod tests {
             assert_eq!(v.id, "no-cpu-saturated", "{local:?} {v:?}");
             let other = v.other_direction.unwrap();
             assert_eq!(
-                (other.id.as_str(), other.end.as_deref()),
+                (other.id.as_str(), other.end.map(VerdictEnd::word)),
                 ("window-limited", Some("sender")),
                 "{local:?}"
             );
@@ -4029,6 +4035,74 @@ mod tests {
         let one = test(idle_sender(), quiet(Role::Receiver));
         let c = ceiling_for(&one, &rx_drop_run(false)).unwrap();
         assert_eq!(c.direction, None);
+    }
+
+    #[test]
+    fn bidir_path_model_is_each_direction_whose_loss_binds() {
+        let quiet = |role| end(role, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
+        let t = test(quiet(Role::Both), quiet(Role::Both));
+        // both directions lossy (cubic, the loss binds each): client → server the lossier and
+        // slower (twice the retransmits, 1/√2 of the rate: at its own Mathis ceiling)
+        let lossy = rx_drop_run(false);
+        let lossier = Measured {
+            throughput: Some(BitsPerSecond(5_752_395_430.0 / 2f64.sqrt())),
+            retransmits: Some(2 * 9166),
+            ..lossy.clone()
+        };
+        for local in [End::Client, End::Server] {
+            let m = Measured {
+                reverse: Some(Box::new(lossy.clone())),
+                local: Some(local),
+                ..lossier.clone()
+            };
+            let c = ceiling_for(&t, &m).expect("both directions' models bind");
+            // the verdict's (slower) direction first, the other's under it
+            assert_eq!(
+                (c.direction, c.retransmits),
+                (Some(Flow::ClientToServer), 2 * 9166),
+                "{local:?}"
+            );
+            let other = c.other_direction.as_deref().expect("the other binds too");
+            assert_eq!(
+                (other.direction, other.retransmits),
+                (Some(Flow::ServerToClient), 9166),
+                "{local:?}"
+            );
+            assert!(other.other_direction.is_none());
+            let v = verdict_of(&t, &m);
+            assert_eq!(
+                (v.id.as_str(), v.direction),
+                ("loss-limited", Some(Flow::ClientToServer)),
+                "{v:?}"
+            );
+            let o = v.other_direction.as_deref().unwrap();
+            assert_eq!(
+                (o.id.as_str(), o.direction),
+                ("loss-limited", Some(Flow::ServerToClient)),
+                "{o:?}"
+            );
+        }
+        // one direction binding (as before): one model, no other
+        let m = Measured {
+            reverse: Some(Box::new(lossy)),
+            local: Some(End::Client),
+            ..Measured {
+                throughput: Some(BitsPerSecond::from_gbps(9.0)),
+                retransmits: Some(0),
+                bytes_sent: Some(4_000_000_000),
+                mss: Some(1448),
+                rtt_us: Some((30, 60, 90)),
+                congestion: Some("cubic".into()),
+                ..Default::default()
+            }
+        };
+        let c = ceiling_for(&t, &m).unwrap();
+        assert_eq!(c.direction, Some(Flow::ServerToClient));
+        assert!(c.other_direction.is_none());
+        // not --bidir: no direction, no other
+        let one = test(idle_sender(), quiet(Role::Receiver));
+        let c = ceiling_for(&one, &rx_drop_run(false)).unwrap();
+        assert_eq!((c.direction, c.other_direction), (None, None));
     }
 
     /// A BBR sender at 200 Mbit/s, flat, with `rtt` (min, mean, max µs) and 3 % of its

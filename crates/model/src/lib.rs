@@ -42,6 +42,6 @@ pub use path::SendPath;
 pub use topology::Topology;
 pub use verdict::{
     Agreement, BusyCpu, Confidence, ControlStall, End, Evidence, Flow, HostLoad, LoadedEnd,
-    Measured, PathCeiling, PeerSilent, SilentPhase, Verdict,
+    Measured, PathCeiling, PeerSilent, SilentPhase, Verdict, VerdictEnd,
 };
 pub use worker::{RxZerocopy, Worker};

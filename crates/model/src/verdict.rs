@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 pub struct Verdict {
     /// Stable id (see the module docs).
     pub id: String,
-    /// The end it concerns: `sender` or `receiver`, when it concerns one.
+    /// The end it concerns, when it concerns one (`sender` or `receiver` in JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub end: Option<String>,
+    pub end: Option<VerdictEnd>,
     /// The verdict in one line with the evidence.
     pub line: String,
     /// Further findings that also hold.
@@ -31,6 +31,31 @@ pub struct Verdict {
     pub direction: Option<Flow>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_direction: Option<Box<Verdict>>,
+}
+
+/// The end a verdict concerns, by its role in the direction judged: `sender` or `receiver` in
+/// JSON. (An end that both sends and receives is named by the side the finding concerns.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictEnd {
+    Sender,
+    Receiver,
+}
+
+impl VerdictEnd {
+    /// `sender`, `receiver`.
+    pub fn word(self) -> &'static str {
+        match self {
+            VerdictEnd::Sender => "sender",
+            VerdictEnd::Receiver => "receiver",
+        }
+    }
+}
+
+impl std::fmt::Display for VerdictEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
 }
 
 /// Which way data flowed, for a verdict on one direction of a `--bidir` test.
@@ -336,6 +361,11 @@ pub struct PathCeiling {
     /// informs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<Flow>,
+    /// `--bidir`, where both directions' models inform their verdicts: the other direction's
+    /// model (with its own `direction`), printed as a `Path model:` line of its own. This one
+    /// is then the slower direction's (the verdict's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_direction: Option<Box<PathCeiling>>,
 }
 
 #[cfg(test)]
@@ -362,5 +392,37 @@ mod tests {
         .map(LoadedEnd::words)
         .into();
         assert_eq!(words, ["sender", "receiver", "this end", "the peer"]);
+    }
+
+    #[test]
+    fn a_verdict_names_its_end_typed_with_the_same_json_strings() {
+        for (end, word) in [
+            (VerdictEnd::Sender, "sender"),
+            (VerdictEnd::Receiver, "receiver"),
+        ] {
+            let v = Verdict {
+                id: "sender-cpu-bound".into(),
+                end: Some(end),
+                line: "l".into(),
+                also: Vec::new(),
+                evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
+            };
+            let text = serde_json::to_string(&v).unwrap();
+            assert!(text.contains(&format!(r#""end":"{word}""#)), "{text}");
+            assert_eq!(serde_json::from_str::<Verdict>(&text).unwrap(), v);
+            assert_eq!(end.word(), word);
+        }
+        // A verdict that concerns no end has no `end` key, and reads back as `None`.
+        let none: Verdict = serde_json::from_str(r#"{"id":"path-limited","line":"l"}"#).unwrap();
+        assert_eq!(none.end, None);
+        assert!(!serde_json::to_string(&none).unwrap().contains("\"end\""));
+        // A saved report's string reads into the type; an unknown one is refused.
+        let saved: Verdict =
+            serde_json::from_str(r#"{"id":"x","end":"receiver","line":"l"}"#).unwrap();
+        assert_eq!(saved.end, Some(VerdictEnd::Receiver));
+        assert!(serde_json::from_str::<Verdict>(r#"{"id":"x","end":"both","line":"l"}"#).is_err());
     }
 }

@@ -288,8 +288,8 @@ pub fn write_where_as(w: &mut dyn Write, r: &TestResult, tables: bool) -> io::Re
             write_test_brief(w, obs, x.verdict.as_ref())?;
         }
     }
-    if let Some(c) = &x.ceiling {
-        writeln!(w, "{}", ceiling_line(c))?;
+    for line in x.ceiling.iter().flat_map(ceiling_lines) {
+        writeln!(w, "{line}")?;
     }
     if let Some(c) = &x.cost {
         writeln!(w, "{}", cost_line(c))?;
@@ -420,6 +420,15 @@ pub fn cost_line(c: &wirespeed_model::Cost) -> String {
         ));
     }
     format!("Cost: {}", parts.join(" | "))
+}
+
+/// The `Path model:` lines of a ceiling: its own, then (`--bidir`, where both directions'
+/// models bind) the other direction's, each naming its direction.
+pub fn ceiling_lines(c: &wirespeed_model::PathCeiling) -> Vec<String> {
+    std::iter::once(c)
+        .chain(c.other_direction.as_deref())
+        .map(ceiling_line)
+        .collect()
 }
 
 /// The path model's line beside a measurement: `Path model: 0.20 % loss (630 retransmits) at
@@ -599,6 +608,7 @@ mod tests {
             mathis_bps: 417.5e6,
             measured_bps: None,
             direction: None,
+            other_direction: None,
         };
         assert!(ceiling_line(&c).starts_with("Path model: 0.20 % loss"));
         c.direction = Some(wirespeed_model::Flow::ServerToClient);
@@ -607,5 +617,49 @@ mod tests {
             "{}",
             ceiling_line(&c)
         );
+    }
+
+    #[test]
+    fn a_bidir_path_model_prints_a_line_per_binding_direction() {
+        let one = |flow, retransmits| wirespeed_model::PathCeiling {
+            loss: 0.002,
+            retransmits,
+            rtt_ms: 0.78,
+            mss: 1448,
+            mathis_bps: 417.5e6,
+            measured_bps: None,
+            direction: flow,
+            other_direction: None,
+        };
+        // not --bidir, or one direction binding: one line, as before
+        let lines = ceiling_lines(&one(None, 630));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("Path model: 0.20 % loss (630 retransmits)"));
+        let lines = ceiling_lines(&one(Some(wirespeed_model::Flow::ServerToClient), 630));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        // both: the verdict's direction first, then the other's, each named
+        let mut c = one(Some(wirespeed_model::Flow::ServerToClient), 630);
+        c.other_direction = Some(Box::new(one(
+            Some(wirespeed_model::Flow::ClientToServer),
+            120,
+        )));
+        let lines = ceiling_lines(&c);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].starts_with("Path model (server → client): 0.20 % loss (630 retransmits)"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("Path model (client → server): 0.20 % loss (120 retransmits)"),
+            "{lines:?}"
+        );
+        // -J carries the other direction's model under the first's `other_direction`
+        let j = serde_json::to_value(&c).unwrap();
+        assert_eq!(j["direction"], "server-to-client");
+        assert_eq!(j["other_direction"]["direction"], "client-to-server");
+        assert!(serde_json::to_value(one(None, 630))
+            .unwrap()
+            .get("other_direction")
+            .is_none());
     }
 }
