@@ -50,6 +50,9 @@
 //! near its threshold — a window or send-buffer limit under 25 + 10 (`marginal_points`) % of busy
 //! time, or intervals that did not agree (`marginal` evidence) — the line adds that the verdict
 //! is marginal under load (`host_load.marginal`). Needs the workers' threads in the intervals.
+//! Such a marginal window or send-buffer limit beside `cpu-contended` gives way to it (a
+//! worker kept off its CPU fills the window or the buffer): `cpu-contended` first, the limit
+//! under `also`.
 //!
 //! **`--bidir`.** When the engine gives the reverse direction's figures (`Measured::reverse`,
 //! with `Measured::local`) and neither a stalled control connection nor a silent peer ended
@@ -1660,6 +1663,18 @@ fn judge(
             direction: None,
             other_direction: None,
         });
+    }
+
+    // A TCP limit just over its threshold beside another process on a worker's CPU: the
+    // contention comes first. A receiver kept off its CPU stops draining its socket, and a
+    // window that fills then reads as window-limited; a sender kept off its CPU leaves its
+    // send buffer full. Under that load the marginal limit is the consequence, not the cause
+    // (a limit well over its threshold stays first: it binds on a quiet host too).
+    if near_threshold(&found[0], test, th).is_some_and(|p| p.is_some()) {
+        if let Some(i) = found.iter().position(|v| v.id == "cpu-contended") {
+            let c = found.remove(i);
+            found.insert(0, c);
+        }
     }
 
     let cost = crate::cost::cost_of(whole, m);
@@ -3767,6 +3782,45 @@ mod tests {
             Some(BitsPerSecond::from_gbps(1.0)),
         );
         assert_eq!(v.host_load, None, "{:?}", v.also);
+    }
+
+    #[test]
+    fn a_marginal_tcp_limit_beside_contention_names_the_contention_first() {
+        // the sender's worker waited 60 % of the test for CPU 0 while other tasks held it,
+        // and the window held it back 28 % of its busy time: the contention is the cause
+        let contended_sender = |rwnd_permille: u64| {
+            let s = end(Role::Sender, ryzen(), 0, &[(0, 20.0, 0.0, 1.0, 0, 0)]);
+            let mut s = with_threads(s, &[(0, 20.0, 60.0), (0, 22.0, 58.0)]);
+            s.total.tcp = Some(TcpLimits {
+                busy_us: 1_000_000,
+                rwnd_limited_us: rwnd_permille * 1000,
+                ..Default::default()
+            });
+            s
+        };
+        let quiet_rx = busy_receiver(25.0);
+        let v = verdict(
+            &test(contended_sender(280), quiet_rx.clone()),
+            Some(BitsPerSecond::from_gbps(1.0)),
+        );
+        assert_eq!(v.id, "cpu-contended", "{} / {:?}", v.line, v.also);
+        assert!(
+            v.also.iter().any(|a| a.starts_with("window-limited: ")),
+            "{:?}",
+            v.also
+        );
+        // a window limit far over its threshold binds on a quiet host too: it stays first,
+        // with the contention under `also`
+        let v = verdict(
+            &test(contended_sender(700), quiet_rx),
+            Some(BitsPerSecond::from_gbps(1.0)),
+        );
+        assert_eq!(v.id, "window-limited", "{} / {:?}", v.line, v.also);
+        assert!(
+            v.also.iter().any(|a| a.starts_with("CPU contended")),
+            "{:?}",
+            v.also
+        );
     }
 
     #[test]
