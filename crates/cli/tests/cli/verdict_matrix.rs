@@ -674,6 +674,11 @@ fn run(row: &Row) -> Outcome {
         };
         ("miss", format!("{line}{also}"))
     };
+    // the busy-host line, wherever the row's own line does not already show it
+    let line = match also.iter().find(|a| a.starts_with("host busy: ")) {
+        Some(busy) if !line.contains(busy.as_str()) => format!("{line} [{busy}]"),
+        _ => line,
+    };
     let gbit = |x: &serde_json::Value| {
         x["bits_per_second"]
             .as_f64()
