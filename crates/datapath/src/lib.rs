@@ -279,6 +279,12 @@ pub struct WorkerSpec {
     pub recv_path: RecvPath,
     /// `-n` / `-k`, shared across all streams and workers of a test.
     pub budget: Option<std::sync::Arc<Budget>>,
+    /// A one-stream receiver copying what it gets may raise SO_RCVLOWAT to the block length
+    /// (one wake-up per block). Worth it while every data thread of both ends has a CPU of
+    /// its own; where they share CPUs it costs more context switches than it saves (the
+    /// engine clears it then). The zero-copy receiver and `WIRESPEED_NO_RCVLOWAT` are not
+    /// affected by this flag.
+    pub recv_lowat: bool,
 }
 
 /// How a stream ended.

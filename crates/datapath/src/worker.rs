@@ -215,7 +215,8 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         } else {
             sys::set_nonblocking(fd, true)
         };
-        if single && s.direction == Direction::Recv && recv_lowat {
+        let lowat_here = spec.recv_lowat || spec.recv_path == RecvPath::Zerocopy;
+        if single && s.direction == Direction::Recv && recv_lowat && lowat_here {
             // Wake the one-stream receiver once per block instead of once per
             // segment: far fewer wake-ups (IPIs) for the sender's CPU to issue.
             // Safe here because the blocking recv returns whatever arrived when

@@ -21,6 +21,7 @@ fn spec(
         block_len,
         send_path: SendPath::Copy,
         recv_path: RecvPath::Copy,
+        recv_lowat: true,
         budget,
     }
 }
