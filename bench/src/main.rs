@@ -1046,6 +1046,7 @@ fn main() {
     let tests = if args.scale {
         // Debian's iperf3 joins when it is installed; the peers' 3.21 when it is found
         let mut kinds = vec![Kind::Wirespeed, Kind::Iperf3Peer];
+        // starts: iperf3 (Debian's, or the one --iperf3 names)
         if std::process::Command::new(&args.iperf3)
             .arg("--version")
             .output()
