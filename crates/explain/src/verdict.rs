@@ -3096,12 +3096,18 @@ mod tests {
         );
     }
 
+    /// A receiver on CPU 6, busy 99 %, whose worker ran 20–22 % and waited 58–60 % for the CPU:
+    /// another process held it (`cpu-contended`).
+    fn contended_receiver() -> EndObservation {
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 20.0, 0.0, 1.0, 0, 0)]);
+        with_threads(r, &[(6, 20.0, 60.0), (6, 22.0, 58.0)])
+    }
+
     #[test]
     fn each_verdict_carries_its_evidence_and_how_many_intervals_agreed() {
         use wirespeed_model::{Agreement, Confidence};
         // contention in both intervals: clear
-        let r = end(Role::Receiver, ryzen(), 6, &[(6, 20.0, 0.0, 1.0, 0, 0)]);
-        let r = with_threads(r, &[(6, 20.0, 60.0), (6, 22.0, 58.0)]);
+        let r = contended_receiver();
         let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
         assert_eq!(v.id, "cpu-contended");
         let e = v.evidence.expect("every verdict carries its evidence");
@@ -3154,8 +3160,7 @@ mod tests {
     #[test]
     fn a_worker_waiting_for_its_cpu_is_contended() {
         // CPU 6 saturated, but the receiver's worker ran 20 % and waited 60 %: someone else ran
-        let r = end(Role::Receiver, ryzen(), 6, &[(6, 20.0, 0.0, 1.0, 0, 0)]);
-        let r = with_threads(r, &[(6, 20.0, 60.0), (6, 22.0, 58.0)]);
+        let r = contended_receiver();
         let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
         assert_eq!(v.id, "cpu-contended");
         assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
@@ -3825,8 +3830,7 @@ mod tests {
 
     #[test]
     fn a_contended_verdict_does_not_say_the_host_was_busy_twice() {
-        let r = end(Role::Receiver, ryzen(), 6, &[(6, 20.0, 0.0, 1.0, 0, 0)]);
-        let r = with_threads(r, &[(6, 20.0, 60.0), (6, 22.0, 58.0)]);
+        let r = contended_receiver();
         let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
         assert_eq!(v.id, "cpu-contended");
         assert_eq!(v.host_load, None);
