@@ -763,3 +763,20 @@ impl Drop for DataPhase {
         self.recv_ctl.stop();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_receive_mark_is_set_only_where_each_stream_keeps_a_cpu() {
+        // placed by the user: always
+        assert!(lowat_fits(8, &Placement::Affinity(0)));
+        // unpinned: while the streams are at most half the CPUs (one at least)
+        assert!(lowat_fits(1, &Placement::Float { max_workers: 2 }));
+        assert!(!lowat_fits(2, &Placement::Float { max_workers: 2 }));
+        assert!(lowat_fits(4, &Placement::Float { max_workers: 8 }));
+        assert!(!lowat_fits(5, &Placement::Float { max_workers: 8 }));
+        assert!(lowat_fits(1, &Placement::Float { max_workers: 1 }));
+    }
+}
