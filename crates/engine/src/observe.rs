@@ -65,6 +65,7 @@ pub fn tcp_limits<'a>(infos: impl IntoIterator<Item = &'a TcpInfo>) -> Option<Tc
             mss: (i.snd_mss > 0).then_some(i.snd_mss),
             srtt_us: (i.rtt_us > 0).then_some(i.rtt_us),
             rtt_us: None,
+            snd_wnd: i.snd_wnd.map(u64::from),
         };
         match &mut total {
             Some(t) => t.add(&one),

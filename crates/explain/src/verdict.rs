@@ -92,6 +92,13 @@ pub struct Thresholds {
     pub at_target: f64,
     /// `TCP_INFO` limited-time share (%) that counts as window or send-buffer limited.
     pub tcp_limited: f64,
+    /// Data in flight on average (the rate times the mean RTT) at this share (%) of the
+    /// window the receiver advertised or more: the window ran full and is the limit, whatever
+    /// `tcpi_rwnd_limited` says (a sender short of CPU with a small window spends its busy time
+    /// sending, not waiting on the window, yet a larger window would carry more). Receive
+    /// autotuning aims at twice what one RTT carries (50 %) and overshoots it; a window that
+    /// binds runs at 90 % and more.
+    pub window_full: f64,
     /// Path MTU below this fraction of the interface MTU counts as not passing it.
     pub pmtu_fraction: f64,
     /// softirq + irq share (%) of a saturated non-app CPU that makes it a softirq CPU.
@@ -154,6 +161,7 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     line_rate: 95.0,
     at_target: 90.0,
     tcp_limited: 25.0,
+    window_full: 75.0,
     pmtu_fraction: 0.9,
     softirq_cpu: 50.0,
     steal: 10.0,
@@ -640,21 +648,99 @@ fn host_load(test: &TestObservation, th: &Thresholds) -> Vec<wirespeed_model::Bu
     out
 }
 
+/// How full a sender kept the receiver's window: the bandwidth-delay product (the rate times
+/// the mean RTT: the data in flight on average, by Little's law) against the window the peer
+/// last advertised.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct WindowFill {
+    in_flight: f64,
+    window: u64,
+    rate: BitsPerSecond,
+    rtt_us: u64,
+}
+
+impl WindowFill {
+    /// The product as a share of the window (over 100 % where the RTT samples, delayed ACKs
+    /// and the receiver's late reads included, ran above the RTT the data itself saw).
+    fn share(&self) -> Percent {
+        Percent::new(self.ratio() * 100.0)
+    }
+
+    fn ratio(&self) -> f64 {
+        self.in_flight / self.window as f64
+    }
+}
+
+impl std::fmt::Display for WindowFill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the bandwidth-delay product ({} × {} µs mean RTT = {}) is ",
+            self.rate,
+            self.rtt_us,
+            ByteSize(self.in_flight),
+        )?;
+        match self.ratio() {
+            r if r >= 1.0 => write!(f, "{r:.1}×")?,
+            _ => write!(f, "{} of", self.share())?,
+        }
+        write!(
+            f,
+            " the {} window last advertised",
+            ByteSize(self.window as f64)
+        )
+    }
+}
+
+/// Bytes in the unit a window is read in (B, KiB, MiB).
+struct ByteSize(f64);
+
+impl std::fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            b if b >= 1024.0 * 1024.0 => write!(f, "{:.1} MiB", b / (1024.0 * 1024.0)),
+            b if b >= 1024.0 => write!(f, "{:.1} KiB", b / 1024.0),
+            b => write!(f, "{b:.0} B"),
+        }
+    }
+}
+
+/// The window fill of a sender's `TCP_INFO` at the test's rate: `None` without the advertised
+/// window (kernels before 6.2), an RTT or a rate, or with a window of 0 at the last reading.
+fn window_fill(t: &crate::model::TcpLimits, rate: Option<BitsPerSecond>) -> Option<WindowFill> {
+    let window = t.snd_wnd.filter(|w| *w > 0)?;
+    let rtt_us = t
+        .rtt_us
+        .map(|(_, mean, _)| mean)
+        .filter(|r| *r > 0)
+        .or(t.srtt_us.map(u64::from))
+        .filter(|r| *r > 0)?;
+    let rate = rate.filter(|r| r.0 > 0.0)?;
+    Some(WindowFill {
+        in_flight: rate.0 / 8.0 * rtt_us as f64 / 1e6,
+        window,
+        rate,
+        rtt_us,
+    })
+}
+
 /// The deciding check of verdict `v` sat near its threshold: a `TCP_INFO` limit within
-/// `th.marginal_points` above `th.tcp_limited` (its share and the threshold), or intervals that
-/// did not agree (`None` share).
+/// `th.marginal_points` above `th.tcp_limited` (its share and the threshold) — or, for a window
+/// found full with its share below that threshold, that share — or intervals that did not agree
+/// (`None` share).
 fn near_threshold(v: &Verdict, test: &TestObservation, th: &Thresholds) -> Option<Option<f64>> {
-    let share = |f: fn(&crate::model::TcpLimits) -> Percent| {
+    // the largest share over the senders (a window found full counts whatever its share)
+    let share = |f: fn(&crate::model::TcpLimits) -> Percent, any: bool| {
         test.ends()
             .filter(|e| e.role.sends())
             .filter_map(|e| e.total.tcp.as_ref().map(f))
             .map(|p| p.get())
-            .filter(|p| *p >= th.tcp_limited)
+            .filter(|p| any || *p >= th.tcp_limited)
             .fold(None, |a: Option<f64>, p| Some(a.map_or(p, |a| a.max(p))))
     };
     let tcp = match v.id.as_str() {
-        "window-limited" => share(|t| t.rwnd_share()),
-        "sndbuf-limited" => share(|t| t.sndbuf_share()),
+        "window-limited" => share(|t| t.rwnd_share(), true),
+        "sndbuf-limited" => share(|t| t.sndbuf_share(), false),
         _ => None,
     };
     if let Some(p) = tcp.filter(|p| *p < th.tcp_limited + th.marginal_points) {
@@ -710,6 +796,12 @@ fn with_host_load(v: &mut Verdict, test: &TestObservation, th: &Thresholds) {
     );
     let near = near_threshold(v, test, th);
     match near {
+        Some(Some(p)) if p < th.tcp_limited => line.push_str(&format!(
+            " — {} from a full window, its time limited at {} of busy time, under its {} threshold: marginal under load",
+            v.id,
+            Percent::new(p),
+            Percent::new(th.tcp_limited)
+        )),
         Some(Some(p)) => line.push_str(&format!(
             " — {} at {} of busy time is within {} points of its {} threshold: marginal under load",
             v.id,
@@ -1482,15 +1574,18 @@ fn judge(
         }
     }
 
-    // 2d. TCP limits: the kernel's own account of what held the sender.
+    // 2d. TCP limits: the kernel's own account of what held the sender, and the window the
+    // data in flight filled.
     for e in test.ends().filter(|e| e.role.sends()) {
         let Some(t) = e.total.tcp else { continue };
-        if t.rwnd_share().get() >= th.tcp_limited {
+        let fill = window_fill(&t, throughput).filter(|f| f.share().get() >= th.window_full);
+        if t.rwnd_share().get() >= th.tcp_limited || fill.is_some() {
+            let full = fill.map_or(String::new(), |f| format!(" ran full: {f}, and",));
             found.push(Verdict {
                 id: "window-limited".into(),
                 end: Some(end_of(e, false)),
                 line: format!(
-                    "window-limited: the receiver's window held the sender back {} of its busy time (raise tcp_rmem's maximum, or -w)",
+                    "window-limited: the receiver's window{full} held the sender back {} of its busy time (raise tcp_rmem's maximum, or -w)",
                     t.rwnd_share()
                 ),
                 also: Vec::new(),
@@ -1736,7 +1831,11 @@ fn counters_of(id: &str) -> &'static [&'static str] {
             "/proc/net/snmp Udp RcvbufErrors",
         ],
         "at-target-rate" => &["receiver throughput", "the test's -b target"],
-        "window-limited" => &["the sender's TCP_INFO tcpi_rwnd_limited and tcpi_busy_time"],
+        "window-limited" => &[
+            "the sender's TCP_INFO tcpi_rwnd_limited and tcpi_busy_time",
+            "the sender's TCP_INFO tcpi_snd_wnd (the window advertised) and tcpi_rtt",
+            "receiver throughput",
+        ],
         "sndbuf-limited" => &["the sender's TCP_INFO tcpi_sndbuf_limited and tcpi_busy_time"],
         "path-limited" => &[
             "the intervals' throughput",
@@ -1818,10 +1917,19 @@ fn evidence(
             per_interval(&|i| i.threads.iter().any(|t| t.wait.get() >= th.contended_wait))
         }
         "window-limited" => {
+            // a window found full (its time-limited share under the threshold) is a whole-test
+            // reading: the intervals' share would only disagree with it
+            let by_share = test
+                .ends()
+                .filter(|e| e.role.sends())
+                .filter_map(|e| e.total.tcp)
+                .any(|t| t.rwnd_share().get() >= th.tcp_limited);
             let f = tcp_share(|t| t.rwnd_limited_us);
             per_interval(&f).filter(|_| {
-                test.ends()
-                    .any(|e| e.intervals.iter().any(|i| i.tcp.is_some()))
+                by_share
+                    && test
+                        .ends()
+                        .any(|e| e.intervals.iter().any(|i| i.tcp.is_some()))
             })
         }
         "sndbuf-limited" => {
@@ -2268,6 +2376,101 @@ mod tests {
         assert_eq!(v.id, "sender-cpu-bound");
         assert_eq!(v.line, "sender CPU-bound (CPU 3, 99 % system)");
         assert!(v.also.is_empty(), "{:?}", v.also);
+    }
+
+    /// A sender whose CPU 3 is saturated at 3.2 Gbit/s over a 30 µs RTT, the window held it
+    /// back `rwnd_us` of its 1 s busy time, and the receiver last advertised `wnd` bytes.
+    fn small_window_sender(wnd: Option<u64>, rwnd_us: u64) -> Verdict {
+        let mut s = end(Role::Sender, ryzen(), 3, &[(3, 99.0, 0.0, 1.0, 0, 0)]);
+        s.total.tcp = Some(TcpLimits {
+            busy_us: 1_000_000,
+            rwnd_limited_us: rwnd_us,
+            srtt_us: Some(30),
+            snd_wnd: wnd,
+            ..Default::default()
+        });
+        let r = end(Role::Receiver, ryzen(), 6, &[(6, 40.0, 0.0, 60.0, 0, 0)]);
+        verdict(&test(s, r), Some(BitsPerSecond::from_gbps(3.2)))
+    }
+
+    #[test]
+    fn a_window_the_data_fills_is_the_limit_though_the_sender_waited_little_on_it() {
+        // the verdict matrix's `tcp_rmem` max 16 KiB at a -R receiver, as CI measured it: the
+        // sender's CPU saturated by the per-segment work of a small window, tcpi_rwnd_limited
+        // under its threshold — but 3.2 Gbit/s over 30 µs is the 12 KiB the receiver advertised
+        let v = small_window_sender(Some(12 * 1024), 200_000);
+        assert_eq!(v.id, "window-limited");
+        assert_eq!(v.end, Some(VerdictEnd::Sender));
+        assert_eq!(
+            v.line,
+            "window-limited: the receiver's window ran full: the bandwidth-delay product (3.2 Gbit/s × 30 µs mean RTT = 11.7 KiB) is 97.7 % of the 12.0 KiB window last advertised, and held the sender back 20 % of its busy time (raise tcp_rmem's maximum, or -w)"
+        );
+        assert_eq!(
+            v.also,
+            vec!["sender CPU-bound (CPU 3, 99 % system)".to_string()]
+        );
+        // a whole-test reading: the intervals' share would disagree with it
+        let e = v.evidence.unwrap();
+        assert_eq!(e.confidence, wirespeed_model::Confidence::WholeTest);
+        assert!(
+            e.counters.iter().any(|c| c.contains("tcpi_snd_wnd")),
+            "{e:?}"
+        );
+        // a product over the window (the RTT samples carry delayed ACKs and late reads)
+        let v = small_window_sender(Some(8 * 1024), 0);
+        assert!(
+            v.line
+                .contains("(3.2 Gbit/s × 30 µs mean RTT = 11.7 KiB) is 1.5× the 8.0 KiB window"),
+            "{}",
+            v.line
+        );
+        // three quarters of the window is full
+        assert_eq!(small_window_sender(Some(15 * 1024), 0).id, "window-limited");
+        // the same rate in a window autotuning grew to 6 MiB (0.2 % of it in flight): the CPU
+        assert_eq!(
+            small_window_sender(Some(6 << 20), 200_000).id,
+            "sender-cpu-bound"
+        );
+        // a window autotuning keeps ahead of the product is not full
+        assert_eq!(
+            small_window_sender(Some(16 * 1024), 0).id,
+            "sender-cpu-bound"
+        );
+        // without the advertised window (kernels before 6.2), or a closed one, only the
+        // share decides
+        assert_eq!(small_window_sender(None, 200_000).id, "sender-cpu-bound");
+        assert_eq!(small_window_sender(Some(0), 200_000).id, "sender-cpu-bound");
+        let v = small_window_sender(None, 300_000);
+        assert_eq!(
+            v.line,
+            "window-limited: the receiver's window held the sender back 30 % of its busy time (raise tcp_rmem's maximum, or -w)"
+        );
+    }
+
+    #[test]
+    fn a_window_found_full_under_its_share_threshold_gives_way_to_contention() {
+        // a receiver kept off its CPU stops reading, and the window it advertises fills: the
+        // contention is the cause
+        let mut s = idle_sender();
+        s.total.tcp = Some(TcpLimits {
+            busy_us: 1_000_000,
+            rwnd_limited_us: 100_000,
+            srtt_us: Some(100),
+            snd_wnd: Some(64 * 1024),
+            ..Default::default()
+        });
+        let v = verdict(
+            &test(s, contended_receiver()),
+            Some(BitsPerSecond::from_gbps(4.0)),
+        );
+        assert_eq!(v.id, "cpu-contended", "{v:?}");
+        assert!(
+            v.also
+                .iter()
+                .any(|a| a.starts_with("window-limited: the receiver's window ran full")),
+            "{:?}",
+            v.also
+        );
     }
 
     #[test]

@@ -190,10 +190,17 @@ pub struct TcpLimits {
     /// whose own report lacks them. Filled for the whole end, not per stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt_us: Option<(u64, u64, u64)>,
+    /// `tcpi_snd_wnd`: the receive window the peer last advertised, summed over the streams
+    /// (bytes; kernels from 6.2 on report it). With the rate and the RTT it says how full the
+    /// window ran: a window the data in flight fills is the limit whatever the busy-time
+    /// counters say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snd_wnd: Option<u64>,
 }
 
 impl TcpLimits {
-    /// Add another stream's counters (pmtu and MSS: the smaller; smoothed RTT: the larger).
+    /// Add another stream's counters (pmtu and MSS: the smaller; smoothed RTT: the larger;
+    /// advertised windows: the sum).
     pub fn add(&mut self, other: &TcpLimits) {
         self.busy_us = self.busy_us.saturating_add(other.busy_us);
         self.rwnd_limited_us = self.rwnd_limited_us.saturating_add(other.rwnd_limited_us);
@@ -212,10 +219,14 @@ impl TcpLimits {
         self.mss = pick(self.mss, other.mss, u32::min);
         self.srtt_us = pick(self.srtt_us, other.srtt_us, u32::max);
         self.rtt_us = self.rtt_us.or(other.rtt_us);
+        self.snd_wnd = match (self.snd_wnd, other.snd_wnd) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            (a, b) => a.or(b),
+        };
     }
 
     /// The counters accumulated between an earlier reading and this one (`TCP_INFO` counts from
-    /// the connection's start); pmtu, MSS and RTTs are this reading's.
+    /// the connection's start); pmtu, MSS, RTTs and the window are this reading's.
     pub fn since(&self, earlier: &TcpLimits) -> TcpLimits {
         TcpLimits {
             busy_us: self.busy_us.saturating_sub(earlier.busy_us),
@@ -228,6 +239,7 @@ impl TcpLimits {
             mss: self.mss,
             srtt_us: self.srtt_us,
             rtt_us: self.rtt_us,
+            snd_wnd: self.snd_wnd,
         }
     }
 
