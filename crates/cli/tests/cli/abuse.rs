@@ -765,10 +765,7 @@ fn forged_datagrams_from_the_clients_port_are_named_not_blamed_on_the_path() {
         return;
     }
     let (_srv, port) = start_server(&["-i", "0"]);
-    let cport = {
-        let s = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
-        s.local_addr().unwrap().port()
-    };
+    let cport = crate::measure_common::ports_below_ephemeral(1);
     let stop = Arc::new(AtomicBool::new(false));
     let forger = {
         let stop = Arc::clone(&stop);

@@ -157,23 +157,6 @@ fn zerocopy_rx_counts_mapped_and_copied_bytes_at_the_receiver() {
     }
 }
 
-/// Two consecutive ports free now and below the kernel's ephemeral range, so that no other
-/// test of this run is handed one of them meanwhile (theirs come from that range: bind to port
-/// 0, or a connect). One port from `free_port` less 3 was in that range, and another test's
-/// connection took its neighbour between the check and `--cport`'s bind.
-fn port_pair_below_ephemeral() -> u16 {
-    let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(32768);
-    let first = low.saturating_sub(4000).max(1024);
-    let start = first + (std::process::id() % 2000) as u16;
-    (start..low.saturating_sub(2))
-        .chain(first..start)
-        .find(|p| (0..2).all(|k| std::net::TcpListener::bind(("0.0.0.0", p + k)).is_ok()))
-        .expect("two free ports below the ephemeral range")
-}
-
 #[test]
 fn omit_blocks_and_cport() {
     // -O 1 -t 1: the first interval is omitted and not counted.
@@ -231,7 +214,7 @@ fn omit_blocks_and_cport() {
     assert_eq!(totals(&c)[1], Some(40 * 65536));
 
     // --cport: data connections from fixed source ports.
-    let base = port_pair_below_ephemeral();
+    let base = ports_below_ephemeral(2);
     let (c, _) = pair_json(&["-t", "1", "-P", "2", "--cport", &base.to_string()]);
     let ports: Vec<u64> = c["start"]["connected"]
         .as_array()

@@ -14,7 +14,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use measure_common::{free_port, json_of, run, spawn, text_of, wirespeed, ws, Proc};
+use measure_common::{
+    free_port, json_of, ports_below_ephemeral, run, spawn, text_of, wirespeed, ws, Proc,
+};
 use serde_json::Value;
 
 /// What wirespeed does with a flag.
@@ -575,7 +577,7 @@ fn check(f: &Flag) {
         "skip-rx-copy" => assert_eq!(p(&["--skip-rx-copy"])["skip_rx_copy"], 1),
         "dscp" => assert_eq!(p(&["--dscp", "af11"])["TOS"], 40),
         "cport" => {
-            let cport = free_port();
+            let cport = ports_below_ephemeral(1);
             let (c, _) = pair(&[], &["--cport", &cport.to_string(), "-J"]);
             assert_eq!(
                 json_of(&c.stdout, "client")["start"]["connected"][0]["local_port"],

@@ -119,6 +119,28 @@ pub fn free_port() -> u16 {
     l.local_addr().expect("local addr").port()
 }
 
+/// The first of `n` consecutive ports free now (TCP and UDP) and below the kernel's ephemeral
+/// range, for a `--cport`: no other test of this run is handed one of them meanwhile (theirs
+/// come from that range: a bind to port 0, or a connect). One port from `free_port` less 3 was
+/// in that range, and another test's connection took its neighbour between the check and
+/// `--cport`'s bind.
+pub fn ports_below_ephemeral(n: u16) -> u16 {
+    let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let first = low.saturating_sub(4000).max(1024);
+    let start = first + (std::process::id() % 2000) as u16;
+    let free = |p: u16| {
+        TcpListener::bind(("0.0.0.0", p)).is_ok()
+            && std::net::UdpSocket::bind(("0.0.0.0", p)).is_ok()
+    };
+    (start..low.saturating_sub(n))
+        .chain(first..start)
+        .find(|p| (0..n).all(|k| free(p + k)))
+        .expect("free ports below the ephemeral range")
+}
+
 /// Wait until a socket listens on the port, without connecting to it (a probe connection
 /// would count as a failed test for `iperf3 -s -1`): read the kernel's socket tables.
 pub fn wait_listening(port: u16) {

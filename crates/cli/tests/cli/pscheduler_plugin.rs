@@ -6,8 +6,8 @@
 //! a UDP loopback run. Needs python3 with the jsonschema package (`python3-jsonschema`); prints
 //! `SKIP:` otherwise, and fails instead when `CI` is set.
 
+use crate::measure_common::free_port;
 use std::io::Write;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -87,14 +87,6 @@ fn can_validate() -> bool {
         eprintln!("SKIP: pscheduler plugin tests need python3 and jsonschema (apt-get install python3-jsonschema)");
     }
     ok
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn conf(dir: &Path, port: u16) -> PathBuf {
