@@ -463,9 +463,13 @@ impl<D: Counters> Measurement<D> {
         }
         let infos = self.data.sender_tcp_infos();
         let mut tcp = crate::observe::tcp_limits(&infos);
-        // the RTT samples this end's report took, for a peer whose report has none (-R)
+        // the RTT samples this end's report took, for a peer whose report has none (-R), and the
+        // largest window the receiver advertised over them: the verdict asks whether the data in
+        // flight filled the window, and a window that swings with unread data is not full at its
+        // low point
         if let Some(t) = &mut tcp {
             t.rtt_us = self.builder.sender_rtt_us();
+            t.snd_wnd = t.snd_wnd.max(self.builder.sender_max_snd_wnd());
         }
         self.observer.note_mss(infos.first().map(|i| i.snd_mss));
         self.observer.close(&self.data.workers(), tcp);

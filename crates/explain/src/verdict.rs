@@ -649,8 +649,8 @@ fn host_load(test: &TestObservation, th: &Thresholds) -> Vec<wirespeed_model::Bu
 }
 
 /// How full a sender kept the receiver's window: the bandwidth-delay product (the rate times
-/// the mean RTT: the data in flight on average, by Little's law) against the window the peer
-/// last advertised.
+/// the mean RTT: the data in flight on average, by Little's law) against the largest window
+/// the peer advertised (a window that swings with unread data is not full at its low point).
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct WindowFill {
     in_flight: f64,
@@ -686,7 +686,7 @@ impl std::fmt::Display for WindowFill {
         }
         write!(
             f,
-            " the {} window last advertised",
+            " the largest window advertised ({})",
             ByteSize(self.window as f64)
         )
     }
@@ -2379,7 +2379,7 @@ mod tests {
     }
 
     /// A sender whose CPU 3 is saturated at 3.2 Gbit/s over a 30 µs RTT, the window held it
-    /// back `rwnd_us` of its 1 s busy time, and the receiver last advertised `wnd` bytes.
+    /// back `rwnd_us` of its 1 s busy time, and the receiver advertised `wnd` bytes at most.
     fn small_window_sender(wnd: Option<u64>, rwnd_us: u64) -> Verdict {
         let mut s = end(Role::Sender, ryzen(), 3, &[(3, 99.0, 0.0, 1.0, 0, 0)]);
         s.total.tcp = Some(TcpLimits {
@@ -2403,7 +2403,7 @@ mod tests {
         assert_eq!(v.end, Some(VerdictEnd::Sender));
         assert_eq!(
             v.line,
-            "window-limited: the receiver's window ran full: the bandwidth-delay product (3.2 Gbit/s × 30 µs mean RTT = 11.7 KiB) is 97.7 % of the 12.0 KiB window last advertised, and held the sender back 20 % of its busy time (raise tcp_rmem's maximum, or -w)"
+            "window-limited: the receiver's window ran full: the bandwidth-delay product (3.2 Gbit/s × 30 µs mean RTT = 11.7 KiB) is 97.7 % of the largest window advertised (12.0 KiB), and held the sender back 20 % of its busy time (raise tcp_rmem's maximum, or -w)"
         );
         assert_eq!(
             v.also,
@@ -2420,7 +2420,7 @@ mod tests {
         let v = small_window_sender(Some(8 * 1024), 0);
         assert!(
             v.line
-                .contains("(3.2 Gbit/s × 30 µs mean RTT = 11.7 KiB) is 1.5× the 8.0 KiB window"),
+                .contains("(3.2 Gbit/s × 30 µs mean RTT = 11.7 KiB) is 1.5× the largest window advertised (8.0 KiB)"),
             "{}",
             v.line
         );

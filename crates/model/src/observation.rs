@@ -190,10 +190,11 @@ pub struct TcpLimits {
     /// whose own report lacks them. Filled for the whole end, not per stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt_us: Option<(u64, u64, u64)>,
-    /// `tcpi_snd_wnd`: the receive window the peer last advertised, summed over the streams
-    /// (bytes; kernels from 6.2 on report it). With the rate and the RTT it says how full the
-    /// window ran: a window the data in flight fills is the limit whatever the busy-time
-    /// counters say.
+    /// `tcpi_snd_wnd`: the receive window the peer advertised, summed over the streams (bytes;
+    /// kernels from 6.2 on report it) — in an interval its last reading, over the whole test the
+    /// largest of the intervals' readings and the last. With the rate and the RTT it says how
+    /// full the window ran: a window the data in flight fills is the limit whatever the
+    /// busy-time counters say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snd_wnd: Option<u64>,
 }

@@ -527,6 +527,19 @@ impl ResultBuilder {
         ))
     }
 
+    /// The largest window each sending stream's peer advertised over the measured intervals
+    /// (`tcpi_snd_wnd`), summed over the streams; `None` before any such sample or where the
+    /// kernel does not report it.
+    pub fn sender_max_snd_wnd(&self) -> Option<u64> {
+        let w: u64 = self
+            .streams
+            .iter()
+            .filter(|a| a.sender && a.rtt_count > 0)
+            .map(|a| a.max_wnd)
+            .fold(0, u64::saturating_add);
+        (w > 0).then_some(w)
+    }
+
     pub fn end(&self, input: &EndInput) -> EndReport {
         let local = crate::num::finite(input.local_elapsed).max(0.0);
         let peer = input
@@ -1178,6 +1191,39 @@ mod tests {
         let mut r = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
         r.add_stream(5, false).unwrap();
         assert_eq!(r.sender_rtt_us(), None, "a receiving stream takes no RTT");
+        assert_eq!(r.sender_max_snd_wnd(), None);
+    }
+
+    #[test]
+    fn the_largest_advertised_window_is_each_streams_largest_summed() {
+        let wnd = |w: u64| {
+            tcp(0, 1, 20).map(|t| TcpSample {
+                snd_wnd: Some(w),
+                ..t
+            })
+        };
+        let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
+        b.add_stream(5, true).unwrap();
+        b.add_stream(7, true).unwrap();
+        assert_eq!(b.sender_max_snd_wnd(), None, "no sample yet");
+        // stream 5's window swings 90 K → 40 K; 7's grows 10 K → 30 K; an omitted 500 K is not
+        // the test's
+        kept(&mut b, 0.0, 1.0, true, &[sample(5, 1, wnd(500_000))]);
+        kept(
+            &mut b,
+            1.0,
+            2.0,
+            false,
+            &[sample(5, 2, wnd(90_000)), sample(7, 1, wnd(10_000))],
+        );
+        kept(
+            &mut b,
+            2.0,
+            3.0,
+            false,
+            &[sample(5, 3, wnd(40_000)), sample(7, 2, wnd(30_000))],
+        );
+        assert_eq!(b.sender_max_snd_wnd(), Some(120_000));
     }
 
     #[test]
