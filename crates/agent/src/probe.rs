@@ -7,6 +7,7 @@ use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use wirespeed_explain::verdict::VerdictId;
 use wirespeed_report::TestResult;
 
 use crate::expo::{Exposition, Kind};
@@ -380,9 +381,9 @@ impl ProbeReport {
     }
 
     /// The verdict id explain gave the test, when it gave one.
-    pub fn verdict(&self) -> Option<String> {
+    pub fn verdict(&self) -> Option<VerdictId> {
         let v = self.result.as_ref()?.wirespeed.as_ref()?.verdict.as_ref()?;
-        Some(v.id.clone())
+        Some(v.id)
     }
 
     /// The probe's JSON: the test's iperf3 `-J` document with an `agent` member.
@@ -466,7 +467,7 @@ pub fn write_probe(e: &mut Exposition, p: &ProbeReport) {
             Kind::Gauge,
             "The verdict explain gave the probe's test (its stable id).",
         )
-        .sample(&[("verdict", &v)], 1.0);
+        .sample(&[("verdict", v.as_str())], 1.0);
     }
     if let Some(s) = sent {
         e.family(

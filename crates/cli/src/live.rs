@@ -680,7 +680,7 @@ mod tests {
 
     fn verdict(line: &str) -> Verdict {
         Verdict {
-            id: "receiver-softirq".into(),
+            id: wirespeed_model::VerdictId::ReceiverSharesCpuWithSoftirq,
             end: Some(wirespeed_model::VerdictEnd::Receiver),
             line: line.into(),
             also: vec![],

@@ -21,6 +21,7 @@ use wirespeed_engine::{
     ClientConfig, Family, Format, Limits, Reporter, Server, ServerConfig, StandardReporter,
 };
 use wirespeed_explain::hooks::IrqTune;
+use wirespeed_explain::verdict::VerdictId;
 
 use crate::common::{limit, live_observer, read_psk, read_small};
 use wirespeed_host::{CpuSet, Root};
@@ -1085,7 +1086,7 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
                     .wirespeed
                     .as_ref()
                     .and_then(|x| x.verdict.as_ref())
-                    .filter(|v| matches!(v.id.as_str(), "mtu-blackhole" | "peer-silent"));
+                    .filter(|v| matches!(v.id, VerdictId::MtuBlackhole | VerdictId::PeerSilent));
                 if let Some(v) = silent {
                     let mut f = exit::Fail::new(
                         exit::engine_code(&e),

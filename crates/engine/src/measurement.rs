@@ -782,7 +782,7 @@ mod tests {
         }
         fn verdict(&self, t: &TestObservation, m: &wirespeed_model::verdict::Measured) -> Verdict {
             Verdict {
-                id: "so-far".into(),
+                id: wirespeed_model::VerdictId::NoCpuSaturated,
                 end: None,
                 line: format!(
                     "local {} intervals, peer {:?}, {:?} bit/s",

@@ -668,7 +668,7 @@ mod tests {
         fn verdict(&self, test: &TestObservation, m: &Measured) -> wirespeed_model::Verdict {
             let receiver = m.throughput;
             wirespeed_model::Verdict {
-                id: "fake".into(),
+                id: wirespeed_model::VerdictId::NoCpuSaturated,
                 end: None,
                 line: format!(
                     "{} intervals at {:?}",

@@ -184,39 +184,11 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     marginal_points: 10.0,
 };
 
-/// Every verdict id (the contract; docs/explain.md describes each).
-pub const IDS: &[&str] = &[
-    "mtu-blackhole",
-    "peer-silent",
-    "line-rate",
-    "pmtu-below-mtu",
-    "mtu-mismatch",
-    "same-host",
-    "udp-receiver-cpu-bound",
-    "udp-foreign-datagrams",
-    "udp-path-loss",
-    "at-target-rate",
-    "loss-limited",
-    "cpu-steal",
-    "cpu-contended",
-    "receiver-shares-cpu-with-softirq",
-    "irq-numa-remote",
-    "app-numa-remote",
-    "irq-cross-l3",
-    "receiver-cpu-bound",
-    "sender-cpu-bound",
-    "softirq-cpu-bound",
-    "window-limited",
-    "sndbuf-limited",
-    "path-limited",
-    "no-cpu-saturated",
-];
-
 pub use wirespeed_model::verdict::Measured;
 use wirespeed_model::verdict::{End, Flow, LoadedEnd, PeerSilent, SilentPhase, VerdictEnd};
 
 pub use wirespeed_model::verdict::PathCeiling;
-pub use wirespeed_model::verdict::Verdict;
+pub use wirespeed_model::verdict::{Verdict, VerdictId};
 
 /// The path model's ceiling for what a TCP test measured: the Mathis ceiling from its
 /// retransmit rate, smallest RTT and MSS (the same `path_model::mathis_bps` `wirespeed model`
@@ -294,8 +266,8 @@ fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
     } else {
         0.0
     };
-    let v = |id: &str, line: String| Verdict {
-        id: id.to_string(),
+    let v = |id: VerdictId, line: String| Verdict {
+        id,
         end: Some(who),
         line,
         also: Vec::new(),
@@ -318,7 +290,7 @@ fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
             ));
         }
         line.push(')');
-        return v("receiver-shares-cpu-with-softirq", line);
+        return v(VerdictId::ReceiverSharesCpuWithSoftirq, line);
     }
     let work = place.rx_work();
     let work_name = if place.irq.is_some() {
@@ -336,7 +308,7 @@ fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
             .into_iter()
             .collect();
         return v(
-            "irq-numa-remote",
+            VerdictId::IrqNumaRemote,
             format!(
                 "IRQs on a remote NUMA node: {work_name} on {} (node {}), {who} on CPU {} (node {}, {} busy)",
                 cpus_words(&w.cpus),
@@ -352,7 +324,7 @@ fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
     if let (Some(nic), Some(app)) = (e.nic_numa_node, e.topology.node_of(c.cpu)) {
         if nic as usize != app {
             return v(
-                "app-numa-remote",
+                VerdictId::AppNumaRemote,
                 format!(
                     "{who} on a remote NUMA node: CPU {} is on node {app}, the NIC{} on node {nic} ({} busy)",
                     c.cpu,
@@ -365,7 +337,7 @@ fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
     if let Some(w) = work.filter(|w| w.relation == Relation::OtherL3) {
         let first = w.cpus.first().unwrap_or(c.cpu);
         return v(
-            "irq-cross-l3",
+            VerdictId::IrqCrossL3,
             format!(
                 "IRQs on a different L3 group than the {who}: {work_name} on {} ({}), {who} on CPU {} ({}, {})",
                 cpus_words(&w.cpus),
@@ -377,7 +349,7 @@ fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
         );
     }
     v(
-        "receiver-cpu-bound",
+        VerdictId::ReceiverCpuBound,
         format!("{who} CPU-bound (CPU {}, {})", c.cpu, parts(c)),
     )
 }
@@ -401,7 +373,7 @@ fn steal_candidate(
         cpu: c.cpu,
         interrupts: c.softirq.get() + c.irq.get(),
         verdict: Verdict {
-            id: "cpu-steal".into(),
+            id: VerdictId::CpuSteal,
             end: Some(who),
             line: format!(
                 "{who}'s CPU {} saturated with {} of it stolen by the hypervisor (steal): a VM's CPU is not all its own ({})",
@@ -447,7 +419,7 @@ fn app_candidates(
             cpu: c.cpu,
             interrupts: c.softirq.get() + c.irq.get(),
             verdict: Verdict {
-                id: "sender-cpu-bound".into(),
+                id: VerdictId::SenderCpuBound,
                 end: Some(who),
                 line: format!("{who} CPU-bound (CPU {}, {}){suffix}", c.cpu, parts(c)),
                 also: Vec::new(),
@@ -738,9 +710,9 @@ fn near_threshold(v: &Verdict, test: &TestObservation, th: &Thresholds) -> Optio
             .filter(|p| any || *p >= th.tcp_limited)
             .fold(None, |a: Option<f64>, p| Some(a.map_or(p, |a| a.max(p))))
     };
-    let tcp = match v.id.as_str() {
-        "window-limited" => share(|t| t.rwnd_share(), true),
-        "sndbuf-limited" => share(|t| t.sndbuf_share(), false),
+    let tcp = match v.id {
+        VerdictId::WindowLimited => share(|t| t.rwnd_share(), true),
+        VerdictId::SndbufLimited => share(|t| t.sndbuf_share(), false),
         _ => None,
     };
     if let Some(p) = tcp.filter(|p| *p < th.tcp_limited + th.marginal_points) {
@@ -759,7 +731,7 @@ const HOST_BUSY: &str = "host busy: ";
 /// The busy-host statement of verdict `v` (not for `cpu-contended`, which says it already):
 /// `host_load` set and a line first under `also`.
 fn with_host_load(v: &mut Verdict, test: &TestObservation, th: &Thresholds) {
-    if v.id == "cpu-contended" {
+    if v.id == VerdictId::CpuContended {
         return;
     }
     let cpus = host_load(test, th);
@@ -961,7 +933,7 @@ fn contended(test: &TestObservation, th: &Thresholds, loss: &LossAccount) -> Vec
             let who = end_of(e, e.role.receives());
             let on = t.cpu.map_or(String::new(), |c| format!(" on CPU {c}"));
             Verdict {
-                id: "cpu-contended".into(),
+                id: VerdictId::CpuContended,
                 end: Some(who),
                 line: format!(
                     "CPU contended: the {who}'s worker ({}){on} waited {} of the test for its CPU and ran {}, while other tasks took {} of that CPU — another process runs there{} (pin the test to a free CPU, or stop the other work)",
@@ -1063,7 +1035,7 @@ fn cpu_candidates_with(
                 cpu: c.cpu,
         interrupts: c.softirq.get() + c.irq.get(),
                 verdict: Verdict {
-                    id: "softirq-cpu-bound".into(),
+                    id: VerdictId::SoftirqCpuBound,
                     end: Some(who),
                     line: format!(
                         "{who}'s softirq CPU {} saturated ({}): spread the flows over more queues (RSS) or RPS",
@@ -1134,7 +1106,7 @@ fn same_host_verdict(test: &TestObservation, place: &str, compete: bool) -> Verd
         )
     };
     Verdict {
-        id: "same-host".into(),
+        id: VerdictId::SameHost,
         end: None,
         line,
         also: Vec::new(),
@@ -1171,7 +1143,7 @@ fn mtu_mismatch(test: &TestObservation, th: &Thresholds) -> Option<Verdict> {
         end_of(big, big.role.receives()),
     );
     Some(Verdict {
-        id: "mtu-mismatch".into(),
+        id: VerdictId::MtuMismatch,
         end: Some(sw),
         line: format!(
             "MTU mismatch: the {bw}'s interface MTU is {b_mtu}{}, the {sw}'s {s_mtu}{}: TCP uses the smaller end's MSS, so the {bw}'s jumbo frames are never used and both ends pay the per-packet cost of {s_mtu}-byte frames — set the {sw}'s MTU to {b_mtu} (`ip link set DEV mtu {b_mtu}`, with every link between), or the {bw}'s to {s_mtu}",
@@ -1213,7 +1185,7 @@ fn silent_verdict(s: &PeerSilent) -> Verdict {
     let known = |v: Option<u32>| v.map_or("unknown".to_string(), |v| v.to_string());
     match s.mtu_gap() {
         Some((frame, pmtu)) => Verdict {
-            id: "mtu-blackhole".into(),
+            id: VerdictId::MtuBlackhole,
             end: None,
             line: format!(
                 "MTU black hole toward the {me}: the {peer}'s {what} ({flowed}{acked}); the {peer}'s full segments are {frame}-byte frames (MSS {}) but the path toward it carries {pmtu} (the {me}'s path MTU, lowered by the path's ICMP) — frames above {pmtu} vanish toward the {me} and no ICMP \"fragmentation needed\" reaches the {peer}: check `ip link` MTU on the {peer}'s side and the links between, or set net.ipv4.tcp_mtu_probing=1 on the {peer}",
@@ -1226,7 +1198,7 @@ fn silent_verdict(s: &PeerSilent) -> Verdict {
             other_direction: None,
         },
         None => Verdict {
-            id: "peer-silent".into(),
+            id: VerdictId::PeerSilent,
             end: None,
             line: format!(
                 "the {peer} went silent: its {what} ({flowed}{acked}); no MTU gap seen (the {peer}'s MSS {}, path MTU {}): the {peer} stalled or went away, or the path drops its packets — check the {peer}'s log and, if its interface MTU is above the path's, `ip link` MTU there and net.ipv4.tcp_mtu_probing=1",
@@ -1381,7 +1353,7 @@ fn judge(
     let forged = match (m.udp, m.udp_lost, m.udp_sent) {
         (true, Some((_, expected)), Some(sent)) if expected > sent => {
             found.push(Verdict {
-                id: "udp-foreign-datagrams".into(),
+                id: VerdictId::UdpForeignDatagrams,
                 end: Some(VerdictEnd::Receiver),
                 line: format!(
                     "the receiver saw UDP sequence numbers up to {expected}, but the sender sent {sent} datagrams: datagrams that were not this test's sender's reached it (forged with the client's address and port, or a stray sender), so its loss count is not the path's — iperf3's UDP header has no authentication (docs/measure.md)"
@@ -1400,7 +1372,7 @@ fn judge(
     // 0. An MTU black hole: the control connection's large message made no progress.
     if let Some(st) = &m.control_stall {
         found.push(Verdict {
-            id: "mtu-blackhole".into(),
+            id: VerdictId::MtuBlackhole,
             end: None,
             line: format!(
                 "MTU black hole: the control connection's results message ({} un-acked segment(s) of MSS {}, path MTU {}) got no acknowledgement in {:.1} s and {} retransmits, while small messages got through — frames above some MTU vanish toward the peer without an ICMP answer (a link or switch with a smaller MTU): set the interfaces' MTU to the path's, or net.ipv4.tcp_mtu_probing=1",
@@ -1429,7 +1401,7 @@ fn judge(
         let link_bps = mbps as f64 * 1e6;
         if bps.0 >= link_bps * th.line_rate / 100.0 {
             found.push(Verdict {
-                id: "line-rate".into(),
+                id: VerdictId::LineRate,
                 end: None,
                 line: format!(
                     "at line rate: {bps} of a {} link{}",
@@ -1452,7 +1424,7 @@ fn judge(
         };
         if (pmtu as f64) < mtu as f64 * th.pmtu_fraction {
             found.push(Verdict {
-                id: "pmtu-below-mtu".into(),
+                id: VerdictId::PmtuBelowMtu,
                 end: Some(end_of(e, false)),
                 line: format!(
                     "path MTU {pmtu} below the interface MTU {mtu}{}: jumbo frames are not passed end to end (a switch or the peer)",
@@ -1509,7 +1481,7 @@ fn judge(
                 .filter(|u| u.rcvbuf_errors > 0 && u.rcvbuf_share().get() * 2.0 >= share);
             found.push(match (rx, rcvbuf) {
                 (None, Some(u)) => Verdict {
-                    id: "udp-receiver-cpu-bound".into(),
+                    id: VerdictId::UdpReceiverCpuBound,
                     end: Some(VerdictEnd::Receiver),
                     line: format!(
                         "UDP lost {} of the datagrams because the receiver could not keep up: its socket's receive buffer was full for {} of what reached it ({} drops, RcvbufErrors) — the receiving application did not read in time (more receive CPU, a larger buffer, or lower -b)",
@@ -1524,7 +1496,7 @@ fn judge(
                     other_direction: None,
                 },
                 (Some(c), _) => Verdict {
-                    id: "udp-receiver-cpu-bound".into(),
+                    id: VerdictId::UdpReceiverCpuBound,
                     end: Some(VerdictEnd::Receiver),
                     line: format!(
                         "UDP lost {} of the datagrams because the receiver could not keep up: {}",
@@ -1538,7 +1510,7 @@ fn judge(
                     other_direction: None,
                 },
                 (None, None) => Verdict {
-                    id: "udp-path-loss".into(),
+                    id: VerdictId::UdpPathLoss,
                     end: None,
                     line: format!(
                         "UDP lost {} of the datagrams ({lost} of {total}) with no receiver CPU saturated: the path dropped them (a rate above the path's, a policer, a full queue) — lower -b",
@@ -1559,7 +1531,7 @@ fn judge(
     if let (Some(target), Some(bps)) = (m.target_bps, throughput) {
         if target > 0.0 && bps.0 >= target * th.at_target / 100.0 {
             found.push(Verdict {
-                id: "at-target-rate".into(),
+                id: VerdictId::AtTargetRate,
                 end: None,
                 line: format!(
                     "at the requested rate: {bps} of the {} asked for (-b): the test's own pacing set the figure, not the host or the path — raise -b (0 = unlimited) to find the limit",
@@ -1582,7 +1554,7 @@ fn judge(
         if t.rwnd_share().get() >= th.tcp_limited || fill.is_some() {
             let full = fill.map_or(String::new(), |f| format!(" ran full: {f}, and",));
             found.push(Verdict {
-                id: "window-limited".into(),
+                id: VerdictId::WindowLimited,
                 end: Some(end_of(e, false)),
                 line: format!(
                     "window-limited: the receiver's window{full} held the sender back {} of its busy time (raise tcp_rmem's maximum, or -w)",
@@ -1597,7 +1569,7 @@ fn judge(
         }
         if t.sndbuf_share().get() >= th.tcp_limited {
             found.push(Verdict {
-                id: "sndbuf-limited".into(),
+                id: VerdictId::SndbufLimited,
                 end: Some(end_of(e, false)),
                 line: format!(
                     "send-buffer-limited {} of the sender's busy time (raise tcp_wmem's maximum, or -w)",
@@ -1647,7 +1619,7 @@ fn judge(
         })
     };
     if let Some(i) = cands.iter().position(|c| {
-        c.verdict.id == "receiver-shares-cpu-with-softirq"
+        c.verdict.id == VerdictId::ReceiverSharesCpuWithSoftirq
             && c.interrupts >= th.softirq_heavy
             && !others_first(c.cpu)
     }) {
@@ -1668,13 +1640,14 @@ fn judge(
             .then(b.receiver.cmp(&a.receiver))
             .then_with(|| {
                 // Among equals, an app-CPU verdict before a softirq-CPU one.
-                (a.verdict.id == "softirq-cpu-bound").cmp(&(b.verdict.id == "softirq-cpu-bound"))
+                (a.verdict.id == VerdictId::SoftirqCpuBound)
+                    .cmp(&(b.verdict.id == VerdictId::SoftirqCpuBound))
             })
     });
     let mut seen_ids = Vec::new();
     for c in cands {
         if !seen_ids.contains(&c.verdict.id) {
-            seen_ids.push(c.verdict.id.clone());
+            seen_ids.push(c.verdict.id);
             found.push(c.verdict);
         }
     }
@@ -1685,7 +1658,7 @@ fn judge(
     // `also` — before, `same-host` alone hid a 200 Mbit/s tbf on a path that does Gbit/s);
     // never over `lo`, which has no path.
     let over_lo = test.ends().any(|e| e.iface.as_deref() == Some("lo"));
-    if found.is_empty() || (!over_lo && found.iter().all(|v| v.id == "same-host")) {
+    if found.is_empty() || (!over_lo && found.iter().all(|v| v.id == VerdictId::SameHost)) {
         if let Some(v) = path_limited(test, &pm, th, th.flat_cv) {
             found.push(v);
         }
@@ -1698,7 +1671,7 @@ fn judge(
         .filter(|(_, c)| c.steal.get() >= th.steal)
         .max_by(|a, b| a.1.steal.get().total_cmp(&b.1.steal.get()));
     if let Some((e, c)) = steal {
-        if !found.iter().any(|v| v.id == "cpu-steal") {
+        if !found.iter().any(|v| v.id == VerdictId::CpuSteal) {
             let worst = e
                 .intervals
                 .iter()
@@ -1706,7 +1679,7 @@ fn judge(
                 .map(|x| x.steal.get())
                 .fold(c.steal.get(), f64::max);
             found.push(Verdict {
-                id: "cpu-steal".into(),
+                id: VerdictId::CpuSteal,
                 end: Some(end_of(e, e.role.receives())),
                 line: format!(
                     "the hypervisor took {} of {}'s CPU {} (steal; up to {} in an interval): a VM's CPU is not all its own",
@@ -1749,7 +1722,7 @@ fn judge(
             line.push_str(&format!(" (peer not observed: {r})"));
         }
         found.push(Verdict {
-            id: "no-cpu-saturated".into(),
+            id: VerdictId::NoCpuSaturated,
             end: None,
             line,
             also: Vec::new(),
@@ -1766,7 +1739,7 @@ fn judge(
     // send buffer full. Under that load the marginal limit is the consequence, not the cause
     // (a limit well over its threshold stays first: it binds on a quiet host too).
     if near_threshold(&found[0], test, th).is_some_and(|p| p.is_some()) {
-        if let Some(i) = found.iter().position(|v| v.id == "cpu-contended") {
+        if let Some(i) = found.iter().position(|v| v.id == VerdictId::CpuContended) {
             let c = found.remove(i);
             found.insert(0, c);
         }
@@ -1791,7 +1764,7 @@ fn judge(
 }
 
 /// The counters each verdict's check reads (docs/explain.md's "evidence" column, in words).
-fn counters_of(id: &str) -> &'static [&'static str] {
+fn counters_of(id: VerdictId) -> &'static [&'static str] {
     const CPU: &[&str] = &[
         "/proc/stat per-CPU time",
         "/proc/interrupts (NIC queue IRQs)",
@@ -1799,63 +1772,74 @@ fn counters_of(id: &str) -> &'static [&'static str] {
         "the workers' CPUs",
     ];
     match id {
-        // this end's own results message stalled (`Measured::control_stall`)
-        "mtu-blackhole-stall" => &[
-            "the control connection's TCP_INFO (tcpi_unacked, tcpi_total_retrans, tcpi_snd_mss, tcpi_pmtu)",
-        ],
-        "mtu-blackhole" | "peer-silent" => &[
+        VerdictId::MtuBlackhole | VerdictId::PeerSilent => &[
             "the peer's message never arriving (the wait)",
             "the control connection's TCP_INFO (tcpi_pmtu, tcpi_unacked)",
             "the peer's MSS at connect",
             "bytes sent and received before the silence",
         ],
-        "line-rate" => &["receiver throughput", "the interface's link speed"],
-        "pmtu-below-mtu" => &["the sender's TCP_INFO tcpi_pmtu", "the interface MTU"],
-        "mtu-mismatch" => &["each end's interface MTU"],
-        "same-host" => &[
+        VerdictId::LineRate => &["receiver throughput", "the interface's link speed"],
+        VerdictId::PmtuBelowMtu => &["the sender's TCP_INFO tcpi_pmtu", "the interface MTU"],
+        VerdictId::MtuMismatch => &["each end's interface MTU"],
+        VerdictId::SameHost => &[
             "each end's host name, topology and interface",
             "the workers' CPUs",
         ],
-        "udp-receiver-cpu-bound" => &[
+        VerdictId::UdpReceiverCpuBound => &[
             "datagrams lost (the receiver's count)",
             "/proc/stat per-CPU time",
             "/proc/net/snmp Udp RcvbufErrors",
         ],
-        "udp-foreign-datagrams" => &[
+        VerdictId::UdpForeignDatagrams => &[
             "the receiver's highest UDP sequence number",
             "the sender's own count of datagrams sent",
         ],
-        "udp-path-loss" => &[
+        VerdictId::UdpPathLoss => &[
             "datagrams lost (the receiver's count)",
             "/proc/stat per-CPU time",
             "/proc/net/snmp Udp RcvbufErrors",
         ],
-        "at-target-rate" => &["receiver throughput", "the test's -b target"],
-        "window-limited" => &[
+        VerdictId::AtTargetRate => &["receiver throughput", "the test's -b target"],
+        VerdictId::WindowLimited => &[
             "the sender's TCP_INFO tcpi_rwnd_limited and tcpi_busy_time",
             "the sender's TCP_INFO tcpi_snd_wnd (the window advertised) and tcpi_rtt",
             "receiver throughput",
         ],
-        "sndbuf-limited" => &["the sender's TCP_INFO tcpi_sndbuf_limited and tcpi_busy_time"],
-        "path-limited" => &[
+        VerdictId::SndbufLimited => {
+            &["the sender's TCP_INFO tcpi_sndbuf_limited and tcpi_busy_time"]
+        }
+        VerdictId::PathLimited => &[
             "the intervals' throughput",
             "TCP retransmits less D-SACKs (tcpi_dsack_dups) and receive drops",
             "TCP RTT (smallest, largest)",
         ],
-        "loss-limited" => &[
+        VerdictId::LossLimited => &[
             "TCP retransmits and segments sent, less D-SACKs and receive drops",
             "the smallest RTT",
             "the MSS",
         ],
-        "cpu-contended" => &[
+        VerdictId::CpuContended => &[
             "the worker threads' schedstat (run and run-queue wait)",
             "/proc/stat per-CPU time",
         ],
-        "cpu-steal" => &["/proc/stat steal per CPU"],
-        "no-cpu-saturated" => &["/proc/stat per-CPU time"],
-        _ => CPU,
+        VerdictId::CpuSteal => &["/proc/stat steal per CPU"],
+        VerdictId::NoCpuSaturated => &["/proc/stat per-CPU time"],
+        VerdictId::ReceiverSharesCpuWithSoftirq
+        | VerdictId::IrqNumaRemote
+        | VerdictId::AppNumaRemote
+        | VerdictId::IrqCrossL3
+        | VerdictId::ReceiverCpuBound
+        | VerdictId::SenderCpuBound
+        | VerdictId::SoftirqCpuBound => CPU,
+        VerdictId::Unknown => &[],
     }
 }
+
+/// The counters of `mtu-blackhole` when this end's own results message stalled
+/// (`Measured::control_stall`) rather than the peer going silent.
+const MTU_BLACKHOLE_STALL: &[&str] = &[
+    "the control connection's TCP_INFO (tcpi_unacked, tcpi_total_retrans, tcpi_snd_mss, tcpi_pmtu)",
+];
 
 /// The evidence of verdict `v`: its check's counters and, where the check has a per-interval
 /// reading, in how many intervals its condition held — a CPU of the named end saturated
@@ -1903,20 +1887,20 @@ fn evidence(
             })
         }
     };
-    let intervals = match v.id.as_str() {
-        "receiver-shares-cpu-with-softirq"
-        | "irq-numa-remote"
-        | "app-numa-remote"
-        | "irq-cross-l3"
-        | "receiver-cpu-bound"
-        | "sender-cpu-bound"
-        | "softirq-cpu-bound"
-        | "udp-receiver-cpu-bound" => per_interval(&saturated),
-        "no-cpu-saturated" => per_interval(&|i| !saturated(i)),
-        "cpu-contended" => {
+    let intervals = match v.id {
+        VerdictId::ReceiverSharesCpuWithSoftirq
+        | VerdictId::IrqNumaRemote
+        | VerdictId::AppNumaRemote
+        | VerdictId::IrqCrossL3
+        | VerdictId::ReceiverCpuBound
+        | VerdictId::SenderCpuBound
+        | VerdictId::SoftirqCpuBound
+        | VerdictId::UdpReceiverCpuBound => per_interval(&saturated),
+        VerdictId::NoCpuSaturated => per_interval(&|i| !saturated(i)),
+        VerdictId::CpuContended => {
             per_interval(&|i| i.threads.iter().any(|t| t.wait.get() >= th.contended_wait))
         }
-        "window-limited" => {
+        VerdictId::WindowLimited => {
             // a window found full (its time-limited share under the threshold) is a whole-test
             // reading: the intervals' share would only disagree with it
             let by_share = test
@@ -1932,16 +1916,16 @@ fn evidence(
                         .any(|e| e.intervals.iter().any(|i| i.tcp.is_some()))
             })
         }
-        "sndbuf-limited" => {
+        VerdictId::SndbufLimited => {
             let f = tcp_share(|t| t.sndbuf_limited_us);
             per_interval(&f).filter(|_| {
                 test.ends()
                     .any(|e| e.intervals.iter().any(|i| i.tcp.is_some()))
             })
         }
-        "path-limited" => flatness(m)
+        VerdictId::PathLimited => flatness(m)
             .and_then(|(mean, _, _)| rates(&|x| (x - mean).abs() * 100.0 <= mean * th.flat_cv)),
-        "at-target-rate" => m
+        VerdictId::AtTargetRate => m
             .target_bps
             .and_then(|t| rates(&|x| x * 100.0 >= t * th.at_target)),
         _ => None,
@@ -1951,13 +1935,13 @@ fn evidence(
         Some(a) if a.of > 0 => Confidence::Marginal,
         _ => Confidence::WholeTest,
     };
-    let key = if v.id == "mtu-blackhole" && m.peer_silent.is_none() {
-        "mtu-blackhole-stall"
+    let counters = if v.id == VerdictId::MtuBlackhole && m.peer_silent.is_none() {
+        MTU_BLACKHOLE_STALL
     } else {
-        v.id.as_str()
+        counters_of(v.id)
     };
     Evidence {
-        counters: counters_of(key).iter().map(|c| c.to_string()).collect(),
+        counters: counters.iter().map(|c| c.to_string()).collect(),
         intervals,
         confidence,
     }
@@ -2089,7 +2073,7 @@ fn loss_judgement(
     let ratio = bps.0 / ceiling;
     if ratio <= th.mathis_factor && ratio >= 1.0 / th.mathis_factor {
         return LossJudgement::Binds(Verdict {
-            id: "loss-limited".into(),
+            id: VerdictId::LossLimited,
             end: None,
             line: format!(
                 "loss-limited: {} retransmitted ({} segments) at {rtt_ms:.2} ms RTT allows about {} to loss-based congestion control (Mathis: MSS/RTT x 1.22/sqrt(p), MSS {mss}); {bps} measured, {ratio:.1}x the ceiling (within {}x counts as binding) — find the loss, or try a loss-tolerant algorithm (BBR, HTCP)",
@@ -2208,9 +2192,9 @@ fn one_ceiling(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
 /// A CPU-bound verdict names what its end's cost projects: what one core moves here and the
 /// cores (and CPUs) the link's rate needs (`crate::cost`).
 fn with_projection(v: &mut Verdict, cost: Option<&wirespeed_model::Cost>) {
-    let role = match v.id.as_str() {
-        "sender-cpu-bound" => Role::Sender,
-        "receiver-cpu-bound" | "udp-receiver-cpu-bound" => Role::Receiver,
+    let role = match v.id {
+        VerdictId::SenderCpuBound => Role::Sender,
+        VerdictId::ReceiverCpuBound | VerdictId::UdpReceiverCpuBound => Role::Receiver,
         _ => return,
     };
     if let Some(words) = cost.and_then(|c| crate::cost::verdict_words(c, role)) {
@@ -2265,7 +2249,7 @@ fn path_limited(
         evidence.push(format!("{r} retransmits (drops)"));
     }
     Some(Verdict {
-        id: "path-limited".into(),
+        id: VerdictId::PathLimited,
         end: None,
         line: format!(
             "path-limited: {}, with no CPU, window or buffer limit — a rate limit on the path (a shaper, a policer, a slower link)",
@@ -2373,7 +2357,7 @@ mod tests {
             &[(6, 70.0, 0.0, 30.0, 0, 0), (8, 0.0, 20.0, 80.0, 500, 500)],
         );
         let v = verdict(&test(s, r), Some(BitsPerSecond::from_gbps(40.0)));
-        assert_eq!(v.id, "sender-cpu-bound");
+        assert_eq!(v.id, VerdictId::SenderCpuBound);
         assert_eq!(v.line, "sender CPU-bound (CPU 3, 99 % system)");
         assert!(v.also.is_empty(), "{:?}", v.also);
     }
@@ -2399,7 +2383,7 @@ mod tests {
         // sender's CPU saturated by the per-segment work of a small window, tcpi_rwnd_limited
         // under its threshold — but 3.2 Gbit/s over 30 µs is the 12 KiB the receiver advertised
         let v = small_window_sender(Some(12 * 1024), 200_000);
-        assert_eq!(v.id, "window-limited");
+        assert_eq!(v.id, VerdictId::WindowLimited);
         assert_eq!(v.end, Some(VerdictEnd::Sender));
         assert_eq!(
             v.line,
@@ -2425,21 +2409,30 @@ mod tests {
             v.line
         );
         // three quarters of the window is full
-        assert_eq!(small_window_sender(Some(15 * 1024), 0).id, "window-limited");
+        assert_eq!(
+            small_window_sender(Some(15 * 1024), 0).id,
+            VerdictId::WindowLimited
+        );
         // the same rate in a window autotuning grew to 6 MiB (0.2 % of it in flight): the CPU
         assert_eq!(
             small_window_sender(Some(6 << 20), 200_000).id,
-            "sender-cpu-bound"
+            VerdictId::SenderCpuBound
         );
         // a window autotuning keeps ahead of the product is not full
         assert_eq!(
             small_window_sender(Some(16 * 1024), 0).id,
-            "sender-cpu-bound"
+            VerdictId::SenderCpuBound
         );
         // without the advertised window (kernels before 6.2), or a closed one, only the
         // share decides
-        assert_eq!(small_window_sender(None, 200_000).id, "sender-cpu-bound");
-        assert_eq!(small_window_sender(Some(0), 200_000).id, "sender-cpu-bound");
+        assert_eq!(
+            small_window_sender(None, 200_000).id,
+            VerdictId::SenderCpuBound
+        );
+        assert_eq!(
+            small_window_sender(Some(0), 200_000).id,
+            VerdictId::SenderCpuBound
+        );
         let v = small_window_sender(None, 300_000);
         assert_eq!(
             v.line,
@@ -2463,7 +2456,7 @@ mod tests {
             &test(s, contended_receiver()),
             Some(BitsPerSecond::from_gbps(4.0)),
         );
-        assert_eq!(v.id, "cpu-contended", "{v:?}");
+        assert_eq!(v.id, VerdictId::CpuContended, "{v:?}");
         assert!(
             v.also
                 .iter()
@@ -2487,7 +2480,7 @@ mod tests {
             test(s, r)
         };
         let v = verdict(&mk(9000, 1500), Some(BitsPerSecond::from_gbps(40.0)));
-        assert_eq!(v.id, "mtu-mismatch", "{v:?}");
+        assert_eq!(v.id, VerdictId::MtuMismatch, "{v:?}");
         assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
         assert!(
             v.line.starts_with("MTU mismatch: the sender's interface MTU is 9000 (ws0), the receiver's 1500 (eth1)")
@@ -2499,17 +2492,17 @@ mod tests {
         // the other way round names the sender
         let v = verdict(&mk(1500, 9000), Some(BitsPerSecond::from_gbps(40.0)));
         assert_eq!(
-            (v.id.as_str(), v.end.map(VerdictEnd::word)),
-            ("mtu-mismatch", Some("sender"))
+            (v.id, v.end.map(VerdictEnd::word)),
+            (VerdictId::MtuMismatch, Some("sender"))
         );
         // equal, or within the 10 % left for tunnel overhead: nothing
         for (a, b) in [(9000, 9000), (9000, 8950), (1500, 1450)] {
             let v = verdict(&mk(a, b), Some(BitsPerSecond::from_gbps(40.0)));
-            assert_eq!(v.id, "sender-cpu-bound", "{a} {b}: {v:?}");
+            assert_eq!(v.id, VerdictId::SenderCpuBound, "{a} {b}: {v:?}");
         }
         // the peer not observed: no claim
         let t = TestObservation::local_only(mk(9000, 1500).local, "iperf3");
-        assert_ne!(verdict(&t, None).id, "mtu-mismatch");
+        assert_ne!(verdict(&t, None).id, VerdictId::MtuMismatch);
     }
 
     #[test]
@@ -2523,7 +2516,7 @@ mod tests {
             ],
             Some(64.6),
         );
-        assert_eq!(v.id, "receiver-shares-cpu-with-softirq");
+        assert_eq!(v.id, VerdictId::ReceiverSharesCpuWithSoftirq);
         assert_eq!(
             v.line,
             "receiver shares CPU 6 with RX softirq (CPU 6: 52 % system, 46 % softirq; 97 % of the NIC's interrupts)"
@@ -2542,7 +2535,7 @@ mod tests {
             ],
             Some(84.9),
         );
-        assert_eq!(v.id, "irq-cross-l3");
+        assert_eq!(v.id, VerdictId::IrqCrossL3);
         assert_eq!(
             v.line,
             "IRQs on a different L3 group than the receiver: NIC interrupts on CPU 3 (L3 0-5), receiver on CPU 6 (L3 6-11, 97 % system)"
@@ -2557,7 +2550,7 @@ mod tests {
             &[(9, 98.0, 0.0, 2.0, 0, 10), (2, 0.0, 70.0, 30.0, 5000, 5000)],
             None,
         );
-        assert_eq!(v.id, "irq-numa-remote");
+        assert_eq!(v.id, VerdictId::IrqNumaRemote);
         assert!(
             v.line
                 .contains("NIC interrupts on CPU 2 (node 0), receiver on CPU 9 (node 1"),
@@ -2573,7 +2566,7 @@ mod tests {
         );
         r.nic_numa_node = Some(1);
         let v = verdict(&test(idle_sender(), r), None);
-        assert_eq!(v.id, "app-numa-remote");
+        assert_eq!(v.id, VerdictId::AppNumaRemote);
         assert_eq!(v.line, "receiver on a remote NUMA node: CPU 1 is on node 0, the NIC eth1 on node 1 (98 % busy)");
     }
 
@@ -2585,7 +2578,7 @@ mod tests {
             &[(6, 95.0, 3.0, 2.0, 0, 10), (8, 0.0, 50.0, 50.0, 9000, 9000)],
             Some(90.0),
         );
-        assert_eq!(v.id, "receiver-cpu-bound");
+        assert_eq!(v.id, VerdictId::ReceiverCpuBound);
         assert_eq!(v.line, "receiver CPU-bound (CPU 6, 95 % system)");
     }
 
@@ -2597,7 +2590,7 @@ mod tests {
             &[(6, 95.0, 3.0, 2.0, 0, 10), (8, 0.0, 50.0, 50.0, 9000, 9000)],
             Some(98.8),
         );
-        assert_eq!(v.id, "line-rate");
+        assert_eq!(v.id, VerdictId::LineRate);
         assert_eq!(
             v.line,
             "at line rate: 98.8 Gbit/s of a 100.0 Gbit/s link (eth1)"
@@ -2616,7 +2609,7 @@ mod tests {
             &[(6, 60.0, 0.0, 40.0, 0, 0), (8, 2.0, 95.0, 3.0, 9000, 9000)],
             None,
         );
-        assert_eq!(v.id, "softirq-cpu-bound");
+        assert_eq!(v.id, VerdictId::SoftirqCpuBound);
         assert!(
             v.line
                 .starts_with("receiver's softirq CPU 8 saturated (95 % softirq)"),
@@ -2641,7 +2634,7 @@ mod tests {
             &test(s.clone(), r.clone()),
             Some(BitsPerSecond::from_gbps(10.0)),
         );
-        assert_eq!(v.id, "window-limited");
+        assert_eq!(v.id, VerdictId::WindowLimited);
         assert!(v.line.contains("60 %"), "{}", v.line);
 
         s.total.tcp = Some(TcpLimits {
@@ -2653,7 +2646,7 @@ mod tests {
             ..Default::default()
         });
         let v = verdict(&test(s, r), Some(BitsPerSecond::from_gbps(10.0)));
-        assert_eq!(v.id, "pmtu-below-mtu");
+        assert_eq!(v.id, VerdictId::PmtuBelowMtu);
         assert_eq!(
             v.line,
             "path MTU 1500 below the interface MTU 9000 of eth1: jumbo frames are not passed end to end (a switch or the peer)"
@@ -2679,7 +2672,7 @@ mod tests {
             &TestObservation::local_only(s, "peer is iperf3"),
             Some(BitsPerSecond::from_gbps(20.0)),
         );
-        assert_eq!(v.id, "no-cpu-saturated");
+        assert_eq!(v.id, VerdictId::NoCpuSaturated);
         assert_eq!(
             v.line,
             "no CPU saturated (busiest: sender's CPU 1 at 50 %): the limit is the path or the peer (peer not observed: peer is iperf3)"
@@ -2696,7 +2689,7 @@ mod tests {
             &[(6, 99.0, 0.0, 1.0, 0, 0), (8, 0.0, 20.0, 80.0, 500, 500)],
         );
         let v = verdict(&test(s, r), None);
-        assert_eq!(v.id, "receiver-cpu-bound");
+        assert_eq!(v.id, VerdictId::ReceiverCpuBound);
         assert_eq!(
             v.also,
             vec!["sender CPU-bound (CPU 3, 99 % system)".to_string()]
@@ -2768,7 +2761,7 @@ mod tests {
         let s = end(Role::Sender, xeon(), 9, &[(9, 20.0, 0.0, 80.0, 0, 0)]);
         let v = verdict(&test(s, r), Some(BitsPerSecond::from_gbps(5.0)));
         // ... the intervals do
-        assert_eq!(v.id, "receiver-cpu-bound");
+        assert_eq!(v.id, VerdictId::ReceiverCpuBound);
         assert_eq!(
             v.line,
             "receiver CPU-bound (CPU 0, 50 % user, 45 % system) in 4 of 4 intervals (worker 0 followed over CPUs 0-1)"
@@ -2781,7 +2774,7 @@ mod tests {
         let r = migrating(Role::Receiver, 40.0);
         let s = end(Role::Sender, xeon(), 9, &[(9, 20.0, 0.0, 80.0, 0, 0)]);
         let v = verdict(&test(s, r), Some(BitsPerSecond::from_gbps(5.0)));
-        assert_eq!(v.id, "cpu-steal");
+        assert_eq!(v.id, VerdictId::CpuSteal);
         assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
         assert!(
             v.line.starts_with(
@@ -2803,7 +2796,7 @@ mod tests {
         s.total.cpus = vec![cpu_row(3, 30.0, 10.0, 0.0, 35.0, 25.0)];
         s.intervals = vec![interval(vec![cpu_row(3, 30.0, 10.0, 0.0, 49.0, 11.0)])];
         let v = verdict(&TestObservation::local_only(s, "peer is iperf3"), None);
-        assert_eq!(v.id, "cpu-steal");
+        assert_eq!(v.id, VerdictId::CpuSteal);
         assert_eq!(
             v.line,
             "the hypervisor took 35 % of sender's CPU 3 (steal; up to 49 % in an interval): a VM's CPU is not all its own"
@@ -2818,7 +2811,7 @@ mod tests {
             r.role = Role::Both;
         }
         let v = verdict(&obs, None);
-        assert_eq!(v.id, "same-host");
+        assert_eq!(v.id, VerdictId::SameHost);
         assert!(
             v.line.contains(
                 "(this end (sending and receiving) on CPUs 0-1, unpinned; the peer (sending and \
@@ -2847,7 +2840,7 @@ mod tests {
         );
         let bps = doc["receiver_bps"].as_f64().map(BitsPerSecond);
         let v = verdict(&obs, bps);
-        assert_eq!(v.id, "same-host");
+        assert_eq!(v.id, VerdictId::SameHost);
         assert_eq!(
             v.line,
             "both ends on one host (vm, over lo): they compete for the same CPUs (sender on CPUs 0-1, unpinned; receiver on CPUs 0-1, unpinned); this measures the host, not a path"
@@ -2868,21 +2861,21 @@ mod tests {
         assert_eq!(obs.local.iface_speed_mbps, Some(10_000));
         assert!(is_virtual(&obs.local));
         let v = verdict(&obs, Some(BitsPerSecond::from_gbps(9.8)));
-        assert_ne!(v.id, "line-rate");
+        assert_ne!(v.id, VerdictId::LineRate);
         assert!(
             !v.also.iter().any(|l| l.contains("line rate")),
             "{:?}",
             v.also
         );
         // both namespaces are one host: same host name and topology, workers unpinned
-        assert_eq!(v.id, "same-host");
+        assert_eq!(v.id, VerdictId::SameHost);
         // the same figures on a real 10G NIC are line rate
         for e in [&mut obs.local, obs.remote.as_mut().unwrap()] {
             e.notes.clear();
             e.iface = Some("eth1".into());
         }
         let v = verdict(&obs, Some(BitsPerSecond::from_gbps(9.8)));
-        assert_eq!(v.id, "line-rate");
+        assert_eq!(v.id, VerdictId::LineRate);
     }
 
     #[test]
@@ -2900,14 +2893,14 @@ mod tests {
             e.intervals.clear();
         }
         let v = verdict(&obs, None);
-        assert_eq!(v.id, "same-host");
+        assert_eq!(v.id, VerdictId::SameHost);
         assert!(v.line.starts_with("both ends on one host (vm, over lo, sender on CPU 0; receiver on CPU 1): the figure is this host's"), "{}", v.line);
         let mut r = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
         r.host = Some("vm".into());
         r.iface = Some("lo".into());
         let s = end(Role::Sender, ryzen(), 3, &[(3, 60.0, 5.0, 30.0, 0, 0)]);
         let v = verdict(&test(s, r), None);
-        assert_eq!(v.id, "receiver-cpu-bound", "{v:?}");
+        assert_eq!(v.id, VerdictId::ReceiverCpuBound, "{v:?}");
         assert!(
             v.also.last().unwrap().starts_with("both ends on one host"),
             "{:?}",
@@ -2936,7 +2929,7 @@ mod tests {
         };
         let t = test(unpinned(Role::Sender), unpinned(Role::Receiver));
         let v = verdict_of(&t, &m);
-        assert_eq!(v.id, "same-host", "{} / {:?}", v.line, v.also);
+        assert_eq!(v.id, VerdictId::SameHost, "{} / {:?}", v.line, v.also);
         assert!(
             v.also.iter().any(|a| a.starts_with("path-limited: 191")),
             "{:?}",
@@ -2948,7 +2941,7 @@ mod tests {
             e.iface = Some("lo".into());
         }
         let v = verdict_of(&lo, &m);
-        assert_eq!(v.id, "same-host");
+        assert_eq!(v.id, VerdictId::SameHost);
         assert!(
             !v.also.iter().any(|a| a.starts_with("path-limited")),
             "{:?}",
@@ -2975,7 +2968,7 @@ mod tests {
             ..udp(0)
         };
         let v = verdict_of(&test(idle_sender(), r.clone()), &forged);
-        assert_eq!(v.id, "udp-foreign-datagrams");
+        assert_eq!(v.id, VerdictId::UdpForeignDatagrams);
         assert!(
             v.line
                 .contains("up to 4294967295, but the sender sent 1000"),
@@ -2989,7 +2982,7 @@ mod tests {
         };
         assert_eq!(
             verdict_of(&test(idle_sender(), r), &real).id,
-            "udp-path-loss"
+            VerdictId::UdpPathLoss
         );
     }
 
@@ -2997,14 +2990,14 @@ mod tests {
     fn udp_loss_is_explained_by_the_receiver_or_the_path() {
         let r = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
         let v = verdict_of(&test(idle_sender(), r), &udp(250_000));
-        assert_eq!(v.id, "udp-receiver-cpu-bound");
+        assert_eq!(v.id, VerdictId::UdpReceiverCpuBound);
         assert_eq!(
             v.line,
             "UDP lost 25 % of the datagrams because the receiver could not keep up: receiver CPU-bound (CPU 6, 99 % system)"
         );
         let r = end(Role::Receiver, ryzen(), 6, &[(6, 40.0, 0.0, 60.0, 0, 0)]);
         let v = verdict_of(&test(idle_sender(), r.clone()), &udp(250_000));
-        assert_eq!(v.id, "udp-path-loss");
+        assert_eq!(v.id, VerdictId::UdpPathLoss);
         assert!(
             v.line.starts_with(
                 "UDP lost 25 % of the datagrams (250000 of 1000000) with no receiver CPU saturated"
@@ -3014,7 +3007,7 @@ mod tests {
         );
         // below 1 %: nothing to explain
         let v = verdict_of(&test(idle_sender(), r), &udp(5_000));
-        assert_eq!(v.id, "no-cpu-saturated");
+        assert_eq!(v.id, VerdictId::NoCpuSaturated);
     }
 
     #[test]
@@ -3031,7 +3024,7 @@ mod tests {
             ..Default::default()
         };
         let v = verdict_of(&test(idle_sender(), quiet.clone()), &m);
-        assert_eq!(v.id, "loss-limited");
+        assert_eq!(v.id, VerdictId::LossLimited);
         assert!(v.line.contains("allows about 143.9 Mbit/s"), "{}", v.line);
         assert!(v.line.contains("1000 segments"), "{}", v.line);
         // far above the ceiling, the loss does not explain the figure
@@ -3041,7 +3034,7 @@ mod tests {
         };
         assert_ne!(
             verdict_of(&test(idle_sender(), quiet.clone()), &fast).id,
-            "loss-limited"
+            VerdictId::LossLimited
         );
         // far below it, something else held the rate lower
         let slow = Measured {
@@ -3050,7 +3043,7 @@ mod tests {
         };
         assert_ne!(
             verdict_of(&test(idle_sender(), quiet), &slow).id,
-            "loss-limited"
+            VerdictId::LossLimited
         );
         // the model's ceiling beside the measurement, as the client prints it
         let c = ceiling(&m).expect("retransmits, RTT and MSS are known");
@@ -3099,7 +3092,7 @@ mod tests {
             remote_absent: None,
         };
         let v = verdict_of(&reverse, &m);
-        assert_eq!(v.id, "loss-limited", "{} / {:?}", v.line, v.also);
+        assert_eq!(v.id, VerdictId::LossLimited, "{} / {:?}", v.line, v.also);
         assert!(v.line.contains("at 90.00 ms RTT"), "{}", v.line);
         assert!(v.line.contains("MSS 8948"), "{}", v.line);
         let c = ceiling_for(&reverse, &m).expect("the sender's RTT and MSS are known");
@@ -3129,7 +3122,7 @@ mod tests {
         };
         let v = verdict_of(&alone, &m);
         assert!(
-            v.id != "loss-limited" && !v.also.iter().any(|a| a.contains("loss")),
+            v.id != VerdictId::LossLimited && !v.also.iter().any(|a| a.contains("loss")),
             "{} / {:?}",
             v.line,
             v.also
@@ -3165,7 +3158,7 @@ mod tests {
         let p = m.tcp_loss().unwrap();
         assert!(p > 0.005 * 2.0 && p < 0.005 * 3.0, "{p}");
         let v = verdict_of(&obs, &m);
-        assert_eq!(v.id, "loss-limited", "{v:?}");
+        assert_eq!(v.id, VerdictId::LossLimited, "{v:?}");
         // 307 Mbit/s against 149.6: 2.1x, within the factor 3 (the retransmits overstate the
         // drops 2.6x); the Path model line goes with it
         assert!(ceiling_for(&obs, &m).is_some());
@@ -3176,7 +3169,7 @@ mod tests {
         );
         // with the throughput alone (what the engine passes today) it was a CPU verdict
         assert_eq!(
-            verdict(&obs, m.throughput).id,
+            verdict(&obs, m.throughput).id.as_str(),
             doc["verdict_when_recorded"]["id"]
         );
     }
@@ -3214,7 +3207,7 @@ mod tests {
             ..Default::default()
         };
         let v = verdict_of(&test(idle_sender(), quiet), &m);
-        assert_eq!(v.id, "mtu-blackhole");
+        assert_eq!(v.id, VerdictId::MtuBlackhole);
         let e = v.evidence.clone().unwrap();
         assert_eq!(e.counters.len(), 1);
         assert!(e.counters[0].contains("tcpi_snd_mss"), "{e:?}");
@@ -3252,7 +3245,7 @@ mod tests {
             &TestObservation::local_only(quiet.clone(), "its results never arrived"),
             &silent_server(Some(8948), Some(1500)),
         );
-        assert_eq!(v.id, "mtu-blackhole");
+        assert_eq!(v.id, VerdictId::MtuBlackhole);
         for want in [
             "MTU black hole toward the client: the server's results message never came in 8.0 s",
             "3.77 GBytes sent",
@@ -3275,7 +3268,7 @@ mod tests {
                 &TestObservation::local_only(quiet.clone(), "its results never arrived"),
                 &silent_server(mss, pmtu),
             );
-            assert_eq!(v.id, "peer-silent", "{mss:?} {pmtu:?}: {v:?}");
+            assert_eq!(v.id, VerdictId::PeerSilent, "{mss:?} {pmtu:?}: {v:?}");
             assert!(
                 v.line
                     .starts_with("the server went silent: its results message never came in 8.0 s"),
@@ -3312,7 +3305,7 @@ mod tests {
         // contention in both intervals: clear
         let r = contended_receiver();
         let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
-        assert_eq!(v.id, "cpu-contended");
+        assert_eq!(v.id, VerdictId::CpuContended);
         let e = v.evidence.expect("every verdict carries its evidence");
         assert_eq!(e.intervals, Some(Agreement { agreed: 2, of: 2 }));
         assert_eq!(e.confidence, Confidence::Clear);
@@ -3329,7 +3322,7 @@ mod tests {
             ],
         );
         let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
-        assert_eq!(v.id, "cpu-contended", "{v:?}");
+        assert_eq!(v.id, VerdictId::CpuContended, "{v:?}");
         let e = v.evidence.unwrap();
         assert_eq!(e.intervals, Some(Agreement { agreed: 1, of: 4 }));
         assert_eq!(e.confidence, Confidence::Marginal);
@@ -3338,7 +3331,7 @@ mod tests {
         let s = with_threads(s, &[(3, 99.0, 0.0), (3, 99.0, 0.0), (3, 99.0, 0.0)]);
         let r = end(Role::Receiver, ryzen(), 6, &[(6, 70.0, 0.0, 30.0, 0, 0)]);
         let v = verdict(&test(s, r), Some(BitsPerSecond::from_gbps(40.0)));
-        assert_eq!(v.id, "sender-cpu-bound");
+        assert_eq!(v.id, VerdictId::SenderCpuBound);
         let e = v.evidence.unwrap();
         assert_eq!(
             (e.intervals, e.confidence),
@@ -3365,7 +3358,7 @@ mod tests {
         // CPU 6 saturated, but the receiver's worker ran 20 % and waited 60 %: someone else ran
         let r = contended_receiver();
         let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
-        assert_eq!(v.id, "cpu-contended");
+        assert_eq!(v.id, VerdictId::CpuContended);
         assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
         assert!(
             v.line
@@ -3383,7 +3376,7 @@ mod tests {
         let r = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
         let r = with_threads(r, &[(6, 70.0, 28.0), (6, 72.0, 26.0)]);
         let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
-        assert_eq!(v.id, "receiver-cpu-bound");
+        assert_eq!(v.id, VerdictId::ReceiverCpuBound);
     }
 
     /// The busy-loop scenario as measured in the lab (`lab up`, client on CPU 0, server on
@@ -3423,7 +3416,7 @@ mod tests {
     fn spurious_retransmits_of_a_starved_receiver_are_not_path_loss() {
         let (t, m) = busy_loop_lab();
         let v = verdict_of(&t, &m);
-        assert_eq!(v.id, "cpu-contended", "{} / {:?}", v.line, v.also);
+        assert_eq!(v.id, VerdictId::CpuContended, "{} / {:?}", v.line, v.also);
         assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
         assert!(
             v.line
@@ -3442,7 +3435,7 @@ mod tests {
         // without the receiver's D-SACK account the same retransmits read as path loss
         let mut t2 = t.clone();
         t2.local.total.tcp.as_mut().unwrap().dsack_dups = 0;
-        assert_eq!(verdict_of(&t2, &m).id, "loss-limited");
+        assert_eq!(verdict_of(&t2, &m).id, VerdictId::LossLimited);
     }
 
     /// A loss run recorded on this project's 2-vCPU machine: a veth pair between two
@@ -3483,7 +3476,7 @@ mod tests {
         // 0.9x — binds, and the Path model line is printed beside it
         let m = rx_drop_run(false);
         let v = verdict_of(&t, &m);
-        assert_eq!(v.id, "loss-limited", "{v:?}");
+        assert_eq!(v.id, VerdictId::LossLimited, "{v:?}");
         assert!(v.line.contains("0.9x the ceiling (within 3x"), "{}", v.line);
         let c = ceiling_for(&t, &m).expect("binding loss prints the path model");
         assert!((c.mathis_bps / 1e9 - 6.5).abs() < 0.1, "{}", c.mathis_bps);
@@ -3492,7 +3485,7 @@ mod tests {
         // of 0.55 Gbit/s sat 7x under the 3.8 measured)
         let m = rx_drop_run(true);
         let v = verdict_of(&t, &m);
-        assert_ne!(v.id, "loss-limited", "{v:?}");
+        assert_ne!(v.id, VerdictId::LossLimited, "{v:?}");
         let line = v
             .also
             .iter()
@@ -3511,7 +3504,7 @@ mod tests {
             ..rx_drop_run(true)
         };
         let v = verdict_of(&t, &m);
-        assert_ne!(v.id, "loss-limited", "{v:?}");
+        assert_ne!(v.id, VerdictId::LossLimited, "{v:?}");
         let line = v
             .also
             .iter()
@@ -3573,7 +3566,7 @@ mod tests {
         assert!(ceiling_for(&obs, &m).is_none());
         let v = verdict_of(&obs, &m);
         assert!(
-            v.id != "loss-limited" && !v.also.iter().any(|a| a.contains("loss")),
+            v.id != VerdictId::LossLimited && !v.also.iter().any(|a| a.contains("loss")),
             "{v:?}"
         );
     }
@@ -3588,7 +3581,7 @@ mod tests {
         m.interval_bps = vec![2.0e9, 3.2e9, 2.7e9, 3.1e9];
         m.rtt_us = Some((40, 600, 1390));
         let v = verdict_of(&t, &m);
-        assert_eq!(v.id, "cpu-contended", "{}", v.line);
+        assert_eq!(v.id, VerdictId::CpuContended, "{}", v.line);
         // the same flat rate and RTT growth with the workers unhindered: a shaper's queue
         let mut quiet = t.clone();
         for e in [&mut quiet.local, quiet.remote.as_mut().unwrap()] {
@@ -3599,7 +3592,7 @@ mod tests {
             }
         }
         m.retransmits = Some(0);
-        assert_eq!(verdict_of(&quiet, &m).id, "path-limited");
+        assert_eq!(verdict_of(&quiet, &m).id, VerdictId::PathLimited);
     }
 
     #[test]
@@ -3618,14 +3611,18 @@ mod tests {
                 }
             }
         }
-        assert_eq!(verdict_of(&quiet, &m).id, "path-limited", "target unknown");
+        assert_eq!(
+            verdict_of(&quiet, &m).id,
+            VerdictId::PathLimited,
+            "target unknown"
+        );
         m.target_bps = Some(8e9);
         let v = verdict_of(&quiet, &m);
-        assert_eq!(v.id, "at-target-rate", "{}", v.line);
+        assert_eq!(v.id, VerdictId::AtTargetRate, "{}", v.line);
         assert!(v.line.contains("8.0 Gbit/s asked for"), "{}", v.line);
         // well below the target: the test's pacing did not set the figure
         m.target_bps = Some(20e9);
-        assert_ne!(verdict_of(&quiet, &m).id, "at-target-rate");
+        assert_ne!(verdict_of(&quiet, &m).id, VerdictId::AtTargetRate);
     }
 
     #[test]
@@ -3654,7 +3651,7 @@ mod tests {
             ..Default::default()
         };
         let v = verdict_of(&test(s.clone(), r.clone()), &m);
-        assert_eq!(v.id, "udp-receiver-cpu-bound", "{}", v.line);
+        assert_eq!(v.id, VerdictId::UdpReceiverCpuBound, "{}", v.line);
         assert!(
             v.line.contains("receive buffer was full for 33 %"),
             "{}",
@@ -3662,7 +3659,7 @@ mod tests {
         );
         // no socket-buffer drops: the path's
         r.total.rx_drops = None;
-        assert_eq!(verdict_of(&test(s, r), &m).id, "udp-path-loss");
+        assert_eq!(verdict_of(&test(s, r), &m).id, VerdictId::UdpPathLoss);
     }
 
     #[test]
@@ -3681,8 +3678,8 @@ mod tests {
         });
         let v = verdict_of(&t, &m);
         assert_eq!(
-            (v.id.as_str(), v.end.map(VerdictEnd::word)),
-            ("cpu-contended", Some("sender"))
+            (v.id, v.end.map(VerdictEnd::word)),
+            (VerdictId::CpuContended, Some("sender"))
         );
         assert!(
             v.also
@@ -3715,7 +3712,7 @@ mod tests {
             udp: None,
         });
         let v = verdict_of(&t, &m);
-        assert_eq!(v.id, "cpu-contended", "{}", v.line);
+        assert_eq!(v.id, VerdictId::CpuContended, "{}", v.line);
         assert!(
             v.line
                 .contains("the receiving host dropped 800 segments itself"),
@@ -3724,7 +3721,7 @@ mod tests {
         );
         // a path that drops more than the host explains stays loss-limited
         m.retransmits = Some(5000);
-        assert_eq!(verdict_of(&t, &m).id, "loss-limited");
+        assert_eq!(verdict_of(&t, &m).id, VerdictId::LossLimited);
     }
 
     #[test]
@@ -3737,7 +3734,7 @@ mod tests {
         let r = end(Role::Receiver, ryzen(), 1, &[(1, 50.0, 44.0, 2.0, 0, 5000)]);
         let r = with_threads(r, &[(1, 9.4, 29.2), (1, 23.6, 16.6), (1, 28.9, 29.6)]);
         let v = verdict(&test(s, r.clone()), Some(BitsPerSecond::from_gbps(13.6)));
-        assert_eq!(v.id, "receiver-shares-cpu-with-softirq", "{}", v.line);
+        assert_eq!(v.id, VerdictId::ReceiverSharesCpuWithSoftirq, "{}", v.line);
         assert!(
             !v.also.iter().any(|a| a.contains("CPU contended")),
             "{:?}",
@@ -3754,7 +3751,7 @@ mod tests {
             &test(idle_sender(), r2),
             Some(BitsPerSecond::from_gbps(13.6)),
         );
-        assert_eq!(v.id, "cpu-contended", "{}", v.line);
+        assert_eq!(v.id, VerdictId::CpuContended, "{}", v.line);
         // a shaped 1 Gbit/s on a loaded host: the receiver's CPU full of other tasks and some
         // forwarding softirq, but its worker needed a CPU 8 % of the time: not its limit
         let r3 = with_threads(
@@ -3765,7 +3762,7 @@ mod tests {
             &test(idle_sender(), r3),
             Some(BitsPerSecond::from_gbps(0.95)),
         );
-        assert_ne!(v.id, "receiver-shares-cpu-with-softirq", "{}", v.line);
+        assert_ne!(v.id, VerdictId::ReceiverSharesCpuWithSoftirq, "{}", v.line);
     }
 
     #[test]
@@ -3782,7 +3779,7 @@ mod tests {
         };
         let v = verdict_of(&test(idle_sender(), r), &m);
         // flat with RTT growth and no CPU limit: a shaper's queue
-        assert_eq!(v.id, "path-limited", "{}", v.line);
+        assert_eq!(v.id, VerdictId::PathLimited, "{}", v.line);
         assert!(
             v.line.contains("RTT grew from 0.30 to 9.00 ms"),
             "{}",
@@ -3819,7 +3816,7 @@ mod tests {
             r.intervals[i].cpus = vec![hot(cpu), cold(other)];
         }
         let v = verdict(&test(idle_sender(), r), None);
-        assert_eq!(v.id, "receiver-cpu-bound");
+        assert_eq!(v.id, VerdictId::ReceiverCpuBound);
         assert!(
             v.line
                 .contains("in 3 of 3 intervals (worker 0 followed over CPUs 6,8)"),
@@ -3839,7 +3836,7 @@ mod tests {
             ..Default::default()
         };
         let v = verdict_of(&test(idle_sender(), quiet.clone()), &m);
-        assert_eq!(v.id, "path-limited");
+        assert_eq!(v.id, VerdictId::PathLimited);
         assert_eq!(
             v.line,
             "path-limited: 1.9 Gbit/s flat over 4 intervals (±0.7 %), below the 100.0 Gbit/s link, RTT grew from 0.20 to 20.00 ms (a queue filling), 310 retransmits (drops), with no CPU, window or buffer limit — a rate limit on the path (a shaper, a policer, a slower link)"
@@ -3851,13 +3848,13 @@ mod tests {
         };
         assert_eq!(
             verdict_of(&test(idle_sender(), quiet.clone()), &swing).id,
-            "no-cpu-saturated"
+            VerdictId::NoCpuSaturated
         );
         // a rate held within 10 % while the path dropped a few segments is a shaper, even beside a busy CPU
         let busy = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
         assert_eq!(
             verdict_of(&test(idle_sender(), busy.clone()), &m).id,
-            "path-limited"
+            VerdictId::PathLimited
         );
         // without drops or a queue a saturated CPU comes first
         let no_drops = Measured {
@@ -3867,7 +3864,7 @@ mod tests {
         };
         assert_eq!(
             verdict_of(&test(idle_sender(), busy), &no_drops).id,
-            "receiver-cpu-bound"
+            VerdictId::ReceiverCpuBound
         );
     }
 
@@ -3908,7 +3905,7 @@ mod tests {
         let quiet_rx = busy_receiver(25.0);
         let t = test(window_sender(256, 85.0), quiet_rx.clone());
         let v = verdict(&t, Some(BitsPerSecond::from_gbps(1.0)));
-        assert_eq!(v.id, "window-limited", "{v:?}");
+        assert_eq!(v.id, VerdictId::WindowLimited, "{v:?}");
         assert_eq!(
             v.also.first().map(String::as_str),
             Some(
@@ -3931,7 +3928,7 @@ mod tests {
             &test(window_sender(600, 85.0), quiet_rx),
             Some(BitsPerSecond::from_gbps(1.0)),
         );
-        assert_eq!(v.id, "window-limited");
+        assert_eq!(v.id, VerdictId::WindowLimited);
         assert!(v.also[0].starts_with("host busy: "), "{:?}", v.also);
         assert!(!v.also[0].contains("marginal"), "{}", v.also[0]);
         assert!(!v.host_load.unwrap().marginal);
@@ -3941,7 +3938,7 @@ mod tests {
             &test(window_sender(256, 85.0), busy_receiver(97.0)),
             Some(BitsPerSecond::from_gbps(1.0)),
         );
-        assert_eq!(v.id, "window-limited", "{v:?}");
+        assert_eq!(v.id, VerdictId::WindowLimited, "{v:?}");
         assert!(
             v.also[0].starts_with(
                 "host busy: other tasks took 77 % of the receiver's CPU 1 (a worker's CPU in 3 intervals) and 60 % of the sender's CPU 0"
@@ -3964,7 +3961,7 @@ mod tests {
         // the workers' own run and interrupt work fill their CPUs: no other tasks
         let t = test(window_sender(600, 35.0), busy_receiver(30.0));
         let v = verdict(&t, Some(BitsPerSecond::from_gbps(1.0)));
-        assert_eq!(v.id, "window-limited");
+        assert_eq!(v.id, VerdictId::WindowLimited);
         assert_eq!(v.host_load, None);
         assert!(
             !v.also.iter().any(|a| a.starts_with("host busy")),
@@ -4011,7 +4008,7 @@ mod tests {
             &test(contended_sender(280), quiet_rx.clone()),
             Some(BitsPerSecond::from_gbps(1.0)),
         );
-        assert_eq!(v.id, "cpu-contended", "{} / {:?}", v.line, v.also);
+        assert_eq!(v.id, VerdictId::CpuContended, "{} / {:?}", v.line, v.also);
         assert!(
             v.also.iter().any(|a| a.starts_with("window-limited: ")),
             "{:?}",
@@ -4023,7 +4020,7 @@ mod tests {
             &test(contended_sender(700), quiet_rx),
             Some(BitsPerSecond::from_gbps(1.0)),
         );
-        assert_eq!(v.id, "window-limited", "{} / {:?}", v.line, v.also);
+        assert_eq!(v.id, VerdictId::WindowLimited, "{} / {:?}", v.line, v.also);
         assert!(
             v.also.iter().any(|a| a.starts_with("CPU contended")),
             "{:?}",
@@ -4035,7 +4032,7 @@ mod tests {
     fn a_contended_verdict_does_not_say_the_host_was_busy_twice() {
         let r = contended_receiver();
         let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
-        assert_eq!(v.id, "cpu-contended");
+        assert_eq!(v.id, VerdictId::CpuContended);
         assert_eq!(v.host_load, None);
         assert!(
             !v.also.iter().any(|a| a.starts_with("host busy")),
@@ -4091,7 +4088,7 @@ mod tests {
             ..fast()
         };
         let v = verdict_of(&t, &m);
-        assert_eq!(v.id, "path-limited", "{v:?}");
+        assert_eq!(v.id, VerdictId::PathLimited, "{v:?}");
         assert_eq!(v.direction, Some(Flow::ServerToClient));
         assert!(
             v.line
@@ -4105,8 +4102,8 @@ mod tests {
         );
         let other = v.other_direction.as_deref().expect("the other direction");
         assert_eq!(
-            (other.id.as_str(), other.direction),
-            ("no-cpu-saturated", Some(Flow::ClientToServer))
+            (other.id, other.direction),
+            (VerdictId::NoCpuSaturated, Some(Flow::ClientToServer))
         );
 
         // the client → server direction shaped, judged on the server's report
@@ -4117,8 +4114,8 @@ mod tests {
         };
         let v = verdict_of(&t, &m);
         assert_eq!(
-            (v.id.as_str(), v.direction),
-            ("path-limited", Some(Flow::ClientToServer)),
+            (v.id, v.direction),
+            (VerdictId::PathLimited, Some(Flow::ClientToServer)),
             "{v:?}"
         );
         assert!(
@@ -4147,12 +4144,12 @@ mod tests {
             ..m
         };
         let v = verdict_of(&t, &m);
-        assert_eq!((v.id.as_str(), v.direction), ("peer-silent", None), "{v:?}");
+        assert_eq!((v.id, v.direction), (VerdictId::PeerSilent, None), "{v:?}");
         assert_eq!(v.other_direction, None);
 
         // without the reverse direction's figures: one verdict, as before
         let v = verdict_of(&t, &shaped_200());
-        assert_eq!((v.id.as_str(), v.direction), ("path-limited", None));
+        assert_eq!((v.id, v.direction), (VerdictId::PathLimited, None));
         assert_eq!(v.other_direction, None);
     }
 
@@ -4173,11 +4170,11 @@ mod tests {
             };
             let v = verdict_of(&t, &m);
             assert_eq!(v.direction, Some(Flow::ClientToServer), "{local:?}");
-            assert_eq!(v.id, "no-cpu-saturated", "{local:?} {v:?}");
+            assert_eq!(v.id, VerdictId::NoCpuSaturated, "{local:?} {v:?}");
             let other = v.other_direction.unwrap();
             assert_eq!(
-                (other.id.as_str(), other.end.map(VerdictEnd::word)),
-                ("window-limited", Some("sender")),
+                (other.id, other.end.map(VerdictEnd::word)),
+                (VerdictId::WindowLimited, Some("sender")),
                 "{local:?}"
             );
             assert_eq!(
@@ -4202,12 +4199,12 @@ mod tests {
         };
         let v = verdict_of(&t, &m);
         assert_eq!(
-            (v.id.as_str(), v.direction),
-            ("path-limited", Some(Flow::ClientToServer)),
+            (v.id, v.direction),
+            (VerdictId::PathLimited, Some(Flow::ClientToServer)),
             "{v:?}"
         );
         let other = v.other_direction.as_deref().unwrap();
-        assert_eq!(other.id, "window-limited");
+        assert_eq!(other.id, VerdictId::WindowLimited);
         assert_eq!(other.also.len(), 1, "{:?}", other.also);
         assert!(
             other.also[0].starts_with("send-buffer-limited"),
@@ -4273,8 +4270,8 @@ mod tests {
             assert_eq!(c.retransmits, 9166);
             let v = verdict_of(&t, &m);
             assert_eq!(
-                (v.id.as_str(), v.direction),
-                ("loss-limited", Some(Flow::ServerToClient)),
+                (v.id, v.direction),
+                (VerdictId::LossLimited, Some(Flow::ServerToClient)),
                 "{v:?}"
             );
             // the same figures the other way round: client → server's model
@@ -4332,14 +4329,14 @@ mod tests {
             assert!(other.other_direction.is_none());
             let v = verdict_of(&t, &m);
             assert_eq!(
-                (v.id.as_str(), v.direction),
-                ("loss-limited", Some(Flow::ClientToServer)),
+                (v.id, v.direction),
+                (VerdictId::LossLimited, Some(Flow::ClientToServer)),
                 "{v:?}"
             );
             let o = v.other_direction.as_deref().unwrap();
             assert_eq!(
-                (o.id.as_str(), o.direction),
-                ("loss-limited", Some(Flow::ServerToClient)),
+                (o.id, o.direction),
+                (VerdictId::LossLimited, Some(Flow::ServerToClient)),
                 "{o:?}"
             );
         }
@@ -4391,7 +4388,7 @@ mod tests {
         let m = bbr_flat(200e6, (60, 20_000, 45_000));
         assert!(m.tcp_loss().unwrap() > 0.02, "{:?}", m.tcp_loss());
         let v = verdict_of(&t, &m);
-        assert_eq!(v.id, "path-limited", "{v:?}");
+        assert_eq!(v.id, VerdictId::PathLimited, "{v:?}");
         assert!(v.line.contains("RTT grew"), "{}", v.line);
         assert_eq!(ceiling_for(&t, &m), None);
         // the shaped check (step 2e) does not hold at 3 %: the flat rate with nothing else
@@ -4416,7 +4413,7 @@ mod tests {
             ..bbr_flat(3.8e9, (288, 900, 1900))
         };
         let v = verdict_of(&t, &m);
-        assert_eq!(v.id, "receiver-cpu-bound", "{v:?}");
+        assert_eq!(v.id, VerdictId::ReceiverCpuBound, "{v:?}");
         assert!(
             !v.also.iter().any(|a| a.starts_with("path-limited")),
             "{:?}",
@@ -4431,7 +4428,7 @@ mod tests {
             "/../../docs/explain.md"
         ))
         .unwrap();
-        for id in IDS {
+        for id in VerdictId::ALL {
             assert!(
                 doc.contains(&format!("| `{id}` |")),
                 "{id} is not in docs/explain.md's table"

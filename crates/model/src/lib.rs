@@ -42,6 +42,7 @@ pub use path::SendPath;
 pub use topology::Topology;
 pub use verdict::{
     Agreement, BusyCpu, Confidence, ControlStall, End, Evidence, Flow, HostLoad, LoadedEnd,
-    Measured, PathCeiling, PeerSilent, SilentPhase, Verdict, VerdictEnd,
+    Measured, PathCeiling, PeerSilent, SilentPhase, UnknownVerdictId, Verdict, VerdictEnd,
+    VerdictId,
 };
 pub use worker::{RxZerocopy, Worker};

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 /// What limited a test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
-    /// Stable id (see the module docs).
-    pub id: String,
+    /// Stable id (see [`VerdictId`]).
+    pub id: VerdictId,
     /// The end it concerns, when it concerns one (`sender` or `receiver` in JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<VerdictEnd>,
@@ -31,6 +31,133 @@ pub struct Verdict {
     pub direction: Option<Flow>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_direction: Option<Box<Verdict>>,
+}
+
+/// A verdict's stable id: what `-J` carries as `wirespeed.verdict.id` (the contract;
+/// `wirespeed_explain::verdict` says when each holds, docs/explain.md describes each). The JSON
+/// string is [`VerdictId::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerdictId {
+    MtuBlackhole,
+    PeerSilent,
+    LineRate,
+    PmtuBelowMtu,
+    MtuMismatch,
+    SameHost,
+    UdpReceiverCpuBound,
+    UdpForeignDatagrams,
+    UdpPathLoss,
+    AtTargetRate,
+    LossLimited,
+    CpuSteal,
+    CpuContended,
+    ReceiverSharesCpuWithSoftirq,
+    IrqNumaRemote,
+    AppNumaRemote,
+    IrqCrossL3,
+    ReceiverCpuBound,
+    SenderCpuBound,
+    SoftirqCpuBound,
+    WindowLimited,
+    SndbufLimited,
+    PathLimited,
+    NoCpuSaturated,
+    /// An id this build does not know (a report a newer build wrote): read as `unknown`, so
+    /// such a report can still be shown and compared. No verdict this build decides has it.
+    #[serde(other)]
+    Unknown,
+}
+
+impl VerdictId {
+    /// Every id a verdict can have, in the order of the checks (not [`VerdictId::Unknown`]).
+    pub const ALL: [VerdictId; 24] = [
+        VerdictId::MtuBlackhole,
+        VerdictId::PeerSilent,
+        VerdictId::LineRate,
+        VerdictId::PmtuBelowMtu,
+        VerdictId::MtuMismatch,
+        VerdictId::SameHost,
+        VerdictId::UdpReceiverCpuBound,
+        VerdictId::UdpForeignDatagrams,
+        VerdictId::UdpPathLoss,
+        VerdictId::AtTargetRate,
+        VerdictId::LossLimited,
+        VerdictId::CpuSteal,
+        VerdictId::CpuContended,
+        VerdictId::ReceiverSharesCpuWithSoftirq,
+        VerdictId::IrqNumaRemote,
+        VerdictId::AppNumaRemote,
+        VerdictId::IrqCrossL3,
+        VerdictId::ReceiverCpuBound,
+        VerdictId::SenderCpuBound,
+        VerdictId::SoftirqCpuBound,
+        VerdictId::WindowLimited,
+        VerdictId::SndbufLimited,
+        VerdictId::PathLimited,
+        VerdictId::NoCpuSaturated,
+    ];
+
+    /// The id as JSON and the text output write it (`window-limited`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictId::MtuBlackhole => "mtu-blackhole",
+            VerdictId::PeerSilent => "peer-silent",
+            VerdictId::LineRate => "line-rate",
+            VerdictId::PmtuBelowMtu => "pmtu-below-mtu",
+            VerdictId::MtuMismatch => "mtu-mismatch",
+            VerdictId::SameHost => "same-host",
+            VerdictId::UdpReceiverCpuBound => "udp-receiver-cpu-bound",
+            VerdictId::UdpForeignDatagrams => "udp-foreign-datagrams",
+            VerdictId::UdpPathLoss => "udp-path-loss",
+            VerdictId::AtTargetRate => "at-target-rate",
+            VerdictId::LossLimited => "loss-limited",
+            VerdictId::CpuSteal => "cpu-steal",
+            VerdictId::CpuContended => "cpu-contended",
+            VerdictId::ReceiverSharesCpuWithSoftirq => "receiver-shares-cpu-with-softirq",
+            VerdictId::IrqNumaRemote => "irq-numa-remote",
+            VerdictId::AppNumaRemote => "app-numa-remote",
+            VerdictId::IrqCrossL3 => "irq-cross-l3",
+            VerdictId::ReceiverCpuBound => "receiver-cpu-bound",
+            VerdictId::SenderCpuBound => "sender-cpu-bound",
+            VerdictId::SoftirqCpuBound => "softirq-cpu-bound",
+            VerdictId::WindowLimited => "window-limited",
+            VerdictId::SndbufLimited => "sndbuf-limited",
+            VerdictId::PathLimited => "path-limited",
+            VerdictId::NoCpuSaturated => "no-cpu-saturated",
+            VerdictId::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for VerdictId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A string that is no verdict id (see [`VerdictId::ALL`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownVerdictId(pub String);
+
+impl std::fmt::Display for UnknownVerdictId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown verdict id `{}`", self.0)
+    }
+}
+
+impl std::error::Error for UnknownVerdictId {}
+
+impl std::str::FromStr for VerdictId {
+    type Err = UnknownVerdictId;
+
+    /// One of [`VerdictId::ALL`] by its string; anything else (`unknown` too) is an error.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        VerdictId::ALL
+            .into_iter()
+            .find(|id| id.as_str() == s)
+            .ok_or_else(|| UnknownVerdictId(s.to_string()))
+    }
 }
 
 /// The end a verdict concerns, by its role in the direction judged: `sender` or `receiver` in
@@ -401,7 +528,7 @@ mod tests {
             (VerdictEnd::Receiver, "receiver"),
         ] {
             let v = Verdict {
-                id: "sender-cpu-bound".into(),
+                id: VerdictId::SenderCpuBound,
                 end: Some(end),
                 line: "l".into(),
                 also: Vec::new(),
@@ -419,10 +546,73 @@ mod tests {
         let none: Verdict = serde_json::from_str(r#"{"id":"path-limited","line":"l"}"#).unwrap();
         assert_eq!(none.end, None);
         assert!(!serde_json::to_string(&none).unwrap().contains("\"end\""));
-        // A saved report's string reads into the type; an unknown one is refused.
+        // A saved report's strings read into the types: an id this build does not know reads as
+        // `Unknown`, an unknown end is refused.
         let saved: Verdict =
             serde_json::from_str(r#"{"id":"x","end":"receiver","line":"l"}"#).unwrap();
         assert_eq!(saved.end, Some(VerdictEnd::Receiver));
+        assert_eq!(saved.id, VerdictId::Unknown);
         assert!(serde_json::from_str::<Verdict>(r#"{"id":"x","end":"both","line":"l"}"#).is_err());
+    }
+
+    /// The ids as they were strings (the JSON contract): each variant writes and reads its own.
+    const ID_STRINGS: [&str; 24] = [
+        "mtu-blackhole",
+        "peer-silent",
+        "line-rate",
+        "pmtu-below-mtu",
+        "mtu-mismatch",
+        "same-host",
+        "udp-receiver-cpu-bound",
+        "udp-foreign-datagrams",
+        "udp-path-loss",
+        "at-target-rate",
+        "loss-limited",
+        "cpu-steal",
+        "cpu-contended",
+        "receiver-shares-cpu-with-softirq",
+        "irq-numa-remote",
+        "app-numa-remote",
+        "irq-cross-l3",
+        "receiver-cpu-bound",
+        "sender-cpu-bound",
+        "softirq-cpu-bound",
+        "window-limited",
+        "sndbuf-limited",
+        "path-limited",
+        "no-cpu-saturated",
+    ];
+
+    #[test]
+    fn every_verdict_id_writes_and_reads_its_contract_string() {
+        for (id, s) in VerdictId::ALL.into_iter().zip(ID_STRINGS) {
+            assert_eq!(id.as_str(), s);
+            assert_eq!(id.to_string(), s);
+            assert_eq!(
+                serde_json::to_value(id).unwrap(),
+                s,
+                "serde and as_str disagree"
+            );
+            assert_eq!(serde_json::from_value::<VerdictId>(s.into()).unwrap(), id);
+            assert_eq!(s.parse::<VerdictId>(), Ok(id));
+        }
+        let mut seen = std::collections::HashSet::new();
+        assert!(VerdictId::ALL.into_iter().all(|id| seen.insert(id)));
+        assert_eq!(serde_json::to_value(VerdictId::Unknown).unwrap(), "unknown");
+        assert_eq!(VerdictId::Unknown.to_string(), "unknown");
+    }
+
+    #[test]
+    fn an_id_this_build_does_not_know_reads_as_unknown_but_never_parses() {
+        let newer: Verdict =
+            serde_json::from_str(r#"{"id":"some-newer-limit","line":"l"}"#).unwrap();
+        assert_eq!(newer.id, VerdictId::Unknown);
+        assert_eq!(newer.line, "l");
+        assert_eq!(
+            "some-newer-limit".parse::<VerdictId>(),
+            Err(UnknownVerdictId("some-newer-limit".into()))
+        );
+        assert!("unknown".parse::<VerdictId>().is_err());
+        assert!("Window-Limited".parse::<VerdictId>().is_err());
     }
 }

@@ -119,7 +119,7 @@ pub fn repeat(r: &RepeatDoc, w: &mut dyn io::Write) -> Result<(), CsvError> {
                 .wirespeed
                 .as_ref()
                 .and_then(|w| w.verdict.as_ref())
-                .map(|v| v.id.clone())),
+                .map(|v| v.id.to_string())),
             opt(crate::diff::placement(t)),
         ])?;
     }

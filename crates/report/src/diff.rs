@@ -222,7 +222,7 @@ fn test(out: &mut Vec<Change>, a: &TestResult, b: &TestResult) {
         t.wirespeed
             .as_ref()
             .and_then(|w| w.verdict.as_ref())
-            .map(|v| v.id.clone())
+            .map(|v| v.id)
     };
     if id(a) != id(b) {
         text(out, "verdict", va, vb);
@@ -482,6 +482,8 @@ mod tests {
     use crate::model::{Summary, WirespeedExt};
     use wirespeed_model::{CpuSet, Verdict, Worker};
 
+    /// A run whose verdict has id `verdict` (as a file spells it: an id this build does not
+    /// know reads as `unknown`) and the line `verdict` with spaces for dashes.
     fn run(bps: f64, cpu: u32, verdict: &str) -> Document {
         let mut t = TestResult::default();
         t.end.sum_received = Some(Summary {
@@ -496,7 +498,7 @@ mod tests {
                 rx_zerocopy: None,
             }],
             verdict: Some(Verdict {
-                id: verdict.into(),
+                id: serde_json::from_value(verdict.into()).unwrap(),
                 end: None,
                 line: verdict.replace('-', " "),
                 also: vec![],
@@ -529,7 +531,8 @@ mod tests {
         );
         assert!(out.contains("note: one run each"), "{out}");
         assert!(out.contains("verdict: sender-cpu-bound"), "{out}");
-        // a verdict id from a file cannot drive the terminal
+        // a verdict from a file cannot drive the terminal: an id this build does not know reads
+        // as `unknown`, and the line is escaped
         let evil = "x\u{1b}]0;pwned\u{7}\u{1b}[2J";
         let e = diff(&run(9e9, 1, "sender-cpu-bound"), &run(9e9, 1, evil));
         let mut raw = Vec::new();
@@ -537,6 +540,7 @@ mod tests {
         let out = String::from_utf8(raw).unwrap();
         assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
         assert!(out.contains("x\\u{1b}]0;pwned"), "{out}");
+        assert!(out.contains("-> unknown (x\\u{1b}]0;pwned"), "{out}");
         assert!(d.exceeds(10.0));
         assert!(!d.exceeds(25.0));
     }

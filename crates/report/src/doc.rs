@@ -482,6 +482,28 @@ pub(crate) mod tests {
     use super::*;
 
     #[test]
+    fn a_verdict_id_a_newer_build_wrote_still_reads() {
+        let id = |doc: &[u8]| {
+            let Document::Test(t) = Document::parse(doc).unwrap() else {
+                panic!("not a test")
+            };
+            let v = t.wirespeed.unwrap().verdict.unwrap();
+            (v.id, v.line)
+        };
+        let known = br#"{"start":{},"intervals":[],"end":{},"wirespeed":{"verdict":{"id":"irq-cross-l3","line":"l"}}}"#;
+        assert_eq!(
+            id(known),
+            (wirespeed_model::VerdictId::IrqCrossL3, "l".into())
+        );
+        // an id this build does not know: the report still reads, its line intact
+        let newer = br#"{"start":{},"intervals":[],"end":{},"wirespeed":{"verdict":{"id":"some-newer-limit","line":"a newer limit"}}}"#;
+        assert_eq!(
+            id(newer),
+            (wirespeed_model::VerdictId::Unknown, "a newer limit".into())
+        );
+    }
+
+    #[test]
     fn kinds_are_recognised_from_content() {
         // iperf3's test document has no `kind`: its shape says it
         let t = Document::parse(br#"{"start":{},"intervals":[],"end":{}}"#).unwrap();

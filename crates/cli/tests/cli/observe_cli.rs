@@ -21,7 +21,11 @@ fn json_of(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-const VERDICTS: &[&str] = wirespeed_explain::verdict::IDS;
+/// One of the verdict ids (the contract), as the JSON carries it.
+fn a_verdict_id(id: &serde_json::Value) -> bool {
+    id.as_str()
+        .is_some_and(|s| s.parse::<wirespeed_explain::verdict::VerdictId>().is_ok())
+}
 
 #[test]
 fn pinned_workers_are_seen_on_both_ends() {
@@ -58,7 +62,7 @@ fn pinned_workers_are_seen_on_both_ends() {
     }
     assert!(local["total"]["tcp"]["busy_us"].as_u64().unwrap() > 0);
     let v = &j["wirespeed"]["verdict"];
-    assert!(VERDICTS.contains(&v["id"].as_str().unwrap()), "{v}");
+    assert!(a_verdict_id(&v["id"]), "{v}");
     assert!(!v["line"].as_str().unwrap().is_empty());
 }
 
@@ -241,7 +245,7 @@ fn the_servers_json_carries_both_ends_and_its_verdict() {
     assert_eq!(obs["remote"]["total"]["workers"][0]["cpus_seen"], "0");
     assert!(obs["remote_absent"].is_null());
     let v = &j["wirespeed"]["verdict"];
-    assert!(VERDICTS.contains(&v["id"].as_str().unwrap()), "{v}");
+    assert!(a_verdict_id(&v["id"]), "{v}");
 
     let s = serve_one(&["--json-stream"], &mut ws_client(&[]));
     let t = String::from_utf8(s.stdout).unwrap();

@@ -8,7 +8,7 @@ use wirespeed_explain::model::BitsPerSecond;
 use wirespeed_explain::modes::{analyze, write_text, Run};
 use wirespeed_explain::placement::Signature;
 use wirespeed_explain::topology::Relation;
-use wirespeed_explain::verdict::verdict;
+use wirespeed_explain::verdict::{verdict, VerdictId};
 use wirespeed_host::Root;
 
 #[derive(serde::Deserialize)]
@@ -106,11 +106,11 @@ fn each_run_gets_the_verdict_the_author_reached() {
         let v = verdict(r.observation.as_ref().unwrap(), Some(r.bits_per_second));
         let g = r.bits_per_second.gbps();
         let expect = if g < 70.0 {
-            "receiver-shares-cpu-with-softirq"
+            VerdictId::ReceiverSharesCpuWithSoftirq
         } else if g < 90.0 {
-            "irq-cross-l3"
+            VerdictId::IrqCrossL3
         } else {
-            "line-rate"
+            VerdictId::LineRate
         };
         assert_eq!(v.id, expect, "{g} Gbit/s: {}", v.line);
         if g < 70.0 {

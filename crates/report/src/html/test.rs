@@ -175,7 +175,7 @@ pub(super) fn test(h: &mut String, t: &TestResult, scales: &Scales) {
             h,
             "<div class=\"verdict\"><b>{}</b> <code>{}</code>",
             esc(&v.line),
-            esc(&v.id)
+            v.id
         );
         if !v.also.is_empty() {
             h.push_str("<ul>");
