@@ -476,8 +476,11 @@ impl DataPhase {
             .find_map(|w| w.stream_fd(id))
     }
 
-    /// Cumulative counters (and TCP_INFO of TCP sending streams, if `tcp`) for the builder.
-    pub fn samples(&mut self, tcp: bool) -> Vec<StreamSample> {
+    /// Cumulative counters (and TCP_INFO of TCP sending streams, if `tcp`) for the builder;
+    /// with `omit_end`, this very reading is also the end of the omit period (a second read of
+    /// the counters would count a block that arrived in between in neither the omitted interval
+    /// nor the totals — the results message and the report would differ by it).
+    pub fn samples(&mut self, tcp: bool, omit_end: bool) -> Vec<StreamSample> {
         let read_tcp = tcp && !self.senders_stopped && !self.udp;
         let fresh: Vec<_> = self
             .streams
@@ -496,7 +499,14 @@ impl DataPhase {
                     s.congestion = cc;
                 }
             }
-            let udp = s.counter.udp().map(|u| {
+            let bytes = s.counter.bytes();
+            let snapshot = s.counter.udp();
+            if omit_end {
+                s.omit_bytes = bytes;
+                s.omit_retrans = s.last_tcp.map_or(0, |t| t.retransmits_total);
+                s.omit_udp = snapshot.unwrap_or_default();
+            }
+            let udp = snapshot.map(|u| {
                 if s.send {
                     UdpSample {
                         packets: i64::try_from(u.packets).unwrap_or(i64::MAX),
@@ -513,7 +523,7 @@ impl DataPhase {
             });
             out.push(StreamSample {
                 id: s.id,
-                bytes: s.counter.bytes(),
+                bytes,
                 tcp: if s.send { s.last_tcp } else { None },
                 udp,
             });
@@ -529,15 +539,6 @@ impl DataPhase {
             .filter(|s| s.send)
             .filter_map(|s| dp::tcp::tcp_info(self.socket(s.id)?).ok())
             .collect()
-    }
-
-    /// Remember the counters at the end of the omit period.
-    pub fn mark_omit_end(&mut self) {
-        for s in &mut self.streams {
-            s.omit_bytes = s.counter.bytes();
-            s.omit_retrans = s.last_tcp.map_or(0, |t| t.retransmits_total);
-            s.omit_udp = s.counter.udp().unwrap_or_default();
-        }
     }
 
     /// Bytes moved after the omit period, in each direction.

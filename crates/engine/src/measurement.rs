@@ -229,10 +229,9 @@ pub fn data_config(p: &TestParams, client: bool, local: LocalPaths) -> DataConfi
 
 /// What the measurement reads from the data phase (a fake in the tests).
 pub trait Counters {
-    /// Cumulative counters of every stream (`tcp`: read the senders' `TCP_INFO` too).
-    fn samples(&mut self, tcp: bool) -> Vec<StreamSample>;
-    /// Remember the counters at the end of the omit period.
-    fn mark_omit_end(&mut self);
+    /// Cumulative counters of every stream (`tcp`: read the senders' `TCP_INFO` too); with
+    /// `omit_end`, the same reading is remembered as the end of the omit period.
+    fn samples(&mut self, tcp: bool, omit_end: bool) -> Vec<StreamSample>;
     /// `TCP_INFO` of the sending streams still open.
     fn sender_tcp_infos(&self) -> Vec<TcpInfo>;
     /// The workers and where they ran.
@@ -240,11 +239,8 @@ pub trait Counters {
 }
 
 impl Counters for DataPhase {
-    fn samples(&mut self, tcp: bool) -> Vec<StreamSample> {
-        DataPhase::samples(self, tcp)
-    }
-    fn mark_omit_end(&mut self) {
-        DataPhase::mark_omit_end(self)
+    fn samples(&mut self, tcp: bool, omit_end: bool) -> Vec<StreamSample> {
+        DataPhase::samples(self, tcp, omit_end)
     }
     fn sender_tcp_infos(&self) -> Vec<TcpInfo> {
         DataPhase::sender_tcp_infos(self)
@@ -348,10 +344,7 @@ impl<D: Counters> Measurement<D> {
             return;
         }
         while let Some(t) = self.timeline.due(now) {
-            let samples = self.data.samples(true);
-            if t.omit_boundary {
-                self.data.mark_omit_end();
-            }
+            let samples = self.data.samples(true, t.omit_boundary);
             let obs = self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = self.builder.interval(t.start, t.end, t.omitted, &samples) {
                 if self.show_intervals {
@@ -451,7 +444,7 @@ impl<D: Counters> Measurement<D> {
         let at = end.min(now);
         self.ticks(at, reporter);
         self.final_time = Some(at);
-        let samples = self.data.samples(false);
+        let samples = self.data.samples(false, false);
         if let Some(t) = self.timeline.finish(at) {
             let obs = self.observer.tick(t.start, t.end);
             if let Ok(Some(iv)) = self.builder.interval(t.start, t.end, t.omitted, &samples) {
@@ -547,7 +540,10 @@ mod tests {
     }
 
     impl Counters for Fake {
-        fn samples(&mut self, _tcp: bool) -> Vec<StreamSample> {
+        fn samples(&mut self, _tcp: bool, omit_end: bool) -> Vec<StreamSample> {
+            if omit_end {
+                self.omit_marks += 1;
+            }
             let t = *self.clock.lock().unwrap();
             vec![StreamSample {
                 id: 1,
@@ -555,9 +551,6 @@ mod tests {
                 tcp: None,
                 udp: None,
             }]
-        }
-        fn mark_omit_end(&mut self) {
-            self.omit_marks += 1;
         }
         fn sender_tcp_infos(&self) -> Vec<TcpInfo> {
             Vec::new()
