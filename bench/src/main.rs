@@ -376,6 +376,14 @@ fn run_other(env: &Env, kind: Kind, t: &Test, port: u16) -> Result<Sample, Strin
                 s.push("-z".into()); // the receiver maps what it can
                 c.push("-Z".into()); // MSG_ZEROCOPY: on loopback the only data that maps
             }
+            if t.parallel > 1 {
+                // -F flows over -T threads (a thread per flow up to the CPUs), both ends
+                let threads = t.parallel.min(num_cpus() as u32).to_string();
+                let flows = t.parallel.to_string();
+                for v in [&mut s, &mut c] {
+                    v.extend(["-T".into(), threads.clone(), "-F".into(), flows.clone()]);
+                }
+            }
             (s, c, port)
         }
     };
@@ -398,7 +406,7 @@ fn run_other(env: &Env, kind: Kind, t: &Test, port: u16) -> Result<Sample, Strin
     }
     let parsed = match kind {
         Kind::Xfr => parse::parse_xfr_json(&out),
-        _ => parse::parse_neper(&out),
+        _ => parse::parse_neper_ends(&out, &s.stdout()),
     };
     parsed.map_err(|e| c.failure(&e))
 }
@@ -540,11 +548,14 @@ fn run_test(env: &Env, t: &Test) -> Outcome {
             let r = run_one(env, *kind, t);
             match &r {
                 Ok(s) => eprintln!(
-                    "  round {}/{} {:<9} {:>7.2} Gbit/s{}",
+                    "  round {}/{} {:<9} {:>7.2} Gbit/s{}{}",
                     round + 1,
                     a.rounds,
                     kind.name(),
                     s.recv_bps / 1e9,
+                    s.cpu_s_per_gbit
+                        .map(|c| format!("  {c:.4} CPU-s/Gbit"))
+                        .unwrap_or_default(),
                     s.paths
                         .as_ref()
                         .map(|p| format!("  ({p})"))
@@ -891,7 +902,12 @@ fn scale_tests(a: &Args, kinds: &[Kind]) -> Vec<Test> {
                 zerocopy: false,
                 rate: 0,
                 netns: false,
-                kinds: kinds.to_vec(),
+                // neper (`tcp_stream -T -F`) joins the TCP ladder; the UDP one is iperf3's
+                kinds: kinds
+                    .iter()
+                    .copied()
+                    .filter(|k| !udp || *k != Kind::Neper)
+                    .collect(),
                 parallel: p,
                 pinned: false,
                 nocopy: false,
@@ -1044,8 +1060,8 @@ fn main() {
         }
     }
     let tests = if args.scale {
-        // Debian's iperf3 joins when it is installed; the peers' 3.21 when it is found
-        let mut kinds = vec![Kind::Wirespeed, Kind::Iperf3Peer];
+        // Debian's iperf3 joins when it is installed; the peers' 3.21 and neper (TCP) when found
+        let mut kinds = vec![Kind::Wirespeed, Kind::Iperf3Peer, Kind::Neper];
         // starts: iperf3 (Debian's, or the one --iperf3 names)
         if std::process::Command::new(&args.iperf3)
             .arg("--version")

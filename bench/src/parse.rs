@@ -164,6 +164,36 @@ pub fn parse_neper(text: &str) -> Result<Sample, String> {
     })
 }
 
+/// A `key=value` number from neper's output.
+fn neper_value(text: &str, key: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(key)?.strip_prefix('='))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// CPU seconds one neper process spent during its test: its `utime`/`stime` at the start and
+/// the end (getrusage of the whole process, as iperf3's utilisation is).
+fn neper_cpu_s(text: &str) -> Option<f64> {
+    let v = |k| neper_value(text, k);
+    Some(v("utime_end")? - v("utime_start")? + v("stime_end")? - v("stime_start")?)
+}
+
+/// neper at both ends: the client's `remote_throughput`, and CPU per bit from both processes'
+/// own CPU time over the client's `total_run_time` (the same formula as iperf3's figures).
+pub fn parse_neper_ends(client: &str, server: &str) -> Result<Sample, String> {
+    let mut s = parse_neper(client)?;
+    if let (Some(c), Some(sv), Some(secs)) = (
+        neper_cpu_s(client),
+        neper_cpu_s(server),
+        neper_value(client, "total_run_time").filter(|t| *t > 0.0),
+    ) {
+        let gbit = s.recv_bps * secs / 1e9;
+        s.busy_cores = Some((c + sv) / secs);
+        s.cpu_s_per_gbit = (gbit > 0.0).then(|| (c + sv) / gbit);
+    }
+    Ok(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +283,23 @@ mod tests {
         assert!((parse_neper(n).expect("neper").recv_bps - 6957701669.0).abs() < 1.0);
         assert!(parse_neper("remote_throughput=x").is_err());
         assert!(parse_neper("").is_err());
+    }
+
+    #[test]
+    fn neper_cpu_per_bit_from_both_ends() {
+        // recorded from tcp_stream -T 2 -F 2 -l 2 on loopback (client, then server)
+        let client = "total_run_time=2\nutime_start=0.001438\nutime_end=0.064977\n\
+                      stime_start=0.000000\nstime_end=0.817155\nremote_throughput=24000000000\n";
+        let server = "total_run_time=2\nutime_start=0.000000\nutime_end=0.039918\n\
+                      stime_start=0.001775\nstime_end=1.943998\n";
+        let s = parse_neper_ends(client, server).expect("neper");
+        let cpu = (0.064977 - 0.001438) + 0.817155 + 0.039918 + (1.943998 - 0.001775);
+        assert!((s.busy_cores.expect("cores") - cpu / 2.0).abs() < 1e-9);
+        assert!((s.cpu_s_per_gbit.expect("cpu") - cpu / 48.0).abs() < 1e-9);
+        // a server that printed no times: the rate stands, no CPU figure
+        let s = parse_neper_ends(client, "total_run_time=2\n").expect("neper");
+        assert_eq!(s.cpu_s_per_gbit, None);
+        assert!(parse_neper_ends("", server).is_err());
     }
 
     #[test]
