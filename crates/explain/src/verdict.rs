@@ -565,6 +565,22 @@ fn workers_run_on(i: &crate::model::IntervalObservation, cpu: u32) -> f64 {
         .sum()
 }
 
+/// The other end of a test whose ends share one host: its workers are the test's too, never
+/// "other tasks" on a CPU they share with `e`'s. `None` on two hosts.
+fn peer_on_host<'a>(test: &'a TestObservation, e: &EndObservation) -> Option<&'a EndObservation> {
+    same_host(test)?;
+    test.ends().find(|p| !std::ptr::eq(*p, e))
+}
+
+/// The test's workers' run share (%) on `cpu` in `e`'s interval `n`: `e`'s own and, on one
+/// host, its peer's in the same interval.
+fn test_run_on(e: &EndObservation, peer: Option<&EndObservation>, n: usize, cpu: u32) -> f64 {
+    e.intervals.get(n).map_or(0.0, |i| workers_run_on(i, cpu))
+        + peer
+            .and_then(|p| p.intervals.get(n))
+            .map_or(0.0, |pi| workers_run_on(pi, cpu))
+}
+
 /// Other tasks' share (%) of CPU `c`: busy less the test's workers' run there (`run`),
 /// softirq, irq and steal. The one rule for "other tasks", read by `cpu-contended` and by the
 /// busy-host statement ([`host_load`]).
@@ -577,12 +593,9 @@ fn others_on(c: &CpuUse, run: f64) -> f64 {
 /// the busiest first. Both ends on one host: the peer's workers in the same interval are the
 /// test's too, not other tasks. Empty without the workers' threads in the intervals.
 fn host_load(test: &TestObservation, th: &Thresholds) -> Vec<wirespeed_model::BusyCpu> {
-    let ends: Vec<&EndObservation> = test.ends().collect();
-    let one_host = same_host(test).is_some();
     let mut out = Vec::new();
-    for (k, e) in ends.iter().enumerate() {
-        let peer = ends.iter().enumerate().find(|(j, _)| *j != k).map(|x| *x.1);
-        let peer = peer.filter(|_| one_host);
+    for (k, e) in test.ends().enumerate() {
+        let peer = peer_on_host(test, e);
         // cpu → (sum of others, intervals)
         let mut acc: std::collections::BTreeMap<u32, (f64, u32)> = Default::default();
         for (n, i) in e.intervals.iter().enumerate() {
@@ -590,11 +603,8 @@ fn host_load(test: &TestObservation, th: &Thresholds) -> Vec<wirespeed_model::Bu
                 i.threads.iter().filter_map(|t| t.cpu).collect();
             for cpu in cpus {
                 let Some(c) = i.cpu(cpu) else { continue };
-                let peer_run = peer
-                    .and_then(|p| p.intervals.get(n))
-                    .map_or(0.0, |pi| workers_run_on(pi, cpu));
                 let a = acc.entry(cpu).or_insert((0.0, 0));
-                a.0 += others_on(c, workers_run_on(i, cpu) + peer_run);
+                a.0 += others_on(c, test_run_on(e, peer, n, cpu));
                 a.1 += 1;
             }
         }
@@ -794,17 +804,20 @@ fn with_host_load(v: &mut Verdict, test: &TestObservation, th: &Thresholds) {
     });
 }
 
-fn thread_loads(e: &EndObservation) -> Vec<ThreadLoad> {
+/// Each of `e`'s workers over the intervals: its run and wait, and the other tasks and
+/// interrupt work on the CPU it was on. On one host the peer's workers (`peer`) are the
+/// test's, not other tasks — the same rule as [`host_load`]'s.
+fn thread_loads(e: &EndObservation, peer: Option<&EndObservation>) -> Vec<ThreadLoad> {
     // tid → (name, cpu, run, wait, others, interrupts, intervals)
     type Acc = (String, Option<u32>, f64, f64, f64, f64, f64);
     let mut acc: std::collections::BTreeMap<u32, Acc> = Default::default();
-    for i in &e.intervals {
+    for (n, i) in e.intervals.iter().enumerate() {
         for t in &i.threads {
             let Some(c) = t.cpu.and_then(|c| i.cpu(c)) else {
                 continue;
             };
             let irq = c.softirq.get() + c.irq.get();
-            let others = others_on(c, workers_run_on(i, c.cpu));
+            let others = others_on(c, test_run_on(e, peer, n, c.cpu));
             let a = acc
                 .entry(t.tid)
                 .or_insert((t.name.clone(), None, 0.0, 0.0, 0.0, 0.0, 0.0));
@@ -910,7 +923,7 @@ fn contended(test: &TestObservation, th: &Thresholds, loss: &LossAccount) -> Vec
     let mut per_end: Vec<(&EndObservation, ThreadLoad)> = test
         .ends()
         .filter_map(|e| {
-            thread_loads(e)
+            thread_loads(e, peer_on_host(test, e))
                 .into_iter()
                 .filter(|t| {
                     t.wait >= th.contended_wait
@@ -1613,7 +1626,7 @@ fn judge(
     // (when other tasks took more of that CPU than the softirq, contention is named instead)
     let others_first = |cpu: u32| {
         test.receiver().is_some_and(|e| {
-            thread_loads(e)
+            thread_loads(e, peer_on_host(test, e))
                 .iter()
                 .any(|t| t.cpu == Some(cpu) && t.others > t.interrupts)
         })
@@ -1745,6 +1758,7 @@ fn judge(
         }
     }
 
+    said_once(&mut found);
     let cost = crate::cost::cost_of(whole, m);
     for v in &mut found {
         with_projection(v, cost.as_ref());
@@ -1761,6 +1775,23 @@ fn judge(
     first.evidence = Some(evidence(&first, test, m, th));
     with_host_load(&mut first, test, th);
     first
+}
+
+/// Each finding said once: after the first, a verdict whose line another one already says —
+/// quoted inside it (the UDP overrun line quotes the receiver's CPU line) or word for word
+/// earlier — is dropped. The first stays whatever quotes it.
+fn said_once(found: &mut Vec<Verdict>) {
+    let lines: Vec<String> = found.iter().map(|v| v.line.clone()).collect();
+    let mut k = 0;
+    found.retain(|v| {
+        let i = k;
+        k += 1;
+        i == 0
+            || !(lines[..i].contains(&v.line)
+                || lines
+                    .iter()
+                    .any(|o| o.len() > v.line.len() && o.contains(v.line.as_str())))
+    });
 }
 
 /// The counters each verdict's check reads (docs/explain.md's "evidence" column, in words).
@@ -2995,6 +3026,12 @@ mod tests {
             v.line,
             "UDP lost 25 % of the datagrams because the receiver could not keep up: receiver CPU-bound (CPU 6, 99 % system)"
         );
+        // the CPU line it quotes is not said again under `also`
+        assert!(
+            !v.also.iter().any(|a| v.line.contains(a.as_str())),
+            "{:?}",
+            v.also
+        );
         let r = end(Role::Receiver, ryzen(), 6, &[(6, 40.0, 0.0, 60.0, 0, 0)]);
         let v = verdict_of(&test(idle_sender(), r.clone()), &udp(250_000));
         assert_eq!(v.id, VerdictId::UdpPathLoss);
@@ -3377,6 +3414,90 @@ mod tests {
         let r = with_threads(r, &[(6, 70.0, 28.0), (6, 72.0, 26.0)]);
         let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
         assert_eq!(v.id, VerdictId::ReceiverCpuBound);
+    }
+
+    #[test]
+    fn the_other_end_on_one_host_is_not_another_process() {
+        // CPU 6 full; the receiver's worker ran 21 % and waited 59 % there, and the sender's
+        // worker ran 70 % on the same CPU in the same intervals
+        let pair = |iface: &str| {
+            let mut r = contended_receiver();
+            let s = end(Role::Sender, ryzen(), 6, &[(6, 20.0, 0.0, 1.0, 0, 0)]);
+            let mut s = with_threads(s, &[(6, 70.0, 25.0), (6, 70.0, 25.0)]);
+            for e in [&mut r, &mut s] {
+                e.iface = Some(iface.into());
+            }
+            test(s, r)
+        };
+        // on one host (lo) that is the test's own other end — same-host's "they compete for
+        // the same CPUs" — not another process (the 16-CPU loopback run at -P 16 said
+        // "another process runs there" of its own peer)
+        let v = verdict(&pair("lo"), Some(BitsPerSecond::from_gbps(1.0)));
+        assert_ne!(v.id, VerdictId::CpuContended, "{} / {:?}", v.line, v.also);
+        assert!(
+            !v.also.iter().any(|a| a.starts_with("CPU contended")),
+            "{:?}",
+            v.also
+        );
+        assert!(
+            std::iter::once(&v.line)
+                .chain(&v.also)
+                .any(|l| l.starts_with("both ends on one host")),
+            "{} / {:?}",
+            v.line,
+            v.also
+        );
+        // on two hosts the same figures are another task on the receiver's CPU
+        let v = verdict(&pair("eth1"), Some(BitsPerSecond::from_gbps(1.0)));
+        assert_eq!(v.id, VerdictId::CpuContended, "{} / {:?}", v.line, v.also);
+        assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
+    }
+
+    #[test]
+    fn a_finding_another_line_quotes_is_said_once() {
+        let v = |id, line: &str| Verdict {
+            id,
+            end: None,
+            line: line.into(),
+            also: Vec::new(),
+            evidence: None,
+            host_load: None,
+            direction: None,
+            other_direction: None,
+        };
+        let rx = "receiver shares CPU 1 with RX softirq (CPU 1: 57.7 % system, 34 % softirq)";
+        let mut found = vec![
+            v(VerdictId::SameHost, "both ends on one host (vm, over lo)"),
+            v(
+                VerdictId::UdpReceiverCpuBound,
+                &format!(
+                    "UDP lost 1.2 % of the datagrams because the receiver could not keep up: {rx}"
+                ),
+            ),
+            v(VerdictId::ReceiverSharesCpuWithSoftirq, rx),
+            v(VerdictId::SenderCpuBound, "sender CPU-bound (CPU 1)"),
+            v(VerdictId::SenderCpuBound, "sender CPU-bound (CPU 1)"),
+        ];
+        said_once(&mut found);
+        let ids: Vec<VerdictId> = found.iter().map(|v| v.id).collect();
+        assert_eq!(
+            ids,
+            [
+                VerdictId::SameHost,
+                VerdictId::UdpReceiverCpuBound,
+                VerdictId::SenderCpuBound
+            ]
+        );
+        // the first stays even when a later line quotes it
+        let mut found = vec![
+            v(VerdictId::ReceiverSharesCpuWithSoftirq, rx),
+            v(
+                VerdictId::UdpReceiverCpuBound,
+                &format!("UDP lost 1 %: {rx}"),
+            ),
+        ];
+        said_once(&mut found);
+        assert_eq!(found.len(), 2);
     }
 
     /// The busy-loop scenario as measured in the lab (`lab up`, client on CPU 0, server on
