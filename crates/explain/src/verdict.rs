@@ -2010,7 +2010,14 @@ fn path_loss(test: &TestObservation, m: &Measured, th: &Thresholds) -> PathLoss 
     // a worker held off its CPU acknowledges late: the RTT then grows at the host, not in a
     // queue on the path, so RTT growth is no shaper's evidence beside a contended worker
     let contention = contended(test, th, &loss);
-    let queued = queued && contention.is_empty();
+    // nor beside a CPU the test's workers needed and found full: a saturated receiver's
+    // backlog (and on one host, softirq waiting for a CPU) grows the RTT at the host too —
+    // a 16-CPU loopback run at -P 32, every CPU busy, read 0.24 -> 1.26 ms at a flat rate
+    let mut saturated = Vec::new();
+    for e in test.ends() {
+        cpu_candidates(e, th, &mut saturated);
+    }
+    let queued = queued && contention.is_empty() && saturated.is_empty();
     // No exception for BBR, whose probing above a tbf's rate can drop more than
     // `shaped_loss`: where no CPU, contention or window limit is found, such a flat rate is
     // named `path-limited` by step 6 anyway; where one is, the queue's RTT growth is no
@@ -2978,6 +2985,39 @@ mod tests {
             "{:?}",
             v.also
         );
+    }
+
+    #[test]
+    fn rtt_growth_beside_a_full_cpu_is_no_shapers_queue() {
+        // a flat rate, no retransmits, the RTT grown 0.24 -> 1.26 ms: a queue — unless a CPU the
+        // test needed was full, whose backlog grows the RTT at the host (a 16-CPU loopback run
+        // at -P 32 read exactly this, every CPU busy, and was told "a rate limit on the path")
+        let m = Measured {
+            throughput: Some(BitsPerSecond(28.17e9)),
+            interval_bps: vec![25.0e9, 28.1e9, 28.25e9],
+            retransmits: Some(0),
+            rtt_us: Some((240, 600, 1260)),
+            ..Default::default()
+        };
+        let shaped = |v: &Verdict| {
+            std::iter::once(&v.line)
+                .chain(&v.also)
+                .any(|l| l.starts_with("path-limited"))
+        };
+        let full = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
+        let v = verdict_of(&test(idle_sender(), full), &m);
+        assert!(!shaped(&v), "{} / {:?}", v.line, v.also);
+        assert_eq!(
+            v.id,
+            VerdictId::ReceiverCpuBound,
+            "{} / {:?}",
+            v.line,
+            v.also
+        );
+        // the same reading with the CPUs to spare is a queue on the path
+        let spare = end(Role::Receiver, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
+        let v = verdict_of(&test(idle_sender(), spare), &m);
+        assert!(shaped(&v), "{} / {:?}", v.line, v.also);
     }
 
     fn udp(lost: u64) -> Measured {
