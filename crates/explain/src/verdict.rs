@@ -581,9 +581,51 @@ fn test_run_on(e: &EndObservation, peer: Option<&EndObservation>, n: usize, cpu:
             .map_or(0.0, |pi| workers_run_on(pi, cpu))
 }
 
-/// Other tasks' share (%) of CPU `c`: busy less the test's workers' run there (`run`),
-/// softirq, irq and steal. The one rule for "other tasks", read by `cpu-contended` and by the
-/// busy-host statement ([`host_load`]).
+/// On one host, the peer's workers were not read in interval `n` though they were in others
+/// (an end whose workers had ended before its last reading): that interval's "other tasks"
+/// would hold the peer's whole run, so it is left out of the other-task figures.
+fn peer_unread(peer: Option<&EndObservation>, n: usize) -> bool {
+    peer.is_some_and(|p| {
+        p.intervals.iter().any(|i| !i.threads.is_empty())
+            && p.intervals.get(n).is_none_or(|i| i.threads.is_empty())
+    })
+}
+
+/// At most what other tasks took of the whole host in `e`'s interval `n`, in % of one CPU:
+/// every listed CPU's busy time less the test's workers' run (each worker once, wherever it
+/// was), irq and steal. A worker is placed on the CPU it was on at the interval's end, so one
+/// that moved during the interval leaves its run on another CPU looking like other tasks' —
+/// with many unpinned workers a CPU's "other tasks" can be the test's own; over the host that
+/// error cancels, and other tasks cannot have taken more of one CPU than of all of them.
+/// Softirq stays in: a kernel without `CONFIG_IRQ_TIME_ACCOUNTING` counts the softirq a worker
+/// ran in its own context in the worker's run too, and taking it out twice would hide a real
+/// competitor (a busy loop beside a loopback sender); left in, the figure is an upper bound
+/// either way.
+fn others_on_host(e: &EndObservation, peer: Option<&EndObservation>, n: usize) -> f64 {
+    let Some(i) = e.intervals.get(n) else {
+        return 0.0;
+    };
+    let run = |i: &crate::model::IntervalObservation| -> f64 {
+        i.threads.iter().map(|t| t.run.get()).sum()
+    };
+    let busy: f64 = i
+        .cpus
+        .iter()
+        .map(|c| c.busy().get() - c.irq.get() - c.steal.get())
+        .sum();
+    let test_run = run(i) + peer.and_then(|p| p.intervals.get(n)).map_or(0.0, run);
+    (busy - test_run).max(0.0)
+}
+
+/// Other tasks' share (%) of CPU `c` in `e`'s interval `n` (the one rule for "other tasks",
+/// read by `cpu-contended` and by the busy-host statement): [`others_on`] with the test's
+/// workers' run there, and no more than [`others_on_host`].
+fn others_in(e: &EndObservation, peer: Option<&EndObservation>, n: usize, c: &CpuUse) -> f64 {
+    others_on(c, test_run_on(e, peer, n, c.cpu)).min(others_on_host(e, peer, n))
+}
+
+/// Other tasks' share (%) of CPU `c` by itself: busy less the test's workers' run there
+/// (`run`), softirq, irq and steal ([`others_in`] caps it by the whole host's).
 fn others_on(c: &CpuUse, run: f64) -> f64 {
     (c.busy().get() - run - c.softirq.get() - c.irq.get() - c.steal.get()).max(0.0)
 }
@@ -599,12 +641,15 @@ fn host_load(test: &TestObservation, th: &Thresholds) -> Vec<wirespeed_model::Bu
         // cpu → (sum of others, intervals)
         let mut acc: std::collections::BTreeMap<u32, (f64, u32)> = Default::default();
         for (n, i) in e.intervals.iter().enumerate() {
+            if peer_unread(peer, n) {
+                continue;
+            }
             let cpus: std::collections::BTreeSet<u32> =
                 i.threads.iter().filter_map(|t| t.cpu).collect();
             for cpu in cpus {
                 let Some(c) = i.cpu(cpu) else { continue };
                 let a = acc.entry(cpu).or_insert((0.0, 0));
-                a.0 += others_on(c, test_run_on(e, peer, n, cpu));
+                a.0 += others_in(e, peer, n, c);
                 a.1 += 1;
             }
         }
@@ -812,12 +857,15 @@ fn thread_loads(e: &EndObservation, peer: Option<&EndObservation>) -> Vec<Thread
     type Acc = (String, Option<u32>, f64, f64, f64, f64, f64);
     let mut acc: std::collections::BTreeMap<u32, Acc> = Default::default();
     for (n, i) in e.intervals.iter().enumerate() {
+        if peer_unread(peer, n) {
+            continue;
+        }
         for t in &i.threads {
             let Some(c) = t.cpu.and_then(|c| i.cpu(c)) else {
                 continue;
             };
             let irq = c.softirq.get() + c.irq.get();
-            let others = others_on(c, test_run_on(e, peer, n, c.cpu));
+            let others = others_in(e, peer, n, c);
             let a = acc
                 .entry(t.tid)
                 .or_insert((t.name.clone(), None, 0.0, 0.0, 0.0, 0.0, 0.0));
@@ -3491,6 +3539,175 @@ mod tests {
         let v = verdict(&pair("eth1"), Some(BitsPerSecond::from_gbps(1.0)));
         assert_eq!(v.id, VerdictId::CpuContended, "{} / {:?}", v.line, v.also);
         assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
+    }
+
+    #[test]
+    fn a_worker_that_moved_is_not_another_task() {
+        use wirespeed_model::observation::ThreadUse;
+        // one host, unpinned, both CPUs full; the receiver's worker ended the intervals on
+        // CPU 1 (ran 45 %, waited 40 %), both sender workers on CPU 0 — one of them had run
+        // on CPU 1 before it moved. CPU 1 by itself shows 54 % "other tasks", the host 3 %:
+        // it was the test's own work (a 16-CPU loopback run at -P 32 named such a CPU
+        // "another process" at 25.7 %)
+        let rows: &[Row] = &[(0, 99.0, 0.0, 1.0, 0, 0), (1, 99.0, 0.0, 1.0, 0, 0)];
+        let thread = |tid, cpu, run, wait| ThreadUse {
+            tid,
+            name: "ws-dp".into(),
+            cpu: Some(cpu),
+            run: Percent::new(run),
+            wait: Percent::new(wait),
+        };
+        let with = |role, threads: Vec<ThreadUse>, other_task: f64| {
+            let mut e = end(role, ryzen(), 1, rows);
+            e.iface = Some("lo".into());
+            e.total.workers[0].cpu_requested = None;
+            e.intervals = (0..3)
+                .map(|_| IntervalObservation {
+                    cpus: e.total.cpus.clone(),
+                    threads: threads.clone(),
+                    ..Default::default()
+                })
+                .collect();
+            for i in &mut e.intervals {
+                // a real other task takes `other_task` % of CPU 1 from the sender's CPU 0
+                if other_task > 0.0 {
+                    i.threads
+                        .iter_mut()
+                        .filter(|t| t.cpu == Some(0))
+                        .for_each(|t| t.run = Percent::new(t.run.get() - other_task / 2.0));
+                }
+            }
+            e
+        };
+        let pair = |other_task| {
+            let r = with(Role::Receiver, vec![thread(1, 1, 45.0, 40.0)], 0.0);
+            let s = with(
+                Role::Sender,
+                vec![thread(2, 0, 90.0, 5.0), thread(3, 0, 60.0, 30.0)],
+                other_task,
+            );
+            test(s, r)
+        };
+        let said = |v: &Verdict| {
+            std::iter::once(&v.line)
+                .chain(&v.also)
+                .any(|l| l.starts_with("CPU contended: the receiver's"))
+        };
+        let v = verdict(&pair(0.0), Some(BitsPerSecond::from_gbps(30.0)));
+        assert!(!said(&v), "{} / {:?}", v.line, v.also);
+        // the same host with another task that really took 50 % of a CPU: named
+        let v = verdict(&pair(50.0), Some(BitsPerSecond::from_gbps(30.0)));
+        assert!(said(&v), "{} / {:?}", v.line, v.also);
+    }
+
+    #[test]
+    fn an_interval_without_the_peers_workers_is_left_out() {
+        use wirespeed_model::observation::ThreadUse;
+        // one host, both CPUs full; the sender's workers were read in the first interval and
+        // not in the last (they had ended before its reading, as a 16-CPU -P 32 run's client
+        // recorded): there CPU 1 would show the sender's whole run as other tasks (54 %)
+        let rows: &[Row] = &[(0, 99.0, 0.0, 1.0, 0, 0), (1, 99.0, 0.0, 1.0, 0, 0)];
+        let thread = |tid, cpu, run, wait| ThreadUse {
+            tid,
+            name: "ws-dp".into(),
+            cpu: Some(cpu),
+            run: Percent::new(run),
+            wait: Percent::new(wait),
+        };
+        let with = |role, per_interval: Vec<Vec<ThreadUse>>| {
+            let mut e = end(role, ryzen(), 1, rows);
+            e.iface = Some("lo".into());
+            e.total.workers[0].cpu_requested = None;
+            e.intervals = per_interval
+                .into_iter()
+                .map(|threads| IntervalObservation {
+                    cpus: e.total.cpus.clone(),
+                    threads,
+                    ..Default::default()
+                })
+                .collect();
+            e
+        };
+        let r = with(
+            Role::Receiver,
+            vec![
+                vec![thread(1, 1, 45.0, 40.0)],
+                vec![thread(1, 1, 45.0, 40.0)],
+            ],
+        );
+        let sender = |last: Vec<ThreadUse>| {
+            with(
+                Role::Sender,
+                vec![
+                    vec![thread(2, 0, 90.0, 5.0), thread(3, 0, 60.0, 30.0)],
+                    last,
+                ],
+            )
+        };
+        let said = |v: &Verdict| {
+            std::iter::once(&v.line)
+                .chain(&v.also)
+                .any(|l| l.starts_with("CPU contended: the receiver's"))
+        };
+        let v = verdict(
+            &test(sender(vec![]), r.clone()),
+            Some(BitsPerSecond::from_gbps(30.0)),
+        );
+        assert!(!said(&v), "{} / {:?}", v.line, v.also);
+        // read in both intervals, with a real other task that took 50 % of the host in the
+        // second: named
+        let v = verdict(
+            &test(
+                sender(vec![thread(2, 0, 65.0, 5.0), thread(3, 0, 35.0, 30.0)]),
+                r.clone(),
+            ),
+            Some(BitsPerSecond::from_gbps(30.0)),
+        );
+        assert!(said(&v), "{} / {:?}", v.line, v.also);
+    }
+
+    #[test]
+    fn a_busy_loop_beside_a_loopback_sender_is_named_when_its_run_holds_softirq() {
+        use wirespeed_model::observation::ThreadUse;
+        // the verdict matrix's busy loop on the sender's CPU 0, as a 2-CPU kernel without
+        // CONFIG_IRQ_TIME_ACCOUNTING reports it: CPU 0 55.7 % user (the loop), 20 % system,
+        // 24 % softirq — the loopback receive the sender ran in its own context, so its run
+        // (44 %) holds that softirq too; CPU 1 the receiver, 50 % system, 20 % softirq, run 70 %
+        let cpu = |cpu, user: f64, sys, sirq| CpuUse {
+            cpu,
+            user: Percent::new(user),
+            system: Percent::new(sys),
+            softirq: Percent::new(sirq),
+            idle: Percent::new(100.0 - user - sys - sirq),
+            ..Default::default()
+        };
+        let cpus = vec![cpu(0, 55.7, 20.0, 24.0), cpu(1, 0.0, 50.0, 20.0)];
+        let with = |role, app, run, wait| {
+            let mut e = end(role, ryzen(), app, &[]);
+            e.iface = Some("lo".into());
+            e.total.cpus = cpus.clone();
+            e.intervals = (0..4)
+                .map(|_| IntervalObservation {
+                    cpus: cpus.clone(),
+                    threads: vec![ThreadUse {
+                        tid: 10 + app,
+                        name: format!("ws-dp-cpu{app}"),
+                        cpu: Some(app),
+                        run: Percent::new(run),
+                        wait: Percent::new(wait),
+                    }],
+                    ..Default::default()
+                })
+                .collect();
+            e
+        };
+        let t = test(
+            with(Role::Sender, 0, 44.0, 40.0),
+            with(Role::Receiver, 1, 70.0, 2.0),
+        );
+        let v = verdict(&t, Some(BitsPerSecond::from_gbps(15.5)));
+        assert_eq!(v.id, VerdictId::CpuContended, "{} / {:?}", v.line, v.also);
+        assert_eq!(v.end.map(VerdictEnd::word), Some("sender"));
     }
 
     #[test]
