@@ -3541,6 +3541,42 @@ mod tests {
         assert_eq!(v.end.map(VerdictEnd::word), Some("receiver"));
     }
 
+    /// A worker thread's scheduling in one interval.
+    fn worker(tid: u32, cpu: u32, run: f64, wait: f64) -> wirespeed_model::observation::ThreadUse {
+        wirespeed_model::observation::ThreadUse {
+            tid,
+            name: "ws-dp".into(),
+            cpu: Some(cpu),
+            run: Percent::new(run),
+            wait: Percent::new(wait),
+        }
+    }
+
+    /// An unpinned end over `lo` on a host whose CPUs 0 and 1 are both 99 % busy, with these
+    /// workers in each interval.
+    fn lo_end_on_two_full_cpus(
+        role: Role,
+        per_interval: Vec<Vec<wirespeed_model::observation::ThreadUse>>,
+    ) -> EndObservation {
+        let mut e = end(
+            role,
+            ryzen(),
+            1,
+            &[(0, 99.0, 0.0, 1.0, 0, 0), (1, 99.0, 0.0, 1.0, 0, 0)],
+        );
+        e.iface = Some("lo".into());
+        e.total.workers[0].cpu_requested = None;
+        e.intervals = per_interval
+            .into_iter()
+            .map(|threads| IntervalObservation {
+                cpus: e.total.cpus.clone(),
+                threads,
+                ..Default::default()
+            })
+            .collect();
+        e
+    }
+
     #[test]
     fn a_worker_that_moved_is_not_another_task() {
         use wirespeed_model::observation::ThreadUse;
@@ -3549,41 +3585,24 @@ mod tests {
         // on CPU 1 before it moved. CPU 1 by itself shows 54 % "other tasks", the host 3 %:
         // it was the test's own work (a 16-CPU loopback run at -P 32 named such a CPU
         // "another process" at 25.7 %)
-        let rows: &[Row] = &[(0, 99.0, 0.0, 1.0, 0, 0), (1, 99.0, 0.0, 1.0, 0, 0)];
-        let thread = |tid, cpu, run, wait| ThreadUse {
-            tid,
-            name: "ws-dp".into(),
-            cpu: Some(cpu),
-            run: Percent::new(run),
-            wait: Percent::new(wait),
-        };
         let with = |role, threads: Vec<ThreadUse>, other_task: f64| {
-            let mut e = end(role, ryzen(), 1, rows);
-            e.iface = Some("lo".into());
-            e.total.workers[0].cpu_requested = None;
-            e.intervals = (0..3)
-                .map(|_| IntervalObservation {
-                    cpus: e.total.cpus.clone(),
-                    threads: threads.clone(),
-                    ..Default::default()
+            // a real other task takes `other_task` % of the host from the workers on CPU 0
+            let threads: Vec<ThreadUse> = threads
+                .into_iter()
+                .map(|mut t| {
+                    if t.cpu == Some(0) {
+                        t.run = Percent::new(t.run.get() - other_task / 2.0);
+                    }
+                    t
                 })
                 .collect();
-            for i in &mut e.intervals {
-                // a real other task takes `other_task` % of CPU 1 from the sender's CPU 0
-                if other_task > 0.0 {
-                    i.threads
-                        .iter_mut()
-                        .filter(|t| t.cpu == Some(0))
-                        .for_each(|t| t.run = Percent::new(t.run.get() - other_task / 2.0));
-                }
-            }
-            e
+            lo_end_on_two_full_cpus(role, vec![threads; 3])
         };
         let pair = |other_task| {
-            let r = with(Role::Receiver, vec![thread(1, 1, 45.0, 40.0)], 0.0);
+            let r = with(Role::Receiver, vec![worker(1, 1, 45.0, 40.0)], 0.0);
             let s = with(
                 Role::Sender,
-                vec![thread(2, 0, 90.0, 5.0), thread(3, 0, 60.0, 30.0)],
+                vec![worker(2, 0, 90.0, 5.0), worker(3, 0, 60.0, 30.0)],
                 other_task,
             );
             test(s, r)
@@ -3606,40 +3625,18 @@ mod tests {
         // one host, both CPUs full; the sender's workers were read in the first interval and
         // not in the last (they had ended before its reading, as a 16-CPU -P 32 run's client
         // recorded): there CPU 1 would show the sender's whole run as other tasks (54 %)
-        let rows: &[Row] = &[(0, 99.0, 0.0, 1.0, 0, 0), (1, 99.0, 0.0, 1.0, 0, 0)];
-        let thread = |tid, cpu, run, wait| ThreadUse {
-            tid,
-            name: "ws-dp".into(),
-            cpu: Some(cpu),
-            run: Percent::new(run),
-            wait: Percent::new(wait),
-        };
-        let with = |role, per_interval: Vec<Vec<ThreadUse>>| {
-            let mut e = end(role, ryzen(), 1, rows);
-            e.iface = Some("lo".into());
-            e.total.workers[0].cpu_requested = None;
-            e.intervals = per_interval
-                .into_iter()
-                .map(|threads| IntervalObservation {
-                    cpus: e.total.cpus.clone(),
-                    threads,
-                    ..Default::default()
-                })
-                .collect();
-            e
-        };
-        let r = with(
+        let r = lo_end_on_two_full_cpus(
             Role::Receiver,
             vec![
-                vec![thread(1, 1, 45.0, 40.0)],
-                vec![thread(1, 1, 45.0, 40.0)],
+                vec![worker(1, 1, 45.0, 40.0)],
+                vec![worker(1, 1, 45.0, 40.0)],
             ],
         );
         let sender = |last: Vec<ThreadUse>| {
-            with(
+            lo_end_on_two_full_cpus(
                 Role::Sender,
                 vec![
-                    vec![thread(2, 0, 90.0, 5.0), thread(3, 0, 60.0, 30.0)],
+                    vec![worker(2, 0, 90.0, 5.0), worker(3, 0, 60.0, 30.0)],
                     last,
                 ],
             )
@@ -3658,7 +3655,7 @@ mod tests {
         // second: named
         let v = verdict(
             &test(
-                sender(vec![thread(2, 0, 65.0, 5.0), thread(3, 0, 35.0, 30.0)]),
+                sender(vec![worker(2, 0, 65.0, 5.0), worker(3, 0, 35.0, 30.0)]),
                 r.clone(),
             ),
             Some(BitsPerSecond::from_gbps(30.0)),
