@@ -3,12 +3,26 @@
 
 use crate::{cpu, DatapathError};
 use std::os::fd::{BorrowedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
 /// A running worker thread with report `R` and per-stream live counters `C`
 /// (see [`crate::WorkerHandle`] and [`crate::udp::UdpWorkerHandle`]).
+///
+/// The thread outlives its work: once `run` returns it waits, idle, until the handle is joined
+/// or dropped, so that its scheduling counters (`/proc/self/task/TID`) can still be read at
+/// their final values after its streams ended (by a stop, at the peer's end of stream, or on an
+/// error).
 pub struct WorkerThread<R, C> {
     thread: std::thread::JoinHandle<R>,
+    tid: u32,
+    /// Set when `run` has returned.
+    done: Arc<AtomicBool>,
+    /// Gets a message (or closes) when `run` has returned.
+    done_rx: Receiver<()>,
+    /// Dropped to let the thread end.
+    release: Option<SyncSender<()>>,
     counters: Vec<(u32, Arc<C>)>,
     fds: Vec<(u32, RawFd)>,
 }
@@ -27,12 +41,26 @@ impl<R, C> WorkerThread<R, C> {
         // open and refers to this stream's socket.
         Some(unsafe { BorrowedFd::borrow_raw(fd) })
     }
+    /// The thread's kernel id (its `/proc/self/task` entry while it runs).
+    pub fn tid(&self) -> u32 {
+        self.tid
+    }
     /// True once every stream of this worker has ended (stop, EOF, budget, error).
     pub fn is_finished(&self) -> bool {
-        self.thread.is_finished()
+        self.done.load(Ordering::Acquire) || self.thread.is_finished()
+    }
+    /// Wait until every stream of this worker has ended (after a [`crate::Control::stop`],
+    /// within about [`crate::POLL_INTERVAL`]); the thread still exists, idle, until
+    /// [`WorkerThread::join`].
+    pub fn wait_finished(&self) {
+        if !self.is_finished() {
+            // Err: the thread ended without a word (a panic); either way it is finished
+            let _ = self.done_rx.recv();
+        }
     }
     /// Wait for the worker to end and collect its report (and the sockets).
-    pub fn join(self) -> Result<R, DatapathError> {
+    pub fn join(mut self) -> Result<R, DatapathError> {
+        drop(self.release.take());
         self.thread
             .join()
             .map_err(|_| DatapathError::WorkerPanicked)
@@ -60,7 +88,11 @@ where
         .map(|&(id, _)| (id, Arc::new(C::default())))
         .collect();
     let ctrs: Vec<Arc<C>> = counters.iter().map(|(_, c)| Arc::clone(c)).collect();
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(), DatapathError>>(1);
+    let (tx, rx) = sync_channel::<Result<u32, DatapathError>>(1);
+    let done = Arc::new(AtomicBool::new(false));
+    let (done_tx, done_rx) = sync_channel::<()>(1);
+    let (release, released) = sync_channel::<()>(0);
+    let done_here = Arc::clone(&done);
     let name = match cpu {
         Some(c) => format!("{prefix}-cpu{c}"),
         None => prefix.to_string(),
@@ -74,13 +106,23 @@ where
                     return unpinned;
                 }
             }
-            let _ = tx.send(Ok(()));
-            run(ctrs)
+            let tid = rustix::thread::gettid().as_raw_nonzero().get();
+            let _ = tx.send(Ok(u32::try_from(tid).unwrap_or(0)));
+            let report = run(ctrs);
+            done_here.store(true, Ordering::Release);
+            let _ = done_tx.send(());
+            // idle until joined (or the handle is dropped): see the type's docs
+            let _ = released.recv();
+            report
         })
         .map_err(DatapathError::Spawn)?;
     match rx.recv() {
-        Ok(Ok(())) => Ok(WorkerThread {
+        Ok(Ok(tid)) => Ok(WorkerThread {
             thread,
+            tid,
+            done,
+            done_rx,
+            release: Some(release),
             counters,
             fds: streams,
         }),

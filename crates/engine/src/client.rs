@@ -571,7 +571,7 @@ impl Run<'_> {
         if silent.phase == SilentPhase::Data {
             // the receivers are quiet already: joining them is quick, and gives the workers'
             // CPUs to the observation
-            m.data_mut().finish_receivers(Drain::SILENT);
+            m.finish_receivers(Drain::SILENT);
         }
         m.observer_mut().note_silent(silent);
         self.stalled = true;
@@ -580,8 +580,8 @@ impl Run<'_> {
 
     /// Stop sending, close the last interval now (once) and count what this end measured.
     fn stop_here(&mut self, reporter: &mut dyn Reporter) {
-        if let Some(d) = self.m.as_mut().map(Measurement::data_mut) {
-            d.stop_senders();
+        if let Some(m) = self.m.as_mut() {
+            m.stop_senders();
         }
         let now = self.now();
         self.final_tick(reporter, now);
@@ -923,8 +923,9 @@ fn drive(
                 }
                 Action::StopSenders { paced } => {
                     let mut decided = run.now();
-                    if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
-                        d.stop_senders();
+                    if let Some(m) = run.m.as_mut() {
+                        m.stop_senders();
+                        let d = m.data_mut();
                         // Paced TCP: the sender's time ends when what it wrote has left the
                         // socket and been acknowledged (see DataPhase::wait_sent).
                         if paced {
@@ -941,9 +942,9 @@ fn drive(
                 }
                 Action::Finish { decided, drain } => {
                     let mut end = decided;
-                    if let Some(d) = run.m.as_mut().map(Measurement::data_mut) {
-                        d.stop_senders();
-                        if let Some(l) = d.finish_receivers(drain) {
+                    if let Some(m) = run.m.as_mut() {
+                        m.stop_senders();
+                        if let Some(l) = m.finish_receivers(drain) {
                             end = end.max(l.saturating_duration_since(run.epoch));
                         }
                     }

@@ -114,6 +114,20 @@ impl AnyWorker {
         }
     }
 
+    fn wait_finished(&self) {
+        match self {
+            AnyWorker::Tcp(h) => h.wait_finished(),
+            AnyWorker::Udp(h) => h.wait_finished(),
+        }
+    }
+
+    fn tid(&self) -> u32 {
+        match self {
+            AnyWorker::Tcp(h) => h.tid(),
+            AnyWorker::Udp(h) => h.tid(),
+        }
+    }
+
     /// Stream `id`'s socket while this worker runs it.
     fn stream_fd(&self, id: u32) -> Option<BorrowedFd<'_>> {
         match self {
@@ -238,6 +252,8 @@ pub struct DataPhase {
     streams: Vec<StreamInfo>,
     send_workers: Vec<AnyWorker>,
     recv_workers: Vec<AnyWorker>,
+    /// Every worker's thread id, in the order they started.
+    tids: Vec<u32>,
     send_ctl: Arc<Control>,
     recv_ctl: Arc<Control>,
     summaries: Vec<WorkerSummary>,
@@ -297,6 +313,7 @@ impl DataPhase {
             streams: Vec::new(),
             send_workers: Vec::new(),
             recv_workers: Vec::new(),
+            tids: Vec::new(),
             send_ctl: Arc::clone(&send_ctl),
             recv_ctl: Arc::clone(&recv_ctl),
             summaries: Vec::new(),
@@ -400,6 +417,7 @@ impl DataPhase {
                         congestion: None,
                     });
                 }
+                phase.tids.push(w.tid());
                 if is_send {
                     phase.send_workers.push(w);
                 } else {
@@ -590,12 +608,36 @@ impl DataPhase {
         self.recv_workers.iter().all(AnyWorker::is_finished)
     }
 
+    /// This end's worker threads (their kernel ids), in the order they started: what its
+    /// observer reads, and nothing else (over `--loopback` both ends' workers share a process).
+    pub fn worker_tids(&self) -> &[u32] {
+        &self.tids
+    }
+
+    /// [`DataPhase::stop_senders`] has run.
+    pub fn senders_stopped(&self) -> bool {
+        self.senders_stopped
+    }
+
+    /// [`DataPhase::finish_receivers`] has run.
+    pub fn receivers_stopped(&self) -> bool {
+        self.receivers_stopped
+    }
+
     /// Stop the senders, read their final TCP_INFO, half-close their TCP sockets.
     pub fn stop_senders(&mut self) {
+        self.stop_senders_then(|| {});
+    }
+
+    /// [`DataPhase::stop_senders`], calling `ended` once every sender has ended and before
+    /// their threads go (an observer reads their final counters there).
+    pub fn stop_senders_then(&mut self, ended: impl FnOnce()) {
         if self.senders_stopped {
             return;
         }
         self.send_ctl.stop();
+        self.send_workers.iter().for_each(AnyWorker::wait_finished);
+        ended();
         for w in std::mem::take(&mut self.send_workers) {
             self.join(w, true);
         }
@@ -638,6 +680,12 @@ impl DataPhase {
     /// Returns when the last byte was seen arriving during the drain (None if none did), so
     /// the wait itself does not count as measured time.
     pub fn finish_receivers(&mut self, drain: Drain) -> Option<Instant> {
+        self.finish_receivers_then(drain, || {})
+    }
+
+    /// [`DataPhase::finish_receivers`], calling `ended` once every receiver has ended and
+    /// before their threads go.
+    pub fn finish_receivers_then(&mut self, drain: Drain, ended: impl FnOnce()) -> Option<Instant> {
         if self.receivers_stopped {
             return None;
         }
@@ -671,6 +719,8 @@ impl DataPhase {
             last_change = Some(Instant::now());
         }
         self.recv_ctl.stop();
+        self.recv_workers.iter().for_each(AnyWorker::wait_finished);
+        ended();
         for w in std::mem::take(&mut self.recv_workers) {
             self.join(w, false);
         }

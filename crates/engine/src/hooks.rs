@@ -63,6 +63,15 @@ pub trait EndObserver: Send {
         None
     }
 
+    /// This end's worker threads (kernel thread ids), once they run: the observer reads these
+    /// and no other thread of the process (over `--loopback` the other end's workers run in
+    /// the same process). Until told, it reads every worker thread. Nothing by default.
+    fn own_threads(&mut self, _tids: &[u32]) {}
+
+    /// The engine is about to stop the workers, whose threads then end: read them now, so
+    /// that the last interval and the totals still hold what they ran. Nothing by default.
+    fn hold_threads(&mut self) {}
+
     /// The final tick: close the totals with the workers and the senders' `TCP_INFO` limits.
     fn close(
         self: Box<Self>,

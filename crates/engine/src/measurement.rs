@@ -20,7 +20,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wirespeed_datapath::tcp::TcpInfo;
 use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
@@ -31,7 +31,7 @@ use wirespeed_report::builder::{BuildError, Protocol, ResultBuilder, Role, Strea
 use wirespeed_report::{HostPort, LiveEvent, Start, TestStart};
 
 use crate::assemble::{self, VERSION};
-use crate::data::{DataConfig, DataPhase, DataSocket, DataStream, UdpConfig};
+use crate::data::{DataConfig, DataPhase, DataSocket, DataStream, Drain, UdpConfig};
 use crate::live::LiveState;
 use crate::observe::TestObserver;
 use crate::output::Reporter;
@@ -281,6 +281,8 @@ impl Measurement<DataPhase> {
         let cpu = CpuMeter::start();
         let started = now();
         let data = DataPhase::start(streams, cfg)?;
+        let mut observer = observer;
+        observer.own_threads(data.worker_tids());
         Ok(Measurement::new(
             data, builder, observer, cpu, started, interval, omit,
         ))
@@ -302,6 +304,22 @@ impl Measurement<DataPhase> {
     /// This end's CPU utilisation so far (its control thread and its workers).
     pub fn cpu(&self) -> CpuPercent {
         self.cpu.finish(self.data.worker_cpu())
+    }
+
+    /// Stop the senders (see [`DataPhase::stop_senders`]). Their threads go when joined, so
+    /// the observer reads them once they have ended and before: the interval they ended in
+    /// still holds all they ran.
+    pub fn stop_senders(&mut self) {
+        let observer = &mut self.observer;
+        self.data.stop_senders_then(|| observer.hold_threads());
+    }
+
+    /// Finish the receivers (see [`DataPhase::finish_receivers`]), the observer reading their
+    /// threads as [`Measurement::stop_senders`] does.
+    pub fn finish_receivers(&mut self, drain: Drain) -> Option<Instant> {
+        let observer = &mut self.observer;
+        self.data
+            .finish_receivers_then(drain, || observer.hold_threads())
     }
 
     /// Give the observation the joined workers' own CPU time (see

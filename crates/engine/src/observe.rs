@@ -295,6 +295,20 @@ impl TestObserver {
         Some(hook.0.verdict(&test, measured))
     }
 
+    /// This end's worker threads, once they run (see [`EndObserver::own_threads`]).
+    pub fn own_threads(&mut self, tids: &[u32]) {
+        if let Some(o) = self.running.as_mut() {
+            o.own_threads(tids);
+        }
+    }
+
+    /// The workers are about to be stopped (see [`EndObserver::hold_threads`]).
+    pub fn hold_threads(&mut self) {
+        if let Some(o) = self.running.as_mut() {
+            o.hold_threads();
+        }
+    }
+
     /// The final tick: close the totals with the workers and the senders' limits.
     pub fn close(&mut self, workers: &[Worker], tcp: Option<TcpLimits>) {
         if let Some(o) = self.running.take() {

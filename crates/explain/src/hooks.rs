@@ -70,6 +70,14 @@ impl EndObserver for Running {
         Some(self.0.head())
     }
 
+    fn own_threads(&mut self, tids: &[u32]) {
+        self.0.own_threads(tids);
+    }
+
+    fn hold_threads(&mut self) {
+        self.0.hold_threads();
+    }
+
     fn close(
         self: Box<Self>,
         workers: &[WorkerRun],

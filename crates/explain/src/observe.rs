@@ -60,6 +60,9 @@ pub struct Snapshot {
     pub tcp_rx: Option<TcpRxDrops>,
     /// UDP's receive counters of this network namespace; `None` when unreadable.
     pub udp_rx: Option<UdpRx>,
+    /// When it was read (monotonic): the wall time between two snapshots for the threads'
+    /// shares, finer than `/proc/stat`'s ticks. `None` for a snapshot built from texts.
+    pub taken: Option<std::time::Instant>,
 }
 
 /// One worker thread's scheduling counters at a snapshot.
@@ -95,11 +98,19 @@ pub fn parse_stat_processor(text: &str) -> Option<u32> {
 }
 
 /// This process's worker threads and their counters, through `root` (none on a captured tree
-/// without `/proc/self/task`). A thread that ends while read is left out.
-pub fn worker_threads(root: &Root) -> Vec<ThreadSample> {
+/// without `/proc/self/task`): those of `only` when given, else every thread named as a worker.
+/// A thread that ends while read is left out.
+pub fn worker_threads(root: &Root, only: Option<&[u32]>) -> Vec<ThreadSample> {
+    let tids: Vec<u32> = match only {
+        Some(t) => t.to_vec(),
+        None => root
+            .list_opt("/proc/self/task")
+            .iter()
+            .filter_map(|t| t.parse().ok())
+            .collect(),
+    };
     let mut out = Vec::new();
-    for tid in root.list_opt("/proc/self/task") {
-        let Ok(n) = tid.parse::<u32>() else { continue };
+    for n in tids {
         let dir = format!("/proc/self/task/{n}");
         let Some(name) = root.read_opt(&format!("{dir}/comm")) else {
             continue;
@@ -156,8 +167,13 @@ impl Snapshot {
         })
     }
 
-    /// Read a snapshot from the host under `root`.
-    pub fn read(root: &Root, irqs: &[u32]) -> Result<Snapshot, ObserveError> {
+    /// Read a snapshot from the host under `root`, with the worker threads of `threads` (see
+    /// [`worker_threads`]).
+    pub fn read(
+        root: &Root,
+        irqs: &[u32],
+        threads: Option<&[u32]>,
+    ) -> Result<Snapshot, ObserveError> {
         let stat_text = root.read("/proc/stat")?;
         let soft = root.read("/proc/softirqs").ok();
         let ints = if irqs.is_empty() {
@@ -166,7 +182,8 @@ impl Snapshot {
             root.read("/proc/interrupts").ok()
         };
         let mut s = Snapshot::from_texts(&stat_text, soft.as_deref(), ints.as_deref(), irqs)?;
-        s.threads = worker_threads(root);
+        s.threads = worker_threads(root, threads);
+        s.taken = Some(std::time::Instant::now());
         let online: CpuSet = s.stat.cpus.keys().copied().collect();
         s.softnet = stack::read_softnet(root, Some(&online)).map(|rows| {
             rows.iter()
@@ -283,12 +300,21 @@ pub fn rx_drops(before: &Snapshot, after: &Snapshot) -> Option<RxDrops> {
     })
 }
 
-/// The worker threads' scheduling between two snapshots, as shares of the wall time (one CPU's
-/// jiffies between the two `/proc/stat` readings, at `USER_HZ` 100). A thread new since
-/// `before` counts from zero.
+/// The worker threads' scheduling between two snapshots, as shares of the wall time: the
+/// monotonic clock's between the two readings when both have it (an interval can be shorter
+/// than a tick: the final one, closed just after the one before), else one CPU's jiffies
+/// between the two `/proc/stat` readings, at `USER_HZ` 100. A thread new since `before` counts
+/// from zero.
 pub fn thread_uses(before: &Snapshot, after: &Snapshot) -> Vec<ThreadUse> {
-    let cpus = after.stat.cpus.len().max(1) as u64;
-    let wall_ns = after.stat.total.since(&before.stat.total).total() / cpus * 10_000_000;
+    let wall_ns = match (before.taken, after.taken) {
+        (Some(a), Some(b)) => {
+            u64::try_from(b.saturating_duration_since(a).as_nanos()).unwrap_or(u64::MAX)
+        }
+        _ => {
+            let cpus = after.stat.cpus.len().max(1) as u64;
+            after.stat.total.since(&before.stat.total).total() / cpus * 10_000_000
+        }
+    };
     if wall_ns == 0 {
         return Vec::new();
     }
@@ -310,6 +336,23 @@ pub fn thread_uses(before: &Snapshot, after: &Snapshot) -> Vec<ThreadUse> {
         .collect()
 }
 
+/// Add to `now` the worker threads read in `held` (just before the engine let them go) that
+/// have ended since, except those in `counted`; returns the ids added. A thread's counters stop
+/// with it, so its last reading is its final one: the interval it ended in lists it with all it
+/// ran, and the intervals after do not (pass the ids added before as `counted`); the totals take
+/// every ended thread (`counted` empty). Pure.
+pub fn keep_ended(now: &mut Snapshot, held: &[ThreadSample], counted: &[u32]) -> Vec<u32> {
+    let mut added = Vec::new();
+    for h in held {
+        if counted.contains(&h.tid) || now.threads.iter().any(|t| t.tid == h.tid) {
+            continue;
+        }
+        now.threads.push(h.clone());
+        added.push(h.tid);
+    }
+    added
+}
+
 /// Per-test observer of one end.
 #[derive(Debug)]
 pub struct Observer {
@@ -323,6 +366,12 @@ pub struct Observer {
     intervals: Vec<IntervalObservation>,
     max_kept: usize,
     notes: Vec<String>,
+    /// This end's worker threads, once the engine named them ([`Observer::own_threads`]).
+    own: Option<Vec<u32>>,
+    /// The worker threads as read just before the engine stopped them ([`Observer::hold_threads`]).
+    held: Vec<ThreadSample>,
+    /// The held threads an interval has counted as ended.
+    ended: Vec<u32>,
 }
 
 impl Observer {
@@ -352,7 +401,7 @@ impl Observer {
             _ => Vec::new(),
         };
         let topology = crate::topology::read(&root);
-        let first = Snapshot::read(&root, &irqs)?;
+        let first = Snapshot::read(&root, &irqs, None)?;
         if first.softirqs.is_none() {
             notes.push("/proc/softirqs unreadable: NET_RX/NET_TX not counted".to_string());
         }
@@ -370,6 +419,9 @@ impl Observer {
             intervals: Vec::new(),
             max_kept: wirespeed_report::builder::MAX_KEPT_INTERVALS,
             notes,
+            own: None,
+            held: Vec::new(),
+            ended: Vec::new(),
         })
     }
 
@@ -395,7 +447,9 @@ impl Observer {
         workers: &[WorkerRun],
         tcp: Option<TcpLimits>,
     ) -> Result<&IntervalObservation, ObserveError> {
-        let now = Snapshot::read(&self.root, &self.irqs)?;
+        let mut now = Snapshot::read(&self.root, &self.irqs, self.own.as_deref())?;
+        let ended = keep_ended(&mut now, &self.held, &self.ended);
+        self.ended.extend(ended);
         self.push(now, span, workers, tcp);
         Ok(self.intervals.last().expect("just pushed"))
     }
@@ -429,6 +483,27 @@ impl Observer {
                 });
             }
             self.intervals.extend(newest);
+        }
+    }
+
+    /// Read only these worker threads from now on: this end's (kernel thread ids). Over
+    /// `--loopback` both ends run in one process, and each end's observation would otherwise
+    /// hold the other end's workers as its own.
+    pub fn own_threads(&mut self, tids: &[u32]) {
+        self.own = Some(tids.to_vec());
+    }
+
+    /// Read the worker threads now: the engine is about to stop them, and a thread that has
+    /// ended is gone from `/proc`. The next snapshots take an ended thread's counters from this
+    /// reading, so the interval it ended in, and the totals, still hold what it ran. A thread
+    /// still running is read afresh as always. Reading is best effort (nothing when the root has
+    /// no `/proc/self/task`).
+    pub fn hold_threads(&mut self) {
+        for t in worker_threads(&self.root, self.own.as_deref()) {
+            match self.held.iter_mut().find(|h| h.tid == t.tid) {
+                Some(h) => *h = t,
+                None => self.held.push(t),
+            }
         }
     }
 
@@ -470,7 +545,10 @@ impl Observer {
         workers: &[WorkerRun],
         tcp: Option<TcpLimits>,
     ) -> Result<EndObservation, ObserveError> {
-        self.last = Snapshot::read(&self.root, &self.irqs)?;
+        let mut last = Snapshot::read(&self.root, &self.irqs, self.own.as_deref())?;
+        // the totals run from the first snapshot: every held thread that has ended counts
+        keep_ended(&mut last, &self.held, &[]);
+        self.last = last;
         let host = self.root.read_opt("/proc/sys/kernel/hostname");
         let root = self.root.clone();
         let mut end = self.finish(host, workers, tcp);
@@ -606,6 +684,67 @@ mod tests {
         assert_eq!(u.len(), 1);
         assert_eq!((u[0].run.get(), u[0].wait.get()), (25.0, 50.0));
         assert_eq!(u[0].cpu, Some(1));
+    }
+
+    #[test]
+    fn an_ended_thread_keeps_its_last_reading_for_the_interval_it_ended_in() {
+        let stat = |idle: u64| {
+            format!(
+                "cpu 0 0 0 {} 0 0 0 0 0 0\ncpu0 0 0 0 {idle} 0 0 0 0 0 0\n",
+                idle
+            )
+        };
+        let th = |tid, run_ns| ThreadSample {
+            tid,
+            name: "ws-dp".into(),
+            run_ns,
+            wait_ns: 0,
+            cpu: Some(0),
+        };
+        // tick 1: both workers running
+        let mut a = Snapshot::from_texts(&stat(100), None, None, &[]).unwrap();
+        a.threads = vec![th(7, 1_000_000_000), th(8, 2_000_000_000)];
+        // read once 7 had ended, before it went: it ran 0.4 s more; 8 still runs
+        let held = vec![th(7, 1_400_000_000), th(8, 2_100_000_000)];
+        // tick 2 (one second later): 7 is gone, 8 runs on
+        let mut b = Snapshot::from_texts(&stat(200), None, None, &[]).unwrap();
+        b.threads = vec![th(8, 2_500_000_000)];
+        let counted = keep_ended(&mut b, &held, &[]);
+        assert_eq!(counted, vec![7]);
+        let u = thread_uses(&a, &b);
+        let run = |tid| u.iter().find(|t| t.tid == tid).map(|t| t.run.get());
+        // 7's last reading gives its run in the interval it ended in; 8 is read afresh
+        assert_eq!((run(7), run(8)), (Some(40.0), Some(50.0)));
+        // the interval after: 7 is not listed again (with a zero run)
+        let mut c = Snapshot::from_texts(&stat(300), None, None, &[]).unwrap();
+        c.threads = vec![th(8, 2_900_000_000)];
+        assert!(keep_ended(&mut c, &held, &counted).is_empty());
+        assert_eq!(c.threads.len(), 1);
+        // a thread that ended having run nothing since the last tick is still listed there:
+        // the interval saw it (to its end)
+        let mut d = Snapshot::from_texts(&stat(300), None, None, &[]).unwrap();
+        keep_ended(&mut d, &[th(8, 2_500_000_000)], &counted);
+        assert_eq!(thread_uses(&b, &d)[0].run.get(), 0.0);
+        // the totals take every ended thread
+        let mut e = Snapshot::from_texts(&stat(300), None, None, &[]).unwrap();
+        keep_ended(&mut e, &held, &[]);
+        assert_eq!(e.threads.len(), 2);
+        // an interval shorter than a tick (no jiffy between the /proc/stat readings) still
+        // has its threads' shares, over the monotonic clock's wall time: 1 ms run of 2 ms
+        let t0 = std::time::Instant::now();
+        let mut g = Snapshot::from_texts(&stat(300), None, None, &[]).unwrap();
+        g.threads = vec![th(8, 2_900_000_000)];
+        g.taken = Some(t0);
+        let mut h = g.clone();
+        h.threads = vec![th(8, 2_901_000_000)];
+        h.taken = Some(t0 + std::time::Duration::from_millis(2));
+        assert_eq!(thread_uses(&g, &h)[0].run.get(), 50.0);
+        h.taken = None;
+        assert!(thread_uses(&g, &h).is_empty());
+        // without the held reading the ended thread is missing from its last interval
+        let mut f = Snapshot::from_texts(&stat(200), None, None, &[]).unwrap();
+        f.threads = vec![th(8, 2_500_000_000)];
+        assert!(thread_uses(&a, &f).iter().all(|t| t.tid != 7));
     }
 
     #[test]

@@ -66,6 +66,45 @@ fn pinned_workers_are_seen_on_both_ends() {
     assert!(!v["line"].as_str().unwrap().is_empty());
 }
 
+/// Each end's observation holds its own worker threads and only those, in every interval and
+/// in the totals: over `--loopback` both ends' workers run in one process, and a worker whose
+/// streams ended (stopped, or at the peer's end of stream) must still count in the interval it
+/// ended in.
+#[test]
+fn each_end_observes_its_own_workers_to_the_last_interval() {
+    for extra in [&[][..], &["-R"], &["--bidir"], &["-u", "-b", "0"]] {
+        let mut args = vec!["client", "--loopback", "-t", "2", "-P", "2", "-J"];
+        args.extend_from_slice(extra);
+        let j = json_of(&args);
+        let obs = &j["wirespeed"]["observation"];
+        let tids = |iv: &serde_json::Value| -> Vec<u64> {
+            let mut t: Vec<u64> = iv["threads"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|t| t["tid"].as_u64()).collect())
+                .unwrap_or_default();
+            t.sort_unstable();
+            t
+        };
+        let mut ends = Vec::new();
+        for who in ["local", "remote"] {
+            let e = &obs[who];
+            let workers = e["total"]["workers"].as_array().unwrap().len();
+            let own = tids(&e["total"]);
+            assert_eq!(own.len(), workers, "{extra:?} {who}: totals: {e}");
+            let intervals = e["intervals"].as_array().unwrap();
+            assert!(!intervals.is_empty(), "{extra:?} {who}");
+            for (n, iv) in intervals.iter().enumerate() {
+                assert_eq!(tids(iv), own, "{extra:?} {who}: interval {n}: {iv}");
+            }
+            ends.push(own);
+        }
+        assert!(
+            ends[0].iter().all(|t| !ends[1].contains(t)),
+            "{extra:?}: one thread in both ends: {ends:?}"
+        );
+    }
+}
+
 #[test]
 fn reverse_swaps_the_roles() {
     let j = json_of(&["client", "--loopback", "-t", "1", "-R", "-J"]);

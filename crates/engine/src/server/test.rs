@@ -724,9 +724,9 @@ impl<'a> ServerTest<'a> {
                 match action {
                     Action::Finish { decided, drain } => {
                         let mut end = decided;
-                        if let Some(d) = self.m.as_mut().map(Measurement::data_mut) {
-                            d.stop_senders();
-                            if let Some(l) = d.finish_receivers(drain) {
+                        if let Some(m) = self.m.as_mut() {
+                            m.stop_senders();
+                            if let Some(l) = m.finish_receivers(drain) {
                                 end = end.max(l.saturating_duration_since(self.epoch));
                             }
                         }
@@ -902,9 +902,9 @@ impl<'a> ServerTest<'a> {
             // the data phase ends here: stop sending, close the last interval (once); the
             // receivers are quiet already: joining them is quick, and gives the workers' CPUs
             // to the observation
-            if let Some(d) = self.m.as_mut().map(Measurement::data_mut) {
-                d.stop_senders();
-                d.finish_receivers(Drain::SILENT);
+            if let Some(m) = self.m.as_mut() {
+                m.stop_senders();
+                m.finish_receivers(Drain::SILENT);
             }
             let now = self.now();
             self.final_tick(reporter, now);
