@@ -203,6 +203,7 @@ mod tests {
             intervals: vec![],
             total: Default::default(),
             notes: vec![],
+            cpu_quota: None,
         }
     }
 

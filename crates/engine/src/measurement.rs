@@ -840,6 +840,7 @@ mod tests {
                 intervals: vec![],
                 total: Default::default(),
                 notes: vec![],
+                cpu_quota: None,
             })
         }
         fn close(self: Box<Self>, _: &[WorkerRun], _: Option<TcpLimits>) -> Option<EndObservation> {

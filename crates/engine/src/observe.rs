@@ -738,6 +738,7 @@ mod tests {
                     ..Default::default()
                 },
                 notes: vec![],
+                cpu_quota: None,
             })
         }
     }

@@ -232,6 +232,12 @@ fn projection(
         }
         _ => CpuSet::new(),
     };
+    let quota = |role: Role| {
+        test.ends()
+            .find(|e| e.role == role)
+            .and_then(|e| e.cpu_quota.as_ref()?.cpus())
+            .filter(|c| c.is_finite() && *c > 0.0)
+    };
     Some(Projection {
         rate_bps,
         rate_source,
@@ -240,6 +246,8 @@ fn projection(
         sender_cpus,
         receiver_cpus,
         rule,
+        sender_quota_cpus: quota(Role::Sender),
+        receiver_quota_cpus: quota(Role::Receiver),
     })
 }
 
@@ -274,18 +282,20 @@ pub fn zero_copy_on_one_host(
 /// or that end's cost.
 pub fn verdict_words(c: &Cost, role: Role) -> Option<String> {
     let p = c.projection.as_ref()?;
-    let (end, cores, cpus, verb) = match role {
+    let (end, cores, cpus, verb, quota) = match role {
         Role::Sender => (
             c.sender.as_ref()?,
             p.sender_cores?,
             &p.sender_cpus,
             "sending",
+            p.sender_quota_cpus,
         ),
         _ => (
             c.receiver.as_ref()?,
             p.receiver_cores?,
             &p.receiver_cpus,
             "receiving",
+            p.receiver_quota_cpus,
         ),
     };
     let mut s = format!(
@@ -299,6 +309,12 @@ pub fn verdict_words(c: &Cost, role: Role) -> Option<String> {
         if cpus.len() < cores as usize {
             s.push_str(&format!(" (only {} such CPUs here)", cpus.len()));
         }
+    }
+    if let Some(q) = quota {
+        s.push_str(&format!(
+            "; this end's cgroup allows {} CPU",
+            wirespeed_model::cost::cpus_words(q)
+        ));
     }
     Some(s)
 }
@@ -366,6 +382,7 @@ mod tests {
                 ..Default::default()
             },
             notes: vec![],
+            cpu_quota: None,
         }
     }
 

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use wirespeed_host::cgroup::{self, CpuLimit, CpuStat};
 use wirespeed_host::interrupts::Interrupts;
 use wirespeed_host::softirqs::{self, Softirqs, NET_RX, NET_TX};
 use wirespeed_host::stack::{self, TcpRxDrops, UdpRx};
@@ -21,7 +22,7 @@ use crate::model::{
 use crate::nic::{iface_facts, IfaceFacts};
 use crate::route::iface_for_peer;
 use crate::topology::Topology;
-use wirespeed_model::observation::ThreadUse;
+use wirespeed_model::observation::{CpuQuota, ThreadUse};
 
 /// Why an observation could not be taken.
 #[derive(Debug, thiserror::Error)]
@@ -353,6 +354,20 @@ pub fn keep_ended(now: &mut Snapshot, held: &[ThreadSample], counted: &[u32]) ->
     added
 }
 
+/// The observation's account of a CPU-time limit: the limit, and the throttling between two
+/// readings of its cgroup's counters (start, end) when both were read. Pure.
+pub fn cpu_quota(limit: &CpuLimit, counters: Option<(CpuStat, CpuStat)>) -> CpuQuota {
+    let d = counters.map(|(a, b)| b.since(&a));
+    CpuQuota {
+        cgroup: limit.cgroup.clone(),
+        quota_us: limit.bandwidth.quota_us,
+        period_us: limit.bandwidth.period_us,
+        periods: d.map(|d| d.nr_periods),
+        throttled_periods: d.map(|d| d.nr_throttled),
+        throttled_s: d.map(|d| d.throttled_us as f64 / 1e6),
+    }
+}
+
 /// Per-test observer of one end.
 #[derive(Debug)]
 pub struct Observer {
@@ -372,6 +387,8 @@ pub struct Observer {
     held: Vec<ThreadSample>,
     /// The held threads an interval has counted as ended.
     ended: Vec<u32>,
+    /// The tightest CPU-time limit on this process's cgroup, and its counters at the start.
+    quota: Option<(CpuLimit, Option<CpuStat>)>,
 }
 
 impl Observer {
@@ -401,6 +418,10 @@ impl Observer {
             _ => Vec::new(),
         };
         let topology = crate::topology::read(&root);
+        let quota = cgroup::cpu_limit(&root, "self").map(|l| {
+            let at_start = cgroup::read_cpu_stat(&root, &l.dir);
+            (l, at_start)
+        });
         let first = Snapshot::read(&root, &irqs, None)?;
         if first.softirqs.is_none() {
             notes.push("/proc/softirqs unreadable: NET_RX/NET_TX not counted".to_string());
@@ -422,6 +443,7 @@ impl Observer {
             own: None,
             held: Vec::new(),
             ended: Vec::new(),
+            quota,
         })
     }
 
@@ -535,6 +557,7 @@ impl Observer {
             intervals: Vec::new(),
             total: IntervalObservation::default(),
             notes: self.notes.clone(),
+            cpu_quota: None,
         }
     }
 
@@ -551,7 +574,12 @@ impl Observer {
         self.last = last;
         let host = self.root.read_opt("/proc/sys/kernel/hostname");
         let root = self.root.clone();
+        let quota = self.quota.take().map(|(l, at_start)| {
+            let at_end = cgroup::read_cpu_stat(&root, &l.dir);
+            cpu_quota(&l, at_start.zip(at_end))
+        });
         let mut end = self.finish(host, workers, tcp);
+        end.cpu_quota = quota;
         // the frequency the workers' CPUs ran at, read while the test's load is still on them
         end.total.cpu_freq = wirespeed_host::cpu::current_freq(&root, &end.total.app_cpus());
         Ok(end)
@@ -583,6 +611,7 @@ impl Observer {
             intervals: self.intervals,
             total,
             notes: self.notes,
+            cpu_quota: None,
         }
     }
 }

@@ -11,6 +11,7 @@
 //! | `line-rate` | throughput ≥ 95 % of the slowest known link speed of the two ends — a real link only: a virtual interface's nominal speed (lo, veth, virtio) is never a line |
 //! | `pmtu-below-mtu` | a sender's `TCP_INFO` path MTU < 90 % of its interface MTU (jumbo frames not passed end to end) |
 //! | `mtu-mismatch` | both ends observed and their interface MTUs differ by more than 10 %: the larger end's jumbo frames are never used (TCP sends the smaller end's MSS); names the end with the smaller MTU |
+//! | `cpu-quota` | an end's cgroup ran out of its CPU-time limit (CFS bandwidth: `cpu.max`, `cpu.cfs_quota_us`) in ≥ 20 % of the enforced periods, ≥ 5 of them: its CPUs look idle while its threads wait for the next period |
 //! | `same-host` | both ends on one host (the test runs over `lo`, or both ends report the same host name and topology) and their workers compete: unpinned, or on shared CPUs |
 //! | `udp-receiver-cpu-bound` / `udp-path-loss` | UDP with ≥ 1 % of the datagrams lost: a receiver CPU saturated, or not |
 //! | `at-target-rate` | the test asked for a rate (`-b`, times the streams) and the receiver got ≥ 90 % of it: its own pacing set the figure |
@@ -76,6 +77,7 @@ use crate::placement::PlacementOf;
 use crate::placement::{cpus_words, Placement};
 use crate::topology::Relation;
 use wirespeed_host::CpuSet;
+use wirespeed_model::observation::CpuQuota;
 
 /// The thresholds of the checks (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -152,6 +154,11 @@ pub struct Thresholds {
     /// On a busy host, a `TCP_INFO` limit within this many points above `tcp_limited` (or a
     /// verdict whose intervals did not agree) is marginal under that load.
     pub marginal_points: f64,
+    /// An end's cgroup ran out of its CPU-time limit in at least this share (%) of the periods
+    /// the limit was enforced in (and in at least `quota_periods` of them): the limit held the
+    /// test back.
+    pub quota_throttled: f64,
+    pub quota_periods: u64,
 }
 
 pub const THRESHOLDS: Thresholds = Thresholds {
@@ -182,6 +189,8 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     queue_rtt_us: 1000,
     busy_others: 25.0,
     marginal_points: 10.0,
+    quota_throttled: 20.0,
+    quota_periods: 5,
 };
 
 pub use wirespeed_model::verdict::Measured;
@@ -1392,6 +1401,75 @@ fn bidir(
     first
 }
 
+/// The ends whose cgroup's CPU-time limit held them back over the test (see
+/// [`Thresholds::quota_throttled`]), the most throttled first.
+fn quota_bound<'a>(
+    test: &'a TestObservation,
+    th: &Thresholds,
+) -> Vec<(&'a EndObservation, &'a CpuQuota)> {
+    let mut v: Vec<_> = test
+        .ends()
+        .filter_map(|e| Some((e, e.cpu_quota.as_ref()?)))
+        .filter(|(_, q)| {
+            q.cpus().is_some()
+                && q.periods.is_some_and(|p| p >= th.quota_periods)
+                && q.throttled_periods.is_some_and(|t| t >= th.quota_periods)
+                && q.throttled_share()
+                    .is_some_and(|s| s.get() >= th.quota_throttled)
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        let share = |q: &CpuQuota| q.throttled_share().map_or(0.0, Percent::get);
+        share(b.1).total_cmp(&share(a.1))
+    });
+    v
+}
+
+/// `cpu-quota`: each end (or both, one host and one cgroup) whose cgroup ran out of its
+/// CPU-time limit, with the limit and how often it bound.
+fn quota_verdicts(test: &TestObservation, th: &Thresholds) -> Vec<Verdict> {
+    let bound = quota_bound(test, th);
+    let one_cgroup = bound.len() == 2
+        && same_host(test).is_some()
+        && bound[0].1.cgroup == bound[1].1.cgroup
+        && bound[0].1.quota_us == bound[1].1.quota_us
+        && bound[0].1.period_us == bound[1].1.period_us;
+    let take = if one_cgroup { 1 } else { bound.len() };
+    bound
+        .iter()
+        .take(take)
+        .map(|(e, q)| {
+            let whose = if one_cgroup {
+                "both ends' cgroup".to_string()
+            } else {
+                format!("the {}'s cgroup", end_of(e, e.role.receives()))
+            };
+            let cpus = q.cpus().unwrap_or(0.0);
+            Verdict {
+                id: VerdictId::CpuQuota,
+                end: (!one_cgroup).then(|| end_of(e, e.role.receives())),
+                line: format!(
+                    "CPU quota: {whose} {} may use {} CPU ({} µs of every {} µs) and ran out of it in {} of {} periods ({} held back): the test ran out of CPU time, not of CPUs, which look idle while its threads wait for the next period — raise the cgroup's limit (cpu.max; cpu.cfs_quota_us on cgroup v1) or run outside it",
+                    wirespeed_model::text::terminal_short(&q.cgroup, 120),
+                    wirespeed_model::cost::cpus_words(cpus),
+                    q.quota_us,
+                    q.period_us,
+                    q.throttled_periods.unwrap_or(0).min(q.periods.unwrap_or(0)),
+                    q.periods.unwrap_or(0),
+                    q.throttled_s
+                        .filter(|s| s.is_finite() && *s >= 0.0)
+                        .map_or("time".to_string(), |s| format!("{s:.2} s")),
+                ),
+                also: Vec::new(),
+                evidence: None,
+                host_load: None,
+                direction: None,
+                other_direction: None,
+            }
+        })
+        .collect()
+}
+
 /// One direction's verdict (every test but `--bidir` has one). `whole`: the test's own
 /// observation, for the cost per bit (none for `--bidir`: an end's CPU time pays for both
 /// directions).
@@ -1504,6 +1582,10 @@ fn judge(
     if let Some(v) = mtu_mismatch(test, th) {
         found.push(v);
     }
+
+    // 2a'. A cgroup's CPU-time limit held an end back: its CPUs look idle while its threads
+    // wait for the next period, so this comes before every CPU and path check.
+    found.extend(quota_verdicts(test, th));
 
     // 2b. Both ends on one host, competing for its CPUs.
     let host = same_host(test);
@@ -1902,6 +1984,10 @@ fn counters_of(id: VerdictId) -> &'static [&'static str] {
             "/proc/stat per-CPU time",
         ],
         VerdictId::CpuSteal => &["/proc/stat steal per CPU"],
+        VerdictId::CpuQuota => &[
+            "the cgroup's CPU limit (cpu.max, or cpu.cfs_quota_us and cpu.cfs_period_us) and those above it",
+            "that cgroup's cpu.stat (nr_periods, nr_throttled, throttled time)",
+        ],
         VerdictId::NoCpuSaturated => &["/proc/stat per-CPU time"],
         VerdictId::ReceiverSharesCpuWithSoftirq
         | VerdictId::IrqNumaRemote
@@ -2071,9 +2157,11 @@ fn path_loss(test: &TestObservation, m: &Measured, th: &Thresholds) -> PathLoss 
     // named `path-limited` by step 6 anyway; where one is, the queue's RTT growth is no
     // evidence (a CPU-bound receiver's backlog or a contended worker grows the RTT too), and
     // BBR under random loss runs flat at the CPUs' speed: the two cannot be told apart there.
+    // A cgroup's CPU-time limit holds a rate as flat as a shaper does, at the host.
     let shaped = (pm.retransmits.is_some_and(|r| r > 0) || queued)
         && pm.tcp_loss().is_none_or(|p| p * 100.0 < th.shaped_loss)
-        && flatness(m).is_some_and(|(_, cv, _)| cv <= th.shaped_cv);
+        && flatness(m).is_some_and(|(_, cv, _)| cv <= th.shaped_cv)
+        && quota_bound(test, th).is_empty();
     PathLoss {
         loss,
         host_loss,
@@ -2400,6 +2488,7 @@ mod tests {
                 ..Default::default()
             },
             notes: vec![],
+            cpu_quota: None,
         }
     }
 
@@ -2887,6 +2976,123 @@ mod tests {
             v.line,
             "the hypervisor took 35 % of sender's CPU 3 (steal; up to 49 % in an interval): a VM's CPU is not all its own"
         );
+    }
+
+    /// A quota's account as an end observes it.
+    fn quota(periods: u64, throttled: u64) -> wirespeed_model::observation::CpuQuota {
+        wirespeed_model::observation::CpuQuota {
+            cgroup: "/pods/a".into(),
+            quota_us: 50_000,
+            period_us: 100_000,
+            periods: Some(periods),
+            throttled_periods: Some(throttled),
+            throttled_s: Some(1.25),
+        }
+    }
+
+    #[test]
+    fn a_cgroup_out_of_its_cpu_quota_is_named_before_the_host_and_the_path() {
+        // recorded in a cgroup allowed 0.5 CPU: before this check, `same-host` and "a rate
+        // limit on the path" (the quota held the rate flat and the RTT grew 0.12 -> 5.16 ms)
+        let (obs, doc) = recorded("loopback-cpu-quota-2cpu.json");
+        assert_eq!(doc["verdict_when_recorded"]["id"], "same-host");
+        let f = |k: &str| doc[k].as_f64().unwrap();
+        let rtt: Vec<u64> = serde_json::from_value(doc["rtt_us"].clone()).unwrap();
+        let m = Measured {
+            throughput: Some(BitsPerSecond(f("receiver_bps"))),
+            interval_bps: serde_json::from_value(doc["interval_bps"].clone()).unwrap(),
+            retransmits: doc["retransmits"].as_u64(),
+            rtt_us: Some((rtt[0], rtt[1], rtt[2])),
+            ..Default::default()
+        };
+        let v = verdict_of(&obs, &m);
+        assert_eq!(v.id, VerdictId::CpuQuota, "{} / {:?}", v.line, v.also);
+        assert_eq!(v.end, None);
+        assert_eq!(
+            v.line,
+            "CPU quota: both ends' cgroup /wstest may use 0.5 CPU (50000 µs of every 100000 µs) and ran out of it in 31 of 31 periods (2.30 s held back): the test ran out of CPU time, not of CPUs, which look idle while its threads wait for the next period — raise the cgroup's limit (cpu.max; cpu.cfs_quota_us on cgroup v1) or run outside it"
+        );
+        assert!(
+            v.also[0].starts_with("both ends on one host"),
+            "{:?}",
+            v.also
+        );
+        assert!(
+            !v.also.iter().any(|a| a.starts_with("path-limited")),
+            "a quota is no shaper: {:?}",
+            v.also
+        );
+        // the same run without the quota's counters: what it said before
+        let mut plain = obs.clone();
+        plain.local.cpu_quota = None;
+        plain.remote.as_mut().unwrap().cpu_quota = None;
+        let v = verdict_of(&plain, &m);
+        assert_eq!(v.id, VerdictId::SameHost);
+        assert!(
+            v.also.iter().any(|a| a.starts_with("path-limited")),
+            "{:?}",
+            v.also
+        );
+    }
+
+    #[test]
+    fn a_quota_binds_only_when_it_held_the_end_back() {
+        let on_two_hosts = |sq: Option<_>, rq: Option<_>| {
+            let mut s = end(Role::Sender, ryzen(), 3, &[(3, 40.0, 0.0, 60.0, 0, 0)]);
+            let mut r = end(Role::Receiver, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
+            s.cpu_quota = sq;
+            r.cpu_quota = rq;
+            verdict(&test(s, r), Some(BitsPerSecond::from_gbps(4.0)))
+        };
+        // the sender's cgroup throttled in 27 of 31 periods: named, and its end; the receiver's
+        // limit, never reached, is not
+        let v = on_two_hosts(Some(quota(31, 27)), Some(quota(31, 0)));
+        assert_eq!(v.id, VerdictId::CpuQuota, "{}", v.line);
+        assert_eq!(v.end, Some(VerdictEnd::Sender));
+        assert!(
+            v.line
+                .starts_with("CPU quota: the sender's cgroup /pods/a may use 0.5 CPU (50000 µs of every 100000 µs) and ran out of it in 27 of 31 periods (1.25 s held back)"),
+            "{}",
+            v.line
+        );
+        assert!(
+            !v.also.iter().any(|a| a.starts_with("CPU quota")),
+            "{:?}",
+            v.also
+        );
+        // both throttled on two hosts: each end its line, the more throttled first
+        let v = on_two_hosts(Some(quota(31, 10)), Some(quota(31, 30)));
+        assert_eq!(v.end, Some(VerdictEnd::Receiver));
+        assert!(
+            v.also[0].starts_with("CPU quota: the sender's"),
+            "{:?}",
+            v.also
+        );
+        // under the thresholds: a fifth of the periods, and five of them
+        for q in [quota(31, 6), quota(4, 4), quota(0, 0)] {
+            let v = on_two_hosts(Some(q.clone()), None);
+            assert_ne!(v.id, VerdictId::CpuQuota, "{q:?}: {}", v.line);
+        }
+        assert_eq!(
+            on_two_hosts(Some(quota(30, 6)), None).id,
+            VerdictId::CpuQuota
+        );
+        // a peer's account that makes no sense is not believed: no period, no counters;
+        // more throttled periods than periods counts as all of them
+        let mut no_period = quota(31, 31);
+        no_period.period_us = 0;
+        let mut unread = quota(31, 31);
+        (unread.periods, unread.throttled_periods, unread.throttled_s) = (None, None, None);
+        for q in [no_period, unread] {
+            assert_ne!(on_two_hosts(Some(q), None).id, VerdictId::CpuQuota);
+        }
+        let v = on_two_hosts(Some(quota(31, 9_999)), None);
+        assert!(
+            v.line.contains("ran out of it in 31 of 31 periods"),
+            "{}",
+            v.line
+        );
+        assert_eq!(v.id, VerdictId::CpuQuota);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! take `&str` and never touch the file system, so each one is tested on recorded text; the
 //! collectors join the two.
 
+pub mod cgroup;
 pub mod cpu;
 pub mod cpuset {
     //! CPU sets live in `wirespeed-model` (the results carry them); re-exported here.

@@ -61,6 +61,18 @@ pub struct Projection {
     pub receiver_cpus: CpuSet,
     /// The placement rule that chose them, in words.
     pub rule: String,
+    /// CPUs' worth of time the sending and the receiving end's cgroup allows (its CPU quota),
+    /// when it has one: cores the projection needs beyond it are cores that end cannot use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_quota_cpus: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_quota_cpus: Option<f64>,
+}
+
+/// `0.5`, `2`, `1.25`: a count of CPUs as people write it (at most two decimals).
+pub fn cpus_words(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Both ends' cost and the projection.

@@ -602,6 +602,42 @@ impl IntervalObservation {
     }
 }
 
+/// A CPU-time limit on the cgroup an end ran in (CFS bandwidth: cgroup v2 `cpu.max`, v1
+/// `cpu.cfs_quota_us` over `cpu.cfs_period_us`; the tightest of its cgroup and those above it),
+/// and how often it held the end back during the test (that cgroup's `cpu.stat`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuQuota {
+    /// The cgroup holding the limit, as its hierarchy names it (`/kubepods/pod1`).
+    pub cgroup: String,
+    /// CPU time allowed per period, and the period, in microseconds.
+    pub quota_us: u64,
+    pub period_us: u64,
+    /// Over the test: the periods the limit was enforced in, those in which the cgroup ran out
+    /// of time, and the time its threads were held back (seconds). Absent when `cpu.stat` could
+    /// not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub periods: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_periods: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_s: Option<f64>,
+}
+
+impl CpuQuota {
+    /// CPUs' worth of time the limit allows (`None` for a period of 0, which no kernel writes).
+    pub fn cpus(&self) -> Option<f64> {
+        (self.period_us > 0).then(|| self.quota_us as f64 / self.period_us as f64)
+    }
+
+    /// The share of the enforced periods in which the cgroup was throttled, in %.
+    pub fn throttled_share(&self) -> Option<Percent> {
+        match (self.periods, self.throttled_periods) {
+            (Some(p), Some(t)) if p > 0 => Some(Percent::of(t.min(p), p)),
+            _ => None,
+        }
+    }
+}
+
 /// What one end saw over a test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EndObservation {
@@ -632,6 +668,9 @@ pub struct EndObservation {
     /// What could not be observed, and why (`no /proc/softirqs`, `NIC IRQs unknown: ...`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The CPU-time limit of the cgroup this end ran in, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<CpuQuota>,
 }
 
 /// Both ends of a test. The remote end is absent, with the reason, when the peer is iperf3.
@@ -958,6 +997,7 @@ mod tests {
             intervals: vec![],
             total: IntervalObservation::default(),
             notes: vec![],
+            cpu_quota: None,
         };
         let mut remote = local.clone();
         remote.role = Role::Receiver;
@@ -998,6 +1038,7 @@ mod tests {
             intervals: vec![IntervalObservation::default()],
             total: IntervalObservation::default(),
             notes: vec![],
+            cpu_quota: None,
         };
         let mut r = RunningEnd::new(head.clone());
         assert!(r.observation().intervals.is_empty());

@@ -44,6 +44,7 @@ pub enum VerdictId {
     LineRate,
     PmtuBelowMtu,
     MtuMismatch,
+    CpuQuota,
     SameHost,
     UdpReceiverCpuBound,
     UdpForeignDatagrams,
@@ -71,12 +72,13 @@ pub enum VerdictId {
 
 impl VerdictId {
     /// Every id a verdict can have, in the order of the checks (not [`VerdictId::Unknown`]).
-    pub const ALL: [VerdictId; 24] = [
+    pub const ALL: [VerdictId; 25] = [
         VerdictId::MtuBlackhole,
         VerdictId::PeerSilent,
         VerdictId::LineRate,
         VerdictId::PmtuBelowMtu,
         VerdictId::MtuMismatch,
+        VerdictId::CpuQuota,
         VerdictId::SameHost,
         VerdictId::UdpReceiverCpuBound,
         VerdictId::UdpForeignDatagrams,
@@ -106,6 +108,7 @@ impl VerdictId {
             VerdictId::LineRate => "line-rate",
             VerdictId::PmtuBelowMtu => "pmtu-below-mtu",
             VerdictId::MtuMismatch => "mtu-mismatch",
+            VerdictId::CpuQuota => "cpu-quota",
             VerdictId::SameHost => "same-host",
             VerdictId::UdpReceiverCpuBound => "udp-receiver-cpu-bound",
             VerdictId::UdpForeignDatagrams => "udp-foreign-datagrams",
@@ -556,12 +559,13 @@ mod tests {
     }
 
     /// The ids as they were strings (the JSON contract): each variant writes and reads its own.
-    const ID_STRINGS: [&str; 24] = [
+    const ID_STRINGS: [&str; 25] = [
         "mtu-blackhole",
         "peer-silent",
         "line-rate",
         "pmtu-below-mtu",
         "mtu-mismatch",
+        "cpu-quota",
         "same-host",
         "udp-receiver-cpu-bound",
         "udp-foreign-datagrams",

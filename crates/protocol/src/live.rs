@@ -235,6 +235,7 @@ mod tests {
             intervals: vec![],
             total: Default::default(),
             notes: vec![],
+            cpu_quota: None,
         });
         let f = with_head.encode().unwrap();
         assert_eq!(LiveInterval::decode(&f).unwrap().0, with_head);

@@ -401,14 +401,34 @@ pub fn cost_line(c: &wirespeed_model::Cost) -> String {
     }
     if let Some(p) = &c.projection {
         let mut need = Vec::new();
-        for (n, cpus, verb) in [
-            (p.sender_cores, &p.sender_cpus, "sending"),
-            (p.receiver_cores, &p.receiver_cpus, "receiving"),
+        for (n, cpus, verb, quota) in [
+            (
+                p.sender_cores,
+                &p.sender_cpus,
+                "sending",
+                p.sender_quota_cpus,
+            ),
+            (
+                p.receiver_cores,
+                &p.receiver_cpus,
+                "receiving",
+                p.receiver_quota_cpus,
+            ),
         ] {
             let Some(n) = n else { continue };
             let mut s = format!("{n} {verb} core{}", if n == 1 { "" } else { "s" });
+            let mut notes = Vec::new();
             if !cpus.is_empty() {
-                s.push_str(&format!(" ({})", cpus_text(cpus)));
+                notes.push(cpus_text(cpus));
+            }
+            if let Some(q) = quota.filter(|q| q.is_finite() && *q > 0.0) {
+                notes.push(format!(
+                    "its cgroup allows {} CPU",
+                    wirespeed_model::cost::cpus_words(q)
+                ));
+            }
+            if !notes.is_empty() {
+                s.push_str(&format!(" ({})", notes.join("; ")));
             }
             need.push(s);
         }
@@ -488,6 +508,7 @@ mod tests {
             intervals: vec![iv(0.0, 1.0, 90.0), iv(1.0, 2.0, 80.0), iv(2.0, 2.01, 10.0)],
             total: iv(0.0, 2.01, 85.0),
             notes: vec!["n".into()],
+            cpu_quota: None,
         };
         let mut out = Vec::new();
         write_end(&mut out, &e).unwrap();

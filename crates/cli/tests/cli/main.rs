@@ -14,6 +14,7 @@ mod agent_front_door;
 mod agent_prometheus;
 mod auth;
 mod client_options;
+mod cpu_quota;
 mod deploy_files;
 mod doctor;
 mod explain_cli;
