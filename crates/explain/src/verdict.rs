@@ -23,7 +23,7 @@
 //! | `cpu-contended` | a worker thread waited on its CPU's run queue ≥ 10 % of the time and needed a CPU ≥ 25 % (`schedstat`), while other tasks took ≥ 25 % of that CPU and at least half as much as it ran, and softirq + irq under 25 %: another task held its CPU |
 //! | `cpu-steal` | a saturated CPU with ≥ 10 % steal (the hypervisor took it) |
 //! | CPU verdicts | an app CPU (a CPU a worker ran on) or a softirq CPU is saturated: busy (100 − idle − iowait) ≥ 90 % over the test, or — following each worker over the CPUs it ran on, exactly by its thread's CPU when the intervals have it — in ≥ 50 % of the intervals (not when the end's workers needed a CPU < 50 % of the time); the busiest saturated CPU over both ends decides, a receiver winning a tie |
-//! | `path-limited` | none of the above (or only `same-host` with competing ends, not over `lo`: then under `also`), and the intervals' throughput flat (coefficient of variation ≤ 10 %) below 90 % of the link (or the link is virtual or unknown) |
+//! | `path-limited` | none of the above (or only `same-host` with competing ends: then under `also`; over `lo` only when both ends' workers sat mostly idle — a qdisc on lo), and the intervals' throughput flat (coefficient of variation ≤ 10 %) below 90 % of the link (or the link is virtual or unknown) |
 //! | `cpu-steal` | none of the above, and a CPU that did work lost ≥ 10 % to steal |
 //! | `same-host` | none of the above, both ends on one host (pinned apart) |
 //! | `no-cpu-saturated` | none of the above: the path or the peer |
@@ -1798,10 +1798,15 @@ fn judge(
     // 6. Flat throughput below the link with none of the above: a limit on the path. Also
     // when the only finding above is the ends' competition for one host's CPUs (unpinned
     // ends in two namespaces behind a shaper: the shaper still holds the rate, said under
-    // `also` — before, `same-host` alone hid a 200 Mbit/s tbf on a path that does Gbit/s);
-    // never over `lo`, which has no path.
+    // `also` — before, `same-host` alone hid a 200 Mbit/s tbf on a path that does Gbit/s).
+    // Over `lo`, which has no path, only when both ends' workers were mostly idle: then
+    // something on lo itself holds the rate (a qdisc: a 2 Gbit/s tbf on lo read `same-host`
+    // alone), while busy workers at a flat rate are the CPUs' speed, not a limit.
     let over_lo = test.ends().any(|e| e.iface.as_deref() == Some("lo"));
-    if found.is_empty() || (!over_lo && found.iter().all(|v| v.id == VerdictId::SameHost)) {
+    let lo_idle = test.remote.is_some() && test.ends().all(|e| workers_idle(e, th));
+    if (!over_lo || lo_idle)
+        && (found.is_empty() || found.iter().all(|v| v.id == VerdictId::SameHost))
+    {
         if let Some(v) = path_limited(test, &pm, th, th.flat_cv) {
             found.push(v);
         }
@@ -2422,11 +2427,17 @@ fn path_limited(
     if let Some(r) = m.retransmits.filter(|r| *r > 0) {
         evidence.push(format!("{r} retransmits (drops)"));
     }
+    let over_lo = test.ends().any(|e| e.iface.as_deref() == Some("lo"));
+    let what = if over_lo {
+        "— over lo there is no path: a qdisc on lo (tc qdisc show dev lo) or something pacing the sockets holds the rate"
+    } else {
+        "— a rate limit on the path (a shaper, a policer, a slower link)"
+    };
     Some(Verdict {
         id: VerdictId::PathLimited,
         end: None,
         line: format!(
-            "path-limited: {}, with no CPU, window or buffer limit — a rate limit on the path (a shaper, a policer, a slower link)",
+            "path-limited: {}, with no CPU, window or buffer limit {what}",
             evidence.join(", ")
         ),
         also: Vec::new(),
@@ -3033,6 +3044,41 @@ mod tests {
             "{:?}",
             v.also
         );
+    }
+
+    #[test]
+    fn a_flat_rate_over_lo_is_a_limit_only_when_the_workers_sat_idle() {
+        // one host over lo, pinned apart, nothing saturated, the rate flat
+        let m = Measured {
+            throughput: Some(BitsPerSecond::from_gbps(1.0)),
+            interval_bps: vec![0.9e9, 1.0e9, 1.0e9, 1.0e9],
+            retransmits: Some(0),
+            ..Default::default()
+        };
+        let on_lo = |run: f64| {
+            let mut s = end(Role::Sender, ryzen(), 0, &[(0, 40.0, 0.0, 60.0, 0, 0)]);
+            let mut r = end(Role::Receiver, ryzen(), 1, &[(1, 40.0, 0.0, 60.0, 0, 0)]);
+            for e in [&mut s, &mut r] {
+                e.iface = Some("lo".into());
+                e.iface_speed_mbps = None;
+                e.host = Some("h".into());
+            }
+            let (sc, rc) = (0, 1);
+            let s = with_threads(s, &[(sc, run, 1.0); 4]);
+            let r = with_threads(r, &[(rc, run, 1.0); 4]);
+            let v = verdict_of(&test(s, r), &m);
+            std::iter::once(v.line.clone())
+                .chain(v.also.clone())
+                .find(|l| l.starts_with("path-limited"))
+        };
+        // workers at 3 %: something on lo held the rate (a tbf on lo read `same-host` alone)
+        let line = on_lo(3.0).expect("a limit on lo is said");
+        assert!(
+            line.ends_with("— over lo there is no path: a qdisc on lo (tc qdisc show dev lo) or something pacing the sockets holds the rate"),
+            "{line}"
+        );
+        // workers busy at a flat rate: the CPUs' speed, no limit on a path lo does not have
+        assert_eq!(on_lo(80.0), None);
     }
 
     #[test]

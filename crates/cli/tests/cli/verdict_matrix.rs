@@ -812,3 +812,74 @@ fn verdict_matrix_report() {
     }
     println!("{table}");
 }
+
+/// A rate limit on `lo` itself (`tc` `tbf` 1 Gbit/s on a namespace's loopback, where this host
+/// moves tens of Gbit/s): both ends on one host compete for its CPUs, but their workers sat
+/// idle at a flat rate, and what held it is said under `also`, in both directions. Before,
+/// over `lo`, `same-host` was all the verdict said.
+#[test]
+fn a_shaper_on_lo_is_said_beside_the_same_host() {
+    let test = "a_shaper_on_lo_is_said_beside_the_same_host";
+    if !(need::root(test)
+        && need::tool(test, "ip", "-V", "iproute2")
+        && need::tool(test, "tc", "-V", "iproute2"))
+    {
+        return;
+    }
+    struct Ns(String);
+    impl Drop for Ns {
+        fn drop(&mut self) {
+            let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+        }
+    }
+    let ns = Ns(wirespeed_lab::unique_name("wslo"));
+    ip(&["netns", "add", &ns.0]);
+    ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+    let tc = Command::new("ip")
+        .args([
+            "netns", "exec", &ns.0, "tc", "qdisc", "add", "dev", "lo", "root", "tbf",
+        ])
+        .args(["rate", "1gbit", "burst", "256kb", "latency", "20ms"])
+        .output()
+        .expect("run tc");
+    assert!(
+        tc.status.success(),
+        "tc: {}",
+        String::from_utf8_lossy(&tc.stderr)
+    );
+    for extra in [&[][..], &["-R"]] {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &ns.0,
+                bin(),
+                "client",
+                "--loopback",
+                "-t",
+                "3",
+                "-J",
+            ])
+            .args(extra)
+            .output()
+            .expect("run wirespeed");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = &j["wirespeed"]["verdict"];
+        let lines: Vec<&str> = std::iter::once(&v["line"])
+            .chain(v["also"].as_array().into_iter().flatten())
+            .filter_map(|l| l.as_str())
+            .collect();
+        println!("{extra:?}: {lines:?}");
+        assert_eq!(v["id"], "same-host", "{extra:?}: {v}");
+        assert!(
+            lines.iter().any(|l| l.starts_with("path-limited: ")
+                && l.contains("over lo there is no path: a qdisc on lo")),
+            "{extra:?}: {lines:?}"
+        );
+    }
+}
