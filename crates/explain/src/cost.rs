@@ -312,8 +312,8 @@ pub fn verdict_words(c: &Cost, role: Role) -> Option<String> {
     }
     if let Some(q) = quota {
         s.push_str(&format!(
-            "; this end's cgroup allows {} CPU",
-            wirespeed_model::cost::cpus_words(q)
+            "; this end's cgroup allows {}",
+            wirespeed_model::cost::cpu_share_words(q)
         ));
     }
     Some(s)

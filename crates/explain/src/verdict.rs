@@ -1449,9 +1449,9 @@ fn quota_verdicts(test: &TestObservation, th: &Thresholds) -> Vec<Verdict> {
                 id: VerdictId::CpuQuota,
                 end: (!one_cgroup).then(|| end_of(e, e.role.receives())),
                 line: format!(
-                    "CPU quota: {whose} {} may use {} CPU ({} µs of every {} µs) and ran out of it in {} of {} periods ({} held back): the test ran out of CPU time, not of CPUs, which look idle while its threads wait for the next period — raise the cgroup's limit (cpu.max; cpu.cfs_quota_us on cgroup v1) or run outside it",
+                    "CPU quota: {whose} {} may use {} ({} µs of every {} µs) and ran out of it in {} of {} periods ({} held back): the test ran out of CPU time, not of CPUs, which look idle while its threads wait for the next period — raise the cgroup's limit (cpu.max; cpu.cfs_quota_us on cgroup v1) or run outside it",
                     wirespeed_model::text::terminal_short(&q.cgroup, 120),
-                    wirespeed_model::cost::cpus_words(cpus),
+                    wirespeed_model::cost::cpu_share_words(cpus),
                     q.quota_us,
                     q.period_us,
                     q.throttled_periods.unwrap_or(0).min(q.periods.unwrap_or(0)),
@@ -1787,11 +1787,39 @@ fn judge(
                     .cmp(&(b.verdict.id == VerdictId::SoftirqCpuBound))
             })
     });
+    // One line per id; the first line of an end names how many more of its CPUs were
+    // saturated too (every CPU of a host at 100 % is one finding, not the CPU a line shows).
     let mut seen_ids = Vec::new();
+    let mut saturated = [CpuSet::new(), CpuSet::new()];
+    for c in &cands {
+        saturated[usize::from(c.receiver)].insert(c.cpu);
+    }
+    let mut named = [CpuSet::new(), CpuSet::new()];
+    let mut first: [Option<(usize, VerdictEnd)>; 2] = [None, None];
     for c in cands {
         if !seen_ids.contains(&c.verdict.id) {
             seen_ids.push(c.verdict.id);
+            let e = usize::from(c.receiver);
+            named[e].insert(c.cpu);
+            if first[e].is_none() {
+                let who = c.verdict.end.unwrap_or(if c.receiver {
+                    VerdictEnd::Receiver
+                } else {
+                    VerdictEnd::Sender
+                });
+                first[e] = Some((found.len(), who));
+            }
             found.push(c.verdict);
+        }
+    }
+    for e in 0..2 {
+        let more = saturated[e].difference(&named[e]);
+        if let (Some((i, who)), false) = (first[e], more.is_empty()) {
+            found[i].line.push_str(&format!(
+                "; {} more of the {who}'s CPUs saturated too ({})",
+                more.len(),
+                more
+            ));
         }
     }
 
@@ -3044,6 +3072,42 @@ mod tests {
             "{:?}",
             v.also
         );
+    }
+
+    #[test]
+    fn a_host_whose_cpus_are_all_full_is_said_so_not_one_cpu() {
+        // -P 4 on four CPUs, each worker's CPU at 97-99 %: one line, and the other three
+        let mut r = end(
+            Role::Receiver,
+            ryzen(),
+            0,
+            &[
+                (0, 80.0, 5.0, 1.0, 0, 0),
+                (1, 80.0, 5.0, 2.0, 0, 0),
+                (2, 80.0, 5.0, 3.0, 0, 0),
+                (3, 80.0, 5.0, 3.0, 0, 0),
+            ],
+        );
+        r.total.workers = (0..4)
+            .map(|c| WorkerRun {
+                worker: c,
+                cpu_requested: Some(c),
+                cpus_seen: CpuSet::from_cpus([c]),
+                streams: vec![c as i32],
+            })
+            .collect();
+        let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(9.0)));
+        assert_eq!(v.id, VerdictId::ReceiverCpuBound, "{}", v.line);
+        assert!(
+            v.line.starts_with("receiver CPU-bound (CPU 0, 80 % system")
+                && v.line
+                    .ends_with("; 3 more of the receiver's CPUs saturated too (1-3)"),
+            "{}",
+            v.line
+        );
+        // one CPU full: nothing more to say
+        let one = receiver_verdict(ryzen(), 6, &[(6, 90.0, 5.0, 2.0, 0, 0)], Some(9.0));
+        assert!(!one.line.contains("more of the"), "{}", one.line);
     }
 
     #[test]

@@ -423,8 +423,8 @@ pub fn cost_line(c: &wirespeed_model::Cost) -> String {
             }
             if let Some(q) = quota.filter(|q| q.is_finite() && *q > 0.0) {
                 notes.push(format!(
-                    "its cgroup allows {} CPU",
-                    wirespeed_model::cost::cpus_words(q)
+                    "its cgroup allows {}",
+                    wirespeed_model::cost::cpu_share_words(q)
                 ));
             }
             if !notes.is_empty() {
