@@ -614,16 +614,6 @@ impl DataPhase {
         &self.tids
     }
 
-    /// [`DataPhase::stop_senders`] has run.
-    pub fn senders_stopped(&self) -> bool {
-        self.senders_stopped
-    }
-
-    /// [`DataPhase::finish_receivers`] has run.
-    pub fn receivers_stopped(&self) -> bool {
-        self.receivers_stopped
-    }
-
     /// Stop the senders, read their final TCP_INFO, half-close their TCP sockets.
     pub fn stop_senders(&mut self) {
         self.stop_senders_then(|| {});
