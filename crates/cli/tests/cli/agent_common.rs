@@ -163,6 +163,22 @@ pub fn promtool_complaints(text: &str) -> Option<String> {
     })
 }
 
+/// `/metrics` once `series` reads at least `want` (bounded by [`crate::measure_common::HANG`]):
+/// a server counts a test when its session has ended, which can be just after the client or the
+/// probe that ran it has returned. The counters only rise, so the caller asserts the exact value
+/// on the text returned.
+pub fn metrics_reaching(addr: SocketAddr, series: &str, want: f64) -> String {
+    let t0 = std::time::Instant::now();
+    loop {
+        let (code, text) = get(addr, "/metrics");
+        let reached = code == 200 && value(&text, series).is_some_and(|v| v >= want);
+        if reached || t0.elapsed() >= crate::measure_common::HANG {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The value of the first sample line starting with `series ` in `text`.
 pub fn value(text: &str, series: &str) -> Option<f64> {
     text.lines()
