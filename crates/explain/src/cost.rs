@@ -236,7 +236,6 @@ fn projection(
         test.ends()
             .find(|e| e.role == role)
             .and_then(|e| e.cpu_quota.as_ref()?.cpus())
-            .filter(|c| c.is_finite() && *c > 0.0)
     };
     Some(Projection {
         rate_bps,
@@ -313,7 +312,7 @@ pub fn verdict_words(c: &Cost, role: Role) -> Option<String> {
     if let Some(q) = quota {
         s.push_str(&format!(
             "; this end's cgroup allows {}",
-            wirespeed_model::cost::cpu_share_words(q)
+            wirespeed_model::units::cpus(q)
         ));
     }
     Some(s)

@@ -1451,7 +1451,7 @@ fn quota_verdicts(test: &TestObservation, th: &Thresholds) -> Vec<Verdict> {
                 line: format!(
                     "CPU quota: {whose} {} may use {} ({} µs of every {} µs) and ran out of it in {} of {} periods ({} held back): the test ran out of CPU time, not of CPUs, which look idle while its threads wait for the next period — raise the cgroup's limit (cpu.max; cpu.cfs_quota_us on cgroup v1) or run outside it",
                     wirespeed_model::text::terminal_short(&q.cgroup, 120),
-                    wirespeed_model::cost::cpu_share_words(cpus),
+                    wirespeed_model::units::cpus(cpus),
                     q.quota_us,
                     q.period_us,
                     q.throttled_periods.unwrap_or(0).min(q.periods.unwrap_or(0)),
@@ -3191,9 +3191,11 @@ mod tests {
         // more throttled periods than periods counts as all of them
         let mut no_period = quota(31, 31);
         no_period.period_us = 0;
+        let mut no_quota = quota(31, 31);
+        no_quota.quota_us = 0;
         let mut unread = quota(31, 31);
         (unread.periods, unread.throttled_periods, unread.throttled_s) = (None, None, None);
-        for q in [no_period, unread] {
+        for q in [no_period, no_quota, unread] {
             assert_ne!(on_two_hosts(Some(q), None).id, VerdictId::CpuQuota);
         }
         let v = on_two_hosts(Some(quota(31, 9_999)), None);

@@ -69,14 +69,6 @@ pub struct Projection {
     pub receiver_quota_cpus: Option<f64>,
 }
 
-/// `0.5 CPU`, `1 CPU`, `4 CPUs`, `1.25 CPUs`: CPUs' worth of time as people write it (at most
-/// two decimals).
-pub fn cpu_share_words(v: f64) -> String {
-    let n = format!("{v:.2}");
-    let n = n.trim_end_matches('0').trim_end_matches('.');
-    format!("{n} CPU{}", if v > 1.0 { "s" } else { "" })
-}
-
 /// Both ends' cost and the projection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cost {
@@ -149,15 +141,6 @@ impl EndCost {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_shares_read_as_words() {
-        assert_eq!(cpu_share_words(0.5), "0.5 CPU");
-        assert_eq!(cpu_share_words(1.0), "1 CPU");
-        assert_eq!(cpu_share_words(4.0), "4 CPUs");
-        assert_eq!(cpu_share_words(1.25), "1.25 CPUs");
-        assert_eq!(cpu_share_words(0.333), "0.33 CPU");
-    }
 
     #[test]
     fn cost_per_gbit_and_cycles_follow_from_the_counters() {

@@ -624,9 +624,11 @@ pub struct CpuQuota {
 }
 
 impl CpuQuota {
-    /// CPUs' worth of time the limit allows (`None` for a period of 0, which no kernel writes).
+    /// CPUs' worth of time the limit allows; `None` for a quota or period of 0, which no kernel
+    /// writes (a peer's account may): the one test of a usable allowance.
     pub fn cpus(&self) -> Option<f64> {
-        (self.period_us > 0).then(|| self.quota_us as f64 / self.period_us as f64)
+        (self.quota_us > 0 && self.period_us > 0)
+            .then(|| self.quota_us as f64 / self.period_us as f64)
     }
 
     /// The share of the enforced periods in which the cgroup was throttled, in %.

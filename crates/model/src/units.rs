@@ -1,5 +1,5 @@
 //! Figures for people, one way everywhere: bit rates, link speeds and byte counts in the unit
-//! that fits. (iperf3's own `%g`-style columns, which strict output must match byte for byte,
+//! that fits, and CPUs' worth of time. (iperf3's own `%g`-style columns, which strict output must match byte for byte,
 //! are `wirespeed_report::units`; these are wirespeed's words around them.)
 
 /// A bit rate: `8.94 Gbit/s`, `812.4 Mbit/s`, `820 kbit/s`, `12 bit/s`; `–` when not finite.
@@ -45,6 +45,14 @@ pub fn bytes(b: u64) -> String {
     }
 }
 
+/// CPUs' worth of time (a cgroup's allowance): `0.5 CPU`, `1 CPU`, `4 CPUs`, `1.25 CPUs` (at
+/// most two decimals).
+pub fn cpus(v: f64) -> String {
+    let n = format!("{v:.2}");
+    let n = n.trim_end_matches('0').trim_end_matches('.');
+    format!("{n} CPU{}", if v > 1.0 { "s" } else { "" })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +71,10 @@ mod tests {
         assert_eq!(bytes(64 << 20), "64 MiB");
         assert_eq!(bytes(3 << 19), "1.5 MiB");
         assert_eq!(bytes(4096), "4096 B");
+        assert_eq!(cpus(0.5), "0.5 CPU");
+        assert_eq!(cpus(1.0), "1 CPU");
+        assert_eq!(cpus(4.0), "4 CPUs");
+        assert_eq!(cpus(1.25), "1.25 CPUs");
+        assert_eq!(cpus(0.333), "0.33 CPU");
     }
 }

@@ -424,7 +424,7 @@ pub fn cost_line(c: &wirespeed_model::Cost) -> String {
             if let Some(q) = quota.filter(|q| q.is_finite() && *q > 0.0) {
                 notes.push(format!(
                     "its cgroup allows {}",
-                    wirespeed_model::cost::cpu_share_words(q)
+                    wirespeed_model::units::cpus(q)
                 ));
             }
             if !notes.is_empty() {
