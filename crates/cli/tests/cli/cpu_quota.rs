@@ -35,28 +35,19 @@ impl Drop for Group {
 /// hierarchy when its root offers `cpu` (enabled for its children here). `None` with the
 /// reason otherwise.
 fn cpu_hierarchy() -> Result<(PathBuf, bool), String> {
+    use wirespeed_host::cgroup::parse_mountinfo;
     let mi = std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| e.to_string())?;
-    let mut v2 = None;
-    for l in mi.lines() {
-        let Some((pre, post)) = l.split_once(" - ") else {
-            continue;
-        };
-        let pre: Vec<&str> = pre.split_whitespace().collect();
-        let post: Vec<&str> = post.split_whitespace().collect();
-        let (Some(mp), Some(fs)) = (pre.get(4), post.first()) else {
-            continue;
-        };
-        if *fs == "cgroup"
-            && post
-                .get(2)
-                .is_some_and(|o| o.split(',').any(|c| c == "cpu"))
-        {
-            return Ok((PathBuf::from(mp), false));
-        }
-        if *fs == "cgroup2" && pre.get(3) == Some(&"/") {
-            v2 = Some(PathBuf::from(mp));
-        }
+    let mounts = parse_mountinfo(&mi);
+    if let Some(m) = mounts
+        .iter()
+        .find(|m| !m.v2 && m.controllers.iter().any(|c| c == "cpu"))
+    {
+        return Ok((PathBuf::from(&m.mount_point), false));
     }
+    let v2 = mounts
+        .iter()
+        .find(|m| m.v2 && m.root == "/")
+        .map(|m| PathBuf::from(&m.mount_point));
     let root = v2.ok_or("no cgroup hierarchy has the cpu controller")?;
     let controllers = std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
     if !controllers.split_whitespace().any(|c| c == "cpu") {

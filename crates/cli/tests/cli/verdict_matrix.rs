@@ -835,18 +835,12 @@ fn a_shaper_on_lo_is_said_beside_the_same_host() {
     let ns = Ns(wirespeed_lab::unique_name("wslo"));
     ip(&["netns", "add", &ns.0]);
     ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
-    let tc = Command::new("ip")
-        .args([
-            "netns", "exec", &ns.0, "tc", "qdisc", "add", "dev", "lo", "root", "tbf",
-        ])
-        .args(["rate", "1gbit", "burst", "256kb", "latency", "20ms"])
-        .output()
-        .expect("run tc");
-    assert!(
-        tc.status.success(),
-        "tc: {}",
-        String::from_utf8_lossy(&tc.stderr)
-    );
+    let tbf = "rate 1gbit burst 256kb latency 20ms";
+    let mut tc = vec![
+        "netns", "exec", &ns.0, "tc", "qdisc", "add", "dev", "lo", "root", "tbf",
+    ];
+    tc.extend(tbf.split(' '));
+    ip(&tc);
     for extra in [&[][..], &["-R"]] {
         let out = Command::new("ip")
             .args([
