@@ -323,7 +323,8 @@ pub struct ClientArgs {
     /// Both directions at once.
     #[arg(help_heading = heading::TEST, long = "bidir")]
     pub bidir: bool,
-    /// Block size (K/M/G), default 128K.
+    /// Block size (K/M/G), default 128K: what a TCP sender writes per call (a receiver reads up
+    /// to the larger of it and 1 MiB), or a UDP datagram.
     #[arg(help_heading = heading::TEST, short = 'l', long = "length", value_parser = size)]
     pub length: Option<u64>,
     /// Socket buffer size (K/M/G).

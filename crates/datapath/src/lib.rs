@@ -9,15 +9,17 @@
 //! ([`cpu::pin_current_thread`]), carrying one or many streams:
 //!
 //! * **one stream** — a tight blocking loop: `send()`/`recv()` (or the chosen
-//!   zero-copy call) of `block_len` bytes, then two relaxed atomic *stores*
+//!   zero-copy call) of `block_len` bytes (a receiver asks for [`recv_len`]: at least
+//!   [`RECV_LEN_MIN`]), then two relaxed atomic *stores*
 //!   into the stream's [`StreamCounters`] (the worker is the only writer, so
 //!   no read-modify-write is needed) and one relaxed load of the stop flag.
 //!   No allocation, no clock read, no other syscall in the loop. `stop()` is
 //!   noticed promptly because the socket gets `SO_SNDTIMEO`/`SO_RCVTIMEO` of
 //!   [`POLL_INTERVAL`], so a blocked call wakes up to look at the flag.
-//!   A one-stream receiver also sets `SO_RCVLOWAT` to the block length (at
-//!   most [`RCVLOWAT_MAX`]) so it is woken once per block rather than once
-//!   per segment; a shorter tail is still read when the timeout expires.
+//!   A one-stream receiver also sets `SO_RCVLOWAT` to its read length (at
+//!   most [`RCVLOWAT_MAX`], and a share of its receive buffer as that grows:
+//!   [`lowat_mark`]) so it is woken once per read rather than once per
+//!   segment; a shorter tail is still read when the timeout expires.
 //! * **many streams** — non-blocking sockets on one level-triggered `epoll`;
 //!   each ready stream gets a bounded burst of calls per wake-up (fairness),
 //!   so >1000 streams share one or two workers.
@@ -61,7 +63,10 @@ pub mod udp;
 mod worker;
 mod zerocopy;
 
-pub use worker::{spawn_worker, WorkerHandle, MAX_BLOCK_LEN, RCVLOWAT_MAX};
+pub use worker::{
+    lowat_mark, recv_len, spawn_worker, WorkerHandle, MAX_BLOCK_LEN, RCVLOWAT_MAX, RECV_LEN_MIN,
+    SHORT_PATH_US,
+};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
@@ -272,7 +277,8 @@ pub struct WorkerSpec {
     /// Pin to this CPU; None = let the scheduler place it.
     pub cpu: Option<u32>,
     pub streams: Vec<StreamSpec>,
-    /// `-l`: bytes per send call (and the receive buffer size).
+    /// `-l`: bytes per send call; a receiver reads up to the larger of this and
+    /// [`RECV_LEN_MIN`] per call ([`recv_len`]).
     pub block_len: usize,
     /// Requested; the worker falls back and reports what ran.
     pub send_path: SendPath,

@@ -258,6 +258,16 @@ pub fn tcp_info(fd: impl AsFd) -> Result<TcpInfo, DatapathError> {
     Ok(info)
 }
 
+/// The socket's smoothed RTT in microseconds (`tcpi_rtt`: on a receiver that has sent no
+/// data, the handshake's), or `None` where TCP_INFO cannot be read or holds none yet.
+pub fn srtt_us(fd: std::os::fd::RawFd) -> Option<u32> {
+    let mut buf = [0u8; 512];
+    let n = sys::getsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut buf).ok()?;
+    parse_tcp_info(&buf[..n])
+        .map(|i| i.rtt_us)
+        .filter(|&r| r > 0)
+}
+
 #[cfg(test)]
 mod tests {
 

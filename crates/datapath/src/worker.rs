@@ -15,9 +15,48 @@ use std::time::{Duration, Instant};
 
 /// Largest block a worker accepts (iperf3 caps TCP blocks far lower).
 pub const MAX_BLOCK_LEN: usize = 1 << 30;
-/// Largest SO_RCVLOWAT a one-stream receiver sets (it uses the block length up to this).
+/// Largest SO_RCVLOWAT a one-stream receiver sets (it uses its read length up to this).
 /// Set the environment variable `WIRESPEED_NO_RCVLOWAT` to leave SO_RCVLOWAT alone.
 pub const RCVLOWAT_MAX: usize = 1 << 20;
+/// The least a TCP receiver asks for per read call, whatever the block length (`-l` sets
+/// what a sender writes per call; a receiver reads what is queued). On loopback, one stream
+/// at `-l 128K` pinned to two CPUs, reading 1 MiB a call with a 1 MiB mark moved 60–64
+/// Gbit/s against 39–46 reading 128 KiB with a 128 KiB mark (the sending CPU, which runs both
+/// ends' TCP work, issues an eighth of the wake-ups); 2 MiB was no better and 4 MiB worse.
+pub const RECV_LEN_MIN: usize = 1 << 20;
+
+/// A TCP receiver's read length for block length `block_len`.
+pub fn recv_len(block_len: usize) -> usize {
+    block_len.max(RECV_LEN_MIN)
+}
+
+/// Below this round-trip time (µs) a path counts as short for [`lowat_mark`].
+pub const SHORT_PATH_US: u32 = 1000;
+
+/// SO_RCVLOWAT for a receiver reading `read_len` bytes a call whose socket's receive buffer
+/// is now `rcvbuf` bytes (SO_RCVBUF), on a path of round-trip time `rtt_us`: the read
+/// length, up to [`RCVLOWAT_MAX`] and a quarter of the buffer, on a short path only (`None`:
+/// leave the kernel's mark of 1).
+///
+/// - Never so high that the kernel grows the buffer for the mark: when it does, it also
+///   clamps the window at the mark until autotuning outgrows it. A 128 KiB mark set on a
+///   fresh socket held one stream over a 1 Gbit/s path at 10, 20 and 40 ms RTT to 78, 38
+///   and 24 Mbit/s, where iperf3 moved 755, 657–679 and 502. So the mark follows the buffer as
+///   autotuning grows it (and a `-w` locks the buffer at twice its value).
+/// - Data the reader has not yet taken shrinks the window it advertises, and the kernel
+///   wakes a reader below its mark only when the window is about to close. Over a path with
+///   a round trip of a millisecond or more that costs the test its rate: over 20 ms, `-w 1M`
+///   moved 343–368 Mbit/s with a quarter of the buffer, 405–424 with an eighth, 449–451 with
+///   a sixteenth (iperf3 460–464), and `-R` unbounded 749–768 with a sixteenth against
+///   837–915 with no mark. So a path of [`SHORT_PATH_US`] or more (or of unknown RTT) gets
+///   none. On a shorter one (loopback, a LAN) the window refills within microseconds and the
+///   wake-ups are what costs (loopback `-w 256K`: 42–49 Gbit/s at a quarter, 28–30 at an
+///   eighth or less).
+pub fn lowat_mark(read_len: usize, rcvbuf: usize, rtt_us: Option<u32>) -> Option<usize> {
+    rtt_us
+        .is_some_and(|r| r < SHORT_PATH_US)
+        .then(|| read_len.min(RCVLOWAT_MAX).min(rcvbuf / 4).max(1))
+}
 /// Calls per ready stream per epoll wake-up (fairness across many streams).
 const BURST: usize = 8;
 /// epoll events fetched per wait.
@@ -158,8 +197,57 @@ struct St {
     op: Option<SendOp>,
     /// The zero-copy receive region (receivers on [`RecvPath::Zerocopy`]).
     zc: Option<ZcRx>,
-    /// SO_RCVLOWAT was raised on this socket (set back to 1 at the end).
-    lowat: bool,
+    /// This receiver's SO_RCVLOWAT (set back to 1 at the end).
+    lowat: Lowat,
+}
+
+/// A receiver's wake-up mark, raised toward `goal` as the socket's receive buffer grows
+/// ([`lowat_mark`]): never so high that the kernel grows the buffer (and clamps the window)
+/// for it, and none on a long path.
+#[derive(Debug, Default, Clone, Copy)]
+struct Lowat {
+    /// The mark wanted once the buffer allows (0: none).
+    goal: usize,
+    /// The mark set now (0: none).
+    set: usize,
+}
+
+impl Lowat {
+    fn wanted(&self) -> bool {
+        self.goal > 0
+    }
+
+    /// Raise the mark as far as the buffer now allows; an error from the kernel gives it up.
+    fn follow(&mut self, fd: RawFd) {
+        if self.set >= self.goal {
+            return;
+        }
+        let Ok(rcvbuf) = sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF) else {
+            self.goal = 0;
+            return;
+        };
+        let rcvbuf = usize::try_from(rcvbuf).unwrap_or(0);
+        match lowat_mark(self.goal, rcvbuf, crate::tcp::srtt_us(fd)) {
+            // a long path (its RTT is the handshake's: it does not change): no mark, no more
+            // looking
+            None => self.clear(fd),
+            Some(mark) if mark > self.set.max(1) => {
+                match sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, mark as _) {
+                    Ok(()) => self.set = mark,
+                    Err(_) => self.goal = 0,
+                }
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Back to the kernel's default mark, and no more raising.
+    fn clear(&mut self, fd: RawFd) {
+        if self.set > 0 {
+            let _ = sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, 1);
+        }
+        *self = Lowat::default();
+    }
 }
 
 impl St {
@@ -179,7 +267,11 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
     let has_recv = spec.streams.iter().any(|s| s.direction == Direction::Recv);
     let mut block = AlignedBuf::new(if has_send { spec.block_len } else { 0 });
     fill_pattern(block.as_mut_slice());
-    let mut rbuf = AlignedBuf::new(if has_recv { spec.block_len } else { 0 });
+    let mut rbuf = AlignedBuf::new(if has_recv {
+        recv_len(spec.block_len)
+    } else {
+        0
+    });
     let mut setup = SendSetup::new(spec.send_path, block.as_slice());
     let mut fallbacks = Vec::new();
     let mut recv_path = spec.recv_path;
@@ -206,7 +298,7 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
             err: None,
             op,
             zc: None,
-            lowat: false,
+            lowat: Lowat::default(),
         };
         let prep = if single {
             sys::set_nonblocking(fd, false)
@@ -217,15 +309,15 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         };
         let lowat_here = spec.recv_lowat || spec.recv_path == RecvPath::Zerocopy;
         if single && s.direction == Direction::Recv && recv_lowat && lowat_here {
-            // Wake the one-stream receiver once per block instead of once per
+            // Wake the one-stream receiver once per read length instead of once per
             // segment: far fewer wake-ups (IPIs) for the sender's CPU to issue.
             // Safe here because the blocking recv returns whatever arrived when
             // its SO_RCVTIMEO expires, so a tail shorter than the mark is still
             // read (within POLL_INTERVAL); never used with epoll, where a short
             // tail would not be reported readable. The kernel caps the mark at
             // half the receive buffer and wakes early when the window closes.
-            let mark = spec.block_len.min(RCVLOWAT_MAX) as libc::c_int;
-            st.lowat = sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, mark).is_ok();
+            st.lowat.goal = recv_len(spec.block_len);
+            st.lowat.follow(fd);
         }
         if let Err(e) = prep {
             st.fail(e.raw_os_error().unwrap_or(libc::EINVAL), "socket setup");
@@ -244,10 +336,8 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
                         // kernel caps the mark at half the receive buffer and still wakes
                         // when the window is about to close, or at the end of the stream);
                         // a shorter tail is swept up by the loop every POLL_INTERVAL.
-                        let mark = z.map_len().min(RCVLOWAT_MAX) as libc::c_int;
-                        st.lowat =
-                            sys::setsockopt_int(st.fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, mark)
-                                .is_ok();
+                        st.lowat.goal = z.map_len();
+                        st.lowat.follow(st.fd);
                     }
                     st.zc = Some(z)
                 }
@@ -327,9 +417,7 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         let _ = sys::set_nonblocking(st.fd, false);
         let _ = sys::set_timeout(st.fd, sys::Timeout::Send, None);
         let _ = sys::set_timeout(st.fd, sys::Timeout::Recv, None);
-        if st.lowat {
-            let _ = sys::setsockopt_int(st.fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, 1);
-        }
+        st.lowat.clear(st.fd);
     }
     fallbacks.extend(setup.fallbacks);
     let send_path = if send_paths.is_empty() {
@@ -571,6 +659,7 @@ fn single_recv_zc(
                 bytes += n as u64;
                 reads += 1;
                 st.ctr.publish(bytes, reads);
+                st.lowat.follow(st.fd);
                 sampler.tick();
             }
             Ok(ZcGot::Nothing) => {
@@ -612,6 +701,7 @@ fn single_recv(
                 bytes += n as u64;
                 reads += 1;
                 st.ctr.publish(bytes, reads);
+                st.lowat.follow(fd);
                 sampler.tick();
             }
             Err(libc::EINTR) | Err(libc::EAGAIN) => {}
@@ -669,11 +759,12 @@ fn epoll_loop(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        if (k == 0 || swept.elapsed() >= POLL_INTERVAL) && sts.iter().any(|s| s.lowat) {
+        if (k == 0 || swept.elapsed() >= POLL_INTERVAL) && sts.iter().any(|s| s.lowat.wanted()) {
             swept = Instant::now();
             for st in sts.iter_mut() {
-                if st.lowat && st.end.is_none() && st.dir == Direction::Recv {
+                if st.lowat.wanted() && st.end.is_none() && st.dir == Direction::Recv {
                     service_recv(st, rbuf, path, fallbacks);
+                    st.lowat.follow(st.fd);
                     st.ctr.publish(st.bytes, st.blocks);
                     if st.end.is_some() {
                         let _ = ep.delete(st.fd);
@@ -690,7 +781,10 @@ fn epoll_loop(
             }
             match st.dir {
                 Direction::Send => service_send(st, bits, block, budget),
-                Direction::Recv => service_recv(st, rbuf, path, fallbacks),
+                Direction::Recv => {
+                    service_recv(st, rbuf, path, fallbacks);
+                    st.lowat.follow(st.fd);
+                }
             }
             st.ctr.publish(st.bytes, st.blocks);
             sampler.tick();
@@ -699,11 +793,10 @@ fn epoll_loop(
                 active -= 1;
             }
         }
-        if *path != RecvPath::Zerocopy && sts.iter().any(|s| s.lowat) {
+        if *path != RecvPath::Zerocopy && sts.iter().any(|s| s.lowat.wanted()) {
             // fell back to copying: no marks (an epoll copy loop reads whatever is queued)
-            for st in sts.iter_mut().filter(|s| s.lowat) {
-                let _ = sys::setsockopt_int(st.fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, 1);
-                st.lowat = false;
+            for st in sts.iter_mut().filter(|s| s.lowat.wanted()) {
+                st.lowat.clear(st.fd);
             }
         }
     }
@@ -789,5 +882,46 @@ fn service_recv(st: &mut St, buf: &mut [u8], path: &mut RecvPath, fallbacks: &mu
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_receiver_reads_at_least_a_mebibyte_a_call() {
+        assert_eq!(recv_len(1), RECV_LEN_MIN);
+        assert_eq!(recv_len(128 * 1024), RECV_LEN_MIN);
+        assert_eq!(recv_len(4 << 20), 4 << 20);
+    }
+
+    #[test]
+    fn the_mark_is_the_read_length_up_to_its_cap_and_a_quarter_of_the_buffer() {
+        let lan = Some(60);
+        // autotuned past 4 MiB: the whole read length
+        assert_eq!(
+            lowat_mark(recv_len(128 * 1024), 6 << 20, lan),
+            Some(1 << 20)
+        );
+        assert_eq!(lowat_mark(8 << 20, 32 << 20, lan), Some(RCVLOWAT_MAX));
+        // a fresh socket (tcp_rmem's default 128 KiB): 32 KiB until the buffer grows
+        assert_eq!(lowat_mark(1 << 20, 128 * 1024, lan), Some(32 * 1024));
+        // -w 256K locks SO_RCVBUF at 512 KiB: half the window
+        assert_eq!(lowat_mark(1 << 20, 512 * 1024, lan), Some(128 * 1024));
+        // a buffer too small for a mark: the kernel's 1
+        assert_eq!(lowat_mark(1 << 20, 3, lan), Some(1));
+        assert_eq!(lowat_mark(1 << 20, 0, lan), Some(1));
+    }
+
+    #[test]
+    fn a_long_path_or_an_unknown_one_gets_no_mark() {
+        assert_eq!(lowat_mark(1 << 20, 32 << 20, Some(20_000)), None);
+        assert_eq!(lowat_mark(1 << 20, 32 << 20, Some(SHORT_PATH_US)), None);
+        assert_eq!(lowat_mark(1 << 20, 32 << 20, None), None);
+        assert_eq!(
+            lowat_mark(1 << 20, 32 << 20, Some(SHORT_PATH_US - 1)),
+            Some(1 << 20)
+        );
     }
 }
