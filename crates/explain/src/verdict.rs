@@ -1827,12 +1827,17 @@ fn judge(
     // when the only finding above is the ends' competition for one host's CPUs (unpinned
     // ends in two namespaces behind a shaper: the shaper still holds the rate, said under
     // `also` — before, `same-host` alone hid a 200 Mbit/s tbf on a path that does Gbit/s).
-    // Over `lo`, which has no path, only when both ends' workers were mostly idle: then
-    // something on lo itself holds the rate (a qdisc: a 2 Gbit/s tbf on lo read `same-host`
-    // alone), while busy workers at a flat rate are the CPUs' speed, not a limit.
+    // Between two ends of one host — over `lo`, which has no path, or over a veth between
+    // network namespaces, whose "path" is this host's CPUs too — only when both ends' workers
+    // were mostly idle: then something on lo or the veth holds the rate (a qdisc: a 2 Gbit/s
+    // tbf on lo read `same-host` alone), while busy workers at a flat rate are the CPUs'
+    // speed, not a limit (two namespaces over a bare veth, BBR pacing, the sender's CPU 85 %
+    // busy at a flat 35 Gbit/s, read as a shaper). A shaper that queues or drops is named by
+    // step 2e whatever the workers did.
     let over_lo = test.ends().any(|e| e.iface.as_deref() == Some("lo"));
-    let lo_idle = test.remote.is_some() && test.ends().all(|e| workers_idle(e, th));
-    if (!over_lo || lo_idle)
+    let one_host = over_lo || host.is_some();
+    let idle = test.remote.is_some() && test.ends().all(|e| workers_idle(e, th));
+    if (!one_host || idle)
         && (found.is_empty() || found.iter().all(|v| v.id == VerdictId::SameHost))
     {
         if let Some(v) = path_limited(test, &pm, th, th.flat_cv) {
@@ -3146,6 +3151,42 @@ mod tests {
     }
 
     #[test]
+    fn a_flat_rate_between_namespaces_of_one_host_is_a_limit_only_when_the_workers_sat_idle() {
+        // two namespaces over a bare veth, pinned apart, nothing saturated (the sender's CPU 85 %
+        // busy, BBR pacing), the rate flat and the RTT a few tens of microseconds more
+        let m = Measured {
+            throughput: Some(BitsPerSecond::from_gbps(35.0)),
+            interval_bps: vec![34.0e9, 35.0e9, 35.0e9, 35.0e9],
+            retransmits: Some(0),
+            rtt_us: Some((30, 40, 130)),
+            ..Default::default()
+        };
+        let over_veth = |run: f64, host_b: &str| {
+            let mut s = end(Role::Sender, ryzen(), 0, &[(0, 85.0, 0.0, 15.0, 0, 0)]);
+            let mut r = end(Role::Receiver, ryzen(), 1, &[(1, 20.0, 0.0, 80.0, 0, 0)]);
+            s.host = Some("h".into());
+            r.host = Some(host_b.into());
+            for e in [&mut s, &mut r] {
+                e.iface = Some("veth0".into());
+                e.iface_speed_mbps = None;
+            }
+            let s = with_threads(s, &[(0, run, 1.0)]);
+            let r = with_threads(r, &[(1, run.min(20.0), 1.0)]);
+            let v = verdict_of(&test(s, r), &m);
+            std::iter::once(v.line.clone())
+                .chain(v.also.clone())
+                .find(|l| l.starts_with("path-limited"))
+        };
+        // busy workers on one host: the CPUs' speed, not a shaper
+        assert_eq!(over_veth(85.0, "h"), None);
+        // idle workers on one host: something on the veth holds the rate
+        let line = over_veth(3.0, "h").expect("a limit on the veth is said");
+        assert!(line.ends_with("a rate limit on the path (a shaper, a policer, a slower link)"));
+        // two hosts: a flat rate below the link with nothing else is the path, busy or not
+        assert!(over_veth(85.0, "other").is_some());
+    }
+
+    #[test]
     fn a_quota_binds_only_when_it_held_the_end_back() {
         let on_two_hosts = |sq: Option<_>, rq: Option<_>| {
             let mut s = end(Role::Sender, ryzen(), 3, &[(3, 40.0, 0.0, 60.0, 0, 0)]);
@@ -3323,7 +3364,8 @@ mod tests {
             e.iface_speed_mbps = Some(10_000);
             e.notes = vec!["(virtual interface)".into()];
             e.total.workers[0].cpu_requested = None;
-            e
+            // its worker mostly blocked on the socket, as behind a 200 Mbit/s shaper
+            with_threads(e, &[(6, 5.0, 0.5)])
         };
         let m = Measured {
             throughput: Some(BitsPerSecond(191e6)),
@@ -3339,13 +3381,27 @@ mod tests {
             "{:?}",
             v.also
         );
-        // over lo there is no path to name
+        // over lo there is no path: the limit is said as one on lo itself
         let mut lo = t.clone();
         for e in [&mut lo.local, lo.remote.as_mut().unwrap()] {
             e.iface = Some("lo".into());
         }
         let v = verdict_of(&lo, &m);
         assert_eq!(v.id, VerdictId::SameHost);
+        assert!(
+            v.also.iter().any(|a| a.starts_with("path-limited")
+                && a.ends_with("— over lo there is no path: a qdisc on lo (tc qdisc show dev lo) or something pacing the sockets holds the rate")),
+            "{:?}",
+            v.also
+        );
+        // with no worker threads observed (how busy they were unknown), nothing is said of a
+        // path between two ends of one host
+        let mut blind = t.clone();
+        for e in [&mut blind.local, blind.remote.as_mut().unwrap()] {
+            e.intervals.iter_mut().for_each(|i| i.threads.clear());
+            e.total.threads.clear();
+        }
+        let v = verdict_of(&blind, &m);
         assert!(
             !v.also.iter().any(|a| a.starts_with("path-limited")),
             "{:?}",
