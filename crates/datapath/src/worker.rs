@@ -20,9 +20,9 @@ pub const MAX_BLOCK_LEN: usize = 1 << 30;
 pub const RCVLOWAT_MAX: usize = 1 << 20;
 /// The least a TCP receiver asks for per read call, whatever the block length (`-l` sets
 /// what a sender writes per call; a receiver reads what is queued). On loopback, one stream
-/// at `-l 128K` pinned to two CPUs, reading 1 MiB a call with a 1 MiB mark moved 60–64
+/// at `-l 128K` pinned to two CPUs, reading 1 MiB a call with a 1 MiB mark moved 61–64
 /// Gbit/s against 39–46 reading 128 KiB with a 128 KiB mark (the sending CPU, which runs both
-/// ends' TCP work, issues an eighth of the wake-ups); 2 MiB was no better and 4 MiB worse.
+/// ends' TCP work there, wakes the reader once per mark); 2 MiB was no better, 4 MiB worse.
 pub const RECV_LEN_MIN: usize = 1 << 20;
 
 /// A TCP receiver's read length for block length `block_len`.
