@@ -210,26 +210,41 @@ struct Lowat {
     goal: usize,
     /// The mark set now (0: none).
     set: usize,
+    /// The path's RTT, read once: a receiver's is the handshake's, which does not change.
+    rtt_us: Option<Option<u32>>,
+    /// Reads left before the buffer is looked at again.
+    skip: u32,
 }
+
+/// Reads between two looks at a receiver's buffer while its mark is below its goal (under a
+/// `-w` the buffer never grows, and the mark never reaches a 1 MiB goal: one `getsockopt` per
+/// read there would be a syscall more per read for the whole test).
+const LOWAT_EVERY: u32 = 16;
 
 impl Lowat {
     fn wanted(&self) -> bool {
         self.goal > 0
     }
 
-    /// Raise the mark as far as the buffer now allows; an error from the kernel gives it up.
+    /// Raise the mark as far as the buffer now allows (looked at on the first call, then every
+    /// [`LOWAT_EVERY`] calls); an error from the kernel gives it up.
     fn follow(&mut self, fd: RawFd) {
         if self.set >= self.goal {
             return;
         }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return;
+        }
+        self.skip = LOWAT_EVERY - 1;
+        let rtt_us = *self.rtt_us.get_or_insert_with(|| crate::tcp::srtt_us(fd));
         let Ok(rcvbuf) = sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF) else {
             self.goal = 0;
             return;
         };
         let rcvbuf = usize::try_from(rcvbuf).unwrap_or(0);
-        match lowat_mark(self.goal, rcvbuf, crate::tcp::srtt_us(fd)) {
-            // a long path (its RTT is the handshake's: it does not change): no mark, no more
-            // looking
+        match lowat_mark(self.goal, rcvbuf, rtt_us) {
+            // a long path: no mark, no more looking
             None => self.clear(fd),
             Some(mark) if mark > self.set.max(1) => {
                 match sys::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, mark as _) {
