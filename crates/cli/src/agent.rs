@@ -11,9 +11,7 @@ use std::time::Duration;
 use wirespeed_agent::bridge::ProbeCredentials;
 use wirespeed_agent::probe::ProbeLimits;
 use wirespeed_agent::{Agent, AgentConfig};
-use wirespeed_engine::tune::TuneConfig;
 use wirespeed_engine::ServerConfig;
-use wirespeed_explain::hooks::IrqTune;
 use wirespeed_host::Root;
 
 use crate::diagnose::root_dir;
@@ -120,16 +118,10 @@ fn parse_probe_rate(s: &str) -> Result<u64, String> {
 /// The test server beside the endpoint: the engine's server on its own thread.
 fn server_config(a: &AgentArgs) -> anyhow::Result<ServerConfig> {
     let tune = if a.allow_tune {
-        let root = Root::live();
-        wirespeed_tune::engine::check_privileged(&root).map_err(|_| {
-            exit::fail(
-                exit::HOST,
-                "--allow-tune: moving IRQs writes /proc/irq/*/smp_affinity_list, which needs root",
-            )
-        })?;
-        let mut t = IrqTune::new(root);
-        t.iface = a.tune_iface.clone();
-        Some(TuneConfig::new(t))
+        Some(crate::measure::irq_tune(
+            Root::live(),
+            a.tune_iface.clone(),
+        )?)
     } else {
         None
     };

@@ -1244,6 +1244,20 @@ fn run_targets(
     }
 }
 
+/// `--allow-tune` on a server (`wirespeed server`, the agent's test server): the IRQ tuner
+/// under `root`, or one line and the host exit code where moving IRQs is not allowed.
+pub(crate) fn irq_tune(root: Root, iface: Option<String>) -> anyhow::Result<TuneConfig> {
+    wirespeed_tune::engine::check_privileged(&root).map_err(|_| {
+        exit::fail(
+            exit::HOST,
+            "--allow-tune: moving IRQs writes /proc/irq/*/smp_affinity_list, which needs root",
+        )
+    })?;
+    let mut t = IrqTune::new(root);
+    t.iface = iface;
+    Ok(TuneConfig::new(t))
+}
+
 /// `as_iperf3`: the program was invoked as `iperf3` (strict iperf3 mode).
 pub fn run_server(a: ServerArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
     let strict = strict(&a.out, as_iperf3);
@@ -1292,15 +1306,7 @@ pub fn run_server(a: ServerArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
             }
             None => Root::live(),
         };
-        wirespeed_tune::engine::check_privileged(&root).map_err(|_| {
-            exit::fail(
-                exit::HOST,
-                "--allow-tune: moving IRQs writes /proc/irq/*/smp_affinity_list, which needs root",
-            )
-        })?;
-        let mut t = IrqTune::new(root);
-        t.iface = a.tune_iface.clone();
-        Some(TuneConfig::new(t))
+        Some(irq_tune(root, a.tune_iface.clone())?)
     } else {
         None
     };
