@@ -57,6 +57,7 @@ pub fn lowat_mark(read_len: usize, rcvbuf: usize, rtt_us: Option<u32>) -> Option
         .is_some_and(|r| r < SHORT_PATH_US)
         .then(|| read_len.min(RCVLOWAT_MAX).min(rcvbuf / 4).max(1))
 }
+
 /// Calls per ready stream per epoll wake-up (fairness across many streams).
 const BURST: usize = 8;
 /// epoll events fetched per wait.
