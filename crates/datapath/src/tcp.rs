@@ -235,20 +235,7 @@ pub fn parse_tcp_info(b: &[u8]) -> Option<TcpInfo> {
 
 /// Read TCP_INFO (and TCP_CONGESTION) of a TCP socket.
 pub fn tcp_info(fd: impl AsFd) -> Result<TcpInfo, DatapathError> {
-    let raw = fd.as_fd().as_raw_fd();
-    let mut buf = [0u8; 512];
-    let n = sys::getsockopt_bytes(raw, libc::IPPROTO_TCP, libc::TCP_INFO, &mut buf).map_err(
-        |source| DatapathError::Syscall {
-            op: "getsockopt(TCP_INFO)",
-            fd: raw,
-            source,
-        },
-    )?;
-    let mut info = parse_tcp_info(&buf[..n]).ok_or_else(|| DatapathError::Syscall {
-        op: "getsockopt(TCP_INFO) returned a short struct",
-        fd: raw,
-        source: std::io::Error::from(std::io::ErrorKind::InvalidData),
-    })?;
+    let mut info = read_tcp_info(fd.as_fd().as_raw_fd())?;
     if let Ok(name) = sockopt::tcp_congestion(fd.as_fd()) {
         let name = name.trim_end_matches('\0');
         if !name.is_empty() {
@@ -258,14 +245,28 @@ pub fn tcp_info(fd: impl AsFd) -> Result<TcpInfo, DatapathError> {
     Ok(info)
 }
 
+/// `TCP_INFO` of socket `raw`, decoded ([`parse_tcp_info`]), without the congestion
+/// algorithm's name.
+fn read_tcp_info(raw: std::os::fd::RawFd) -> Result<TcpInfo, DatapathError> {
+    let mut buf = [0u8; 512];
+    let n = sys::getsockopt_bytes(raw, libc::IPPROTO_TCP, libc::TCP_INFO, &mut buf).map_err(
+        |source| DatapathError::Syscall {
+            op: "getsockopt(TCP_INFO)",
+            fd: raw,
+            source,
+        },
+    )?;
+    parse_tcp_info(&buf[..n]).ok_or_else(|| DatapathError::Syscall {
+        op: "getsockopt(TCP_INFO) returned a short struct",
+        fd: raw,
+        source: std::io::Error::from(std::io::ErrorKind::InvalidData),
+    })
+}
+
 /// The socket's smoothed RTT in microseconds (`tcpi_rtt`: on a receiver that has sent no
 /// data, the handshake's), or `None` where TCP_INFO cannot be read or holds none yet.
 pub fn srtt_us(fd: std::os::fd::RawFd) -> Option<u32> {
-    let mut buf = [0u8; 512];
-    let n = sys::getsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut buf).ok()?;
-    parse_tcp_info(&buf[..n])
-        .map(|i| i.rtt_us)
-        .filter(|&r| r > 0)
+    read_tcp_info(fd).ok().map(|i| i.rtt_us).filter(|&r| r > 0)
 }
 
 #[cfg(test)]
