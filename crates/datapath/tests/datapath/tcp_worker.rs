@@ -26,21 +26,30 @@ fn spec(
     }
 }
 
-/// Run a sender for `dur`, stop it, close its socket; the receiver must see exactly the bytes sent.
-#[test]
-fn one_stream_stop_then_eof_totals_match() {
+/// One stream over loopback on the copy paths: its receiving worker, its sending worker, and
+/// the sender's and receiver's controls.
+fn one_stream_copying(
+    block_len: usize,
+) -> (WorkerHandle, WorkerHandle, Arc<Control>, Arc<Control>) {
     let (a, b) = pairs(1).pop().expect("pair");
     let (cs, cr) = (Arc::new(Control::new()), Arc::new(Control::new()));
     let rx = spawn_worker(
-        spec(None, vec![one(1, b, Direction::Recv)], 128 * 1024, None),
-        cr,
+        spec(None, vec![one(1, b, Direction::Recv)], block_len, None),
+        cr.clone(),
     )
     .expect("rx");
     let tx = spawn_worker(
-        spec(None, vec![one(1, a, Direction::Send)], 128 * 1024, None),
+        spec(None, vec![one(1, a, Direction::Send)], block_len, None),
         cs.clone(),
     )
     .expect("tx");
+    (rx, tx, cs, cr)
+}
+
+/// Run a sender for `dur`, stop it, close its socket; the receiver must see exactly the bytes sent.
+#[test]
+fn one_stream_stop_then_eof_totals_match() {
+    let (rx, tx, cs, _cr) = one_stream_copying(128 * 1024);
     let ctr = tx.counters()[0].1.clone();
     wait_until("the sender's counter moves while running", || {
         ctr.bytes() > 0
@@ -355,18 +364,7 @@ fn short_tail_is_counted_without_eof() {
 #[test]
 fn a_receivers_mark_stays_within_a_quarter_of_its_buffer() {
     use std::os::fd::AsRawFd;
-    let (a, b) = pairs(1).pop().expect("pair");
-    let (cs, cr) = (Arc::new(Control::new()), Arc::new(Control::new()));
-    let rx = spawn_worker(
-        spec(None, vec![one(1, b, Direction::Recv)], 128 * 1024, None),
-        cr.clone(),
-    )
-    .expect("rx");
-    let tx = spawn_worker(
-        spec(None, vec![one(1, a, Direction::Send)], 128 * 1024, None),
-        cs.clone(),
-    )
-    .expect("tx");
+    let (rx, tx, cs, cr) = one_stream_copying(128 * 1024);
     let fd = rx.stream_fd(1).expect("the receiver's socket").as_raw_fd();
     let rctr = rx.counters()[0].1.clone();
     let opt = |o| sys::getsockopt_int(fd, libc::SOL_SOCKET, o).expect("getsockopt");
