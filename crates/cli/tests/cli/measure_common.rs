@@ -5,6 +5,7 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -113,31 +114,39 @@ pub fn wait_for_text(path: &std::path::Path, needle: &str) {
     });
 }
 
-/// A port free right now on 127.0.0.1.
+/// A port free right now (TCP and UDP) for a server to listen on: one of
+/// [`ports_below_ephemeral`], never one a connection could take as its source port meanwhile.
 pub fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    l.local_addr().expect("local addr").port()
+    ports_below_ephemeral(1)
 }
 
+/// How far this test process has handed out ports (each call starts past the last, so tests
+/// running at once are never handed the same port).
+static HANDED: AtomicU32 = AtomicU32::new(0);
+
 /// The first of `n` consecutive ports free now (TCP and UDP) and below the kernel's ephemeral
-/// range, for a `--cport`: no other test of this run is handed one of them meanwhile (theirs
-/// come from that range: a bind to port 0, or a connect). One port from `free_port` less 3 was
-/// in that range, and another test's connection took its neighbour between the check and
-/// `--cport`'s bind.
+/// range, for a server's port or a `--cport`: no other test of this run is handed one of them
+/// meanwhile (theirs come from this cursor, or from that range: a bind to port 0, or a
+/// connect). A port taken from a bind to port 0 and released could become another test's
+/// connection's source port before the server bound it: an iperf3 server then failed to
+/// listen, and its test waited out the hang detector.
 pub fn ports_below_ephemeral(n: u16) -> u16 {
     let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(32768);
     let first = low.saturating_sub(4000).max(1024);
-    let start = first + (std::process::id() % 2000) as u16;
+    let span = u32::from(low.saturating_sub(n).saturating_sub(first)).max(1);
     let free = |p: u16| {
         TcpListener::bind(("0.0.0.0", p)).is_ok()
             && std::net::UdpSocket::bind(("0.0.0.0", p)).is_ok()
     };
-    (start..low.saturating_sub(n))
-        .chain(first..start)
-        .find(|p| (0..n).all(|k| free(p + k)))
+    (0..span)
+        .map(|_| {
+            let at = std::process::id() % 2000 + HANDED.fetch_add(u32::from(n), Ordering::Relaxed);
+            first + (at % span) as u16
+        })
+        .find(|&p| (0..n).all(|k| free(p + k)))
         .expect("free ports below the ephemeral range")
 }
 
