@@ -59,7 +59,6 @@ fn main() {
         send_path,
         recv_path,
         budget: None,
-        recv_lowat: true,
     };
     let rx = spawn_worker(mk(rcpu, r, Direction::Recv), Arc::new(Control::new())).expect("rx");
     let t0 = Instant::now();

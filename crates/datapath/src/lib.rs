@@ -16,13 +16,15 @@
 //!   No allocation, no clock read, no other syscall in the loop. `stop()` is
 //!   noticed promptly because the socket gets `SO_SNDTIMEO`/`SO_RCVTIMEO` of
 //!   [`POLL_INTERVAL`], so a blocked call wakes up to look at the flag.
-//!   A one-stream receiver also sets `SO_RCVLOWAT` to its read length (at
-//!   most [`RCVLOWAT_MAX`], and a share of its receive buffer as that grows:
+//!   A receiver also sets `SO_RCVLOWAT` to its read length (at most
+//!   [`RCVLOWAT_MAX`], and a share of its receive buffer as that grows:
 //!   [`lowat_mark`]) so it is woken once per read rather than once per
 //!   segment; a shorter tail is still read when the timeout expires.
 //! * **many streams** — non-blocking sockets on one level-triggered `epoll`;
 //!   each ready stream gets a bounded burst of calls per wake-up (fairness),
-//!   so >1000 streams share one or two workers.
+//!   so >1000 streams share one or two workers. Receivers keep the same mark:
+//!   epoll reports a stream once a read's worth is queued, and the loop sweeps
+//!   up shorter tails every [`POLL_INTERVAL`].
 //!
 //! The engine samples counters from its own thread at interval ticks
 //! ([`WorkerHandle::counters`]) and reads `TCP_INFO` on the sockets the workers own
@@ -285,12 +287,6 @@ pub struct WorkerSpec {
     pub recv_path: RecvPath,
     /// `-n` / `-k`, shared across all streams and workers of a test.
     pub budget: Option<std::sync::Arc<Budget>>,
-    /// A one-stream receiver copying what it gets may raise SO_RCVLOWAT to the block length
-    /// (one wake-up per block). Worth it while every data thread of both ends has a CPU of
-    /// its own; where they share CPUs it costs more context switches than it saves (the
-    /// engine clears it then). The zero-copy receiver and `WIRESPEED_NO_RCVLOWAT` are not
-    /// affected by this flag.
-    pub recv_lowat: bool,
 }
 
 /// How a stream ended.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// Largest block a worker accepts (iperf3 caps TCP blocks far lower).
 pub const MAX_BLOCK_LEN: usize = 1 << 30;
-/// Largest SO_RCVLOWAT a one-stream receiver sets (it uses its read length up to this).
+/// Largest SO_RCVLOWAT a receiver sets (it uses its read length up to this).
 /// Set the environment variable `WIRESPEED_NO_RCVLOWAT` to leave SO_RCVLOWAT alone.
 pub const RCVLOWAT_MAX: usize = 1 << 20;
 /// The least a TCP receiver asks for per read call, whatever the block length (`-l` sets
@@ -323,15 +323,15 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         } else {
             sys::set_nonblocking(fd, true)
         };
-        let lowat_here = spec.recv_lowat || spec.recv_path == RecvPath::Zerocopy;
-        if single && s.direction == Direction::Recv && recv_lowat && lowat_here {
-            // Wake the one-stream receiver once per read length instead of once per
-            // segment: far fewer wake-ups (IPIs) for the sender's CPU to issue.
-            // Safe here because the blocking recv returns whatever arrived when
-            // its SO_RCVTIMEO expires, so a tail shorter than the mark is still
-            // read (within POLL_INTERVAL); never used with epoll, where a short
-            // tail would not be reported readable. The kernel caps the mark at
-            // half the receive buffer and wakes early when the window closes.
+        // many zero-copy receivers get a mark of one mapping call's worth instead (below)
+        let many_zc = !single && spec.recv_path == RecvPath::Zerocopy;
+        if s.direction == Direction::Recv && recv_lowat && !many_zc {
+            // Wake the receiver once per read length instead of once per segment: far
+            // fewer wake-ups (IPIs) for the sender's CPU to issue. A tail shorter than the
+            // mark is still read within POLL_INTERVAL: a blocking recv returns whatever
+            // arrived when its SO_RCVTIMEO expires, and the epoll loop sweeps its marked
+            // streams that often (epoll reports a stream below its mark only at its end or
+            // when its window is about to close).
             st.lowat.goal = recv_len(spec.block_len);
             st.lowat.follow(fd);
         }
@@ -763,8 +763,8 @@ fn epoll_loop(
     }
     let mut events = sys::Epoll::events(EVENTS);
     let timeout_ms = POLL_INTERVAL.as_millis() as i32;
-    // Zero-copy receivers with a low-water mark: epoll reports a stream only once a mark's
-    // worth is queued (or at its end), so a shorter tail is swept up every POLL_INTERVAL.
+    // Receivers with a low-water mark: epoll reports a stream only once a mark's worth is
+    // queued (or at its end), so a shorter tail is swept up every POLL_INTERVAL.
     let mut swept = Instant::now();
     while active > 0 {
         if control.is_stopped() {
@@ -807,12 +807,6 @@ fn epoll_loop(
             if st.end.is_some() {
                 let _ = ep.delete(st.fd);
                 active -= 1;
-            }
-        }
-        if *path != RecvPath::Zerocopy && sts.iter().any(|s| s.lowat.wanted()) {
-            // fell back to copying: no marks (an epoll copy loop reads whatever is queued)
-            for st in sts.iter_mut().filter(|s| s.lowat.wanted()) {
-                st.lowat.clear(st.fd);
             }
         }
     }

@@ -288,22 +288,9 @@ fn host_error(e: dp::DatapathError) -> EngineError {
     }
 }
 
-/// Whether a one-stream receiver may batch its wake-ups with SO_RCVLOWAT: always where the
-/// user placed the workers (`--cpus`, `-A`); unpinned, only while this end's streams number at
-/// most half the CPUs it may use, so that each stream's thread and its peer (on the same host,
-/// over loopback) can have a CPU each. Where threads share CPUs the mark was measured to cost
-/// more than it saves (four times the context switches at `-P 2` on two CPUs).
-fn lowat_fits(streams: usize, placement: &Placement) -> bool {
-    match placement {
-        Placement::Float { max_workers } => streams <= (*max_workers / 2).max(1),
-        Placement::Cpus(_) | Placement::Affinity(_) => true,
-    }
-}
-
 impl DataPhase {
     /// Start the workers (sending and receiving streams on separate workers).
     pub fn start(streams: Vec<DataStream>, cfg: &DataConfig) -> Result<DataPhase, EngineError> {
-        let recv_lowat = lowat_fits(streams.len(), &cfg.placement);
         let (send, recv): (Vec<DataStream>, Vec<DataStream>) =
             streams.into_iter().partition(|s| s.send);
         let send_ctl = Arc::new(Control::new());
@@ -353,7 +340,6 @@ impl DataPhase {
                             send_path: cfg.send_path,
                             recv_path: cfg.recv_path,
                             budget: if is_send { cfg.budget.clone() } else { None },
-                            recv_lowat,
                         };
                         spawn_worker(spec, Arc::clone(ctl)).map(|h| {
                             let ctrs: Vec<(u32, AnyCounter)> = h
@@ -802,22 +788,5 @@ impl Drop for DataPhase {
     fn drop(&mut self) {
         self.send_ctl.stop();
         self.recv_ctl.stop();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_receive_mark_is_set_only_where_each_stream_keeps_a_cpu() {
-        // placed by the user: always
-        assert!(lowat_fits(8, &Placement::Affinity(0)));
-        // unpinned: while the streams are at most half the CPUs (one at least)
-        assert!(lowat_fits(1, &Placement::Float { max_workers: 2 }));
-        assert!(!lowat_fits(2, &Placement::Float { max_workers: 2 }));
-        assert!(lowat_fits(4, &Placement::Float { max_workers: 8 }));
-        assert!(!lowat_fits(5, &Placement::Float { max_workers: 8 }));
-        assert!(lowat_fits(1, &Placement::Float { max_workers: 1 }));
     }
 }

@@ -127,7 +127,6 @@ fn spec(streams: Vec<StreamSpec>, send_path: SendPath, budget: Option<Arc<Budget
         block_len: 128 << 10,
         send_path,
         recv_path: RecvPath::Zerocopy,
-        recv_lowat: true,
         budget,
     }
 }

@@ -66,7 +66,6 @@ fn send_total(streams: Vec<StreamSpec>, block: usize, path: SendPath, total: u64
             block_len: block,
             send_path: path,
             recv_path: RecvPath::Copy,
-            recv_lowat: true,
             budget: Some(Arc::new(Budget::bytes(total))),
         },
         Arc::new(Control::new()),
@@ -137,7 +136,6 @@ fn skip_copy_receiver_counts_exactly() {
             block_len: 131072,
             send_path: SendPath::Sendfile,
             recv_path: RecvPath::SkipCopy,
-            recv_lowat: true,
             budget,
         };
         let rx = spawn_worker(mk(recvs, None), Arc::new(Control::new())).expect("rx");

@@ -21,7 +21,6 @@ fn spec(
         block_len,
         send_path: SendPath::Copy,
         recv_path: RecvPath::Copy,
-        recv_lowat: true,
         budget,
     }
 }
@@ -385,4 +384,48 @@ fn a_receivers_mark_stays_within_a_quarter_of_its_buffer() {
     cr.stop();
     rx.join().expect("join rx");
     assert!(highest > 1, "the mark never rose above 1");
+}
+
+/// A receiver carrying several streams on one epoll loop marks each socket too (epoll then
+/// reports a stream once a read's worth is queued), and still counts a tail shorter than the
+/// mark, with the peer neither sending more nor closing: the loop sweeps its marked streams.
+#[test]
+fn an_epoll_receiver_marks_its_streams_and_still_counts_a_short_tail() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let mut ps = pairs(2);
+    let (a2, b2) = ps.pop().expect("pair");
+    let (a1, b1) = ps.pop().expect("pair");
+    let c = Arc::new(Control::new());
+    let streams = vec![one(1, b1, Direction::Recv), one(2, b2, Direction::Recv)];
+    let rx = spawn_worker(spec(None, streams, 128 * 1024, None), c.clone()).expect("rx");
+    for id in [1, 2] {
+        let fd = rx.stream_fd(id).expect("a receiver's socket").as_raw_fd();
+        wait_until("the epoll receiver sets its mark", || {
+            sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT).expect("getsockopt") > 1
+        });
+        let mark = sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT).expect("mark");
+        assert!(
+            mark > 1000,
+            "a mark of {mark} bytes would let the tail wake the reader"
+        );
+    }
+    (&a1).write_all(&[5u8; 1000]).expect("write");
+    (&a2).write_all(&[6u8; 700]).expect("write");
+    let ctr = |id| {
+        rx.counters()
+            .into_iter()
+            .find(|(i, _)| *i == id)
+            .expect("counter")
+            .1
+    };
+    let (c1, c2) = (ctr(1), ctr(2));
+    wait_until("both tails are counted", || {
+        c1.bytes() >= 1000 && c2.bytes() >= 700
+    });
+    let r = stop_and_join(rx, &c, "receiver").expect("rx");
+    let mut got: Vec<(u32, u64)> = r.streams.iter().map(|s| (s.id, s.bytes)).collect();
+    got.sort_unstable();
+    assert_eq!(got, vec![(1, 1000), (2, 700)]);
+    drop((a1, a2));
 }
