@@ -223,6 +223,16 @@ struct Lowat {
 const LOWAT_EVERY: u32 = 16;
 
 impl Lowat {
+    /// A mark to raise toward `read_len`, or toward [`RCVLOWAT_MAX`] when that is less: a goal
+    /// above the most [`lowat_mark`] gives would never be reached, and the buffer would be
+    /// looked at every [`LOWAT_EVERY`] reads for the whole test (`-l 4M`).
+    fn toward(read_len: usize) -> Lowat {
+        Lowat {
+            goal: read_len.min(RCVLOWAT_MAX),
+            ..Lowat::default()
+        }
+    }
+
     fn wanted(&self) -> bool {
         self.goal > 0
     }
@@ -323,18 +333,6 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         } else {
             sys::set_nonblocking(fd, true)
         };
-        // many zero-copy receivers get a mark of one mapping call's worth instead (below)
-        let many_zc = !single && spec.recv_path == RecvPath::Zerocopy;
-        if s.direction == Direction::Recv && recv_lowat && !many_zc {
-            // Wake the receiver once per read length instead of once per segment: far
-            // fewer wake-ups (IPIs) for the sender's CPU to issue. A tail shorter than the
-            // mark is still read within POLL_INTERVAL: a blocking recv returns whatever
-            // arrived when its SO_RCVTIMEO expires, and the epoll loop sweeps its marked
-            // streams that often (epoll reports a stream below its mark only at its end or
-            // when its window is about to close).
-            st.lowat.goal = recv_len(spec.block_len);
-            st.lowat.follow(fd);
-        }
         if let Err(e) = prep {
             st.fail(e.raw_os_error().unwrap_or(libc::EINVAL), "socket setup");
         }
@@ -344,19 +342,7 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
     if has_recv && recv_path == RecvPath::Zerocopy {
         for st in sts.iter_mut().filter(|s| s.dir == Direction::Recv) {
             match ZcRx::new(st.fd, spec.block_len) {
-                Ok(z) => {
-                    if !single && recv_lowat {
-                        // Many streams, one epoll loop: without a mark every readable event
-                        // carries a segment or two, and each TCP_ZEROCOPY_RECEIVE maps little.
-                        // With it a stream is reported once a region's worth is queued (the
-                        // kernel caps the mark at half the receive buffer and still wakes
-                        // when the window is about to close, or at the end of the stream);
-                        // a shorter tail is swept up by the loop every POLL_INTERVAL.
-                        st.lowat.goal = z.map_len();
-                        st.lowat.follow(st.fd);
-                    }
-                    st.zc = Some(z)
-                }
+                Ok(z) => st.zc = Some(z),
                 Err(e) => {
                     zc_fall_back(
                         &mut recv_path,
@@ -366,6 +352,25 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
                     break;
                 }
             }
+        }
+    }
+
+    if recv_lowat {
+        // Wake each receiver once per read instead of once per segment: far fewer wake-ups
+        // (IPIs) for the sender's CPU to issue. A tail shorter than the mark is still read
+        // within POLL_INTERVAL: a blocking recv returns whatever arrived when its SO_RCVTIMEO
+        // expires, and the epoll loop sweeps its marked streams that often (epoll reports a
+        // stream below its mark only at its end or when its window is about to close). Many
+        // zero-copy receivers on one epoll loop wait for one mapping call's worth: without a
+        // mark every readable event carries a segment or two, and each TCP_ZEROCOPY_RECEIVE
+        // maps little.
+        for st in sts.iter_mut().filter(|s| s.dir == Direction::Recv) {
+            let read = match &st.zc {
+                Some(z) if !single => z.map_len(),
+                _ => recv_len(spec.block_len),
+            };
+            st.lowat = Lowat::toward(read);
+            st.lowat.follow(st.fd);
         }
     }
 
@@ -904,6 +909,16 @@ mod tests {
         assert_eq!(recv_len(1), RECV_LEN_MIN);
         assert_eq!(recv_len(128 * 1024), RECV_LEN_MIN);
         assert_eq!(recv_len(4 << 20), 4 << 20);
+    }
+
+    #[test]
+    fn a_marks_goal_is_one_the_mark_can_reach() {
+        // a 4 MiB read: the mark stops at its cap, so the goal must too (else the buffer is
+        // looked at every LOWAT_EVERY reads for ever)
+        assert_eq!(Lowat::toward(recv_len(4 << 20)).goal, RCVLOWAT_MAX);
+        let big = lowat_mark(4 << 20, usize::MAX, Some(0)).expect("a short path's mark");
+        assert_eq!(Lowat::toward(4 << 20).goal, big);
+        assert_eq!(Lowat::toward(128 * 1024).goal, 128 * 1024);
     }
 
     #[test]
