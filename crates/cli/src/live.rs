@@ -679,16 +679,11 @@ mod tests {
     }
 
     fn verdict(line: &str) -> Verdict {
-        Verdict {
-            id: wirespeed_model::VerdictId::ReceiverSharesCpuWithSoftirq,
-            end: Some(wirespeed_model::VerdictEnd::Receiver),
-            line: line.into(),
-            also: vec![],
-            evidence: None,
-            host_load: None,
-            direction: None,
-            other_direction: None,
-        }
+        Verdict::new(
+            wirespeed_model::VerdictId::ReceiverSharesCpuWithSoftirq,
+            Some(wirespeed_model::VerdictEnd::Receiver),
+            line,
+        )
     }
 
     /// Three intervals with both ends' CPUs and a verdict so far: the frame shows the

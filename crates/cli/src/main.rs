@@ -72,6 +72,8 @@ enum Command {
     Report(pictures::ReportArgs),
     /// What changed between two JSON results; exit 9 past --threshold.
     Diff(pictures::DiffArgs),
+    /// How a test's verdict was decided (--why FILE.json), or the precedence table (--table).
+    Explain(pictures::ExplainArgs),
     /// Live view of the tests a running server serves (`server --stats-socket`).
     Top(top::TopArgs),
 }
@@ -132,6 +134,7 @@ fn main() -> ExitCode {
         Command::Tune(a) => tune::run(a),
         Command::Sweep(a) => explain::run_sweep(*a),
         Command::Latency(a) => explain::run_latency(a),
+        Command::Explain(a) => pictures::run_explain(a),
         Command::Lab(a) => lab::run(a),
         Command::Model(a) => model::run(a),
         Command::Completions(a) => generate::run_completions(a, Cli::command()),

@@ -477,6 +477,10 @@ pub struct ClientArgs {
     /// CPUs, NIC interrupts); q or Ctrl-C ends the test, then the usual summary.
     #[arg(help_heading = heading::OUTPUT, long, conflicts_with_all = ["json", "json_stream", "repeat", "logfile"])]
     pub live: bool,
+    /// After the report, how the verdict was decided: every rule that fired with its evidence
+    /// and strength, and why the verdict outranked the rest (`explain --why` on a saved -J).
+    #[arg(help_heading = heading::OUTPUT, long, conflicts_with_all = ["json", "json_stream", "repeat"])]
+    pub why: bool,
     #[command(flatten)]
     pub html: crate::pictures::HtmlArg,
     #[command(flatten)]
@@ -1131,6 +1135,11 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
         }
         if let Ok(mut w) = out.lock() {
             let _ = wirespeed_report::where_ran::write_where_as(&mut **w, &r, tables);
+            if let (true, Some(v)) = (a.why, r.wirespeed.as_ref().and_then(|x| x.verdict.as_ref()))
+            {
+                let _ = writeln!(w);
+                let _ = wirespeed_report::why::write_why(&mut **w, v);
+            }
         }
     }
     let moved = r

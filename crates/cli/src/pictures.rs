@@ -98,6 +98,47 @@ pub struct ReportArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["why", "table"])))]
+pub struct ExplainArgs {
+    /// How the verdict of a test's JSON result (client -J, or a server's) was decided: every
+    /// rule that fired with its evidence and strength, and why the verdict outranked the rest.
+    #[arg(long, value_name = "FILE.json")]
+    pub why: Option<PathBuf>,
+    /// The precedence table the verdict is decided by, one row a line.
+    #[arg(long)]
+    pub table: bool,
+}
+
+/// `explain --why FILE.json` / `explain --table`.
+pub fn run_explain(a: ExplainArgs) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let written = match &a.why {
+        None => wirespeed_report::why::write_table(&mut out),
+        Some(path) => {
+            let doc = read_document(path, &mut Budget::default())?;
+            let shown = path.display();
+            let Document::Test(t) = doc else {
+                return Err(exit::fail(
+                    exit::DOCUMENT,
+                    format!("{shown}: a {} document has no verdict: give a test's JSON result (client -J)", doc.kind().as_str()),
+                ));
+            };
+            let Some(v) = t.wirespeed.as_ref().and_then(|w| w.verdict.as_ref()) else {
+                return Err(exit::fail(
+                    exit::DOCUMENT,
+                    format!("{shown}: this result has no verdict (iperf3 wrote it, or its observation was off)"),
+                ));
+            };
+            wirespeed_report::why::write_why(&mut out, v)
+        }
+    };
+    written
+        .and_then(|()| out.flush())
+        .map_err(|e| exit::fail(exit::IO, format!("stdout: {e}")))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, clap::Args)]
 pub struct DiffArgs {
     /// The first (before) result.
     #[arg(value_name = "A.json")]

@@ -172,6 +172,10 @@ pub struct TcpInfo {
     pub dsack_dups: Option<u32>,
     /// Reordering events seen (`tcpi_reord_seen`, 4.19+; iperf3 3.17+ prints it as `reorder`).
     pub reord_seen: Option<u32>,
+    /// Retransmission timeouts over the connection's life and the time spent recovering
+    /// from them, ms (`tcpi_total_rto`, `tcpi_total_rto_time`, 6.7+).
+    pub total_rto: Option<u16>,
+    pub total_rto_time_ms: Option<u32>,
     /// Congestion control algorithm (TCP_CONGESTION).
     pub congestion: Option<String>,
 }
@@ -179,6 +183,10 @@ pub struct TcpInfo {
 fn u32_at(b: &[u8], off: usize) -> Option<u32> {
     b.get(off..off + 4)
         .map(|s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+}
+fn u16_at(b: &[u8], off: usize) -> Option<u16> {
+    b.get(off..off + 2)
+        .map(|s| u16::from_ne_bytes([s[0], s[1]]))
 }
 fn u64_at(b: &[u8], off: usize) -> Option<u64> {
     b.get(off..off + 8).map(|s| {
@@ -229,6 +237,8 @@ pub fn parse_tcp_info(b: &[u8]) -> Option<TcpInfo> {
         bytes_retrans: u64_at(b, 208),
         dsack_dups: u32_at(b, 216),
         reord_seen: u32_at(b, 220),
+        total_rto: u16_at(b, 240),
+        total_rto_time_ms: u32_at(b, 244),
         congestion: None,
     })
 }
@@ -310,7 +320,7 @@ mod tests {
 
     #[test]
     fn parse_full_struct_offsets() {
-        let mut b = vec![0u8; 248];
+        let mut b = vec![0u8; 246];
         b[168..176].copy_from_slice(&123456u64.to_ne_bytes());
         b[176..184].copy_from_slice(&42u64.to_ne_bytes());
         b[228..232].copy_from_slice(&65535u32.to_ne_bytes());
@@ -322,6 +332,17 @@ mod tests {
         assert_eq!(i.rwnd_limited_us, Some(42));
         assert_eq!(i.snd_wnd, Some(65535));
         assert_eq!(i.delivery_rate, Some(999));
+        assert_eq!(
+            i.total_rto, None,
+            "248 bytes end inside tcpi_total_rto_time"
+        );
+        let mut b = vec![0u8; 248];
+        b[240..242].copy_from_slice(&3u16.to_ne_bytes());
+        b[242..244].copy_from_slice(&2u16.to_ne_bytes());
+        b[244..248].copy_from_slice(&612u32.to_ne_bytes());
+        let i = parse_tcp_info(&b).expect("parse");
+        assert_eq!(i.total_rto, Some(3));
+        assert_eq!(i.total_rto_time_ms, Some(612));
     }
 
     #[test]

@@ -204,6 +204,7 @@ mod tests {
             total: Default::default(),
             notes: vec![],
             cpu_quota: None,
+            iface_link: None,
         }
     }
 

@@ -792,21 +792,16 @@ mod tests {
             Some(Box::new(Busy))
         }
         fn verdict(&self, t: &TestObservation, m: &wirespeed_model::verdict::Measured) -> Verdict {
-            Verdict {
-                id: wirespeed_model::VerdictId::NoCpuSaturated,
-                end: None,
-                line: format!(
+            Verdict::new(
+                wirespeed_model::VerdictId::NoCpuSaturated,
+                None,
+                format!(
                     "local {} intervals, peer {:?}, {:?} bit/s",
                     t.local.intervals.len(),
                     t.remote.as_ref().map(|r| r.intervals.len()),
                     m.throughput.map(|b| b.0.round())
                 ),
-                also: vec![],
-                evidence: None,
-                host_load: None,
-                direction: None,
-                other_direction: None,
-            }
+            )
         }
     }
 
@@ -841,6 +836,7 @@ mod tests {
                 total: Default::default(),
                 notes: vec![],
                 cpu_quota: None,
+                iface_link: None,
             })
         }
         fn close(self: Box<Self>, _: &[WorkerRun], _: Option<TcpLimits>) -> Option<EndObservation> {

@@ -66,6 +66,8 @@ pub fn tcp_limits<'a>(infos: impl IntoIterator<Item = &'a TcpInfo>) -> Option<Tc
             srtt_us: (i.rtt_us > 0).then_some(i.rtt_us),
             rtt_us: None,
             snd_wnd: i.snd_wnd.map(u64::from),
+            rto_timeouts: i.total_rto.map(u64::from),
+            rto_time_ms: i.total_rto_time_ms.map(u64::from),
         };
         match &mut total {
             Some(t) => t.add(&one),
@@ -681,20 +683,15 @@ mod tests {
         }
         fn verdict(&self, test: &TestObservation, m: &Measured) -> wirespeed_model::Verdict {
             let receiver = m.throughput;
-            wirespeed_model::Verdict {
-                id: wirespeed_model::VerdictId::NoCpuSaturated,
-                end: None,
-                line: format!(
+            wirespeed_model::Verdict::new(
+                wirespeed_model::VerdictId::NoCpuSaturated,
+                None,
+                format!(
                     "{} intervals at {:?}",
                     test.local.intervals.len(),
                     receiver.map(|b| b.0)
                 ),
-                also: vec![],
-                evidence: None,
-                host_load: None,
-                direction: None,
-                other_direction: None,
-            }
+            )
         }
     }
 
@@ -739,6 +736,7 @@ mod tests {
                 },
                 notes: vec![],
                 cpu_quota: None,
+                iface_link: None,
             })
         }
     }

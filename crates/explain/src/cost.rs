@@ -28,7 +28,7 @@ use wirespeed_model::cost::{Cost, EndCost, Projection};
 use wirespeed_model::observation::{BitsPerSecond, EndObservation, Role, TestObservation};
 use wirespeed_model::verdict::Measured;
 
-use crate::nic::is_virtual;
+use crate::verdict::is_virtual;
 
 /// The test's wall time at one end, seconds (the observation total's span).
 fn wall_s(e: &EndObservation) -> Option<f64> {
@@ -382,6 +382,7 @@ mod tests {
             },
             notes: vec![],
             cpu_quota: None,
+            iface_link: None,
         }
     }
 
@@ -535,7 +536,7 @@ mod tests {
             "{note}"
         );
         let v = crate::verdict::verdict_of(&one_host, &m);
-        assert!(v.also.iter().any(|a| a == note), "{v:?}");
+        assert!(v.also.iter().any(|a| a.line == *note), "{v:?}");
         // a copy, or two hosts: nothing said
         let v = crate::verdict::verdict_of(&one_host, &measured(10_000_000_000));
         assert!(!v.also.iter().any(|a| a.starts_with("zero-copy")), "{v:?}");

@@ -7,6 +7,7 @@
 use wirespeed_host::interrupts::Interrupts;
 use wirespeed_host::nic::collect_nics;
 use wirespeed_host::{IrqKind, Root};
+use wirespeed_model::observation::LinkKind;
 
 /// The words a note uses for an interface whose link speed is nominal (no line behind it).
 pub const VIRTUAL_INTERFACE: &str = "(virtual interface)";
@@ -19,6 +20,9 @@ pub struct IfaceFacts {
     pub mtu: Option<u32>,
     pub speed_mbps: Option<u64>,
     pub numa_node: Option<u32>,
+    /// A real NIC, or a link whose speed is nominal (typed: the verdict reads this, never the
+    /// notes' words).
+    pub link: Option<wirespeed_model::observation::LinkKind>,
     /// Why some fact is missing.
     pub notes: Vec<String>,
 }
@@ -40,6 +44,11 @@ pub fn iface_facts(root: &Root, iface: &str) -> IfaceFacts {
         f.notes.push(format!("{base}: no such interface"));
         return f;
     }
+    f.link = Some(if iface == "lo" {
+        LinkKind::Virtual
+    } else {
+        LinkKind::Nic
+    });
     let interrupts = root
         .read("/proc/interrupts")
         .ok()
@@ -51,12 +60,14 @@ pub fn iface_facts(root: &Root, iface: &str) -> IfaceFacts {
         f.notes.push(format!(
             "{iface} is not backed by a PCI device {VIRTUAL_INTERFACE}: no NIC interrupts to count"
         ));
+        f.link = Some(LinkKind::Virtual);
         return f;
     };
     if nic.virtio.is_some() || nic.driver.as_deref() == Some("virtio_net") {
         f.notes.push(format!(
             "{iface} is a virtio NIC {VIRTUAL_INTERFACE}: its link speed is nominal, not a line"
         ));
+        f.link = Some(LinkKind::Virtio);
     }
     f.numa_node = nic.numa_node.and_then(|n| u32::try_from(n).ok());
     f.speed_mbps = f.speed_mbps.or(nic.speed_mbps);
@@ -74,12 +85,6 @@ pub fn iface_facts(root: &Root, iface: &str) -> IfaceFacts {
         ));
     }
     f
-}
-
-/// The interface's speed is nominal, not a line: loopback, or a device without a PCI function
-/// (veth, bridges, tunnels), or a virtio NIC — as the observation's notes say.
-pub fn is_virtual(e: &wirespeed_model::EndObservation) -> bool {
-    e.iface.as_deref() == Some("lo") || e.notes.iter().any(|n| n.contains(VIRTUAL_INTERFACE))
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub mod doc;
 pub mod irq;
 pub mod observation;
 pub mod path;
+pub mod precedence;
 pub mod text;
 pub mod topology;
 pub mod units;
@@ -39,10 +40,11 @@ pub use cpuset::{CpuId, CpuSet, CpuSetError};
 pub use irq::{MoveReport, QueueIrq};
 pub use observation::{EndObservation, RunningEnd, TestObservation};
 pub use path::SendPath;
+pub use precedence::{Bound, Rank};
 pub use topology::Topology;
 pub use verdict::{
-    Agreement, BusyCpu, Confidence, ControlStall, End, Evidence, Flow, HostLoad, LoadedEnd,
-    Measured, PathCeiling, PeerSilent, SilentPhase, UnknownVerdictId, Verdict, VerdictEnd,
-    VerdictId,
+    Agreement, Also, AlsoKind, BusyCpu, Confidence, ControlStall, End, Evidence, Flow, HostLoad,
+    LoadedEnd, Measured, PathCeiling, PeerSilent, SilentPhase, UnknownVerdictId, Verdict,
+    VerdictEnd, VerdictId,
 };
 pub use worker::{RxZerocopy, Worker};

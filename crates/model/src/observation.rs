@@ -197,6 +197,14 @@ pub struct TcpLimits {
     /// busy-time counters say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snd_wnd: Option<u64>,
+    /// `tcpi_total_rto`: retransmission timeouts over the streams (6.7+; `None` before), and
+    /// `tcpi_total_rto_time`: the time spent recovering from them, ms. The loss model's
+    /// timeout term reads them: at sub-millisecond RTTs one 200 ms timeout costs more than
+    /// every fast recovery of a test together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rto_timeouts: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rto_time_ms: Option<u64>,
 }
 
 impl TcpLimits {
@@ -220,6 +228,12 @@ impl TcpLimits {
         self.mss = pick(self.mss, other.mss, u32::min);
         self.srtt_us = pick(self.srtt_us, other.srtt_us, u32::max);
         self.rtt_us = self.rtt_us.or(other.rtt_us);
+        let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            (a, b) => a.or(b),
+        };
+        self.rto_timeouts = sum(self.rto_timeouts, other.rto_timeouts);
+        self.rto_time_ms = sum(self.rto_time_ms, other.rto_time_ms);
         self.snd_wnd = match (self.snd_wnd, other.snd_wnd) {
             (Some(a), Some(b)) => Some(a.saturating_add(b)),
             (a, b) => a.or(b),
@@ -241,6 +255,12 @@ impl TcpLimits {
             srtt_us: self.srtt_us,
             rtt_us: self.rtt_us,
             snd_wnd: self.snd_wnd,
+            rto_timeouts: self
+                .rto_timeouts
+                .map(|t| t.saturating_sub(earlier.rto_timeouts.unwrap_or(0))),
+            rto_time_ms: self
+                .rto_time_ms
+                .map(|t| t.saturating_sub(earlier.rto_time_ms.unwrap_or(0))),
         }
     }
 
@@ -673,6 +693,30 @@ pub struct EndObservation {
     /// The CPU-time limit of the cgroup this end ran in, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_quota: Option<CpuQuota>,
+    /// What the interface is, where the observer could tell: a real NIC, or a link whose speed
+    /// is nominal (lo, veth, bridges, tunnels, virtio) and never a line to reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iface_link: Option<LinkKind>,
+}
+
+/// What kind of link an end's interface is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkKind {
+    /// A PCI network function: its speed is a line.
+    Nic,
+    /// Loopback, or a device without a PCI function (veth, bridge, tunnel): its speed is
+    /// nominal.
+    Virtual,
+    /// A virtio NIC: its speed is what the hypervisor says, not a line.
+    Virtio,
+}
+
+impl LinkKind {
+    /// Its speed is nominal, not a line.
+    pub fn is_virtual(self) -> bool {
+        !matches!(self, LinkKind::Nic)
+    }
 }
 
 /// Both ends of a test. The remote end is absent, with the reason, when the peer is iperf3.
@@ -1000,6 +1044,7 @@ mod tests {
             total: IntervalObservation::default(),
             notes: vec![],
             cpu_quota: None,
+            iface_link: None,
         };
         let mut remote = local.clone();
         remote.role = Role::Receiver;
@@ -1041,6 +1086,7 @@ mod tests {
             total: IntervalObservation::default(),
             notes: vec![],
             cpu_quota: None,
+            iface_link: None,
         };
         let mut r = RunningEnd::new(head.clone());
         assert!(r.observation().intervals.is_empty());

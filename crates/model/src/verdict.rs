@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::precedence::{Bound, Rank};
+
 /// What limited a test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
@@ -13,9 +15,21 @@ pub struct Verdict {
     pub end: Option<VerdictEnd>,
     /// The verdict in one line with the evidence.
     pub line: String,
-    /// Further findings that also hold.
+    /// How its own evidence relates to this test (see [`crate::precedence`]); absent in
+    /// reports of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
+    /// How strongly the measurement shows that it bound this test, 0 to 1 (a CPU's saturated
+    /// share, the rate's flatness, the window's fill, the share of datagrams lost ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strength: Option<f64>,
+    /// Its row in the precedence table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<Rank>,
+    /// Further findings and notes that also hold, each with its id and strength where it is a
+    /// finding (a report of an earlier version has plain lines: they read as notes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub also: Vec<String>,
+    pub also: Vec<Also>,
     /// What the verdict rests on: the counters it read and how many intervals agreed, so a
     /// clear case can be told from a marginal one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,6 +45,180 @@ pub struct Verdict {
     pub direction: Option<Flow>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_direction: Option<Box<Verdict>>,
+}
+
+impl Verdict {
+    /// A verdict with its id, end and line, nothing else known yet.
+    pub fn new(id: VerdictId, end: Option<VerdictEnd>, line: impl Into<String>) -> Verdict {
+        Verdict {
+            id,
+            end,
+            line: line.into(),
+            bound: None,
+            strength: None,
+            rank: None,
+            also: Vec::new(),
+            evidence: None,
+            host_load: None,
+            direction: None,
+            other_direction: None,
+        }
+    }
+
+    /// The `also` entries that are findings of their own (not notes), with their ids.
+    pub fn also_findings(&self) -> impl Iterator<Item = &Also> {
+        self.also.iter().filter(|a| a.id.is_some())
+    }
+}
+
+/// What an `also` entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum AlsoKind {
+    /// A finding of a rule that did not lead (its `id`, `bound`, `strength`, `rank` set).
+    Finding,
+    /// `--bidir`: the other direction's verdict.
+    OtherDirection,
+    /// Other tasks took a share of the workers' CPUs (`host_load` says it typed).
+    HostLoad,
+    /// Loss was seen and did not bind, and why.
+    Loss,
+    /// A note that is no finding (what a zero-copy send did on one host, a report of an
+    /// earlier version's line).
+    #[default]
+    Note,
+}
+
+/// One line under a verdict's `also`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Also {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<VerdictId>,
+    pub kind: AlsoKind,
+    pub line: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strength: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<Rank>,
+    /// What the finding rests on (its counters, the intervals that agreed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Evidence>,
+    /// `--bidir`: the direction the line is about, where it is not the verdict's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Flow>,
+}
+
+impl Also {
+    /// A note: a line that is no finding.
+    pub fn note(kind: AlsoKind, line: impl Into<String>) -> Also {
+        Also {
+            id: None,
+            kind,
+            line: line.into(),
+            bound: None,
+            strength: None,
+            rank: None,
+            evidence: None,
+            direction: None,
+        }
+    }
+
+    /// A finding that did not lead: `v`'s id, line, bound, strength, rank and evidence.
+    pub fn finding(v: &Verdict) -> Also {
+        Also {
+            id: Some(v.id),
+            kind: AlsoKind::Finding,
+            line: v.line.clone(),
+            bound: v.bound,
+            strength: v.strength,
+            rank: v.rank,
+            evidence: v.evidence.clone(),
+            direction: v.direction,
+        }
+    }
+
+    /// The line.
+    pub fn as_str(&self) -> &str {
+        &self.line
+    }
+}
+
+/// An `also` entry reads as its line (what a person reads; the rest is for tools).
+impl std::ops::Deref for Also {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.line
+    }
+}
+
+impl std::fmt::Display for Also {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line)
+    }
+}
+
+impl PartialEq<&str> for Also {
+    fn eq(&self, other: &&str) -> bool {
+        self.line == *other
+    }
+}
+
+impl PartialEq<String> for Also {
+    fn eq(&self, other: &String) -> bool {
+        &self.line == other
+    }
+}
+
+impl PartialEq<str> for Also {
+    fn eq(&self, other: &str) -> bool {
+        self.line == other
+    }
+}
+
+/// An `also` entry as reports write it (an object) or as earlier versions did (a line).
+impl<'de> Deserialize<'de> for Also {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Also, D::Error> {
+        #[derive(Deserialize)]
+        struct Object {
+            #[serde(default)]
+            id: Option<VerdictId>,
+            #[serde(default)]
+            kind: AlsoKind,
+            line: String,
+            #[serde(default)]
+            bound: Option<Bound>,
+            #[serde(default)]
+            strength: Option<f64>,
+            #[serde(default)]
+            rank: Option<Rank>,
+            #[serde(default)]
+            evidence: Option<Evidence>,
+            #[serde(default)]
+            direction: Option<Flow>,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Shape {
+            Line(String),
+            Object(Object),
+        }
+        Ok(match Shape::deserialize(d)? {
+            Shape::Line(line) => Also::note(AlsoKind::Note, line),
+            Shape::Object(o) => Also {
+                id: o.id,
+                kind: o.kind,
+                line: o.line,
+                bound: o.bound,
+                strength: o.strength.filter(|s| s.is_finite()),
+                rank: o.rank,
+                evidence: o.evidence,
+                direction: o.direction,
+            },
+        })
+    }
 }
 
 /// A verdict's stable id: what `-J` carries as `wirespeed.verdict.id` (the contract;
@@ -71,32 +259,33 @@ pub enum VerdictId {
 }
 
 impl VerdictId {
-    /// Every id a verdict can have, in the order of the checks (not [`VerdictId::Unknown`]).
+    /// Every id a verdict can have, in the order of their first rows in the precedence table
+    /// ([`crate::precedence::PRECEDENCE`], tested there; not [`VerdictId::Unknown`]).
     pub const ALL: [VerdictId; 25] = [
+        VerdictId::UdpForeignDatagrams,
         VerdictId::MtuBlackhole,
         VerdictId::PeerSilent,
         VerdictId::LineRate,
         VerdictId::PmtuBelowMtu,
         VerdictId::MtuMismatch,
         VerdictId::CpuQuota,
-        VerdictId::SameHost,
         VerdictId::UdpReceiverCpuBound,
-        VerdictId::UdpForeignDatagrams,
         VerdictId::UdpPathLoss,
         VerdictId::AtTargetRate,
+        VerdictId::PathLimited,
+        VerdictId::SameHost,
+        VerdictId::WindowLimited,
+        VerdictId::SndbufLimited,
         VerdictId::LossLimited,
-        VerdictId::CpuSteal,
-        VerdictId::CpuContended,
         VerdictId::ReceiverSharesCpuWithSoftirq,
+        VerdictId::CpuContended,
         VerdictId::IrqNumaRemote,
         VerdictId::AppNumaRemote,
         VerdictId::IrqCrossL3,
         VerdictId::ReceiverCpuBound,
         VerdictId::SenderCpuBound,
         VerdictId::SoftirqCpuBound,
-        VerdictId::WindowLimited,
-        VerdictId::SndbufLimited,
-        VerdictId::PathLimited,
+        VerdictId::CpuSteal,
         VerdictId::NoCpuSaturated,
     ];
 
@@ -530,16 +719,7 @@ mod tests {
             (VerdictEnd::Sender, "sender"),
             (VerdictEnd::Receiver, "receiver"),
         ] {
-            let v = Verdict {
-                id: VerdictId::SenderCpuBound,
-                end: Some(end),
-                line: "l".into(),
-                also: Vec::new(),
-                evidence: None,
-                host_load: None,
-                direction: None,
-                other_direction: None,
-            };
+            let v = Verdict::new(VerdictId::SenderCpuBound, Some(end), "l");
             let text = serde_json::to_string(&v).unwrap();
             assert!(text.contains(&format!(r#""end":"{word}""#)), "{text}");
             assert_eq!(serde_json::from_str::<Verdict>(&text).unwrap(), v);
@@ -560,30 +740,30 @@ mod tests {
 
     /// The ids as they were strings (the JSON contract): each variant writes and reads its own.
     const ID_STRINGS: [&str; 25] = [
+        "udp-foreign-datagrams",
         "mtu-blackhole",
         "peer-silent",
         "line-rate",
         "pmtu-below-mtu",
         "mtu-mismatch",
         "cpu-quota",
-        "same-host",
         "udp-receiver-cpu-bound",
-        "udp-foreign-datagrams",
         "udp-path-loss",
         "at-target-rate",
+        "path-limited",
+        "same-host",
+        "window-limited",
+        "sndbuf-limited",
         "loss-limited",
-        "cpu-steal",
-        "cpu-contended",
         "receiver-shares-cpu-with-softirq",
+        "cpu-contended",
         "irq-numa-remote",
         "app-numa-remote",
         "irq-cross-l3",
         "receiver-cpu-bound",
         "sender-cpu-bound",
         "softirq-cpu-bound",
-        "window-limited",
-        "sndbuf-limited",
-        "path-limited",
+        "cpu-steal",
         "no-cpu-saturated",
     ];
 
@@ -618,5 +798,32 @@ mod tests {
         );
         assert!("unknown".parse::<VerdictId>().is_err());
         assert!("Window-Limited".parse::<VerdictId>().is_err());
+    }
+
+    #[test]
+    fn also_is_typed_and_reads_earlier_reports_lines_as_notes() {
+        let mut v = Verdict::new(VerdictId::PathLimited, None, "path-limited: flat");
+        let mut same = Verdict::new(VerdictId::SameHost, None, "both ends on one host");
+        same.bound = Some(Bound::Fact);
+        same.strength = Some(0.18);
+        same.rank = Some(Rank::SharedCpus);
+        v.also.push(Also::finding(&same));
+        v.also
+            .push(Also::note(AlsoKind::Loss, "loss seen but did not bind"));
+        let j = serde_json::to_value(&v).unwrap();
+        assert_eq!(j["also"][0]["id"], "same-host");
+        assert_eq!(j["also"][0]["bound"], "fact");
+        assert_eq!(j["also"][0]["rank"], "shared-cpus");
+        assert_eq!(j["also"][1]["kind"], "loss");
+        assert!(j["also"][1].get("id").is_none());
+        assert_eq!(serde_json::from_value::<Verdict>(j).unwrap(), v);
+        // an earlier version's `also` of plain lines
+        let old: Verdict = serde_json::from_str(
+            r#"{"id":"same-host","line":"l","also":["path-limited: 1.9 Gbit/s flat"]}"#,
+        )
+        .unwrap();
+        assert_eq!(old.also[0].kind, AlsoKind::Note);
+        assert_eq!(old.also[0].id, None);
+        assert!(old.also[0].starts_with("path-limited"));
     }
 }

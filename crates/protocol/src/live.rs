@@ -236,6 +236,7 @@ mod tests {
             total: Default::default(),
             notes: vec![],
             cpu_quota: None,
+            iface_link: None,
         });
         let f = with_head.encode().unwrap();
         assert_eq!(LiveInterval::decode(&f).unwrap().0, with_head);

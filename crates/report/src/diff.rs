@@ -497,16 +497,11 @@ mod tests {
                 streams: vec![1],
                 rx_zerocopy: None,
             }],
-            verdict: Some(Verdict {
-                id: serde_json::from_value(verdict.into()).unwrap(),
-                end: None,
-                line: verdict.replace('-', " "),
-                also: vec![],
-                evidence: None,
-                host_load: None,
-                direction: None,
-                other_direction: None,
-            }),
+            verdict: Some(Verdict::new(
+                serde_json::from_value(verdict.into()).unwrap(),
+                None,
+                verdict.replace('-', " "),
+            )),
             ..Default::default()
         });
         Document::Test(Box::new(t))

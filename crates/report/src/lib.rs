@@ -35,6 +35,7 @@ pub mod targets;
 pub mod text;
 pub mod units;
 pub mod where_ran;
+pub mod why;
 
 pub use builder::{
     BuildError, EndInput, EndReport, PeerStream, Protocol, ResultBuilder, Role, StreamSample,

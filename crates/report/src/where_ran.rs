@@ -509,6 +509,7 @@ mod tests {
             total: iv(0.0, 2.01, 85.0),
             notes: vec!["n".into()],
             cpu_quota: None,
+            iface_link: None,
         };
         let mut out = Vec::new();
         write_end(&mut out, &e).unwrap();

@@ -1,0 +1,227 @@
+//! Which finding leads a verdict when several hold: one table, as data.
+//!
+//! Every rule of the verdict (`wirespeed_explain::verdict`) reports each finding with how its
+//! own evidence relates to this test ([`Bound`]) and how strongly ([`Finding::strength`] in
+//! the explain crate, `strength` in `-J`). The headline is the first finding by
+//! [`Bound`] (a limit whose evidence shows it bound the test, before one that is only
+//! consistent with the figures, before a fact about the setup), then by its row here, then by
+//! strength. A fact about the setup (both ends on one host, MTUs that differ) is a row like any
+//! other, but its rule says `Binding` only where its own evidence shows it bound this test (a
+//! CPU both ends used was saturated; a CPU paid for the smaller frames), and `Fact` otherwise:
+//! a fact never outranks a limit that bound. With no finding that bound or is consistent, the
+//! headline is `no-cpu-saturated`.
+//!
+//! docs/explain.md's precedence table is [`markdown`]'s output (a test keeps them equal), and
+//! [`crate::VerdictId::ALL`] is in the order of the ids' first rows (tested).
+
+use serde::{Deserialize, Serialize};
+
+use crate::verdict::VerdictId;
+
+/// How a finding's own evidence relates to the test it is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bound {
+    /// Its evidence shows it bound this test (a saturated CPU, a window the data filled, a
+    /// shaper's flat rate with its drops or queue, loss at the model's ceiling).
+    Binding,
+    /// The figures are what it would give, but nothing shows it directly (a flat rate with no
+    /// drops or queue, steal on a CPU that did not saturate).
+    Consistent,
+    /// True of the setup, with no evidence that it bound this test: said, never the headline.
+    Fact,
+}
+
+impl Bound {
+    /// `bound`, `consistent`, `fact`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Bound::Binding => "bound",
+            Bound::Consistent => "consistent",
+            Bound::Fact => "fact",
+        }
+    }
+}
+
+/// A row of the precedence table: a class of evidence (an id can sit in two rows, as
+/// `receiver-shares-cpu-with-softirq` does: first when the softirq takes a quarter of the CPU,
+/// else among the saturated CPUs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rank {
+    ForeignDatagrams,
+    TestEnded,
+    AtLineRate,
+    FrameSize,
+    CpuQuota,
+    UdpLoss,
+    OwnPacing,
+    Shaper,
+    SharedCpus,
+    TcpWindow,
+    Loss,
+    OwnSoftirq,
+    Contention,
+    SaturatedCpu,
+    Nothing,
+}
+
+/// One row: its rank, the ids its rules give, and why it leads the rows below it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Row {
+    pub rank: Rank,
+    pub ids: &'static [VerdictId],
+    pub reason: &'static str,
+}
+
+/// The table, first row first.
+pub const PRECEDENCE: &[Row] = &[
+    Row {
+        rank: Rank::ForeignDatagrams,
+        ids: &[VerdictId::UdpForeignDatagrams],
+        reason: "datagrams that were not this test's make its loss figures wrong: nothing they would explain can be judged",
+    },
+    Row {
+        rank: Rank::TestEnded,
+        ids: &[VerdictId::MtuBlackhole, VerdictId::PeerSilent],
+        reason: "the test ended before its figures were complete: what it measured is cut short",
+    },
+    Row {
+        rank: Rank::AtLineRate,
+        ids: &[VerdictId::LineRate],
+        reason: "at the link's speed no host or path limit could have moved more",
+    },
+    Row {
+        rank: Rank::FrameSize,
+        ids: &[VerdictId::PmtuBelowMtu, VerdictId::MtuMismatch],
+        reason: "smaller frames than the link carries set the per-packet work a saturated CPU paid: the cause before its symptom (bound only with a saturated CPU on TCP; otherwise a fact)",
+    },
+    Row {
+        rank: Rank::CpuQuota,
+        ids: &[VerdictId::CpuQuota],
+        reason: "a cgroup that ran out of CPU time makes its CPUs look idle: it comes before every CPU and path reading",
+    },
+    Row {
+        rank: Rank::UdpLoss,
+        ids: &[VerdictId::UdpReceiverCpuBound, VerdictId::UdpPathLoss],
+        reason: "a UDP test that lost its datagrams did not get its rate: where they were lost is the limit",
+    },
+    Row {
+        rank: Rank::OwnPacing,
+        ids: &[VerdictId::AtTargetRate],
+        reason: "the test asked for this rate and got it: its own pacing set the figure",
+    },
+    Row {
+        rank: Rank::Shaper,
+        ids: &[VerdictId::PathLimited],
+        reason: "a rate held flat while the path dropped or queued is a shaper's, and its drops also fit the loss model (a flat rate alone is only consistent)",
+    },
+    Row {
+        rank: Rank::SharedCpus,
+        ids: &[VerdictId::SameHost],
+        reason: "both ends on one host: bound only where a CPU both ends' workers used was saturated (the ends took it from each other), after a shaper's drops (the path's, on any host); otherwise a fact",
+    },
+    Row {
+        rank: Rank::TcpWindow,
+        ids: &[VerdictId::WindowLimited, VerdictId::SndbufLimited],
+        reason: "the kernel's own account of what held the sender (a marginal one under a contended CPU is only consistent); after the ends' shared CPUs, whose saturation keeps a receiver from draining its window",
+    },
+    Row {
+        rank: Rank::Loss,
+        ids: &[VerdictId::LossLimited],
+        reason: "the path's loss allows about the rate measured (Mathis, or Padhye with the connection's timeouts)",
+    },
+    Row {
+        rank: Rank::OwnSoftirq,
+        ids: &[VerdictId::ReceiverSharesCpuWithSoftirq],
+        reason: "the receive softirq took a quarter of the receiver's saturated CPU: the worker waits for its own packets, before other tasks' contention",
+    },
+    Row {
+        rank: Rank::Contention,
+        ids: &[VerdictId::CpuContended],
+        reason: "another task held a worker's CPU: a CPU it saturated is not the worker's limit",
+    },
+    Row {
+        rank: Rank::SaturatedCpu,
+        ids: &[
+            VerdictId::ReceiverSharesCpuWithSoftirq,
+            VerdictId::IrqNumaRemote,
+            VerdictId::AppNumaRemote,
+            VerdictId::IrqCrossL3,
+            VerdictId::ReceiverCpuBound,
+            VerdictId::SenderCpuBound,
+            VerdictId::SoftirqCpuBound,
+            VerdictId::CpuSteal,
+        ],
+        reason: "a saturated CPU: the busiest decides (a receiver's on a tie); steal on a CPU that did not saturate is only consistent",
+    },
+    Row {
+        rank: Rank::Nothing,
+        ids: &[VerdictId::NoCpuSaturated],
+        reason: "no rule found a limit: the path or the peer, with what could not be seen said",
+    },
+];
+
+/// The row of `rank`.
+pub fn row(rank: Rank) -> &'static Row {
+    PRECEDENCE
+        .iter()
+        .find(|r| r.rank == rank)
+        .unwrap_or(&PRECEDENCE[PRECEDENCE.len() - 1])
+}
+
+/// The position of `rank` in the table (0 first).
+pub fn position(rank: Rank) -> usize {
+    PRECEDENCE
+        .iter()
+        .position(|r| r.rank == rank)
+        .unwrap_or(PRECEDENCE.len())
+}
+
+/// The table as docs/explain.md shows it: a Markdown table, first row first.
+pub fn markdown() -> String {
+    let mut s = String::from("| # | ids | why it leads the rows below |\n|---|---|---|\n");
+    for (i, r) in PRECEDENCE.iter().enumerate() {
+        let ids: Vec<String> = r.ids.iter().map(|id| format!("`{id}`")).collect();
+        s.push_str(&format!(
+            "| {} | {} | {} |\n",
+            i + 1,
+            ids.join(", "),
+            r.reason
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_id_has_a_row_and_all_follows_the_table() {
+        let mut first: Vec<VerdictId> = Vec::new();
+        for r in PRECEDENCE {
+            for id in r.ids {
+                if !first.contains(id) {
+                    first.push(*id);
+                }
+            }
+        }
+        assert_eq!(first, VerdictId::ALL, "VerdictId::ALL is the table's order");
+    }
+
+    #[test]
+    fn every_rank_has_one_row() {
+        for (i, r) in PRECEDENCE.iter().enumerate() {
+            assert_eq!(position(r.rank), i);
+            assert_eq!(row(r.rank).rank, r.rank);
+            assert!(!r.reason.is_empty() && !r.ids.is_empty());
+        }
+    }
+
+    #[test]
+    fn bound_orders_binding_before_consistent_before_fact() {
+        assert!(Bound::Binding < Bound::Consistent && Bound::Consistent < Bound::Fact);
+        assert_eq!(serde_json::to_value(Bound::Binding).unwrap(), "binding");
+    }
+}
