@@ -320,7 +320,7 @@ mod tests {
 
     #[test]
     fn parse_full_struct_offsets() {
-        let mut b = vec![0u8; 246];
+        let mut b = vec![0u8; 240];
         b[168..176].copy_from_slice(&123456u64.to_ne_bytes());
         b[176..184].copy_from_slice(&42u64.to_ne_bytes());
         b[228..232].copy_from_slice(&65535u32.to_ne_bytes());
@@ -334,7 +334,7 @@ mod tests {
         assert_eq!(i.delivery_rate, Some(999));
         assert_eq!(
             i.total_rto, None,
-            "248 bytes end inside tcpi_total_rto_time"
+            "a 240-byte struct ends before tcpi_total_rto"
         );
         let mut b = vec![0u8; 248];
         b[240..242].copy_from_slice(&3u16.to_ne_bytes());
