@@ -256,7 +256,8 @@ async fn accept_loop(
                         let _place = place;
                         tokio::select! {
                             _ = serve_connection(st, tcp, peer.ip(), id) => {}
-                            // closed to make room (only ever before its request arrived)
+                            // closed to make room: chosen while its request had not arrived
+                            // (one whose request arrives at that very moment is closed too)
                             _ = close.notified() => {}
                         }
                     });
