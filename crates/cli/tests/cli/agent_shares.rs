@@ -170,6 +170,36 @@ impl Attack {
         }
     }
 
+    /// `per` threads for each address of `from`, each running `curl ARGS --interface ADDRESS`
+    /// over and over (a TLS attacker without a TLS library in the test).
+    fn curls(from: &[IpAddr], per: usize, args: &[String]) -> Attack {
+        let stop = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicUsize::new(0));
+        let mut threads = Vec::new();
+        for &a in from {
+            for _ in 0..per {
+                let (stop, count, args) = (Arc::clone(&stop), Arc::clone(&count), args.to_vec());
+                threads.push(std::thread::spawn(move || {
+                    for _ in 0..MAX_ROUNDS {
+                        if stop.load(Ordering::Acquire) {
+                            return;
+                        }
+                        let _ = std::process::Command::new("curl")
+                            .args(&args)
+                            .args(["--interface", &a.to_string()])
+                            .output();
+                        count.fetch_add(1, Ordering::Relaxed);
+                    }
+                }));
+            }
+        }
+        Attack {
+            stop,
+            count,
+            threads,
+        }
+    }
+
     fn count(&self) -> usize {
         self.count.load(Ordering::Relaxed)
     }
@@ -433,6 +463,81 @@ fn wrong_passwords_from_four_addresses_leave_a_verified_scraper_answered() {
         "{answered} of {SCRAPES} scrapes answered"
     );
     // the guesses were turned away: wrong (401) or too many at once (429)
+    let turned = value(&last, "wirespeed_agent_http_unauthorized_total").unwrap()
+        + value(&last, "wirespeed_agent_http_auth_throttled_total").unwrap();
+    assert!(turned >= 64.0, "{last}");
+    drop(attack);
+}
+
+#[test]
+fn wrong_passwords_over_tls_from_four_addresses_leave_a_verified_scraper_answered() {
+    let me = "wrong_passwords_over_tls_from_four_addresses_leave_a_verified_scraper_answered";
+    if !crate::need::tool(me, "openssl", "version", "openssl")
+        || !crate::need::tool(me, "curl", "--version", "curl")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = crate::agent_front_door::tls_and_auth(dir.path());
+    // the same certificate, a cost-10 user
+    let hash = bcrypt::hash("s3cret", 10).unwrap();
+    std::fs::write(
+        &cfg,
+        format!(
+            "tls_server_config:\n  cert_file: agent.crt\n  key_file: agent.key\n\
+             basic_auth_users:\n  prom: {hash}\n"
+        ),
+    )
+    .unwrap();
+    let a = start_agent(
+        &[],
+        &[
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "--no-server",
+            "--web.config.file",
+            cfg.to_str().unwrap(),
+        ],
+    );
+    let ca = dir.path().join("agent.crt");
+    let url = format!("https://127.0.0.1:{}/metrics", a.web.port());
+    let curl = |user: &str, from: &str| -> (bool, String) {
+        let o = std::process::Command::new("curl")
+            .args(["-s", "--max-time", "60", "--interface", from, "-u", user])
+            .args(["-w", "\n%{http_code}", "--cacert"])
+            .arg(&ca)
+            .arg(&url)
+            .output()
+            .expect("run curl");
+        let text = String::from_utf8_lossy(&o.stdout).to_string();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        (code.trim() == "200", body.to_string())
+    };
+    // the scraper's credentials are verified once, before the attack
+    assert!(curl("prom:s3cret", "127.0.0.9").0);
+    let from: Vec<IpAddr> = (2..6).map(|i| ip(&format!("127.0.0.{i}"))).collect();
+    let args: Vec<String> = [
+        "-s",
+        "--max-time",
+        "30",
+        "-o",
+        "/dev/null",
+        "-u",
+        "prom:guess",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain(["--cacert".into(), ca.display().to_string(), url.clone()])
+    .collect();
+    let attack = Attack::curls(&from, 16, &args);
+    wait_until("the attackers' answers", || attack.count() >= 64);
+    let (answered, last) = count_answers("wrong passwords over TLS, verified scraper", || {
+        curl("prom:s3cret", "127.0.0.9")
+    });
+    assert!(
+        answered >= ANSWERED,
+        "{answered} of {SCRAPES} scrapes answered over TLS"
+    );
     let turned = value(&last, "wirespeed_agent_http_unauthorized_total").unwrap()
         + value(&last, "wirespeed_agent_http_auth_throttled_total").unwrap();
     assert!(turned >= 64.0, "{last}");
