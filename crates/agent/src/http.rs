@@ -4,11 +4,18 @@
 //! - the request line and headers are bounded ([`MAX_BUF`], [`MAX_HEADERS`]) and must arrive
 //!   within [`HEADER_TIMEOUT`]; one request per connection (no idle keep-alive), and a
 //!   connection lives at most as long as the longest probe allows;
-//! - connections are capped ([`AgentConfig::max_connections`], and a quarter of that from one
-//!   address), so idle or slow callers from one address cannot hold every place; none of them
-//!   costs a thread;
+//! - connections are capped ([`AgentConfig::max_connections`]) and shared by address and IPv6
+//!   prefix ([`crate::share`]): an address holds an eighth, a /64 a quarter, a /56 or /48 half;
+//!   a connection whose request has not arrived gives way, the oldest first, to a new one of
+//!   the same caller at its share, or of another caller when the endpoint is full, so idle or
+//!   slow callers from a few addresses or one site cannot hold every place; none of them costs
+//!   a thread;
 //! - with `--web.config.file` ([`crate::web`]): TLS, and bcrypt basic authentication on every
-//!   path;
+//!   path. Credentials already verified are recognised before the one-at-a-time bcrypt check,
+//!   so a scraper never waits behind guesses; unverified checks waiting or running are shared
+//!   by address and prefix ([`MAX_UNVERIFIED`]), the rest answered 429 at once;
+//! - probe requests waiting or running ([`MAX_PROBE_REQUESTS`]) are shared by address and
+//!   prefix, so one caller cannot take every one;
 //! - `/probe` targets outside `--probe.allow` get 403; only `GET`/`HEAD`; the URL's length is
 //!   bounded; `/probe`'s parameters are checked by [`crate::probe::parse_probe`]; a probe's
 //!   duration is bounded twice (its parameters, then a watchdog that interrupts the test);
@@ -16,11 +23,10 @@
 //!   with an error, so the process exits and its supervisor restarts it rather than leaving a
 //!   process alive that answers nothing.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -39,6 +45,7 @@ use crate::probe::{
     local_interface, parse_probe, write_probe, ProbeLimits, ProbeParams, ProbeReport, Slots,
     MAX_QUERY,
 };
+use crate::share::{ConnTable, Counter, Refused, Shares};
 use crate::web::WebConfig;
 
 /// Longest request path accepted, query included.
@@ -51,8 +58,12 @@ pub const MAX_HEADERS: usize = 64;
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time past a probe's duration before its watchdog interrupts it.
 const PROBE_GRACE: Duration = Duration::from_secs(15);
-/// Probe requests that may wait for their interface or run at once (the rest get 503).
-const MAX_PROBE_REQUESTS: usize = 16;
+/// Probe requests that may wait for their interface or run at once (the rest get 503), shared
+/// by address and prefix ([`Shares::probes`]).
+pub const MAX_PROBE_REQUESTS: usize = 16;
+/// Password checks of credentials not yet verified that may wait or run at once (the rest get
+/// 429), shared by address and prefix ([`Shares::unverified`]).
+pub const MAX_UNVERIFIED: usize = 16;
 
 /// What the endpoint serves.
 #[derive(Clone)]
@@ -73,7 +84,7 @@ pub struct AgentConfig {
     pub web: Option<Arc<WebConfig>>,
     /// `--probe.allow`: the targets a probe may test (open: any).
     pub probe_allow: AddrPolicy,
-    /// Connections served at once; a quarter of them (at least one) from one address.
+    /// Connections served at once, shared by address and prefix ([`Shares::connections`]).
     pub max_connections: usize,
 }
 
@@ -94,14 +105,22 @@ struct State {
     server: Option<Arc<dyn CounterSource>>,
     probes: ProbeCounters,
     slots: Slots,
-    probe_requests: AtomicUsize,
+    /// Probe requests waiting or running, per caller.
+    probe_requests: Mutex<Counter>,
     epoch: Instant,
-    /// Connections open per caller address.
-    per_address: Mutex<HashMap<IpAddr, usize>>,
-    /// Connections closed at once because the endpoint or the caller's address was full.
+    /// Open connections, per caller, and whether their request has arrived; what closes each.
+    conns: Mutex<ConnTable<Arc<tokio::sync::Notify>>>,
+    /// Connections closed at once because the endpoint or the caller's share was full.
     refused_connections: AtomicU64,
+    /// Idle connections closed to make room for a new one.
+    evicted_connections: AtomicU64,
     /// Requests turned away for missing or wrong credentials.
     unauthorized: AtomicU64,
+    /// Requests with unverified credentials turned away (429) because their caller's share of
+    /// password checks was taken.
+    auth_throttled: AtomicU64,
+    /// Password checks of unverified credentials waiting or running, per caller.
+    unverified: Mutex<Counter>,
     /// One bcrypt check at a time (a flood of guesses holds one worker, not all).
     auth_check: tokio::sync::Semaphore,
 }
@@ -128,16 +147,21 @@ impl Agent {
         Ok(Agent {
             listener,
             state: Arc::new(State {
-                cfg,
                 server,
                 probes: ProbeCounters::default(),
                 slots: Slots::default(),
-                probe_requests: AtomicUsize::new(0),
+                probe_requests: Mutex::new(Counter::new(Shares::probes(MAX_PROBE_REQUESTS))),
                 epoch: Instant::now(),
-                per_address: Mutex::new(HashMap::new()),
+                conns: Mutex::new(ConnTable::new(Shares::connections(
+                    cfg.max_connections.max(1),
+                ))),
                 refused_connections: AtomicU64::new(0),
+                evicted_connections: AtomicU64::new(0),
                 unauthorized: AtomicU64::new(0),
+                auth_throttled: AtomicU64::new(0),
+                unverified: Mutex::new(Counter::new(Shares::unverified(MAX_UNVERIFIED))),
                 auth_check: tokio::sync::Semaphore::new(1),
+                cfg,
             }),
         })
     }
@@ -205,8 +229,6 @@ async fn accept_loop(
     listener: tokio::net::TcpListener,
     stop: &AtomicBool,
 ) -> Result<(), AgentError> {
-    let conns = Arc::new(tokio::sync::Semaphore::new(st.cfg.max_connections.max(1)));
-    let per_address_cap = (st.cfg.max_connections / 4).max(1);
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut last_shortage_log: Option<Instant> = None;
     loop {
@@ -218,19 +240,26 @@ async fn accept_loop(
             }
             r = listener.accept() => match r {
                 Ok((tcp, peer)) => {
-                    let Ok(permit) = Arc::clone(&conns).try_acquire_owned() else {
+                    let close = Arc::new(tokio::sync::Notify::new());
+                    let admission = lock(&st.conns).admit(peer.ip(), Arc::clone(&close));
+                    for idle in &admission.evicted {
+                        st.evicted_connections.fetch_add(1, Ordering::Relaxed);
+                        idle.notify_one();
+                    }
+                    let Ok(id) = admission.result else {
                         st.refused_connections.fetch_add(1, Ordering::Relaxed);
                         continue;
                     };
-                    let Some(place) = AddressPlace::take(st, peer.ip(), per_address_cap) else {
-                        st.refused_connections.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    };
+                    let place = Place { st: Arc::clone(st), id };
                     let st = Arc::clone(st);
                     tokio::spawn(async move {
-                        let _permit = permit;
                         let _place = place;
-                        serve_connection(st, tcp).await;
+                        tokio::select! {
+                            _ = serve_connection(st, tcp, peer.ip(), id) => {}
+                            // closed to make room: chosen while its request had not arrived
+                            // (one whose request arrives at that very moment is closed too)
+                            _ = close.notified() => {}
+                        }
                     });
                 }
                 Err(e) if passing(&e) => {
@@ -246,40 +275,44 @@ async fn accept_loop(
     }
 }
 
-/// One of the connections an address may hold, given back on drop.
-struct AddressPlace {
-    st: Arc<State>,
-    ip: IpAddr,
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl AddressPlace {
-    fn take(st: &Arc<State>, ip: IpAddr, cap: usize) -> Option<AddressPlace> {
-        let mut m = st.per_address.lock().unwrap_or_else(|p| p.into_inner());
-        let n = m.entry(ip).or_insert(0);
-        if *n >= cap {
-            return None;
-        }
-        *n += 1;
-        Some(AddressPlace {
+/// A connection's place in the table, given back on drop.
+struct Place {
+    st: Arc<State>,
+    id: u64,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        lock(&self.st.conns).close(self.id);
+    }
+}
+
+/// One of a caller's shares of a [`Counter`] (probe requests, unverified checks), given back on
+/// drop.
+struct Taken<F: Fn(&State) -> &Mutex<Counter>> {
+    st: Arc<State>,
+    ip: IpAddr,
+    which: F,
+}
+
+impl<F: Fn(&State) -> &Mutex<Counter>> Taken<F> {
+    fn take(st: &Arc<State>, ip: IpAddr, which: F) -> Result<Taken<F>, Refused> {
+        lock(which(st)).take(ip)?;
+        Ok(Taken {
             st: Arc::clone(st),
             ip,
+            which,
         })
     }
 }
 
-impl Drop for AddressPlace {
+impl<F: Fn(&State) -> &Mutex<Counter>> Drop for Taken<F> {
     fn drop(&mut self) {
-        let mut m = self
-            .st
-            .per_address
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = m.get_mut(&self.ip) {
-            *n -= 1;
-            if *n == 0 {
-                m.remove(&self.ip);
-            }
-        }
+        lock((self.which)(&self.st)).give_back(self.ip);
     }
 }
 
@@ -293,7 +326,7 @@ fn connection_lifetime(cfg: &AgentConfig) -> Duration {
         + Duration::from_secs(30)
 }
 
-async fn serve_connection(st: Arc<State>, tcp: tokio::net::TcpStream) {
+async fn serve_connection(st: Arc<State>, tcp: tokio::net::TcpStream, ip: IpAddr, id: u64) {
     let _ = tcp.set_nodelay(true);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -304,7 +337,11 @@ async fn serve_connection(st: Arc<State>, tcp: tokio::net::TcpStream) {
     let lifetime = connection_lifetime(&st.cfg);
     let tls = st.cfg.web.as_ref().and_then(|w| w.tls());
     let svc_state = Arc::clone(&st);
-    let svc = hyper::service::service_fn(move |rq| handle(Arc::clone(&svc_state), rq));
+    let svc = hyper::service::service_fn(move |rq| {
+        // the request arrived: the connection no longer gives way to a new one
+        lock(&svc_state.conns).busy(id);
+        handle(Arc::clone(&svc_state), rq, ip)
+    });
     match tls {
         Some(tls) => {
             let acceptor = tokio_rustls::TlsAcceptor::from(tls);
@@ -348,16 +385,34 @@ fn text(st: &State, code: u16, body: impl Into<String>) -> Reply {
     reply(st, code, "text/plain; charset=utf-8", b)
 }
 
-async fn handle(st: Arc<State>, rq: Request<Incoming>) -> Result<Reply, Infallible> {
+async fn handle(st: Arc<State>, rq: Request<Incoming>, ip: IpAddr) -> Result<Reply, Infallible> {
     if let Some(w) = st.cfg.web.clone() {
         if w.needs_auth() {
             let given = rq
                 .headers()
                 .get(AUTHORIZATION)
                 .map(|v| v.as_bytes().to_vec());
-            let ok = match st.auth_check.acquire().await {
-                Ok(_one) => tokio::task::block_in_place(|| w.authorized(given.as_deref())),
-                Err(_) => false,
+            // credentials already verified pass at once, never queued behind guesses
+            let ok = if w.remembered(given.as_deref()) {
+                true
+            } else if given.is_none() {
+                false
+            } else {
+                let Ok(_place) = Taken::take(&st, ip, |s: &State| &s.unverified) else {
+                    st.auth_throttled.fetch_add(1, Ordering::Relaxed);
+                    let mut r = text(
+                        &st,
+                        429,
+                        "too many password checks at once from your address or network",
+                    );
+                    r.headers_mut()
+                        .insert(hyper::header::RETRY_AFTER, HeaderValue::from_static("1"));
+                    return Ok(r);
+                };
+                match st.auth_check.acquire().await {
+                    Ok(_one) => tokio::task::block_in_place(|| w.authorized(given.as_deref())),
+                    Err(_) => false,
+                }
             };
             if !ok {
                 st.unauthorized.fetch_add(1, Ordering::Relaxed);
@@ -395,7 +450,7 @@ async fn handle(st: Arc<State>, rq: Request<Incoming>) -> Result<Reply, Infallib
                 st.probes.add(ProbeOutcome::BadRequest);
                 text(&st, 400, e.0)
             }
-            Ok(p) => start_probe(&st, p, path == "/probe.json").await,
+            Ok(p) => start_probe(&st, p, path == "/probe.json", ip).await,
         },
         "/-/healthy" => text(&st, 200, "OK"),
         "/-/ready" => text(&st, 200, "OK"),
@@ -418,10 +473,13 @@ enum NotRun {
 
 /// Run a probe on its own thread (it waits for its interface and runs a test: blocking work
 /// that must never hold up `/metrics`); how many may wait or run at once is bounded.
-async fn start_probe(st: &Arc<State>, p: ProbeParams, json: bool) -> Reply {
-    let Some(ticket) = Ticket::take(st) else {
-        st.probes.add(ProbeOutcome::Busy);
-        return text(st, 503, "too many probe requests at once");
+async fn start_probe(st: &Arc<State>, p: ProbeParams, json: bool, ip: IpAddr) -> Reply {
+    let ticket = match Taken::take(st, ip, |s: &State| &s.probe_requests) {
+        Ok(t) => t,
+        Err(why) => {
+            st.probes.add(ProbeOutcome::Busy);
+            return text(st, 503, format!("too many probe requests at once: {why}"));
+        }
     };
     let (tx, rx) = tokio::sync::oneshot::channel();
     let st2 = Arc::clone(st);
@@ -466,26 +524,6 @@ async fn start_probe(st: &Arc<State>, p: ProbeParams, json: bool) -> Reply {
     }
 }
 
-/// One of the [`MAX_PROBE_REQUESTS`] probe requests that may wait or run at once.
-struct Ticket(Arc<State>);
-
-impl Ticket {
-    fn take(st: &Arc<State>) -> Option<Ticket> {
-        let n = st.probe_requests.fetch_add(1, Ordering::AcqRel);
-        if n >= MAX_PROBE_REQUESTS {
-            st.probe_requests.fetch_sub(1, Ordering::AcqRel);
-            return None;
-        }
-        Some(Ticket(Arc::clone(st)))
-    }
-}
-
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        self.0.probe_requests.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// Everything `/metrics` shows.
 fn metrics(st: &State) -> String {
     let mut e = Exposition::new();
@@ -501,17 +539,35 @@ fn metrics(st: &State) -> String {
     }
     write_probes(&mut e, &st.probes);
     e.family(
+        "wirespeed_agent_probe_requests",
+        Kind::Gauge,
+        "Probe requests waiting for their interface or running now.",
+    )
+    .sample(&[], lock(&st.probe_requests).total() as f64);
+    e.family(
         "wirespeed_agent_http_refused_connections_total",
         Kind::Counter,
-        "HTTP connections closed at once: the endpoint, or the caller's address, had all the connections it serves.",
+        "HTTP connections closed at once: the endpoint, or the caller's address or network, held its share of connections, none of them idle.",
     )
     .sample(&[], st.refused_connections.load(Ordering::Relaxed) as f64);
+    e.family(
+        "wirespeed_agent_http_evicted_connections_total",
+        Kind::Counter,
+        "Idle HTTP connections (no request yet) closed to make room for a new one, the oldest first.",
+    )
+    .sample(&[], st.evicted_connections.load(Ordering::Relaxed) as f64);
     e.family(
         "wirespeed_agent_http_unauthorized_total",
         Kind::Counter,
         "HTTP requests turned away for missing or wrong credentials.",
     )
     .sample(&[], st.unauthorized.load(Ordering::Relaxed) as f64);
+    e.family(
+        "wirespeed_agent_http_auth_throttled_total",
+        Kind::Counter,
+        "HTTP requests with credentials not yet verified answered 429: their address or network held its share of password checks.",
+    )
+    .sample(&[], st.auth_throttled.load(Ordering::Relaxed) as f64);
     e.finish()
 }
 

@@ -11,8 +11,10 @@
 //!   and the probe's result as `wirespeed_probe_*` families;
 //! - [`bridge`]: the only two calls into the engine (run one client test; start the server);
 //! - [`web`]: `--web.config.file`, Prometheus' web configuration (TLS, bcrypt basic auth);
-//! - [`http`]: the endpoint that serves all of it (hyper; bounded requests, a connection cap
-//!   per address, `--probe.allow`).
+//! - [`share`]: shares of connections, unverified password checks and probe requests per
+//!   address and IPv6 prefix, and which idle connection gives way when the endpoint is full;
+//! - [`http`]: the endpoint that serves all of it (hyper; bounded requests, connections shared
+//!   by address and prefix, `--probe.allow`).
 //!
 //! Everything but `bridge` and `http` is pure: facts, findings, counters and reports in, text
 //! out, so the exposition is tested on fixtures without a network.
@@ -23,6 +25,7 @@ pub mod expo;
 pub mod host;
 pub mod http;
 pub mod probe;
+pub mod share;
 pub mod web;
 
 pub use http::{Agent, AgentConfig, AgentError};

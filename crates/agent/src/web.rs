@@ -177,6 +177,22 @@ impl WebConfig {
         &self.headers
     }
 
+    /// Whether an `Authorization` header's value was verified before (or none is needed): fast,
+    /// no bcrypt, so the endpoint asks it before queueing a request for [`Self::authorized`].
+    pub fn remembered(&self, authorization: Option<&[u8]>) -> bool {
+        if !self.needs_auth() {
+            return true;
+        }
+        let Some(value) = authorization else {
+            return false;
+        };
+        let key = self.keys.hash_one(value);
+        self.remembered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&key)
+    }
+
     /// Whether an `Authorization` header's value lets the request in. Slow (bcrypt) the first
     /// time a pair of credentials is seen; an unknown user costs as much as a known one.
     pub fn authorized(&self, authorization: Option<&[u8]>) -> bool {
@@ -186,12 +202,10 @@ impl WebConfig {
         let Some(value) = authorization else {
             return false;
         };
-        let key = self.keys.hash_one(value);
-        let remembered =
-            |m: &Mutex<HashSet<u64>>| m.lock().unwrap_or_else(|p| p.into_inner()).contains(&key);
-        if remembered(&self.remembered) {
+        if self.remembered(Some(value)) {
             return true;
         }
+        let key = self.keys.hash_one(value);
         let Some((user, password)) = basic_credentials(value) else {
             return false;
         };
@@ -382,8 +396,15 @@ mod tests {
         assert!(!w.authorized(Some(&basic("other", "s3cret"))));
         assert!(!w.authorized(Some(b"Bearer abc")));
         assert!(!w.authorized(Some(b"Basic !!!not-base64")));
+        assert!(
+            !w.remembered(Some(&basic("prom", "s3cret"))),
+            "not verified yet"
+        );
         assert!(w.authorized(Some(&basic("prom", "s3cret"))));
         // remembered: the same header again, and still not the wrong one
+        assert!(w.remembered(Some(&basic("prom", "s3cret"))));
+        assert!(!w.remembered(Some(&basic("prom", "wrong"))));
+        assert!(!w.remembered(None));
         assert!(w.authorized(Some(&basic("prom", "s3cret"))));
         assert!(!w.authorized(Some(&basic("prom", "wrong"))));
     }

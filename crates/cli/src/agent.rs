@@ -100,8 +100,9 @@ pub struct AgentArgs {
     /// authentication for every path. See docs/agent.md.
     #[arg(long = "web.config.file", value_name = "FILE")]
     web_config_file: Option<PathBuf>,
-    /// HTTP connections served at once (a quarter of them from one address); more are closed
-    /// at once.
+    /// HTTP connections served at once, shared by address and prefix (an address an eighth, an
+    /// IPv6 /64 a quarter, a /56 or /48 half); a connection whose request has not arrived gives
+    /// way to a new one, the oldest first.
     #[arg(long = "web.max-connections", value_name = "N", default_value_t = 64,
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     web_max_connections: u32,

@@ -12,6 +12,7 @@ mod abuse;
 mod agent;
 mod agent_front_door;
 mod agent_prometheus;
+mod agent_shares;
 mod auth;
 mod client_options;
 mod cpu_quota;
