@@ -129,51 +129,9 @@ pub fn basis(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Result<Basis,
     })
 }
 
-/// Parse a rate: `50G`, `100g`, `25000M`, `400Gbit`, `2.5G`, or plain Mbit/s (`40000`).
-pub fn parse_rate(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let lower = t.to_ascii_lowercase();
-    let lower = lower
-        .trim_end_matches("/s")
-        .trim_end_matches("bps")
-        .trim_end_matches("bit");
-    let (num, mult) = if let Some(n) = lower.strip_suffix('t') {
-        (n, 1_000_000.0)
-    } else if let Some(n) = lower.strip_suffix('g') {
-        (n, 1000.0)
-    } else if let Some(n) = lower.strip_suffix('m') {
-        (n, 1.0)
-    } else {
-        (lower, 1.0)
-    };
-    match num.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v * mult >= 1.0 && v * mult <= 10_000_000.0 => {
-            Ok((v * mult).round() as u64)
-        }
-        _ => Err(format!(
-            "{s:?}: expected a rate such as 50G, 25000M or 100g (between 1 Mbit/s and 10 Tbit/s)"
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rates_parse() {
-        assert_eq!(parse_rate("50G"), Ok(50_000));
-        assert_eq!(parse_rate("100g"), Ok(100_000));
-        assert_eq!(parse_rate("2.5G"), Ok(2_500));
-        assert_eq!(parse_rate("25000M"), Ok(25_000));
-        assert_eq!(parse_rate("40000"), Ok(40_000));
-        assert_eq!(parse_rate("400Gbit/s"), Ok(400_000));
-        assert_eq!(parse_rate("1T"), Ok(1_000_000));
-        assert!(parse_rate("0").is_err());
-        assert!(parse_rate("-5G").is_err());
-        assert!(parse_rate("fast").is_err());
-        assert!(parse_rate("100T").is_err());
-    }
 
     #[test]
     fn instance_types() {

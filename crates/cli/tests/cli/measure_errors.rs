@@ -105,7 +105,10 @@ fn json_output_failures_before_the_test_are_one_document() {
 #[test]
 fn bad_flag_values_are_usage_errors() {
     for (args, needle) in [
-        (&["-c", "127.0.0.1", "-P", "0"][..], "-P 0"),
+        (
+            &["-c", "127.0.0.1", "-P", "0"][..],
+            "'0' for -P/--parallel: a whole number from 1",
+        ),
         (&["-c", "127.0.0.1", "-t", "abc"][..], "abc"),
         (&["-c", "127.0.0.1", "-n", "12Q"][..], "12Q"),
         (&["-c", "127.0.0.1", "-l", "0"][..], "-l 0"),
