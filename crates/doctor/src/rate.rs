@@ -84,6 +84,42 @@ impl Basis {
         }
     }
 
+    /// The one rule, for doctor and tune alike: the rate asked for (Mbit/s), else the link's
+    /// speed, else the instance type's advertised rate (its product name and rate).
+    pub fn choose(
+        requested: Option<u64>,
+        link: Option<u64>,
+        instance: Option<(&str, u64)>,
+    ) -> Option<Basis> {
+        match (requested, link, instance) {
+            (Some(r), _, _) => Some(Basis::Requested(r)),
+            (None, Some(s), _) => Some(Basis::Link(s)),
+            (None, None, Some((product, mbps))) => Some(Basis::Instance {
+                mbps,
+                product: product.to_string(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The rate and where it came from in the words every command uses
+    /// ([`wirespeed_model::units::Rate::from_source`]): `40 Gbit/s (--rate)`,
+    /// `100 Gbit/s (link speed)`, `100 Gbit/s (instance type c5n.18xlarge: no link speed)`.
+    pub fn words(&self) -> String {
+        let whence = match self {
+            Basis::Requested(_) => "--rate".to_string(),
+            Basis::Link(_) => "link speed".to_string(),
+            Basis::Instance { product, .. } => format!("instance type {product}: no link speed"),
+        };
+        match wirespeed_model::units::Rate::from_mbps(self.mbps()) {
+            Some(r) => r.from_source(&whence),
+            None => format!(
+                "{} ({whence})",
+                wirespeed_model::units::speed_mbps(self.mbps())
+            ),
+        }
+    }
+
     /// Where it came from.
     pub fn source(&self, nic: &NicFacts) -> String {
         match self {
@@ -99,18 +135,10 @@ impl Basis {
 
 /// The rate to size for on `nic`, or why there is none.
 pub fn basis(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Result<Basis, String> {
-    if let Some(r) = opts.rate_mbps {
-        return Ok(Basis::Requested(r));
-    }
-    if let Some(s) = nic.speed_mbps {
-        return Ok(Basis::Link(s));
-    }
     let product = facts.platform.product_name.as_deref();
-    if let Some((mbps, p)) = product.and_then(|p| instance_rate(p).map(|m| (m, p))) {
-        return Ok(Basis::Instance {
-            mbps,
-            product: p.to_string(),
-        });
+    let instance = product.and_then(|p| instance_rate(p).map(|m| (p.trim(), m)));
+    if let Some(b) = Basis::choose(opts.rate_mbps, nic.speed_mbps, instance) {
+        return Ok(b);
     }
     let why = if !nic.is_up() && nic.operstate.is_some() {
         "the link is down"
@@ -132,6 +160,21 @@ pub fn basis(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Result<Basis,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_rule_for_the_rate_and_one_sentence() {
+        let b = Basis::choose(Some(40_000), Some(100_000), Some(("c5n.18xlarge", 100_000)));
+        assert_eq!(b, Some(Basis::Requested(40_000)));
+        assert_eq!(b.unwrap().words(), "40 Gbit/s (--rate)");
+        let b = Basis::choose(None, Some(100_000), Some(("c5n.18xlarge", 100_000))).unwrap();
+        assert_eq!(b.words(), "100 Gbit/s (link speed)");
+        let b = Basis::choose(None, None, Some(("c5n.18xlarge", 100_000))).unwrap();
+        assert_eq!(
+            b.words(),
+            "100 Gbit/s (instance type c5n.18xlarge: no link speed)"
+        );
+        assert_eq!(Basis::choose(None, None, None), None);
+    }
 
     #[test]
     fn instance_types() {

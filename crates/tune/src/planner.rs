@@ -42,7 +42,7 @@ use wirespeed_doctor::sizing;
 use wirespeed_host::ethtool::{CoalesceSet, PauseSet, NTUPLE};
 use wirespeed_host::link::SizesSet;
 use wirespeed_host::CpuSet;
-use wirespeed_model::units::{self, Rate};
+use wirespeed_model::units;
 
 use crate::plan::{command_for, Change, Note, Plan, Step, PERSIST, REQUESTED};
 use crate::value::Form;
@@ -692,22 +692,17 @@ fn place_irqs(b: &mut Builder<'_>, targets: Option<&CpuSet>) -> CpuSet {
 }
 
 /// The rate socket buffers are sized for, Mbit/s, and the words that say it and where it came
-/// from: `40 Gbit/s (--rate)`, `100 Gbit/s (link speed)`.
+/// from (doctor's rule and words, [`wirespeed_doctor::rate::Basis`]): `40 Gbit/s (--rate)`.
 fn rate_basis(v: &HostView, opts: &PlanOptions) -> Option<(u64, String)> {
-    let nic_speed = v.nic.as_ref().and_then(|n| n.speed_mbps);
-    let (speed, whence) = match (opts.rate_mbps, nic_speed, &v.instance) {
-        (Some(r), _, _) => (r, "--rate".to_string()),
-        (None, Some(s), _) => (s, "link speed".to_string()),
-        (None, None, Some((p, r))) if v.nic.is_some() => {
-            (*r, format!("instance type {p}: no link speed"))
-        }
-        _ => return None,
-    };
-    let words = Rate::from_mbps(speed).map_or_else(
-        || format!("{speed} Mbit/s ({whence})"),
-        |r| r.from_source(&whence),
-    );
-    Some((speed, words))
+    let speed = v.nic.as_ref().and_then(|n| n.speed_mbps);
+    // an instance type's rate stands for a NIC's missing speed: only with a NIC
+    let instance = v
+        .instance
+        .as_ref()
+        .filter(|_| v.nic.is_some())
+        .map(|(p, r)| (p.as_str(), *r));
+    let b = wirespeed_doctor::rate::Basis::choose(opts.rate_mbps, speed, instance)?;
+    Some((b.mbps(), b.words()))
 }
 
 fn stack(b: &mut Builder<'_>) {

@@ -174,11 +174,12 @@ fn bad_command_lines_are_one_line_naming_the_flag() {
         ),
         (
             &["-c", "127.0.0.1", "-P"][..],
-            "option requires an argument -- -P/--parallel: a whole number",
+            "option requires an argument -- -P/--parallel: a whole number from 1 to 65536 - \
+             parallel streams (per direction)",
         ),
         (
             &["-c", "127.0.0.1", "-P", "x"][..],
-            "invalid value 'x' for -P/--parallel: a whole number from 0 to 4294967295 - \
+            "invalid value 'x' for -P/--parallel: a whole number from 1 to 65536 - \
              parallel streams (per direction)",
         ),
         (
