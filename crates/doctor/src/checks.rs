@@ -659,7 +659,7 @@ pub fn socket_buffers_small(
         Evidence::new(
             "RTT",
             format!("{} ms", opts.rtt_ms),
-            "--rtt (default 10 ms)",
+            format!("--rtt (default {} ms)", crate::DEFAULT_RTT_MS),
         ),
         Evidence::new(
             "bandwidth-delay product",
