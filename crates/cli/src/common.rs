@@ -5,6 +5,7 @@
 use wirespeed_engine::ObserveHook;
 use wirespeed_explain::hooks::HostObserve;
 use wirespeed_host::Root;
+use wirespeed_model::units;
 
 use crate::exit;
 
@@ -58,6 +59,17 @@ pub mod limit {
     pub fn usize_in<const LO: u64, const HI: u64>(s: &str) -> Result<usize, String> {
         u64_in::<LO, HI>(s).map(|v| v as usize)
     }
+}
+
+/// `--rate` in every command that takes it (`doctor`, `tune`, `model`, `lab up`, the client's
+/// cost projection): one reading, a bare number is Mbit/s ([`units::Rate::parse`]).
+pub fn rate(s: &str) -> Result<units::Rate, String> {
+    units::Rate::parse(s, "--rate").map_err(|e| e.why().to_string())
+}
+
+/// `--rtt MS` in every command that takes it: one bound ([`units::parse_rtt_ms`]).
+pub fn rtt(s: &str) -> Result<f64, String> {
+    units::parse_rtt_ms(s, "--rtt").map_err(|e| e.why().to_string())
 }
 
 /// A file the user named, read whole (keys and lists are small; a huge file is refused).

@@ -36,12 +36,12 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
     app_cpus: Option<CpuSet>,
     /// Round-trip time of the paths to serve, in ms (socket buffers vs bandwidth × RTT).
-    #[arg(long, value_name = "MS", default_value_t = wirespeed_doctor::DEFAULT_RTT_MS, value_parser = parse_rtt)]
+    #[arg(long, value_name = "MS", default_value_t = wirespeed_doctor::DEFAULT_RTT_MS, value_parser = crate::common::rtt)]
     rtt: f64,
-    /// The rate wanted from the path (50G, 25000M, 100g): sizes buffers for it, and is the rate
-    /// checked against when the NIC reports no speed (virtual NICs).
-    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
-    rate: Option<u64>,
+    /// The rate wanted from the path (50G, 2.5G, 400M; a bare number is Mbit/s): sizes buffers
+    /// for it, and is the rate checked against when the NIC reports no speed (virtual NICs).
+    #[arg(long, value_name = "RATE", value_parser = crate::common::rate)]
+    rate: Option<wirespeed_model::units::Rate>,
     #[command(flatten)]
     source: SourceArgs,
     /// Print the versioned JSON report (docs/doctor.md) instead of text.
@@ -93,17 +93,6 @@ pub struct CaptureArgs {
 
 fn parse_cpus(s: &str) -> Result<CpuSet, String> {
     CpuSet::parse_nonempty(s).map_err(|e| e.to_string())
-}
-
-pub(crate) fn parse_rate(s: &str) -> Result<u64, String> {
-    wirespeed_doctor::rate::parse_rate(s)
-}
-
-fn parse_rtt(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 100_000.0 => Ok(v),
-        _ => Err(format!("{s:?}: expected a positive number of milliseconds")),
-    }
 }
 
 /// An opened source; holds the unpacked snapshot alive while it is read.
@@ -201,12 +190,12 @@ pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         iface: args.iface.clone(),
         app_cpus: args.app_cpus.clone(),
         rtt_ms: args.rtt,
-        rate_mbps: args.rate,
+        rate_mbps: args.rate.map(|r| r.mbps()),
     };
     let findings = diagnose(&facts, &opts).map_err(|e| {
         let code = match e {
             DoctorError::BadRtt(_) | DoctorError::BadRate(_) => exit::USAGE,
-            DoctorError::UnknownInterface { .. } | DoctorError::OfflineCpus { .. } => exit::HOST,
+            DoctorError::UnknownInterface { .. } | DoctorError::OfflineCpus(_) => exit::HOST,
         };
         exit::fail(code, e.to_string())
     })?;

@@ -390,17 +390,8 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
         .and_then(|s| CpuSet::parse_list(&s).ok());
     let cpus = match (args.cpus, &online) {
         (Some(c), Some(on)) => {
-            let off = c.difference(on);
-            if !off.is_empty() {
-                return Err(exit::fail(
-                    exit::HOST,
-                    format!(
-                        "--cpus {c}: {} {} not online (online: {on})",
-                        off.words(),
-                        if off.len() == 1 { "is" } else { "are" }
-                    ),
-                ));
-            }
+            c.check_online("--cpus", on)
+                .map_err(|e| exit::fail(exit::HOST, e.to_string()))?;
             c
         }
         (Some(c), None) => c,

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use clap::{Args, Subcommand};
 use wirespeed_host::CpuSet;
 use wirespeed_lab::{self as lab, Lab, LabError, RelayHost, Side, Spec};
-use wirespeed_report::sizes::parse_rate;
 
 use crate::exit;
 
@@ -60,9 +59,9 @@ struct UpArgs {
     /// MTU of the link between the routers (a smaller one than --mtu: path MTU discovery).
     #[arg(long, value_name = "BYTES")]
     path_mtu: Option<u32>,
-    /// Bottleneck rate each direction, iperf3 style (2G = 2 Gbit/s), by tbf on the path.
-    #[arg(long, value_name = "RATE")]
-    rate: Option<String>,
+    /// Bottleneck rate each direction (2G, 400M; a bare number is Mbit/s), by tbf on the path.
+    #[arg(long, value_name = "RATE", value_parser = crate::common::rate)]
+    rate: Option<wirespeed_model::units::Rate>,
     /// Random loss each direction: a fraction (0.005) or a percentage (0.5%). netem where the
     /// kernel has it, otherwise an nftables random drop.
     #[arg(long, value_name = "P")]
@@ -78,6 +77,10 @@ struct UpArgs {
     /// server vanish without an ICMP answer (an MTU black hole, a switch dropping jumbo frames).
     #[arg(long)]
     blackhole: bool,
+    /// Print the lab's rate, loss and delay and the commands `lab up` would run (on a kernel
+    /// with netem), without running them: needs no root.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -142,11 +145,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         name: a.name.name,
         mtu: a.mtu,
         path_mtu: a.path_mtu,
-        rate_bps: a
-            .rate
-            .map(|r| parse_rate(&r, "--rate").map(|r| r.0))
-            .transpose()
-            .map_err(|e| usage(e.to_string()))?,
+        rate_bps: a.rate.map(|r| r.bps()),
         loss: a.loss.map(|l| parse_fraction(&l, "--loss")).transpose()?,
         delay_ms: a.delay,
         rps_cpus: a
@@ -157,6 +156,9 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         blackhole: a.blackhole,
     };
     spec.validate().map_err(lab_fail)?;
+    if a.dry_run {
+        return dry_run(&spec);
+    }
     // Ctrl-C or SIGTERM while building: stop between steps and remove what was built
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -274,6 +276,45 @@ fn relay(a: RelayArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// `lab up --dry-run`: the shaping the spec asks for and the commands that build it, nothing
+/// run.
+fn dry_run(spec: &Spec) -> anyhow::Result<ExitCode> {
+    let kernel = lab::Kernel { netem: true };
+    println!("lab {} (dry run: nothing is built)", spec.name);
+    for line in shaping(spec) {
+        println!("{line}");
+    }
+    let steps = lab::plan::links(spec, kernel).map_err(lab_fail)?;
+    for step in lab::plan::namespaces(spec).iter().chain(&steps) {
+        println!("  {step}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The rate each direction, in the words every command uses for a `--rate` it understood.
+fn rate_line(spec: &Spec) -> Option<String> {
+    let r = spec.rate_bps?;
+    let r = wirespeed_model::units::Rate::from_bps(r).map_or_else(
+        || wirespeed_model::units::speed(r),
+        |r| r.from_source("--rate"),
+    );
+    Some(format!(
+        "  rate: {r} each direction (tbf on the middle link)"
+    ))
+}
+
+/// The shaping a spec asks for (before the kernel says how it is done).
+fn shaping(spec: &Spec) -> Vec<String> {
+    let mut out: Vec<String> = rate_line(spec).into_iter().collect();
+    if let Some(p) = spec.loss {
+        out.push(format!("  loss: {}% each direction", p * 100.0));
+    }
+    if let Some(d) = spec.delay_ms {
+        out.push(format!("  delay: {d} ms added round trip"));
+    }
+    out
+}
+
 /// What `lab up` built, one fact a line.
 fn describe(lab: &Lab, relay_pid: Option<u32>) -> Vec<String> {
     let s = lab.spec();
@@ -311,12 +352,7 @@ fn describe(lab: &Lab, relay_pid: Option<u32>) -> Vec<String> {
             }
         ));
     }
-    if let Some(r) = s.rate_bps {
-        out.push(format!(
-            "  rate: {} Mbit/s each direction (tbf on the middle link)",
-            r as f64 / 1e6
-        ));
-    }
+    out.extend(rate_line(s));
     if let Some(p) = s.loss {
         let how = if lab.kernel().netem {
             "netem"

@@ -315,7 +315,8 @@ pub struct ClientArgs {
     #[arg(help_heading = heading::TEST, short = 'k', long = "blockcount", value_parser = size)]
     pub blockcount: Option<u64>,
     /// Parallel streams (per direction).
-    #[arg(help_heading = heading::TEST, short = 'P', long = "parallel", default_value_t = 1)]
+    #[arg(help_heading = heading::TEST, short = 'P', long = "parallel", default_value_t = 1,
+          value_parser = limit::u32_in::<1, { wirespeed_engine::client::MAX_STREAMS as u64 }>)]
     pub parallel: u32,
     /// Reverse: the server sends.
     #[arg(help_heading = heading::TEST, short = 'R', long = "reverse", conflicts_with = "bidir")]
@@ -386,10 +387,10 @@ pub struct ClientArgs {
     /// each mode's runs share (docs/explain.md).
     #[arg(help_heading = heading::OBSERVATION, long, value_name = "N", value_parser = limit::u32_in::<1, 1000>)]
     pub repeat: Option<u32>,
-    /// The link rate the cost projection is for (100G, 40000M, 400Gbit): the cores it would need
-    /// at this test's cost per bit. Without it, a real interface's speed.
-    #[arg(help_heading = heading::OBSERVATION, long = "rate", value_name = "RATE", value_parser = crate::diagnose::parse_rate)]
-    pub rate: Option<u64>,
+    /// The link rate the cost projection is for (100G, 400Gbit; a bare number is Mbit/s): the
+    /// cores it would need at this test's cost per bit. Without it, a real interface's speed.
+    #[arg(help_heading = heading::OBSERVATION, long = "rate", value_name = "RATE", value_parser = crate::common::rate)]
+    pub rate: Option<wirespeed_model::units::Rate>,
     /// Ask the server to move its NIC's queue IRQs to these CPUs (in turn) for this test and
     /// back after it (a wirespeed server started with --allow-tune --psk; needs --psk).
     #[arg(help_heading = heading::PLACEMENT, long = "server-irq-cpus", value_parser = cpu_list, value_name = "LIST")]
@@ -855,7 +856,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         auth: client_auth(a)?,
         psk: a.psk.as_deref().map(read_psk).transpose()?,
         rcv_timeout,
-        rate_bps: a.rate.map(|mbps| mbps as f64 * 1e6),
+        rate_bps: a.rate.map(|r| r.bps() as f64),
         ..ClientConfig::default()
     };
     // The one check of the client's choices (the engine's): before anything runs.

@@ -4,19 +4,18 @@ use std::process::ExitCode;
 
 use clap::Args;
 use wirespeed_doctor::path_model::{self, Path, LOSSES};
-use wirespeed_model::units;
-use wirespeed_report::sizes::parse_rate;
+use wirespeed_model::units::{self, Rate};
 
 use crate::exit;
 use crate::lab::parse_fraction;
 
 #[derive(Debug, Args)]
 pub struct ModelArgs {
-    /// The path's bottleneck rate, iperf3 style (10G = 10 Gbit/s).
-    #[arg(long, value_name = "RATE")]
-    rate: String,
+    /// The path's bottleneck rate (10G, 2.5G, 400M; a bare number is Mbit/s).
+    #[arg(long, value_name = "RATE", value_parser = crate::common::rate)]
+    rate: Rate,
     /// Round-trip time, ms (required unless --table).
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", value_parser = crate::common::rtt)]
     rtt: Option<f64>,
     /// Packet loss: a fraction (0.0000455) or a percentage (0.00455%).
     #[arg(long, value_name = "P")]
@@ -32,22 +31,9 @@ pub struct ModelArgs {
     json: bool,
 }
 
-fn fmt_bytes(b: u64) -> String {
-    if b >= 1 << 20 {
-        format!("{b} bytes ({:.1} MiB)", b as f64 / (1u64 << 20) as f64)
-    } else {
-        format!("{b} bytes ({:.1} KiB)", b as f64 / 1024.0)
-    }
-}
-
 pub fn run(a: ModelArgs) -> anyhow::Result<ExitCode> {
     let usage = |m: String| exit::fail(exit::USAGE, m);
-    let rate = parse_rate(&a.rate, "--rate")
-        .map_err(|e| usage(e.to_string()))?
-        .0;
-    if rate == 0 {
-        return Err(usage("--rate: a rate must be above zero".into()));
-    }
+    let rate = a.rate.bps();
     if a.mss < 88 || a.mss > 65_495 {
         return Err(usage(format!(
             "--mss {}: an MSS is 88 to 65495 bytes",
@@ -70,11 +56,6 @@ pub fn run(a: ModelArgs) -> anyhow::Result<ExitCode> {
         let rtt = a
             .rtt
             .ok_or_else(|| usage("model: --rtt MS is needed (or --table)".into()))?;
-        if !(rtt > 0.0 && rtt <= 100_000.0) {
-            return Err(usage(format!(
-                "--rtt {rtt}: a round-trip time is above 0 ms"
-            )));
-        }
         let m = path_model::model(&Path {
             rate_bps: rate,
             rtt_ms: rtt,
@@ -91,11 +72,16 @@ pub fn run(a: ModelArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The path's rate as every command echoes a `--rate` it understood: `10 Gbit/s (--rate)`.
+fn rate_words(bps: u64) -> String {
+    Rate::from_bps(bps).map_or_else(|| units::rate(bps as f64), |r| r.from_source("--rate"))
+}
+
 /// The loss × distance table as text.
 fn table_text(rate: u64, mss: u32, t: &[path_model::TableRow]) -> String {
     let mut o = format!(
         "one loss-based TCP stream on a {} path, MSS {mss} bytes: the smaller of the link and MSS/RTT x 1.22/sqrt(loss)\n",
-        units::rate(rate as f64)
+        rate_words(rate)
     );
     o += &format!("{:<14} {:>8}", "distance", "RTT");
     for l in LOSSES {
@@ -121,18 +107,18 @@ fn model_text(m: &path_model::Model) -> String {
     });
     let mut o = format!(
         "path: {}, RTT {} ms, MSS {} bytes{loss_text}\n",
-        units::rate(rate),
+        rate_words(m.rate_bps),
         m.rtt_ms,
         m.mss
     );
     o += &format!(
-        "bandwidth-delay product: {} ({} segments)\n",
-        fmt_bytes(m.bdp_bytes),
+        "bandwidth-delay product: {}, {} segments\n",
+        units::bytes_exact(m.bdp_bytes),
         m.window_segments
     );
     o += &format!(
         "socket buffers to set: {} (2 x BDP rounded up to a power of two, as doctor's fix and tune's plan set them)\n",
-        fmt_bytes(m.buffer_bytes)
+        units::bytes_exact(m.buffer_bytes)
     );
     o += &format!(
         "  sysctl -w net.core.rmem_max={b} net.core.wmem_max={b}; the maximum of net.ipv4.tcp_rmem and tcp_wmem to {b}\n",
@@ -154,7 +140,7 @@ fn model_text(m: &path_model::Model) -> String {
             o += &format!(
                 "  the loss, not the link, limits one stream: {:.1} % of {}\n",
                 ceiling * 100.0 / rate,
-                units::rate(rate)
+                rate_words(m.rate_bps)
             );
             o += "  loss-tolerant algorithms did better in ESnet's measurements: with 1 loss in 22,000 at 90 ms, a 10 Gbit/s path gave about 0.5 Gbit/s with HTCP (far less with Reno); BBR does not take loss for congestion\n";
         } else {
@@ -178,7 +164,7 @@ mod tests {
         };
         let t = model_text(&path_model::model(&path));
         assert!(t.contains("MSS/RTT x 1.22/sqrt(p) = 143.9 Mbit/s\n"), "{t}");
-        assert!(t.contains("1.4 % of 10.00 Gbit/s"), "{t}");
+        assert!(t.contains("1.4 % of 10 Gbit/s (--rate)"), "{t}");
         assert!(t.contains("HTCP"), "{t}");
         let small = model_text(&path_model::model(&Path { mss: 1448, ..path }));
         assert!(small.contains("= 23.3 Mbit/s"), "{small}");

@@ -11,6 +11,7 @@ use wirespeed_tune::doc::{JournalRow, Written};
 
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
+use wirespeed_doctor::placement::PlacementError;
 use wirespeed_host::ethtool::{CoalesceSet, PauseSet};
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_tune::collect::{self, CollectError};
@@ -99,12 +100,14 @@ struct PlanArgs {
     #[arg(long, value_name = "LIST")]
     app_cpus: Option<String>,
     /// Round-trip time the socket buffers are sized for, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    #[arg(long, value_name = "MS", default_value_t = wirespeed_model::units::DEFAULT_RTT_MS,
+          value_parser = crate::common::rtt)]
     rtt: f64,
-    /// The rate wanted from the path (50G, 25000M): socket buffers are sized for it; needed for
-    /// a NIC that reports no speed when DMI names no known instance type.
-    #[arg(long, value_name = "RATE", value_parser = crate::diagnose::parse_rate)]
-    rate: Option<u64>,
+    /// The rate wanted from the path (50G, 2.5G, 400M; a bare number is Mbit/s): socket buffers
+    /// are sized for it; needed for a NIC that reports no speed when DMI names no known
+    /// instance type.
+    #[arg(long, value_name = "RATE", value_parser = crate::common::rate)]
+    rate: Option<wirespeed_model::units::Rate>,
     /// Round-robin the NIC's queue IRQs over these CPUs.
     #[arg(long, value_name = "LIST", conflicts_with = "irq_policy")]
     irq_cpus: Option<String>,
@@ -261,18 +264,17 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     if a.apply {
         engine::check_privileged(&root).map_err(tune_fail)?;
     }
-    let view = collect::host_view(&root, a.iface.as_deref(), app.as_ref(), a.rtt, a.rate).map_err(
-        |e| match e {
+    let rate_mbps = a.rate.map(|r| r.mbps());
+    let view = collect::host_view(&root, a.iface.as_deref(), app.as_ref(), a.rtt, rate_mbps)
+        .map_err(|e| match e {
             CollectError::UnknownInterface { .. } => exit::fail(exit::HOST, e.to_string()),
-            CollectError::Ambiguous { .. } => exit::fail(exit::USAGE, e.to_string()),
-        },
-    )?;
+        })?;
 
     let opts = PlanOptions {
         root: root_shown,
         app_cpus: app,
         rtt_ms: a.rtt,
-        rate_mbps: a.rate,
+        rate_mbps,
         irq,
         allow_irq_on_app_cpus: a.allow_irq_on_app_cpus,
         mtu: a.mtu,
@@ -298,7 +300,7 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     };
     let plan = planner::plan(&view, &opts).map_err(|e| {
         let code = match e {
-            PlanError::CpusOffline { .. } | PlanError::NoNic => exit::HOST,
+            PlanError::CpusOffline(_) | PlanError::Placement(PlacementError::NoNic) => exit::HOST,
             _ => exit::USAGE,
         };
         exit::fail(code, e.to_string())

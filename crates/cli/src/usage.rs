@@ -170,6 +170,22 @@ fn near(typed: &str, suggested: &str) -> bool {
     distance(t, s) <= 2 || (t.len() >= 3 && s.starts_with(t))
 }
 
+/// The words of a flag's own range parser (`common::limit`: `a whole number from 1 to 65536`),
+/// for a flag given without its value: the command line read again with an empty value after
+/// the flag's last occurrence, so no value and a value out of range are said alike.
+fn range_of(root: &Command, argv: &[String], a: &Arg) -> Option<String> {
+    let short = a.get_short().map(|c| format!("-{c}"));
+    let long = a.get_long().map(|l| format!("--{l}"));
+    let at = argv
+        .iter()
+        .rposition(|w| Some(w) == short.as_ref() || Some(w) == long.as_ref())?;
+    let mut again = argv.to_vec();
+    again.insert(at + 1, String::new());
+    let e = root.clone().try_get_matches_from(again).err()?;
+    let s = std::error::Error::source(&e)?.to_string();
+    s.starts_with("a whole number from ").then_some(s)
+}
+
 /// The line for a bad command line (without the program's prefix), or `None` for help and
 /// version output, which clap prints itself.
 pub fn one_line(e: &clap::Error, root: &Command, argv: &[String]) -> Option<String> {
@@ -214,13 +230,16 @@ pub fn one_line(e: &clap::Error, root: &Command, argv: &[String]) -> Option<Stri
                 .and_then(|a| iperf3_words(a.get_long()?));
             // A range parser's "N is not in LO..=HI", or our own range's words
             // (`common::limit`).
-            let range = source.as_deref().and_then(|s| {
-                if s.starts_with("a whole number from ") {
-                    return Some(s.to_string());
-                }
-                let (lo, hi) = s.split_once(" is not in ")?.1.split_once("..=")?;
-                Some(format!("a whole number from {lo} to {hi}"))
-            });
+            let range = source
+                .as_deref()
+                .and_then(|s| {
+                    if s.starts_with("a whole number from ") {
+                        return Some(s.to_string());
+                    }
+                    let (lo, hi) = s.split_once(" is not in ")?.1.split_once("..=")?;
+                    Some(format!("a whole number from {lo} to {hi}"))
+                })
+                .or_else(|| range_of(root, argv, arg?));
             // Our own parsers' words and iperf3's say what the flag takes; a bare type does
             // not, so the flag's help follows it.
             let with_help = |what: String| {
@@ -392,6 +411,34 @@ mod tests {
             "option requires an argument -- -P/--parallel: a whole number from 0 to \
              4294967295 - parallel streams (per direction)"
         );
+        // a flag with a range of its own says it alike for no value and a value outside it
+        let ranged = Command::new(TOP).subcommand(
+            Command::new(SUB).arg(Arg::new("host")).arg(
+                Arg::new("parallel")
+                    .short('P')
+                    .long("parallel")
+                    .help("parallel streams (per direction)")
+                    .value_parser(crate::common::limit::u32_in::<1, 65536>),
+            ),
+        );
+        for (args, head) in [
+            (
+                &["ws", "client", "h", "-P"][..],
+                "option requires an argument --",
+            ),
+            (
+                &["ws", "client", "h", "-P", "0"][..],
+                "invalid value '0' for",
+            ),
+        ] {
+            assert_eq!(
+                line(&ranged, args),
+                format!(
+                    "{head} -P/--parallel: a whole number from 1 to 65536 - parallel streams \
+                     (per direction)"
+                )
+            );
+        }
         assert_eq!(
             line(&cmd, &["ws", "client", "h", "--frobnicate"]),
             "unrecognized option '--frobnicate' ('ws client --help' lists the options)"

@@ -65,15 +65,6 @@ fn cpus_word(set: &CpuSet) -> String {
     set.words()
 }
 
-/// The exact count, and from 1 MiB on the size as people read it: `8388608 (8 MiB)`.
-fn fmt_bytes(b: u64) -> String {
-    if b >= 1 << 20 {
-        format!("{b} ({})", wirespeed_model::units::bytes(b))
-    } else {
-        b.to_string()
-    }
-}
-
 /// `dir/{a,b}`: two files of one directory, shell brace style.
 fn two_files(dir: &str, a: &str, b: &str) -> String {
     format!("{dir}/{{{a},{b}}}")
@@ -639,23 +630,20 @@ pub fn mtu_below_jumbo(nic: &NicFacts) -> Option<Finding> {
 
 /// **socket-buffers-small**: the TCP autotuning maximum (`tcp_rmem`/`tcp_wmem` third value) is
 /// below one bandwidth-delay product (link speed × `--rtt`), so one TCP stream cannot keep the
-/// link full at that RTT. The speed is `--iface`'s, else the fastest NIC that is up; unknown
-/// speed → no finding.
+/// link full at that RTT. The speed is `--iface`'s, else that of the NIC
+/// [`crate::target::fastest_up`] chooses; unknown speed → no finding.
 pub fn socket_buffers_small(
     facts: &HostFacts,
     nics: &[&NicFacts],
     opts: &Options,
 ) -> Option<Finding> {
     let st = &facts.stack;
-    let (basis, nic) = if opts.iface.is_some() {
-        let n = nics.first()?;
-        (crate::rate::basis(facts, n, opts).ok()?, *n)
+    let nic = if opts.iface.is_some() {
+        *nics.first()?
     } else {
-        nics.iter()
-            .filter(|n| n.is_up())
-            .filter_map(|n| crate::rate::basis(facts, n, opts).ok().map(|b| (b, *n)))
-            .max_by_key(|(b, _)| b.mbps())?
+        crate::target::fastest_up(facts)?.nic
     };
+    let basis = crate::rate::basis(facts, nic, opts).ok()?;
     let speed = basis.mbps();
     let bdp = sizing::bdp_bytes(speed, opts.rtt_ms);
     let rmax = st.tcp_rmem.map(|t| t[2]);
@@ -671,11 +659,11 @@ pub fn socket_buffers_small(
         Evidence::new(
             "RTT",
             format!("{} ms", opts.rtt_ms),
-            "--rtt (default 10 ms)",
+            format!("--rtt (default {} ms)", crate::DEFAULT_RTT_MS),
         ),
         Evidence::new(
             "bandwidth-delay product",
-            fmt_bytes(bdp),
+            wirespeed_model::units::bytes_exact(bdp),
             "computed: speed × RTT",
         ),
     ];
@@ -694,7 +682,11 @@ pub fn socket_buffers_small(
     }
     for (name, v, path) in ceilings {
         if let Some(v) = v {
-            evidence.push(Evidence::new(name, fmt_bytes(v), path));
+            evidence.push(Evidence::new(
+                name,
+                wirespeed_model::units::bytes_exact(v),
+                path,
+            ));
         }
     }
     // the ceilings an application may request, raised when lower (never lowered), then the
@@ -721,7 +713,7 @@ pub fn socket_buffers_small(
         iface: Some(nic.name.clone()),
         summary: format!(
             "{which} below the bandwidth-delay product {} of {} × {} ms: one stream cannot fill the link",
-            fmt_bytes(bdp),
+            wirespeed_model::units::bytes_exact(bdp),
             wirespeed_model::units::speed_mbps(speed),
             opts.rtt_ms
         ),

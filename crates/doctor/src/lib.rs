@@ -26,6 +26,7 @@ pub mod placement;
 pub mod rate;
 pub mod report;
 pub mod sizing;
+pub mod target;
 pub mod topo;
 
 use serde::{Deserialize, Serialize};
@@ -198,23 +199,19 @@ impl Default for Options {
     }
 }
 
-/// RTT assumed when none is given.
-pub const DEFAULT_RTT_MS: f64 = 10.0;
+/// RTT assumed when none is given (one default for every command).
+pub use wirespeed_model::units::DEFAULT_RTT_MS;
 
 /// Options that do not fit the host.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DoctorError {
     #[error("no PCI network interface named {name:?} on this host (PCI interfaces: {known})")]
     UnknownInterface { name: String, known: String },
-    #[error("--app-cpus {cpus}: not online: {offline} (online: {online})")]
-    OfflineCpus {
-        cpus: String,
-        offline: String,
-        online: String,
-    },
-    #[error("--rtt {0}: expected a positive number of milliseconds")]
-    BadRtt(f64),
-    #[error("--rate {0}: expected a rate between 1 Mbit/s and 10 Tbit/s")]
+    #[error(transparent)]
+    OfflineCpus(#[from] wirespeed_model::OfflineCpus),
+    #[error("{0}")]
+    BadRtt(wirespeed_model::units::UnitError),
+    #[error("--rate {0} Mbit/s: a rate is from 1 Mbit/s to 10 Tbit/s")]
     BadRate(u64),
 }
 
@@ -223,6 +220,12 @@ pub enum DoctorError {
 /// findings.
 pub fn notes(facts: &HostFacts, opts: &Options) -> Vec<String> {
     let mut out = Vec::new();
+    // which NIC the buffer sizing is for, when the rule broke a tie
+    if opts.iface.is_none() {
+        if let Some(c) = target::fastest_up(facts).filter(|c| c.is_tie()) {
+            out.push(format!("socket buffers sized for {}", c.words()));
+        }
+    }
     for nic in checks::target_nics(facts, opts) {
         let up_or_named = opts.iface.is_some() || nic.is_up();
         if up_or_named {
@@ -262,10 +265,11 @@ pub fn diagnose(facts: &HostFacts, opts: &Options) -> Result<Vec<Finding>, Docto
 
 /// Check the options against the host.
 pub fn validate(facts: &HostFacts, opts: &Options) -> Result<(), DoctorError> {
-    if !(opts.rtt_ms.is_finite() && opts.rtt_ms > 0.0) {
-        return Err(DoctorError::BadRtt(opts.rtt_ms));
-    }
-    if let Some(r) = opts.rate_mbps.filter(|r| !(1..=10_000_000).contains(r)) {
+    wirespeed_model::units::check_rtt_ms(opts.rtt_ms, "--rtt").map_err(DoctorError::BadRtt)?;
+    if let Some(r) = opts
+        .rate_mbps
+        .filter(|r| wirespeed_model::units::Rate::from_mbps(*r).is_none())
+    {
         return Err(DoctorError::BadRate(r));
     }
     if let Some(name) = &opts.iface {
@@ -282,17 +286,7 @@ pub fn validate(facts: &HostFacts, opts: &Options) -> Result<(), DoctorError> {
         }
     }
     if let Some(app) = &opts.app_cpus {
-        let online = facts.cpu.online_set();
-        if !online.is_empty() {
-            let offline = app.difference(&online);
-            if !offline.is_empty() {
-                return Err(DoctorError::OfflineCpus {
-                    cpus: app.to_string(),
-                    offline: offline.words(),
-                    online: online.to_string(),
-                });
-            }
-        }
+        app.check_online("--app-cpus", &facts.cpu.online_set())?;
     }
     Ok(())
 }

@@ -84,6 +84,42 @@ impl Basis {
         }
     }
 
+    /// The one rule, for doctor and tune alike: the rate asked for (Mbit/s), else the link's
+    /// speed, else the instance type's advertised rate (its product name and rate).
+    pub fn choose(
+        requested: Option<u64>,
+        link: Option<u64>,
+        instance: Option<(&str, u64)>,
+    ) -> Option<Basis> {
+        match (requested, link, instance) {
+            (Some(r), _, _) => Some(Basis::Requested(r)),
+            (None, Some(s), _) => Some(Basis::Link(s)),
+            (None, None, Some((product, mbps))) => Some(Basis::Instance {
+                mbps,
+                product: product.to_string(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The rate and where it came from in the words every command uses
+    /// ([`wirespeed_model::units::Rate::from_source`]): `40 Gbit/s (--rate)`,
+    /// `100 Gbit/s (link speed)`, `100 Gbit/s (instance type c5n.18xlarge: no link speed)`.
+    pub fn words(&self) -> String {
+        let whence = match self {
+            Basis::Requested(_) => "--rate".to_string(),
+            Basis::Link(_) => "link speed".to_string(),
+            Basis::Instance { product, .. } => format!("instance type {product}: no link speed"),
+        };
+        match wirespeed_model::units::Rate::from_mbps(self.mbps()) {
+            Some(r) => r.from_source(&whence),
+            None => format!(
+                "{} ({whence})",
+                wirespeed_model::units::speed_mbps(self.mbps())
+            ),
+        }
+    }
+
     /// Where it came from.
     pub fn source(&self, nic: &NicFacts) -> String {
         match self {
@@ -99,18 +135,10 @@ impl Basis {
 
 /// The rate to size for on `nic`, or why there is none.
 pub fn basis(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Result<Basis, String> {
-    if let Some(r) = opts.rate_mbps {
-        return Ok(Basis::Requested(r));
-    }
-    if let Some(s) = nic.speed_mbps {
-        return Ok(Basis::Link(s));
-    }
     let product = facts.platform.product_name.as_deref();
-    if let Some((mbps, p)) = product.and_then(|p| instance_rate(p).map(|m| (m, p))) {
-        return Ok(Basis::Instance {
-            mbps,
-            product: p.to_string(),
-        });
+    let instance = product.and_then(|p| instance_rate(p).map(|m| (p.trim(), m)));
+    if let Some(b) = Basis::choose(opts.rate_mbps, nic.speed_mbps, instance) {
+        return Ok(b);
     }
     let why = if !nic.is_up() && nic.operstate.is_some() {
         "the link is down"
@@ -129,50 +157,23 @@ pub fn basis(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Result<Basis,
     })
 }
 
-/// Parse a rate: `50G`, `100g`, `25000M`, `400Gbit`, `2.5G`, or plain Mbit/s (`40000`).
-pub fn parse_rate(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let lower = t.to_ascii_lowercase();
-    let lower = lower
-        .trim_end_matches("/s")
-        .trim_end_matches("bps")
-        .trim_end_matches("bit");
-    let (num, mult) = if let Some(n) = lower.strip_suffix('t') {
-        (n, 1_000_000.0)
-    } else if let Some(n) = lower.strip_suffix('g') {
-        (n, 1000.0)
-    } else if let Some(n) = lower.strip_suffix('m') {
-        (n, 1.0)
-    } else {
-        (lower, 1.0)
-    };
-    match num.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v * mult >= 1.0 && v * mult <= 10_000_000.0 => {
-            Ok((v * mult).round() as u64)
-        }
-        _ => Err(format!(
-            "{s:?}: expected a rate such as 50G, 25000M or 100g (between 1 Mbit/s and 10 Tbit/s)"
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn rates_parse() {
-        assert_eq!(parse_rate("50G"), Ok(50_000));
-        assert_eq!(parse_rate("100g"), Ok(100_000));
-        assert_eq!(parse_rate("2.5G"), Ok(2_500));
-        assert_eq!(parse_rate("25000M"), Ok(25_000));
-        assert_eq!(parse_rate("40000"), Ok(40_000));
-        assert_eq!(parse_rate("400Gbit/s"), Ok(400_000));
-        assert_eq!(parse_rate("1T"), Ok(1_000_000));
-        assert!(parse_rate("0").is_err());
-        assert!(parse_rate("-5G").is_err());
-        assert!(parse_rate("fast").is_err());
-        assert!(parse_rate("100T").is_err());
+    fn one_rule_for_the_rate_and_one_sentence() {
+        let b = Basis::choose(Some(40_000), Some(100_000), Some(("c5n.18xlarge", 100_000)));
+        assert_eq!(b, Some(Basis::Requested(40_000)));
+        assert_eq!(b.unwrap().words(), "40 Gbit/s (--rate)");
+        let b = Basis::choose(None, Some(100_000), Some(("c5n.18xlarge", 100_000))).unwrap();
+        assert_eq!(b.words(), "100 Gbit/s (link speed)");
+        let b = Basis::choose(None, None, Some(("c5n.18xlarge", 100_000))).unwrap();
+        assert_eq!(
+            b.words(),
+            "100 Gbit/s (instance type c5n.18xlarge: no link speed)"
+        );
+        assert_eq!(Basis::choose(None, None, None), None);
     }
 
     #[test]

@@ -166,7 +166,8 @@ impl Report {
             o.app_cpus.as_deref().unwrap_or("not given"),
             o.rtt_ms,
             o.rate_mbps
-                .map(|r| format!("   rate: {}", wirespeed_model::units::speed_mbps(r)))
+                .and_then(wirespeed_model::units::Rate::from_mbps)
+                .map(|r| format!("   rate: {}", r.from_source("--rate")))
                 .unwrap_or_default()
         )?;
         writeln!(w)?;

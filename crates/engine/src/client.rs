@@ -201,7 +201,7 @@ impl ClientConfig {
         .map_err(|e| EngineError::Config(e.to_string()))?;
         if self.parallel == 0 || self.parallel > MAX_STREAMS {
             return Err(EngineError::Config(format!(
-                "-P {}: streams must be 1..={MAX_STREAMS}",
+                "-P {}: a whole number from 1 to {MAX_STREAMS}",
                 self.parallel
             )));
         }

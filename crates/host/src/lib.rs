@@ -30,7 +30,7 @@ pub mod text {
 pub mod utc;
 
 pub use cpu::{CpuFacts, CpuTopo, L3Group};
-pub use cpuset::{CpuId, CpuSet, CpuSetError};
+pub use cpuset::{CpuId, CpuSet, CpuSetError, OfflineCpus};
 pub use facts::{collect, HostFacts, PlatformFacts};
 pub use interrupts::{Interrupts, InterruptsError, IrqKind, IrqLabel, IrqRow};
 pub use nic::{NicFacts, NicIrq, PcieFacts, PcieLink};

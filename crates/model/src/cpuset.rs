@@ -181,6 +181,37 @@ impl CpuSet {
     pub fn intersects(&self, other: &CpuSet) -> bool {
         !self.0.is_disjoint(&other.0)
     }
+
+    /// The one check that CPUs a person named (`flag`: `--app-cpus`) are online: every CPU
+    /// of the set in `online`. An empty `online` (the list could not be read) checks nothing.
+    pub fn check_online(&self, flag: &str, online: &CpuSet) -> Result<(), OfflineCpus> {
+        let off = self.difference(online);
+        if online.is_empty() || off.is_empty() {
+            return Ok(());
+        }
+        Err(OfflineCpus {
+            flag: flag.to_string(),
+            cpus: self.clone(),
+            off,
+            online: online.clone(),
+        })
+    }
+}
+
+/// CPUs a person named that are not online on the host ([`CpuSet::check_online`]), in one
+/// sentence: `--app-cpus 1,5,7: CPUs 5,7 are not online on this host (online: 0-1)`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{flag} {cpus}: {} {} not online on this host (online: {online})",
+    off.words(),
+    if off.len() == 1 { "is" } else { "are" }
+)]
+pub struct OfflineCpus {
+    pub flag: String,
+    pub cpus: CpuSet,
+    /// The CPUs of `cpus` that are not online.
+    pub off: CpuSet,
+    pub online: CpuSet,
 }
 
 impl Extend<u32> for CpuSet {
@@ -346,5 +377,30 @@ mod tests {
         assert_eq!(back.b, Some(CpuSet::from_cpus([3])));
         assert!(serde_json::from_str::<T>(r#"{"a":[99999999]}"#).is_err());
         assert!(serde_json::from_str::<T>(r#"{"a":[-1]}"#).is_err());
+    }
+
+    #[test]
+    fn one_sentence_for_cpus_that_are_not_online() {
+        let on = CpuSet::from_cpus([0, 1]);
+        assert_eq!(CpuSet::from_cpus([1]).check_online("--cpus", &on), Ok(()));
+        assert_eq!(
+            CpuSet::from_cpus([7]).check_online("--cpus", &CpuSet::new()),
+            Ok(())
+        );
+        let e = CpuSet::from_cpus([1, 5, 7])
+            .check_online("--app-cpus", &on)
+            .unwrap_err();
+        assert_eq!(e.off, CpuSet::from_cpus([5, 7]));
+        assert_eq!(
+            e.to_string(),
+            "--app-cpus 1,5,7: CPUs 5,7 are not online on this host (online: 0-1)"
+        );
+        let e = CpuSet::from_cpus([3])
+            .check_online("--cpus", &on)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--cpus 3: CPU 3 is not online on this host (online: 0-1)"
+        );
     }
 }

@@ -36,7 +36,7 @@ pub mod verdict;
 pub mod worker;
 
 pub use cost::{Cost, CpuFreq, EndCost, Projection};
-pub use cpuset::{CpuId, CpuSet, CpuSetError};
+pub use cpuset::{CpuId, CpuSet, CpuSetError, OfflineCpus};
 pub use irq::{MoveReport, QueueIrq};
 pub use observation::{EndObservation, RunningEnd, TestObservation};
 pub use path::SendPath;

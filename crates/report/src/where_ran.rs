@@ -372,7 +372,7 @@ pub fn describe_move(r: &MoveReport) -> String {
 }
 
 /// What a bit cost, in one line: `Cost: sender 0.031 CPU-s/Gbit (one core 32.1 Gbit/s, 0.61
-/// cycles/B at 2596 MHz, copy) | receiver ... | 100.0 Gbit/s (--rate) needs 4 sending cores
+/// cycles/B at 2596 MHz, copy) | receiver ... | 100 Gbit/s (--rate) needs 4 sending cores
 /// (CPUs 2-5), 3 receiving (CPUs 6-8)`.
 pub fn cost_line(c: &wirespeed_model::Cost) -> String {
     use wirespeed_model::observation::BitsPerSecond;
@@ -432,12 +432,12 @@ pub fn cost_line(c: &wirespeed_model::Cost) -> String {
             }
             need.push(s);
         }
-        parts.push(format!(
-            "{} ({}) needs {}",
-            BitsPerSecond(p.rate_bps),
-            p.rate_source,
-            need.join(", ")
-        ));
+        // the link's rate in the words every command echoes a rate it was given with
+        let rate = wirespeed_model::units::Rate::from_bps(p.rate_bps.round() as u64).map_or_else(
+            || format!("{} ({})", BitsPerSecond(p.rate_bps), p.rate_source),
+            |r| r.from_source(&p.rate_source),
+        );
+        parts.push(format!("{rate} needs {}", need.join(", ")));
     }
     format!("Cost: {}", parts.join(" | "))
 }

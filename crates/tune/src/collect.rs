@@ -13,8 +13,6 @@ use crate::view::{FindingView, GovernorView, HostView, IrqView, NicView, RingVie
 pub enum CollectError {
     #[error("unknown interface {name:?} (interfaces: {known})")]
     UnknownInterface { name: String, known: String },
-    #[error("several NICs are up at {speed} Mbit/s ({names}); pass --iface")]
-    Ambiguous { speed: u64, names: String },
 }
 
 /// The `scaling_governor` file that controls `cpu`: its cpufreq policy's, resolved through the
@@ -56,7 +54,8 @@ fn plain_interface(root: &Root, name: &str) -> Option<NicView> {
     })
 }
 
-/// Build the planner's view. `iface` names the interface (else the fastest PCI NIC that is up).
+/// Build the planner's view. `iface` names the interface (else the fastest PCI NIC that is up,
+/// by [`wirespeed_doctor::target::fastest_up`]).
 pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostView, CollectError> {
     let mut v = HostView {
         hostname: facts.hostname.clone(),
@@ -135,40 +134,11 @@ pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostV
                 return Ok(v);
             }
         },
-        None => {
-            let up: Vec<_> = facts
-                .nics
-                .iter()
-                .filter(|n| n.is_up() && n.speed_mbps.is_some())
-                .collect();
-            // a lone NIC that is up counts even when it reports no speed (virtio)
-            let up_any: Vec<_> = facts.nics.iter().filter(|n| n.is_up()).collect();
-            let up = if up.is_empty() && up_any.len() == 1 {
-                up_any
-            } else {
-                up
-            };
-            let best = up.iter().map(|n| n.speed_mbps).max().flatten();
-            let fastest: Vec<_> = up
-                .iter()
-                .filter(|n| n.speed_mbps == best)
-                .copied()
-                .collect();
-            match fastest.len() {
-                0 => None,
-                1 => Some(fastest[0]),
-                _ => {
-                    return Err(CollectError::Ambiguous {
-                        speed: best.unwrap_or(0),
-                        names: fastest
-                            .iter()
-                            .map(|n| n.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    })
-                }
-            }
-        }
+        // the one rule doctor uses too; a tie it broke is said in the plan's context
+        None => wirespeed_doctor::target::fastest_up(facts).map(|c| {
+            v.nic_choice = c.is_tie().then(|| c.words());
+            c.nic
+        }),
     };
     if let Some(n) = nic {
         let irqs: Vec<IrqView> = vectors(n)

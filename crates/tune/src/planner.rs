@@ -42,6 +42,7 @@ use wirespeed_doctor::sizing;
 use wirespeed_host::ethtool::{CoalesceSet, PauseSet, NTUPLE};
 use wirespeed_host::link::SizesSet;
 use wirespeed_host::CpuSet;
+use wirespeed_model::units;
 
 use crate::plan::{command_for, Change, Note, Plan, Step, PERSIST, REQUESTED};
 use crate::value::Form;
@@ -144,7 +145,7 @@ impl PlanOptions {
         PlanOptions {
             root: root.to_string(),
             app_cpus: None,
-            rtt_ms: 10.0,
+            rtt_ms: wirespeed_model::units::DEFAULT_RTT_MS,
             rate_mbps: None,
             irq: None,
             allow_irq_on_app_cpus: false,
@@ -164,49 +165,25 @@ impl PlanOptions {
 pub enum PlanError {
     #[error("{flag}: CPU list is empty")]
     EmptyCpuList { flag: String },
-    #[error("{flag}: CPUs {cpus} are offline or do not exist (online: {online})")]
-    CpusOffline {
-        flag: String,
-        cpus: CpuSet,
-        online: CpuSet,
-    },
+    #[error(transparent)]
+    CpusOffline(#[from] wirespeed_host::OfflineCpus),
     #[error("--irq-cpus {irq} overlaps --app-cpus {app} on CPUs {overlap}; pass --allow-irq-on-app-cpus if that is what you want")]
     Overlap {
         irq: CpuSet,
         app: CpuSet,
         overlap: CpuSet,
     },
-    #[error("--irq-policy l3 needs --app-cpus (the policy places IRQs next to the app)")]
-    PolicyNeedsApp,
-    #[error("--irq-policy {policy}: no CPU left for IRQs ({why}); choose them with --irq-cpus")]
-    NoIrqCpus { policy: String, why: String },
+    /// The placement rule (doctor's) refuses: its words, not a copy.
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
+    #[error(transparent)]
+    Rtt(#[from] wirespeed_model::units::UnitError),
     #[error("{flag} {value}: {reason}")]
     BadValue {
         flag: String,
         value: String,
         reason: String,
     },
-    #[error("the plan needs a NIC but none was found; pass --iface")]
-    NoNic,
-}
-
-impl From<PlacementError> for PlanError {
-    fn from(e: PlacementError) -> PlanError {
-        match e {
-            PlacementError::PolicyNeedsApp => PlanError::PolicyNeedsApp,
-            PlacementError::NoIrqCpus { policy, why } => PlanError::NoIrqCpus { policy, why },
-            PlacementError::NoNic => PlanError::NoNic,
-        }
-    }
-}
-
-fn format_mb(b: u64) -> String {
-    let mb = b as f64 / 1e6;
-    if (mb - mb.round()).abs() < 0.05 {
-        format!("{}", mb.round())
-    } else {
-        format!("{mb:.1}")
-    }
 }
 
 fn check_online(flag: &str, cpus: &CpuSet, view: &HostView) -> Result<(), PlanError> {
@@ -215,18 +192,7 @@ fn check_online(flag: &str, cpus: &CpuSet, view: &HostView) -> Result<(), PlanEr
             flag: flag.to_string(),
         });
     }
-    let online = &view.layout.online;
-    if online.is_empty() {
-        return Ok(()); // unknown online set: nothing to check against
-    }
-    let off = cpus.difference(online);
-    if !off.is_empty() {
-        return Err(PlanError::CpusOffline {
-            flag: flag.to_string(),
-            cpus: off,
-            online: online.clone(),
-        });
-    }
+    cpus.check_online(flag, &view.layout.online)?;
     Ok(())
 }
 
@@ -306,13 +272,7 @@ pub fn plan(view: &HostView, opts: &PlanOptions) -> Result<Plan, PlanError> {
     if let Some(app) = &opts.app_cpus {
         check_online("--app-cpus", app, view)?;
     }
-    if !(opts.rtt_ms.is_finite() && opts.rtt_ms > 0.0 && opts.rtt_ms <= 10_000.0) {
-        return Err(PlanError::BadValue {
-            flag: "--rtt".into(),
-            value: opts.rtt_ms.to_string(),
-            reason: "must be a round-trip time in milliseconds, above 0 and at most 10000".into(),
-        });
-    }
+    wirespeed_model::units::check_rtt_ms(opts.rtt_ms, "--rtt")?;
     if let Some(m) = opts.mtu {
         if !(68..=65535).contains(&m) {
             return Err(PlanError::BadValue {
@@ -503,6 +463,9 @@ fn context(b: &mut Builder<'_>) {
             .context
             .push(format!("interface {} ({})", nic.name, parts.join(", ")));
     }
+    if let Some(words) = &v.nic_choice {
+        b.plan.context.push(words.clone());
+    }
     let layout = &v.layout;
     if !layout.l3_groups.is_empty() {
         let groups: Vec<String> = layout.l3_groups.iter().map(|g| g.to_string()).collect();
@@ -516,13 +479,16 @@ fn context(b: &mut Builder<'_>) {
         ));
     }
     b.plan.context.push(format!(
-        "app CPUs {}; socket buffers sized for RTT {} ms",
+        "app CPUs {}; socket buffers sized for RTT {} ms{}",
         b.opts
             .app_cpus
             .as_ref()
             .map(|c| c.to_string())
             .unwrap_or_else(|| "not given".into()),
-        b.opts.rtt_ms
+        b.opts.rtt_ms,
+        rate_basis(v, b.opts)
+            .map(|(_, words)| format!(" and {words}"))
+            .unwrap_or_default()
     ));
 }
 
@@ -725,28 +691,32 @@ fn place_irqs(b: &mut Builder<'_>, targets: Option<&CpuSet>) -> CpuSet {
     handling
 }
 
+/// The rate socket buffers are sized for, Mbit/s, and the words that say it and where it came
+/// from (doctor's rule and words, [`wirespeed_doctor::rate::Basis`]): `40 Gbit/s (--rate)`.
+fn rate_basis(v: &HostView, opts: &PlanOptions) -> Option<(u64, String)> {
+    let speed = v.nic.as_ref().and_then(|n| n.speed_mbps);
+    // an instance type's rate stands for a NIC's missing speed: only with a NIC
+    let instance = v
+        .instance
+        .as_ref()
+        .filter(|_| v.nic.is_some())
+        .map(|(p, r)| (p.as_str(), *r));
+    let b = wirespeed_doctor::rate::Basis::choose(opts.rate_mbps, speed, instance)?;
+    Some((b.mbps(), b.words()))
+}
+
 fn stack(b: &mut Builder<'_>) {
     let v = b.view;
     let s = &v.stack;
-    let nic_speed = v.nic.as_ref().and_then(|n| n.speed_mbps);
-    let basis = match (b.opts.rate_mbps, nic_speed, &v.instance) {
-        (Some(r), _, _) => Some((r, "--rate".to_string())),
-        (None, Some(s), _) => Some((s, "link speed".to_string())),
-        (None, None, Some((p, r))) if v.nic.is_some() => {
-            Some((*r, format!("instance type {p}: no link speed")))
-        }
-        _ => None,
-    };
-    match basis {
-        Some((speed, whence)) => {
+    match rate_basis(v, b.opts) {
+        Some((speed, rate_words)) => {
             let target = buffer_target(speed, b.opts.rtt_ms);
             let bdp = sizing::bdp_bytes(speed, b.opts.rtt_ms);
             let why = format!(
-                "2 x BDP (BDP = {} ({whence}) x {} ms = {} MB) rounded up to a power of two: {}",
-                wirespeed_model::units::speed_mbps(speed),
+                "2 x BDP (BDP = {rate_words} x {} ms = {}) rounded up to a power of two: {}",
                 b.opts.rtt_ms,
-                format_mb(bdp),
-                wirespeed_model::units::bytes(target)
+                units::bytes(bdp),
+                units::bytes(target)
             );
             // a value already at least the target stays (never lowered); it is still part of
             // the wanted state a boot script restores

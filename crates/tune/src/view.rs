@@ -139,6 +139,10 @@ pub struct HostView {
     pub stack: StackView,
     pub irqbalance_running: Option<bool>,
     pub nic: Option<NicView>,
+    /// How the interface was chosen when no `--iface` named it and NICs as fast were up
+    /// ([`wirespeed_doctor::target::NicChoice::words`]).
+    #[serde(default)]
+    pub nic_choice: Option<String>,
     /// The doctor's findings for this host with the same interface, app CPUs and RTT.
     pub findings: Vec<FindingView>,
     /// The cloud instance type DMI names and its advertised rate in Mbit/s, when doctor's table

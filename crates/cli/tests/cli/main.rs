@@ -32,6 +32,7 @@ mod measure_errors;
 mod module_circles;
 mod mtu_blackhole;
 mod observe_cli;
+mod one_target;
 mod packaging;
 mod pictures;
 mod pscheduler_plugin;

@@ -105,7 +105,10 @@ fn json_output_failures_before_the_test_are_one_document() {
 #[test]
 fn bad_flag_values_are_usage_errors() {
     for (args, needle) in [
-        (&["-c", "127.0.0.1", "-P", "0"][..], "-P 0"),
+        (
+            &["-c", "127.0.0.1", "-P", "0"][..],
+            "'0' for -P/--parallel: a whole number from 1",
+        ),
         (&["-c", "127.0.0.1", "-t", "abc"][..], "abc"),
         (&["-c", "127.0.0.1", "-n", "12Q"][..], "12Q"),
         (&["-c", "127.0.0.1", "-l", "0"][..], "-l 0"),
@@ -171,11 +174,12 @@ fn bad_command_lines_are_one_line_naming_the_flag() {
         ),
         (
             &["-c", "127.0.0.1", "-P"][..],
-            "option requires an argument -- -P/--parallel: a whole number",
+            "option requires an argument -- -P/--parallel: a whole number from 1 to 65536 - \
+             parallel streams (per direction)",
         ),
         (
             &["-c", "127.0.0.1", "-P", "x"][..],
-            "invalid value 'x' for -P/--parallel: a whole number from 0 to 4294967295 - \
+            "invalid value 'x' for -P/--parallel: a whole number from 1 to 65536 - \
              parallel streams (per direction)",
         ),
         (

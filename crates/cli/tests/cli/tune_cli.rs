@@ -65,7 +65,7 @@ fn refusals_have_one_line_and_their_exit_code() {
     let root = crow();
     let cases: &[(&[&str], i32, &str)] = &[
         (&["--iface", "eth9"], 6, "unknown interface \"eth9\""),
-        (&["--app-cpus", "6,40"], 6, "CPUs 40 are offline"),
+        (&["--app-cpus", "6,40"], 6, "CPU 40 is not online"),
         (&["--app-cpus", ""], 2, "--app-cpus"),
         (&["--app-cpus", "x"], 2, "--app-cpus"),
         (

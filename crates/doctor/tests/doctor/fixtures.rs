@@ -48,9 +48,11 @@ fn check_case(host: &str, facts: &HostFacts, iface: Option<&str>, app: Option<&s
     let opts = Options {
         iface: iface.map(str::to_string),
         app_cpus: app.map(|a| CpuSet::parse_nonempty(a).unwrap()),
-        rate_mbps: exp["rate"]
-            .as_str()
-            .map(|r| wirespeed_doctor::rate::parse_rate(r).unwrap()),
+        rate_mbps: exp["rate"].as_str().map(|r| {
+            wirespeed_model::units::Rate::parse(r, "--rate")
+                .unwrap()
+                .mbps()
+        }),
         ..Options::default()
     };
     let findings = diagnose(facts, &opts).unwrap_or_else(|e| panic!("{host}: {e}"));

@@ -60,6 +60,7 @@ fn ryzen() -> HostView {
     }
     HostView {
         instance: None,
+        nic_choice: None,
         cstates: vec![],
         hostname: Some("crow".into()),
         live: false,
@@ -217,14 +218,17 @@ fn refusals_name_the_flag() {
     let e = planner::plan(&v, &opts(Some("6,12"), None)).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "--app-cpus: CPUs 12 are offline or do not exist (online: 0-11)"
+        "--app-cpus 6,12: CPU 12 is not online on this host (online: 0-11)"
     );
     let e = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::Cpus(set("20-21"))))).unwrap_err();
-    assert!(matches!(e, PlanError::CpusOffline { .. }));
+    assert!(matches!(e, PlanError::CpusOffline(_)));
     let e = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::Cpus(CpuSet::new())))).unwrap_err();
     assert!(matches!(e, PlanError::EmptyCpuList { .. }));
     let e = planner::plan(&v, &opts(None, Some(IrqPolicy::L3))).unwrap_err();
-    assert_eq!(e, PlanError::PolicyNeedsApp);
+    assert_eq!(
+        e,
+        PlanError::Placement(wirespeed_doctor::placement::PlacementError::PolicyNeedsApp)
+    );
     let e = planner::plan(&v, &opts(Some("6-11"), Some(IrqPolicy::L3))).unwrap_err();
     assert!(e.to_string().contains("fill their L3 group 6-11"), "{e}");
     let mut o = opts(None, None);
@@ -336,7 +340,7 @@ fn buffers_from_speed_and_rtt_never_lowered() {
     assert!(p
         .steps
         .iter()
-        .all(|s| s.finding != "socket-buffers-small" || s.summary.contains("125 MB")));
+        .all(|s| s.finding != "socket-buffers-small" || s.summary.contains("119.2 MiB")));
     let mut v = ryzen();
     v.stack.rmem_max = Some(2_147_483_647);
     v.stack.tcp_rmem = Some([4096, 87_380, 2_147_483_647]);

@@ -1,0 +1,211 @@
+//! One host target: the same `--rate`, `--rtt` and `--iface` strings give the same resolved
+//! target in every command that takes them (`model`, `doctor`, `tune`, `lab up`, the client's
+//! cost projection), and each command says it in the same words. Doctor and tune read a captured
+//! host (`--root`); `lab up --dry-run` plans without root; the client runs a loopback test.
+
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::host_common::{fixtures, put, run, temp_copy, text};
+
+/// `--rate` spellings, the rate each means (bit/s) and the words every command echoes it in.
+const RATES: &[(&str, u64, &str)] = &[
+    ("40000", 40_000_000_000, "40 Gbit/s (--rate)"),
+    ("40000M", 40_000_000_000, "40 Gbit/s (--rate)"),
+    ("40G", 40_000_000_000, "40 Gbit/s (--rate)"),
+    ("40gbit/s", 40_000_000_000, "40 Gbit/s (--rate)"),
+    ("2.5G", 2_500_000_000, "2.5 Gbit/s (--rate)"),
+    ("400", 400_000_000, "400 Mbit/s (--rate)"),
+];
+
+/// `--rtt` spellings, each with the rate table (cycled) so every pair is seen once.
+const RTTS: &[&str] = &["10", "25", "0.5"];
+
+const IFACE: &str = "enp1s0f0np0";
+
+fn crow() -> String {
+    fixtures().join("crow-9900x-cx5-x4").display().to_string()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Each command's output for one `--rate` and `--rtt`: the words of the rate and the RTT.
+#[test]
+fn the_same_rate_and_rtt_strings_resolve_and_read_the_same_in_every_command() {
+    let root = crow();
+    for (i, (rate, bps, words)) in RATES.iter().enumerate() {
+        let rtt = RTTS[i % RTTS.len()];
+        let ctx = format!("--rate {rate} --rtt {rtt}");
+
+        // model: the path's rate, and the same rate in its JSON
+        let o = run(&["model", "--rate", rate, "--rtt", rtt]);
+        assert!(o.status.success(), "model {ctx}: {}", text(&o));
+        let want = format!("path: {words}, RTT {rtt} ms");
+        assert!(stdout(&o).contains(&want), "model {ctx}: {}", text(&o));
+        let o = run(&["model", "--rate", rate, "--rtt", rtt, "-J"]);
+        let m: Value = serde_json::from_slice(&o.stdout).expect("model JSON");
+        assert_eq!(m["rate_bps"].as_u64(), Some(*bps), "model {ctx}: {m}");
+        assert_eq!(m["rtt_ms"].as_f64(), rtt.parse::<f64>().ok(), "{ctx}");
+
+        // doctor: its header, and the same rate in its JSON options
+        let d = [
+            "doctor", "--root", &root, "--iface", IFACE, "--rate", rate, "--rtt", rtt,
+        ];
+        let o = run(&d);
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "doctor {ctx}: {}",
+            text(&o)
+        );
+        let want = format!("RTT: {rtt} ms   rate: {words}");
+        assert!(stdout(&o).contains(&want), "doctor {ctx}: {}", text(&o));
+        let o = run(&[&d[..], &["--json"]].concat());
+        let j: Value = serde_json::from_slice(&o.stdout).expect("doctor JSON");
+        assert_eq!(
+            j["options"]["rate_mbps"].as_u64(),
+            Some(bps / 1_000_000),
+            "{ctx}"
+        );
+        assert_eq!(
+            j["options"]["rtt_ms"].as_f64(),
+            rtt.parse::<f64>().ok(),
+            "{ctx}"
+        );
+
+        // tune: the plan's context
+        let o = run(&[
+            "tune", "--root", &root, "--iface", IFACE, "--rate", rate, "--rtt", rtt,
+        ]);
+        assert!(o.status.success(), "tune {ctx}: {}", text(&o));
+        let want = format!("socket buffers sized for RTT {rtt} ms and {words}");
+        assert!(stdout(&o).contains(&want), "tune {ctx}: {}", text(&o));
+
+        // lab: what `lab up` would build, and the tbf it would set
+        let o = run(&["lab", "up", "--name", "wsot", "--rate", rate, "--dry-run"]);
+        assert!(o.status.success(), "lab {ctx}: {}", text(&o));
+        let out = stdout(&o);
+        assert!(
+            out.contains(&format!("rate: {words} each direction")),
+            "lab {ctx}: {out}"
+        );
+        assert!(
+            out.contains(&format!("tbf rate {bps}bit ")),
+            "lab {ctx}: {out}"
+        );
+    }
+}
+
+/// The client's cost projection: the same spelling, the same rate in the JSON and the same
+/// words on the `Cost:` line (a loopback test per spelling of 40 Gbit/s, one second each).
+#[test]
+fn the_client_projects_for_the_rate_every_command_understands() {
+    for rate in ["40000", "40G"] {
+        let o = run(&["client", "--loopback", "-t", "1", "--rate", rate, "-J"]);
+        assert!(o.status.success(), "client --rate {rate}: {}", text(&o));
+        let j: Value = serde_json::from_slice(&o.stdout).expect("client JSON");
+        let p = &j["wirespeed"]["cost"]["projection"];
+        assert_eq!(p["rate_bps"].as_f64(), Some(40e9), "--rate {rate}: {p}");
+        assert_eq!(p["rate_source"], "--rate", "{p}");
+        let o = run(&["client", "--loopback", "-t", "1", "--rate", rate]);
+        assert!(o.status.success(), "client --rate {rate}: {}", text(&o));
+        let out = stdout(&o);
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("Cost: "))
+            .unwrap_or_else(|| panic!("--rate {rate}: no Cost: line in\n{out}"));
+        assert!(line.contains("| 40 Gbit/s (--rate) needs "), "{line}");
+    }
+}
+
+/// A rate or RTT no command accepts is refused by each the same way: exit 2 and the same words.
+#[test]
+fn a_bad_rate_or_rtt_is_refused_by_every_command_in_the_same_words() {
+    let root = crow();
+    let rate_why = "expected a rate such as 50G, 2.5G, 400M or 40000 (a bare number is Mbit/s), from 1 Mbit/s to 10 Tbit/s";
+    let rtt_why = "expected a round-trip time in milliseconds, above 0 and at most 10000";
+    for (flag, value, why) in [
+        ("--rate", "40x", rate_why),
+        ("--rate", "0", rate_why),
+        ("--rate", "11T", rate_why),
+        ("--rtt", "0", rtt_why),
+        ("--rtt", "10001", rtt_why),
+    ] {
+        let mut commands: Vec<Vec<&str>> = vec![
+            vec!["doctor", "--root", &root],
+            vec!["tune", "--root", &root],
+            vec!["model", "--rate", "10G", "--rtt", "10"],
+        ];
+        if flag == "--rate" {
+            commands.push(vec!["lab", "up", "--dry-run"]);
+            commands.push(vec!["client", "--loopback", "-t", "1"]);
+        }
+        for mut args in commands {
+            // a later --rate/--rtt replaces model's own: clap refuses a repeat, so drop it
+            if let Some(i) = args.iter().position(|a| *a == flag) {
+                args.drain(i..i + 2);
+            }
+            args.extend([flag, value]);
+            let o = run(&args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+            let err = stderr(&o);
+            assert!(err.contains(why), "{args:?}: {err}");
+            assert!(err.contains(&format!("'{value}'")), "{args:?}: {err}");
+        }
+    }
+}
+
+/// Without `--iface`, doctor and tune choose the same NIC by the same rule, and say a tie the
+/// name order broke in the same words; `--iface` chooses another in both.
+#[test]
+fn doctor_and_tune_choose_the_same_interface_and_say_a_tie_alike() {
+    let (_t, dir) = temp_copy(&fixtures().join("crow-9900x-cx5-x4"));
+    // the card's second port up at the same speed as the first
+    put(&dir, "sys/class/net/enp1s0f1np1/operstate", "up\n");
+    put(&dir, "sys/class/net/enp1s0f1np1/carrier", "1\n");
+    put(&dir, "sys/class/net/enp1s0f1np1/speed", "100000\n");
+    let root = dir.display().to_string();
+    let words = "interface enp1s0f0np0: the fastest NIC that is up (100 Gbit/s); as fast: enp1s0f1np1, the first by name is taken (--iface chooses)";
+
+    let o = run(&["doctor", "--root", &root]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
+    assert!(stdout(&o).contains(words), "doctor: {}", text(&o));
+    let o = run(&["tune", "--root", &root]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = stdout(&o);
+    assert!(out.contains(words), "tune: {out}");
+    assert!(out.contains("interface enp1s0f0np0 ("), "tune: {out}");
+
+    // --iface chooses the other port: no rule, nothing to say
+    let o = run(&["doctor", "--root", &root, "--iface", "enp1s0f1np1"]);
+    assert!(
+        stdout(&o).contains("interface: enp1s0f1np1"),
+        "{}",
+        text(&o)
+    );
+    assert!(!stdout(&o).contains("as fast:"), "{}", text(&o));
+    let o = run(&["tune", "--root", &root, "--iface", "enp1s0f1np1"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        stdout(&o).contains("interface enp1s0f1np1 ("),
+        "{}",
+        text(&o)
+    );
+    assert!(!stdout(&o).contains("as fast:"), "{}", text(&o));
+
+    // the fixture as captured: one fast NIC up, no tie to say
+    let o = run(&["tune", "--root", &crow()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        stdout(&o).contains("interface enp1s0f0np0 ("),
+        "{}",
+        text(&o)
+    );
+    assert!(!stdout(&o).contains("as fast:"), "{}", text(&o));
+}
