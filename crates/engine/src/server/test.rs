@@ -741,6 +741,7 @@ impl<'a> ServerTest<'a> {
 
     /// The server's socket shell around the test-run core, from the data phase on.
     fn running(&mut self, p: &TestParams, reporter: &mut dyn Reporter) -> Result<(), TestError> {
+        let mut read_early = false;
         loop {
             while let Some(action) = self.core.poll_action() {
                 match action {
@@ -834,6 +835,17 @@ impl<'a> ServerTest<'a> {
                     }
                 }
             }
+            // What came on the control connection while this thread waited for the tick is
+            // read before the tick's work (observing and building an interval takes
+            // milliseconds, tens on a loaded host): a TEST_END that arrived with the last tick
+            // stops the senders when it came, not after that work.
+            // Once per turn: an EOF stays readable.
+            if !read_early && self.ctrl.has_input() {
+                read_early = true;
+                self.pump(Instant::now())?;
+                continue;
+            }
+            read_early = false;
             self.ticks(reporter);
             // This end's live frames, when the client asked for them.
             if let Some(m) = self.m.as_mut() {
