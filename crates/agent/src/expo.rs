@@ -60,8 +60,14 @@ fn format_value(v: f64) -> String {
         "+Inf".into()
     } else if v == f64::NEG_INFINITY {
         "-Inf".into()
-    } else {
+    } else if v.fract() == 0.0 {
+        // whole numbers (counters, bytes) exactly
         format!("{v}")
+    } else {
+        // a fraction to 12 significant digits: arithmetic's noise in the last bits
+        // (3.0239197470000008) is no part of what was measured
+        let rounded: f64 = format!("{v:.11e}").parse().unwrap_or(v);
+        format!("{rounded}")
     }
 }
 
@@ -134,6 +140,13 @@ mod tests {
         assert_eq!(format_value(f64::NAN), "NaN");
         assert_eq!(format_value(f64::INFINITY), "+Inf");
         assert_eq!(format_value(-3.0), "-3");
+        // float noise is rounded away; whole numbers stay exact however large
+        assert_eq!(format_value(3.0239197470000008), "3.023919747");
+        assert_eq!(format_value(0.1 + 0.2), "0.3");
+        assert_eq!(format_value(-0.1 - 0.2), "-0.3");
+        assert_eq!(format_value(9_007_199_254_740_992.0), "9007199254740992");
+        assert_eq!(format_value(26_512_345_678.9), "26512345678.9");
+        assert_eq!(format_value(1.5e-9), "0.0000000015");
     }
 
     #[test]

@@ -24,8 +24,11 @@ pub struct CompletionsArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ManArgs {
-    /// Write one page per command (wirespeed.1, wirespeed-client.1, ...) into DIR instead of
-    /// printing wirespeed.1 to stdout.
+    /// Print this command's page instead of wirespeed.1 (`man client`, `man tune revert`).
+    #[arg(value_name = "COMMAND", conflicts_with = "dir")]
+    pub command: Vec<String>,
+    /// Write one page per command (wirespeed.1, wirespeed-client.1, ...) into DIR, created if
+    /// missing, instead of printing wirespeed.1 to stdout.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
 }
@@ -251,6 +254,64 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
+        "wirespeed-lab-up",
+        &[
+            (
+                "wirespeed lab up --rate 5G",
+                "two namespaces joined through a 5 Gbit/s path",
+            ),
+            (
+                "wirespeed lab up --mtu 9000 --path-mtu 1500 --delay 20",
+                "jumbo ends, a 1500-byte hop, 20 ms round trip",
+            ),
+        ],
+    ),
+    (
+        "wirespeed-lab-exec",
+        &[(
+            "wirespeed lab exec client -- wirespeed client 10.77.3.2 -t 5",
+            "a command in the client's namespace",
+        )],
+    ),
+    (
+        "wirespeed-lab-status",
+        &[(
+            "wirespeed lab status",
+            "the lab's namespaces, addresses, qdiscs and drops",
+        )],
+    ),
+    (
+        "wirespeed-lab-down",
+        &[("wirespeed lab down", "remove the lab and its namespaces")],
+    ),
+    (
+        "wirespeed-lab-relay",
+        &[(
+            "wirespeed lab relay --delay 20",
+            "the delay line in the foreground (lab up --delay starts it itself)",
+        )],
+    ),
+    (
+        "wirespeed-tune-revert",
+        &[
+            (
+                "wirespeed tune revert",
+                "put back what the last apply changed",
+            ),
+            (
+                "wirespeed tune revert --root /srv/captured-host",
+                "the same in a captured tree",
+            ),
+        ],
+    ),
+    (
+        "wirespeed-tune-status",
+        &[(
+            "wirespeed tune status",
+            "the journals and whether each is applied",
+        )],
+    ),
+    (
         "wirespeed-model",
         &[(
             "wirespeed model --rate 10G --rtt 90 --loss 0.0000455",
@@ -266,10 +327,13 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     ),
     (
         "wirespeed-man",
-        &[(
-            "wirespeed man --dir /usr/local/share/man/man1",
-            "every page",
-        )],
+        &[
+            (
+                "wirespeed man --dir /usr/local/share/man/man1",
+                "every page",
+            ),
+            ("wirespeed man client | man -l -", "read the client's page"),
+        ],
     ),
     (
         "wirespeed-agent",
@@ -314,25 +378,53 @@ pub fn run_man(a: ManArgs, cmd: clap::Command) -> anyhow::Result<ExitCode> {
     cmd.build();
     match a.dir {
         Some(dir) => {
-            if !dir.is_dir() {
-                return Err(exit::fail(
-                    exit::IO,
-                    format!("man --dir {}: not a directory", dir.display()),
-                ));
-            }
-            let mut pages = Vec::new();
-            collect(&cmd, &mut pages);
-            for c in pages {
-                let man = clap_mangen::Man::new(c);
-                let path = dir.join(man.get_filename());
-                std::fs::write(&path, page(man)?).map_err(|e| {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| exit::fail(exit::IO, format!("man --dir {}: {e}", dir.display())))?;
+            for (name, text) in all_pages(&cmd)? {
+                let path = dir.join(name);
+                std::fs::write(&path, text).map_err(|e| {
                     exit::fail(exit::IO, format!("man --dir: {}: {e}", path.display()))
                 })?;
             }
             Ok(ExitCode::SUCCESS)
         }
-        None => write_stdout(&page(clap_mangen::Man::new(cmd))?),
+        None => {
+            let mut here = &cmd;
+            for word in &a.command {
+                here = here
+                    .get_subcommands()
+                    .find(|c| c.get_name() == word && !c.is_hide_set())
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = here
+                            .get_subcommands()
+                            .filter(|c| !c.is_hide_set())
+                            .map(|c| c.get_name())
+                            .collect();
+                        exit::fail(
+                            exit::USAGE,
+                            format!(
+                                "man: no command '{}' (the commands: {})",
+                                a.command.join(" "),
+                                names.join(", ")
+                            ),
+                        )
+                    })?;
+            }
+            write_stdout(&page(clap_mangen::Man::new(here.clone()))?)
+        }
     }
+}
+
+/// Every command's page, by file name (`wirespeed-client.1`); `cmd` is built.
+pub fn all_pages(cmd: &clap::Command) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let mut cmds = Vec::new();
+    collect(cmd, &mut cmds);
+    cmds.into_iter()
+        .map(|c| {
+            let man = clap_mangen::Man::new(c);
+            Ok((man.get_filename(), page(man)?))
+        })
+        .collect()
 }
 
 /// The command and every visible subcommand, depth first.

@@ -292,6 +292,199 @@ pub fn keepalive(s: &str) -> Result<wirespeed_engine::Keepalive, String> {
     Ok(ka)
 }
 
+/// The iperf3 release whose flags, keys and output strict mode follows.
+pub const IPERF3_VERSION: &str = "3.20";
+
+/// Whether this command line asks for strict iperf3 mode: the binary is named `iperf3`, or
+/// `--iperf3-strict` is among its words (looked at before parsing, so that help, version and
+/// a bad command line come out in iperf3's shape too).
+pub fn strict_requested(args: &[std::ffi::OsString], as_iperf3: bool) -> bool {
+    as_iperf3 || args.iter().skip(1).any(|a| a == "--iperf3-strict")
+}
+
+/// Whether `word` is in `args` as a flag (after the program name, before a `--`).
+pub fn has_flag(args: &[std::ffi::OsString], words: &[&str]) -> bool {
+    args.iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .any(|a| words.iter().any(|w| a == w))
+}
+
+/// `iperf3 -v` in iperf3's shape: `iperf 3.20 (cJSON 1.7.15)`, the system line (uname's
+/// sysname, nodename, release, version and machine, as iperf3 prints them) and the optional
+/// features, the last of which names wirespeed and its version: a parser reading
+/// `iperf (\d+)\.(\d+)` from the first line reads iperf3's release whose behaviour this is.
+pub fn version_text() -> String {
+    let u = rustix::system::uname();
+    let system = [
+        u.sysname(),
+        u.nodename(),
+        u.release(),
+        u.version(),
+        u.machine(),
+    ]
+    .iter()
+    .map(|c| c.to_string_lossy().into_owned())
+    .collect::<Vec<_>>()
+    .join(" ");
+    format!(
+        "iperf {IPERF3_VERSION} (cJSON 1.7.15)\n{system}\nOptional features available: CPU \
+         affinity setting, IPv6 flow label, TCP congestion algorithm setting, sendfile / \
+         zerocopy, socket pacing, authentication, bind to device, support IPv4 don't fragment, \
+         POSIX threads, GSO/GRO support, wirespeed {}\n",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// iperf3's two usage lines.
+const USAGE_HEAD: &str =
+    "Usage: iperf3 [-s|-c host] [options]\n       iperf3 [-h|--help] [-v|--version]\n";
+
+/// What iperf3 (3.17 and later) prints after a bad command line's error, on stderr.
+pub const SHORT_USAGE: &str =
+    "\nUsage: iperf3 [-s|-c host] [options]\nTry `iperf3 --help' for more information.\n";
+
+/// `iperf3 -h` in iperf3's shape: its two usage lines, then the options under iperf3's three
+/// headings (`Server or Client:`, `Server specific:`, `Client specific:`), one per line as
+/// `  -p, --port PORT           what it does`, and iperf3's `[KMG]` note; generated from the
+/// client's and server's own definitions, so it lists what wirespeed accepts.
+pub fn usage_text(root: &clap::Command) -> String {
+    let find = |name: &str| root.get_subcommands().find(|c| c.get_name() == name);
+    let (Some(client), Some(server)) = (find("client"), find("server")) else {
+        return USAGE_HEAD.to_string();
+    };
+    let shown = |c: &clap::Command| -> Vec<clap::Arg> {
+        c.get_arguments()
+            .filter(|a| !a.is_hide_set() && !a.is_positional())
+            .filter(|a| !matches!(a.get_id().as_str(), "help" | "version"))
+            .filter(|a| a.get_long().is_some())
+            .cloned()
+            .collect()
+    };
+    let (cargs, sargs) = (shown(client), shown(server));
+    let in_server = |l: Option<&str>| sargs.iter().any(|a| a.get_long() == l);
+    let in_client = |l: Option<&str>| cargs.iter().any(|a| a.get_long() == l);
+    let line = |a: &clap::Arg| -> String {
+        let mut left = match (a.get_short(), a.get_long()) {
+            (Some(s), Some(l)) => format!("-{s}, --{l}"),
+            (None, Some(l)) => format!("--{l}"),
+            _ => String::new(),
+        };
+        let takes = a.get_num_args().is_none_or(|n| n.takes_values());
+        if takes
+            && !matches!(
+                a.get_action(),
+                clap::ArgAction::SetTrue | clap::ArgAction::Count
+            )
+        {
+            if let Some(v) = a.get_value_names().and_then(|v| v.first()) {
+                left.push(' ');
+                left.push_str(v);
+            }
+        }
+        let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+        option_line(&left, first_sentence(&help))
+    };
+    let mut out = String::from(USAGE_HEAD);
+    out.push_str("\nServer or Client:\n");
+    for a in cargs.iter().filter(|a| in_server(a.get_long())) {
+        out.push_str(&line(a));
+    }
+    out.push_str(&option_line(
+        "-v, --version",
+        "show version information and quit",
+    ));
+    out.push_str(&option_line("-h, --help", "show this message and quit"));
+    out.push_str("Server specific:\n");
+    out.push_str(&option_line("-s, --server", "run in server mode"));
+    for a in sargs.iter().filter(|a| !in_client(a.get_long())) {
+        out.push_str(&line(a));
+    }
+    out.push_str("Client specific:\n");
+    out.push_str(&option_line(
+        "-c, --client HOST[%DEV]",
+        "run in client mode, connecting to HOST",
+    ));
+    for a in cargs.iter().filter(|a| !in_server(a.get_long())) {
+        out.push_str(&line(a));
+    }
+    out.push_str(
+        "\n[KMG] indicates options that support a K/M/G suffix for kilo-, mega-, or giga-\n\n",
+    );
+    out.push_str(&format!(
+        "wirespeed {} in iperf3's shape; `wirespeed --help` lists all it does\n",
+        env!("CARGO_PKG_VERSION")
+    ));
+    out
+}
+
+/// The first sentence of a help text, without its full stop (`e.g. x` does not end one).
+fn first_sentence(help: &str) -> &str {
+    let mut from = 0;
+    while let Some(i) = help[from..].find(". ") {
+        let at = from + i;
+        if help[at + 2..].starts_with(|c: char| c.is_uppercase()) {
+            return &help[..at];
+        }
+        from = at + 2;
+    }
+    help.trim_end_matches('.')
+}
+
+/// One option of iperf3's usage: two spaces, the option padded to 26 columns, its text wrapped
+/// at 80 columns under the text's column (iperf3's layout).
+fn option_line(left: &str, help: &str) -> String {
+    const COL: usize = 28;
+    const WIDTH: usize = 80;
+    let mut out = format!("  {left:<26}");
+    if left.len() >= 26 {
+        out.push(' ');
+    }
+    let mut col = out.len();
+    let mut first = true;
+    for word in help.split_whitespace() {
+        if !first && col + 1 + word.len() > WIDTH {
+            out.push('\n');
+            out.push_str(&" ".repeat(COL));
+            col = COL;
+        } else if !first {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += word.len();
+        first = false;
+    }
+    out.push('\n');
+    out
+}
+
+/// A bad command line in strict mode: iperf3's words where they differ from wirespeed's
+/// (getopt's `unrecognized option '--x'`, the missing mode's parameter error), without
+/// wirespeed's hints.
+pub fn strict_error_line(e: &clap::Error, line: &str) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    match e.kind() {
+        ErrorKind::UnknownArgument => {
+            let typed = match e.get(ContextKind::InvalidArg) {
+                Some(ContextValue::String(s)) => s.clone(),
+                _ => String::new(),
+            };
+            if typed.starts_with('-') && typed != "-c" && typed != "--client" {
+                format!("unrecognized option '{typed}'")
+            } else {
+                line.to_string()
+            }
+        }
+        ErrorKind::MissingSubcommand
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        | ErrorKind::InvalidSubcommand => {
+            "parameter error - must either be a client (-c) or server (-s)".to_string()
+        }
+        _ => line.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -373,7 +373,7 @@ fn describe(lab: &Lab, relay_pid: Option<u32>) -> Vec<String> {
         });
     }
     if let Some(c) = &s.rps_cpus {
-        out.push(format!("  RPS: the ends' receive softirq on CPUs {c}"));
+        out.push(format!("  RPS: the ends' receive softirq on {}", c.words()));
     }
     out
 }

@@ -30,10 +30,11 @@ mod usage;
     propagate_version = true,
     about = "Measure, observe, explain, diagnose and tune high-speed network hosts",
     long_about = "Measure, observe, explain, diagnose and tune high-speed network hosts.\n\n\
-                  iperf3's own forms work too: `wirespeed -s` and `wirespeed -c HOST [iperf3 flags]`."
+                  iperf3's own forms work too: `wirespeed -s` and `wirespeed -c HOST [iperf3 flags]`. \
+                  As in iperf3, -v prints the version and -V is --verbose (client and server)."
 )]
 struct Cli {
-    /// Print the version (iperf3's -v; -V is --verbose in client and server, as in iperf3).
+    /// Print the version.
     #[arg(short = 'v', long = "version", action = clap::ArgAction::Version, global = true)]
     version: Option<bool>,
     #[command(subcommand)]
@@ -85,6 +86,16 @@ fn main() -> ExitCode {
     // subcommands (whose own arguments may contain `-c`, e.g. `lab exec client -- ping -c1`)
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let as_iperf3 = iperf3::invoked_as_iperf3(args.first().map(|a| a.as_os_str()));
+    // Strict iperf3 mode answers -v and -h as iperf3 does, whatever else the line holds.
+    let strict = iperf3::strict_requested(&args, as_iperf3);
+    if strict && iperf3::has_flag(&args, &["-v", "--version"]) {
+        print!("{}", iperf3::version_text());
+        return ExitCode::from(exit::OK);
+    }
+    if strict && iperf3::has_flag(&args, &["-h", "--help"]) {
+        print!("{}", iperf3::usage_text(&Cli::command()));
+        return ExitCode::from(exit::OK);
+    }
     let ours = args
         .get(1)
         .and_then(|a| a.to_str())
@@ -106,9 +117,17 @@ fn main() -> ExitCode {
         Err(e) => {
             // A bad command line is one line naming the flag; help and version are clap's.
             return match usage::one_line(&e, &Cli::command(), &words) {
+                Some(line) if strict => {
+                    // iperf3's shape: its words, its short usage, its exit status.
+                    eprint!(
+                        "iperf3: {}\n{}",
+                        iperf3::strict_error_line(&e, &line),
+                        iperf3::SHORT_USAGE
+                    );
+                    ExitCode::from(exit::IPERF3_FAILURE)
+                }
                 Some(line) => {
-                    let who = if as_iperf3 { "iperf3" } else { "wirespeed" };
-                    eprintln!("{who}: {line}");
+                    eprintln!("wirespeed: {line}");
                     ExitCode::from(exit::USAGE)
                 }
                 None => {
@@ -278,6 +297,40 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn every_page_has_exit_status_and_examples() {
+        let mut cmd = Cli::command().disable_help_subcommand(true);
+        cmd.build();
+        let pages = generate::all_pages(&cmd).expect("pages");
+        assert!(pages.len() > 15, "{}", pages.len());
+        let mut missing = Vec::new();
+        for (name, text) in &pages {
+            let text = String::from_utf8_lossy(text);
+            for section in [".SH \"EXIT STATUS\"", ".SH EXAMPLES"] {
+                if !text.contains(section) {
+                    missing.push(format!("{name}: {section}"));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "{missing:#?}");
+    }
+
+    #[test]
+    fn the_version_note_is_said_once() {
+        // -v/-V explained at the top, not repeated under every command's -v
+        let mut cmd = Cli::command();
+        cmd.build();
+        let top = cmd.render_long_help().to_string();
+        assert_eq!(top.matches("-V is --verbose").count(), 1, "{top}");
+        for (path, mut c) in commands() {
+            if path == "wirespeed" {
+                continue;
+            }
+            let help = c.render_long_help().to_string();
+            assert!(!help.contains("-V is --verbose"), "{path}: {help}");
         }
     }
 

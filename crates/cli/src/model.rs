@@ -112,9 +112,10 @@ fn model_text(m: &path_model::Model) -> String {
         m.mss
     );
     o += &format!(
-        "bandwidth-delay product: {}, {} segments\n",
+        "bandwidth-delay product: {}, {} segment{}\n",
         units::bytes_exact(m.bdp_bytes),
-        m.window_segments
+        m.window_segments,
+        if m.window_segments == 1 { "" } else { "s" }
     );
     o += &format!(
         "socket buffers to set: {} (2 x BDP rounded up to a power of two, as doctor's fix and tune's plan set them)\n",
@@ -125,8 +126,9 @@ fn model_text(m: &path_model::Model) -> String {
         b = m.buffer_bytes
     );
     o += &format!(
-        "slow start: {} round trips ({:.2} s) from {} segments to {}, if nothing is lost on the way\n",
+        "slow start: {} round trip{} ({:.2} s) from {} segments to {}, if nothing is lost on the way\n",
         m.slow_start.round_trips,
+        if m.slow_start.round_trips == 1 { "" } else { "s" },
         m.slow_start.seconds,
         path_model::INITIAL_WINDOW,
         m.window_segments

@@ -152,6 +152,9 @@ pub struct TcpInfo {
     pub snd_ssthresh: u32,
     pub unacked: u32,
     pub lost: u32,
+    /// `tcpi_last_data_recv`: milliseconds since the connection last received data (the
+    /// kernel's clock, in jiffies: a few ms of resolution).
+    pub last_data_recv_ms: u32,
     pub reordering: u32,
     /// Current and maximum pacing rate, bytes/s (4.0+).
     pub pacing_rate: Option<u64>,
@@ -223,6 +226,7 @@ pub fn parse_tcp_info(b: &[u8]) -> Option<TcpInfo> {
         snd_ssthresh: r(76),
         unacked: r(24),
         lost: r(32),
+        last_data_recv_ms: r(52),
         reordering: r(88),
         pacing_rate: u64_at(b, 104),
         max_pacing_rate: u64_at(b, 112),

@@ -275,7 +275,7 @@ impl Topo {
         writeln!(w)?;
 
         for n in &self.nodes {
-            writeln!(w, "{:<8} CPUs {}", node_name(n.node), n.cpus)?;
+            writeln!(w, "{:<8} {}", node_name(n.node), n.cpus.words())?;
             if n.l3_groups.is_empty() {
                 writeln!(w, "  (no L3 cache information)")?;
             }
@@ -283,11 +283,11 @@ impl Topo {
             for (k, g) in n.l3_groups.iter().enumerate() {
                 writeln!(
                     w,
-                    "  {} L3 #{:<3} {:>8}  CPUs {}{}",
+                    "  {} L3 #{:<3} {:>8}  {}{}",
                     if k == last { "`-" } else { "|-" },
                     g.id,
                     g.size.as_deref().unwrap_or(""),
-                    g.cpus,
+                    g.cpus.words(),
                     if g.spans_nodes {
                         "  (group spans nodes)"
                     } else {

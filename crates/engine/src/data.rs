@@ -225,6 +225,32 @@ struct StreamInfo {
     /// Last TCP_INFO read (TCP senders).
     last_tcp: Option<TcpSample>,
     congestion: Option<String>,
+    /// A receiving stream's counters when its count was closed ([`DataPhase::close_count`]):
+    /// what arrives later is still read, never counted.
+    closed: Option<Closed>,
+}
+
+/// A stream's counters at the moment its count closed.
+#[derive(Debug, Clone, Copy)]
+struct Closed {
+    bytes: u64,
+    blocks: u64,
+    udp: Option<UdpSnapshot>,
+}
+
+impl StreamInfo {
+    /// Bytes counted: the counter's, or where the count closed.
+    fn bytes(&self) -> u64 {
+        self.closed
+            .map_or_else(|| self.counter.bytes(), |c| c.bytes)
+    }
+    fn blocks(&self) -> u64 {
+        self.closed
+            .map_or_else(|| self.counter.blocks(), |c| c.blocks)
+    }
+    fn udp(&self) -> Option<UdpSnapshot> {
+        self.closed.map_or_else(|| self.counter.udp(), |c| c.udp)
+    }
 }
 
 /// One stream's figures after the omit period.
@@ -401,6 +427,7 @@ impl DataPhase {
                         omit_udp: UdpSnapshot::default(),
                         last_tcp: None,
                         congestion: None,
+                        closed: None,
                     });
                 }
                 phase.tids.push(w.tid());
@@ -503,8 +530,8 @@ impl DataPhase {
                     s.congestion = cc;
                 }
             }
-            let bytes = s.counter.bytes();
-            let snapshot = s.counter.udp();
+            let bytes = s.bytes();
+            let snapshot = s.udp();
             if omit_end {
                 s.omit_bytes = bytes;
                 s.omit_retrans = s.last_tcp.map_or(0, |t| t.retransmits_total);
@@ -549,7 +576,7 @@ impl DataPhase {
     pub fn measured_bytes(&self) -> (u64, u64) {
         let (mut sent, mut recv) = (0u64, 0u64);
         for s in &self.streams {
-            let b = s.counter.bytes().saturating_sub(s.omit_bytes);
+            let b = s.bytes().saturating_sub(s.omit_bytes);
             if s.send {
                 sent += b;
             } else {
@@ -559,14 +586,48 @@ impl DataPhase {
         (sent, recv)
     }
 
+    /// Bytes the receiving streams read so far, counted or not (the drain watches them).
+    fn arrived(&self) -> u64 {
+        self.streams
+            .iter()
+            .filter(|s| !s.send)
+            .map(|s| s.counter.bytes())
+            .sum()
+    }
+
+    /// Close the receiving streams' count here, as iperf3's receiver does when `TEST_END`
+    /// arrives: the bytes (and UDP datagrams) read by now are the receiver's figures, and what
+    /// the drain reads after this is read but not counted. Once; later calls change nothing.
+    pub fn close_count(&mut self) {
+        for s in self
+            .streams
+            .iter_mut()
+            .filter(|s| !s.send && s.closed.is_none())
+        {
+            let udp = s.counter.udp();
+            s.closed = Some(match udp {
+                Some(u) => Closed {
+                    bytes: u.bytes,
+                    blocks: u.packets,
+                    udp,
+                },
+                None => Closed {
+                    bytes: s.counter.bytes(),
+                    blocks: s.counter.blocks(),
+                    udp: None,
+                },
+            });
+        }
+    }
+
     /// Blocks (TCP) or datagrams (UDP) sent and received.
     pub fn blocks(&self) -> (u64, u64) {
         let (mut sent, mut recv) = (0u64, 0u64);
         for s in &self.streams {
             if s.send {
-                sent += s.counter.blocks();
+                sent += s.blocks();
             } else {
-                recv += s.counter.blocks();
+                recv += s.blocks();
             }
         }
         (sent, recv)
@@ -677,11 +738,11 @@ impl DataPhase {
             Drain::UntilEof { within } => (None, within),
             Drain::UntilQuiet { quiet, max } => (Some(quiet), max),
         };
-        let mut last = self.measured_bytes().1;
+        let mut last = self.arrived();
         let mut last_change: Option<Instant> = None;
         while !self.receivers_finished() && t0.elapsed() < max {
             std::thread::sleep(Duration::from_millis(2));
-            let now = self.measured_bytes().1;
+            let now = self.arrived();
             if now != last {
                 last = now;
                 last_change = Some(Instant::now());
@@ -691,7 +752,7 @@ impl DataPhase {
                 }
             }
         }
-        if self.measured_bytes().1 != last {
+        if self.arrived() != last {
             last_change = Some(Instant::now());
         }
         self.recv_ctl.stop();
@@ -709,7 +770,7 @@ impl DataPhase {
         self.streams
             .iter()
             .map(|s| {
-                let bytes = s.counter.bytes().saturating_sub(s.omit_bytes);
+                let bytes = s.bytes().saturating_sub(s.omit_bytes);
                 let retransmits = if s.send && !self.udp {
                     s.last_tcp
                         .map(|t| t.retransmits_total.saturating_sub(s.omit_retrans))
@@ -726,7 +787,7 @@ impl DataPhase {
                     out_of_order: None,
                     jitter_ms: None,
                 };
-                if let Some(u) = s.counter.udp() {
+                if let Some(u) = s.udp() {
                     let o = s.omit_udp;
                     if s.send {
                         t.packets = Some(u.packets.saturating_sub(o.packets));
@@ -788,5 +849,64 @@ impl Drop for DataPhase {
     fn drop(&mut self) {
         self.send_ctl.stop();
         self.recv_ctl.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+
+    /// Poll `cond` (a counter) until it holds; a hang bound, not a timing assertion.
+    fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+        let t0 = Instant::now();
+        while !cond() {
+            assert!(t0.elapsed() < Duration::from_secs(120), "{what}: never");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    #[test]
+    fn a_closed_count_reads_on_but_counts_what_came_before() {
+        let l = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let mut tx = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let (rx, _) = l.accept().expect("accept");
+        let cfg = DataConfig {
+            block_len: 64 * 1024,
+            send_path: SendPath::Copy,
+            recv_path: RecvPath::Copy,
+            placement: Placement::Float { max_workers: 1 },
+            budget: None,
+            udp: None,
+        };
+        let mut d = DataPhase::start(
+            vec![DataStream {
+                id: 1,
+                socket: DataSocket::Tcp(rx),
+                send: false,
+            }],
+            &cfg,
+        )
+        .expect("data phase");
+        let before = vec![7u8; 300_000];
+        tx.write_all(&before).expect("write");
+        wait_for("the first bytes read", || d.measured_bytes().1 == 300_000);
+        d.close_count();
+        // what arrives after the count closed is read (the drain empties the socket) ...
+        tx.write_all(&[9u8; 200_000]).expect("write");
+        drop(tx);
+        d.finish_receivers(Drain::UntilEof {
+            within: Duration::from_secs(120),
+        });
+        assert_eq!(d.arrived(), 500_000, "everything was read");
+        // ... and counted nowhere: totals, samples, progress
+        assert_eq!(d.measured_bytes().1, 300_000);
+        assert_eq!(d.stream_totals()[0].bytes, 300_000);
+        assert_eq!(d.samples(false, false)[0].bytes, 300_000);
+        // once: a second close changes nothing
+        d.close_count();
+        assert_eq!(d.measured_bytes().1, 300_000);
+        d.close();
     }
 }

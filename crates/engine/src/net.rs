@@ -315,6 +315,18 @@ impl Ctrl {
     }
 
     /// Read what is available, waiting until `deadline` at most.
+    /// Whether the connection has something to read now (data, EOF or an error), without
+    /// waiting.
+    pub fn has_input(&self) -> bool {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let zero = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let mut fds = [PollFd::new(&self.stream, PollFlags::IN)];
+        poll(&mut fds, Some(&zero)).is_ok_and(|n| n > 0)
+    }
+
     pub fn read_until(&mut self, deadline: Instant) -> std::io::Result<(ReadOutcome, &[u8])> {
         let wait = deadline
             .saturating_duration_since(Instant::now())

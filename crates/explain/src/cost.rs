@@ -304,9 +304,13 @@ pub fn verdict_words(c: &Cost, role: Role) -> Option<String> {
         if cores == 1 { "" } else { "s" }
     );
     if !cpus.is_empty() {
-        s.push_str(&format!(": -P {cores} on CPUs {cpus}"));
+        s.push_str(&format!(": -P {cores} on {}", cpus.words()));
         if cpus.len() < cores as usize {
-            s.push_str(&format!(" (only {} such CPUs here)", cpus.len()));
+            let n = cpus.len();
+            s.push_str(&format!(
+                " (only {n} such CPU{} here)",
+                if n == 1 { "" } else { "s" }
+            ));
         }
     }
     if let Some(q) = quota {
@@ -450,7 +454,10 @@ mod tests {
             words.contains(&format!("needs {n} sending core")),
             "{words}"
         );
-        assert!(words.contains(&format!("-P {n} on CPUs {want}")), "{words}");
+        assert!(
+            words.contains(&format!("-P {n} on {}", want.words())),
+            "{words}"
+        );
     }
 
     #[test]

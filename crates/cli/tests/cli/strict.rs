@@ -168,3 +168,240 @@ fn wirespeed_json_side_file_holds_the_additions() {
     assert!(s["wirespeed"]["workers"].is_array(), "{s}");
     assert_eq!(s["wirespeed"]["peer"]["is_wirespeed"], true);
 }
+
+/// wirespeed linked as `iperf3` in a temporary directory (dropped with it).
+fn linked_as_iperf3() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let link = dir.path().join("iperf3");
+    std::os::unix::fs::symlink(wirespeed(), &link).expect("symlink");
+    (dir, link)
+}
+
+/// Runs `program args`, to completion.
+fn output_of(program: &Path, args: &[&str]) -> std::process::Output {
+    // starts: wirespeed (invoked as iperf3, through a link) or Debian's iperf3
+    run(Command::new(program).args(args), HANG)
+}
+
+/// `iperf3 -v`: iperf3's three lines, each of the real iperf3's shape (its release and cJSON,
+/// uname's line, the features), wirespeed's version as the last feature, exit 0, nothing on
+/// stderr — as Debian's iperf3 prints it (same line count, same patterns) when it is here.
+#[test]
+fn strict_version_is_iperf3s_shape_with_wirespeeds_version() {
+    let (_dir, link) = linked_as_iperf3();
+    let shape = |out: &std::process::Output, who: &str| {
+        assert_eq!(out.status.code(), Some(0), "{who}: {}", text_of(out));
+        assert!(out.stderr.is_empty(), "{who}: stderr {}", text_of(out));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{who}: {text}");
+        // `iperf 3.N[+] (cJSON 1.7.N)`: what scripts parse
+        let first = lines[0]
+            .strip_prefix("iperf 3.")
+            .and_then(|r| r.split_once(" (cJSON 1.7."))
+            .filter(|(minor, rest)| {
+                minor.trim_end_matches('+').parse::<u32>().is_ok() && rest.ends_with(')')
+            });
+        assert!(first.is_some(), "{who}: first line {:?}", lines[0]);
+        let uname = |k: &str| {
+            std::fs::read_to_string(format!("/proc/sys/kernel/{k}"))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        assert!(
+            lines[1].starts_with(&format!(
+                "Linux {} {} ",
+                uname("hostname"),
+                uname("osrelease")
+            )),
+            "{who}: system line {:?}",
+            lines[1]
+        );
+        assert!(
+            lines[2].starts_with("Optional features available: CPU affinity setting, "),
+            "{who}: {:?}",
+            lines[2]
+        );
+        lines.iter().map(|l| l.to_string()).collect::<Vec<_>>()
+    };
+    for args in [&["-v"][..], &["--version"], &["-c", "127.0.0.1", "-v"]] {
+        let ours = shape(
+            &output_of(&link, args),
+            &format!("wirespeed as iperf3 {args:?}"),
+        );
+        assert!(
+            ours[2].ends_with(&format!(", wirespeed {}", env!("CARGO_PKG_VERSION"))),
+            "{}",
+            ours[2]
+        );
+    }
+    // --iperf3-strict under wirespeed's own name answers the same
+    let o = run(
+        Command::new(wirespeed()).args(["--iperf3-strict", "-v"]),
+        HANG,
+    );
+    shape(&o, "wirespeed --iperf3-strict -v");
+    // and without strict mode, wirespeed's own line
+    let o = ws(&["-v"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        format!("wirespeed {}", env!("CARGO_PKG_VERSION"))
+    );
+    if have_iperf3("strict_version_is_iperf3s_shape_with_wirespeeds_version") {
+        shape(
+            &output_of(Path::new("iperf3"), &["-v"]),
+            "Debian's iperf3 -v",
+        );
+    }
+}
+
+/// The structure of iperf3's `-h`: its two usage lines, its three headings in order, option
+/// lines (`  -x, --long ...` or `  --long ...`) or their continuations under them, the `[KMG]`
+/// note; on stdout, exit 0.
+fn usage_structure(out: &std::process::Output, who: &str) -> Vec<String> {
+    assert_eq!(out.status.code(), Some(0), "{who}: {}", text_of(out));
+    assert!(out.stderr.is_empty(), "{who}: stderr {}", text_of(out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines.first(),
+        Some(&"Usage: iperf3 [-s|-c host] [options]"),
+        "{who}"
+    );
+    assert_eq!(
+        lines.get(1),
+        Some(&"       iperf3 [-h|--help] [-v|--version]"),
+        "{who}"
+    );
+    let headings: Vec<String> = lines
+        .iter()
+        .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+        .map(|l| l.to_string())
+        .collect();
+    assert_eq!(
+        headings,
+        ["Server or Client:", "Server specific:", "Client specific:"],
+        "{who}: {text}"
+    );
+    assert!(text.contains("\n[KMG] indicates options"), "{who}");
+    // between the first heading and the blank line that ends the options: option lines
+    let start = lines
+        .iter()
+        .position(|l| *l == "Server or Client:")
+        .unwrap_or(0);
+    let mut options = Vec::new();
+    for l in lines[start..].iter().take_while(|l| !l.is_empty()) {
+        if l.ends_with(':') && !l.starts_with(' ') {
+            continue;
+        }
+        assert!(
+            l.starts_with("  -") || l.starts_with("                  "),
+            "{who}: not an option line: {l:?}"
+        );
+        // `--timestamps<=format>`, `--debug[=#]`, `--port,`: the name alone
+        if let Some(long) = l.split_whitespace().find(|w| w.starts_with("--")) {
+            let name: String = long[2..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            options.push(format!("--{name}"));
+        }
+    }
+    options
+}
+
+#[test]
+fn strict_help_is_iperf3s_usage_shape() {
+    let (_dir, link) = linked_as_iperf3();
+    let ours = usage_structure(&output_of(&link, &["-h"]), "wirespeed as iperf3 -h");
+    for must in [
+        "--port",
+        "--server",
+        "--client",
+        "--time",
+        "--parallel",
+        "--reverse",
+        "--json",
+    ] {
+        assert!(ours.iter().any(|o| o == must), "{must} missing: {ours:?}");
+    }
+    usage_structure(&output_of(&link, &["--help"]), "wirespeed as iperf3 --help");
+    if !have_iperf3("strict_help_is_iperf3s_usage_shape") {
+        return;
+    }
+    let theirs = usage_structure(
+        &output_of(Path::new("iperf3"), &["-h"]),
+        "Debian's iperf3 -h",
+    );
+    // every long option Debian's iperf3 lists, wirespeed lists too — but SCTP's and -F, which
+    // wirespeed refuses (docs/measure.md)
+    let refused = ["--sctp", "--xbind", "--nstreams", "--file", "--daemon"];
+    let missing: Vec<&String> = theirs
+        .iter()
+        .filter(|o| !ours.contains(o) && !refused.contains(&o.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "iperf3 lists, wirespeed does not: {missing:?}"
+    );
+}
+
+/// A bad command line: exit 1, nothing on stdout, iperf3's error line and short usage on
+/// stderr — the same lines as iperf3 3.17+ prints (Debian's 3.12 follows its line with the
+/// whole usage; the first line and the status are the same).
+#[test]
+fn strict_bad_command_lines_exit_1_in_iperf3s_shape() {
+    let (_dir, link) = linked_as_iperf3();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--frobnicate"],
+            "iperf3: unrecognized option '--frobnicate'",
+        ),
+        (
+            &["-c", "127.0.0.1", "--frobnicate"],
+            "iperf3: unrecognized option '--frobnicate'",
+        ),
+        (
+            &[],
+            "iperf3: parameter error - must either be a client (-c) or server (-s)",
+        ),
+    ];
+    for (args, first) in cases {
+        let o = output_of(&link, args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text_of(&o));
+        assert!(o.stdout.is_empty(), "{args:?}: stdout {}", text_of(&o));
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                *first,
+                "",
+                "Usage: iperf3 [-s|-c host] [options]",
+                "Try `iperf3 --help' for more information."
+            ],
+            "{args:?}"
+        );
+        if have_iperf3("strict_bad_command_lines_exit_1_in_iperf3s_shape") {
+            let theirs = output_of(Path::new("iperf3"), args);
+            assert_eq!(theirs.status.code(), Some(1), "Debian's iperf3 {args:?}");
+            let their_err = String::from_utf8_lossy(&theirs.stderr).into_owned();
+            assert_eq!(
+                their_err.lines().next(),
+                Some(*first),
+                "Debian's iperf3 {args:?}"
+            );
+        }
+    }
+    // a bad value: exit 1, the flag named
+    let o = output_of(&link, &["-c", "127.0.0.1", "-t", "-1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text_of(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with("iperf3: invalid value '-1' for -t/--time")
+    );
+    // without strict mode: wirespeed's own words and status 2
+    let o = ws(&["-c", "127.0.0.1", "--frobnicate"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text_of(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("wirespeed: unrecognized option"));
+}

@@ -282,6 +282,21 @@ struct ServerTest<'a> {
     silent: bool,
     /// The client's results, once they came.
     client_results: Option<TestResults>,
+    /// The client is iperf3 (it did not ask for wirespeed's drain): the receivers' count and
+    /// interval end when its `TEST_END` arrives, as iperf3's server counts (docs/measure.md).
+    iperf3_client: bool,
+}
+
+/// When `TEST_END` (read at `decided`, since `epoch`) arrived: the control connection's last
+/// data came `tcpi_last_data_recv` ms before now — a loaded host may take tens of ms to
+/// schedule the thread that reads it, and the receiver's interval ends at the arrival, not at
+/// the reading. Never after `decided`; `decided` when the kernel does not say.
+fn test_end_arrival(ctrl: &Ctrl, epoch: Instant, decided: Duration) -> Duration {
+    let now = epoch.elapsed();
+    ctrl.tcp_info().map_or(decided, |i| {
+        now.saturating_sub(Duration::from_millis(u64::from(i.last_data_recv_ms)))
+            .min(decided)
+    })
 }
 
 impl<'a> ServerTest<'a> {
@@ -299,7 +314,8 @@ impl<'a> ServerTest<'a> {
         // (nothing is armed while the server decides).
         let epoch = Instant::now();
         let peer_mss = crate::net::mss_of(&stream);
-        let drain = if params.wirespeed.as_ref().is_some_and(|e| e.drain) {
+        let wirespeed_drain = params.wirespeed.as_ref().is_some_and(|e| e.drain);
+        let drain = if wirespeed_drain {
             Drain::UntilEof {
                 within: Duration::from_secs(5),
             }
@@ -321,6 +337,7 @@ impl<'a> ServerTest<'a> {
         ServerTest {
             silent: false,
             client_results: None,
+            iperf3_client: !wirespeed_drain,
             ctx,
             ctrl: Ctrl::new(stream),
             peer,
@@ -529,7 +546,7 @@ impl<'a> ServerTest<'a> {
             .streams_ready(now)
             .map_err(|e| TestError::Session(format!("cannot start: {e}")))?;
         self.flush()?;
-        self.begin(&params, streams, reporter)?;
+        self.begin(&params, streams, now, reporter)?;
         self.core.data_started(self.now());
         self.running(&params, reporter)
     }
@@ -652,10 +669,12 @@ impl<'a> ServerTest<'a> {
         Ok(out)
     }
 
+    /// Start the data phase; `test_start` is when `TEST_START` went out.
     fn begin(
         &mut self,
         p: &TestParams,
         streams: Vec<DataStream>,
+        test_start: Duration,
         reporter: &mut dyn Reporter,
     ) -> Result<(), TestError> {
         let cfg = &self.ctx.cfg;
@@ -680,6 +699,9 @@ impl<'a> ServerTest<'a> {
             self.ctrl.stream().local_addr().ok().map(|a| a.ip()),
         );
         let epoch = self.epoch;
+        // An iperf3 client's test time starts when TEST_START went out, as iperf3's server
+        // starts its clock (and the client its -t) there, not when the workers are ready.
+        let started = self.iperf3_client.then_some(test_start);
         self.m = Some(
             Measurement::start(
                 streams,
@@ -688,7 +710,7 @@ impl<'a> ServerTest<'a> {
                 observer,
                 cfg.interval,
                 Duration::from_secs(u64::from(p.omit)),
-                move || epoch.elapsed(),
+                move || started.unwrap_or_else(|| epoch.elapsed()),
             )
             .map_err(|e| TestError::Start(e.to_string()))?,
         );
@@ -719,15 +741,27 @@ impl<'a> ServerTest<'a> {
 
     /// The server's socket shell around the test-run core, from the data phase on.
     fn running(&mut self, p: &TestParams, reporter: &mut dyn Reporter) -> Result<(), TestError> {
+        let mut read_early = false;
         loop {
             while let Some(action) = self.core.poll_action() {
                 match action {
                     Action::Finish { decided, drain } => {
                         let mut end = decided;
                         if let Some(m) = self.m.as_mut() {
-                            m.stop_senders();
-                            if let Some(l) = m.finish_receivers(drain) {
-                                end = end.max(l.saturating_duration_since(self.epoch));
+                            if self.iperf3_client {
+                                // iperf3's server: what was read when TEST_END came, over the
+                                // time until then; the drain after it only empties the sockets.
+                                m.data_mut().close_count();
+                                if m.data().has_receivers() {
+                                    end = test_end_arrival(&self.ctrl, self.epoch, decided);
+                                }
+                                m.stop_senders();
+                                m.finish_receivers(drain);
+                            } else {
+                                m.stop_senders();
+                                if let Some(l) = m.finish_receivers(drain) {
+                                    end = end.max(l.saturating_duration_since(self.epoch));
+                                }
                             }
                         }
                         self.final_tick(reporter, end);
@@ -801,6 +835,17 @@ impl<'a> ServerTest<'a> {
                     }
                 }
             }
+            // What came on the control connection while this thread waited for the tick is
+            // read before the tick's work (observing and building an interval takes
+            // milliseconds, tens on a loaded host): a TEST_END that arrived with the last tick
+            // stops the senders when it came, not after that work.
+            // Once per turn: an EOF stays readable.
+            if !read_early && self.ctrl.has_input() {
+                read_early = true;
+                self.pump(Instant::now())?;
+                continue;
+            }
+            read_early = false;
             self.ticks(reporter);
             // This end's live frames, when the client asked for them.
             if let Some(m) = self.m.as_mut() {
