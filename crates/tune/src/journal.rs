@@ -706,4 +706,53 @@ mod tests {
         assert_ne!(j2.host_path(), path);
         assert_eq!(list(&root, DEFAULT_DIR).len(), 2);
     }
+
+    #[test]
+    fn a_result_names_the_latest_change_of_its_number_and_unknown_numbers_are_ignored() {
+        let change = |seq: u32, path: &str| {
+            serde_json::to_string(&Record::Change {
+                seq,
+                step: 0,
+                finding: "x".into(),
+                undo: Undo::Dir { path: path.into() },
+            })
+            .unwrap()
+        };
+        let result = |seq: u32, outcome: &str| {
+            format!(r#"{{"record":"result","seq":{seq},"outcome":"{outcome}","detail":null}}"#)
+        };
+        let text = [
+            serde_json::to_string(&begin()).unwrap(),
+            change(1, "/a"),
+            change(2, "/b"),
+            result(99, "failed"),
+            change(1, "/c"),
+            result(1, "applied"),
+            result(2, "failed"),
+            result(7, "applied"),
+        ]
+        .join("\n")
+            + "\n";
+        let jf = JournalFile::parse("/j", &text).unwrap();
+        let got: Vec<(String, Option<Outcome>)> = jf
+            .entries()
+            .iter()
+            .map(|e| (e.undo.setting(), e.outcome))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("/a".to_string(), None),
+                ("/b".to_string(), Some(Outcome::Failed)),
+                ("/c".to_string(), Some(Outcome::Applied)),
+            ]
+        );
+        assert_eq!(jf.truncated(), None);
+        // cut after the first line, in the middle of the second, or to nothing
+        let first = text.find('\n').unwrap() + 1;
+        for cut in [&text[..first], &text[..first + 10], "", "{\"record\":\"be"] {
+            let jf = JournalFile::parse("/j", cut).unwrap();
+            assert!(jf.truncated().is_some(), "{cut:?}");
+        }
+    }
 }
