@@ -458,6 +458,10 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
             say!(
                 "{shown}: truncated: {why}; every change it still names was reverted, check what tune changed after that by hand."
             );
+        } else if report.interrupted {
+            say!(
+                "{shown}: has no end record: the apply was interrupted (or the journal cut short after a change); every change it names was reverted."
+            );
         }
     }
     let code = if report.count(RevertStatus::Failed) > 0 {

@@ -1189,6 +1189,10 @@ pub struct RevertReport {
     /// still names was reverted, one after the cut could not be.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<String>,
+    /// The journal had no end record (an interrupted apply, or a journal cut after a change):
+    /// every change it names was reverted; one after its last record, if any, is not known.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl RevertReport {
@@ -1257,6 +1261,7 @@ fn revert_inner(
             items: Vec::new(),
             unreadable: Vec::new(),
             truncated: None,
+            interrupted: false,
         });
     }
     let mut items = Vec::new();
@@ -1280,6 +1285,7 @@ fn revert_inner(
         items,
         unreadable: jf.unreadable.clone(),
         truncated: jf.truncated(),
+        interrupted: jf.state() == State::Interrupted,
     };
     let mut j = Journal::open_append(root, journal_path)?;
     if jf.torn_tail {
