@@ -456,10 +456,22 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
                 say!("  line {}: {}", u.line, u.reason.escape_debug());
             }
         }
+        if let Some(why) = &report.truncated {
+            say!(
+                "{shown}: truncated: {why}; every change it still names was reverted, check what tune changed after that by hand."
+            );
+        } else if report.interrupted {
+            say!(
+                "{shown}: has no end record: the apply was interrupted (or the journal cut short after a change); every change it names was reverted."
+            );
+        }
     }
     let code = if report.count(RevertStatus::Failed) > 0 {
         exit::HOST
-    } else if report.count(RevertStatus::LeftChanged) > 0 || !report.unreadable.is_empty() {
+    } else if report.count(RevertStatus::LeftChanged) > 0
+        || !report.unreadable.is_empty()
+        || report.truncated.is_some()
+    {
         exit::FINDINGS
     } else {
         exit::OK
@@ -476,10 +488,23 @@ fn run_status(a: StatusArgs) -> anyhow::Result<ExitCode> {
             JournalRow::of(&path, jf.as_ref().map_err(|e| e.to_string()))
         })
         .collect();
+    // A journal that cannot be read, or is cut short, is a finding: its changes may still be
+    // applied without anything here naming them all.
+    let damaged = rows.iter().any(|r| {
+        matches!(
+            r,
+            JournalRow::Unreadable { .. }
+                | JournalRow::Read {
+                    truncated: Some(_),
+                    ..
+                }
+        )
+    });
+    let code = ExitCode::from(if damaged { exit::FINDINGS } else { exit::OK });
     if a.json {
         let doc = Written::TuneJournals { journals: rows };
         say!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(ExitCode::from(exit::OK));
+        return Ok(code);
     }
     if rows.is_empty() {
         say!(
@@ -500,8 +525,9 @@ fn run_status(a: StatusArgs) -> anyhow::Result<ExitCode> {
                 iface,
                 changes,
                 not_movable,
+                truncated,
             } => say!(
-                "{}  {:<16} {:<24} iface {:<14} {changes} changes{}",
+                "{}  {:<16} {:<24} iface {:<14} {changes} changes{}{}",
                 real_path(&root, journal),
                 state.as_str(),
                 created,
@@ -509,9 +535,13 @@ fn run_status(a: StatusArgs) -> anyhow::Result<ExitCode> {
                 match not_movable {
                     0 => String::new(),
                     n => format!(", {n} IRQs not movable"),
-                }
+                },
+                truncated
+                    .as_deref()
+                    .map(|why| format!("; truncated: {why}"))
+                    .unwrap_or_default()
             ),
         }
     }
-    Ok(ExitCode::from(exit::OK))
+    Ok(code)
 }

@@ -451,16 +451,34 @@ pub fn write_table(w: &mut dyn Write, m: &LatencyMatrix) -> io::Result<()> {
 }
 
 /// CSV: one line per measured pair (lower triangle); `samples` is the pair's own count (every
-/// round's), `noisy` whether its standard error stayed above the threshold.
+/// round's), `noisy` whether its standard error stayed above the threshold. Written through
+/// the report's CSV record writer, as every CSV is (text cells neutralised, numbers bare).
 pub fn write_csv(w: &mut dyn Write, m: &LatencyMatrix) -> io::Result<()> {
-    writeln!(w, "cpu_a,cpu_b,mean_ns,stderr_ns,samples,round_trips,noisy")?;
+    use wirespeed_report::csv::{write_record, Cell};
+    let header = [
+        "cpu_a",
+        "cpu_b",
+        "mean_ns",
+        "stderr_ns",
+        "samples",
+        "round_trips",
+        "noisy",
+    ];
+    write_record(w, &header.map(Cell::text))?;
     for (i, ci) in m.cpus.iter().enumerate() {
         for (j, cj) in m.cpus.iter().enumerate().take(i) {
             if let Some(p) = m.matrix[i][j] {
-                writeln!(
+                write_record(
                     w,
-                    "{ci},{cj},{:.2},{:.2},{},{},{}",
-                    p.mean_ns, p.stderr_ns, p.samples, m.round_trips, p.noisy
+                    &[
+                        Cell::number(ci),
+                        Cell::number(cj),
+                        Cell::fixed(p.mean_ns, 2),
+                        Cell::fixed(p.stderr_ns, 2),
+                        Cell::number(p.samples),
+                        Cell::number(m.round_trips),
+                        Cell::text(p.noisy.to_string()),
+                    ],
                 )?;
             }
         }

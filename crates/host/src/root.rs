@@ -34,9 +34,34 @@ pub enum RootError {
     /// A symbolic link or `..` below a root that leads outside it.
     #[error("{path}: resolves outside the root {root} (a symbolic link or '..' that leaves the tree); refused")]
     Escape { path: String, root: String },
+    /// Something other than a regular file where only one is accepted (a link, a FIFO, a
+    /// device, a socket, a directory).
+    #[error("{path}: a {what}, not a regular file; refused")]
+    NotRegular { path: String, what: &'static str },
     /// A file larger than [`MAX_READ`].
     #[error("{path}: larger than {max} bytes; refused")]
     TooLarge { path: String, max: u64 },
+}
+
+/// What a file is, for a refusal: `symbolic link`, `FIFO`...
+fn kind_of(m: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_symlink() {
+        "symbolic link"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_dir() {
+        "directory"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "device"
+    } else if t.is_file() {
+        "regular file"
+    } else {
+        "special file"
+    }
 }
 
 /// Most bytes one [`Root::read`] returns: far above any file of `/proc` or `/sys` wirespeed
@@ -302,6 +327,66 @@ impl Root {
             });
         }
         Ok(bytes)
+    }
+
+    /// Open `host_path` only if it is a regular file, for files someone else may have planted
+    /// (tune's journals): the last component is never followed (`O_NOFOLLOW`: a symbolic link
+    /// is refused), the open never waits (`O_NONBLOCK`: a FIFO cannot hang it) and what it
+    /// opened is checked with `fstat` (a FIFO, a device, a socket or a directory is refused with
+    /// [`RootError::NotRegular`]). The directories above it resolve as [`Root::read`]'s do.
+    fn open_regular(&self, host_path: &str, flags: OFlags) -> Result<fs::File, RootError> {
+        let (dir, name) = self.parent(host_path)?;
+        let not_regular = |what: &'static str| RootError::NotRegular {
+            path: host_path.to_string(),
+            what,
+        };
+        let opened = rustix::fs::openat(
+            &dir,
+            name.as_os_str(),
+            flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        );
+        let fd = match opened {
+            Ok(fd) => fd,
+            Err(e) => {
+                // A link (ELOOP), a FIFO without a reader (ENXIO) and the like: say what it is.
+                return Err(match self.lstat(host_path) {
+                    Ok(Some(m)) if !m.file_type().is_file() => not_regular(kind_of(&m)),
+                    _ => self.io(host_path, e.into()),
+                });
+            }
+        };
+        let f = fs::File::from(fd);
+        let m = f.metadata().map_err(|e| self.io(host_path, e))?;
+        if !m.file_type().is_file() {
+            return Err(not_regular(kind_of(&m)));
+        }
+        Ok(f)
+    }
+
+    /// Read a whole regular file as text (at most [`MAX_READ`] bytes), refusing anything else
+    /// with [`RootError::NotRegular`]: never a link followed, never a wait on a FIFO.
+    pub fn read_regular(&self, host_path: &str) -> Result<String, RootError> {
+        let f = self.open_regular(host_path, OFlags::RDONLY)?;
+        let mut bytes = Vec::new();
+        f.take(MAX_READ + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| self.io(host_path, e))?;
+        if bytes.len() as u64 > MAX_READ {
+            return Err(RootError::TooLarge {
+                path: host_path.to_string(),
+                max: MAX_READ,
+            });
+        }
+        String::from_utf8(bytes).map_err(|_| RootError::NotUtf8 {
+            path: host_path.to_string(),
+        })
+    }
+
+    /// Open an existing regular file for appending, refusing anything else with
+    /// [`RootError::NotRegular`] (a link in its place is never written through).
+    pub fn open_append_regular(&self, host_path: &str) -> Result<fs::File, RootError> {
+        self.open_regular(host_path, OFlags::WRONLY | OFlags::APPEND)
     }
 
     /// Read a file and trim surrounding white space (the usual one-value sysfs file).
@@ -928,5 +1013,41 @@ mod tests {
         f.set_len(MAX_READ + 1).unwrap();
         let e = Root::new(t.path()).read("/big").unwrap_err();
         assert!(matches!(e, RootError::TooLarge { .. }), "{e}");
+    }
+
+    #[test]
+    fn read_regular_refuses_links_fifos_and_directories_without_waiting() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        fs::write(d.join("real"), "text\n").unwrap();
+        std::os::unix::fs::symlink("real", d.join("link")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("fifo"),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        fs::create_dir(d.join("dir")).unwrap();
+        for root in [Root::new(d), Root::unconfined(d)] {
+            assert_eq!(root.read_regular("/real").unwrap(), "text\n");
+            for (name, what) in [
+                ("/link", "symbolic link"),
+                ("/fifo", "FIFO"),
+                ("/dir", "directory"),
+            ] {
+                let e = root.read_regular(name).unwrap_err();
+                assert!(
+                    matches!(e, RootError::NotRegular { what: w, .. } if w == what),
+                    "{name}: {e}"
+                );
+                let e = root.open_append_regular(name).unwrap_err();
+                assert!(matches!(e, RootError::NotRegular { .. }), "{name}: {e}");
+            }
+            assert!(root.read_regular("/missing").unwrap_err().is_not_found());
+        }
+        // nothing was written through the link
+        assert_eq!(fs::read_to_string(d.join("real")).unwrap(), "text\n");
     }
 }

@@ -1,7 +1,13 @@
 //! CSV for spreadsheets and plotting tools: a test (one row per interval and stream, plus the
 //! interval's sum as stream `sum`), a `--repeat` (one row per run), a sweep (one row per cell).
 //! The header names carry the units (`_s`, `_bytes`, `_bits_per_second`, `_us`).
+//!
+//! Every CSV wirespeed writes goes through [`write_record`], so one rule keeps text a peer or a
+//! file controls (a sweep cell's `error`, and any text column) from running in a spreadsheet:
+//! [`text_cell`]. Numbers are [`Cell`]s of their own, written as they are (a negative number
+//! stays a number); only text cells are neutralised.
 
+use std::borrow::Cow;
 use std::io;
 
 use crate::doc::{headline_throughput, Document, Kind, RepeatDoc, SweepDoc};
@@ -18,6 +24,103 @@ pub enum CsvError {
     Io(#[from] io::Error),
 }
 
+/// The first characters that make a spreadsheet read a cell as a formula (OWASP's list for
+/// CSV injection): `=`, `+`, `-`, `@`, a tab and a carriage return.
+pub const FORMULA_STARTS: [char; 6] = ['=', '+', '-', '@', '\t', '\r'];
+
+/// A text cell as OWASP recommends against CSV injection: one that starts with a character of
+/// [`FORMULA_STARTS`] gets a single quote in front (`=HYPERLINK(…)` → `'=HYPERLINK(…)`), which
+/// spreadsheets show as text and never evaluate; every other text is unchanged. This is the
+/// rule's only place: every CSV writer passes its text cells through it (by [`Cell::text`]),
+/// and never its numbers.
+pub fn text_cell(s: &str) -> Cow<'_, str> {
+    if s.starts_with(FORMULA_STARTS) {
+        Cow::Owned(format!("'{s}"))
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+/// One cell of a record: a number (written as it is) or text (neutralised by [`text_cell`]
+/// and quoted where it must be).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// Digits as formatted from a number (empty for a missing value).
+    Number(String),
+    Text(String),
+}
+
+/// Integer types a [`Cell::number`] takes: only numbers reach a cell unneutralised.
+pub trait Integer: std::fmt::Display {}
+macro_rules! integers { ($($t:ty),*) => { $(impl Integer for $t {})* } }
+integers!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize);
+
+impl Cell {
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell::Text(s.into())
+    }
+    pub fn number(n: impl Integer) -> Cell {
+        Cell::Number(n.to_string())
+    }
+    /// A float with at most six decimals, trailing zeros dropped; empty when not finite.
+    pub fn float(v: f64) -> Cell {
+        Cell::Number(f(v))
+    }
+    /// A float with exactly `decimals` decimals; empty when not finite.
+    pub fn fixed(v: f64, decimals: usize) -> Cell {
+        Cell::Number(if v.is_finite() {
+            format!("{v:.decimals$}")
+        } else {
+            String::new()
+        })
+    }
+    /// A missing value: an empty cell.
+    pub fn empty() -> Cell {
+        Cell::Number(String::new())
+    }
+    /// `Some` number or an empty cell.
+    pub fn opt_number(n: Option<impl Integer>) -> Cell {
+        n.map_or_else(Cell::empty, Cell::number)
+    }
+    pub fn opt_text(s: Option<impl Into<String>>) -> Cell {
+        s.map_or_else(Cell::empty, Cell::text)
+    }
+}
+
+/// Write one record: cells joined by commas, a newline after. A text cell is [`text_cell`]'s
+/// form, in double quotes (its own doubled) when it was neutralised or holds a quote, a comma
+/// or a line break; a number is written bare.
+pub fn write_record(w: &mut dyn io::Write, cells: &[Cell]) -> io::Result<()> {
+    let mut line = String::new();
+    for (i, c) in cells.iter().enumerate() {
+        if i > 0 {
+            line.push(',');
+        }
+        match c {
+            Cell::Number(n) => line.push_str(n),
+            Cell::Text(t) => {
+                let safe = text_cell(t);
+                let neutralised = matches!(safe, Cow::Owned(_));
+                if neutralised || safe.contains(['"', ',', '\r', '\n']) {
+                    line.push('"');
+                    line.push_str(&safe.replace('"', "\"\""));
+                    line.push('"');
+                } else {
+                    line.push_str(&safe);
+                }
+            }
+        }
+    }
+    line.push('\n');
+    w.write_all(line.as_bytes())
+}
+
+/// A header: every name a text cell.
+fn header(w: &mut dyn io::Write, names: &[&str]) -> io::Result<()> {
+    let cells: Vec<Cell> = names.iter().map(|n| Cell::text(*n)).collect();
+    write_record(w, &cells)
+}
+
 /// Write `doc` as CSV to `w`.
 pub fn render(doc: &Document, w: &mut dyn io::Write) -> Result<(), CsvError> {
     match doc {
@@ -26,10 +129,6 @@ pub fn render(doc: &Document, w: &mut dyn io::Write) -> Result<(), CsvError> {
         Document::Sweep(s) => sweep(s, w),
         other => Err(CsvError::Unsupported(other.kind())),
     }
-}
-
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map(|x| x.to_string()).unwrap_or_default()
 }
 
 fn f(v: f64) -> String {
@@ -48,113 +147,190 @@ fn f(v: f64) -> String {
 
 /// One row per interval and stream, then the interval's sum.
 pub fn test(t: &TestResult, w: &mut dyn io::Write) -> Result<(), CsvError> {
-    let mut c = csv::Writer::from_writer(w);
-    c.write_record([
-        "stream",
-        "start_s",
-        "end_s",
-        "bytes",
-        "bits_per_second",
-        "retransmits",
-        "snd_cwnd_bytes",
-        "rtt_us",
-        "rttvar_us",
-        "lost_packets",
-        "jitter_ms",
-        "omitted",
-        "sender",
-    ])?;
-    let row = |c: &mut csv::Writer<&mut dyn io::Write>, id: String, s: &IntervalStats| {
-        c.write_record([
-            id,
-            f(s.start),
-            f(s.end),
-            s.bytes.to_string(),
-            f(s.bits_per_second),
-            opt(s.retransmits),
-            opt(s.snd_cwnd),
-            opt(s.rtt),
-            opt(s.rttvar),
-            opt(s.lost_packets),
-            s.jitter_ms.map(f).unwrap_or_default(),
-            s.omitted.to_string(),
-            s.sender.to_string(),
-        ])
+    let mut w = io::BufWriter::new(w);
+    header(
+        &mut w,
+        &[
+            "stream",
+            "start_s",
+            "end_s",
+            "bytes",
+            "bits_per_second",
+            "retransmits",
+            "snd_cwnd_bytes",
+            "rtt_us",
+            "rttvar_us",
+            "lost_packets",
+            "jitter_ms",
+            "omitted",
+            "sender",
+        ],
+    )?;
+    let row = |w: &mut dyn io::Write, id: Cell, s: &IntervalStats| {
+        write_record(
+            w,
+            &[
+                id,
+                Cell::float(s.start),
+                Cell::float(s.end),
+                Cell::number(s.bytes),
+                Cell::float(s.bits_per_second),
+                Cell::opt_number(s.retransmits),
+                Cell::opt_number(s.snd_cwnd),
+                Cell::opt_number(s.rtt),
+                Cell::opt_number(s.rttvar),
+                Cell::opt_number(s.lost_packets),
+                s.jitter_ms.map_or_else(Cell::empty, Cell::float),
+                Cell::text(s.omitted.to_string()),
+                Cell::text(s.sender.to_string()),
+            ],
+        )
     };
     for iv in &t.intervals {
         for s in &iv.streams {
-            row(&mut c, opt(s.socket), s)?;
+            row(&mut w, Cell::opt_number(s.socket), s)?;
         }
-        row(&mut c, "sum".into(), &iv.sum)?;
+        row(&mut w, Cell::text("sum"), &iv.sum)?;
         if let Some(r) = &iv.sum_bidir_reverse {
-            row(&mut c, "sum_reverse".into(), r)?;
+            row(&mut w, Cell::text("sum_reverse"), r)?;
         }
     }
-    c.flush()?;
+    io::Write::flush(&mut w)?;
     Ok(())
 }
 
 /// One row per run.
 pub fn repeat(r: &RepeatDoc, w: &mut dyn io::Write) -> Result<(), CsvError> {
-    let mut c = csv::Writer::from_writer(w);
-    c.write_record([
-        "run",
-        "bits_per_second",
-        "retransmits",
-        "mode",
-        "mode_median_bits_per_second",
-        "verdict",
-        "placement",
-    ])?;
+    let mut w = io::BufWriter::new(w);
+    header(
+        &mut w,
+        &[
+            "run",
+            "bits_per_second",
+            "retransmits",
+            "mode",
+            "mode_median_bits_per_second",
+            "verdict",
+            "placement",
+        ],
+    )?;
     for (i, t) in r.runs.iter().enumerate() {
         let run = i + 1;
         let mode = r.mode_of(run);
-        c.write_record([
-            run.to_string(),
-            headline_throughput(t).map(f).unwrap_or_default(),
-            opt(t.end.sum_sent.as_ref().and_then(|s| s.retransmits)),
-            opt(mode.map(|m| m + 1)),
-            opt(mode.map(|m| f(r.repeat.modes[m].stats.median.0))),
-            opt(t
-                .wirespeed
-                .as_ref()
-                .and_then(|w| w.verdict.as_ref())
-                .map(|v| v.id.to_string())),
-            opt(crate::diff::placement(t)),
-        ])?;
+        write_record(
+            &mut w,
+            &[
+                Cell::number(run),
+                headline_throughput(t).map_or_else(Cell::empty, Cell::float),
+                Cell::opt_number(t.end.sum_sent.as_ref().and_then(|s| s.retransmits)),
+                Cell::opt_number(mode.map(|m| m + 1)),
+                mode.map_or_else(Cell::empty, |m| {
+                    Cell::float(r.repeat.modes[m].stats.median.0)
+                }),
+                Cell::opt_text(
+                    t.wirespeed
+                        .as_ref()
+                        .and_then(|w| w.verdict.as_ref())
+                        .map(|v| v.id.to_string()),
+                ),
+                Cell::opt_text(crate::diff::placement(t)),
+            ],
+        )?;
     }
-    c.flush()?;
+    io::Write::flush(&mut w)?;
     Ok(())
 }
 
 /// One row per cell.
 pub fn sweep(s: &SweepDoc, w: &mut dyn io::Write) -> Result<(), CsvError> {
-    let mut c = csv::Writer::from_writer(w);
+    let mut w = io::BufWriter::new(w);
     let (rl, cl) = s.matrix.axes.labels();
     let rl = rl.replace(' ', "_").to_lowercase();
     let cl = cl.replace(' ', "_").to_lowercase();
-    c.write_record([
-        rl.as_str(),
-        cl.as_str(),
-        "median_bits_per_second",
-        "runs",
-        "run_bits_per_second",
-        "error",
-    ])?;
+    header(
+        &mut w,
+        &[
+            rl.as_str(),
+            cl.as_str(),
+            "median_bits_per_second",
+            "runs",
+            "run_bits_per_second",
+            "error",
+        ],
+    )?;
     for (i, r) in s.matrix.rows.iter().enumerate() {
         for (j, col) in s.matrix.cols.iter().enumerate() {
             let cell = s.matrix.cells.get(i).and_then(|x| x.get(j));
-            c.write_record([
-                r.to_string(),
-                col.to_string(),
-                opt(cell.and_then(|x| x.median).map(f)),
-                cell.map(|x| x.runs.len()).unwrap_or(0).to_string(),
-                cell.map(|x| x.runs.iter().map(|v| f(*v)).collect::<Vec<_>>().join(";"))
-                    .unwrap_or_default(),
-                opt(cell.and_then(|x| x.error.clone())),
-            ])?;
+            let runs = cell.map(|x| x.runs.as_slice()).unwrap_or_default();
+            // One run is a number; several are a list (`1;2;3`), a text cell.
+            let run_cell = match runs {
+                [] => Cell::empty(),
+                [one] => Cell::float(*one),
+                many => Cell::text(many.iter().map(|v| f(*v)).collect::<Vec<_>>().join(";")),
+            };
+            write_record(
+                &mut w,
+                &[
+                    Cell::number(r),
+                    Cell::number(col),
+                    cell.and_then(|x| x.median)
+                        .map_or_else(Cell::empty, Cell::float),
+                    Cell::number(cell.map(|x| x.runs.len()).unwrap_or(0)),
+                    run_cell,
+                    Cell::opt_text(cell.and_then(|x| x.error.clone())),
+                ],
+            )?;
         }
     }
-    c.flush()?;
+    io::Write::flush(&mut w)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(cells: &[Cell]) -> String {
+        let mut out = Vec::new();
+        write_record(&mut out, cells).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn text_that_starts_a_formula_is_neutralised_and_quoted() {
+        for (planted, written) in [
+            (
+                "=HYPERLINK(\"http://x\",\"y\")",
+                "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"",
+            ),
+            ("-1+cmd|' /C calc'!A0", "\"'-1+cmd|' /C calc'!A0\""),
+            ("@SUM(1)", "\"'@SUM(1)\""),
+            ("+1", "\"'+1\""),
+            ("\t=1", "\"'\t=1\""),
+            ("\r=1", "\"'\r=1\""),
+        ] {
+            assert_eq!(line(&[Cell::text(planted)]), format!("{written}\n"));
+        }
+        // text that starts otherwise is unchanged, quoted only where CSV needs it
+        assert_eq!(
+            line(&[Cell::text("sum"), Cell::text("a,b")]),
+            "sum,\"a,b\"\n"
+        );
+        assert_eq!(line(&[Cell::text("a=1")]), "a=1\n");
+        assert_eq!(text_cell("x"), "x");
+    }
+
+    #[test]
+    fn numbers_stay_numbers() {
+        assert_eq!(
+            line(&[
+                Cell::number(-5i64),
+                Cell::float(-1.5),
+                Cell::fixed(-2.0, 2),
+                Cell::empty(),
+                Cell::float(f64::NAN),
+            ]),
+            "-5,-1.5,-2.00,,\n"
+        );
+    }
 }

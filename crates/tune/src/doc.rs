@@ -33,6 +33,9 @@ pub enum JournalRow {
         changes: usize,
         /// IRQs the kernel manages (left where they were).
         not_movable: usize,
+        /// Why the journal is cut short, when it is ([`JournalFile::truncated`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        truncated: Option<String>,
     },
     Unreadable {
         journal: String,
@@ -55,6 +58,7 @@ impl JournalRow {
                     .iter()
                     .filter(|e| e.outcome == Some(Outcome::NotMovable))
                     .count(),
+                truncated: jf.truncated(),
             },
             Err(error) => JournalRow::Unreadable {
                 journal: path.to_string(),

@@ -1185,13 +1185,25 @@ pub struct RevertReport {
     /// Journal lines that could not be read: whatever change they held was not reverted.
     /// Every readable record was.
     pub unreadable: Vec<journal::Unreadable>,
+    /// Why the journal is cut short, when it is ([`JournalFile::truncated`]): every change it
+    /// still names was reverted, one after the cut could not be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<String>,
+    /// The journal had no end record (an interrupted apply, or a journal cut after a change):
+    /// every change it names was reverted; one after its last record, if any, is not known.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl RevertReport {
+    /// Every change the journal names is back, and the journal was whole (a cut-short one
+    /// may have named more).
     pub fn complete(&self) -> bool {
-        self.items
-            .iter()
-            .all(|i| !matches!(i.status, RevertStatus::LeftChanged | RevertStatus::Failed))
+        self.truncated.is_none()
+            && self
+                .items
+                .iter()
+                .all(|i| !matches!(i.status, RevertStatus::LeftChanged | RevertStatus::Failed))
     }
     pub fn count(&self, s: RevertStatus) -> usize {
         self.items.iter().filter(|i| i.status == s).count()
@@ -1248,6 +1260,8 @@ fn revert_inner(
             already_reverted: true,
             items: Vec::new(),
             unreadable: Vec::new(),
+            truncated: None,
+            interrupted: false,
         });
     }
     let mut items = Vec::new();
@@ -1270,8 +1284,13 @@ fn revert_inner(
         already_reverted: false,
         items,
         unreadable: jf.unreadable.clone(),
+        truncated: jf.truncated(),
+        interrupted: jf.state() == State::Interrupted,
     };
     let mut j = Journal::open_append(root, journal_path)?;
+    if jf.torn_tail {
+        j.end_torn_line()?;
+    }
     j.append(&Record::Revert {
         at: journal::rfc3339(SystemTime::now()),
         complete: report.complete(),

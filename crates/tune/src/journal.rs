@@ -9,7 +9,14 @@
 //! A journal damaged otherwise (a corrupt, empty or truncated line anywhere) is still read:
 //! every line that is a record counts, and the others are listed in
 //! [`JournalFile::unreadable`] so that revert can undo everything it can read and say what it
-//! could not.
+//! could not. A journal cut short before any change ([`JournalFile::truncated`]: empty, or
+//! nothing but its first record and no end) is said to be so: what was cut off cannot be
+//! known, so revert reports it and never claims to be complete.
+//!
+//! The journal directory is not trusted either: a journal is read and appended to only if it
+//! is a regular file (opened with `O_NOFOLLOW | O_NONBLOCK` and checked with `fstat`, so a
+//! symbolic link is never written through and a FIFO never waited on), and reading it takes
+//! time linear in its size.
 //!
 //! One apply (or revert) at a time per root: [`ApplyLock`] holds an exclusive `flock` on the
 //! journal directory for as long as it lives, with the holder's pid and start time in the
@@ -17,6 +24,7 @@
 //! it.
 
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
@@ -257,9 +265,10 @@ impl Journal {
         ))
     }
 
-    /// Open an existing journal to append (revert records).
+    /// Open an existing journal to append (revert records): a regular file only, never a link
+    /// followed.
     pub fn open_append(root: &Root, host_path: &str) -> Result<Journal, TuneError> {
-        let file = root.open_append(host_path)?;
+        let file = root.open_append_regular(host_path)?;
         Ok(Journal {
             host_path: host_path.to_string(),
             file,
@@ -269,6 +278,15 @@ impl Journal {
     /// The journal's host path (`/var/lib/wirespeed/journal-...jsonl`).
     pub fn host_path(&self) -> &str {
         &self.host_path
+    }
+
+    /// End a line cut short ([`JournalFile::torn_tail`]) so that the next record starts a
+    /// line of its own instead of being glued to it.
+    pub fn end_torn_line(&mut self) -> Result<(), TuneError> {
+        self.file
+            .write_all(b"\n")
+            .and_then(|_| self.file.sync_all())
+            .map_err(|e| io_err(&self.host_path, e))
     }
 
     /// Append one record as one line and sync it to disk before returning.
@@ -456,10 +474,44 @@ impl JournalFile {
         Some(parts.join("; "))
     }
 
-    /// Read a journal through the root.
+    /// Read a journal through the root: a regular file only (a symbolic link, a FIFO, a
+    /// device is refused without being followed, opened for long or waited on).
     pub fn read(root: &Root, host_path: &str) -> Result<JournalFile, TuneError> {
-        let text = root.read(host_path)?;
+        let text = root.read_regular(host_path)?;
         JournalFile::parse(host_path, &text)
+    }
+
+    /// Why this journal is cut short, when it is: empty, or with no change and no end after
+    /// its first record (cut after its first line, or in the middle of the next one; an apply
+    /// that stopped before its first change looks the same, and changed nothing). A revert of
+    /// it is never complete (a revert record appended since does not make it whole): whatever
+    /// followed the cut is not known. (A journal cut after a
+    /// change is an interrupted apply, as after a crash, whose changes revert restores; its
+    /// state says `interrupted`.)
+    pub fn truncated(&self) -> Option<String> {
+        if self.records.is_empty() && !self.unreadable.is_empty() {
+            return None; // nothing but damaged lines: listed line by line instead
+        }
+        if self.records.is_empty() {
+            return Some(if self.torn_tail {
+                "its only line is cut short: not even its first record is there".into()
+            } else {
+                "empty: not even its first record is there".into()
+            });
+        }
+        let changed = self
+            .records
+            .iter()
+            .any(|r| matches!(r, Record::Change { .. }));
+        let ended = self.records.iter().any(|r| matches!(r, Record::End { .. }));
+        if !changed && !ended {
+            return Some(
+                "nothing readable after its first record, not even an end: the journal was cut \
+                 after its first line (or the apply stopped before its first change)"
+                    .into(),
+            );
+        }
+        None
     }
 
     pub fn state(&self) -> State {
@@ -490,9 +542,13 @@ impl JournalFile {
         }
     }
 
-    /// The changes in the order they were made, each with its outcome.
+    /// The changes in the order they were made, each with its outcome (a result names the
+    /// latest change of its sequence number; one naming none is ignored). Linear in the
+    /// number of records: the latest change of each number is found by an index, never by a
+    /// search.
     pub fn entries(&self) -> Vec<Entry> {
         let mut out: Vec<Entry> = Vec::new();
+        let mut latest: HashMap<u32, usize> = HashMap::new();
         for r in &self.records {
             match r {
                 Record::Change {
@@ -500,16 +556,19 @@ impl JournalFile {
                     step,
                     finding,
                     undo,
-                } => out.push(Entry {
-                    seq: *seq,
-                    step: *step,
-                    finding: finding.clone(),
-                    undo: undo.clone(),
-                    outcome: None,
-                }),
+                } => {
+                    latest.insert(*seq, out.len());
+                    out.push(Entry {
+                        seq: *seq,
+                        step: *step,
+                        finding: finding.clone(),
+                        undo: undo.clone(),
+                        outcome: None,
+                    });
+                }
                 Record::Result { seq, outcome, .. } => {
-                    if let Some(e) = out.iter_mut().rev().find(|e| e.seq == *seq) {
-                        e.outcome = Some(*outcome);
+                    if let Some(&i) = latest.get(seq) {
+                        out[i].outcome = Some(*outcome);
                     }
                 }
                 _ => {}
@@ -646,5 +705,54 @@ mod tests {
         let j2 = Journal::create(&root, DEFAULT_DIR, &begin()).unwrap();
         assert_ne!(j2.host_path(), path);
         assert_eq!(list(&root, DEFAULT_DIR).len(), 2);
+    }
+
+    #[test]
+    fn a_result_names_the_latest_change_of_its_number_and_unknown_numbers_are_ignored() {
+        let change = |seq: u32, path: &str| {
+            serde_json::to_string(&Record::Change {
+                seq,
+                step: 0,
+                finding: "x".into(),
+                undo: Undo::Dir { path: path.into() },
+            })
+            .unwrap()
+        };
+        let result = |seq: u32, outcome: &str| {
+            format!(r#"{{"record":"result","seq":{seq},"outcome":"{outcome}","detail":null}}"#)
+        };
+        let text = [
+            serde_json::to_string(&begin()).unwrap(),
+            change(1, "/a"),
+            change(2, "/b"),
+            result(99, "failed"),
+            change(1, "/c"),
+            result(1, "applied"),
+            result(2, "failed"),
+            result(7, "applied"),
+        ]
+        .join("\n")
+            + "\n";
+        let jf = JournalFile::parse("/j", &text).unwrap();
+        let got: Vec<(String, Option<Outcome>)> = jf
+            .entries()
+            .iter()
+            .map(|e| (e.undo.setting(), e.outcome))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("/a".to_string(), None),
+                ("/b".to_string(), Some(Outcome::Failed)),
+                ("/c".to_string(), Some(Outcome::Applied)),
+            ]
+        );
+        assert_eq!(jf.truncated(), None);
+        // cut after the first line, in the middle of the second, or to nothing
+        let first = text.find('\n').unwrap() + 1;
+        for cut in [&text[..first], &text[..first + 10], "", "{\"record\":\"be"] {
+            let jf = JournalFile::parse("/j", cut).unwrap();
+            assert!(jf.truncated().is_some(), "{cut:?}");
+        }
     }
 }

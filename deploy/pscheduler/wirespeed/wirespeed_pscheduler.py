@@ -4,11 +4,18 @@ pScheduler runs each of the plugin's executables with one JSON document on stdin
 JSON document from stdout; a non-zero exit with a message on stderr is a failure of the plugin
 itself (bad input), never of the measurement (that is `succeeded: false` in the result).
 
+The spec is checked here, whatever pScheduler checked before (`spec_problems`): a destination
+or local address is a host name or an IP address (never an option: nothing starting with `-`),
+every number an integer in its range, every duration bounded. A bad spec is a pScheduler-shaped
+answer — `can-run` false with the reasons, `run` a failed result, `duration` one line on
+stderr and exit 1 — and so is anything unexpected (`main`): never a Python traceback.
+
 Standard library only. The tool's configuration is a small JSON file (default
 /etc/pscheduler/tool/wirespeed.conf, or the file named by $WIRESPEED_PSCHEDULER_CONF):
     {"wirespeed": "/usr/bin/wirespeed", "server_port": 5201}
 """
 
+import ipaddress
 import json
 import os
 import re
@@ -36,6 +43,32 @@ SUPPORTED = {
 
 # Exit code of `wirespeed client` when the peer cannot be reached (README's table).
 EXIT_CONNECT = 3
+
+# Bounds of the spec's durations, in seconds: a test of a day at most (as iperf3's -t), an
+# omit of 10 minutes, a report interval of 0.1 to 60 s (iperf3's range), a link RTT of 10 s;
+# the schedule's duration (the whole run) at most the longest run those allow.
+MAX_DURATION = 86400
+MAX_OMIT = 600
+MIN_INTERVAL, MAX_INTERVAL = 0.1, 60
+MAX_LINK_RTT = 10
+MAX_SCHEDULE = MAX_DURATION + MAX_OMIT + 2 * MAX_LINK_RTT + 60
+
+# Integer members and their ranges (iperf3's, where it has one).
+INTEGERS = {
+    "parallel": (1, 128),
+    "mss": (88, 9216),
+    "window-size": (1, 1 << 30),
+    "buffer-length": (1, 1 << 30),
+    "bandwidth": (0, 1 << 50),
+    "fq-rate": (0, 1 << 50),
+}
+
+_LABEL = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$")
+_CONGESTION = re.compile(r"^[A-Za-z0-9_]{1,16}$")
+
+
+class SpecError(Exception):
+    """A spec (or schedule) the plugin will not run; the message says which member and why."""
 
 
 def fail(message):
@@ -79,17 +112,108 @@ _ISO = re.compile(
 )
 
 
-def iso_seconds(text, what):
-    """Seconds of an ISO 8601 duration without years or months (PT10S, P1D, PT1M30S)."""
-    m = _ISO.match(text) if isinstance(text, str) else None
+def iso_seconds(text, what, most=MAX_SCHEDULE):
+    """Seconds of an ISO 8601 duration without years or months (PT10S, P1D, PT1M30S), at most
+    `most`; SpecError otherwise."""
+    m = _ISO.match(text) if isinstance(text, str) and len(text) <= 64 else None
     if not m or text in ("P", "PT") or text.endswith("T"):
-        fail("%s: %r is not an ISO 8601 duration" % (what, text))
+        raise SpecError("%s: %s is not an ISO 8601 duration" % (what, shown(text)))
     w, d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
-    return w * 604800 + d * 86400 + h * 3600 + mi * 60 + s
+    total = w * 604800 + d * 86400 + h * 3600 + mi * 60 + s
+    if not total <= most:
+        raise SpecError("%s: %s is longer than %d s" % (what, text, most))
+    return total
+
+
+# The most each duration member may be.
+DURATION_BOUNDS = {"duration": MAX_DURATION, "omit": MAX_OMIT, "interval": MAX_INTERVAL,
+                   "link-rtt": MAX_LINK_RTT}
 
 
 def spec_seconds(spec, key, default):
-    return iso_seconds(spec[key], key) if spec.get(key) is not None else default
+    if spec.get(key) is None:
+        return default
+    return iso_seconds(spec[key], key, DURATION_BOUNDS.get(key, MAX_SCHEDULE))
+
+
+def shown(value):
+    """A value for a message: at most 80 characters of its repr."""
+    r = repr(value)
+    return r if len(r) <= 80 else r[:77] + "..."
+
+
+def host_problem(value, what):
+    """None when `value` is a host name or an IP address; otherwise why it is not. An option
+    (`--loopback`, `-R`) is never a host: nothing starting with `-` is one."""
+    if not isinstance(value, str) or not value:
+        return "%s must be a host name or an address, not %s" % (what, shown(value))
+    if value.startswith("-"):
+        return "%s %s starts with '-': a host name or an address never does" % (what, shown(value))
+    try:
+        ipaddress.ip_address(value)
+        return None
+    except ValueError:
+        pass
+    name = value[:-1] if value.endswith(".") else value
+    if len(name) > 253 or not all(_LABEL.match(label) for label in name.split(".")):
+        return "%s %s is not a host name or an address" % (what, shown(value))
+    return None
+
+
+def spec_problems(spec):
+    """Everything wrong with a spec's values (its members are can-run's business): the
+    destination and local address, the integers, the durations. Empty when it can run."""
+    problems = []
+    if "dest" not in spec:
+        problems.append("the spec names no dest")
+    for key in ("dest", "local-address"):
+        if key in spec:
+            why = host_problem(spec[key], key)
+            if why:
+                problems.append(why)
+    for key, (low, high) in sorted(INTEGERS.items()):
+        v = spec.get(key)
+        if v is None:
+            continue
+        if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high:
+            problems.append("%s must be an integer from %d to %d, not %s" % (key, low, high,
+                                                                              shown(v)))
+    c = spec.get("congestion")
+    if c is not None and not (isinstance(c, str) and _CONGESTION.match(c)):
+        problems.append("congestion must be an algorithm's name, not %s" % shown(c))
+    if spec.get("ip-version") not in (None, 4, 6):
+        problems.append("ip-version must be 4 or 6, not %s" % shown(spec["ip-version"]))
+    for key in sorted(DURATION_BOUNDS):
+        try:
+            spec_seconds(spec, key, 0)
+        except SpecError as ex:
+            problems.append(str(ex))
+    if spec.get("interval") is not None and not problems:
+        if spec_seconds(spec, "interval", 1) < MIN_INTERVAL:
+            problems.append("interval: shorter than %g s" % MIN_INTERVAL)
+    return problems
+
+
+def main(body, failure=None):
+    """Run an executable's `body`; a SpecError, or anything unexpected, becomes a
+    pScheduler-shaped answer instead of a traceback: `failure(message)`'s document when given
+    (run's failed result), else one line on stderr and exit 1."""
+    try:
+        body()
+    except SystemExit:
+        raise
+    except Exception as ex:  # the last line: nothing reaches pScheduler as a traceback
+        name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "plugin"
+        message = str(ex) if isinstance(ex, SpecError) else "%s: %s: %s" % (
+            name, type(ex).__name__, ex)
+        if failure is not None:
+            emit(failure(message))
+        fail(message)
+
+
+def failed_result(message):
+    """A run that did not happen, as a throughput result that failed."""
+    return {"schema": 1, "succeeded": False, "error": message, "diags": message}
 
 
 def test_seconds(spec):

@@ -450,6 +450,81 @@ fn report_csv_of_a_recorded_sweep() {
     assert_eq!(s.lines().count(), 5);
 }
 
+/// Issue 37, item 5, end to end: a sweep whose cells' errors are planted formulas (and one
+/// negative throughput) through `wirespeed report --csv`: no cell a spreadsheet reads starts a
+/// formula, each error is its text behind a `'`, and the negative number stays a bare number.
+#[test]
+fn report_csv_writes_no_cell_a_spreadsheet_runs() {
+    let planted = [
+        "=HYPERLINK(\"http://evil.example\",\"x\")",
+        "-1+cmd|' /C calc'!A0",
+        "@SUM(1)",
+        "+1",
+    ];
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(recorded("sweep.json")).unwrap()).unwrap();
+    let mut k = 0;
+    for row in doc["matrix"]["cells"].as_array_mut().unwrap() {
+        for cell in row.as_array_mut().unwrap() {
+            cell["error"] = planted[k % planted.len()].into();
+            if k == 0 {
+                cell["runs"] = serde_json::json!([-5.5]);
+                cell["median"] = serde_json::json!(-5.5);
+            }
+            k += 1;
+        }
+    }
+    for tab_or_cr in ["\t=1", "\r=1"] {
+        doc["matrix"]["cells"][1][1]["error"] = tab_or_cr.into();
+        let tmp = tempfile::tempdir().unwrap();
+        let f = tmp.path().join("planted.json");
+        std::fs::write(&f, doc.to_string()).unwrap();
+        let o = ws(&["report", "--csv", &f.display().to_string()]);
+        assert_success(&o, "report --csv");
+        let s = String::from_utf8_lossy(&o.stdout).into_owned();
+        // as a spreadsheet's import splits it: quoted fields keep their commas and line breaks
+        let mut cells: Vec<Vec<String>> = vec![vec![String::new()]];
+        let mut quoted = false;
+        let mut chars = s.chars().peekable();
+        while let Some(c) = chars.next() {
+            let row = cells.last_mut().unwrap();
+            match c {
+                '"' if quoted && chars.peek() == Some(&'"') => {
+                    chars.next();
+                    row.last_mut().unwrap().push('"');
+                }
+                '"' => quoted = !quoted,
+                ',' if !quoted => row.push(String::new()),
+                '\n' if !quoted => cells.push(vec![String::new()]),
+                c => row.last_mut().unwrap().push(c),
+            }
+        }
+        cells.pop(); // after the last line end
+        assert_eq!(cells.len(), 5, "{s}");
+        for cell in cells.iter().flatten() {
+            if cell.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+                assert!(
+                    cell.parse::<f64>().is_ok(),
+                    "a cell that runs: {cell:?} in {s}"
+                );
+            }
+        }
+        let errors: Vec<&str> = cells[1..].iter().map(|r| r[5].as_str()).collect();
+        assert_eq!(
+            errors,
+            [
+                format!("'{}", planted[0]),
+                format!("'{}", planted[1]),
+                format!("'{}", planted[2]),
+                format!("'{tab_or_cr}"),
+            ],
+            "{s}"
+        );
+        assert_eq!(&cells[1][2], "-5.5", "{s}");
+        assert_eq!(&cells[1][4], "-5.5", "{s}");
+    }
+}
+
 #[test]
 fn diff_of_two_placements_reports_the_change_and_gates_on_the_threshold() {
     if online_cpus() < 2 {

@@ -3,8 +3,10 @@
 //! (participant 1's `run` serves, participant 0's `run` measures) goes through merged-results,
 //! and the merged result validates against pScheduler's throughput result schema
 //! (`tests/data/pscheduler/throughput-result-schema.json`, written from pScheduler's source); so does
-//! a UDP loopback run. Needs python3 with the jsonschema package (`python3-jsonschema`); prints
-//! `SKIP:` otherwise, and fails instead when `CI` is set.
+//! a UDP loopback run. A hostile spec (a destination that is an option, values out of range,
+//! durations without bound) is refused in pScheduler's words, never run and never a traceback.
+//! Needs python3 with the jsonschema package (`python3-jsonschema`); prints `SKIP:` otherwise,
+//! and fails instead when `CI` is set.
 
 use crate::measure_common::free_port;
 use std::io::Write;
@@ -31,6 +33,7 @@ fn call(prog: &Path, args: &[&str], input: &str, conf: &Path) -> Output {
     let mut child = Command::new(prog)
         .args(args)
         .env("WIRESPEED_PSCHEDULER_CONF", conf)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -280,4 +283,155 @@ fn a_failed_client_is_a_valid_failed_result() {
             .contains("wirespeed client"),
         "{merged}"
     );
+}
+
+/// No Python traceback, and at most one line, on stderr.
+fn no_traceback(what: &str, o: &Output) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("Traceback"), "{what}: {err}");
+    assert!(err.lines().count() <= 1, "{what}: {err}");
+}
+
+#[test]
+fn hostile_specs_are_refused_in_pschedulers_words() {
+    if !can_validate() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let conf = conf(dir.path(), free_port());
+    let can_run = |spec: Value| -> Value {
+        let o = call(
+            &plugin("can-run"),
+            &[],
+            &json!({"type": "throughput", "spec": spec}).to_string(),
+            &conf,
+        );
+        no_traceback("can-run", &o);
+        assert!(o.status.success(), "can-run {spec}");
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    // Destinations that are not a host: options first (`--loopback` once measured loopback and
+    // called it a success), then what no host name is.
+    for dest in [
+        json!("--loopback"),
+        json!("-L"),
+        json!("-R"),
+        json!("-"),
+        json!(""),
+        json!("a b"),
+        json!("h;id"),
+        json!("h..example"),
+        json!("-h.example"),
+        json!(7),
+        json!(null),
+    ] {
+        let no = can_run(json!({"dest": dest, "duration": "PT5S"}));
+        assert_eq!(no["can-run"], false, "dest {dest}: {no}");
+        assert!(no["reasons"].to_string().contains("dest"), "{no}");
+    }
+    for dest in [
+        "h.example",
+        "h",
+        "127.0.0.1",
+        "::1",
+        "fe80::1%eth0",
+        "xn--bcher-kva.example.",
+    ] {
+        let yes = can_run(json!({"dest": dest, "duration": "PT5S"}));
+        assert_eq!(yes, json!({"can-run": true}), "dest {dest}");
+    }
+    // Values out of range and durations without bound.
+    for (key, value) in [
+        ("local-address", json!("--loopback")),
+        ("duration", json!("P99999999999W")),
+        ("duration", json!(format!("PT{}S", "9".repeat(400)))),
+        ("duration", json!("PT86401S")),
+        ("omit", json!("PT1H")),
+        ("interval", json!("PT0.01S")),
+        ("link-rtt", json!("PT1H")),
+        ("parallel", json!(100_000)),
+        ("parallel", json!("4")),
+        ("parallel", json!(true)),
+        ("mss", json!(-1)),
+        ("window-size", json!(1.5)),
+        ("congestion", json!("-R")),
+        ("ip-version", json!(5)),
+    ] {
+        let mut spec = json!({"dest": "h.example"});
+        spec[key] = value.clone();
+        let no = can_run(spec);
+        assert_eq!(no["can-run"], false, "{key} {value}: {no}");
+        assert!(no["reasons"].to_string().contains(key), "{key}: {no}");
+    }
+
+    // run refuses the same spec as a failed result (nothing measured), valid for merging.
+    let run = |spec: Value, schedule: &str| -> Value {
+        let input = json!({
+            "participant": 0,
+            "participant-data": [{"schema": 1}],
+            "test": {"type": "throughput", "spec": spec},
+            "schedule": {"start": "2026-01-01T00:00:00Z", "duration": schedule},
+        });
+        let o = call(&plugin("run"), &[], &input.to_string(), &conf);
+        no_traceback("run", &o);
+        assert!(o.status.success(), "run {input}");
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let spec = json!({"dest": "--loopback", "duration": "PT1S", "loopback": true});
+    let r0 = run(spec.clone(), "PT20S");
+    assert_eq!(r0["succeeded"], false, "{r0}");
+    assert!(r0["error"].as_str().unwrap().contains("dest"), "{r0}");
+    let merged = call_json(
+        "merged-results",
+        &json!({"test": {"type": "throughput", "spec": spec}, "results": [r0]}),
+        &conf,
+    );
+    let errors = schema_errors(&merged, &conf);
+    assert!(errors.is_empty(), "schema: {errors}");
+    // A schedule without bound (once a traceback) is a failed result too.
+    for schedule in ["P99999999999W", &format!("PT{}S", "9".repeat(400))] {
+        let spec = json!({"dest": "127.0.0.1", "duration": "PT1S", "loopback": true});
+        let r = run(spec, schedule);
+        assert_eq!(r["succeeded"], false, "{r}");
+        assert!(
+            r["error"].as_str().unwrap().contains("schedule.duration"),
+            "{r}"
+        );
+    }
+    // duration: one line on stderr and exit 1.
+    for d in ["P99999999999W", "PT86401S"] {
+        let o = call(
+            &plugin("duration"),
+            &[],
+            &json!({"spec": {"dest": "h", "duration": d}}).to_string(),
+            &conf,
+        );
+        no_traceback("duration", &o);
+        assert_eq!(o.status.code(), Some(1), "duration {d}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("longer than"));
+    }
+    // Input of the wrong shape anywhere: a pScheduler-shaped answer, never a traceback.
+    for (prog, input) in [
+        (
+            "merged-results",
+            json!({"results": [1, "x"], "test": {"spec": {"loopback": "yes"}}}),
+        ),
+        (
+            "merged-results",
+            json!({"results": [{"succeeded": true, "diags": 5}]}),
+        ),
+        ("participant-data", json!({"participant": [1]})),
+        ("duration", json!({"spec": {"duration": ["PT1S"]}})),
+        (
+            "can-run",
+            json!({"type": "throughput", "spec": {"dest": {"a": 1}}}),
+        ),
+        (
+            "run",
+            json!({"participant": 0, "participant-data": 5, "test": {"spec": {"dest": "h"}}, "schedule": {"duration": 30}}),
+        ),
+    ] {
+        let o = call(&plugin(prog), &[], &input.to_string(), &conf);
+        no_traceback(prog, &o);
+    }
 }

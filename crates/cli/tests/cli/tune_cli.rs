@@ -405,3 +405,111 @@ fn big_tcp_is_a_step_and_flow_control_one_only_on_request() {
     let o = tune(root, &["--pause", "both", "--rx-pause", "on"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
+
+/// `wirespeed ARGS`, killed if it runs past a hang bound (a FIFO waited on would never end).
+fn run_bounded(args: &[&str]) -> std::process::Output {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60); // a hang detector, not a bound
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("wirespeed {args:?} hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Issue 37, item 7, at the command line: a FIFO named like the newest journal is listed as
+/// unreadable by `tune status` (exit 1) and refused by `tune revert` (exit 7), at once; a
+/// journal that is a link to a file of the tree is refused and nothing is written through it;
+/// a journal cut after its first line makes revert say it is truncated and exit 1, never
+/// "0 restored" and 0 while the changes stay.
+#[test]
+fn hostile_journals_are_refused_or_reported_at_the_command_line() {
+    let (_t, tree) = temp_copy(&fixtures().join("crow-9900x-cx5-x4"));
+    let root = tree.to_string_lossy().into_owned();
+    let o = tune(&root, &["--app-cpus", "6", "--irq-policy", "l3", "--apply"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = tree.join("var/lib/wirespeed");
+    let journal = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let applied = snapshot(&tree);
+
+    // cut after its first line
+    let full = std::fs::read_to_string(&journal).unwrap();
+    std::fs::write(&journal, &full[..full.find('\n').unwrap() + 1]).unwrap();
+    for _ in 0..2 {
+        let o = run_bounded(&["tune", "revert", "--root", &root]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("truncated"), "{}", text(&o));
+        assert!(out.contains("0 restored"), "{}", text(&o));
+    }
+    let o = run_bounded(&["tune", "status", "--root", &root]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("truncated"),
+        "{}",
+        text(&o)
+    );
+    std::fs::write(&journal, &full).unwrap();
+
+    // a newer "journal" that is a link to a kernel value of the tree
+    let rmem = tree.join("proc/sys/net/core/rmem_max");
+    let rmem_before = std::fs::read(&rmem).unwrap();
+    let link = dir.join("journal-20990101T000000Z-1.jsonl");
+    std::os::unix::fs::symlink("../../../proc/sys/net/core/rmem_max", &link).unwrap();
+    for args in [vec![], vec!["--force"]] {
+        let o = run_bounded(&[&["tune", "revert", "--root", &root][..], &args].concat());
+        assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("symbolic link"),
+            "{}",
+            text(&o)
+        );
+    }
+    assert_eq!(std::fs::read(&rmem).unwrap(), rmem_before);
+    std::fs::remove_file(&link).unwrap();
+
+    // a newer "journal" that is a FIFO: no reader ever comes
+    let fifo = dir.join("journal-20990101T000000Z-2.jsonl");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    let o = run_bounded(&["tune", "status", "--root", &root]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("FIFO, not a regular file"),
+        "{}",
+        text(&o)
+    );
+    let o = run_bounded(&["tune", "revert", "--root", &root]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("FIFO"),
+        "{}",
+        text(&o)
+    );
+    std::fs::remove_file(&fifo).unwrap();
+    // the tree is as apply left it; the real journal, whole again, reverts by its name
+    assert!(snapshot(&tree) == applied);
+    let name = journal.file_name().unwrap().to_string_lossy().into_owned();
+    let o = run_bounded(&["tune", "revert", "--root", &root, &name]);
+    assert!(o.status.success(), "{}", text(&o));
+}

@@ -4,5 +4,6 @@
 mod common;
 mod doctor_agrees;
 mod engine;
+mod journal_trust;
 mod link;
 mod planner;
