@@ -956,6 +956,10 @@ mod tests {
         let udp = crate::udp::worker_buffers;
         assert_eq!(
             udp(1400, UdpSendPath::Gso, UdpRecvPath::Gro, 0, false, true),
+            16 * (65536 + 64)
+        );
+        assert_eq!(
+            udp(1400, UdpSendPath::Mmsg, UdpRecvPath::Mmsg, 0, false, true),
             64 * (65536 + 64)
         );
         assert!(

@@ -174,7 +174,7 @@ fn recv_slots(path: UdpRecvPath, batch: usize) -> usize {
 }
 
 /// The bytes of data buffers one UDP worker holds while it runs, at most (a send path that
-/// falls back takes the larger of the two): its batch of datagrams of `len` bytes when it
+/// falls back takes the larger of the two; a receive path keeps its slot count): its batch of datagrams of `len` bytes when it
 /// sends, its receive slots and their control space when it receives. What a server counts
 /// against its memory budget for each worker of a test before admitting it.
 pub fn worker_buffers(
@@ -195,12 +195,8 @@ pub fn worker_buffers(
         n += (most * len) as u64;
     }
     if recv {
-        let most = [recv_path, UdpRecvPath::Mmsg]
-            .into_iter()
-            .map(|p| recv_slots(p, batch))
-            .max()
-            .unwrap_or(0);
-        n += (most * (SLOT + CTRL_WORDS * 8)) as u64;
+        // a fallback keeps the slot count (the receiver is made with it)
+        n += (recv_slots(recv_path, batch) * (SLOT + CTRL_WORDS * 8)) as u64;
     }
     n
 }
@@ -614,7 +610,10 @@ fn run(spec: UdpWorkerSpec, control: &Control, ctrs: Vec<Arc<UdpCounters>>) -> U
     let mut receiver = if recvs.is_empty() {
         None
     } else {
-        Some(Receiver::new(recv_path, spec.batch))
+        // As many slots as the path asked for, after a fallback too (GRO's 16 slots of 64 KiB
+        // stay 16 on recvmmsg): what `worker_buffers` counted.
+        let slots = recv_slots(spec.recv_path, spec.batch);
+        Some(Receiver::new(recv_path, slots))
     };
 
     let start = mono_ns();
