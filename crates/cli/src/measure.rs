@@ -1055,6 +1055,15 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
             // Its intervals are not shown; they pace its live frames (its CPUs each interval).
             interval: cfg.interval,
             observe: Some(live_observer()),
+            // The user's own server, for this test alone: no memory budget shared with others.
+            limits: Limits {
+                max_memory: u64::MAX,
+                per_peer: wirespeed_guard::PeerLimits {
+                    memory: u64::MAX,
+                    ..Limits::default().per_peer
+                },
+                ..Limits::default()
+            },
             ..ServerConfig::default()
         };
         let s = Server::bind(scfg).map_err(engine_fail)?;
