@@ -384,7 +384,7 @@ impl Scope {
                 "this address's share (the server is busy with other addresses) of a".into()
             }
             Scope::Prefix(len) => format!("per-/{len} (shared by its /64s)"),
-            Scope::AboveShare => "server-wide (tests above their share) ".into(),
+            Scope::AboveShare => "server-wide (tests above their share)".into(),
         }
     }
 }
@@ -1402,6 +1402,12 @@ mod tests {
             }
         );
         assert_eq!(e.decline(), Decline::AccessDenied, "busy, not wrong");
+        assert_eq!(
+            e.to_string(),
+            "server-wide (tests above their share) limit of 64 MiB of test buffers: 64 MiB held, \
+             32 MiB more asked for (raise it with the server's --max-memory, or ask for smaller \
+             blocks (-l) or fewer streams (-P))"
+        );
         assert!(
             e.to_string()
                 .contains("64 MiB of test buffers: 64 MiB held, 32 MiB more asked for"),
