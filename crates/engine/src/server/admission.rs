@@ -974,4 +974,37 @@ mod tests {
         g.connection_closed(real);
         assert_eq!(g.total(), wirespeed_guard::Usage::default());
     }
+
+    /// Issue 37, attack 4: the /64s of one /48 share its limits; over them is a refusal of the
+    /// address (`per_address`), a busy server toward iperf3, and another /48 still gets in.
+    #[test]
+    fn the_64s_of_one_48_share_its_tests_and_a_refusal_is_per_address() {
+        let cfg = ServerConfig::default();
+        let gate = Arc::new(Gate::new(cfg.limits.guard(&cfg.addrs)));
+        let c = Cookie::from_entropy(&[7; 36]);
+        let (mut held, mut refused) = (Vec::new(), Vec::new());
+        for k in 0..20u32 {
+            let peer: SocketAddr = format!("[2001:db8:1:{k:x}00::1]:1").parse().unwrap();
+            let key = gate.connection(peer.ip()).unwrap();
+            for _ in 0..2 {
+                match decide(&params(), peer, key, &c, &cfg, &gate) {
+                    Ok(t) => held.push(t),
+                    Err(e) => refused.push(e),
+                }
+            }
+        }
+        assert_eq!((held.len(), refused.len()), (16, 24));
+        let e = &refused[0];
+        assert_eq!(e.reason(), super::super::RefusalReason::PerAddress);
+        assert_eq!(e.decline(false), Decline::AccessDenied);
+        assert!(
+            e.to_string().contains("per-/48 (shared by its /64s)"),
+            "{e}"
+        );
+        let other: SocketAddr = "[2001:db8:2::1]:1".parse().unwrap();
+        let k = gate.connection(other.ip()).unwrap();
+        held.push(decide(&params(), other, k, &c, &cfg, &gate).unwrap());
+        drop(held);
+        assert_eq!(gate.running(), 0);
+    }
 }
