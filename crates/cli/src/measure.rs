@@ -38,6 +38,24 @@ fn size(s: &str) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
+/// A memory budget: a size (K/M/G) from 1 MiB to 1 TiB.
+fn memory_budget(s: &str) -> Result<u64, String> {
+    size(s)
+        .ok()
+        .filter(|b| (1 << 20..=1 << 40).contains(b))
+        .ok_or_else(|| "a size from 1M to 1T (K/M/G suffixes)".to_string())
+}
+
+/// `--ipv6-prefix-shares`: `LEN:PEERS,...` or `none`, as one value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrefixShares(pub Vec<wirespeed_guard::PrefixShare>);
+
+fn prefix_shares(s: &str) -> Result<PrefixShares, String> {
+    wirespeed_guard::PrefixShare::parse_list(s)
+        .map(PrefixShares)
+        .map_err(|e| e.to_string())
+}
+
 pub use crate::common::heading;
 
 /// A CPU list argument (`6-11`, `0,2,4`).
@@ -521,6 +539,19 @@ pub struct ServerGuardArgs {
     /// Per client address: streams of all its running tests.
     #[arg(help_heading = heading::LIMITS, long = "max-streams-per-address", default_value_t = 128, value_parser = limit::u32_in::<1, { limit::COUNT }>)]
     pub max_streams_per_address: u32,
+    /// Data buffers (every worker's block and read buffer) all running tests may hold
+    /// together (K/M/G). A test above its share (this divided by --max-tests, at least 8M)
+    /// takes from half of it only; more than is free now is a busy server, more than any
+    /// limit is iperf3's "block size too large".
+    #[arg(help_heading = heading::LIMITS, long = "max-memory", value_name = "SIZE", default_value = "128M", value_parser = memory_budget)]
+    pub max_memory: u64,
+    /// Per client address: data buffers of all its running tests (K/M/G).
+    #[arg(help_heading = heading::LIMITS, long = "max-memory-per-address", value_name = "SIZE", default_value = "64M", value_parser = memory_budget)]
+    pub max_memory_per_address: u64,
+    /// IPv6 prefixes whose /64s share their per-address limits: LEN:N lets all the /64s of
+    /// one /LEN hold N addresses' worth together (`none`: each /64 on its own).
+    #[arg(help_heading = heading::LIMITS, long = "ipv6-prefix-shares", value_name = "LEN:N,...", default_value = "56:4,48:8", value_parser = prefix_shares)]
+    pub ipv6_prefix_shares: PrefixShares,
     /// Only these addresses or prefixes may connect (repeatable or comma-separated).
     #[arg(help_heading = heading::SECURITY, long = "allow", value_name = "CIDR")]
     pub allow: Vec<String>,
@@ -614,12 +645,15 @@ impl ServerGuardArgs {
             max_duration: Duration::from_secs(a.max_duration),
             max_pending: a.max_pending,
             max_total_streams: a.max_total_streams,
+            max_memory: a.max_memory,
             per_peer: wirespeed_guard::PeerLimits {
                 pending: a.max_pending_per_address,
                 tests: a.max_tests_per_address,
                 streams: a.max_streams_per_address,
+                memory: a.max_memory_per_address,
                 ..Limits::default().per_peer
             },
+            prefixes: a.ipv6_prefix_shares.0.clone(),
             ..cfg.limits.clone()
         };
         cfg.skew_threshold = a.time_skew_threshold;
@@ -1026,6 +1060,15 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
             // Its intervals are not shown; they pace its live frames (its CPUs each interval).
             interval: cfg.interval,
             observe: Some(live_observer()),
+            // The user's own server, for this test alone: no memory budget shared with others.
+            limits: Limits {
+                max_memory: u64::MAX,
+                per_peer: wirespeed_guard::PeerLimits {
+                    memory: u64::MAX,
+                    ..Limits::default().per_peer
+                },
+                ..Limits::default()
+            },
             ..ServerConfig::default()
         };
         let s = Server::bind(scfg).map_err(engine_fail)?;

@@ -66,8 +66,8 @@ mod worker;
 mod zerocopy;
 
 pub use worker::{
-    lowat_mark, recv_len, spawn_worker, WorkerHandle, MAX_BLOCK_LEN, RCVLOWAT_MAX, RECV_LEN_MIN,
-    SHORT_PATH_US,
+    lowat_mark, recv_len, spawn_worker, worker_buffers, WorkerHandle, MAX_BLOCK_LEN, RCVLOWAT_MAX,
+    RECV_LEN_MIN, SHORT_PATH_US,
 };
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};

@@ -30,6 +30,29 @@ pub fn recv_len(block_len: usize) -> usize {
     block_len.max(RECV_LEN_MIN)
 }
 
+/// The bytes a page-aligned buffer of `len` bytes maps (what [`AlignedBuf`] takes).
+fn mapped(len: usize) -> u64 {
+    (len.max(1).div_ceil(4096) * 4096) as u64
+}
+
+/// The bytes of data buffers one TCP worker holds while it runs: its block (filled, so every
+/// page is resident) when it sends — twice with `sendfile`, whose memfd holds a copy — and
+/// its read buffer ([`recv_len`]) when it receives. What a server counts against its memory
+/// budget for each worker of a test before admitting it.
+pub fn worker_buffers(block_len: usize, send_path: SendPath, send: bool, recv: bool) -> u64 {
+    let mut n = 0;
+    if send {
+        n += mapped(block_len);
+        if send_path == SendPath::Sendfile {
+            n += mapped(block_len);
+        }
+    }
+    if recv {
+        n += mapped(recv_len(block_len));
+    }
+    n
+}
+
 /// Below this round-trip time (µs) a path counts as short for [`lowat_mark`].
 pub const SHORT_PATH_US: u32 = 1000;
 
@@ -87,7 +110,7 @@ unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
     fn new(len: usize) -> AlignedBuf {
-        let map_len = len.max(1).div_ceil(4096) * 4096;
+        let map_len = mapped(len) as usize;
         use rustix::mm::{MapFlags, ProtFlags};
         // SAFETY: a new anonymous private mapping (no hint address, no fd) aliases nothing.
         let p = unsafe {
@@ -902,6 +925,59 @@ fn service_recv(st: &mut St, buf: &mut [u8], path: &mut RecvPath, fallbacks: &mu
 
 #[cfg(test)]
 mod tests {
+
+    /// What a server counts for a worker is what the worker maps: issue 37's `-R -l 16M`
+    /// held one 16 MiB block per sending worker.
+    #[test]
+    fn worker_buffers_are_the_block_and_the_read_buffer_it_maps() {
+        const MIB: u64 = 1 << 20;
+        assert_eq!(
+            worker_buffers(16 << 20, SendPath::Copy, true, false),
+            16 * MIB
+        );
+        assert_eq!(
+            worker_buffers(16 << 20, SendPath::Sendfile, true, false),
+            32 * MIB
+        );
+        // a receiver reads at least RECV_LEN_MIN a call
+        assert_eq!(worker_buffers(128 << 10, SendPath::Copy, false, true), MIB);
+        assert_eq!(
+            worker_buffers(100, SendPath::Copy, true, true),
+            4096 + MIB,
+            "whole pages"
+        );
+        let b = AlignedBuf::new(16 << 20);
+        assert_eq!(
+            b.map_len as u64,
+            worker_buffers(16 << 20, SendPath::Copy, true, false)
+        );
+        // UDP: a batch of datagrams to send, 64 KiB slots to receive into
+        use crate::udp::{UdpRecvPath, UdpSendPath};
+        let udp = crate::udp::worker_buffers;
+        assert_eq!(
+            udp(1400, UdpSendPath::Gso, UdpRecvPath::Gro, 0, false, true),
+            16 * (65536 + 64)
+        );
+        assert_eq!(
+            udp(1400, UdpSendPath::Mmsg, UdpRecvPath::Mmsg, 0, false, true),
+            64 * (65536 + 64)
+        );
+        assert!(
+            udp(65507, UdpSendPath::Gso, UdpRecvPath::Gro, 0, true, false) <= 4 * MIB + 64 * 4096
+        );
+        assert_eq!(
+            udp(
+                1400,
+                UdpSendPath::Plain,
+                UdpRecvPath::Plain,
+                0,
+                false,
+                false
+            ),
+            0
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -29,10 +29,15 @@ fn connect(port: u16) -> Option<TcpStream> {
     Some(s)
 }
 
+/// A cookie of its own for each seed: a cookie byte keeps 5 bits of its entropy byte, so the
+/// seed is spread 5 bits a byte (seeds 32 apart used to share a cookie, and a test's "stream"
+/// could join another test).
 fn cookie(seed: u32) -> Cookie {
     let mut e = [0u8; 36];
-    e[..4].copy_from_slice(&seed.to_le_bytes());
-    e[4] = 0xab;
+    for (k, b) in e.iter_mut().take(7).enumerate() {
+        *b = ((seed >> (5 * k)) & 31) as u8;
+    }
+    e[7] = 0xab;
     Cookie::from_entropy(&e)
 }
 
@@ -817,4 +822,263 @@ fn forged_datagrams_from_the_clients_port_are_named_not_blamed_on_the_path() {
     let j = json_of(&out.stdout, "the UDP test beside forged datagrams");
     let v = &j["wirespeed"]["verdict"];
     assert_eq!(v["id"], "udp-foreign-datagrams", "{v}\n{}", j["end"]);
+}
+
+/// Open a control connection from `src` to `dst`, send `params` and read the server's
+/// answer: `Some((control, streams))` when the test was admitted (its streams connected from
+/// `src` too, never read, and the test running), `None` when it was refused (an iperf3
+/// refusal byte: ACCESS_DENIED or SERVER_ERROR).
+fn silent_test(
+    src: std::net::IpAddr,
+    dst: std::net::SocketAddr,
+    c: &Cookie,
+    params: &TestParams,
+    connect_streams: bool,
+) -> Option<(TcpStream, Vec<TcpStream>)> {
+    let open = || -> TcpStream {
+        let domain = socket2::Domain::for_address(dst);
+        let s = socket2::Socket::new(domain, socket2::Type::STREAM, None).expect("socket");
+        s.bind(&std::net::SocketAddr::new(src, 0).into())
+            .unwrap_or_else(|e| panic!("bind {src}: {e}"));
+        s.connect(&dst.into())
+            .unwrap_or_else(|e| panic!("connect {dst} from {src}: {e}"));
+        let t: TcpStream = s.into();
+        t.set_read_timeout(Some(HANG)).expect("timeout");
+        t
+    };
+    let mut ctl = open();
+    ctl.write_all(c.as_bytes()).expect("cookie");
+    let mut b = [0u8; 1];
+    // a connection refused before its parameters is closed (or answered with a refusal)
+    if ctl.read_exact(&mut b).is_err() || b[0] != State::ParamExchange.to_byte() {
+        return None;
+    }
+    ctl.write_all(&params.encode_frame().expect("params"))
+        .expect("params");
+    ctl.read_exact(&mut b)
+        .expect("the server's answer to the parameters");
+    if b[0] != State::CreateStreams.to_byte() {
+        assert!(
+            b[0] == State::AccessDenied.to_byte() || b[0] == State::ServerError.to_byte(),
+            "a refusal in iperf3's terms, not {}",
+            b[0]
+        );
+        return None;
+    }
+    let mut streams = Vec::new();
+    if connect_streams {
+        for _ in 0..params.total_streams() {
+            let mut s = open();
+            s.write_all(c.as_bytes()).expect("stream cookie");
+            streams.push(s);
+        }
+        expect_state(&mut ctl, State::TestStart, "TEST_START");
+        expect_state(&mut ctl, State::TestRunning, "TEST_RUNNING");
+    }
+    Some((ctl, streams))
+}
+
+/// Issue 37, attack 1: raw iperf3 parameters `{"tcp":true,"reverse":true,"len":16777216,
+/// "parallel":2,"time":86400}`, two tests from each of 32 addresses (127.0.3.x), their data
+/// connections never read: the server went from 6 MiB to 2,047 MiB (a 16 MiB block per
+/// sending worker, every test). Now every test's buffers come out of `--max-memory` (128 MiB
+/// by default; tests above their share from half of it): some are admitted, the rest refused
+/// as a busy server, a real test from 127.0.0.2 runs, and the server's peak RSS stays under
+/// the budget plus 64 MiB for everything else it holds (the issue's goal: 256 MiB). Bounded:
+/// 64 control connections and the streams of the admitted tests.
+#[test]
+fn tests_that_never_read_their_16_mib_blocks_hold_no_more_than_the_memory_budget() {
+    const BUDGET_MIB: u64 = 128;
+    let (srv, port) = start_server(&["-i", "0"]);
+    let pid = srv.pid();
+    let attack = TestParams {
+        direction: wirespeed_protocol::Direction::ServerToClient,
+        len: Some(16 << 20),
+        ..TestParams::new_tcp(86_400, 2)
+    };
+    let dst = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let (mut held, mut refused) = (Vec::new(), 0);
+    for a in 1..=32u8 {
+        for t in 0..2u32 {
+            let src = std::net::IpAddr::from([127, 0, 3, a]);
+            match silent_test(
+                src,
+                dst,
+                &cookie(5000 + 2 * u32::from(a) + t),
+                &attack,
+                true,
+            ) {
+                Some(h) => held.push(h),
+                None => refused += 1,
+            }
+        }
+    }
+    let real = real_client(port, &[]);
+    check_real(
+        real,
+        "a real test from 127.0.0.2 beside 64 tests of 16 MiB blocks",
+    );
+    let real_r = real_client(port, &["-R"]);
+    check_real(real_r, "a real -R test from 127.0.0.2 beside them");
+    let peak_kb = status_kb(pid, "VmHWM:");
+    let rss_kb = status_kb(pid, "VmRSS:");
+    eprintln!(
+        "memory budget: {} of 64 attacking tests admitted, {refused} refused; server peak RSS \
+         {peak_kb} kB, RSS now {rss_kb} kB",
+        held.len()
+    );
+    assert!(
+        !held.is_empty(),
+        "not one attacking test admitted: the budget refuses everything"
+    );
+    assert!(refused > 0, "every attacking test admitted");
+    assert!(
+        peak_kb > 0 && peak_kb < (BUDGET_MIB + 64) * 1024,
+        "server peak RSS {peak_kb} kB, over the {BUDGET_MIB} MiB budget plus 64 MiB"
+    );
+    drop(held);
+}
+
+/// A network namespace of this test's own, deleted when dropped.
+struct OwnNetns(String);
+
+impl Drop for OwnNetns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+fn ip_ok(args: &[&str]) {
+    let o = Command::new("ip").args(args).output().expect("ip");
+    assert!(
+        o.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Run `f` on a thread inside the network namespace `ns`: the sockets it opens belong there.
+fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(format!("/run/netns/{ns}")).expect("the namespace");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: setns on an open namespace descriptor; it changes only this thread's
+            // network namespace, and the thread ends with the scope.
+            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+            f()
+        })
+        .join()
+        .expect("the thread in the namespace")
+    })
+}
+
+/// The /64 number `k` of the attacking /48, 2001:db8:1::/48: 16 /56s of 4 /64s each.
+fn site_addr(k: u32) -> String {
+    format!("2001:db8:1:{:x}::1", ((k / 4) << 8) | (k % 4))
+}
+
+/// Issue 37, attack 4: two silent tests from each of 64 /64s of one /48 took the server's 64
+/// tests (33 /64s held them), and a real client from another /64 was refused 15 of 15 times.
+/// Now the /64s of a /56 and of a /48 share their limits (4 and 8 addresses' worth by
+/// default): the /48 holds 16 tests, and a real client from another /48 is served every time
+/// (the goal: 80 %) while the attack still holds them. In a network namespace of its own,
+/// on its loopback; bounded: 128 control connections, 5 real one-second tests.
+#[test]
+fn the_64s_of_one_48_leave_the_server_to_another_48() {
+    if !crate::need::root("the_64s_of_one_48_leave_the_server_to_another_48") {
+        return;
+    }
+    let ns = OwnNetns(format!("ws-sec-server-v6-{}", std::process::id()));
+    ip_ok(&["netns", "add", &ns.0]);
+    ip_ok(&["-n", &ns.0, "link", "set", "lo", "up"]);
+    let mut addrs: Vec<String> = (0..64).map(site_addr).collect();
+    addrs.push("2001:db8:2::1".into());
+    for a in &addrs {
+        ip_ok(&[
+            "-n",
+            &ns.0,
+            "-6",
+            "addr",
+            "add",
+            &format!("{a}/128"),
+            "dev",
+            "lo",
+            "nodad",
+        ]);
+    }
+    let port = 5201u16;
+    let mut srv_cmd = Command::new("ip");
+    srv_cmd
+        .args(["netns", "exec", &ns.0])
+        .arg(wirespeed())
+        .args(["server", "-p", &port.to_string(), "-i", "0"])
+        // the silent tests wait for their streams twice this long: far past this test
+        .args(["--handshake-timeout", "600"]);
+    let _srv = spawn(&mut srv_cmd);
+    let dst: std::net::SocketAddr = format!("[::1]:{port}").parse().unwrap();
+    in_netns(&ns.0, || {
+        wait_until("the server in the namespace to listen", || {
+            TcpStream::connect(dst).is_ok()
+        })
+    });
+    let silent = TestParams::new_tcp(86_400, 1);
+    let held: Vec<(TcpStream, Vec<TcpStream>)> = in_netns(&ns.0, || {
+        let mut held = Vec::new();
+        for k in 0..64u32 {
+            for t in 0..2 {
+                let src: std::net::IpAddr = site_addr(k).parse().unwrap();
+                if let Some(h) = silent_test(src, dst, &cookie(7000 + 2 * k + t), &silent, false) {
+                    held.push(h);
+                }
+            }
+        }
+        held
+    });
+    let mut served = 0;
+    const REAL: usize = 5;
+    for _ in 0..REAL {
+        let out = run(
+            Command::new("ip")
+                .args(["netns", "exec", &ns.0])
+                .arg(wirespeed())
+                .args(["-c", "::1", "-p", &port.to_string()])
+                .args(["-B", "2001:db8:2::1", "-t", "1", "-J"]),
+            HANG,
+        );
+        if out.status.success() {
+            served += 1;
+        } else {
+            eprintln!(
+                "a real test from 2001:db8:2::1 was refused: {}",
+                text_of(&out)
+            );
+        }
+    }
+    // the attack still held its tests all along: every admitted one is open
+    let still = held
+        .iter()
+        .filter(|(c, _)| {
+            c.set_nonblocking(true).expect("nonblocking");
+            let mut b = [0u8; 1];
+            matches!(c.peek(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        })
+        .count();
+    eprintln!(
+        "prefix shares: {} of 128 silent tests from 64 /64s of one /48 admitted, {still} still \
+         held; a real client from another /48 served {served} of {REAL}",
+        held.len()
+    );
+    assert_eq!(
+        still,
+        held.len(),
+        "the server dropped silent tests before the end"
+    );
+    assert!(
+        held.len() <= 16,
+        "the /48 holds {} tests, more than 8 addresses' worth",
+        held.len()
+    );
+    assert!(served * 5 >= REAL * 4, "served {served} of {REAL}");
 }

@@ -270,6 +270,18 @@ fn limits_are_range_checked_at_start() {
         a.push("-1".into());
         cases.push((a, range));
     }
+    for flag in ["--max-memory", "--max-memory-per-address"] {
+        for bad in [HUGE, "-1", "0"] {
+            let mut a = server(flag);
+            a.push(bad.into());
+            cases.push((a, "a size from 1M to 1T"));
+        }
+    }
+    for bad in [HUGE, "0"] {
+        let mut a = server("--ipv6-prefix-shares");
+        a.push(bad.into());
+        cases.push((a, "is not a prefix share LEN:PEERS"));
+    }
     let mut a = server("--server-bitrate-limit");
     a.push(format!("1G/{HUGE}"));
     cases.push((a, "whole seconds from 1 to 3600"));
@@ -371,6 +383,40 @@ fn server_limits_are_reported_to_the_client() {
         assert!(!o.status.success());
         let text = text_of(&o);
         assert!(text.contains("parallel streams"), "iperf3 said: {text}");
+    }
+}
+
+/// Issue 37: a test's data buffers come out of the server's memory budget. A test asking for
+/// more than its address may ever hold is refused in iperf3's words ("block size too large")
+/// and, toward a wirespeed client, with the option that raises the limit; a test within it
+/// runs.
+#[test]
+fn a_test_whose_buffers_exceed_the_memory_budget_is_refused_in_words() {
+    let (_srv, port) = start_server(&["-i", "0", "--max-memory-per-address", "1M", "-A", "0"]);
+    // -R: one sending worker (-A 0) holds a 2 MiB block
+    let o = client(port, &["-R", "-l", "2M", "-t", "1"]);
+    assert_fails(
+        &o,
+        REFUSED,
+        "raise it with the server's --max-memory-per-address",
+        "-R -l 2M over --max-memory-per-address 1M",
+    );
+    assert!(
+        text_of(&o).contains("per-address limit of 1 MiB of test buffers"),
+        "{}",
+        text_of(&o)
+    );
+    let o = client(port, &["-R", "-l", "512K", "-t", "1"]);
+    assert_success(&o, "-R -l 512K within --max-memory-per-address 1M");
+    if have_iperf3("iperf3 client refused by the memory budget") {
+        let o = run(
+            // a 1 MiB block to send and a 1 MiB read buffer (iperf3's largest block is 1 MiB)
+            &mut client_cmd(Side::Iperf3, port, &["--bidir", "-l", "1M", "-t", "1"]),
+            HANG,
+        );
+        let text = text_of(&o);
+        assert!(!o.status.success(), "{text}");
+        assert!(text.contains("block size too large"), "iperf3 said: {text}");
     }
 }
 

@@ -58,7 +58,7 @@ mod worker;
 
 pub use accounting::{RecvAccounting, RecvStats};
 pub use wirespeed_protocol::udp::{header_len, DatagramHeader, MAX_DATAGRAM_LEN};
-pub use worker::{spawn_udp_worker, UdpWorkerHandle};
+pub use worker::{spawn_udp_worker, worker_buffers, UdpWorkerHandle};
 
 use crate::{Budget, Direction, StreamEnd};
 use std::sync::atomic::{AtomicU64, Ordering};

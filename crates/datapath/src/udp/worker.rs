@@ -137,6 +137,70 @@ fn gso_supported(fd: RawFd) -> bool {
     sys::getsockopt_int(fd, libc::SOL_UDP, libc::UDP_SEGMENT).is_ok()
 }
 
+/// Datagrams a sender's buffer holds on `path` (after any fallback) for datagrams of `len`
+/// bytes; `batch` > 0 overrides.
+fn send_batch(path: UdpSendPath, len: usize, batch: usize) -> usize {
+    let gso_segs = (GSO_MAX_BYTES / len.max(1)).min(GSO_MAX_SEGS);
+    if batch > 0 {
+        batch
+    } else {
+        match path {
+            UdpSendPath::Gso => gso_segs * GSO_MSGS,
+            UdpSendPath::Mmsg => 64,
+            UdpSendPath::Plain => 16,
+        }
+    }
+}
+
+/// Slots of [`SLOT`] bytes a receiver's buffer holds on `path`; `batch` > 0 overrides.
+fn recv_slots(path: UdpRecvPath, batch: usize) -> usize {
+    match path {
+        UdpRecvPath::Plain => 1,
+        UdpRecvPath::Mmsg => {
+            if batch > 0 {
+                batch.min(1024)
+            } else {
+                64
+            }
+        }
+        UdpRecvPath::Gro => {
+            if batch > 0 {
+                batch.min(64)
+            } else {
+                16
+            }
+        }
+    }
+}
+
+/// The bytes of data buffers one UDP worker holds while it runs, at most (a send path that
+/// falls back takes the larger of the two; a receive path keeps its slot count): its batch of datagrams of `len` bytes when it
+/// sends, its receive slots and their control space when it receives. What a server counts
+/// against its memory budget for each worker of a test before admitting it.
+pub fn worker_buffers(
+    len: usize,
+    send_path: UdpSendPath,
+    recv_path: UdpRecvPath,
+    batch: usize,
+    send: bool,
+    recv: bool,
+) -> u64 {
+    let mut n = 0;
+    if send {
+        let most = [send_path, UdpSendPath::Mmsg]
+            .into_iter()
+            .map(|p| send_batch(p, len, batch))
+            .max()
+            .unwrap_or(0);
+        n += (most * len) as u64;
+    }
+    if recv {
+        // a fallback keeps the slot count (the receiver is made with it)
+        n += (recv_slots(recv_path, batch) * (SLOT + CTRL_WORDS * 8)) as u64;
+    }
+    n
+}
+
 impl Sender {
     fn new(path: UdpSendPath, len: usize, c64: bool, batch: usize) -> Sender {
         let gso_segs = (GSO_MAX_BYTES / len).min(GSO_MAX_SEGS);
@@ -146,15 +210,7 @@ impl Sender {
             fallbacks.push(format!("gso: datagrams of {len} bytes leave no room for 2 segments per send; using sendmmsg"));
             path = UdpSendPath::Mmsg;
         }
-        let batch_max = if batch > 0 {
-            batch
-        } else {
-            match path {
-                UdpSendPath::Gso => gso_segs * GSO_MSGS,
-                UdpSendPath::Mmsg => 64,
-                UdpSendPath::Plain => 16,
-            }
-        };
+        let batch_max = send_batch(path, len, batch);
         let mut s = Sender {
             path,
             len,
@@ -347,23 +403,7 @@ const CTRL_WORDS: usize = 8; // 64 bytes of control data per slot
 
 impl Receiver {
     fn new(path: UdpRecvPath, batch: usize) -> Receiver {
-        let vlen = match path {
-            UdpRecvPath::Plain => 1,
-            UdpRecvPath::Mmsg => {
-                if batch > 0 {
-                    batch.min(1024)
-                } else {
-                    64
-                }
-            }
-            UdpRecvPath::Gro => {
-                if batch > 0 {
-                    batch.min(64)
-                } else {
-                    16
-                }
-            }
-        };
+        let vlen = recv_slots(path, batch);
         let mut r = Receiver {
             path,
             vlen,
@@ -570,7 +610,10 @@ fn run(spec: UdpWorkerSpec, control: &Control, ctrs: Vec<Arc<UdpCounters>>) -> U
     let mut receiver = if recvs.is_empty() {
         None
     } else {
-        Some(Receiver::new(recv_path, spec.batch))
+        // As many slots as the path asked for, after a fallback too (GRO's 16 slots of 64 KiB
+        // stay 16 on recvmmsg): what `worker_buffers` counted.
+        let slots = recv_slots(spec.recv_path, spec.batch);
+        Some(Receiver::new(recv_path, slots))
     };
 
     let start = mono_ns();

@@ -12,7 +12,9 @@
 //! it admits gets a thread and a [`Ticket`] (which gives its place back when dropped). The
 //! guard's count of running tests is the server's only one: `--max-tests` is its server-wide
 //! limit. The ticket also carries the control connection's bytes ([`Ticket::charge_control`]):
-//! every byte the test's client sends counts against its address's budget until the test ends.
+//! every byte the test's client sends counts against its address's budget until the test ends,
+//! and the test's data buffers ([`test_buffers`]: what its workers will allocate), counted
+//! against the memory budget from admission to the test's end.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -22,11 +24,11 @@ use std::time::Duration;
 use thiserror::Error;
 use wirespeed_datapath as dp;
 use wirespeed_datapath::SendPath;
-use wirespeed_guard::{ControlLedger, Guard, PeerKey, Refusal};
+use wirespeed_guard::{ControlLedger, Demand, Guard, PeerKey, Refusal};
 use wirespeed_host::CpuSet;
 use wirespeed_protocol::psk::{PskRefusal, ReplayWindow};
 use wirespeed_protocol::server_error::errno;
-use wirespeed_protocol::{Cookie, Decline, TestParams, Transport, WireSendPath};
+use wirespeed_protocol::{Cookie, Decline, Direction, TestParams, Transport, WireSendPath};
 
 use super::{Limits, ServerConfig};
 
@@ -287,14 +289,49 @@ impl Gate {
     }
 }
 
-/// An admitted test's hold on the [`Gate`]: its test and streams in the guard,
+/// The bytes of data buffers a test's workers hold at the server: per worker what the
+/// datapath allocates (its block when it sends, its read buffer when it receives:
+/// [`dp::worker_buffers`], [`dp::udp::worker_buffers`]), for every worker the data phase
+/// plans from the test's placement ([`crate::placement::plan`]), sending and receiving
+/// streams on workers of their own. Counted against the memory budget before the test is
+/// admitted, so a test whose client never reads its data holds no more than this.
+pub fn test_buffers(p: &TestParams, cfg: &ServerConfig) -> u64 {
+    let local = super::test::local_paths(p, cfg);
+    let dc = crate::measurement::data_config(p, false, local);
+    let n = p.parallel.max(1) as usize;
+    let (send, recv) = match p.direction {
+        Direction::ClientToServer => (0, n),
+        Direction::ServerToClient => (n, 0),
+        Direction::Both => (n, n),
+    };
+    [(send, true), (recv, false)]
+        .into_iter()
+        .map(|(streams, sends)| {
+            let workers = crate::placement::plan(streams, &dc.placement).len() as u64;
+            let each = match &dc.udp {
+                Some(u) => dp::udp::worker_buffers(
+                    u.datagram_len,
+                    u.send_path,
+                    u.recv_path,
+                    0,
+                    sends,
+                    !sends,
+                ),
+                None => dp::worker_buffers(dc.block_len, dc.send_path, sends, !sends),
+            };
+            workers.saturating_mul(each)
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// An admitted test's hold on the [`Gate`]: its test, streams and buffers in the guard,
 /// (TCP) the data connections it still expects, and the control bytes its control connection
 /// was charged. Given back when dropped.
 #[derive(Debug)]
 pub struct Ticket {
     gate: Arc<Gate>,
     pub peer: PeerKey,
-    streams: u32,
+    demand: Demand,
     connecting: u32,
     control: ControlLedger,
 }
@@ -328,7 +365,7 @@ impl Drop for Ticket {
     fn drop(&mut self) {
         self.streams_settled();
         let mut g = self.gate.guard();
-        g.test_done(self.peer, self.streams);
+        g.release(self.peer, self.demand);
         self.control.close(&mut g);
     }
 }
@@ -414,8 +451,12 @@ pub fn decide(
         h.0.admit(peer, p)?;
     }
     let streams = u32::try_from(p.total_streams()).unwrap_or(u32::MAX);
+    let demand = Demand {
+        streams,
+        memory: test_buffers(p, cfg),
+    };
     let mut g = gate.guard();
-    g.admit_test(key, streams).map_err(|r| match r {
+    g.admit(key, demand).map_err(|r| match r {
         // The server-wide count of tests is `--max-tests`: a busy server, in its own words.
         wirespeed_guard::Refusal::Tests {
             scope: wirespeed_guard::Scope::Server,
@@ -433,7 +474,7 @@ pub fn decide(
     Ok(Ticket {
         gate: Arc::clone(gate),
         peer: key,
-        streams,
+        demand,
         connecting,
         control: ControlLedger::new(key),
     })
@@ -841,6 +882,129 @@ mod tests {
         let mut right = tune_request();
         key().seal_params(&mut right, &c, unix_now()).unwrap();
         drop(decide(&right, peer(), k, &c, &guarded, &gate).unwrap());
+        assert_eq!(gate.running(), 0);
+    }
+
+    /// Issue 37, attack 1: `{"tcp":true,"reverse":true,"len":16777216,"parallel":2}` held a
+    /// 16 MiB block per sending worker in every test. Each test's buffers are counted from
+    /// its placement's workers, and the budget admits two such tests; the rest are a busy
+    /// server toward iperf3, a plain test still runs, and a test that could never fit is
+    /// iperf3's "block size too large".
+    #[test]
+    fn a_tests_buffers_are_counted_per_worker_and_come_out_of_the_memory_budget() {
+        const MIB: u64 = 1 << 20;
+        let cfg = ServerConfig {
+            cpus: Some(CpuSet::from_cpus([0, 1])),
+            ..ServerConfig::default()
+        };
+        let attack = TestParams {
+            direction: Direction::ServerToClient,
+            len: Some(16 << 20),
+            parallel: 2,
+            time: 86_400,
+            ..TestParams::default()
+        };
+        assert_eq!(test_buffers(&attack, &cfg), 32 * MIB, "a block per worker");
+        let bidir = TestParams {
+            direction: Direction::Both,
+            ..attack.clone()
+        };
+        // and a 16 MiB read buffer per receiving worker
+        assert_eq!(test_buffers(&bidir, &cfg), 64 * MIB);
+        let one_cpu = ServerConfig {
+            affinity: Some(0),
+            ..ServerConfig::default()
+        };
+        assert_eq!(test_buffers(&attack, &one_cpu), 16 * MIB, "one worker");
+        // a default test: one receiving worker's 1 MiB read buffer
+        assert_eq!(test_buffers(&TestParams::new_tcp(10, 1), &cfg), MIB);
+
+        let gate = Arc::new(Gate::new(cfg.limits.guard(&cfg.addrs)));
+        let c = Cookie::from_entropy(&[6; 36]);
+        let mut held = Vec::new();
+        let mut busy = 0;
+        for a in 1..=8u8 {
+            let peer: SocketAddr = format!("127.0.3.{a}:1").parse().unwrap();
+            let k = gate.connection(peer.ip()).unwrap();
+            match decide(&attack, peer, k, &c, &cfg, &gate) {
+                Ok(t) => held.push(t),
+                Err(e) => {
+                    assert!(
+                        matches!(
+                            e,
+                            AdmissionError::Guard(Refusal::Memory {
+                                scope: wirespeed_guard::Scope::AboveShare,
+                                ..
+                            })
+                        ),
+                        "{e}"
+                    );
+                    assert_eq!(e.decline(false), Decline::AccessDenied);
+                    assert_eq!(e.reason(), super::super::RefusalReason::Limit);
+                    busy += 1;
+                }
+            }
+        }
+        assert_eq!((held.len(), busy), (2, 6));
+        assert_eq!(gate.guard().total().memory, 64 * MIB);
+        let real = gate.connection(peer().ip()).unwrap();
+        let t = decide(&TestParams::new_tcp(10, 1), peer(), real, &c, &cfg, &gate).unwrap();
+        assert_eq!(gate.guard().total().memory, 65 * MIB);
+        drop(t);
+        // 8 workers of 16 MiB: more than an address may ever hold
+        let wide = ServerConfig {
+            cpus: Some(CpuSet::from_cpus(0..8)),
+            ..ServerConfig::default()
+        };
+        let big = TestParams {
+            parallel: 8,
+            ..attack.clone()
+        };
+        let e = decide(&big, peer(), real, &c, &wide, &gate).unwrap_err();
+        assert_eq!(e.i_errno(), errno::IEBLOCKSIZE, "{e}");
+        assert!(matches!(e.decline(false), Decline::Error { .. }));
+        assert!(e.to_string().contains("--max-memory-per-address"), "{e}");
+        drop(held);
+        let mut g = gate.guard();
+        assert_eq!(g.total().memory, 0);
+        assert_eq!(g.above_share(), 0);
+        for a in 1..=8u8 {
+            g.connection_closed(PeerKey::of(format!("127.0.3.{a}").parse().unwrap()));
+        }
+        g.connection_closed(real);
+        assert_eq!(g.total(), wirespeed_guard::Usage::default());
+    }
+
+    /// Issue 37, attack 4: the /64s of one /48 share its limits; over them is a refusal of the
+    /// address (`per_address`), a busy server toward iperf3, and another /48 still gets in.
+    #[test]
+    fn the_64s_of_one_48_share_its_tests_and_a_refusal_is_per_address() {
+        let cfg = ServerConfig::default();
+        let gate = Arc::new(Gate::new(cfg.limits.guard(&cfg.addrs)));
+        let c = Cookie::from_entropy(&[7; 36]);
+        let (mut held, mut refused) = (Vec::new(), Vec::new());
+        for k in 0..20u32 {
+            let peer: SocketAddr = format!("[2001:db8:1:{k:x}00::1]:1").parse().unwrap();
+            let key = gate.connection(peer.ip()).unwrap();
+            for _ in 0..2 {
+                match decide(&params(), peer, key, &c, &cfg, &gate) {
+                    Ok(t) => held.push(t),
+                    Err(e) => refused.push(e),
+                }
+            }
+        }
+        assert_eq!((held.len(), refused.len()), (16, 24));
+        let e = &refused[0];
+        assert_eq!(e.reason(), super::super::RefusalReason::PerAddress);
+        assert_eq!(e.decline(false), Decline::AccessDenied);
+        assert!(
+            e.to_string().contains("per-/48 (shared by its /64s)"),
+            "{e}"
+        );
+        let other: SocketAddr = "[2001:db8:2::1]:1".parse().unwrap();
+        let k = gate.connection(other.ip()).unwrap();
+        held.push(decide(&params(), other, k, &c, &cfg, &gate).unwrap());
+        drop(held);
         assert_eq!(gate.running(), 0);
     }
 }

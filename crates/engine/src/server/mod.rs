@@ -57,8 +57,13 @@ pub struct Limits {
     /// Bytes of control messages received on open control connections, every phase
     /// (server-wide).
     pub max_control_bytes: u64,
+    /// Bytes of data buffers (blocks and read buffers of every worker) all running tests
+    /// hold together (server-wide): the memory budget (`--max-memory`).
+    pub max_memory: u64,
     /// The same, per client address (an IPv4 address or an IPv6 /64), plus its tests.
     pub per_peer: wirespeed_guard::PeerLimits,
+    /// IPv6 prefixes whose /64s share their per-address limits (`--ipv6-prefix-shares`).
+    pub prefixes: Vec<wirespeed_guard::PrefixShare>,
 }
 
 impl Default for Limits {
@@ -72,7 +77,9 @@ impl Default for Limits {
             max_pending: g.server.pending as usize,
             max_total_streams: g.server.streams,
             max_control_bytes: g.server.control_bytes,
+            max_memory: g.server.memory,
             per_peer: g.peer,
+            prefixes: g.prefixes,
         }
     }
 }
@@ -88,8 +95,10 @@ impl Limits {
                 tests: sat(self.max_tests),
                 streams: self.max_total_streams,
                 control_bytes: self.max_control_bytes,
+                memory: self.max_memory,
             },
             addrs: addrs.clone(),
+            prefixes: self.prefixes.clone(),
         }
     }
 }
@@ -276,9 +285,10 @@ impl RefusalReason {
             Refusal::Pending { scope, .. }
             | Refusal::Tests { scope, .. }
             | Refusal::Streams { scope, .. }
-            | Refusal::ControlBytes { scope, .. } => match scope {
-                Scope::Peer | Scope::Share => RefusalReason::PerAddress,
-                Scope::Server => RefusalReason::Limit,
+            | Refusal::ControlBytes { scope, .. }
+            | Refusal::Memory { scope, .. } => match scope {
+                Scope::Peer | Scope::Share | Scope::Prefix(_) => RefusalReason::PerAddress,
+                Scope::Server | Scope::AboveShare => RefusalReason::Limit,
             },
         }
     }

@@ -212,7 +212,7 @@ pub(super) fn serve_test(
 /// unpinned. Send path: the client's wish (`wirespeed.send_path`, or iperf3's `-Z` as
 /// sendfile), else the server's default; receive path: zero-copy or skip-copy when the client
 /// asks for it.
-fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
+pub(super) fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
     let ext = p.wirespeed.as_ref();
     let placement = if let Some(c) = ext.and_then(|e| e.server_cpus.clone()) {
         Placement::Cpus(c)
