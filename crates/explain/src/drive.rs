@@ -152,12 +152,53 @@ pub fn sweep_test(
         affinity: Some(client_cpu),
         server_affinity: Some(server_cpu),
         server_irq_cpus: irq_cpu.map(|c| CpuSet::from_cpus([c])),
-        interval: Duration::ZERO,
+        interval: sweep_interval(s.time),
         observe: s.observe.clone(),
         psk: s.psk.clone(),
         ..ClientConfig::default()
     };
     wirespeed_engine::run_client(&cfg, &mut NullReporter)
+}
+
+/// The interval of a sweep's tests: a quarter of the test up to one second, so even a
+/// one-second test has the interval rates a cell's spread is computed from.
+pub fn sweep_interval(time: u32) -> Duration {
+    (Duration::from_secs(u64::from(time)) / 4).min(Duration::from_secs(1))
+}
+
+/// The rates (bits/s) of a test's full-length intervals (those at least half the longest: a
+/// short last one is left out), the omitted ones left out.
+pub fn interval_rates(r: &TestResult) -> Vec<f64> {
+    let kept: Vec<_> = r
+        .intervals
+        .iter()
+        .map(|i| &i.sum)
+        .filter(|s| !s.omitted && s.seconds > 0.0 && s.bits_per_second.is_finite())
+        .collect();
+    let longest = kept.iter().map(|s| s.seconds).fold(0.0, f64::max);
+    kept.iter()
+        .filter(|s| s.seconds >= longest / 2.0)
+        .map(|s| s.bits_per_second)
+        .collect()
+}
+
+/// One cell's run: the receiver's throughput, the interval rates and the verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellRun {
+    pub bps: BitsPerSecond,
+    pub intervals: Vec<f64>,
+    pub verdict: Option<wirespeed_model::VerdictId>,
+}
+
+/// One pinned one-stream test, as a cell's run.
+pub fn cell_run(s: &SweepSpec, client_cpu: u32, server_cpu: u32) -> Result<CellRun, EngineError> {
+    let r = sweep_test(s, client_cpu, server_cpu, None)?;
+    let bps = receiver_bps(&r).ok_or_else(no_receiver_summary)?;
+    Ok(CellRun {
+        bps,
+        intervals: interval_rates(&r),
+        verdict: observation_of(&r).1.map(|v| v.id),
+    })
 }
 
 /// One pinned one-stream test; the receiver's throughput.
@@ -197,10 +238,14 @@ pub fn run_pair_sweep(
                     break 'all;
                 }
                 ran += 1;
-                match one_test(s, c, sc) {
-                    Ok(bps) => {
-                        progress(format!("client CPU {c}, server CPU {sc}: {bps}"));
-                        m.record(c, sc, bps);
+                match cell_run(s, c, sc) {
+                    Ok(run) => {
+                        progress(format!(
+                            "client CPU {c}, server CPU {sc}: {}{}",
+                            run.bps,
+                            run.verdict.map(|v| format!(" ({v})")).unwrap_or_default()
+                        ));
+                        m.record_run(c, sc, run.bps, run.intervals, run.verdict);
                     }
                     Err(e) => {
                         progress(format!("client CPU {c}, server CPU {sc}: {e}"));
@@ -586,6 +631,12 @@ mod tests {
         assert!(sweep.first_err.is_none(), "{:?}", sweep.first_err);
         assert_eq!((sweep.ran, sweep.interrupted), (1, false));
         assert!(sweep.matrix.median(cpu, cpu).is_some_and(|v| v > 0.0));
+        // the cell keeps its run's interval rates (a quarter second each in a 1 s test: four,
+        // or three when the last is cut short), so its spread is known
+        let cell = sweep.matrix.cell(cpu, cpu).unwrap();
+        assert_eq!(cell.intervals.len(), 1);
+        assert!((3..=4).contains(&cell.intervals[0].len()), "{cell:?}");
+        assert!(cell.spread().is_some());
         assert_eq!(lines.len(), 1);
         assert!(lines[0].starts_with(&format!("client CPU {cpu}, server CPU {cpu}: ")));
 
