@@ -46,11 +46,45 @@ pub fn render(inputs: &[Input<'_>], title: &str, w: &mut dyn io::Write) -> io::R
         CSS
     );
     let _ = write!(h, "<header><h1>{}</h1>", esc(title));
-    let kinds: Vec<String> = inputs
-        .iter()
-        .map(|i| format!("{} ({})", esc(i.name), i.doc.kind()))
-        .collect();
-    let _ = writeln!(h, "<p class=\"mute\">{}</p></header>", kinds.join(" · "));
+    for i in inputs {
+        let _ = write!(h, "<p class=\"mute\">{} ({})", esc(i.name), i.doc.kind());
+        if let Document::Test(t) = i.doc {
+            // What was run, in one line: the end and its target or peer, the time, the versions.
+            let ran = test::what_ran(t);
+            let get = |k: &str| {
+                ran.iter()
+                    .find(|(key, _)| *key == k)
+                    .map(|(_, v)| v.as_str())
+            };
+            let mut parts = Vec::new();
+            match (get("end"), get("target"), get("port"), get("client")) {
+                (Some(e), Some(host), Some(port), _) => {
+                    parts.push(format!("{e} of {host} port {port}"))
+                }
+                (Some(e), _, Some(port), Some(c)) => {
+                    parts.push(format!("{e} on port {port}, client {c}"))
+                }
+                _ => {}
+            }
+            parts.extend(
+                ["time", "version"]
+                    .iter()
+                    .filter_map(|k| get(k))
+                    .map(String::from),
+            );
+            if let Some(p) = get("peer version") {
+                parts.push(format!("peer {p}"));
+            }
+            if !parts.is_empty() {
+                let _ = write!(h, ": {}", esc(&parts.join(" · ")));
+            }
+            if let Some(c) = get("command") {
+                let _ = write!(h, "<br><code>{}</code>", esc(c));
+            }
+        }
+        h.push_str("</p>");
+    }
+    h.push_str("</header>\n");
     if inputs.len() > 1 {
         compare(&mut h, inputs);
     }
@@ -220,6 +254,7 @@ td.num,th.num{text-align:right;white-space:nowrap}table.cmp td:last-child{white-
 .sev.critical{color:var(--crit)}.sev.warning{color:var(--warn)}.sev.info{color:var(--info)}
 code,pre{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}pre{background:var(--bg);border:1px solid var(--grid);padding:6px 8px;overflow-x:auto;white-space:pre-wrap;margin:4px 0}
 .compare{margin-bottom:18px}
+.facts.run .cmd{flex-basis:100%;min-width:0}.facts.run code,header code{overflow-wrap:anywhere}
 "#;
 
 #[cfg(test)]
