@@ -890,10 +890,7 @@ mod tests {
                 .find(|l| l.contains(&format!("stream {n} ")))
                 .unwrap_or_else(|| panic!("stream {n}: {got}"));
             assert!(row.contains("Gbit/s"), "{row}");
-            assert!(
-                row.contains('▁') || row.contains('█') || row.contains('▄'),
-                "bars: {row}"
-            );
+            assert!(row.chars().any(|c| "▁▂▃▄▅▆▇█".contains(c)), "bars: {row}");
             // The bars reach the box's edge.
             assert!(
                 row.trim_end_matches('│').ends_with(|c: char| c != ' '),
@@ -927,20 +924,32 @@ mod tests {
         assert!(widest_bars(&got) >= 150, "bars across the box: {got}");
         assert!(got.contains("stream 1: "), "{got}");
         assert!(got.contains("sum: 2.00 Gbit/s"), "{got}");
-        let blank_in_panes = got
-            .lines()
-            .filter(|l| l.starts_with('│') && l.trim_matches(|c| c == '│' || c == ' ').is_empty())
-            .count();
-        assert!(blank_in_panes <= 2, "no rows of empty boxes: {got}");
         // The CPU panes hold exactly their CPUs: four rows with borders.
         let pane_top = got
             .lines()
             .position(|l| l.contains("CPUs of this host"))
             .unwrap();
         assert!(pane_top >= 40 - 4, "the panes sit at the bottom: {got}");
-        // Rows with content: all but the one under the verdict and a few sparkline rows whose
-        // bars do not reach them.
-        assert!(content_rows(&got) >= 40, "{got}");
+        let blank_in_panes = got
+            .lines()
+            .skip(pane_top)
+            .filter(|l| l.starts_with('│') && l.trim_matches(|c| c == '│' || c == ' ').is_empty())
+            .count();
+        assert_eq!(blank_in_panes, 0, "no empty rows in the CPU panes: {got}");
+        // The sparkline boxes take the rest, drawn from zero: each box's bottom row is bars
+        // across its width (the rows above the peak stay empty: the scale's top is above it).
+        let rows: Vec<&str> = got.lines().collect();
+        let bottoms: Vec<&str> = rows[..pane_top]
+            .windows(2)
+            .filter(|w| w[1].starts_with('└') && w[0].contains('█'))
+            .map(|w| w[0])
+            .collect();
+        assert_eq!(bottoms.len(), 2, "the stream's box and the sum's: {got}");
+        assert!(
+            bottoms.iter().all(|b| b.matches('█').count() >= 150),
+            "{got}"
+        );
+        assert!(pane_top >= 36 && content_rows(&got) >= 20, "{got}");
     }
 
     /// 80×24 with four streams: boxes still fit, and every box has bars in it.
