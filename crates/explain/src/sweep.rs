@@ -129,6 +129,8 @@ impl Summarize for Matrix {
             if let Some(what) = limit_outside_cpus(v) {
                 recommendation.push_str(&format!(": {what}, not the CPU pair, was the limit"));
             }
+        } else if let Some(t) = self.verdict_tally() {
+            recommendation.push_str(&format!("; the cells' verdicts: {t}"));
         }
         Some(Summary {
             best,
@@ -200,6 +202,25 @@ impl MatrixNoise for Matrix {
         })
     }
 
+    fn verdict_tally(&self) -> Option<String> {
+        let mut n: BTreeMap<&'static str, usize> = BTreeMap::new();
+        for c in self.cells.iter().flatten() {
+            if let Some(v) = c.verdict() {
+                *n.entry(v.as_str()).or_default() += 1;
+            }
+        }
+        if n.len() < 2 {
+            return None;
+        }
+        let mut v: Vec<(&str, usize)> = n.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let words: Vec<String> = v
+            .iter()
+            .map(|(id, k)| format!("{id} in {k} {}", if *k == 1 { "cell" } else { "cells" }))
+            .collect();
+        Some(words.join(", "))
+    }
+
     fn shared_verdict(&self) -> Option<VerdictId> {
         let mut cells = self.cells.iter().flatten().filter(|c| !c.runs.is_empty());
         let first = cells.next()?.verdict()?;
@@ -214,6 +235,9 @@ trait MatrixNoise {
     fn noise(&self, all: &[Pair]) -> Option<Noise>;
     /// The verdict of every cell with runs, when they all agree.
     fn shared_verdict(&self) -> Option<VerdictId>;
+    /// `path-limited in 2 cells, same-host in 2 cells`, most first, when the cells' verdicts
+    /// differ.
+    fn verdict_tally(&self) -> Option<String>;
 }
 
 const SHADES: [char; 5] = [' ', '░', '▒', '▓', '█'];
@@ -253,7 +277,8 @@ pub fn write_heatmap(w: &mut dyn Write, m: &Matrix, color: bool) -> io::Result<(
                 Some(v) => {
                     let lvl = shade_level(v, lo, hi);
                     let s = SHADES[lvl];
-                    let text = format!("{s}{s}{:>6.1}", v / 1e9);
+                    // two decimals: cells a fraction of a percent apart are told apart
+                    let text = format!("{s}{s}{:>6.2}", v / 1e9);
                     if color {
                         write!(w, " \x1b[48;5;{}m{text}\x1b[0m", COLORS[lvl])?;
                     } else {
@@ -426,8 +451,8 @@ mod tests {
             lines[0],
             "median Gbit/s, rows: client CPU, columns: server CPU"
         );
-        assert_eq!(lines[2], "     0      10.0 ▒▒  20.0");
-        assert_eq!(lines[3], "     1  ██  30.0    error");
+        assert_eq!(lines[2], "     0     10.00 ▒▒ 20.00");
+        assert_eq!(lines[3], "     1  ██ 30.00    error");
         assert_eq!(
             lines[4],
             "shades: ' ' 10.00 … '█' 30.00 Gbit/s (cells 10.00–30.00, a spread of 66.7 %; the scale reaches down to at least 50 % of the best)"
@@ -436,7 +461,7 @@ mod tests {
         write_heatmap(&mut out, &m, true).unwrap();
         assert!(String::from_utf8(out)
             .unwrap()
-            .contains("\x1b[48;5;70m██  30.0\x1b[0m"));
+            .contains("\x1b[48;5;70m██ 30.00\x1b[0m"));
         let j = serde_json::to_value(&m).unwrap();
         assert_eq!(j["axes"], "client-server");
         assert_eq!(j["cells"][1][1]["error"], "refused");
@@ -534,7 +559,13 @@ mod tests {
             "{}",
             s.recommendation
         );
-        assert!(!s.recommendation.contains("verdict"));
+        assert!(
+            s.recommendation.ends_with(
+                "; the cells' verdicts: receiver-cpu-bound in 3 cells, sender-cpu-bound in 1 cell"
+            ),
+            "{}",
+            s.recommendation
+        );
     }
 
     /// With --repeat the spread is the runs': runs that scatter more than the cells differ tie
