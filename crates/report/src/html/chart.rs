@@ -812,7 +812,7 @@ fn column_edges(cols: &[u32], times: Option<&[(f64, f64)]>, left: f64, cw: f64) 
         .map(|&c| times.get(c as usize).map_or(0.0, |(a, b)| (b - a).max(0.0)))
         .collect();
     let total: f64 = lengths.iter().sum();
-    if !(total > 0.0) || !total.is_finite() {
+    if !total.is_finite() || total <= 0.0 {
         return uniform();
     }
     let gw = cw * cols.len() as f64;

@@ -223,7 +223,10 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:8px 0}h3{font-size:15p
 .docs.multi{grid-template-columns:repeat(auto-fit,minmax(520px,1fr))}
 section.doc{min-width:0}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:0 14px}
-.docs.multi .charts{grid-template-columns:1fr}
+/* side by side, each document's blocks (facts, verdict, every chart) are rows shared with its
+   neighbours (a subgrid), so the same chart starts at the same height in every column */
+.docs.multi{row-gap:0;column-gap:20px}.docs.multi>section.doc{display:grid;grid-template-rows:subgrid;grid-row:span 120;align-content:start}
+.docs.multi .charts{display:contents}
 figure{margin:10px 0 16px;background:var(--panel);border:1px solid var(--grid);border-radius:6px;padding:8px 10px}
 figcaption{font-weight:600;margin-bottom:4px}
 svg{display:block;width:100%;height:auto;max-width:100%}
