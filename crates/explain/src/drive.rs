@@ -166,8 +166,9 @@ pub fn sweep_interval(time: u32) -> Duration {
     (Duration::from_secs(u64::from(time)) / 4).min(Duration::from_secs(1))
 }
 
-/// The rates (bits/s) of a test's full-length intervals (those at least half the longest: a
-/// short last one is left out), the omitted ones left out.
+/// The rates (bits/s) of a test's full-length intervals — those at least half the median
+/// interval's length: a short last one is left out, and one a busy host stretched does not
+/// make the others short —, the omitted ones left out.
 pub fn interval_rates(r: &TestResult) -> Vec<f64> {
     let kept: Vec<_> = r
         .intervals
@@ -175,9 +176,10 @@ pub fn interval_rates(r: &TestResult) -> Vec<f64> {
         .map(|i| &i.sum)
         .filter(|s| !s.omitted && s.seconds > 0.0 && s.bits_per_second.is_finite())
         .collect();
-    let longest = kept.iter().map(|s| s.seconds).fold(0.0, f64::max);
+    let lengths: Vec<f64> = kept.iter().map(|s| s.seconds).collect();
+    let nominal = crate::modes::median(&lengths).unwrap_or(0.0);
     kept.iter()
-        .filter(|s| s.seconds >= longest / 2.0)
+        .filter(|s| s.seconds >= nominal / 2.0)
         .map(|s| s.bits_per_second)
         .collect()
 }
@@ -536,6 +538,36 @@ mod tests {
             observe: None,
             psk: None,
         }
+    }
+
+    /// A cell's spread comes from the full-length intervals: a short last one and omitted
+    /// ones are left out, and one a busy host stretched does not drop the others.
+    #[test]
+    fn interval_rates_leave_out_the_last_sliver_and_the_omitted() {
+        let iv = |seconds: f64, gbps: f64, omitted: bool| wirespeed_report::Interval {
+            sum: wirespeed_report::IntervalStats {
+                seconds,
+                bits_per_second: gbps * 1e9,
+                omitted,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let r = TestResult {
+            intervals: vec![
+                iv(0.25, 1.0, true),
+                iv(0.25, 4.0, false),
+                iv(0.8, 5.0, false),
+                iv(0.25, 6.0, false),
+                iv(0.25, 7.0, false),
+                iv(0.03, 9.0, false),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(interval_rates(&r), vec![4e9, 5e9, 6e9, 7e9]);
+        assert_eq!(sweep_interval(1), Duration::from_millis(250));
+        assert_eq!(sweep_interval(3), Duration::from_millis(750));
+        assert_eq!(sweep_interval(10), Duration::from_secs(1));
     }
 
     #[test]
