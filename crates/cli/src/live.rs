@@ -129,7 +129,14 @@ impl Screen {
                 Span::raw(" verdict so far: ").bold(),
                 Span::raw(v.clone()),
             ]),
-            (None, None) => Line::from(format!(" {}", busiest(&self.local_cpus))),
+            (None, None) => {
+                let b = busiest(&self.local_cpus);
+                Line::from(if b.is_empty() {
+                    " the verdict comes with the first interval".to_string()
+                } else {
+                    format!(" {b}; the verdict comes with the first interval")
+                })
+            }
         }
     }
 
@@ -300,13 +307,14 @@ pub fn render(f: &mut Frame, s: &Screen) {
     .split(area);
     f.render_widget(Paragraph::new(s.head().bold().reversed()), areas[0]);
     f.render_widget(Paragraph::new(key_line()), areas[1]);
-    let stream_max = s
+    let stream_hist: Vec<u64> = s
         .streams
         .values()
         .flat_map(|(h, _)| h.iter().copied())
-        .max()
-        .unwrap_or(0);
-    let sum_title = format!("sum: {}", rate(sum_now(&s.sum)));
+        .collect();
+    let stream_max = scale_top(&stream_hist);
+    let sum_max = scale_top(&s.sum);
+    let sum_title = format!("sum: {} · {}", rate(sum_now(&s.sum)), scale_words(sum_max));
     match how {
         Streams::Boxes { each, sum } => {
             let mut rows: Vec<Constraint> =
@@ -317,13 +325,13 @@ pub fn render(f: &mut Frame, s: &Screen) {
                 let data = fit(hist, boxes[i].width.saturating_sub(2));
                 f.render_widget(
                     Sparkline::default()
-                        .block(
-                            Block::default()
-                                .borders(Borders::ALL)
-                                .title(format!("stream {id}: {}", rate(*now))),
-                        )
+                        .block(Block::default().borders(Borders::ALL).title(format!(
+                            "stream {id}: {} · {}",
+                            rate(*now),
+                            scale_words(stream_max)
+                        )))
                         .data(&data)
-                        .max(stream_max.max(1))
+                        .max(stream_max)
                         .style(Style::default().fg(STREAM)),
                     boxes[i],
                 );
@@ -334,6 +342,7 @@ pub fn render(f: &mut Frame, s: &Screen) {
                 Sparkline::default()
                     .block(Block::default().borders(Borders::ALL).title(sum_title))
                     .data(&data)
+                    .max(sum_max)
                     .style(Style::default().fg(SUM)),
                 last,
             );
@@ -353,8 +362,7 @@ pub fn render(f: &mut Frame, s: &Screen) {
             };
             let mut lines = Vec::new();
             if sum == 0 {
-                let max = s.sum.iter().copied().max().unwrap_or(0);
-                lines.push(line(label("sum", sum_now(&s.sum)), &s.sum, max, SUM).bold());
+                lines.push(line(label("sum", sum_now(&s.sum)), &s.sum, sum_max, SUM).bold());
             }
             let room = usize::from(rows.saturating_sub(2)).saturating_sub(lines.len());
             let n = s.streams.len();
@@ -371,11 +379,15 @@ pub fn render(f: &mut Frame, s: &Screen) {
                 lines.push(Line::from(format!("… {} more streams (in the sum)", n - shown)).dim());
             }
             f.render_widget(
-                Paragraph::new(lines).block(
-                    Block::default()
-                        .borders(Borders::ALL)
-                        .title(format!("{n} streams, one line each")),
-                ),
+                Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(format!(
+                    "{n} streams, one line each · streams {}{}",
+                    scale_words(stream_max),
+                    if sum == 0 {
+                        format!(", sum {}", scale_words(sum_max))
+                    } else {
+                        String::new()
+                    }
+                ))),
                 parts[0],
             );
             if sum > 0 {
@@ -384,6 +396,7 @@ pub fn render(f: &mut Frame, s: &Screen) {
                     Sparkline::default()
                         .block(Block::default().borders(Borders::ALL).title(sum_title))
                         .data(&data)
+                        .max(sum_max)
                         .style(Style::default().fg(SUM)),
                     parts[1],
                 );
@@ -499,6 +512,33 @@ impl Live {
     }
 }
 
+/// The top of a sparkline's scale (Mbit/s, as the history keeps rates): the bars start at
+/// zero and reach this, the next step of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10ⁿ at or
+/// above the highest sample plus 5 %, so a flat rate draws as what it is (a bar 95 % up, say)
+/// and not as a box filled to the top; the box's title says the span ([`scale_words`]).
+pub(crate) fn scale_top(v: &[u64]) -> u64 {
+    const STEPS: [f64; 10] = [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0];
+    let peak = v.iter().copied().max().unwrap_or(0) as f64 * 1.05;
+    if peak < 1.0 {
+        return 1;
+    }
+    let mut decade = 10f64.powi(peak.log10().floor() as i32);
+    loop {
+        for s in STEPS {
+            let top = s * decade;
+            if top >= peak {
+                return top.round() as u64;
+            }
+        }
+        decade *= 10.0;
+    }
+}
+
+/// The span a sparkline's bars are drawn on: `scale 0–5 Gbit/s`.
+pub(crate) fn scale_words(top_mbps: u64) -> String {
+    format!("scale 0–{}", rate(top_mbps as f64 * 1e6))
+}
+
 pub(crate) fn sum_now(sum: &[u64]) -> f64 {
     sum.last().map(|v| *v as f64 * 1e6).unwrap_or(0.0)
 }
@@ -570,6 +610,7 @@ fn cpu_line_fit(c: &CpuUse, inner: usize, digits: usize) -> Line<'static> {
     }
 }
 
+/// ` busiest CPU so far: 3 at 72 % (softirq 60 %)`, or nothing without CPUs.
 pub(crate) fn busiest(cpus: &[CpuUse]) -> String {
     match cpus
         .iter()
@@ -578,7 +619,7 @@ pub(crate) fn busiest(cpus: &[CpuUse]) -> String {
         Some(c) => {
             let (what, p) = c.dominant();
             format!(
-                " busiest CPU so far: {} at {:.0} % ({} {:.0} %); the verdict comes with the first interval",
+                " busiest CPU so far: {} at {:.0} % ({} {:.0} %)",
                 c.cpu,
                 c.busy().get(),
                 what,
@@ -844,10 +885,7 @@ mod tests {
                 .find(|l| l.contains(&format!("stream {n} ")))
                 .unwrap_or_else(|| panic!("stream {n}: {got}"));
             assert!(row.contains("Gbit/s"), "{row}");
-            assert!(
-                row.contains('▁') || row.contains('█') || row.contains('▄'),
-                "bars: {row}"
-            );
+            assert!(row.chars().any(|c| "▁▂▃▄▅▆▇█".contains(c)), "bars: {row}");
             // The bars reach the box's edge.
             assert!(
                 row.trim_end_matches('│').ends_with(|c: char| c != ' '),
@@ -881,20 +919,32 @@ mod tests {
         assert!(widest_bars(&got) >= 150, "bars across the box: {got}");
         assert!(got.contains("stream 1: "), "{got}");
         assert!(got.contains("sum: 2.00 Gbit/s"), "{got}");
-        let blank_in_panes = got
-            .lines()
-            .filter(|l| l.starts_with('│') && l.trim_matches(|c| c == '│' || c == ' ').is_empty())
-            .count();
-        assert!(blank_in_panes <= 2, "no rows of empty boxes: {got}");
         // The CPU panes hold exactly their CPUs: four rows with borders.
         let pane_top = got
             .lines()
             .position(|l| l.contains("CPUs of this host"))
             .unwrap();
         assert!(pane_top >= 40 - 4, "the panes sit at the bottom: {got}");
-        // Rows with content: all but the one under the verdict and a few sparkline rows whose
-        // bars do not reach them.
-        assert!(content_rows(&got) >= 40, "{got}");
+        let blank_in_panes = got
+            .lines()
+            .skip(pane_top)
+            .filter(|l| l.starts_with('│') && l.trim_matches(|c| c == '│' || c == ' ').is_empty())
+            .count();
+        assert_eq!(blank_in_panes, 0, "no empty rows in the CPU panes: {got}");
+        // The sparkline boxes take the rest, drawn from zero: each box's bottom row is bars
+        // across its width (the rows above the peak stay empty: the scale's top is above it).
+        let rows: Vec<&str> = got.lines().collect();
+        let bottoms: Vec<&str> = rows[..pane_top]
+            .windows(2)
+            .filter(|w| w[1].starts_with('└') && w[0].contains('█'))
+            .map(|w| w[0])
+            .collect();
+        assert_eq!(bottoms.len(), 2, "the stream's box and the sum's: {got}");
+        assert!(
+            bottoms.iter().all(|b| b.matches('█').count() >= 150),
+            "{got}"
+        );
+        assert!(pane_top >= 36 && content_rows(&got) >= 20, "{got}");
     }
 
     /// 80×24 with four streams: boxes still fit, and every box has bars in it.
@@ -949,6 +999,56 @@ mod tests {
         }
         assert!(matches!(plan(30, 8, 2, 2).2, Streams::List { .. }));
         assert!(matches!(plan(45, 1, 2, 2).2, Streams::Boxes { .. }));
+    }
+
+    /// The scale's top is the next round step above the peak (5 % headroom), from zero.
+    #[test]
+    fn the_scale_starts_at_zero_and_tops_a_round_step_above_the_peak() {
+        assert_eq!(scale_top(&[4750, 4710, 4740]), 5000);
+        assert_eq!(scale_top(&[5000]), 6000);
+        assert_eq!(scale_top(&[990]), 1200);
+        assert_eq!(scale_top(&[26_500]), 30_000);
+        assert_eq!(scale_top(&[]), 1);
+        assert_eq!(scale_top(&[0, 0]), 1);
+        assert_eq!(scale_words(5000), "scale 0–5.00 Gbit/s");
+    }
+
+    /// A recorded flat rate (4.75 Gbit/s for ten intervals, one stream) draws as bars 95 % up
+    /// a box whose title says the span, not as a box filled to its top.
+    #[test]
+    fn a_flat_rate_does_not_fill_its_box() {
+        let mut s = Screen {
+            title: "client".into(),
+            duration: 10.0,
+            ..Screen::default()
+        };
+        for k in 1..=10 {
+            s.interval(&interval(f64::from(k), 4.75));
+        }
+        let got = text(&s, 100, 40);
+        let rows: Vec<&str> = got.lines().collect();
+        for title in [
+            "sum: 4.75 Gbit/s · scale 0–5.00 Gbit/s",
+            "stream 1: 4.75 Gbit/s · scale 0–5.00 Gbit/s",
+        ] {
+            let at = rows
+                .iter()
+                .position(|r| r.contains(title))
+                .unwrap_or_else(|| panic!("no box titled {title}: {got}"));
+            let inner = |r: &str| r.trim_start_matches('│').trim_end_matches('│').to_string();
+            let top = inner(rows[at + 1]);
+            let bottom = rows[at + 1..]
+                .iter()
+                .take_while(|r| !r.starts_with('└'))
+                .last()
+                .map(|r| inner(r))
+                .unwrap();
+            assert!(
+                !top.contains('█'),
+                "the top row of {title} is not filled: {got}"
+            );
+            assert!(bottom.chars().all(|c| c == '█'), "{got}");
+        }
     }
 
     /// Fewer samples than columns are stretched to fill them; more keep the latest.

@@ -891,6 +891,9 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
         psk: a.psk.as_deref().map(read_psk).transpose()?,
         rcv_timeout,
         rate_bps: a.rate.map(|r| r.bps() as f64),
+        command: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         ..ClientConfig::default()
     };
     // The one check of the client's choices (the engine's): before anything runs.

@@ -31,7 +31,7 @@ use wirespeed_model::observation::{CpuUse, Role};
 use wirespeed_report::html::rate;
 
 use crate::exit;
-use crate::live::{busiest, cpu_line, fit, sum_now};
+use crate::live::{busiest, cpu_line, fit, scale_top, scale_words, sum_now};
 use wirespeed_engine::feed::{parse_line, LineReader, StatsLine};
 
 /// Samples each sparkline keeps.
@@ -371,28 +371,32 @@ impl View {
                     }
                     Item::Stream(n, id, h, now) => {
                         let data = fit(h, a.width.saturating_sub(2));
+                        let top = scale_top(h);
                         f.render_widget(
                             Sparkline::default()
-                                .block(
-                                    Block::default()
-                                        .borders(Borders::ALL)
-                                        .title(format!("test {n} stream {id}: {}", rate(*now))),
-                                )
+                                .block(Block::default().borders(Borders::ALL).title(format!(
+                                    "test {n} stream {id}: {} · {}",
+                                    rate(*now),
+                                    scale_words(top)
+                                )))
                                 .data(&data)
+                                .max(top)
                                 .style(Style::default().fg(Color::Cyan)),
                             a,
                         );
                     }
                     Item::Sum(n, h) => {
                         let data = fit(h, a.width.saturating_sub(2));
+                        let top = scale_top(h);
                         f.render_widget(
                             Sparkline::default()
-                                .block(
-                                    Block::default()
-                                        .borders(Borders::ALL)
-                                        .title(format!("test {n} sum: {}", rate(sum_now(h)))),
-                                )
+                                .block(Block::default().borders(Borders::ALL).title(format!(
+                                    "test {n} sum: {} · {}",
+                                    rate(sum_now(h)),
+                                    scale_words(top)
+                                )))
                                 .data(&data)
+                                .max(top)
                                 .style(Style::default().fg(Color::Green)),
                             a,
                         );
@@ -419,10 +423,36 @@ impl View {
                 Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
                 areas[k],
             );
-            f.render_widget(Paragraph::new(busiest(&self.cpus)), areas[k + 1]);
+            f.render_widget(
+                Paragraph::new(footer(&self.cpus, &self.tests)),
+                areas[k + 1],
+            );
         })?;
         Ok(())
     }
+}
+
+/// The bottom line: this host's busiest CPU, and the running tests without a verdict so far
+/// (a test appears with its first interval, so none is promised "with the first interval").
+fn footer(cpus: &[CpuUse], tests: &Tests) -> String {
+    let waiting: Vec<String> = tests
+        .0
+        .iter()
+        .filter(|(_, t)| !t.done && t.verdict_so_far.is_none())
+        .map(|(n, _)| n.to_string())
+        .collect();
+    let mut s = busiest(cpus);
+    if !waiting.is_empty() {
+        if !s.is_empty() {
+            s.push(';');
+        }
+        s.push_str(&format!(
+            " no verdict so far for test{} {}",
+            if waiting.len() == 1 { "" } else { "s" },
+            waiting.join(", ")
+        ));
+    }
+    s
 }
 
 enum Item<'a> {
@@ -507,5 +537,31 @@ mod tests {
         assert_eq!(t.0.len(), KEEP);
         assert!(!t.0.contains_key(&1), "the finished test goes first");
         assert_eq!(t.shown(2)[0].0, &(KEEP as u64 + 3), "newest first");
+    }
+
+    /// The footer names the running tests without a verdict, and stops once each has one
+    /// (it said "the verdict comes with the first interval" after the verdict appeared).
+    #[test]
+    fn the_footer_agrees_with_the_verdicts() {
+        let cpus = vec![CpuUse {
+            cpu: 3,
+            ..CpuUse::default()
+        }];
+        let mut t = Tests::default();
+        let mut first = line(1, 1.0, false);
+        first.verdict_so_far = None;
+        t.apply(first);
+        let f = footer(&cpus, &t);
+        assert!(f.contains("busiest CPU so far: 3"), "{f}");
+        assert!(f.ends_with("; no verdict so far for test 1"), "{f}");
+        t.apply(line(1, 2.0, false));
+        let f = footer(&cpus, &t);
+        assert!(!f.contains("verdict"), "{f}");
+        t.apply(line(1, 3.0, true));
+        assert!(!footer(&cpus, &t).contains("verdict"));
+        let mut other = line(2, 1.0, false);
+        other.verdict_so_far = None;
+        t.apply(other);
+        assert_eq!(footer(&[], &t), " no verdict so far for test 2");
     }
 }

@@ -13,7 +13,7 @@ use wirespeed_datapath::{self as dp, RecvPath, SendPath};
 use wirespeed_protocol::{
     psk, Cookie, Direction, Failure, ParamsExt, TestParams, TestResults, Timeouts, Transport,
 };
-use wirespeed_report::{HostPort, Start, TestResult};
+use wirespeed_report::{HostPort, Start, TestResult, WirespeedExt};
 
 use crate::assemble::{self, VERSION};
 use crate::data::{DataSocket, DataStream, Drain};
@@ -123,6 +123,8 @@ pub struct ClientConfig {
     /// `--rate`: the link rate the cost projection is for (bits/s); `None`: a real interface's
     /// speed, when the observation knows one.
     pub rate_bps: Option<f64>,
+    /// The command line that ran the test, as given: written under `wirespeed.command`.
+    pub command: Vec<String>,
 }
 
 /// iperf3's default `--rcv-timeout`: 120 s.
@@ -177,6 +179,7 @@ impl Default for ClientConfig {
             psk: None,
             rcv_timeout: Some(DEFAULT_RCV_TIMEOUT),
             rate_bps: None,
+            command: Vec::new(),
         }
     }
 }
@@ -657,7 +660,10 @@ impl Run<'_> {
                     },
                 );
                 r.end = end;
-                r.wirespeed = Some(ext);
+                r.wirespeed = Some(WirespeedExt {
+                    command: self.cfg.command.clone(),
+                    ..ext
+                });
                 if self.interrupted && peer.is_none() {
                     // Not "the peer is not wirespeed": its results never came.
                     let obs = r.wirespeed.as_mut().and_then(|x| x.observation.as_mut());

@@ -152,12 +152,55 @@ pub fn sweep_test(
         affinity: Some(client_cpu),
         server_affinity: Some(server_cpu),
         server_irq_cpus: irq_cpu.map(|c| CpuSet::from_cpus([c])),
-        interval: Duration::ZERO,
+        interval: sweep_interval(s.time),
         observe: s.observe.clone(),
         psk: s.psk.clone(),
         ..ClientConfig::default()
     };
     wirespeed_engine::run_client(&cfg, &mut NullReporter)
+}
+
+/// The interval of a sweep's tests: a quarter of the test up to one second, so even a
+/// one-second test has the interval rates a cell's spread is computed from.
+pub fn sweep_interval(time: u32) -> Duration {
+    (Duration::from_secs(u64::from(time)) / 4).min(Duration::from_secs(1))
+}
+
+/// The rates (bits/s) of a test's full-length intervals — those at least half the median
+/// interval's length: a short last one is left out, and one a busy host stretched does not
+/// make the others short —, the omitted ones left out.
+pub fn interval_rates(r: &TestResult) -> Vec<f64> {
+    let kept: Vec<_> = r
+        .intervals
+        .iter()
+        .map(|i| &i.sum)
+        .filter(|s| !s.omitted && s.seconds > 0.0 && s.bits_per_second.is_finite())
+        .collect();
+    let lengths: Vec<f64> = kept.iter().map(|s| s.seconds).collect();
+    let nominal = crate::modes::median(&lengths).unwrap_or(0.0);
+    kept.iter()
+        .filter(|s| s.seconds >= nominal / 2.0)
+        .map(|s| s.bits_per_second)
+        .collect()
+}
+
+/// One cell's run: the receiver's throughput, the interval rates and the verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellRun {
+    pub bps: BitsPerSecond,
+    pub intervals: Vec<f64>,
+    pub verdict: Option<wirespeed_model::VerdictId>,
+}
+
+/// One pinned one-stream test, as a cell's run.
+pub fn cell_run(s: &SweepSpec, client_cpu: u32, server_cpu: u32) -> Result<CellRun, EngineError> {
+    let r = sweep_test(s, client_cpu, server_cpu, None)?;
+    let bps = receiver_bps(&r).ok_or_else(no_receiver_summary)?;
+    Ok(CellRun {
+        bps,
+        intervals: interval_rates(&r),
+        verdict: observation_of(&r).1.map(|v| v.id),
+    })
 }
 
 /// One pinned one-stream test; the receiver's throughput.
@@ -197,10 +240,14 @@ pub fn run_pair_sweep(
                     break 'all;
                 }
                 ran += 1;
-                match one_test(s, c, sc) {
-                    Ok(bps) => {
-                        progress(format!("client CPU {c}, server CPU {sc}: {bps}"));
-                        m.record(c, sc, bps);
+                match cell_run(s, c, sc) {
+                    Ok(run) => {
+                        progress(format!(
+                            "client CPU {c}, server CPU {sc}: {}{}",
+                            run.bps,
+                            run.verdict.map(|v| format!(" ({v})")).unwrap_or_default()
+                        ));
+                        m.record_run(c, sc, run.bps, run.intervals, run.verdict);
                     }
                     Err(e) => {
                         progress(format!("client CPU {c}, server CPU {sc}: {e}"));
@@ -493,6 +540,36 @@ mod tests {
         }
     }
 
+    /// A cell's spread comes from the full-length intervals: a short last one and omitted
+    /// ones are left out, and one a busy host stretched does not drop the others.
+    #[test]
+    fn interval_rates_leave_out_the_last_sliver_and_the_omitted() {
+        let iv = |seconds: f64, gbps: f64, omitted: bool| wirespeed_report::Interval {
+            sum: wirespeed_report::IntervalStats {
+                seconds,
+                bits_per_second: gbps * 1e9,
+                omitted,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let r = TestResult {
+            intervals: vec![
+                iv(0.25, 1.0, true),
+                iv(0.25, 4.0, false),
+                iv(0.8, 5.0, false),
+                iv(0.25, 6.0, false),
+                iv(0.25, 7.0, false),
+                iv(0.03, 9.0, false),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(interval_rates(&r), vec![4e9, 5e9, 6e9, 7e9]);
+        assert_eq!(sweep_interval(1), Duration::from_millis(250));
+        assert_eq!(sweep_interval(3), Duration::from_millis(750));
+        assert_eq!(sweep_interval(10), Duration::from_secs(1));
+    }
+
     #[test]
     fn preflight_refuses_offline_cpus_and_an_absent_peer() {
         let t = tempfile::tempdir().unwrap();
@@ -586,6 +663,12 @@ mod tests {
         assert!(sweep.first_err.is_none(), "{:?}", sweep.first_err);
         assert_eq!((sweep.ran, sweep.interrupted), (1, false));
         assert!(sweep.matrix.median(cpu, cpu).is_some_and(|v| v > 0.0));
+        // the cell keeps its run's interval rates (a quarter second each in a 1 s test: four,
+        // or three when the last is cut short), so its spread is known
+        let cell = sweep.matrix.cell(cpu, cpu).unwrap();
+        assert_eq!(cell.intervals.len(), 1);
+        assert!((3..=4).contains(&cell.intervals[0].len()), "{cell:?}");
+        assert!(cell.spread().is_some());
         assert_eq!(lines.len(), 1);
         assert!(lines[0].starts_with(&format!("client CPU {cpu}, server CPU {cpu}: ")));
 

@@ -10,6 +10,7 @@ use std::fmt;
 use crate::irq::{MoveReport, QueueIrq};
 use crate::observation::{BitsPerSecond, Percent};
 use crate::topology::Relation;
+use crate::verdict::VerdictId;
 use crate::CpuSet;
 
 /// The median of a non-empty slice (mean of the two middle values for even lengths).
@@ -74,6 +75,90 @@ pub struct Cell {
     /// Why the cell has no runs (a failed test), when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Each run's full-length interval rates (bits/s), in run order: the spread within a run.
+    /// Empty in documents of earlier versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<Vec<f64>>,
+    /// Each run's verdict, in run order (runs without one are left out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<VerdictId>,
+}
+
+/// Where a cell's spread comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpreadFrom {
+    /// The cell's runs (`--repeat`): how much a run differs from the next.
+    Runs,
+    /// One run's interval rates: how much the rate moved within the run.
+    Intervals,
+}
+
+impl SpreadFrom {
+    pub fn words(self) -> &'static str {
+        match self {
+            SpreadFrom::Runs => "repeated runs",
+            SpreadFrom::Intervals => "per-interval rates",
+        }
+    }
+}
+
+/// A cell's noise: the sample standard deviation of what it measured.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Bits/s.
+    pub sd: f64,
+    pub from: SpreadFrom,
+    /// Samples behind it.
+    pub samples: usize,
+}
+
+/// The sample standard deviation of at least two finite values.
+pub fn std_dev(v: &[f64]) -> Option<f64> {
+    let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.len() < 2 {
+        return None;
+    }
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    Some((v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt())
+}
+
+impl Cell {
+    /// The cell's noise: the spread of its runs when it has two or more, else the spread of
+    /// its one run's interval rates; `None` when neither has two values.
+    pub fn spread(&self) -> Option<Spread> {
+        if let Some(sd) = std_dev(&self.runs) {
+            return Some(Spread {
+                sd,
+                from: SpreadFrom::Runs,
+                samples: self.runs.len(),
+            });
+        }
+        let iv = self.intervals.first()?;
+        std_dev(iv).map(|sd| Spread {
+            sd,
+            from: SpreadFrom::Intervals,
+            samples: iv.len(),
+        })
+    }
+
+    /// The verdict every run of the cell had, when they agree.
+    pub fn verdict(&self) -> Option<VerdictId> {
+        let first = *self.verdicts.first()?;
+        self.verdicts.iter().all(|v| *v == first).then_some(first)
+    }
+}
+
+/// The colour scale of a sweep's heatmap reaches down to at least this share of the best cell
+/// below it: differences up to half the best use the whole scale, and a 1 % difference is 2 %
+/// of it (never darkest against brightest).
+pub const SCALE_FLOOR: f64 = 0.5;
+
+/// The colour scale's ends for cells between `lo` and `hi`: from `min(lo, hi × SCALE_FLOOR)`
+/// to `hi`, so a shade's step is a share of the best, not of the cells' own spread.
+pub fn scale_range(lo: f64, hi: f64) -> (f64, f64) {
+    (lo.min(hi * SCALE_FLOOR).max(0.0), hi)
 }
 
 /// The sweep's matrix.
@@ -110,6 +195,29 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_relation: Vec<(Relation, BitsPerSecond)>,
     pub recommendation: String,
+    /// Whether the best cell is better than the next beyond their noise; absent when a cell's
+    /// spread is unknown (one run of one interval) and in documents of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<Noise>,
+    /// The verdict every cell agreed on, when they all had the same one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<VerdictId>,
+}
+
+/// The best cell against the next, with their spreads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Noise {
+    pub best_spread: Spread,
+    /// The second-fastest cell and its spread.
+    pub next: Pair,
+    pub next_spread: Spread,
+    /// The best cell's median exceeds the next's by more than the sum of their spreads.
+    pub beyond: bool,
+    /// The cells (the best among them) whose median lies within the best's and their own
+    /// spread of the best's: those the sweep cannot tell apart from the best.
+    pub tied: Vec<Pair>,
+    /// The smallest and the largest spread of any cell, as a share of its median (percent).
+    pub spread_pct: (f64, f64),
 }
 
 /// The one-way latency of one pair.
@@ -447,6 +555,36 @@ impl Matrix {
             cell.median = median(&cell.runs);
         }
         true
+    }
+
+    /// Record one run with its interval rates (bits/s) and its verdict, when it had one;
+    /// `false` when the pair is not on the grid.
+    pub fn record_run(
+        &mut self,
+        row: u32,
+        col: u32,
+        bps: BitsPerSecond,
+        intervals: Vec<f64>,
+        verdict: Option<VerdictId>,
+    ) -> bool {
+        if !self.record(row, col, bps) {
+            return false;
+        }
+        let Some((r, c)) = self.index(row, col) else {
+            return false;
+        };
+        let cell = &mut self.cells[r][c];
+        if bps.0.is_finite() {
+            cell.intervals.push(intervals);
+            cell.verdicts.extend(verdict);
+        }
+        true
+    }
+
+    /// The cell of a pair.
+    pub fn cell(&self, row: u32, col: u32) -> Option<&Cell> {
+        let (r, c) = self.index(row, col)?;
+        Some(&self.cells[r][c])
     }
 
     /// Record that a pair's test failed.

@@ -499,6 +499,10 @@ pub struct WirespeedExt {
     /// What this server did with its client's tune request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq_move: Option<MoveReport>,
+    /// The command line that ran the test (the client's arguments, as given), so a page or a
+    /// later reader can say what was run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
     /// Keys this version does not know (from a newer wirespeed's `-J` output).
     #[serde(flatten)]
     pub extra: Extra,

@@ -553,3 +553,130 @@ fn no_csv_cell_is_a_formula() {
     }
     assert_eq!(errors_seen, 4);
 }
+
+/// The header and the test's facts say what was run: the end, its target and port, the command
+/// line, the time, both versions and the system, as the document carries them.
+#[test]
+fn the_test_page_says_what_was_run() {
+    let Document::Test(mut t) = data("test.json") else {
+        panic!("a test")
+    };
+    let w = t.wirespeed.get_or_insert_with(Default::default);
+    w.command = [
+        "wirespeed",
+        "-c",
+        "10.9.0.2",
+        "-p",
+        "5301",
+        "-t",
+        "3",
+        "-T",
+        "a b",
+    ]
+    .map(String::from)
+    .to_vec();
+    w.peer = Some(wirespeed_report::Peer {
+        is_wirespeed: true,
+        version: Some("0.1.0-peer".into()),
+    });
+    let st = &t.start;
+    let (host, port) = {
+        let c = st.connecting_to.as_ref().expect("a client's document");
+        (c.host.clone(), c.port)
+    };
+    let time = st.timestamp.as_ref().unwrap().time.clone();
+    let version = st.version.clone();
+    let h = page(&[("client", &Document::Test(t))]);
+    let header = &h[h.find("<header>").unwrap()..h.find("</header>").unwrap()];
+    for want in [
+        format!("client (test): client of {host} port {port}"),
+        time.clone(),
+        version.clone(),
+        "peer 0.1.0-peer".into(),
+        "<code>wirespeed -c 10.9.0.2 -p 5301 -t 3 -T &#39;a b&#39;</code>".into(),
+    ] {
+        assert!(header.contains(&want), "header lacks {want}: {header}");
+    }
+    let facts = &h[h
+        .find("<div class=\"facts run\">")
+        .expect("the run's facts")..];
+    let facts = &facts[..facts.find("</div>\n").unwrap()];
+    for want in [
+        format!("<span>target</span>{host}</div>"),
+        format!("<span>port</span>{port}</div>"),
+        format!("<span>time</span>{time}</div>"),
+        format!("<span>version</span>{version}</div>"),
+        "<span>peer version</span>0.1.0-peer</div>".into(),
+        "<span>command</span><code>wirespeed -c".into(),
+        "<span>test</span>".into(),
+    ] {
+        assert!(facts.contains(&want), "facts lack {want}: {facts}");
+    }
+}
+
+/// The captions of the charts of each document's section, in order.
+fn chart_captions(h: &str) -> Vec<Vec<String>> {
+    h.split("<section class=\"doc\"")
+        .skip(1)
+        .map(|sec| {
+            sec.split("<figcaption>")
+                .skip(1)
+                .map(|f| f[..f.find("</figcaption>").unwrap()].to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// A forward test and a `-R` one side by side: the reverse one's client received, so it has
+/// no retransmit, cwnd or RTT charts; their places are kept, so every chart sits level with
+/// its neighbour (the same captions in the same order), and the placeholder says why.
+#[test]
+fn a_forward_and_a_reverse_test_keep_their_columns_aligned() {
+    let fwd = data("tcp.json");
+    let rev = data("tcp_rev.json");
+    let h = page(&[("forward", &fwd), ("reverse", &rev)]);
+    self_contained(&h);
+    let caps = chart_captions(&h);
+    assert_eq!(caps.len(), 2);
+    assert_eq!(caps[0], caps[1], "{caps:?}");
+    assert!(
+        caps[0].iter().any(|c| c.starts_with("Retransmits")),
+        "{caps:?}"
+    );
+    assert_eq!(h.matches("class=\"placeholder\"").count(), 3, "{h}");
+    assert!(h.contains("not in this document: this end received (-R)"));
+    // one document alone draws no placeholders
+    assert!(!page(&[("reverse", &rev)]).contains("placeholder"));
+}
+
+/// A sweep whose cells carry their intervals and verdicts: each cell's hover text gives its
+/// spread and verdict, and the colour scale reaches down to half the best cell (its legend's
+/// low end), so cells a few percent apart are not drawn darkest against brightest.
+#[test]
+fn sweep_cells_show_their_spread_and_the_scale_its_span() {
+    let Document::Sweep(mut s) = data("sweep.json") else {
+        panic!("a sweep")
+    };
+    let (mut best, mut worst) = (0.0_f64, f64::INFINITY);
+    for cell in s.matrix.cells.iter_mut().flatten() {
+        if let Some(m) = cell.median {
+            best = best.max(m);
+            worst = worst.min(m);
+            cell.intervals = vec![vec![m * 0.99, m, m * 1.01, m]];
+            cell.verdicts = vec![wirespeed_model::VerdictId::PathLimited];
+        }
+    }
+    let h = page(&[("sweep.json", &Document::Sweep(s))]);
+    self_contained(&h);
+    assert!(
+        h.contains("(standard deviation of 4 per-interval rates)"),
+        "{h}"
+    );
+    assert!(h.contains("verdict: path-limited"), "{h}");
+    assert!(h.contains("colours from 50 % of the best up"), "{h}");
+    let low = wirespeed_model::units::rate(worst.min(best / 2.0));
+    assert!(
+        h.contains(&format!(">{low}</text>")),
+        "legend from {low}: {h}"
+    );
+}

@@ -430,6 +430,24 @@ fn write_value(
     let (status, outcome, detail) = match a.root.write(path, &new) {
         Ok(()) => {
             let detail = match irq {
+                Some(n) if !a.root.is_live() => {
+                    // The write is journaled: its result is recorded before the kernel's views.
+                    a.result(seq, Outcome::Applied, &None)?;
+                    let views = captured_irq_views(a, i, finding, n, value)?;
+                    return Ok((
+                        StepStatus::Applied,
+                        irq_readback(a.root, n, value).map(|d| {
+                            if views.is_empty() {
+                                d
+                            } else {
+                                format!(
+                                    "{d} (captured tree: also wrote {}, as the kernel would)",
+                                    views.join(", ")
+                                )
+                            }
+                        }),
+                    ));
+                }
                 Some(n) => irq_readback(a.root, n, value),
                 None => match a.root.read(path) {
                     Ok(now) if !form.same(&now, value) => {
@@ -471,6 +489,79 @@ fn write_value(
     };
     a.result(seq, outcome, &detail)?;
     Ok((status, detail))
+}
+
+/// On a captured tree (a `--root` that is not `/`) nothing plays the kernel, so after an IRQ's
+/// `smp_affinity_list` is written its other views are written as the kernel would show them:
+/// `smp_affinity` (the same CPUs as a mask of the file's width) and, when the effective CPUs
+/// are no longer within the request, `effective_affinity_list` and `effective_affinity` (the
+/// request's first CPU: x86 delivers a vector to one CPU of its mask; effective CPUs already
+/// within the request stay, as the kernel keeps them). Each write is journaled like any other,
+/// so revert restores the tree byte for byte. A file the tree lacks is left absent. Returns
+/// the files written.
+fn captured_irq_views(
+    a: &mut Applier<'_>,
+    i: usize,
+    finding: &str,
+    irq: u32,
+    requested: &str,
+) -> Result<Vec<String>, TuneError> {
+    let Ok(req) = CpuSet::parse_list(requested) else {
+        return Ok(Vec::new());
+    };
+    let dir = format!("/proc/irq/{irq}");
+    let mut writes: Vec<(String, Form, String)> = Vec::new();
+    let mask_path = format!("{dir}/smp_affinity");
+    if let Some(old) = a.root.read_opt(&mask_path) {
+        if CpuSet::parse_mask(&old).ok().as_ref() != Some(&req) {
+            writes.push((mask_path, Form::Mask, req.to_mask(mask_width(&old))));
+        }
+    }
+    let eff_path = format!("{dir}/effective_affinity_list");
+    if let Some(old) = a.root.read_opt(&eff_path) {
+        let eff = CpuSet::parse_list(&old).unwrap_or_default();
+        // an IRQ with no effective CPU (never started) stays so
+        if !req.is_empty() && !eff.is_empty() && !eff.is_subset(&req) {
+            let first = CpuSet::from_cpus(req.first());
+            writes.push((eff_path, Form::CpuList, first.to_string()));
+            let eff_mask = format!("{dir}/effective_affinity");
+            if let Some(m) = a.root.read_opt(&eff_mask) {
+                writes.push((eff_mask, Form::Mask, first.to_mask(mask_width(&m))));
+            }
+        }
+    }
+    let mut done = Vec::new();
+    for (path, form, value) in writes {
+        let old = match a.root.read(&path) {
+            Ok(v) => v,
+            Err(_) => continue,
+        };
+        let new = format!("{value}\n");
+        let seq = a.change(
+            i,
+            finding,
+            Undo::File {
+                path: path.clone(),
+                form,
+                old,
+                new: new.clone(),
+            },
+        )?;
+        let res = a.root.write(&path, &new).map_err(|e| e.to_string());
+        let ok = res.is_ok();
+        a.finish(seq, res)?;
+        if ok {
+            done.push(path.rsplit('/').next().unwrap_or(&path).to_string());
+        }
+    }
+    Ok(done)
+}
+
+/// The CPUs a mask file's text spans (`ff,ffffffff` → 40), for writing a mask of its width.
+fn mask_width(text: &str) -> u32 {
+    let words: Vec<&str> = text.trim().split(',').collect();
+    let first = words.first().map_or(1, |w| w.len()) as u32;
+    (words.len() as u32 - 1) * 32 + first * 4
 }
 
 /// True when a file has no write permission bit at all (the kernel's mark of a managed IRQ).

@@ -34,14 +34,26 @@ fn a_two_by_two_sweep_completes() {
             let cell = &j["matrix"]["cells"][r][c];
             assert_eq!(cell["runs"].as_array().unwrap().len(), 1, "{cell}");
             assert!(cell["median"].as_f64().unwrap() > 0.0, "{cell}");
+            // the run's interval rates, which the cell's spread comes from
+            assert!(
+                cell["intervals"][0].as_array().unwrap().len() >= 2,
+                "{cell}"
+            );
         }
     }
     let best = &j["summary"]["best"];
     assert!(best["median"].as_f64().unwrap() > 0.0);
-    assert!(j["summary"]["recommendation"]
-        .as_str()
-        .unwrap()
-        .starts_with("run the client on CPU"));
+    // a pair is recommended only when it is better than the next beyond both cells' spread
+    let noise = &j["summary"]["noise"];
+    let rec = j["summary"]["recommendation"].as_str().unwrap();
+    if noise["beyond"].as_bool().unwrap() {
+        assert!(rec.starts_with("run the client on CPU"), "{rec}");
+    } else {
+        assert!(
+            rec.starts_with("no pair is better beyond the noise"),
+            "{rec}"
+        );
+    }
     // Loopback: both ends on this host, so the cells are grouped by relation.
     assert!(!j["summary"]["by_relation"].as_array().unwrap().is_empty());
 }

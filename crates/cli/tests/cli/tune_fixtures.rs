@@ -395,3 +395,69 @@ fn kill_9_during_apply_then_revert_is_byte_identical() {
     let now = snapshot(&tree);
     assert!(now == original, "{:#?}", diff(&original, &now));
 }
+
+/// What a user does with a captured tree, with nothing playing the kernel: `tune --root COPY
+/// --apply`, then `doctor --root COPY`. tune writes the IRQ views the kernel would show
+/// (effective affinity among them), so doctor no longer reports what the plan fixed — the IRQ
+/// placement and the governor of the CPUs the IRQs left alike; `tune revert` restores the copy
+/// byte for byte.
+#[test]
+fn doctor_after_a_root_apply_sees_the_fixes_without_emulation() {
+    for (name, host) in hosts() {
+        let (iface, apps) = cases(&host);
+        let app = &apps[0];
+        let (_t, tree) = temp_copy(&host);
+        let root = tree.to_str().unwrap().to_string();
+        let original = snapshot(&tree);
+        let doctor_cli = |app: &str| -> Vec<String> {
+            let o = run(&[
+                "doctor",
+                "--root",
+                &root,
+                "--iface",
+                &iface,
+                "--app-cpus",
+                app,
+                "--json",
+            ]);
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+                .unwrap_or_else(|e| panic!("{name}: {e}: {}", text(&o)));
+            v["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["id"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let before = doctor_cli(app);
+        let plan = plan_json(&tree, &iface, app, &[]);
+        let ids: Vec<String> = addressed(&plan)
+            .into_iter()
+            .filter(|i| !TUNE_ONLY.contains(&i.as_str()))
+            .collect();
+        let planned_app = match plan.get("run_app") {
+            Some(line) if !line.is_null() => plan["app_cpus"].as_str().unwrap().to_string(),
+            _ => app.clone(),
+        };
+        let o = tune_app(&tree, &iface, app, &["--apply"]);
+        assert!(o.status.success(), "{name}: {}", text(&o));
+        let after = doctor_cli(&planned_app);
+        for id in &ids {
+            assert!(
+                !after.contains(id),
+                "{name}: doctor --root still reports {id} after tune --root --apply (before {before:?}, after {after:?})"
+            );
+        }
+        eprintln!(
+            "{name} --app-cpus {app}: fixed {ids:?}; doctor before {before:?}, after {after:?}"
+        );
+        let o = run(&["tune", "revert", "--root", &root]);
+        assert!(o.status.success(), "{name}: {}", text(&o));
+        let now = snapshot(&tree);
+        assert!(
+            now == original,
+            "{name}: not byte-identical after revert: {:#?}",
+            diff(&original, &now)
+        );
+    }
+}

@@ -231,6 +231,22 @@ pub fn line_chart(h: &mut String, caption: &str, unit: &str, series: &[Series], 
     let _ = writeln!(h, "</svg><div class=\"legend\">{legend}</div></figure>");
 }
 
+/// A chart's place kept where a document lacks what a document beside it draws (a `-R`
+/// test's client received: the sender's retransmits, cwnd and RTT are the peer's), as tall as
+/// [`line_chart`]'s, so the charts after it stay level with their neighbours.
+pub fn placeholder(h: &mut String, caption: &str, why: &str) {
+    let _ = writeln!(
+        h,
+        "<figure class=\"placeholder\"><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" style=\"max-width:820px\" role=\"img\" aria-label=\"{}: not in this document\">\
+         <text class=\"m\" x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"middle\">{}</text></svg><div class=\"legend\"><span>&#160;</span></div></figure>",
+        esc(caption),
+        esc(caption),
+        W / 2.0,
+        H / 2.0,
+        esc(why)
+    );
+}
+
 /// Bars, one per x value (e.g. retransmits per interval); the y axis reaches `y_max` at least
 /// (as [`line_chart`]).
 pub fn bar_chart(h: &mut String, caption: &str, unit: &str, bars: &[(f64, f64, f64)], y_max: f64) {
@@ -563,6 +579,7 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
     let top = 52.0;
     let gw = cw * cols.len() as f64;
     let gh = ch * rows.len() as f64;
+    let col_x = column_edges(&cols, m.times, left, cw);
     let bright = m.bright.unwrap_or(if m.higher_is_better {
         "bright = better"
     } else {
@@ -611,7 +628,7 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
         None => c.to_string(),
     };
     match m.times {
-        Some(times) => time_labels(h, &cols, times, left, cw, top),
+        Some(times) => time_labels(h, &cols, times, &col_x, top),
         None => {
             for (j, c) in cols.iter().enumerate() {
                 let _ = write!(
@@ -634,7 +651,7 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
             esc(&row_name(*r))
         );
         for (j, c) in cols.iter().enumerate() {
-            let x = left + cw * j as f64;
+            let (x, cw) = col_x[j];
             let y = top + ch * i as f64;
             let what = format!(
                 "{} {r}, {}{}",
@@ -698,11 +715,12 @@ pub fn heatmap(h: &mut String, m: &Heatmap<'_>) {
         };
         // A white halo under the mark keeps it visible on dark and bright cells alike.
         let (x, y, sw, sh) = (
-            left + cw * j as f64 + 2.5,
+            col_x[j].0 + 2.5,
             top + ch * i as f64 + 2.5,
             cw - 5.0,
             ch - 5.0,
         );
+        let sw = sw.min(col_x[j].1 - 5.0);
         let _ = write!(
             h,
             "<rect class=\"halo\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{sw:.1}\" height=\"{sh:.1}\"/>\
@@ -777,33 +795,68 @@ fn secs(v: f64) -> String {
     t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// Time along the top of a heatmap: each column's start, as many as fit, and the last end.
-fn time_labels(h: &mut String, cols: &[u32], times: &[(f64, f64)], left: f64, cw: f64, top: f64) {
-    let every = (36.0 / cw).ceil().max(1.0) as usize;
+/// Each column's left edge and width: CPUs `cw` wide each; over time, a share of the grid's
+/// width (`cw` × columns) proportional to the column's interval, so a last interval of 0.03 s
+/// is 3 % as wide as a whole second.
+fn column_edges(cols: &[u32], times: Option<&[(f64, f64)]>, left: f64, cw: f64) -> Vec<(f64, f64)> {
+    let uniform = || {
+        (0..cols.len())
+            .map(|j| (left + cw * j as f64, cw))
+            .collect::<Vec<_>>()
+    };
+    let Some(times) = times else {
+        return uniform();
+    };
+    let lengths: Vec<f64> = cols
+        .iter()
+        .map(|&c| times.get(c as usize).map_or(0.0, |(a, b)| (b - a).max(0.0)))
+        .collect();
+    let total: f64 = lengths.iter().sum();
+    if !total.is_finite() || total <= 0.0 {
+        return uniform();
+    }
+    let gw = cw * cols.len() as f64;
+    let mut x = left;
+    lengths
+        .iter()
+        .map(|l| {
+            let w = gw * l / total;
+            let edge = (x, w);
+            x += w;
+            edge
+        })
+        .collect()
+}
+
+/// Time along the top of a heatmap: each column's start where it has room, and the last end.
+fn time_labels(h: &mut String, cols: &[u32], times: &[(f64, f64)], col_x: &[(f64, f64)], top: f64) {
+    let mut last_label = f64::NEG_INFINITY;
+    let tick = |h: &mut String, x: f64, t: f64| {
+        let _ = write!(
+            h,
+            "<line class=\"ax\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{top:.1}\"/><text class=\"m\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            top - 4.0,
+            top - 8.0,
+            secs(t),
+        );
+    };
+    let end = cols
+        .last()
+        .zip(col_x.last())
+        .and_then(|(c, &(x, w))| times.get(*c as usize).map(|t| (x + w, t.1)));
     for (j, c) in cols.iter().enumerate() {
-        let Some((a, b)) = times.get(*c as usize) else {
+        let (Some((a, _)), Some(&(x, _))) = (times.get(*c as usize), col_x.get(j)) else {
             continue;
         };
-        if j % every == 0 {
-            let _ = write!(
-                h,
-                "<line class=\"ax\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{top:.1}\"/><text class=\"m\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-                top - 4.0,
-                top - 8.0,
-                secs(*a),
-                x = left + cw * j as f64
-            );
+        // Starts at least 36 px apart and from the end, which is always labelled.
+        let room_to_end = end.is_none_or(|(ex, _)| ex - x >= 36.0);
+        if x - last_label >= 36.0 && room_to_end {
+            tick(h, x, *a);
+            last_label = x;
         }
-        if j + 1 == cols.len() && (j + 1) % every == 0 {
-            let _ = write!(
-                h,
-                "<line class=\"ax\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{top:.1}\"/><text class=\"m\" x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-                top - 4.0,
-                top - 8.0,
-                secs(*b),
-                x = left + cw * (j + 1) as f64
-            );
-        }
+    }
+    if let Some((x, t)) = end {
+        tick(h, x, t);
     }
 }
 
@@ -961,6 +1014,75 @@ mod tests {
                 "{t}: {h}"
             );
         }
+    }
+
+    /// Over time a column is as wide as its interval: three seconds and a last 0.03 s give the
+    /// last column 1 % of the grid, not a quarter of it; CPUs stay equal.
+    #[test]
+    fn columns_over_time_are_as_wide_as_their_intervals() {
+        let times = [(0.0, 1.0), (1.0, 2.0), (2.0, 3.0), (3.0, 3.03)];
+        let e = column_edges(&[0, 1, 2, 3], Some(&times), 100.0, 50.0);
+        let total: f64 = e.iter().map(|c| c.1).sum();
+        assert!((total - 200.0).abs() < 1e-9, "{e:?}");
+        for (k, (a, b)) in times.iter().enumerate() {
+            let share = e[k].1 / total;
+            assert!((share - (b - a) / 3.03).abs() < 1e-9, "{k}: {e:?}");
+        }
+        // contiguous from the left edge
+        assert_eq!(e[0].0, 100.0);
+        for k in 1..4 {
+            assert!((e[k].0 - (e[k - 1].0 + e[k - 1].1)).abs() < 1e-9);
+        }
+        assert!(e[3].1 < 0.011 * total);
+        assert_eq!(
+            column_edges(&[7, 9], None, 10.0, 20.0),
+            vec![(10.0, 20.0), (30.0, 20.0)]
+        );
+        // no lengths to go by: equal columns
+        assert_eq!(
+            column_edges(&[0, 1], Some(&[(1.0, 1.0), (1.0, 1.0)]), 0.0, 5.0),
+            vec![(0.0, 5.0), (5.0, 5.0)]
+        );
+        // drawn: the sliver's rect is a sliver, and the test's end is labelled
+        let value = |_: u32, c: u32| Some(f64::from(c));
+        let fmt = |v: f64| format!("{v:.0} %");
+        let mut h = String::new();
+        heatmap(
+            &mut h,
+            &Heatmap {
+                caption: "busy",
+                row_label: "CPU",
+                col_label: "time (s)",
+                rows: &[0],
+                cols: &[0, 1, 2, 3],
+                times: Some(&times),
+                value: &value,
+                fmt: &fmt,
+                detail: None,
+                row_name: None,
+                range: Some((0.0, 100.0)),
+                higher_is_better: false,
+                bright: None,
+                best: None,
+                worst: None,
+                topo: None,
+            },
+        );
+        let widths: Vec<f64> = h
+            .split("<rect x=")
+            .skip(1)
+            .filter(|r| r.contains("<title>CPU 0,"))
+            .map(|r| {
+                let w = r.split("width=\"").nth(1).unwrap();
+                w[..w.find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert_eq!(widths.len(), 4, "{h}");
+        assert!(
+            (widths[0] / widths[3] - 1.0 / 0.03).abs() < 1.0,
+            "{widths:?}"
+        );
+        assert!(h.contains("text-anchor=\"middle\">3.03</text>"), "{h}");
     }
 
     fn labels(a: Axis) -> Vec<String> {

@@ -17,9 +17,48 @@ pub(super) fn sweep(h: &mut String, s: &SweepDoc) {
     if s.interrupted {
         h.push_str("<p class=\"mute\">the sweep was interrupted: some cells are empty</p>");
     }
+    if let Some(n) = summary.and_then(|x| x.noise.as_ref()) {
+        let _ = write!(
+            h,
+            "<p class=\"mute\">noise: each cell's spread (standard deviation of its {}) is {:.1}–{:.1} % of its median; {} of {} cells cannot be told from the best{}</p>",
+            esc(n.best_spread.from.words()),
+            n.spread_pct.0,
+            n.spread_pct.1,
+            n.tied.len(),
+            m.pairs().count(),
+            if n.beyond { "" } else { ": no pair is better beyond the noise" }
+        );
+    }
     let value = |r: u32, c: u32| m.median(r, c);
     let fmt = rate;
-    let caption = format!("Throughput (median Gbit/s) by {rl} × {cl}");
+    let detail = |r: u32, c: u32| {
+        let cell = m.cell(r, c)?;
+        let mut d = Vec::new();
+        if let Some(sp) = cell.spread() {
+            d.push(format!(
+                "± {} (standard deviation of {} {})",
+                rate(sp.sd),
+                sp.samples,
+                sp.from.words()
+            ));
+        }
+        if let Some(v) = cell.verdict() {
+            d.push(format!("verdict: {v}"));
+        }
+        (!d.is_empty()).then(|| d.join("\n"))
+    };
+    let meds: Vec<f64> = m.pairs().map(|p| p.median.0).collect();
+    let range = (!meds.is_empty()).then(|| {
+        wirespeed_model::doc::scale_range(
+            meds.iter().copied().fold(f64::INFINITY, f64::min),
+            meds.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        )
+    });
+    // The scale reaches down to half the best cell at least: a 1 % spread is 2 % of it.
+    let caption = format!(
+        "Throughput (median Gbit/s) by {rl} × {cl}; colours from {:.0} % of the best up",
+        wirespeed_model::doc::SCALE_FLOOR * 100.0
+    );
     chart::heatmap(
         h,
         &Heatmap {
@@ -31,9 +70,9 @@ pub(super) fn sweep(h: &mut String, s: &SweepDoc) {
             times: None,
             value: &value,
             fmt: &fmt,
-            detail: None,
+            detail: Some(&detail),
             row_name: None,
-            range: None,
+            range,
             bright: None,
             higher_is_better: true,
             best: summary.map(|x| (x.best.row, x.best.col)),

@@ -46,11 +46,45 @@ pub fn render(inputs: &[Input<'_>], title: &str, w: &mut dyn io::Write) -> io::R
         CSS
     );
     let _ = write!(h, "<header><h1>{}</h1>", esc(title));
-    let kinds: Vec<String> = inputs
-        .iter()
-        .map(|i| format!("{} ({})", esc(i.name), i.doc.kind()))
-        .collect();
-    let _ = writeln!(h, "<p class=\"mute\">{}</p></header>", kinds.join(" · "));
+    for i in inputs {
+        let _ = write!(h, "<p class=\"mute\">{} ({})", esc(i.name), i.doc.kind());
+        if let Document::Test(t) = i.doc {
+            // What was run, in one line: the end and its target or peer, the time, the versions.
+            let ran = test::what_ran(t);
+            let get = |k: &str| {
+                ran.iter()
+                    .find(|(key, _)| *key == k)
+                    .map(|(_, v)| v.as_str())
+            };
+            let mut parts = Vec::new();
+            match (get("end"), get("target"), get("port"), get("client")) {
+                (Some(e), Some(host), Some(port), _) => {
+                    parts.push(format!("{e} of {host} port {port}"))
+                }
+                (Some(e), _, Some(port), Some(c)) => {
+                    parts.push(format!("{e} on port {port}, client {c}"))
+                }
+                _ => {}
+            }
+            parts.extend(
+                ["time", "version"]
+                    .iter()
+                    .filter_map(|k| get(k))
+                    .map(String::from),
+            );
+            if let Some(p) = get("peer version") {
+                parts.push(format!("peer {p}"));
+            }
+            if !parts.is_empty() {
+                let _ = write!(h, ": {}", esc(&parts.join(" · ")));
+            }
+            if let Some(c) = get("command") {
+                let _ = write!(h, "<br><code>{}</code>", esc(c));
+            }
+        }
+        h.push_str("</p>");
+    }
+    h.push_str("</header>\n");
     if inputs.len() > 1 {
         compare(&mut h, inputs);
     }
@@ -189,7 +223,10 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:8px 0}h3{font-size:15p
 .docs.multi{grid-template-columns:repeat(auto-fit,minmax(520px,1fr))}
 section.doc{min-width:0}
 .charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:0 14px}
-.docs.multi .charts{grid-template-columns:1fr}
+/* side by side, each document's blocks (facts, verdict, every chart) are rows shared with its
+   neighbours (a subgrid), so the same chart starts at the same height in every column */
+.docs.multi{row-gap:0;column-gap:20px}.docs.multi>section.doc{display:grid;grid-template-rows:subgrid;grid-row:span 120;align-content:start}
+.docs.multi .charts{display:contents}
 figure{margin:10px 0 16px;background:var(--panel);border:1px solid var(--grid);border-radius:6px;padding:8px 10px}
 figcaption{font-weight:600;margin-bottom:4px}
 svg{display:block;width:100%;height:auto;max-width:100%}
@@ -220,6 +257,7 @@ td.num,th.num{text-align:right;white-space:nowrap}table.cmp td:last-child{white-
 .sev.critical{color:var(--crit)}.sev.warning{color:var(--warn)}.sev.info{color:var(--info)}
 code,pre{font:12px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}pre{background:var(--bg);border:1px solid var(--grid);padding:6px 8px;overflow-x:auto;white-space:pre-wrap;margin:4px 0}
 .compare{margin-bottom:18px}
+.facts.run .cmd{flex-basis:100%;min-width:0}.facts.run code,header code{overflow-wrap:anywhere}
 "#;
 
 #[cfg(test)]

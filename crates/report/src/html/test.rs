@@ -26,6 +26,83 @@ fn fact(h: &mut String, k: &str, v: &str) {
     let _ = write!(h, "<div><span>{}</span>{}</div>", esc(k), esc(v));
 }
 
+/// What was run, as the document says it: which end, the target (a client's host and port)
+/// or the peer (a server's), the command line, the time, this end's and the peer's versions,
+/// the system. Only what the document carries.
+pub(super) fn what_ran(t: &TestResult) -> Vec<(&'static str, String)> {
+    let mut v = Vec::new();
+    let st = &t.start;
+    if let Some(c) = &st.connecting_to {
+        v.push(("end", "client".to_string()));
+        v.push(("target", c.host.clone()));
+        v.push(("port", c.port.to_string()));
+    } else if let Some(a) = &st.accepted_connection {
+        v.push(("end", "server".to_string()));
+        if let Some(p) = st.connected.first().map(|c| c.local_port) {
+            v.push(("port", p.to_string()));
+        }
+        v.push(("client", format!("{} port {}", a.host, a.port)));
+    }
+    if let Some(ts) = &st.test_start {
+        let mut what = format!(
+            "{} {}, {} s",
+            ts.protocol,
+            if ts.num_streams == 1 {
+                "1 stream".to_string()
+            } else {
+                format!("{} streams", ts.num_streams)
+            },
+            ts.duration
+        );
+        if ts.reverse != 0 {
+            what.push_str(", reverse (-R)");
+        }
+        if ts.bidir.is_some_and(|b| b != 0) {
+            what.push_str(", both directions (--bidir)");
+        }
+        v.push(("test", what));
+    }
+    let w = t.wirespeed.as_ref();
+    if let Some(c) = w.map(|w| &w.command).filter(|c| !c.is_empty()) {
+        v.push(("command", shell_words(c)));
+    }
+    if let Some(ts) = &st.timestamp {
+        v.push(("time", ts.time.clone()));
+    }
+    if !st.version.is_empty() {
+        v.push(("version", st.version.clone()));
+    }
+    if let Some(p) = w
+        .and_then(|w| w.peer.as_ref())
+        .and_then(|p| p.version.clone())
+    {
+        v.push(("peer version", p));
+    }
+    if !st.system_info.is_empty() {
+        v.push(("system", st.system_info.clone()));
+    }
+    v
+}
+
+/// Arguments as a shell would need them typed: plain words bare, others in single quotes.
+fn shell_words(args: &[String]) -> String {
+    let plain = |a: &str| {
+        !a.is_empty()
+            && a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@+%".contains(c))
+    };
+    args.iter()
+        .map(|a| {
+            if plain(a) {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A test's chart data: (start s, end s, value) per interval.
 struct Charts {
     /// Gbit/s per stream (by socket).
@@ -87,6 +164,11 @@ pub(super) struct Scales {
     pub retransmits: f64,
     pub cwnd: f64,
     pub rtt: f64,
+    /// Some document of the page draws retransmits, cwnd, RTT: one that lacks them keeps their
+    /// places (a placeholder), so the columns of documents side by side stay aligned.
+    pub has_retransmits: bool,
+    pub has_cwnd: bool,
+    pub has_rtt: bool,
 }
 
 impl Scales {
@@ -106,6 +188,9 @@ impl Scales {
             for p in c.rtt.values() {
                 s.rtt = s.rtt.max(max(p));
             }
+            s.has_retransmits |= !c.retr.is_empty();
+            s.has_cwnd |= !c.cwnd.is_empty();
+            s.has_rtt |= !c.rtt.is_empty();
         };
         for d in docs {
             match d {
@@ -125,6 +210,23 @@ impl Scales {
 }
 
 pub(super) fn test(h: &mut String, t: &TestResult, scales: &Scales) {
+    let ran = what_ran(t);
+    if !ran.is_empty() {
+        h.push_str("<div class=\"facts run\">");
+        for (k, v) in &ran {
+            if *k == "command" {
+                let _ = write!(
+                    h,
+                    "<div class=\"cmd\"><span>{}</span><code>{}</code></div>",
+                    esc(k),
+                    esc(v)
+                );
+            } else {
+                fact(h, k, v);
+            }
+        }
+        h.push_str("</div>\n");
+    }
     if let Some(e) = &t.error {
         let _ = write!(
             h,
@@ -165,9 +267,6 @@ pub(super) fn test(h: &mut String, t: &TestResult, scales: &Scales) {
         if !rem.is_empty() {
             fact(h, "peer CPUs", &rem.join(", "));
         }
-    }
-    if let Some(ts) = &t.start.timestamp {
-        fact(h, "time", &ts.time);
     }
     h.push_str("</div>\n");
     if let Some(v) = t.wirespeed.as_ref().and_then(|w| w.verdict.as_ref()) {
@@ -220,14 +319,24 @@ pub(super) fn test(h: &mut String, t: &TestResult, scales: &Scales) {
             scales.throughput,
         );
     }
+    // This end's TCP_INFO covers only what it sent.
+    let why = if t
+        .start
+        .test_start
+        .as_ref()
+        .is_some_and(|ts| ts.reverse != 0)
+    {
+        "not in this document: this end received (-R); the sender's TCP_INFO is the peer's"
+    } else {
+        "not in this document"
+    };
+    const RETR: &str = "Retransmits per interval (all streams)";
+    const CWND: &str = "Congestion window (sender)";
+    const RTT: &str = "Smoothed RTT (sender)";
     if !c.retr.is_empty() {
-        chart::bar_chart(
-            h,
-            "Retransmits per interval (all streams)",
-            "retransmits",
-            &c.retr,
-            scales.retransmits,
-        );
+        chart::bar_chart(h, RETR, "retransmits", &c.retr, scales.retransmits);
+    } else if scales.has_retransmits {
+        chart::placeholder(h, RETR, why);
     }
     let named = |m: &BTreeMap<u32, Vec<(f64, f64, f64)>>| -> Vec<Series> {
         m.iter()
@@ -239,16 +348,14 @@ pub(super) fn test(h: &mut String, t: &TestResult, scales: &Scales) {
             .collect()
     };
     if !c.cwnd.is_empty() {
-        chart::line_chart(
-            h,
-            "Congestion window (sender)",
-            "KiB",
-            &named(&c.cwnd),
-            scales.cwnd,
-        );
+        chart::line_chart(h, CWND, "KiB", &named(&c.cwnd), scales.cwnd);
+    } else if scales.has_cwnd {
+        chart::placeholder(h, CWND, why);
     }
     if !c.rtt.is_empty() {
-        chart::line_chart(h, "Smoothed RTT (sender)", "µs", &named(&c.rtt), scales.rtt);
+        chart::line_chart(h, RTT, "µs", &named(&c.rtt), scales.rtt);
+    } else if scales.has_rtt {
+        chart::placeholder(h, RTT, why);
     }
     h.push_str("</div>\n<div class=\"charts\">");
 

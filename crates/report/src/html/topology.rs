@@ -74,6 +74,7 @@ pub fn topology(h: &mut String, p: &Picture) {
         return;
     }
     let nics: Vec<&Nic> = p.nics.iter().take(8).collect();
+    let nic_w = nic_width(&nics);
     // Layout: each node a row of its L3 groups (wrapped at MAX_W), its NICs below.
     struct NodeLayout {
         label: String,
@@ -127,12 +128,15 @@ pub fn topology(h: &mut String, p: &Picture) {
         let nic_rows = if node_nics.is_empty() {
             0.0
         } else {
-            node_nics.len().div_ceil(per_row(w.max(NIC_W + 2.0 * PAD))) as f64 * (NIC_H + PAD)
+            node_nics
+                .len()
+                .div_ceil(per_row(w.max(nic_w + 2.0 * PAD), nic_w)) as f64
+                * (NIC_H + PAD)
         };
         let w = w.max(if node_nics.is_empty() {
             0.0
         } else {
-            NIC_W + 2.0 * PAD
+            nic_w + 2.0 * PAD
         });
         layouts.push(NodeLayout {
             label: match node {
@@ -155,7 +159,7 @@ pub fn topology(h: &mut String, p: &Picture) {
     let mut width = layouts
         .iter()
         .map(|l| l.w)
-        .fold(NIC_W + 2.0 * PAD, f64::max)
+        .fold(nic_w + 2.0 * PAD, f64::max)
         + 2.0;
     if !orphans.is_empty() {
         // The note above them fits.
@@ -164,7 +168,7 @@ pub fn topology(h: &mut String, p: &Picture) {
     let orphan_h = if orphans.is_empty() {
         0.0
     } else {
-        22.0 + orphans.len().div_ceil(per_row(width)) as f64 * (NIC_H + PAD)
+        22.0 + orphans.len().div_ceil(per_row(width, nic_w)) as f64 * (NIC_H + PAD)
     };
     let height = layouts.iter().map(|l| l.h + PAD).sum::<f64>() + orphan_h + 2.0;
     let _ = write!(
@@ -206,8 +210,8 @@ pub fn topology(h: &mut String, p: &Picture) {
                 );
             }
         }
-        let nic_y = y0 + l.h - (l.nics.len().div_ceil(per_row(l.w)) as f64) * (NIC_H + PAD);
-        nic_boxes(h, &nics, &l.nics, PAD, nic_y, l.w);
+        let nic_y = y0 + l.h - (l.nics.len().div_ceil(per_row(l.w, nic_w)) as f64) * (NIC_H + PAD);
+        nic_boxes(h, &nics, &l.nics, PAD, nic_y, l.w, nic_w);
         y0 += l.h + PAD;
     }
     if !orphans.is_empty() {
@@ -217,7 +221,7 @@ pub fn topology(h: &mut String, p: &Picture) {
             y0 + 14.0,
             esc(&p.orphan_note)
         );
-        nic_boxes(h, &nics, &orphans, PAD, y0 + 22.0, width);
+        nic_boxes(h, &nics, &orphans, PAD, y0 + 22.0, width, nic_w);
     }
     let _ = write!(
         h,
@@ -277,19 +281,44 @@ fn cpu_box(h: &mut String, p: &Picture, nics: &[&Nic], c: u32, cx: f64, cy: f64)
     h.push_str("</g>");
 }
 
-fn per_row(width: f64) -> usize {
-    ((width - PAD) / (NIC_W + PAD)).floor().max(1.0) as usize
+fn per_row(width: f64, nic_w: f64) -> usize {
+    ((width - PAD) / (nic_w + PAD)).floor().max(1.0) as usize
 }
 
-fn nic_boxes(h: &mut String, nics: &[&Nic], which: &[usize], x0: f64, y0: f64, width: f64) {
-    let per = per_row(width);
+/// The width of the NIC boxes: [`NIC_W`], or wider where a NIC's name or a line under it
+/// needs it (11 px text, about 6.6 px a character; the bold name about 7.4), so no text is
+/// clipped by its box.
+fn nic_width(nics: &[&Nic]) -> f64 {
+    nics.iter()
+        .map(|n| {
+            let name = 7.4 * n.name.chars().count() as f64;
+            let lines = n
+                .lines
+                .iter()
+                .map(|l| 6.6 * l.chars().count() as f64)
+                .fold(0.0, f64::max);
+            16.0 + name.max(lines)
+        })
+        .fold(NIC_W, f64::max)
+}
+
+fn nic_boxes(
+    h: &mut String,
+    nics: &[&Nic],
+    which: &[usize],
+    x0: f64,
+    y0: f64,
+    width: f64,
+    nic_w: f64,
+) {
+    let per = per_row(width, nic_w);
     for (k, &i) in which.iter().enumerate() {
         let n = nics[i];
-        let x = x0 + (k % per) as f64 * (NIC_W + PAD);
+        let x = x0 + (k % per) as f64 * (nic_w + PAD);
         let y = y0 + (k / per) as f64 * (NIC_H + PAD);
         let _ = write!(
             h,
-            "<g><title>{}</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{NIC_W}\" height=\"{NIC_H}\" rx=\"5\" style=\"fill:var(--bg);stroke:var(--s{});stroke-width:2.5\"/>\
+            "<g><title>{}</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{nic_w:.1}\" height=\"{NIC_H}\" rx=\"5\" style=\"fill:var(--bg);stroke:var(--s{});stroke-width:2.5\"/>\
              <text x=\"{:.1}\" y=\"{:.1}\" font-weight=\"700\">{}</text><text class=\"m\" x=\"{:.1}\" y=\"{:.1}\">{}</text>\
              <text class=\"m\" x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
             esc(&n.title),
@@ -364,5 +393,32 @@ mod tests {
         let mut h = String::new();
         topology(&mut h, &Picture::default());
         assert!(h.is_empty());
+    }
+
+    /// A NIC line longer than the default box ("NUMA node unknown" after the MTU and speed)
+    /// widens the box and the picture rather than running past the box's edge.
+    #[test]
+    fn a_long_nic_line_widens_its_box() {
+        let mut p = picture();
+        p.nics[0].node = None;
+        p.nics[0].lines[0] = "MTU 9000 · 100 Gbit/s · NUMA node unknown · PCIe 0000:41:00.0".into();
+        let mut h = String::new();
+        topology(&mut h, &p);
+        let nic = |h: &str| -> f64 {
+            let at = h.find("rx=\"5\"").unwrap();
+            let rect = &h[h[..at].rfind("<rect").unwrap()..at];
+            let w = rect.split("width=\"").nth(1).unwrap();
+            w[..w.find('"').unwrap()].parse().unwrap()
+        };
+        let w = nic(&h);
+        let need = 16.0 + 6.6 * p.nics[0].lines[0].chars().count() as f64;
+        assert!(w >= need && w > NIC_W, "box {w}, text {need}: {h}");
+        let vb = h.split("viewBox=\"0 0 ").nth(1).unwrap();
+        let width: f64 = vb.split(' ').next().unwrap().parse().unwrap();
+        assert!(width >= w + 2.0 * PAD, "{width} {w}");
+        // short lines keep the default
+        let mut h = String::new();
+        topology(&mut h, &picture());
+        assert_eq!(nic(&h), NIC_W);
     }
 }

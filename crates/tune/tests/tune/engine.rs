@@ -142,22 +142,25 @@ fn apply_then_revert_is_byte_identical_and_a_second_revert_is_harmless() {
     );
     assert_eq!(read(t.path(), "sys/devices/virtual/net/eth0/mtu"), "9000\n");
     assert_eq!(read(t.path(), "etc/sysctl.d/10-user.conf"), "replaced\n");
-    // nothing plays the kernel in a tree: the readback says the effective CPU did not follow
+    // nothing plays the kernel in a tree, so tune writes the effective affinity the kernel
+    // would show (journaled: revert restores it too) and says so
     let irq = &report.steps[0];
-    assert!(
-        irq.detail
-            .as_deref()
-            .unwrap_or("")
-            .contains("not within 10"),
+    assert_eq!(
+        irq.detail.as_deref(),
+        Some("effective CPUs 10 (captured tree: also wrote effective_affinity_list, as the kernel would)"),
         "{irq:?}"
+    );
+    assert_eq!(
+        read(t.path(), "proc/irq/111/effective_affinity_list"),
+        "10\n"
     );
     assert_ne!(snapshot(t.path()), before);
 
     let jf = JournalFile::read(&root, &report.journal).unwrap();
     assert_eq!(jf.state(), State::Applied);
-    // 8 steps + the directories created for them (/etc/wirespeed, /etc/systemd,
-    // /etc/systemd/system, /etc/systemd/system/multi-user.target.wants)
-    assert_eq!(jf.entries().len(), 12, "{:#?}", jf.entries());
+    // 8 steps + the effective affinity + the directories created for them (/etc/wirespeed,
+    // /etc/systemd, /etc/systemd/system, /etc/systemd/system/multi-user.target.wants)
+    assert_eq!(jf.entries().len(), 13, "{:#?}", jf.entries());
     assert!(jf
         .entries()
         .iter()
@@ -165,7 +168,7 @@ fn apply_then_revert_is_byte_identical_and_a_second_revert_is_harmless() {
 
     let r = engine::revert(&root, &report.journal, false).unwrap();
     assert!(r.complete(), "{r:#?}");
-    assert_eq!(r.count(RevertStatus::Restored), 12);
+    assert_eq!(r.count(RevertStatus::Restored), 13);
     assert_eq!(snapshot(t.path()), before);
     assert_eq!(
         JournalFile::read(&root, &report.journal).unwrap().state(),
@@ -365,8 +368,13 @@ fn the_after_step_hook_sees_each_write_in_order() {
     })
     .unwrap();
     assert_eq!(seen.len(), 8);
-    // the readback happens right after the write, before the hook: still the old CPU
-    assert!(report.steps[0].detail.as_deref().unwrap().contains("3"));
+    // the readback happens right after the write, before the hook: the effective CPU tune
+    // wrote in the captured tree, as the kernel would
+    assert!(report.steps[0]
+        .detail
+        .as_deref()
+        .unwrap()
+        .starts_with("effective CPUs 10 "));
     let jf = JournalFile::read(&root, &report.journal).unwrap();
     assert!(matches!(
         jf.records.last(),
