@@ -453,7 +453,7 @@ fn ends_whose_mtus_differ_are_named_an_mtu_mismatch_in_both_directions() {
                 .as_array()
                 .and_then(|a| {
                     a.iter()
-                        .filter_map(|x| x.as_str())
+                        .filter_map(|x| x["line"].as_str())
                         .find(|x| x.starts_with("MTU mismatch"))
                 })
                 .unwrap_or_else(|| panic!("no mtu-mismatch in {v}"))

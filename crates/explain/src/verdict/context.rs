@@ -9,6 +9,7 @@ use wirespeed_model::verdict::Measured;
 
 use super::cpu::{cpu_candidates, workers_idle, Candidate};
 use super::finding::Finding;
+use super::load::host_load;
 use super::loss::{flatness, path_loss, quota_bound, with_sender_tcp, LossAccount};
 use super::rules::setup::{ends_compete, same_host};
 use super::Thresholds;
@@ -42,6 +43,9 @@ pub(crate) struct Context<'a> {
     pub quota: bool,
     /// The intervals' rate after the first: mean, coefficient of variation (%), count.
     pub flat: Option<(f64, f64, usize)>,
+    /// The workers' CPUs other tasks took a share of (`busy_others` or more), the busiest
+    /// first.
+    pub busy: Vec<wirespeed_model::BusyCpu>,
 }
 
 impl<'a> Context<'a> {
@@ -77,6 +81,7 @@ impl<'a> Context<'a> {
             shaped: pl.shaped,
             quota: !quota_bound(test, th).is_empty(),
             flat: flatness(&m),
+            busy: host_load(test, th),
             m,
             th,
         }
@@ -111,6 +116,21 @@ impl<'a> Context<'a> {
             (self.m.target_bps, self.m.throughput),
             (Some(t), Some(b)) if t > 0.0 && b.0 >= t * self.th.at_target / 100.0
         )
+    }
+
+    /// Other tasks took at least half of `cpu` where `e`'s workers ran: whatever saturated it
+    /// was not this end's work.
+    pub fn others_took(&self, e: &crate::model::EndObservation, cpu: u32) -> bool {
+        use wirespeed_model::LoadedEnd;
+        let whose = |b: &wirespeed_model::BusyCpu| match b.end {
+            LoadedEnd::Sender => e.role.sends(),
+            LoadedEnd::Receiver => e.role.receives(),
+            LoadedEnd::ThisEnd => std::ptr::eq(e, &self.test.local),
+            LoadedEnd::ThePeer => !std::ptr::eq(e, &self.test.local),
+        };
+        self.busy
+            .iter()
+            .any(|b| b.cpu == cpu && whose(b) && b.others_pct >= 50.0)
     }
 
     /// The slowest real link of the two ends (a virtual one's speed is nominal), Mbit/s.

@@ -42,7 +42,12 @@ fn udp_loss(cx: &Context) -> Vec<Out> {
         cpu_candidates_with(e, cx.th, false, &mut all);
     }
     all.sort_by(|a, b| b.busy.total_cmp(&a.busy));
-    let rx = all.iter().find(|c| c.receiver);
+    // a receiver CPU that other tasks took half of or more was not saturated by the receiver:
+    // its own drops (the socket buffer, below) say whether it lost the datagrams
+    let receiver = test.receiver();
+    let rx = all
+        .iter()
+        .find(|c| c.receiver && receiver.is_none_or(|e| !cx.others_took(e, c.cpu)));
     // the receiver's own socket buffer overflowing (`RcvbufErrors`) for half the loss or
     // more: it did not read in time, saturated CPU or not
     let rcvbuf = test
@@ -93,7 +98,7 @@ fn udp_loss(cx: &Context) -> Vec<Out> {
             VerdictId::UdpPathLoss,
             None,
             format!(
-                "UDP lost {} of the datagrams ({lost} of {total}) with no receiver CPU saturated and the receiver's socket buffer not overflowing: the path dropped them (a rate above the path's, a policer, a full queue) — lower -b",
+                "UDP lost {} of the datagrams ({lost} of {total}) with no receiver CPU saturated by the test and the receiver's socket buffer not overflowing: the path dropped them (a rate above the path's, a policer, a full queue) — lower -b",
                 Percent::new(share)
             ),
             Bound::Binding,
