@@ -37,7 +37,9 @@ pub mod worker;
 pub use cost::{Cost, CpuFreq, EndCost, Projection};
 pub use cpuset::{CpuId, CpuSet, CpuSetError};
 pub use irq::{MoveReport, QueueIrq};
-pub use observation::{EndObservation, RunningEnd, TestObservation};
+pub use observation::{
+    EndObservation, IfaceStack, RunningEnd, StackBond, StackMember, TestObservation,
+};
 pub use path::SendPath;
 pub use topology::Topology;
 pub use verdict::{
