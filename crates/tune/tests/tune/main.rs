@@ -6,3 +6,4 @@ mod doctor_agrees;
 mod engine;
 mod link;
 mod planner;
+mod stack;
