@@ -1420,9 +1420,15 @@ fn persist(b: &mut Builder<'_>) {
 /// stack's own file writes doctor's findings carry: the bond's `xmit_hash_policy` (and
 /// `miimon`), each a journaled step whose revert writes back the text the kernel showed.
 pub fn plan_stack(sv: &crate::collect::StackViews, opts: &PlanOptions) -> Result<Plan, PlanError> {
+    // the persistence files are written once, for the merged plan (each member's own would
+    // replace the other's)
+    let member_opts = PlanOptions {
+        persist: false,
+        ..opts.clone()
+    };
     let mut merged: Option<Plan> = None;
     for v in &sv.members {
-        let p = plan(v, opts)?;
+        let p = plan(v, &member_opts)?;
         let Some(m) = merged.as_mut() else {
             merged = Some(p);
             continue;
@@ -1498,6 +1504,15 @@ pub fn plan_stack(sv: &crate::collect::StackViews, opts: &PlanOptions) -> Result
                 }
             }
         }
+    }
+    if opts.persist {
+        let mut b = Builder {
+            view: &sv.members[0],
+            opts,
+            plan,
+        };
+        persist(&mut b);
+        plan = b.plan;
     }
     for f in &sv.findings {
         if f.writes.is_empty()

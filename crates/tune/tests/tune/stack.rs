@@ -32,7 +32,33 @@ fn a_bond_is_planned_member_by_member_with_its_hash_policy_and_reverted_exactly(
     assert_eq!(names, ["ens1f0np0", "ens1f1np1"]);
     let mut opts = PlanOptions::new("test");
     opts.app_cpus = Some(app.clone());
+    opts.persist = true;
     let plan = planner::plan_stack(&sv, &opts).unwrap();
+    // one set of persistence files, holding both members' IRQs and the hash policy
+    let creates: Vec<(&str, &str)> = plan
+        .steps
+        .iter()
+        .filter_map(|s| match &s.change {
+            Change::Create { path, contents, .. } => Some((path.as_str(), contents.as_str())),
+            _ => None,
+        })
+        .collect();
+    let mut paths: Vec<&str> = creates.iter().map(|c| c.0).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    assert_eq!(
+        paths.len(),
+        creates.len(),
+        "a file written twice: {paths:?}"
+    );
+    let boot: String = creates.iter().map(|c| c.1).collect();
+    for want in [
+        "set_irq mlx5_async0@pci:0000:b1:00.0 120 ",
+        "set_irq mlx5_comp7@pci:0000:b1:00.1 148 ",
+        "layer3+4 > /sys/class/net/bond0/bonding/xmit_hash_policy",
+    ] {
+        assert!(boot.contains(want), "{want} not persisted: {boot}");
+    }
     assert_eq!(plan.iface.as_deref(), Some("bond0.100"));
     assert!(
         plan.context[0].contains("vlan on bond on 2 pci"),
