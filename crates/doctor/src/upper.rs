@@ -515,15 +515,29 @@ pub fn stack_mtu_mismatch(u: &UpperStack) -> Option<Finding> {
         .flatten()
         .max()
         .unwrap_or_default();
+    // raise the smaller side of each pair; a bridge takes the smallest MTU of its ports, so a
+    // bridge's other ports below the target are raised with it
+    let mut raise: Vec<&str> = Vec::new();
+    for (n, l) in &pairs {
+        for d in [*n, *l] {
+            if d.mtu.is_some_and(|m| m < target) {
+                raise.push(&d.name);
+                if d.kind == wirespeed_host::DevKind::Bridge {
+                    raise.extend(
+                        d.lowers
+                            .iter()
+                            .filter(|p| p.mtu.is_some_and(|m| m < target))
+                            .map(|p| p.name.as_str()),
+                    );
+                }
+            }
+        }
+    }
     let mut fix = Vec::new();
     let mut order: Vec<&StackNode> = u.nodes();
     order.reverse(); // lower devices first: an upper's MTU may not exceed its lower's
     for d in order {
-        if d.mtu.is_some_and(|m| m < target)
-            && pairs
-                .iter()
-                .any(|(n, l)| n.name == d.name || l.name == d.name)
-        {
+        if raise.contains(&d.name.as_str()) {
             fix.push(format!("ip link set dev {} mtu {target}", d.name));
         }
     }
@@ -769,6 +783,30 @@ mod tests {
             f.summary
         );
         assert_eq!(f.fix[0], "ip link set dev ens1f0np0 mtu 9000");
+    }
+
+    #[test]
+    fn a_bridge_held_at_1500_by_its_veths_raises_them_first() {
+        let facts = collect(&Root::new(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/fixtures/hosts/bridge-cx6-port"),
+        ));
+        let opts = Options {
+            iface: Some("br0".into()),
+            ..Options::default()
+        };
+        let f = run_all(&facts, &opts)
+            .into_iter()
+            .find(|f| f.id == ids::STACK_MTU_MISMATCH)
+            .unwrap();
+        assert_eq!(
+            &f.fix[..3],
+            [
+                "ip link set dev veth81d07e4 mtu 9000",
+                "ip link set dev veth3f9a2c1 mtu 9000",
+                "ip link set dev br0 mtu 9000"
+            ]
+        );
     }
 
     #[test]
