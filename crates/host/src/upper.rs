@@ -519,6 +519,11 @@ pub fn collect_uppers(root: &Root) -> Vec<UpperStack> {
             continue;
         }
         let net = format!("/sys/class/net/{name}");
+        // a PCI NIC has nothing beneath it: its directory is not listed (a snapshot records
+        // what is listed)
+        if pci_function_of(root, &name).is_some() {
+            continue;
+        }
         let has_lowers = !lower_names(&root.list_opt(&net)).is_empty();
         let container =
             root.exists(&format!("{net}/bonding")) || root.exists(&format!("{net}/bridge"));
@@ -539,9 +544,10 @@ impl Walk<'_> {
         self.nodes += 1;
         let root = self.root;
         let net = format!("/sys/class/net/{name}");
-        let entries = root.list_opt(&net);
-        let mut lowers: Vec<String> = lower_names(&entries);
         let pci = pci_function_of(root, name).is_some();
+        // a PCI NIC is a leaf: its directory is not listed
+        let entries = if pci { Vec::new() } else { root.list_opt(&net) };
+        let mut lowers: Vec<String> = lower_names(&entries);
         let vlan = self.vlans.iter().find(|v| v.name == name).cloned();
         if lowers.is_empty() {
             if let Some(v) = &vlan {
