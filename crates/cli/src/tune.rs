@@ -298,7 +298,17 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         persist: a.persist,
         only,
     };
-    let plan = planner::plan(&view, &opts).map_err(|e| {
+    // an upper device (bond, VLAN, bridge) with NICs beneath it: a plan for each, and the stack's
+    let stack = match a.iface.as_deref() {
+        Some(i) => collect::stack_views(&root, i, opts.app_cpus.as_ref(), a.rtt, rate_mbps)
+            .map_err(|e| exit::fail(exit::HOST, e.to_string()))?,
+        None => None,
+    };
+    let planned = match &stack {
+        Some(sv) => planner::plan_stack(sv, &opts),
+        None => planner::plan(&view, &opts),
+    };
+    let plan = planned.map_err(|e| {
         let code = match e {
             PlanError::CpusOffline(_) | PlanError::Placement(PlacementError::NoNic) => exit::HOST,
             _ => exit::USAGE,

@@ -34,10 +34,18 @@ pub fn run_all(facts: &HostFacts, opts: &Options) -> Vec<Finding> {
     out
 }
 
-/// The NICs to check: `--iface`, else every PCI NIC.
+/// The NICs to check: `--iface` (an upper device's PCI NICs beneath it), else every PCI NIC.
 pub fn target_nics<'a>(facts: &'a HostFacts, opts: &Options) -> Vec<&'a NicFacts> {
     match &opts.iface {
-        Some(name) => facts.nic(name).into_iter().collect(),
+        Some(name) => match (facts.nic(name), facts.upper(name)) {
+            (Some(n), _) => vec![n],
+            (None, Some(u)) => u
+                .leaves()
+                .iter()
+                .filter_map(|l| facts.nic(&l.name))
+                .collect(),
+            (None, None) => Vec::new(),
+        },
         None => facts.nics.iter().collect(),
     }
 }

@@ -28,6 +28,7 @@ pub mod report;
 pub mod sizing;
 pub mod target;
 pub mod topo;
+pub mod upper;
 
 use serde::{Deserialize, Serialize};
 use wirespeed_host::{CpuSet, HostFacts};
@@ -61,9 +62,17 @@ pub mod ids {
     pub const COALESCING: &str = "coalescing";
     pub const PAUSE_FRAMES_OFF: &str = "pause-frames-off";
     pub const HEADER_SPLIT_OFF: &str = "header-split-off";
+    pub const BOND_HASH_POLICY: &str = "bond-hash-policy";
+    pub const BOND_MEMBER_DOWN: &str = "bond-member-down";
+    pub const BOND_MEMBER_SPEED_MISMATCH: &str = "bond-member-speed-mismatch";
+    pub const BOND_MEMBER_NUMA_SPLIT: &str = "bond-member-numa-split";
+    pub const BOND_LACP_RATE_SLOW: &str = "bond-lacp-rate-slow";
+    pub const BOND_MIIMON_OFF: &str = "bond-miimon-off";
+    pub const STACK_MTU_MISMATCH: &str = "stack-mtu-mismatch";
+    pub const BRIDGE_NETFILTER: &str = "bridge-netfilter";
 
     /// Every id, in the order of the documentation table.
-    pub const ALL: [&str; 27] = [
+    pub const ALL: [&str; 35] = [
         PCIE_LINK_DOWNGRADED,
         PCIE_BANDWIDTH_BELOW_LINE_RATE,
         IRQ_NUMA_REMOTE,
@@ -91,6 +100,14 @@ pub mod ids {
         COALESCING,
         PAUSE_FRAMES_OFF,
         HEADER_SPLIT_OFF,
+        BOND_HASH_POLICY,
+        BOND_MEMBER_DOWN,
+        BOND_MEMBER_SPEED_MISMATCH,
+        BOND_MEMBER_NUMA_SPLIT,
+        BOND_LACP_RATE_SLOW,
+        BOND_MIIMON_OFF,
+        STACK_MTU_MISMATCH,
+        BRIDGE_NETFILTER,
     ];
 }
 
@@ -177,7 +194,9 @@ pub struct FileWrite {
 /// What the user asked doctor to consider.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
-    /// Only this interface (else every PCI NIC).
+    /// Only this interface (else every PCI NIC): a PCI NIC, or an upper device (bond, VLAN,
+    /// bridge, macvlan), whose PCI members are checked each on its own and whose stack is
+    /// checked as a whole ([`upper`]).
     pub iface: Option<String>,
     /// CPUs the application (iperf3, wirespeed, a data mover) runs on.
     pub app_cpus: Option<CpuSet>,
@@ -205,7 +224,7 @@ pub use wirespeed_model::units::DEFAULT_RTT_MS;
 /// Options that do not fit the host.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DoctorError {
-    #[error("no PCI network interface named {name:?} on this host (PCI interfaces: {known})")]
+    #[error("no PCI network interface or upper device (bond, VLAN, bridge, macvlan) named {name:?} on this host (PCI interfaces: {known})")]
     UnknownInterface { name: String, known: String },
     #[error(transparent)]
     OfflineCpus(#[from] wirespeed_model::OfflineCpus),
@@ -219,7 +238,7 @@ pub enum DoctorError {
 /// listed but did not judge (never requested by a driver): lines the report prints under the
 /// findings.
 pub fn notes(facts: &HostFacts, opts: &Options) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out = upper::notes(facts, opts);
     // which NIC the buffer sizing is for, when the rule broke a tie
     if opts.iface.is_none() {
         if let Some(c) = target::fastest_up(facts).filter(|c| c.is_tie()) {
@@ -259,6 +278,8 @@ pub fn notes(facts: &HostFacts, opts: &Options) -> Vec<String> {
 pub fn diagnose(facts: &HostFacts, opts: &Options) -> Result<Vec<Finding>, DoctorError> {
     validate(facts, opts)?;
     let mut findings = checks::run_all(facts, opts);
+    findings.extend(upper::run_all(facts, opts));
+    upper::label_members(facts, opts, &mut findings);
     sort_findings(&mut findings);
     Ok(findings)
 }
@@ -273,7 +294,7 @@ pub fn validate(facts: &HostFacts, opts: &Options) -> Result<(), DoctorError> {
         return Err(DoctorError::BadRate(r));
     }
     if let Some(name) = &opts.iface {
-        if facts.nic(name).is_none() {
+        if facts.nic(name).is_none() && facts.upper(name).is_none() {
             let known: Vec<&str> = facts.nics.iter().map(|n| n.name.as_str()).collect();
             return Err(DoctorError::UnknownInterface {
                 name: name.clone(),

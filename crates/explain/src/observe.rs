@@ -452,6 +452,12 @@ impl Observer {
         self.facts.as_ref().map(|f| f.iface.as_str())
     }
 
+    /// The devices beneath the test's interface, when it is an upper device (a VLAN, a bond, a
+    /// bridge): whose IRQs are counted, the bond's hash policy, the members' speeds.
+    pub fn stack(&self) -> Option<&wirespeed_model::IfaceStack> {
+        self.facts.as_ref().and_then(|f| f.stack.as_ref())
+    }
+
     /// The NIC IRQs being counted.
     pub fn irqs(&self) -> &[u32] {
         &self.irqs
@@ -956,6 +962,76 @@ mod tests {
         let j = serde_json::to_value(&end).unwrap();
         assert_eq!(j["total"]["cpus"][1]["cpu"], 6);
         assert_eq!(j["role"], "receiver");
+    }
+
+    #[test]
+    fn observer_counts_a_bonds_members_interrupts_through_a_vlan() {
+        // the route's interface is VLAN 100 on a bond of two ConnectX-6 ports: their vectors
+        // are the ones counted, each member's on the CPU it ran on
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/hosts/bond-cx6-lacp");
+        let t = fixture_copy(&src);
+        let root = Root::unconfined(t.path()); // links into the fixture, on purpose
+        let mut obs =
+            Observer::new(root, Role::Receiver, NicSpec::Iface("bond0.100".into())).unwrap();
+        assert_eq!(obs.irqs().len(), 18);
+        let stack = obs.stack().unwrap();
+        assert_eq!(stack.bond.as_ref().unwrap().name, "bond0");
+        assert_eq!(stack.one_member_ceiling_mbps(), Some(100_000));
+        let ints = std::fs::read_to_string(t.path().join("proc/interrupts")).unwrap();
+        // member 1's mlx5_comp4 (IRQ 125, CPU 4) and member 2's mlx5_comp2 (IRQ 143, CPU 2)
+        let ints = bump(&ints, "125", &[(4, 30_000)]);
+        let ints = bump(&ints, "143", &[(2, 12_000)]);
+        std::fs::write(t.path().join("proc/interrupts"), ints).unwrap();
+        let soft = std::fs::read_to_string(t.path().join("proc/softirqs")).unwrap();
+        std::fs::write(
+            t.path().join("proc/softirqs"),
+            bump(&soft, "NET_RX", &[(4, 50_000), (2, 20_000)]),
+        )
+        .unwrap();
+        // one second at USER_HZ 100 on every CPU: softirq time on 4 and 2, idle elsewhere
+        let stat = std::fs::read_to_string(t.path().join("proc/stat")).unwrap();
+        let mut new_stat = String::new();
+        for line in stat.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            match f.first().copied() {
+                Some(c) if c.starts_with("cpu") && c != "cpu" => {
+                    let add: [u64; 7] = match c {
+                        "cpu4" => [0, 0, 0, 40, 0, 0, 60],
+                        "cpu2" => [0, 0, 0, 75, 0, 0, 25],
+                        _ => [0, 0, 0, 100, 0, 0, 0],
+                    };
+                    let mut v: Vec<u64> = f[1..].iter().map(|x| x.parse().unwrap()).collect();
+                    for (i, a) in add.iter().enumerate() {
+                        v[i] += a;
+                    }
+                    let v: Vec<String> = v.iter().map(u64::to_string).collect();
+                    new_stat.push_str(&format!("{c} {}\n", v.join(" ")));
+                }
+                _ => {
+                    new_stat.push_str(line);
+                    new_stat.push('\n');
+                }
+            }
+        }
+        std::fs::write(t.path().join("proc/stat"), new_stat).unwrap();
+        let iv = obs.sample(Some((0.0, 1.0)), &[], None).unwrap().clone();
+        assert_eq!(
+            iv.cpus.len(),
+            2,
+            "only the two CPUs that worked: {:?}",
+            iv.cpus
+        );
+        let c4 = iv.cpu(4).unwrap();
+        assert_eq!((c4.nic_irqs, c4.net_rx), (30_000, 50_000));
+        let c2 = iv.cpu(2).unwrap();
+        assert_eq!((c2.nic_irqs, c2.net_rx), (12_000, 20_000));
+        let end = obs.finish(None, &[], None);
+        assert_eq!(end.iface.as_deref(), Some("bond0.100"));
+        assert_eq!(end.iface_speed_mbps, Some(200_000));
+        assert_eq!(end.nic_numa_node, Some(1));
+        assert_eq!(end.nic_irqs.len(), 18);
+        assert!(end.notes.is_empty(), "{:?}", end.notes);
     }
 
     #[test]

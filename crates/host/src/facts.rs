@@ -6,6 +6,7 @@ use crate::cpu::{collect_cpus, CpuFacts};
 use crate::interrupts::Interrupts;
 use crate::nic::{collect_nics, NicFacts};
 use crate::stack::{collect_stack, StackFacts};
+use crate::upper::{collect_uppers, UpperStack};
 use crate::Root;
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +23,10 @@ pub struct HostFacts {
     pub stack: StackFacts,
     #[serde(default)]
     pub platform: PlatformFacts,
+    /// Interfaces with devices beneath them (bonds, teams, VLANs, macvlans, bridges), each
+    /// resolved down to its leaves ([`crate::upper`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uppers: Vec<UpperStack>,
 }
 
 /// The machine around the CPUs and NICs: what it is (DMI) and how the kernel was booted.
@@ -73,6 +78,11 @@ impl HostFacts {
     pub fn nic(&self, name: &str) -> Option<&NicFacts> {
         self.nics.iter().find(|n| n.name == name)
     }
+
+    /// The upper device named `name` (a bond, VLAN, bridge, macvlan), resolved.
+    pub fn upper(&self, name: &str) -> Option<&UpperStack> {
+        self.uppers.iter().find(|u| u.name() == name)
+    }
 }
 
 /// Kernel release from `/proc/version` text (`Linux version 6.8.0-51-generic (...)`).
@@ -105,6 +115,7 @@ pub fn collect(root: &Root) -> HostFacts {
         nics,
         stack,
         platform: collect_platform(root),
+        uppers: collect_uppers(root),
     }
 }
 

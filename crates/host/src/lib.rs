@@ -27,6 +27,7 @@ pub mod stat;
 pub mod text {
     pub use wirespeed_model::text::*;
 }
+pub mod upper;
 pub mod utc;
 
 pub use cpu::{CpuFacts, CpuTopo, L3Group};
@@ -37,3 +38,4 @@ pub use nic::{NicFacts, NicIrq, PcieFacts, PcieLink};
 pub use root::{Recording, Root, RootError};
 pub use snapshot::{capture, Snapshot, SnapshotError};
 pub use stack::StackFacts;
+pub use upper::{DevKind, StackNode, UpperStack};

@@ -315,7 +315,9 @@ impl Root {
     /// Read at most `max` bytes of `host_path` beneath the root; with `whole`, a longer file
     /// is an error ([`RootError::TooLarge`]) instead of a prefix.
     fn read_capped(&self, host_path: &str, max: u64, whole: bool) -> Result<Vec<u8>, RootError> {
-        let f = self.open(host_path, OFlags::RDONLY)?;
+        // O_NONBLOCK: a FIFO planted in a tree opens without a writer and reads as empty
+        // instead of blocking the reader forever; regular, sysfs and procfs files ignore it.
+        let f = self.open(host_path, OFlags::RDONLY | OFlags::NONBLOCK)?;
         let mut bytes = Vec::new();
         f.take(max + u64::from(whole))
             .read_to_end(&mut bytes)
@@ -809,6 +811,24 @@ mod beneath {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_fifo_in_a_tree_reads_as_empty_instead_of_blocking() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("sys")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            t.path().join("sys/mtu"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        let root = super::Root::new(t.path());
+        assert_eq!(root.read("/sys/mtu").unwrap(), "");
+        assert_eq!(root.read_opt("/sys/mtu").as_deref(), Some(""));
+        assert_eq!(root.parse_opt::<u32>("/sys/mtu"), None);
+    }
+
     use super::*;
 
     #[test]

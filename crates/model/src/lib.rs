@@ -38,7 +38,9 @@ pub mod worker;
 pub use cost::{Cost, CpuFreq, EndCost, Projection};
 pub use cpuset::{CpuId, CpuSet, CpuSetError, OfflineCpus};
 pub use irq::{MoveReport, QueueIrq};
-pub use observation::{EndObservation, RunningEnd, TestObservation};
+pub use observation::{
+    EndObservation, IfaceStack, RunningEnd, StackBond, StackMember, TestObservation,
+};
 pub use path::SendPath;
 pub use precedence::{Bound, Rank};
 pub use topology::Topology;

@@ -719,6 +719,105 @@ impl LinkKind {
     }
 }
 
+/// The interface a test's route uses, when it is an upper device (a VLAN, a bond, a bridge, a
+/// macvlan): what it is made of, down to the NICs beneath it. Plain data the observer fills
+/// (`wirespeed-explain`'s `nic`) from the host's resolver, for a verdict to read: a rate held
+/// at one member's speed on a bond of several is the per-host-pair (or per-flow) limit of its
+/// hash policy, not the link's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IfaceStack {
+    /// The interface the route uses (`bond0.100`).
+    pub iface: String,
+    /// The layers from the top down, each as `name kind` (`bond0.100 vlan`, `bond0 bond`).
+    pub layers: Vec<String>,
+    /// The bond (or team) in the stack, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bond: Option<StackBond>,
+    /// The NICs (and other leaves) beneath it, in the resolver's order.
+    pub members: Vec<StackMember>,
+}
+
+/// A bond of an [`IfaceStack`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackBond {
+    pub name: String,
+    /// `802.3ad`, `balance-xor`, `active-backup`…; `None` for a team or when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// `layer2`, `layer2+3`, `layer3+4`…
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xmit_hash_policy: Option<String>,
+}
+
+impl StackBond {
+    /// The mode hashes flows onto members (802.3ad, balance-xor): one flow rides one member.
+    pub fn hashes(&self) -> bool {
+        matches!(self.mode.as_deref(), Some("802.3ad" | "balance-xor"))
+    }
+
+    /// The hash policy puts every flow between one pair of hosts on one member (`layer2`,
+    /// `layer2+3`, `encap2+3`, `vlan+srcmac`).
+    pub fn per_host_pair(&self) -> bool {
+        self.hashes()
+            && matches!(
+                self.xmit_hash_policy.as_deref(),
+                Some("layer2" | "layer2+3" | "encap2+3" | "vlan+srcmac")
+            )
+    }
+}
+
+/// One device beneath an [`IfaceStack`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackMember {
+    pub name: String,
+    /// Link speed, Mbit/s; `None` when down or unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_mbps: Option<u64>,
+    /// Up (its link, and for a bond member its MII status).
+    pub up: bool,
+    /// Backed by a PCI function (a NIC), not a veth or another virtual device.
+    pub nic: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<u32>,
+    /// Its interrupt vectors counted as the test's NIC IRQs.
+    #[serde(default)]
+    pub irqs: Vec<u32>,
+}
+
+impl IfaceStack {
+    /// The members of the bond that are up, when the stack has a bond.
+    pub fn bond_members_up(&self) -> Vec<&StackMember> {
+        if self.bond.is_none() {
+            return Vec::new();
+        }
+        self.members.iter().filter(|m| m.up).collect()
+    }
+
+    /// The fastest single member's speed, when the stack has a bond of two or more members up
+    /// whose speeds are known: the most one flow (or, with a per-host-pair policy, one pair of
+    /// hosts) can get.
+    pub fn one_member_ceiling_mbps(&self) -> Option<u64> {
+        let up = self.bond_members_up();
+        if up.len() < 2 {
+            return None;
+        }
+        up.iter()
+            .map(|m| m.speed_mbps)
+            .collect::<Option<Vec<u64>>>()?
+            .into_iter()
+            .max()
+    }
+
+    /// The sum of the bond's members' speeds that are up.
+    pub fn bond_speed_mbps(&self) -> Option<u64> {
+        let up = self.bond_members_up();
+        if up.is_empty() {
+            return None;
+        }
+        up.iter().map(|m| m.speed_mbps).sum()
+    }
+}
+
 /// Both ends of a test. The remote end is absent, with the reason, when the peer is iperf3.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestObservation {
@@ -941,6 +1040,55 @@ impl RunningEnd {
         if self.end.intervals.len() > RUNNING_INTERVALS {
             self.end.intervals.remove(0);
         }
+    }
+}
+
+#[cfg(test)]
+mod stack_tests {
+    use super::*;
+
+    fn member(name: &str, speed: Option<u64>, up: bool) -> StackMember {
+        StackMember {
+            name: name.into(),
+            speed_mbps: speed,
+            up,
+            nic: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_bonds_ceiling_is_one_members_speed() {
+        let mut s = IfaceStack {
+            iface: "bond0".into(),
+            layers: vec!["bond0 bond".into()],
+            bond: Some(StackBond {
+                name: "bond0".into(),
+                mode: Some("802.3ad".into()),
+                xmit_hash_policy: Some("layer2".into()),
+            }),
+            members: vec![
+                member("a", Some(100_000), true),
+                member("b", Some(100_000), true),
+            ],
+        };
+        assert!(s.bond.as_ref().unwrap().per_host_pair());
+        assert_eq!(s.one_member_ceiling_mbps(), Some(100_000));
+        assert_eq!(s.bond_speed_mbps(), Some(200_000));
+        // one member down: no ceiling below the bond's own speed
+        s.members[1].up = false;
+        assert_eq!(s.one_member_ceiling_mbps(), None);
+        // an unknown speed: unknown, not zero
+        s.members[1] = member("b", None, true);
+        assert_eq!(s.one_member_ceiling_mbps(), None);
+        let b = StackBond {
+            mode: Some("active-backup".into()),
+            xmit_hash_policy: Some("layer2".into()),
+            ..Default::default()
+        };
+        assert!(!b.per_host_pair());
+        let j = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<IfaceStack>(&j).unwrap(), s);
     }
 }
 

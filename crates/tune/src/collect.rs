@@ -233,3 +233,67 @@ pub fn findings(
         Err(_) => Vec::new(),
     }
 }
+
+/// What a plan for an upper device (a bond, a VLAN, a bridge) is made from: the device resolved
+/// down to its members, one view per PCI NIC beneath it (each with doctor's findings for that
+/// NIC), and doctor's findings for the stack itself (`bond-hash-policy`, `bond-miimon-off`…).
+#[derive(Debug, Clone)]
+pub struct StackViews {
+    pub stack: wirespeed_host::UpperStack,
+    pub members: Vec<HostView>,
+    pub findings: Vec<wirespeed_doctor::Finding>,
+}
+
+/// The views of `iface` when it is an upper device with at least one PCI NIC beneath it;
+/// `None` for a PCI NIC or an interface with nothing beneath it (planned as before).
+pub fn stack_views(
+    root: &Root,
+    iface: &str,
+    app_cpus: Option<&CpuSet>,
+    rtt_ms: f64,
+    rate_mbps: Option<u64>,
+) -> Result<Option<StackViews>, CollectError> {
+    let facts = wirespeed_host::collect(root);
+    stack_views_of(root, &facts, iface, app_cpus, rtt_ms, rate_mbps)
+}
+
+/// [`stack_views`] from facts already collected through `root`.
+pub fn stack_views_of(
+    root: &Root,
+    facts: &HostFacts,
+    iface: &str,
+    app_cpus: Option<&CpuSet>,
+    rtt_ms: f64,
+    rate_mbps: Option<u64>,
+) -> Result<Option<StackViews>, CollectError> {
+    if facts.nic(iface).is_some() {
+        return Ok(None);
+    }
+    let Some(stack) = facts.upper(iface).cloned() else {
+        return Ok(None);
+    };
+    let mut members = Vec::new();
+    for leaf in stack.leaves() {
+        if facts.nic(&leaf.name).is_none() {
+            continue;
+        }
+        let mut v = view(root, facts, Some(&leaf.name))?;
+        v.findings = findings(facts, Some(&leaf.name), app_cpus, rtt_ms, rate_mbps);
+        members.push(v);
+    }
+    if members.is_empty() {
+        return Ok(None);
+    }
+    let opts = wirespeed_doctor::Options {
+        iface: Some(iface.to_string()),
+        app_cpus: app_cpus.cloned(),
+        rtt_ms,
+        rate_mbps,
+    };
+    let findings = wirespeed_doctor::upper::run_all(facts, &opts);
+    Ok(Some(StackViews {
+        stack,
+        members,
+        findings,
+    }))
+}

@@ -1384,3 +1384,118 @@ fn persist(b: &mut Builder<'_>) {
         );
     }
 }
+
+/// The plan for an upper device: each PCI member's plan (its IRQs, rings, coalescing, link),
+/// merged — a host-wide step (a sysctl, a governor) the members share appears once — and the
+/// stack's own file writes doctor's findings carry: the bond's `xmit_hash_policy` (and
+/// `miimon`), each a journaled step whose revert writes back the text the kernel showed.
+pub fn plan_stack(sv: &crate::collect::StackViews, opts: &PlanOptions) -> Result<Plan, PlanError> {
+    // the persistence files are written once, for the merged plan (each member's own would
+    // replace the other's)
+    let member_opts = PlanOptions {
+        persist: false,
+        ..opts.clone()
+    };
+    let mut merged: Option<Plan> = None;
+    for v in &sv.members {
+        let p = plan(v, &member_opts)?;
+        let Some(m) = merged.as_mut() else {
+            merged = Some(p);
+            continue;
+        };
+        for s in p.steps {
+            if !m.steps.iter().any(|x| x.change == s.change) {
+                m.steps.push(s);
+            }
+        }
+        for s in p.boot {
+            if !m.boot.iter().any(|x| x.change == s.change) {
+                m.boot.push(s);
+            }
+        }
+        for n in p.notes {
+            if !m.notes.contains(&n) {
+                m.notes.push(n);
+            }
+        }
+        for c in p.context {
+            if !m.context.contains(&c) {
+                m.context.push(c);
+            }
+        }
+        if m.run_app.is_none() {
+            m.run_app = p.run_app;
+        }
+    }
+    let mut plan = merged.ok_or(PlanError::Placement(PlacementError::NoNic))?;
+    let names: Vec<&str> = sv
+        .members
+        .iter()
+        .filter_map(|v| v.nic.as_ref())
+        .map(|n| n.name.as_str())
+        .collect();
+    plan.iface = Some(sv.stack.name().to_string());
+    plan.context.insert(
+        0,
+        format!(
+            "upper device {} ({}): planned for each NIC beneath it: {}",
+            sv.stack.name(),
+            wirespeed_host::upper::describe(&sv.stack),
+            names.join(", ")
+        ),
+    );
+    if opts.only.contains(&Category::Link) {
+        for f in &sv.findings {
+            for w in &f.writes {
+                let change = Change::Write {
+                    path: w.path.clone(),
+                    form: Form::Named,
+                    value: w.value.clone(),
+                };
+                if plan
+                    .steps
+                    .iter()
+                    .any(|s| s.change.path().as_deref() == Some(w.path.as_str()))
+                {
+                    continue;
+                }
+                let step = Step {
+                    finding: f.id.clone(),
+                    summary: w.what.clone(),
+                    setting: w.path.clone(),
+                    current: w.current.clone(),
+                    new: w.value.clone(),
+                    command: command_for(&change),
+                    change,
+                };
+                plan.boot.push(step.clone());
+                if !Form::Named.same(&w.current, &w.value) {
+                    plan.steps.push(step);
+                }
+            }
+        }
+    }
+    if opts.persist {
+        let mut b = Builder {
+            view: &sv.members[0],
+            opts,
+            plan,
+        };
+        persist(&mut b);
+        plan = b.plan;
+    }
+    for f in &sv.findings {
+        if f.writes.is_empty()
+            && !plan
+                .notes
+                .iter()
+                .any(|n| n.finding.as_deref() == Some(f.id.as_str()))
+        {
+            plan.notes.push(Note {
+                finding: Some(f.id.clone()),
+                text: format!("{} — {}", f.summary, f.fix.join("; ")),
+            });
+        }
+    }
+    Ok(plan)
+}

@@ -19,6 +19,9 @@ pub enum Form {
     Words,
     /// Exact text (files we create).
     Exact,
+    /// A named option the kernel prints with its number (a bond's `xmit_hash_policy`:
+    /// `layer2 0`) and accepts by either: compared by the name, the first word.
+    Named,
 }
 
 impl Form {
@@ -35,6 +38,7 @@ impl Form {
                 .unwrap_or_else(|_| words()),
             Form::Words => words(),
             Form::Exact => value.to_string(),
+            Form::Named => value.split_whitespace().next().unwrap_or("").to_string(),
         }
     }
 
@@ -78,6 +82,10 @@ mod tests {
         assert!(!Form::Exact.same("a\n", "a"));
         // text that does not parse still compares, by its words
         assert!(Form::CpuList.same("garbage  x", "garbage x"));
+        // a bonding option: the kernel echoes the name with its number
+        assert!(Form::Named.same("layer3+4 1\n", "layer3+4"));
+        assert!(!Form::Named.same("layer2 0\n", "layer3+4"));
+        assert!(!Form::Words.same("layer3+4 1", "layer3+4"));
     }
 
     #[test]

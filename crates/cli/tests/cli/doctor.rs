@@ -114,7 +114,8 @@ fn fixtures_exit_codes_and_json_schema() {
                 "{text}"
             );
             let first = text.find(&got[0]).unwrap();
-            for g in &got[1..] {
+            // (an id reported for two members of a bond appears twice)
+            for g in got[1..].iter().filter(|g| **g != got[0]) {
                 assert!(
                     text.find(g.as_str()).unwrap() > first,
                     "{g} before {}",

@@ -113,8 +113,12 @@ pub fn cases(host: &Path) -> (String, Vec<String>) {
     let iface = v["iface"].as_str().unwrap().to_string();
     let mut apps = vec![v["app_cpus"].as_str().unwrap().to_string()];
     if let Some(vars) = v["variants"].as_array() {
+        // the variants of the same interface with other app CPUs (not those naming another
+        // interface of the stack, or a rate)
         for var in vars {
-            apps.push(var["app_cpus"].as_str().unwrap().to_string());
+            if let (Some(app), None) = (var["app_cpus"].as_str(), var.get("iface")) {
+                apps.push(app.to_string());
+            }
         }
     }
     (iface, apps)

@@ -47,4 +47,5 @@ mod truth_table;
 mod tune_cli;
 mod tune_fixtures;
 mod tune_live;
+mod upper_live;
 mod verdict_matrix;

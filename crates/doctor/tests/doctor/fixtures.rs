@@ -83,9 +83,25 @@ fn check_case(host: &str, facts: &HostFacts, iface: Option<&str>, app: Option<&s
             "{ctx}: {id} must not be reported"
         );
     }
+    // an upper device's findings concern it, a device of its stack, or a member beneath it
+    let stack: Vec<String> = iface
+        .and_then(|i| facts.upper(i))
+        .map(|u| u.nodes().iter().map(|n| n.name.clone()).collect())
+        .unwrap_or_default();
     for f in &findings {
         if let (Some(want), Some(fi)) = (iface, &f.iface) {
-            assert_eq!(want, fi, "{ctx}: finding {} about another interface", f.id);
+            assert!(
+                want == fi || stack.contains(fi),
+                "{ctx}: finding {} about another interface {fi}",
+                f.id
+            );
+            if want != fi && facts.nic(fi).is_some() {
+                assert!(
+                    f.summary.starts_with(&format!("{fi} (member of {want}): ")),
+                    "{ctx}: a member's finding is not labelled with it: {}",
+                    f.summary
+                );
+            }
         }
         assert!(
             !f.summary.is_empty() && !f.evidence.is_empty() && !f.fix.is_empty(),
@@ -125,7 +141,11 @@ fn check_facts(host: &str, facts: &HostFacts, exp: &Value) -> Vec<String> {
     let Some(obj) = want.as_object() else {
         return Vec::new();
     };
-    let iface = exp["iface"].as_str().expect("iface");
+    // an upper device's fixture names the member whose NIC facts it lists
+    let iface = exp["facts_iface"]
+        .as_str()
+        .or(exp["iface"].as_str())
+        .expect("iface");
     let nic = facts
         .nic(iface)
         .unwrap_or_else(|| panic!("{host}: no NIC {iface}"));
@@ -317,6 +337,7 @@ fn check_facts(host: &str, facts: &HostFacts, exp: &Value) -> Vec<String> {
                     .collect();
                 assert_eq!(got, u32s(val), "{ctx}");
             }
+            "stack" => check_stack(&ctx, facts, exp["iface"].as_str().expect("iface"), val),
             // Notes for the reader (strings, or objects/arrays of explanations).
             _ => {
                 eprintln!("{host}: facts.{key} is a note, not checked");
@@ -326,6 +347,75 @@ fn check_facts(host: &str, facts: &HostFacts, exp: &Value) -> Vec<String> {
         checked.push(key.clone());
     }
     checked
+}
+
+/// The `stack` facts of an upper device's fixture: what the resolver reads of it.
+fn check_stack(ctx: &str, facts: &HostFacts, iface: &str, want: &Value) {
+    let u = facts
+        .upper(iface)
+        .unwrap_or_else(|| panic!("{ctx}: {iface} is not an upper device"));
+    let bond = u.aggregates().first().and_then(|a| a.bond.clone());
+    let members: Vec<&wirespeed_host::StackNode> = u
+        .aggregates()
+        .first()
+        .map(|a| a.lowers.iter().collect())
+        .unwrap_or_default();
+    for (k, v) in want.as_object().expect("stack: an object") {
+        let got: Value = match k.as_str() {
+            "kind" => u.top.kind.as_str().into(),
+            "leaves" => u
+                .leaves()
+                .iter()
+                .map(|l| l.name.clone())
+                .collect::<Vec<_>>()
+                .into(),
+            "mtu" => u.top.mtu.into(),
+            "vlan_id" => u.top.vlan_id.into(),
+            "bond_mode" => bond
+                .as_ref()
+                .and_then(|b| b.mode.clone())
+                .map(|m| m.value)
+                .into(),
+            "xmit_hash_policy" => bond
+                .as_ref()
+                .and_then(|b| b.xmit_hash_policy.clone())
+                .map(|m| m.value)
+                .into(),
+            "lacp_rate" => bond
+                .as_ref()
+                .and_then(|b| b.lacp_rate.clone())
+                .map(|m| m.value)
+                .into(),
+            "miimon" => bond
+                .as_ref()
+                .and_then(|b| b.miimon.clone())
+                .map(|m| m.value)
+                .into(),
+            "member_speeds_mbps" => members
+                .iter()
+                .map(|m| m.speed_mbps)
+                .collect::<Vec<_>>()
+                .into(),
+            "member_mii_status" => members
+                .iter()
+                .map(|m| m.member.as_ref().and_then(|s| s.mii_status.clone()))
+                .collect::<Vec<_>>()
+                .into(),
+            "bridge_netfilter" => u
+                .top
+                .bridge
+                .as_ref()
+                .map(|b| {
+                    b.netfilter()
+                        .iter()
+                        .map(|s| s.source.clone())
+                        .collect::<Vec<_>>()
+                })
+                .into(),
+            other => panic!("{ctx}: unknown stack key {other}"),
+        };
+        assert_eq!(&got, v, "{ctx}.{k}");
+    }
 }
 
 #[test]

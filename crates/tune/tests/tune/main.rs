@@ -7,3 +7,4 @@ mod engine;
 mod journal_trust;
 mod link;
 mod planner;
+mod stack;
