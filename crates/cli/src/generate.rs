@@ -116,6 +116,19 @@ pub fn complete_interfaces(
 /// Examples for each command's page, by the page's name: (command line, what it does).
 const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     (
+        "wirespeed-explain",
+        &[
+            (
+                "wirespeed explain --why result.json",
+                "how a saved test's verdict was decided: every rule that fired, its evidence and strength, and why the verdict outranked the rest",
+            ),
+            (
+                "wirespeed explain --table",
+                "the precedence table the verdict is decided by",
+            ),
+        ],
+    ),
+    (
         "wirespeed",
         &[
             (

@@ -55,6 +55,8 @@ pub struct Screen {
     pub peer_silent: u32,
     /// The verdict over the intervals so far.
     pub verdict_so_far: Option<String>,
+    /// Its id, to say what changed when the end's verdict is another.
+    pub so_far_id: Option<wirespeed_model::VerdictId>,
     /// The end-of-test verdict, which replaces it.
     pub verdict: Option<String>,
 }
@@ -101,13 +103,22 @@ impl Screen {
         }
         if let Some(v) = &ev.verdict_so_far {
             self.verdict_so_far = Some(v.line.clone());
+            self.so_far_id = Some(v.id);
         }
     }
 
     /// The test ended: its verdict replaces the one so far.
     pub fn finish(&mut self, result: &TestResult) {
         if let Some(v) = result.wirespeed.as_ref().and_then(|w| w.verdict.as_ref()) {
-            self.verdict = Some(v.line.clone());
+            // the same rules decide both: another id means the figures changed (the whole
+            // test's, with the senders' RTT samples and MSS the running figures lack)
+            let changed = self
+                .so_far_id
+                .filter(|id| *id != v.id)
+                .map_or(String::new(), |id| {
+                    format!(" (while running: {id}; the whole test's figures decided otherwise — --why shows how)")
+                });
+            self.verdict = Some(format!("{}{changed}", v.line));
         }
     }
 
@@ -801,6 +812,17 @@ mod tests {
             "{got}"
         );
         assert!(!got.contains("so far"), "{got}");
+        assert!(!got.contains("while running"), "the same id: {got}");
+        // a running verdict of another id: the end's says what changed
+        s.so_far_id = Some(wirespeed_model::VerdictId::PathLimited);
+        s.finish(&end);
+        assert!(
+            s.verdict.as_deref().is_some_and(|v| v.contains(
+                "(while running: path-limited; the whole test's figures decided otherwise"
+            )),
+            "{:?}",
+            s.verdict
+        );
     }
 
     /// `streams` streams over `k` intervals, both ends with `cpus` CPUs (one of them busy with

@@ -147,7 +147,24 @@ pub fn measured_so_far(
 ) -> Measured {
     let forward = one_way_so_far(udp, intervals.iter().map(|i| &i.sum));
     let Some(local) = bidir_local else {
-        return forward;
+        // the senders' RTT samples so far (smallest, mean, largest), as the final verdict reads
+        // them from the report's streams: a shaper's queue shows in them while the test runs
+        let rtts: Vec<u64> = intervals
+            .iter()
+            .filter(|i| !i.sum.omitted)
+            .flat_map(|i| i.streams.iter().filter_map(|s| s.rtt.filter(|r| *r > 0)))
+            .collect();
+        return Measured {
+            rtt_us: (!udp && !rtts.is_empty()).then(|| {
+                let n = rtts.len() as u64;
+                (
+                    rtts.iter().copied().min().unwrap_or(0),
+                    rtts.iter().sum::<u64>() / n,
+                    rtts.iter().copied().max().unwrap_or(0),
+                )
+            }),
+            ..forward
+        };
     };
     let reverse: Vec<&wirespeed_report::IntervalStats> = intervals
         .iter()
@@ -173,13 +190,17 @@ fn one_way_so_far<'a>(
         .filter(|s| !s.omitted)
         .map(|s| s.bits_per_second)
         .collect();
-    let retransmits: Option<u64> = (!udp).then(|| sums.filter_map(|s| s.retransmits).sum());
+    let retransmits: Option<u64> = (!udp).then(|| sums.clone().filter_map(|s| s.retransmits).sum());
+    // the bytes so far, for the loss rate (the final verdict's from the report's sums): the
+    // same figures the final one reads, so the two differ only where the figures did
+    let bytes: u64 = sums.map(|s| s.bytes).sum();
     Measured {
         throughput: (!bps.is_empty())
             .then(|| BitsPerSecond(bps.iter().sum::<f64>() / bps.len() as f64)),
         interval_bps: bps,
         udp,
         retransmits,
+        bytes_sent: (!udp && bytes > 0).then_some(bytes),
         ..Measured::default()
     }
 }
@@ -205,6 +226,7 @@ mod tests {
             notes: vec![],
             cpu_quota: None,
             iface_link: None,
+            iface_stack: None,
         }
     }
 

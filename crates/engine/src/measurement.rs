@@ -837,6 +837,7 @@ mod tests {
                 notes: vec![],
                 cpu_quota: None,
                 iface_link: None,
+                iface_stack: None,
             })
         }
         fn close(self: Box<Self>, _: &[WorkerRun], _: Option<TcpLimits>) -> Option<EndObservation> {

@@ -737,6 +737,7 @@ mod tests {
                 notes: vec![],
                 cpu_quota: None,
                 iface_link: None,
+                iface_stack: None,
             })
         }
     }

@@ -387,6 +387,7 @@ mod tests {
             notes: vec![],
             cpu_quota: None,
             iface_link: None,
+            iface_stack: None,
         }
     }
 

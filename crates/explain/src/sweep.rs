@@ -150,6 +150,7 @@ pub fn limit_outside_cpus(v: VerdictId) -> Option<&'static str> {
     Some(match v {
         VerdictId::PathLimited => "the path",
         VerdictId::LineRate => "the link's line rate",
+        VerdictId::BondMemberLimited => "one bond member's line rate",
         VerdictId::AtTargetRate => "the target rate (-b)",
         VerdictId::LossLimited | VerdictId::UdpPathLoss => "loss on the path",
         VerdictId::WindowLimited => "the TCP window",

@@ -29,6 +29,7 @@ pub mod irq;
 pub mod observation;
 pub mod path;
 pub mod precedence;
+pub mod rank;
 pub mod text;
 pub mod topology;
 pub mod units;
@@ -42,7 +43,7 @@ pub use observation::{
     EndObservation, IfaceStack, RunningEnd, StackBond, StackMember, TestObservation,
 };
 pub use path::SendPath;
-pub use precedence::{Bound, Rank};
+pub use rank::{Bound, Rank};
 pub use topology::Topology;
 pub use verdict::{
     Agreement, Also, AlsoKind, BusyCpu, Confidence, ControlStall, End, Evidence, Flow, HostLoad,

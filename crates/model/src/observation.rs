@@ -697,6 +697,10 @@ pub struct EndObservation {
     /// is nominal (lo, veth, bridges, tunnels, virtio) and never a line to reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iface_link: Option<LinkKind>,
+    /// The devices beneath the test's interface when it is an upper device (a bond, a VLAN, a
+    /// bridge): the bond's mode and hash policy and each member's speed and state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iface_stack: Option<IfaceStack>,
 }
 
 /// What kind of link an end's interface is.
@@ -1193,6 +1197,7 @@ mod tests {
             notes: vec![],
             cpu_quota: None,
             iface_link: None,
+            iface_stack: None,
         };
         let mut remote = local.clone();
         remote.role = Role::Receiver;
@@ -1235,6 +1240,7 @@ mod tests {
             notes: vec![],
             cpu_quota: None,
             iface_link: None,
+            iface_stack: None,
         };
         let mut r = RunningEnd::new(head.clone());
         assert!(r.observation().intervals.is_empty());

@@ -14,57 +14,8 @@
 //! docs/explain.md's precedence table is [`markdown`]'s output (a test keeps them equal), and
 //! [`crate::VerdictId::ALL`] is in the order of the ids' first rows (tested).
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::rank::{Bound, Rank};
 use crate::verdict::VerdictId;
-
-/// How a finding's own evidence relates to the test it is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Bound {
-    /// Its evidence shows it bound this test (a saturated CPU, a window the data filled, a
-    /// shaper's flat rate with its drops or queue, loss at the model's ceiling).
-    Binding,
-    /// The figures are what it would give, but nothing shows it directly (a flat rate with no
-    /// drops or queue, steal on a CPU that did not saturate).
-    Consistent,
-    /// True of the setup, with no evidence that it bound this test: said, never the headline.
-    Fact,
-}
-
-impl Bound {
-    /// `bound`, `consistent`, `fact`.
-    pub fn word(self) -> &'static str {
-        match self {
-            Bound::Binding => "bound",
-            Bound::Consistent => "consistent",
-            Bound::Fact => "fact",
-        }
-    }
-}
-
-/// A row of the precedence table: a class of evidence (an id can sit in two rows, as
-/// `receiver-shares-cpu-with-softirq` does: first when the softirq takes a quarter of the CPU,
-/// else among the saturated CPUs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Rank {
-    ForeignDatagrams,
-    TestEnded,
-    AtLineRate,
-    FrameSize,
-    CpuQuota,
-    UdpLoss,
-    OwnPacing,
-    Shaper,
-    SharedCpus,
-    TcpWindow,
-    Loss,
-    OwnSoftirq,
-    Contention,
-    SaturatedCpu,
-    Nothing,
-}
 
 /// One row: its rank, the ids its rules give, and why it leads the rows below it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -90,6 +41,11 @@ pub const PRECEDENCE: &[Row] = &[
         rank: Rank::AtLineRate,
         ids: &[VerdictId::LineRate],
         reason: "at the link's speed no host or path limit could have moved more",
+    },
+    Row {
+        rank: Rank::BondMember,
+        ids: &[VerdictId::BondMemberLimited],
+        reason: "at one bond member's speed on a bond that hashes flows: the member is the line the flows had, whatever else is found on the host",
     },
     Row {
         rank: Rank::FrameSize,

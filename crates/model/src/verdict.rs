@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::precedence::{Bound, Rank};
+pub use crate::rank::{Bound, Rank};
 
 /// What limited a test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -230,6 +230,7 @@ pub enum VerdictId {
     MtuBlackhole,
     PeerSilent,
     LineRate,
+    BondMemberLimited,
     PmtuBelowMtu,
     MtuMismatch,
     CpuQuota,
@@ -261,11 +262,12 @@ pub enum VerdictId {
 impl VerdictId {
     /// Every id a verdict can have, in the order of their first rows in the precedence table
     /// ([`crate::precedence::PRECEDENCE`], tested there; not [`VerdictId::Unknown`]).
-    pub const ALL: [VerdictId; 25] = [
+    pub const ALL: [VerdictId; 26] = [
         VerdictId::UdpForeignDatagrams,
         VerdictId::MtuBlackhole,
         VerdictId::PeerSilent,
         VerdictId::LineRate,
+        VerdictId::BondMemberLimited,
         VerdictId::PmtuBelowMtu,
         VerdictId::MtuMismatch,
         VerdictId::CpuQuota,
@@ -295,6 +297,7 @@ impl VerdictId {
             VerdictId::MtuBlackhole => "mtu-blackhole",
             VerdictId::PeerSilent => "peer-silent",
             VerdictId::LineRate => "line-rate",
+            VerdictId::BondMemberLimited => "bond-member-limited",
             VerdictId::PmtuBelowMtu => "pmtu-below-mtu",
             VerdictId::MtuMismatch => "mtu-mismatch",
             VerdictId::CpuQuota => "cpu-quota",
@@ -739,11 +742,12 @@ mod tests {
     }
 
     /// The ids as they were strings (the JSON contract): each variant writes and reads its own.
-    const ID_STRINGS: [&str; 25] = [
+    const ID_STRINGS: [&str; 26] = [
         "udp-foreign-datagrams",
         "mtu-blackhole",
         "peer-silent",
         "line-rate",
+        "bond-member-limited",
         "pmtu-below-mtu",
         "mtu-mismatch",
         "cpu-quota",

@@ -237,6 +237,7 @@ mod tests {
             notes: vec![],
             cpu_quota: None,
             iface_link: None,
+            iface_stack: None,
         });
         let f = with_head.encode().unwrap();
         assert_eq!(LiveInterval::decode(&f).unwrap().0, with_head);

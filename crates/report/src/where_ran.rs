@@ -510,6 +510,7 @@ mod tests {
             notes: vec!["n".into()],
             cpu_quota: None,
             iface_link: None,
+            iface_stack: None,
         };
         let mut out = Vec::new();
         write_end(&mut out, &e).unwrap();

@@ -228,12 +228,12 @@ mod tests {
         write_why(&mut out, &v).unwrap();
         let s = String::from_utf8(out).unwrap();
         assert!(
-            s.starts_with("Verdict: path-limited (bound, strength 0.99, row 9 of 15)"),
+            s.starts_with("Verdict: path-limited (bound, strength 0.99, row 9 of 16)"),
             "{s}"
         );
         assert!(s.contains("held in 3 of 3 intervals (clear)"), "{s}");
         assert!(
-            s.contains("- same-host (fact, strength 0.00, row 10 of 15)"),
+            s.contains("- same-host (fact, strength 0.00, row 10 of 16)"),
             "{s}"
         );
         assert!(
@@ -241,7 +241,7 @@ mod tests {
             "{s}"
         );
         assert!(
-            s.contains("why not the verdict: row 9 before row 14:"),
+            s.contains("why not the verdict: row 9 before row 15:"),
             "{s}"
         );
         assert!(

@@ -90,3 +90,62 @@ fn latency_rejects_bad_input_with_distinct_codes() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("4000"), "{err}");
 }
+
+/// `explain --why` on a recorded document (`-P 4`, unpinned, two namespaces behind a 2 Gbit/s
+/// tbf, recorded on a host other builds loaded): every finding of the verdict is shown with its
+/// bound and row, and why the verdict leads it; a document without a verdict, or no file, gets
+/// one line and its exit code.
+#[test]
+fn explain_why_audits_a_recorded_verdict() {
+    let doc = format!(
+        "{}/tests/data/why-shaped-p4-unpinned-loaded.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = wirespeed(&["explain", "--why", &doc]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&doc).unwrap()).unwrap();
+    let v = &j["wirespeed"]["verdict"];
+    assert!(
+        text.starts_with(&format!("Verdict: {} (", v["id"].as_str().unwrap())),
+        "{text}"
+    );
+    let findings: Vec<&serde_json::Value> = v["also"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "finding")
+        .collect();
+    assert!(!findings.is_empty());
+    for a in findings {
+        let id = a["id"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("- {id} ({}", a["bound"].as_str().unwrap())),
+            "{id}: {text}"
+        );
+    }
+    // the fact under it says why it is not the verdict
+    assert!(
+        text.contains(
+            "same-host is a fact about the setup with no evidence that it bound this test"
+        ),
+        "{text}"
+    );
+    // the table, and the refusals
+    let table = wirespeed(&["explain", "--table"]);
+    assert!(table.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&table.stdout).lines().count(),
+        wirespeed_model::precedence::PRECEDENCE.len()
+    );
+    let missing = wirespeed(&["explain", "--why", "/nonexistent/result.json"]);
+    assert_eq!(missing.status.code(), Some(7), "{missing:?}");
+    assert_eq!(String::from_utf8_lossy(&missing.stderr).lines().count(), 1);
+    let none = wirespeed(&["explain"]);
+    assert_eq!(none.status.code(), Some(2), "{none:?}");
+}

@@ -843,6 +843,7 @@ fn a_shaper_on_lo_leads_over_the_same_host() {
     tc.extend(tbf.split(' '));
     ip(&tc);
     for extra in [&[][..], &["-R"]] {
+        let load = host_busy(std::time::Duration::from_millis(500));
         let out = Command::new("ip")
             .args([
                 "netns",
@@ -876,7 +877,13 @@ fn a_shaper_on_lo_leads_over_the_same_host() {
             .filter_map(|l| l.as_str())
             .collect();
         println!("{extra:?}: {lines:?}");
-        // the limit that bound leads; both ends on one host with idle workers is a fact
+        // the limit that bound leads; both ends on one host with idle workers is a fact (on a
+        // host over half busy before the run, other work contending for the workers' CPUs is
+        // the truth: the matrix's rule)
+        if v["id"] == "cpu-contended" && load >= LOADED_HOST {
+            eprintln!("MASKED: {extra:?}: the host was {load:.0} % busy before the run: {v}");
+            continue;
+        }
         assert_eq!(v["id"], "path-limited", "{extra:?}: {v}");
         assert!(
             v["also"].as_array().is_some_and(|a| a
@@ -914,8 +921,29 @@ enum Case {
     UdpIperf3Receiver,
 }
 
+/// How a case's run went.
+enum CaseRun {
+    Met,
+    Missed(String),
+    /// `cpu-contended` on a host over half busy before the run: the truth whatever the case
+    /// induces (the matrix's rule).
+    Masked(String),
+}
+
 impl Case {
-    fn run(self) -> Result<(), String> {
+    fn run(self) -> CaseRun {
+        let load = host_busy(std::time::Duration::from_millis(500));
+        match self.check() {
+            Ok(()) => CaseRun::Met,
+            Err((id, e)) if id == "cpu-contended" && load >= LOADED_HOST => {
+                CaseRun::Masked(format!("the host was {load:.0} % busy before the run: {e}"))
+            }
+            Err((_, e)) => CaseRun::Missed(e),
+        }
+    }
+
+    /// `Err((the verdict's id, why))` when the case's want is not met.
+    fn check(self) -> Result<(), (String, String)> {
         let udp = matches!(self, Case::UdpJumboSenderShaped | Case::UdpIperf3Receiver);
         let net = if udp {
             Net::up(9000, 1500)
@@ -962,13 +990,16 @@ impl Case {
             .expect("run the client");
         let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
         let v = &j["wirespeed"]["verdict"];
-        if v["id"].as_str().is_none() {
-            return Err(format!(
-                "no verdict: exit {:?}, {}",
-                o.status.code(),
-                String::from_utf8_lossy(&o.stderr)
+        let Some(head) = v["id"].as_str().map(str::to_string) else {
+            return Err((
+                String::new(),
+                format!(
+                    "no verdict: exit {:?}, {}",
+                    o.status.code(),
+                    String::from_utf8_lossy(&o.stderr)
+                ),
             ));
-        }
+        };
         let also = |v: &serde_json::Value| -> Vec<serde_json::Value> {
             v["also"].as_array().cloned().unwrap_or_default()
         };
@@ -991,7 +1022,7 @@ impl Case {
             if ok {
                 Ok(())
             } else {
-                Err(format!("{self:?}: {why}: {v}"))
+                Err((head.clone(), format!("{self:?}: {why}: {v}")))
             }
         };
         match self {
@@ -1052,7 +1083,7 @@ enum Iperf3Server {
 impl Iperf3Server {
     fn start(net: &Net) -> Iperf3Server {
         // starts: iperf3 (in the server's namespace, through ip netns exec)
-        let child = net
+        let mut child = net
             .exec(Host::Server, "iperf3")
             .args(["-s", "-1", "-p", &PORT.to_string()])
             .stdout(Stdio::null())
@@ -1076,6 +1107,8 @@ impl Iperf3Server {
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("iperf3 did not listen in {}", net.name);
     }
 }
@@ -1105,17 +1138,21 @@ fn a_fact_about_the_setup_never_outranks_the_limit_that_bound() {
         Case::UdpIperf3Receiver,
     ] {
         // a busy host can make one run unsteady: up to three runs each
-        let mut last = Ok(());
+        let mut missed = Vec::new();
         for _ in 0..ATTEMPTS {
-            last = case.run();
-            if last.is_ok() {
-                break;
+            match case.run() {
+                CaseRun::Met => {
+                    missed.clear();
+                    break;
+                }
+                CaseRun::Masked(why) => eprintln!("MASKED: {case:?}: {why}"),
+                CaseRun::Missed(why) => {
+                    eprintln!("{case:?}: {why}");
+                    missed.push(why);
+                }
             }
-            eprintln!("{case:?}: {}", last.as_ref().unwrap_err());
         }
-        if let Err(e) = last {
-            failed.push(e);
-        }
+        failed.extend(missed.pop());
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }

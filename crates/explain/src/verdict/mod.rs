@@ -346,6 +346,15 @@ fn decide(cx: &Context) -> (Vec<Finding>, Vec<Also>) {
             match out {
                 Out::Finding(f) => {
                     debug_assert!(rule.ids.contains(&f.id()), "{}: {}", rule.name, f.id());
+                    debug_assert!(
+                        wirespeed_model::precedence::row(f.rank)
+                            .ids
+                            .contains(&f.id()),
+                        "{}: {} in no row {:?}",
+                        rule.name,
+                        f.id(),
+                        f.rank
+                    );
                     found.push(f);
                 }
                 Out::Note(a) => notes.push(a),

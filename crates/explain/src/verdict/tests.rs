@@ -54,6 +54,7 @@ fn end(role: Role, topo: Topology, app: u32, rows: &[Row]) -> EndObservation {
         notes: vec![],
         cpu_quota: None,
         iface_link: None,
+        iface_stack: None,
     }
 }
 
@@ -2708,4 +2709,307 @@ fn every_id_is_documented() {
             "{id} is not in docs/explain.md's table"
         );
     }
+}
+
+/// docs/explain.md's precedence table is the model's (`WIRESPEED_UPDATE_SNAPSHOTS=1` writes
+/// it between its markers).
+#[test]
+fn the_docs_precedence_table_is_the_models() {
+    let path = format!("{}/../../docs/explain.md", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("docs/explain.md");
+    let (begin, end) = ("<!-- precedence:begin -->\n", "<!-- precedence:end -->");
+    let a = text.find(begin).expect("the begin marker") + begin.len();
+    let b = text.find(end).expect("the end marker");
+    let want = wirespeed_model::precedence::markdown();
+    if std::env::var_os("WIRESPEED_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, format!("{}{want}{}", &text[..a], &text[b..])).unwrap();
+        return;
+    }
+    assert_eq!(
+        &text[a..b],
+        want,
+        "docs/explain.md's precedence table is stale"
+    );
+}
+
+/// Every rule's findings have ids the rule declares and rows that list their id; every id but
+/// `unknown` has a rule (or the decision's fallback); every row's ids differ in position from
+/// every other row's: any two findings that fire together have a precedence (bound, then the
+/// row, then strength), and the table has no two rows at one position.
+#[test]
+fn every_rule_has_its_rows_and_every_pair_a_precedence() {
+    use wirespeed_model::precedence::{position, PRECEDENCE};
+    let mut covered: Vec<VerdictId> = vec![VerdictId::NoCpuSaturated];
+    for r in super::rules::RULES {
+        for id in r.ids {
+            assert!(
+                PRECEDENCE.iter().any(|row| row.ids.contains(id)),
+                "{}: {id} has no row",
+                r.name
+            );
+            covered.push(*id);
+        }
+    }
+    for id in VerdictId::ALL {
+        assert!(covered.contains(&id), "{id} has no rule");
+    }
+    let positions: std::collections::BTreeSet<usize> =
+        PRECEDENCE.iter().map(|r| position(r.rank)).collect();
+    assert_eq!(positions.len(), PRECEDENCE.len());
+    // every pair of rows is ordered one way
+    for a in PRECEDENCE {
+        for b in PRECEDENCE {
+            if a.rank != b.rank {
+                assert_ne!(position(a.rank), position(b.rank));
+            }
+        }
+    }
+}
+
+/// A small deterministic generator (xorshift) for the property test: the same cases every run.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn f(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (self.next() % 10_000) as f64 / 10_000.0 * (hi - lo)
+    }
+    fn coin(&mut self) -> bool {
+        self.next() % 2 == 0
+    }
+}
+
+/// Property: over many generated tests mixing facts about the setup (one host, pinned or not;
+/// MTUs that differ; a path MTU below the interface's) with limits that bound or not (CPUs
+/// busy or saturated, a flat shaped rate with drops, a window, UDP loss), a fact never leads
+/// without its own evidence, and the headline is never less bound than a finding under it.
+#[test]
+fn a_setup_fact_without_its_evidence_never_leads_over_a_limit_that_bound() {
+    let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+    let facts = [
+        VerdictId::SameHost,
+        VerdictId::MtuMismatch,
+        VerdictId::PmtuBelowMtu,
+    ];
+    let mut led_by_fact_with_evidence = 0;
+    let mut limits_over_facts = 0;
+    for case in 0..600 {
+        let one_host = g.coin();
+        let pinned = g.coin();
+        let udp = g.next() % 4 == 0;
+        let busy = |g: &mut Gen| {
+            if g.next() % 3 == 0 {
+                g.f(91.0, 100.0)
+            } else {
+                g.f(5.0, 80.0)
+            }
+        };
+        let mk = |g: &mut Gen, role: Role, cpu: u32, mtu: u32| {
+            let b = busy(g);
+            let sys = b * 0.6;
+            let sirq = b * 0.1;
+            let mut e = end(role, ryzen(), cpu, &[(cpu, sys, sirq, 100.0 - b, 0, 10)]);
+            e.iface_mtu = Some(mtu);
+            e.iface_speed_mbps = Some(100_000);
+            e.iface_link = Some(LinkKind::Nic);
+            if one_host {
+                e.host = Some("vm".into());
+            }
+            if !pinned {
+                e.total.workers[0].cpu_requested = None;
+            }
+            let run = g.f(1.0, 60.0);
+            with_threads(e, &[(cpu, run, 1.0), (cpu, run, 1.0), (cpu, run, 1.0)])
+        };
+        let (smtu, rmtu) = if g.coin() { (9000, 1500) } else { (9000, 9000) };
+        let scpu = 6;
+        let rcpu = if pinned { 7 } else { 6 };
+        let mut s = mk(&mut g, Role::Sender, scpu, smtu);
+        let r = mk(&mut g, Role::Receiver, rcpu, rmtu);
+        if !udp {
+            let rwnd = if g.next() % 4 == 0 { 400_000 } else { 10_000 };
+            s.total.tcp = Some(TcpLimits {
+                busy_us: 1_000_000,
+                rwnd_limited_us: rwnd,
+                pmtu: Some(if g.coin() { 1500 } else { smtu }),
+                ..Default::default()
+            });
+        }
+        let flat = g.coin();
+        let rate = g.f(0.2e9, 5e9);
+        let intervals: Vec<f64> = (0..5)
+            .map(|i| {
+                if flat || i == 0 {
+                    rate * g.f(0.99, 1.01)
+                } else {
+                    rate * g.f(0.3, 1.7)
+                }
+            })
+            .collect();
+        let bytes = (rate / 8.0 * 5.0) as u64;
+        let m = Measured {
+            throughput: Some(BitsPerSecond(rate)),
+            interval_bps: intervals,
+            udp,
+            retransmits: (!udp).then_some(bytes / 1448 / 2000),
+            bytes_sent: Some(bytes),
+            mss: (!udp).then_some(1448),
+            rtt_us: (!udp).then_some((200, 400, 3000)),
+            udp_lost: udp.then(|| {
+                let sent = bytes / 1400;
+                (sent * (g.next() % 50) / 100, sent)
+            }),
+            congestion: Some("cubic".into()),
+            ..Default::default()
+        };
+        let v = verdict_of(&test(s, r), &m);
+        let head_bound = v.bound.expect("a decided verdict has its bound");
+        for a in v.also_findings() {
+            assert!(
+                a.bound.is_none_or(|b| head_bound <= b),
+                "case {case}: {} ({head_bound:?}) leads a more bound {:?}: {v:?}",
+                v.id,
+                a
+            );
+        }
+        if facts.contains(&v.id) {
+            assert_eq!(
+                head_bound,
+                Bound::Binding,
+                "case {case}: a fact led without its evidence: {v:?}"
+            );
+            led_by_fact_with_evidence += 1;
+        }
+        if v.also_findings()
+            .any(|a| a.id.is_some_and(|id| facts.contains(&id)) && a.bound == Some(Bound::Fact))
+            && head_bound == Bound::Binding
+        {
+            limits_over_facts += 1;
+        }
+    }
+    // the generator reaches both sides: facts that led with their evidence, limits over facts
+    assert!(
+        led_by_fact_with_evidence > 0,
+        "no fact led with its evidence"
+    );
+    assert!(limits_over_facts > 0, "no limit led over a fact");
+}
+
+/// The running verdict (`--live`, `top`: the intervals' sums so far, no RTT samples or MSS from
+/// the report) and the final one agree on the same recorded runs: they are one function.
+#[test]
+fn the_running_and_the_final_verdict_agree_on_a_recorded_run() {
+    for name in [
+        "loopback-unpinned-2cpu.json",
+        "veth-lab-unpinned-2cpu.json",
+        "lab-loss-half-percent-2cpu.json",
+    ] {
+        let (mut obs, doc) = recorded(name);
+        let full = measured_of(&doc);
+        // the recordings predate the sender's MSS in its observation (tcpi_snd_mss, which the
+        // observer records now): the running verdict reads it there
+        if let Some(t) = obs
+            .local
+            .total
+            .tcp
+            .as_mut()
+            .filter(|_| obs.local.role.sends())
+        {
+            t.mss = t.mss.or(full.mss);
+        }
+        // what engine::live::measured_so_far gives: throughput, interval rates, retransmits,
+        // bytes; the MSS and the RTT come from the sender's own TCP_INFO in the observation
+        // (with_sender_tcp), as they do for a -R client's final verdict
+        let so_far = Measured {
+            throughput: full.throughput,
+            interval_bps: full.interval_bps.clone(),
+            udp: full.udp,
+            retransmits: full.retransmits,
+            bytes_sent: full.bytes_sent,
+            rtt_us: full.rtt_us,
+            ..Default::default()
+        };
+        let (running, fin) = (verdict_of(&obs, &so_far), verdict_of(&obs, &full));
+        assert_eq!(running.id, fin.id, "{name}: {running:?} / {fin:?}");
+    }
+}
+
+/// A bond of two 100G members hashing `layer2`: a flat 94 Gbit/s is one member's line (the
+/// per-host-pair limit), named first with the fix; 60 Gbit/s is not held at a member; two
+/// members' worth is not one member's either.
+#[test]
+fn a_rate_at_one_bond_members_speed_is_that_members_line() {
+    use wirespeed_model::observation::{IfaceStack, StackBond, StackMember};
+    let bond = |policy: &str| IfaceStack {
+        iface: "bond0".into(),
+        layers: vec!["bond".into()],
+        bond: Some(StackBond {
+            name: "bond0".into(),
+            mode: Some("802.3ad".into()),
+            xmit_hash_policy: Some(policy.into()),
+        }),
+        members: (0..2)
+            .map(|i| StackMember {
+                name: format!("ens1f{i}np{i}"),
+                speed_mbps: Some(100_000),
+                up: true,
+                nic: true,
+                numa_node: Some(0),
+                irqs: vec![],
+            })
+            .collect(),
+    };
+    let mk = |policy: &str| {
+        let mut s = idle_sender();
+        s.iface = Some("bond0".into());
+        s.iface_speed_mbps = Some(200_000);
+        s.iface_link = Some(LinkKind::Nic);
+        s.iface_stack = Some(bond(policy));
+        let mut r = end(Role::Receiver, ryzen(), 7, &[(7, 40.0, 10.0, 50.0, 0, 10)]);
+        r.iface_speed_mbps = Some(200_000);
+        test(s, r)
+    };
+    let at = |gbps: f64| Measured {
+        throughput: Some(BitsPerSecond::from_gbps(gbps)),
+        interval_bps: vec![gbps * 0.9e9, gbps * 1e9, gbps * 1e9, gbps * 1.001e9],
+        ..Default::default()
+    };
+    let v = verdict_of(&mk("layer2"), &at(94.0));
+    assert_eq!(v.id, VerdictId::BondMemberLimited, "{v:?}");
+    assert_eq!(v.bound, Some(Bound::Binding));
+    assert!(v.line.contains("xmit_hash_policy layer2"), "{}", v.line);
+    assert!(
+        v.line.contains("layer3+4 (wirespeed tune --iface bond0)"),
+        "{}",
+        v.line
+    );
+    assert!(v.line.contains("pair of hosts"), "{}", v.line);
+    // below the member's speed: not held at it
+    let v = verdict_of(&mk("layer2"), &at(60.0));
+    assert!(
+        v.id != VerdictId::BondMemberLimited
+            && !v
+                .also_findings()
+                .any(|a| a.id == Some(VerdictId::BondMemberLimited)),
+        "{v:?}"
+    );
+    // above one member's speed: more than one member carried it
+    let v = verdict_of(&mk("layer3+4"), &at(150.0));
+    assert_ne!(v.id, VerdictId::BondMemberLimited, "{v:?}");
+    // an active-backup bond hashes nothing: one member is all it has by design
+    let mut ab = mk("layer2");
+    ab.local
+        .iface_stack
+        .as_mut()
+        .unwrap()
+        .bond
+        .as_mut()
+        .unwrap()
+        .mode = Some("active-backup".into());
+    assert_ne!(verdict_of(&ab, &at(94.0)).id, VerdictId::BondMemberLimited);
 }

@@ -3,6 +3,7 @@
 //! another's findings. Which finding leads is decided after all have run, by
 //! [`wirespeed_model::precedence`]'s table.
 
+pub(crate) mod bond;
 pub(crate) mod cpu;
 pub(crate) mod ending;
 pub(crate) mod path;
@@ -22,6 +23,7 @@ pub(crate) const RULES: &[Rule] = &[
     ending::STALL,
     ending::SILENT,
     rates::LINE_RATE,
+    bond::BOND_MEMBER,
     setup::PMTU,
     setup::MTU_MISMATCH,
     setup::QUOTA,
