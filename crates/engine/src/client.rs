@@ -17,18 +17,16 @@ use wirespeed_report::{HostPort, TestResult};
 
 use crate::assemble::VERSION;
 use crate::data::{DataSocket, DataStream};
-use crate::measurement::{self, LocalPaths, Measurement, Whence};
-use crate::net::{self, Ctrl, Family, ReadOutcome};
+use crate::measurement::{self, LocalPaths, Whence};
+use crate::net::{self, Ctrl, Family};
 use crate::output::Reporter;
 use crate::placement::Placement;
-use crate::shell::{unix_now, Begin, Peer, Shell};
+use crate::shell::{self, unix_now, Begin, Peer, SendError, Shell};
 pub use crate::stall::{control_stalled, STALL_AFTER, STALL_RETRANSMITS};
 use crate::EngineError;
 use wirespeed_host::CpuSet;
 use wirespeed_model::verdict::PeerSilent;
-use wirespeed_run::{
-    Action, Cause, ClientPlan, ControlInfo, EndAt, Ending, Limits, TestRun, WatchStop,
-};
+use wirespeed_run::{Action, Cause, ClientPlan, EndAt, Ending, Limits, TestRun, WatchStop};
 
 pub use crate::measurement::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_BLOCK};
 
@@ -764,11 +762,6 @@ pub fn rcv_timeout_message(quiet: Duration, limit: Duration) -> String {
     )
 }
 
-/// The control connection's state for the core's rules.
-fn control(ctrl: &Ctrl) -> Option<ControlInfo> {
-    ctrl.tcp_info().as_ref().map(crate::stall::control_info)
-}
-
 /// The client's socket shell around the test-run core: read the control connection, give the
 /// core the time and the data phase's counters, do what it says.
 fn drive(
@@ -797,11 +790,7 @@ fn drive(
                     run.begin(reporter)?;
                     core.data_started(run.now());
                 }
-                Action::PeerLive(li) => {
-                    if let Some(m) = run.sh.m.as_mut() {
-                        m.peer_live(*li, reporter);
-                    }
-                }
+                Action::PeerLive(li) => run.sh.peer_live(*li, reporter),
                 Action::StopSenders { paced } => {
                     let mut decided = run.now();
                     if let Some(m) = run.sh.m.as_mut() {
@@ -827,12 +816,13 @@ fn drive(
                         .map_err(|e| EngineError::Peer(format!("cannot send results: {e}")))?;
                 }
                 Action::SendResults => {
-                    let mut r = run.sh.local_results(None);
-                    run.sh
-                        .seal(&mut r)
-                        .map_err(|e| EngineError::Config(format!("--psk: {e}")))?;
-                    core.send_results(run.now(), &r, control(ctrl))
-                        .map_err(|e| EngineError::Peer(format!("cannot send results: {e}")))?;
+                    let r = run.sh.local_results(None);
+                    let r = run.sh.send_results(core, r, ctrl).map_err(|e| match e {
+                        SendError::Psk(e) => EngineError::Config(format!("--psk: {e}")),
+                        SendError::Session(e) => {
+                            EngineError::Peer(format!("cannot send results: {e}"))
+                        }
+                    })?;
                     run.local_results = Some(r);
                 }
                 Action::PeerResults(r) => run.sh.peer_results(*r).map_err(|e| {
@@ -857,18 +847,11 @@ fn drive(
 
         // Wait for the control connection, the next tick or the core's next deadline.
         let deadline = run.sh.wake(core);
-        let (outcome, bytes) = ctrl
-            .read_until(deadline)
-            .map_err(|e| EngineError::Peer(format!("reading the control connection: {e}")))?;
-        let now = run.now();
-        match outcome {
-            ReadOutcome::Data(_) => core.handle_input(now, bytes),
-            ReadOutcome::Eof => core.handle_eof(now),
-            ReadOutcome::Timeout => {}
-        }
-        if let Some(p) = run.sh.m.as_ref().map(Measurement::progress) {
-            core.handle_progress(now, p);
-        }
-        core.handle_timeout(run.now(), control(ctrl));
+        let input = |core: &mut TestRun, now, _, bytes: &[u8]| {
+            core.handle_input(now, bytes);
+            Ok::<(), EngineError>(())
+        };
+        shell::feed(core, run.sh.epoch, ctrl, deadline, run.sh.progress(), input)
+            .map_err(|e| EngineError::Peer(format!("reading the control connection: {e}")))??;
     }
 }

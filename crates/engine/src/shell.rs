@@ -18,14 +18,15 @@ use std::time::{Duration, Instant};
 use wirespeed_model::verdict::{Measured, PeerSilent, SilentPhase};
 use wirespeed_model::MoveReport;
 use wirespeed_protocol::psk::{Psk, PskError, PskRefusal, Side};
-use wirespeed_protocol::{Cookie, TestParams, TestResults, Transport};
+use wirespeed_protocol::{Cookie, LiveInterval, TestParams, TestResults, Transport, WireError};
 use wirespeed_report::{Start, TestResult};
-use wirespeed_run::TestRun;
+use wirespeed_run::{ControlInfo, Progress, TestRun};
 
 use crate::assemble::{self, VERSION};
 use crate::data::{DataStream, Drain};
 use crate::hooks::ObserveHook;
 use crate::measurement::{self, LocalPaths, Measurement, Whence};
+use crate::net::{Ctrl, ReadOutcome};
 use crate::output::Reporter;
 use crate::usage::CpuPercent;
 
@@ -83,6 +84,49 @@ pub fn receivers_end(
         (Some(_), false) => decided,
         (None, _) => last_read.map_or(decided, |l| decided.max(l)),
     }
+}
+
+/// The control connection's state for the core's rules (its `TCP_INFO`).
+pub fn control(ctrl: &Ctrl) -> Option<ControlInfo> {
+    ctrl.tcp_info().as_ref().map(crate::stall::control_info)
+}
+
+/// Read the control connection until `deadline` and give the core what came (`input` hands
+/// the bytes over: the server charges them to the peer's address first), the data phase's
+/// counters when given, then the time and the connection's state.
+pub fn feed<E>(
+    core: &mut TestRun,
+    epoch: Instant,
+    ctrl: &mut Ctrl,
+    deadline: Instant,
+    progress: Option<Progress>,
+    input: impl FnOnce(&mut TestRun, Duration, usize, &[u8]) -> Result<(), E>,
+) -> Result<Result<(), E>, std::io::Error> {
+    let (outcome, bytes) = ctrl.read_until(deadline)?;
+    let now = epoch.elapsed();
+    match outcome {
+        ReadOutcome::Data(n) => {
+            if let Err(e) = input(core, now, n, bytes) {
+                return Ok(Err(e));
+            }
+        }
+        ReadOutcome::Eof => core.handle_eof(now),
+        ReadOutcome::Timeout => {}
+    }
+    if let Some(p) = progress {
+        core.handle_progress(now, p);
+    }
+    core.handle_timeout(epoch.elapsed(), control(ctrl));
+    Ok(Ok(()))
+}
+
+/// Why this end's results did not go out.
+#[derive(Debug)]
+pub enum SendError {
+    /// Sealing them with the pre-shared key failed.
+    Psk(PskError),
+    /// The core refused them (the session cannot send results now).
+    Session(WireError),
 }
 
 /// How this end starts its data phase (see [`Shell::begin`]).
@@ -284,6 +328,31 @@ impl<'a> Shell<'a> {
             running && core.ends_at_count(),
         );
         self.epoch + at
+    }
+
+    /// `Action::SendResults`: seal `r` (when there is a key) and hand it to the core.
+    pub fn send_results(
+        &self,
+        core: &mut TestRun,
+        mut r: TestResults,
+        ctrl: &Ctrl,
+    ) -> Result<TestResults, SendError> {
+        self.seal(&mut r).map_err(SendError::Psk)?;
+        core.send_results(self.now(), &r, control(ctrl))
+            .map_err(SendError::Session)?;
+        Ok(r)
+    }
+
+    /// `Action::PeerLive`: the peer's observation of an interval, shown with this end's.
+    pub fn peer_live(&mut self, li: LiveInterval, reporter: &mut dyn Reporter) {
+        if let Some(m) = self.m.as_mut() {
+            m.peer_live(li, reporter);
+        }
+    }
+
+    /// The data phase's counters, once it runs.
+    pub fn progress(&self) -> Option<Progress> {
+        self.m.as_ref().map(Measurement::progress)
     }
 
     /// Tag this end's results with the pre-shared key, when there is one.

@@ -21,11 +21,11 @@ use super::admission::{AdmissionError, Ticket};
 use super::{bind_udp, Ctx, Incoming, ServerConfig, TestInfo};
 use crate::client::usable_cpus;
 use crate::data::{DataSocket, DataStream, Drain};
-use crate::measurement::{self, LocalPaths, Measurement, Whence};
-use crate::net::{Ctrl, ReadOutcome};
+use crate::measurement::{self, LocalPaths, Whence};
+use crate::net::Ctrl;
 use crate::output::Reporter;
 use crate::placement::Placement;
-use crate::shell::{Begin, Peer, Shell};
+use crate::shell::{Begin, Peer, SendError, Shell};
 use crate::tune::HeldTune;
 
 /// What ended a test on the server (its words go to the server's output for that test).
@@ -403,51 +403,59 @@ impl<'a> ServerTest<'a> {
 
     /// Read the control connection until `deadline` and feed the session.
     fn pump(&mut self, deadline: Instant) -> Result<(), TestError> {
-        let (outcome, bytes) =
-            self.ctrl
-                .read_until(deadline)
-                .map_err(|source| TestError::Control {
+        let Self {
+            core,
+            ctrl,
+            sh,
+            ticket,
+            ctx,
+            peer,
+            number,
+            ctl_read: read,
+            ctl_live_free: live_free,
+            ctl_charged: charged,
+            ..
+        } = self;
+        let input = |core: &mut TestRun, now, n: usize, bytes: &[u8]| {
+            // Every control byte counts against the address's budget while the connection
+            // lives (state bytes, the results, anything) — except the live frames the client
+            // negotiated and sent within the session's rate budget, which a long test sends
+            // for hours: past the budget the test ends, in iperf3's terms and with one log
+            // line.
+            let budget = |c: &TestRun| {
+                c.server_session()
+                    .map_or(0, ServerSession::live_bytes_within_budget)
+            };
+            let live_before = budget(core);
+            core.handle_input(now, bytes);
+            *read += n as u64;
+            *live_free += budget(core) - live_before;
+            let due = read.saturating_sub(*live_free);
+            let more = due.saturating_sub(*charged);
+            ticket.charge_control(more).map_err(|r| {
+                let e = AdmissionError::Guard(r);
+                if let Some(h) = &ctx.cfg.log {
+                    (h.0)(&format!(
+                        "refused {}: {e}; its running test #{number} was ended",
+                        crate::net::canonical_ip(peer.ip()),
+                    ));
+                }
+                e
+            })?;
+            *charged += more;
+            Ok(())
+        };
+        let fed =
+            crate::shell::feed(core, sh.epoch, ctrl, deadline, None, input).map_err(|source| {
+                TestError::Control {
                     what: "reading",
                     source,
-                })?;
-        let now = self.sh.epoch.elapsed();
-        match outcome {
-            ReadOutcome::Data(n) => {
-                // Every control byte counts against the address's budget while the
-                // connection lives (state bytes, the results, anything) — except the live
-                // frames the client negotiated and sent within the session's rate budget, which
-                // a long test sends for hours: past the budget the test ends, in iperf3's terms
-                // and with one log line.
-                let budget = |c: &TestRun| {
-                    c.server_session()
-                        .map_or(0, ServerSession::live_bytes_within_budget)
-                };
-                let live_before = budget(&self.core);
-                self.core.handle_input(now, bytes);
-                self.ctl_read += n as u64;
-                self.ctl_live_free += budget(&self.core) - live_before;
-                let due = self.ctl_read.saturating_sub(self.ctl_live_free);
-                let more = due.saturating_sub(self.ctl_charged);
-                if let Err(r) = self.ticket.charge_control(more) {
-                    let e = AdmissionError::Guard(r);
-                    if let Some(h) = &self.ctx.cfg.log {
-                        (h.0)(&format!(
-                            "refused {}: {e}; its running test #{} was ended",
-                            crate::net::canonical_ip(self.peer.ip()),
-                            self.number
-                        ));
-                    }
-                    let is_ws = self.peer_is_wirespeed();
-                    return Err(self.refuse(e, is_ws));
                 }
-                self.ctl_charged += more;
-            }
-            ReadOutcome::Eof => self.core.handle_eof(now),
-            ReadOutcome::Timeout => {}
+            })?;
+        if let Err(e) = fed {
+            let is_ws = self.peer_is_wirespeed();
+            return Err(self.refuse(e, is_ws));
         }
-        let info = self.ctrl.tcp_info();
-        self.core
-            .handle_timeout(self.now(), info.as_ref().map(crate::stall::control_info));
         Ok(())
     }
 
@@ -716,27 +724,19 @@ impl<'a> ServerTest<'a> {
                     }
                     Action::SendResults => {
                         let mut result = self.build_result();
-                        let mut local = self.local_results(p, &mut result, reporter);
+                        let local = self.local_results(p, &mut result, reporter);
                         self.sh
-                            .seal(&mut local)
-                            .map_err(|e| TestError::Psk(e.to_string()))?;
-                        let now = self.now();
-                        let info = self.ctrl.tcp_info();
-                        self.core
-                            .send_results(
-                                now,
-                                &local,
-                                info.as_ref().map(crate::stall::control_info),
-                            )
-                            .map_err(|e| TestError::Session(format!("cannot send results: {e}")))?;
+                            .send_results(&mut self.core, local, &self.ctrl)
+                            .map_err(|e| match e {
+                                SendError::Psk(e) => TestError::Psk(e.to_string()),
+                                SendError::Session(e) => {
+                                    TestError::Session(format!("cannot send results: {e}"))
+                                }
+                            })?;
                         self.flush()?;
                         self.result = Some(result);
                     }
-                    Action::PeerLive(li) => {
-                        if let Some(m) = self.sh.m.as_mut() {
-                            m.peer_live(*li, reporter);
-                        }
-                    }
+                    Action::PeerLive(li) => self.sh.peer_live(*li, reporter),
                     Action::End(ending) => return self.ending(ending, reporter),
                     other @ (Action::OpenStreams
                     | Action::StartData
@@ -761,7 +761,7 @@ impl<'a> ServerTest<'a> {
             if self.sh.send_live(&mut self.core) {
                 self.flush()?;
             }
-            if let Some(prog) = self.sh.m.as_ref().map(Measurement::progress) {
+            if let Some(prog) = self.sh.progress() {
                 self.core.handle_progress(self.now(), prog);
                 if self.core.is_over() {
                     continue;
