@@ -580,9 +580,7 @@ impl Run<'_> {
             // An MTU black hole: this end's results message (large) makes no progress while
             // the small messages before it got through. This end's report, the verdict names it.
             Ending::ResultsStalled(stall) => {
-                if let Some(m) = self.sh.m.as_mut() {
-                    m.observer_mut().note_stall(stall);
-                }
+                self.sh.results_stalled(stall);
                 Ok(())
             }
             // The server's data or results never came although the test ran: this end's
@@ -732,9 +730,7 @@ pub fn run_client(
     };
     let mut core = TestRun::client(run.now(), run.sh.cookie, params, timeouts, plan);
     let outcome = drive(&mut run, &mut core, &mut ctrl, reporter);
-    if let Some(m) = &mut run.sh.m {
-        m.data_mut().close();
-    }
+    run.sh.close();
     match outcome {
         Ok(()) => {
             let r = run.result(None);

@@ -15,7 +15,7 @@
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use wirespeed_model::verdict::{Measured, PeerSilent, SilentPhase};
+use wirespeed_model::verdict::{ControlStall, Measured, PeerSilent, SilentPhase};
 use wirespeed_model::MoveReport;
 use wirespeed_protocol::psk::{Psk, PskError, PskRefusal, Side};
 use wirespeed_protocol::{Cookie, LiveInterval, TestParams, TestResults, Transport, WireError};
@@ -392,6 +392,22 @@ impl<'a> Shell<'a> {
         m.observer_mut().note_silent(silent);
         self.silent = true;
         self.stop_here(reporter);
+    }
+
+    /// The core's `Ending::ResultsStalled`: this end's results message (large) made no
+    /// progress while the small messages before it got through (an MTU black hole toward the
+    /// peer); the verdict names it.
+    pub fn results_stalled(&mut self, stall: ControlStall) {
+        if let Some(m) = self.m.as_mut() {
+            m.observer_mut().note_stall(stall);
+        }
+    }
+
+    /// The test is over at this end: its data connections close.
+    pub fn close(&mut self) {
+        if let Some(m) = &mut self.m {
+            m.data_mut().close();
+        }
     }
 
     /// Stop sending and close the last interval now (once); this end's CPU use so far.

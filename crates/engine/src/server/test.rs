@@ -168,9 +168,7 @@ pub(super) fn serve_test(
     let mut reporter = (ctx.factory)(&TestInfo { number, peer });
     let mut t = ServerTest::new(stream, peer, sess, &params, ticket, number, ctx);
     let outcome = t.run(params, reporter.as_mut());
-    if let Some(m) = &mut t.sh.m {
-        m.data_mut().close();
-    }
+    t.sh.close();
     // Whatever ended the test, its tune change goes back before anything else.
     t.release_tune();
     match outcome {
@@ -783,9 +781,7 @@ impl<'a> ServerTest<'a> {
             // progress while the small messages before it got through. This end's report, its
             // verdict naming it, as the client does in the mirror case.
             Ending::ResultsStalled(stall) => {
-                if let Some(m) = self.sh.m.as_mut() {
-                    m.observer_mut().note_stall(stall);
-                }
+                self.sh.results_stalled(stall);
                 self.result = Some(self.build_result());
                 Ok(())
             }
