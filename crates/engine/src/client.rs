@@ -461,15 +461,8 @@ impl Run<'_> {
 
     fn begin(&mut self, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
         let cfg = self.cfg;
-        let placement = if let Some(c) = &cfg.cpus {
-            Placement::Cpus(c.clone())
-        } else if let Some(a) = cfg.affinity {
-            Placement::Affinity(a)
-        } else {
-            Placement::Float {
-                max_workers: usable_cpus(),
-            }
-        };
+        let placement =
+            Placement::pinned(cfg.cpus.clone(), cfg.affinity).unwrap_or_else(Placement::float);
         let how = Begin {
             whence: Whence::ConnectingTo(HostPort {
                 host: cfg.host.clone(),

@@ -19,7 +19,6 @@ use wirespeed_run::{Action, Cause, Ending, Limits, RateLimit, ServerPlan, TestRu
 
 use super::admission::{AdmissionError, Ticket};
 use super::{bind_udp, Ctx, Incoming, ServerConfig, TestInfo};
-use crate::client::usable_cpus;
 use crate::data::{DataSocket, DataStream, Drain};
 use crate::measurement::{self, LocalPaths, Whence};
 use crate::net::Ctrl;
@@ -211,19 +210,9 @@ pub(super) fn serve_test(
 /// asks for it.
 pub(super) fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
     let ext = p.wirespeed.as_ref();
-    let placement = if let Some(c) = ext.and_then(|e| e.server_cpus.clone()) {
-        Placement::Cpus(c)
-    } else if let Some(a) = p.server_affinity {
-        Placement::Affinity(a)
-    } else if let Some(c) = &cfg.cpus {
-        Placement::Cpus(c.clone())
-    } else if let Some(a) = cfg.affinity {
-        Placement::Affinity(a)
-    } else {
-        Placement::Float {
-            max_workers: usable_cpus(),
-        }
-    };
+    let placement = Placement::pinned(ext.and_then(|e| e.server_cpus.clone()), p.server_affinity)
+        .or_else(|| Placement::pinned(cfg.cpus.clone(), cfg.affinity))
+        .unwrap_or_else(Placement::float);
     // An unknown name never gets this far: admission refuses it by name.
     let send_path = ext
         .and_then(|e| e.send_path.as_ref())
