@@ -840,7 +840,8 @@ fn drive(
             core.handle_input(now, bytes);
             Ok::<(), EngineError>(())
         };
-        shell::feed(core, run.sh.epoch, ctrl, deadline, run.sh.progress(), input)
+        let progress = || run.sh.progress();
+        shell::feed(core, run.sh.epoch, ctrl, deadline, progress, input)
             .map_err(|e| EngineError::Peer(format!("reading the control connection: {e}")))??;
     }
 }

@@ -93,13 +93,14 @@ pub fn control(ctrl: &Ctrl) -> Option<ControlInfo> {
 
 /// Read the control connection until `deadline` and give the core what came (`input` hands
 /// the bytes over: the server charges them to the peer's address first), the data phase's
-/// counters when given, then the time and the connection's state.
+/// counters as they are after the wait (`progress`, when this end gives them here), then the
+/// time and the connection's state.
 pub fn feed<E>(
     core: &mut TestRun,
     epoch: Instant,
     ctrl: &mut Ctrl,
     deadline: Instant,
-    progress: Option<Progress>,
+    progress: impl FnOnce() -> Option<Progress>,
     input: impl FnOnce(&mut TestRun, Duration, usize, &[u8]) -> Result<(), E>,
 ) -> Result<Result<(), E>, std::io::Error> {
     let (outcome, bytes) = ctrl.read_until(deadline)?;
@@ -113,7 +114,7 @@ pub fn feed<E>(
         ReadOutcome::Eof => core.handle_eof(now),
         ReadOutcome::Timeout => {}
     }
-    if let Some(p) = progress {
+    if let Some(p) = progress() {
         core.handle_progress(now, p);
     }
     core.handle_timeout(epoch.elapsed(), control(ctrl));

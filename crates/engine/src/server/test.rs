@@ -432,13 +432,12 @@ impl<'a> ServerTest<'a> {
             *charged += more;
             Ok(())
         };
-        let fed =
-            crate::shell::feed(core, sh.epoch, ctrl, deadline, None, input).map_err(|source| {
-                TestError::Control {
-                    what: "reading",
-                    source,
-                }
-            })?;
+        let fed = crate::shell::feed(core, sh.epoch, ctrl, deadline, || None, input).map_err(
+            |source| TestError::Control {
+                what: "reading",
+                source,
+            },
+        )?;
         if let Err(e) = fed {
             let is_ws = self.peer_is_wirespeed();
             return Err(self.refuse(e, is_ws));
