@@ -6,29 +6,27 @@
 
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
 use wirespeed_protocol::{
     psk, Cookie, Direction, Failure, ParamsExt, TestParams, TestResults, Timeouts, Transport,
 };
-use wirespeed_report::{HostPort, Start, TestResult, WirespeedExt};
+use wirespeed_report::{HostPort, TestResult};
 
-use crate::assemble::{self, VERSION};
-use crate::data::{DataSocket, DataStream, Drain};
-use crate::measurement::{self, LocalPaths, Measurement, Whence};
-use crate::net::{self, Ctrl, Family, ReadOutcome};
+use crate::assemble::VERSION;
+use crate::data::{DataSocket, DataStream};
+use crate::measurement::{self, LocalPaths, Whence};
+use crate::net::{self, Ctrl, Family};
 use crate::output::Reporter;
 use crate::placement::Placement;
+use crate::shell::{self, unix_now, Begin, Peer, SendError, Shell};
 pub use crate::stall::{control_stalled, STALL_AFTER, STALL_RETRANSMITS};
-use crate::usage::CpuPercent;
 use crate::EngineError;
 use wirespeed_host::CpuSet;
-use wirespeed_model::verdict::{PeerSilent, SilentPhase};
-use wirespeed_run::{
-    Action, Cause, ClientPlan, ControlInfo, EndAt, Ending, Limits, TestRun, WatchStop,
-};
+use wirespeed_model::verdict::PeerSilent;
+use wirespeed_run::{Action, Cause, ClientPlan, EndAt, Ending, Limits, TestRun, WatchStop};
 
 pub use crate::measurement::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_BLOCK};
 
@@ -385,30 +383,22 @@ fn random_cookie() -> Result<Cookie, EngineError> {
 /// State of a client run, kept apart from the loop so failures can still report.
 struct Run<'a> {
     cfg: &'a ClientConfig,
-    epoch: Instant,
+    /// What both ends do around the core: the data phase, this end's and the server's results.
+    sh: Shell<'a>,
     target: SocketAddr,
     ctrl_local: Option<SocketAddr>,
-    cookie: Cookie,
-    start: Option<Start>,
     streams: Vec<DataStream>,
     /// The parameters sent to the server: they describe the test at both ends.
     params: TestParams,
-    /// The data phase, once running.
-    m: Option<Measurement>,
-    local_cpu: CpuPercent,
     local_results: Option<TestResults>,
-    peer_results: Option<TestResults>,
     tcp_mss_default: Option<u32>,
     /// Interrupted mid-test: the report's `end` comes from this end's counts alone.
     interrupted: bool,
-    /// The server went silent after the data phase began (its data or its results never
-    /// came): the report's `end` comes from this end's counts, with the verdict on the silence.
-    stalled: bool,
 }
 
 impl Run<'_> {
     fn now(&self) -> Duration {
-        self.epoch.elapsed()
+        self.sh.now()
     }
 
     fn connect_streams(&mut self) -> Result<(), EngineError> {
@@ -430,7 +420,7 @@ impl Run<'_> {
                     cport,
                     cfg.window,
                     timeout.unwrap_or(Duration::from_secs(10)),
-                    &self.cookie,
+                    &self.sh.cookie,
                 )?;
                 cfg.extras.udp_data(&u)?;
                 DataSocket::Udp(u)
@@ -455,7 +445,7 @@ impl Run<'_> {
                     },
                 )?;
                 let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
-                std::io::Write::write_all(&mut s, self.cookie.as_bytes()).map_err(|e| {
+                std::io::Write::write_all(&mut s, self.sh.cookie.as_bytes()).map_err(|e| {
                     EngineError::Connect {
                         target: self.target.to_string(),
                         reason: format!("sending the cookie on data connection {id}: {e}"),
@@ -471,35 +461,15 @@ impl Run<'_> {
 
     fn begin(&mut self, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
         let cfg = self.cfg;
-        let p = &self.params;
-        let start = measurement::start_section(
-            p,
-            cfg.interval,
-            &self.streams,
-            &self.cookie,
-            self.tcp_mss_default,
-            Whence::ConnectingTo(HostPort {
+        let placement =
+            Placement::pinned(cfg.cpus.clone(), cfg.affinity).unwrap_or_else(Placement::float);
+        let how = Begin {
+            whence: Whence::ConnectingTo(HostPort {
                 host: cfg.host.clone(),
                 port: cfg.port,
             }),
-        );
-        reporter.start(&start);
-        self.start = Some(start);
-        let builder = measurement::builder(p, true, cfg.interval, &self.streams)
-            .map_err(|e| EngineError::Peer(e.to_string()))?;
-        let placement = if let Some(c) = &cfg.cpus {
-            Placement::Cpus(c.clone())
-        } else if let Some(a) = cfg.affinity {
-            Placement::Affinity(a)
-        } else {
-            Placement::Float {
-                max_workers: usable_cpus(),
-            }
-        };
-        let dcfg = measurement::data_config(
-            p,
-            true,
-            LocalPaths {
+            mss_default: self.tcp_mss_default,
+            paths: LocalPaths {
                 placement,
                 send_path: cfg.send_path,
                 recv_path: if cfg.zerocopy_rx {
@@ -512,176 +482,80 @@ impl Run<'_> {
                 udp_send_path: cfg.udp_send_path,
                 udp_recv_path: cfg.udp_recv_path,
             },
-        );
-        let observer = crate::observe::TestObserver::start(
-            cfg.observe.as_ref(),
-            cfg.direction,
-            true,
-            self.target.ip(),
-            self.ctrl_local.map(|a| a.ip()),
-        );
+            observe: cfg.observe.as_ref(),
+            peer: self.target.ip(),
+            local: self.ctrl_local.map(|a| a.ip()),
+            started: None,
+        };
         let streams = std::mem::take(&mut self.streams);
-        let epoch = self.epoch;
-        self.m = Some(Measurement::start(
-            streams,
-            &dcfg,
-            builder,
-            observer,
-            cfg.interval,
-            Duration::from_secs(u64::from(cfg.omit)),
-            move || epoch.elapsed(),
-        )?);
-        if let Some(m) = &mut self.m {
-            m.set_udp(cfg.udp);
-        }
-        Ok(())
-    }
-
-    /// Report every interval that is due.
-    fn ticks(&mut self, reporter: &mut dyn Reporter) {
-        let now = self.now();
-        if let Some(m) = &mut self.m {
-            m.ticks(now, reporter);
-        }
-    }
-
-    /// The final interval (after senders stopped and receivers drained), once.
-    fn final_tick(&mut self, reporter: &mut dyn Reporter, end: Duration) {
-        let now = self.now();
-        if let Some(m) = &mut self.m {
-            m.final_tick(end, now, reporter);
-        }
+        self.sh
+            .begin(&self.params, streams, how, reporter)
+            .map_err(EngineError::Peer)
     }
 
     /// Interrupted: stop sending, close the last interval at this moment and count what this
     /// end measured, so the partial report has its summary (iperf3 prints one too; the
     /// peer's side of it stays what this end saw, as iperf3's does).
     fn interrupt_end(&mut self, reporter: &mut dyn Reporter) {
-        if self.m.is_none() || self.interrupted {
+        if self.sh.m.is_none() || self.interrupted {
             return;
         }
         self.interrupted = true;
-        self.stop_here(reporter);
+        self.sh.stop_here(reporter);
+        self.count_here();
     }
 
     /// The server went silent after the data phase began (the core's [`Ending::Silent`]):
-    /// note what this end knows for the verdict (`mtu-blackhole` or `peer-silent`) and end
-    /// here with this end's counts, as an interrupted test does.
+    /// end here with this end's counts, as an interrupted test does.
     fn silent(&mut self, silent: PeerSilent, reporter: &mut dyn Reporter) {
-        let Some(m) = self.m.as_mut() else {
-            return;
-        };
-        if silent.phase == SilentPhase::Data {
-            // the receivers are quiet already: joining them is quick, and gives the workers'
-            // CPUs to the observation
-            m.finish_receivers(Drain::SILENT);
-        }
-        m.observer_mut().note_silent(silent);
-        self.stalled = true;
-        self.stop_here(reporter);
+        self.sh.peer_silent(silent, reporter);
+        self.count_here();
     }
 
-    /// Stop sending, close the last interval now (once) and count what this end measured.
-    fn stop_here(&mut self, reporter: &mut dyn Reporter) {
-        if let Some(m) = self.m.as_mut() {
-            m.stop_senders();
+    /// This end's results, unless they were sent already.
+    fn count_here(&mut self) {
+        if self.sh.m.is_some() && self.local_results.is_none() {
+            self.local_results = Some(self.sh.local_results(None));
         }
-        let now = self.now();
-        self.final_tick(reporter, now);
-        if self.local_results.is_none() {
-            self.local_results = Some(self.build_local_results());
-        } else {
-            self.local_cpu = self.m.as_ref().map_or(self.local_cpu, Measurement::cpu);
-        }
-    }
-
-    fn measured(&self) -> f64 {
-        self.m.as_ref().map_or(0.0, Measurement::measured)
-    }
-
-    fn build_local_results(&mut self) -> TestResults {
-        let Some(m) = &mut self.m else {
-            return TestResults::default();
-        };
-        m.note_worker_cpu();
-        let data = m.data();
-        self.local_cpu = m.cpu();
-        let mut ext = assemble::results_ext(data.summaries());
-        // This end's observation goes to the server too: it shows both ends of the test.
-        ext.observation = m.observer().value();
-        assemble::local_results(
-            data,
-            self.local_cpu,
-            m.measured(),
-            data.congestion(),
-            Some(ext),
-        )
     }
 
     /// The report, complete or partial.
     fn result(&mut self, error: Option<String>) -> TestResult {
-        let mut r = TestResult {
-            start: self.start.clone().unwrap_or_else(|| Start {
-                version: format!("wirespeed {VERSION}"),
-                system_info: crate::sysinfo::system_info(),
-                timestamp: Some(crate::sysinfo::timestamp_now()),
-                connecting_to: Some(HostPort {
-                    host: self.cfg.host.clone(),
-                    port: self.cfg.port,
-                }),
-                ..Start::default()
-            }),
-            title: self.cfg.title.clone(),
-            extra_data: self.cfg.extra_data.clone(),
+        let cfg = self.cfg;
+        let with_end = error.is_none() || self.interrupted || self.sh.silent;
+        let head = TestResult {
+            start: self.sh.start_or(Whence::ConnectingTo(HostPort {
+                host: cfg.host.clone(),
+                port: cfg.port,
+            })),
+            title: cfg.title.clone(),
+            extra_data: cfg.extra_data.clone(),
             error,
             ..TestResult::default()
         };
-        let measured = self.measured();
-        if let Some(m) = &mut self.m {
-            let peer = self.peer_results.as_ref();
-            if r.error.is_none() || self.interrupted || self.stalled {
-                let (end, ext) = assemble::end_sections(
-                    m.builder(),
-                    &assemble::EndSide {
-                        measured,
-                        cpu: self.local_cpu,
-                        data: Some(m.data()),
-                        peer,
-                        peer_client_version: None,
-                        peer_is_wirespeed: false,
-                        observer: m.observer(),
-                        target_bps: r.start.test_start.as_ref().and_then(|t| {
-                            wirespeed_model::verdict::Measured::target_of(
-                                t.target_bitrate,
-                                t.num_streams,
-                            )
-                        }),
-                        rate_bps: self.cfg.rate_bps,
-                    },
-                );
-                r.end = end;
-                r.wirespeed = Some(WirespeedExt {
-                    command: self.cfg.command.clone(),
-                    ..ext
-                });
-                if self.interrupted && peer.is_none() {
-                    // Not "the peer is not wirespeed": its results never came.
-                    let obs = r.wirespeed.as_mut().and_then(|x| x.observation.as_mut());
-                    if let Some(o) = obs.filter(|o| o.remote.is_none()) {
-                        o.remote_absent =
-                            Some("the test was interrupted before the peer's results came".into());
-                    }
-                }
-                if let Some(p) = peer {
-                    r.server_output_json = p.server_output_json.clone();
-                    r.server_output_text = p.server_output_text.clone();
+        let peer = self.sh.peer_results.as_ref();
+        let mut r = self.sh.report(
+            head,
+            with_end,
+            Peer {
+                results: peer,
+                ..Peer::default()
+            },
+            cfg.rate_bps,
+        );
+        if let Some(x) = r.wirespeed.as_mut() {
+            x.command = cfg.command.clone();
+            if self.interrupted && peer.is_none() {
+                // Not "the peer is not wirespeed": its results never came.
+                if let Some(o) = x.observation.as_mut().filter(|o| o.remote.is_none()) {
+                    o.remote_absent =
+                        Some("the test was interrupted before the peer's results came".into());
                 }
             }
-            r.intervals = if self.cfg.interval > Duration::ZERO {
-                m.builder_mut().take_intervals()
-            } else {
-                Vec::new()
-            };
+            if let Some(p) = peer {
+                r.server_output_json = p.server_output_json.clone();
+                r.server_output_text = p.server_output_text.clone();
+            }
         }
         r
     }
@@ -699,9 +573,7 @@ impl Run<'_> {
             // An MTU black hole: this end's results message (large) makes no progress while
             // the small messages before it got through. This end's report, the verdict names it.
             Ending::ResultsStalled(stall) => {
-                if let Some(m) = self.m.as_mut() {
-                    m.observer_mut().note_stall(stall);
-                }
+                self.sh.results_stalled(stall);
                 Ok(())
             }
             // The server's data or results never came although the test ran: this end's
@@ -795,20 +667,19 @@ pub fn run_client(
     let mut ctrl = Ctrl::new(stream);
     let mut run = Run {
         cfg,
-        epoch: Instant::now(),
+        sh: Shell::new(
+            psk::Side::Client,
+            random_cookie()?,
+            cfg.psk.as_ref(),
+            cfg.interval,
+        ),
         target,
         ctrl_local,
-        cookie: random_cookie()?,
-        start: None,
         streams: Vec::new(),
         params: cfg.params_with_mss(tcp_mss_default),
-        m: None,
-        local_cpu: CpuPercent::default(),
         local_results: None,
-        peer_results: None,
         tcp_mss_default,
         interrupted: false,
-        stalled: false,
     };
     if let Some(a) = &cfg.auth {
         match a.token(unix_now()) {
@@ -822,7 +693,7 @@ pub fn run_client(
         }
     }
     if let Some(k) = &cfg.psk {
-        if let Err(e) = k.seal_params(&mut run.params, &run.cookie, unix_now()) {
+        if let Err(e) = k.seal_params(&mut run.params, &run.sh.cookie, unix_now()) {
             return early(reporter, EngineError::Config(format!("--psk: {e}")));
         }
     }
@@ -850,11 +721,9 @@ pub fn run_client(
         },
         peer_mss: tcp_mss_default,
     };
-    let mut core = TestRun::client(run.now(), run.cookie, params, timeouts, plan);
+    let mut core = TestRun::client(run.now(), run.sh.cookie, params, timeouts, plan);
     let outcome = drive(&mut run, &mut core, &mut ctrl, reporter);
-    if let Some(m) = &mut run.m {
-        m.data_mut().close();
-    }
+    run.sh.close();
     match outcome {
         Ok(()) => {
             let r = run.result(None);
@@ -880,18 +749,6 @@ pub fn rcv_timeout_message(quiet: Duration, limit: Duration) -> String {
         quiet.as_secs_f64(),
         limit.as_millis()
     )
-}
-
-/// Seconds since the Unix epoch (authentication tokens and PSK tags carry it).
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
-/// The control connection's state for the core's rules.
-fn control(ctrl: &Ctrl) -> Option<ControlInfo> {
-    ctrl.tcp_info().as_ref().map(crate::stall::control_info)
 }
 
 /// The client's socket shell around the test-run core: read the control connection, give the
@@ -922,63 +779,44 @@ fn drive(
                     run.begin(reporter)?;
                     core.data_started(run.now());
                 }
-                Action::PeerLive(li) => {
-                    if let Some(m) = run.m.as_mut() {
-                        m.peer_live(*li, reporter);
-                    }
-                }
+                Action::PeerLive(li) => run.sh.peer_live(*li, reporter),
                 Action::StopSenders { paced } => {
                     let mut decided = run.now();
-                    if let Some(m) = run.m.as_mut() {
+                    if let Some(m) = run.sh.m.as_mut() {
                         m.stop_senders();
                         let d = m.data_mut();
                         // Paced TCP: the sender's time ends when what it wrote has left the
                         // socket and been acknowledged (see DataPhase::wait_sent).
                         if paced {
                             if let Some(t) = d.wait_sent(Duration::from_secs(2)) {
-                                decided = t.saturating_duration_since(run.epoch);
+                                decided = t.saturating_duration_since(run.sh.epoch);
                             }
                         }
                         if !d.has_receivers() {
-                            run.final_tick(reporter, decided);
+                            run.sh.final_tick(reporter, decided);
                         }
                     }
                     core.senders_stopped(run.now(), decided)
                         .map_err(|e| EngineError::Peer(format!("cannot end the test: {e}")))?;
                 }
                 Action::Finish { decided, drain } => {
-                    let mut end = decided;
-                    if let Some(m) = run.m.as_mut() {
-                        m.stop_senders();
-                        if let Some(l) = m.finish_receivers(drain) {
-                            end = end.max(l.saturating_duration_since(run.epoch));
-                        }
-                    }
-                    run.final_tick(reporter, end);
+                    run.sh.finish(decided, drain, None, reporter);
                     core.data_finished(run.now())
                         .map_err(|e| EngineError::Peer(format!("cannot send results: {e}")))?;
                 }
                 Action::SendResults => {
-                    let mut r = run.build_local_results();
-                    if let Some(k) = &cfg.psk {
-                        k.seal_results(&mut r, &run.cookie, psk::Side::Client, unix_now())
-                            .map_err(|e| EngineError::Config(format!("--psk: {e}")))?;
-                    }
-                    core.send_results(run.now(), &r, control(ctrl))
-                        .map_err(|e| EngineError::Peer(format!("cannot send results: {e}")))?;
+                    let r = run.sh.local_results(None);
+                    let r = run.sh.send_results(core, r, ctrl).map_err(|e| match e {
+                        SendError::Psk(e) => EngineError::Config(format!("--psk: {e}")),
+                        SendError::Session(e) => {
+                            EngineError::Peer(format!("cannot send results: {e}"))
+                        }
+                    })?;
                     run.local_results = Some(r);
                 }
-                Action::PeerResults(r) => {
-                    if let Some(k) = &cfg.psk {
-                        k.verify_results(&r, &run.cookie, psk::Side::Server)
-                            .map_err(|e| {
-                                EngineError::Peer(format!(
-                                    "the server's results: pre-shared key: {e}"
-                                ))
-                            })?;
-                    }
-                    run.peer_results = Some(*r)
-                }
+                Action::PeerResults(r) => run.sh.peer_results(*r).map_err(|e| {
+                    EngineError::Peer(format!("the server's results: pre-shared key: {e}"))
+                })?,
                 Action::End(ending) => {
                     ctrl.send(&core.take_transmit()).map_err(send_err)?;
                     return run.ending(ending, reporter);
@@ -990,47 +828,20 @@ fn drive(
         // The running test: intervals, and this end's live frames once the server showed it
         // takes them.
         if core.is_running() {
-            run.ticks(reporter);
-            if let Some(m) = run.m.as_mut() {
-                let mut sent = false;
-                for li in m.take_live() {
-                    sent |= core.send_live(&li);
-                }
-                if sent {
-                    ctrl.send(&core.take_transmit()).map_err(send_err)?;
-                }
+            run.sh.ticks(reporter);
+            if run.sh.send_live(core) {
+                ctrl.send(&core.take_transmit()).map_err(send_err)?;
             }
         }
 
         // Wait for the control connection, the next tick or the core's next deadline.
-        let now = run.now();
-        let mut wake = core
-            .deadline()
-            .unwrap_or(now + Duration::from_secs(1))
-            .min(now + Duration::from_millis(100));
-        if let (Some(m), true) = (&run.m, core.is_running()) {
-            if let Some(t) = m.next_event() {
-                wake = wake.min(t);
-            }
-            wake = wake.min(if cfg.bytes.is_some() || cfg.blocks.is_some() {
-                now + Duration::from_millis(2)
-            } else {
-                now + Duration::from_millis(50)
-            });
-        }
-        let deadline = run.epoch + wake;
-        let (outcome, bytes) = ctrl
-            .read_until(deadline)
-            .map_err(|e| EngineError::Peer(format!("reading the control connection: {e}")))?;
-        let now = run.now();
-        match outcome {
-            ReadOutcome::Data(_) => core.handle_input(now, bytes),
-            ReadOutcome::Eof => core.handle_eof(now),
-            ReadOutcome::Timeout => {}
-        }
-        if let Some(p) = run.m.as_ref().map(Measurement::progress) {
-            core.handle_progress(now, p);
-        }
-        core.handle_timeout(run.now(), control(ctrl));
+        let deadline = run.sh.wake(core);
+        let input = |core: &mut TestRun, now, _, bytes: &[u8]| {
+            core.handle_input(now, bytes);
+            Ok::<(), EngineError>(())
+        };
+        let progress = || run.sh.progress();
+        shell::feed(core, run.sh.epoch, ctrl, deadline, progress, input)
+            .map_err(|e| EngineError::Peer(format!("reading the control connection: {e}")))??;
     }
 }

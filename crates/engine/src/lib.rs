@@ -32,6 +32,7 @@ pub mod observe;
 pub mod output;
 pub mod placement;
 pub mod server;
+pub mod shell;
 pub mod stall;
 pub mod sysinfo;
 pub mod targets;

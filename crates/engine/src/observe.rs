@@ -23,11 +23,11 @@ use wirespeed_report::{End, Interval};
 
 use crate::hooks::{EndObserver, ObserveHook};
 
-/// The role of one end for a direction.
+/// The role of one end for a direction: who sends is [`crate::measurement::sends`]'s rule.
 pub fn role(direction: Direction, client: bool) -> Role {
-    match (direction, client) {
-        (Direction::Both, _) => Role::Both,
-        (Direction::ClientToServer, true) | (Direction::ServerToClient, false) => Role::Sender,
+    match direction {
+        Direction::Both => Role::Both,
+        _ if crate::measurement::sends(direction, client) => Role::Sender,
         _ => Role::Receiver,
     }
 }

@@ -35,6 +35,22 @@ pub enum Placement {
     Float { max_workers: usize },
 }
 
+impl Placement {
+    /// A CPU set (`--cpus`) if given, else one CPU (`-A`), else none: both ends' rule, applied
+    /// by the server first to the client's wishes, then to its own options.
+    pub fn pinned(cpus: Option<CpuSet>, affinity: Option<u32>) -> Option<Placement> {
+        cpus.map(Placement::Cpus)
+            .or(affinity.map(Placement::Affinity))
+    }
+
+    /// Unpinned, over the CPUs this process may use.
+    pub fn float() -> Placement {
+        Placement::Float {
+            max_workers: crate::client::usable_cpus(),
+        }
+    }
+}
+
 /// Spread `n` streams over workers.
 pub fn plan(n: usize, placement: &Placement) -> Vec<WorkerPlan> {
     if n == 0 {

@@ -290,6 +290,13 @@ impl TestRun {
         self.stage == Stage::Running
     }
 
+    /// `true` when this end ends the data phase at a byte or block count (`-n`, `-k`): a
+    /// count is no time the core can name in [`TestRun::deadline`], the runner reads the
+    /// counters often while the data flows.
+    pub fn ends_at_count(&self) -> bool {
+        matches!(self.end, Some(EndAt::Bytes(_) | EndAt::Blocks(_)))
+    }
+
     /// The latest the runner must step the core again ([`TestRun::handle_timeout`]): the
     /// session's deadline, the watch's, the results' black-hole check, the end of a timed test.
     pub fn deadline(&self) -> Option<Duration> {

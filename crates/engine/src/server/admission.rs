@@ -31,6 +31,7 @@ use wirespeed_protocol::server_error::errno;
 use wirespeed_protocol::{Cookie, Decline, Direction, TestParams, Transport, WireSendPath};
 
 use super::{Limits, ServerConfig};
+use crate::shell::unix_now;
 
 /// Why a test is not run.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -368,12 +369,6 @@ impl Drop for Ticket {
         g.release(self.peer, self.demand);
         self.control.close(&mut g);
     }
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Authentication, when the server requires it: iperf3's RSA token, and wirespeed's

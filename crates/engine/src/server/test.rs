@@ -10,24 +10,22 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
-use wirespeed_model::verdict::{PeerSilent, SilentPhase};
+use wirespeed_model::verdict::PeerSilent;
 use wirespeed_protocol::{
-    Cookie, Decline, Failure, ServerSession, TestParams, TestResults, Transport, WireSendPath,
+    Decline, Failure, ServerSession, TestParams, TestResults, Transport, WireSendPath,
 };
-use wirespeed_report::{HostPort, Start, TestResult};
+use wirespeed_report::TestResult;
 use wirespeed_run::{Action, Cause, Ending, Limits, RateLimit, ServerPlan, TestRun, WatchStop};
 
 use super::admission::{AdmissionError, Ticket};
 use super::{bind_udp, Ctx, Incoming, ServerConfig, TestInfo};
-use crate::assemble::{self, VERSION};
-use crate::client::usable_cpus;
 use crate::data::{DataSocket, DataStream, Drain};
-use crate::measurement::{self, LocalPaths, Measurement, Whence};
-use crate::net::{Ctrl, ReadOutcome};
+use crate::measurement::{self, LocalPaths, Whence};
+use crate::net::Ctrl;
 use crate::output::Reporter;
 use crate::placement::Placement;
+use crate::shell::{Begin, Peer, SendError, Shell};
 use crate::tune::HeldTune;
-use crate::usage::CpuPercent;
 
 /// What ended a test on the server (its words go to the server's output for that test).
 #[derive(Debug, Error)]
@@ -169,9 +167,7 @@ pub(super) fn serve_test(
     let mut reporter = (ctx.factory)(&TestInfo { number, peer });
     let mut t = ServerTest::new(stream, peer, sess, &params, ticket, number, ctx);
     let outcome = t.run(params, reporter.as_mut());
-    if let Some(m) = &mut t.m {
-        m.data_mut().close();
-    }
+    t.sh.close();
     // Whatever ended the test, its tune change goes back before anything else.
     t.release_tune();
     match outcome {
@@ -194,7 +190,7 @@ pub(super) fn serve_test(
             }
             // A client silent after the data phase: this end's report with its end and the
             // verdict on the silence; otherwise what was measured so far.
-            let r = match t.result.take().filter(|_| t.silent) {
+            let r = match t.result.take().filter(|_| t.sh.silent) {
                 Some(mut r) => {
                     r.error = Some(msg);
                     r
@@ -214,19 +210,9 @@ pub(super) fn serve_test(
 /// asks for it.
 pub(super) fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
     let ext = p.wirespeed.as_ref();
-    let placement = if let Some(c) = ext.and_then(|e| e.server_cpus.clone()) {
-        Placement::Cpus(c)
-    } else if let Some(a) = p.server_affinity {
-        Placement::Affinity(a)
-    } else if let Some(c) = &cfg.cpus {
-        Placement::Cpus(c.clone())
-    } else if let Some(a) = cfg.affinity {
-        Placement::Affinity(a)
-    } else {
-        Placement::Float {
-            max_workers: usable_cpus(),
-        }
-    };
+    let placement = Placement::pinned(ext.and_then(|e| e.server_cpus.clone()), p.server_affinity)
+        .or_else(|| Placement::pinned(cfg.cpus.clone(), cfg.affinity))
+        .unwrap_or_else(Placement::float);
     // An unknown name never gets this far: admission refuses it by name.
     let send_path = ext
         .and_then(|e| e.send_path.as_ref())
@@ -252,16 +238,12 @@ struct ServerTest<'a> {
     ctx: &'a Ctx,
     ctrl: Ctrl,
     peer: SocketAddr,
-    cookie: Cookie,
-    epoch: Instant,
+    /// What both ends do around the core: the data phase, this end's and the client's
+    /// results.
+    sh: Shell<'a>,
     /// The test-run core, around the session the acceptor admitted.
     core: TestRun,
     params: Option<TestParams>,
-    /// The data phase, once running (with where the work ran; sent to a wirespeed client with
-    /// the results).
-    m: Option<Measurement>,
-    start: Option<Start>,
-    local_cpu: CpuPercent,
     result: Option<TestResult>,
     refused: bool,
     /// 1, 2, 3... (names the holder of a tune change).
@@ -277,11 +259,6 @@ struct ServerTest<'a> {
     /// Of those, what this test charged to the address (the ticket holds the bytes read before
     /// admission too).
     ctl_charged: u64,
-    /// The client went silent after the data phase: `result` is this end's report with the
-    /// verdict on the silence, and the failure's words go into it.
-    silent: bool,
-    /// The client's results, once they came.
-    client_results: Option<TestResults>,
     /// The client is iperf3 (it did not ask for wirespeed's drain): the receivers' count and
     /// interval end when its `TEST_END` arrives, as iperf3's server counts (docs/measure.md).
     iperf3_client: bool,
@@ -312,7 +289,6 @@ impl<'a> ServerTest<'a> {
         // The session's clock started when the connection was accepted; this test's epoch
         // starts now and the session is told so through its deadlines only from here on
         // (nothing is armed while the server decides).
-        let epoch = Instant::now();
         let peer_mss = crate::net::mss_of(&stream);
         let wirespeed_drain = params.wirespeed.as_ref().is_some_and(|e| e.drain);
         let drain = if wirespeed_drain {
@@ -335,23 +311,22 @@ impl<'a> ServerTest<'a> {
             },
         );
         ServerTest {
-            silent: false,
-            client_results: None,
             iperf3_client: !wirespeed_drain,
             ctx,
             ctrl: Ctrl::new(stream),
             peer,
-            cookie,
-            epoch,
+            sh: Shell::new(
+                wirespeed_protocol::psk::Side::Server,
+                cookie,
+                ctx.cfg.psk.as_ref(),
+                ctx.cfg.interval,
+            ),
             core,
             ticket,
             ctl_read: 0,
             ctl_live_free: 0,
             ctl_charged: 0,
             params: None,
-            m: None,
-            start: None,
-            local_cpu: CpuPercent::default(),
             result: None,
             refused: false,
             number,
@@ -394,7 +369,7 @@ impl<'a> ServerTest<'a> {
     }
 
     fn now(&self) -> Duration {
-        self.epoch.elapsed()
+        self.sh.now()
     }
 
     fn flush(&mut self) -> Result<(), TestError> {
@@ -415,53 +390,58 @@ impl<'a> ServerTest<'a> {
 
     /// Read the control connection until `deadline` and feed the session.
     fn pump(&mut self, deadline: Instant) -> Result<(), TestError> {
-        let (outcome, bytes) =
-            self.ctrl
-                .read_until(deadline)
-                .map_err(|source| TestError::Control {
-                    what: "reading",
-                    source,
-                })?;
-        let now = self.epoch.elapsed();
-        match outcome {
-            ReadOutcome::Data(n) => {
-                // Every control byte counts against the address's budget while the
-                // connection lives (state bytes, the results, anything) — except the live
-                // frames the client negotiated and sent within the session's rate budget, which
-                // a long test sends for hours: past the budget the test ends, in iperf3's terms
-                // and with one log line.
-                let budget = |c: &TestRun| {
-                    c.server_session()
-                        .map_or(0, ServerSession::live_bytes_within_budget)
-                };
-                let live_before = budget(&self.core);
-                self.core.handle_input(now, bytes);
-                self.ctl_read += n as u64;
-                self.ctl_live_free += budget(&self.core) - live_before;
-                let due = self.ctl_read.saturating_sub(self.ctl_live_free);
-                let more = due.saturating_sub(self.ctl_charged);
-                if let Err(r) = self.ticket.charge_control(more) {
-                    let e = AdmissionError::Guard(r);
-                    if let Some(h) = &self.ctx.cfg.log {
-                        (h.0)(&format!(
-                            "refused {}: {e}; its running test #{} was ended",
-                            crate::net::canonical_ip(self.peer.ip()),
-                            self.number
-                        ));
-                    }
-                    let is_ws = self.peer_is_wirespeed();
-                    return Err(self.refuse(e, is_ws));
+        let Self {
+            core,
+            ctrl,
+            sh,
+            ticket,
+            ctx,
+            peer,
+            number,
+            ctl_read: read,
+            ctl_live_free: live_free,
+            ctl_charged: charged,
+            ..
+        } = self;
+        let input = |core: &mut TestRun, now, n: usize, bytes: &[u8]| {
+            // Every control byte counts against the address's budget while the connection
+            // lives (state bytes, the results, anything) — except the live frames the client
+            // negotiated and sent within the session's rate budget, which a long test sends
+            // for hours: past the budget the test ends, in iperf3's terms and with one log
+            // line.
+            let budget = |c: &TestRun| {
+                c.server_session()
+                    .map_or(0, ServerSession::live_bytes_within_budget)
+            };
+            let live_before = budget(core);
+            core.handle_input(now, bytes);
+            *read += n as u64;
+            *live_free += budget(core) - live_before;
+            let due = read.saturating_sub(*live_free);
+            let more = due.saturating_sub(*charged);
+            ticket.charge_control(more).map_err(|r| {
+                let e = AdmissionError::Guard(r);
+                if let Some(h) = &ctx.cfg.log {
+                    (h.0)(&format!(
+                        "refused {}: {e}; its running test #{number} was ended",
+                        crate::net::canonical_ip(peer.ip()),
+                    ));
                 }
-                self.ctl_charged += more;
-            }
-            ReadOutcome::Eof => self.core.handle_eof(now),
-            ReadOutcome::Timeout => {}
+                e
+            })?;
+            *charged += more;
+            Ok(())
+        };
+        let fed = crate::shell::feed(core, sh.epoch, ctrl, deadline, || None, input).map_err(
+            |source| TestError::Control {
+                what: "reading",
+                source,
+            },
+        )?;
+        if let Err(e) = fed {
+            let is_ws = self.peer_is_wirespeed();
+            return Err(self.refuse(e, is_ws));
         }
-        let info = self.ctrl.tcp_info();
-        self.core.handle_timeout(
-            self.epoch.elapsed(),
-            info.as_ref().map(crate::stall::control_info),
-        );
         Ok(())
     }
 
@@ -499,7 +479,7 @@ impl<'a> ServerTest<'a> {
                 .wirespeed
                 .as_ref()
                 .is_some_and(|e| e.udp_token)
-                .then(|| wirespeed_protocol::udp::stream_token(&self.cookie));
+                .then(|| wirespeed_protocol::udp::stream_token(&self.sh.cookie));
             self.udp_streams(total, params.window, token)?
         } else {
             self.tcp_streams(total)?
@@ -555,7 +535,7 @@ impl<'a> ServerTest<'a> {
     /// the client opened them.
     fn tcp_streams(&mut self, total: usize) -> Result<Vec<DataSocket>, TestError> {
         let (tx, rx) = mpsc::channel::<Incoming>();
-        self.ctx.registry.lock().insert(self.cookie, Some(tx));
+        self.ctx.registry.lock().insert(self.sh.cookie, Some(tx));
         let now = self.now();
         self.core
             .accept(now)
@@ -590,7 +570,7 @@ impl<'a> ServerTest<'a> {
                 }
             }
         };
-        self.ctx.registry.lock().insert(self.cookie, None);
+        self.ctx.registry.lock().insert(self.sh.cookie, None);
         drop(rx);
         self.ticket.streams_settled();
         result?;
@@ -678,65 +658,20 @@ impl<'a> ServerTest<'a> {
         reporter: &mut dyn Reporter,
     ) -> Result<(), TestError> {
         let cfg = &self.ctx.cfg;
-        let start = measurement::start_section(
-            p,
-            cfg.interval,
-            &streams,
-            &self.cookie,
-            crate::net::mss_of(self.ctrl.stream()),
-            Whence::AcceptedFrom(self.peer),
-        );
-        reporter.start(&start);
-        self.start = Some(start);
-        let builder = measurement::builder(p, false, cfg.interval, &streams)
-            .map_err(|e| TestError::Start(e.to_string()))?;
-        let dcfg = measurement::data_config(p, false, local_paths(p, cfg));
-        let observer = crate::observe::TestObserver::start(
-            cfg.observe.as_ref(),
-            p.direction,
-            false,
-            self.peer.ip(),
-            self.ctrl.stream().local_addr().ok().map(|a| a.ip()),
-        );
-        let epoch = self.epoch;
-        // An iperf3 client's test time starts when TEST_START went out, as iperf3's server
-        // starts its clock (and the client its -t) there, not when the workers are ready.
-        let started = self.iperf3_client.then_some(test_start);
-        self.m = Some(
-            Measurement::start(
-                streams,
-                &dcfg,
-                builder,
-                observer,
-                cfg.interval,
-                Duration::from_secs(u64::from(p.omit)),
-                move || started.unwrap_or_else(|| epoch.elapsed()),
-            )
-            .map_err(|e| TestError::Start(e.to_string()))?,
-        );
-        if let Some(m) = &mut self.m {
-            m.set_udp(p.transport == wirespeed_protocol::Transport::Udp);
-        }
-        Ok(())
-    }
-
-    fn ticks(&mut self, reporter: &mut dyn Reporter) {
-        let now = self.now();
-        if let Some(m) = &mut self.m {
-            m.ticks(now, reporter);
-        }
-    }
-
-    /// The final interval (after senders stopped and receivers drained), once.
-    fn final_tick(&mut self, reporter: &mut dyn Reporter, end: Duration) {
-        let now = self.now();
-        if let Some(m) = &mut self.m {
-            m.final_tick(end, now, reporter);
-        }
-    }
-
-    fn measured(&self) -> f64 {
-        self.m.as_ref().map_or(0.0, Measurement::measured)
+        let how = Begin {
+            whence: Whence::AcceptedFrom(self.peer),
+            mss_default: crate::net::mss_of(self.ctrl.stream()),
+            paths: local_paths(p, cfg),
+            observe: cfg.observe.as_ref(),
+            peer: self.peer.ip(),
+            local: self.ctrl.stream().local_addr().ok().map(|a| a.ip()),
+            // An iperf3 client's test time starts when TEST_START went out, as iperf3's server
+            // starts its clock (and the client its -t) there, not when the workers are ready.
+            started: self.iperf3_client.then_some(test_start),
+        };
+        self.sh
+            .begin(p, streams, how, reporter)
+            .map_err(TestError::Start)
     }
 
     /// The server's socket shell around the test-run core, from the data phase on.
@@ -746,25 +681,12 @@ impl<'a> ServerTest<'a> {
             while let Some(action) = self.core.poll_action() {
                 match action {
                     Action::Finish { decided, drain } => {
-                        let mut end = decided;
-                        if let Some(m) = self.m.as_mut() {
-                            if self.iperf3_client {
-                                // iperf3's server: what was read when TEST_END came, over the
-                                // time until then; the drain after it only empties the sockets.
-                                m.data_mut().close_count();
-                                if m.data().has_receivers() {
-                                    end = test_end_arrival(&self.ctrl, self.epoch, decided);
-                                }
-                                m.stop_senders();
-                                m.finish_receivers(drain);
-                            } else {
-                                m.stop_senders();
-                                if let Some(l) = m.finish_receivers(drain) {
-                                    end = end.max(l.saturating_duration_since(self.epoch));
-                                }
-                            }
-                        }
-                        self.final_tick(reporter, end);
+                        // iperf3's server: what was read when TEST_END came, over the time
+                        // until then; the drain after it only empties the sockets.
+                        let (ctrl, epoch) = (&self.ctrl, self.sh.epoch);
+                        let arrival = |decided| test_end_arrival(ctrl, epoch, decided);
+                        let iperf3 = self.iperf3_client.then_some(&arrival as &dyn Fn(_) -> _);
+                        self.sh.finish(decided, drain, iperf3, reporter);
                         // The data phase is over: the IRQs go back before the results (a
                         // sweep's next test may ask for another layout right after).
                         self.release_tune();
@@ -775,58 +697,32 @@ impl<'a> ServerTest<'a> {
                         self.flush()?;
                     }
                     Action::PeerResults(r) => {
-                        if let Some(k) = &self.ctx.cfg.psk {
-                            if let Err(e) = k.verify_results(
-                                &r,
-                                &self.cookie,
-                                wirespeed_protocol::psk::Side::Client,
-                            ) {
-                                let e = TestError::Psk(format!("the client's results: {e}"));
-                                self.core.refuse(&Decline::Error {
-                                    i_errno: wirespeed_protocol::server_error::errno::IEAUTHTEST,
-                                    errno: 0,
-                                    detail: e.to_string(),
-                                });
-                                let _ = self.flush();
-                                return Err(e);
-                            }
+                        if let Err(e) = self.sh.peer_results(*r) {
+                            let e = TestError::Psk(format!("the client's results: {e}"));
+                            self.core.refuse(&Decline::Error {
+                                i_errno: wirespeed_protocol::server_error::errno::IEAUTHTEST,
+                                errno: 0,
+                                detail: e.to_string(),
+                            });
+                            let _ = self.flush();
+                            return Err(e);
                         }
-                        self.client_results = Some(*r);
                     }
                     Action::SendResults => {
-                        let peer = self.client_results.take();
-                        let mut result = self.build_result(peer.as_ref(), reporter);
-                        let mut local = self.local_results(p, &mut result, reporter);
-                        if let Some(k) = &self.ctx.cfg.psk {
-                            let now = std::time::SystemTime::now()
-                                .duration_since(std::time::UNIX_EPOCH)
-                                .map_or(0, |d| d.as_secs() as i64);
-                            k.seal_results(
-                                &mut local,
-                                &self.cookie,
-                                wirespeed_protocol::psk::Side::Server,
-                                now,
-                            )
-                            .map_err(|e| TestError::Psk(e.to_string()))?;
-                        }
-                        self.client_results = peer;
-                        let now = self.now();
-                        let info = self.ctrl.tcp_info();
-                        self.core
-                            .send_results(
-                                now,
-                                &local,
-                                info.as_ref().map(crate::stall::control_info),
-                            )
-                            .map_err(|e| TestError::Session(format!("cannot send results: {e}")))?;
+                        let mut result = self.build_result();
+                        let local = self.local_results(p, &mut result, reporter);
+                        self.sh
+                            .send_results(&mut self.core, local, &self.ctrl)
+                            .map_err(|e| match e {
+                                SendError::Psk(e) => TestError::Psk(e.to_string()),
+                                SendError::Session(e) => {
+                                    TestError::Session(format!("cannot send results: {e}"))
+                                }
+                            })?;
                         self.flush()?;
                         self.result = Some(result);
                     }
-                    Action::PeerLive(li) => {
-                        if let Some(m) = self.m.as_mut() {
-                            m.peer_live(*li, reporter);
-                        }
-                    }
+                    Action::PeerLive(li) => self.sh.peer_live(*li, reporter),
                     Action::End(ending) => return self.ending(ending, reporter),
                     other @ (Action::OpenStreams
                     | Action::StartData
@@ -846,33 +742,19 @@ impl<'a> ServerTest<'a> {
                 continue;
             }
             read_early = false;
-            self.ticks(reporter);
+            self.sh.ticks(reporter);
             // This end's live frames, when the client asked for them.
-            if let Some(m) = self.m.as_mut() {
-                let frames = m.take_live();
-                let mut sent = false;
-                for li in &frames {
-                    sent |= self.core.send_live(li);
-                }
-                if sent {
-                    self.flush()?;
-                }
+            if self.sh.send_live(&mut self.core) {
+                self.flush()?;
             }
-            if let Some(prog) = self.m.as_ref().map(Measurement::progress) {
+            if let Some(prog) = self.sh.progress() {
                 self.core.handle_progress(self.now(), prog);
                 if self.core.is_over() {
                     continue;
                 }
             }
-            let now = self.now();
-            let mut wake = self.core.deadline().unwrap_or(now + Duration::from_secs(1));
-            if let Some(t) = self.m.as_ref().and_then(Measurement::next_event) {
-                wake = wake.min(t);
-            }
-            // the data counters are watched at least twice a second
-            wake = wake.min(now + Duration::from_millis(500));
-            let dl = self.epoch + wake.max(now + Duration::from_millis(1));
-            self.pump(dl)?;
+            let wake = self.sh.wake(&self.core);
+            self.pump(wake)?;
         }
     }
 
@@ -887,11 +769,8 @@ impl<'a> ServerTest<'a> {
             // progress while the small messages before it got through. This end's report, its
             // verdict naming it, as the client does in the mirror case.
             Ending::ResultsStalled(stall) => {
-                if let Some(m) = self.m.as_mut() {
-                    m.observer_mut().note_stall(stall);
-                }
-                let peer = self.client_results.take();
-                self.result = Some(self.build_result(peer.as_ref(), reporter));
+                self.sh.results_stalled(stall);
+                self.result = Some(self.build_result());
                 Ok(())
             }
             Ending::Silent { silent, cause } => {
@@ -939,50 +818,28 @@ impl<'a> ServerTest<'a> {
         let _ = self.flush();
     }
 
-    /// The client went silent (its data stopped, or its results never came): note what this
-    /// end knows for the verdict (`mtu-blackhole` or `peer-silent`) and build its report with
-    /// its end.
+    /// The client went silent (its data stopped, or its results never came): the shell's rule
+    /// ([`Shell::peer_silent`]), and this end's report with its end.
     fn went_silent(&mut self, silent: PeerSilent, reporter: &mut dyn Reporter) {
-        if silent.phase == SilentPhase::Data {
-            // the data phase ends here: stop sending, close the last interval (once); the
-            // receivers are quiet already: joining them is quick, and gives the workers' CPUs
-            // to the observation
-            if let Some(m) = self.m.as_mut() {
-                m.stop_senders();
-                m.finish_receivers(Drain::SILENT);
-            }
-            let now = self.now();
-            self.final_tick(reporter, now);
+        self.sh.peer_silent(silent, reporter);
+        if self.sh.silent {
+            self.result = Some(self.build_result());
         }
-        let Some(m) = self.m.as_mut() else {
-            return;
-        };
-        m.observer_mut().note_silent(silent);
-        self.result = Some(self.build_result(None, reporter));
-        self.silent = true;
     }
 
+    /// The server's results for the client: the shell's, with the server's tune change, and
+    /// this end's output when the client asked for it (`--get-server-output`).
     fn local_results(
         &mut self,
         p: &TestParams,
         result: &mut TestResult,
         reporter: &mut dyn Reporter,
     ) -> TestResults {
-        let Some(m) = &mut self.m else {
+        if self.sh.m.is_none() {
             return TestResults::default();
-        };
-        m.note_worker_cpu();
-        let data = m.data();
-        let mut ext = assemble::results_ext(data.summaries());
-        ext.observation = m.observer().value();
-        ext.irq_move = self.tune.as_ref().map(|t| t.report().clone());
-        let mut r = assemble::local_results(
-            data,
-            self.local_cpu,
-            m.measured(),
-            data.congestion(),
-            Some(ext),
-        );
+        }
+        let irq_move = self.tune.as_ref().map(|t| t.report().clone());
+        let mut r = self.sh.local_results(irq_move);
         if p.get_server_output {
             match reporter.captured_text() {
                 Some(t) => {
@@ -1001,78 +858,36 @@ impl<'a> ServerTest<'a> {
         r
     }
 
-    fn build_result(
-        &mut self,
-        peer: Option<&TestResults>,
-        _reporter: &mut dyn Reporter,
-    ) -> TestResult {
-        if let Some(m) = &self.m {
-            self.local_cpu = m.cpu();
-        }
-        let mut r = TestResult {
-            start: self.start.clone().unwrap_or_default(),
-            title: self.params.as_ref().and_then(|p| p.title.clone()),
-            extra_data: self.params.as_ref().and_then(|p| p.extra_data.clone()),
+    /// This end's report with its `end`, from its counts and the client's results so far.
+    fn build_result(&mut self) -> TestResult {
+        self.sh.note_cpu();
+        let params = self.params.as_ref();
+        let head = TestResult {
+            start: self.sh.start_or(Whence::AcceptedFrom(self.peer)),
+            title: params.and_then(|p| p.title.clone()),
+            extra_data: params.and_then(|p| p.extra_data.clone()),
             ..TestResult::default()
         };
-        let measured = self.measured();
-        let show = self.ctx.cfg.interval > Duration::ZERO;
-        let client_version = self.params.as_ref().and_then(|p| p.client_version.clone());
-        let is_ws = self.peer_is_wirespeed();
-        if let Some(m) = &self.m {
-            let b = m.builder();
-            let (end, mut ext) = assemble::end_sections(
-                b,
-                &assemble::EndSide {
-                    measured,
-                    cpu: self.local_cpu,
-                    data: Some(m.data()),
-                    peer,
-                    peer_client_version: client_version.as_deref(),
-                    peer_is_wirespeed: is_ws,
-                    observer: m.observer(),
-                    target_bps: r.start.test_start.as_ref().and_then(|t| {
-                        wirespeed_model::verdict::Measured::target_of(
-                            t.target_bitrate,
-                            t.num_streams,
-                        )
-                    }),
-                    rate_bps: None,
-                },
-            );
-            r.end = end;
-            ext.irq_move = self.tune.as_ref().map(|t| t.report().clone());
-            r.wirespeed = Some(ext);
-            r.intervals = if show {
-                b.intervals().to_vec()
-            } else {
-                Vec::new()
-            };
+        let peer = Peer {
+            results: self.sh.peer_results.as_ref(),
+            client_version: params.and_then(|p| p.client_version.as_deref()),
+            is_wirespeed: self.peer_is_wirespeed(),
+        };
+        let mut r = self.sh.report(head, true, peer, None);
+        if let Some(x) = r.wirespeed.as_mut() {
+            x.irq_move = self.tune.as_ref().map(|t| t.report().clone());
         }
         r
     }
 
+    /// What was measured so far, with the error that ended the test.
     fn partial_result(&mut self, msg: String) -> TestResult {
-        let mut r = TestResult {
-            start: self.start.clone().unwrap_or_else(|| Start {
-                version: format!("wirespeed {VERSION}"),
-                system_info: crate::sysinfo::system_info(),
-                timestamp: Some(crate::sysinfo::timestamp_now()),
-                accepted_connection: Some(HostPort {
-                    host: crate::net::canonical_ip(self.peer.ip()).to_string(),
-                    port: self.peer.port(),
-                }),
-                ..Start::default()
-            }),
+        let head = TestResult {
+            start: self.sh.start_or(Whence::AcceptedFrom(self.peer)),
             error: Some(msg),
             ..TestResult::default()
         };
-        if let Some(m) = &self.m {
-            if self.ctx.cfg.interval > Duration::ZERO {
-                r.intervals = m.builder().intervals().to_vec();
-            }
-        }
-        r
+        self.sh.report(head, false, Peer::default(), None)
     }
 }
 
