@@ -38,12 +38,25 @@ fn count(seed: u64) -> u64 {
     1_000_000_000 + (x >> 33) % 3_000_000_000
 }
 
+/// A vector's count on a CPU. A NIC queue's vector is affined to one CPU (`irqbalance` or
+/// doctor's placement): its count is there, and 0 on the others; `/proc/interrupts` still prints
+/// every column ten wide. Every other vector has a count on every CPU (the worst case for the
+/// text's size).
+fn vector_count(nic: &[u32], irq: u32, cpu: u32, cpus: u32) -> u64 {
+    let n = count(u64::from(irq) << 20 | u64::from(cpu));
+    match nic.iter().position(|&q| q == irq) {
+        Some(q) if q as u32 % cpus != cpu => 0,
+        _ => n,
+    }
+}
+
 fn nic_irqs(vectors: u32) -> Vec<u32> {
     (FIRST_IRQ..FIRST_IRQ + NIC_QUEUES.min(vectors)).collect()
 }
 
 /// Write a host tree with `cpus` CPUs and `vectors` interrupt vectors (the first 64 the NIC's,
-/// with their `/sys/kernel/irq/N/per_cpu_count`), no worker threads yet.
+/// each affined to one CPU, with their `/sys/kernel/irq/N/per_cpu_count`; see
+/// [`vector_count`]), no worker threads yet.
 pub fn write_tree(dir: &Path, cpus: u32, vectors: u32) -> std::io::Result<()> {
     let w = |p: &str, s: &str| -> std::io::Result<()> {
         let p = dir.join(p);
@@ -97,7 +110,7 @@ pub fn write_tree(dir: &Path, cpus: u32, vectors: u32) -> std::io::Result<()> {
         let irq = FIRST_IRQ + v;
         let _ = write!(s, "{irq:>4}:");
         for c in 0..cpus {
-            let _ = write!(s, " {:>10}", count(u64::from(irq) << 20 | u64::from(c)));
+            let _ = write!(s, " {:>10}", vector_count(&nic, irq, c, cpus));
         }
         let name = if nic.contains(&irq) {
             format!("mlx5_comp{}@pci:0000:01:00.0", irq - FIRST_IRQ)
@@ -123,7 +136,7 @@ pub fn write_tree(dir: &Path, cpus: u32, vectors: u32) -> std::io::Result<()> {
     w("proc/interrupts", &s)?;
     for &irq in &nic {
         let counts: Vec<String> = (0..cpus)
-            .map(|c| count(u64::from(irq) << 20 | u64::from(c)).to_string())
+            .map(|c| vector_count(&nic, irq, c, cpus).to_string())
             .collect();
         let mut text = counts.join(",");
         text.push('\n');
@@ -495,20 +508,21 @@ pub fn run(wirespeed: Option<&PathBuf>) -> Report {
             .collect(),
     );
     if let Some(r) = find(512, 4_000, 1) {
-        let worst = r
-            .sample_proc
-            .cpu_ms
-            .max(r.sample_per_irq.map_or(0.0, |f| f.cpu_ms));
-        rep.goal_met = worst < GOAL_MS;
+        // the path the observer takes there: the per-IRQ files when they read whole
+        let (path, ms) = match r.sample_per_irq {
+            Some(f) => ("per-IRQ files", f.cpu_ms),
+            None => ("/proc/interrupts", r.sample_proc.cpu_ms),
+        };
+        rep.goal_met = ms < GOAL_MS;
         println!(
             "goal (issue 38): one interval at 512 CPUs and 4,000 vectors under {GOAL_MS} ms of CPU \
-             per end: {} (worst of the two NIC sources {worst:.3} ms; with 1,024 threads {})",
+             per end: {} ({ms:.3} ms, the NIC's counts from its {path}; from /proc/interrupts, \
+             where those files are cut or missing: {:.3} ms; with 1,024 threads: {})",
             if rep.goal_met { "MET" } else { "NOT MET" },
+            r.sample_proc.cpu_ms,
             find(512, 4_000, 1_024).map_or("-".to_string(), |r| format!(
-                "{:.3} ms /proc, {} per-IRQ",
-                r.sample_proc.cpu_ms,
-                r.sample_per_irq
-                    .map_or("-".to_string(), |f| format!("{:.3} ms", f.cpu_ms))
+                "{:.3} ms",
+                r.sample_per_irq.unwrap_or(r.sample_proc).cpu_ms
             )),
         );
     }

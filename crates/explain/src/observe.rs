@@ -218,16 +218,14 @@ impl Reader {
     fn per_irq_counts(&mut self, root: &Root, irqs: &[u32]) -> Option<BTreeMap<u32, u64>> {
         use std::fmt::Write;
         let possible = self.per_irq.as_deref()?;
-        let mut sums: BTreeMap<u32, u64> = possible.iter().map(|&c| (c, 0)).collect();
+        let mut sums = vec![0u64; possible.len()];
         for irq in irqs {
             self.path.clear();
             let _ = write!(self.path, "/sys/kernel/irq/{irq}/per_cpu_count");
             root.read_into(&self.path, &mut self.small).ok()?;
-            for (cpu, n) in interrupts::parse_per_cpu_count(&self.small, possible)? {
-                *sums.entry(cpu).or_default() += n;
-            }
+            interrupts::add_per_cpu_count(&self.small, &mut sums)?;
         }
-        Some(sums)
+        Some(possible.iter().copied().zip(sums).collect())
     }
 
     /// This process's worker threads (see [`worker_threads`]), with the names this reader knows.
