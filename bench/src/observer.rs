@@ -365,7 +365,7 @@ pub struct DoctorRun {
 
 fn doctor(bin: &Path, dir: &Path, cpus: u32, vectors: u32) -> Option<DoctorRun> {
     let t0 = Instant::now();
-    // starts: the wirespeed binary under test
+    // starts: wirespeed (the binary under test, --wirespeed)
     let child = Command::new(bin)
         .arg("doctor")
         .arg("--root")
