@@ -26,6 +26,7 @@
 //! See bench/README.md for how to read the output.
 
 mod netns;
+mod observer;
 mod parse;
 mod proc;
 mod scale;
@@ -90,7 +91,52 @@ struct Args {
     /// 100 Gbit/s link needs, and issue 23's goal (CPU per bit <= 0.8 x iperf3's, every round).
     #[arg(long)]
     scale: bool,
+    /// The observer's cost instead of the sections: synthetic host trees (2-512 CPUs, 100-4,000
+    /// interrupt vectors, 1-1,024 worker threads) read through `Root` as on a live host, each
+    /// read and parse of an interval timed (thread CPU) with its allocations, and `doctor
+    /// --root` on the same trees (wall time, peak RSS) when the wirespeed binary is there.
+    #[arg(long)]
+    observer: bool,
 }
+
+/// Every allocation of the bench, counted (for `--observer`'s allocations per interval).
+mod alloc_count {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    static BYTES: AtomicU64 = AtomicU64::new(0);
+
+    pub struct Counting;
+
+    // SAFETY: every call is passed to the system allocator unchanged; only counters are added.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            COUNT.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            COUNT.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
+            // SAFETY: the caller's contract, passed on.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// Allocations (and reallocations) so far, and their bytes.
+    pub fn now() -> (u64, u64) {
+        (COUNT.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed))
+    }
+}
+
+#[global_allocator]
+static ALLOC: alloc_count::Counting = alloc_count::Counting;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -972,6 +1018,18 @@ fn main() {
             known.join(",")
         );
         std::process::exit(2);
+    }
+    if args.observer {
+        let bin = find_wirespeed(&args.wirespeed).ok();
+        let rep = observer::run(bin.as_ref());
+        if let Some(path) = &args.json {
+            let doc = serde_json::json!({ "observer": rep });
+            if let Err(e) = std::fs::write(path, format!("{doc:#}\n")) {
+                eprintln!("wirespeed-bench: cannot write {}: {e}", path.display());
+                std::process::exit(1);
+            }
+        }
+        return;
     }
     let interrupted = proc::interrupt_flag();
 

@@ -64,6 +64,7 @@ fn end_cost(e: &EndObservation, role: Role, bytes: u64, charge_softirq: bool) ->
         .fold(0.0, |a, b| a + b);
     let mut c = EndCost::new(role, bytes, thread_s, softirq_s, e.total.cpu_freq.clone())?;
     c.softirq_cpus = cpus;
+    c.observer = e.total.observer.clone();
     Some(c)
 }
 

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use wirespeed_host::cgroup::{self, CpuLimit, CpuStat};
-use wirespeed_host::interrupts::Interrupts;
+use wirespeed_host::interrupts;
 use wirespeed_host::softirqs::{self, Softirqs, NET_RX, NET_TX};
 use wirespeed_host::stack::{self, TcpRxDrops, UdpRx};
 use wirespeed_host::stat::{self, CpuTimes, ProcStat};
@@ -22,7 +22,7 @@ use crate::model::{
 use crate::nic::{iface_facts, IfaceFacts};
 use crate::route::iface_for_peer;
 use crate::topology::Topology;
-use wirespeed_model::observation::{CpuQuota, ThreadUse};
+use wirespeed_model::observation::{CpuQuota, ObserverUse, ThreadUse};
 
 /// Why an observation could not be taken.
 #[derive(Debug, thiserror::Error)]
@@ -102,33 +102,64 @@ pub fn parse_stat_processor(text: &str) -> Option<u32> {
 /// without `/proc/self/task`): those of `only` when given, else every thread named as a worker.
 /// A thread that ends while read is left out.
 pub fn worker_threads(root: &Root, only: Option<&[u32]>) -> Vec<ThreadSample> {
+    worker_threads_with(root, only, &mut Reader::default())
+}
+
+/// [`worker_threads`] with `reader`'s buffers and the names it knows: a worker's `comm` is read
+/// once, then each interval reads its `schedstat` and `stat` only.
+fn worker_threads_with(
+    root: &Root,
+    only: Option<&[u32]>,
+    reader: &mut Reader,
+) -> Vec<ThreadSample> {
     let tids: Vec<u32> = match only {
         Some(t) => t.to_vec(),
-        None => root
-            .list_opt("/proc/self/task")
-            .iter()
-            .filter_map(|t| t.parse().ok())
-            .collect(),
+        None => {
+            let tids: Vec<u32> = root
+                .list_opt("/proc/self/task")
+                .iter()
+                .filter_map(|t| t.parse().ok())
+                .collect();
+            // an id no longer listed may come back as another thread
+            reader.names.retain(|t, _| tids.contains(t));
+            tids
+        }
     };
-    let mut out = Vec::new();
+    let Reader {
+        names, small, path, ..
+    } = reader;
+    let mut read = |n: u32, file: &str, buf: &mut String| {
+        use std::fmt::Write;
+        path.clear();
+        let _ = write!(path, "/proc/self/task/{n}/{file}");
+        root.read_into(path, buf).is_ok()
+    };
+    let mut out = Vec::with_capacity(tids.len());
     for n in tids {
-        let dir = format!("/proc/self/task/{n}");
-        let Some(name) = root.read_opt(&format!("{dir}/comm")) else {
-            continue;
+        let name = match names.get(&n) {
+            Some(name) => name.clone(),
+            None => {
+                if !read(n, "comm", small) {
+                    continue;
+                }
+                let name = small.trim().to_string();
+                if !is_worker_thread(&name) {
+                    // not remembered: a thread may name itself a moment after it starts
+                    continue;
+                }
+                names.insert(n, name.clone());
+                name
+            }
         };
-        let name = name.trim().to_string();
-        if !is_worker_thread(&name) {
+        if !read(n, "schedstat", small) {
             continue;
         }
-        let Some((run_ns, wait_ns)) = root
-            .read_opt(&format!("{dir}/schedstat"))
-            .and_then(|t| parse_schedstat(&t))
-        else {
+        let Some((run_ns, wait_ns)) = parse_schedstat(small) else {
             continue;
         };
-        let cpu = root
-            .read_opt(&format!("{dir}/stat"))
-            .and_then(|t| parse_stat_processor(&t));
+        let cpu = read(n, "stat", small)
+            .then(|| parse_stat_processor(small))
+            .flatten();
         out.push(ThreadSample {
             tid: n,
             name,
@@ -138,6 +169,86 @@ pub fn worker_threads(root: &Root, only: Option<&[u32]>) -> Vec<ThreadSample> {
         });
     }
     out
+}
+
+/// What the observer keeps from one reading to the next so that an interval costs little on a
+/// large host: the texts' buffers (reused, never reallocated once large enough), where the NIC's
+/// counts come from, and the worker threads' names.
+#[derive(Debug, Default)]
+pub struct Reader {
+    stat: String,
+    softirqs: String,
+    interrupts: String,
+    small: String,
+    path: String,
+    /// The possible CPUs, when every NIC IRQ's `/sys/kernel/irq/N/per_cpu_count` was read whole
+    /// at the start: the NIC's counts come from those files (a few KB each) instead of the
+    /// whole of `/proc/interrupts` (one to twenty MB on a host with hundreds of CPUs and
+    /// thousands of vectors, every row printed by the kernel at each read).
+    per_irq: Option<Vec<u32>>,
+    /// Worker threads' names by id: `comm` is read once per thread.
+    names: BTreeMap<u32, String>,
+}
+
+impl Reader {
+    /// A reader for the NIC IRQs `irqs` under `root`: the per-IRQ files when every one of them
+    /// reads whole, else `/proc/interrupts` (only the NIC's rows parsed).
+    pub fn new(root: &Root, irqs: &[u32]) -> Reader {
+        let mut r = Reader::default();
+        if irqs.is_empty() {
+            return r;
+        }
+        let Some(possible) = root.cpu_list_opt("/sys/devices/system/cpu/possible") else {
+            return r;
+        };
+        let possible: Vec<u32> = possible.iter().collect();
+        r.per_irq = Some(possible);
+        if r.per_irq_counts(root, irqs).is_none() {
+            r.per_irq = None;
+        }
+        r
+    }
+
+    /// Whether the NIC's counts are read per IRQ (`/sys/kernel/irq/N/per_cpu_count`).
+    pub fn per_irq(&self) -> bool {
+        self.per_irq.is_some()
+    }
+
+    /// The sums over `irqs` of their `per_cpu_count` files; `None` when one is missing or cut.
+    fn per_irq_counts(&mut self, root: &Root, irqs: &[u32]) -> Option<BTreeMap<u32, u64>> {
+        use std::fmt::Write;
+        let possible = self.per_irq.as_deref()?;
+        let mut sums = vec![0u64; possible.len()];
+        for irq in irqs {
+            self.path.clear();
+            let _ = write!(self.path, "/sys/kernel/irq/{irq}/per_cpu_count");
+            root.read_into(&self.path, &mut self.small).ok()?;
+            interrupts::add_per_cpu_count(&self.small, &mut sums)?;
+        }
+        Some(possible.iter().copied().zip(sums).collect())
+    }
+
+    /// This process's worker threads (see [`worker_threads`]), with the names this reader knows.
+    pub fn threads(&mut self, root: &Root, only: Option<&[u32]>) -> Vec<ThreadSample> {
+        worker_threads_with(root, only, self)
+    }
+
+    /// The NIC's interrupts per CPU, summed over `irqs`: per IRQ when the start found those
+    /// files whole (and this reading did too), else from `/proc/interrupts`.
+    pub fn nic(&mut self, root: &Root, irqs: &[u32]) -> Option<BTreeMap<u32, u64>> {
+        if irqs.is_empty() {
+            return None;
+        }
+        if self.per_irq.is_some() {
+            if let Some(m) = self.per_irq_counts(root, irqs) {
+                return Some(m);
+            }
+        }
+        root.read_into("/proc/interrupts", &mut self.interrupts)
+            .ok()?;
+        let (cpus, sums) = interrupts::sum_rows(&self.interrupts, irqs).ok()?;
+        Some(cpus.into_iter().zip(sums).collect())
+    }
 }
 
 impl Snapshot {
@@ -154,11 +265,8 @@ impl Snapshot {
             None
         } else {
             interrupts_text
-                .and_then(|t| Interrupts::parse(t).ok())
-                .map(|i| {
-                    let sums = i.sum_per_cpu(irqs);
-                    i.cpus.iter().copied().zip(sums).collect()
-                })
+                .and_then(|t| interrupts::sum_rows(t, irqs).ok())
+                .map(|(cpus, sums)| cpus.into_iter().zip(sums).collect())
         };
         Ok(Snapshot {
             stat,
@@ -175,15 +283,30 @@ impl Snapshot {
         irqs: &[u32],
         threads: Option<&[u32]>,
     ) -> Result<Snapshot, ObserveError> {
-        let stat_text = root.read("/proc/stat")?;
-        let soft = root.read("/proc/softirqs").ok();
-        let ints = if irqs.is_empty() {
-            None
-        } else {
-            root.read("/proc/interrupts").ok()
+        Snapshot::read_with(root, irqs, threads, &mut Reader::new(root, irqs))
+    }
+
+    /// [`Snapshot::read`] with the buffers and choices `reader` keeps between readings.
+    pub fn read_with(
+        root: &Root,
+        irqs: &[u32],
+        threads: Option<&[u32]>,
+        reader: &mut Reader,
+    ) -> Result<Snapshot, ObserveError> {
+        root.read_into("/proc/stat", &mut reader.stat)?;
+        let stat = stat::parse(&reader.stat)?;
+        let softirqs = root
+            .read_into("/proc/softirqs", &mut reader.softirqs)
+            .ok()
+            .and_then(|()| softirqs::parse(&reader.softirqs).ok());
+        let nic = reader.nic(root, irqs);
+        let mut s = Snapshot {
+            stat,
+            softirqs,
+            nic,
+            ..Snapshot::default()
         };
-        let mut s = Snapshot::from_texts(&stat_text, soft.as_deref(), ints.as_deref(), irqs)?;
-        s.threads = worker_threads(root, threads);
+        s.threads = worker_threads_with(root, threads, reader);
         s.taken = Some(std::time::Instant::now());
         let online: CpuSet = s.stat.cpus.keys().copied().collect();
         s.softnet = stack::read_softnet(root, Some(&online)).map(|rows| {
@@ -389,6 +512,84 @@ pub struct Observer {
     ended: Vec<u32>,
     /// The tightest CPU-time limit on this process's cgroup, and its counters at the start.
     quota: Option<(CpuLimit, Option<CpuStat>)>,
+    /// Buffers and choices kept between readings.
+    reader: Reader,
+    /// What every reading so far cost, and where it ran.
+    cost: ObserverUse,
+    /// The affinity this thread had before the observer kept it off the pinned workers' CPUs.
+    affinity: Affinity,
+}
+
+/// The observer thread's CPU clock, ns (0 where it cannot be read).
+pub fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
+}
+
+/// One reading's cost: the thread's CPU clock since `t0`, on the CPU it runs on now.
+fn reading_since(t0: u64) -> ObserverUse {
+    ObserverUse {
+        cpu_s: thread_cpu_ns().saturating_sub(t0) as f64 / 1e9,
+        readings: 1,
+        cpus: wirespeed_datapath::cpu::current_cpu().into_iter().collect(),
+        ..ObserverUse::default()
+    }
+}
+
+/// A thread's CPU affinity (`None`: the calling thread).
+fn affinity_of(tid: Option<u32>) -> Option<CpuSet> {
+    let pid = tid.and_then(|t| rustix::process::Pid::from_raw(i32::try_from(t).ok()?));
+    let set = rustix::thread::sched_getaffinity(pid).ok()?;
+    Some(
+        (0..rustix::thread::CpuSet::MAX_CPU)
+            .filter(|&i| set.is_set(i))
+            .filter_map(|i| u32::try_from(i).ok())
+            .collect(),
+    )
+}
+
+fn set_affinity(tid: u32, cpus: &CpuSet) -> bool {
+    let mut set = rustix::thread::CpuSet::new();
+    for c in cpus.iter() {
+        if (c as usize) < rustix::thread::CpuSet::MAX_CPU {
+            set.set(c as usize);
+        }
+    }
+    let pid = i32::try_from(tid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    pid.is_some() && rustix::thread::sched_setaffinity(pid, &set).is_ok()
+}
+
+/// The affinity the observer's thread had before it was kept off the workers' CPUs: put back
+/// when the observer is done (or dropped), on that thread.
+#[derive(Debug, Default)]
+struct Affinity(Option<(u32, CpuSet)>);
+
+impl Affinity {
+    fn restore(&mut self) {
+        if let Some((tid, cpus)) = self.0.take() {
+            set_affinity(tid, &cpus);
+        }
+    }
+}
+
+impl Drop for Affinity {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}
+
+/// Where the observer may run beside `pinned` (the CPUs the test's pinned workers hold), from
+/// the CPUs it may run on now: those without a pinned worker, or all of them (`shared`) when
+/// every one holds one. Pure.
+pub fn observer_cpus(allowed: &CpuSet, pinned: &CpuSet) -> (CpuSet, bool) {
+    let free = allowed.difference(pinned);
+    if free.is_empty() {
+        (allowed.clone(), true)
+    } else {
+        (free, false)
+    }
 }
 
 impl Observer {
@@ -422,7 +623,9 @@ impl Observer {
             let at_start = cgroup::read_cpu_stat(&root, &l.dir);
             (l, at_start)
         });
-        let first = Snapshot::read(&root, &irqs, None)?;
+        let t0 = thread_cpu_ns();
+        let mut reader = Reader::new(&root, &irqs);
+        let first = Snapshot::read_with(&root, &irqs, None, &mut reader)?;
         if first.softirqs.is_none() {
             notes.push("/proc/softirqs unreadable: NET_RX/NET_TX not counted".to_string());
         }
@@ -444,7 +647,20 @@ impl Observer {
             held: Vec::new(),
             ended: Vec::new(),
             quota,
+            reader,
+            cost: reading_since(t0),
+            affinity: Affinity::default(),
         })
+    }
+
+    /// What the readings so far cost, and where they ran.
+    pub fn cost(&self) -> &ObserverUse {
+        &self.cost
+    }
+
+    /// Whether the NIC's counts are read per IRQ (see [`Reader`]).
+    pub fn per_irq(&self) -> bool {
+        self.reader.per_irq()
     }
 
     /// The interface found for the test, if any.
@@ -475,11 +691,23 @@ impl Observer {
         workers: &[WorkerRun],
         tcp: Option<TcpLimits>,
     ) -> Result<&IntervalObservation, ObserveError> {
-        let mut now = Snapshot::read(&self.root, &self.irqs, self.own.as_deref())?;
+        let t0 = thread_cpu_ns();
+        let mut now = Snapshot::read_with(
+            &self.root,
+            &self.irqs,
+            self.own.as_deref(),
+            &mut self.reader,
+        )?;
         let ended = keep_ended(&mut now, &self.held, &self.ended);
         self.ended.extend(ended);
         self.push(now, span, workers, tcp);
-        Ok(self.intervals.last().expect("just pushed"))
+        let mut reading = reading_since(t0);
+        reading.kept_off = self.cost.kept_off.clone();
+        reading.shared = self.cost.shared;
+        self.cost = self.cost.then(&reading);
+        let last = self.intervals.last_mut().expect("just pushed");
+        last.observer = Some(reading);
+        Ok(last)
     }
 
     /// Close an interval with a snapshot taken elsewhere (tests, replays).
@@ -517,8 +745,39 @@ impl Observer {
     /// Read only these worker threads from now on: this end's (kernel thread ids). Over
     /// `--loopback` both ends run in one process, and each end's observation would otherwise
     /// hold the other end's workers as its own.
+    /// On the live host, the observer's thread (the one calling) is also kept off the CPUs the
+    /// pinned workers among them hold, from now until the observer is done; where every CPU it
+    /// may use holds one it stays, and says so ([`ObserverUse::shared`]).
     pub fn own_threads(&mut self, tids: &[u32]) {
         self.own = Some(tids.to_vec());
+        if self.root.is_live() {
+            self.keep_off(tids);
+        }
+    }
+
+    fn keep_off(&mut self, tids: &[u32]) {
+        let pinned: CpuSet = tids
+            .iter()
+            .filter_map(|&t| affinity_of(Some(t)))
+            .filter(|a| a.len() == 1)
+            .fold(CpuSet::new(), |a, b| a.union(&b));
+        let Some(mine) = affinity_of(None) else {
+            return;
+        };
+        self.cost.kept_off = pinned.intersection(&mine);
+        if self.cost.kept_off.is_empty() {
+            return;
+        }
+        let (cpus, shared) = observer_cpus(&mine, &pinned);
+        self.cost.shared = shared;
+        if shared {
+            self.cost.kept_off = CpuSet::new();
+            return;
+        }
+        let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+        if self.affinity.0.is_none() && set_affinity(tid, &cpus) {
+            self.affinity.0 = Some((tid, mine));
+        }
     }
 
     /// Read the worker threads now: the engine is about to stop them, and a thread that has
@@ -527,12 +786,16 @@ impl Observer {
     /// still running is read afresh as always. Reading is best effort (nothing when the root has
     /// no `/proc/self/task`).
     pub fn hold_threads(&mut self) {
-        for t in worker_threads(&self.root, self.own.as_deref()) {
+        let t0 = thread_cpu_ns();
+        for t in worker_threads_with(&self.root, self.own.as_deref(), &mut self.reader) {
             match self.held.iter_mut().find(|h| h.tid == t.tid) {
                 Some(h) => *h = t,
                 None => self.held.push(t),
             }
         }
+        let mut reading = reading_since(t0);
+        reading.readings = 0; // part of the reading that closes the interval, not one itself
+        self.cost = self.cost.then(&reading);
     }
 
     /// Keep at most `max` intervals (at least 2) instead of the report's
@@ -576,10 +839,19 @@ impl Observer {
         workers: &[WorkerRun],
         tcp: Option<TcpLimits>,
     ) -> Result<EndObservation, ObserveError> {
-        let mut last = Snapshot::read(&self.root, &self.irqs, self.own.as_deref())?;
+        let t0 = thread_cpu_ns();
+        let mut last = Snapshot::read_with(
+            &self.root,
+            &self.irqs,
+            self.own.as_deref(),
+            &mut self.reader,
+        )?;
         // the totals run from the first snapshot: every held thread that has ended counts
         keep_ended(&mut last, &self.held, &[]);
         self.last = last;
+        let reading = reading_since(t0);
+        self.cost = self.cost.then(&reading);
+        self.affinity.restore();
         let host = self.root.read_opt("/proc/sys/kernel/hostname");
         let root = self.root.clone();
         let quota = self.quota.take().map(|(l, at_start)| {
@@ -606,6 +878,7 @@ impl Observer {
             total.start = a.start;
             total.end = b.end;
         }
+        total.observer = Some(self.cost.clone());
         let facts = self.facts.unwrap_or_default();
         EndObservation {
             role: self.role,
@@ -1077,5 +1350,317 @@ mod tests {
             "{:?}",
             end.notes
         );
+    }
+
+    /// A synthetic host tree: `cpus` CPUs, `vectors` interrupt vectors (the first `nic` the
+    /// NIC's, from IRQ 24), `threads` worker threads; `tick` moves every counter on by one
+    /// interval's worth (the NIC's IRQ `24 + i` fires `i + 1` times on CPU `i % cpus`, every other
+    /// vector 1,000 times on every CPU, worker `k` runs 0.5 s). With `per_irq`, the NIC's
+    /// `/sys/kernel/irq/N/per_cpu_count` too.
+    struct Synthetic {
+        dir: tempfile::TempDir,
+        cpus: u32,
+        vectors: u32,
+        nic: u32,
+        threads: u32,
+        per_irq: bool,
+    }
+
+    impl Synthetic {
+        fn new(cpus: u32, vectors: u32, threads: u32, per_irq: bool) -> Synthetic {
+            let s = Synthetic {
+                dir: tempfile::tempdir().unwrap(),
+                cpus,
+                vectors,
+                nic: vectors.min(8),
+                threads,
+                per_irq,
+            };
+            s.write(0);
+            s
+        }
+
+        fn root(&self) -> Root {
+            Root::new(self.dir.path())
+        }
+
+        fn nic_irqs(&self) -> Vec<u32> {
+            (24..24 + self.nic).collect()
+        }
+
+        /// The NIC's count of IRQ `irq` on `cpu` after `t` intervals.
+        fn nic_count(&self, irq: u32, cpu: u32, t: u64) -> u64 {
+            let i = irq - 24;
+            1_000_000_000
+                + u64::from(cpu)
+                + if i % self.cpus == cpu {
+                    t * u64::from(i + 1)
+                } else {
+                    0
+                }
+        }
+
+        fn write(&self, t: u64) {
+            use std::fmt::Write;
+            let w = |p: &str, text: &str| {
+                let p = self.dir.path().join(p);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, text).unwrap();
+            };
+            let mut st = format!("cpu  0 0 {} {} 0 0 0 0 0 0\n", t * 10, t * 90);
+            for c in 0..self.cpus {
+                let _ = writeln!(st, "cpu{c} 0 0 {} {} 0 0 {} 0 0 0", t * 20, t * 70, t * 10);
+            }
+            st.push_str("intr 0 0 0\nctxt 1\n");
+            w("proc/stat", &st);
+            let head: String = (0..self.cpus).map(|c| format!(" CPU{c}")).collect();
+            let mut so = format!("   {head}\n");
+            for name in ["HI", "NET_TX", "NET_RX"] {
+                let _ = write!(so, "{name}:");
+                for c in 0..self.cpus {
+                    let add = if name == "NET_RX" {
+                        t * u64::from(c + 1)
+                    } else {
+                        0
+                    };
+                    let _ = write!(so, " {}", 100 + add);
+                }
+                so.push('\n');
+            }
+            w("proc/softirqs", &so);
+            let mut it = format!("   {head}\n");
+            for irq in 24..24 + self.vectors {
+                let _ = write!(it, "{irq:>4}:");
+                for c in 0..self.cpus {
+                    let n = if irq < 24 + self.nic {
+                        self.nic_count(irq, c, t)
+                    } else {
+                        5 + t * 1000
+                    };
+                    let _ = write!(it, " {n:>10}");
+                }
+                let name = if irq < 24 + self.nic {
+                    format!("mlx5_comp{}@pci:0000:01:00.0", irq - 24)
+                } else {
+                    format!("nvme0q{irq}")
+                };
+                let _ = writeln!(it, "  IR-PCI-MSIX-0000:01:00.0 {irq}-edge {name}");
+            }
+            let _ = writeln!(
+                it,
+                " LOC: {}   Local timer interrupts",
+                vec!["7"; self.cpus as usize].join(" ")
+            );
+            w("proc/interrupts", &it);
+            w(
+                "sys/devices/system/cpu/possible",
+                &format!("0-{}\n", self.cpus - 1),
+            );
+            if self.per_irq {
+                for irq in self.nic_irqs() {
+                    let c: Vec<String> = (0..self.cpus)
+                        .map(|c| self.nic_count(irq, c, t).to_string())
+                        .collect();
+                    w(
+                        &format!("sys/kernel/irq/{irq}/per_cpu_count"),
+                        &format!("{}\n", c.join(",")),
+                    );
+                }
+            }
+            for k in 0..self.threads {
+                let tid = 5000 + k;
+                let d = format!("proc/self/task/{tid}");
+                w(&format!("{d}/comm"), &format!("ws-dp-cpu{k}\n"));
+                w(
+                    &format!("{d}/schedstat"),
+                    &format!("{} {} 1\n", t * 500_000_000, t * 100_000_000),
+                );
+                let mut stat = format!("{tid} (ws-dp-cpu{k}) R");
+                for f in 4..=38 {
+                    let _ = write!(stat, " {f}");
+                }
+                let _ = writeln!(stat, " {} 0 0", k % self.cpus);
+                w(&format!("{d}/stat"), &stat);
+            }
+            // one helper thread that is not a worker
+            w("proc/self/task/4999/comm", "wirespeed\n");
+            w("proc/self/task/4999/schedstat", "1 1 1\n");
+        }
+    }
+
+    /// Issue 38: the observer reads host trees of every size (here the small ones) right, the
+    /// NIC's counts the same from its per-IRQ files and from `/proc/interrupts`.
+    #[test]
+    fn observer_reads_synthetic_trees_of_every_size() {
+        for cpus in [2, 64, 192] {
+            for vectors in [10, 100] {
+                for threads in [1, 64] {
+                    let mut seen = Vec::new();
+                    for per_irq in [true, false] {
+                        let at = format!(
+                            "{cpus} CPUs, {vectors} vectors, {threads} threads, per_irq {per_irq}"
+                        );
+                        let s = Synthetic::new(cpus, vectors, threads, per_irq);
+                        let mut obs =
+                            Observer::new(s.root(), Role::Receiver, NicSpec::Irqs(s.nic_irqs()))
+                                .unwrap();
+                        assert_eq!(obs.per_irq(), per_irq, "{at}");
+                        for t in 1..=3u64 {
+                            s.write(t);
+                            let iv = obs
+                                .sample(Some((t as f64 - 1.0, t as f64)), &[], None)
+                                .unwrap()
+                                .clone();
+                            assert_eq!(iv.cpus.len(), cpus as usize, "{at}: every CPU worked");
+                            for c in &iv.cpus {
+                                let want: u64 = s
+                                    .nic_irqs()
+                                    .iter()
+                                    .filter(|&&irq| (irq - 24) % cpus == c.cpu)
+                                    .map(|&irq| u64::from(irq - 24 + 1))
+                                    .sum();
+                                assert_eq!(c.nic_irqs, want, "{at}: CPU {}", c.cpu);
+                                assert_eq!(c.net_rx, u64::from(c.cpu + 1), "{at}");
+                                assert_eq!(
+                                    (c.system.get(), c.softirq.get(), c.idle.get()),
+                                    (20.0, 10.0, 70.0),
+                                    "{at}"
+                                );
+                            }
+                            assert_eq!(iv.threads.len(), threads as usize, "{at}");
+                            assert!(iv.threads.iter().all(|u| u.name.starts_with("ws-dp")));
+                            assert!(iv.observer.as_ref().is_some_and(|o| o.readings == 1));
+                            seen.push((iv.cpus.clone(), iv.threads.len()));
+                        }
+                        let end = obs.close(&[], None).unwrap();
+                        let nic: u64 = end.total.cpus.iter().map(|c| c.nic_irqs).sum();
+                        let per_interval: u64 = (0..s.nic).map(|i| u64::from(i + 1)).sum();
+                        assert_eq!(nic, 3 * per_interval, "{at}");
+                    }
+                    // per-IRQ files and /proc/interrupts: the same intervals
+                    let (a, b) = seen.split_at(seen.len() / 2);
+                    assert_eq!(a, b, "{cpus} CPUs {vectors} vectors");
+                }
+            }
+        }
+    }
+
+    /// A per-IRQ file cut at a page (many CPUs, large counts) is not trusted: the counts come
+    /// from `/proc/interrupts`, and a file that goes missing later falls back for that reading.
+    #[test]
+    fn a_cut_per_irq_file_falls_back_to_proc_interrupts() {
+        let s = Synthetic::new(4, 10, 1, true);
+        let cut = s.dir.path().join("sys/kernel/irq/25/per_cpu_count");
+        let text = std::fs::read_to_string(&cut).unwrap();
+        std::fs::write(&cut, text.trim_end()).unwrap();
+        assert!(!Reader::new(&s.root(), &s.nic_irqs()).per_irq());
+        let s = Synthetic::new(4, 10, 1, true);
+        let mut r = Reader::new(&s.root(), &s.nic_irqs());
+        assert!(r.per_irq());
+        let from_files = r.nic(&s.root(), &s.nic_irqs()).unwrap();
+        std::fs::remove_file(s.dir.path().join("sys/kernel/irq/24/per_cpu_count")).unwrap();
+        let from_proc = r.nic(&s.root(), &s.nic_irqs()).unwrap();
+        assert_eq!(from_files, from_proc);
+        assert!(r.per_irq(), "a later reading may find the files again");
+    }
+
+    /// Issue 38, item 2: what observing cost is in every interval and the totals, and it is the
+    /// observer's own share of its thread's CPU time: never more than the thread spent.
+    #[test]
+    fn the_observers_cost_is_its_own_threads_cpu_time() {
+        let s = Synthetic::new(64, 100, 8, false);
+        let t0 = thread_cpu_ns();
+        let mut obs = Observer::new(s.root(), Role::Sender, NicSpec::Irqs(s.nic_irqs())).unwrap();
+        let mut intervals = 0.0;
+        for t in 1..=4u64 {
+            s.write(t);
+            let iv = obs
+                .sample(Some((t as f64 - 1.0, t as f64)), &[], None)
+                .unwrap();
+            let o = iv.observer.clone().unwrap();
+            assert_eq!(o.readings, 1);
+            assert!(o.cpu_s > 0.0, "a reading takes some CPU time: {o:?}");
+            assert!(!o.cpus.is_empty(), "where it ran is known");
+            intervals += o.cpu_s;
+        }
+        obs.hold_threads();
+        let end = obs.close(&[], None).unwrap();
+        let spent = (thread_cpu_ns() - t0) as f64 / 1e9;
+        let total = end.total.observer.clone().unwrap();
+        // the first reading, four intervals, the last
+        assert_eq!(total.readings, 6);
+        assert!(
+            total.cpu_s > intervals && total.cpu_s <= spent,
+            "intervals {intervals} s < total {} s <= the thread's {spent} s",
+            total.cpu_s
+        );
+        assert!(
+            !total.shared && total.kept_off.is_empty(),
+            "nothing pinned on a tree"
+        );
+        // merged intervals (a long test) keep the sum
+        let merged = end.intervals[0].clone().then(end.intervals[1].clone());
+        let m = merged.observer.unwrap();
+        assert_eq!(m.readings, 2);
+        let pair = end.intervals[0].observer.as_ref().unwrap().cpu_s
+            + end.intervals[1].observer.as_ref().unwrap().cpu_s;
+        assert!((m.cpu_s - pair).abs() < 1e-12);
+        // the cost carries it to the Cost line and -J
+        let j = serde_json::to_value(&end.total).unwrap();
+        assert_eq!(j["observer"]["readings"], 6);
+    }
+
+    #[test]
+    fn the_observer_keeps_off_pinned_workers_cpus_or_says_it_shared() {
+        let all: CpuSet = [0, 1, 2, 3].into_iter().collect();
+        let (cpus, shared) = observer_cpus(&all, &[1, 2].into_iter().collect());
+        assert_eq!((cpus.to_string().as_str(), shared), ("0,3", false));
+        let (cpus, shared) = observer_cpus(&all, &all);
+        assert_eq!((cpus, shared), (all.clone(), true));
+        let (cpus, shared) = observer_cpus(&all, &CpuSet::new());
+        assert_eq!((cpus, shared), (all, false));
+    }
+
+    /// On the live host: a worker pinned to one CPU, the observer's thread leaves that CPU while
+    /// it observes and gets its affinity back when done.
+    #[test]
+    fn the_live_observer_leaves_a_pinned_workers_cpu() {
+        let Some(mine) = affinity_of(None) else {
+            return;
+        };
+        let Some(cpu) = mine.iter().last() else {
+            return;
+        };
+        if mine.len() < 2 {
+            eprintln!(
+                "SKIP: the_live_observer_leaves_a_pinned_workers_cpu because one CPU is allowed"
+            );
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            wirespeed_datapath::cpu::pin_current_thread(cpu).unwrap();
+            tx.send(rustix::thread::gettid().as_raw_nonzero().get() as u32)
+                .unwrap();
+            let _ = done_rx.recv();
+        });
+        let tid = rx.recv().unwrap();
+        let mut obs = Observer::new(Root::live(), Role::Sender, NicSpec::None).unwrap();
+        obs.own_threads(&[tid]);
+        let now = affinity_of(None).unwrap();
+        assert!(!now.contains(cpu), "kept off CPU {cpu}: {now}");
+        assert_eq!(obs.cost().kept_off, CpuSet::from_cpus([cpu]));
+        let iv = obs.sample(None, &[], None).unwrap();
+        let o = iv.observer.clone().unwrap();
+        assert!(!o.cpus.contains(cpu), "it ran on {}", o.cpus);
+        let end = obs.close(&[], None).unwrap();
+        assert_eq!(affinity_of(None).unwrap(), mine, "put back");
+        assert_eq!(
+            end.total.observer.unwrap().kept_off,
+            CpuSet::from_cpus([cpu])
+        );
+        done_tx.send(()).unwrap();
+        worker.join().unwrap();
     }
 }

@@ -338,6 +338,74 @@ impl Interrupts {
     }
 }
 
+/// Per-CPU sums over the numbered IRQs in `irqs` (one NIC's vectors), straight from the text of
+/// `/proc/interrupts`: the same figures as [`Interrupts::parse`] then
+/// [`Interrupts::sum_per_cpu`], without parsing the rows that are not asked for. On a host with
+/// 512 CPUs and 4,000 vectors the text is some 22 MB; a row whose label is not one of `irqs` is
+/// passed over at the cost of finding its end. Returns the CPU of each column (the header) and
+/// the sums indexed like it.
+pub fn sum_rows(text: &str, irqs: &[u32]) -> Result<(Vec<u32>, Vec<u64>), InterruptsError> {
+    let mut lines = text.split('\n').filter(|l| !l.trim().is_empty());
+    let header = lines.next().ok_or(InterruptsError::NoHeader)?;
+    let cpus = cpu_columns(header).map_err(|tok| InterruptsError::BadHeader(tok.to_string()))?;
+    if cpus.is_empty() {
+        return Err(InterruptsError::NoHeader);
+    }
+    let mut sums = vec![0u64; cpus.len()];
+    let mut row = Vec::with_capacity(cpus.len());
+    for line in lines {
+        let Some((label, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Ok(irq) = label.trim_start().parse::<u32>() else {
+            continue; // a named row (`NMI`, `LOC`) or one the full parser would refuse
+        };
+        if !irqs.contains(&irq) {
+            continue;
+        }
+        row.clear();
+        for tok in rest.split_ascii_whitespace().take(cpus.len()) {
+            match tok.parse::<u64>() {
+                Ok(v) => row.push(v),
+                Err(_) => break,
+            }
+        }
+        if row.len() == sums.len() {
+            for (s, c) in sums.iter_mut().zip(&row) {
+                *s += c;
+            }
+        }
+    }
+    Ok((cpus, sums))
+}
+
+/// `/sys/kernel/irq/N/per_cpu_count`: one IRQ's count on every possible CPU, comma-separated, in
+/// the order of the possible CPUs (`/sys/devices/system/cpu/possible`), each paired with its
+/// CPU. `None` when the text is not that, or was cut: the kernel writes it into one page, and a
+/// host with many CPUs and large counts fills the page before the last CPU (no final newline,
+/// fewer counts than CPUs).
+pub fn parse_per_cpu_count(text: &str, possible: &[u32]) -> Option<Vec<(u32, u64)>> {
+    let body = text.strip_suffix('\n')?;
+    let mut out = Vec::with_capacity(possible.len());
+    let mut cpus = possible.iter();
+    for f in body.split(',') {
+        out.push((*cpus.next()?, f.trim().parse().ok()?));
+    }
+    (out.len() == possible.len()).then_some(out)
+}
+
+/// [`parse_per_cpu_count`] added into `sums` (one per possible CPU, in their order) without
+/// building pairs: the observer sums a NIC's 64 files of 512 counts every interval. `None`
+/// (with `sums` partly added to) when the text is not one count per CPU and a newline.
+pub fn add_per_cpu_count(text: &str, sums: &mut [u64]) -> Option<()> {
+    let body = text.strip_suffix('\n')?;
+    let mut fields = body.split(',');
+    for s in sums.iter_mut() {
+        *s += fields.next()?.trim().parse::<u64>().ok()?;
+    }
+    fields.next().is_none().then_some(())
+}
+
 /// What a NIC vector serves, judged from its action name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -792,5 +860,58 @@ mod tests {
             Queue
         );
         assert_eq!(classify_actions(&[], "eth0", &[]), Unknown);
+    }
+
+    #[test]
+    fn sum_rows_agrees_with_the_full_parse_and_skips_other_rows() {
+        let text = "           CPU0       CPU1       CPU3\n\
+          0:         12          0          0   IO-APIC   2-edge      timer\n\
+         40:          1        100          7   PCI-MSI 1-edge eth0-rx-0\n\
+         41:          3          0          0   PCI-MSI 2-edge eth0-tx-0\n\
+         50:          0          0          9   PCI-MSI 3-edge nvme0q1\n\
+        NMI:         19         20         21   Non-maskable interrupts\n\
+        ERR:          0\n";
+        let full = Interrupts::parse(text).unwrap();
+        let (cpus, sums) = sum_rows(text, &[40, 41, 99]).unwrap();
+        assert_eq!(cpus, vec![0, 1, 3]);
+        assert_eq!(sums, full.sum_per_cpu(&[40, 41, 99]));
+        assert_eq!(sums, vec![4, 100, 7]);
+        assert_eq!(sum_rows(text, &[]).unwrap().1, vec![0, 0, 0]);
+        assert_eq!(sum_rows("", &[40]), Err(InterruptsError::NoHeader));
+        assert!(matches!(
+            sum_rows("CPU0 x\n", &[40]),
+            Err(InterruptsError::BadHeader(_))
+        ));
+        // a row cut short (fewer counts than columns) counts nothing, as in the full parse
+        let cut = "CPU0 CPU1\n 40: 5\n 41: 1 2 PCI-MSI eth0\n";
+        assert_eq!(sum_rows(cut, &[40, 41]).unwrap().1, vec![1, 2]);
+        assert_eq!(
+            Interrupts::parse(cut).unwrap().sum_per_cpu(&[40, 41]),
+            vec![1, 2]
+        );
+    }
+
+    #[test]
+    fn per_cpu_count_pairs_counts_with_possible_cpus_and_refuses_a_cut_page() {
+        assert_eq!(
+            parse_per_cpu_count("5,0,7\n", &[0, 1, 2]),
+            Some(vec![(0, 5), (1, 0), (2, 7)])
+        );
+        // possible CPUs need not be contiguous
+        assert_eq!(
+            parse_per_cpu_count("1,2\n", &[0, 4]),
+            Some(vec![(0, 1), (4, 2)])
+        );
+        // the page filled before the last CPU: no newline, too few counts
+        assert_eq!(parse_per_cpu_count("5,0,7", &[0, 1, 2]), None);
+        assert_eq!(parse_per_cpu_count("5,0\n", &[0, 1, 2]), None);
+        assert_eq!(parse_per_cpu_count("5,0,7,8\n", &[0, 1, 2]), None);
+        assert_eq!(parse_per_cpu_count("5,x,7\n", &[0, 1, 2]), None);
+        let mut sums = [1, 1, 1];
+        assert_eq!(add_per_cpu_count("5,0,7\n", &mut sums), Some(()));
+        assert_eq!(sums, [6, 1, 8]);
+        for bad in ["5,0,7", "5,0\n", "5,0,7,8\n", "5,x,7\n"] {
+            assert_eq!(add_per_cpu_count(bad, &mut [0; 3]), None, "{bad:?}");
+        }
     }
 }

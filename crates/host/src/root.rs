@@ -294,6 +294,54 @@ impl Root {
         })
     }
 
+    /// [`Root::read`] into `buf`, reusing its allocation: for a file read again and again (the
+    /// observer's `/proc` files, every interval). `buf` holds the text on success and is empty
+    /// on an error.
+    pub fn read_into(&self, host_path: &str, buf: &mut String) -> Result<(), RootError> {
+        let mut bytes = std::mem::take(buf).into_bytes();
+        bytes.clear();
+        let read = self.open(host_path, OFlags::RDONLY).and_then(|f| {
+            f.take(MAX_READ + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| self.io(host_path, e))
+        });
+        let read = read.and_then(|n| {
+            if n as u64 > MAX_READ {
+                Err(RootError::TooLarge {
+                    path: host_path.to_string(),
+                    max: MAX_READ,
+                })
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = read {
+            bytes.clear();
+            *buf = String::from_utf8(bytes).unwrap_or_default();
+            self.note(|r| {
+                r.failed.insert(host_path.to_string());
+            });
+            return Err(e);
+        }
+        self.note(|r| {
+            r.files.insert(host_path.to_string(), bytes.clone());
+        });
+        match String::from_utf8(bytes) {
+            Ok(s) => {
+                *buf = s;
+                Ok(())
+            }
+            Err(e) => {
+                let mut bytes = e.into_bytes();
+                bytes.clear();
+                *buf = String::from_utf8(bytes).unwrap_or_default();
+                Err(RootError::NotUtf8 {
+                    path: host_path.to_string(),
+                })
+            }
+        }
+    }
+
     /// Read a whole binary file (PCI configuration space), at most `limit` bytes: a longer
     /// file is cut at `limit` (config space readers ask for a prefix).
     pub fn read_bytes(&self, host_path: &str, limit: usize) -> Result<Vec<u8>, RootError> {
@@ -841,6 +889,28 @@ mod tests {
         assert!(r.path("proc/x").is_err());
         assert!(r.path("/sys/../etc/shadow").is_err());
         assert!(Root::live().is_live());
+    }
+
+    #[test]
+    fn read_into_reuses_the_buffer_and_empties_it_on_an_error() {
+        let t = tempfile::tempdir().unwrap();
+        let r = Root::new(t.path());
+        std::fs::create_dir(t.path().join("proc")).unwrap();
+        std::fs::write(t.path().join("proc/stat"), "cpu 1 2 3 4\n").unwrap();
+        std::fs::write(t.path().join("proc/bad"), [0xff, 0xfe]).unwrap();
+        let mut buf = String::with_capacity(4096);
+        let cap = buf.capacity();
+        r.read_into("/proc/stat", &mut buf).unwrap();
+        assert_eq!(buf, r.read("/proc/stat").unwrap());
+        assert_eq!(buf.capacity(), cap, "the allocation is kept");
+        assert!(r.read_into("/proc/missing", &mut buf).is_err());
+        assert!(buf.is_empty());
+        assert!(matches!(
+            r.read_into("/proc/bad", &mut buf),
+            Err(RootError::NotUtf8 { .. })
+        ));
+        assert!(buf.is_empty());
+        assert!(r.read_into("/proc/../etc", &mut buf).is_err());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::{self, CpuSet};
-use crate::observation::Role;
+use crate::observation::{ObserverUse, Role};
 
 pub use crate::observation::CpuFreq;
 
@@ -37,6 +37,10 @@ pub struct EndCost {
     /// The frequency used for the cycles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freq: Option<CpuFreq>,
+    /// What observing this end cost (not counted in `cpu_s_per_gbit`: the tool's own
+    /// overhead, beside the test's), when it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observer: Option<ObserverUse>,
 }
 
 /// The cores the link's rate needs at the measured cost, and where they should run.
@@ -120,6 +124,7 @@ impl EndCost {
             gbps_per_core: gbit / cpu_s,
             cycles_per_byte,
             freq,
+            observer: None,
         })
     }
 

@@ -307,6 +307,48 @@ pub struct IntervalObservation {
     /// adds it once the workers have joined).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker_cpu_s: Option<f64>,
+    /// What observing cost this end: the reading that closed the interval (the whole test's
+    /// total: every reading), when the observer measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observer: Option<ObserverUse>,
+}
+
+/// The observer's own cost at one end and where it ran: the CPU time its readings took on its
+/// thread (the thread's CPU clock before and after each reading, so the engine's other work on
+/// that thread is not counted) and the CPUs it ran them on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObserverUse {
+    /// CPU seconds spent reading and parsing (user + system).
+    pub cpu_s: f64,
+    /// Readings taken.
+    pub readings: u32,
+    /// The CPUs it ran on while reading.
+    #[serde(default, with = "crate::cpuset::as_array")]
+    pub cpus: CpuSet,
+    /// The CPUs the test's pinned workers held, which it kept off; empty when no worker was
+    /// pinned.
+    #[serde(
+        default,
+        skip_serializing_if = "CpuSet::is_empty",
+        with = "crate::cpuset::as_array"
+    )]
+    pub kept_off: CpuSet,
+    /// Whether it had to share a CPU with a pinned worker (every CPU it may run on held one).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
+}
+
+impl ObserverUse {
+    /// This use and a later one, as one: times and readings summed, CPUs joined.
+    pub fn then(&self, later: &ObserverUse) -> ObserverUse {
+        ObserverUse {
+            cpu_s: self.cpu_s + later.cpu_s,
+            readings: self.readings + later.readings,
+            cpus: self.cpus.union(&later.cpus),
+            kept_off: self.kept_off.union(&later.kept_off),
+            shared: self.shared || later.shared,
+        }
+    }
 }
 
 /// Packets this end's host dropped on its receive path (not the network): per CPU from
@@ -566,6 +608,10 @@ impl IntervalObservation {
             worker_cpu_s: match (self.worker_cpu_s, later.worker_cpu_s) {
                 (Some(a), Some(b)) => Some(a + b),
                 (a, b) => b.or(a),
+            },
+            observer: match (&self.observer, &later.observer) {
+                (Some(a), Some(b)) => Some(a.then(b)),
+                (a, b) => b.clone().or(a.clone()),
             },
         }
     }

@@ -371,6 +371,21 @@ pub fn describe_move(r: &MoveReport) -> String {
     s
 }
 
+/// The observer's own cost at one end: `observer 1.2 ms CPU on CPU 0`, `... (kept off CPUs
+/// 2-3)`, `... (shared CPU 1 with a pinned worker: every CPU it may use holds one)`.
+pub fn observer_text(o: &wirespeed_model::observation::ObserverUse) -> String {
+    let mut s = format!("observer {:.1} ms CPU", o.cpu_s * 1e3);
+    if !o.cpus.is_empty() {
+        s.push_str(&format!(" on {}", cpus_text(&o.cpus)));
+    }
+    if o.shared {
+        s.push_str(" (shared with a pinned worker: every CPU it may use holds one)");
+    } else if !o.kept_off.is_empty() {
+        s.push_str(&format!(" (kept off {})", cpus_text(&o.kept_off)));
+    }
+    s
+}
+
 /// What a bit cost, in one line: `Cost: sender 0.031 CPU-s/Gbit (one core 32.1 Gbit/s, 0.61
 /// cycles/B at 2596 MHz, copy) | receiver ... | 100 Gbit/s (--rate) needs 4 sending cores
 /// (CPUs 2-5), 3 receiving (CPUs 6-8)`.
@@ -392,6 +407,9 @@ pub fn cost_line(c: &wirespeed_model::Cost) -> String {
         ));
         if let Some(p) = &e.path {
             inner.push(p.clone());
+        }
+        if let Some(o) = &e.observer {
+            inner.push(observer_text(o));
         }
         parts.push(format!(
             "{who} {:.4} CPU-s/Gbit ({})",
