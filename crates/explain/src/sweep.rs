@@ -1,6 +1,7 @@
 //! `sweep`: one-stream tests over a grid of CPU placements — client CPU × server CPU, or (with
-//! `--irq-cpus`) receiver CPU × NIC-interrupt CPU — as a matrix of medians, a shaded terminal
-//! heatmap, the best and worst pairs and a recommended placement.
+//! `--irq-cpus`) receiver CPU × NIC-interrupt CPU — as a matrix of medians, the best and worst
+//! pairs and a recommended placement. The shaded heatmap and the summary's text are
+//! `wirespeed_report::sweep`'s.
 //!
 //! Everything here is pure; the driver that runs the tests lives with the command.
 
