@@ -28,7 +28,7 @@ pub struct AgentArgs {
     )]
     listen: SocketAddr,
     /// Port of the test server (as `wirespeed server -p`).
-    #[arg(short = 'p', long = "port", default_value_t = 5201)]
+    #[arg(short = 'p', long = "port", default_value_t = wirespeed_engine::targets::DEFAULT_PORT)]
     port: u16,
     /// Local address of the test server.
     #[arg(short = 'B', long = "bind")]
@@ -51,7 +51,7 @@ pub struct AgentArgs {
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
     /// Test port of a probe target that names none.
-    #[arg(long = "probe.default-port", default_value_t = 5201)]
+    #[arg(long = "probe.default-port", default_value_t = wirespeed_engine::targets::DEFAULT_PORT)]
     probe_port: u16,
     /// A probe's duration when its request names none, seconds.
     #[arg(long = "probe.default-duration", default_value_t = 5,

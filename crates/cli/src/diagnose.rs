@@ -174,7 +174,7 @@ fn emit_json(mut doc: String) -> anyhow::Result<()> {
     emit(doc.as_bytes())
 }
 
-fn emit_text(
+pub(crate) fn emit_text(
     render: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
     what: &str,
 ) -> anyhow::Result<()> {
@@ -224,7 +224,10 @@ pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         emit_json(report.to_json())?;
     } else {
-        emit_text(|w| report.render_text(w), "the report")?;
+        emit_text(
+            |w| wirespeed_report::doctor::write_report(w, &report),
+            "the report",
+        )?;
     }
     Ok(ExitCode::from(
         if report.fails_at(args.fail_on.severity()) {
@@ -242,7 +245,10 @@ pub fn run_topo(args: TopoArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         emit_json(t.to_json())?;
     } else {
-        emit_text(|w| t.render_text(w), "the topology")?;
+        emit_text(
+            |w| wirespeed_report::doctor::write_topo(w, &t),
+            "the topology",
+        )?;
     }
     Ok(ExitCode::from(exit::OK))
 }

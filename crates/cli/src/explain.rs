@@ -51,7 +51,7 @@ pub struct SweepArgs {
     #[arg(long = "psk", value_name = "FILE")]
     pub psk: Option<std::path::PathBuf>,
     /// Server port.
-    #[arg(short, long, default_value_t = 5201)]
+    #[arg(short, long, default_value_t = wirespeed_engine::targets::DEFAULT_PORT)]
     pub port: u16,
     /// Reverse: the server sends, this host receives.
     #[arg(short = 'R', long)]
@@ -251,9 +251,9 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
             writeln!(out)?;
         } else {
             let color = a.csv.text_is_terminal();
-            sweep::write_heatmap(&mut out, &m, color)?;
+            wirespeed_report::sweep::write_heatmap(&mut out, &m, color)?;
             if let Some(s) = &summary {
-                sweep::write_summary(&mut out, &m, s)?;
+                wirespeed_report::sweep::write_summary(&mut out, &m, s)?;
             }
             if interrupted {
                 writeln!(out, "(interrupted: the matrix is partial)")?;
@@ -322,9 +322,9 @@ fn write_irq_report(
             writeln!(out)?;
         } else {
             let color = a.csv.text_is_terminal();
-            sweep::write_heatmap(&mut out, &report.matrix, color)?;
+            wirespeed_report::sweep::write_heatmap(&mut out, &report.matrix, color)?;
             if let Some(s) = summary {
-                sweep::write_summary(&mut out, &report.matrix, s)?;
+                wirespeed_report::sweep::write_summary(&mut out, &report.matrix, s)?;
             }
             for s in &report.steps {
                 if !s.not_movable.is_empty() {
@@ -463,7 +463,7 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
         Some(&topo),
     )?;
     if let Some(p) = &args.csv.csv {
-        crate::pictures::write_csv_with(p, |w| latency::write_csv(w, &m))?;
+        crate::pictures::write_csv(p, &Document::from(doc.clone()))?;
         if args.csv.to_stdout() {
             return Ok(ExitCode::from(exit::OK));
         }
@@ -475,7 +475,7 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;
         } else {
-            latency::write_table(&mut out, &m)?;
+            wirespeed_report::latency::write_table(&mut out, &m)?;
             if out.is_terminal() && !topo.l3_groups.is_empty() {
                 writeln!(out, "topology: {}", topo.summary())?;
             }
@@ -561,7 +561,7 @@ pub fn run_repeat(
         serde_json::to_writer_pretty(&mut *out, &j)?;
         writeln!(out)?;
     } else {
-        modes::write_text(out, &analysis)?;
+        wirespeed_report::repeat::write_text(out, &analysis)?;
     }
     out.flush()?;
     Ok(ExitCode::from(exit::OK))

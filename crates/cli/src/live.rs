@@ -28,8 +28,8 @@ use wirespeed_model::observation::CpuUse;
 use wirespeed_report::html::rate;
 use wirespeed_report::{Interval, LiveEvent, Start, TestResult};
 
-/// How many samples each sparkline keeps.
-const HISTORY: usize = 240;
+/// How many samples each sparkline keeps (the live view's and top's).
+pub(crate) const HISTORY: usize = 240;
 /// Intervals without a frame from the peer after which it is taken not to send them.
 const PEER_SILENT_AFTER: u32 = 3;
 
@@ -61,7 +61,8 @@ pub struct Screen {
     pub verdict: Option<String>,
 }
 
-fn push(h: &mut Vec<u64>, bps: f64) {
+/// One more sample of a sparkline, in Mbit/s; the oldest goes past [`HISTORY`].
+pub(crate) fn push(h: &mut Vec<u64>, bps: f64) {
     h.push((bps / 1e6) as u64);
     if h.len() > HISTORY {
         h.remove(0);

@@ -16,12 +16,12 @@ use std::time::Duration;
 
 use wirespeed_datapath::SendPath;
 use wirespeed_engine::output::SharedWriter;
+use wirespeed_engine::targets::{split_dev, DEFAULT_HOST, DEFAULT_PORT};
 use wirespeed_engine::tune::TuneConfig;
 use wirespeed_engine::{
     ClientConfig, Family, Format, Limits, Reporter, Server, ServerConfig, StandardReporter,
 };
 use wirespeed_explain::hooks::IrqTune;
-use wirespeed_explain::verdict::VerdictId;
 
 use crate::common::{limit, live_observer, read_psk, read_small};
 use wirespeed_host::{CpuSet, Root};
@@ -216,10 +216,8 @@ fn rate_burst(s: &str) -> Result<(u64, Option<u32>), String> {
 
 /// `-B ADDR[%DEV]`.
 fn bind_addr(s: &str) -> Result<(IpAddr, Option<String>), String> {
-    let (addr, dev) = match s.rsplit_once('%') {
-        Some((a, d)) if !d.is_empty() => (a, Some(d.to_string())),
-        _ => (s, None),
-    };
+    let (addr, dev) = wirespeed_engine::targets::split_dev(s);
+    let dev = dev.map(String::from);
     let ip = addr
         .parse::<IpAddr>()
         .map_err(|_| format!("{addr:?} is not an IP address"))?;
@@ -320,7 +318,7 @@ pub struct ClientArgs {
         short = 'p',
         long = "port",
         value_delimiter = ',',
-        default_value = "5201"
+        default_values_t = [DEFAULT_PORT]
     )]
     pub port: Vec<u16>,
     /// Seconds to transmit.
@@ -666,9 +664,8 @@ impl ServerGuardArgs {
                     window: Duration::from_secs(secs),
                 });
         cfg.timeouts = wirespeed_protocol::Timeouts {
-            setup: handshake,
-            streams: handshake * 2,
-            ..cfg.timeouts
+            results: cfg.timeouts.results,
+            ..wirespeed_protocol::Timeouts::from_handshake(handshake)
         };
         cfg.cookie_timeout = handshake;
         Ok(())
@@ -678,7 +675,7 @@ impl ServerGuardArgs {
 #[derive(Debug, clap::Args)]
 pub struct ServerArgs {
     /// Port to listen on.
-    #[arg(help_heading = heading::CONNECTION, short = 'p', long = "port", default_value_t = 5201)]
+    #[arg(help_heading = heading::CONNECTION, short = 'p', long = "port", default_value_t = DEFAULT_PORT)]
     pub port: u16,
     /// Local address to listen on; `ADDR%DEV` also binds to the interface DEV.
     #[arg(help_heading = heading::CONNECTION, short = 'B', long = "bind", value_parser = bind_addr, value_name = "ADDR[%DEV]")]
@@ -822,10 +819,8 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
     a.out.iperf3.refuse_unsupported()?;
     a.sctp.refuse()?;
     // `HOST%DEV` and `-B ADDR%DEV` bind to DEV, as --bind-dev DEV does.
-    let (host, host_dev) = match a.host.as_deref().map(|h| h.rsplit_once('%')) {
-        Some(Some((h, d))) if !d.is_empty() => (h.to_string(), Some(d.to_string())),
-        _ => (a.host.clone().unwrap_or_else(|| "127.0.0.1".into()), None),
-    };
+    let (host, host_dev) = split_dev(a.host.as_deref().unwrap_or(DEFAULT_HOST));
+    let (host, host_dev) = (host.to_string(), host_dev.map(String::from));
     let bind_dev = a
         .bind_dev
         .clone()
@@ -853,7 +848,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
     };
     let cfg = ClientConfig {
         host,
-        port: a.port.first().copied().unwrap_or(5201),
+        port: a.port.first().copied().unwrap_or(DEFAULT_PORT),
         family: family(a.v4, a.v6),
         bind: a.bind.as_ref().map(|b| b.0),
         cport: a.cport,
@@ -906,74 +901,6 @@ fn host_summary() -> String {
     let cpus = wirespeed_datapath::cpu::allowed_cpus().unwrap_or_default();
     let kernel = wirespeed_engine::sysinfo::kernel_release();
     format!("host: Linux {kernel}, {} CPUs usable ({cpus})", cpus.len())
-}
-
-/// After the summary: which paths ran and where the workers were (text output).
-fn paths_line(r: &wirespeed_report::TestResult) -> Option<String> {
-    let x = r.wirespeed.as_ref()?;
-    // `CPU 3 (1 stream, ran on 3), unpinned (2 streams, ran on 0-1)`. `zc`: each worker's
-    // zero-copy receive counts (the server's; this end's total is in its receive-path text).
-    let workers = |ws: &[wirespeed_report::Worker], zc: bool| -> String {
-        ws.iter()
-            .map(|w| {
-                let n = w.streams.len();
-                let streams = if n == 1 {
-                    "1 stream".to_string()
-                } else {
-                    format!("{n} streams")
-                };
-                let at = w
-                    .cpu_requested
-                    .map_or_else(|| "unpinned".to_string(), |c| format!("CPU {c}"));
-                let zc = w.rx_zerocopy.filter(|_| zc).map_or_else(String::new, |z| {
-                    format!(
-                        ", mapped {}, copied {}",
-                        wirespeed_model::units::bytes(z.mapped_bytes),
-                        wirespeed_model::units::bytes(z.copied_bytes)
-                    )
-                });
-                format!("{at} ({streams}, ran on {}{zc})", w.cpus_seen)
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    // Only the paths this end used: a sender has no receive path.
-    let mut paths: Vec<String> = [("send", &x.send_path), ("receive", &x.recv_path)]
-        .into_iter()
-        .filter_map(|(what, p)| p.as_deref().map(|p| format!("{what} path {p}")))
-        .collect();
-    // zero-copy receive: how the received bytes came, over all local workers
-    let zc = x.workers.iter().filter_map(|w| w.rx_zerocopy);
-    if let Some((m, c)) = zc
-        .map(|z| (z.mapped_bytes, z.copied_bytes))
-        .reduce(|a, b| (a.0 + b.0, a.1 + b.1))
-    {
-        if let Some(last) = paths.last_mut() {
-            last.push_str(&format!(
-                " ({} mapped, {} copied)",
-                wirespeed_model::units::bytes(m),
-                wirespeed_model::units::bytes(c),
-            ));
-        }
-    }
-    let mut s = String::from("wirespeed: ");
-    if !paths.is_empty() {
-        s.push_str(&format!("local {}; ", paths.join(", ")));
-    }
-    s.push_str(&format!("local workers: {}", workers(&x.workers, false)));
-    match &x.peer {
-        Some(p) if p.is_wirespeed => {
-            s.push_str(&format!(
-                "; server workers: {}",
-                workers(&x.remote_workers, true)
-            ));
-        }
-        _ => s.push_str("; server: iperf3 (no wirespeed extension)"),
-    }
-    if !x.path_fallbacks.is_empty() {
-        s.push_str(&format!("; fell back: {}", x.path_fallbacks.join(", ")));
-    }
-    Some(s)
 }
 
 /// Whether a client or server runs in strict iperf3 mode: `--iperf3-strict`, or the program
@@ -1080,7 +1007,7 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
                 Box::new(wirespeed_engine::NullReporter) as Box<dyn Reporter>
             }))
             .map_err(engine_fail)?;
-        cfg.host = "127.0.0.1".into();
+        cfg.host = DEFAULT_HOST.into();
         cfg.port = h.addr.port();
         server = Some(h);
         if format == Format::Text {
@@ -1138,7 +1065,7 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
                     .wirespeed
                     .as_ref()
                     .and_then(|x| x.verdict.as_ref())
-                    .filter(|v| matches!(v.id, VerdictId::MtuBlackhole | VerdictId::PeerSilent));
+                    .filter(|v| v.id.ended_the_test());
                 if let Some(v) = silent {
                     let mut f = exit::Fail::new(
                         exit::engine_code(&e),
@@ -1176,8 +1103,8 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
         // The paths and the full tables with -V or --where; one line per end otherwise.
         let tables = a.out.verbose || a.out.where_tables;
         if tables {
-            if let (Some(line), Ok(mut w)) = (paths_line(&r), out.lock()) {
-                let _ = writeln!(w, "{line}");
+            if let Ok(mut w) = out.lock() {
+                let _ = wirespeed_report::where_ran::write_paths(&mut **w, &r);
             }
         }
         if let Ok(mut w) = out.lock() {
@@ -1189,16 +1116,12 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let moved = r
-        .wirespeed
-        .as_ref()
-        .is_some_and(|x| x.remote_irq_move.is_some());
-    if cfg.server_irq_cpus.is_some() && !moved && format == Format::Text {
-        // iperf3 (or a wirespeed server that predates tune requests) ignores the request.
-        eprintln!(
-            "wirespeed: warning: --server-irq-cpus: the server did not move its IRQs (it is \
-             iperf3 or a wirespeed server without tune requests)"
-        );
+    if format == Format::Text {
+        if let Some(warning) =
+            wirespeed_report::where_ran::irq_request_ignored(&r, cfg.server_irq_cpus.is_some())
+        {
+            eprintln!("wirespeed: warning: {warning}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -1248,24 +1171,7 @@ fn run_live(
 
 /// Every host × port the command line names.
 fn targets(a: &ClientArgs) -> Vec<(String, u16)> {
-    let hosts: Vec<String> = match &a.host {
-        Some(h) => h
-            .split(',')
-            .map(str::trim)
-            .filter(|h| !h.is_empty())
-            .map(String::from)
-            .collect(),
-        None => vec!["127.0.0.1".into()],
-    };
-    let ports = if a.port.is_empty() {
-        vec![5201]
-    } else {
-        a.port.clone()
-    };
-    hosts
-        .iter()
-        .flat_map(|h| ports.iter().map(move |p| (h.clone(), *p)))
-        .collect()
+    wirespeed_engine::targets::expand(a.host.as_deref(), &a.port)
 }
 
 /// Several targets at once, one thread each (the awk-over-several-iperf3 case): every

@@ -202,7 +202,7 @@ fn write_html(path: &Path, name: &str, doc: &Document) -> anyhow::Result<()> {
 }
 
 /// Write `doc` as CSV to `path` (`-`: stdout).
-fn write_csv(path: &Path, doc: &Document) -> anyhow::Result<()> {
+pub fn write_csv(path: &Path, doc: &Document) -> anyhow::Result<()> {
     write_csv_with(path, |w| csv::render(doc, w).map_err(io::Error::other))
 }
 

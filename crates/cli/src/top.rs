@@ -31,11 +31,9 @@ use wirespeed_model::observation::{CpuUse, Role};
 use wirespeed_report::html::rate;
 
 use crate::exit;
-use crate::live::{busiest, cpu_line, fit, scale_top, scale_words, sum_now};
+use crate::live::{busiest, cpu_line, fit, push, scale_top, scale_words, sum_now};
 use wirespeed_engine::feed::{parse_line, LineReader, StatsLine};
 
-/// Samples each sparkline keeps.
-const HISTORY: usize = 240;
 /// Tests kept on screen (running ones first, then the latest finished).
 const KEEP: usize = 8;
 /// Streams drawn per test (the sum counts them all).
@@ -75,13 +73,6 @@ struct TestView {
 
 /// The client's CPUs drawn per test (the busiest).
 const PEER_CPUS_SHOWN: usize = 4;
-
-fn push(h: &mut Vec<u64>, v: f64) {
-    h.push((v / 1e6) as u64);
-    if h.len() > HISTORY {
-        h.remove(0);
-    }
-}
 
 /// What top shows: the tests by number.
 #[derive(Debug, Default)]

@@ -27,6 +27,11 @@ fn out(text: &str) {
     let _ = diagnose::emit(text.as_bytes());
 }
 
+/// The plan as text, on stdout.
+fn emit_plan(plan: &wirespeed_tune::Plan) {
+    let _ = diagnose::emit_text(|w| wirespeed_report::plan::write_plan(w, plan), "the plan");
+}
+
 macro_rules! say {
     () => { out("\n") };
     ($($arg:tt)*) => { out(&format!("{}\n", format!($($arg)*))) };
@@ -324,7 +329,7 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         if a.json {
             say!("{}", serde_json::to_string_pretty(&plan)?);
         } else {
-            out(&plan.render_text());
+            emit_plan(&plan);
             if !plan.steps.is_empty() {
                 say!("\nDry run: nothing changed. Add --apply to perform the plan with a journal.");
             }
@@ -342,7 +347,7 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
                 })?
             );
         } else {
-            out(&plan.render_text());
+            emit_plan(&plan);
             say!("\nNothing to apply.");
         }
         return Ok(ExitCode::from(exit::OK));
@@ -367,7 +372,10 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
             })?
         );
     } else {
-        out(&plan.render_applied(&report));
+        let _ = diagnose::emit_text(
+            |w| wirespeed_report::plan::write_applied(w, &plan, &report),
+            "what --apply did",
+        );
         let root_flag = a
             .root
             .root

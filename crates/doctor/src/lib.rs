@@ -10,9 +10,9 @@
 //! file write fixes a finding, the finding carries it ([`Finding::writes`]) and tune applies it.
 //! [`knobs`] holds the checks of the knobs the host-tuning write-ups turn; [`rate`] the rate a
 //! check sizes for when the link reports no speed, and [`notes`] says what was not checked.
-//! [`report`] renders the findings as text or as
-//! the versioned JSON document described in `docs/doctor.md`; [`topo`] renders the
-//! CPU/NUMA/L3/NIC-IRQ topology.
+//! [`report`] holds the findings as the versioned JSON document described in `docs/doctor.md`;
+//! [`topo`] the CPU/NUMA/L3/NIC-IRQ topology. Their text is drawn by `wirespeed_report::doctor`
+//! with every other renderer.
 //!
 //! Rules every check follows: a fact that is unknown (`None`) never produces a finding; checks
 //! about placement use the NIC's queue (completion) vectors, never another device's IRQs; numbers

@@ -16,7 +16,6 @@
 //! the scheduler, which says nothing about caches.
 
 use std::hint::spin_loop;
-use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -400,92 +399,6 @@ pub fn measure_with(
     Ok(LatencyMatrix::from_pairs(cpus.clone(), opts, &pairs, topo))
 }
 
-/// The lower-triangle table: `mean±se` in ns, then min / max / mean with their pairs.
-pub fn write_table(w: &mut dyn Write, m: &LatencyMatrix) -> io::Result<()> {
-    writeln!(
-        w,
-        "one-way core-to-core latency, ns (mean ± standard error; {} samples of {} round trips per pair)",
-        m.samples, m.round_trips
-    )?;
-    let width = 13;
-    write!(w, "{:>5}", "CPU")?;
-    for c in m.cpus.iter().take(m.cpus.len().saturating_sub(1)) {
-        write!(w, " {c:>width$}")?;
-    }
-    writeln!(w)?;
-    for (i, ci) in m.cpus.iter().enumerate().skip(1) {
-        write!(w, "{ci:>5}")?;
-        for j in 0..i {
-            let cell = m.matrix[i][j].map_or_else(
-                || "-".to_string(),
-                |p| {
-                    let mark = if p.noisy { "*" } else { "" };
-                    format!("{:.1}±{:.1}{mark}", p.mean_ns, p.stderr_ns)
-                },
-            );
-            write!(w, " {cell:>width$}")?;
-        }
-        writeln!(w)?;
-    }
-    if let (Some(lo), Some(hi), Some(mean)) = (m.min, m.max, m.mean_ns) {
-        writeln!(
-            w,
-            "min {:.1} ns (CPUs {},{})  max {:.1} ns (CPUs {},{})  mean {:.1} ns",
-            lo.mean_ns, lo.a, lo.b, hi.mean_ns, hi.a, hi.b, mean
-        )?;
-    }
-    for c in &m.by_relation {
-        writeln!(
-            w,
-            "  {:<12} {:>4} pair{} mean {:.1} ns",
-            c.relation.as_str(),
-            c.pairs,
-            if c.pairs == 1 { " " } else { "s" },
-            c.mean_ns
-        )?;
-    }
-    if let Some(warning) = m.noise_warning() {
-        writeln!(w, "{warning}")?;
-    }
-    Ok(())
-}
-
-/// CSV: one line per measured pair (lower triangle); `samples` is the pair's own count (every
-/// round's), `noisy` whether its standard error stayed above the threshold. Written through
-/// the report's CSV record writer, as every CSV is (text cells neutralised, numbers bare).
-pub fn write_csv(w: &mut dyn Write, m: &LatencyMatrix) -> io::Result<()> {
-    use wirespeed_report::csv::{write_record, Cell};
-    let header = [
-        "cpu_a",
-        "cpu_b",
-        "mean_ns",
-        "stderr_ns",
-        "samples",
-        "round_trips",
-        "noisy",
-    ];
-    write_record(w, &header.map(Cell::text))?;
-    for (i, ci) in m.cpus.iter().enumerate() {
-        for (j, cj) in m.cpus.iter().enumerate().take(i) {
-            if let Some(p) = m.matrix[i][j] {
-                write_record(
-                    w,
-                    &[
-                        Cell::number(ci),
-                        Cell::number(cj),
-                        Cell::fixed(p.mean_ns, 2),
-                        Cell::fixed(p.stderr_ns, 2),
-                        Cell::number(p.samples),
-                        Cell::number(m.round_trips),
-                        Cell::text(p.noisy.to_string()),
-                    ],
-                )?;
-            }
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,7 +453,7 @@ mod tests {
         assert_eq!(m.by_relation[0].relation, Relation::SameL3);
         assert_eq!(m.by_relation[1].mean_ns, 219.0);
         let mut out = Vec::new();
-        write_table(&mut out, &m).unwrap();
+        wirespeed_report::latency::write_table(&mut out, &m).unwrap();
         let t = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
@@ -560,7 +473,7 @@ mod tests {
             "{t}"
         );
         let mut out = Vec::new();
-        write_csv(&mut out, &m).unwrap();
+        wirespeed_report::csv::latency(&m, &mut out).unwrap();
         let csv = String::from_utf8(out).unwrap();
         assert_eq!(csv.lines().count(), 4);
         assert_eq!(csv.lines().nth(3), Some("7,6,25.00,0.50,10,5,false"));
@@ -642,7 +555,7 @@ mod tests {
         assert!(w.starts_with("warning: 1 of 3 pairs are noise"), "{w}");
         assert!(w.contains("above 5 % of the mean"), "{w}");
         let mut out = Vec::new();
-        write_table(&mut out, &m).unwrap();
+        wirespeed_report::latency::write_table(&mut out, &m).unwrap();
         let t = String::from_utf8(out).unwrap();
         assert!(t.contains("1094.0±1094.0*"), "{t}");
         assert!(
@@ -650,7 +563,7 @@ mod tests {
             "{t}"
         );
         let mut out = Vec::new();
-        write_csv(&mut out, &m).unwrap();
+        wirespeed_report::csv::latency(&m, &mut out).unwrap();
         assert!(String::from_utf8(out)
             .unwrap()
             .contains("1,0,1094.00,1094.00,300,100,true"));

@@ -14,7 +14,6 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::{self, Write};
 use wirespeed_host::CpuSet;
 
 use crate::model::{BitsPerSecond, EndObservation, Percent, TestObservation};
@@ -295,33 +294,6 @@ pub fn analyze(runs: &[Run]) -> Option<RepeatAnalysis> {
     })
 }
 
-/// The text report of a `--repeat` series.
-pub fn write_text(w: &mut dyn Write, a: &RepeatAnalysis) -> io::Result<()> {
-    let s = &a.stats;
-    writeln!(
-        w,
-        "{} runs: min {}  median {}  max {}  spread {}",
-        s.runs, s.min, s.median, s.max, s.spread
-    )?;
-    writeln!(
-        w,
-        "{} mode{} ({}):",
-        a.modes.len(),
-        if a.modes.len() == 1 { "" } else { "s" },
-        a.method
-    )?;
-    for m in a.modes.iter().rev() {
-        writeln!(w, "  {}", m.description)?;
-    }
-    if let Some(c) = &a.conclusion {
-        writeln!(w, "{c}")?;
-    }
-    if let Some(r) = &a.recommendation {
-        writeln!(w, "recommendation: {r}")?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,7 +358,7 @@ mod tests {
         assert!(a.modes[0].signature.is_none());
         assert!(a.conclusion.is_none());
         let mut out = Vec::new();
-        write_text(&mut out, &a).unwrap();
+        wirespeed_report::repeat::write_text(&mut out, &a).unwrap();
         let t = String::from_utf8(out).unwrap();
         assert!(
             t.starts_with("3 runs: min 10.0 Gbit/s  median 10.2 Gbit/s  max 20.0 Gbit/s"),

@@ -126,6 +126,14 @@ pub fn row(rank: Rank) -> &'static Row {
         .unwrap_or(&PRECEDENCE[PRECEDENCE.len() - 1])
 }
 
+impl VerdictId {
+    /// Whether this verdict says the test ended before its figures were complete (its row is
+    /// [`Rank::TestEnded`]): a client's error line then points at the verdict.
+    pub fn ended_the_test(self) -> bool {
+        row(Rank::TestEnded).ids.contains(&self)
+    }
+}
+
 /// The position of `rank` in the table (0 first).
 pub fn position(rank: Rank) -> usize {
     PRECEDENCE
@@ -179,5 +187,16 @@ mod tests {
     fn bound_orders_binding_before_consistent_before_fact() {
         assert!(Bound::Binding < Bound::Consistent && Bound::Consistent < Bound::Fact);
         assert_eq!(serde_json::to_value(Bound::Binding).unwrap(), "binding");
+    }
+
+    #[test]
+    fn only_the_test_ended_row_ends_the_test() {
+        assert!(VerdictId::PeerSilent.ended_the_test());
+        assert!(VerdictId::MtuBlackhole.ended_the_test());
+        for r in PRECEDENCE.iter().filter(|r| r.rank != Rank::TestEnded) {
+            for id in r.ids {
+                assert!(!id.ended_the_test(), "{id} is in row {:?}", r.rank);
+            }
+        }
     }
 }

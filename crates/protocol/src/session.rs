@@ -111,6 +111,19 @@ impl Default for Timeouts {
     }
 }
 
+impl Timeouts {
+    /// The timeouts a server derives from its one handshake timeout: each setup step gets it,
+    /// the data connections twice it (they follow `CREATE_STREAMS` after a setup step); the
+    /// results exchange keeps its own.
+    pub fn from_handshake(handshake: Duration) -> Timeouts {
+        Timeouts {
+            setup: handshake,
+            streams: handshake * 2,
+            ..Timeouts::default()
+        }
+    }
+}
+
 /// Why the server said no.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
@@ -1223,6 +1236,14 @@ impl ServerSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_handshake_timeout_sets_the_setup_and_twice_it_the_streams() {
+        let t = Timeouts::from_handshake(Duration::from_secs(3));
+        assert_eq!(t.setup, Duration::from_secs(3));
+        assert_eq!(t.streams, Duration::from_secs(6));
+        assert_eq!(t.results, Timeouts::default().results);
+    }
 
     #[test]
     fn inbox_keeps_order_and_moves_each_byte_a_bounded_number_of_times() {

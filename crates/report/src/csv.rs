@@ -1,5 +1,6 @@
 //! CSV for spreadsheets and plotting tools: a test (one row per interval and stream, plus the
-//! interval's sum as stream `sum`), a `--repeat` (one row per run), a sweep (one row per cell).
+//! interval's sum as stream `sum`), a `--repeat` (one row per run), a sweep (one row per cell),
+//! a latency matrix (one row per measured pair). A doctor report has no CSV form.
 //! The header names carry the units (`_s`, `_bytes`, `_bits_per_second`, `_us`).
 //!
 //! Every CSV wirespeed writes goes through [`write_record`], so one rule keeps text a peer or a
@@ -12,11 +13,12 @@ use std::io;
 
 use crate::doc::{headline_throughput, Document, Kind, RepeatDoc, SweepDoc};
 use crate::model::{IntervalStats, TestResult};
+use wirespeed_model::doc::LatencyMatrix;
 
 /// Why a document has no CSV form.
 #[derive(Debug, thiserror::Error)]
 pub enum CsvError {
-    #[error("a {0} document has no CSV form here (tests, repeats and sweeps do; latency --csv writes its own)")]
+    #[error("a {0} document has no CSV form (tests, repeats, sweeps and latency matrices do)")]
     Unsupported(Kind),
     #[error(transparent)]
     Csv(#[from] csv::Error),
@@ -90,7 +92,7 @@ impl Cell {
 /// Write one record: cells joined by commas, a newline after. A text cell is [`text_cell`]'s
 /// form, in double quotes (its own doubled) when it was neutralised or holds a quote, a comma
 /// or a line break; a number is written bare.
-pub fn write_record(w: &mut dyn io::Write, cells: &[Cell]) -> io::Result<()> {
+pub fn write_record<W: io::Write + ?Sized>(w: &mut W, cells: &[Cell]) -> io::Result<()> {
     let mut line = String::new();
     for (i, c) in cells.iter().enumerate() {
         if i > 0 {
@@ -116,19 +118,54 @@ pub fn write_record(w: &mut dyn io::Write, cells: &[Cell]) -> io::Result<()> {
 }
 
 /// A header: every name a text cell.
-fn header(w: &mut dyn io::Write, names: &[&str]) -> io::Result<()> {
+fn header<W: io::Write + ?Sized>(w: &mut W, names: &[&str]) -> io::Result<()> {
     let cells: Vec<Cell> = names.iter().map(|n| Cell::text(*n)).collect();
     write_record(w, &cells)
 }
 
 /// Write `doc` as CSV to `w`.
-pub fn render(doc: &Document, w: &mut dyn io::Write) -> Result<(), CsvError> {
+pub fn render<W: io::Write + ?Sized>(doc: &Document, w: &mut W) -> Result<(), CsvError> {
     match doc {
         Document::Test(t) => test(t, w),
         Document::Repeat(r) => repeat(r, w),
         Document::Sweep(s) => sweep(s, w),
+        Document::Latency(l) => Ok(latency(&l.matrix, w)?),
         other => Err(CsvError::Unsupported(other.kind())),
     }
+}
+
+/// A latency matrix: one line per measured pair (lower triangle); `samples` is the pair's own count (every
+/// round's), `noisy` whether its standard error stayed above the threshold.
+pub fn latency<W: io::Write + ?Sized>(m: &LatencyMatrix, w: &mut W) -> io::Result<()> {
+    let header = [
+        "cpu_a",
+        "cpu_b",
+        "mean_ns",
+        "stderr_ns",
+        "samples",
+        "round_trips",
+        "noisy",
+    ];
+    write_record(w, &header.map(Cell::text))?;
+    for (i, ci) in m.cpus.iter().enumerate() {
+        for (j, cj) in m.cpus.iter().enumerate().take(i) {
+            if let Some(p) = m.matrix[i][j] {
+                write_record(
+                    w,
+                    &[
+                        Cell::number(ci),
+                        Cell::number(cj),
+                        Cell::fixed(p.mean_ns, 2),
+                        Cell::fixed(p.stderr_ns, 2),
+                        Cell::number(p.samples),
+                        Cell::number(m.round_trips),
+                        Cell::text(p.noisy.to_string()),
+                    ],
+                )?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn f(v: f64) -> String {
@@ -146,7 +183,7 @@ fn f(v: f64) -> String {
 }
 
 /// One row per interval and stream, then the interval's sum.
-pub fn test(t: &TestResult, w: &mut dyn io::Write) -> Result<(), CsvError> {
+pub fn test<W: io::Write + ?Sized>(t: &TestResult, w: &mut W) -> Result<(), CsvError> {
     let mut w = io::BufWriter::new(w);
     header(
         &mut w,
@@ -200,7 +237,7 @@ pub fn test(t: &TestResult, w: &mut dyn io::Write) -> Result<(), CsvError> {
 }
 
 /// One row per run.
-pub fn repeat(r: &RepeatDoc, w: &mut dyn io::Write) -> Result<(), CsvError> {
+pub fn repeat<W: io::Write + ?Sized>(r: &RepeatDoc, w: &mut W) -> Result<(), CsvError> {
     let mut w = io::BufWriter::new(w);
     header(
         &mut w,
@@ -242,7 +279,7 @@ pub fn repeat(r: &RepeatDoc, w: &mut dyn io::Write) -> Result<(), CsvError> {
 }
 
 /// One row per cell.
-pub fn sweep(s: &SweepDoc, w: &mut dyn io::Write) -> Result<(), CsvError> {
+pub fn sweep<W: io::Write + ?Sized>(s: &SweepDoc, w: &mut W) -> Result<(), CsvError> {
     let mut w = io::BufWriter::new(w);
     let (rl, cl) = s.matrix.axes.labels();
     let rl = rl.replace(' ', "_").to_lowercase();

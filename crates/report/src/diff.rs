@@ -67,7 +67,7 @@ impl Diff {
     }
 
     /// The changes as text, one per line.
-    pub fn render_text(&self, w: &mut dyn io::Write) -> io::Result<()> {
+    pub fn render_text<W: io::Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
         if !self.comparable() {
             return writeln!(
                 w,

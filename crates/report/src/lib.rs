@@ -14,7 +14,11 @@
 //!   a server's IRQ move; the `--get-server-output` text's tail), [`html`] (one
 //!   self-contained HTML page of any documents), [`csv`] (tests, repeats, sweeps), [`diff`]
 //!   (what changed between two documents), [`targets`] (several servers tested at once: the
-//!   typed document and its text). [`doc`] recognises a JSON document's kind; [`strict`]
+//!   typed document and its text), the other documents' text — [`doctor`] (findings and
+//!   topology), [`plan`] (tune's plan and what `--apply` did), [`sweep`] (heatmap and summary),
+//!   [`latency`] (the core-to-core table), [`repeat`] (a `--repeat` series), [`path`] (the path
+//!   model) — and [`render`] (each document kind in each format it has, from one place).
+//!   Every renderer is generic over `W: Write + ?Sized`. [`doc`] recognises a JSON document's kind; [`strict`]
 //!   (a report with only iperf3 3.20's keys, for strict consumers).
 //! - [`units`]: iperf3's unit formatting; [`sizes`]: K/M/G/T arguments;
 //!   [`num`]: how floats are written (integral values as integers, never NaN).
@@ -25,12 +29,19 @@ pub mod builder;
 pub mod csv;
 pub mod diff;
 pub mod doc;
+pub mod doctor;
 pub mod html;
 pub mod json;
+pub mod latency;
 pub mod model;
 pub mod num;
+pub mod path;
+pub mod plan;
+pub mod render;
+pub mod repeat;
 pub mod sizes;
 pub mod strict;
+pub mod sweep;
 pub mod targets;
 pub mod text;
 pub mod units;

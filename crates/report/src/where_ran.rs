@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use wirespeed_model::observation::{EndObservation, IntervalObservation, Role, TestObservation};
 use wirespeed_model::text::terminal;
 use wirespeed_model::topology::Topology;
+use wirespeed_model::units;
 use wirespeed_model::{CpuSet, MoveReport, Verdict};
 
 use crate::model::TestResult;
@@ -39,8 +40,8 @@ pub fn end_heading(e: &EndObservation) -> String {
 /// The per-CPU table of one interval (or the whole test): the CPUs that did work, with their
 /// time shares, the NIC's interrupts, NET_RX/NET_TX softirqs, the L3 group (and node when the
 /// host has several) and the workers that ran there.
-pub fn write_cpu_table(
-    w: &mut dyn Write,
+pub fn write_cpu_table<W: Write + ?Sized>(
+    w: &mut W,
     obs: &IntervalObservation,
     topo: &Topology,
     indent: &str,
@@ -112,13 +113,17 @@ pub fn write_cpu_table(
 
 /// One end's whole-test table with its heading, one line per interval (when there are several)
 /// and the notes.
-pub fn write_end(w: &mut dyn Write, e: &EndObservation) -> io::Result<()> {
+pub fn write_end<W: Write + ?Sized>(w: &mut W, e: &EndObservation) -> io::Result<()> {
     write_end_of(w, e, None)
 }
 
 /// [`write_end`] with the heading prefixed by which end it is (`this end`, `the peer`): with
 /// `--bidir` both ends are sender+receiver, and the role alone does not tell them apart.
-fn write_end_of(w: &mut dyn Write, e: &EndObservation, who: Option<&str>) -> io::Result<()> {
+fn write_end_of<W: Write + ?Sized>(
+    w: &mut W,
+    e: &EndObservation,
+    who: Option<&str>,
+) -> io::Result<()> {
     match who {
         Some(who) => writeln!(
             w,
@@ -181,8 +186,8 @@ pub fn interval_line(obs: &IntervalObservation) -> String {
 
 /// The "where the work ran" block under a test: each observed end's table, what is missing and
 /// the verdict.
-pub fn write_test(
-    w: &mut dyn Write,
+pub fn write_test<W: Write + ?Sized>(
+    w: &mut W,
     test: &TestObservation,
     verdict: Option<&Verdict>,
 ) -> io::Result<()> {
@@ -196,8 +201,8 @@ pub fn write_test(
 
 /// What both forms end with: the peer that was not observed, the verdict, its evidence and its
 /// `also`s (peer-sourced text made safe for a terminal).
-fn write_absent_and_verdict(
-    w: &mut dyn Write,
+fn write_absent_and_verdict<W: Write + ?Sized>(
+    w: &mut W,
     test: &TestObservation,
     verdict: Option<&Verdict>,
 ) -> io::Result<()> {
@@ -219,8 +224,8 @@ fn write_absent_and_verdict(
 /// The short form of [`write_test`]: one line per end (its busiest CPUs, from the whole-test
 /// table), one line for both when they are one host (the same CPUs, observed twice), then the
 /// verdict and its `also`s.
-pub fn write_test_brief(
-    w: &mut dyn Write,
+pub fn write_test_brief<W: Write + ?Sized>(
+    w: &mut W,
     test: &TestObservation,
     verdict: Option<&Verdict>,
 ) -> io::Result<()> {
@@ -271,13 +276,17 @@ pub fn evidence_line(e: &wirespeed_model::Evidence) -> String {
 /// Under a test's text summary: where the work ran (both ends' tables and the verdict) and, when
 /// a server moved its NIC's queue IRQs for the test, what it did. Nothing when the result
 /// carries neither.
-pub fn write_where(w: &mut dyn Write, r: &TestResult) -> io::Result<()> {
+pub fn write_where<W: Write + ?Sized>(w: &mut W, r: &TestResult) -> io::Result<()> {
     write_where_as(w, r, true)
 }
 
 /// [`write_where`] with the full tables (`tables`: `--where`, `-V`) or one line per end
 /// ([`write_test_brief`]), the default.
-pub fn write_where_as(w: &mut dyn Write, r: &TestResult, tables: bool) -> io::Result<()> {
+pub fn write_where_as<W: Write + ?Sized>(
+    w: &mut W,
+    r: &TestResult,
+    tables: bool,
+) -> io::Result<()> {
     let Some(x) = &r.wirespeed else {
         return Ok(());
     };
@@ -302,9 +311,99 @@ pub fn write_where_as(w: &mut dyn Write, r: &TestResult, tables: bool) -> io::Re
     Ok(())
 }
 
+/// After a test's text summary with `--where`/`-V`: which send and receive paths this end used
+/// and where each end's workers ran, one line (`wirespeed: local send path …; local workers: …;
+/// server workers: …`). Nothing for a result without wirespeed's section.
+pub fn write_paths<W: Write + ?Sized>(w: &mut W, r: &TestResult) -> io::Result<()> {
+    match paths_line(r) {
+        Some(line) => writeln!(w, "{line}"),
+        None => Ok(()),
+    }
+}
+
+fn paths_line(r: &TestResult) -> Option<String> {
+    let x = r.wirespeed.as_ref()?;
+    // `CPU 3 (1 stream, ran on 3), unpinned (2 streams, ran on 0-1)`. `zc`: each worker's
+    // zero-copy receive counts (the server's; this end's total is in its receive-path text).
+    let workers = |ws: &[wirespeed_model::Worker], zc: bool| -> String {
+        ws.iter()
+            .map(|w| {
+                let n = w.streams.len();
+                let streams = if n == 1 {
+                    "1 stream".to_string()
+                } else {
+                    format!("{n} streams")
+                };
+                let at = w
+                    .cpu_requested
+                    .map_or_else(|| "unpinned".to_string(), |c| format!("CPU {c}"));
+                let zc = w.rx_zerocopy.filter(|_| zc).map_or_else(String::new, |z| {
+                    format!(
+                        ", mapped {}, copied {}",
+                        units::bytes(z.mapped_bytes),
+                        units::bytes(z.copied_bytes)
+                    )
+                });
+                format!("{at} ({streams}, ran on {}{zc})", w.cpus_seen)
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // Only the paths this end used: a sender has no receive path.
+    let mut paths: Vec<String> = [("send", &x.send_path), ("receive", &x.recv_path)]
+        .into_iter()
+        .filter_map(|(what, p)| p.as_deref().map(|p| format!("{what} path {p}")))
+        .collect();
+    // zero-copy receive: how the received bytes came, over all local workers
+    let zc = x.workers.iter().filter_map(|w| w.rx_zerocopy);
+    if let Some((m, c)) = zc
+        .map(|z| (z.mapped_bytes, z.copied_bytes))
+        .reduce(|a, b| (a.0 + b.0, a.1 + b.1))
+    {
+        if let Some(last) = paths.last_mut() {
+            last.push_str(&format!(
+                " ({} mapped, {} copied)",
+                units::bytes(m),
+                units::bytes(c),
+            ));
+        }
+    }
+    let mut s = String::from("wirespeed: ");
+    if !paths.is_empty() {
+        s.push_str(&format!("local {}; ", paths.join(", ")));
+    }
+    s.push_str(&format!("local workers: {}", workers(&x.workers, false)));
+    match &x.peer {
+        Some(p) if p.is_wirespeed => {
+            s.push_str(&format!(
+                "; server workers: {}",
+                workers(&x.remote_workers, true)
+            ));
+        }
+        _ => s.push_str("; server: iperf3 (no wirespeed extension)"),
+    }
+    if !x.path_fallbacks.is_empty() {
+        s.push_str(&format!("; fell back: {}", x.path_fallbacks.join(", ")));
+    }
+    Some(s)
+}
+
+/// The warning when a client asked the server to move its NIC's IRQs (`--server-irq-cpus`,
+/// `asked`) and the result says no move was made: the server is iperf3, or a wirespeed server
+/// without tune requests, and ignored the request. `None` when nothing was asked or it moved.
+pub fn irq_request_ignored(r: &TestResult, asked: bool) -> Option<&'static str> {
+    let moved = r
+        .wirespeed
+        .as_ref()
+        .is_some_and(|x| x.remote_irq_move.is_some());
+    (asked && !moved).then_some(
+        "--server-irq-cpus: the server did not move its IRQs (it is iperf3 or a wirespeed server without tune requests)",
+    )
+}
+
 /// The tail of the text a server returns for iperf3's `--get-server-output`, after the lines it
 /// printed live: its end summary (without the `iperf Done.` line) and where the work ran.
-pub fn write_server_output_tail(w: &mut dyn Write, r: &TestResult) -> io::Result<()> {
+pub fn write_server_output_tail<W: Write + ?Sized>(w: &mut W, r: &TestResult) -> io::Result<()> {
     let mut buf = Vec::new();
     crate::text::TextRenderer::new(
         crate::text::TextContext::from_result(r),

@@ -1,7 +1,8 @@
 //! The plan: steps that each fix one doctor finding, and notes for what software cannot fix.
 //!
 //! A plan is data (it serializes to JSON and back): the planner builds it from host facts, the
-//! renderer prints it as a table or as a standalone shell script, and the engine applies it.
+//! renderer (`wirespeed_report::plan`) prints it as a table, [`Plan::render_script`] writes it as
+//! a standalone shell script (what `--persist` installs too), and the engine applies it.
 
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -197,141 +198,6 @@ impl Plan {
         ids
     }
 
-    /// The plan as a readable table.
-    pub fn render_text(&self) -> String {
-        let mut out = self.render_head();
-        if self.steps.is_empty() {
-            out.push_str("Nothing to change.\n");
-        } else {
-            let (wf, ws, wc) = self.widths();
-            let _ = writeln!(
-                out,
-                "{:>3}  {:wf$}  {:ws$}  {:wc$}  new",
-                "#", "fixes", "setting", "current"
-            );
-            for (i, s) in self.steps.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "{:>3}  {:wf$}  {:ws$}  {:wc$}  {}",
-                    i + 1,
-                    s.finding,
-                    table_setting(&s.setting),
-                    s.current,
-                    s.new
-                );
-                let _ = writeln!(out, "     {:wf$}  # {}", "", s.summary);
-                for line in s.command.lines() {
-                    let _ = writeln!(out, "     {:wf$}  $ {line}", "");
-                }
-            }
-        }
-        out.push_str(&self.render_notes());
-        out
-    }
-
-    /// What `--apply` did, each step once: the plan's head, one line per step with its value
-    /// before, the value asked for and the outcome (and why, where it did not apply), then
-    /// what the plan leaves alone and the counts.
-    pub fn render_applied(&self, report: &ApplyReport) -> String {
-        let mut out = self.render_head();
-        let (wf, ws, wc) = self.widths();
-        let wn = self
-            .steps
-            .iter()
-            .map(|s| s.new.len())
-            .max()
-            .unwrap_or(0)
-            .clamp(3, 24);
-        let _ = writeln!(
-            out,
-            "{:>3}  {:wf$}  {:ws$}  {:wc$}  {:wn$}  outcome",
-            "#", "fixes", "setting", "was", "new"
-        );
-        for r in &report.steps {
-            let Some(s) = self.steps.get(r.step) else {
-                continue;
-            };
-            let detail = r
-                .detail
-                .as_deref()
-                .map(|d| format!(": {d}"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "{:>3}  {:wf$}  {:ws$}  {:wc$}  {:wn$}  {}{detail}",
-                r.step + 1,
-                s.finding,
-                table_setting(&s.setting),
-                s.current,
-                s.new,
-                r.status.as_str(),
-            );
-        }
-        out.push_str(&self.render_notes());
-        let _ = writeln!(
-            out,
-            "\nApplied {} of {} steps ({} already set, {} not movable, {} failed, {} skipped).",
-            report.count(StepStatus::Applied),
-            self.steps.len(),
-            report.count(StepStatus::AlreadySet),
-            report.count(StepStatus::NotMovable),
-            report.count(StepStatus::Failed),
-            report.count(StepStatus::Skipped),
-        );
-        let unsupported = report.count(StepStatus::NotSupported);
-        if unsupported > 0 {
-            let _ = writeln!(
-                out,
-                "{unsupported} not supported by the driver (nothing changed there)."
-            );
-        }
-        out
-    }
-
-    /// The first lines: what is tuned, on which host and root.
-    fn render_head(&self) -> String {
-        let mut out = String::new();
-        if let Some(line) = &self.run_app {
-            let _ = writeln!(out, "FIRST: {line}");
-        }
-        let host = self.hostname.as_deref().unwrap_or("host");
-        let _ = writeln!(out, "tune plan for {host} (root {})", self.root);
-        for c in &self.context {
-            let _ = writeln!(out, "  {c}");
-        }
-        out.push('\n');
-        out
-    }
-
-    /// Column widths of the steps table: finding, setting, current value.
-    fn widths(&self) -> (usize, usize, usize) {
-        let width = |f: fn(&Step) -> &str| self.steps.iter().map(|s| f(s).len()).max().unwrap_or(0);
-        (
-            width(|s| &s.finding).max(7),
-            width(|s| table_setting(&s.setting)).max(7),
-            width(|s| &s.current).clamp(7, 24),
-        )
-    }
-
-    /// What the plan leaves alone, and why.
-    fn render_notes(&self) -> String {
-        let mut out = String::new();
-        if !self.notes.is_empty() {
-            out.push_str("\nNot changed by this plan:\n");
-            for n in &self.notes {
-                match &n.finding {
-                    Some(f) => {
-                        let _ = writeln!(out, "  - {f}: {}", n.text);
-                    }
-                    None => {
-                        let _ = writeln!(out, "  - {}", n.text);
-                    }
-                }
-            }
-        }
-        out
-    }
-
     /// The plan as a standalone shell script: what a post-boot script would hold, so the whole
     /// wanted state ([`Plan::boot`], or the steps when a plan has no boot list), including values
     /// that already hold. Services are left out (a boot script does not stop services; `--persist`
@@ -399,7 +265,8 @@ impl Plan {
 
 /// A setting as the plan's table shows it: CPU files without their common directory
 /// (`cpufreq/policy6/scaling_governor`); the step's command under it has the full path.
-fn table_setting(setting: &str) -> &str {
+/// A setting as the plan's table writes it: sysfs CPU paths without their common prefix.
+pub fn table_setting(setting: &str) -> &str {
     setting
         .strip_prefix("/sys/devices/system/cpu/")
         .unwrap_or(setting)

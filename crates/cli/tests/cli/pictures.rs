@@ -369,11 +369,13 @@ fn unreadable_and_unknown_documents_get_one_line_and_their_exit_code() {
         ),
         ("a directory", vec![t.display().to_string()], 7),
         (
-            "CSV of a latency matrix",
-            vec![recorded("latency.json"), "--csv".into()],
+            "CSV of a doctor report (every other kind has one)",
+            vec![t.join("doctor.json").display().to_string(), "--csv".into()],
             8,
         ),
     ];
+    let doctor = ws(&["doctor", "--root", &fixture("crow-9900x-cx5-x4"), "--json"]);
+    std::fs::write(t.join("doctor.json"), &doctor.stdout).unwrap();
     for (what, args, want) in cases {
         let mut all = vec!["report".to_string()];
         all.extend(args);
@@ -641,4 +643,21 @@ fn diff_of_doctor_reports_names_findings_added_and_gone() {
     if !out.contains("finding added: ") {
         assert_eq!(code(&o), 0, "only findings gone: {out}");
     }
+}
+
+/// `report --csv` of a latency matrix is the CSV `latency --csv` writes: one exporter per kind,
+/// one row per measured pair.
+#[test]
+fn report_csv_of_a_latency_matrix() {
+    let o = ws(&["report", &recorded("latency.json"), "--csv"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next(),
+        Some("cpu_a,cpu_b,mean_ns,stderr_ns,samples,round_trips,noisy")
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert!(!rows.is_empty(), "{out}");
+    assert!(rows.iter().all(|r| r.split(',').count() == 7), "{out}");
 }

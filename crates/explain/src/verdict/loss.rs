@@ -290,6 +290,46 @@ pub(super) fn loss_judgement(cx: &Context) -> LossJudgement {
             th.mathis_factor
         ));
     }
+    below_mathis(
+        cx,
+        &Below {
+            seen: &seen,
+            model: &model,
+            ratio,
+            mss,
+            rtt_ms,
+            p,
+            bps,
+        },
+    )
+}
+
+/// What [`below_mathis`] judges: a measurement far below the Mathis ceiling.
+struct Below<'a> {
+    seen: &'a str,
+    model: &'a str,
+    /// The measurement over the Mathis ceiling.
+    ratio: f64,
+    mss: u32,
+    rtt_ms: f64,
+    p: f64,
+    bps: BitsPerSecond,
+}
+
+/// Far below Mathis: Padhye's timeout term with the connection's own timeouts, or what the
+/// decision completes.
+fn below_mathis(cx: &Context, b: &Below) -> LossJudgement {
+    let (test, th) = (cx.test, cx.th);
+    let Below {
+        seen,
+        model,
+        ratio,
+        mss,
+        rtt_ms,
+        p,
+        bps,
+    } = *b;
+    let within = |r: f64| r <= th.mathis_factor && r >= 1.0 / th.mathis_factor;
     // Far below Mathis, whose cycle has no timeouts. At short RTTs one retransmission timeout
     // (200 ms at least) costs more than thousands of fast recoveries, and a loss of a whole
     // burst (a forwarded GSO aggregate is dropped whole) ends in one: Padhye's model has the

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 use wirespeed_explain::model::BitsPerSecond;
-use wirespeed_explain::modes::{analyze, write_text, Run};
+use wirespeed_explain::modes::{analyze, Run};
 use wirespeed_explain::placement::Signature;
 use wirespeed_explain::topology::Relation;
 use wirespeed_explain::verdict::{verdict, VerdictId};
@@ -82,7 +82,7 @@ fn three_modes_tied_to_where_the_interrupts_ran() {
     );
 
     let mut out = Vec::new();
-    write_text(&mut out, &a).unwrap();
+    wirespeed_report::repeat::write_text(&mut out, &a).unwrap();
     let text = String::from_utf8(out).unwrap();
     eprintln!("{text}");
     let lines: Vec<&str> = text.lines().collect();

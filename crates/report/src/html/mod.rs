@@ -33,7 +33,11 @@ pub struct Input<'a> {
 pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
 /// Render the page for `inputs` (in order) to `w`.
-pub fn render(inputs: &[Input<'_>], title: &str, w: &mut dyn io::Write) -> io::Result<()> {
+pub fn render<W: io::Write + ?Sized>(
+    inputs: &[Input<'_>],
+    title: &str,
+    w: &mut W,
+) -> io::Result<()> {
     let mut h = String::with_capacity(64 << 10);
     let _ = write!(
         h,

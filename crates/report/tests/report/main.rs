@@ -4,3 +4,4 @@
 mod builder_render;
 mod common;
 mod iperf3_fixtures;
+mod kinds;

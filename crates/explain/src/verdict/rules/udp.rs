@@ -4,11 +4,12 @@
 use wirespeed_model::{Bound, Rank, VerdictEnd, VerdictId};
 
 use super::super::context::Context;
-use super::super::cpu::cpu_candidates_with;
+use super::super::cpu::{cpu_candidates_with, Candidate};
 use super::super::evidence;
 use super::super::finding::{Finding, Key, Out, Rule};
 use super::ending::forged;
 use crate::model::Percent;
+use wirespeed_model::observation::UdpRx;
 
 pub(crate) const UDP_LOSS: Rule = Rule {
     name: "UDP datagrams lost",
@@ -54,13 +55,33 @@ fn udp_loss(cx: &Context) -> Vec<Out> {
         .receiver()
         .and_then(|e| e.total.rx_drops.as_ref()?.udp)
         .filter(|u| u.rcvbuf_errors > 0 && u.rcvbuf_share().get() * 2.0 >= share);
+    vec![Out::Finding(where_lost(
+        cx,
+        (lost, total),
+        share,
+        rx,
+        rcvbuf,
+    ))]
+}
+
+/// The finding of `share` % of the datagrams lost (`lost` of `total`): the receiver's saturated
+/// CPU `rx` or its overflowing socket buffer, else the path (or, with the receiver not
+/// observed, what could not be told).
+fn where_lost(
+    cx: &Context,
+    (lost, total): (u64, u64),
+    share: f64,
+    rx: Option<&Candidate>,
+    rcvbuf: Option<UdpRx>,
+) -> Finding {
+    let test = cx.test;
     let observed = test.receiver().is_some();
     let strength = share / 100.0;
     let saturated = cx.th.saturated;
     let f = |id, end, line, bound| {
         Finding::new(id, end, line, Rank::UdpLoss, bound, strength).reads(COUNTERS)
     };
-    let finding = match (rx, rcvbuf) {
+    match (rx, rcvbuf) {
         (None, Some(u)) => f(
             VerdictId::UdpReceiverCpuBound,
             Some(VerdictEnd::Receiver),
@@ -113,6 +134,5 @@ fn udp_loss(cx: &Context) -> Vec<Out> {
             ),
             Bound::Consistent,
         ),
-    };
-    vec![Out::Finding(finding)]
+    }
 }
