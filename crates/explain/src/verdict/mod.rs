@@ -42,6 +42,7 @@
 //!
 //! docs/explain.md describes each id and the precedence table (generated from the table).
 
+mod bidir;
 mod context;
 mod cpu;
 mod evidence;
@@ -56,7 +57,7 @@ mod words;
 mod tests;
 
 use crate::model::{BitsPerSecond, EndObservation, Role, TestObservation};
-use wirespeed_model::verdict::{End, Flow};
+use wirespeed_model::verdict::Flow;
 use wirespeed_model::{Also, AlsoKind, Bound, Rank};
 
 pub use wirespeed_model::verdict::Measured;
@@ -225,113 +226,12 @@ pub fn verdict_of(test: &TestObservation, m: &Measured) -> Verdict {
 }
 
 /// [`verdict_of`] with explicit thresholds. `--bidir` (`m.reverse` and `m.local` known):
-/// each direction judged on its own (see [`bidir`]).
+/// each direction judged on its own (see [`bidir::bidir`]).
 pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -> Verdict {
-    match directions(m) {
-        Some((forward, reverse, local)) => bidir(test, &forward, &reverse, local, th),
+    match bidir::directions(m) {
+        Some((forward, reverse, local)) => bidir::bidir(test, &forward, &reverse, local, th),
         None => judge(test, Some(test), m, th),
     }
-}
-
-/// `--bidir` judged per direction (`m.reverse` and `m.local` known, and neither a stalled
-/// control connection nor a silent peer, which are the whole test's, judged once): the
-/// client → server and server → client figures, each on its own (no `reverse`), and this end.
-fn directions(m: &Measured) -> Option<(Measured, Measured, End)> {
-    let (rev, local) = (m.reverse.as_deref()?, m.local?);
-    if m.control_stall.is_some() || m.peer_silent.is_some() {
-        return None;
-    }
-    let own = |m: &Measured| Measured {
-        reverse: None,
-        local: Some(local),
-        ..m.clone()
-    };
-    Some((own(m), own(rev), local))
-}
-
-/// The server → client direction of a `--bidir` test is the slower (its throughput, else its
-/// intervals' mean): the verdict's. On equal rates, or unknown, client → server.
-fn reverse_slower(forward: &Measured, reverse: &Measured) -> bool {
-    let rate = |m: &Measured| {
-        m.throughput.map(|b| b.0).or_else(|| {
-            let v = &m.interval_bps;
-            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-        })
-    };
-    match (rate(forward), rate(reverse)) {
-        (Some(f), Some(r)) => r < f,
-        (None, Some(_)) => true,
-        _ => false,
-    }
-}
-
-/// The observation of one direction of a `--bidir` test: the end that sends in `flow` the
-/// sender, the other the receiver (each end's `TCP_INFO` limits are its own sending streams',
-/// so they belong to the direction it sends in).
-fn one_way(test: &TestObservation, local: End, flow: Flow) -> TestObservation {
-    let local_sends = Flow::sent_by(local) == flow;
-    let (mine, peers) = if local_sends {
-        (Role::Sender, Role::Receiver)
-    } else {
-        (Role::Receiver, Role::Sender)
-    };
-    let mut t = test.clone();
-    t.local.role = mine;
-    if let Some(r) = &mut t.remote {
-        r.role = peers;
-    }
-    t
-}
-
-/// `--bidir`: each direction judged as a test of its own (its observation by [`one_way`], its
-/// sums and intervals), the slower direction the verdict and the other under `also` (and in
-/// `other_direction`), each line naming its direction.
-fn bidir(
-    test: &TestObservation,
-    forward: &Measured,
-    reverse: &Measured,
-    local: End,
-    th: &Thresholds,
-) -> Verdict {
-    let one = |flow: Flow, m: &Measured| {
-        let mut v = judge(&one_way(test, local, flow), Some(test), m, th);
-        v.direction = Some(flow);
-        v.line = format!("{}: {}", flow.words(), v.line);
-        v
-    };
-    let c2s = one(Flow::ClientToServer, forward);
-    let s2c = one(Flow::ServerToClient, reverse);
-    let (mut first, other) = if reverse_slower(forward, reverse) {
-        (s2c, c2s)
-    } else {
-        (c2s, s2c)
-    };
-    // the other direction's line, then its own `also` lines, each naming that direction (its
-    // busy-host line names the same CPUs as this verdict's: said once)
-    let flow = other.direction;
-    let words = flow.map_or("", Flow::words);
-    let mut head = Also::finding(&other);
-    head.kind = AlsoKind::OtherDirection;
-    let others_also = other
-        .also
-        .iter()
-        .filter(|a| !(first.host_load.is_some() && a.kind == AlsoKind::HostLoad))
-        .map(|a| Also {
-            line: format!("{words}: {}", a.line),
-            direction: flow,
-            ..a.clone()
-        });
-    let lines: Vec<Also> = std::iter::once(head).chain(others_also).collect();
-    first.also.splice(0..0, lines);
-    first.other_direction = Some(Box::new(other));
-    first
-}
-
-/// What the rules found for one direction, in the decision's order (the headline first), and
-/// the notes that are no findings.
-pub struct Decision {
-    pub findings: Vec<Verdict>,
-    pub notes: Vec<Also>,
 }
 
 /// Every rule over the one context, the findings in the decision's order: by bound, then the
@@ -420,17 +320,6 @@ fn nothing_found(cx: &Context) -> Finding {
     }))
 }
 
-/// One direction's findings and notes, in the decision's order: what `explain --why` shows.
-pub fn decision(test: &TestObservation, m: &Measured) -> Decision {
-    let th = &THRESHOLDS;
-    let cx = Context::new(test, m, th);
-    let (found, notes) = decide(&cx);
-    Decision {
-        findings: found.into_iter().map(Finding::into_verdict).collect(),
-        notes,
-    }
-}
-
 /// One direction's verdict (every test but `--bidir` has one). `whole`: the test's own
 /// observation, for the cost per bit (none for `--bidir`: an end's CPU time pays for both
 /// directions).
@@ -490,15 +379,15 @@ fn with_projection(v: &mut Verdict, cost: Option<&wirespeed_model::Cost>) {
 /// `direction` saying which: the slower direction's (the verdict's) first and the other's as
 /// its `other_direction` where both bind, else the one that binds.
 pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
-    let Some((forward, reverse, local)) = directions(m) else {
+    let Some((forward, reverse, local)) = bidir::directions(m) else {
         return one_ceiling(test, m);
     };
-    let slower = reverse_slower(&forward, &reverse);
+    let slower = bidir::reverse_slower(&forward, &reverse);
     let c2s = (Flow::ClientToServer, forward);
     let s2c = (Flow::ServerToClient, reverse);
     let order = if slower { [s2c, c2s] } else { [c2s, s2c] };
     let mut binding = order.into_iter().filter_map(|(flow, m)| {
-        let mut c = one_ceiling(&one_way(test, local, flow), &m)?;
+        let mut c = one_ceiling(&bidir::one_way(test, local, flow), &m)?;
         c.direction = Some(flow);
         Some(c)
     });

@@ -7,7 +7,7 @@ use crate::model::{
 use crate::topology::Topology;
 use wirespeed_host::CpuSet;
 use wirespeed_model::observation::LinkKind;
-use wirespeed_model::verdict::{PeerSilent, SilentPhase, VerdictEnd};
+use wirespeed_model::verdict::{End, PeerSilent, SilentPhase, VerdictEnd};
 use wirespeed_model::{AlsoKind, Bound, LoadedEnd};
 
 fn set(s: &str) -> CpuSet {
