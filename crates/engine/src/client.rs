@@ -368,10 +368,7 @@ pub fn check_cpus(cpus: &CpuSet, whose: &str) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// Number of CPUs this process may use (at least 1).
-pub fn usable_cpus() -> usize {
-    dp::cpu::allowed_cpus().map_or(1, |v| v.len().max(1))
-}
+pub use crate::placement::usable_cpus;
 
 fn random_cookie() -> Result<Cookie, EngineError> {
     let mut e = [0u8; 36];

@@ -55,14 +55,7 @@ pub fn block_len(p: &TestParams) -> u32 {
     })
 }
 
-/// `true` when this end (`client` or not) sends in a test going `direction`.
-pub fn sends(direction: Direction, client: bool) -> bool {
-    match direction {
-        Direction::Both => true,
-        Direction::ClientToServer => client,
-        Direction::ServerToClient => !client,
-    }
-}
+pub use crate::observe::sends;
 
 /// The TCP socket options of a test's data connections, from its parameters: the same at
 /// both ends (the client applies them before it connects, the server to what it accepted).

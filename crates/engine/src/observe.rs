@@ -23,11 +23,20 @@ use wirespeed_report::{End, Interval};
 
 use crate::hooks::{EndObserver, ObserveHook};
 
-/// The role of one end for a direction: who sends is [`crate::measurement::sends`]'s rule.
+/// `true` when this end (`client` or not) sends in a test going `direction`.
+pub fn sends(direction: Direction, client: bool) -> bool {
+    match direction {
+        Direction::Both => true,
+        Direction::ClientToServer => client,
+        Direction::ServerToClient => !client,
+    }
+}
+
+/// The role of one end for a direction: who sends is [`sends`]'s rule.
 pub fn role(direction: Direction, client: bool) -> Role {
     match direction {
         Direction::Both => Role::Both,
-        _ if crate::measurement::sends(direction, client) => Role::Sender,
+        _ if sends(direction, client) => Role::Sender,
         _ => Role::Receiver,
     }
 }

@@ -46,9 +46,14 @@ impl Placement {
     /// Unpinned, over the CPUs this process may use.
     pub fn float() -> Placement {
         Placement::Float {
-            max_workers: crate::client::usable_cpus(),
+            max_workers: usable_cpus(),
         }
     }
+}
+
+/// Number of CPUs this process may use (at least 1).
+pub fn usable_cpus() -> usize {
+    wirespeed_datapath::cpu::allowed_cpus().map_or(1, |v| v.len().max(1))
 }
 
 /// Spread `n` streams over workers.

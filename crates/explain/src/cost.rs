@@ -28,7 +28,7 @@ use wirespeed_model::cost::{Cost, EndCost, Projection};
 use wirespeed_model::observation::{BitsPerSecond, EndObservation, Role, TestObservation};
 use wirespeed_model::verdict::Measured;
 
-use crate::verdict::is_virtual;
+use crate::nic::is_virtual;
 
 /// The test's wall time at one end, seconds (the observation total's span).
 fn wall_s(e: &EndObservation) -> Option<f64> {

@@ -193,6 +193,12 @@ fn through_stack(root: &Root, iface: &str, nics: &[NicFacts], f: &mut IfaceFacts
     f.stack = Some(typed);
 }
 
+/// The interface's speed is nominal, not a line: loopback, or a link the observer typed as
+/// virtual (veth, bridges, tunnels, virtio).
+pub fn is_virtual(e: &wirespeed_model::EndObservation) -> bool {
+    e.iface.as_deref() == Some("lo") || e.iface_link.is_some_and(|k| k.is_virtual())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,7 +56,7 @@ mod words;
 #[cfg(test)]
 mod tests;
 
-use crate::model::{BitsPerSecond, EndObservation, Role, TestObservation};
+use crate::model::{BitsPerSecond, Role, TestObservation};
 use wirespeed_model::verdict::Flow;
 use wirespeed_model::{Also, AlsoKind, Bound, Rank};
 
@@ -180,11 +180,7 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     quota_periods: 5,
 };
 
-/// The interface's speed is nominal, not a line: loopback, or a link the observer typed as
-/// virtual (veth, bridges, tunnels, virtio).
-pub fn is_virtual(e: &EndObservation) -> bool {
-    e.iface.as_deref() == Some("lo") || e.iface_link.is_some_and(|k| k.is_virtual())
-}
+pub use crate::nic::is_virtual;
 
 pub use wirespeed_model::verdict::{Verdict, VerdictId};
 

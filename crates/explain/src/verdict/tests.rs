@@ -1,6 +1,6 @@
 use super::loss::with_sender_tcp;
 use super::*;
-use crate::model::CpuUse;
+use crate::model::{CpuUse, EndObservation};
 use crate::model::{
     IntervalObservation, Percent, RxDrops, SoftnetUse, TcpLimits, TcpRxDrops, UdpRx, WorkerRun,
 };
