@@ -4,7 +4,7 @@
 use wirespeed_model::verdict::{End, Flow, Measured};
 use wirespeed_model::{Also, AlsoKind, Verdict};
 
-use super::{judge, Thresholds};
+use super::{one_direction, Thresholds};
 use crate::model::{Role, TestObservation};
 
 /// `--bidir` judged per direction (`m.reverse` and `m.local` known, and neither a stalled
@@ -68,7 +68,7 @@ pub(super) fn bidir(
     th: &Thresholds,
 ) -> Verdict {
     let one = |flow: Flow, m: &Measured| {
-        let mut v = judge(&one_way(test, local, flow), Some(test), m, th);
+        let mut v = one_direction(&one_way(test, local, flow), Some(test), m, th);
         v.direction = Some(flow);
         v.line = format!("{}: {}", flow.words(), v.line);
         v

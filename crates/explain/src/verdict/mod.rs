@@ -226,7 +226,7 @@ pub fn verdict_of(test: &TestObservation, m: &Measured) -> Verdict {
 pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -> Verdict {
     match bidir::directions(m) {
         Some((forward, reverse, local)) => bidir::bidir(test, &forward, &reverse, local, th),
-        None => judge(test, Some(test), m, th),
+        None => one_direction(test, Some(test), m, th),
     }
 }
 
@@ -319,7 +319,7 @@ fn nothing_found(cx: &Context) -> Finding {
 /// One direction's verdict (every test but `--bidir` has one). `whole`: the test's own
 /// observation, for the cost per bit (none for `--bidir`: an end's CPU time pays for both
 /// directions).
-fn judge(
+fn one_direction(
     test: &TestObservation,
     whole: Option<&TestObservation>,
     m: &Measured,
