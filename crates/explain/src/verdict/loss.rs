@@ -3,7 +3,7 @@
 //! retransmission timeouts) and the `Path model:` ceiling.
 
 use wirespeed_model::observation::CpuQuota;
-use wirespeed_model::verdict::{Measured, PathCeiling};
+use wirespeed_model::verdict::Measured;
 use wirespeed_model::{Bound, Rank, VerdictId};
 
 use super::context::Context;
@@ -346,24 +346,15 @@ fn below_mathis(cx: &Context, b: &Below) -> LossJudgement {
             let padhye = padhye_bps(mss, rtt_ms, p, t0_s);
             let r = bps.0 / padhye;
             if within(r) {
-                return LossJudgement::Binds(Box::new(
-                    Finding::new(
-                        VerdictId::LossLimited,
-                        None,
-                        format!(
-                            "loss-limited by retransmission timeouts: {} retransmitted ({} segments) at {rtt_ms:.2} ms RTT with {n} timeouts ({ms} ms recovering from them, tcpi_total_rto) allows about {} (Padhye: the Mathis cycle plus a timeout of {:.0} ms per loss window, MSS {mss}); {bps} measured, {r:.1}x that ceiling, {:.1}x below Mathis's, which has no timeouts — find the loss (whole bursts lost end in a timeout: a policer, a forwarded GSO aggregate dropped whole), or shorten the minimum RTO (ip route ... rto_min)",
-                            Percent::new(p * 100.0),
-                            cx.pm.retransmits.unwrap_or(0),
-                            BitsPerSecond(padhye),
-                            t0_s * 1000.0,
-                            1.0 / ratio
-                        ),
-                        Rank::Loss,
-                        Bound::Binding,
-                        1.0 - r.ln().abs() / th.mathis_factor.ln(),
-                    )
-                    .reads(LOSS_RTO_COUNTERS),
-                ));
+                let line = format!(
+                    "loss-limited by retransmission timeouts: {} retransmitted ({} segments) at {rtt_ms:.2} ms RTT with {n} timeouts ({ms} ms recovering from them, tcpi_total_rto) allows about {} (Padhye: the Mathis cycle plus a timeout of {:.0} ms per loss window, MSS {mss}); {bps} measured, {r:.1}x that ceiling, {:.1}x below Mathis's, which has no timeouts — find the loss (whole bursts lost end in a timeout: a policer, a forwarded GSO aggregate dropped whole), or shorten the minimum RTO (ip route ... rto_min)",
+                    Percent::new(p * 100.0),
+                    cx.pm.retransmits.unwrap_or(0),
+                    BitsPerSecond(padhye),
+                    t0_s * 1000.0,
+                    1.0 / ratio
+                );
+                return padhye_binds(line, Bound::Binding, r, th, LOSS_RTO_COUNTERS);
             }
             LossJudgement::BelowModel(format!(
                 "{below}; {n} retransmission timeouts came ({ms} ms recovering), and Padhye's timeout-aware ceiling with them is {} ({r:.1}x): the losses allowed more",
@@ -378,23 +369,14 @@ fn below_mathis(cx: &Context, b: &Below) -> LossJudgement {
             let r = bps.0 / padhye;
             if within(r) {
                 // the kernel does not count timeouts: consistent with the model, not shown
-                return LossJudgement::Binds(Box::new(
-                    Finding::new(
-                        VerdictId::LossLimited,
-                        None,
-                        format!(
-                            "loss-limited if the losses ended in timeouts: {} retransmitted ({} segments) at {rtt_ms:.2} ms RTT allows about {} with a 200 ms timeout per loss window (Padhye, MSS {mss}); {bps} measured, {r:.1}x that, {:.1}x below the Mathis ceiling — this kernel does not count the connection's timeouts (tcpi_total_rto, 6.7+), so this is consistent, not shown",
-                            Percent::new(p * 100.0),
-                            cx.pm.retransmits.unwrap_or(0),
-                            BitsPerSecond(padhye),
-                            1.0 / ratio
-                        ),
-                        Rank::Loss,
-                        Bound::Consistent,
-                        1.0 - r.ln().abs() / th.mathis_factor.ln(),
-                    )
-                    .reads(LOSS_COUNTERS),
-                ));
+                let line = format!(
+                    "loss-limited if the losses ended in timeouts: {} retransmitted ({} segments) at {rtt_ms:.2} ms RTT allows about {} with a 200 ms timeout per loss window (Padhye, MSS {mss}); {bps} measured, {r:.1}x that, {:.1}x below the Mathis ceiling — this kernel does not count the connection's timeouts (tcpi_total_rto, 6.7+), so this is consistent, not shown",
+                    Percent::new(p * 100.0),
+                    cx.pm.retransmits.unwrap_or(0),
+                    BitsPerSecond(padhye),
+                    1.0 / ratio
+                );
+                return padhye_binds(line, Bound::Consistent, r, th, LOSS_COUNTERS);
             }
             LossJudgement::BelowModel(format!(
                 "{below}, and {:.1}x below Padhye's with a 200 ms timeout per loss window: the losses allowed more",
@@ -402,6 +384,28 @@ fn below_mathis(cx: &Context, b: &Below) -> LossJudgement {
             ))
         }
     }
+}
+
+/// `loss-limited` by Padhye's model, `r` the measurement over its ceiling: as strong as it
+/// sits near 1 within the model's factor.
+fn padhye_binds(
+    line: String,
+    bound: Bound,
+    r: f64,
+    th: &Thresholds,
+    counters: &'static [&'static str],
+) -> LossJudgement {
+    LossJudgement::Binds(Box::new(
+        Finding::new(
+            VerdictId::LossLimited,
+            None,
+            line,
+            Rank::Loss,
+            bound,
+            1.0 - r.ln().abs() / th.mathis_factor.ln(),
+        )
+        .reads(counters),
+    ))
 }
 
 /// The kernel's minimum retransmission timeout (`TCP_RTO_MIN`), s.
@@ -479,22 +483,4 @@ pub(super) fn with_sender_tcp<'a>(
         filled.mss = t.mss;
     }
     std::borrow::Cow::Owned(filled)
-}
-
-/// The path model's ceiling for what a TCP test measured: the Mathis ceiling from its
-/// retransmit rate, smallest RTT and MSS (the same `path_model::mathis_bps` `wirespeed model`
-/// uses); `None` without retransmits, an RTT or the MSS.
-pub fn ceiling(m: &Measured) -> Option<PathCeiling> {
-    let (p, (min_us, _, _), mss) = (m.tcp_loss()?, m.rtt_us?, m.mss?);
-    let rtt_ms = min_us as f64 / 1000.0;
-    (rtt_ms > 0.0).then(|| PathCeiling {
-        loss: p,
-        retransmits: m.retransmits.unwrap_or(0),
-        rtt_ms,
-        mss,
-        mathis_bps: wirespeed_doctor::path_model::mathis_bps(mss, rtt_ms, p),
-        measured_bps: m.throughput.map(|b| b.0).filter(|b| *b > 0.0),
-        direction: None,
-        other_direction: None,
-    })
 }

@@ -397,7 +397,7 @@ pub(super) fn one_ceiling(test: &TestObservation, m: &Measured) -> Option<PathCe
     let th = &THRESHOLDS;
     let cx = Context::new(test, m, th);
     match loss::loss_judgement(&cx) {
-        loss::LossJudgement::Binds(f) if f.bound == Bound::Binding => loss::ceiling(&cx.pm),
+        loss::LossJudgement::Binds(f) if f.bound == Bound::Binding => ceiling(&cx.pm),
         _ => None,
     }
 }

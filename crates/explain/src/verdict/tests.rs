@@ -3013,3 +3013,63 @@ fn a_rate_at_one_bond_members_speed_is_that_members_line() {
         .mode = Some("active-backup".into());
     assert_ne!(verdict_of(&ab, &at(94.0)).id, VerdictId::BondMemberLimited);
 }
+
+/// Loss far below the Mathis ceiling at a short RTT: with the connection's own timeouts
+/// (tcpi_total_rto) Padhye's timeout-aware ceiling binds; with none counted nothing explains the
+/// gap and the note says nothing else was found; a kernel without the counters gets a
+/// consistent, not a binding, loss finding.
+#[test]
+fn loss_far_below_mathis_is_judged_with_the_connections_timeouts() {
+    let quiet = end(Role::Receiver, ryzen(), 6, &[(6, 30.0, 0.0, 70.0, 0, 0)]);
+    let with_rto = |rto: Option<(u64, u64)>| {
+        let mut s = idle_sender();
+        s.total.tcp = Some(TcpLimits {
+            busy_us: 4_000_000,
+            rto_timeouts: rto.map(|r| r.0),
+            rto_time_ms: rto.map(|r| r.1),
+            ..Default::default()
+        });
+        test(s, quiet.clone())
+    };
+    // 2 % of 1448-byte segments lost at 0.5 ms: Mathis allows about 200 Mbit/s, Padhye with a
+    // 200 ms timeout about 10; 12 Mbit/s measured, flat
+    let segments = 2_000_000u64;
+    let m = Measured {
+        throughput: Some(BitsPerSecond(12e6)),
+        interval_bps: vec![11e6, 12e6, 9e6, 15e6, 12e6],
+        retransmits: Some(segments / 50),
+        bytes_sent: Some(segments * 1448),
+        mss: Some(1448),
+        rtt_us: Some((500, 600, 900)),
+        congestion: Some("cubic".into()),
+        ..Default::default()
+    };
+    let v = verdict_of(&with_rto(Some((120, 24_000))), &m);
+    assert_eq!(v.id, VerdictId::LossLimited, "{v:?}");
+    assert_eq!(v.bound, Some(Bound::Binding));
+    assert!(
+        v.line
+            .starts_with("loss-limited by retransmission timeouts"),
+        "{}",
+        v.line
+    );
+    // no timeouts came: nothing explains the gap, and the note says nothing else was found
+    let v = verdict_of(&with_rto(Some((0, 0))), &m);
+    assert_ne!(v.id, VerdictId::LossLimited, "{v:?}");
+    assert!(
+        v.also.iter().any(|a| a.kind == AlsoKind::Loss
+            && a.contains("no retransmission timeouts came")
+            && a.contains("nothing else was found")),
+        "{v:?}"
+    );
+    // a kernel that does not count them: consistent, not shown
+    let v = verdict_of(&with_rto(None), &m);
+    let loss = std::iter::once((v.id, v.bound))
+        .chain(v.also_findings().map(|a| (a.id.unwrap(), a.bound)))
+        .find(|(id, _)| *id == VerdictId::LossLimited);
+    assert_eq!(
+        loss,
+        Some((VerdictId::LossLimited, Some(Bound::Consistent))),
+        "{v:?}"
+    );
+}
