@@ -159,16 +159,16 @@ pub(super) fn host_load(test: &TestObservation, th: &Thresholds) -> Vec<wirespee
 
 /// The busy-host statement of verdict `v` (not for `cpu-contended`, which says it already):
 /// `host_load` set and a line first under `also`.
+/// `cpus`: the context's [`host_load`], computed once.
 pub(super) fn with_host_load(
     v: &mut Verdict,
     near: Option<Near>,
-    test: &TestObservation,
+    cpus: &[wirespeed_model::BusyCpu],
     th: &Thresholds,
 ) {
     if v.rank == Some(Rank::Contention) {
         return;
     }
-    let cpus = host_load(test, th);
     if cpus.is_empty() {
         return;
     }
@@ -222,7 +222,7 @@ pub(super) fn with_host_load(
     }
     v.also.insert(0, Also::note(AlsoKind::HostLoad, line));
     v.host_load = Some(wirespeed_model::HostLoad {
-        cpus,
+        cpus: cpus.to_vec(),
         marginal: near.is_some(),
     });
 }

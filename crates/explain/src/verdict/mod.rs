@@ -349,7 +349,7 @@ fn one_direction(
     ) {
         first.also.push(Also::note(AlsoKind::Note, note));
     }
-    load::with_host_load(&mut first, near, test, th);
+    load::with_host_load(&mut first, near, &cx.busy, th);
     first
 }
 
