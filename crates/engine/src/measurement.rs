@@ -253,6 +253,8 @@ pub struct Measurement<D = DataPhase> {
     show_intervals: bool,
     final_time: Option<Duration>,
     live: LiveState,
+    /// What was measured so far, for the verdict so far (running sums).
+    so_far: crate::live::SoFar,
     /// The latest tick's interval (the live event a late peer frame is shown with).
     last_tick: Option<(f64, f64)>,
     udp: bool,
@@ -343,6 +345,7 @@ impl<D: Counters> Measurement<D> {
             show_intervals: interval > Duration::ZERO,
             final_time: None,
             live: LiveState::default(),
+            so_far: crate::live::SoFar::default(),
             last_tick: None,
             udp: false,
         }
@@ -406,8 +409,9 @@ impl<D: Counters> Measurement<D> {
                 (_, true) => Some(wirespeed_model::End::Server),
                 (_, false) => None,
             };
-            let measured =
-                crate::live::measured_so_far(self.udp, self.builder.intervals(), bidir_local);
+            let measured = self
+                .so_far
+                .measured(self.udp, self.builder.intervals(), bidir_local);
             self.observer.verdict_so_far(
                 l.observation(),
                 self.live.peer().map(RunningEnd::observation),
