@@ -600,12 +600,12 @@ impl ServerGuardArgs {
     /// `--allow-tune` without `--psk` is refused at start: a tune request changes the host, so
     /// the server takes it only with parameters verified by its pre-shared key.
     pub fn tune_needs_psk(&self, allow_tune: bool) -> anyhow::Result<()> {
-        if allow_tune && self.psk.is_none() {
-            return Err(exit::fail(
-                exit::USAGE,
-                "--allow-tune needs --psk FILE: tune requests are taken only with parameters \
-                 verified by the pre-shared key (clients give the same file to --psk)",
-            ));
+        if allow_tune {
+            wirespeed_protocol::psk::tune_needs_key(
+                wirespeed_protocol::psk::Side::Server,
+                self.psk.is_some(),
+            )
+            .map_err(|e| exit::fail(exit::USAGE, e.to_string()))?;
         }
         Ok(())
     }

@@ -387,9 +387,8 @@ pub fn run_server_irq_sweep(
     if s.cpus.len() != 1 {
         return Err(IrqDriveError::OneClientCpu(s.cpus.clone()));
     }
-    if s.psk.is_none() {
-        return Err(IrqDriveError::NeedsPsk);
-    }
+    wirespeed_protocol::psk::tune_needs_key(wirespeed_protocol::psk::Side::Client, s.psk.is_some())
+        .map_err(|_| IrqDriveError::NeedsPsk)?;
     let client_cpu = s.cpus.first().unwrap_or(0);
     let mut report = IrqSweepReport {
         iface: String::new(),

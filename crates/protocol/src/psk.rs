@@ -166,6 +166,52 @@ pub enum Side {
     Server,
 }
 
+impl Side {
+    /// The other end (whose results this end checks).
+    pub fn peer(self) -> Side {
+        match self {
+            Side::Client => Side::Server,
+            Side::Server => Side::Client,
+        }
+    }
+}
+
+/// Why a client does not ask for a tune request without the key: its words, also for the
+/// commands that ask through the client (a sweep over the server's IRQs).
+pub const ASK_TUNE_NEEDS_KEY: &str = "asking the server to move its IRQs needs --psk FILE (a \
+     server takes tune requests only with parameters verified by its pre-shared key)";
+
+/// Why a server does not take tune requests without the key.
+pub const TAKE_TUNE_NEEDS_KEY: &str = "--allow-tune needs --psk FILE: tune requests are taken \
+     only with parameters verified by the pre-shared key (clients give the same file to --psk)";
+
+/// A tune request (a client asking a server started with `--allow-tune` to move its NIC's
+/// queue IRQs for one test) changes a host: it is asked for and taken only with parameters
+/// tagged with the pre-shared key. The one rule, for both ends: `side` is the end that asks
+/// (the client) or takes (the server), `has_key` whether it holds a key.
+pub fn tune_needs_key(side: Side, has_key: bool) -> Result<(), TuneNeedsKey> {
+    if has_key {
+        Ok(())
+    } else {
+        Err(TuneNeedsKey(side))
+    }
+}
+
+/// A tune request asked for, or taken, without the pre-shared key ([`tune_needs_key`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TuneNeedsKey(pub Side);
+
+impl std::fmt::Display for TuneNeedsKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            Side::Client => ASK_TUNE_NEEDS_KEY,
+            Side::Server => TAKE_TUNE_NEEDS_KEY,
+        })
+    }
+}
+
+impl std::error::Error for TuneNeedsKey {}
+
 fn kind_results(side: Side) -> &'static str {
     match side {
         Side::Client => "client-results",
@@ -396,6 +442,25 @@ mod tests {
             }),
             ..TestResults::default()
         }
+    }
+
+    #[test]
+    fn a_tune_request_needs_the_key_at_both_ends() {
+        assert_eq!(tune_needs_key(Side::Client, true), Ok(()));
+        assert_eq!(tune_needs_key(Side::Server, true), Ok(()));
+        let ask = tune_needs_key(Side::Client, false).unwrap_err();
+        let take = tune_needs_key(Side::Server, false).unwrap_err();
+        // each end says it in its own words, both naming the option that fixes it
+        assert!(ask
+            .to_string()
+            .starts_with("asking the server to move its IRQs needs --psk FILE"));
+        assert!(take
+            .to_string()
+            .starts_with("--allow-tune needs --psk FILE"));
+        assert_eq!(
+            (Side::Client.peer(), Side::Server.peer()),
+            (Side::Server, Side::Client)
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ use wirespeed_datapath as dp;
 use wirespeed_datapath::SendPath;
 use wirespeed_guard::{ControlLedger, Demand, Guard, PeerKey, Refusal};
 use wirespeed_host::CpuSet;
-use wirespeed_protocol::psk::{PskRefusal, ReplayWindow};
+use wirespeed_protocol::psk::{PskRefusal, ReplayWindow, Side};
 use wirespeed_protocol::server_error::errno;
 use wirespeed_protocol::{Cookie, Decline, Direction, TestParams, Transport, WireSendPath};
 
@@ -437,10 +437,12 @@ pub fn decide(
         Err(e) => return Err(e),
         Ok(_) => {}
     }
-    if tune_request && cfg.tune.is_some() && cfg.psk.is_none() {
-        return Err(AdmissionError::TuneUnverified(
-            "this server has no pre-shared key (--psk) to verify it with".into(),
-        ));
+    if tune_request && cfg.tune.is_some() {
+        wirespeed_protocol::psk::tune_needs_key(Side::Server, cfg.psk.is_some()).map_err(|_| {
+            AdmissionError::TuneUnverified(
+                "this server has no pre-shared key (--psk) to verify it with".into(),
+            )
+        })?;
     }
     if let Some(h) = &cfg.admission {
         h.0.admit(peer, p)?;
