@@ -17,16 +17,16 @@ use wirespeed_report::{HostPort, TestResult};
 
 use crate::assemble::VERSION;
 use crate::data::{DataSocket, DataStream};
+use crate::drive::{self, End, Failed, Link, Step};
 use crate::measurement::{self, LocalPaths, Whence};
 use crate::net::{self, Ctrl, Family};
 use crate::output::Reporter;
 use crate::placement::Placement;
-use crate::shell::{self, unix_now, Begin, Peer, SendError, Shell};
+use crate::shell::{unix_now, Begin, Peer, Shell};
 pub use crate::stall::{control_stalled, STALL_AFTER, STALL_RETRANSMITS};
 use crate::EngineError;
 use wirespeed_host::CpuSet;
-use wirespeed_model::verdict::PeerSilent;
-use wirespeed_run::{Action, Cause, ClientPlan, EndAt, Ending, Limits, TestRun, WatchStop};
+use wirespeed_run::{Cause, ClientPlan, EndAt, Ending, Limits, TestRun, WatchStop};
 
 pub use crate::measurement::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_BLOCK};
 
@@ -215,10 +215,9 @@ impl ClientConfig {
         if self.time == 0 && self.bytes.is_none() && self.blocks.is_none() {
             return Err(EngineError::Config("-t 0 needs -n or -k".into()));
         }
-        if self.server_irq_cpus.is_some() && self.psk.is_none() {
-            return Err(EngineError::Config(format!(
-                "--server-irq-cpus: {TUNE_NEEDS_PSK}"
-            )));
+        if self.server_irq_cpus.is_some() {
+            psk::tune_needs_key(psk::Side::Client, self.psk.is_some())
+                .map_err(|e| EngineError::Config(format!("--server-irq-cpus: {e}")))?;
         }
         if let Some(l) = self.block_len {
             if l == 0 || l as usize > dp_max_block() {
@@ -380,8 +379,9 @@ fn random_cookie() -> Result<Cookie, EngineError> {
 /// State of a client run, kept apart from the loop so failures can still report.
 struct Run<'a> {
     cfg: &'a ClientConfig,
-    /// What both ends do around the core: the data phase, this end's and the server's results.
-    sh: Shell<'a>,
+    /// The shell (the data phase, this end's and the server's results), the core and the
+    /// control connection.
+    link: Link<'a, Ctrl>,
     target: SocketAddr,
     ctrl_local: Option<SocketAddr>,
     streams: Vec<DataStream>,
@@ -394,10 +394,6 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    fn now(&self) -> Duration {
-        self.sh.now()
-    }
-
     fn connect_streams(&mut self) -> Result<(), EngineError> {
         let cfg = self.cfg;
         let total = cfg.total_streams();
@@ -417,7 +413,7 @@ impl Run<'_> {
                     cport,
                     cfg.window,
                     timeout.unwrap_or(Duration::from_secs(10)),
-                    &self.sh.cookie,
+                    &self.link.sh.cookie,
                 )?;
                 cfg.extras.udp_data(&u)?;
                 DataSocket::Udp(u)
@@ -442,7 +438,7 @@ impl Run<'_> {
                     },
                 )?;
                 let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
-                std::io::Write::write_all(&mut s, self.sh.cookie.as_bytes()).map_err(|e| {
+                std::io::Write::write_all(&mut s, self.link.sh.cookie.as_bytes()).map_err(|e| {
                     EngineError::Connect {
                         target: self.target.to_string(),
                         reason: format!("sending the cookie on data connection {id}: {e}"),
@@ -485,7 +481,8 @@ impl Run<'_> {
             started: None,
         };
         let streams = std::mem::take(&mut self.streams);
-        self.sh
+        self.link
+            .sh
             .begin(&self.params, streams, how, reporter)
             .map_err(EngineError::Peer)
     }
@@ -494,34 +491,27 @@ impl Run<'_> {
     /// end measured, so the partial report has its summary (iperf3 prints one too; the
     /// peer's side of it stays what this end saw, as iperf3's does).
     fn interrupt_end(&mut self, reporter: &mut dyn Reporter) {
-        if self.sh.m.is_none() || self.interrupted {
+        if self.link.sh.m.is_none() || self.interrupted {
             return;
         }
         self.interrupted = true;
-        self.sh.stop_here(reporter);
-        self.count_here();
-    }
-
-    /// The server went silent after the data phase began (the core's [`Ending::Silent`]):
-    /// end here with this end's counts, as an interrupted test does.
-    fn silent(&mut self, silent: PeerSilent, reporter: &mut dyn Reporter) {
-        self.sh.peer_silent(silent, reporter);
+        self.link.sh.stop_here(reporter);
         self.count_here();
     }
 
     /// This end's results, unless they were sent already.
     fn count_here(&mut self) {
-        if self.sh.m.is_some() && self.local_results.is_none() {
-            self.local_results = Some(self.sh.local_results(None));
+        if self.link.sh.m.is_some() && self.local_results.is_none() {
+            self.local_results = Some(self.link.sh.local_results(None));
         }
     }
 
     /// The report, complete or partial.
     fn result(&mut self, error: Option<String>) -> TestResult {
         let cfg = self.cfg;
-        let with_end = error.is_none() || self.interrupted || self.sh.silent;
+        let with_end = error.is_none() || self.interrupted || self.link.sh.silent;
         let head = TestResult {
-            start: self.sh.start_or(Whence::ConnectingTo(HostPort {
+            start: self.link.sh.start_or(Whence::ConnectingTo(HostPort {
                 host: cfg.host.clone(),
                 port: cfg.port,
             })),
@@ -530,8 +520,8 @@ impl Run<'_> {
             error,
             ..TestResult::default()
         };
-        let peer = self.sh.peer_results.as_ref();
-        let mut r = self.sh.report(
+        let peer = self.link.sh.peer_results.as_ref();
+        let mut r = self.link.sh.report(
             head,
             with_end,
             Peer {
@@ -562,21 +552,67 @@ fn failure_error(f: &Failure) -> EngineError {
     EngineError::Peer(format!("server {f}"))
 }
 
-impl Run<'_> {
-    /// How the core ended the test, as this end reports it.
-    fn ending(&mut self, ending: Ending, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
-        match ending {
-            Ending::Complete => Ok(()),
-            // An MTU black hole: this end's results message (large) makes no progress while
-            // the small messages before it got through. This end's report, the verdict names it.
-            Ending::ResultsStalled(stall) => {
-                self.sh.results_stalled(stall);
-                Ok(())
+/// The client's part of the loop around the core ([`crate::drive`]): it opens the data
+/// connections when asked, stops when interrupted, and says what ended the test in its words.
+impl<'a> End<'a> for Run<'a> {
+    type Error = EngineError;
+    type Ctrl = Ctrl;
+
+    fn link(&mut self) -> &mut Link<'a, Ctrl> {
+        &mut self.link
+    }
+
+    fn failed(&mut self, f: Failed) -> EngineError {
+        match f {
+            Failed::Write(e) => {
+                EngineError::Peer(format!("writing to the control connection: {e}"))
             }
-            // The server's data or results never came although the test ran: this end's
-            // report and the verdict on the silence, not a bare timeout.
-            Ending::Silent { silent, cause } => {
-                self.silent(silent, reporter);
+            Failed::Read(e) => EngineError::Peer(format!("reading the control connection: {e}")),
+            Failed::Session(Step::EndTest, e) => {
+                EngineError::Peer(format!("cannot end the test: {e}"))
+            }
+            Failed::Session(_, e) => EngineError::Peer(format!("cannot send results: {e}")),
+            Failed::Seal(e) => EngineError::Config(format!("--psk: {e}")),
+            Failed::PeerKey(e) => {
+                EngineError::Peer(format!("the server's results: pre-shared key: {e}"))
+            }
+        }
+    }
+
+    fn interrupted(&mut self, reporter: &mut dyn Reporter) -> Option<EngineError> {
+        let asked = self.cfg.interrupt.as_ref()?;
+        if !asked.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        self.interrupt_end(reporter);
+        Some(EngineError::Interrupted)
+    }
+
+    fn open_streams(&mut self) -> Result<(), EngineError> {
+        self.connect_streams()
+    }
+
+    fn start_data(&mut self, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
+        self.begin(reporter)
+    }
+
+    fn local_results(&mut self, _: &mut dyn Reporter) -> TestResults {
+        self.link.sh.local_results(None)
+    }
+
+    fn results_sent(&mut self, r: TestResults) {
+        self.local_results = Some(r);
+    }
+
+    /// An MTU black hole (this end's results made no progress while the small messages before
+    /// them got through) is this end's report, the verdict naming it; the server's data or
+    /// results that never came although the test ran, this end's report with the verdict on
+    /// the silence, not a bare timeout.
+    fn ending(&mut self, ending: Ending, _: &mut dyn Reporter) -> Result<(), EngineError> {
+        match ending {
+            Ending::Complete | Ending::ResultsStalled(_) => Ok(()),
+            Ending::Silent { cause, .. } => {
+                self.count_here();
                 Err(match cause {
                     Cause::Watch(WatchStop::ReceiveIdle { quiet, limit }) => {
                         EngineError::Peer(rcv_timeout_message(quiet, limit))
@@ -604,12 +640,12 @@ impl Run<'_> {
     }
 }
 
+/// Why a tune request is not sent without the pre-shared key (the rule:
+/// [`psk::tune_needs_key`]).
+pub use wirespeed_protocol::psk::ASK_TUNE_NEEDS_KEY as TUNE_NEEDS_PSK;
+
 /// Run one test. The reporter sees the live events; the returned report is complete on
 /// success. On failure the reporter's `finish` still gets a report with `error` set.
-/// Why a tune request is not sent without the pre-shared key.
-pub const TUNE_NEEDS_PSK: &str = "asking the server to move its IRQs needs --psk FILE (a server \
-     takes tune requests only with parameters verified by its pre-shared key)";
-
 pub fn run_client(
     cfg: &ClientConfig,
     reporter: &mut dyn Reporter,
@@ -661,26 +697,17 @@ pub fn run_client(
     };
     let tcp_mss_default = net::mss_of(&stream);
     let ctrl_local = stream.local_addr().ok();
-    let mut ctrl = Ctrl::new(stream);
-    let mut run = Run {
-        cfg,
-        sh: Shell::new(
-            psk::Side::Client,
-            random_cookie()?,
-            cfg.psk.as_ref(),
-            cfg.interval,
-        ),
-        target,
-        ctrl_local,
-        streams: Vec::new(),
-        params: cfg.params_with_mss(tcp_mss_default),
-        local_results: None,
-        tcp_mss_default,
-        interrupted: false,
-    };
+    let ctrl = Ctrl::new(stream);
+    let sh = Shell::new(
+        psk::Side::Client,
+        random_cookie()?,
+        cfg.psk.as_ref(),
+        cfg.interval,
+    );
+    let mut params = cfg.params_with_mss(tcp_mss_default);
     if let Some(a) = &cfg.auth {
         match a.token(unix_now()) {
-            Ok(t) => run.params.authtoken = Some(t),
+            Ok(t) => params.authtoken = Some(t),
             Err(e) => {
                 return early(
                     reporter,
@@ -690,11 +717,10 @@ pub fn run_client(
         }
     }
     if let Some(k) = &cfg.psk {
-        if let Err(e) = k.seal_params(&mut run.params, &run.sh.cookie, unix_now()) {
+        if let Err(e) = k.seal_params(&mut params, &sh.cookie, unix_now()) {
             return early(reporter, EngineError::Config(format!("--psk: {e}")));
         }
     }
-    let params = run.params.clone();
     let mut timeouts = cfg.timeouts;
     // The wait for the server's results is receiving too: a shorter --rcv-timeout bounds it.
     if let Some(t) = cfg.rcv_timeout {
@@ -718,9 +744,20 @@ pub fn run_client(
         },
         peer_mss: tcp_mss_default,
     };
-    let mut core = TestRun::client(run.now(), run.sh.cookie, params, timeouts, plan);
-    let outcome = drive(&mut run, &mut core, &mut ctrl, reporter);
-    run.sh.close();
+    let core = TestRun::client(sh.now(), sh.cookie, params.clone(), timeouts, plan);
+    let mut run = Run {
+        cfg,
+        link: Link { sh, core, ctrl },
+        target,
+        ctrl_local,
+        streams: Vec::new(),
+        params,
+        local_results: None,
+        tcp_mss_default,
+        interrupted: false,
+    };
+    let outcome = drive::drive(&mut run, reporter);
+    run.link.sh.close();
     match outcome {
         Ok(()) => {
             let r = run.result(None);
@@ -729,8 +766,8 @@ pub fn run_client(
         }
         Err(e) => {
             if matches!(e, EngineError::Peer(_) | EngineError::Interrupted) {
-                core.terminate();
-                let _ = ctrl.send(&core.take_transmit());
+                run.link.core.terminate();
+                let _ = run.link.ctrl.send(&run.link.core.take_transmit());
             }
             let r = run.result(Some(e.to_string()));
             reporter.finish(&r);
@@ -746,99 +783,4 @@ pub fn rcv_timeout_message(quiet: Duration, limit: Duration) -> String {
         quiet.as_secs_f64(),
         limit.as_millis()
     )
-}
-
-/// The client's socket shell around the test-run core: read the control connection, give the
-/// core the time and the data phase's counters, do what it says.
-fn drive(
-    run: &mut Run<'_>,
-    core: &mut TestRun,
-    ctrl: &mut Ctrl,
-    reporter: &mut dyn Reporter,
-) -> Result<(), EngineError> {
-    let cfg = run.cfg;
-    let send_err =
-        |e: std::io::Error| EngineError::Peer(format!("writing to the control connection: {e}"));
-    ctrl.send(&core.take_transmit()).map_err(send_err)?;
-    loop {
-        if cfg
-            .interrupt
-            .as_ref()
-            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
-        {
-            run.interrupt_end(reporter);
-            return Err(EngineError::Interrupted);
-        }
-        while let Some(action) = core.poll_action() {
-            match action {
-                Action::OpenStreams => run.connect_streams()?,
-                Action::StartData => {
-                    run.begin(reporter)?;
-                    core.data_started(run.now());
-                }
-                Action::PeerLive(li) => run.sh.peer_live(*li, reporter),
-                Action::StopSenders { paced } => {
-                    let mut decided = run.now();
-                    if let Some(m) = run.sh.m.as_mut() {
-                        m.stop_senders();
-                        let d = m.data_mut();
-                        // Paced TCP: the sender's time ends when what it wrote has left the
-                        // socket and been acknowledged (see DataPhase::wait_sent).
-                        if paced {
-                            if let Some(t) = d.wait_sent(Duration::from_secs(2)) {
-                                decided = t.saturating_duration_since(run.sh.epoch);
-                            }
-                        }
-                        if !d.has_receivers() {
-                            run.sh.final_tick(reporter, decided);
-                        }
-                    }
-                    core.senders_stopped(run.now(), decided)
-                        .map_err(|e| EngineError::Peer(format!("cannot end the test: {e}")))?;
-                }
-                Action::Finish { decided, drain } => {
-                    run.sh.finish(decided, drain, None, reporter);
-                    core.data_finished(run.now())
-                        .map_err(|e| EngineError::Peer(format!("cannot send results: {e}")))?;
-                }
-                Action::SendResults => {
-                    let r = run.sh.local_results(None);
-                    let r = run.sh.send_results(core, r, ctrl).map_err(|e| match e {
-                        SendError::Psk(e) => EngineError::Config(format!("--psk: {e}")),
-                        SendError::Session(e) => {
-                            EngineError::Peer(format!("cannot send results: {e}"))
-                        }
-                    })?;
-                    run.local_results = Some(r);
-                }
-                Action::PeerResults(r) => run.sh.peer_results(*r).map_err(|e| {
-                    EngineError::Peer(format!("the server's results: pre-shared key: {e}"))
-                })?,
-                Action::End(ending) => {
-                    ctrl.send(&core.take_transmit()).map_err(send_err)?;
-                    return run.ending(ending, reporter);
-                }
-            }
-        }
-        ctrl.send(&core.take_transmit()).map_err(send_err)?;
-
-        // The running test: intervals, and this end's live frames once the server showed it
-        // takes them.
-        if core.is_running() {
-            run.sh.ticks(reporter);
-            if run.sh.send_live(core) {
-                ctrl.send(&core.take_transmit()).map_err(send_err)?;
-            }
-        }
-
-        // Wait for the control connection, the next tick or the core's next deadline.
-        let deadline = run.sh.wake(core);
-        let input = |core: &mut TestRun, now, _, bytes: &[u8]| {
-            core.handle_input(now, bytes);
-            Ok::<(), EngineError>(())
-        };
-        let progress = || run.sh.progress();
-        shell::feed(core, run.sh.epoch, ctrl, deadline, progress, input)
-            .map_err(|e| EngineError::Peer(format!("reading the control connection: {e}")))??;
-    }
 }

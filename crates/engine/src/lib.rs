@@ -21,6 +21,7 @@
 pub mod assemble;
 pub mod client;
 pub mod data;
+pub mod drive;
 mod error;
 pub mod extras;
 pub mod feed;

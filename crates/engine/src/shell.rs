@@ -1,12 +1,14 @@
-//! The shell both ends run around the test-run core ([`wirespeed_run::TestRun`]): what an end
-//! does with the core's actions once the data connections exist, written once. The client's
-//! runner ([`crate::client`]) and the server's ([`crate::server`]) each hold a [`Shell`] and
-//! supply only what differs: how the control connection is reached (connect or accept) and
-//! read (the server charges what it reads to the peer's address), their error words, what
-//! they release (the server's tune change) and what they add to the report.
+//! The shell both ends run around the test-run core ([`wirespeed_run::TestRun`]): this end's
+//! state from the data phase on and what it does for each of the core's actions, written
+//! once. The loop that polls the core and acts is [`crate::drive`]'s, also one for both ends;
+//! the client's runner ([`crate::client`]) and the server's ([`crate::server`]) supply only
+//! what differs there ([`crate::drive::End`]): how the peer is reached (connect or accept),
+//! what reading the control connection costs (the server charges the peer's address), their
+//! error words, what they release (the server's tune change) and what they add to the report.
 //!
-//! One rule each, for both ends: the start of the data phase ([`Shell::begin`]), the end of
-//! the data phase on `Action::Finish` ([`Shell::finish`]: where the receivers' interval ends),
+//! One rule each, for both ends: the start of the data phase ([`Shell::begin`]), the senders'
+//! stop ([`Shell::stop_senders`]), the end of the data phase on `Action::Finish`
+//! ([`Shell::finish`]: where the receivers' interval ends),
 //! the PSK seal and check of the results with one clock ([`unix_now`]), the live frames
 //! ([`Shell::send_live`]), the wake-up ([`Shell::wake`]), a silent peer
 //! ([`Shell::peer_silent`]) and the assembly of this end's results and report
@@ -26,7 +28,6 @@ use crate::assemble::{self, VERSION};
 use crate::data::{DataStream, Drain};
 use crate::hooks::ObserveHook;
 use crate::measurement::{self, LocalPaths, Measurement, Whence};
-use crate::net::{Ctrl, ReadOutcome};
 use crate::output::Reporter;
 use crate::usage::CpuPercent;
 
@@ -84,41 +85,6 @@ pub fn receivers_end(
         (Some(_), false) => decided,
         (None, _) => last_read.map_or(decided, |l| decided.max(l)),
     }
-}
-
-/// The control connection's state for the core's rules (its `TCP_INFO`).
-pub fn control(ctrl: &Ctrl) -> Option<ControlInfo> {
-    ctrl.tcp_info().as_ref().map(crate::stall::control_info)
-}
-
-/// Read the control connection until `deadline` and give the core what came (`input` hands
-/// the bytes over: the server charges them to the peer's address first), the data phase's
-/// counters as they are after the wait (`progress`, when this end gives them here), then the
-/// time and the connection's state.
-pub fn feed<E>(
-    core: &mut TestRun,
-    epoch: Instant,
-    ctrl: &mut Ctrl,
-    deadline: Instant,
-    progress: impl FnOnce() -> Option<Progress>,
-    input: impl FnOnce(&mut TestRun, Duration, usize, &[u8]) -> Result<(), E>,
-) -> Result<Result<(), E>, std::io::Error> {
-    let (outcome, bytes) = ctrl.read_until(deadline)?;
-    let now = epoch.elapsed();
-    match outcome {
-        ReadOutcome::Data(n) => {
-            if let Err(e) = input(core, now, n, bytes) {
-                return Ok(Err(e));
-            }
-        }
-        ReadOutcome::Eof => core.handle_eof(now),
-        ReadOutcome::Timeout => {}
-    }
-    if let Some(p) = progress() {
-        core.handle_progress(now, p);
-    }
-    core.handle_timeout(epoch.elapsed(), control(ctrl));
-    Ok(Ok(()))
 }
 
 /// Why this end's results did not go out.
@@ -336,12 +302,33 @@ impl<'a> Shell<'a> {
         &self,
         core: &mut TestRun,
         mut r: TestResults,
-        ctrl: &Ctrl,
+        control: Option<ControlInfo>,
     ) -> Result<TestResults, SendError> {
         self.seal(&mut r).map_err(SendError::Psk)?;
-        core.send_results(self.now(), &r, control(ctrl))
+        core.send_results(self.now(), &r, control)
             .map_err(SendError::Session)?;
         Ok(r)
+    }
+
+    /// `Action::StopSenders`: the senders stop; the data phase ended when it was decided, now —
+    /// for paced TCP (`paced`), when what the senders wrote left the socket and was
+    /// acknowledged (see `DataPhase::wait_sent`). Without receivers, the last interval closes
+    /// there. When it was decided.
+    pub fn stop_senders(&mut self, paced: bool, reporter: &mut dyn Reporter) -> Duration {
+        let mut decided = self.now();
+        if let Some(m) = self.m.as_mut() {
+            m.stop_senders();
+            let d = m.data_mut();
+            if paced {
+                if let Some(t) = d.wait_sent(Duration::from_secs(2)) {
+                    decided = t.saturating_duration_since(self.epoch);
+                }
+            }
+            if !d.has_receivers() {
+                self.final_tick(reporter, decided);
+            }
+        }
+        decided
     }
 
     /// `Action::PeerLive`: the peer's observation of an interval, shown with this end's.
@@ -367,11 +354,7 @@ impl<'a> Shell<'a> {
     /// The peer's results: checked against the pre-shared key (when there is one), then kept.
     pub fn peer_results(&mut self, r: TestResults) -> Result<(), PskRefusal> {
         if let Some(k) = self.psk {
-            let peer = match self.side {
-                Side::Client => Side::Server,
-                Side::Server => Side::Client,
-            };
-            k.verify_results(&r, &self.cookie, peer)?;
+            k.verify_results(&r, &self.cookie, self.side.peer())?;
         }
         self.peer_results = Some(r);
         Ok(())

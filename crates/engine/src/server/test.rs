@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
-use wirespeed_model::verdict::PeerSilent;
 use wirespeed_protocol::{
     Decline, Failure, ServerSession, TestParams, TestResults, Transport, WireSendPath,
 };
@@ -20,11 +19,12 @@ use wirespeed_run::{Action, Cause, Ending, Limits, RateLimit, ServerPlan, TestRu
 use super::admission::{AdmissionError, Ticket};
 use super::{bind_udp, Ctx, Incoming, ServerConfig, TestInfo};
 use crate::data::{DataSocket, DataStream, Drain};
+use crate::drive::{End, Failed, Link, Step};
 use crate::measurement::{self, LocalPaths, Whence};
 use crate::net::Ctrl;
 use crate::output::Reporter;
 use crate::placement::Placement;
-use crate::shell::{Begin, Peer, SendError, Shell};
+use crate::shell::{Begin, Peer, Shell};
 use crate::tune::HeldTune;
 
 /// What ended a test on the server (its words go to the server's output for that test).
@@ -167,7 +167,7 @@ pub(super) fn serve_test(
     let mut reporter = (ctx.factory)(&TestInfo { number, peer });
     let mut t = ServerTest::new(stream, peer, sess, &params, ticket, number, ctx);
     let outcome = t.run(params, reporter.as_mut());
-    t.sh.close();
+    t.link.sh.close();
     // Whatever ended the test, its tune change goes back before anything else.
     t.release_tune();
     match outcome {
@@ -190,7 +190,7 @@ pub(super) fn serve_test(
             }
             // A client silent after the data phase: this end's report with its end and the
             // verdict on the silence; otherwise what was measured so far.
-            let r = match t.result.take().filter(|_| t.sh.silent) {
+            let r = match t.result.take().filter(|_| t.link.sh.silent) {
                 Some(mut r) => {
                     r.error = Some(msg);
                     r
@@ -236,13 +236,10 @@ pub(super) fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
 
 struct ServerTest<'a> {
     ctx: &'a Ctx,
-    ctrl: Ctrl,
     peer: SocketAddr,
-    /// What both ends do around the core: the data phase, this end's and the client's
-    /// results.
-    sh: Shell<'a>,
-    /// The test-run core, around the session the acceptor admitted.
-    core: TestRun,
+    /// The shell (the data phase, this end's and the client's results), the core (around the
+    /// session the acceptor admitted) and the control connection.
+    link: Link<'a, Ctrl>,
     params: Option<TestParams>,
     result: Option<TestResult>,
     refused: bool,
@@ -262,18 +259,6 @@ struct ServerTest<'a> {
     /// The client is iperf3 (it did not ask for wirespeed's drain): the receivers' count and
     /// interval end when its `TEST_END` arrives, as iperf3's server counts (docs/measure.md).
     iperf3_client: bool,
-}
-
-/// When `TEST_END` (read at `decided`, since `epoch`) arrived: the control connection's last
-/// data came `tcpi_last_data_recv` ms before now — a loaded host may take tens of ms to
-/// schedule the thread that reads it, and the receiver's interval ends at the arrival, not at
-/// the reading. Never after `decided`; `decided` when the kernel does not say.
-fn test_end_arrival(ctrl: &Ctrl, epoch: Instant, decided: Duration) -> Duration {
-    let now = epoch.elapsed();
-    ctrl.tcp_info().map_or(decided, |i| {
-        now.saturating_sub(Duration::from_millis(u64::from(i.last_data_recv_ms)))
-            .min(decided)
-    })
 }
 
 impl<'a> ServerTest<'a> {
@@ -313,15 +298,17 @@ impl<'a> ServerTest<'a> {
         ServerTest {
             iperf3_client: !wirespeed_drain,
             ctx,
-            ctrl: Ctrl::new(stream),
             peer,
-            sh: Shell::new(
-                wirespeed_protocol::psk::Side::Server,
-                cookie,
-                ctx.cfg.psk.as_ref(),
-                ctx.cfg.interval,
-            ),
-            core,
+            link: Link {
+                sh: Shell::new(
+                    wirespeed_protocol::psk::Side::Server,
+                    cookie,
+                    ctx.cfg.psk.as_ref(),
+                    ctx.cfg.interval,
+                ),
+                core,
+                ctrl: Ctrl::new(stream),
+            },
             ticket,
             ctl_read: 0,
             ctl_live_free: 0,
@@ -351,7 +338,7 @@ impl<'a> ServerTest<'a> {
         let Some(cfg) = ctx.cfg.tune.as_ref() else {
             return Err(AdmissionError::Tune(crate::tune::not_allowed(cpus).0));
         };
-        let local = self.ctrl.stream().local_addr().ok().map(|a| a.ip());
+        let local = self.link.ctrl.stream().local_addr().ok().map(|a| a.ip());
         match crate::tune::apply(
             &ctx.tune_slot,
             cfg,
@@ -369,84 +356,36 @@ impl<'a> ServerTest<'a> {
     }
 
     fn now(&self) -> Duration {
-        self.sh.now()
+        self.link.sh.now()
     }
 
     fn flush(&mut self) -> Result<(), TestError> {
-        let out = self.core.take_transmit();
-        self.ctrl.send(&out).map_err(|source| TestError::Control {
-            what: "writing to",
-            source,
-        })
+        let out = self.link.core.take_transmit();
+        self.link
+            .ctrl
+            .send(&out)
+            .map_err(|source| TestError::Control {
+                what: "writing to",
+                source,
+            })
     }
 
     /// Refuse the test: the client is told why (see [`AdmissionError::decline`]).
     fn refuse(&mut self, e: AdmissionError, peer_is_wirespeed: bool) -> TestError {
         self.refused = true;
-        self.core.refuse(&e.decline(peer_is_wirespeed));
+        self.link.core.refuse(&e.decline(peer_is_wirespeed));
         let _ = self.flush();
         TestError::Refused(e)
     }
 
     /// Read the control connection until `deadline` and feed the session.
     fn pump(&mut self, deadline: Instant) -> Result<(), TestError> {
-        let Self {
-            core,
-            ctrl,
-            sh,
-            ticket,
-            ctx,
-            peer,
-            number,
-            ctl_read: read,
-            ctl_live_free: live_free,
-            ctl_charged: charged,
-            ..
-        } = self;
-        let input = |core: &mut TestRun, now, n: usize, bytes: &[u8]| {
-            // Every control byte counts against the address's budget while the connection
-            // lives (state bytes, the results, anything) — except the live frames the client
-            // negotiated and sent within the session's rate budget, which a long test sends
-            // for hours: past the budget the test ends, in iperf3's terms and with one log
-            // line.
-            let budget = |c: &TestRun| {
-                c.server_session()
-                    .map_or(0, ServerSession::live_bytes_within_budget)
-            };
-            let live_before = budget(core);
-            core.handle_input(now, bytes);
-            *read += n as u64;
-            *live_free += budget(core) - live_before;
-            let due = read.saturating_sub(*live_free);
-            let more = due.saturating_sub(*charged);
-            ticket.charge_control(more).map_err(|r| {
-                let e = AdmissionError::Guard(r);
-                if let Some(h) = &ctx.cfg.log {
-                    (h.0)(&format!(
-                        "refused {}: {e}; its running test #{number} was ended",
-                        crate::net::canonical_ip(peer.ip()),
-                    ));
-                }
-                e
-            })?;
-            *charged += more;
-            Ok(())
-        };
-        let fed = crate::shell::feed(core, sh.epoch, ctrl, deadline, || None, input).map_err(
-            |source| TestError::Control {
-                what: "reading",
-                source,
-            },
-        )?;
-        if let Err(e) = fed {
-            let is_ws = self.peer_is_wirespeed();
-            return Err(self.refuse(e, is_ws));
-        }
-        Ok(())
+        crate::drive::feed(self, deadline)
     }
 
     fn peer_is_wirespeed(&self) -> bool {
-        self.core
+        self.link
+            .core
             .server_session()
             .is_some_and(ServerSession::peer_is_wirespeed)
     }
@@ -454,7 +393,7 @@ impl<'a> ServerTest<'a> {
     /// While the streams are set up, the core may end the test (the client failed or
     /// aborted): what it said, as this end's error.
     fn setup_action(&mut self, waiting_for: &str) -> Option<TestError> {
-        Some(match self.core.poll_action()? {
+        Some(match self.link.core.poll_action()? {
             Action::End(Ending::Failed { failure, .. }) => TestError::Client(failure),
             Action::End(Ending::PeerTerminated) => TestError::ClientTerminated,
             other => TestError::Unexpected(format!("{other:?} while waiting for {waiting_for}")),
@@ -479,7 +418,7 @@ impl<'a> ServerTest<'a> {
                 .wirespeed
                 .as_ref()
                 .is_some_and(|e| e.udp_token)
-                .then(|| wirespeed_protocol::udp::stream_token(&self.sh.cookie));
+                .then(|| wirespeed_protocol::udp::stream_token(&self.link.sh.cookie));
             self.udp_streams(total, params.window, token)?
         } else {
             self.tcp_streams(total)?
@@ -522,25 +461,35 @@ impl<'a> ServerTest<'a> {
         // states that say the test runs — under load a server whose senders started first had
         // sent 64 KiB of a reverse stream while its TEST_START was still unwritten.
         let now = self.now();
-        self.core
+        self.link
+            .core
             .streams_ready(now)
             .map_err(|e| TestError::Session(format!("cannot start: {e}")))?;
         self.flush()?;
         self.begin(&params, streams, now, reporter)?;
-        self.core.data_started(self.now());
-        self.running(&params, reporter)
+        self.link.core.data_started(self.now());
+        crate::drive::drive(self, reporter)
+    }
+
+    /// `CREATE_STREAMS` goes out: the client opens its data connections.
+    fn create_streams(&mut self) -> Result<(), TestError> {
+        let now = self.now();
+        self.link
+            .core
+            .accept(now)
+            .map_err(|e| TestError::Session(format!("cannot accept: {e}")))?;
+        self.flush()
     }
 
     /// `CREATE_STREAMS`, then the TCP data connections the acceptor hands over, in the order
     /// the client opened them.
     fn tcp_streams(&mut self, total: usize) -> Result<Vec<DataSocket>, TestError> {
         let (tx, rx) = mpsc::channel::<Incoming>();
-        self.ctx.registry.lock().insert(self.sh.cookie, Some(tx));
-        let now = self.now();
-        self.core
-            .accept(now)
-            .map_err(|e| TestError::Session(format!("cannot accept: {e}")))?;
-        self.flush()?;
+        self.ctx
+            .registry
+            .lock()
+            .insert(self.link.sh.cookie, Some(tx));
+        self.create_streams()?;
         let mut incoming: Vec<Incoming> = Vec::with_capacity(total);
         let result = loop {
             if incoming.len() >= total {
@@ -570,7 +519,7 @@ impl<'a> ServerTest<'a> {
                 }
             }
         };
-        self.ctx.registry.lock().insert(self.sh.cookie, None);
+        self.ctx.registry.lock().insert(self.link.sh.cookie, None);
         drop(rx);
         self.ticket.streams_settled();
         result?;
@@ -608,11 +557,7 @@ impl<'a> ServerTest<'a> {
                 ));
             }
         };
-        let now = self.now();
-        self.core
-            .accept(now)
-            .map_err(|e| TestError::Session(format!("cannot accept: {e}")))?;
-        self.flush()?;
+        self.create_streams()?;
         let deadline = Instant::now() + ctx.cfg.timeouts.streams;
         let mut out = Vec::with_capacity(total);
         let mut seen: Vec<SocketAddr> = Vec::with_capacity(total);
@@ -660,157 +605,24 @@ impl<'a> ServerTest<'a> {
         let cfg = &self.ctx.cfg;
         let how = Begin {
             whence: Whence::AcceptedFrom(self.peer),
-            mss_default: crate::net::mss_of(self.ctrl.stream()),
+            mss_default: crate::net::mss_of(self.link.ctrl.stream()),
             paths: local_paths(p, cfg),
             observe: cfg.observe.as_ref(),
             peer: self.peer.ip(),
-            local: self.ctrl.stream().local_addr().ok().map(|a| a.ip()),
+            local: self.link.ctrl.stream().local_addr().ok().map(|a| a.ip()),
             // An iperf3 client's test time starts when TEST_START went out, as iperf3's server
             // starts its clock (and the client its -t) there, not when the workers are ready.
             started: self.iperf3_client.then_some(test_start),
         };
-        self.sh
+        self.link
+            .sh
             .begin(p, streams, how, reporter)
             .map_err(TestError::Start)
     }
 
-    /// The server's socket shell around the test-run core, from the data phase on.
-    fn running(&mut self, p: &TestParams, reporter: &mut dyn Reporter) -> Result<(), TestError> {
-        let mut read_early = false;
-        loop {
-            while let Some(action) = self.core.poll_action() {
-                match action {
-                    Action::Finish { decided, drain } => {
-                        // iperf3's server: what was read when TEST_END came, over the time
-                        // until then; the drain after it only empties the sockets.
-                        let (ctrl, epoch) = (&self.ctrl, self.sh.epoch);
-                        let arrival = |decided| test_end_arrival(ctrl, epoch, decided);
-                        let iperf3 = self.iperf3_client.then_some(&arrival as &dyn Fn(_) -> _);
-                        self.sh.finish(decided, drain, iperf3, reporter);
-                        // The data phase is over: the IRQs go back before the results (a
-                        // sweep's next test may ask for another layout right after).
-                        self.release_tune();
-                        let now = self.now();
-                        self.core.data_finished(now).map_err(|e| {
-                            TestError::Session(format!("cannot ask for results: {e}"))
-                        })?;
-                        self.flush()?;
-                    }
-                    Action::PeerResults(r) => {
-                        if let Err(e) = self.sh.peer_results(*r) {
-                            let e = TestError::Psk(format!("the client's results: {e}"));
-                            self.core.refuse(&Decline::Error {
-                                i_errno: wirespeed_protocol::server_error::errno::IEAUTHTEST,
-                                errno: 0,
-                                detail: e.to_string(),
-                            });
-                            let _ = self.flush();
-                            return Err(e);
-                        }
-                    }
-                    Action::SendResults => {
-                        let mut result = self.build_result();
-                        let local = self.local_results(p, &mut result, reporter);
-                        self.sh
-                            .send_results(&mut self.core, local, &self.ctrl)
-                            .map_err(|e| match e {
-                                SendError::Psk(e) => TestError::Psk(e.to_string()),
-                                SendError::Session(e) => {
-                                    TestError::Session(format!("cannot send results: {e}"))
-                                }
-                            })?;
-                        self.flush()?;
-                        self.result = Some(result);
-                    }
-                    Action::PeerLive(li) => self.sh.peer_live(*li, reporter),
-                    Action::End(ending) => return self.ending(ending, reporter),
-                    other @ (Action::OpenStreams
-                    | Action::StartData
-                    | Action::StopSenders { .. }) => {
-                        return Err(TestError::Unexpected(format!("{other:?}")))
-                    }
-                }
-            }
-            // What came on the control connection while this thread waited for the tick is
-            // read before the tick's work (observing and building an interval takes
-            // milliseconds, tens on a loaded host): a TEST_END that arrived with the last tick
-            // stops the senders when it came, not after that work.
-            // Once per turn: an EOF stays readable.
-            if !read_early && self.ctrl.has_input() {
-                read_early = true;
-                self.pump(Instant::now())?;
-                continue;
-            }
-            read_early = false;
-            self.sh.ticks(reporter);
-            // This end's live frames, when the client asked for them.
-            if self.sh.send_live(&mut self.core) {
-                self.flush()?;
-            }
-            if let Some(prog) = self.sh.progress() {
-                self.core.handle_progress(self.now(), prog);
-                if self.core.is_over() {
-                    continue;
-                }
-            }
-            let wake = self.sh.wake(&self.core);
-            self.pump(wake)?;
-        }
-    }
-
-    /// How the core ended the test, as the server reports it (and tells the client).
-    fn ending(&mut self, ending: Ending, reporter: &mut dyn Reporter) -> Result<(), TestError> {
-        match ending {
-            Ending::Complete => {
-                let _ = self.flush();
-                Ok(())
-            }
-            // An MTU black hole toward the client: this end's results message (large) makes no
-            // progress while the small messages before it got through. This end's report, its
-            // verdict naming it, as the client does in the mirror case.
-            Ending::ResultsStalled(stall) => {
-                self.sh.results_stalled(stall);
-                self.result = Some(self.build_result());
-                Ok(())
-            }
-            Ending::Silent { silent, cause } => {
-                let e = match cause {
-                    Cause::Watch(stop) => {
-                        let e = TestError::from_stop(stop);
-                        self.tell_client(&e);
-                        e
-                    }
-                    Cause::Control(f) => TestError::Client(f),
-                };
-                // The client's data stopped (--rcv-timeout), or its results never came: this
-                // end's report with its end and the verdict on the silence, as the client does.
-                self.went_silent(silent, reporter);
-                Err(e)
-            }
-            Ending::Limit(WatchStop::TooLong { limit }) => {
-                self.core.terminate();
-                let _ = self.flush();
-                Err(TestError::TooLong {
-                    secs: limit.as_secs(),
-                })
-            }
-            Ending::Limit(stop) => {
-                let e = TestError::from_stop(stop);
-                self.tell_client(&e);
-                Err(e)
-            }
-            Ending::PeerTerminated => Err(TestError::ClientTerminated),
-            Ending::Failed { failure, .. } => Err(TestError::Client(failure)),
-            Ending::Unexpected(what) => Err(TestError::Unexpected(what.into())),
-            other @ (Ending::Refused(_) | Ending::Interrupted) => {
-                Err(TestError::Unexpected(format!("{other:?}")))
-            }
-        }
-    }
-
     /// Tell the client why the test ended here, in iperf3's terms.
     fn tell_client(&mut self, e: &TestError) {
-        self.core.refuse(&Decline::Error {
+        self.link.core.refuse(&Decline::Error {
             i_errno: e.i_errno().unwrap_or(0),
             errno: 0,
             detail: e.to_string(),
@@ -818,29 +630,19 @@ impl<'a> ServerTest<'a> {
         let _ = self.flush();
     }
 
-    /// The client went silent (its data stopped, or its results never came): the shell's rule
-    /// ([`Shell::peer_silent`]), and this end's report with its end.
-    fn went_silent(&mut self, silent: PeerSilent, reporter: &mut dyn Reporter) {
-        self.sh.peer_silent(silent, reporter);
-        if self.sh.silent {
-            self.result = Some(self.build_result());
-        }
-    }
-
     /// The server's results for the client: the shell's, with the server's tune change, and
     /// this end's output when the client asked for it (`--get-server-output`).
-    fn local_results(
+    fn server_results(
         &mut self,
-        p: &TestParams,
         result: &mut TestResult,
         reporter: &mut dyn Reporter,
     ) -> TestResults {
-        if self.sh.m.is_none() {
+        if self.link.sh.m.is_none() {
             return TestResults::default();
         }
         let irq_move = self.tune.as_ref().map(|t| t.report().clone());
-        let mut r = self.sh.local_results(irq_move);
-        if p.get_server_output {
+        let mut r = self.link.sh.local_results(irq_move);
+        if self.params.as_ref().is_some_and(|p| p.get_server_output) {
             match reporter.captured_text() {
                 Some(t) => {
                     let mut text = t;
@@ -860,20 +662,20 @@ impl<'a> ServerTest<'a> {
 
     /// This end's report with its `end`, from its counts and the client's results so far.
     fn build_result(&mut self) -> TestResult {
-        self.sh.note_cpu();
+        self.link.sh.note_cpu();
         let params = self.params.as_ref();
         let head = TestResult {
-            start: self.sh.start_or(Whence::AcceptedFrom(self.peer)),
+            start: self.link.sh.start_or(Whence::AcceptedFrom(self.peer)),
             title: params.and_then(|p| p.title.clone()),
             extra_data: params.and_then(|p| p.extra_data.clone()),
             ..TestResult::default()
         };
         let peer = Peer {
-            results: self.sh.peer_results.as_ref(),
+            results: self.link.sh.peer_results.as_ref(),
             client_version: params.and_then(|p| p.client_version.as_deref()),
             is_wirespeed: self.peer_is_wirespeed(),
         };
-        let mut r = self.sh.report(head, true, peer, None);
+        let mut r = self.link.sh.report(head, true, peer, None);
         if let Some(x) = r.wirespeed.as_mut() {
             x.irq_move = self.tune.as_ref().map(|t| t.report().clone());
         }
@@ -883,11 +685,152 @@ impl<'a> ServerTest<'a> {
     /// What was measured so far, with the error that ended the test.
     fn partial_result(&mut self, msg: String) -> TestResult {
         let head = TestResult {
-            start: self.sh.start_or(Whence::AcceptedFrom(self.peer)),
+            start: self.link.sh.start_or(Whence::AcceptedFrom(self.peer)),
             error: Some(msg),
             ..TestResult::default()
         };
-        self.sh.report(head, false, Peer::default(), None)
+        self.link.sh.report(head, false, Peer::default(), None)
+    }
+}
+
+/// The server's part of the loop around the core ([`crate::drive`]): every control byte it
+/// reads is charged to the client's address, it counts an iperf3 client's data as iperf3's
+/// server does, gives its tune change back when the data phase ends, adds the change and its
+/// output to its results, and says what ended the test in iperf3's terms (telling the client).
+impl<'a> End<'a> for ServerTest<'a> {
+    type Error = TestError;
+    type Ctrl = Ctrl;
+
+    fn link(&mut self) -> &mut Link<'a, Ctrl> {
+        &mut self.link
+    }
+
+    fn failed(&mut self, f: Failed) -> TestError {
+        match f {
+            Failed::Write(source) => TestError::Control {
+                what: "writing to",
+                source,
+            },
+            Failed::Read(source) => TestError::Control {
+                what: "reading",
+                source,
+            },
+            Failed::Session(step, e) => TestError::Session(match step {
+                Step::EndTest => format!("cannot end the test: {e}"),
+                Step::Finish => format!("cannot ask for results: {e}"),
+                Step::SendResults => format!("cannot send results: {e}"),
+            }),
+            Failed::Seal(e) => TestError::Psk(e.to_string()),
+            Failed::PeerKey(e) => {
+                let e = TestError::Psk(format!("the client's results: {e}"));
+                self.link.core.refuse(&Decline::Error {
+                    i_errno: wirespeed_protocol::server_error::errno::IEAUTHTEST,
+                    errno: 0,
+                    detail: e.to_string(),
+                });
+                e
+            }
+        }
+    }
+
+    fn open_streams(&mut self) -> Result<(), TestError> {
+        Err(TestError::Unexpected("OpenStreams".into()))
+    }
+
+    fn start_data(&mut self, _: &mut dyn Reporter) -> Result<(), TestError> {
+        Err(TestError::Unexpected("StartData".into()))
+    }
+
+    /// Every control byte counts against the address's budget while the connection lives
+    /// (state bytes, the results, anything) — except the live frames the client negotiated
+    /// and sent within the session's rate budget, which a long test sends for hours: past the
+    /// budget the test ends, in iperf3's terms and with one log line.
+    fn input(&mut self, now: Duration, bytes: &[u8]) -> Result<(), TestError> {
+        let budget = |c: &TestRun| {
+            c.server_session()
+                .map_or(0, ServerSession::live_bytes_within_budget)
+        };
+        let live_before = budget(&self.link.core);
+        self.link.core.handle_input(now, bytes);
+        self.ctl_read += bytes.len() as u64;
+        self.ctl_live_free += budget(&self.link.core) - live_before;
+        let due = self.ctl_read.saturating_sub(self.ctl_live_free);
+        let more = due.saturating_sub(self.ctl_charged);
+        if let Err(r) = self.ticket.charge_control(more) {
+            let e = AdmissionError::Guard(r);
+            if let Some(h) = &self.ctx.cfg.log {
+                (h.0)(&format!(
+                    "refused {}: {e}; its running test #{} was ended",
+                    crate::net::canonical_ip(self.peer.ip()),
+                    self.number,
+                ));
+            }
+            let is_ws = self.peer_is_wirespeed();
+            return Err(self.refuse(e, is_ws));
+        }
+        self.ctl_charged += more;
+        Ok(())
+    }
+
+    /// iperf3's server: what was read when `TEST_END` came, over the time until then; the
+    /// drain after it only empties the sockets.
+    fn counts_at_arrival(&self) -> bool {
+        self.iperf3_client
+    }
+
+    fn data_over(&mut self) {
+        self.release_tune();
+    }
+
+    fn local_results(&mut self, reporter: &mut dyn Reporter) -> TestResults {
+        let mut result = self.build_result();
+        let local = self.server_results(&mut result, reporter);
+        self.result = Some(result);
+        local
+    }
+
+    /// A client silent after the data phase began (its data stopped, or its results never
+    /// came), or stalled results toward it (an MTU black hole): this end's report with its
+    /// end and the verdict on it, as the client does in the mirror case.
+    fn ending(&mut self, ending: Ending, _: &mut dyn Reporter) -> Result<(), TestError> {
+        match ending {
+            Ending::Complete => Ok(()),
+            Ending::ResultsStalled(_) => {
+                self.result = Some(self.build_result());
+                Ok(())
+            }
+            Ending::Silent { cause, .. } => {
+                let e = match cause {
+                    Cause::Watch(stop) => {
+                        let e = TestError::from_stop(stop);
+                        self.tell_client(&e);
+                        e
+                    }
+                    Cause::Control(f) => TestError::Client(f),
+                };
+                if self.link.sh.silent {
+                    self.result = Some(self.build_result());
+                }
+                Err(e)
+            }
+            Ending::Limit(WatchStop::TooLong { limit }) => {
+                self.link.core.terminate();
+                Err(TestError::TooLong {
+                    secs: limit.as_secs(),
+                })
+            }
+            Ending::Limit(stop) => {
+                let e = TestError::from_stop(stop);
+                self.tell_client(&e);
+                Err(e)
+            }
+            Ending::PeerTerminated => Err(TestError::ClientTerminated),
+            Ending::Failed { failure, .. } => Err(TestError::Client(failure)),
+            Ending::Unexpected(what) => Err(TestError::Unexpected(what.into())),
+            other @ (Ending::Refused(_) | Ending::Interrupted) => {
+                Err(TestError::Unexpected(format!("{other:?}")))
+            }
+        }
     }
 }
 
