@@ -2922,7 +2922,7 @@ fn the_running_and_the_final_verdict_agree_on_a_recorded_run() {
         {
             t.mss = t.mss.or(full.mss);
         }
-        // what engine::live::measured_so_far gives: throughput, interval rates, retransmits,
+        // what engine::live::SoFar gives: throughput, interval rates, retransmits,
         // bytes; the MSS and the RTT come from the sender's own TCP_INFO in the observation
         // (with_sender_tcp), as they do for a -R client's final verdict
         let so_far = Measured {
