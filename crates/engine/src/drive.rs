@@ -527,9 +527,11 @@ mod tests {
     /// What each end's loop returned, and the end after it.
     type Ran<'k> = (Result<(), String>, TestEnd<'k>);
 
-    /// A one-second test from a client to a server, each end in its own thread through
-    /// [`drive`]. `lose_server`: from its results on, nothing the server writes arrives.
+    /// A test from a client to a server, one second long unless `end` says otherwise, each end
+    /// in its own thread through [`drive`]. `lose_server`: from its results on, nothing the
+    /// server writes arrives.
     fn two_ends<'k>(
+        end_at: EndAt,
         client_key: Option<&'k Psk>,
         server_key: Option<&'k Psk>,
         lose_server: bool,
@@ -545,7 +547,14 @@ mod tests {
             ..Timeouts::default()
         };
         let params = TestParams {
-            time: 1,
+            time: match end_at {
+                EndAt::Time(t) => t.as_secs() as u32,
+                _ => 0,
+            },
+            num: match end_at {
+                EndAt::Bytes(n) => n,
+                _ => 0,
+            },
             parallel: 1,
             len: Some(64 << 10),
             // paced: a light test on a busy machine
@@ -561,7 +570,7 @@ mod tests {
             let client = scope.spawn(|| {
                 let sh = Shell::new(Side::Client, cookie, client_key, Duration::ZERO);
                 let plan = ClientPlan {
-                    end: EndAt::Time(S),
+                    end: end_at,
                     paced: false,
                     limits: Limits::default(),
                     peer_mss: None,
@@ -656,28 +665,34 @@ mod tests {
     #[test]
     fn one_loop_runs_both_ends_and_they_exchange_sealed_results() {
         let k = key("a shared key of enough length for the test");
-        let ((cr, mut c), (sr, s)) = two_ends(Some(&k), Some(&k), false);
-        assert_eq!(cr, Ok(()), "client: {:?}", c.failed);
-        assert_eq!(sr, Ok(()), "server: {:?}", s.failed);
-        assert_eq!(c.ending.as_deref(), Some("Complete"));
-        assert_eq!(s.ending.as_deref(), Some("Complete"));
-        // the client opened its streams when asked; both ends released their data phase
-        assert!(c.opened && !s.opened);
-        assert!(c.released && s.released);
-        // each end holds the other's results, checked against the key: what the server
-        // received is what the client sent, and the reverse
-        let sent = c
-            .link
-            .sh
-            .local_results(None)
-            .streams
-            .iter()
-            .map(|s| s.bytes)
-            .sum::<u64>();
-        assert!(sent > 0);
-        assert_eq!(peers_bytes(&s), Some(sent));
-        assert!(peers_bytes(&c).is_some_and(|b| b > 0));
-        assert!(!c.link.sh.silent && !s.link.sh.silent);
+        // a timed test, and one that ends at a byte count (the counters read often)
+        for end_at in [EndAt::Time(S), EndAt::Bytes(2_000_000)] {
+            let ((cr, mut c), (sr, s)) = two_ends(end_at, Some(&k), Some(&k), false);
+            assert_eq!(cr, Ok(()), "{end_at:?}: client: {:?}", c.failed);
+            assert_eq!(sr, Ok(()), "{end_at:?}: server: {:?}", s.failed);
+            assert_eq!(c.ending.as_deref(), Some("Complete"));
+            assert_eq!(s.ending.as_deref(), Some("Complete"));
+            // the client opened its streams when asked; both ends released their data phase
+            assert!(c.opened && !s.opened);
+            assert!(c.released && s.released);
+            // each end holds the other's results, checked against the key: what the server
+            // received is what the client sent, and the reverse
+            let sent = c
+                .link
+                .sh
+                .local_results(None)
+                .streams
+                .iter()
+                .map(|s| s.bytes)
+                .sum::<u64>();
+            assert!(sent > 0);
+            if let EndAt::Bytes(n) = end_at {
+                assert!(sent >= n, "{sent} < {n}");
+            }
+            assert_eq!(peers_bytes(&s), Some(sent), "{end_at:?}");
+            assert!(peers_bytes(&c).is_some_and(|b| b > 0));
+            assert!(!c.link.sh.silent && !s.link.sh.silent);
+        }
     }
 
     #[test]
@@ -686,7 +701,7 @@ mod tests {
             key("the client's key, long enough for a key"),
             key("the server's key, long enough for a key"),
         );
-        let ((cr, c), (sr, s)) = two_ends(Some(&k1), Some(&k2), false);
+        let ((cr, c), (sr, s)) = two_ends(EndAt::Time(S), Some(&k1), Some(&k2), false);
         // the server checks the client's results first, refuses them and tells the client
         let e = sr.unwrap_err();
         assert!(e.starts_with("PeerKey"), "{e}");
@@ -701,7 +716,7 @@ mod tests {
 
     #[test]
     fn a_server_silent_after_the_exchange_began_ends_the_client_with_its_own_counts() {
-        let ((cr, c), (_, s)) = two_ends(None, None, true);
+        let ((cr, c), (_, s)) = two_ends(EndAt::Time(S), None, None, true);
         // the client sent its results; the server's never arrive: the client ends on the
         // silence, with this end's report and the verdict on it, not a bare timeout
         let e = cr.unwrap_err();
