@@ -1,8 +1,10 @@
 //! The client: one test against an iperf3 or wirespeed server.
 //!
-//! It drives [`ClientSession`] over the control connection, opens the data connections when
-//! the server asks (each announces itself with the cookie), runs the data phase, decides when
-//! the test ends (time, bytes or blocks), exchanges results and builds the report.
+//! It connects, then runs the one loop around the test-run core ([`crate::drive`]) with what
+//! only a client does: it opens the data connections when the server asks (each announces
+//! itself with the cookie), stops when interrupted, and says what ended the test in its words;
+//! the core decides when the test ends (time, bytes or blocks), the shell exchanges results
+//! and builds the report.
 
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::Arc;
