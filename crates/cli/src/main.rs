@@ -307,6 +307,13 @@ mod tests {
             }
         }
         assert!(missing.is_empty(), "{missing:#?}");
+        // and every page the examples name is one
+        for l in include_str!("man-examples.txt").lines() {
+            if let Some(page) = l.strip_prefix('[').and_then(|p| p.strip_suffix(']')) {
+                let file = format!("{page}.1");
+                assert!(pages.iter().any(|(n, _)| *n == file), "no page {page}");
+            }
+        }
     }
 
     #[test]

@@ -1155,15 +1155,7 @@ pub fn run_server(a: ServerArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
     a.guard.tune_needs_psk(a.allow_tune)?;
     let tune = if a.allow_tune {
         let root = match &a.root {
-            Some(d) => {
-                if !d.is_dir() {
-                    return Err(exit::fail(
-                        exit::IO,
-                        format!("--root {}: not a directory", d.display()),
-                    ));
-                }
-                Root::new(d)
-            }
+            Some(d) => crate::diagnose::root_dir(d)?,
             None => Root::live(),
         };
         Some(irq_tune(root, a.tune_iface.clone())?)
