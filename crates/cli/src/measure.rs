@@ -902,27 +902,11 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
     let mut server = None;
     if a.loopback {
         let scfg = ServerConfig {
-            bind: Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
-            port: 0,
-            // Its intervals are not shown; they pace its live frames (its CPUs each interval).
-            interval: cfg.interval,
             observe: Some(live_observer()),
-            // The user's own server, for this test alone: no memory budget shared with others.
-            limits: Limits {
-                max_memory: u64::MAX,
-                per_peer: wirespeed_guard::PeerLimits {
-                    memory: u64::MAX,
-                    ..Limits::default().per_peer
-                },
-                ..Limits::default()
-            },
-            ..ServerConfig::default()
+            ..ServerConfig::loopback(cfg.interval)
         };
-        let s = Server::bind(scfg).map_err(engine_fail)?;
-        let h = s
-            .spawn(Arc::new(|_| {
-                Box::new(wirespeed_engine::NullReporter) as Box<dyn Reporter>
-            }))
+        let h = Server::bind(scfg)
+            .and_then(Server::spawn_quiet)
             .map_err(engine_fail)?;
         cfg.host = DEFAULT_HOST.into();
         cfg.port = h.addr.port();

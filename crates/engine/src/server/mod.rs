@@ -209,6 +209,29 @@ impl Default for ServerConfig {
     }
 }
 
+impl ServerConfig {
+    /// A server on 127.0.0.1 at a free port for the user's own tests (`client --loopback`):
+    /// nobody else's, so no memory budget shared with others. Its intervals (`interval`) are
+    /// not shown; they pace its live frames.
+    pub fn loopback(interval: Duration) -> ServerConfig {
+        let unlimited = Limits {
+            max_memory: u64::MAX,
+            per_peer: wirespeed_guard::PeerLimits {
+                memory: u64::MAX,
+                ..Limits::default().per_peer
+            },
+            ..Limits::default()
+        };
+        ServerConfig {
+            bind: Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
+            port: 0,
+            interval,
+            limits: unlimited,
+            ..ServerConfig::default()
+        }
+    }
+}
+
 /// Makes one reporter per test.
 pub type ReporterFactory = Arc<dyn Fn(&TestInfo) -> Box<dyn Reporter> + Send + Sync>;
 
@@ -475,6 +498,13 @@ impl Server {
 
     pub fn stats(&self) -> Arc<ServerStats> {
         Arc::clone(&self.stats)
+    }
+
+    /// Serve on a new thread, reporting nothing here (each test's results go to its client).
+    pub fn spawn_quiet(self) -> Result<ServerHandle, EngineError> {
+        self.spawn(Arc::new(|_| {
+            Box::new(crate::output::NullReporter) as Box<dyn Reporter>
+        }))
     }
 
     /// Serve on a new thread.
