@@ -614,7 +614,6 @@ impl ServerGuardArgs {
     pub fn apply(&self, cfg: &mut ServerConfig) -> anyhow::Result<()> {
         let a = self;
         // Every limit's range was checked when the command line was read (`limit`).
-        let handshake = Duration::from_secs(a.handshake_timeout);
         cfg.addrs = wirespeed_guard::AddrPolicy::new(&a.allow, &a.deny)
             .map_err(|e| exit::fail(exit::USAGE, format!("--allow/--deny: {e}")))?;
         cfg.auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
@@ -662,11 +661,7 @@ impl ServerGuardArgs {
                     bits_per_second: bps,
                     window: Duration::from_secs(secs),
                 });
-        cfg.timeouts = wirespeed_protocol::Timeouts {
-            results: cfg.timeouts.results,
-            ..wirespeed_protocol::Timeouts::from_handshake(handshake)
-        };
-        cfg.cookie_timeout = handshake;
+        cfg.set_handshake_timeout(Duration::from_secs(a.handshake_timeout));
         Ok(())
     }
 }

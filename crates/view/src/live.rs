@@ -32,6 +32,7 @@ use crate::draw::{
     busiest, cpu_line, fit, push, quits, scale_top, scale_words, sparkline, sum_now, STREAM, SUM,
     WORK,
 };
+
 /// Intervals without a frame from the peer after which it is taken not to send them.
 const PEER_SILENT_AFTER: u32 = 3;
 

@@ -2,7 +2,8 @@
 //! a full-screen terminal view — per test a throughput sparkline per stream and for the sum,
 //! retransmits, the verdict so far and then the test's verdict, and the client's busiest CPUs
 //! when the client is wirespeed (it sends its observation of each interval); below, this host's
-//! CPUs as bars (user, system, IRQ, softirq, steal) with the NIC's interrupts per CPU. `q`, `Esc` or Ctrl-C quit.
+//! CPUs as bars (user, system, IRQ, softirq, steal) with the NIC's interrupts per CPU. `q`,
+//! `Esc` or Ctrl-C quit.
 //!
 //! The test figures are the lines of the server's stats feed ([`wirespeed_engine::feed`]), read
 //! by the caller and passed in; the CPU and interrupt counters come from the caller's
