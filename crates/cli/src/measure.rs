@@ -1065,16 +1065,11 @@ fn run_targets(
     let mut w = out
         .lock()
         .map_err(|_| exit::fail(exit::INTERNAL, "output lock poisoned"))?;
-    match format {
-        Format::Text => {
-            let _ = wirespeed_report::targets::render_targets_text(&mut **w, &doc, opts);
-        }
-        _ => {
-            let _ = serde_json::to_writer_pretty(&mut **w, &doc);
-            let _ = writeln!(w);
-        }
+    let _ = match format {
+        Format::Text => wirespeed_report::targets::render_targets_text(&mut **w, &doc, opts),
+        _ => wirespeed_report::targets::write_targets_json(&mut **w, &doc),
     }
-    let _ = w.flush();
+    .and_then(|()| w.flush());
     match first_err {
         // With JSON the document above carries each target's error.
         Some(e) if format != Format::Text => Err(exit::engine_reported(e)),
