@@ -265,18 +265,7 @@ pub fn has_flag(args: &[std::ffi::OsString], words: &[&str]) -> bool {
 /// features, the last of which names wirespeed and its version: a parser reading
 /// `iperf (\d+)\.(\d+)` from the first line reads iperf3's release whose behaviour this is.
 pub fn version_text() -> String {
-    let u = rustix::system::uname();
-    let system = [
-        u.sysname(),
-        u.nodename(),
-        u.release(),
-        u.version(),
-        u.machine(),
-    ]
-    .iter()
-    .map(|c| c.to_string_lossy().into_owned())
-    .collect::<Vec<_>>()
-    .join(" ");
+    let system = wirespeed_engine::sysinfo::system_info();
     format!(
         "iperf {IPERF3_VERSION} (cJSON 1.7.15)\n{system}\nOptional features available: CPU \
          affinity setting, IPv6 flow label, TCP congestion algorithm setting, sendfile / \
