@@ -152,11 +152,16 @@ pub fn engine_fail(e: EngineError) -> anyhow::Error {
     fail(engine_code(&e), e.to_string())
 }
 
-/// An engine error whose report (with the error in it) was already printed.
-pub fn engine_reported(e: EngineError) -> anyhow::Error {
-    let mut f = Fail::new(engine_code(&e), e.to_string());
+/// A failure whose report (with the error in it) was already printed.
+pub fn reported(code: u8, message: impl Into<String>) -> anyhow::Error {
+    let mut f = Fail::new(code, message);
     f.reported = true;
     anyhow::Error::new(f)
+}
+
+/// An engine error whose report (with the error in it) was already printed.
+pub fn engine_reported(e: EngineError) -> anyhow::Error {
+    reported(engine_code(&e), e.to_string())
 }
 
 /// Whether the report already carries the failure.

@@ -113,276 +113,27 @@ pub fn complete_interfaces(
     out
 }
 
-/// Examples for each command's page, by the page's name: (command line, what it does).
-const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
-    (
-        "wirespeed-explain",
-        &[
-            (
-                "wirespeed explain --why result.json",
-                "how a saved test's verdict was decided: every rule that fired, its evidence and strength, and why the verdict outranked the rest",
-            ),
-            (
-                "wirespeed explain --table",
-                "the precedence table the verdict is decided by",
-            ),
-        ],
-    ),
-    (
-        "wirespeed",
-        &[
-            (
-                "wirespeed client --loopback -t 5",
-                "a test on this host, no second host needed",
-            ),
-            ("wirespeed -s", "a server, as iperf3 -s"),
-            ("wirespeed -c HOST -P 4 -t 10", "a client, as iperf3 -c"),
-            ("wirespeed doctor", "what holds this host back"),
-        ],
-    ),
-    (
-        "wirespeed-client",
-        &[
-            (
-                "wirespeed client HOST -t 10 -P 8 --cpus 6-11",
-                "8 streams, workers pinned to CPUs 6-11",
-            ),
-            (
-                "wirespeed client HOST -R -Z -J",
-                "the server sends, zero-copy, iperf3-shaped JSON",
-            ),
-            (
-                "wirespeed client HOST -u -b 10G -l 8972",
-                "UDP at 10 Gbit/s in jumbo datagrams",
-            ),
-            (
-                "wirespeed client HOST -p 5201,5202 -P 4",
-                "two servers in one run, summed",
-            ),
-            (
-                "wirespeed client HOST --repeat 5",
-                "five runs: spread, modes and their placements",
-            ),
-            (
-                "wirespeed client --loopback -t 5",
-                "a server inside the process, over lo",
-            ),
-        ],
-    ),
-    (
-        "wirespeed-server",
-        &[
-            ("wirespeed server", "many clients at once on port 5201"),
-            ("wirespeed server -1 -p 5202", "serve one test, then exit"),
-            (
-                "wirespeed server --allow 10.0.0.0/8 --max-tests-per-address 2",
-                "a server on a routable host",
-            ),
-        ],
-    ),
-    (
-        "wirespeed-doctor",
-        &[
-            (
-                "wirespeed doctor --iface eth0 --app-cpus 6 --rtt 20",
-                "this host, for an application on CPU 6",
-            ),
-            (
-                "wirespeed doctor --snapshot host.tar.gz",
-                "a host captured elsewhere",
-            ),
-            (
-                "wirespeed doctor --fail-on critical",
-                "exit 1 only for critical findings",
-            ),
-        ],
-    ),
-    (
-        "wirespeed-topo",
-        &[(
-            "wirespeed topo",
-            "CPUs, nodes, L3 groups and NIC interrupts",
-        )],
-    ),
-    (
-        "wirespeed-capture",
-        &[(
-            "wirespeed capture -o host.tar.gz",
-            "the files doctor reads, for another machine",
-        )],
-    ),
-    (
-        "wirespeed-tune",
-        &[
-            (
-                "wirespeed tune --iface eth0 --app-cpus 6",
-                "the plan, as commands",
-            ),
-            (
-                "wirespeed tune --iface eth0 --app-cpus 6 --apply",
-                "apply it, journaled",
-            ),
-            (
-                "wirespeed tune revert",
-                "put back what the last apply changed",
-            ),
-        ],
-    ),
-    (
-        "wirespeed-sweep",
-        &[
-            (
-                "wirespeed sweep HOST --cpus 0-5 --server-cpus 6-11",
-                "every client x server CPU pair",
-            ),
-            (
-                "wirespeed sweep HOST -R --cpus 6 --server-cpus 6 --irq-cpus 0-11 --psk key",
-                "application core against IRQ core",
-            ),
-        ],
-    ),
-    (
-        "wirespeed-latency",
-        &[(
-            "wirespeed latency --cpus 0-11",
-            "core-to-core latency matrix",
-        )],
-    ),
-    (
-        "wirespeed-lab",
-        &[
-            (
-                "wirespeed lab up --mtu 9000 --path-mtu 1500 --rate 2G",
-                "two namespaces and a path",
-            ),
-            (
-                "wirespeed lab exec server -- wirespeed server -1 &",
-                "a server in the lab",
-            ),
-            (
-                "wirespeed lab exec client -- wirespeed client 10.77.3.2",
-                "a test across it",
-            ),
-            ("wirespeed lab down", "remove it"),
-        ],
-    ),
-    (
-        "wirespeed-lab-up",
-        &[
-            (
-                "wirespeed lab up --rate 5G",
-                "two namespaces joined through a 5 Gbit/s path",
-            ),
-            (
-                "wirespeed lab up --mtu 9000 --path-mtu 1500 --delay 20",
-                "jumbo ends, a 1500-byte hop, 20 ms round trip",
-            ),
-        ],
-    ),
-    (
-        "wirespeed-lab-exec",
-        &[(
-            "wirespeed lab exec client -- wirespeed client 10.77.3.2 -t 5",
-            "a command in the client's namespace",
-        )],
-    ),
-    (
-        "wirespeed-lab-status",
-        &[(
-            "wirespeed lab status",
-            "the lab's namespaces, addresses, qdiscs and drops",
-        )],
-    ),
-    (
-        "wirespeed-lab-down",
-        &[("wirespeed lab down", "remove the lab and its namespaces")],
-    ),
-    (
-        "wirespeed-lab-relay",
-        &[(
-            "wirespeed lab relay --delay 20",
-            "the delay line in the foreground (lab up --delay starts it itself)",
-        )],
-    ),
-    (
-        "wirespeed-tune-revert",
-        &[
-            (
-                "wirespeed tune revert",
-                "put back what the last apply changed",
-            ),
-            (
-                "wirespeed tune revert --root /srv/captured-host",
-                "the same in a captured tree",
-            ),
-        ],
-    ),
-    (
-        "wirespeed-tune-status",
-        &[(
-            "wirespeed tune status",
-            "the journals and whether each is applied",
-        )],
-    ),
-    (
-        "wirespeed-model",
-        &[(
-            "wirespeed model --rate 10G --rtt 90 --loss 0.0000455",
-            "what one TCP stream can get",
-        )],
-    ),
-    (
-        "wirespeed-completions",
-        &[(
-            "wirespeed completions bash > /etc/bash_completion.d/wirespeed",
-            "bash completion",
-        )],
-    ),
-    (
-        "wirespeed-man",
-        &[
-            (
-                "wirespeed man --dir /usr/local/share/man/man1",
-                "every page",
-            ),
-            ("wirespeed man client | man -l -", "read the client's page"),
-        ],
-    ),
-    (
-        "wirespeed-agent",
-        &[
-            (
-                "wirespeed agent",
-                "test server on 5201, /metrics and /probe on 9762",
-            ),
-            (
-                "wirespeed agent --web.config.file web.yml --probe.allow 10.0.0.0/16",
-                "TLS and basic auth, probes to one network only",
-            ),
-        ],
-    ),
-    (
-        "wirespeed-report",
-        &[(
-            "wirespeed report before.json after.json -o report.html",
-            "one page, side by side",
-        )],
-    ),
-    (
-        "wirespeed-diff",
-        &[(
-            "wirespeed diff before.json after.json --threshold 5",
-            "exit 9 past 5 %",
-        )],
-    ),
-    (
-        "wirespeed-top",
-        &[(
-            "wirespeed top",
-            "the tests a server with --stats-socket runs, live",
-        )],
-    ),
-];
+/// The examples of each command's page: `[page]`, then each example's command line and, on the
+/// next line indented by four spaces, what it does (lines starting with `#` are comments).
+const EXAMPLES: &str = include_str!("man-examples.txt");
+
+/// The examples of the page `name` (`wirespeed-client`): (command line, what it does).
+fn examples(name: &str) -> Vec<(&'static str, &'static str)> {
+    let (mut here, mut line, mut out) = (false, None, Vec::new());
+    for l in EXAMPLES
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        if let Some(page) = l.strip_prefix('[').and_then(|p| p.strip_suffix(']')) {
+            here = page == name;
+        } else if let Some(what) = l.strip_prefix("    ") {
+            out.extend(line.take().filter(|_| here).map(|cmd| (cmd, what)));
+        } else {
+            line = Some(l);
+        }
+    }
+    out
+}
 
 /// Print the top-level page, or write every command's page into `--dir`.
 pub fn run_man(a: ManArgs, cmd: clap::Command) -> anyhow::Result<ExitCode> {
@@ -465,13 +216,14 @@ fn page(man: clap_mangen::Man) -> anyhow::Result<Vec<u8>> {
             .text([roman(*meaning)]);
     }
     extra.control("PP", []).text([roman(exit::JSON_EXIT)]);
-    if let Some((_, examples)) = EXAMPLES.iter().find(|(n, _)| *n == name) {
+    let examples = examples(name);
+    if !examples.is_empty() {
         extra.control("SH", ["EXAMPLES"]);
-        for (line, what) in *examples {
+        for (line, what) in examples {
             extra
                 .control("TP", [])
-                .text([bold(*line)])
-                .text([roman(*what)]);
+                .text([bold(line)])
+                .text([roman(what)]);
         }
     }
     // before VERSION, where man pages keep them
@@ -524,5 +276,38 @@ mod tests {
             bold_code_spans("iperf3 \\-s: `wirespeed \\-s` and `x`\nlone ` tick\n"),
             "iperf3 \\-s: \\fBwirespeed \\-s\\fR and \\fBx\\fR\nlone ` tick\n"
         );
+    }
+    /// Every command line in the examples' file is followed by what it does, and every
+    /// description by a command line's.
+    #[test]
+    fn every_example_says_what_it_does() {
+        let lines: Vec<&str> = EXAMPLES
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .collect();
+        let is_what = |l: &str| l.starts_with("    ");
+        let is_page = |l: &str| l.starts_with('[');
+        for (i, l) in lines.iter().enumerate() {
+            let next = lines.get(i + 1).copied().unwrap_or("");
+            let before = if i == 0 { "" } else { lines[i - 1] };
+            if is_what(l) {
+                assert!(
+                    !is_what(before) && !is_page(before),
+                    "no command before {l:?}"
+                );
+            } else if !is_page(l) {
+                assert!(is_what(next), "{l:?} says nothing of what it does");
+            }
+        }
+        let pairs = examples("wirespeed-explain");
+        assert_eq!(pairs.len(), 2, "{pairs:?}");
+        assert_eq!(
+            pairs[1],
+            (
+                "wirespeed explain --table",
+                "the precedence table the verdict is decided by"
+            )
+        );
+        assert!(examples("wirespeed-nothing").is_empty());
     }
 }

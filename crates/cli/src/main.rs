@@ -14,7 +14,6 @@ mod explain;
 mod generate;
 mod iperf3;
 mod lab;
-mod live;
 mod measure;
 mod model;
 mod pictures;
@@ -82,8 +81,6 @@ enum Command {
 fn main() -> ExitCode {
     // Before any thread exists: the local offset for --timestamps.
     iperf3::init_local_offset();
-    // iperf3's spellings (`-c HOST`, `-s`) are rewritten unless the first word is one of our
-    // subcommands (whose own arguments may contain `-c`, e.g. `lab exec client -- ping -c1`)
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let as_iperf3 = iperf3::invoked_as_iperf3(args.first().map(|a| a.as_os_str()));
     // Strict iperf3 mode answers -v and -h as iperf3 does, whatever else the line holds.
@@ -96,15 +93,9 @@ fn main() -> ExitCode {
         print!("{}", iperf3::usage_text(&Cli::command()));
         return ExitCode::from(exit::OK);
     }
-    let ours = args
-        .get(1)
-        .and_then(|a| a.to_str())
-        .is_some_and(|a| Cli::command().get_subcommands().any(|c| c.get_name() == a));
-    let argv = if ours {
-        args
-    } else {
-        measure::rewrite_iperf3_argv(args)
-    };
+    let argv = iperf3::rewrite_iperf3_argv(args, |w| {
+        Cli::command().get_subcommands().any(|c| c.get_name() == w)
+    });
     let words: Vec<String> = argv
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
@@ -316,6 +307,13 @@ mod tests {
             }
         }
         assert!(missing.is_empty(), "{missing:#?}");
+        // and every page the examples name is one
+        for l in include_str!("man-examples.txt").lines() {
+            if let Some(page) = l.strip_prefix('[').and_then(|p| p.strip_suffix(']')) {
+                let file = format!("{page}.1");
+                assert!(pages.iter().any(|(n, _)| *n == file), "no page {page}");
+            }
+        }
     }
 
     #[test]

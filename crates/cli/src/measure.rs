@@ -4,7 +4,6 @@
 //! `--connect-timeout` is in milliseconds). `wirespeed -s ...` and `wirespeed -c HOST ...`
 //! are rewritten to the subcommands, so iperf3 command lines work unchanged.
 
-use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::net::IpAddr;
@@ -454,10 +453,10 @@ pub struct ClientArgs {
     pub udp_counters_64bit: bool,
     /// IP type of service byte for the data (0-255; 52, 064 and 0x34 are the same); the
     /// server sets it on its data sockets too.
-    #[arg(help_heading = heading::TEST, short = 'S', long = "tos", value_parser = crate::iperf3::tos, value_name = "N")]
+    #[arg(help_heading = heading::TEST, short = 'S', long = "tos", value_parser = wirespeed_engine::extras::tos, value_name = "N")]
     pub tos: Option<u32>,
     /// DSCP for the data: 0-63 or a name (ef, af11..af43, cs0..cs7, le, va); sets the TOS.
-    #[arg(help_heading = heading::TEST, long = "dscp", value_parser = crate::iperf3::dscp_tos, conflicts_with = "tos",
+    #[arg(help_heading = heading::TEST, long = "dscp", value_parser = wirespeed_engine::extras::dscp_tos, conflicts_with = "tos",
           value_name = "N|NAME")]
     pub dscp: Option<u32>,
     /// Bind every socket to this network interface (SO_BINDTODEVICE); also `-B ADDR%DEV`
@@ -465,7 +464,7 @@ pub struct ClientArgs {
     #[arg(help_heading = heading::CONNECTION, long = "bind-dev", value_name = "IFACE")]
     pub bind_dev: Option<String>,
     /// IPv6 flow label (1-0xfffff) of the TCP data connections.
-    #[arg(help_heading = heading::TEST, short = 'L', long = "flowlabel", value_parser = crate::iperf3::flowlabel, value_name = "N")]
+    #[arg(help_heading = heading::TEST, short = 'L', long = "flowlabel", value_parser = wirespeed_engine::extras::flowlabel, value_name = "N")]
     pub flowlabel: Option<u32>,
     /// Set the IPv4 don't-fragment bit on UDP data (the server sets it on its side too).
     #[arg(help_heading = heading::TEST, long = "dont-fragment")]
@@ -477,7 +476,7 @@ pub struct ClientArgs {
     /// TCP keepalive on the control connection: `--cntl-ka` or `--cntl-ka=IDLE/INTERVAL/COUNT`
     /// (seconds, seconds, probes; each part optional).
     #[arg(help_heading = heading::CONNECTION, long = "cntl-ka", value_name = "IDLE/INTERVAL/COUNT", num_args = 0..=1,
-          require_equals = true, default_missing_value = "", value_parser = crate::iperf3::keepalive)]
+          require_equals = true, default_missing_value = "", value_parser = wirespeed_engine::extras::keepalive)]
     pub cntl_ka: Option<wirespeed_engine::Keepalive>,
     /// Pacing timer in microseconds asked of an iperf3 sender (deprecated in iperf3;
     /// wirespeed's own sender paces by its clock).
@@ -615,7 +614,6 @@ impl ServerGuardArgs {
     pub fn apply(&self, cfg: &mut ServerConfig) -> anyhow::Result<()> {
         let a = self;
         // Every limit's range was checked when the command line was read (`limit`).
-        let handshake = Duration::from_secs(a.handshake_timeout);
         cfg.addrs = wirespeed_guard::AddrPolicy::new(&a.allow, &a.deny)
             .map_err(|e| exit::fail(exit::USAGE, format!("--allow/--deny: {e}")))?;
         cfg.auth = match (&a.rsa_private_key_path, &a.authorized_users_path) {
@@ -663,11 +661,7 @@ impl ServerGuardArgs {
                     bits_per_second: bps,
                     window: Duration::from_secs(secs),
                 });
-        cfg.timeouts = wirespeed_protocol::Timeouts {
-            results: cfg.timeouts.results,
-            ..wirespeed_protocol::Timeouts::from_handshake(handshake)
-        };
-        cfg.cookie_timeout = handshake;
+        cfg.set_handshake_timeout(Duration::from_secs(a.handshake_timeout));
         Ok(())
     }
 }
@@ -686,7 +680,7 @@ pub struct ServerArgs {
     /// TCP keepalive on every accepted connection (the control one included):
     /// `--cntl-ka` or `--cntl-ka=IDLE/INTERVAL/COUNT`.
     #[arg(help_heading = heading::CONNECTION, long = "cntl-ka", value_name = "IDLE/INTERVAL/COUNT", num_args = 0..=1,
-          require_equals = true, default_missing_value = "", value_parser = crate::iperf3::keepalive)]
+          require_equals = true, default_missing_value = "", value_parser = wirespeed_engine::extras::keepalive)]
     pub cntl_ka: Option<wirespeed_engine::Keepalive>,
     /// Milliseconds sent data may stay unacknowledged (TCP_USER_TIMEOUT on the data
     /// connections).
@@ -732,62 +726,6 @@ pub struct ServerArgs {
     pub stats_socket: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
-}
-
-/// Accept iperf3's spelling: `-s ...` becomes `server ...`, `-c HOST ...` becomes `client HOST ...`.
-pub fn rewrite_iperf3_argv(argv: Vec<OsString>) -> Vec<OsString> {
-    const SUBCOMMANDS: &[&str] = &[
-        "client",
-        "server",
-        "doctor",
-        "topo",
-        "capture",
-        "tune",
-        "sweep",
-        "latency",
-        "completions",
-        "man",
-        "agent",
-        "help",
-    ];
-    if argv.len() < 2 {
-        return argv;
-    }
-    let first = argv[1].to_string_lossy();
-    if SUBCOMMANDS.contains(&first.as_ref())
-        || first == "-h"
-        || first == "--help"
-        || first == "-v"
-        || first == "--version"
-    {
-        return argv;
-    }
-    let mut rest: Vec<OsString> = Vec::with_capacity(argv.len());
-    let mut mode: Option<(&str, Option<OsString>)> = None;
-    let mut i = 1;
-    while i < argv.len() {
-        let a = argv[i].to_string_lossy().into_owned();
-        if mode.is_none() && (a == "-s" || a == "--server") {
-            mode = Some(("server", None));
-        } else if mode.is_none() && (a == "-c" || a == "--client") && i + 1 < argv.len() {
-            mode = Some(("client", Some(argv[i + 1].clone())));
-            i += 1;
-        } else if mode.is_none() && a.starts_with("--client=") {
-            mode = Some(("client", Some(OsString::from(&a["--client=".len()..]))));
-        } else if mode.is_none() && a.starts_with("-c") && a.len() > 2 && !a.starts_with("--") {
-            mode = Some(("client", Some(OsString::from(&a[2..]))));
-        } else {
-            rest.push(argv[i].clone());
-        }
-        i += 1;
-    }
-    let Some((sub, host)) = mode else {
-        return argv;
-    };
-    let mut out = vec![argv[0].clone(), OsString::from(sub)];
-    out.extend(host);
-    out.extend(rest);
-    out
 }
 
 fn family(v4: bool, v6: bool) -> Family {
@@ -896,13 +834,6 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
     Ok(cfg)
 }
 
-/// One line about the host a loopback test ran on.
-fn host_summary() -> String {
-    let cpus = wirespeed_datapath::cpu::allowed_cpus().unwrap_or_default();
-    let kernel = wirespeed_engine::sysinfo::kernel_release();
-    format!("host: Linux {kernel}, {} CPUs usable ({cpus})", cpus.len())
-}
-
 /// Whether a client or server runs in strict iperf3 mode: `--iperf3-strict`, or the program
 /// was invoked as `iperf3` (`as_iperf3`).
 pub fn strict(out: &OutputArgs, as_iperf3: bool) -> bool {
@@ -919,25 +850,6 @@ pub fn failure_style(
     let json =
         out.format() != Format::Text && !csv.is_some_and(crate::pictures::CsvFileArg::to_stdout);
     exit::Style::of_output(json, strict(out, as_iperf3))
-}
-
-/// `--wirespeed-json FILE`: the report's `wirespeed` section on its own.
-fn write_wirespeed_json(
-    path: &std::path::Path,
-    r: &wirespeed_report::TestResult,
-) -> anyhow::Result<()> {
-    let doc = wirespeed_report::model::WirespeedSection {
-        wirespeed: r.wirespeed.as_ref(),
-    };
-    let mut text = serde_json::to_string_pretty(&doc)
-        .map_err(|e| exit::fail(exit::INTERNAL, format!("--wirespeed-json: {e}")))?;
-    text.push('\n');
-    std::fs::write(path, text).map_err(|e| {
-        exit::fail(
-            exit::IO,
-            format!("--wirespeed-json {}: {e}", path.display()),
-        )
-    })
 }
 
 /// `as_iperf3`: the program was invoked as `iperf3` (strict iperf3 mode).
@@ -985,34 +897,18 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
     let mut server = None;
     if a.loopback {
         let scfg = ServerConfig {
-            bind: Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
-            port: 0,
-            // Its intervals are not shown; they pace its live frames (its CPUs each interval).
-            interval: cfg.interval,
             observe: Some(live_observer()),
-            // The user's own server, for this test alone: no memory budget shared with others.
-            limits: Limits {
-                max_memory: u64::MAX,
-                per_peer: wirespeed_guard::PeerLimits {
-                    memory: u64::MAX,
-                    ..Limits::default().per_peer
-                },
-                ..Limits::default()
-            },
-            ..ServerConfig::default()
+            ..ServerConfig::loopback(cfg.interval)
         };
-        let s = Server::bind(scfg).map_err(engine_fail)?;
-        let h = s
-            .spawn(Arc::new(|_| {
-                Box::new(wirespeed_engine::NullReporter) as Box<dyn Reporter>
-            }))
+        let h = Server::bind(scfg)
+            .and_then(Server::spawn_quiet)
             .map_err(engine_fail)?;
         cfg.host = DEFAULT_HOST.into();
         cfg.port = h.addr.port();
         server = Some(h);
         if format == Format::Text {
             if let Ok(mut w) = out.lock() {
-                let _ = writeln!(w, "{}", host_summary());
+                let _ = writeln!(w, "{}", wirespeed_engine::sysinfo::host_summary());
             }
         }
     }
@@ -1047,32 +943,21 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
     // The reporter printed the report, partial or not, with its error; a partial report that
     // got its end (the server went silent after the data phase) gets where the work ran and
     // the verdict on the silence too.
+    let tables = a.out.verbose || a.out.where_tables;
     let r = match r {
         Ok(r) => r,
         Err(e) => {
-            let partial = rep
-                .take_failed()
-                .filter(|p| p.wirespeed.as_ref().is_some_and(|x| x.verdict.is_some()));
+            let partial = rep.take_failed().filter(|p| p.verdict().is_some());
             if let (Some(p), Format::Text, false) = (partial, format, strict) {
                 if let Ok(mut w) = out.lock() {
-                    let tables = a.out.verbose || a.out.where_tables;
                     let _ = wirespeed_report::where_ran::write_where_as(&mut **w, &p, tables);
                     let _ = w.flush();
                 }
-                // A silent server: the one error line names the verdict on it too (`-J` keeps
-                // iperf3's words in `error`; the verdict is under `wirespeed`).
-                let silent = p
-                    .wirespeed
-                    .as_ref()
-                    .and_then(|x| x.verdict.as_ref())
-                    .filter(|v| v.id.ended_the_test());
-                if let Some(v) = silent {
-                    let mut f = exit::Fail::new(
-                        exit::engine_code(&e),
-                        format!("{e}: {} (see the verdict)", v.id),
-                    );
-                    f.reported = true;
-                    return Err(anyhow::Error::new(f));
+                // The one error line names a verdict that ended the test (a silent server) too
+                // (`-J` keeps iperf3's words in `error`; the verdict is under `wirespeed`).
+                if let Some(v) = p.ended_by() {
+                    let why = format!("{e}: {} (see the verdict)", v.id);
+                    return Err(exit::reported(exit::engine_code(&e), why));
                 }
             }
             return Err(exit::engine_reported(e));
@@ -1093,33 +978,25 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
         None,
     )?;
     if let Some(path) = &a.out.iperf3.wirespeed_json {
-        write_wirespeed_json(path, &r)?;
+        let io = |e| {
+            exit::fail(
+                exit::IO,
+                format!("--wirespeed-json {}: {e}", path.display()),
+            )
+        };
+        let mut f = std::fs::File::create(path).map_err(io)?;
+        wirespeed_report::json::write_wirespeed_section(&mut f, &r).map_err(io)?;
     }
     if strict {
         // iperf3 prints nothing after `iperf Done.`.
         return Ok(ExitCode::SUCCESS);
     }
     if format == Format::Text {
-        // The paths and the full tables with -V or --where; one line per end otherwise.
-        let tables = a.out.verbose || a.out.where_tables;
-        if tables {
-            if let Ok(mut w) = out.lock() {
-                let _ = wirespeed_report::where_ran::write_paths(&mut **w, &r);
-            }
-        }
         if let Ok(mut w) = out.lock() {
-            let _ = wirespeed_report::where_ran::write_where_as(&mut **w, &r, tables);
-            if let (true, Some(v)) = (a.why, r.wirespeed.as_ref().and_then(|x| x.verdict.as_ref()))
-            {
-                let _ = writeln!(w);
-                let _ = wirespeed_report::why::write_why(&mut **w, v);
-            }
+            let _ = wirespeed_report::where_ran::write_client_tail(&mut **w, &r, tables, a.why);
         }
-    }
-    if format == Format::Text {
-        if let Some(warning) =
-            wirespeed_report::where_ran::irq_request_ignored(&r, cfg.server_irq_cpus.is_some())
-        {
+        let asked = cfg.server_irq_cpus.is_some();
+        if let Some(warning) = wirespeed_report::where_ran::irq_request_ignored(&r, asked) {
             eprintln!("wirespeed: warning: {warning}");
         }
     }
@@ -1141,7 +1018,7 @@ fn run_live(
         return Err(exit::fail(exit::USAGE, "--live needs a terminal on stdout"));
     }
     let stop = cfg.interrupt.clone().unwrap_or_default();
-    let mut live = crate::live::Live::new(
+    let mut live = wirespeed_view::live::Live::new(
         format!("wirespeed --live {}:{}", cfg.host, cfg.port),
         f64::from(a.time),
         stop,
@@ -1188,16 +1065,11 @@ fn run_targets(
     let mut w = out
         .lock()
         .map_err(|_| exit::fail(exit::INTERNAL, "output lock poisoned"))?;
-    match format {
-        Format::Text => {
-            let _ = wirespeed_report::targets::render_targets_text(&mut **w, &doc, opts);
-        }
-        _ => {
-            let _ = serde_json::to_writer_pretty(&mut **w, &doc);
-            let _ = writeln!(w);
-        }
+    let _ = match format {
+        Format::Text => wirespeed_report::targets::render_targets_text(&mut **w, &doc, opts),
+        _ => wirespeed_report::targets::write_targets_json(&mut **w, &doc),
     }
-    let _ = w.flush();
+    .and_then(|()| w.flush());
     match first_err {
         // With JSON the document above carries each target's error.
         Some(e) if format != Format::Text => Err(exit::engine_reported(e)),
@@ -1257,15 +1129,7 @@ pub fn run_server(a: ServerArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
     a.guard.tune_needs_psk(a.allow_tune)?;
     let tune = if a.allow_tune {
         let root = match &a.root {
-            Some(d) => {
-                if !d.is_dir() {
-                    return Err(exit::fail(
-                        exit::IO,
-                        format!("--root {}: not a directory", d.display()),
-                    ));
-                }
-                Root::new(d)
-            }
+            Some(d) => crate::diagnose::root_dir(d)?,
             None => Root::live(),
         };
         Some(irq_tune(root, a.tune_iface.clone())?)
@@ -1359,50 +1223,6 @@ pub fn run_server(a: ServerArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn v(args: &[&str]) -> Vec<OsString> {
-        args.iter().map(OsString::from).collect()
-    }
-
-    #[test]
-    fn iperf3_spellings_become_subcommands() {
-        assert_eq!(
-            rewrite_iperf3_argv(v(&["ws", "-s", "-p", "5202"])),
-            v(&["ws", "server", "-p", "5202"])
-        );
-        assert_eq!(
-            rewrite_iperf3_argv(v(&["ws", "-c", "10.0.0.1", "-t", "1", "-R"])),
-            v(&["ws", "client", "10.0.0.1", "-t", "1", "-R"])
-        );
-        assert_eq!(
-            rewrite_iperf3_argv(v(&["ws", "-t", "1", "-c", "h"])),
-            v(&["ws", "client", "h", "-t", "1"])
-        );
-        assert_eq!(
-            rewrite_iperf3_argv(v(&["ws", "-chost"])),
-            v(&["ws", "client", "host"])
-        );
-        assert_eq!(
-            rewrite_iperf3_argv(v(&["ws", "--client=h", "-P", "4"])),
-            v(&["ws", "client", "h", "-P", "4"])
-        );
-        // iperf3's -V (verbose) may come first; -v alone is the version.
-        assert_eq!(
-            rewrite_iperf3_argv(v(&["ws", "-V", "-c", "h"])),
-            v(&["ws", "client", "h", "-V"])
-        );
-        assert_eq!(rewrite_iperf3_argv(v(&["ws", "-v"])), v(&["ws", "-v"]));
-        // Subcommands and bare invocations are left alone.
-        assert_eq!(
-            rewrite_iperf3_argv(v(&["ws", "client", "-c"])),
-            v(&["ws", "client", "-c"])
-        );
-        assert_eq!(rewrite_iperf3_argv(v(&["ws"])), v(&["ws"]));
-        assert_eq!(
-            rewrite_iperf3_argv(v(&["ws", "doctor", "-s"])),
-            v(&["ws", "doctor", "-s"])
-        );
-    }
 
     #[test]
     fn affinity_forms() {

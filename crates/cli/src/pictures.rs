@@ -123,7 +123,7 @@ pub fn run_explain(a: ExplainArgs) -> anyhow::Result<ExitCode> {
                     format!("{shown}: a {} document has no verdict: give a test's JSON result (client -J)", doc.kind().as_str()),
                 ));
             };
-            let Some(v) = t.wirespeed.as_ref().and_then(|w| w.verdict.as_ref()) else {
+            let Some(v) = t.verdict() else {
                 return Err(exit::fail(
                     exit::DOCUMENT,
                     format!("{shown}: this result has no verdict (iperf3 wrote it, or its observation was off)"),

@@ -20,6 +20,98 @@ pub struct Keepalive {
     pub count: Option<u32>,
 }
 
+/// iperf3's `--dscp`: a number 0-63 (decimal, 0x hex or 0 octal) or a name (RFC 2474 class
+/// selectors, RFC 2597 assured forwarding, RFC 3246 expedited forwarding, RFC 5865 voice admit,
+/// RFC 8622 lower effort); the TOS byte is the DSCP shifted left by two.
+pub fn dscp_tos(s: &str) -> Result<u32, String> {
+    let named = match s.to_ascii_lowercase().as_str() {
+        "le" => Some(1),
+        "ef" => Some(46),
+        "va" => Some(44),
+        n => {
+            if let Some(c) = n.strip_prefix("cs") {
+                c.parse::<u32>().ok().filter(|&c| c <= 7).map(|c| c << 3)
+            } else if let Some(af) = n.strip_prefix("af") {
+                let mut d = af.chars().map(|c| c.to_digit(10));
+                match (d.next(), d.next(), d.next()) {
+                    (Some(Some(class @ 1..=4)), Some(Some(drop @ 1..=3)), None) => {
+                        Some((class << 3) | (drop << 1))
+                    }
+                    _ => None,
+                }
+            } else {
+                None
+            }
+        }
+    };
+    let dscp = match named {
+        Some(d) => d,
+        None => c_number(s).filter(|&d| d <= 63).ok_or_else(|| {
+            format!("{s:?}: a DSCP is 0-63 or a name (ef, af11..af43, cs0..cs7, le, va)")
+        })?,
+    };
+    Ok(dscp << 2)
+}
+
+/// iperf3's `-S`: the TOS byte, 0-255, decimal, 0x hex or 0 octal.
+pub fn tos(s: &str) -> Result<u32, String> {
+    c_number(s)
+        .filter(|&t| t <= 255)
+        .ok_or_else(|| format!("{s:?}: the TOS is 0-255 (52, 064 and 0x34 are the same)"))
+}
+
+/// iperf3's `-L`: an IPv6 flow label, 1-0xfffff (decimal, 0x hex or 0 octal).
+pub fn flowlabel(s: &str) -> Result<u32, String> {
+    c_number(s)
+        .filter(|&l| (1..=0xf_ffff).contains(&l))
+        .ok_or_else(|| format!("{s:?}: a flow label is 1-1048575 (0xfffff)"))
+}
+
+/// A number as C's strtol with base 0 reads it: `0x` hex, leading `0` octal, else decimal.
+fn c_number(s: &str) -> Option<u32> {
+    let s = s.trim();
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u32::from_str_radix(h, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u32::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+/// `--cntl-ka[=IDLE/INTERVAL/COUNT]`: TCP keepalive on the control connection; each part may be
+/// empty (the system's setting).
+pub fn keepalive(s: &str) -> Result<Keepalive, String> {
+    let mut parts = s.split('/');
+    let mut next = |what: &str| -> Result<Option<u32>, String> {
+        match parts.next().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(v) => v
+                .parse::<u32>()
+                .ok()
+                .filter(|&n| n > 0)
+                .map(Some)
+                .ok_or_else(|| format!("--cntl-ka: {what} {v:?} is not a positive number")),
+        }
+    };
+    let ka = Keepalive {
+        idle_secs: next("idle time")?,
+        interval_secs: next("interval")?,
+        count: next("count")?,
+    };
+    if parts.next().is_some() {
+        return Err("--cntl-ka: at most IDLE/INTERVAL/COUNT".into());
+    }
+    if let (Some(idle), Some(iv), Some(n)) = (ka.idle_secs, ka.interval_secs, ka.count) {
+        if idle <= iv.saturating_mul(n) {
+            return Err(format!(
+                "--cntl-ka={idle}/{iv}/{n}: the idle time must exceed interval x count"
+            ));
+        }
+    }
+    Ok(ka)
+}
+
 /// The client's iperf3 extras; all off by default.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Extras {
@@ -126,5 +218,48 @@ pub fn server_data(sock: impl AsFd, tos: Option<u32>, dont_fragment: bool) {
     }
     if dont_fragment {
         let _ = dp::sockopt::set_dont_fragment(&sock);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tos_and_dscp_read_as_iperf3_reads_them() {
+        assert_eq!(tos("52"), Ok(52));
+        assert_eq!(tos("064"), Ok(52));
+        assert_eq!(tos("0x34"), Ok(52));
+        assert!(tos("256").is_err() && tos("x").is_err());
+        assert_eq!(dscp_tos("46"), Ok(46 << 2));
+        assert_eq!(dscp_tos("EF"), Ok(46 << 2));
+        assert_eq!(dscp_tos("af11"), Ok(10 << 2));
+        assert_eq!(dscp_tos("af43"), Ok(38 << 2));
+        assert_eq!(dscp_tos("cs7"), Ok(56 << 2));
+        assert_eq!(dscp_tos("0x3f"), Ok(63 << 2));
+        assert_eq!(flowlabel("0xfffff"), Ok(0xfffff));
+        assert!(flowlabel("0").is_err() && flowlabel("0x100000").is_err());
+        assert!(dscp_tos("64").is_err() && dscp_tos("af51").is_err() && dscp_tos("cs8").is_err());
+    }
+
+    #[test]
+    fn keepalive_parts_are_optional() {
+        let k = keepalive("").unwrap();
+        assert_eq!((k.idle_secs, k.interval_secs, k.count), (None, None, None));
+        let k = keepalive("30/5/3").unwrap();
+        assert_eq!(
+            (k.idle_secs, k.interval_secs, k.count),
+            (Some(30), Some(5), Some(3))
+        );
+        let k = keepalive("/7").unwrap();
+        assert_eq!(
+            (k.idle_secs, k.interval_secs, k.count),
+            (None, Some(7), None)
+        );
+        assert!(
+            keepalive("10/5/3").is_err(),
+            "idle must exceed interval x count"
+        );
+        assert!(keepalive("1/2/3/4").is_err() && keepalive("x").is_err());
     }
 }

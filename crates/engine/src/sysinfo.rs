@@ -26,6 +26,14 @@ pub fn kernel_release() -> String {
         .into_owned()
 }
 
+/// One line about the host a loopback test runs on: its kernel and the CPUs this process may
+/// use.
+pub fn host_summary() -> String {
+    let cpus = wirespeed_datapath::cpu::allowed_cpus().unwrap_or_default();
+    let kernel = kernel_release();
+    format!("host: Linux {kernel}, {} CPUs usable ({cpus})", cpus.len())
+}
+
 /// RFC 1123 form of a Unix time: `Sun, 22 Nov 2026 07:56:40 GMT`.
 pub fn rfc1123(secs: i64) -> String {
     const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];

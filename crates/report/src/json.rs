@@ -89,6 +89,19 @@ pub fn write_json<W: Write + ?Sized>(w: &mut W, result: &TestResult) -> io::Resu
     write_pretty_value(w, result)
 }
 
+/// `client --wirespeed-json FILE`: the result's `wirespeed` section on its own, under the same
+/// key as in the test's document (pretty JSON and a newline).
+pub fn write_wirespeed_section<W: Write + ?Sized>(
+    w: &mut W,
+    result: &TestResult,
+) -> io::Result<()> {
+    let doc = crate::model::WirespeedSection {
+        wirespeed: result.wirespeed.as_ref(),
+    };
+    serde_json::to_writer_pretty(&mut *w, &doc)?;
+    w.write_all(b"\n")
+}
+
 /// `-J` into a string.
 pub fn to_json_string(result: &TestResult) -> String {
     let mut out = Vec::new();

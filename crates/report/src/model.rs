@@ -561,6 +561,17 @@ impl TestResult {
         serde_json::from_value(v)
     }
 
+    /// The verdict on the test, when it has one (under `wirespeed`).
+    pub fn verdict(&self) -> Option<&Verdict> {
+        self.wirespeed.as_ref()?.verdict.as_ref()
+    }
+
+    /// The verdict that says why the test ended early (a silent server, a black hole, ...):
+    /// a failed test's error names it.
+    pub fn ended_by(&self) -> Option<&Verdict> {
+        self.verdict().filter(|v| v.id.ended_the_test())
+    }
+
     /// `true` for UDP tests (from `start.test_start.protocol`).
     pub fn is_udp(&self) -> bool {
         self.start

@@ -92,6 +92,13 @@ impl TargetsDoc {
     }
 }
 
+/// The `targets` document as JSON (pretty, a newline after it): what `-J` prints for several
+/// hosts or ports, read back by `report` and `diff`.
+pub fn write_targets_json<W: Write + ?Sized>(w: &mut W, doc: &TargetsDoc) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, doc)?;
+    writeln!(w)
+}
+
 /// The text of a multi-target run: each target's report under `== HOST port PORT` (or its
 /// error on that line), then one `[SUM]` line.
 pub fn render_targets_text<W: Write + ?Sized>(
@@ -189,7 +196,15 @@ mod tests {
 
     #[test]
     fn the_document_has_its_kind_and_the_shape_it_always_had() {
-        let v = serde_json::to_value(doc()).unwrap();
+        // as -J writes it: pretty, one newline after it
+        let mut written = Vec::new();
+        write_targets_json(&mut written, &doc()).unwrap();
+        let text = String::from_utf8(written).unwrap();
+        assert!(
+            text.starts_with("{\n  \"kind\": \"targets\"") && text.ends_with("}\n"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
         assert_eq!(keys, ["kind", "targets", "sum"]);
         assert_eq!(v["kind"], "targets");

@@ -311,6 +311,26 @@ pub fn write_where_as<W: Write + ?Sized>(
     Ok(())
 }
 
+/// What a client prints after iperf3's text report: with `tables` (`--where`, `-V`) the paths
+/// line ([`write_paths`]) and the full tables, else one line per end ([`write_where_as`]); with
+/// `why` how the verdict was decided ([`crate::why::write_why`]).
+pub fn write_client_tail<W: Write + ?Sized>(
+    w: &mut W,
+    r: &TestResult,
+    tables: bool,
+    why: bool,
+) -> io::Result<()> {
+    if tables {
+        write_paths(w, r)?;
+    }
+    write_where_as(w, r, tables)?;
+    if let (true, Some(v)) = (why, r.verdict()) {
+        writeln!(w)?;
+        crate::why::write_why(w, v)?;
+    }
+    Ok(())
+}
+
 /// After a test's text summary with `--where`/`-V`: which send and receive paths this end used
 /// and where each end's workers ran, one line (`wirespeed: local send path …; local workers: …;
 /// server workers: …`). Nothing for a result without wirespeed's section.

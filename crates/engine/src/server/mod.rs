@@ -209,6 +209,40 @@ impl Default for ServerConfig {
     }
 }
 
+impl ServerConfig {
+    /// The one handshake timeout (`--handshake-timeout`): a new connection's time to send its
+    /// cookie, and the session timeouts derived from it ([`Timeouts::from_handshake`]); the
+    /// results' timeout stays as it is.
+    pub fn set_handshake_timeout(&mut self, handshake: Duration) {
+        self.timeouts = Timeouts {
+            results: self.timeouts.results,
+            ..Timeouts::from_handshake(handshake)
+        };
+        self.cookie_timeout = handshake;
+    }
+
+    /// A server on 127.0.0.1 at a free port for the user's own tests (`client --loopback`):
+    /// nobody else's, so no memory budget shared with others. Its intervals (`interval`) are
+    /// not shown; they pace its live frames.
+    pub fn loopback(interval: Duration) -> ServerConfig {
+        let unlimited = Limits {
+            max_memory: u64::MAX,
+            per_peer: wirespeed_guard::PeerLimits {
+                memory: u64::MAX,
+                ..Limits::default().per_peer
+            },
+            ..Limits::default()
+        };
+        ServerConfig {
+            bind: Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
+            port: 0,
+            interval,
+            limits: unlimited,
+            ..ServerConfig::default()
+        }
+    }
+}
+
 /// Makes one reporter per test.
 pub type ReporterFactory = Arc<dyn Fn(&TestInfo) -> Box<dyn Reporter> + Send + Sync>;
 
@@ -477,6 +511,13 @@ impl Server {
         Arc::clone(&self.stats)
     }
 
+    /// Serve on a new thread, reporting nothing here (each test's results go to its client).
+    pub fn spawn_quiet(self) -> Result<ServerHandle, EngineError> {
+        self.spawn(Arc::new(|_| {
+            Box::new(crate::output::NullReporter) as Box<dyn Reporter>
+        }))
+    }
+
     /// Serve on a new thread.
     pub fn spawn(self, factory: ReporterFactory) -> Result<ServerHandle, EngineError> {
         let addr = self.local_addr()?;
@@ -520,5 +561,40 @@ impl Server {
         // Stopping (or failing): a tune change still held by a running test goes back now.
         ctx.tune_slot.close(ctx.cfg.tune.as_ref());
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The handshake timeout sets the cookie's time and the setup steps' (the data connections
+    /// get twice it); a results timeout set before stays.
+    #[test]
+    fn the_handshake_timeout_derives_the_setup_timeouts_and_keeps_the_results_one() {
+        let mut cfg = ServerConfig::default();
+        cfg.timeouts.results = Duration::from_secs(77);
+        cfg.set_handshake_timeout(Duration::from_secs(3));
+        assert_eq!(cfg.cookie_timeout, Duration::from_secs(3));
+        assert_eq!(
+            cfg.timeouts,
+            Timeouts {
+                setup: Duration::from_secs(3),
+                streams: Duration::from_secs(6),
+                results: Duration::from_secs(77),
+            }
+        );
+    }
+
+    /// `client --loopback`'s server: on 127.0.0.1 at a free port, with no memory budget shared.
+    #[test]
+    fn the_loopback_server_is_local_and_unbudgeted() {
+        let cfg = ServerConfig::loopback(Duration::from_millis(250));
+        assert_eq!(cfg.bind, Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)));
+        assert_eq!((cfg.port, cfg.interval), (0, Duration::from_millis(250)));
+        assert_eq!(
+            (cfg.limits.max_memory, cfg.limits.per_peer.memory),
+            (u64::MAX, u64::MAX)
+        );
     }
 }
