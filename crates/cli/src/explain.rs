@@ -195,11 +195,6 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
         cpus.push(("--irq-cpus", irq));
     }
     let target = cpu_target(Command::Sweep, &cpus)?;
-    if text {
-        if let Some(line) = target.line() {
-            eprintln!("{line}");
-        }
-    }
     let topo = wirespeed_explain::topology::read(&Root::live());
 
     if let Some(irq_cpus) = &a.irq_cpus {
@@ -221,6 +216,9 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     }
 
     drive::check_peer(&a.host, a.port, PREFLIGHT_CONNECT).map_err(preflight_fail)?;
+    if let Some(line) = target.line().filter(|_| text) {
+        eprintln!("{line}");
+    }
     let PairSweep {
         matrix: m,
         ran,

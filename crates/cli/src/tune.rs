@@ -348,10 +348,11 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         if a.json {
             say!("{}", serde_json::to_string_pretty(&plan)?);
         } else {
-            if let Some(line) = target.line() {
-                say!("{line}");
-            }
-            emit_plan(&plan);
+            // the target under the plan's heading, with its context (text only: the JSON plan
+            // is the plan's data)
+            let mut shown = plan.clone();
+            shown.context.splice(0..0, target.line());
+            emit_plan(&shown);
             if !plan.steps.is_empty() {
                 say!("\nDry run: nothing changed. Add --apply to perform the plan with a journal.");
             }
