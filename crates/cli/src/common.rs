@@ -2,9 +2,10 @@
 //! the values a user sets, the small files they name, and the live host's observation. Here,
 //! below each of them, so none imports another for it.
 
+use wirespeed_doctor::target::{self, Ask, Command, Host, HostTarget};
 use wirespeed_engine::ObserveHook;
 use wirespeed_explain::hooks::HostObserve;
-use wirespeed_host::Root;
+use wirespeed_host::{HostFacts, Root};
 use wirespeed_model::units;
 
 use crate::exit;
@@ -70,6 +71,29 @@ pub fn rate(s: &str) -> Result<units::Rate, String> {
 /// `--rtt MS` in every command that takes it: one bound ([`units::parse_rtt_ms`]).
 pub fn rtt(s: &str) -> Result<f64, String> {
     units::parse_rtt_ms(s, "--rtt").map_err(|e| e.why().to_string())
+}
+
+/// The host target of `command`, resolved once ([`wirespeed_doctor::target::resolve`]) from
+/// what the command line asked and the host read through `root` (`None`: `model`, `lab up`):
+/// its facts, and on the live host the CPUs this process may run on (its cgroup's cpuset and
+/// affinity; a captured tree's are not this process's). A refusal exits with the usage code,
+/// CPUs the host lacks with the host code.
+pub(crate) fn resolve_target(
+    command: Command,
+    host: Option<(&Root, &HostFacts)>,
+    ask: &Ask,
+) -> anyhow::Result<HostTarget> {
+    let allowed = host
+        .filter(|(root, _)| root.is_live())
+        .and_then(|(root, _)| wirespeed_host::cgroup::allowed_cpus(root, "self"));
+    let host = host.map(|(_, facts)| Host {
+        facts,
+        allowed: allowed.as_ref(),
+    });
+    target::resolve(command, host, ask).map_err(|e| {
+        let code = if e.is_host() { exit::HOST } else { exit::USAGE };
+        exit::fail(code, e.to_string())
+    })
 }
 
 /// A file the user named, read whole (keys and lists are small; a huge file is refused).

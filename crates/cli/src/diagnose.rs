@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use wirespeed_doctor::report::{HostInfo, Report};
-use wirespeed_doctor::{diagnose, topo, DoctorError, Options};
+use wirespeed_doctor::target::{Ask, Command};
+use wirespeed_doctor::{diagnose_target, topo, DoctorError, Options};
 use wirespeed_host::{capture, collect, CpuSet, Root, Snapshot};
 
 use crate::exit;
@@ -35,9 +36,10 @@ pub struct DoctorArgs {
     /// CPUs the application runs on (e.g. 6 or 6-7,10): enables the placement checks.
     #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
     app_cpus: Option<CpuSet>,
-    /// Round-trip time of the paths to serve, in ms (socket buffers vs bandwidth × RTT).
-    #[arg(long, value_name = "MS", default_value_t = wirespeed_doctor::DEFAULT_RTT_MS, value_parser = crate::common::rtt)]
-    rtt: f64,
+    /// Round-trip time of the paths to serve, in ms (socket buffers vs bandwidth × RTT)
+    /// [default: 10].
+    #[arg(long, value_name = "MS", value_parser = crate::common::rtt)]
+    rtt: Option<f64>,
     /// The rate wanted from the path (50G, 2.5G, 400M; a bare number is Mbit/s): sizes buffers
     /// for it, and is the rate checked against when the NIC reports no speed (virtual NICs).
     #[arg(long, value_name = "RATE", value_parser = crate::common::rate)]
@@ -186,16 +188,19 @@ pub(crate) fn emit_text(
 pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let mut src = open_source(&args.source)?;
     let facts = collect(&src.root);
-    let opts = Options {
+    let ask = Ask {
         iface: args.iface.clone(),
-        app_cpus: args.app_cpus.clone(),
+        rate: args.rate,
         rtt_ms: args.rtt,
-        rate_mbps: args.rate.map(|r| r.mbps()),
-    };
-    let findings = diagnose(&facts, &opts).map_err(|e| {
-        let code = match e {
-            DoctorError::BadRtt(_) | DoctorError::BadRate(_) => exit::USAGE,
-            DoctorError::UnknownInterface { .. } | DoctorError::OfflineCpus(_) => exit::HOST,
+        cpus: Vec::new(),
+    }
+    .with_cpus("--app-cpus", args.app_cpus.as_ref());
+    let target = crate::common::resolve_target(Command::Doctor, Some((&src.root, &facts)), &ask)?;
+    let opts = Options::from(&target);
+    let findings = diagnose_target(&facts, &target).map_err(|e| {
+        let code = match &e {
+            DoctorError::Target(t) if !t.is_host() => exit::USAGE,
+            DoctorError::UnknownInterface { .. } | DoctorError::Target(_) => exit::HOST,
         };
         exit::fail(code, e.to_string())
     })?;
@@ -209,7 +214,8 @@ pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         findings,
         facts,
     )
-    .with_notes(notes);
+    .with_notes(notes)
+    .with_target(&target);
     crate::pictures::save(
         &args.html,
         None,

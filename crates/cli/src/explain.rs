@@ -5,6 +5,7 @@ use std::net::{IpAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use wirespeed_doctor::target::{Ask, Command, HostTarget};
 use wirespeed_explain::sweep::Summarize;
 use wirespeed_report::doc::{Document, IrqSweepDoc, LatencyDoc, RepeatDoc, SweepDoc, Written};
 
@@ -124,14 +125,20 @@ fn progress(_text: bool) -> impl FnMut(String) {
     move |line| eprintln!("{line}")
 }
 
-/// A refusal before the first test, with its exit code: CPUs this host lacks (`HOST`), a
-/// server that cannot be reached (`CONNECT`).
+/// A refusal before the first test: a server that cannot be reached (`CONNECT`).
 fn preflight_fail(e: drive::PreflightError) -> anyhow::Error {
-    let code = match &e {
-        drive::PreflightError::CpusOffline { .. } => exit::HOST,
-        drive::PreflightError::Resolve(_) | drive::PreflightError::Peer { .. } => exit::CONNECT,
-    };
-    exit::fail(code, e.to_string())
+    exit::fail(exit::CONNECT, e.to_string())
+}
+
+/// The CPUs a sweep, a repeat or the latency matrix names, resolved once on the live host
+/// (online, allowed for this process, their NUMA nodes): its target.
+fn cpu_target(command: Command, cpus: &[(&str, &CpuSet)]) -> anyhow::Result<HostTarget> {
+    let live = Root::live();
+    let facts = wirespeed_host::collect(&live);
+    let ask = cpus.iter().fold(Ask::default(), |ask, (flag, c)| {
+        ask.with_cpus(flag, Some(c))
+    });
+    crate::common::resolve_target(command, Some((&live, &facts)), &ask)
 }
 
 /// How long the one up-front connect to the server may take.
@@ -180,14 +187,14 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     let same_host = peer
         .is_some_and(|p| route::iface_for_peer(&Root::live(), p, None).as_deref() == Some("lo"));
     // Refuse up front, once: CPUs this host lacks (the server's too when it runs here), no server.
-    let live = Root::live();
-    drive::check_cpus(&live, "--cpus", &a.cpus).map_err(preflight_fail)?;
+    let mut cpus = vec![("--cpus", &a.cpus)];
     if same_host {
-        drive::check_cpus(&live, "--server-cpus", &a.server_cpus).map_err(preflight_fail)?;
+        cpus.push(("--server-cpus", &a.server_cpus));
     }
     if let Some(irq) = a.irq_cpus.as_ref().filter(|_| a.reverse) {
-        drive::check_cpus(&live, "--irq-cpus", irq).map_err(preflight_fail)?;
+        cpus.push(("--irq-cpus", irq));
     }
+    let target = cpu_target(Command::Sweep, &cpus)?;
     let topo = wirespeed_explain::topology::read(&Root::live());
 
     if let Some(irq_cpus) = &a.irq_cpus {
@@ -209,6 +216,9 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     }
 
     drive::check_peer(&a.host, a.port, PREFLIGHT_CONNECT).map_err(preflight_fail)?;
+    if let Some(line) = target.line().filter(|_| text) {
+        eprintln!("{line}");
+    }
     let PairSweep {
         matrix: m,
         ran,
@@ -385,21 +395,18 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
     }
     let root = Root::live();
     let topo = wirespeed_explain::topology::read(&root);
-    let online = root
-        .read_opt("/sys/devices/system/cpu/online")
-        .and_then(|s| CpuSet::parse_list(&s).ok());
-    let cpus = match (args.cpus, &online) {
-        (Some(c), Some(on)) => {
-            c.check_online("--cpus", on)
-                .map_err(|e| exit::fail(exit::HOST, e.to_string()))?;
-            c
-        }
-        (Some(c), None) => c,
-        (None, Some(on)) => on.clone(),
-        (None, None) => {
+    let named: Vec<(&str, &CpuSet)> = args.cpus.iter().map(|c| ("--cpus", c)).collect();
+    let target = cpu_target(Command::Latency, &named)?;
+    if let Some(line) = target.line() {
+        eprintln!("{line}");
+    }
+    let cpus = match args.cpus {
+        Some(c) => c,
+        None if !target.usable.is_empty() => target.usable.clone(),
+        None => {
             return Err(exit::fail(
                 exit::HOST,
-                "/sys/devices/system/cpu/online unreadable: name the CPUs with --cpus",
+                "the online CPUs are unreadable: name the CPUs with --cpus",
             ))
         }
     };
@@ -507,13 +514,12 @@ pub fn run_repeat(
     if n == 0 {
         return Err(exit::fail(exit::USAGE, "--repeat must be at least 1"));
     }
-    let live = Root::live();
-    if let Some(c) = &cfg.cpus {
-        drive::check_cpus(&live, "--cpus", c).map_err(preflight_fail)?;
-    }
-    if let Some(c) = cfg.affinity {
-        drive::check_cpus(&live, "-A", &CpuSet::from_cpus([c])).map_err(preflight_fail)?;
-    }
+    let affinity = cfg.affinity.map(|c| CpuSet::from_cpus([c]));
+    let cpus: Vec<(&str, &CpuSet)> = [("--cpus", cfg.cpus.as_ref()), ("-A", affinity.as_ref())]
+        .into_iter()
+        .filter_map(|(flag, c)| Some((flag, c?)))
+        .collect();
+    cpu_target(Command::Client, &cpus)?;
     drive::check_peer(&cfg.host, cfg.port, PREFLIGHT_CONNECT).map_err(preflight_fail)?;
     let stop = stop_flag()?;
     let Repeat {

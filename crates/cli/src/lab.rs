@@ -9,6 +9,7 @@ use wirespeed_host::CpuSet;
 use wirespeed_lab::{self as lab, Lab, LabError, RelayHost, Side, Spec};
 
 use crate::exit;
+use wirespeed_doctor::target::{Ask, Command as TargetCommand};
 
 #[derive(Debug, Args)]
 pub struct LabArgs {
@@ -141,11 +142,16 @@ pub fn run(args: LabArgs) -> anyhow::Result<ExitCode> {
 
 fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     let usage = |e: String| exit::fail(exit::USAGE, e);
+    let ask = Ask {
+        rate: a.rate,
+        ..Ask::default()
+    };
+    let target = crate::common::resolve_target(TargetCommand::Lab, None, &ask)?;
     let spec = Spec {
         name: a.name.name,
         mtu: a.mtu,
         path_mtu: a.path_mtu,
-        rate_bps: a.rate.map(|r| r.bps()),
+        rate_bps: target.rate.as_ref().map(|r| r.rate.bps()),
         loss: a.loss.map(|l| parse_fraction(&l, "--loss")).transpose()?,
         delay_ms: a.delay,
         rps_cpus: a
@@ -157,7 +163,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     };
     spec.validate().map_err(lab_fail)?;
     if a.dry_run {
-        return dry_run(&spec);
+        return dry_run(&spec, target.line());
     }
     // Ctrl-C or SIGTERM while building: stop between steps and remove what was built
     let stop = Arc::new(AtomicBool::new(false));
@@ -176,7 +182,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         drop(lab);
         return Err(lab_fail(LabError::Interrupted));
     }
-    for line in describe(&lab, relay_pid) {
+    for line in target.line().into_iter().chain(describe(&lab, relay_pid)) {
         println!("{line}");
     }
     lab.keep();
@@ -278,9 +284,12 @@ fn relay(a: RelayArgs) -> anyhow::Result<ExitCode> {
 
 /// `lab up --dry-run`: the shaping the spec asks for and the commands that build it, nothing
 /// run.
-fn dry_run(spec: &Spec) -> anyhow::Result<ExitCode> {
+fn dry_run(spec: &Spec, target: Option<String>) -> anyhow::Result<ExitCode> {
     let kernel = lab::Kernel { netem: true };
     println!("lab {} (dry run: nothing is built)", spec.name);
+    if let Some(line) = target {
+        println!("  {line}");
+    }
     for line in shaping(spec) {
         println!("{line}");
     }

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use wirespeed_doctor::path_model::{self, Path};
+use wirespeed_doctor::target::{Ask, Command};
 use wirespeed_model::units::Rate;
 
 use wirespeed_report::path;
@@ -35,6 +36,12 @@ pub struct ModelArgs {
 
 pub fn run(a: ModelArgs) -> anyhow::Result<ExitCode> {
     let usage = |m: String| exit::fail(exit::USAGE, m);
+    let ask = Ask {
+        rate: Some(a.rate),
+        rtt_ms: a.rtt,
+        ..Ask::default()
+    };
+    let target = crate::common::resolve_target(Command::Model, None, &ask)?;
     let rate = a.rate.bps();
     if a.mss < 88 || a.mss > 65_495 {
         return Err(usage(format!(
@@ -55,8 +62,9 @@ pub fn run(a: ModelArgs) -> anyhow::Result<ExitCode> {
             path::table_text(&doc)
         }
     } else {
-        let rtt = a
+        let rtt = target
             .rtt
+            .map(|r| r.ms)
             .ok_or_else(|| usage("model: --rtt MS is needed (or --table)".into()))?;
         let m = path_model::model(&Path {
             rate_bps: rate,
@@ -67,7 +75,7 @@ pub fn run(a: ModelArgs) -> anyhow::Result<ExitCode> {
         if a.json {
             serde_json::to_string_pretty(&m)? + "\n"
         } else {
-            path::model_text(&m)
+            target.line().map(|l| l + "\n").unwrap_or_default() + &path::model_text(&m)
         }
     };
     print!("{out}");

@@ -21,6 +21,7 @@ use wirespeed_tune::planner::{self, Category, IrqPolicy, PlanError, PlanOptions}
 use wirespeed_tune::{ApplyOptions, TuneError};
 
 use crate::{diagnose, exit};
+use wirespeed_doctor::target::{Ask, Command};
 
 /// Write to stdout; a closed pipe (`| head`) ends the output quietly instead of panicking.
 fn out(text: &str) {
@@ -104,10 +105,9 @@ struct PlanArgs {
     /// CPUs the application runs on (kept free of NIC queue IRQs).
     #[arg(long, value_name = "LIST")]
     app_cpus: Option<String>,
-    /// Round-trip time the socket buffers are sized for, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = wirespeed_model::units::DEFAULT_RTT_MS,
-          value_parser = crate::common::rtt)]
-    rtt: f64,
+    /// Round-trip time the socket buffers are sized for, in milliseconds [default: 10].
+    #[arg(long, value_name = "MS", value_parser = crate::common::rtt)]
+    rtt: Option<f64>,
     /// The rate wanted from the path (50G, 2.5G, 400M; a bare number is Mbit/s): socket buffers
     /// are sized for it; needed for a NIC that reports no speed when DMI names no known
     /// instance type.
@@ -269,16 +269,33 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     if a.apply {
         engine::check_privileged(&root).map_err(tune_fail)?;
     }
-    let rate_mbps = a.rate.map(|r| r.mbps());
-    let view = collect::host_view(&root, a.iface.as_deref(), app.as_ref(), a.rtt, rate_mbps)
-        .map_err(|e| match e {
-            CollectError::UnknownInterface { .. } => exit::fail(exit::HOST, e.to_string()),
-        })?;
+    // the one resolution of the interface, rate, RTT and CPUs; the planner checks none again
+    let facts = wirespeed_host::collect(&root);
+    let irq_cpus = match &irq {
+        Some(IrqPolicy::Cpus(c)) => Some(c),
+        _ => None,
+    };
+    let ask = Ask {
+        iface: a.iface.clone(),
+        rate: a.rate,
+        rtt_ms: a.rtt,
+        cpus: Vec::new(),
+    }
+    .with_cpus("--app-cpus", app.as_ref())
+    .with_cpus("--irq-cpus", irq_cpus);
+    let target = crate::common::resolve_target(Command::Tune, Some((&root, &facts)), &ask)?;
+    let rtt = target.rtt_ms();
+    let rate_mbps = target.requested_mbps();
+    let mut view = collect::view(&root, &facts, a.iface.as_deref()).map_err(|e| match e {
+        CollectError::UnknownInterface { .. } => exit::fail(exit::HOST, e.to_string()),
+    })?;
+    let nic = view.nic.as_ref().map(|n| n.name.clone());
+    view.findings = collect::findings(&facts, nic.as_deref(), app.as_ref(), rtt, rate_mbps);
 
     let opts = PlanOptions {
         root: root_shown,
         app_cpus: app,
-        rtt_ms: a.rtt,
+        rtt_ms: rtt,
         rate_mbps,
         irq,
         allow_irq_on_app_cpus: a.allow_irq_on_app_cpus,
@@ -305,8 +322,10 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     };
     // an upper device (bond, VLAN, bridge) with NICs beneath it: a plan for each, and the stack's
     let stack = match a.iface.as_deref() {
-        Some(i) => collect::stack_views(&root, i, opts.app_cpus.as_ref(), a.rtt, rate_mbps)
-            .map_err(|e| exit::fail(exit::HOST, e.to_string()))?,
+        Some(i) => {
+            collect::stack_views_of(&root, &facts, i, opts.app_cpus.as_ref(), rtt, rate_mbps)
+                .map_err(|e| exit::fail(exit::HOST, e.to_string()))?
+        }
         None => None,
     };
     let planned = match &stack {
@@ -315,7 +334,7 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     };
     let plan = planned.map_err(|e| {
         let code = match e {
-            PlanError::CpusOffline(_) | PlanError::Placement(PlacementError::NoNic) => exit::HOST,
+            PlanError::Placement(PlacementError::NoNic) => exit::HOST,
             _ => exit::USAGE,
         };
         exit::fail(code, e.to_string())
@@ -329,7 +348,11 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         if a.json {
             say!("{}", serde_json::to_string_pretty(&plan)?);
         } else {
-            emit_plan(&plan);
+            // the target under the plan's heading, with its context (text only: the JSON plan
+            // is the plan's data)
+            let mut shown = plan.clone();
+            shown.context.splice(0..0, target.line());
+            emit_plan(&shown);
             if !plan.steps.is_empty() {
                 say!("\nDry run: nothing changed. Add --apply to perform the plan with a journal.");
             }

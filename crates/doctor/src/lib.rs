@@ -218,6 +218,47 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The target these options resolve to on `facts` ([`target::resolve`] for doctor; the
+    /// CPUs this process may run on are not known from facts alone).
+    pub fn target(&self, facts: &HostFacts) -> Result<target::HostTarget, DoctorError> {
+        let rate = match self.rate_mbps {
+            None => None,
+            Some(m) => Some(wirespeed_model::units::Rate::from_mbps(m).ok_or_else(|| {
+                target::TargetError::Unit(wirespeed_model::units::UnitError::Rate {
+                    flag: "--rate".into(),
+                    text: m.to_string(),
+                })
+            })?),
+        };
+        let ask = target::Ask {
+            iface: self.iface.clone(),
+            rate,
+            rtt_ms: Some(self.rtt_ms),
+            cpus: Vec::new(),
+        }
+        .with_cpus("--app-cpus", self.app_cpus.as_ref());
+        let host = target::Host {
+            facts,
+            allowed: None,
+        };
+        Ok(target::resolve(target::Command::Doctor, Some(host), &ask)?)
+    }
+}
+
+/// Doctor's options from a resolved target: the interface `--iface` named (else every NIC), the
+/// application CPUs, the RTT and the rate `--rate` gave (each NIC's own rate otherwise).
+impl From<&target::HostTarget> for Options {
+    fn from(t: &target::HostTarget) -> Options {
+        Options {
+            iface: t.named_iface().map(str::to_string),
+            app_cpus: t.cpus("--app-cpus").cloned(),
+            rtt_ms: t.rtt_ms(),
+            rate_mbps: t.requested_mbps(),
+        }
+    }
+}
+
 /// RTT assumed when none is given (one default for every command).
 pub use wirespeed_model::units::DEFAULT_RTT_MS;
 
@@ -226,12 +267,9 @@ pub use wirespeed_model::units::DEFAULT_RTT_MS;
 pub enum DoctorError {
     #[error("no PCI network interface or upper device (bond, VLAN, bridge, macvlan) named {name:?} on this host (PCI interfaces: {known})")]
     UnknownInterface { name: String, known: String },
+    /// The RTT, the rate or the CPUs ([`target::resolve`]).
     #[error(transparent)]
-    OfflineCpus(#[from] wirespeed_model::OfflineCpus),
-    #[error("{0}")]
-    BadRtt(wirespeed_model::units::UnitError),
-    #[error("--rate {0} Mbit/s: a rate is from 1 Mbit/s to 10 Tbit/s")]
-    BadRate(u64),
+    Target(#[from] target::TargetError),
 }
 
 /// What doctor could not check, and why (a NIC with no speed and no `--rate`), and the vectors it
@@ -274,25 +312,36 @@ pub fn notes(facts: &HostFacts, opts: &Options) -> Vec<String> {
 }
 
 /// Run every check. Findings come sorted worst first (severity, then the order of [`ids::ALL`],
-/// then interface name).
+/// then interface name). The options are resolved into a target first ([`target::resolve`]);
+/// a command that resolved its target already calls [`diagnose_target`].
 pub fn diagnose(facts: &HostFacts, opts: &Options) -> Result<Vec<Finding>, DoctorError> {
-    validate(facts, opts)?;
-    let mut findings = checks::run_all(facts, opts);
-    findings.extend(upper::run_all(facts, opts));
-    upper::label_members(facts, opts, &mut findings);
+    let t = opts.target(facts)?;
+    diagnose_target(facts, &t)
+}
+
+/// [`diagnose`] for a resolved target: nothing in it is checked again.
+pub fn diagnose_target(
+    facts: &HostFacts,
+    t: &target::HostTarget,
+) -> Result<Vec<Finding>, DoctorError> {
+    let opts = Options::from(t);
+    check_iface(facts, &opts)?;
+    let mut findings = checks::run_all(facts, &opts);
+    findings.extend(upper::run_all(facts, &opts));
+    upper::label_members(facts, &opts, &mut findings);
     sort_findings(&mut findings);
     Ok(findings)
 }
 
-/// Check the options against the host.
+/// Check the options against the host: the target they resolve to, and an interface doctor
+/// can check.
 pub fn validate(facts: &HostFacts, opts: &Options) -> Result<(), DoctorError> {
-    wirespeed_model::units::check_rtt_ms(opts.rtt_ms, "--rtt").map_err(DoctorError::BadRtt)?;
-    if let Some(r) = opts
-        .rate_mbps
-        .filter(|r| wirespeed_model::units::Rate::from_mbps(*r).is_none())
-    {
-        return Err(DoctorError::BadRate(r));
-    }
+    opts.target(facts)?;
+    check_iface(facts, opts)
+}
+
+/// A named interface doctor checks: a PCI NIC or an upper device over some.
+fn check_iface(facts: &HostFacts, opts: &Options) -> Result<(), DoctorError> {
     if let Some(name) = &opts.iface {
         if facts.nic(name).is_none() && facts.upper(name).is_none() {
             let known: Vec<&str> = facts.nics.iter().map(|n| n.name.as_str()).collect();
@@ -305,9 +354,6 @@ pub fn validate(facts: &HostFacts, opts: &Options) -> Result<(), DoctorError> {
                 },
             });
         }
-    }
-    if let Some(app) = &opts.app_cpus {
-        app.check_online("--app-cpus", &facts.cpu.online_set())?;
     }
     Ok(())
 }

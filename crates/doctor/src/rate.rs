@@ -106,17 +106,23 @@ impl Basis {
     /// ([`wirespeed_model::units::Rate::from_source`]): `40 Gbit/s (--rate)`,
     /// `100 Gbit/s (link speed)`, `100 Gbit/s (instance type c5n.18xlarge: no link speed)`.
     pub fn words(&self) -> String {
-        let whence = match self {
-            Basis::Requested(_) => "--rate".to_string(),
-            Basis::Link(_) => "link speed".to_string(),
-            Basis::Instance { product, .. } => format!("instance type {product}: no link speed"),
-        };
+        let whence = self.whence();
         match wirespeed_model::units::Rate::from_mbps(self.mbps()) {
             Some(r) => r.from_source(&whence),
             None => format!(
                 "{} ({whence})",
                 wirespeed_model::units::speed_mbps(self.mbps())
             ),
+        }
+    }
+
+    /// Where it came from, in words: `--rate`, `link speed`, `instance type c5n.18xlarge: no
+    /// link speed`.
+    pub fn whence(&self) -> String {
+        match self {
+            Basis::Requested(_) => "--rate".to_string(),
+            Basis::Link(_) => "link speed".to_string(),
+            Basis::Instance { product, .. } => format!("instance type {product}: no link speed"),
         }
     }
 
@@ -135,9 +141,18 @@ impl Basis {
 
 /// The rate to size for on `nic`, or why there is none.
 pub fn basis(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Result<Basis, String> {
+    basis_for(facts, nic, opts.rate_mbps)
+}
+
+/// [`basis`] for the rate asked for (`requested`, Mbit/s).
+pub fn basis_for(
+    facts: &HostFacts,
+    nic: &NicFacts,
+    requested: Option<u64>,
+) -> Result<Basis, String> {
     let product = facts.platform.product_name.as_deref();
     let instance = product.and_then(|p| instance_rate(p).map(|m| (p.trim(), m)));
-    if let Some(b) = Basis::choose(opts.rate_mbps, nic.speed_mbps, instance) {
+    if let Some(b) = Basis::choose(requested, nic.speed_mbps, instance) {
         return Ok(b);
     }
     let why = if !nic.is_up() && nic.operstate.is_some() {

@@ -29,6 +29,10 @@ pub struct ReportOptions {
     /// `--rate`, Mbit/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_mbps: Option<u64>,
+    /// The resolved target in the words every command prints
+    /// ([`crate::target::HostTarget::line`]), when the report was made from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 impl From<&Options> for ReportOptions {
@@ -38,6 +42,7 @@ impl From<&Options> for ReportOptions {
             app_cpus: o.app_cpus.as_ref().map(|c| c.to_string()),
             rtt_ms: o.rtt_ms,
             rate_mbps: o.rate_mbps,
+            target: None,
         }
     }
 }
@@ -97,6 +102,12 @@ impl Report {
     /// The report with the lines of [`crate::notes`].
     pub fn with_notes(mut self, notes: Vec<String>) -> Report {
         self.notes = notes;
+        self
+    }
+
+    /// The target the findings are for, said as every command says it.
+    pub fn with_target(mut self, t: &crate::target::HostTarget) -> Report {
+        self.options.target = t.line();
         self
     }
 

@@ -1,12 +1,23 @@
-//! Which interface a command is about when `--iface` names none: one rule for `doctor` (the
-//! NIC its buffer sizing is for) and `tune` (the NIC it plans for), said in their output.
+//! The host target a command is about, resolved once from the command line and the host
+//! (live, `--root` or `--snapshot`): the interface, the rate and where it came from, the RTT and
+//! whether it was given, and the CPUs a person named (online, allowed for this process, on which
+//! NUMA node). `doctor`, `tune`, `model`, `lab`, `sweep`, `latency` and the client resolve their
+//! options here ([`resolve`]) and receive the [`HostTarget`]; none checks them again, and each
+//! says the target in the same words ([`HostTarget::line`]).
 //!
-//! The rule: among the PCI NICs whose link is up, the fastest (a NIC that reports no speed
-//! counts below any that does); several as fast → the first by name, and the words name the
-//! others and say `--iface` chooses.
+//! Which interface a command is about when `--iface` names none, one rule ([`fastest_up`]):
+//! among the PCI NICs whose link is up, the fastest (a NIC that reports no speed counts below any
+//! that does); several as fast → the first by name, and the words name the others and say
+//! `--iface` chooses. The rate: `--rate`, else the chosen NIC's link speed, else the instance
+//! type's ([`crate::rate::Basis`]). The RTT: `--rtt` within [`units::MAX_RTT_MS`], else
+//! [`DEFAULT_RTT_MS`] where the command assumes one.
+
+use wirespeed_host::{CpuSet, HostFacts, UnusableCpus};
+use wirespeed_model::units::{self, Rate, UnitError, DEFAULT_RTT_MS};
+
+use crate::rate::Basis;
 
 use wirespeed_host::nic::NicFacts;
-use wirespeed_host::HostFacts;
 
 /// The interface chosen by the rule, and the others that were as fast.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,15 +50,199 @@ impl NicChoice<'_> {
     /// The choice in words, the same in every command: `interface eth0: the fastest NIC that
     /// is up (100 Gbit/s); as fast: eth1, the first by name is taken (--iface chooses)`.
     pub fn words(&self) -> String {
-        let speed = self.nic.speed_mbps.map_or(
-            "no link speed".to_string(),
-            wirespeed_model::units::speed_mbps,
-        );
+        IfaceTarget::from(self).words()
+    }
+}
+
+impl From<&NicChoice<'_>> for IfaceTarget {
+    fn from(c: &NicChoice<'_>) -> IfaceTarget {
+        IfaceTarget {
+            name: c.nic.name.clone(),
+            named: false,
+            speed_mbps: c.nic.speed_mbps,
+            tied: c.tied.clone(),
+        }
+    }
+}
+
+/// A command that takes a host target, and what it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Command {
+    Doctor,
+    Tune,
+    Model,
+    Lab,
+    Sweep,
+    Latency,
+    Client,
+}
+
+impl Command {
+    pub const ALL: [Command; 7] = [
+        Command::Doctor,
+        Command::Tune,
+        Command::Model,
+        Command::Lab,
+        Command::Sweep,
+        Command::Latency,
+        Command::Client,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::Doctor => "doctor",
+            Command::Tune => "tune",
+            Command::Model => "model",
+            Command::Lab => "lab up",
+            Command::Sweep => "sweep",
+            Command::Latency => "latency",
+            Command::Client => "client",
+        }
+    }
+
+    /// Whether it reads a host (`model` and `lab up` read none: their target is what was
+    /// asked).
+    pub fn reads_host(self) -> bool {
+        !matches!(self, Command::Model | Command::Lab)
+    }
+
+    /// Whether it is about a NIC (`--iface`, the fastest that is up without it).
+    pub fn takes_iface(self) -> bool {
+        matches!(self, Command::Doctor | Command::Tune)
+    }
+
+    /// Whether it takes `--rate`.
+    pub fn takes_rate(self) -> bool {
+        matches!(
+            self,
+            Command::Doctor | Command::Tune | Command::Model | Command::Lab | Command::Client
+        )
+    }
+
+    /// Whether it takes `--rtt`, and assumes [`DEFAULT_RTT_MS`] without it.
+    pub fn takes_rtt(self) -> Option<Rtt> {
+        match self {
+            Command::Doctor | Command::Tune => Some(Rtt::Defaulted),
+            Command::Model => Some(Rtt::Optional),
+            _ => None,
+        }
+    }
+}
+
+/// What a command does without `--rtt`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rtt {
+    /// It assumes [`DEFAULT_RTT_MS`] and says so.
+    Defaulted,
+    /// It has none (`model --table`).
+    Optional,
+}
+
+/// What a person asked for, each read by the one parser of its kind.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ask {
+    pub iface: Option<String>,
+    pub rate: Option<Rate>,
+    pub rtt_ms: Option<f64>,
+    /// CPU lists by the option that named them (`--app-cpus`, `--irq-cpus`, `--cpus`, `-A`).
+    pub cpus: Vec<(String, CpuSet)>,
+}
+
+impl Ask {
+    /// Read the strings a person typed: `--rate` by [`Rate::parse`], `--rtt` by
+    /// [`units::parse_rtt_ms`], CPU lists (`(flag, text)`) by [`CpuSet::parse_nonempty`].
+    pub fn parse(
+        iface: Option<&str>,
+        rate: Option<&str>,
+        rtt: Option<&str>,
+        cpus: &[(&str, &str)],
+    ) -> Result<Ask, TargetError> {
+        Ok(Ask {
+            iface: iface.map(str::to_string),
+            rate: rate.map(|r| Rate::parse(r, "--rate")).transpose()?,
+            rtt_ms: rtt.map(|r| units::parse_rtt_ms(r, "--rtt")).transpose()?,
+            cpus: cpus
+                .iter()
+                .map(|(flag, text)| {
+                    CpuSet::parse_nonempty(text)
+                        .map(|c| (flag.to_string(), c))
+                        .map_err(|e| TargetError::CpuList {
+                            flag: flag.to_string(),
+                            text: text.to_string(),
+                            why: e.to_string(),
+                        })
+                })
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// Add a CPU list named by `flag`, when there is one.
+    pub fn with_cpus(mut self, flag: &str, cpus: Option<&CpuSet>) -> Ask {
+        if let Some(c) = cpus {
+            self.cpus.push((flag.to_string(), c.clone()));
+        }
+        self
+    }
+}
+
+/// The host a target is resolved on: its facts and the CPUs this process may run on
+/// (`wirespeed_host::cgroup::allowed_cpus`; `None` where the tree does not say).
+#[derive(Debug, Clone, Copy)]
+pub struct Host<'a> {
+    pub facts: &'a HostFacts,
+    pub allowed: Option<&'a CpuSet>,
+}
+
+/// Why a target cannot be resolved: one sentence naming the option.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TargetError {
+    /// A `--rate` or `--rtt` out of its bounds.
+    #[error(transparent)]
+    Unit(#[from] UnitError),
+    #[error("{flag} '{text}': {why}")]
+    CpuList {
+        flag: String,
+        text: String,
+        why: String,
+    },
+    #[error("{flag}: the CPU list is empty")]
+    EmptyCpus { flag: String },
+    /// CPUs not online or not allowed for this process.
+    #[error(transparent)]
+    Cpus(#[from] UnusableCpus),
+}
+
+impl TargetError {
+    /// Whether the host refused it (CPUs it lacks) rather than the words (a bad value).
+    pub fn is_host(&self) -> bool {
+        matches!(self, TargetError::Cpus(_))
+    }
+}
+
+/// The interface a command is about, and how it was chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IfaceTarget {
+    pub name: String,
+    /// `--iface` named it; else the rule chose it, with its speed and the NICs as fast.
+    pub named: bool,
+    pub speed_mbps: Option<u64>,
+    pub tied: Vec<String>,
+}
+
+impl IfaceTarget {
+    /// `interface eth0 (--iface)`, or the rule's words ([`NicChoice::words`]).
+    pub fn words(&self) -> String {
+        if self.named {
+            return format!("interface {} (--iface)", self.name);
+        }
+        let speed = self
+            .speed_mbps
+            .map_or("no link speed".to_string(), units::speed_mbps);
         let mut s = format!(
             "interface {}: the fastest NIC that is up ({speed})",
-            self.nic.name
+            self.name
         );
-        if self.is_tie() {
+        if !self.tied.is_empty() {
             s += &format!(
                 "; as fast: {}, the first by name is taken (--iface chooses)",
                 self.tied.join(", ")
@@ -55,6 +250,221 @@ impl NicChoice<'_> {
         }
         s
     }
+}
+
+/// The rate a command sizes for or shapes to, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateTarget {
+    /// Exactly as given for `--rate`; the link's or the instance type's otherwise.
+    pub rate: Rate,
+    pub basis: Basis,
+}
+
+impl RateTarget {
+    /// `rate 40 Gbit/s (--rate)`, `rate 100 Gbit/s (link speed)`.
+    pub fn words(&self) -> String {
+        format!("rate {}", self.rate.from_source(&self.basis.whence()))
+    }
+}
+
+/// The round-trip time a command sizes for, and whether `--rtt` gave it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RttTarget {
+    pub ms: f64,
+    pub given: bool,
+}
+
+impl RttTarget {
+    /// `RTT 25 ms (--rtt)`, `RTT 10 ms (default)`.
+    pub fn words(&self) -> String {
+        let whence = if self.given { "--rtt" } else { "default" };
+        format!("RTT {} ms ({whence})", self.ms)
+    }
+}
+
+/// CPUs a person named, checked on the host: online, allowed, and their NUMA nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuTarget {
+    pub flag: String,
+    pub cpus: CpuSet,
+    /// Their NUMA nodes (empty where the host shows none).
+    pub nodes: Vec<u32>,
+}
+
+impl CpuTarget {
+    /// `--app-cpus 2-3 (NUMA node 0)`.
+    pub fn words(&self) -> String {
+        let nodes: Vec<String> = self.nodes.iter().map(u32::to_string).collect();
+        match nodes.len() {
+            0 => format!("{} {}", self.flag, self.cpus),
+            1 => format!("{} {} (NUMA node {})", self.flag, self.cpus, nodes[0]),
+            _ => format!(
+                "{} {} (NUMA nodes {})",
+                self.flag,
+                self.cpus,
+                nodes.join(",")
+            ),
+        }
+    }
+}
+
+/// Everything a command is about, resolved once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostTarget {
+    pub command: Command,
+    /// `None`: the command is about no NIC, or none is up.
+    pub iface: Option<IfaceTarget>,
+    pub rate: Option<RateTarget>,
+    /// Why a command that sizes for a rate has none (no `--rate`, no link speed, no known
+    /// instance type).
+    pub no_rate: Option<String>,
+    pub rtt: Option<RttTarget>,
+    pub cpus: Vec<CpuTarget>,
+    /// The CPUs this process can use on the host (online, and allowed where known); empty
+    /// without a host.
+    pub usable: CpuSet,
+}
+
+impl HostTarget {
+    /// The CPUs named by `flag`, checked.
+    pub fn cpus(&self, flag: &str) -> Option<&CpuSet> {
+        self.cpus.iter().find(|c| c.flag == flag).map(|c| &c.cpus)
+    }
+
+    /// `--iface` when it named one (`None`: the rule, or every NIC for doctor).
+    pub fn named_iface(&self) -> Option<&str> {
+        self.iface
+            .as_ref()
+            .filter(|i| i.named)
+            .map(|i| i.name.as_str())
+    }
+
+    /// The rate `--rate` gave, Mbit/s (what doctor's checks and tune's planner take).
+    pub fn requested_mbps(&self) -> Option<u64> {
+        self.rate
+            .as_ref()
+            .filter(|r| matches!(r.basis, Basis::Requested(_)))
+            .map(|r| r.rate.mbps())
+    }
+
+    /// The RTT, ms ([`DEFAULT_RTT_MS`] where the command has none).
+    pub fn rtt_ms(&self) -> f64 {
+        self.rtt.map_or(DEFAULT_RTT_MS, |r| r.ms)
+    }
+
+    /// Each part in words, in one order: interface, rate, RTT, CPUs.
+    pub fn parts(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        out.extend(self.iface.as_ref().map(IfaceTarget::words));
+        out.extend(self.rate.as_ref().map(RateTarget::words));
+        out.extend(self.rtt.as_ref().map(RttTarget::words));
+        out.extend(self.cpus.iter().map(CpuTarget::words));
+        out
+    }
+
+    /// The line every command prints: `target: interface eth0 (--iface); rate 40 Gbit/s
+    /// (--rate); RTT 10 ms (default)`; `None` when there is nothing to say.
+    pub fn line(&self) -> Option<String> {
+        let parts = self.parts();
+        (!parts.is_empty()).then(|| format!("target: {}", parts.join("; ")))
+    }
+}
+
+/// Resolve what `command` was asked (`ask`) on `host` (`None` for the commands that read no host:
+/// `model`, `lab up`). Options the command does not take are left out. The one check of each
+/// option: the RTT's bounds, CPUs online and allowed.
+pub fn resolve(
+    command: Command,
+    host: Option<Host<'_>>,
+    ask: &Ask,
+) -> Result<HostTarget, TargetError> {
+    let rtt = match (command.takes_rtt(), ask.rtt_ms) {
+        (None, _) | (Some(Rtt::Optional), None) => None,
+        (Some(_), Some(ms)) => Some(RttTarget {
+            ms: units::check_rtt_ms(ms, "--rtt")?,
+            given: true,
+        }),
+        (Some(Rtt::Defaulted), None) => Some(RttTarget {
+            ms: DEFAULT_RTT_MS,
+            given: false,
+        }),
+    };
+
+    let mut cpus = Vec::new();
+    let mut usable = CpuSet::new();
+    if let Some(h) = host {
+        let online = h.facts.cpu.online_set();
+        usable = match h.allowed {
+            Some(a) if !a.is_empty() && !online.is_empty() => online.intersection(a),
+            Some(a) if online.is_empty() => a.clone(),
+            _ => online.clone(),
+        };
+        for (flag, set) in &ask.cpus {
+            if set.is_empty() {
+                return Err(TargetError::EmptyCpus { flag: flag.clone() });
+            }
+            set.check_usable(flag, &online, h.allowed)?;
+            cpus.push(CpuTarget {
+                flag: flag.clone(),
+                cpus: set.clone(),
+                nodes: h.facts.cpu.nodes_of(set),
+            });
+        }
+    } else {
+        for (flag, set) in &ask.cpus {
+            if set.is_empty() {
+                return Err(TargetError::EmptyCpus { flag: flag.clone() });
+            }
+            cpus.push(CpuTarget {
+                flag: flag.clone(),
+                cpus: set.clone(),
+                nodes: Vec::new(),
+            });
+        }
+    }
+
+    let iface = match (command.takes_iface(), &ask.iface, host) {
+        (false, _, _) => None,
+        (true, Some(name), _) => Some(IfaceTarget {
+            name: name.clone(),
+            named: true,
+            speed_mbps: host
+                .and_then(|h| h.facts.nic(name))
+                .and_then(|n| n.speed_mbps),
+            tied: Vec::new(),
+        }),
+        (true, None, Some(h)) => fastest_up(h.facts).map(|c| IfaceTarget::from(&c)),
+        (true, None, None) => None,
+    };
+
+    let (mut rate, mut no_rate) = (None, None);
+    if command.takes_rate() {
+        if let Some(r) = ask.rate {
+            rate = Some(RateTarget {
+                rate: r,
+                basis: Basis::Requested(r.mbps()),
+            });
+        } else if let (Some(h), true) = (host, command.takes_iface()) {
+            let nic = iface.as_ref().and_then(|i| h.facts.nic(&i.name));
+            match nic.map(|n| crate::rate::basis_for(h.facts, n, None)) {
+                Some(Ok(basis)) => match Rate::from_mbps(basis.mbps()) {
+                    Some(r) => rate = Some(RateTarget { rate: r, basis }),
+                    None => no_rate = Some(format!("{}: no usable rate", basis.value())),
+                },
+                Some(Err(why)) => no_rate = Some(why),
+                None => {}
+            }
+        }
+    }
+    Ok(HostTarget {
+        command,
+        iface,
+        rate,
+        no_rate,
+        rtt,
+        cpus,
+        usable,
+    })
 }
 
 #[cfg(test)]
@@ -104,5 +514,253 @@ mod tests {
         let f = facts(vec![nic("ens5", true, None)]);
         assert_eq!(fastest_up(&f).unwrap().nic.name, "ens5");
         assert!(fastest_up(&facts(vec![nic("x", false, Some(1))])).is_none());
+    }
+
+    /// A host with two NUMA nodes (CPUs 0-1 and 2-3), CPUs 0-3 online, 0-2 allowed for this
+    /// process, and two NICs up at 100 Gbit/s (a tie) and one without a speed.
+    fn two_node_host() -> HostFacts {
+        let mut f = facts(vec![
+            nic("eth1", true, Some(100_000)),
+            nic("eth0", true, Some(100_000)),
+            nic("ens5", true, None),
+        ]);
+        f.cpu.online = Some(CpuSet::from_cpus([0, 1, 2, 3]));
+        f.cpu.numa_nodes.insert(0, CpuSet::from_cpus([0, 1]));
+        f.cpu.numa_nodes.insert(1, CpuSet::from_cpus([2, 3]));
+        f
+    }
+
+    /// What one row of strings must resolve to, whatever the command.
+    struct Row {
+        rate: Option<&'static str>,
+        rtt: Option<&'static str>,
+        iface: Option<&'static str>,
+        cpus: &'static [(&'static str, &'static str)],
+        /// The rate's words where the command takes `--rate` (`None`: no rate).
+        rate_words: Option<&'static str>,
+        rate_bps: Option<u64>,
+        /// The RTT's words for a command that assumes the default.
+        rtt_words: &'static str,
+        iface_words: &'static str,
+        /// The CPUs' words, or the refusal, for a command that reads the host.
+        cpus_words: Result<&'static [&'static str], &'static str>,
+    }
+
+    const TIE: &str = "interface eth0: the fastest NIC that is up (100 Gbit/s); as fast: eth1, the first by name is taken (--iface chooses)";
+
+    const ROWS: &[Row] = &[
+        Row {
+            rate: Some("40000"),
+            rtt: Some("25"),
+            iface: Some("eth1"),
+            cpus: &[("--app-cpus", "0-1")],
+            rate_words: Some("rate 40 Gbit/s (--rate)"),
+            rate_bps: Some(40_000_000_000),
+            rtt_words: "RTT 25 ms (--rtt)",
+            iface_words: "interface eth1 (--iface)",
+            cpus_words: Ok(&["--app-cpus 0-1 (NUMA node 0)"]),
+        },
+        Row {
+            rate: Some("40G"),
+            rtt: None,
+            iface: None,
+            cpus: &[("--cpus", "1-2")],
+            rate_words: Some("rate 40 Gbit/s (--rate)"),
+            rate_bps: Some(40_000_000_000),
+            rtt_words: "RTT 10 ms (default)",
+            iface_words: TIE,
+            cpus_words: Ok(&["--cpus 1-2 (NUMA nodes 0,1)"]),
+        },
+        Row {
+            rate: Some("2.5G"),
+            rtt: Some("0.5"),
+            iface: None,
+            cpus: &[],
+            rate_words: Some("rate 2.5 Gbit/s (--rate)"),
+            rate_bps: Some(2_500_000_000),
+            rtt_words: "RTT 0.5 ms (--rtt)",
+            iface_words: TIE,
+            cpus_words: Ok(&[]),
+        },
+        Row {
+            rate: None,
+            rtt: Some("10000"),
+            iface: Some("ens5"),
+            cpus: &[("--app-cpus", "2"), ("--irq-cpus", "1")],
+            rate_words: None,
+            rate_bps: None,
+            rtt_words: "RTT 10000 ms (--rtt)",
+            iface_words: "interface ens5 (--iface)",
+            cpus_words: Ok(&["--app-cpus 2 (NUMA node 1)", "--irq-cpus 1 (NUMA node 0)"]),
+        },
+        Row {
+            rate: Some("400"),
+            rtt: None,
+            iface: None,
+            cpus: &[("--cpus", "1,5,7")],
+            rate_words: Some("rate 400 Mbit/s (--rate)"),
+            rate_bps: Some(400_000_000),
+            rtt_words: "RTT 10 ms (default)",
+            iface_words: TIE,
+            cpus_words: Err("--cpus 1,5,7: CPUs 5,7 are not online on this host (online: 0-3)"),
+        },
+        Row {
+            rate: Some("1G"),
+            rtt: None,
+            iface: None,
+            cpus: &[("-A", "3")],
+            rate_words: Some("rate 1 Gbit/s (--rate)"),
+            rate_bps: Some(1_000_000_000),
+            rtt_words: "RTT 10 ms (default)",
+            iface_words: TIE,
+            cpus_words: Err("-A 3: CPU 3 is not allowed for this process (allowed by its cgroup and affinity: 0-2)"),
+        },
+    ];
+
+    /// The one table: the same `--rate`, `--rtt`, `--iface` and CPU strings give the same
+    /// target, in the same words, in every command that takes them.
+    #[test]
+    fn the_same_strings_resolve_to_the_same_target_in_every_command() {
+        let f = two_node_host();
+        let allowed = CpuSet::from_cpus([0, 1, 2]);
+        for (i, row) in ROWS.iter().enumerate() {
+            let ask = Ask::parse(row.iface, row.rate, row.rtt, row.cpus).unwrap();
+            for cmd in Command::ALL {
+                let ctx = format!("row {i}, {}", cmd.name());
+                let host = cmd.reads_host().then_some(Host {
+                    facts: &f,
+                    allowed: Some(&allowed),
+                });
+                let t = match (resolve(cmd, host, &ask), row.cpus_words) {
+                    (Err(e), Err(why)) if host.is_some() => {
+                        assert_eq!(e.to_string(), why, "{ctx}");
+                        assert!(e.is_host(), "{ctx}");
+                        continue;
+                    }
+                    (Ok(t), _) => t,
+                    (Err(e), _) => panic!("{ctx}: {e}"),
+                };
+                assert!(host.is_none() || row.cpus_words.is_ok(), "{ctx}: accepted");
+                // the rate: as given, or the chosen NIC's link speed where the command has a NIC
+                let rate = t.rate.as_ref().map(RateTarget::words);
+                // (the row without --rate names ens5, which reports no speed: no rate anywhere)
+                let want = row
+                    .rate_words
+                    .filter(|_| cmd.takes_rate())
+                    .map(str::to_string);
+                assert_eq!(rate, want, "{ctx}");
+                if cmd.takes_rate() {
+                    assert_eq!(t.rate.as_ref().map(|r| r.rate.bps()), row.rate_bps, "{ctx}");
+                }
+                // the RTT: given, else the default where the command assumes one
+                let rtt = t.rtt.as_ref().map(RttTarget::words);
+                let want = match cmd.takes_rtt() {
+                    None => None,
+                    Some(Rtt::Optional) if row.rtt.is_none() => None,
+                    Some(_) => Some(row.rtt_words.to_string()),
+                };
+                assert_eq!(rtt, want, "{ctx}");
+                // the interface: named, or the one rule with the tie said
+                let iface = t.iface.as_ref().map(IfaceTarget::words);
+                let want = cmd.takes_iface().then(|| row.iface_words.to_string());
+                assert_eq!(iface, want, "{ctx}");
+                // the CPUs: checked on the host, with their nodes
+                if host.is_some() {
+                    let words: Vec<String> = t.cpus.iter().map(CpuTarget::words).collect();
+                    assert_eq!(words, row.cpus_words.unwrap(), "{ctx}");
+                    assert_eq!(t.usable, CpuSet::from_cpus([0, 1, 2]), "{ctx}");
+                }
+                // the line is its parts, in one order
+                let line = t.line();
+                assert_eq!(line.is_some(), !t.parts().is_empty(), "{ctx}: {line:?}");
+                if let Some(l) = line {
+                    assert_eq!(l, format!("target: {}", t.parts().join("; ")), "{ctx}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_rate_falls_back_to_the_link_then_the_instance_type() {
+        let mut f = two_node_host();
+        let ask = Ask::default();
+        let t = resolve(
+            Command::Doctor,
+            Some(Host {
+                facts: &f,
+                allowed: None,
+            }),
+            &ask,
+        )
+        .unwrap();
+        assert_eq!(
+            t.rate.as_ref().unwrap().words(),
+            "rate 100 Gbit/s (link speed)"
+        );
+        assert_eq!(t.requested_mbps(), None);
+        // a named NIC with no speed on a known instance type
+        f.platform.product_name = Some("c5n.18xlarge".into());
+        let ask = Ask::parse(Some("ens5"), None, None, &[]).unwrap();
+        let t = resolve(
+            Command::Tune,
+            Some(Host {
+                facts: &f,
+                allowed: None,
+            }),
+            &ask,
+        )
+        .unwrap();
+        assert_eq!(
+            t.rate.unwrap().words(),
+            "rate 100 Gbit/s (instance type c5n.18xlarge: no link speed)"
+        );
+        // none: the reason, said
+        f.platform.product_name = None;
+        let t = resolve(
+            Command::Doctor,
+            Some(Host {
+                facts: &f,
+                allowed: None,
+            }),
+            &ask,
+        )
+        .unwrap();
+        assert!(t.rate.is_none());
+        assert!(t.no_rate.unwrap().contains("pass --rate"));
+        // the lab and the model take no link: only --rate
+        let t = resolve(Command::Lab, None, &Ask::default()).unwrap();
+        assert_eq!((t.line(), t.rate), (None, None));
+    }
+
+    #[test]
+    fn bad_strings_are_refused_in_the_words_of_their_parser() {
+        let e = Ask::parse(None, Some("40x"), None, &[]).unwrap_err();
+        assert!(
+            e.to_string().starts_with("--rate '40x': expected a rate"),
+            "{e}"
+        );
+        let e = Ask::parse(None, None, Some("10001"), &[]).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--rtt '10001': expected a round-trip time"),
+            "{e}"
+        );
+        let e = Ask::parse(None, None, None, &[("--app-cpus", "x")]).unwrap_err();
+        assert!(e.to_string().starts_with("--app-cpus 'x': "), "{e}");
+        assert!(!e.is_host());
+        // a value built elsewhere still meets the RTT's bound, and an empty list is refused
+        let ask = Ask {
+            rtt_ms: Some(0.0),
+            ..Ask::default()
+        };
+        assert!(matches!(
+            resolve(Command::Model, None, &ask),
+            Err(TargetError::Unit(_))
+        ));
+        let ask = Ask::default().with_cpus("--cpus", Some(&CpuSet::new()));
+        assert_eq!(
+            resolve(Command::Sweep, None, &ask).unwrap_err().to_string(),
+            "--cpus: the CPU list is empty"
+        );
     }
 }

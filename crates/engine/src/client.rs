@@ -253,7 +253,14 @@ impl ClientConfig {
         let mut wanted = self.cpus.clone().unwrap_or_default();
         wanted.extend(self.affinity);
         if !wanted.is_empty() {
-            check_cpus(&wanted, "local")?;
+            check_cpus(
+                &wanted,
+                if self.affinity.is_some() {
+                    "-A"
+                } else {
+                    "--cpus"
+                },
+            )?;
         }
         Ok(())
     }
@@ -358,15 +365,12 @@ fn dp_max_block() -> usize {
     1 << 30
 }
 
-/// Check that every CPU is online and allowed for this process.
-pub fn check_cpus(cpus: &CpuSet, whose: &str) -> Result<(), EngineError> {
+/// Check that every CPU `flag` names is allowed for this process (its affinity holds online
+/// CPUs only), in the one sentence of [`CpuSet::check_usable`].
+pub fn check_cpus(cpus: &CpuSet, flag: &str) -> Result<(), EngineError> {
     let allowed = dp::cpu::allowed_cpus().map_err(|e| EngineError::Host(e.to_string()))?;
-    if let Some(c) = cpus.difference(&allowed).first() {
-        return Err(EngineError::Host(format!(
-            "{whose} CPU {c} is offline, absent or not allowed for this process (allowed: {allowed})"
-        )));
-    }
-    Ok(())
+    cpus.check_usable(flag, &CpuSet::new(), Some(&allowed))
+        .map_err(|e| EngineError::Host(e.to_string()))
 }
 
 pub use crate::placement::usable_cpus;

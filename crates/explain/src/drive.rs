@@ -46,20 +46,10 @@ pub struct SweepSpec {
     pub psk: Option<wirespeed_protocol::psk::Psk>,
 }
 
-/// Why a sweep or `--repeat` refuses before its first test.
+/// Why a sweep or `--repeat` refuses before its first test (the CPUs they name come checked:
+/// `wirespeed_doctor::target`).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PreflightError {
-    #[error(
-        "{what} {cpus}: {} {} not online on this host (online: {online})",
-        off.words(),
-        if off.len() == 1 { "is" } else { "are" }
-    )]
-    CpusOffline {
-        what: &'static str,
-        cpus: CpuSet,
-        off: CpuSet,
-        online: CpuSet,
-    },
     #[error("{0}: cannot resolve the address")]
     Resolve(String),
     #[error("cannot reach a server at {host}:{port}: {why}")]
@@ -68,24 +58,6 @@ pub enum PreflightError {
         port: u16,
         why: String,
     },
-}
-
-/// Check that `cpus` (what the option is called: `--cpus`) are online under `root`; nothing
-/// to check when the online list cannot be read.
-pub fn check_cpus(root: &Root, what: &'static str, cpus: &CpuSet) -> Result<(), PreflightError> {
-    let Some(online) = root.cpu_list_opt("/sys/devices/system/cpu/online") else {
-        return Ok(());
-    };
-    let off = cpus.difference(&online);
-    if off.is_empty() {
-        return Ok(());
-    }
-    Err(PreflightError::CpusOffline {
-        what,
-        cpus: cpus.clone(),
-        off,
-        online,
-    })
 }
 
 /// One TCP connect to the server (closed at once, before any test), so a sweep or a repeat
@@ -570,22 +542,7 @@ mod tests {
     }
 
     #[test]
-    fn preflight_refuses_offline_cpus_and_an_absent_peer() {
-        let t = tempfile::tempdir().unwrap();
-        let root = Root::new(t.path());
-        // no online list: nothing to check
-        assert_eq!(check_cpus(&root, "--cpus", &CpuSet::from_cpus([9])), Ok(()));
-        std::fs::create_dir_all(t.path().join("sys/devices/system/cpu")).unwrap();
-        std::fs::write(t.path().join("sys/devices/system/cpu/online"), "0-1\n").unwrap();
-        assert_eq!(
-            check_cpus(&root, "--cpus", &CpuSet::from_cpus([0, 1])),
-            Ok(())
-        );
-        let e = check_cpus(&root, "--server-cpus", &CpuSet::from_cpus([1, 5, 7])).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "--server-cpus 1,5,7: CPUs 5,7 are not online on this host (online: 0-1)"
-        );
+    fn preflight_refuses_an_absent_peer() {
         // a port nobody listens on (bound, then closed)
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()

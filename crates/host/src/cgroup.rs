@@ -1,13 +1,14 @@
 //! A process's CPU-time limit: the CFS bandwidth quota of its cgroup and of the cgroups above
 //! it (v2 `cpu.max`; v1 `cpu.cfs_quota_us` and `cpu.cfs_period_us`), and the throttling counters
-//! of the cgroup whose limit is tightest (`cpu.stat`).
+//! of the cgroup whose limit is tightest (`cpu.stat`); and the CPUs it may run on, within its
+//! cgroup's cpuset ([`allowed_cpus`]).
 //!
 //! A container limited to half a CPU shows idle CPUs while its threads wait for the next period:
 //! no CPU looks saturated, yet the test ran out of CPU time. The parsers take text; [`cpu_limit`]
 //! and [`read_cpu_stat`] read through a [`Root`]. Paths come from files of the tree read, so each
 //! is checked by [`Root::path`] (a `..` in a captured `/proc/self/cgroup` reads nothing).
 
-use crate::Root;
+use crate::{CpuSet, Root};
 
 /// One line of `/proc/PID/cgroup`: `hierarchy-ID:controller-list:path`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -279,9 +280,44 @@ pub fn read_cpu_stat(root: &Root, dir: &str) -> Option<CpuStat> {
     parse_cpu_stat(&root.read_opt(&format!("{dir}/cpu.stat"))?)
 }
 
+/// The CPUs process `pid` may run on, from `Cpus_allowed_list:` of `/proc/PID/status` text: the
+/// kernel's answer, its affinity within its cgroup's `cpuset` (`cpuset.cpus.effective`).
+pub fn parse_cpus_allowed(status: &str) -> Option<CpuSet> {
+    status.lines().find_map(|l| {
+        let v = l.strip_prefix("Cpus_allowed_list:")?;
+        CpuSet::parse_nonempty(v.trim()).ok()
+    })
+}
+
+/// The CPUs process `pid` (`self`, or a number) may run on under `root` ([`parse_cpus_allowed`]);
+/// `None` when the tree has no such status (a captured tree, a snapshot).
+pub fn allowed_cpus(root: &Root, pid: &str) -> Option<CpuSet> {
+    parse_cpus_allowed(&root.read_opt(&format!("/proc/{pid}/status"))?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpus_a_process_may_run_on() {
+        let status = "Name:\twirespeed\nCpus_allowed:\t0f\nCpus_allowed_list:\t0-2,5\nMems_allowed_list:\t0\n";
+        assert_eq!(
+            parse_cpus_allowed(status),
+            Some(CpuSet::from_cpus([0, 1, 2, 5]))
+        );
+        assert_eq!(parse_cpus_allowed("Name:\tx\n"), None);
+        assert_eq!(parse_cpus_allowed("Cpus_allowed_list:\t\n"), None);
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("proc/self")).unwrap();
+        let root = Root::new(t.path());
+        assert_eq!(allowed_cpus(&root, "self"), None);
+        std::fs::write(t.path().join("proc/self/status"), status).unwrap();
+        assert_eq!(
+            allowed_cpus(&root, "self"),
+            Some(CpuSet::from_cpus([0, 1, 2, 5]))
+        );
+    }
 
     #[test]
     fn proc_cgroup_v1_and_v2() {

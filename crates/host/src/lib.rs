@@ -31,7 +31,7 @@ pub mod upper;
 pub mod utc;
 
 pub use cpu::{CpuFacts, CpuTopo, L3Group};
-pub use cpuset::{CpuId, CpuSet, CpuSetError, OfflineCpus};
+pub use cpuset::{CpuId, CpuSet, CpuSetError, UnusableCpus};
 pub use facts::{collect, HostFacts, PlatformFacts};
 pub use interrupts::{Interrupts, InterruptsError, IrqKind, IrqLabel, IrqRow};
 pub use nic::{NicFacts, NicIrq, PcieFacts, PcieLink};

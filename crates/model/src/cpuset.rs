@@ -182,36 +182,77 @@ impl CpuSet {
         !self.0.is_disjoint(&other.0)
     }
 
-    /// The one check that CPUs a person named (`flag`: `--app-cpus`) are online: every CPU
-    /// of the set in `online`. An empty `online` (the list could not be read) checks nothing.
-    pub fn check_online(&self, flag: &str, online: &CpuSet) -> Result<(), OfflineCpus> {
+    /// The one check that CPUs a person named (`flag`: `--app-cpus`) can be used: every CPU of
+    /// the set in `online`, and in `allowed` (the CPUs the cgroup and the affinity let this
+    /// process run on) when that is known. An empty `online` (the list could not be read) checks
+    /// nothing online.
+    pub fn check_usable(
+        &self,
+        flag: &str,
+        online: &CpuSet,
+        allowed: Option<&CpuSet>,
+    ) -> Result<(), UnusableCpus> {
         let off = self.difference(online);
-        if online.is_empty() || off.is_empty() {
-            return Ok(());
+        if !online.is_empty() && !off.is_empty() {
+            return Err(UnusableCpus::NotOnline {
+                flag: flag.to_string(),
+                cpus: self.clone(),
+                off,
+                online: online.clone(),
+            });
         }
-        Err(OfflineCpus {
-            flag: flag.to_string(),
-            cpus: self.clone(),
-            off,
-            online: online.clone(),
-        })
+        match allowed {
+            Some(allowed) if !allowed.is_empty() && !self.is_subset(allowed) => {
+                Err(UnusableCpus::NotAllowed {
+                    flag: flag.to_string(),
+                    cpus: self.clone(),
+                    denied: self.difference(allowed),
+                    allowed: allowed.clone(),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 }
 
-/// CPUs a person named that are not online on the host ([`CpuSet::check_online`]), in one
-/// sentence: `--app-cpus 1,5,7: CPUs 5,7 are not online on this host (online: 0-1)`.
+fn is_are(set: &CpuSet) -> &'static str {
+    if set.len() == 1 {
+        "is"
+    } else {
+        "are"
+    }
+}
+
+/// CPUs a person named that cannot be used ([`CpuSet::check_usable`]), in one sentence for
+/// every command: `--app-cpus 1,5,7: CPUs 5,7 are not online on this host (online: 0-1)`,
+/// `--cpus 2-3: CPU 3 is not allowed for this process (allowed by its cgroup and affinity: 0-2)`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "{flag} {cpus}: {} {} not online on this host (online: {online})",
-    off.words(),
-    if off.len() == 1 { "is" } else { "are" }
-)]
-pub struct OfflineCpus {
-    pub flag: String,
-    pub cpus: CpuSet,
-    /// The CPUs of `cpus` that are not online.
-    pub off: CpuSet,
-    pub online: CpuSet,
+pub enum UnusableCpus {
+    #[error("{flag} {cpus}: {} {} not online on this host (online: {online})", off.words(), is_are(off))]
+    NotOnline {
+        flag: String,
+        cpus: CpuSet,
+        /// The CPUs of `cpus` that are not online.
+        off: CpuSet,
+        online: CpuSet,
+    },
+    #[error("{flag} {cpus}: {} {} not allowed for this process (allowed by its cgroup and affinity: {allowed})", denied.words(), is_are(denied))]
+    NotAllowed {
+        flag: String,
+        cpus: CpuSet,
+        /// The CPUs of `cpus` outside `allowed`.
+        denied: CpuSet,
+        allowed: CpuSet,
+    },
+}
+
+impl UnusableCpus {
+    /// The option that named the CPUs.
+    pub fn flag(&self) -> &str {
+        match self {
+            UnusableCpus::NotOnline { flag, .. } | UnusableCpus::NotAllowed { flag, .. } => flag,
+        }
+    }
 }
 
 impl Extend<u32> for CpuSet {
@@ -380,27 +421,47 @@ mod tests {
     }
 
     #[test]
-    fn one_sentence_for_cpus_that_are_not_online() {
+    fn one_sentence_for_cpus_that_cannot_be_used() {
         let on = CpuSet::from_cpus([0, 1]);
-        assert_eq!(CpuSet::from_cpus([1]).check_online("--cpus", &on), Ok(()));
         assert_eq!(
-            CpuSet::from_cpus([7]).check_online("--cpus", &CpuSet::new()),
+            CpuSet::from_cpus([1]).check_usable("--cpus", &on, None),
+            Ok(())
+        );
+        assert_eq!(
+            CpuSet::from_cpus([7]).check_usable("--cpus", &CpuSet::new(), None),
             Ok(())
         );
         let e = CpuSet::from_cpus([1, 5, 7])
-            .check_online("--app-cpus", &on)
+            .check_usable("--app-cpus", &on, Some(&on))
             .unwrap_err();
-        assert_eq!(e.off, CpuSet::from_cpus([5, 7]));
+        assert!(
+            matches!(&e, UnusableCpus::NotOnline { off, .. } if *off == CpuSet::from_cpus([5, 7]))
+        );
+        assert_eq!(e.flag(), "--app-cpus");
         assert_eq!(
             e.to_string(),
             "--app-cpus 1,5,7: CPUs 5,7 are not online on this host (online: 0-1)"
         );
         let e = CpuSet::from_cpus([3])
-            .check_online("--cpus", &on)
+            .check_usable("--cpus", &on, None)
             .unwrap_err();
         assert_eq!(
             e.to_string(),
             "--cpus 3: CPU 3 is not online on this host (online: 0-1)"
+        );
+        // online but outside what the cgroup allows; an unread (empty) allowed list checks nothing
+        let on = CpuSet::from_cpus([0, 1, 2, 3]);
+        let allowed = CpuSet::from_cpus([0, 1, 2]);
+        let e = CpuSet::from_cpus([2, 3])
+            .check_usable("--cpus", &on, Some(&allowed))
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--cpus 2-3: CPU 3 is not allowed for this process (allowed by its cgroup and affinity: 0-2)"
+        );
+        assert_eq!(
+            CpuSet::from_cpus([3]).check_usable("--cpus", &on, Some(&CpuSet::new())),
+            Ok(())
         );
     }
 }

@@ -37,7 +37,7 @@ pub mod verdict;
 pub mod worker;
 
 pub use cost::{Cost, CpuFreq, EndCost, Projection};
-pub use cpuset::{CpuId, CpuSet, CpuSetError, OfflineCpus};
+pub use cpuset::{CpuId, CpuSet, CpuSetError, UnusableCpus};
 pub use irq::{MoveReport, QueueIrq};
 pub use observation::{
     EndObservation, IfaceStack, RunningEnd, StackBond, StackMember, TestObservation,

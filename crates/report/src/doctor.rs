@@ -42,6 +42,9 @@ pub fn write_report<W: Write + ?Sized>(w: &mut W, r: &Report) -> io::Result<()> 
             .map(|r| format!("   rate: {}", r.from_source("--rate")))
             .unwrap_or_default()
     )?;
+    if let Some(line) = &o.target {
+        writeln!(w, "  {}", t(line))?;
+    }
     writeln!(w)?;
     if r.findings.is_empty() {
         writeln!(w, "No findings.")?;

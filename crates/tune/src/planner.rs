@@ -160,13 +160,11 @@ impl PlanOptions {
     }
 }
 
-/// A request the planner refuses; each names the flag and the value.
+/// A request the planner refuses; each names the flag and the value. The RTT, the rate and
+/// the CPUs come checked from the command's target (`wirespeed_doctor::target`): the planner
+/// does not check them again.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    #[error("{flag}: CPU list is empty")]
-    EmptyCpuList { flag: String },
-    #[error(transparent)]
-    CpusOffline(#[from] wirespeed_host::OfflineCpus),
     #[error("--irq-cpus {irq} overlaps --app-cpus {app} on CPUs {overlap}; pass --allow-irq-on-app-cpus if that is what you want")]
     Overlap {
         irq: CpuSet,
@@ -176,24 +174,12 @@ pub enum PlanError {
     /// The placement rule (doctor's) refuses: its words, not a copy.
     #[error(transparent)]
     Placement(#[from] PlacementError),
-    #[error(transparent)]
-    Rtt(#[from] wirespeed_model::units::UnitError),
     #[error("{flag} {value}: {reason}")]
     BadValue {
         flag: String,
         value: String,
         reason: String,
     },
-}
-
-fn check_online(flag: &str, cpus: &CpuSet, view: &HostView) -> Result<(), PlanError> {
-    if cpus.is_empty() {
-        return Err(PlanError::EmptyCpuList {
-            flag: flag.to_string(),
-        });
-    }
-    cpus.check_online(flag, &view.layout.online)?;
-    Ok(())
 }
 
 struct Builder<'a> {
@@ -269,10 +255,6 @@ impl Builder<'_> {
 
 /// Build the plan.
 pub fn plan(view: &HostView, opts: &PlanOptions) -> Result<Plan, PlanError> {
-    if let Some(app) = &opts.app_cpus {
-        check_online("--app-cpus", app, view)?;
-    }
-    wirespeed_model::units::check_rtt_ms(opts.rtt_ms, "--rtt")?;
     if let Some(m) = opts.mtu {
         if !(68..=65535).contains(&m) {
             return Err(PlanError::BadValue {
@@ -519,7 +501,6 @@ fn irq_targets(b: &mut Builder<'_>) -> Result<Option<CpuSet>, PlanError> {
         ", chosen because doctor reports IRQ placement findings; --irq-policy/--irq-cpus to choose"
     };
     if let IrqPolicy::Cpus(cpus) = &policy {
-        check_online("--irq-cpus", cpus, v)?;
         let overlap = cpus.intersection(&app);
         if !overlap.is_empty() && !b.opts.allow_irq_on_app_cpus {
             return Err(PlanError::Overlap {

@@ -209,3 +209,93 @@ fn doctor_and_tune_choose_the_same_interface_and_say_a_tie_alike() {
     );
     assert!(!stdout(&o).contains("as fast:"), "{}", text(&o));
 }
+
+/// The `target:` line of a command's output, cut into its parts (`interface …`, `rate …`,
+/// `RTT …`, CPUs).
+fn target_parts(what: &str, o: &Output) -> Vec<String> {
+    let out = stdout(o);
+    let line = out
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("target: "))
+        .unwrap_or_else(|| panic!("{what}: no target: line in\n{}", text(o)));
+    line.split("; ").map(str::to_string).collect()
+}
+
+/// The one resolved target: `doctor`, `tune`, `model` and `lab up --dry-run` print the same
+/// `target:` words for the same `--rate`, `--rtt`, `--iface` and CPU strings — each the parts it
+/// takes, in one order — and refuse CPUs the host lacks in one sentence with one exit code.
+#[test]
+fn doctor_tune_model_and_lab_print_the_same_target_for_the_same_strings() {
+    let root = crow();
+    for (i, (rate, _, words)) in RATES.iter().enumerate() {
+        let rtt = RTTS[i % RTTS.len()];
+        let ctx = format!("--rate {rate} --rtt {rtt}");
+        let iface = format!("interface {IFACE} (--iface)");
+        let rate_w = format!("rate {words}");
+        let rtt_w = format!("RTT {rtt} ms (--rtt)");
+        let cpus_w = "--app-cpus 2-3 (NUMA node 0)".to_string();
+        let host = [
+            "--root",
+            &root,
+            "--iface",
+            IFACE,
+            "--rate",
+            rate,
+            "--rtt",
+            rtt,
+            "--app-cpus",
+            "2-3",
+        ];
+
+        let o = run(&[&["doctor"][..], &host].concat());
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "doctor {ctx}: {}",
+            text(&o)
+        );
+        let doctor = target_parts("doctor", &o);
+        let o = run(&[&["tune"][..], &host].concat());
+        assert!(o.status.success(), "tune {ctx}: {}", text(&o));
+        let tune = target_parts("tune", &o);
+        let o = run(&["model", "--rate", rate, "--rtt", rtt]);
+        assert!(o.status.success(), "model {ctx}: {}", text(&o));
+        let model = target_parts("model", &o);
+        let o = run(&["lab", "up", "--name", "wsot", "--rate", rate, "--dry-run"]);
+        assert!(o.status.success(), "lab {ctx}: {}", text(&o));
+        let lab = target_parts("lab", &o);
+
+        let all = vec![iface, rate_w.clone(), rtt_w.clone(), cpus_w];
+        assert_eq!(doctor, all, "doctor {ctx}");
+        assert_eq!(tune, all, "tune {ctx}");
+        assert_eq!(model, vec![rate_w.clone(), rtt_w], "model {ctx}");
+        assert_eq!(lab, vec![rate_w], "lab {ctx}");
+    }
+
+    // nothing given: the one NIC rule, its link speed and the default RTT, alike in both
+    let want = [
+        "interface enp1s0f0np0: the fastest NIC that is up (100 Gbit/s)",
+        "rate 100 Gbit/s (link speed)",
+        "RTT 10 ms (default)",
+    ];
+    for cmd in ["doctor", "tune"] {
+        let o = run(&[cmd, "--root", &root]);
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "{cmd}: {}",
+            text(&o)
+        );
+        assert_eq!(target_parts(cmd, &o), want, "{cmd}");
+    }
+
+    // CPUs the host lacks: one sentence, the host's exit code, in both
+    for cmd in ["doctor", "tune"] {
+        let o = run(&[cmd, "--root", &root, "--app-cpus", "2,99"]);
+        assert_eq!(o.status.code(), Some(6), "{cmd}: {}", text(&o));
+        assert!(
+            stderr(&o)
+                .contains("--app-cpus 2,99: CPU 99 is not online on this host (online: 0-11)"),
+            "{cmd}: {}",
+            text(&o)
+        );
+    }
+}

@@ -727,6 +727,7 @@ fn softnet_drops_and_squeezes() {
 
 #[test]
 fn bad_options_are_errors_not_findings() {
+    use wirespeed_doctor::target::TargetError;
     let facts = one_nic(Nic::new("eth0"));
     let opts = |iface: Option<&str>, app: Option<&str>, rtt: f64| Options {
         iface: iface.map(str::to_string),
@@ -740,15 +741,15 @@ fn bad_options_are_errors_not_findings() {
     ));
     assert!(matches!(
         diagnose(&facts, &opts(None, Some("2,9"), 10.0)),
-        Err(DoctorError::OfflineCpus { .. })
+        Err(DoctorError::Target(TargetError::Cpus(_)))
     ));
     assert!(matches!(
         diagnose(&facts, &opts(None, None, 0.0)),
-        Err(DoctorError::BadRtt(_))
+        Err(DoctorError::Target(TargetError::Unit(_)))
     ));
     assert!(matches!(
         diagnose(&facts, &opts(None, None, f64::NAN)),
-        Err(DoctorError::BadRtt(_))
+        Err(DoctorError::Target(TargetError::Unit(_)))
     ));
 }
 

@@ -415,7 +415,7 @@ pub fn decide(
     gate: &Arc<Gate>,
 ) -> Result<Ticket, AdmissionError> {
     check_params(p, &cfg.limits, |c| {
-        crate::client::check_cpus(c, "server").map_err(|e| e.to_string())
+        crate::client::check_cpus(c, "--server-cpus").map_err(|e| e.to_string())
     })?;
     if let Some(l) = cfg.bitrate_limit {
         let asked = p.bandwidth.unwrap_or(0).saturating_mul(p.total_streams());

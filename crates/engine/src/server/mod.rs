@@ -474,10 +474,10 @@ impl Server {
                     l.set_nonblocking(true)
                         .map_err(|e| EngineError::Listen { addr: a, source: e })?;
                     if let Some(c) = cfg.cpus.as_ref() {
-                        crate::client::check_cpus(c, "server")?;
+                        crate::client::check_cpus(c, "--cpus")?;
                     }
                     if let Some(a) = cfg.affinity {
-                        crate::client::check_cpus(&CpuSet::from_cpus([a]), "server")?;
+                        crate::client::check_cpus(&CpuSet::from_cpus([a]), "-A")?;
                     }
                     return Ok(Server {
                         listener: l,

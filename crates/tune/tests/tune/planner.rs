@@ -214,16 +214,9 @@ fn irq_cpus_list_is_round_robin_and_refuses_app_overlap_unless_allowed() {
 
 #[test]
 fn refusals_name_the_flag() {
+    // CPUs that are not online are the target's refusal (`wirespeed_doctor::target`, tested
+    // there), before a plan
     let v = ryzen();
-    let e = planner::plan(&v, &opts(Some("6,12"), None)).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "--app-cpus 6,12: CPU 12 is not online on this host (online: 0-11)"
-    );
-    let e = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::Cpus(set("20-21"))))).unwrap_err();
-    assert!(matches!(e, PlanError::CpusOffline(_)));
-    let e = planner::plan(&v, &opts(Some("6"), Some(IrqPolicy::Cpus(CpuSet::new())))).unwrap_err();
-    assert!(matches!(e, PlanError::EmptyCpuList { .. }));
     let e = planner::plan(&v, &opts(None, Some(IrqPolicy::L3))).unwrap_err();
     assert_eq!(
         e,
@@ -234,9 +227,7 @@ fn refusals_name_the_flag() {
     let mut o = opts(None, None);
     o.mtu = Some(40);
     assert!(planner::plan(&v, &o).is_err());
-    let mut o = opts(None, None);
-    o.rtt_ms = 0.0;
-    assert!(planner::plan(&v, &o).is_err());
+    // an RTT out of its bounds is the target's refusal too
 }
 
 #[test]
