@@ -2,8 +2,8 @@
 //! the values a user sets, the small files they name, and the live host's observation. Here,
 //! below each of them, so none imports another for it.
 
+use wirespeed_drive::hooks::HostObserve;
 use wirespeed_engine::ObserveHook;
-use wirespeed_explain::hooks::HostObserve;
 use wirespeed_host::Root;
 use wirespeed_model::units;
 

@@ -5,18 +5,18 @@ use std::net::{IpAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use wirespeed_explain::sweep::Summarize;
+use wirespeed_drive::sweep::Summarize;
 use wirespeed_report::doc::{Document, IrqSweepDoc, LatencyDoc, RepeatDoc, SweepDoc, Written};
 
+use wirespeed_drive::irq_sweep::{self, IrqSweepError};
+use wirespeed_drive::modes;
+use wirespeed_drive::sweep;
+use wirespeed_drive::{self as drive, IrqDrive, IrqDriveError, PairSweep, Repeat, SweepSpec};
+pub use wirespeed_drive::{observation_of, receiver_bps};
 use wirespeed_engine::ClientConfig;
-use wirespeed_explain::drive::{self, IrqDrive, IrqDriveError, PairSweep, Repeat, SweepSpec};
-pub use wirespeed_explain::drive::{observation_of, receiver_bps};
-use wirespeed_explain::irq_sweep::{self, IrqSweepError};
-use wirespeed_explain::latency::{self, LatencyError, Options};
-use wirespeed_explain::modes;
-use wirespeed_explain::route;
-use wirespeed_explain::sweep;
 use wirespeed_host::{CpuSet, Root};
+use wirespeed_latency::{self as latency, LatencyError, Options};
+use wirespeed_observe::route;
 
 use crate::exit::{self, engine_code};
 
@@ -188,7 +188,7 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     if let Some(irq) = a.irq_cpus.as_ref().filter(|_| a.reverse) {
         drive::check_cpus(&live, "--irq-cpus", irq).map_err(preflight_fail)?;
     }
-    let topo = wirespeed_explain::topology::read(&Root::live());
+    let topo = wirespeed_observe::topology::read(&Root::live());
 
     if let Some(irq_cpus) = &a.irq_cpus {
         let spec = sweep_spec(&a)?;
@@ -384,7 +384,7 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let root = Root::live();
-    let topo = wirespeed_explain::topology::read(&root);
+    let topo = wirespeed_observe::topology::read(&root);
     let online = root
         .read_opt("/sys/devices/system/cpu/online")
         .and_then(|s| CpuSet::parse_list(&s).ok());

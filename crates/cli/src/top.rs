@@ -25,9 +25,9 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Sparkline, Wrap};
 use ratatui::DefaultTerminal;
 
-use wirespeed_explain::observe::{NicSpec, Observer};
 use wirespeed_host::Root;
 use wirespeed_model::observation::{CpuUse, Role};
+use wirespeed_observe::observer::{NicSpec, Observer};
 use wirespeed_report::html::rate;
 
 use crate::exit;

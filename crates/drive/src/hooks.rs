@@ -20,8 +20,8 @@ use wirespeed_report::where_ran::cpus_text;
 use wirespeed_tune::{ApplyOptions, TuneError};
 
 use crate::irq_sweep::{self, IrqMove, IrqSweepError, QueueIrq};
-use crate::observe::{NicSpec, Observer};
-use crate::route;
+use wirespeed_observe::observer::{NicSpec, Observer};
+use wirespeed_observe::route;
 
 /// Observation of the host under `root`.
 #[derive(Debug, Clone)]
@@ -49,15 +49,15 @@ impl Observe for HostObserve {
     }
 
     fn verdict(&self, test: &TestObservation, measured: &Measured) -> Verdict {
-        crate::verdict::verdict_of(test, measured)
+        wirespeed_verdict::verdict_of(test, measured)
     }
 
     fn ceiling(&self, test: &TestObservation, measured: &Measured) -> Option<PathCeiling> {
-        crate::verdict::ceiling_for(test, measured)
+        wirespeed_verdict::ceiling_for(test, measured)
     }
 
     fn cost(&self, test: &TestObservation, measured: &Measured) -> Option<wirespeed_model::Cost> {
-        crate::cost::cost_of(test, measured)
+        wirespeed_verdict::cost::cost_of(test, measured)
     }
 }
 

@@ -20,9 +20,9 @@ use wirespeed_host::{CpuSet, IrqKind, Root};
 use wirespeed_tune::engine::{self, ApplyOptions, StepStatus};
 use wirespeed_tune::plan::{command_for, irq_affinity_path, Change, Plan, Step, REQUESTED};
 
-use crate::model::BitsPerSecond;
 use crate::sweep::{Axes, Matrix};
 pub use wirespeed_model::doc::{IrqSweepReport, StepOutcome};
+use wirespeed_model::observation::BitsPerSecond;
 
 /// Why the sweep could not run or finish.
 #[derive(Debug, thiserror::Error)]

@@ -9,18 +9,18 @@
 //!
 //! **Signature.** Each run's placement signature is that of the receiving end (the local end
 //! when the receiver was not observed): where the NIC's interrupts and the NET_RX softirqs ran
-//! relative to the receiving app CPU ([`crate::placement`]). A mode's signature is the one most of
+//! relative to the receiving app CPU ([`wirespeed_observe::placement`]). A mode's signature is the one most of
 //! its runs share, with the count.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use wirespeed_host::CpuSet;
 
-use crate::model::{BitsPerSecond, EndObservation, Percent, TestObservation};
-use crate::placement::PlacementOf;
-use crate::placement::{cpus_words, Placement, Signature};
-use crate::topology::{Relation, Topology};
 pub use wirespeed_model::doc::{Mode, RepeatAnalysis, Stats};
+use wirespeed_model::observation::{BitsPerSecond, EndObservation, Percent, TestObservation};
+use wirespeed_observe::placement::PlacementOf;
+use wirespeed_observe::placement::{cpus_words, Placement, Signature};
+use wirespeed_observe::topology::{Relation, Topology};
 
 /// A gap between sorted neighbours larger than this fraction of the median starts a new mode.
 pub const GAP_FRACTION: f64 = 0.10;
@@ -109,7 +109,7 @@ fn range_words(min: BitsPerSecond, max: BitsPerSecond) -> String {
 }
 
 fn placement_words(p: &Placement) -> String {
-    let rel = |s: &crate::placement::Share, what: &str| {
+    let rel = |s: &wirespeed_observe::placement::Share, what: &str| {
         format!(
             "{what} on {} ({})",
             cpus_words(&s.cpus),

@@ -21,8 +21,8 @@ use wirespeed_tune::ApplyOptions;
 
 use crate::irq_sweep::{self, IrqSweepError, IrqSweepReport, IrqSweepSpec, StepOutcome};
 use crate::modes;
-use crate::route;
 use crate::sweep::{Axes, Matrix};
+use wirespeed_observe::route;
 
 /// What every sweep test shares.
 #[derive(Debug, Clone)]
@@ -368,7 +368,7 @@ pub fn run_local_irq_sweep(
     .map_err(IrqDriveError::Sweep)?;
     Ok(IrqDrive {
         report,
-        topology: Some(crate::topology::read(root)),
+        topology: Some(wirespeed_observe::topology::read(root)),
         first_err,
     })
 }

@@ -7,14 +7,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::BitsPerSecond;
 use crate::modes::median;
-use crate::topology::{Relation, Topology};
 pub use wirespeed_model::doc::{
     scale_range, Axes, Cell, Matrix, Noise, Pair, Spread, SpreadFrom, Summary, SCALE_FLOOR,
 };
+use wirespeed_model::observation::BitsPerSecond;
 use wirespeed_model::units::rate;
 use wirespeed_model::VerdictId;
+use wirespeed_observe::topology::{Relation, Topology};
 
 /// Pairs within this fraction of the best are "as good".
 pub const NEAR_BEST: f64 = 0.02;

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wirespeed_host::CpuSet;
 
-use crate::topology::{Relation, Topology};
 pub use wirespeed_model::doc::{ClassMean, LatencyMatrix, PairLatency, PairRef};
+use wirespeed_model::topology::{Relation, Topology};
 
 /// A counter alone on its cache lines.
 #[repr(C, align(128))]

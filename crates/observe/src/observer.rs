@@ -15,14 +15,14 @@ use wirespeed_host::stack::{self, TcpRxDrops, UdpRx};
 use wirespeed_host::stat::{self, CpuTimes, ProcStat};
 use wirespeed_host::{CpuSet, Root, RootError};
 
-use crate::model::{
-    CpuUse, EndObservation, IntervalObservation, Percent, Role, RxDrops, SoftnetUse, TcpLimits,
-    WorkerRun,
-};
 use crate::nic::{iface_facts, IfaceFacts};
 use crate::route::iface_for_peer;
 use crate::topology::Topology;
 use wirespeed_model::observation::{CpuQuota, ObserverUse, ThreadUse};
+use wirespeed_model::observation::{
+    CpuUse, EndObservation, IntervalObservation, Percent, Role, RxDrops, SoftnetUse, TcpLimits,
+    WorkerRun,
+};
 
 /// Why an observation could not be taken.
 #[derive(Debug, thiserror::Error)]

@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 use wirespeed_host::CpuSet;
 
-use crate::model::{EndObservation, IntervalObservation, Percent};
 use crate::topology::{Relation, Topology};
 pub use wirespeed_model::doc::{Placement, Share, Signature};
+use wirespeed_model::observation::{EndObservation, IntervalObservation, Percent};
 
 /// A CPU must carry at least this share of the events to be named among a relation's CPUs.
 pub const NAMED_CPU_MIN_SHARE: f64 = 5.0;
@@ -86,7 +86,7 @@ pub fn cpus_words(s: &CpuSet) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CpuUse, WorkerRun};
+    use wirespeed_model::observation::{CpuUse, WorkerRun};
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()

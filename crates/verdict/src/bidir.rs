@@ -5,7 +5,7 @@ use wirespeed_model::verdict::{End, Flow, Measured};
 use wirespeed_model::{Also, AlsoKind, Verdict};
 
 use super::{one_direction, Thresholds};
-use crate::model::{Role, TestObservation};
+use wirespeed_model::observation::{Role, TestObservation};
 
 /// `--bidir` judged per direction (`m.reverse` and `m.local` known, and neither a stalled
 /// control connection nor a silent peer, which are the whole test's, judged once): the

@@ -13,7 +13,7 @@ use super::load::host_load;
 use super::loss::{flatness, path_loss, quota_bound, with_sender_tcp, LossAccount};
 use super::rules::setup::{ends_compete, same_host};
 use super::Thresholds;
-use crate::model::TestObservation;
+use wirespeed_model::observation::TestObservation;
 
 pub(crate) struct Context<'a> {
     /// The observation of the direction judged (each end's role in it).
@@ -120,7 +120,7 @@ impl<'a> Context<'a> {
 
     /// Other tasks took at least half of `cpu` where `e`'s workers ran: whatever saturated it
     /// was not this end's work.
-    pub fn others_took(&self, e: &crate::model::EndObservation, cpu: u32) -> bool {
+    pub fn others_took(&self, e: &wirespeed_model::observation::EndObservation, cpu: u32) -> bool {
         use wirespeed_model::LoadedEnd;
         let whose = |b: &wirespeed_model::BusyCpu| match b.end {
             LoadedEnd::Sender => e.role.sends(),

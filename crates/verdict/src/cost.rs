@@ -28,7 +28,7 @@ use wirespeed_model::cost::{Cost, EndCost, Projection};
 use wirespeed_model::observation::{BitsPerSecond, EndObservation, Role, TestObservation};
 use wirespeed_model::verdict::Measured;
 
-use crate::nic::is_virtual;
+use wirespeed_observe::nic::is_virtual;
 
 /// The test's wall time at one end, seconds (the observation total's span).
 fn wall_s(e: &EndObservation) -> Option<f64> {
@@ -544,10 +544,10 @@ mod tests {
             note.contains(&format!("one sending core moves {per_core}")),
             "{note}"
         );
-        let v = crate::verdict::verdict_of(&one_host, &m);
+        let v = crate::verdict_of(&one_host, &m);
         assert!(v.also.iter().any(|a| a.line == *note), "{v:?}");
         // a copy, or two hosts: nothing said
-        let v = crate::verdict::verdict_of(&one_host, &measured(10_000_000_000));
+        let v = crate::verdict_of(&one_host, &measured(10_000_000_000));
         assert!(!v.also.iter().any(|a| a.starts_with("zero-copy")), "{v:?}");
         let two = TestObservation::combine(
             end(Role::Sender, "a", 9, 8, 2.0),

@@ -3,12 +3,12 @@
 
 use super::words::{end_of, l3_words, parts};
 use super::Thresholds;
-use crate::model::{CpuUse, EndObservation, Percent};
-use crate::placement::PlacementOf;
-use crate::placement::{cpus_words, Placement};
-use crate::topology::Relation;
 use wirespeed_host::CpuSet;
+use wirespeed_model::observation::{CpuUse, EndObservation, Percent};
+use wirespeed_model::topology::Relation;
 use wirespeed_model::{Verdict, VerdictId};
+use wirespeed_observe::placement::PlacementOf;
+use wirespeed_observe::placement::{cpus_words, Placement};
 
 /// A candidate CPU verdict: busy share, whether it is about a receiver, and the verdict.
 pub(super) struct Candidate {
@@ -40,7 +40,7 @@ pub(super) fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) ->
         if nic_total > 0 {
             line.push_str(&format!(
                 "; {} of the NIC's interrupts",
-                crate::model::Percent::new(irq_share)
+                wirespeed_model::observation::Percent::new(irq_share)
             ));
         }
         line.push(')');
@@ -248,7 +248,7 @@ pub(super) fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuU
 /// per worker.
 pub(super) fn interval_cpu_of(
     e: &EndObservation,
-    i: &crate::model::IntervalObservation,
+    i: &wirespeed_model::observation::IntervalObservation,
     worker: u32,
 ) -> Option<u32> {
     if i.threads.len() != e.total.workers.len() {

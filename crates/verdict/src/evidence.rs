@@ -3,7 +3,7 @@
 use wirespeed_model::observation::IntervalObservation;
 use wirespeed_model::{Agreement, Measured, VerdictEnd};
 
-use crate::model::TestObservation;
+use wirespeed_model::observation::TestObservation;
 
 /// Of the intervals of the ends `end` names (both when `None`), those where `held`.
 pub(super) fn per_interval(
@@ -11,7 +11,7 @@ pub(super) fn per_interval(
     end: Option<VerdictEnd>,
     held: &dyn Fn(&IntervalObservation) -> bool,
 ) -> Option<Agreement> {
-    let named = |e: &&crate::model::EndObservation| match end {
+    let named = |e: &&wirespeed_model::observation::EndObservation| match end {
         Some(VerdictEnd::Sender) => e.role.sends(),
         Some(VerdictEnd::Receiver) => e.role.receives(),
         None => true,

@@ -53,10 +53,12 @@ mod rules;
 mod window;
 mod words;
 
+pub mod cost;
+
 #[cfg(test)]
 mod tests;
 
-use crate::model::{BitsPerSecond, Role, TestObservation};
+use wirespeed_model::observation::{BitsPerSecond, Role, TestObservation};
 use wirespeed_model::verdict::Flow;
 use wirespeed_model::{Also, AlsoKind, Bound, Rank};
 
@@ -180,7 +182,7 @@ pub const THRESHOLDS: Thresholds = Thresholds {
     quota_periods: 5,
 };
 
-pub use crate::nic::is_virtual;
+pub use wirespeed_observe::nic::is_virtual;
 
 pub use wirespeed_model::verdict::{Verdict, VerdictId};
 
@@ -393,7 +395,7 @@ pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> 
 }
 
 /// [`ceiling_for`] of one direction.
-pub(super) fn one_ceiling(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
+pub(crate) fn one_ceiling(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
     let th = &THRESHOLDS;
     let cx = Context::new(test, m, th);
     match loss::loss_judgement(&cx) {

@@ -9,7 +9,7 @@ use super::loss::LossAccount;
 use super::rules::setup::same_host;
 use super::words::end_of;
 use super::Thresholds;
-use crate::model::{CpuUse, EndObservation, Percent, Role, TestObservation};
+use wirespeed_model::observation::{CpuUse, EndObservation, Percent, Role, TestObservation};
 
 /// One worker thread over the test, averaged over the intervals that saw it on a CPU with a
 /// row: its own run and wait shares, and what else its CPU did — other tasks (busy − the
@@ -26,7 +26,10 @@ pub(super) struct ThreadLoad {
 
 /// The test's worker threads' run share (%) on CPU `cpu` in interval `i` (a `--bidir` end's
 /// two workers can share one CPU: neither is the other's "other task").
-pub(super) fn workers_run_on(i: &crate::model::IntervalObservation, cpu: u32) -> f64 {
+pub(super) fn workers_run_on(
+    i: &wirespeed_model::observation::IntervalObservation,
+    cpu: u32,
+) -> f64 {
     i.threads
         .iter()
         .filter(|t| t.cpu == Some(cpu))
@@ -82,7 +85,7 @@ pub(super) fn others_on_host(e: &EndObservation, peer: Option<&EndObservation>, 
     let Some(i) = e.intervals.get(n) else {
         return 0.0;
     };
-    let run = |i: &crate::model::IntervalObservation| -> f64 {
+    let run = |i: &wirespeed_model::observation::IntervalObservation| -> f64 {
         i.threads.iter().map(|t| t.run.get()).sum()
     };
     let busy: f64 = i

@@ -10,7 +10,7 @@ use super::context::Context;
 use super::finding::Finding;
 use super::load::contended;
 use super::Thresholds;
-use crate::model::{BitsPerSecond, EndObservation, Percent, TestObservation};
+use wirespeed_model::observation::{BitsPerSecond, EndObservation, Percent, TestObservation};
 
 /// What the receiving host did to the test's segments itself, against the sender's
 /// retransmits: the segments the receiver reported as duplicates (`tcpi_dsack_dups`: the

@@ -1,12 +1,12 @@
 use super::loss::with_sender_tcp;
 use super::*;
-use crate::model::{CpuUse, EndObservation};
-use crate::model::{
-    IntervalObservation, Percent, RxDrops, SoftnetUse, TcpLimits, TcpRxDrops, UdpRx, WorkerRun,
-};
-use crate::topology::Topology;
 use wirespeed_host::CpuSet;
 use wirespeed_model::observation::LinkKind;
+use wirespeed_model::observation::{CpuUse, EndObservation};
+use wirespeed_model::observation::{
+    IntervalObservation, Percent, RxDrops, SoftnetUse, TcpLimits, TcpRxDrops, UdpRx, WorkerRun,
+};
+use wirespeed_model::topology::Topology;
 use wirespeed_model::verdict::{End, PeerSilent, SilentPhase, VerdictEnd};
 use wirespeed_model::{AlsoKind, Bound, LoadedEnd};
 

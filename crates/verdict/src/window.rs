@@ -1,6 +1,6 @@
 //! How full a sender kept the receiver's window.
 
-use crate::model::{BitsPerSecond, Percent};
+use wirespeed_model::observation::{BitsPerSecond, Percent};
 
 /// How full a sender kept the receiver's window: the bandwidth-delay product (the rate times
 /// the mean RTT: the data in flight on average, by Little's law) against the largest window
@@ -62,7 +62,7 @@ impl std::fmt::Display for ByteSize {
 /// The window fill of a sender's `TCP_INFO` at the test's rate: `None` without the advertised
 /// window (kernels before 6.2), an RTT or a rate, or with a window of 0 at the last reading.
 pub(super) fn window_fill(
-    t: &crate::model::TcpLimits,
+    t: &wirespeed_model::observation::TcpLimits,
     rate: Option<BitsPerSecond>,
 ) -> Option<WindowFill> {
     let window = t.snd_wnd.filter(|w| *w > 0)?;

@@ -1,6 +1,6 @@
 //! Words the rules' lines share.
 
-use crate::model::{CpuUse, EndObservation, Role};
+use wirespeed_model::observation::{CpuUse, EndObservation, Role};
 use wirespeed_model::VerdictEnd;
 
 /// The end `e` is in a verdict: its role, or for a `--bidir` end the side the finding concerns.
@@ -26,7 +26,7 @@ pub(super) fn parts(c: &CpuUse) -> String {
         .iter()
         .filter(|(_, p)| *p >= 5.0)
         .take(2)
-        .map(|(n, p)| format!("{} {n}", crate::model::Percent::new(*p)))
+        .map(|(n, p)| format!("{} {n}", wirespeed_model::observation::Percent::new(*p)))
         .collect();
     if shown.is_empty() {
         format!("{} busy", c.busy())

@@ -5,18 +5,18 @@
 
 // The tree helpers of tune's tests (captured hosts, copying a tree with its links).
 use crate::common;
-use wirespeed_explain::sweep::Summarize;
+use wirespeed_drive::sweep::Summarize;
 
 use common::{copy_tree, fixtures};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use wirespeed_explain::irq_sweep::{
+use wirespeed_drive::irq_sweep::{
     apply_irq_move, queue_irqs, run_irq_sweep, IrqSweepSpec, MoveReport,
 };
-use wirespeed_explain::model::BitsPerSecond;
-use wirespeed_explain::topology::{Relation, Topology};
 use wirespeed_host::{CpuSet, Root};
+use wirespeed_model::observation::BitsPerSecond;
+use wirespeed_observe::topology::{Relation, Topology};
 use wirespeed_tune::journal::{JournalFile, State};
 use wirespeed_tune::ApplyOptions;
 
@@ -123,7 +123,7 @@ fn sweep_moves_the_irqs_finds_the_best_core_and_reverts() {
     let t = fixture_copy();
     let root = Root::unconfined(t.path()); // links into the fixture, on purpose
     let before = affinity_files(&root);
-    let topo = wirespeed_explain::topology::read(&root);
+    let topo = wirespeed_observe::topology::read(&root);
     let spec = nic_sweep(&root, vec![6], vec![3, 6, 8], 2);
     let numbers: Vec<u32> = spec.irqs.iter().map(|q| q.irq).collect();
     let stop = AtomicBool::new(false);

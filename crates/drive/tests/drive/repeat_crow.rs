@@ -4,12 +4,12 @@
 //! core of the receiver's CCD, so pin the NIC's IRQs to CPUs 7-11.
 
 use std::path::PathBuf;
-use wirespeed_explain::model::BitsPerSecond;
-use wirespeed_explain::modes::{analyze, Run};
-use wirespeed_explain::placement::Signature;
-use wirespeed_explain::topology::Relation;
-use wirespeed_explain::verdict::{verdict, VerdictId};
+use wirespeed_drive::modes::{analyze, Run};
 use wirespeed_host::Root;
+use wirespeed_model::observation::BitsPerSecond;
+use wirespeed_observe::placement::Signature;
+use wirespeed_observe::topology::Relation;
+use wirespeed_verdict::{verdict, VerdictId};
 
 #[derive(serde::Deserialize)]
 struct Recorded {
@@ -24,7 +24,7 @@ fn load() -> Vec<Run> {
 
 #[test]
 fn the_recorded_topology_is_the_fixtures() {
-    let fixture = wirespeed_explain::topology::read(&Root::new(
+    let fixture = wirespeed_observe::topology::read(&Root::new(
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/hosts/crow-9900x-cx5-x4"),
     ));
@@ -141,7 +141,7 @@ fn the_per_cpu_table_of_a_middle_run() {
         .as_ref()
         .unwrap();
     let mut out = Vec::new();
-    wirespeed_explain::render::write_end(&mut out, r).unwrap();
+    wirespeed_report::where_ran::write_end(&mut out, r).unwrap();
     let t = String::from_utf8(out).unwrap();
     eprintln!("{t}");
     let lines: Vec<&str> = t.lines().collect();
@@ -164,7 +164,7 @@ fn the_where_block_of_a_worst_run() {
     let obs = run.observation.as_ref().unwrap();
     let v = verdict(obs, Some(run.bits_per_second));
     let mut out = Vec::new();
-    wirespeed_explain::render::write_test(&mut out, obs, Some(&v)).unwrap();
+    wirespeed_report::where_ran::write_test(&mut out, obs, Some(&v)).unwrap();
     let t = String::from_utf8(out).unwrap();
     eprintln!("{t}");
     assert!(

@@ -6,8 +6,8 @@
 
 use std::net::IpAddr;
 
+use wirespeed_drive::hooks::IrqTune;
 use wirespeed_engine::tune::{self, TuneConfig, TuneSlot};
-use wirespeed_explain::hooks::IrqTune;
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_report::where_ran::describe_move;
 

@@ -2,11 +2,11 @@
 //! (`tests/data/README.md` says where they came from).
 
 use std::path::PathBuf;
-use wirespeed_explain::model::WorkerRun;
-use wirespeed_explain::observe::{delta, Snapshot};
-use wirespeed_explain::route;
 use wirespeed_host::softirqs::{self, NET_RX, NET_TX};
 use wirespeed_host::{stat, CpuSet};
+use wirespeed_model::observation::WorkerRun;
+use wirespeed_observe::observer::{delta, Snapshot};
+use wirespeed_observe::route;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -17,7 +17,7 @@ fn read(rel: &str) -> String {
 }
 
 fn data(name: &str) -> String {
-    read(&format!("crates/explain/tests/data/live-vm-2cpu/{name}"))
+    read(&format!("crates/observe/tests/data/live-vm-2cpu/{name}"))
 }
 
 #[test]

@@ -8,7 +8,7 @@ use super::super::context::Context;
 use super::super::evidence;
 use super::super::finding::{Finding, Out, Rule};
 use super::super::words::end_of;
-use crate::model::BitsPerSecond;
+use wirespeed_model::observation::BitsPerSecond;
 
 pub(crate) const BOND_MEMBER: Rule = Rule {
     name: "at one bond member's speed",

@@ -10,8 +10,8 @@ use super::super::evidence;
 use super::super::finding::{Finding, Out, Rule};
 use super::super::load::{peer_on_host, thread_loads};
 use super::super::words::end_of;
-use crate::model::Percent;
 use wirespeed_host::CpuSet;
+use wirespeed_model::observation::Percent;
 
 pub(crate) const SATURATED: Rule = Rule {
     name: "a saturated CPU",

@@ -9,7 +9,7 @@ use super::super::evidence;
 use super::super::finding::{Finding, Out, Rule};
 use super::super::loss::{loss_judgement, LossJudgement};
 use super::super::{is_virtual, Thresholds};
-use crate::model::{BitsPerSecond, TestObservation};
+use wirespeed_model::observation::{BitsPerSecond, TestObservation};
 
 pub(crate) const PATH: Rule = Rule {
     name: "a rate held flat below the link",

@@ -6,7 +6,7 @@ use wirespeed_model::{Bound, Rank, VerdictId};
 use super::super::context::Context;
 use super::super::evidence;
 use super::super::finding::{Finding, Out, Rule};
-use crate::model::BitsPerSecond;
+use wirespeed_model::observation::BitsPerSecond;
 
 pub(crate) const LINE_RATE: Rule = Rule {
     name: "at line rate",

@@ -9,7 +9,7 @@ use super::super::context::Context;
 use super::super::finding::{Finding, Out, Rule};
 use super::super::loss::quota_bound;
 use super::super::words::end_of;
-use crate::model::{EndObservation, Role, TestObservation};
+use wirespeed_model::observation::{EndObservation, Role, TestObservation};
 
 pub(crate) const PMTU: Rule = Rule {
     name: "path MTU below the interface MTU",

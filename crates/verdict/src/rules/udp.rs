@@ -8,7 +8,7 @@ use super::super::cpu::{cpu_candidates_with, Candidate};
 use super::super::evidence;
 use super::super::finding::{Finding, Key, Out, Rule};
 use super::ending::forged;
-use crate::model::Percent;
+use wirespeed_model::observation::Percent;
 use wirespeed_model::observation::UdpRx;
 
 pub(crate) const UDP_LOSS: Rule = Rule {
