@@ -6,7 +6,7 @@
 //!
 //! The test figures come from the server's stats socket (see [`crate::stats`]); the CPU and
 //! interrupt counters are read here, from the live host (top runs beside the server), through
-//! the explain crate's [`Observer`]. Lines from the socket are parsed defensively: anything
+//! the observe crate's [`Observer`]. Lines from the socket are parsed defensively: anything
 //! malformed or overlong is skipped.
 
 use std::collections::BTreeMap;

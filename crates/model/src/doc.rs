@@ -1,5 +1,5 @@
 //! wirespeed's own JSON documents, as typed data: what `sweep`, `sweep --irq-cpus`,
-//! `client --repeat` and `latency` write and the report crate reads and draws. The explain crate
+//! `client --repeat` and `latency` write and the report crate reads and draws. The drive and latency crates
 //! computes them (its functions fill these types); every reader takes these types, never a
 //! copy of them. The documents carry an explicit `kind` (`wirespeed_report::doc::Document`
 //! writes and reads it).

@@ -1,8 +1,8 @@
 //! Which finding leads a verdict when several hold: one table, as data.
 //!
-//! Every rule of the verdict (`wirespeed_explain::verdict`) reports each finding with how its
+//! Every rule of the verdict (`wirespeed_verdict`) reports each finding with how its
 //! own evidence relates to this test ([`Bound`]) and how strongly ([`Finding::strength`] in
-//! the explain crate, `strength` in `-J`). The headline is the first finding by
+//! the verdict crate, `strength` in `-J`). The headline is the first finding by
 //! [`Bound`] (a limit whose evidence shows it bound the test, before one that is only
 //! consistent with the figures, before a fact about the setup), then by its row here, then by
 //! strength. A fact about the setup (both ends on one host, MTUs that differ) is a row like any
