@@ -18,8 +18,8 @@ use wirespeed_host::CpuSet;
 
 pub use wirespeed_model::doc::{Mode, RepeatAnalysis, Stats};
 use wirespeed_model::observation::{BitsPerSecond, EndObservation, Percent, TestObservation};
-use wirespeed_observe::placement::PlacementOf;
-use wirespeed_observe::placement::{cpus_words, Placement, Signature};
+use wirespeed_observe::placement::IrqPlacementOf;
+use wirespeed_observe::placement::{cpus_words, IrqPlacement, Signature};
 use wirespeed_observe::topology::{Relation, Topology};
 
 /// A gap between sorted neighbours larger than this fraction of the median starts a new mode.
@@ -108,7 +108,7 @@ fn range_words(min: BitsPerSecond, max: BitsPerSecond) -> String {
     }
 }
 
-fn placement_words(p: &Placement) -> String {
+fn placement_words(p: &IrqPlacement) -> String {
     let rel = |s: &wirespeed_observe::placement::Share, what: &str| {
         format!(
             "{what} on {} ({})",
@@ -144,7 +144,7 @@ fn placement_words(p: &Placement) -> String {
 }
 
 /// Where to put the NIC's interrupts, from the placement of the best mode.
-fn recommend(best: &Placement, topo: &Topology, iface: Option<&str>) -> Option<String> {
+fn recommend(best: &IrqPlacement, topo: &Topology, iface: Option<&str>) -> Option<String> {
     let work = best.rx_work()?;
     let nic = iface.map_or("the NIC".to_string(), |i| i.to_string());
     let (cpus, why) = match work.relation {
@@ -196,12 +196,12 @@ pub fn analyze(runs: &[Run]) -> Option<RepeatAnalysis> {
         let mut run_nums: Vec<usize> = group.iter().map(|&i| i + 1).collect();
         run_nums.sort_unstable();
         // Count signatures, keeping the first placement of each.
-        let mut counts: BTreeMap<Signature, (usize, Placement)> = BTreeMap::new();
+        let mut counts: BTreeMap<Signature, (usize, IrqPlacement)> = BTreeMap::new();
         let mut order = group.clone();
         order.sort_unstable();
         for &i in &order {
             if let Some(e) = runs[i].end() {
-                let p = Placement::of_end(e);
+                let p = IrqPlacement::of_end(e);
                 counts
                     .entry(p.signature())
                     .and_modify(|c| c.0 += 1)
@@ -210,7 +210,7 @@ pub fn analyze(runs: &[Run]) -> Option<RepeatAnalysis> {
         }
         let top = counts.into_iter().fold(
             None,
-            |best: Option<(Signature, usize, Placement)>, (s, (n, p))| match best {
+            |best: Option<(Signature, usize, IrqPlacement)>, (s, (n, p))| match best {
                 Some(b) if b.1 >= n => Some(b),
                 _ => Some((s, n, p)),
             },
@@ -269,7 +269,7 @@ pub fn analyze(runs: &[Run]) -> Option<RepeatAnalysis> {
                     .runs
                     .iter()
                     .filter_map(|&n| runs[n - 1].end())
-                    .find(|e| Some(Placement::of_end(e).signature()) == best.signature);
+                    .find(|e| Some(IrqPlacement::of_end(e).signature()) == best.signature);
                 if let (Some(p), Some(e)) = (&best.placement, best_end) {
                     recommendation = recommend(p, &e.topology, e.iface.as_deref());
                 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
 use wirespeed_protocol::{
-    psk, Cookie, Direction, Failure, ParamsExt, TestParams, TestResults, Timeouts, Transport,
+    Cookie, Direction, Failure, ParamsExt, TestParams, TestResults, Timeouts, Transport,
 };
 use wirespeed_report::{HostPort, TestResult};
 
@@ -20,7 +20,7 @@ use crate::data::{DataSocket, DataStream};
 use crate::measurement::{self, LocalPaths, Whence};
 use crate::net::{self, Ctrl, Family};
 use crate::output::Reporter;
-use crate::placement::Placement;
+use crate::placement::WorkerPlacement;
 use crate::shell::{self, unix_now, Begin, Peer, SendError, Shell};
 pub use crate::stall::{control_stalled, STALL_AFTER, STALL_RETRANSMITS};
 use crate::EngineError;
@@ -458,8 +458,8 @@ impl Run<'_> {
 
     fn begin(&mut self, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
         let cfg = self.cfg;
-        let placement =
-            Placement::pinned(cfg.cpus.clone(), cfg.affinity).unwrap_or_else(Placement::float);
+        let placement = WorkerPlacement::pinned(cfg.cpus.clone(), cfg.affinity)
+            .unwrap_or_else(WorkerPlacement::float);
         let how = Begin {
             whence: Whence::ConnectingTo(HostPort {
                 host: cfg.host.clone(),
@@ -665,7 +665,7 @@ pub fn run_client(
     let mut run = Run {
         cfg,
         sh: Shell::new(
-            psk::Side::Client,
+            wirespeed_model::End::Client,
             random_cookie()?,
             cfg.psk.as_ref(),
             cfg.interval,

@@ -564,7 +564,9 @@ pub struct ControlStall {
     pub pmtu: u32,
 }
 
-/// Which end of a test.
+/// Which end of a test: the client (it opened the control connection) or the server. The one
+/// client/server type of every crate (a silent peer, the PSK's seal of an end's results, the
+/// end a result builder reports for).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum End {

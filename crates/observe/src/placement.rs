@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use wirespeed_host::CpuSet;
 
 use crate::topology::{Relation, Topology};
-pub use wirespeed_model::doc::{Placement, Share, Signature};
+pub use wirespeed_model::doc::{IrqPlacement, Share, Signature};
 use wirespeed_model::observation::{EndObservation, IntervalObservation, Percent};
 
 /// A CPU must carry at least this share of the events to be named among a relation's CPUs.
@@ -54,18 +54,18 @@ fn share_of(
 }
 
 /// Where an end's work ran, computed from its observation (the type is the model's).
-pub trait PlacementOf {
+pub trait IrqPlacementOf {
     /// The placement of one interval (or test) on a host of topology `topo`.
-    fn of(obs: &IntervalObservation, topo: &Topology) -> Placement;
+    fn of(obs: &IntervalObservation, topo: &Topology) -> IrqPlacement;
     /// The placement of an end over the whole test.
-    fn of_end(end: &EndObservation) -> Placement;
+    fn of_end(end: &EndObservation) -> IrqPlacement;
 }
 
-impl PlacementOf for Placement {
+impl IrqPlacementOf for IrqPlacement {
     /// The placement of one interval (or test) on a host of topology `topo`.
-    fn of(obs: &IntervalObservation, topo: &Topology) -> Placement {
+    fn of(obs: &IntervalObservation, topo: &Topology) -> IrqPlacement {
         let app = obs.app_cpus();
-        Placement {
+        IrqPlacement {
             irq: share_of(topo, &app, obs.cpus.iter().map(|c| (c.cpu, c.nic_irqs))),
             softirq: share_of(topo, &app, obs.cpus.iter().map(|c| (c.cpu, c.net_rx))),
             app_cpus: app,
@@ -73,8 +73,8 @@ impl PlacementOf for Placement {
     }
 
     /// The placement of an end over the whole test.
-    fn of_end(end: &EndObservation) -> Placement {
-        Placement::of(&end.total, &end.topology)
+    fn of_end(end: &EndObservation) -> IrqPlacement {
+        IrqPlacement::of(&end.total, &end.topology)
     }
 }
 
@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn dominant_relation_and_named_cpus() {
-        let p = Placement::of(
+        let p = IrqPlacement::of(
             &obs(6, &[(6, 0, 10), (3, 9000, 9000), (8, 100, 500), (0, 2, 0)]),
             &ryzen(),
         );
@@ -139,7 +139,7 @@ mod tests {
 
     #[test]
     fn same_cpu_and_nothing_counted() {
-        let p = Placement::of(&obs(6, &[(6, 500, 800), (8, 10, 20)]), &ryzen());
+        let p = IrqPlacement::of(&obs(6, &[(6, 500, 800), (8, 10, 20)]), &ryzen());
         assert_eq!(
             p.signature(),
             Signature {
@@ -147,7 +147,7 @@ mod tests {
                 softirq: Some(Relation::SameCpu)
             }
         );
-        let p = Placement::of(&obs(6, &[(6, 0, 0)]), &ryzen());
+        let p = IrqPlacement::of(&obs(6, &[(6, 0, 0)]), &ryzen());
         assert_eq!(
             p.signature(),
             Signature {
@@ -166,7 +166,7 @@ mod tests {
     fn unknown_app_cpus_give_unknown_relations() {
         let mut o = obs(6, &[(8, 10, 10)]);
         o.workers.clear();
-        let p = Placement::of(&o, &ryzen());
+        let p = IrqPlacement::of(&o, &ryzen());
         assert_eq!(p.irq.unwrap().relation, Relation::Unknown);
     }
 }

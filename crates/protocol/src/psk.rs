@@ -27,6 +27,7 @@
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use wirespeed_model::End;
 
 use crate::cookie::Cookie;
 use crate::ext::{ParamsExt, PskTag, ResultsExt};
@@ -159,17 +160,10 @@ impl ReplayWindow {
     }
 }
 
-/// Whose results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    Client,
-    Server,
-}
-
-fn kind_results(side: Side) -> &'static str {
+fn kind_results(side: End) -> &'static str {
     match side {
-        Side::Client => "client-results",
-        Side::Server => "server-results",
+        End::Client => "client-results",
+        End::Server => "server-results",
     }
 }
 
@@ -324,7 +318,7 @@ impl Psk {
         &self,
         r: &mut TestResults,
         cookie: &Cookie,
-        side: Side,
+        side: End,
         now: i64,
     ) -> Result<(), PskError> {
         if r.wirespeed.is_none() {
@@ -342,7 +336,7 @@ impl Psk {
         &self,
         r: &TestResults,
         cookie: &Cookie,
-        side: Side,
+        side: End,
     ) -> Result<(), PskRefusal> {
         let ext: &ResultsExt = r.wirespeed.as_ref().ok_or(PskRefusal::Missing)?;
         self.check(
@@ -540,23 +534,23 @@ mod tests {
         let k = psk("correct horse battery staple");
         let cookie = Cookie::from_entropy(&[b'c'; 36]);
         let mut r = results();
-        k.seal_results(&mut r, &cookie, Side::Server, 7).unwrap();
+        k.seal_results(&mut r, &cookie, End::Server, 7).unwrap();
         let (back, _) = TestResults::decode_frame(&r.encode_frame().unwrap()).unwrap();
-        assert_eq!(k.verify_results(&back, &cookie, Side::Server), Ok(()));
+        assert_eq!(k.verify_results(&back, &cookie, End::Server), Ok(()));
         // A server's tag is not a client's.
         assert_eq!(
-            k.verify_results(&back, &cookie, Side::Client),
+            k.verify_results(&back, &cookie, End::Client),
             Err(PskRefusal::Mismatch)
         );
         let mut inflated = back.clone();
         inflated.streams[0].bytes *= 2;
         assert_eq!(
-            k.verify_results(&inflated, &cookie, Side::Server),
+            k.verify_results(&inflated, &cookie, End::Server),
             Err(PskRefusal::Mismatch)
         );
         let mut c = results();
-        k.seal_results(&mut c, &cookie, Side::Client, 7).unwrap();
+        k.seal_results(&mut c, &cookie, End::Client, 7).unwrap();
         let (back, _) = TestResults::decode_client_frame(&c.encode_frame().unwrap()).unwrap();
-        assert_eq!(k.verify_results(&back, &cookie, Side::Client), Ok(()));
+        assert_eq!(k.verify_results(&back, &cookie, End::Client), Ok(()));
     }
 }

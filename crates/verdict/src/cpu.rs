@@ -7,8 +7,8 @@ use wirespeed_host::CpuSet;
 use wirespeed_model::observation::{CpuUse, EndObservation, Percent};
 use wirespeed_model::topology::Relation;
 use wirespeed_model::{Verdict, VerdictId};
-use wirespeed_observe::placement::PlacementOf;
-use wirespeed_observe::placement::{cpus_words, Placement};
+use wirespeed_observe::placement::IrqPlacementOf;
+use wirespeed_observe::placement::{cpus_words, IrqPlacement};
 
 /// A candidate CPU verdict: busy share, whether it is about a receiver, and the verdict.
 pub(super) struct Candidate {
@@ -22,7 +22,7 @@ pub(super) struct Candidate {
 
 pub(super) fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
     let who = end_of(e, true);
-    let place = Placement::of_end(e);
+    let place = IrqPlacement::of_end(e);
     let nic_total = e.total.nic_irq_total();
     let irq_share = if nic_total > 0 {
         c.nic_irqs as f64 * 100.0 / nic_total as f64

@@ -197,6 +197,9 @@ pub fn check_params(
     l: &Limits,
     check_cpus: impl Fn(&CpuSet) -> Result<(), String>,
 ) -> Result<(), AdmissionError> {
+    if p.sctp {
+        return Err(AdmissionError::Sctp);
+    }
     match p.transport {
         Transport::Tcp => {}
         Transport::Udp => {
@@ -211,7 +214,6 @@ pub fn check_params(
                 }
             }
         }
-        Transport::Sctp => return Err(AdmissionError::Sctp),
     }
     if p.parallel > l.max_streams {
         return Err(AdmissionError::TooManyStreams {
@@ -530,7 +532,7 @@ mod tests {
             ),
             (
                 TestParams {
-                    transport: Transport::Sctp,
+                    sctp: true,
                     ..params()
                 },
                 AdmissionError::Sctp,

@@ -23,7 +23,7 @@ use crate::data::{DataSocket, DataStream, Drain};
 use crate::measurement::{self, LocalPaths, Whence};
 use crate::net::Ctrl;
 use crate::output::Reporter;
-use crate::placement::Placement;
+use crate::placement::WorkerPlacement;
 use crate::shell::{Begin, Peer, SendError, Shell};
 use crate::tune::HeldTune;
 
@@ -210,9 +210,10 @@ pub(super) fn serve_test(
 /// asks for it.
 pub(super) fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
     let ext = p.wirespeed.as_ref();
-    let placement = Placement::pinned(ext.and_then(|e| e.server_cpus.clone()), p.server_affinity)
-        .or_else(|| Placement::pinned(cfg.cpus.clone(), cfg.affinity))
-        .unwrap_or_else(Placement::float);
+    let placement =
+        WorkerPlacement::pinned(ext.and_then(|e| e.server_cpus.clone()), p.server_affinity)
+            .or_else(|| WorkerPlacement::pinned(cfg.cpus.clone(), cfg.affinity))
+            .unwrap_or_else(WorkerPlacement::float);
     // An unknown name never gets this far: admission refuses it by name.
     let send_path = ext
         .and_then(|e| e.send_path.as_ref())
@@ -316,7 +317,7 @@ impl<'a> ServerTest<'a> {
             ctrl: Ctrl::new(stream),
             peer,
             sh: Shell::new(
-                wirespeed_protocol::psk::Side::Server,
+                wirespeed_model::End::Server,
                 cookie,
                 ctx.cfg.psk.as_ref(),
                 ctx.cfg.interval,
@@ -919,7 +920,7 @@ mod tests {
         let place = |p: &TestParams, c: &ServerConfig| local_paths(p, c).placement;
         assert_eq!(
             place(&both, &server),
-            Placement::Cpus(CpuSet::from_cpus([1, 2])),
+            WorkerPlacement::Cpus(CpuSet::from_cpus([1, 2])),
             "--server-cpus first"
         );
         let affinity = TestParams {
@@ -928,13 +929,13 @@ mod tests {
         };
         assert_eq!(
             place(&affinity, &server),
-            Placement::Affinity(3),
+            WorkerPlacement::Affinity(3),
             "then -A n,m"
         );
         let plain = TestParams::default();
         assert_eq!(
             place(&plain, &server),
-            Placement::Cpus(CpuSet::from_cpus([8, 9])),
+            WorkerPlacement::Cpus(CpuSet::from_cpus([8, 9])),
             "then the server's --cpus"
         );
         let only_a = ServerConfig {
@@ -943,12 +944,12 @@ mod tests {
         };
         assert_eq!(
             place(&plain, &only_a),
-            Placement::Affinity(5),
+            WorkerPlacement::Affinity(5),
             "then its -A"
         );
         assert!(matches!(
             place(&plain, &ServerConfig::default()),
-            Placement::Float { .. }
+            WorkerPlacement::Float { .. }
         ));
     }
 
