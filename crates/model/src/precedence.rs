@@ -25,6 +25,19 @@ pub struct Row {
     pub reason: &'static str,
 }
 
+/// The ids of the saturated-CPU row, one for each cause of a saturated CPU; the verdict's rule
+/// for a saturated CPU reports these.
+pub const SATURATED_CPU_IDS: &[VerdictId] = &[
+    VerdictId::ReceiverSharesCpuWithSoftirq,
+    VerdictId::IrqNumaRemote,
+    VerdictId::AppNumaRemote,
+    VerdictId::IrqCrossL3,
+    VerdictId::ReceiverCpuBound,
+    VerdictId::SenderCpuBound,
+    VerdictId::SoftirqCpuBound,
+    VerdictId::CpuSteal,
+];
+
 /// The table, first row first.
 pub const PRECEDENCE: &[Row] = &[
     Row {
@@ -99,16 +112,7 @@ pub const PRECEDENCE: &[Row] = &[
     },
     Row {
         rank: Rank::SaturatedCpu,
-        ids: &[
-            VerdictId::ReceiverSharesCpuWithSoftirq,
-            VerdictId::IrqNumaRemote,
-            VerdictId::AppNumaRemote,
-            VerdictId::IrqCrossL3,
-            VerdictId::ReceiverCpuBound,
-            VerdictId::SenderCpuBound,
-            VerdictId::SoftirqCpuBound,
-            VerdictId::CpuSteal,
-        ],
+        ids: SATURATED_CPU_IDS,
         reason: "a saturated CPU: the busiest decides (a receiver's on a tie); steal on a CPU that did not saturate is only consistent",
     },
     Row {

@@ -728,18 +728,11 @@ impl Observer {
         // Bounded like the report's intervals (the same cap, the same pairing): past it the
         // kept ones but the newest are merged in adjacent pairs. The totals come from the
         // first and last snapshots and do not change.
-        if self.intervals.len() > self.max_kept {
-            let newest = self.intervals.pop();
-            let old = std::mem::take(&mut self.intervals);
-            let mut it = old.into_iter();
-            while let Some(a) = it.next() {
-                self.intervals.push(match it.next() {
-                    Some(b) => a.then(b),
-                    None => a,
-                });
-            }
-            self.intervals.extend(newest);
-        }
+        wirespeed_report::builder::keep_capped(
+            &mut self.intervals,
+            self.max_kept,
+            IntervalObservation::then,
+        );
     }
 
     /// Read only these worker threads from now on: this end's (kernel thread ids). Over

@@ -207,6 +207,24 @@ struct StreamAcc {
 /// section comes from the streams' totals, never from the intervals, and does not change.
 pub const MAX_KEPT_INTERVALS: usize = 7200;
 
+/// Keep `kept` within `max`: past it, all but the newest are merged in adjacent pairs
+/// (`merge(earlier, later)`), so a long test keeps its whole span at a coarser step. The one
+/// rule for the report's intervals and the observer's (`wirespeed-observe`).
+pub fn keep_capped<T>(kept: &mut Vec<T>, max: usize, merge: impl Fn(T, T) -> T) {
+    if kept.len() <= max {
+        return;
+    }
+    let newest = kept.pop();
+    let mut it = std::mem::take(kept).into_iter();
+    while let Some(a) = it.next() {
+        kept.push(match it.next() {
+            Some(b) => merge(a, b),
+            None => a,
+        });
+    }
+    kept.extend(newest);
+}
+
 /// Accumulates intervals and produces the `intervals` and `end` sections.
 #[derive(Debug, Clone)]
 pub struct ResultBuilder {
@@ -417,18 +435,7 @@ impl ResultBuilder {
             sum_bidir_reverse,
             extra: Default::default(),
         });
-        if self.intervals.len() > self.max_kept {
-            let newest = self.intervals.pop();
-            let old = std::mem::take(&mut self.intervals);
-            let mut it = old.into_iter();
-            while let Some(a) = it.next() {
-                self.intervals.push(match it.next() {
-                    Some(b) => merge_intervals(a, b),
-                    None => a,
-                });
-            }
-            self.intervals.extend(newest);
-        }
+        keep_capped(&mut self.intervals, self.max_kept, merge_intervals);
         Ok(self.intervals.last())
     }
 

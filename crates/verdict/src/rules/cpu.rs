@@ -15,16 +15,7 @@ use wirespeed_model::observation::Percent;
 
 pub(crate) const SATURATED: Rule = Rule {
     name: "a saturated CPU",
-    ids: &[
-        VerdictId::ReceiverSharesCpuWithSoftirq,
-        VerdictId::IrqNumaRemote,
-        VerdictId::AppNumaRemote,
-        VerdictId::IrqCrossL3,
-        VerdictId::ReceiverCpuBound,
-        VerdictId::SenderCpuBound,
-        VerdictId::SoftirqCpuBound,
-        VerdictId::CpuSteal,
-    ],
+    ids: wirespeed_model::precedence::SATURATED_CPU_IDS,
     check: saturated,
 };
 
