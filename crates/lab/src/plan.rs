@@ -441,12 +441,38 @@ pub fn delay_line(spec: &Spec, kernel: Kernel) -> Vec<Step> {
     let mtu = spec.end_mtu().max(spec.path_mtu.unwrap_or(0)).to_string();
     let ip = |args: &[&str]| Step::new(&[&["ip", "-n", r1.as_str()], args].concat());
     let rule = |iif: &str, pref: &str| {
-        ip(&["rule", "add", "iif", iif, "lookup", DELAY_TABLE, "pref", pref])
+        ip(&[
+            "rule",
+            "add",
+            "iif",
+            iif,
+            "lookup",
+            DELAY_TABLE,
+            "pref",
+            pref,
+        ])
     };
     vec![
         ip(&["tuntap", "add", "dev", DELAY_DEV, "mode", "tun"]),
-        ip(&["link", "set", DELAY_DEV, "mtu", &mtu, "txqueuelen", "10000", "up"]),
-        ip(&["route", "add", "default", "dev", DELAY_DEV, "table", DELAY_TABLE]),
+        ip(&[
+            "link",
+            "set",
+            DELAY_DEV,
+            "mtu",
+            &mtu,
+            "txqueuelen",
+            "10000",
+            "up",
+        ]),
+        ip(&[
+            "route",
+            "add",
+            "default",
+            "dev",
+            DELAY_DEV,
+            "table",
+            DELAY_TABLE,
+        ]),
         rule(ROUTER_DEV_A, "100"),
         rule(ROUTER_DEV_B, "101"),
         Step::in_ns(

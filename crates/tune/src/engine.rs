@@ -487,8 +487,7 @@ fn write_value(
         }
         Err(e) => (StepStatus::Failed, Outcome::Failed, Some(e.to_string())),
     };
-    a.result(seq, outcome, &detail)?;
-    Ok((status, detail))
+    settle(a, seq, status, outcome, detail)
 }
 
 /// On a captured tree (a `--root` that is not `/`) nothing plays the kernel, so after an IRQ's
@@ -885,6 +884,19 @@ impl LinkDevice for KernelLink {
     }
 }
 
+/// Journal the outcome of change `seq` and return the step's status with its detail: the end
+/// of every write.
+fn settle(
+    a: &mut Applier<'_>,
+    seq: u32,
+    status: StepStatus,
+    outcome: Outcome,
+    detail: Option<String>,
+) -> StepResult {
+    a.result(seq, outcome, &detail)?;
+    Ok((status, detail))
+}
+
 /// Record the outcome of a write announced as change `seq`.
 fn finish_write(a: &mut Applier<'_>, seq: u32, res: io::Result<()>, what: &str) -> StepResult {
     let (status, outcome, detail) = match res {
@@ -900,8 +912,7 @@ fn finish_write(a: &mut Applier<'_>, seq: u32, res: io::Result<()>, what: &str) 
             Some(format!("{what}: {e}")),
         ),
     };
-    a.result(seq, outcome, &detail)?;
-    Ok((status, detail))
+    settle(a, seq, status, outcome, detail)
 }
 
 /// Raise the GSO/GRO sizes `set` names (those the kernel reports: the IPv4 ones exist from
