@@ -13,10 +13,10 @@ use std::process::Command;
 use std::time::Instant;
 
 use serde::Serialize;
-use wirespeed_explain::model::Role;
-use wirespeed_explain::observe::{thread_cpu_ns, NicSpec, Observer, Reader};
 use wirespeed_host::interrupts::{self, Interrupts};
 use wirespeed_host::{softirqs, stack, stat, Root};
+use wirespeed_model::observation::Role;
+use wirespeed_observe::observer::{thread_cpu_ns, NicSpec, Observer, Reader};
 
 use crate::alloc_count;
 

@@ -1,10 +1,10 @@
 //! Medians and ratios.
 
 /// Median of the finite values (mean of the two middle ones for an even count): the
-/// workspace's one median, `wirespeed_explain::modes::median`, over the samples that exist.
+/// workspace's one median, `wirespeed_drive::modes::median`, over the samples that exist.
 pub fn median(xs: &[f64]) -> Option<f64> {
     let v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    wirespeed_explain::modes::median(&v)
+    wirespeed_drive::modes::median(&v)
 }
 
 /// a / b when both exist and b > 0.

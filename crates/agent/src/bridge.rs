@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use wirespeed_drive::hooks::HostObserve;
 use wirespeed_engine::output::Reporter;
 use wirespeed_engine::server::{RefusalReason, ServerStats};
 use wirespeed_engine::{
     run_client, ClientConfig, EngineError, ObserveHook, ReporterFactory, Server, ServerConfig,
     ServerHandle,
 };
-use wirespeed_explain::hooks::HostObserve;
 use wirespeed_host::Root;
 use wirespeed_protocol::params::Direction;
 use wirespeed_report::{Start, TestResult};

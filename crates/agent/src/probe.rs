@@ -7,8 +7,8 @@ use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use wirespeed_explain::verdict::VerdictId;
 use wirespeed_report::TestResult;
+use wirespeed_verdict::VerdictId;
 
 use crate::expo::{Exposition, Kind};
 
@@ -268,7 +268,7 @@ pub fn local_interface(dest: SocketAddr, bind: Option<IpAddr>) -> String {
     };
     // The kernel's routing table through the live root (the same lookup the observer uses).
     if let Some(i) =
-        wirespeed_explain::route::iface_for_peer(&wirespeed_host::Root::live(), dest.ip(), Some(ip))
+        wirespeed_observe::route::iface_for_peer(&wirespeed_host::Root::live(), dest.ip(), Some(ip))
     {
         return i;
     }

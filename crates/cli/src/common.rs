@@ -3,8 +3,8 @@
 //! below each of them, so none imports another for it.
 
 use wirespeed_doctor::target::{self, Ask, Command, Host, HostTarget};
+use wirespeed_drive::hooks::HostObserve;
 use wirespeed_engine::ObserveHook;
-use wirespeed_explain::hooks::HostObserve;
 use wirespeed_host::{HostFacts, Root};
 use wirespeed_model::units;
 

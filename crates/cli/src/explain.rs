@@ -6,18 +6,18 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use wirespeed_doctor::target::{Ask, Command, HostTarget};
-use wirespeed_explain::sweep::Summarize;
+use wirespeed_drive::sweep::Summarize;
 use wirespeed_report::doc::{Document, IrqSweepDoc, LatencyDoc, RepeatDoc, SweepDoc, Written};
 
+use wirespeed_drive::irq_sweep::{self, IrqSweepError};
+use wirespeed_drive::modes;
+use wirespeed_drive::sweep;
+use wirespeed_drive::{self as drive, IrqDrive, IrqDriveError, PairSweep, Repeat, SweepSpec};
+pub use wirespeed_drive::{observation_of, receiver_bps};
 use wirespeed_engine::ClientConfig;
-use wirespeed_explain::drive::{self, IrqDrive, IrqDriveError, PairSweep, Repeat, SweepSpec};
-pub use wirespeed_explain::drive::{observation_of, receiver_bps};
-use wirespeed_explain::irq_sweep::{self, IrqSweepError};
-use wirespeed_explain::latency::{self, LatencyError, Options};
-use wirespeed_explain::modes;
-use wirespeed_explain::route;
-use wirespeed_explain::sweep;
 use wirespeed_host::{CpuSet, Root};
+use wirespeed_latency::{self as latency, LatencyError, Options};
+use wirespeed_observe::route;
 
 use crate::exit::{self, engine_code};
 
@@ -195,7 +195,7 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
         cpus.push(("--irq-cpus", irq));
     }
     let target = cpu_target(Command::Sweep, &cpus)?;
-    let topo = wirespeed_explain::topology::read(&Root::live());
+    let topo = wirespeed_observe::topology::read(&Root::live());
 
     if let Some(irq_cpus) = &a.irq_cpus {
         let spec = sweep_spec(&a)?;
@@ -394,7 +394,7 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     let root = Root::live();
-    let topo = wirespeed_explain::topology::read(&root);
+    let topo = wirespeed_observe::topology::read(&root);
     let named: Vec<(&str, &CpuSet)> = args.cpus.iter().map(|c| ("--cpus", c)).collect();
     let target = cpu_target(Command::Latency, &named)?;
     if let Some(line) = target.line() {

@@ -14,13 +14,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use wirespeed_datapath::SendPath;
+use wirespeed_drive::hooks::IrqTune;
 use wirespeed_engine::output::SharedWriter;
 use wirespeed_engine::targets::{split_dev, DEFAULT_HOST, DEFAULT_PORT};
 use wirespeed_engine::tune::TuneConfig;
 use wirespeed_engine::{
     ClientConfig, Family, Format, Limits, Reporter, Server, ServerConfig, StandardReporter,
 };
-use wirespeed_explain::hooks::IrqTune;
 
 use crate::common::{limit, live_observer, read_psk, read_small};
 use wirespeed_host::{CpuSet, Root};
@@ -601,7 +601,7 @@ impl ServerGuardArgs {
     pub fn tune_needs_psk(&self, allow_tune: bool) -> anyhow::Result<()> {
         if allow_tune {
             wirespeed_protocol::psk::tune_needs_key(
-                wirespeed_protocol::psk::Side::Server,
+                wirespeed_model::End::Server,
                 self.psk.is_some(),
             )
             .map_err(|e| exit::fail(exit::USAGE, e.to_string()))?;

@@ -8,8 +8,8 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use wirespeed_explain::topology::Topology;
 use wirespeed_host::Root;
+use wirespeed_observe::topology::Topology;
 use wirespeed_report::doc::{Budget, Document, MAX_DOCUMENT_BYTES};
 use wirespeed_report::{csv, diff, html};
 
@@ -258,7 +258,7 @@ pub fn run_report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         docs.push((name_of(p), read_document(p, &mut budget)?));
     }
     if let Some(dir) = &a.root {
-        let topo = wirespeed_explain::topology::read(&Root::new(dir));
+        let topo = wirespeed_observe::topology::read(&Root::new(dir));
         for (_, d) in &mut docs {
             d.set_topology_if_missing(&topo);
         }

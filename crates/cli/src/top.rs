@@ -11,9 +11,9 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 
 use wirespeed_engine::feed::{parse_line, LineReader};
-use wirespeed_explain::observe::{NicSpec, Observer};
 use wirespeed_host::Root;
 use wirespeed_model::observation::{CpuUse, Role};
+use wirespeed_observe::observer::{NicSpec, Observer};
 use wirespeed_view::top::HostCpus;
 
 use crate::exit;

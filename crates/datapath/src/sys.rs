@@ -48,8 +48,9 @@ fn check(r: libc::c_int) -> io::Result<()> {
     }
 }
 
-/// Set a socket option to the bytes of a plain-data value (an int, a timeval).
-fn setsockopt_val<T: Copy>(
+/// Set a socket option to the bytes of a plain-data value (an int, a timeval, a byte string),
+/// its whole size.
+fn setsockopt_val<T: ?Sized>(
     fd: RawFd,
     level: libc::c_int,
     opt: libc::c_int,
@@ -62,7 +63,7 @@ fn setsockopt_val<T: Copy>(
             level,
             opt,
             (val as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
+            std::mem::size_of_val(val) as libc::socklen_t,
         )
     })
 }
@@ -84,16 +85,7 @@ pub fn setsockopt_bytes(
     opt: libc::c_int,
     val: &[u8],
 ) -> io::Result<()> {
-    // SAFETY: the slice is valid for its length during the call.
-    check(unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            val.as_ptr().cast(),
-            val.len() as libc::socklen_t,
-        )
-    })
+    setsockopt_val(fd, level, opt, val)
 }
 
 /// Read an integer-valued socket option.

@@ -403,28 +403,14 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         if st.end.is_none() {
             match st.dir {
                 Direction::Send => single_send(st, block.as_slice(), control, budget, &mut sampler),
-                Direction::Recv => {
-                    if recv_path == RecvPath::Zerocopy {
-                        single_recv_zc(
-                            st,
-                            rbuf.as_mut_slice(),
-                            &mut recv_path,
-                            &mut fallbacks,
-                            control,
-                            &mut sampler,
-                        );
-                    }
-                    if st.end.is_none() {
-                        single_recv(
-                            st,
-                            rbuf.as_mut_slice(),
-                            &mut recv_path,
-                            &mut fallbacks,
-                            control,
-                            &mut sampler,
-                        );
-                    }
-                }
+                Direction::Recv => single_recv(
+                    st,
+                    rbuf.as_mut_slice(),
+                    &mut recv_path,
+                    &mut fallbacks,
+                    control,
+                    &mut sampler,
+                ),
             }
         }
     } else if let Err(e) = epoll_loop(
@@ -677,54 +663,9 @@ fn zc_step(
     }
 }
 
-/// The one-stream zero-copy receiver: map what is queued, wait for readability (SO_RCVLOWAT
-/// batches the wake-ups) when nothing is. Returns with `st.end` unset when it fell back, for
-/// [`single_recv`] to go on copying.
-fn single_recv_zc(
-    st: &mut St,
-    buf: &mut [u8],
-    path: &mut RecvPath,
-    fallbacks: &mut Vec<String>,
-    control: &Control,
-    sampler: &mut CpuSampler,
-) {
-    let wait_ms = POLL_INTERVAL.as_millis() as i32;
-    let (mut bytes, mut reads) = (st.bytes, st.blocks);
-    let end = loop {
-        if control.is_stopped() {
-            break Some(StreamEnd::Stopped);
-        }
-        if *path != RecvPath::Zerocopy {
-            break None;
-        }
-        match zc_step(st, buf, path, fallbacks) {
-            Ok(ZcGot::Eof) => break Some(StreamEnd::Eof),
-            Ok(ZcGot::Bytes(n)) => {
-                bytes += n as u64;
-                reads += 1;
-                st.ctr.publish(bytes, reads);
-                st.lowat.follow(st.fd);
-                sampler.tick();
-            }
-            Ok(ZcGot::Nothing) => {
-                if let (RecvPath::Zerocopy, Some(zc)) = (*path, st.zc.as_ref()) {
-                    zc.wait_readable(wait_ms);
-                }
-            }
-            Err(e) => {
-                st.bytes = bytes;
-                st.blocks = reads;
-                st.fail(e, "getsockopt(TCP_ZEROCOPY_RECEIVE)");
-                return;
-            }
-        }
-    };
-    st.bytes = bytes;
-    st.blocks = reads;
-    st.end = end;
-}
-
-/// The one-stream receiver: a tight blocking loop (SO_RCVTIMEO wakes it to check stop).
+/// The one-stream receiver. Zero-copy first where asked: map what is queued, wait for
+/// readability (SO_RCVLOWAT batches the wake-ups) when nothing is; then, or after a fall-back
+/// from zero-copy, a tight blocking loop of copies (SO_RCVTIMEO wakes it to check stop).
 fn single_recv(
     st: &mut St,
     buf: &mut [u8],
@@ -733,34 +674,87 @@ fn single_recv(
     control: &Control,
     sampler: &mut CpuSampler,
 ) {
-    let fd = st.fd;
+    if *path == RecvPath::Zerocopy {
+        let wait_ms = POLL_INTERVAL.as_millis() as i32;
+        recv_loop(st, control, sampler, |st| {
+            if *path != RecvPath::Zerocopy {
+                return Got::End(None);
+            }
+            match zc_step(st, buf, path, fallbacks) {
+                Ok(ZcGot::Eof) => Got::End(Some(StreamEnd::Eof)),
+                Ok(ZcGot::Bytes(n)) => Got::Bytes(n),
+                Ok(ZcGot::Nothing) => {
+                    if let (RecvPath::Zerocopy, Some(zc)) = (*path, st.zc.as_ref()) {
+                        zc.wait_readable(wait_ms);
+                    }
+                    Got::Nothing
+                }
+                Err(e) => Got::Failed(e, "getsockopt(TCP_ZEROCOPY_RECEIVE)"),
+            }
+        });
+        if st.end.is_some() {
+            return;
+        }
+    }
+    recv_loop(st, control, sampler, |st| {
+        match recv_once(st.fd, buf, *path) {
+            Ok(0) => Got::End(Some(StreamEnd::Eof)),
+            Ok(n) => Got::Bytes(n),
+            Err(libc::EINTR) | Err(libc::EAGAIN) => Got::Nothing,
+            Err(e) if skip_copy_unsupported(*path, e) => {
+                fall_back_to_copy(path, e, fallbacks);
+                Got::Nothing
+            }
+            Err(e) => Got::Failed(e, "recv"),
+        }
+    });
+}
+
+/// What one step of a one-stream receiver got.
+enum Got {
+    Bytes(usize),
+    Nothing,
+    /// The loop ends: at the stream's end, or (`None`) to go on another way.
+    End(Option<StreamEnd>),
+    /// The call that failed, with its errno.
+    Failed(i32, &'static str),
+}
+
+/// The one-stream receive loop around `step` (one read of either path): counts bytes and reads
+/// in locals, publishing them at each read; stops when asked; leaves the counts and the end (or
+/// the failure) in `st`.
+fn recv_loop(
+    st: &mut St,
+    control: &Control,
+    sampler: &mut CpuSampler,
+    mut step: impl FnMut(&mut St) -> Got,
+) {
     let (mut bytes, mut reads) = (st.bytes, st.blocks);
     let end = loop {
         if control.is_stopped() {
-            break StreamEnd::Stopped;
+            break Some(StreamEnd::Stopped);
         }
-        match recv_once(fd, buf, *path) {
-            Ok(0) => break StreamEnd::Eof,
-            Ok(n) => {
+        match step(st) {
+            Got::Bytes(n) => {
                 bytes += n as u64;
                 reads += 1;
                 st.ctr.publish(bytes, reads);
-                st.lowat.follow(fd);
+                st.lowat.follow(st.fd);
                 sampler.tick();
             }
-            Err(libc::EINTR) | Err(libc::EAGAIN) => {}
-            Err(e) if skip_copy_unsupported(*path, e) => fall_back_to_copy(path, e, fallbacks),
-            Err(e) => {
+            Got::Nothing => {}
+            Got::End(end) => break end,
+            Got::Failed(e, what) => {
                 st.bytes = bytes;
                 st.blocks = reads;
-                st.fail(e, "recv");
+                st.fail(e, what);
                 return;
             }
         }
     };
     st.bytes = bytes;
     st.blocks = reads;
-    st.end = Some(end);
+    st.end = end;
 }
 
 #[allow(clippy::too_many_arguments)]

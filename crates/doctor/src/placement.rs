@@ -399,9 +399,10 @@ pub fn place(vectors: &[Vector], targets: &CpuSet, app: &CpuSet) -> BTreeMap<u32
     out
 }
 
-/// A NIC's placement under the policy tune picks when none is named.
+/// Where a NIC's queue IRQs should go under the policy tune picks when none is named (a plan,
+/// not an observation: where they did run is `wirespeed_model::doc::IrqPlacement`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placement {
+pub struct IrqAssignment {
     pub policy: IrqPolicy,
     pub irq_cpus: IrqCpus,
     /// The wanted CPUs of each vector the layout sets ([`place`]).
@@ -414,14 +415,14 @@ pub fn auto_place(
     facts: &HostFacts,
     nic: &NicFacts,
     app: Option<&CpuSet>,
-) -> Result<Placement, PlacementError> {
+) -> Result<IrqAssignment, PlacementError> {
     let layout = CpuLayout::from_facts(facts);
     let app = app.cloned().unwrap_or_default();
     let here = NicLocality::of(nic);
     let policy = auto_policy(&layout, Some(here), &app);
     let irq_cpus = irq_cpus(&layout, Some(here), &app, &policy)?;
     let wanted = place(&vectors(nic), &irq_cpus.cpus, &app);
-    Ok(Placement {
+    Ok(IrqAssignment {
         policy,
         irq_cpus,
         wanted,

@@ -245,7 +245,7 @@ pub fn end_sections(b: &ResultBuilder, side: &EndSide<'_>) -> (End, WirespeedExt
             &rep.end,
             b.intervals(),
             side.observer.mss(),
-            role == wirespeed_report::builder::Role::Client,
+            role == wirespeed_model::End::Client,
         )
     } else {
         crate::observe::measured(udp, &rep.end, b.intervals(), side.observer.mss())

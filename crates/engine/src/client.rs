@@ -13,17 +13,17 @@ use std::time::Duration;
 use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
 use wirespeed_datapath::{self as dp, RecvPath, SendPath};
 use wirespeed_protocol::{
-    psk, Cookie, Direction, Failure, ParamsExt, TestParams, TestResults, Timeouts, Transport,
+    Cookie, Direction, Failure, ParamsExt, TestParams, TestResults, Timeouts, Transport,
 };
 use wirespeed_report::{HostPort, TestResult};
 
 use crate::assemble::VERSION;
 use crate::data::{DataSocket, DataStream};
-use crate::drive::{self, End, Failed, Link, Step};
+use crate::drive::{self, Endpoint, Failed, Link, Step};
 use crate::measurement::{self, LocalPaths, Whence};
 use crate::net::{self, Ctrl, Family};
 use crate::output::Reporter;
-use crate::placement::Placement;
+use crate::placement::WorkerPlacement;
 use crate::shell::{unix_now, Begin, Peer, Shell};
 pub use crate::stall::{control_stalled, STALL_AFTER, STALL_RETRANSMITS};
 use crate::EngineError;
@@ -218,8 +218,11 @@ impl ClientConfig {
             return Err(EngineError::Config("-t 0 needs -n or -k".into()));
         }
         if self.server_irq_cpus.is_some() {
-            psk::tune_needs_key(psk::Side::Client, self.psk.is_some())
-                .map_err(|e| EngineError::Config(format!("--server-irq-cpus: {e}")))?;
+            wirespeed_protocol::psk::tune_needs_key(
+                wirespeed_model::End::Client,
+                self.psk.is_some(),
+            )
+            .map_err(|e| EngineError::Config(format!("--server-irq-cpus: {e}")))?;
         }
         if let Some(l) = self.block_len {
             if l == 0 || l as usize > dp_max_block() {
@@ -460,8 +463,8 @@ impl Run<'_> {
 
     fn begin(&mut self, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
         let cfg = self.cfg;
-        let placement =
-            Placement::pinned(cfg.cpus.clone(), cfg.affinity).unwrap_or_else(Placement::float);
+        let placement = WorkerPlacement::pinned(cfg.cpus.clone(), cfg.affinity)
+            .unwrap_or_else(WorkerPlacement::float);
         let how = Begin {
             whence: Whence::ConnectingTo(HostPort {
                 host: cfg.host.clone(),
@@ -560,7 +563,7 @@ fn failure_error(f: &Failure) -> EngineError {
 
 /// The client's part of the loop around the core ([`crate::drive`]): it opens the data
 /// connections when asked, stops when interrupted, and says what ended the test in its words.
-impl<'a> End<'a> for Run<'a> {
+impl<'a> Endpoint<'a> for Run<'a> {
     type Error = EngineError;
     type Ctrl = Ctrl;
 
@@ -705,7 +708,7 @@ pub fn run_client(
     let ctrl_local = stream.local_addr().ok();
     let ctrl = Ctrl::new(stream);
     let sh = Shell::new(
-        psk::Side::Client,
+        wirespeed_model::End::Client,
         random_cookie()?,
         cfg.psk.as_ref(),
         cfg.interval,

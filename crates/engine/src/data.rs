@@ -27,7 +27,7 @@ use wirespeed_report::builder::{StreamSample, TcpSample, UdpSample};
 
 use wirespeed_host::CpuSet;
 
-use crate::placement::{plan, Placement};
+use crate::placement::{plan, WorkerPlacement};
 use crate::EngineError;
 
 /// A connected data socket.
@@ -93,7 +93,7 @@ pub struct DataConfig {
     pub block_len: usize,
     pub send_path: SendPath,
     pub recv_path: RecvPath,
-    pub placement: Placement,
+    pub placement: WorkerPlacement,
     /// `-n` / `-k` shared by the sending streams.
     pub budget: Option<Arc<Budget>>,
     /// `Some` for UDP tests.
@@ -876,7 +876,7 @@ mod tests {
             block_len: 64 * 1024,
             send_path: SendPath::Copy,
             recv_path: RecvPath::Copy,
-            placement: Placement::Float { max_workers: 1 },
+            placement: WorkerPlacement::Float { max_workers: 1 },
             budget: None,
             udp: None,
         };

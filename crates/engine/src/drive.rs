@@ -2,7 +2,7 @@
 //! reached their peer: poll the core, do what its actions say through the [`Shell`], read the
 //! control connection until the next wake-up, feed the core the bytes, the counters and the
 //! time, and end as the core says. The client's runner ([`crate::client`]) and the server's
-//! ([`crate::server`]) each implement [`End`] with only what differs: the data connections
+//! ([`crate::server`]) each implement [`Endpoint`] with only what differs: the data connections
 //! (the client opens them when asked; the server accepted them before the loop), what reading
 //! the control connection costs (the server charges the peer's address), their error words,
 //! what they add to their results and what they release (the server's tune change).
@@ -89,7 +89,7 @@ pub struct Link<'k, C> {
 }
 
 /// What one end supplies to the loop: only what differs between the client and the server.
-pub trait End<'k> {
+pub trait Endpoint<'k> {
     type Error;
     type Ctrl: Control;
 
@@ -142,7 +142,7 @@ pub trait End<'k> {
 }
 
 /// Write what the core has for the peer.
-fn flush<'k, E: End<'k>>(end: &mut E) -> Result<(), E::Error> {
+fn flush<'k, E: Endpoint<'k>>(end: &mut E) -> Result<(), E::Error> {
     let Link { core, ctrl, .. } = end.link();
     let out = core.take_transmit();
     ctrl.send(&out).map_err(|e| end.failed(Failed::Write(e)))
@@ -150,13 +150,13 @@ fn flush<'k, E: End<'k>>(end: &mut E) -> Result<(), E::Error> {
 
 /// The end's words for `f`, once what it queued in the core (telling the peer) is written,
 /// as far as it goes.
-fn fail<'k, E: End<'k>>(end: &mut E, f: Failed) -> E::Error {
+fn fail<'k, E: Endpoint<'k>>(end: &mut E, f: Failed) -> E::Error {
     let e = end.failed(f);
     written(end, e)
 }
 
 /// `e`, once what the core has for the peer is written, as far as it goes.
-fn written<'k, E: End<'k>>(end: &mut E, e: E::Error) -> E::Error {
+fn written<'k, E: Endpoint<'k>>(end: &mut E, e: E::Error) -> E::Error {
     let Link { core, ctrl, .. } = end.link();
     let _ = ctrl.send(&core.take_transmit());
     e
@@ -178,7 +178,7 @@ pub fn test_end_arrival(
 /// Read the control connection until `deadline` and give the core what came (through
 /// [`End::input`]), the data phase's counters as they are after the wait, then the time and the
 /// connection's state. An error of the end's is returned once what it queued went out.
-pub fn feed<'k, E: End<'k>>(end: &mut E, deadline: Instant) -> Result<(), E::Error> {
+pub fn feed<'k, E: Endpoint<'k>>(end: &mut E, deadline: Instant) -> Result<(), E::Error> {
     let read = end
         .link()
         .ctrl
@@ -213,7 +213,10 @@ pub fn feed<'k, E: End<'k>>(end: &mut E, deadline: Instant) -> Result<(), E::Err
 /// with the last tick stops the senders when it came, not after that work); then the
 /// intervals due, this end's live frames, and a wait for the control connection until the
 /// next wake-up ([`Shell::wake`]).
-pub fn drive<'k, E: End<'k>>(end: &mut E, reporter: &mut dyn Reporter) -> Result<(), E::Error> {
+pub fn drive<'k, E: Endpoint<'k>>(
+    end: &mut E,
+    reporter: &mut dyn Reporter,
+) -> Result<(), E::Error> {
     flush(end)?;
     let mut read_early = false;
     loop {
@@ -249,7 +252,7 @@ pub fn drive<'k, E: End<'k>>(end: &mut E, reporter: &mut dyn Reporter) -> Result
 }
 
 /// One action of the core's, through the shell (`Action::End` is [`finish`]'s).
-fn act<'k, E: End<'k>>(
+fn act<'k, E: Endpoint<'k>>(
     end: &mut E,
     action: Action,
     reporter: &mut dyn Reporter,
@@ -311,7 +314,7 @@ fn act<'k, E: End<'k>>(
 
 /// The core ended the test: what it has for the peer goes out, the shell notes a silent peer
 /// or stalled results, and the end says how it ended (what it queues goes out too).
-fn finish<'k, E: End<'k>>(
+fn finish<'k, E: Endpoint<'k>>(
     end: &mut E,
     ending: Ending,
     reporter: &mut dyn Reporter,
@@ -344,7 +347,8 @@ mod tests {
 
     use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
     use wirespeed_datapath::{RecvPath, SendPath};
-    use wirespeed_protocol::psk::{Psk, Side};
+    use wirespeed_model::End;
+    use wirespeed_protocol::psk::Psk;
     use wirespeed_protocol::{
         Cookie, Decline, Direction, ParamsExt, ServerEvent, ServerSession, TestParams, Timeouts,
         COOKIE_LEN,
@@ -355,7 +359,7 @@ mod tests {
     use crate::data::{DataSocket, DataStream};
     use crate::measurement::{LocalPaths, Whence};
     use crate::output::NullReporter;
-    use crate::placement::Placement;
+    use crate::placement::WorkerPlacement;
     use crate::shell::Begin;
 
     const S: Duration = Duration::from_secs(1);
@@ -450,15 +454,15 @@ mod tests {
         fn begin(&mut self, reporter: &mut dyn Reporter) -> Result<(), String> {
             let how = Begin {
                 whence: match self.link.sh.side {
-                    Side::Client => Whence::ConnectingTo(HostPort {
+                    End::Client => Whence::ConnectingTo(HostPort {
                         host: "127.0.0.1".into(),
                         port: self.peer.port(),
                     }),
-                    Side::Server => Whence::AcceptedFrom(self.peer),
+                    End::Server => Whence::AcceptedFrom(self.peer),
                 },
                 mss_default: None,
                 paths: LocalPaths {
-                    placement: Placement::float(),
+                    placement: WorkerPlacement::float(),
                     send_path: SendPath::Copy,
                     recv_path: RecvPath::Copy,
                     udp_send_path: UdpSendPath::Gso,
@@ -474,7 +478,7 @@ mod tests {
         }
     }
 
-    impl<'k> End<'k> for TestEnd<'k> {
+    impl<'k> Endpoint<'k> for TestEnd<'k> {
         type Error = String;
         type Ctrl = Mem;
 
@@ -568,7 +572,7 @@ mod tests {
         };
         std::thread::scope(|scope| {
             let client = scope.spawn(|| {
-                let sh = Shell::new(Side::Client, cookie, client_key, Duration::ZERO);
+                let sh = Shell::new(End::Client, cookie, client_key, Duration::ZERO);
                 let plan = ClientPlan {
                     end: end_at,
                     paced: false,
@@ -601,7 +605,7 @@ mod tests {
             });
             let server = scope.spawn(move || {
                 // the acceptor: the cookie, then the parameters
-                let sh = Shell::new(Side::Server, cookie, server_key, Duration::ZERO);
+                let sh = Shell::new(End::Server, cookie, server_key, Duration::ZERO);
                 let mut ctrl = sctl;
                 let mut sess = ServerSession::new(sh.now(), cookie, timeouts);
                 let mut skip = COOKIE_LEN;

@@ -1,7 +1,7 @@
 //! What the engine asks of the layers above it, as traits the binary implements and passes in.
 //!
 //! The engine measures; it does not decide where the work ran or how to change the host. Two
-//! hooks plug those in (the explain crate implements both over a `wirespeed_host::Root`, so a
+//! hooks plug those in (the drive crate implements both over a `wirespeed_host::Root`, so a
 //! captured tree works as well as the live host; the command line wires them into the
 //! configurations):
 //! - [`Observe`]: watch one end of a test (per-CPU counters, the NIC's interrupts) from the

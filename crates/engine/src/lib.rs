@@ -11,7 +11,7 @@
 //!
 //! The engine measures and nothing more: what it needs from the layers above (observing where
 //! the work ran and deciding the verdict; changing the host on a client's tune request) are the
-//! [`hooks`] traits, which the binary implements (with the explain crate) and passes in through
+//! [`hooks`] traits, which the binary implements (with the drive crate) and passes in through
 //! the configurations. Each end's observation travels typed in the protocol extension
 //! (`wirespeed_protocol::ResultsExt::observation`) and lands in the report
 //! (`WirespeedExt::observation`); `assemble::results_ext` is where an end puts its own.

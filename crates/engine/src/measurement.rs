@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 use wirespeed_datapath::tcp::TcpInfo;
 use wirespeed_datapath::udp::{UdpRecvPath, UdpSendPath};
 use wirespeed_datapath::{self as dp, Budget, RecvPath, SendPath};
-use wirespeed_model::Worker;
+use wirespeed_model::{End, Worker};
 use wirespeed_protocol::{Cookie, Direction, TestParams, Transport};
-use wirespeed_report::builder::{BuildError, Protocol, ResultBuilder, Role, StreamSample};
+use wirespeed_report::builder::{BuildError, ResultBuilder, StreamSample};
 use wirespeed_report::{HostPort, LiveEvent, Start, TestStart};
 
 use crate::assemble::{self, VERSION};
@@ -35,7 +35,7 @@ use crate::data::{DataConfig, DataPhase, DataSocket, DataStream, Drain, UdpConfi
 use crate::live::LiveState;
 use crate::observe::TestObserver;
 use crate::output::Reporter;
-use crate::placement::Placement;
+use crate::placement::WorkerPlacement;
 use crate::timeline::Timeline;
 use crate::usage::{CpuMeter, CpuPercent};
 use crate::EngineError;
@@ -162,12 +162,8 @@ pub fn builder(
     streams: &[DataStream],
 ) -> Result<ResultBuilder, BuildError> {
     let mut b = ResultBuilder::new(
-        if p.transport == Transport::Udp {
-            Protocol::Udp
-        } else {
-            Protocol::Tcp
-        },
-        if client { Role::Client } else { Role::Server },
+        p.transport,
+        if client { End::Client } else { End::Server },
         p.direction == Direction::Both,
         interval.as_secs_f64(),
     );
@@ -180,7 +176,7 @@ pub fn builder(
 /// What only this end decides about its data phase.
 #[derive(Debug, Clone)]
 pub struct LocalPaths {
-    pub placement: Placement,
+    pub placement: WorkerPlacement,
     pub send_path: SendPath,
     pub recv_path: RecvPath,
     pub udp_send_path: UdpSendPath,
@@ -403,10 +399,8 @@ impl<D: Counters> Measurement<D> {
         }
         let verdict = self.live.local().and_then(|l| {
             let bidir_local = match self.builder.role() {
-                (wirespeed_report::builder::Role::Client, true) => {
-                    Some(wirespeed_model::End::Client)
-                }
-                (_, true) => Some(wirespeed_model::End::Server),
+                (End::Client, true) => Some(End::Client),
+                (_, true) => Some(End::Server),
                 (_, false) => None,
             };
             let measured = self
@@ -641,7 +635,7 @@ mod tests {
             "192.0.2.1".parse().unwrap(),
             None,
         );
-        let mut b = ResultBuilder::new(Protocol::Tcp, Role::Server, false, interval);
+        let mut b = ResultBuilder::new(Transport::Tcp, End::Server, false, interval);
         b.add_stream(1, false).unwrap();
         let m = Measurement::new(
             Fake {
@@ -750,7 +744,7 @@ mod tests {
         assert_eq!((ts.num_streams, ts.blksize, ts.bytes), (2, 1460, 5_000_000));
         assert_eq!((ts.reverse, ts.bidir, ts.interval), (1, Some(0), Some(0.5)));
         let local = LocalPaths {
-            placement: Placement::Affinity(1),
+            placement: WorkerPlacement::Affinity(1),
             send_path: SendPath::Copy,
             recv_path: RecvPath::Copy,
             udp_send_path: UdpSendPath::Gso,
@@ -871,7 +865,7 @@ mod tests {
             "192.0.2.1".parse().unwrap(),
             None,
         );
-        let mut b = ResultBuilder::new(Protocol::Tcp, Role::Server, false, 1.0);
+        let mut b = ResultBuilder::new(Transport::Tcp, End::Server, false, 1.0);
         b.add_stream(1, false).unwrap();
         let fake = Fake {
             clock: clock.clone(),

@@ -614,7 +614,7 @@ mod tests {
     }
 
     /// What a saved report in iperf3's `-J` shape gives, read through the report's types (once
-    /// a string-keyed reader in explain's verdict module; its cases live on here).
+    /// a string-keyed reader in the verdict crate; its cases live on here).
     #[test]
     fn measured_from_an_iperf3_shaped_report_read_through_its_types() {
         let read = |json: serde_json::Value| -> (End, Vec<Interval>) {

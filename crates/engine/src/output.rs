@@ -230,7 +230,7 @@ impl Reporter for StandardReporter {
                 let has_end = result.end.sum_sent.is_some() || result.end.sum.is_some();
                 if let (Some(mut r), true) = (self.text.take(), has_end) {
                     self.emit(|b| r.end(b, result));
-                    if r.context().role == wirespeed_report::Role::Client {
+                    if r.context().role == wirespeed_model::End::Client {
                         if let Some(t) = &result.server_output_text {
                             self.emit(|b| b.write_all(b"\n"));
                             self.emit_raw(|b| write_server_output(b, t));

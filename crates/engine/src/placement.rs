@@ -23,7 +23,7 @@ pub struct WorkerPlan {
 
 /// Where workers may go.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Placement {
+pub enum WorkerPlacement {
     /// One pinned worker per CPU (`--cpus`).
     Cpus(CpuSet),
     /// Everything on one CPU (`-A`).
@@ -35,17 +35,17 @@ pub enum Placement {
     Float { max_workers: usize },
 }
 
-impl Placement {
+impl WorkerPlacement {
     /// A CPU set (`--cpus`) if given, else one CPU (`-A`), else none: both ends' rule, applied
     /// by the server first to the client's wishes, then to its own options.
-    pub fn pinned(cpus: Option<CpuSet>, affinity: Option<u32>) -> Option<Placement> {
-        cpus.map(Placement::Cpus)
-            .or(affinity.map(Placement::Affinity))
+    pub fn pinned(cpus: Option<CpuSet>, affinity: Option<u32>) -> Option<WorkerPlacement> {
+        cpus.map(WorkerPlacement::Cpus)
+            .or(affinity.map(WorkerPlacement::Affinity))
     }
 
     /// Unpinned, over the CPUs this process may use.
-    pub fn float() -> Placement {
-        Placement::Float {
+    pub fn float() -> WorkerPlacement {
+        WorkerPlacement::Float {
             max_workers: usable_cpus(),
         }
     }
@@ -57,16 +57,16 @@ pub fn usable_cpus() -> usize {
 }
 
 /// Spread `n` streams over workers.
-pub fn plan(n: usize, placement: &Placement) -> Vec<WorkerPlan> {
+pub fn plan(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
     if n == 0 {
         return Vec::new();
     }
     match placement {
-        Placement::Affinity(c) => vec![WorkerPlan {
+        WorkerPlacement::Affinity(c) => vec![WorkerPlan {
             cpu: Some(*c),
             streams: (0..n).collect(),
         }],
-        Placement::Cpus(cpus) if !cpus.is_empty() => {
+        WorkerPlacement::Cpus(cpus) if !cpus.is_empty() => {
             let used = cpus.len().min(n);
             let mut w: Vec<WorkerPlan> = cpus
                 .iter()
@@ -81,11 +81,11 @@ pub fn plan(n: usize, placement: &Placement) -> Vec<WorkerPlan> {
             }
             w
         }
-        Placement::Cpus(_) => vec![WorkerPlan {
+        WorkerPlacement::Cpus(_) => vec![WorkerPlan {
             cpu: None,
             streams: (0..n).collect(),
         }],
-        Placement::Float { max_workers } => {
+        WorkerPlacement::Float { max_workers } => {
             let k = (*max_workers).max(1).min(n);
             let mut w: Vec<WorkerPlan> = (0..k)
                 .map(|_| WorkerPlan {
@@ -107,7 +107,7 @@ mod tests {
 
     #[test]
     fn cpus_get_streams_round_robin() {
-        let p = plan(5, &Placement::Cpus(CpuSet::from_cpus([6, 7])));
+        let p = plan(5, &WorkerPlacement::Cpus(CpuSet::from_cpus([6, 7])));
         assert_eq!(p.len(), 2);
         assert_eq!(
             p[0],
@@ -125,14 +125,14 @@ mod tests {
         );
         // More CPUs than streams: only as many workers as streams.
         assert_eq!(
-            plan(1, &Placement::Cpus(CpuSet::from_cpus([1, 2, 3]))).len(),
+            plan(1, &WorkerPlacement::Cpus(CpuSet::from_cpus([1, 2, 3]))).len(),
             1
         );
     }
 
     #[test]
     fn affinity_and_float() {
-        let p = plan(3, &Placement::Affinity(4));
+        let p = plan(3, &WorkerPlacement::Affinity(4));
         assert_eq!(
             p,
             vec![WorkerPlan {
@@ -140,21 +140,21 @@ mod tests {
                 streams: vec![0, 1, 2]
             }]
         );
-        let p = plan(1024, &Placement::Float { max_workers: 2 });
+        let p = plan(1024, &WorkerPlacement::Float { max_workers: 2 });
         assert_eq!(p.len(), 2);
         assert_eq!(p[0].streams.len(), 512);
         assert!(p.iter().all(|w| w.cpu.is_none()));
-        assert!(plan(0, &Placement::Float { max_workers: 2 }).is_empty());
+        assert!(plan(0, &WorkerPlacement::Float { max_workers: 2 }).is_empty());
         let mut all: Vec<usize> = p.iter().flat_map(|w| w.streams.clone()).collect();
         all.sort_unstable();
         assert_eq!(all, (0..1024).collect::<Vec<_>>());
         // Up to one stream per CPU: a worker (thread) each; beyond, a worker per CPU.
-        let q = plan(2, &Placement::Float { max_workers: 2 });
+        let q = plan(2, &WorkerPlacement::Float { max_workers: 2 });
         assert_eq!(q.len(), 2);
         assert!(q.iter().all(|w| w.streams.len() == 1));
-        let q = plan(3, &Placement::Float { max_workers: 2 });
+        let q = plan(3, &WorkerPlacement::Float { max_workers: 2 });
         assert_eq!(q.len(), 2);
         assert_eq!(q[0].streams, vec![0, 2]);
-        assert_eq!(plan(6, &Placement::Float { max_workers: 8 }).len(), 6);
+        assert_eq!(plan(6, &WorkerPlacement::Float { max_workers: 8 }).len(), 6);
     }
 }

@@ -2,7 +2,7 @@
 //! state from the data phase on and what it does for each of the core's actions, written
 //! once. The loop that polls the core and acts is [`crate::drive`]'s, also one for both ends;
 //! the client's runner ([`crate::client`]) and the server's ([`crate::server`]) supply only
-//! what differs there ([`crate::drive::End`]): how the peer is reached (connect or accept),
+//! what differs there ([`crate::drive::Endpoint`]): how the peer is reached (connect or accept),
 //! what reading the control connection costs (the server charges the peer's address), their
 //! error words, what they release (the server's tune change) and what they add to the report.
 //!
@@ -18,8 +18,9 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use wirespeed_model::verdict::{ControlStall, Measured, PeerSilent, SilentPhase};
+use wirespeed_model::End;
 use wirespeed_model::MoveReport;
-use wirespeed_protocol::psk::{Psk, PskError, PskRefusal, Side};
+use wirespeed_protocol::psk::{Psk, PskError, PskRefusal};
 use wirespeed_protocol::{Cookie, LiveInterval, TestParams, TestResults, Transport, WireError};
 use wirespeed_report::{Start, TestResult};
 use wirespeed_run::{ControlInfo, Progress, TestRun};
@@ -130,7 +131,7 @@ pub struct Shell<'a> {
     pub epoch: Instant,
     pub cookie: Cookie,
     /// This end (whose results it seals); the peer's are checked as the other side's.
-    pub side: Side,
+    pub side: End,
     psk: Option<&'a Psk>,
     /// `-i`: intervals shown (zero: none, the report has none either).
     pub interval: Duration,
@@ -147,7 +148,7 @@ pub struct Shell<'a> {
 }
 
 impl<'a> Shell<'a> {
-    pub fn new(side: Side, cookie: Cookie, psk: Option<&'a Psk>, interval: Duration) -> Self {
+    pub fn new(side: End, cookie: Cookie, psk: Option<&'a Psk>, interval: Duration) -> Self {
         Shell {
             epoch: Instant::now(),
             cookie,
@@ -163,7 +164,7 @@ impl<'a> Shell<'a> {
     }
 
     fn client(&self) -> bool {
-        self.side == Side::Client
+        self.side == End::Client
     }
 
     /// This end's test clock.
@@ -526,7 +527,7 @@ mod tests {
     }
 
     impl<'k> Side1<'k> {
-        fn new(side: Side, cookie: Cookie, psk: Option<&'k Psk>, cpu: f64) -> Self {
+        fn new(side: End, cookie: Cookie, psk: Option<&'k Psk>, cpu: f64) -> Self {
             Side1 {
                 sh: Shell::new(side, cookie, psk, Duration::ZERO),
                 core: None,
@@ -630,8 +631,8 @@ mod tests {
         server_key: Option<&'k Psk>,
     ) -> (Side1<'k>, Side1<'k>) {
         let cookie = Cookie::from_entropy(&[9u8; COOKIE_LEN - 1]);
-        let mut c = Side1::new(Side::Client, cookie, client_key, 11.0);
-        let mut s = Side1::new(Side::Server, cookie, server_key, 22.0);
+        let mut c = Side1::new(End::Client, cookie, client_key, 11.0);
+        let mut s = Side1::new(End::Server, cookie, server_key, 22.0);
         let params = TestParams {
             time: match end {
                 EndAt::Time(t) => t.as_secs() as u32,
@@ -759,7 +760,7 @@ mod tests {
     fn an_ends_own_results_do_not_pass_as_the_peers() {
         let k = key("a shared key of enough length for the test");
         let cookie = Cookie::from_entropy(&[3u8; COOKIE_LEN - 1]);
-        for side in [Side::Client, Side::Server] {
+        for side in [End::Client, End::Server] {
             let mut sh = Shell::new(side, cookie, Some(&k), Duration::ZERO);
             let mut own = TestResults {
                 wirespeed: Some(assemble::results_ext(&[])),

@@ -2,7 +2,7 @@
 //! of the NIC that carries the test to the CPUs the client asked for (`irq_cpus` in the
 //! parameters' extension) before the data phase, and put them back after it.
 //!
-//! The change itself is a [`HostChange`] hook (the command line wires in the explain crate's,
+//! The change itself is a [`HostChange`] hook (the command line wires in the drive crate's,
 //! which is the sweep's own move: a tune plan applied through tune's journal). One host has one
 //! IRQ layout at a time, so a server holds at most one change: a [`TuneSlot`] names the test
 //! holding it and its journal. The change is reverted when the test's data phase ends, when the

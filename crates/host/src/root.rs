@@ -277,19 +277,9 @@ impl Root {
 
     /// Read a whole file as text (at most [`MAX_READ`] bytes).
     pub fn read(&self, host_path: &str) -> Result<String, RootError> {
-        let bytes = match self.read_capped(host_path, MAX_READ, true) {
-            Ok(b) => b,
-            Err(e) => {
-                self.note(|r| {
-                    r.failed.insert(host_path.to_string());
-                });
-                return Err(e);
-            }
-        };
-        self.note(|r| {
-            r.files.insert(host_path.to_string(), bytes.clone());
-        });
-        String::from_utf8(bytes).map_err(|_| RootError::NotUtf8 {
+        let bytes = self.read_capped(host_path, MAX_READ, true);
+        self.record(host_path, bytes.as_deref().ok());
+        String::from_utf8(bytes?).map_err(|_| RootError::NotUtf8 {
             path: host_path.to_string(),
         })
     }
@@ -318,14 +308,10 @@ impl Root {
         if let Err(e) = read {
             bytes.clear();
             *buf = String::from_utf8(bytes).unwrap_or_default();
-            self.note(|r| {
-                r.failed.insert(host_path.to_string());
-            });
+            self.record(host_path, None);
             return Err(e);
         }
-        self.note(|r| {
-            r.files.insert(host_path.to_string(), bytes.clone());
-        });
+        self.record(host_path, Some(&bytes));
         match String::from_utf8(bytes) {
             Ok(s) => {
                 *buf = s;
@@ -345,19 +331,21 @@ impl Root {
     /// Read a whole binary file (PCI configuration space), at most `limit` bytes: a longer
     /// file is cut at `limit` (config space readers ask for a prefix).
     pub fn read_bytes(&self, host_path: &str, limit: usize) -> Result<Vec<u8>, RootError> {
-        let bytes = match self.read_capped(host_path, (limit as u64).min(MAX_READ), false) {
-            Ok(b) => b,
-            Err(e) => {
-                self.note(|r| {
-                    r.failed.insert(host_path.to_string());
-                });
-                return Err(e);
+        let bytes = self.read_capped(host_path, (limit as u64).min(MAX_READ), false);
+        self.record(host_path, bytes.as_deref().ok());
+        bytes
+    }
+
+    /// Note a read in the recording, if one is kept: the bytes read, or (`None`) that it failed.
+    fn record(&self, host_path: &str, bytes: Option<&[u8]>) {
+        self.note(|r| match bytes {
+            Some(b) => {
+                r.files.insert(host_path.to_string(), b.to_vec());
             }
-        };
-        self.note(|r| {
-            r.files.insert(host_path.to_string(), bytes.clone());
+            None => {
+                r.failed.insert(host_path.to_string());
+            }
         });
-        Ok(bytes)
     }
 
     /// Read at most `max` bytes of `host_path` beneath the root; with `whole`, a longer file

@@ -196,6 +196,11 @@ impl Step {
             stdin: None,
         }
     }
+
+    /// `argv` run inside the namespace `ns` (`ip netns exec NS ...`).
+    fn in_ns(ns: &str, argv: &[&str]) -> Step {
+        Step::new(&[&["ip", "netns", "exec", ns], argv].concat())
+    }
 }
 
 impl fmt::Display for Step {
@@ -319,15 +324,7 @@ pub fn links(spec: &Spec, kernel: Kernel) -> Result<Vec<Step>, LabError> {
             ]));
         }
         for n in [&r1, &r2] {
-            steps.push(Step::new(&[
-                "ip",
-                "netns",
-                "exec",
-                n,
-                "sysctl",
-                "-qw",
-                "net.ipv4.ip_forward=1",
-            ]));
+            steps.push(Step::in_ns(n, &["sysctl", "-qw", "net.ipv4.ip_forward=1"]));
         }
         // The bottleneck: each router's egress onto the middle link.
         for (n, dev) in [(&r1, ROUTER_DEV_B), (&r2, ROUTER_DEV_A)] {
@@ -338,9 +335,10 @@ pub fn links(spec: &Spec, kernel: Kernel) -> Result<Vec<Step>, LabError> {
         // aggregates (veth carries those whole; one drop would lose ~40 segments at once).
         if spec.loss.is_some() {
             for n in [&a, &b] {
-                steps.push(Step::new(&[
-                    "ip", "netns", "exec", n, "ethtool", "-K", END_DEV, "tso", "off", "gso", "off",
-                ]));
+                steps.push(Step::in_ns(
+                    n,
+                    &["ethtool", "-K", END_DEV, "tso", "off", "gso", "off"],
+                ));
             }
         }
         // Loss without netem: each router drops at random what it forwards from its end, so
@@ -348,10 +346,8 @@ pub fn links(spec: &Spec, kernel: Kernel) -> Result<Vec<Step>, LabError> {
         if let (Some(loss), false) = (spec.loss, kernel.netem) {
             for (n, from) in [(&r1, ROUTER_DEV_A), (&r2, ROUTER_DEV_B)] {
                 steps.push(Step {
-                    argv: ["ip", "netns", "exec", n, "nft", "-f", "-"]
-                        .map(String::from)
-                        .to_vec(),
                     stdin: Some(nft_loss(from, loss)),
+                    ..Step::in_ns(n, &["nft", "-f", "-"])
                 });
             }
         }
@@ -360,15 +356,16 @@ pub fn links(spec: &Spec, kernel: Kernel) -> Result<Vec<Step>, LabError> {
         let nr = cpus.iter().next_back().map_or(1, |c| c + 1);
         let mask = cpus.to_mask(nr);
         for n in [&a, &b] {
-            steps.push(Step::new(&[
-                "ip",
-                "netns",
-                "exec",
+            steps.push(Step::in_ns(
                 n,
-                "sh",
-                "-c",
-                &format!("printf '%s\\n' {mask} > /sys/class/net/{END_DEV}/queues/rx-0/rps_cpus"),
-            ]));
+                &[
+                    "sh",
+                    "-c",
+                    &format!(
+                        "printf '%s\\n' {mask} > /sys/class/net/{END_DEV}/queues/rx-0/rps_cpus"
+                    ),
+                ],
+            ));
         }
     }
     Ok(steps)
@@ -442,14 +439,22 @@ pub fn delay_line(spec: &Spec, kernel: Kernel) -> Vec<Step> {
     }
     let r1 = Side::Router1.netns(&spec.name);
     let mtu = spec.end_mtu().max(spec.path_mtu.unwrap_or(0)).to_string();
+    let ip = |args: &[&str]| Step::new(&[&["ip", "-n", r1.as_str()], args].concat());
+    let rule = |iif: &str, pref: &str| {
+        ip(&[
+            "rule",
+            "add",
+            "iif",
+            iif,
+            "lookup",
+            DELAY_TABLE,
+            "pref",
+            pref,
+        ])
+    };
     vec![
-        Step::new(&[
-            "ip", "-n", &r1, "tuntap", "add", "dev", DELAY_DEV, "mode", "tun",
-        ]),
-        Step::new(&[
-            "ip",
-            "-n",
-            &r1,
+        ip(&["tuntap", "add", "dev", DELAY_DEV, "mode", "tun"]),
+        ip(&[
             "link",
             "set",
             DELAY_DEV,
@@ -459,10 +464,7 @@ pub fn delay_line(spec: &Spec, kernel: Kernel) -> Vec<Step> {
             "10000",
             "up",
         ]),
-        Step::new(&[
-            "ip",
-            "-n",
-            &r1,
+        ip(&[
             "route",
             "add",
             "default",
@@ -471,43 +473,18 @@ pub fn delay_line(spec: &Spec, kernel: Kernel) -> Vec<Step> {
             "table",
             DELAY_TABLE,
         ]),
-        Step::new(&[
-            "ip",
-            "-n",
+        rule(ROUTER_DEV_A, "100"),
+        rule(ROUTER_DEV_B, "101"),
+        Step::in_ns(
             &r1,
-            "rule",
-            "add",
-            "iif",
-            ROUTER_DEV_A,
-            "lookup",
-            DELAY_TABLE,
-            "pref",
-            "100",
-        ]),
-        Step::new(&[
-            "ip",
-            "-n",
-            &r1,
-            "rule",
-            "add",
-            "iif",
-            ROUTER_DEV_B,
-            "lookup",
-            DELAY_TABLE,
-            "pref",
-            "101",
-        ]),
-        Step::new(&[
-            "ip",
-            "netns",
-            "exec",
-            &r1,
-            "sysctl",
-            "-qw",
-            "net.ipv4.conf.all.rp_filter=0",
-            "net.ipv4.conf.default.rp_filter=0",
-            &format!("net.ipv4.conf.{DELAY_DEV}.rp_filter=0"),
-        ]),
+            &[
+                "sysctl",
+                "-qw",
+                "net.ipv4.conf.all.rp_filter=0",
+                "net.ipv4.conf.default.rp_filter=0",
+                &format!("net.ipv4.conf.{DELAY_DEV}.rp_filter=0"),
+            ],
+        ),
     ]
 }
 

@@ -1,6 +1,6 @@
 //! What a bit cost: the CPU each end spent moving the test's bytes, and the cores the link's
-//! rate would need at that cost. The explain crate computes it from the observation
-//! (`wirespeed_explain::cost`); the report carries it under `wirespeed.cost`, the text output
+//! rate would need at that cost. The verdict crate computes it from the observation
+//! (`wirespeed_verdict::cost`); the report carries it under `wirespeed.cost`, the text output
 //! prints it in one line and the CPU-bound verdicts quote its projection.
 
 use serde::{Deserialize, Serialize};

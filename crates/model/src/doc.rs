@@ -1,5 +1,5 @@
 //! wirespeed's own JSON documents, as typed data: what `sweep`, `sweep --irq-cpus`,
-//! `client --repeat` and `latency` write and the report crate reads and draws. The explain crate
+//! `client --repeat` and `latency` write and the report crate reads and draws. The drive and latency crates
 //! computes them (its functions fill these types); every reader takes these types, never a
 //! copy of them. The documents carry an explicit `kind` (`wirespeed_report::doc::Document`
 //! writes and reads it).
@@ -336,7 +336,7 @@ pub struct Mode {
     pub agreeing: usize,
     /// The placement of the first run with that signature (CPU numbers for the text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub placement: Option<Placement>,
+    pub placement: Option<IrqPlacement>,
     /// One line: throughput, runs, placement.
     pub description: String,
 }
@@ -368,9 +368,10 @@ pub struct Share {
     pub events: u64,
 }
 
-/// Where an end's network work ran relative to its app CPUs.
+/// Where an end's network work (the NIC's interrupts, `NET_RX` softirqs) ran relative to its app
+/// CPUs: observed (where the IRQs should go is doctor's `IrqAssignment`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Placement {
+pub struct IrqPlacement {
     pub app_cpus: CpuSet,
     /// The NIC's interrupts; `None` when none were counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -387,7 +388,7 @@ pub struct Signature {
     pub softirq: Option<Relation>,
 }
 
-impl Placement {
+impl IrqPlacement {
     pub fn signature(&self) -> Signature {
         Signature {
             irq: self.irq.as_ref().map(|s| s.relation),

@@ -1,5 +1,5 @@
 //! What a move of a NIC's queue IRQs did (a sweep's step, or a server's answer to a tune
-//! request). The explain crate makes the move (`wirespeed_explain::irq_sweep`).
+//! request). The drive crate makes the move (`wirespeed_drive::irq_sweep`).
 
 use serde::{Deserialize, Serialize};
 

@@ -32,6 +32,7 @@ pub mod precedence;
 pub mod rank;
 pub mod text;
 pub mod topology;
+pub mod transport;
 pub mod units;
 pub mod verdict;
 pub mod worker;
@@ -45,6 +46,7 @@ pub use observation::{
 pub use path::SendPath;
 pub use rank::{Bound, Rank};
 pub use topology::Topology;
+pub use transport::Transport;
 pub use verdict::{
     Agreement, Also, AlsoKind, BusyCpu, Confidence, ControlStall, End, Evidence, Flow, HostLoad,
     LoadedEnd, Measured, PathCeiling, PeerSilent, SilentPhase, UnknownVerdictId, Verdict,

@@ -771,7 +771,7 @@ impl LinkKind {
 
 /// The interface a test's route uses, when it is an upper device (a VLAN, a bond, a bridge, a
 /// macvlan): what it is made of, down to the NICs beneath it. Plain data the observer fills
-/// (`wirespeed-explain`'s `nic`) from the host's resolver, for a verdict to read: a rate held
+/// (`wirespeed-observe`'s `nic`) from the host's resolver, for a verdict to read: a rate held
 /// at one member's speed on a bond of several is the per-host-pair (or per-flow) limit of its
 /// hash policy, not the link's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

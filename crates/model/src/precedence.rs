@@ -1,8 +1,8 @@
 //! Which finding leads a verdict when several hold: one table, as data.
 //!
-//! Every rule of the verdict (`wirespeed_explain::verdict`) reports each finding with how its
+//! Every rule of the verdict (`wirespeed_verdict`) reports each finding with how its
 //! own evidence relates to this test ([`Bound`]) and how strongly ([`Finding::strength`] in
-//! the explain crate, `strength` in `-J`). The headline is the first finding by
+//! the verdict crate, `strength` in `-J`). The headline is the first finding by
 //! [`Bound`] (a limit whose evidence shows it bound the test, before one that is only
 //! consistent with the figures, before a fact about the setup), then by its row here, then by
 //! strength. A fact about the setup (both ends on one host, MTUs that differ) is a row like any
@@ -24,6 +24,19 @@ pub struct Row {
     pub ids: &'static [VerdictId],
     pub reason: &'static str,
 }
+
+/// The ids of the saturated-CPU row, one for each cause of a saturated CPU; the verdict's rule
+/// for a saturated CPU reports these.
+pub const SATURATED_CPU_IDS: &[VerdictId] = &[
+    VerdictId::ReceiverSharesCpuWithSoftirq,
+    VerdictId::IrqNumaRemote,
+    VerdictId::AppNumaRemote,
+    VerdictId::IrqCrossL3,
+    VerdictId::ReceiverCpuBound,
+    VerdictId::SenderCpuBound,
+    VerdictId::SoftirqCpuBound,
+    VerdictId::CpuSteal,
+];
 
 /// The table, first row first.
 pub const PRECEDENCE: &[Row] = &[
@@ -99,16 +112,7 @@ pub const PRECEDENCE: &[Row] = &[
     },
     Row {
         rank: Rank::SaturatedCpu,
-        ids: &[
-            VerdictId::ReceiverSharesCpuWithSoftirq,
-            VerdictId::IrqNumaRemote,
-            VerdictId::AppNumaRemote,
-            VerdictId::IrqCrossL3,
-            VerdictId::ReceiverCpuBound,
-            VerdictId::SenderCpuBound,
-            VerdictId::SoftirqCpuBound,
-            VerdictId::CpuSteal,
-        ],
+        ids: SATURATED_CPU_IDS,
         reason: "a saturated CPU: the busiest decides (a receiver's on a tie); steal on a CPU that did not saturate is only consistent",
     },
     Row {

@@ -2,7 +2,7 @@
 //! siblings; and the relation of two CPUs, the unit of every placement statement.
 //!
 //! A [`Topology`] is plain data (serialisable, so an observation carries the topology of the host
-//! it was taken on and a verdict can be computed anywhere). The explain crate's `topology::read` builds one
+//! it was taken on and a verdict can be computed anywhere). `wirespeed_observe::topology::read` builds one
 //! from the host crate's CPU facts (`cache/index*` of level 3, `nodeN/cpulist`,
 //! `thread_siblings_list`).
 

@@ -1,5 +1,5 @@
-//! The verdict on a test: what limited it, in one line with the evidence. The explain crate
-//! decides it (`wirespeed_explain::verdict`); both ends' reports carry it.
+//! The verdict on a test: what limited it, in one line with the evidence. The verdict crate
+//! decides it (`wirespeed_verdict`); both ends' reports carry it.
 
 use serde::{Deserialize, Serialize};
 
@@ -222,7 +222,7 @@ impl<'de> Deserialize<'de> for Also {
 }
 
 /// A verdict's stable id: what `-J` carries as `wirespeed.verdict.id` (the contract;
-/// `wirespeed_explain::verdict` says when each holds, docs/explain.md describes each). The JSON
+/// `wirespeed_verdict` says when each holds, docs/explain.md describes each). The JSON
 /// string is [`VerdictId::as_str`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -564,7 +564,9 @@ pub struct ControlStall {
     pub pmtu: u32,
 }
 
-/// Which end of a test.
+/// Which end of a test: the client (it opened the control connection) or the server. The one
+/// client/server type of every crate (a silent peer, the PSK's seal of an end's results, the
+/// end a result builder reports for).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum End {
@@ -577,6 +579,14 @@ impl End {
         match self {
             End::Client => "client",
             End::Server => "server",
+        }
+    }
+
+    /// The other end (whose results this end checks).
+    pub fn peer(self) -> End {
+        match self {
+            End::Client => End::Server,
+            End::Server => End::Client,
         }
     }
 }
@@ -603,7 +613,7 @@ impl SilentPhase {
 /// A peer that went silent after the test began, as the waiting end saw it: what it waited
 /// for, what flowed before, and what it knows of the path toward the peer. Small messages got
 /// through (the test reached its data phase), so a large message that never comes points at
-/// frames the path drops (see `wirespeed_explain::verdict`).
+/// frames the path drops (see `wirespeed_verdict`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PeerSilent {
     /// The silent end.

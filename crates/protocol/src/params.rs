@@ -7,15 +7,7 @@ use crate::fields::{self, Obj};
 use crate::frame::{self, JsonFrame, MAX_PARAMS_LEN};
 use crate::WireError;
 
-/// Transport of the data streams.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Transport {
-    #[default]
-    Tcp,
-    Udp,
-    /// iperf3 can ask for SCTP; wirespeed decodes it to refuse it clearly.
-    Sctp,
-}
+pub use wirespeed_model::Transport;
 
 /// Who sends data, from the client's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -153,8 +145,11 @@ pub fn check_client(c: &ClientChoices<'_>) -> Result<(), ClientCheckError> {
 /// The test parameters. Field names are iperf3's keys unless noted.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TestParams {
-    /// `tcp` / `udp` / `sctp` (a `true` key each); TCP when none is present.
+    /// `tcp` / `udp` (a `true` key each); TCP when none is present.
     pub transport: Transport,
+    /// `sctp`: iperf3 can ask for SCTP; wirespeed decodes it to refuse it clearly (it then
+    /// outranks `transport`, as the last of iperf3's three keys does).
+    pub sctp: bool,
     /// `omit`: seconds at the start not counted.
     pub omit: u32,
     /// `server_affinity`: `-A`'s second number.
@@ -289,9 +284,7 @@ impl TestParams {
         if fields::flag(&o, "udp")? {
             p.transport = Transport::Udp;
         }
-        if fields::flag(&o, "sctp")? {
-            p.transport = Transport::Sctp;
-        }
+        p.sctp = fields::flag(&o, "sctp")?;
         p.omit = u32_of(&o, "omit", 0, MAX_OMIT)?.unwrap_or(0);
         p.server_affinity = u32_of(&o, "server_affinity", 0, 1 << 20)?;
         p.time = u32_of(&o, "time", 0, i64::from(u32::MAX))?.unwrap_or(0);
@@ -343,11 +336,12 @@ impl TestParams {
     /// treats a present flag as set whatever its value).
     pub fn to_json(&self) -> Value {
         let mut j = Map::new();
-        match self.transport {
-            Transport::Tcp => j.insert("tcp".into(), Value::Bool(true)),
-            Transport::Udp => j.insert("udp".into(), Value::Bool(true)),
-            Transport::Sctp => j.insert("sctp".into(), Value::Bool(true)),
+        let key = match self.transport {
+            _ if self.sctp => "sctp",
+            Transport::Tcp => "tcp",
+            Transport::Udp => "udp",
         };
+        j.insert(key.into(), Value::Bool(true));
         j.insert("omit".into(), self.omit.into());
         if let Some(a) = self.server_affinity {
             j.insert("server_affinity".into(), a.into());
@@ -668,5 +662,18 @@ mod tests {
         assert_eq!(p.transport, Transport::Udp);
         assert_eq!(p.num, 10_000_000_000_000_000);
         assert_eq!(p.bandwidth, Some(1_000_000_000));
+    }
+
+    #[test]
+    fn an_sctp_request_is_read_apart_from_the_transport_and_written_back() {
+        let p = TestParams::parse(br#"{"udp":true,"sctp":true,"time":1}"#).unwrap();
+        assert!(p.sctp);
+        assert_eq!(p.transport, Transport::Udp);
+        let j = p.to_json();
+        assert_eq!(j.get("sctp"), Some(&Value::Bool(true)));
+        assert_eq!((j.get("udp"), j.get("tcp")), (None, None));
+        let plain = TestParams::parse(br#"{"udp":true,"time":1}"#).unwrap();
+        assert!(!plain.sctp);
+        assert_eq!(plain.to_json().get("udp"), Some(&Value::Bool(true)));
     }
 }

@@ -27,6 +27,7 @@
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use wirespeed_model::End;
 
 use crate::cookie::Cookie;
 use crate::ext::{ParamsExt, PskTag, ResultsExt};
@@ -159,23 +160,6 @@ impl ReplayWindow {
     }
 }
 
-/// Whose results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    Client,
-    Server,
-}
-
-impl Side {
-    /// The other end (whose results this end checks).
-    pub fn peer(self) -> Side {
-        match self {
-            Side::Client => Side::Server,
-            Side::Server => Side::Client,
-        }
-    }
-}
-
 /// Why a client does not ask for a tune request without the key: its words, also for the
 /// commands that ask through the client (a sweep over the server's IRQs).
 pub const ASK_TUNE_NEEDS_KEY: &str = "asking the server to move its IRQs needs --psk FILE (a \
@@ -189,7 +173,7 @@ pub const TAKE_TUNE_NEEDS_KEY: &str = "--allow-tune needs --psk FILE: tune reque
 /// queue IRQs for one test) changes a host: it is asked for and taken only with parameters
 /// tagged with the pre-shared key. The one rule, for both ends: `side` is the end that asks
 /// (the client) or takes (the server), `has_key` whether it holds a key.
-pub fn tune_needs_key(side: Side, has_key: bool) -> Result<(), TuneNeedsKey> {
+pub fn tune_needs_key(side: End, has_key: bool) -> Result<(), TuneNeedsKey> {
     if has_key {
         Ok(())
     } else {
@@ -199,23 +183,23 @@ pub fn tune_needs_key(side: Side, has_key: bool) -> Result<(), TuneNeedsKey> {
 
 /// A tune request asked for, or taken, without the pre-shared key ([`tune_needs_key`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TuneNeedsKey(pub Side);
+pub struct TuneNeedsKey(pub End);
 
 impl std::fmt::Display for TuneNeedsKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.0 {
-            Side::Client => ASK_TUNE_NEEDS_KEY,
-            Side::Server => TAKE_TUNE_NEEDS_KEY,
+            End::Client => ASK_TUNE_NEEDS_KEY,
+            End::Server => TAKE_TUNE_NEEDS_KEY,
         })
     }
 }
 
 impl std::error::Error for TuneNeedsKey {}
 
-fn kind_results(side: Side) -> &'static str {
+fn kind_results(side: End) -> &'static str {
     match side {
-        Side::Client => "client-results",
-        Side::Server => "server-results",
+        End::Client => "client-results",
+        End::Server => "server-results",
     }
 }
 
@@ -370,7 +354,7 @@ impl Psk {
         &self,
         r: &mut TestResults,
         cookie: &Cookie,
-        side: Side,
+        side: End,
         now: i64,
     ) -> Result<(), PskError> {
         if r.wirespeed.is_none() {
@@ -388,7 +372,7 @@ impl Psk {
         &self,
         r: &TestResults,
         cookie: &Cookie,
-        side: Side,
+        side: End,
     ) -> Result<(), PskRefusal> {
         let ext: &ResultsExt = r.wirespeed.as_ref().ok_or(PskRefusal::Missing)?;
         self.check(
@@ -446,10 +430,10 @@ mod tests {
 
     #[test]
     fn a_tune_request_needs_the_key_at_both_ends() {
-        assert_eq!(tune_needs_key(Side::Client, true), Ok(()));
-        assert_eq!(tune_needs_key(Side::Server, true), Ok(()));
-        let ask = tune_needs_key(Side::Client, false).unwrap_err();
-        let take = tune_needs_key(Side::Server, false).unwrap_err();
+        assert_eq!(tune_needs_key(End::Client, true), Ok(()));
+        assert_eq!(tune_needs_key(End::Server, true), Ok(()));
+        let ask = tune_needs_key(End::Client, false).unwrap_err();
+        let take = tune_needs_key(End::Server, false).unwrap_err();
         // each end says it in its own words, both naming the option that fixes it
         assert!(ask
             .to_string()
@@ -458,8 +442,8 @@ mod tests {
             .to_string()
             .starts_with("--allow-tune needs --psk FILE"));
         assert_eq!(
-            (Side::Client.peer(), Side::Server.peer()),
-            (Side::Server, Side::Client)
+            (End::Client.peer(), End::Server.peer()),
+            (End::Server, End::Client)
         );
     }
 
@@ -605,23 +589,23 @@ mod tests {
         let k = psk("correct horse battery staple");
         let cookie = Cookie::from_entropy(&[b'c'; 36]);
         let mut r = results();
-        k.seal_results(&mut r, &cookie, Side::Server, 7).unwrap();
+        k.seal_results(&mut r, &cookie, End::Server, 7).unwrap();
         let (back, _) = TestResults::decode_frame(&r.encode_frame().unwrap()).unwrap();
-        assert_eq!(k.verify_results(&back, &cookie, Side::Server), Ok(()));
+        assert_eq!(k.verify_results(&back, &cookie, End::Server), Ok(()));
         // A server's tag is not a client's.
         assert_eq!(
-            k.verify_results(&back, &cookie, Side::Client),
+            k.verify_results(&back, &cookie, End::Client),
             Err(PskRefusal::Mismatch)
         );
         let mut inflated = back.clone();
         inflated.streams[0].bytes *= 2;
         assert_eq!(
-            k.verify_results(&inflated, &cookie, Side::Server),
+            k.verify_results(&inflated, &cookie, End::Server),
             Err(PskRefusal::Mismatch)
         );
         let mut c = results();
-        k.seal_results(&mut c, &cookie, Side::Client, 7).unwrap();
+        k.seal_results(&mut c, &cookie, End::Client, 7).unwrap();
         let (back, _) = TestResults::decode_client_frame(&c.encode_frame().unwrap()).unwrap();
-        assert_eq!(k.verify_results(&back, &cookie, Side::Client), Ok(()));
+        assert_eq!(k.verify_results(&back, &cookie, End::Client), Ok(()));
     }
 }

@@ -26,33 +26,11 @@
 //! - UDP loss percent = 100 × lost / packets, 0 when there are no packets;
 //!   jitter of a sum is the mean of the streams' jitter.
 
+use wirespeed_model::Transport;
+
 use crate::model::{
     CpuUtilization, End, EndStream, Interval, IntervalStats, StreamTotals, Summary,
 };
-
-/// Transport of the test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    Tcp,
-    Udp,
-}
-
-impl Protocol {
-    /// iperf3's name in `test_start.protocol`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::Tcp => "TCP",
-            Protocol::Udp => "UDP",
-        }
-    }
-}
-
-/// Which end of the control connection the local side is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    Client,
-    Server,
-}
 
 /// One `TCP_INFO` reading of a sending stream at an interval tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -229,11 +207,29 @@ struct StreamAcc {
 /// section comes from the streams' totals, never from the intervals, and does not change.
 pub const MAX_KEPT_INTERVALS: usize = 7200;
 
+/// Keep `kept` within `max`: past it, all but the newest are merged in adjacent pairs
+/// (`merge(earlier, later)`), so a long test keeps its whole span at a coarser step. The one
+/// rule for the report's intervals and the observer's (`wirespeed-observe`).
+pub fn keep_capped<T>(kept: &mut Vec<T>, max: usize, merge: impl Fn(T, T) -> T) {
+    if kept.len() <= max {
+        return;
+    }
+    let newest = kept.pop();
+    let mut it = std::mem::take(kept).into_iter();
+    while let Some(a) = it.next() {
+        kept.push(match it.next() {
+            Some(b) => merge(a, b),
+            None => a,
+        });
+    }
+    kept.extend(newest);
+}
+
 /// Accumulates intervals and produces the `intervals` and `end` sections.
 #[derive(Debug, Clone)]
 pub struct ResultBuilder {
-    protocol: Protocol,
-    role: Role,
+    protocol: Transport,
+    role: wirespeed_model::End,
     bidir: bool,
     interval_secs: f64,
     streams: Vec<StreamAcc>,
@@ -243,7 +239,12 @@ pub struct ResultBuilder {
 
 impl ResultBuilder {
     /// `interval_secs` is `-i` (used only for the short-interval rule; 0 disables it).
-    pub fn new(protocol: Protocol, role: Role, bidir: bool, interval_secs: f64) -> ResultBuilder {
+    pub fn new(
+        protocol: Transport,
+        role: wirespeed_model::End,
+        bidir: bool,
+        interval_secs: f64,
+    ) -> ResultBuilder {
         ResultBuilder {
             protocol,
             role,
@@ -280,7 +281,7 @@ impl ResultBuilder {
     }
 
     /// Which end the report is for, and whether the test is `--bidir`.
-    pub fn role(&self) -> (Role, bool) {
+    pub fn role(&self) -> (wirespeed_model::End, bool) {
         (self.role, self.bidir)
     }
 
@@ -299,7 +300,7 @@ impl ResultBuilder {
         if !self.bidir {
             return ((0..self.streams.len()).collect(), Vec::new());
         }
-        let first_is_sender = self.role == Role::Client;
+        let first_is_sender = self.role == wirespeed_model::End::Client;
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for (i, s) in self.streams.iter().enumerate() {
             if s.sender == first_is_sender {
@@ -313,7 +314,7 @@ impl ResultBuilder {
 
     fn group_is_sender(&self, first: bool) -> bool {
         if self.bidir {
-            (self.role == Role::Client) == first
+            (self.role == wirespeed_model::End::Client) == first
         } else {
             self.streams.first().is_some_and(|s| s.sender)
         }
@@ -362,7 +363,7 @@ impl ResultBuilder {
                 ..IntervalStats::default()
             };
             match self.protocol {
-                Protocol::Tcp => {
+                Transport::Tcp => {
                     if let (true, Some(t)) = (acc.sender, sample.and_then(|s| s.tcp)) {
                         let d = t.retransmits_total.saturating_sub(acc.last_retrans);
                         acc.last_retrans = t.retransmits_total.max(acc.last_retrans);
@@ -388,7 +389,7 @@ impl ResultBuilder {
                         st.reorder = t.reorder;
                     }
                 }
-                Protocol::Udp => {
+                Transport::Udp => {
                     let u = sample.and_then(|s| s.udp).unwrap_or(acc.last_udp);
                     let prev = acc.last_udp;
                     let d_packets = (u.packets - prev.packets).max(0);
@@ -434,18 +435,7 @@ impl ResultBuilder {
             sum_bidir_reverse,
             extra: Default::default(),
         });
-        if self.intervals.len() > self.max_kept {
-            let newest = self.intervals.pop();
-            let old = std::mem::take(&mut self.intervals);
-            let mut it = old.into_iter();
-            while let Some(a) = it.next() {
-                self.intervals.push(match it.next() {
-                    Some(b) => merge_intervals(a, b),
-                    None => a,
-                });
-            }
-            self.intervals.extend(newest);
-        }
+        keep_capped(&mut self.intervals, self.max_kept, merge_intervals);
         Ok(self.intervals.last())
     }
 
@@ -472,7 +462,7 @@ impl ResultBuilder {
             ..IntervalStats::default()
         };
         match self.protocol {
-            Protocol::Tcp => {
+            Transport::Tcp => {
                 if sender && group.iter().any(|&i| per_stream[i].retransmits.is_some()) {
                     sum.retransmits = Some(
                         group
@@ -482,7 +472,7 @@ impl ResultBuilder {
                     );
                 }
             }
-            Protocol::Udp => {
+            Transport::Udp => {
                 let packets: i64 = group.iter().filter_map(|&i| per_stream[i].packets).sum();
                 sum.packets = Some(packets);
                 if !sender {
@@ -594,7 +584,7 @@ impl ResultBuilder {
                 };
                 let mut es = EndStream::default();
                 match self.protocol {
-                    Protocol::Tcp => {
+                    Transport::Tcp => {
                         let mut s = Summary {
                             socket: Some(acc.id),
                             start: 0.0,
@@ -645,7 +635,7 @@ impl ResultBuilder {
                             ..Summary::default()
                         });
                     }
-                    Protocol::Udp => {
+                    Transport::Udp => {
                         let (sent_pk, recv_pk, lost, ooo, jitter) = if acc.sender {
                             (
                                 acc.udp_packets,
@@ -706,14 +696,14 @@ impl ResultBuilder {
                 ..Summary::default()
             };
             let (sum, sum_sent, sum_received) = match self.protocol {
-                Protocol::Tcp => {
+                Transport::Tcp => {
                     let mut sent = base(sender_time, total_sent, gsender);
                     if any_retrans {
                         sent.retransmits = Some(total_retrans);
                     }
                     (None, sent, base(receiver_time, total_received, gsender))
                 }
-                Protocol::Udp => {
+                Transport::Udp => {
                     let n = group.len().max(1) as f64;
                     let jitter = crate::num::finite(jitter_sum / n);
                     let pct = lost_percent(lost_total, packets_total);
@@ -749,7 +739,7 @@ impl ResultBuilder {
         }
 
         end.cpu_utilization_percent = Some(sanitize_cpu(&input.cpu));
-        if self.protocol == Protocol::Tcp {
+        if self.protocol == Transport::Tcp {
             let (snd, rcv) = if last_group_sender {
                 (&input.local_congestion, &input.remote_congestion)
             } else {
@@ -884,7 +874,7 @@ mod tests {
 
     #[test]
     fn tcp_client_intervals_and_end() {
-        let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
+        let mut b = ResultBuilder::new(Transport::Tcp, wirespeed_model::End::Client, false, 1.0);
         b.add_stream(5, true).unwrap();
         b.add_stream(7, true).unwrap();
         let iv = kept(
@@ -975,7 +965,7 @@ mod tests {
 
     #[test]
     fn reverse_client_reports_peer_retransmits() {
-        let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
+        let mut b = ResultBuilder::new(Transport::Tcp, wirespeed_model::End::Client, false, 1.0);
         b.add_stream(5, false).unwrap();
         let iv = kept(&mut b, 0.0, 1.0, false, &[sample(5, 100, None)]);
         assert!(!iv.streams[0].sender);
@@ -1004,8 +994,11 @@ mod tests {
 
     #[test]
     fn bidir_order_and_sum_names() {
-        for (role, first_sender) in [(Role::Client, true), (Role::Server, false)] {
-            let mut b = ResultBuilder::new(Protocol::Tcp, role, true, 1.0);
+        for (role, first_sender) in [
+            (wirespeed_model::End::Client, true),
+            (wirespeed_model::End::Server, false),
+        ] {
+            let mut b = ResultBuilder::new(Transport::Tcp, role, true, 1.0);
             // Register in the "wrong" order on purpose.
             b.add_stream(7, !first_sender).unwrap();
             b.add_stream(5, first_sender).unwrap();
@@ -1036,7 +1029,7 @@ mod tests {
 
     #[test]
     fn udp_receiver_loss_and_jitter() {
-        let mut b = ResultBuilder::new(Protocol::Udp, Role::Client, false, 1.0);
+        let mut b = ResultBuilder::new(Transport::Udp, wirespeed_model::End::Client, false, 1.0);
         b.add_stream(5, false).unwrap();
         b.add_stream(7, false).unwrap();
         let u = |packets, lost, ooo, jitter_ms| {
@@ -1112,7 +1105,8 @@ mod tests {
     #[test]
     fn kept_intervals_are_bounded_and_merged_in_pairs() {
         let run = |max: Option<usize>| {
-            let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
+            let mut b =
+                ResultBuilder::new(Transport::Tcp, wirespeed_model::End::Client, false, 1.0);
             if let Some(m) = max {
                 b = b.with_max_kept(m);
             }
@@ -1157,7 +1151,7 @@ mod tests {
 
     #[test]
     fn short_empty_interval_is_dropped_and_omit_not_counted() {
-        let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
+        let mut b = ResultBuilder::new(Transport::Tcp, wirespeed_model::End::Client, false, 1.0);
         b.add_stream(5, true).unwrap();
         let iv = kept(&mut b, 0.0, 1.0, true, &[sample(5, 500, tcp(1, 1, 10))]);
         assert!(iv.streams[0].omitted && iv.sum.omitted);
@@ -1188,7 +1182,7 @@ mod tests {
             b.sender_rtt_us(),
             Some((s.min_rtt.unwrap(), s.mean_rtt.unwrap(), s.max_rtt.unwrap()))
         );
-        let mut r = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
+        let mut r = ResultBuilder::new(Transport::Tcp, wirespeed_model::End::Client, false, 1.0);
         r.add_stream(5, false).unwrap();
         assert_eq!(r.sender_rtt_us(), None, "a receiving stream takes no RTT");
         assert_eq!(r.sender_max_snd_wnd(), None);
@@ -1202,7 +1196,7 @@ mod tests {
                 ..t
             })
         };
-        let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
+        let mut b = ResultBuilder::new(Transport::Tcp, wirespeed_model::End::Client, false, 1.0);
         b.add_stream(5, true).unwrap();
         b.add_stream(7, true).unwrap();
         assert_eq!(b.sender_max_snd_wnd(), None, "no sample yet");
@@ -1228,7 +1222,7 @@ mod tests {
 
     #[test]
     fn bad_input_is_an_error_not_a_panic() {
-        let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
+        let mut b = ResultBuilder::new(Transport::Tcp, wirespeed_model::End::Client, false, 1.0);
         b.add_stream(5, true).unwrap();
         assert_eq!(b.add_stream(5, true), Err(BuildError::DuplicateStream(5)));
         assert_eq!(
@@ -1250,7 +1244,7 @@ mod tests {
     /// JSON without NaN/inf/null numbers that parses back to the same model.
     #[test]
     fn edge_cases_serialize_to_valid_json() {
-        let mut b = ResultBuilder::new(Protocol::Udp, Role::Server, true, 0.0);
+        let mut b = ResultBuilder::new(Transport::Udp, wirespeed_model::End::Server, true, 0.0);
         b.add_stream(5, true).unwrap();
         b.add_stream(6, false).unwrap();
         let nan_udp = Some(UdpSample {

@@ -8,7 +8,7 @@
 //! - latency (`latency --json`): an object with `cpus` and a `matrix` array;
 //! - doctor (`doctor --json`): an object with `schema_version`, `findings` and `facts`.
 //!
-//! Repeat, sweep and latency documents are written by the explain crate, which sits above this
+//! Repeat, sweep and latency documents are written by the drive and latency crates, which sit above this
 //! one; their readers here ([`RepeatDoc`], [`SweepDoc`], [`LatencyDoc`]) take only the keys the
 //! renderers draw and ignore the rest, so documents of other versions still render. An optional
 //! `topology` key (NUMA nodes and L3 groups) lets the heatmaps outline the groups.
@@ -537,7 +537,7 @@ pub(crate) mod tests {
         );
     }
 
-    /// One document of each of wirespeed's own kinds, as the explain crate fills them.
+    /// One document of each of wirespeed's own kinds, as the drive and latency crates fill them.
     pub(crate) fn written_samples() -> Vec<(Written, Kind)> {
         use wirespeed_model::doc::{Axes, LatencyMatrix, Matrix, RepeatAnalysis, Stats};
         use wirespeed_model::observation::{BitsPerSecond, Percent};

@@ -49,8 +49,7 @@ pub mod where_ran;
 pub mod why;
 
 pub use builder::{
-    BuildError, EndInput, EndReport, PeerStream, Protocol, ResultBuilder, Role, StreamSample,
-    TcpSample, UdpSample,
+    BuildError, EndInput, EndReport, PeerStream, ResultBuilder, StreamSample, TcpSample, UdpSample,
 };
 pub use model::*;
 pub use sizes::{parse_bytes, parse_rate, parse_rate_burst, BitsPerSecond, Bytes, SizeError};

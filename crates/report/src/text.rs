@@ -18,11 +18,11 @@
 
 use std::io::{self, Write};
 
-use crate::builder::{Protocol, Role};
 use crate::model::{
     Connected, End, EndStream, Interval, IntervalStats, Start, Summary, TestResult,
 };
 use crate::units::{c_g, format_bytes, format_rate, interval_span, UnitFormat};
+use wirespeed_model::Transport;
 
 const SEPARATOR: &str = "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
 
@@ -54,8 +54,8 @@ impl Default for TextOptions {
 /// The facts about a test that decide the layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TextContext {
-    pub role: Role,
-    pub protocol: Protocol,
+    pub role: wirespeed_model::End,
+    pub protocol: Transport,
     pub bidir: bool,
     pub reverse: bool,
     /// `-P`: streams per direction. `[SUM]` lines appear when it is above 1.
@@ -70,14 +70,14 @@ impl TextContext {
     /// `-R`, `--bidir` and `-P` from `test_start`.
     pub fn from_start(start: &Start) -> TextContext {
         let role = if start.accepted_connection.is_some() && start.connecting_to.is_none() {
-            Role::Server
+            wirespeed_model::End::Server
         } else {
-            Role::Client
+            wirespeed_model::End::Client
         };
         let ts = start.test_start.as_ref();
         let protocol = match ts {
-            Some(t) if t.protocol.eq_ignore_ascii_case("UDP") => Protocol::Udp,
-            _ => Protocol::Tcp,
+            Some(t) if t.protocol.eq_ignore_ascii_case("UDP") => Transport::Udp,
+            _ => Transport::Tcp,
         };
         let bidir = ts.and_then(|t| t.bidir).is_some_and(|b| b != 0);
         let reverse = ts.is_some_and(|t| t.reverse != 0);
@@ -90,8 +90,8 @@ impl TextContext {
             bidir,
             reverse,
             num_streams,
-            sender_has_retransmits: protocol == Protocol::Tcp
-                && (role == Role::Client || reverse || bidir),
+            sender_has_retransmits: protocol == Transport::Tcp
+                && (role == wirespeed_model::End::Client || reverse || bidir),
         }
     }
 
@@ -101,7 +101,7 @@ impl TextContext {
         let mut c = TextContext::from_start(&result.start);
         if !c.bidir && result.is_bidir() {
             c.bidir = true;
-            if c.protocol == Protocol::Tcp {
+            if c.protocol == Transport::Tcp {
                 c.sender_has_retransmits = true;
             }
         }
@@ -110,7 +110,7 @@ impl TextContext {
 
     /// Whether the local end sends (outside `--bidir`).
     fn local_sends(&self) -> bool {
-        (self.role == Role::Client) != self.reverse
+        (self.role == wirespeed_model::End::Client) != self.reverse
     }
 
     fn tag(&self, sender: bool) -> String {
@@ -118,7 +118,11 @@ impl TextContext {
             format!(
                 "[{}-{}]",
                 if sender { "TX" } else { "RX" },
-                if self.role == Role::Client { "C" } else { "S" }
+                if self.role == wirespeed_model::End::Client {
+                    "C"
+                } else {
+                    "S"
+                }
             )
         } else {
             String::new()
@@ -299,14 +303,14 @@ impl TextRenderer {
         let id = self.ctx.id_header();
         let cols = "Interval           Transfer     Bitrate";
         match self.ctx.protocol {
-            Protocol::Tcp => {
+            Transport::Tcp => {
                 if self.ctx.sender_has_retransmits {
                     format!("{id} {cols}         Retr  Cwnd\n")
                 } else {
                     format!("{id} {cols}\n")
                 }
             }
-            Protocol::Udp => {
+            Transport::Udp => {
                 if !self.ctx.bidir && self.ctx.local_sends() {
                     format!("{id} {cols}         Total Datagrams\n")
                 } else {
@@ -324,7 +328,7 @@ impl TextRenderer {
         let rate = format_rate(s.bits_per_second, self.opts.format);
         let om = omitted(s.omitted);
         match self.ctx.protocol {
-            Protocol::Tcp => match (s.sender, s.retransmits) {
+            Transport::Tcp => match (s.sender, s.retransmits) {
                 (true, Some(r)) if is_sum => {
                     format!("{id}{tag} {span} sec  {bytes}  {rate}  {r:>3}             {om}\n")
                 }
@@ -334,7 +338,7 @@ impl TextRenderer {
                 }
                 _ => format!("{id}{tag} {span} sec  {bytes}  {rate}                  {om}\n"),
             },
-            Protocol::Udp => {
+            Transport::Udp => {
                 if s.sender {
                     let z = if self.ctx.bidir { "          " } else { "" };
                     let p = s.packets.unwrap_or(0);
@@ -394,7 +398,7 @@ impl TextRenderer {
         let id = self.ctx.id_header();
         let cols = "Interval           Transfer     Bitrate";
         match self.ctx.protocol {
-            Protocol::Tcp => {
+            Transport::Tcp => {
                 let other_has = end
                     .streams
                     .iter()
@@ -405,7 +409,7 @@ impl TextRenderer {
                     writeln!(w, "{id} {cols}")?;
                 }
             }
-            Protocol::Udp => writeln!(w, "{id} {cols}         Jitter    Lost/Total Datagrams")?,
+            Transport::Udp => writeln!(w, "{id} {cols}         Jitter    Lost/Total Datagrams")?,
         }
 
         let groups = split_groups(&end.streams, self.ctx.bidir, end_stream_is_sender);
@@ -422,8 +426,8 @@ impl TextRenderer {
             };
             for s in group {
                 match self.ctx.protocol {
-                    Protocol::Tcp => self.end_tcp_stream(w, s)?,
-                    Protocol::Udp => {
+                    Transport::Tcp => self.end_tcp_stream(w, s)?,
+                    Transport::Udp => {
                         let fallback = if group.len() == 1 && single_group {
                             sum_received.as_ref()
                         } else {
@@ -441,18 +445,21 @@ impl TextRenderer {
             self.cpu_and_congestion(w, end, &groups)?;
         }
         // A failed or interrupted test's partial summary ends without it, as iperf3's does.
-        if self.ctx.role == Role::Client && self.opts.done_line && result.error.is_none() {
+        if self.ctx.role == wirespeed_model::End::Client
+            && self.opts.done_line
+            && result.error.is_none()
+        {
             write_done(w)?;
         }
         Ok(())
     }
 
     fn skip_sender(&self, local_sender: bool) -> bool {
-        self.ctx.role == Role::Server && !local_sender
+        self.ctx.role == wirespeed_model::End::Server && !local_sender
     }
 
     fn skip_receiver(&self, local_sender: bool) -> bool {
-        self.ctx.role == Role::Server && local_sender
+        self.ctx.role == wirespeed_model::End::Server && local_sender
     }
 
     fn not_available<W: Write + ?Sized>(
@@ -648,15 +655,15 @@ impl TextRenderer {
                 continue;
             }
             let line = match (self.ctx.protocol, sender_line) {
-                (Protocol::Tcp, _) => {
+                (Transport::Tcp, _) => {
                     let s = Summary {
                         sender: gsender,
                         ..s.clone()
                     };
                     self.summary_line(&s, None, label, sender_line)
                 }
-                (Protocol::Udp, true) => self.udp_sender_line(s, None, gsender),
-                (Protocol::Udp, false) => self.udp_summary_line(
+                (Transport::Udp, true) => self.udp_sender_line(s, None, gsender),
+                (Transport::Udp, false) => self.udp_summary_line(
                     None,
                     gsender,
                     s.start,

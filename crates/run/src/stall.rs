@@ -1,7 +1,7 @@
 //! A control connection that stopped making progress, one rule for both ends: this end's own
 //! large message un-acknowledged ([`control_stalled`], an MTU black hole toward the peer), or
 //! the peer silent after the test began ([`peer_silent`]: its data or results never came).
-//! What they mean is the verdict's (`wirespeed_explain::verdict`); this module only measures.
+//! What they mean is the verdict's (`wirespeed_verdict`); this module only measures.
 
 use std::time::Duration;
 

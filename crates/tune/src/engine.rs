@@ -487,8 +487,7 @@ fn write_value(
         }
         Err(e) => (StepStatus::Failed, Outcome::Failed, Some(e.to_string())),
     };
-    a.result(seq, outcome, &detail)?;
-    Ok((status, detail))
+    settle(a, seq, status, outcome, detail)
 }
 
 /// On a captured tree (a `--root` that is not `/`) nothing plays the kernel, so after an IRQ's
@@ -805,43 +804,46 @@ fn set_coalesce(
     set: &CoalesceSet,
     dev: &dyn CoalesceDevice,
 ) -> StepResult {
-    let cur = match dev.get(iface) {
+    set_fields(
+        a,
+        (i, finding),
+        set,
+        (dev.get(iface), format!("ethtool -c {iface}")),
+        |old| Undo::Coalesce {
+            iface: iface.to_string(),
+            old,
+            new: *set,
+        },
+        (|| dev.set(iface, set), format!("ethtool -C {iface}")),
+    )
+}
+
+/// The one way a set of device fields is changed: `now` is the device's reading (its second
+/// item names the command that read it; a driver without the setting is not supported, any
+/// other error a failure), skip when `set` holds there, journal `undo` of the old values of
+/// exactly those fields, write (`write`, named by its second item) and record the outcome.
+fn set_fields<S: FieldSet>(
+    a: &mut Applier<'_>,
+    (i, finding): (usize, &str),
+    set: &S,
+    now: (io::Result<S::Reading>, String),
+    undo: impl FnOnce(S) -> Undo,
+    write: (impl FnOnce() -> io::Result<()>, String),
+) -> StepResult {
+    let (now, read) = now;
+    let cur = match now {
         Ok(c) => c,
         Err(e) if unsupported(&e) => {
-            return Ok((
-                StepStatus::NotSupported,
-                Some(format!("ethtool -c {iface}: {e}")),
-            ))
+            return Ok((StepStatus::NotSupported, Some(format!("{read}: {e}"))))
         }
-        Err(e) => return Ok((StepStatus::Failed, Some(format!("ethtool -c {iface}: {e}")))),
+        Err(e) => return Ok((StepStatus::Failed, Some(format!("{read}: {e}")))),
     };
     if set.holds_in(&cur) {
         return Ok((StepStatus::AlreadySet, None));
     }
-    let seq = a.change(
-        i,
-        finding,
-        Undo::Coalesce {
-            iface: iface.to_string(),
-            old: set.current_in(&cur),
-            new: *set,
-        },
-    )?;
-    let (status, outcome, detail) = match dev.set(iface, set) {
-        Ok(()) => (StepStatus::Applied, Outcome::Applied, None),
-        Err(e) if unsupported(&e) => (
-            StepStatus::NotSupported,
-            Outcome::NotSupported,
-            Some(format!("ethtool -C {iface}: {e}")),
-        ),
-        Err(e) => (
-            StepStatus::Failed,
-            Outcome::Failed,
-            Some(format!("ethtool -C {iface}: {e}")),
-        ),
-    };
-    a.result(seq, outcome, &detail)?;
-    Ok((status, detail))
+    let seq = a.change(i, finding, undo(set.current_in(&cur)))?;
+    let (write, what) = write;
+    finish_write(a, seq, write(), &what)
 }
 
 /// Where GSO/GRO sizes (rtnetlink), flow control and named features (ethtool) are read and
@@ -882,6 +884,19 @@ impl LinkDevice for KernelLink {
     }
 }
 
+/// Journal the outcome of change `seq` and return the step's status with its detail: the end
+/// of every write.
+fn settle(
+    a: &mut Applier<'_>,
+    seq: u32,
+    status: StepStatus,
+    outcome: Outcome,
+    detail: Option<String>,
+) -> StepResult {
+    a.result(seq, outcome, &detail)?;
+    Ok((status, detail))
+}
+
 /// Record the outcome of a write announced as change `seq`.
 fn finish_write(a: &mut Applier<'_>, seq: u32, res: io::Result<()>, what: &str) -> StepResult {
     let (status, outcome, detail) = match res {
@@ -897,8 +912,7 @@ fn finish_write(a: &mut Applier<'_>, seq: u32, res: io::Result<()>, what: &str) 
             Some(format!("{what}: {e}")),
         ),
     };
-    a.result(seq, outcome, &detail)?;
-    Ok((status, detail))
+    settle(a, seq, status, outcome, detail)
 }
 
 /// Raise the GSO/GRO sizes `set` names (those the kernel reports: the IPv4 ones exist from
@@ -964,31 +978,21 @@ fn set_pause(
     set: &PauseSet,
     dev: &dyn LinkDevice,
 ) -> StepResult {
-    let cur = match dev.pause(iface) {
-        Ok(c) => c,
-        Err(e) if unsupported(&e) => {
-            return Ok((
-                StepStatus::NotSupported,
-                Some(format!("ethtool -a {iface}: {e}")),
-            ))
-        }
-        Err(e) => return Ok((StepStatus::Failed, Some(format!("ethtool -a {iface}: {e}")))),
-    };
-    if set.holds_in(&cur) {
-        return Ok((StepStatus::AlreadySet, None));
-    }
-    let seq = a.change(
-        i,
-        finding,
-        Undo::Pause {
+    set_fields(
+        a,
+        (i, finding),
+        set,
+        (dev.pause(iface), format!("ethtool -a {iface}")),
+        |old| Undo::Pause {
             iface: iface.to_string(),
-            old: set.current_in(&cur),
+            old,
             new: *set,
         },
-    )?;
-    let what = format!("ethtool -A {iface} {}", set.ethtool_args());
-    let res = dev.set_pause(iface, set);
-    finish_write(a, seq, res, &what)
+        (
+            || dev.set_pause(iface, set),
+            format!("ethtool -A {iface} {}", set.ethtool_args()),
+        ),
+    )
 }
 
 /// Turn one named NIC feature on or off: read, skip when it holds, journal the old state,
@@ -1099,44 +1103,27 @@ trait FieldSet: Sized {
     fn args(&self) -> String;
 }
 
-impl FieldSet for SizesSet {
-    type Reading = LinkSizes;
-    fn holds_in(&self, now: &LinkSizes) -> bool {
-        SizesSet::holds_in(self, now)
-    }
-    fn current_in(&self, now: &LinkSizes) -> Self {
-        SizesSet::current_in(self, now)
-    }
-    fn args(&self) -> String {
-        self.ip_args()
-    }
+/// [`FieldSet`] for one of the host crate's sets, through its own methods.
+macro_rules! field_set {
+    ($set:ty, $reading:ty, $args:ident) => {
+        impl FieldSet for $set {
+            type Reading = $reading;
+            fn holds_in(&self, now: &$reading) -> bool {
+                <$set>::holds_in(self, now)
+            }
+            fn current_in(&self, now: &$reading) -> Self {
+                <$set>::current_in(self, now)
+            }
+            fn args(&self) -> String {
+                self.$args()
+            }
+        }
+    };
 }
 
-impl FieldSet for PauseSet {
-    type Reading = ethtool::Pause;
-    fn holds_in(&self, now: &ethtool::Pause) -> bool {
-        PauseSet::holds_in(self, now)
-    }
-    fn current_in(&self, now: &ethtool::Pause) -> Self {
-        PauseSet::current_in(self, now)
-    }
-    fn args(&self) -> String {
-        self.ethtool_args()
-    }
-}
-
-impl FieldSet for CoalesceSet {
-    type Reading = ethtool::Coalesce;
-    fn holds_in(&self, now: &ethtool::Coalesce) -> bool {
-        CoalesceSet::holds_in(self, now)
-    }
-    fn current_in(&self, now: &ethtool::Coalesce) -> Self {
-        CoalesceSet::current_in(self, now)
-    }
-    fn args(&self) -> String {
-        self.ethtool_args()
-    }
-}
+field_set!(SizesSet, LinkSizes, ip_args);
+field_set!(PauseSet, ethtool::Pause, ethtool_args);
+field_set!(CoalesceSet, ethtool::Coalesce, ethtool_args);
 
 /// Put back the fields a journal saved (`old`), only while the device still holds what tune set
 /// (`new`), or with `force`; `now` is the device's reading (`read` names the command that read

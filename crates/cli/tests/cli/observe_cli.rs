@@ -24,7 +24,7 @@ fn json_of(args: &[&str]) -> serde_json::Value {
 /// One of the verdict ids (the contract), as the JSON carries it.
 fn a_verdict_id(id: &serde_json::Value) -> bool {
     id.as_str()
-        .is_some_and(|s| s.parse::<wirespeed_explain::verdict::VerdictId>().is_ok())
+        .is_some_and(|s| s.parse::<wirespeed_verdict::VerdictId>().is_ok())
 }
 
 #[test]

@@ -26,9 +26,9 @@ use measure_common::{
     assert_success, free_port, json_of, online_cpus, signal, spawn, start_server, wait_listening,
     wait_until, wirespeed, ws, HANG,
 };
+use wirespeed_drive::hooks::IrqTune;
 use wirespeed_engine::tune::TuneConfig;
 use wirespeed_engine::{ClientConfig, EngineError, NullReporter, Server, ServerConfig};
-use wirespeed_explain::hooks::IrqTune;
 use wirespeed_host::Root;
 
 const IFACE: &str = "enp1s0f0np0";

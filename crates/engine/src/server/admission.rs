@@ -26,7 +26,8 @@ use wirespeed_datapath as dp;
 use wirespeed_datapath::SendPath;
 use wirespeed_guard::{ControlLedger, Demand, Guard, PeerKey, Refusal};
 use wirespeed_host::CpuSet;
-use wirespeed_protocol::psk::{PskRefusal, ReplayWindow, Side};
+use wirespeed_model::End;
+use wirespeed_protocol::psk::{PskRefusal, ReplayWindow};
 use wirespeed_protocol::server_error::errno;
 use wirespeed_protocol::{Cookie, Decline, Direction, TestParams, Transport, WireSendPath};
 
@@ -197,6 +198,9 @@ pub fn check_params(
     l: &Limits,
     check_cpus: impl Fn(&CpuSet) -> Result<(), String>,
 ) -> Result<(), AdmissionError> {
+    if p.sctp {
+        return Err(AdmissionError::Sctp);
+    }
     match p.transport {
         Transport::Tcp => {}
         Transport::Udp => {
@@ -211,7 +215,6 @@ pub fn check_params(
                 }
             }
         }
-        Transport::Sctp => return Err(AdmissionError::Sctp),
     }
     if p.parallel > l.max_streams {
         return Err(AdmissionError::TooManyStreams {
@@ -438,7 +441,7 @@ pub fn decide(
         Ok(_) => {}
     }
     if tune_request && cfg.tune.is_some() {
-        wirespeed_protocol::psk::tune_needs_key(Side::Server, cfg.psk.is_some()).map_err(|_| {
+        wirespeed_protocol::psk::tune_needs_key(End::Server, cfg.psk.is_some()).map_err(|_| {
             AdmissionError::TuneUnverified(
                 "this server has no pre-shared key (--psk) to verify it with".into(),
             )
@@ -532,7 +535,7 @@ mod tests {
             ),
             (
                 TestParams {
-                    transport: Transport::Sctp,
+                    sctp: true,
                     ..params()
                 },
                 AdmissionError::Sctp,

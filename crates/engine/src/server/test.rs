@@ -19,11 +19,11 @@ use wirespeed_run::{Action, Cause, Ending, Limits, RateLimit, ServerPlan, TestRu
 use super::admission::{AdmissionError, Ticket};
 use super::{bind_udp, Ctx, Incoming, ServerConfig, TestInfo};
 use crate::data::{DataSocket, DataStream, Drain};
-use crate::drive::{End, Failed, Link, Step};
+use crate::drive::{Endpoint, Failed, Link, Step};
 use crate::measurement::{self, LocalPaths, Whence};
 use crate::net::Ctrl;
 use crate::output::Reporter;
-use crate::placement::Placement;
+use crate::placement::WorkerPlacement;
 use crate::shell::{Begin, Peer, Shell};
 use crate::tune::HeldTune;
 
@@ -203,16 +203,17 @@ pub(super) fn serve_test(
 }
 
 /// Where this server runs a test's workers, and on which paths, from the client's wishes and
-/// the server's own options. Placement, first that applies: the client's `--server-cpus`, the
+/// the server's own options. WorkerPlacement, first that applies: the client's `--server-cpus`, the
 /// client's `-A n,m` (the server's CPU), the server's `--cpus`, the server's `-A`; else
 /// unpinned. Send path: the client's wish (`wirespeed.send_path`, or iperf3's `-Z` as
 /// sendfile), else the server's default; receive path: zero-copy or skip-copy when the client
 /// asks for it.
 pub(super) fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
     let ext = p.wirespeed.as_ref();
-    let placement = Placement::pinned(ext.and_then(|e| e.server_cpus.clone()), p.server_affinity)
-        .or_else(|| Placement::pinned(cfg.cpus.clone(), cfg.affinity))
-        .unwrap_or_else(Placement::float);
+    let placement =
+        WorkerPlacement::pinned(ext.and_then(|e| e.server_cpus.clone()), p.server_affinity)
+            .or_else(|| WorkerPlacement::pinned(cfg.cpus.clone(), cfg.affinity))
+            .unwrap_or_else(WorkerPlacement::float);
     // An unknown name never gets this far: admission refuses it by name.
     let send_path = ext
         .and_then(|e| e.send_path.as_ref())
@@ -301,7 +302,7 @@ impl<'a> ServerTest<'a> {
             peer,
             link: Link {
                 sh: Shell::new(
-                    wirespeed_protocol::psk::Side::Server,
+                    wirespeed_model::End::Server,
                     cookie,
                     ctx.cfg.psk.as_ref(),
                     ctx.cfg.interval,
@@ -697,7 +698,7 @@ impl<'a> ServerTest<'a> {
 /// reads is charged to the client's address, it counts an iperf3 client's data as iperf3's
 /// server does, gives its tune change back when the data phase ends, adds the change and its
 /// output to its results, and says what ended the test in iperf3's terms (telling the client).
-impl<'a> End<'a> for ServerTest<'a> {
+impl<'a> Endpoint<'a> for ServerTest<'a> {
     type Error = TestError;
     type Ctrl = Ctrl;
 
@@ -862,7 +863,7 @@ mod tests {
         let place = |p: &TestParams, c: &ServerConfig| local_paths(p, c).placement;
         assert_eq!(
             place(&both, &server),
-            Placement::Cpus(CpuSet::from_cpus([1, 2])),
+            WorkerPlacement::Cpus(CpuSet::from_cpus([1, 2])),
             "--server-cpus first"
         );
         let affinity = TestParams {
@@ -871,13 +872,13 @@ mod tests {
         };
         assert_eq!(
             place(&affinity, &server),
-            Placement::Affinity(3),
+            WorkerPlacement::Affinity(3),
             "then -A n,m"
         );
         let plain = TestParams::default();
         assert_eq!(
             place(&plain, &server),
-            Placement::Cpus(CpuSet::from_cpus([8, 9])),
+            WorkerPlacement::Cpus(CpuSet::from_cpus([8, 9])),
             "then the server's --cpus"
         );
         let only_a = ServerConfig {
@@ -886,12 +887,12 @@ mod tests {
         };
         assert_eq!(
             place(&plain, &only_a),
-            Placement::Affinity(5),
+            WorkerPlacement::Affinity(5),
             "then its -A"
         );
         assert!(matches!(
             place(&plain, &ServerConfig::default()),
-            Placement::Float { .. }
+            WorkerPlacement::Float { .. }
         ));
     }
 

@@ -811,7 +811,7 @@ pub(super) fn repeat(h: &mut String, r: &RepeatDoc, scales: &Scales) {
 /// How much of the NIC's interrupts and RX softirqs the placement's CPUs took, in words
 /// (`RX softirq: 93.8 % of 28501 on those CPUs`); the CPUs and their relation to the app are in
 /// the mode's description.
-fn shares(p: &wirespeed_model::doc::Placement) -> String {
+fn shares(p: &wirespeed_model::doc::IrqPlacement) -> String {
     let mut out = Vec::new();
     for (s, what) in [(&p.irq, "NIC interrupts"), (&p.softirq, "RX softirq")] {
         if let Some(s) = s {

@@ -1,11 +1,11 @@
 //! The engine's path: counters -> ResultBuilder -> model -> text/JSON, checked
 //! against the layout of real iperf3 output (tests/data, see README.md there).
 
+use wirespeed_model::{End, Transport};
 use wirespeed_report::json::to_json_string;
 use wirespeed_report::{
-    Connected, CpuUtilization, EndInput, HostPort, PeerStream, Protocol, ResultBuilder, Role,
-    Start, StreamSample, TcpSample, TestResult, TestStart, TextOptions, UdpSample, WirespeedExt,
-    Worker,
+    Connected, CpuUtilization, EndInput, HostPort, PeerStream, ResultBuilder, Start, StreamSample,
+    TcpSample, TestResult, TestStart, TextOptions, UdpSample, WirespeedExt, Worker,
 };
 
 use crate::common;
@@ -67,7 +67,7 @@ fn sample(id: u32, bytes: u64, tcp: Option<TcpSample>, udp: Option<UdpSample>) -
 
 #[test]
 fn tcp_two_streams_with_omit_reads_like_iperf3() {
-    let mut b = ResultBuilder::new(Protocol::Tcp, Role::Client, false, 1.0);
+    let mut b = ResultBuilder::new(Transport::Tcp, End::Client, false, 1.0);
     b.add_stream(5, true).unwrap();
     b.add_stream(7, true).unwrap();
     let g = 1u64 << 30;
@@ -142,7 +142,7 @@ fn tcp_two_streams_with_omit_reads_like_iperf3() {
 
 #[test]
 fn udp_two_streams_reads_like_iperf3() {
-    let mut b = ResultBuilder::new(Protocol::Udp, Role::Client, false, 1.0);
+    let mut b = ResultBuilder::new(Transport::Udp, End::Client, false, 1.0);
     b.add_stream(5, true).unwrap();
     b.add_stream(7, true).unwrap();
     let sent = |p| {
@@ -192,7 +192,7 @@ fn udp_two_streams_reads_like_iperf3() {
 
 #[test]
 fn server_bidir_lists_receiving_streams_first() {
-    let mut b = ResultBuilder::new(Protocol::Tcp, Role::Server, true, 1.0);
+    let mut b = ResultBuilder::new(Transport::Tcp, End::Server, true, 1.0);
     b.add_stream(8, true).unwrap();
     b.add_stream(5, false).unwrap();
     b.interval(

@@ -5,9 +5,10 @@ use crate::common;
 
 use common::{assert_same_layout, data, text};
 use serde_json::Value;
+use wirespeed_model::End;
 use wirespeed_report::json::{to_json_string, write_json_stream};
 use wirespeed_report::text::{render_text, TextContext, TextOptions, TextRenderer};
-use wirespeed_report::{Role, TestResult};
+use wirespeed_report::TestResult;
 
 const CASES: &[&str] = &[
     "tcp",
@@ -309,7 +310,7 @@ fn receiver_summary_matches_iperf3_server_text_exactly() {
             x.retransmits = None;
         }
         let mut ctx = TextContext::from_result(&model);
-        ctx.role = Role::Server;
+        ctx.role = End::Server;
         ctx.sender_has_retransmits = false;
         let mut r = TextRenderer::new(ctx, TextOptions::default());
         let mut out = Vec::new();

@@ -1,7 +1,7 @@
 //! Test helpers for trees standing for a host: the captured hosts of this repository, copying a
 //! tree (links kept as links), and its state file by file for byte-identical comparisons.
 //!
-//! Shared by tune's tests, explain's IRQ sweep test, engine's tune-slot test and the CLI's tune
+//! Shared by tune's tests, the drive crate's IRQ sweep test, engine's tune-slot test and the CLI's tune
 //! and doctor tests (`crates/cli/tests/cli/host_common.rs`), which include this file by path, so
 //! it uses nothing but std, tempfile and serde_json.
 
