@@ -779,6 +779,19 @@ fn drive(
                 Action::PeerLive(li) => run.sh.peer_live(*li, reporter),
                 Action::StopSenders { paced } => {
                     let mut decided = run.now();
+                    if !paced {
+                        // TEST_END goes out at the decision, as iperf3's client sends it when
+                        // its timer fires: joining the workers and the final tick (the
+                        // observer's last look) take milliseconds, hundreds through a shaper
+                        // on a loaded host, and an iperf3 server's receiver interval runs
+                        // until TEST_END arrives.
+                        if let Some(m) = run.sh.m.as_mut() {
+                            m.data_mut().signal_stop_senders();
+                        }
+                        core.senders_stopped(run.now(), decided)
+                            .map_err(|e| EngineError::Peer(format!("cannot end the test: {e}")))?;
+                        ctrl.send(&core.take_transmit()).map_err(send_err)?;
+                    }
                     if let Some(m) = run.sh.m.as_mut() {
                         m.stop_senders();
                         let d = m.data_mut();
@@ -793,8 +806,10 @@ fn drive(
                             run.sh.final_tick(reporter, decided);
                         }
                     }
-                    core.senders_stopped(run.now(), decided)
-                        .map_err(|e| EngineError::Peer(format!("cannot end the test: {e}")))?;
+                    if paced {
+                        core.senders_stopped(run.now(), decided)
+                            .map_err(|e| EngineError::Peer(format!("cannot end the test: {e}")))?;
+                    }
                 }
                 Action::Finish { decided, drain } => {
                     run.sh.finish(decided, drain, None, reporter);
