@@ -375,10 +375,11 @@ pub fn irq_numa_remote(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Opt
         severity: Severity::Warning,
         iface: Some(nic.name.clone()),
         summary: format!(
-            "{}: {} of its {} IRQs run on CPUs outside its NUMA node {node} (CPUs {node_cpus})",
+            "{}: {} of its {} IRQs run on CPUs outside its NUMA node {node} ({})",
             nic.name,
             remote.len(),
-            nic.own_irqs().count()
+            nic.own_irqs().count(),
+            wirespeed_model::units::cpu_list(node_cpus)
         ),
         evidence,
         fix,
@@ -540,7 +541,7 @@ pub fn irq_cross_l3(facts: &HostFacts, nic: &NicFacts, opts: &Options) -> Option
             app_l3
                 .iter()
                 .filter_map(|id| facts.cpu.l3_groups.iter().find(|g| g.id == *id))
-                .map(|g| format!("#{} (CPUs {})", g.id, g.cpus))
+                .map(|g| format!("#{} ({})", g.id, wirespeed_model::units::cpu_list(&g.cpus)))
                 .collect::<Vec<_>>()
                 .join(", "),
             l3_source(),
@@ -965,7 +966,7 @@ pub fn cpu_governor_not_performance(
         .iter()
         .map(|(g, s)| {
             Evidence::new(
-                format!("governor of CPUs {s}"),
+                format!("governor of {}", s.words()),
                 g,
                 format!(
                     "/sys/devices/system/cpu/cpu{}/cpufreq/scaling_governor",

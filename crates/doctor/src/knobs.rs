@@ -609,8 +609,10 @@ pub fn cstates_deep(facts: &HostFacts, nics: &[&NicFacts], opts: &Options) -> Op
         };
         evidence.push(Evidence::new(
             format!(
-                "state{} {} exit latency, enabled on CPUs {on}",
-                s.index, s.name
+                "state{} {} exit latency, enabled on {}",
+                s.index,
+                s.name,
+                on.words()
             ),
             format!("{lat} µs"),
             format!(
@@ -634,8 +636,9 @@ pub fn cstates_deep(facts: &HostFacts, nics: &[&NicFacts], opts: &Options) -> Op
         severity: Severity::Info,
         iface: opts.iface.clone(),
         summary: format!(
-            "deep C-states {} are enabled on CPUs {all}, which serve the NIC or the application",
-            names.join(", ")
+            "deep C-states {} are enabled on {}, which serve the NIC or the application",
+            names.join(", "),
+            wirespeed_model::units::cpu_list(&all)
         ),
         evidence,
         fix: vec![

@@ -666,6 +666,12 @@ impl DataPhase {
         self.stop_senders_then(|| {});
     }
 
+    /// Tell the senders to stop without waiting for them ([`DataPhase::stop_senders_then`]
+    /// waits and joins them): what they write from here on is still counted.
+    pub fn signal_stop_senders(&self) {
+        self.send_ctl.stop();
+    }
+
     /// [`DataPhase::stop_senders`], calling `ended` once every sender has ended and before
     /// their threads go (an observer reads their final counters there).
     pub fn stop_senders_then(&mut self, ended: impl FnOnce()) {

@@ -267,9 +267,19 @@ fn act<'k, E: Endpoint<'k>>(
         Action::PeerLive(li) => end.link().sh.peer_live(*li, reporter),
         Action::StopSenders { paced } => {
             let Link { sh, core, .. } = end.link();
-            let decided = sh.stop_senders(paced, reporter);
-            if let Err(e) = core.senders_stopped(sh.now(), decided) {
-                return Err(fail(end, Failed::Session(Step::EndTest, e)));
+            let decided = sh.now();
+            if sh.ends_before_joining(paced) {
+                sh.signal_stop_senders();
+                if let Err(e) = core.senders_stopped(sh.now(), decided) {
+                    return Err(fail(end, Failed::Session(Step::EndTest, e)));
+                }
+                flush(end)?;
+                end.link().sh.stop_senders(paced, decided, reporter);
+            } else {
+                let decided = sh.stop_senders(paced, decided, reporter);
+                if let Err(e) = core.senders_stopped(sh.now(), decided) {
+                    return Err(fail(end, Failed::Session(Step::EndTest, e)));
+                }
             }
         }
         Action::Finish { decided, drain } => {

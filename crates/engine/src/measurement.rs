@@ -257,19 +257,20 @@ pub struct Measurement<D = DataPhase> {
 }
 
 impl Measurement<DataPhase> {
-    /// Start the data phase over `streams`: the observer's first snapshot, the CPU meter, the
-    /// clock (`now()`, read before any worker moves a byte), then the workers.
+    /// Start the data phase over `streams`, the observer (its first snapshot taken) and the
+    /// CPU meter (`cpu`, started) readied before: the clock (`now()`, read before any worker
+    /// moves a byte), then the workers.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         streams: Vec<DataStream>,
         cfg: &DataConfig,
         builder: ResultBuilder,
         observer: TestObserver,
+        cpu: CpuMeter,
         interval: Duration,
         omit: Duration,
         now: impl Fn() -> Duration,
     ) -> Result<Measurement<DataPhase>, EngineError> {
-        let cpu = CpuMeter::start();
         let started = now();
         let data = DataPhase::start(streams, cfg)?;
         let mut observer = observer;

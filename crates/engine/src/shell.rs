@@ -22,15 +22,17 @@ use wirespeed_model::End;
 use wirespeed_model::MoveReport;
 use wirespeed_protocol::psk::{Psk, PskError, PskRefusal};
 use wirespeed_protocol::{Cookie, LiveInterval, TestParams, TestResults, Transport, WireError};
+use wirespeed_report::builder::ResultBuilder;
 use wirespeed_report::{Start, TestResult};
 use wirespeed_run::{ControlInfo, Progress, TestRun};
 
 use crate::assemble::{self, VERSION};
-use crate::data::{DataStream, Drain};
+use crate::data::{DataConfig, DataStream, Drain};
 use crate::hooks::ObserveHook;
 use crate::measurement::{self, LocalPaths, Measurement, Whence};
+use crate::observe::TestObserver;
 use crate::output::Reporter;
-use crate::usage::CpuPercent;
+use crate::usage::{CpuMeter, CpuPercent};
 
 /// The longest an end sleeps between two looks at its counters and the control connection
 /// while nothing is due: the core's watch (idle, receive and rate limits) reads the counters
@@ -114,6 +116,16 @@ pub struct Begin<'p> {
     pub started: Option<Duration>,
 }
 
+/// What [`Shell::prepare`] readied for the data phase: all but its workers.
+pub struct Ready {
+    builder: ResultBuilder,
+    dcfg: DataConfig,
+    observer: TestObserver,
+    cpu: CpuMeter,
+    omit: Duration,
+    udp: bool,
+}
+
 /// What this end knows of its peer for the report's `end`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Peer<'p> {
@@ -172,8 +184,8 @@ impl<'a> Shell<'a> {
         self.epoch.elapsed()
     }
 
-    /// Start the data phase over `streams`: the `start` section (given to the reporter), the
-    /// result builder, the observer, the workers.
+    /// Start the data phase over `streams`: [`Shell::prepare`], then [`Shell::start_data`]
+    /// with the clock `how.started` names.
     pub fn begin(
         &mut self,
         p: &TestParams,
@@ -181,11 +193,29 @@ impl<'a> Shell<'a> {
         how: Begin<'_>,
         reporter: &mut dyn Reporter,
     ) -> Result<(), String> {
+        let started = how.started;
+        let ready = self.prepare(p, &streams, how, reporter)?;
+        self.start_data(ready, streams, started)
+    }
+
+    /// Everything the data phase needs before its workers: the `start` section (given to the
+    /// reporter), the result builder, the observer's first snapshot and the CPU meter. An end
+    /// whose clock starts when it tells the peer the test runs (a server under an iperf3
+    /// client) prepares before it tells: this work takes milliseconds, tens on a loaded host,
+    /// and done after `TEST_START` it competes for the CPUs with the peer that has just been
+    /// told to start its own clock.
+    pub fn prepare(
+        &mut self,
+        p: &TestParams,
+        streams: &[DataStream],
+        how: Begin<'_>,
+        reporter: &mut dyn Reporter,
+    ) -> Result<Ready, String> {
         let client = self.client();
         let start = measurement::start_section(
             p,
             self.interval,
-            &streams,
+            streams,
             &self.cookie,
             how.mss_default,
             how.whence,
@@ -193,7 +223,7 @@ impl<'a> Shell<'a> {
         reporter.start(&start);
         self.start = Some(start);
         let builder =
-            measurement::builder(p, client, self.interval, &streams).map_err(|e| e.to_string())?;
+            measurement::builder(p, client, self.interval, streams).map_err(|e| e.to_string())?;
         let dcfg = measurement::data_config(p, client, how.paths);
         let observer = crate::observe::TestObserver::start(
             how.observe,
@@ -202,19 +232,37 @@ impl<'a> Shell<'a> {
             how.peer,
             how.local,
         );
+        Ok(Ready {
+            builder,
+            dcfg,
+            observer,
+            cpu: CpuMeter::start(),
+            omit: Duration::from_secs(u64::from(p.omit)),
+            udp: p.transport == Transport::Udp,
+        })
+    }
+
+    /// Start the workers over `streams`, with what [`Shell::prepare`] readied; the test's clock
+    /// starts at `started`, else when the workers start.
+    pub fn start_data(
+        &mut self,
+        ready: Ready,
+        streams: Vec<DataStream>,
+        started: Option<Duration>,
+    ) -> Result<(), String> {
         let epoch = self.epoch;
-        let started = how.started;
         let mut m = Measurement::start(
             streams,
-            &dcfg,
-            builder,
-            observer,
+            &ready.dcfg,
+            ready.builder,
+            ready.observer,
+            ready.cpu,
             self.interval,
-            Duration::from_secs(u64::from(p.omit)),
+            ready.omit,
             move || started.unwrap_or_else(|| epoch.elapsed()),
         )
         .map_err(|e| e.to_string())?;
-        m.set_udp(p.transport == Transport::Udp);
+        m.set_udp(ready.udp);
         self.m = Some(m);
         Ok(())
     }
@@ -315,8 +363,13 @@ impl<'a> Shell<'a> {
     /// for paced TCP (`paced`), when what the senders wrote left the socket and was
     /// acknowledged (see `DataPhase::wait_sent`). Without receivers, the last interval closes
     /// there. When it was decided.
-    pub fn stop_senders(&mut self, paced: bool, reporter: &mut dyn Reporter) -> Duration {
-        let mut decided = self.now();
+    pub fn stop_senders(
+        &mut self,
+        paced: bool,
+        decided: Duration,
+        reporter: &mut dyn Reporter,
+    ) -> Duration {
+        let mut decided = decided;
         if let Some(m) = self.m.as_mut() {
             m.stop_senders();
             let d = m.data_mut();
@@ -330,6 +383,23 @@ impl<'a> Shell<'a> {
             }
         }
         decided
+    }
+
+    /// Whether this end says `TEST_END` before its senders are joined: a client not pacing.
+    /// iperf3's client sends it when its timer fires, and an iperf3 server's receiver interval
+    /// runs until it arrives; joining the workers and the final tick (the observer's last
+    /// look) take milliseconds, hundreds through a shaper on a loaded host. A paced sender's
+    /// time ends when what it wrote was acknowledged (`DataPhase::wait_sent`), so it says
+    /// `TEST_END` after.
+    pub fn ends_before_joining(&self, paced: bool) -> bool {
+        self.client() && !paced
+    }
+
+    /// Tell the senders to stop without waiting for them ([`Self::stop_senders`] joins them).
+    pub fn signal_stop_senders(&mut self) {
+        if let Some(m) = self.m.as_mut() {
+            m.data_mut().signal_stop_senders();
+        }
     }
 
     /// `Action::PeerLive`: the peer's observation of an interval, shown with this end's.

@@ -219,6 +219,22 @@ pub fn cpus(v: f64) -> String {
     format!("{n} CPU{}", if v > 1.0 { "s" } else { "" })
 }
 
+/// A CPU list with its noun, one way everywhere: `CPU 3`, `CPUs 2-3`, `CPUs 0,2`, `no CPU` —
+/// `list` is the kernel's list text (or anything that displays as one: a [`crate::CpuSet`]);
+/// text that is not a list keeps the plural (`CPUs ?`).
+pub fn cpu_list(list: impl fmt::Display) -> String {
+    let text = list.to_string();
+    match crate::CpuSet::parse_list(text.trim()) {
+        Ok(set) => set.words(),
+        Err(_) => format!("CPUs {text}"),
+    }
+}
+
+/// A count of CPUs: `1 CPU`, `3 CPUs`, `0 CPUs`.
+pub fn cpu_count(n: usize) -> String {
+    format!("{n} CPU{}", if n == 1 { "" } else { "s" })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +266,21 @@ mod tests {
         assert_eq!(cpus(4.0), "4 CPUs");
         assert_eq!(cpus(1.25), "1.25 CPUs");
         assert_eq!(cpus(0.333), "0.33 CPU");
+    }
+
+    #[test]
+    fn a_cpu_list_or_count_takes_the_noun_its_size_needs() {
+        assert_eq!(cpu_list("3"), "CPU 3");
+        assert_eq!(cpu_list("2-3"), "CPUs 2-3");
+        assert_eq!(cpu_list("0,2"), "CPUs 0,2");
+        assert_eq!(cpu_list("5-5"), "CPU 5");
+        assert_eq!(cpu_list(""), "no CPU");
+        assert_eq!(cpu_list(crate::CpuSet::from_cpus([7])), "CPU 7");
+        assert_eq!(cpu_list(crate::CpuSet::from_cpus([1, 2, 3])), "CPUs 1-3");
+        assert_eq!(cpu_list("?"), "CPUs ?");
+        assert_eq!(cpu_count(1), "1 CPU");
+        assert_eq!(cpu_count(3), "3 CPUs");
+        assert_eq!(cpu_count(0), "0 CPUs");
     }
 
     #[test]

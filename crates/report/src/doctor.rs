@@ -169,8 +169,8 @@ pub fn write_topo<W: Write + ?Sized>(w: &mut W, topo: &Topo) -> io::Result<()> {
     }
     writeln!(w, "{}", head.join(" | "))?;
     let mut line = vec![format!(
-        "{} CPUs online ({})",
-        topo.online.len(),
+        "{} online ({})",
+        wirespeed_model::units::cpu_count(topo.online.len()),
         topo.online
     )];
     if topo.packages > 0 {
@@ -301,7 +301,7 @@ pub fn write_topo<W: Write + ?Sized>(w: &mut W, topo: &Topo) -> io::Result<()> {
             "  NUMA   {node}{}",
             nic.local_cpus
                 .as_ref()
-                .map(|c| format!(", local CPUs {c}"))
+                .map(|c| format!(", local {}", wirespeed_model::units::cpu_list(c)))
                 .unwrap_or_default()
         )?;
         if let Some(t) = nic.temp_celsius {
@@ -438,7 +438,7 @@ fn write_irqs<W: Write + ?Sized>(w: &mut W, topo: &Topo, nic: &TopoNic) -> io::R
         writeln!(
             w,
             "         {:<16} {}",
-            format!("CPUs {cpus}"),
+            wirespeed_model::units::cpu_list(&cpus),
             irqs.join(" ")
         )?;
     }

@@ -437,13 +437,9 @@ pub fn write_server_output_tail<W: Write + ?Sized>(w: &mut W, r: &TestResult) ->
     w.write_all(&buf)
 }
 
-/// `CPU 3` or `CPUs 3-4`.
+/// `CPU 3` or `CPUs 3-4` ([`wirespeed_model::units::cpu_list`]).
 pub fn cpus_text(cpus: &CpuSet) -> String {
-    if cpus.len() == 1 {
-        format!("CPU {cpus}")
-    } else {
-        format!("CPUs {cpus}")
-    }
+    wirespeed_model::units::cpu_list(cpus)
 }
 
 /// One line about a move for text output: `tune: 12 queue IRQs of enp1s0f0np0 moved to CPU 3

@@ -582,9 +582,12 @@ fn irq_readback(root: &Root, irq: u32, requested: &str) -> Option<String> {
     };
     let want = CpuSet::parse_list(requested).unwrap_or_default();
     match CpuSet::parse_list(&eff) {
-        Ok(set) if !set.is_empty() && set.is_subset(&want) => Some(format!("{source} CPUs {set}")),
+        Ok(set) if !set.is_empty() && set.is_subset(&want) => {
+            Some(format!("{source} {}", set.words()))
+        }
         Ok(set) => Some(format!(
-            "kernel reports {source} CPUs {set}, not within {want} (yet)"
+            "kernel reports {source} {}, not within {want} (yet)",
+            set.words()
         )),
         Err(_) => Some(format!("{source} affinity unreadable: {eff:?}")),
     }

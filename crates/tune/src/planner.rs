@@ -409,8 +409,11 @@ fn relocate_app(view: &HostView, opts: &PlanOptions) -> Option<AppMove> {
         .join(",");
     let first = pick.first().unwrap_or(0);
     let line = format!(
-        "run the application on {}'s NUMA node {node} (CPUs {node_cpus}), not on CPUs {app} (node {from}): e.g. --app-cpus {pick}, `wirespeed -c HOST -A {first}` or `wirespeed -c HOST --cpus {pick}`, `iperf3 -A {first}`, or `numactl --cpunodebind={node} --membind={node} -- APP`; this plan places the IRQs for the application on CPUs {pick}",
-        nic.name
+        "run the application on {}'s NUMA node {node} ({}), not on {} (node {from}): e.g. --app-cpus {pick}, `wirespeed -c HOST -A {first}` or `wirespeed -c HOST --cpus {pick}`, `iperf3 -A {first}`, or `numactl --cpunodebind={node} --membind={node} -- APP`; this plan places the IRQs for the application on {}",
+        nic.name,
+        wirespeed_model::units::cpu_list(node_cpus),
+        wirespeed_model::units::cpu_list(app),
+        wirespeed_model::units::cpu_list(&pick),
     );
     Some(AppMove { cpus: pick, line })
 }
@@ -431,7 +434,7 @@ fn context(b: &mut Builder<'_>) {
         }
         match (nic.numa_node, &nic.local_cpus) {
             (Some(n), _) => parts.push(format!("NUMA node {n}")),
-            (None, Some(l)) => parts.push(format!("local CPUs {l}")),
+            (None, Some(l)) => parts.push(format!("local {}", wirespeed_model::units::cpu_list(l))),
             _ => {}
         }
         let q = nic
@@ -453,20 +456,19 @@ fn context(b: &mut Builder<'_>) {
         let groups: Vec<String> = layout.l3_groups.iter().map(|g| g.to_string()).collect();
         let nodes = layout.numa_nodes.len().max(1);
         b.plan.context.push(format!(
-            "CPUs {} online; L3 group{} {}; {nodes} NUMA node{}",
-            layout.online,
+            "{} online; L3 group{} {}; {nodes} NUMA node{}",
+            wirespeed_model::units::cpu_list(&layout.online),
             if groups.len() == 1 { "" } else { "s" },
             groups.join(" | "),
             if nodes == 1 { "" } else { "s" }
         ));
     }
     b.plan.context.push(format!(
-        "app CPUs {}; socket buffers sized for RTT {} ms{}",
+        "app {}; socket buffers sized for RTT {} ms{}",
         b.opts
             .app_cpus
             .as_ref()
-            .map(|c| c.to_string())
-            .unwrap_or_else(|| "not given".into()),
+            .map_or_else(|| "CPUs not given".into(), wirespeed_model::units::cpu_list),
         b.opts.rtt_ms,
         rate_basis(v, b.opts)
             .map(|(_, words)| format!(" and {words}"))
@@ -646,8 +648,10 @@ fn place_irqs(b: &mut Builder<'_>, targets: Option<&CpuSet>) -> CpuSet {
             )
         } else {
             format!(
-                "IRQ {}{label} ({kind} vector) from CPUs {} (effective {}) to CPU {new}",
-                irq.irq, irq.requested, irq.effective
+                "IRQ {}{label} ({kind} vector) from {} (effective {}) to CPU {new}",
+                irq.irq,
+                wirespeed_model::units::cpu_list(&irq.requested),
+                irq.effective
             )
         };
         let change = Change::IrqAffinity {
@@ -960,13 +964,25 @@ fn governor(b: &mut Builder<'_>, handling: &CpuSet) {
     if !unavailable.is_empty() {
         b.note(
             Some(ids::GOVERNOR),
-            format!("CPUs {unavailable} offer no performance governor"),
+            format!(
+                "{} {} no performance governor",
+                unavailable.words(),
+                if unavailable.len() == 1 {
+                    "offers"
+                } else {
+                    "offer"
+                }
+            ),
         );
     }
     if !missing.is_empty() && v.has(ids::GOVERNOR) {
         b.note(
             Some(ids::GOVERNOR),
-            format!("CPUs {missing} show no cpufreq governor here"),
+            format!(
+                "{} {} no cpufreq governor here",
+                missing.words(),
+                if missing.len() == 1 { "shows" } else { "show" }
+            ),
         );
     }
 }

@@ -291,7 +291,7 @@ fn an_app_on_the_other_node_gets_a_plan_whose_first_line_says_where_to_run_it() 
     let out = String::from_utf8_lossy(&o.stdout);
     let first = out.lines().next().unwrap();
     assert!(
-        first.starts_with("FIRST: run the application on ens5f0np0's NUMA node 1 (CPUs 16-31,48-63), not on CPUs 2 (node 0): e.g. --app-cpus 16"),
+        first.starts_with("FIRST: run the application on ens5f0np0's NUMA node 1 (CPUs 16-31,48-63), not on CPU 2 (node 0): e.g. --app-cpus 16"),
         "{out}"
     );
     assert!(first.contains("-A 16"), "{first}");

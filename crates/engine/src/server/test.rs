@@ -24,7 +24,7 @@ use crate::measurement::{self, LocalPaths, Whence};
 use crate::net::Ctrl;
 use crate::output::Reporter;
 use crate::placement::WorkerPlacement;
-use crate::shell::{Begin, Peer, Shell};
+use crate::shell::{Begin, Peer, Ready, Shell};
 use crate::tune::HeldTune;
 
 /// What ended a test on the server (its words go to the server's output for that test).
@@ -457,17 +457,28 @@ impl<'a> ServerTest<'a> {
                 send,
             });
         }
-        // TEST_START and TEST_RUNNING go out before the data workers start: a client must
-        // never receive (or a stopped or slow server leave in flight) test data ahead of the
-        // states that say the test runs — under load a server whose senders started first had
-        // sent 64 KiB of a reverse stream while its TEST_START was still unwritten.
+        // The data phase is readied before TEST_START (the observer's first snapshot and the
+        // rest take tens of ms on a loaded host: after it, they held the CPUs an iperf3 client
+        // needed to start its -t clock, and the server's sending time ran that much longer
+        // than the client's). TEST_START and TEST_RUNNING go out before the data workers
+        // start: a client must never receive (or a stopped or slow server leave in flight)
+        // test data ahead of the states that say the test runs — under load a server whose
+        // senders started first had sent 64 KiB of a reverse stream while its TEST_START was
+        // still unwritten.
+        let ready = self.prepare(&params, &streams, reporter)?;
         let now = self.now();
         self.link
             .core
             .streams_ready(now)
             .map_err(|e| TestError::Session(format!("cannot start: {e}")))?;
         self.flush()?;
-        self.begin(&params, streams, now, reporter)?;
+        // An iperf3 client's test time starts when TEST_START went out, as iperf3's server
+        // starts its clock (and the client its -t) there, not when the workers are ready.
+        let started = self.iperf3_client.then_some(now);
+        self.link
+            .sh
+            .start_data(ready, streams, started)
+            .map_err(TestError::Start)?;
         self.link.core.data_started(self.now());
         crate::drive::drive(self, reporter)
     }
@@ -595,14 +606,13 @@ impl<'a> ServerTest<'a> {
         Ok(out)
     }
 
-    /// Start the data phase; `test_start` is when `TEST_START` went out.
-    fn begin(
+    /// Ready the data phase (all but its workers: [`Shell::prepare`]).
+    fn prepare(
         &mut self,
         p: &TestParams,
-        streams: Vec<DataStream>,
-        test_start: Duration,
+        streams: &[DataStream],
         reporter: &mut dyn Reporter,
-    ) -> Result<(), TestError> {
+    ) -> Result<Ready, TestError> {
         let cfg = &self.ctx.cfg;
         let how = Begin {
             whence: Whence::AcceptedFrom(self.peer),
@@ -611,13 +621,11 @@ impl<'a> ServerTest<'a> {
             observe: cfg.observe.as_ref(),
             peer: self.peer.ip(),
             local: self.link.ctrl.stream().local_addr().ok().map(|a| a.ip()),
-            // An iperf3 client's test time starts when TEST_START went out, as iperf3's server
-            // starts its clock (and the client its -t) there, not when the workers are ready.
-            started: self.iperf3_client.then_some(test_start),
+            started: None,
         };
         self.link
             .sh
-            .begin(p, streams, how, reporter)
+            .prepare(p, streams, how, reporter)
             .map_err(TestError::Start)
     }
 

@@ -113,8 +113,8 @@ fn picture(r: &Report) -> Picture {
         .map(|(gi, g)| {
             (
                 format!(
-                    "L3 group {gi} · CPUs {}{}",
-                    g.cpus,
+                    "L3 group {gi} · {}{}",
+                    wirespeed_model::units::cpu_list(&g.cpus),
                     g.size
                         .as_deref()
                         .map(|s| format!(" · {s}"))
@@ -178,29 +178,21 @@ fn nic(n: &NicFacts) -> Nic {
         name: n.name.clone(),
         node: n.node(),
         title: format!(
-            "{} ({}): {queue} queue IRQs on CPUs {}; local CPUs {}",
+            "{} ({}): {queue} queue IRQs on {}; local {}",
             n.name,
             n.pci_address,
             if cpus.is_empty() {
-                "?".to_string()
+                "CPUs ?".to_string()
             } else {
-                cpus.to_string()
+                cpus.words()
             },
             n.local_cpus
                 .as_ref()
-                .map(|c| c.to_string())
-                .unwrap_or("?".into())
+                .map_or("CPUs ?".into(), wirespeed_model::units::cpu_list)
         ),
         lines: [
             format!("{} · {speed}{pcie}", n.driver.as_deref().unwrap_or("?")),
-            format!(
-                "{queue} queue IRQs → CPUs {}",
-                if cpus.is_empty() {
-                    "none".to_string()
-                } else {
-                    cpus.to_string()
-                }
-            ),
+            format!("{queue} queue IRQs → {}", cpus.words()),
         ],
         per_cpu: irqs
             .iter()

@@ -533,7 +533,12 @@ fn end_topology(h: &mut String, e: &EndObservation, app: &CpuSet, who: &str) {
         .l3_groups
         .iter()
         .enumerate()
-        .map(|(i, g)| (format!("L3 group {i} · CPUs {g}"), g.clone()))
+        .map(|(i, g)| {
+            (
+                format!("L3 group {i} · {}", wirespeed_model::units::cpu_list(g)),
+                g.clone(),
+            )
+        })
         .collect();
     let mut nics = Vec::new();
     if let Some(iface) = &e.iface {
@@ -571,7 +576,10 @@ fn end_topology(h: &mut String, e: &EndObservation, app: &CpuSet, who: &str) {
                 if on.is_empty() {
                     "no NIC interrupts counted".into()
                 } else {
-                    format!("{total} interrupts served on CPUs {on}")
+                    format!(
+                        "{total} interrupts served on {}",
+                        wirespeed_model::units::cpu_list(&on)
+                    )
                 },
             ],
             per_cpu: served

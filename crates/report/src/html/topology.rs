@@ -141,8 +141,8 @@ pub fn topology(h: &mut String, p: &Picture) {
         layouts.push(NodeLayout {
             label: match node {
                 Some(n) => format!(
-                    "NUMA node {n} · CPUs {}",
-                    CpuSet::from_cpus(cpus.iter().copied())
+                    "NUMA node {n} · {}",
+                    CpuSet::from_cpus(cpus.iter().copied()).words()
                 ),
                 None => "CPUs (no NUMA information)".into(),
             },

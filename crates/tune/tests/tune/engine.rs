@@ -147,7 +147,7 @@ fn apply_then_revert_is_byte_identical_and_a_second_revert_is_harmless() {
     let irq = &report.steps[0];
     assert_eq!(
         irq.detail.as_deref(),
-        Some("effective CPUs 10 (captured tree: also wrote effective_affinity_list, as the kernel would)"),
+        Some("effective CPU 10 (captured tree: also wrote effective_affinity_list, as the kernel would)"),
         "{irq:?}"
     );
     assert_eq!(
@@ -374,7 +374,7 @@ fn the_after_step_hook_sees_each_write_in_order() {
         .detail
         .as_deref()
         .unwrap()
-        .starts_with("effective CPUs 10 "));
+        .starts_with("effective CPU 10 "));
     let jf = JournalFile::read(&root, &report.journal).unwrap();
     assert!(matches!(
         jf.records.last(),
