@@ -91,6 +91,10 @@ struct Args {
     /// 100 Gbit/s link needs, and issue 23's goal (CPU per bit <= 0.8 x iperf3's, every round).
     #[arg(long)]
     scale: bool,
+    /// `--scale`'s `-P` values instead of the ladder sized to the machine (`1,2,3,4,8`: more
+    /// streams than twice the CPUs on a small machine).
+    #[arg(long, value_delimiter = ',')]
+    parallel: Vec<u32>,
     /// The observer's cost instead of the sections: synthetic host trees (2-512 CPUs, 100-4,000
     /// interrupt vectors, 1-1,024 worker threads) read through `Root` as on a live host, each
     /// read and parse of an interval timed (thread CPU) with its allocations, and `doctor
@@ -929,11 +933,32 @@ fn tests_for(a: &Args, veth: bool) -> Vec<Test> {
     v
 }
 
+/// `--scale`'s `-P` values: `--parallel`'s (at most iperf3's 128 streams each), else the
+/// ladder for this machine.
+fn scale_parallels(a: &Args) -> Vec<u32> {
+    let mut v: Vec<u32> = a
+        .parallel
+        .iter()
+        .map(|&p| p.clamp(1, scale::MAX_PARALLEL))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    if v.is_empty() {
+        scale::parallels(num_cpus() as u32)
+    } else {
+        v
+    }
+}
+
 /// `--scale`: TCP then UDP, each up the `-P` ladder for this machine, unpinned.
 fn scale_tests(a: &Args, kinds: &[Kind]) -> Vec<Test> {
     let mut v = Vec::new();
     for (udp, block, section) in [(false, 128 << 10, "scale-tcp"), (true, 1472, "scale-udp")] {
-        for p in scale::parallels(num_cpus() as u32) {
+        // `--only tcp` or `--only udp` keeps one ladder (both by default)
+        if !a.only.iter().any(|o| o == if udp { "udp" } else { "tcp" }) {
+            continue;
+        }
+        for p in scale_parallels(a) {
             v.push(Test {
                 title: format!(
                     "scale: {} loopback, -P {p}, {} blocks{}, unpinned; {} s",
@@ -1131,9 +1156,11 @@ fn main() {
             println!("iperf3 ({}): NOT AVAILABLE; skipped", args.iperf3);
         }
         println!(
-            "scale mode: -P {:?} ({} CPUs online), TCP 128K copy and UDP 1472 B -b 0, unpinned",
-            scale::parallels(num_cpus() as u32),
-            num_cpus()
+            "scale mode: -P {:?} ({} CPUs online), TCP 128K copy and UDP 1472 B -b 0 (of them: \
+             {}), unpinned",
+            scale_parallels(&args),
+            num_cpus(),
+            args.only.join(",")
         );
         scale_tests(&args, &kinds)
     } else {

@@ -255,9 +255,13 @@ pub struct Row {
     pub interrupts_mb: f64,
     pub stat: Figure,
     pub softirqs: Figure,
-    /// `/proc/interrupts` read and only the NIC's rows parsed (what the observer does when
-    /// the per-IRQ files are missing or cut).
+    /// `/proc/interrupts` read whole and only the NIC's rows parsed (the observer's first
+    /// reading when the per-IRQ files are missing or cut, and any reading where the rows moved).
     pub interrupts_nic_rows: Figure,
+    /// `/proc/interrupts` read where the NIC's rows lay at the last whole reading: the header
+    /// and those rows only (what the observer does after its first reading, while the rows stay
+    /// put).
+    pub interrupts_rows_only: Figure,
     /// `/proc/interrupts` read and every row parsed, then summed (the observer before issue 38).
     pub interrupts_full_parse: Figure,
     /// The NIC's `/sys/kernel/irq/N/per_cpu_count` files (`None`: cut at this size).
@@ -297,6 +301,21 @@ fn row(dir: &Path, cpus: u32, vectors: u32, threads: u32) -> Row {
             .expect("interrupts");
         std::hint::black_box(interrupts::sum_rows(&buf, &irqs).expect("parses"));
     });
+    // the rows only: a reader without the per-IRQ files, after one whole reading
+    let mut rows_reader = Reader::default();
+    let whole = interrupts::sum_rows(&root.read("/proc/interrupts").expect("interrupts"), &irqs)
+        .expect("parses");
+    let whole: std::collections::BTreeMap<u32, u64> = whole.0.into_iter().zip(whole.1).collect();
+    assert_eq!(rows_reader.nic(&root, &irqs).as_ref(), Some(&whole));
+    assert!(rows_reader.nic_rows_known(), "the NIC's rows found");
+    r.interrupts_rows_only = measure(|| {
+        let m = rows_reader.nic(&root, &irqs);
+        assert!(
+            m.as_ref() == Some(&whole),
+            "the rows read alone sum as the whole text"
+        );
+    });
+    assert!(rows_reader.nic_rows_known(), "the rows stayed put");
     r.interrupts_full_parse = measure(|| {
         let text = root.read("/proc/interrupts").expect("interrupts");
         let i = Interrupts::parse(&text).expect("parses");
@@ -412,14 +431,15 @@ pub fn run(wirespeed: Option<&PathBuf>) -> Report {
          NIC = {NIC_QUEUES} queue vectors"
     );
     println!(
-        "{:>5} {:>6} {:>5} {:>7} | {:>15} {:>15} {:>17} {:>17} {:>15} {:>16} {:>15} | {:>17} {:>17}",
+        "{:>5} {:>6} {:>5} {:>7} | {:>15} {:>15} {:>17} {:>17} {:>17} {:>15} {:>16} {:>15} | {:>17} {:>17}",
         "CPUs",
         "vecs",
         "thr",
         "intr MB",
         "stat",
         "softirqs",
-        "intr: NIC rows",
+        "intr: whole,NIC",
+        "intr: rows only",
         "intr: full parse",
         "per-IRQ files",
         "threads",
@@ -442,7 +462,7 @@ pub fn run(wirespeed: Option<&PathBuf>) -> Report {
                 let r = row(tmp.path(), cpus, vectors, threads);
                 let opt = |f: &Option<Figure>| f.map_or("cut (>1 page)".to_string(), |f| f.cell());
                 println!(
-                    "{:>5} {:>6} {:>5} {:>7.2} | {:>15} {:>15} {:>17} {:>17} {:>15} {:>16} {:>15} | {:>17} {:>17}",
+                    "{:>5} {:>6} {:>5} {:>7.2} | {:>15} {:>15} {:>17} {:>17} {:>17} {:>15} {:>16} {:>15} | {:>17} {:>17}",
                     cpus,
                     vectors,
                     threads,
@@ -450,6 +470,7 @@ pub fn run(wirespeed: Option<&PathBuf>) -> Report {
                     r.stat.cell(),
                     r.softirqs.cell(),
                     r.interrupts_nic_rows.cell(),
+                    r.interrupts_rows_only.cell(),
                     r.interrupts_full_parse.cell(),
                     opt(&r.per_irq),
                     r.threads_read.cell(),
@@ -513,11 +534,13 @@ pub fn run(wirespeed: Option<&PathBuf>) -> Report {
             Some(f) => ("per-IRQ files", f.cpu_ms),
             None => ("/proc/interrupts", r.sample_proc.cpu_ms),
         };
-        rep.goal_met = ms < GOAL_MS;
+        // met on both paths: the per-IRQ files, and /proc/interrupts where they are cut or missing
+        rep.goal_met = ms < GOAL_MS && r.sample_proc.cpu_ms < GOAL_MS;
         println!(
             "goal (issue 38): one interval at 512 CPUs and 4,000 vectors under {GOAL_MS} ms of CPU \
-             per end: {} ({ms:.3} ms, the NIC's counts from its {path}; from /proc/interrupts, \
-             where those files are cut or missing: {:.3} ms; with 1,024 threads: {})",
+             per end, on both paths: {} ({ms:.3} ms, the NIC's counts from its {path}; from \
+             /proc/interrupts, where those files are cut or missing: {:.3} ms; with 1,024 \
+             threads: {})",
             if rep.goal_met { "MET" } else { "NOT MET" },
             r.sample_proc.cpu_ms,
             find(512, 4_000, 1_024).map_or("-".to_string(), |r| format!(

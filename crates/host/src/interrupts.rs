@@ -345,38 +345,204 @@ impl Interrupts {
 /// passed over at the cost of finding its end. Returns the CPU of each column (the header) and
 /// the sums indexed like it.
 pub fn sum_rows(text: &str, irqs: &[u32]) -> Result<(Vec<u32>, Vec<u64>), InterruptsError> {
-    let mut lines = text.split('\n').filter(|l| !l.trim().is_empty());
-    let header = lines.next().ok_or(InterruptsError::NoHeader)?;
+    sum_rows_at(text, irqs).map(|(cpus, sums, _)| (cpus, sums))
+}
+
+/// What [`sum_rows_at`] returns: the CPU of each column, the sums indexed like it, and where the
+/// rows lie.
+pub type RowSums = (Vec<u32>, Vec<u64>, Option<RowSpans>);
+
+/// [`sum_rows`], and where in the text the rows of `irqs` lie ([`RowSpans`]; `None` unless every
+/// one of them is there once, whole, with a count per column), so that the next reading reads
+/// only those bytes.
+pub fn sum_rows_at(text: &str, irqs: &[u32]) -> Result<RowSums, InterruptsError> {
+    let mut pos = 0;
+    // the header: the first line that is not blank
+    let (header, header_end) = loop {
+        if pos >= text.len() {
+            return Err(InterruptsError::NoHeader);
+        }
+        let end = text[pos..].find('\n').map_or(text.len(), |i| pos + i);
+        let line = &text[pos..end];
+        pos = (end + 1).min(text.len());
+        if !line.trim().is_empty() {
+            break (line, end);
+        }
+    };
     let cpus = cpu_columns(header).map_err(|tok| InterruptsError::BadHeader(tok.to_string()))?;
     if cpus.is_empty() {
         return Err(InterruptsError::NoHeader);
     }
     let mut sums = vec![0u64; cpus.len()];
     let mut row = Vec::with_capacity(cpus.len());
-    for line in lines {
-        let Some((label, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let Ok(irq) = label.trim_start().parse::<u32>() else {
-            continue; // a named row (`NMI`, `LOC`) or one the full parser would refuse
+    // (irq, first byte, one past its newline) of each row counted
+    let mut found: Vec<(u32, usize, usize)> = Vec::new();
+    let mut whole = true;
+    while pos < text.len() {
+        let start = pos;
+        let end = text[pos..].find('\n').map_or(text.len(), |i| pos + i);
+        pos = end + 1;
+        let Some(irq) = row_label(&text.as_bytes()[start..end]) else {
+            continue; // a named row (`NMI`, `LOC`), a blank line, or one the full parser refuses
         };
         if !irqs.contains(&irq) {
             continue;
         }
-        row.clear();
-        for tok in rest.split_ascii_whitespace().take(cpus.len()) {
-            match tok.parse::<u64>() {
-                Ok(v) => row.push(v),
-                Err(_) => break,
-            }
-        }
-        if row.len() == sums.len() {
+        let rest = &text.as_bytes()[start..end];
+        let colon = rest.iter().position(|&b| b == b':').unwrap_or(0);
+        if parse_counts(&rest[colon + 1..], cpus.len(), &mut row) {
             for (s, c) in sums.iter_mut().zip(&row) {
                 *s += c;
             }
+            found.push((irq, start, pos));
+            whole &= end < text.len();
         }
     }
-    Ok((cpus, sums))
+    let complete = whole
+        && irqs
+            .iter()
+            .all(|i| found.iter().filter(|f| f.0 == *i).count() == 1)
+        && found.len() == irqs.len();
+    let spans = complete.then(|| {
+        let mut runs: Vec<RowRun> = Vec::new();
+        for (irq, start, end) in found {
+            match runs.last_mut() {
+                Some(r) if r.offset as usize + r.len == start => {
+                    r.len = end - r.offset as usize;
+                    r.irqs.push(irq);
+                }
+                _ => runs.push(RowRun {
+                    offset: start as u64,
+                    len: end - start,
+                    irqs: vec![irq],
+                }),
+            }
+        }
+        RowSpans {
+            header: text.as_bytes()[..=header_end.min(text.len() - 1)].to_vec(),
+            cpus: cpus.clone(),
+            runs,
+        }
+    });
+    Ok((cpus, sums, spans))
+}
+
+/// The number before a row's colon (` 40:` → 40), as [`sum_rows`] reads it: spaces before it,
+/// nothing between it and the colon; `None` for a named row or anything else.
+fn row_label(line: &[u8]) -> Option<u32> {
+    let colon = line.iter().position(|&b| b == b':')?;
+    std::str::from_utf8(&line[..colon])
+        .ok()?
+        .trim_start()
+        .parse()
+        .ok()
+}
+
+/// The first `n` whitespace-separated counts of a row (after its colon) into `row`; false when
+/// there are fewer, or one is not a number (a row cut short counts nothing, as in the full
+/// parse).
+fn parse_counts(mut text: &[u8], n: usize, row: &mut Vec<u64>) -> bool {
+    row.clear();
+    while row.len() < n {
+        let Some(s) = text.iter().position(|b| !b.is_ascii_whitespace()) else {
+            return false;
+        };
+        text = &text[s..];
+        let len = text
+            .iter()
+            .position(u8::is_ascii_whitespace)
+            .unwrap_or(text.len());
+        let mut v: u64 = 0;
+        for &d in &text[..len] {
+            if !d.is_ascii_digit() {
+                return false;
+            }
+            let Some(x) = v
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(u64::from(d - b'0')))
+            else {
+                return false;
+            };
+            v = x;
+        }
+        row.push(v);
+        text = &text[len..];
+    }
+    true
+}
+
+/// Adjacent rows of one reading of `/proc/interrupts`: where the first starts, how many bytes
+/// they take (the last one's newline included), and their IRQs in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RowRun {
+    offset: u64,
+    len: usize,
+    irqs: Vec<u32>,
+}
+
+/// Where one NIC's rows lie in `/proc/interrupts` ([`sum_rows_at`]): the next reading reads the
+/// header and those rows only, a few hundred KB of the 22 MB a host with 512 CPUs and 4,000
+/// vectors prints. The kernel prints every count ten wide, so the rows stay where they were
+/// until a vector comes or goes before them, or a CPU goes on- or offline; a reading checks
+/// that the header is the same, that each run starts a line and holds the same IRQs' rows, each
+/// whole, and that the run ends where it did; where one does not, the counts of that reading
+/// are not to be trusted and the whole text is read again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowSpans {
+    header: Vec<u8>,
+    cpus: Vec<u32>,
+    runs: Vec<RowRun>,
+}
+
+impl RowSpans {
+    /// The header as it was read (its newline included): the first bytes of the text.
+    pub fn header(&self) -> &[u8] {
+        &self.header
+    }
+
+    /// The CPU of each column.
+    pub fn cpus(&self) -> &[u32] {
+        &self.cpus
+    }
+
+    /// The byte ranges to read: for each run of rows, the offset of the newline before it and
+    /// the length from there to the run's last newline (that first byte shows the run starts a
+    /// line).
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
+        self.runs.iter().map(|r| (r.offset - 1, r.len + 1))
+    }
+
+    /// Add the counts of run `i` into `sums` (indexed like [`RowSpans::cpus`]) from `bytes`, the
+    /// range [`RowSpans::ranges`] gave for it, read now; `row` is scratch. False where the
+    /// bytes are not those rows (a vector came or went before them, a row changed length): then
+    /// `sums` may hold part of them, and the whole text is to be read again.
+    pub fn add_run(&self, i: usize, bytes: &[u8], row: &mut Vec<u64>, sums: &mut [u64]) -> bool {
+        let Some(run) = self.runs.get(i) else {
+            return false;
+        };
+        if bytes.len() != run.len + 1 || bytes[0] != b'\n' || sums.len() != self.cpus.len() {
+            return false;
+        }
+        let mut rest = &bytes[1..];
+        for &irq in &run.irqs {
+            let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+                return false;
+            };
+            let line = &rest[..end];
+            if row_label(line) != Some(irq) {
+                return false;
+            }
+            let colon = line.iter().position(|&b| b == b':').unwrap_or(0);
+            if !parse_counts(&line[colon + 1..], self.cpus.len(), row) {
+                return false;
+            }
+            for (s, c) in sums.iter_mut().zip(row.iter()) {
+                *s += c;
+            }
+            rest = &rest[end + 1..];
+        }
+        rest.is_empty()
+    }
 }
 
 /// `/sys/kernel/irq/N/per_cpu_count`: one IRQ's count on every possible CPU, comma-separated, in
@@ -889,6 +1055,105 @@ mod tests {
             Interrupts::parse(cut).unwrap().sum_per_cpu(&[40, 41]),
             vec![1, 2]
         );
+    }
+
+    /// Rows as the kernel prints them: every count ten wide.
+    fn kernel_text(rows: &[(u32, [u32; 3], &str)]) -> String {
+        let mut t = String::from("           CPU0       CPU1       CPU3\n");
+        for (irq, c, name) in rows {
+            t.push_str(&format!(
+                "{irq:>4}: {:>10} {:>10} {:>10}  PCI-MSI {name}\n",
+                c[0], c[1], c[2]
+            ));
+        }
+        t.push_str(" NMI:         19         20         21   Non-maskable interrupts\n");
+        t
+    }
+
+    /// Read `spans`' ranges of `text` as the observer reads them from the file: the sums, or
+    /// `None` where a run is not what it was.
+    fn read_spans(spans: &RowSpans, text: &str) -> Option<Vec<u64>> {
+        let b = text.as_bytes();
+        if !b.starts_with(spans.header()) {
+            return None;
+        }
+        let mut sums = vec![0; spans.cpus().len()];
+        let mut row = Vec::new();
+        for (i, (off, len)) in spans.ranges().enumerate() {
+            let off = off as usize;
+            let bytes = &b[off.min(b.len())..(off + len).min(b.len())];
+            if !spans.add_run(i, bytes, &mut row, &mut sums) {
+                return None;
+            }
+        }
+        Some(sums)
+    }
+
+    #[test]
+    fn the_nics_rows_are_found_again_where_they_were_and_only_there() {
+        let rows = [
+            (0, [12, 0, 0], "2-edge timer"),
+            (40, [1, 100, 7], "1-edge eth0-rx-0"),
+            (41, [3, 0, 0], "2-edge eth0-tx-0"),
+            (50, [0, 0, 9], "3-edge nvme0q1"),
+            (60, [5, 5, 5], "4-edge eth0-rx-1"),
+        ];
+        let text = kernel_text(&rows);
+        let irqs = [40, 41, 60];
+        let (cpus, sums, spans) = sum_rows_at(&text, &irqs).unwrap();
+        assert_eq!(
+            (cpus.clone(), sums.clone()),
+            sum_rows(&text, &irqs).unwrap()
+        );
+        assert_eq!(sums, Interrupts::parse(&text).unwrap().sum_per_cpu(&irqs));
+        let spans = spans.expect("every row found whole");
+        assert_eq!(spans.cpus(), cpus.as_slice());
+        assert!(text.starts_with(std::str::from_utf8(spans.header()).unwrap()));
+        // 40 and 41 are adjacent: one range; 60 another; each starts at a newline
+        let ranges: Vec<_> = spans.ranges().collect();
+        assert_eq!(ranges.len(), 2);
+        for &(off, len) in &ranges {
+            let r = &text[off as usize..off as usize + len];
+            assert!(r.starts_with('\n') && r.ends_with('\n'), "{r:?}");
+        }
+        assert_eq!(read_spans(&spans, &text), Some(sums));
+        // the counts moved on (the same widths): the same rows, the new counts
+        let mut later = rows;
+        later[1].1 = [2, 4_000_000_000, 8];
+        later[4].1 = [6, 5, 1_234_567];
+        let text2 = kernel_text(&later);
+        assert_eq!(text2.len(), text.len());
+        assert_eq!(
+            read_spans(&spans, &text2),
+            Some(sum_rows(&text2, &irqs).unwrap().1)
+        );
+        // a vector came before them, one went, a name grew, a CPU went offline: not trusted
+        let mut more = rows.to_vec();
+        more.insert(1, (33, [1, 1, 1], "9-edge xhci"));
+        let mut fewer = rows.to_vec();
+        fewer.remove(0);
+        let mut longer = rows;
+        longer[1].2 = "1-edge eth0-rx-0-renamed";
+        for (what, t) in [
+            ("a vector before", kernel_text(&more)),
+            ("a vector gone", kernel_text(&fewer)),
+            ("a longer row", kernel_text(&longer)),
+            ("another header", text.replacen("CPU3", "CPU2", 1)),
+            ("the rows swapped", text.replacen("  40:", "  41:", 1)),
+            ("cut short", text[..text.len() - 80].to_string()),
+        ] {
+            assert_eq!(read_spans(&spans, &t), None, "{what}");
+        }
+        // no spans where a row is missing, cut, or twice there
+        assert!(sum_rows_at(&text, &[40, 99]).unwrap().2.is_none());
+        let cut = "CPU0 CPU1\n 40: 5\n 41: 1 2 PCI-MSI eth0\n";
+        assert!(sum_rows_at(cut, &[40, 41]).unwrap().2.is_none());
+        assert!(sum_rows_at(cut, &[41]).unwrap().2.is_some());
+        let twice = "CPU0 CPU1\n 41: 1 2 a\n 41: 1 2 b\n";
+        assert!(sum_rows_at(twice, &[41]).unwrap().2.is_none());
+        let no_newline = "CPU0 CPU1\n 41: 1 2 a";
+        assert_eq!(sum_rows(no_newline, &[41]).unwrap().1, vec![1, 2]);
+        assert!(sum_rows_at(no_newline, &[41]).unwrap().2.is_none());
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub use cpuset::{CpuId, CpuSet, CpuSetError, UnusableCpus};
 pub use facts::{collect, HostFacts, PlatformFacts};
 pub use interrupts::{Interrupts, InterruptsError, IrqKind, IrqLabel, IrqRow};
 pub use nic::{NicFacts, NicIrq, PcieFacts, PcieLink};
-pub use root::{Recording, Root, RootError};
+pub use root::{HeldFile, Recording, Root, RootError};
 pub use snapshot::{capture, Snapshot, SnapshotError};
 pub use stack::StackFacts;
 pub use upper::{DevKind, StackNode, UpperStack};

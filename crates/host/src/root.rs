@@ -100,6 +100,47 @@ pub struct Recording {
     pub synthetic: BTreeMap<String, Vec<u8>>,
 }
 
+/// A file of a [`Root`] held open ([`Root::open_held`]). procfs and sysfs print their files
+/// afresh at each read; a file of a tree is read where it lies (a file put in its place under the
+/// same name is not seen: open it again).
+#[derive(Debug)]
+pub struct HeldFile {
+    file: fs::File,
+    path: String,
+}
+
+impl HeldFile {
+    /// Read up to `len` bytes at `offset` into `buf` (its contents replaced, its allocation
+    /// kept): fewer only where the file ends. Returns how many were read.
+    pub fn read_at(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> Result<usize, RootError> {
+        use std::os::unix::fs::FileExt;
+        buf.clear();
+        buf.resize(len, 0);
+        let mut n = 0;
+        while n < len {
+            match self.file.read_at(&mut buf[n..], offset + n as u64) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    buf.clear();
+                    return Err(RootError::Io {
+                        path: self.path.clone(),
+                        source: e,
+                    });
+                }
+            }
+        }
+        buf.truncate(n);
+        Ok(n)
+    }
+
+    /// The host path it was opened as.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
+
 /// A directory that stands for `/` of a host.
 ///
 /// Host paths are given as they appear on the host (`/proc/interrupts`,
@@ -326,6 +367,19 @@ impl Root {
                 })
             }
         }
+    }
+
+    /// Open `host_path` once to read it again and again at an offset ([`HeldFile::read_at`]):
+    /// the files a reader reads every second (a worker thread's `schedstat`, the rows of
+    /// `/proc/interrupts` it needs) without a path lookup each time. What is read through the
+    /// handle is not recorded: on a recording root ([`Root::is_recording`]) read the file with
+    /// [`Root::read_into`] instead.
+    pub fn open_held(&self, host_path: &str) -> Result<HeldFile, RootError> {
+        let file = self.open(host_path, OFlags::RDONLY | OFlags::NONBLOCK)?;
+        Ok(HeldFile {
+            file,
+            path: host_path.to_string(),
+        })
     }
 
     /// Read a whole binary file (PCI configuration space), at most `limit` bytes: a longer
@@ -877,6 +931,35 @@ mod tests {
         assert!(r.path("proc/x").is_err());
         assert!(r.path("/sys/../etc/shadow").is_err());
         assert!(Root::live().is_live());
+    }
+
+    #[test]
+    fn a_held_file_reads_at_an_offset_and_sees_the_file_rewritten_in_place() {
+        let t = tempfile::tempdir().unwrap();
+        let r = Root::new(t.path());
+        std::fs::create_dir(t.path().join("proc")).unwrap();
+        std::fs::write(t.path().join("proc/interrupts"), "0123456789").unwrap();
+        let f = r.open_held("/proc/interrupts").unwrap();
+        assert_eq!(f.path(), "/proc/interrupts");
+        let mut buf = Vec::with_capacity(64);
+        assert_eq!(f.read_at(3, 4, &mut buf).unwrap(), 4);
+        assert_eq!(buf, b"3456");
+        // past the end: what is there
+        assert_eq!(f.read_at(8, 10, &mut buf).unwrap(), 2);
+        assert_eq!(buf, b"89");
+        assert_eq!(f.read_at(20, 4, &mut buf).unwrap(), 0);
+        assert!(buf.is_empty());
+        std::fs::write(t.path().join("proc/interrupts"), "abcdef").unwrap();
+        f.read_at(0, 6, &mut buf).unwrap();
+        assert_eq!(buf, b"abcdef");
+        assert!(buf.capacity() >= 64, "the allocation is kept");
+        // opened beneath the root, like every read
+        assert!(r.open_held("/proc/missing").unwrap_err().is_not_found());
+        std::os::unix::fs::symlink("/etc", t.path().join("proc/out")).unwrap();
+        assert!(matches!(
+            r.open_held("/proc/out/hostname"),
+            Err(RootError::Escape { .. })
+        ));
     }
 
     #[test]

@@ -105,8 +105,11 @@ pub fn worker_threads(root: &Root, only: Option<&[u32]>) -> Vec<ThreadSample> {
     worker_threads_with(root, only, &mut Reader::default())
 }
 
-/// [`worker_threads`] with `reader`'s buffers and the names it knows: a worker's `comm` is read
-/// once, then each interval reads its `schedstat` and `stat` only.
+/// [`worker_threads`] with `reader`'s buffers and the threads it knows: a worker's `comm` is
+/// read once, and its `schedstat` and `stat` are held open ([`Root::open_held`]) and read again
+/// at each interval (as many as [`Reader`]'s share of the open-file limit allows; past it, and on
+/// a recording root, they are opened by path each time). A thread whose files no longer read
+/// has ended: left out, its files closed.
 fn worker_threads_with(
     root: &Root,
     only: Option<&[u32]>,
@@ -121,12 +124,18 @@ fn worker_threads_with(
                 .filter_map(|t| t.parse().ok())
                 .collect();
             // an id no longer listed may come back as another thread
-            reader.names.retain(|t, _| tids.contains(t));
+            reader.tasks.retain(|t, _| tids.contains(t));
             tids
         }
     };
+    let budget = reader.held_budget(root);
     let Reader {
-        names, small, path, ..
+        tasks,
+        small,
+        bytes,
+        path,
+        held,
+        ..
     } = reader;
     let mut read = |n: u32, file: &str, buf: &mut String| {
         use std::fmt::Write;
@@ -136,9 +145,9 @@ fn worker_threads_with(
     };
     let mut out = Vec::with_capacity(tids.len());
     for n in tids {
-        let name = match names.get(&n) {
-            Some(name) => name.clone(),
-            None => {
+        let task = match tasks.entry(n) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
                 if !read(n, "comm", small) {
                     continue;
                 }
@@ -147,22 +156,54 @@ fn worker_threads_with(
                     // not remembered: a thread may name itself a moment after it starts
                     continue;
                 }
-                names.insert(n, name.clone());
-                name
+                let files = (*held + 2 <= budget)
+                    .then(|| {
+                        let open =
+                            |f: &str| root.open_held(&format!("/proc/self/task/{n}/{f}")).ok();
+                        Some((open("schedstat")?, open("stat")?))
+                    })
+                    .flatten();
+                *held += if files.is_some() { 2 } else { 0 };
+                e.insert(Task { name, files })
             }
         };
-        if !read(n, "schedstat", small) {
-            continue;
-        }
-        let Some((run_ns, wait_ns)) = parse_schedstat(small) else {
+        let counters = match &task.files {
+            Some((sched, stat)) => {
+                let run_wait = sched
+                    .read_at(0, 128, bytes)
+                    .ok()
+                    .filter(|&k| k > 0)
+                    .and_then(|_| std::str::from_utf8(bytes).ok())
+                    .and_then(parse_schedstat);
+                run_wait.map(|rw| {
+                    let cpu = stat
+                        .read_at(0, 2048, bytes)
+                        .ok()
+                        .and_then(|_| std::str::from_utf8(bytes).ok())
+                        .and_then(parse_stat_processor);
+                    (rw, cpu)
+                })
+            }
+            None => read(n, "schedstat", small)
+                .then(|| parse_schedstat(small))
+                .flatten()
+                .map(|rw| {
+                    let cpu = read(n, "stat", small)
+                        .then(|| parse_stat_processor(small))
+                        .flatten();
+                    (rw, cpu)
+                }),
+        };
+        let Some(((run_ns, wait_ns), cpu)) = counters else {
+            // ended: its files closed, its id forgotten (it may come back as another thread)
+            if let Some(t) = tasks.remove(&n) {
+                *held -= if t.files.is_some() { 2 } else { 0 };
+            }
             continue;
         };
-        let cpu = read(n, "stat", small)
-            .then(|| parse_stat_processor(small))
-            .flatten();
         out.push(ThreadSample {
             tid: n,
-            name,
+            name: task.name.clone(),
             run_ns,
             wait_ns,
             cpu,
@@ -171,9 +212,18 @@ fn worker_threads_with(
     out
 }
 
+/// A worker thread a [`Reader`] knows: its name (`comm`, read once) and, when held open, its
+/// `schedstat` and `stat`.
+#[derive(Debug)]
+struct Task {
+    name: String,
+    files: Option<(wirespeed_host::HeldFile, wirespeed_host::HeldFile)>,
+}
+
 /// What the observer keeps from one reading to the next so that an interval costs little on a
 /// large host: the texts' buffers (reused, never reallocated once large enough), where the NIC's
-/// counts come from, and the worker threads' names.
+/// counts come from (and where its rows lie in `/proc/interrupts`), and the worker threads'
+/// names and open files.
 #[derive(Debug, Default)]
 pub struct Reader {
     stat: String,
@@ -181,13 +231,23 @@ pub struct Reader {
     interrupts: String,
     small: String,
     path: String,
+    /// Bytes read at an offset of a held file, and one row's counts.
+    bytes: Vec<u8>,
+    counts: Vec<u64>,
     /// The possible CPUs, when every NIC IRQ's `/sys/kernel/irq/N/per_cpu_count` was read whole
     /// at the start: the NIC's counts come from those files (a few KB each) instead of the
     /// whole of `/proc/interrupts` (one to twenty MB on a host with hundreds of CPUs and
     /// thousands of vectors, every row printed by the kernel at each read).
     per_irq: Option<Vec<u32>>,
-    /// Worker threads' names by id: `comm` is read once per thread.
-    names: BTreeMap<u32, String>,
+    /// Where the NIC's rows lay in `/proc/interrupts` at its last whole reading: the readings
+    /// after it read the header and those rows only (see [`interrupts::RowSpans`]), and read
+    /// the whole text again where they moved.
+    rows: Option<interrupts::RowSpans>,
+    /// Worker threads by id: `comm` is read once per thread, its counters' files held open.
+    tasks: BTreeMap<u32, Task>,
+    /// Files held open for threads now, and how many may be ([`Reader::held_budget`]).
+    held: usize,
+    budget: Option<usize>,
 }
 
 impl Reader {
@@ -209,9 +269,28 @@ impl Reader {
         r
     }
 
+    /// How many files the reader may hold open for worker threads: an eighth of the open-file
+    /// limit (the test's sockets need the rest; 2,500 at the usual 20,000, 128 at 1,024), none
+    /// on a recording root (what a held file reads is not recorded).
+    fn held_budget(&mut self, root: &Root) -> usize {
+        if root.is_recording() {
+            return 0;
+        }
+        *self.budget.get_or_insert_with(|| {
+            let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+            usize::try_from(limit.unwrap_or(8192) / 8).unwrap_or(usize::MAX)
+        })
+    }
+
     /// Whether the NIC's counts are read per IRQ (`/sys/kernel/irq/N/per_cpu_count`).
     pub fn per_irq(&self) -> bool {
         self.per_irq.is_some()
+    }
+
+    /// Whether the next reading of `/proc/interrupts` reads only the NIC's rows (where the
+    /// last whole reading found them).
+    pub fn nic_rows_known(&self) -> bool {
+        self.rows.is_some()
     }
 
     /// The sums over `irqs` of their `per_cpu_count` files; `None` when one is missing or cut.
@@ -228,13 +307,38 @@ impl Reader {
         Some(possible.iter().copied().zip(sums).collect())
     }
 
+    /// The NIC's rows of `/proc/interrupts` where `rows` says they lie: the header and each
+    /// run of rows read at its offset; `None` where they are not there any more.
+    fn read_rows(
+        &mut self,
+        root: &Root,
+        rows: &interrupts::RowSpans,
+    ) -> Option<BTreeMap<u32, u64>> {
+        let f = root.open_held("/proc/interrupts").ok()?;
+        let header = rows.header();
+        f.read_at(0, header.len(), &mut self.bytes).ok()?;
+        if self.bytes != header {
+            return None;
+        }
+        let mut sums = vec![0u64; rows.cpus().len()];
+        for (i, (offset, len)) in rows.ranges().enumerate() {
+            f.read_at(offset, len, &mut self.bytes).ok()?;
+            if !rows.add_run(i, &self.bytes, &mut self.counts, &mut sums) {
+                return None;
+            }
+        }
+        Some(rows.cpus().iter().copied().zip(sums).collect())
+    }
+
     /// This process's worker threads (see [`worker_threads`]), with the names this reader knows.
     pub fn threads(&mut self, root: &Root, only: Option<&[u32]>) -> Vec<ThreadSample> {
         worker_threads_with(root, only, self)
     }
 
     /// The NIC's interrupts per CPU, summed over `irqs`: per IRQ when the start found those
-    /// files whole (and this reading did too), else from `/proc/interrupts`.
+    /// files whole (and this reading did too), else from `/proc/interrupts` — its NIC rows only
+    /// where the last whole reading found them, else the whole text (its buffer kept only while
+    /// the rows do not stay put: 22 MB at 512 CPUs and 4,000 vectors).
     pub fn nic(&mut self, root: &Root, irqs: &[u32]) -> Option<BTreeMap<u32, u64>> {
         if irqs.is_empty() {
             return None;
@@ -244,9 +348,23 @@ impl Reader {
                 return Some(m);
             }
         }
+        let mut moved = false;
+        if let Some(rows) = self.rows.take() {
+            if let Some(m) = self.read_rows(root, &rows) {
+                self.rows = Some(rows);
+                return Some(m);
+            }
+            moved = true;
+        }
         root.read_into("/proc/interrupts", &mut self.interrupts)
             .ok()?;
-        let (cpus, sums) = interrupts::sum_rows(&self.interrupts, irqs).ok()?;
+        let (cpus, sums, rows) = interrupts::sum_rows_at(&self.interrupts, irqs).ok()?;
+        if !root.is_recording() {
+            self.rows = rows;
+            if self.rows.is_some() && !moved {
+                self.interrupts = String::new();
+            }
+        }
         Some(cpus.into_iter().zip(sums).collect())
     }
 }
@@ -443,11 +561,14 @@ pub fn thread_uses(before: &Snapshot, after: &Snapshot) -> Vec<ThreadUse> {
         return Vec::new();
     }
     let pct = |ns: u64| Percent::new(ns as f64 * 100.0 / wall_ns as f64);
+    // by id: one look-up per thread, not a scan (1,024 workers are a million comparisons)
+    let then: std::collections::HashMap<u32, &ThreadSample> =
+        before.threads.iter().map(|b| (b.tid, b)).collect();
     after
         .threads
         .iter()
         .map(|t| {
-            let then = before.threads.iter().find(|b| b.tid == t.tid);
+            let then = then.get(&t.tid);
             let (r0, w0) = then.map_or((0, 0), |b| (b.run_ns, b.wait_ns));
             ThreadUse {
                 tid: t.tid,
@@ -1536,6 +1657,130 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Issue 38: without the per-IRQ files, at 512 CPUs and 4,000 vectors (22 MB of
+    /// `/proc/interrupts`, the NIC's 64 queues), the readings after the first read the NIC's rows
+    /// only, where the first found them, and count what the whole text says; a vector that comes
+    /// before them moves them: that reading reads the whole text again, counts right, and finds
+    /// them anew.
+    #[test]
+    fn the_proc_interrupts_fallback_at_512_cpus_reads_the_nics_rows_where_they_are() {
+        let (cpus, vectors) = (512, 4_000);
+        let mut s = Synthetic::new(cpus, vectors, 2, false);
+        s.nic = 64;
+        s.write(0);
+        let irqs = s.nic_irqs();
+        let mut obs = Observer::new(s.root(), Role::Receiver, NicSpec::Irqs(irqs.clone())).unwrap();
+        assert!(!obs.per_irq());
+        assert!(
+            obs.reader.nic_rows_known(),
+            "the first reading found the rows"
+        );
+        assert!(
+            obs.reader.interrupts.capacity() == 0,
+            "the whole text's buffer is not kept"
+        );
+        let interrupts = s.dir.path().join("proc/interrupts");
+        for t in 1..=4u64 {
+            s.write(t);
+            if t == 3 {
+                // a vector comes before the NIC's rows (a device's queue, a VF)
+                let text = std::fs::read_to_string(&interrupts).unwrap();
+                let (head, rows) = text.split_once('\n').unwrap();
+                let row: String = (0..cpus).map(|_| format!(" {:>10}", 3)).collect();
+                std::fs::write(
+                    &interrupts,
+                    format!("{head}\n  23:{row}  IR-IO-APIC 23-fasteoi  new\n{rows}"),
+                )
+                .unwrap();
+            }
+            let whole = wirespeed_host::interrupts::sum_rows(
+                &std::fs::read_to_string(&interrupts).unwrap(),
+                &irqs,
+            )
+            .unwrap()
+            .1;
+            let iv = obs
+                .sample(Some((t as f64 - 1.0, t as f64)), &[], None)
+                .unwrap()
+                .clone();
+            assert!(obs.reader.nic_rows_known(), "interval {t}: the rows known");
+            // the rows alone read while they stay put (the whole text's buffer never grown
+            // again); where they moved the whole text was read, and its buffer is kept
+            assert_eq!(
+                obs.reader.interrupts.capacity() > 0,
+                t >= 3,
+                "interval {t}: the whole text read only where the rows moved"
+            );
+            assert_eq!(
+                obs.last
+                    .nic
+                    .as_ref()
+                    .unwrap()
+                    .values()
+                    .copied()
+                    .collect::<Vec<_>>(),
+                whole,
+                "interval {t}: the counts the whole text has"
+            );
+            assert_eq!(iv.cpus.len(), cpus as usize);
+            for c in &iv.cpus {
+                let want: u64 = irqs
+                    .iter()
+                    .filter(|&&irq| (irq - 24) % cpus == c.cpu)
+                    .map(|&irq| u64::from(irq - 24 + 1))
+                    .sum();
+                assert_eq!(c.nic_irqs, want, "interval {t}: CPU {}", c.cpu);
+            }
+            assert_eq!(iv.threads.len(), 2);
+        }
+        let end = obs.close(&[], None).unwrap();
+        let nic: u64 = end.total.cpus.iter().map(|c| c.nic_irqs).sum();
+        assert_eq!(nic, 4 * (1..=64).sum::<u64>());
+    }
+
+    /// Issue 38: a worker thread's `schedstat` and `stat` are held open and read at each
+    /// interval; a thread that has ended reads no more: it is left out and its files closed.
+    #[test]
+    fn a_live_workers_files_are_held_open_until_it_ends() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::Builder::new()
+            .name("ws-dp-held".into())
+            .spawn(move || {
+                tx.send(rustix::thread::gettid().as_raw_nonzero().get() as u32)
+                    .unwrap();
+                let _ = done_rx.recv();
+            })
+            .unwrap();
+        let tid = rx.recv().unwrap();
+        let root = Root::live();
+        let mut reader = Reader::default();
+        let first = reader.threads(&root, Some(&[tid]));
+        if first.is_empty() {
+            eprintln!(
+                "SKIP: a_live_workers_files_are_held_open_until_it_ends because \
+                 /proc/self/task/{tid} cannot be read here"
+            );
+            done_tx.send(()).unwrap();
+            worker.join().unwrap();
+            return;
+        }
+        assert_eq!(first[0].name, "ws-dp-held");
+        assert_eq!(reader.held, 2, "schedstat and stat held open");
+        let again = reader.threads(&root, Some(&[tid]));
+        assert_eq!(again.len(), 1);
+        assert!(again[0].run_ns >= first[0].run_ns);
+        // a recording root holds nothing open: what it reads is recorded
+        let mut by_path = Reader::default();
+        assert_eq!(by_path.threads(&root.recording(), Some(&[tid])).len(), 1);
+        assert_eq!(by_path.held, 0);
+        done_tx.send(()).unwrap();
+        worker.join().unwrap();
+        assert!(reader.threads(&root, Some(&[tid])).is_empty(), "ended");
+        assert_eq!(reader.held, 0, "its files closed");
+        assert!(reader.tasks.is_empty());
     }
 
     /// A per-IRQ file cut at a page (many CPUs, large counts) is not trusted: the counts come
