@@ -337,12 +337,13 @@ fn iperf3_clients_read_the_same_receiver_interval() {
     agree_within_half_a_percent(cases, receiver_ratios);
 }
 
+/// One case's run against wirespeed and against iperf3: each the receiver line relative to the
+/// sender line (end, rate).
+type RunCase = fn(&str, &[&str]) -> [(f64, f64); 2];
+
 /// Each case's ratios (`run` gives wirespeed's run and iperf3's, each the receiver line
 /// relative to the sender line: end, rate) agree within 0.5 % in one of three tries.
-fn agree_within_half_a_percent(
-    cases: &[(&str, &[&str])],
-    run: fn(&str, &[&str]) -> [(f64, f64); 2],
-) {
+fn agree_within_half_a_percent(cases: &[(&str, &[&str])], run: RunCase) {
     for (name, args) in cases {
         let mut tries = Vec::new();
         let mut agreed = false;
