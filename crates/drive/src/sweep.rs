@@ -129,8 +129,27 @@ impl Summarize for Matrix {
             if let Some(what) = limit_outside_cpus(v) {
                 recommendation.push_str(&format!(": {what}, not the CPU pair, was the limit"));
             }
-        } else if let Some(t) = self.verdict_tally() {
-            recommendation.push_str(&format!("; the cells' verdicts: {t}"));
+        } else {
+            // The cells differ; what bound the best of them (those the noise cannot tell from
+            // the best, else the best alone) is what a user who takes the recommendation meets.
+            let leaders = match &noise {
+                Some(n) if !n.beyond => n.tied.clone(),
+                _ => vec![best],
+            };
+            if let Some(v) = self.common_verdict(&leaders) {
+                if let Some(what) = limit_outside_cpus(v) {
+                    let whose = match leaders.len() {
+                        1 => "the best cell's verdict is".to_string(),
+                        k => format!("the {k} best cells' verdict is"),
+                    };
+                    recommendation.push_str(&format!(
+                        "; {whose} {v}: {what}, not the CPU pair, was the limit there"
+                    ));
+                }
+            }
+            if let Some(t) = self.verdict_tally() {
+                recommendation.push_str(&format!("; the cells' verdicts: {t}"));
+            }
         }
         Some(Summary {
             best,
@@ -222,6 +241,14 @@ impl MatrixNoise for Matrix {
         Some(words.join(", "))
     }
 
+    fn common_verdict(&self, pairs: &[Pair]) -> Option<VerdictId> {
+        let mut v = pairs
+            .iter()
+            .map(|p| self.cell(p.row, p.col).and_then(Cell::verdict));
+        let first = v.next()??;
+        v.all(|x| x == Some(first)).then_some(first)
+    }
+
     fn shared_verdict(&self) -> Option<VerdictId> {
         let mut cells = self.cells.iter().flatten().filter(|c| !c.runs.is_empty());
         let first = cells.next()?.verdict()?;
@@ -234,6 +261,8 @@ trait MatrixNoise {
     /// The best cell against the next; `None` with fewer than two cells, or when a cell's
     /// spread is unknown.
     fn noise(&self, all: &[Pair]) -> Option<Noise>;
+    /// The verdict of the cells at these pairs, when they all have the same one.
+    fn common_verdict(&self, pairs: &[Pair]) -> Option<VerdictId>;
     /// The verdict of every cell with runs, when they all agree.
     fn shared_verdict(&self) -> Option<VerdictId>;
     /// `path-limited in 2 cells, same-host in 2 cells`, most first, when the cells' verdicts
@@ -424,6 +453,64 @@ mod tests {
         let t = String::from_utf8(out).unwrap();
         assert_eq!(t.matches('█').count(), 2 * 4 + 1, "{t}");
         assert!(t.contains("(cells 4.71–4.75, a spread of 0.8 %; the scale reaches down to at least 50 % of the best)"), "{t}");
+    }
+
+    /// Cells whose verdicts differ (the shape of a release sweep through a 5 Gbit/s tbf: the
+    /// pair sharing one CPU bound by that CPU, the others by the path): the cells the noise
+    /// cannot tell from the best were all path-limited, and the summary says so before the
+    /// tally; when the best cells disagree, nothing is said of them.
+    #[test]
+    fn the_best_cells_verdict_is_named_when_the_cells_differ() {
+        let mut m = Matrix::new(
+            Axes::ClientServer,
+            CpuSet::from_cpus([0, 1]),
+            CpuSet::from_cpus([0, 1]),
+        );
+        let cells = [
+            (0, 0, 4.54, VerdictId::SameHost),
+            (0, 1, 4.70, VerdictId::PathLimited),
+            (1, 0, 4.69, VerdictId::PathLimited),
+            (1, 1, 4.71, VerdictId::PathLimited),
+        ];
+        for (r, c, v, id) in cells {
+            assert!(m.record_run(r, c, g(v), wobble(v, 0.02), Some(id)));
+        }
+        let s = m.summary(None).unwrap();
+        assert_eq!(s.verdict, None);
+        assert_eq!(s.noise.as_ref().unwrap().tied.len(), 3, "{:?}", s.noise);
+        assert!(
+            s.recommendation.ends_with(
+                "; the 3 best cells' verdict is path-limited: the path, not the CPU pair, was the limit there; the cells' verdicts: path-limited in 3 cells, same-host in 1 cell"
+            ),
+            "{}",
+            s.recommendation
+        );
+
+        // The same rates with the best cell the one that shared a CPU: no common verdict.
+        let mut m = Matrix::new(
+            Axes::ClientServer,
+            CpuSet::from_cpus([0, 1]),
+            CpuSet::from_cpus([0, 1]),
+        );
+        for (r, c, v, id) in cells {
+            let id = if (r, c) == (1, 1) {
+                VerdictId::SameHost
+            } else {
+                id
+            };
+            assert!(m.record_run(r, c, g(v), wobble(v, 0.02), Some(id)));
+        }
+        let s = m.summary(None).unwrap();
+        assert!(
+            !s.recommendation.contains("was the limit there"),
+            "{}",
+            s.recommendation
+        );
+        assert!(
+            s.recommendation.contains("; the cells' verdicts: "),
+            "{}",
+            s.recommendation
+        );
     }
 
     /// The same cells measured steadier: the best is better than the next beyond both spreads,
