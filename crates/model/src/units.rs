@@ -232,12 +232,26 @@ pub fn cpu_list(list: impl fmt::Display) -> String {
 
 /// A count of CPUs: `1 CPU`, `3 CPUs`, `0 CPUs`.
 pub fn cpu_count(n: usize) -> String {
-    format!("{n} CPU{}", if n == 1 { "" } else { "s" })
+    count(n, "CPU")
+}
+
+/// A count with its noun, plural but for one: `1 queue IRQ`, `4 queue IRQs`, `0 queue IRQs`
+/// (`noun` takes an `s` for its plural).
+pub fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_takes_the_plural_but_for_one() {
+        assert_eq!(count(1, "queue IRQ"), "1 queue IRQ");
+        assert_eq!(count(4, "queue IRQ"), "4 queue IRQs");
+        assert_eq!(count(0, "queue IRQ"), "0 queue IRQs");
+        assert_eq!(cpu_count(1), "1 CPU");
+    }
 
     #[test]
     fn each_figure_in_the_unit_that_fits() {

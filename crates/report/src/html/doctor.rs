@@ -8,7 +8,7 @@ use wirespeed_doctor::report::Report;
 use wirespeed_doctor::Severity;
 use wirespeed_host::interrupts::IrqKind;
 use wirespeed_host::NicFacts;
-use wirespeed_model::CpuSet;
+use wirespeed_model::{units, CpuSet};
 
 use super::esc;
 use super::topology::{topology, Nic, Picture};
@@ -178,9 +178,10 @@ fn nic(n: &NicFacts) -> Nic {
         name: n.name.clone(),
         node: n.node(),
         title: format!(
-            "{} ({}): {queue} queue IRQs on {}; local {}",
+            "{} ({}): {} on {}; local {}",
             n.name,
             n.pci_address,
+            units::count(queue, "queue IRQ"),
             if cpus.is_empty() {
                 "CPUs ?".to_string()
             } else {
@@ -192,7 +193,7 @@ fn nic(n: &NicFacts) -> Nic {
         ),
         lines: [
             format!("{} · {speed}{pcie}", n.driver.as_deref().unwrap_or("?")),
-            format!("{queue} queue IRQs → {}", cpus.words()),
+            format!("{} → {}", units::count(queue, "queue IRQ"), cpus.words()),
         ],
         per_cpu: irqs
             .iter()
@@ -203,8 +204,8 @@ fn nic(n: &NicFacts) -> Nic {
                     (
                         list.len().to_string(),
                         format!(
-                            "{} queue IRQs of {}: {}",
-                            list.len(),
+                            "{} of {}: {}",
+                            units::count(list.len(), "queue IRQ"),
                             n.name,
                             ids.join(", ")
                         ),
