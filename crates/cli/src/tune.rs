@@ -3,7 +3,6 @@
 //! `WIRESPEED_TUNE_STEP_DELAY_MS` (tests only) pauses apply after each step, so a test can land a
 //! real `kill -9` in the middle of an apply.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -234,23 +233,7 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         (None, Some(PolicyArg::L3)) => Some(IrqPolicy::L3),
         (None, None) => None,
     };
-    let only: BTreeSet<Category> = if a.only.is_empty() {
-        Category::ALL.into_iter().collect()
-    } else {
-        a.only
-            .iter()
-            .map(|s| {
-                Category::parse(s.trim()).ok_or_else(|| {
-                    exit::fail(
-                        exit::USAGE,
-                        format!(
-                            "--only {s}: not one of irq, stack, link, governor, ring, coalesce, pause, irqbalance"
-                        ),
-                    )
-                })
-            })
-            .collect::<anyhow::Result<_>>()?
-    };
+    let only = Category::parse_only(&a.only).map_err(|e| exit::fail(exit::USAGE, e))?;
 
     let snapshot = a
         .snapshot
