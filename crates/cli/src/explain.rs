@@ -251,14 +251,13 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_writer_pretty(&mut out, &j)?;
             writeln!(out)?;
         } else {
-            let color = a.csv.text_is_terminal();
-            wirespeed_report::sweep::write_heatmap(&mut out, &m, color)?;
-            if let Some(s) = &summary {
-                wirespeed_report::sweep::write_summary(&mut out, &m, s)?;
-            }
-            if interrupted {
-                writeln!(out, "(interrupted: the matrix is partial)")?;
-            }
+            wirespeed_report::sweep::write_sweep(
+                &mut out,
+                &m,
+                summary.as_ref(),
+                interrupted,
+                a.csv.text_is_terminal(),
+            )?;
         }
         out.flush()
     })();

@@ -112,6 +112,25 @@ pub fn write_summary<W: Write + ?Sized>(w: &mut W, m: &Matrix, s: &Summary) -> i
     writeln!(w, "{label}: {}", s.recommendation)
 }
 
+/// A CPU-pair sweep as text: the heatmap, its summary when there is one, and a line when the
+/// sweep was interrupted (the matrix is partial).
+pub fn write_sweep<W: Write + ?Sized>(
+    out: &mut W,
+    m: &Matrix,
+    summary: Option<&Summary>,
+    interrupted: bool,
+    color: bool,
+) -> io::Result<()> {
+    write_heatmap(out, m, color)?;
+    if let Some(s) = summary {
+        write_summary(out, m, s)?;
+    }
+    if interrupted {
+        writeln!(out, "(interrupted: the matrix is partial)")?;
+    }
+    Ok(())
+}
+
 /// An IRQ sweep as text: the heatmap and its summary, the IRQs the kernel kept in place, the
 /// steps whose move did not take effect (`ineffective` of them, left out of the summary), and
 /// the count of steps with where their journals were reverted (`on_server`: the sweep moved
@@ -214,6 +233,27 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.ends_with("\n2 step(s), every journal reverted (interrupted)\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_sweep_says_its_matrix_is_partial() {
+        let m = Matrix::new(
+            Axes::ClientServer,
+            CpuSet::from_cpus([0]),
+            CpuSet::from_cpus([1]),
+        );
+        let mut whole = Vec::new();
+        write_sweep(&mut whole, &m, None, false, false).unwrap();
+        let mut heatmap = Vec::new();
+        write_heatmap(&mut heatmap, &m, false).unwrap();
+        assert_eq!(whole, heatmap);
+        let mut cut = Vec::new();
+        write_sweep(&mut cut, &m, None, true, false).unwrap();
+        let text = String::from_utf8(cut).unwrap();
+        assert!(
+            text.ends_with("\n(interrupted: the matrix is partial)\n"),
             "{text}"
         );
     }
