@@ -1,7 +1,6 @@
 //! `sweep` and `latency`: where the work runs.
 
 use std::io::{IsTerminal, Write};
-use std::net::{IpAddr, ToSocketAddrs};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -17,7 +16,6 @@ pub use wirespeed_drive::{observation_of, receiver_bps};
 use wirespeed_engine::ClientConfig;
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_latency::{self as latency, LatencyError, Options};
-use wirespeed_observe::route;
 
 use crate::exit::{self, engine_code};
 
@@ -168,10 +166,6 @@ fn irq_fail(e: IrqDriveError) -> anyhow::Error {
     exit::fail(code, e.to_string())
 }
 
-fn peer_addr(host: &str, port: u16) -> Option<IpAddr> {
-    (host, port).to_socket_addrs().ok()?.next().map(|a| a.ip())
-}
-
 pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     if a.time == 0 || a.repeat == 0 {
         return Err(exit::fail(
@@ -182,10 +176,7 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     a.csv.check_stdout(a.json.then_some("-J"))?;
     let stop = stop_flag()?;
     let text = !a.json;
-    let peer = peer_addr(&a.host, a.port);
-    // Both ends on this host (loopback): relations between client and server CPUs mean something.
-    let same_host = peer
-        .is_some_and(|p| route::iface_for_peer(&Root::live(), p, None).as_deref() == Some("lo"));
+    let (peer, same_host) = drive::locate_peer(&Root::live(), &a.host, a.port);
     // Refuse up front, once: CPUs this host lacks (the server's too when it runs here), no server.
     let mut cpus = vec![("--cpus", &a.cpus)];
     if same_host {
@@ -260,14 +251,13 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_writer_pretty(&mut out, &j)?;
             writeln!(out)?;
         } else {
-            let color = a.csv.text_is_terminal();
-            wirespeed_report::sweep::write_heatmap(&mut out, &m, color)?;
-            if let Some(s) = &summary {
-                wirespeed_report::sweep::write_summary(&mut out, &m, s)?;
-            }
-            if interrupted {
-                writeln!(out, "(interrupted: the matrix is partial)")?;
-            }
+            wirespeed_report::sweep::write_sweep(
+                &mut out,
+                &m,
+                summary.as_ref(),
+                interrupted,
+                a.csv.text_is_terminal(),
+            )?;
         }
         out.flush()
     })();
@@ -331,44 +321,13 @@ fn write_irq_report(
             serde_json::to_writer_pretty(&mut out, &j)?;
             writeln!(out)?;
         } else {
-            let color = a.csv.text_is_terminal();
-            wirespeed_report::sweep::write_heatmap(&mut out, &report.matrix, color)?;
-            if let Some(s) = summary {
-                wirespeed_report::sweep::write_summary(&mut out, &report.matrix, s)?;
-            }
-            for s in &report.steps {
-                if !s.not_movable.is_empty() {
-                    writeln!(
-                        out,
-                        "IRQ CPU {}: IRQs {:?} are managed by the kernel and stayed put",
-                        s.irq_cpu, s.not_movable
-                    )?;
-                }
-            }
-            if ineffective > 0 {
-                let example = report
-                    .steps
-                    .iter()
-                    .find_map(|s| s.elsewhere.first().map(|(irq, e)| (s.irq_cpu, *irq, e)))
-                    .map_or(String::new(), |(cpu, irq, e)| {
-                        format!(" (e.g. IRQ {irq}, moved to CPU {cpu}, ran on CPU {e})")
-                    });
-                writeln!(
-                    out,
-                    "{ineffective} of {} step(s) did not take effect{example}: left out of the summary",
-                    report.steps.len()
-                )?;
-            }
-            writeln!(
-                out,
-                "{} step(s), every journal reverted{}{}",
-                report.steps.len(),
-                if a.reverse { "" } else { " on the server" },
-                if report.interrupted {
-                    " (interrupted)"
-                } else {
-                    ""
-                }
+            wirespeed_report::sweep::write_irq_sweep(
+                &mut out,
+                report,
+                summary,
+                ineffective,
+                !a.reverse,
+                a.csv.text_is_terminal(),
             )?;
         }
         out.flush()
@@ -424,27 +383,7 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
         ..Options::default()
     };
     // progress on stderr, one line per round of each pair (also with --json and --csv)
-    let mut progress = |p: latency::Progress| {
-        let l = p.latency;
-        eprintln!(
-            "latency: CPUs {},{} (pair {} of {}), round {}: {:.1} ± {:.1} ns ({:.1} % of the mean){}",
-            p.a,
-            p.b,
-            p.index,
-            p.pairs,
-            l.rounds,
-            l.mean_ns,
-            l.stderr_ns,
-            l.rel_stderr() * 100.0,
-            if p.again {
-                ", measuring again"
-            } else if l.noisy {
-                ", still noise: giving up"
-            } else {
-                ""
-            }
-        );
-    };
+    let mut progress = |p: latency::Progress| eprintln!("{p}");
     let m = latency::measure_with(&cpus, &opts, Some(&topo), &mut progress).map_err(|e| {
         let code = match e {
             LatencyError::Pin { .. } | LatencyError::Stalled { .. } => exit::HOST,

@@ -163,7 +163,10 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     };
     spec.validate().map_err(lab_fail)?;
     if a.dry_run {
-        return dry_run(&spec, target.line());
+        for line in lab::words::dry_run(&spec, target.line()).map_err(lab_fail)? {
+            println!("{line}");
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     // Ctrl-C or SIGTERM while building: stop between steps and remove what was built
     let stop = Arc::new(AtomicBool::new(false));
@@ -182,21 +185,22 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         drop(lab);
         return Err(lab_fail(LabError::Interrupted));
     }
-    for line in target.line().into_iter().chain(describe(&lab, relay_pid)) {
+    for line in target
+        .line()
+        .into_iter()
+        .chain(lab::words::describe(&lab, relay_pid))
+    {
         println!("{line}");
     }
     lab.keep();
     Ok(ExitCode::SUCCESS)
 }
 
-/// Start `wirespeed lab relay` for `lab` in a session of its own (Ctrl-C in this terminal and
-/// this command's end leave it running), and wait until it has attached to the delay line.
-/// It ends by itself when the lab is removed.
+/// Start `wirespeed lab relay` for `lab` (a process of its own, see
+/// [`lab::relay::spawn_external`]); its process id.
 fn spawn_relay(lab: &Lab) -> anyhow::Result<u32> {
-    use std::io::BufRead;
-    use std::os::unix::process::CommandExt;
-    let host = |m: String| exit::fail(exit::HOST, format!("lab: the delay line: {m}"));
-    let me = std::env::current_exe().map_err(|e| host(format!("finding this program: {e}")))?;
+    let me = std::env::current_exe()
+        .map_err(|e| lab_fail(LabError::Relay(format!("finding this program: {e}"))))?;
     let delay = lab.spec().delay_ms.unwrap_or_default().to_string();
     // starts: wirespeed (this program, for the relay)
     let mut cmd = Command::new(me);
@@ -207,184 +211,22 @@ fn spawn_relay(lab: &Lab) -> anyhow::Result<u32> {
         &lab.spec().name,
         "--delay",
         &delay,
-    ])
-    .stdin(std::process::Stdio::null())
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::null());
-    // SAFETY: setsid is async-signal-safe and touches nothing of the parent.
-    unsafe {
-        cmd.pre_exec(|| {
-            let _ = rustix::process::setsid();
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| host(format!("starting the relay: {e}")))?;
-    let mut first = String::new();
-    if let Some(out) = child.stdout.take() {
-        let _ = std::io::BufReader::new(out).read_line(&mut first);
-    }
-    if first.trim() == "ready" {
-        return Ok(child.id());
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    Err(host(match first.trim() {
-        "" => "the relay ended before it attached".into(),
-        why => why.trim_start_matches("error: ").to_string(),
-    }))
+    ]);
+    lab::relay::spawn_external(cmd).map_err(lab_fail)
 }
 
 /// `wirespeed lab relay`: attach, say `ready` on stdout (`lab up` reads that one line), relay
 /// until the lab goes or a signal.
 fn relay(a: RelayArgs) -> anyhow::Result<ExitCode> {
-    use std::io::Write;
-    let name = a.name.name;
-    let spec = Spec {
-        delay_ms: Some(a.delay),
-        ..Spec::new(name.clone())
-    };
-    spec.validate().map_err(lab_fail)?;
-    lab::check_can_run(false).map_err(lab_fail)?;
-    let hold = lab::plan::relay_hold_ns(&spec, lab::Kernel { netem: false }).unwrap_or_default();
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .map_err(|e| exit::fail(exit::INTERNAL, format!("installing a signal handler: {e}")))?;
     }
-    let got = lab::relay::serve(
-        &Side::Router1.netns(&name),
-        lab::plan::DELAY_DEV,
-        hold,
-        lab::delay::DEFAULT_BOUNDS,
-        &stop,
-        || {
-            let mut out = std::io::stdout();
-            let _ = writeln!(out, "ready");
-            let _ = out.flush();
-            // nothing else goes to stdout: `lab up` read this line and let go of the pipe
-        },
-    );
-    match got {
-        Ok(st) => {
-            eprintln!(
-                "lab {name}: delay line stopped: {} packets relayed, {} dropped (queue full), at most {} held at once",
-                st.released, st.dropped, st.peak_packets
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(e) => {
-            // `lab up` reads the reason from stdout (if it still listens)
-            let _ = writeln!(std::io::stdout(), "error: {e}");
-            Err(lab_fail(e))
-        }
-    }
-}
-
-/// `lab up --dry-run`: the shaping the spec asks for and the commands that build it, nothing
-/// run.
-fn dry_run(spec: &Spec, target: Option<String>) -> anyhow::Result<ExitCode> {
-    let kernel = lab::Kernel { netem: true };
-    println!("lab {} (dry run: nothing is built)", spec.name);
-    if let Some(line) = target {
-        println!("  {line}");
-    }
-    for line in shaping(spec) {
-        println!("{line}");
-    }
-    let steps = lab::plan::links(spec, kernel).map_err(lab_fail)?;
-    for step in lab::plan::namespaces(spec).iter().chain(&steps) {
-        println!("  {step}");
-    }
+    let st =
+        lab::relay::serve_lab(&a.name.name, a.delay, &stop, std::io::stdout()).map_err(lab_fail)?;
+    eprintln!("{}", lab::words::relay_stopped(&a.name.name, &st));
     Ok(ExitCode::SUCCESS)
-}
-
-/// The rate each direction, in the words every command uses for a `--rate` it understood.
-fn rate_line(spec: &Spec) -> Option<String> {
-    let r = spec.rate_bps?;
-    let r = wirespeed_model::units::Rate::from_bps(r).map_or_else(
-        || wirespeed_model::units::speed(r),
-        |r| r.from_source("--rate"),
-    );
-    Some(format!(
-        "  rate: {r} each direction (tbf on the middle link)"
-    ))
-}
-
-/// The shaping a spec asks for (before the kernel says how it is done).
-fn shaping(spec: &Spec) -> Vec<String> {
-    let mut out: Vec<String> = rate_line(spec).into_iter().collect();
-    if let Some(p) = spec.loss {
-        out.push(format!("  loss: {}% each direction", p * 100.0));
-    }
-    if let Some(d) = spec.delay_ms {
-        out.push(format!("  delay: {d} ms added round trip"));
-    }
-    out
-}
-
-/// What `lab up` built, one fact a line.
-fn describe(lab: &Lab, relay_pid: Option<u32>) -> Vec<String> {
-    let s = lab.spec();
-    let addr = |side| lab.addr(side).map_or("-".into(), |a| a.to_string());
-    let mut out = vec![
-        format!(
-            "lab {} up: client {} ({}), server {} ({}), ends' MTU {}",
-            s.name,
-            lab.netns(Side::Client),
-            addr(Side::Client),
-            lab.netns(Side::Server),
-            addr(Side::Server),
-            s.end_mtu()
-        ),
-        format!(
-            "  run: wirespeed lab exec server --name {0} -- wirespeed server   and   wirespeed lab exec client --name {0} -- wirespeed client {1}",
-            s.name,
-            addr(Side::Server)
-        ),
-    ];
-    if s.routed() {
-        out.push(format!(
-            "  path: routers {} and {}; middle link MTU {}{}",
-            lab.netns(Side::Router1),
-            lab.netns(Side::Router2),
-            s.path_mtu.unwrap_or(s.end_mtu()),
-            if s.blackhole {
-                format!(
-                    " at its far end only: frames above it toward the server vanish (a black hole; {} sends {})",
-                    lab.netns(Side::Router1),
-                    s.end_mtu()
-                )
-            } else {
-                String::new()
-            }
-        ));
-    }
-    out.extend(rate_line(s));
-    if let Some(p) = s.loss {
-        let how = if lab.kernel().netem {
-            "netem"
-        } else {
-            "nftables random drop, counted (this kernel has no netem)"
-        };
-        out.push(format!("  loss: {}% each direction ({how})", p * 100.0));
-    }
-    if let Some(d) = s.delay_ms {
-        out.push(match relay_pid {
-            None => format!("  delay: {d} ms added round trip (netem)"),
-            Some(pid) => format!(
-                "  delay: {d} ms added round trip by a delay line (this kernel has no netem): {} routes what it forwards through TUN device {}, where relay process {pid} holds each packet {} ms; `lab down` ends it",
-                lab.netns(Side::Router1),
-                lab::plan::DELAY_DEV,
-                d / 2.0
-            ),
-        });
-    }
-    if let Some(c) = &s.rps_cpus {
-        out.push(format!("  RPS: the ends' receive softirq on {}", c.words()));
-    }
-    out
 }
 
 fn exec(a: ExecArgs) -> anyhow::Result<ExitCode> {
@@ -413,86 +255,9 @@ fn exec(a: ExecArgs) -> anyhow::Result<ExitCode> {
 
 fn status(name: &str) -> anyhow::Result<ExitCode> {
     lab::check_can_run(false).map_err(lab_fail)?;
-    let sides = lab::existing(name);
-    if sides.is_empty() {
-        println!("lab {name} is not up");
-        return Ok(ExitCode::SUCCESS);
-    }
-    for side in sides {
-        let ns = side.netns(name);
-        println!("{ns}:");
-        let show = |args: &[&str]| {
-            // starts: ip (the lab status lines)
-            Command::new(args[0])
-                .args(&args[1..])
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_default()
-        };
-        for l in show(&["ip", "-n", &ns, "-br", "addr"]).lines() {
-            let dev = l.split_whitespace().next().unwrap_or("");
-            if dev == "lo" {
-                continue;
-            }
-            let dev = dev.split('@').next().unwrap_or(dev);
-            let mtu = show(&[
-                "ip",
-                "netns",
-                "exec",
-                &ns,
-                "cat",
-                &format!("/sys/class/net/{dev}/mtu"),
-            ]);
-            println!("  {l}  mtu {}", mtu.trim());
-        }
-        for l in show(&["tc", "-n", &ns, "qdisc", "show"]).lines() {
-            if l.contains("tbf") || l.contains("netem") {
-                println!("  {l}");
-            }
-        }
-        let nft = show(&[
-            "ip",
-            "netns",
-            "exec",
-            &ns,
-            "nft",
-            "list",
-            "table",
-            "inet",
-            "wirespeed_lab",
-        ]);
-        let carrier = show(&[
-            "ip",
-            "netns",
-            "exec",
-            &ns,
-            "cat",
-            &format!("/sys/class/net/{}/carrier", lab::plan::DELAY_DEV),
-        ]);
-        if show(&["ip", "-n", &ns, "link", "show", lab::plan::DELAY_DEV])
-            .contains(lab::plan::DELAY_DEV)
-        {
-            println!(
-                "  delay line: {}",
-                if carrier.trim() == "1" {
-                    "a relay is attached"
-                } else {
-                    "no relay attached: the path carries nothing (run `wirespeed lab up` again)"
-                }
-            );
-        }
-        if let Some(c) = lab::parse_drop_counters(&nft) {
-            println!(
-                "  random drop: {} of {} packets forwarded from its end ({:.3}%)",
-                c.dropped,
-                c.seen,
-                if c.seen > 0 {
-                    c.dropped as f64 * 100.0 / c.seen as f64
-                } else {
-                    0.0
-                }
-            );
-        }
+    match lab::words::status(name) {
+        None => println!("lab {name} is not up"),
+        Some(lines) => lines.iter().for_each(|l| println!("{l}")),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,7 +3,6 @@
 //! `WIRESPEED_TUNE_STEP_DELAY_MS` (tests only) pauses apply after each step, so a test can land a
 //! real `kill -9` in the middle of an apply.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -16,7 +15,7 @@ use wirespeed_host::ethtool::{CoalesceSet, PauseSet};
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_tune::collect::{self, CollectError};
 use wirespeed_tune::engine::{self, RevertStatus, StepStatus};
-use wirespeed_tune::journal::{self, JournalFile};
+use wirespeed_tune::journal;
 use wirespeed_tune::planner::{self, Category, IrqPolicy, PlanError, PlanOptions};
 use wirespeed_tune::{ApplyOptions, TuneError};
 
@@ -234,23 +233,7 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         (None, Some(PolicyArg::L3)) => Some(IrqPolicy::L3),
         (None, None) => None,
     };
-    let only: BTreeSet<Category> = if a.only.is_empty() {
-        Category::ALL.into_iter().collect()
-    } else {
-        a.only
-            .iter()
-            .map(|s| {
-                Category::parse(s.trim()).ok_or_else(|| {
-                    exit::fail(
-                        exit::USAGE,
-                        format!(
-                            "--only {s}: not one of irq, stack, link, governor, ring, coalesce, pause, irqbalance"
-                        ),
-                    )
-                })
-            })
-            .collect::<anyhow::Result<_>>()?
-    };
+    let only = Category::parse_only(&a.only).map_err(|e| exit::fail(exit::USAGE, e))?;
 
     let snapshot = a
         .snapshot
@@ -408,7 +391,7 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         // The file itself: under --root DIR, DIR's copy of the journal directory.
         say!(
             "Journal: {}\nUndo with: wirespeed tune revert{root_flag}",
-            real_path(&root, &report.journal)
+            journal::shown_path(&root, &report.journal)
         );
     }
     Ok(ExitCode::from(if failed > 0 {
@@ -418,30 +401,16 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     }))
 }
 
-/// Where a host path of `root` is on this machine (the same path on the live host).
-fn real_path(root: &Root, host_path: &str) -> String {
-    root.path(host_path)
-        .map_or_else(|_| host_path.to_string(), |p| p.display().to_string())
-}
-
-fn journal_path(a: &RootArgs, name: &str) -> String {
-    if name.starts_with('/') {
-        name.to_string()
-    } else {
-        format!("{}/{name}", a.journal_dir.trim_end_matches('/'))
-    }
-}
-
 fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
     let root = root_of(&a.root)?;
     let path = match &a.journal {
-        Some(j) => journal_path(&a.root, j),
+        Some(j) => journal::resolve(&a.root.journal_dir, j),
         None => match engine::latest_unreverted(&root, &a.root.journal_dir).map_err(tune_fail)? {
             Some(p) => p,
             None => {
                 eprintln!(
                     "wirespeed: nothing to revert: no journal under {} that is not reverted",
-                    real_path(&root, &a.root.journal_dir)
+                    journal::shown_path(&root, &a.root.journal_dir)
                 );
                 return Ok(ExitCode::from(exit::OK));
             }
@@ -455,57 +424,14 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
         .map_err(tune_fail)
         .with_context(|| format!("revert {path}"))?;
     // Text names the file itself (under --root DIR, DIR's copy); JSON keeps the host path.
-    let shown = real_path(&root, &path);
+    let shown = journal::shown_path(&root, &path);
     if a.json {
         say!("{}", serde_json::to_string_pretty(&report)?);
-    } else if report.already_reverted {
-        say!("{shown}: already reverted; nothing to do.");
     } else {
-        for i in &report.items {
-            say!(
-                "{:>3}  {:<26} {}{}",
-                i.seq,
-                i.status.as_str(),
-                i.setting,
-                i.detail
-                    .as_deref()
-                    .map(|d| format!(": {d}"))
-                    .unwrap_or_default()
-            );
-        }
-        let left = report.count(RevertStatus::LeftChanged);
-        let failed = report.count(RevertStatus::Failed);
-        say!(
-            "{shown}: {} restored, {} already original, {left} left alone (changed since), {failed} failed.",
-            report.count(RevertStatus::Restored),
-            report.count(RevertStatus::AlreadyOriginal),
+        let _ = diagnose::emit_text(
+            |w| wirespeed_report::plan::write_reverted(w, &report, &shown),
+            "what revert did",
         );
-        if left > 0 {
-            say!("Values changed by someone else were left alone; `--force` restores them too.");
-        }
-        if !report.unreadable.is_empty() {
-            let lines: Vec<String> = report
-                .unreadable
-                .iter()
-                .map(|u| u.line.to_string())
-                .collect();
-            say!(
-                "{shown}: could not read line(s) {}; every readable change was reverted, any change on those lines was not:",
-                lines.join(", ")
-            );
-            for u in &report.unreadable {
-                say!("  line {}: {}", u.line, u.reason.escape_debug());
-            }
-        }
-        if let Some(why) = &report.truncated {
-            say!(
-                "{shown}: truncated: {why}; every change it still names was reverted, check what tune changed after that by hand."
-            );
-        } else if report.interrupted {
-            say!(
-                "{shown}: has no end record: the apply was interrupted (or the journal cut short after a change); every change it names was reverted."
-            );
-        }
     }
     let code = if report.count(RevertStatus::Failed) > 0 {
         exit::HOST
@@ -522,25 +448,8 @@ fn run_revert(a: RevertArgs) -> anyhow::Result<ExitCode> {
 
 fn run_status(a: StatusArgs) -> anyhow::Result<ExitCode> {
     let root = root_of(&a.root)?;
-    let rows: Vec<JournalRow> = journal::list(&root, &a.root.journal_dir)
-        .into_iter()
-        .map(|path| {
-            let jf = JournalFile::read(&root, &path);
-            JournalRow::of(&path, jf.as_ref().map_err(|e| e.to_string()))
-        })
-        .collect();
-    // A journal that cannot be read, or is cut short, is a finding: its changes may still be
-    // applied without anything here naming them all.
-    let damaged = rows.iter().any(|r| {
-        matches!(
-            r,
-            JournalRow::Unreadable { .. }
-                | JournalRow::Read {
-                    truncated: Some(_),
-                    ..
-                }
-        )
-    });
+    let rows = JournalRow::list(&root, &a.root.journal_dir);
+    let damaged = rows.iter().any(JournalRow::damaged);
     let code = ExitCode::from(if damaged { exit::FINDINGS } else { exit::OK });
     if a.json {
         let doc = Written::TuneJournals { journals: rows };
@@ -550,39 +459,13 @@ fn run_status(a: StatusArgs) -> anyhow::Result<ExitCode> {
     if rows.is_empty() {
         say!(
             "No journals under {}.",
-            real_path(&root, &a.root.journal_dir)
+            journal::shown_path(&root, &a.root.journal_dir)
         );
         return Ok(ExitCode::from(exit::OK));
     }
-    for row in &rows {
-        match row {
-            JournalRow::Unreadable { journal, error } => {
-                say!("{}  unreadable: {error}", real_path(&root, journal));
-            }
-            JournalRow::Read {
-                journal,
-                created,
-                state,
-                iface,
-                changes,
-                not_movable,
-                truncated,
-            } => say!(
-                "{}  {:<16} {:<24} iface {:<14} {changes} changes{}{}",
-                real_path(&root, journal),
-                state.as_str(),
-                created,
-                iface.as_deref().unwrap_or("-"),
-                match not_movable {
-                    0 => String::new(),
-                    n => format!(", {n} IRQs not movable"),
-                },
-                truncated
-                    .as_deref()
-                    .map(|why| format!("; truncated: {why}"))
-                    .unwrap_or_default()
-            ),
-        }
-    }
+    let _ = diagnose::emit_text(
+        |w| wirespeed_report::plan::write_journals(w, &rows, |p| journal::shown_path(&root, p)),
+        "the journals",
+    );
     Ok(code)
 }

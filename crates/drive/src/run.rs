@@ -60,6 +60,21 @@ pub enum PreflightError {
     },
 }
 
+/// Where the server `host`:`port` is: its first address, and whether it is on this host
+/// (`root`'s route to it is loopback), where relations between client and server CPUs mean
+/// something.
+pub fn locate_peer(root: &Root, host: &str, port: u16) -> (Option<IpAddr>, bool) {
+    use std::net::ToSocketAddrs;
+    let peer = (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .map(|a| a.ip());
+    let same_host =
+        peer.is_some_and(|p| route::iface_for_peer(root, p, None).as_deref() == Some("lo"));
+    (peer, same_host)
+}
+
 /// One TCP connect to the server (closed at once, before any test), so a sweep or a repeat
 /// against no server says so once instead of once per test.
 pub fn check_peer(host: &str, port: u16, timeout: Duration) -> Result<(), PreflightError> {

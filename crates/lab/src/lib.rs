@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 pub mod delay;
 pub mod plan;
 pub mod relay;
+pub mod words;
 
 pub use delay::LineStats;
 pub use plan::{Kernel, Side, Spec, Step};

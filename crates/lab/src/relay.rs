@@ -220,6 +220,82 @@ pub fn serve(
     )
 }
 
+/// The line a relay process writes on stdout once it has attached ([`spawn_external`] waits
+/// for it); a relay that cannot attach writes `error: ` and the reason instead.
+pub const READY: &str = "ready";
+
+/// The relay of lab `name` (the delay line `lab up --delay delay_ms` built) in the foreground:
+/// check the spec and the host, attach in the lab's router 1, say [`READY`] on `out` (then
+/// nothing more: the reader lets go of it), relay until `stop` is set or the lab goes. A relay
+/// that fails to attach or to relay says `error: ` and why on `out` (if it still listens).
+pub fn serve_lab(
+    name: &str,
+    delay_ms: f64,
+    stop: &AtomicBool,
+    mut out: impl io::Write,
+) -> Result<LineStats, LabError> {
+    let spec = crate::Spec {
+        delay_ms: Some(delay_ms),
+        ..crate::Spec::new(name)
+    };
+    spec.validate()?;
+    crate::check_can_run(false)?;
+    let hold =
+        crate::plan::relay_hold_ns(&spec, crate::Kernel { netem: false }).unwrap_or_default();
+    let got = serve(
+        &crate::Side::Router1.netns(name),
+        crate::plan::DELAY_DEV,
+        hold,
+        crate::delay::DEFAULT_BOUNDS,
+        stop,
+        || {
+            let _ = writeln!(out, "{READY}");
+            let _ = out.flush();
+        },
+    );
+    if let Err(e) = &got {
+        let _ = writeln!(out, "error: {e}");
+    }
+    got
+}
+
+/// Start `relay` (a command that runs [`serve_lab`] and says [`READY`]) in a session of its
+/// own, so that Ctrl-C in this terminal and this process's end leave it running, and wait
+/// until it has attached to the delay line; its process id. It ends by itself when the lab is
+/// removed.
+pub fn spawn_external(mut relay: std::process::Command) -> Result<u32, LabError> {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    relay
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // SAFETY: setsid is async-signal-safe and touches nothing of the parent.
+    unsafe {
+        relay.pre_exec(|| {
+            let _ = rustix::process::setsid();
+            Ok(())
+        });
+    }
+    let mut child = relay
+        .spawn()
+        .map_err(|e| LabError::Relay(format!("starting the relay: {e}")))?;
+    let mut first = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = io::BufReader::new(out).read_line(&mut first);
+    }
+    if first.trim() == READY {
+        return Ok(child.id());
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(LabError::Relay(match first.trim() {
+        "" => "the relay ended before it attached".into(),
+        why => why.trim_start_matches("error: ").to_string(),
+    }))
+}
+
 /// The relay as a thread of this process; stopped and joined on drop.
 #[derive(Debug)]
 pub struct Relay {

@@ -93,6 +93,32 @@ pub struct Progress {
     pub again: bool,
 }
 
+impl std::fmt::Display for Progress {
+    /// The progress line `wirespeed latency` writes on stderr after each round of a pair.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let l = &self.latency;
+        write!(
+            f,
+            "latency: CPUs {},{} (pair {} of {}), round {}: {:.1} ± {:.1} ns ({:.1} % of the mean){}",
+            self.a,
+            self.b,
+            self.index,
+            self.pairs,
+            l.rounds,
+            l.mean_ns,
+            l.stderr_ns,
+            l.rel_stderr() * 100.0,
+            if self.again {
+                ", measuring again"
+            } else if l.noisy {
+                ", still noise: giving up"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
 /// Whether the samples so far call for another round: not converged, and rounds left.
 pub fn needs_another_round(p: &PairLatency, opts: &Options) -> bool {
     p.rel_stderr() > opts.max_rel_stderr && p.rounds < opts.max_rounds.max(1)
@@ -402,6 +428,38 @@ pub fn measure_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_progress_line_says_the_pair_the_round_and_what_follows() {
+        let latency = PairLatency {
+            mean_ns: 80.0,
+            stderr_ns: 2.0,
+            samples: 100,
+            rounds: 2,
+            noisy: false,
+        };
+        let p = Progress {
+            a: 0,
+            b: 3,
+            index: 1,
+            pairs: 6,
+            latency,
+            again: true,
+        };
+        assert_eq!(
+            p.to_string(),
+            "latency: CPUs 0,3 (pair 1 of 6), round 2: 80.0 ± 2.0 ns (2.5 % of the mean), measuring again"
+        );
+        let done = Progress {
+            again: false,
+            latency: PairLatency {
+                noisy: true,
+                ..latency
+            },
+            ..p
+        };
+        assert!(done.to_string().ends_with(", still noise: giving up"));
+    }
 
     #[test]
     fn the_line_is_alone_on_its_cache_lines() {

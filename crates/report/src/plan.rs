@@ -5,8 +5,10 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use wirespeed_tune::doc::JournalRow;
+use wirespeed_tune::engine::RevertStatus;
 use wirespeed_tune::plan::table_setting;
-use wirespeed_tune::{ApplyReport, Plan, Step, StepStatus};
+use wirespeed_tune::{ApplyReport, Plan, RevertReport, Step, StepStatus};
 
 /// A tune plan as a table: the head (what is tuned, where), one row per step with the finding
 /// it fixes, the setting, its current and new value, the command; then what it leaves alone.
@@ -146,4 +148,186 @@ fn notes(plan: &Plan) -> String {
         }
     }
     out
+}
+
+/// What `tune revert` did with the journal `shown` (its path as the reader finds it): one line
+/// per change with its outcome, the counts, and what was not reverted or may be missing.
+pub fn write_reverted<W: Write + ?Sized>(
+    w: &mut W,
+    report: &RevertReport,
+    shown: &str,
+) -> io::Result<()> {
+    let mut out = String::new();
+    if report.already_reverted {
+        let _ = writeln!(out, "{shown}: already reverted; nothing to do.");
+        return w.write_all(out.as_bytes());
+    }
+    for i in &report.items {
+        let _ = writeln!(
+            out,
+            "{:>3}  {:<26} {}{}",
+            i.seq,
+            i.status.as_str(),
+            i.setting,
+            i.detail
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default()
+        );
+    }
+    let left = report.count(RevertStatus::LeftChanged);
+    let failed = report.count(RevertStatus::Failed);
+    let _ = writeln!(
+        out,
+        "{shown}: {} restored, {} already original, {left} left alone (changed since), {failed} failed.",
+        report.count(RevertStatus::Restored),
+        report.count(RevertStatus::AlreadyOriginal),
+    );
+    if left > 0 {
+        let _ = writeln!(
+            out,
+            "Values changed by someone else were left alone; `--force` restores them too."
+        );
+    }
+    if !report.unreadable.is_empty() {
+        let lines: Vec<String> = report
+            .unreadable
+            .iter()
+            .map(|u| u.line.to_string())
+            .collect();
+        let _ = writeln!(
+            out,
+            "{shown}: could not read line(s) {}; every readable change was reverted, any change on those lines was not:",
+            lines.join(", ")
+        );
+        for u in &report.unreadable {
+            let _ = writeln!(out, "  line {}: {}", u.line, u.reason.escape_debug());
+        }
+    }
+    if let Some(why) = &report.truncated {
+        let _ = writeln!(
+            out,
+            "{shown}: truncated: {why}; every change it still names was reverted, check what tune changed after that by hand."
+        );
+    } else if report.interrupted {
+        let _ = writeln!(
+            out,
+            "{shown}: has no end record: the apply was interrupted (or the journal cut short after a change); every change it names was reverted."
+        );
+    }
+    w.write_all(out.as_bytes())
+}
+
+/// `tune status`: one line per journal (named by `shown`, its path as the reader finds it):
+/// its state, when it was made, the interface, the changes, and why it is unreadable or cut
+/// short.
+pub fn write_journals<W: Write + ?Sized>(
+    w: &mut W,
+    rows: &[JournalRow],
+    shown: impl Fn(&str) -> String,
+) -> io::Result<()> {
+    let mut out = String::new();
+    for row in rows {
+        let _ = match row {
+            JournalRow::Unreadable { journal, error } => {
+                writeln!(out, "{}  unreadable: {error}", shown(journal))
+            }
+            JournalRow::Read {
+                journal,
+                created,
+                state,
+                iface,
+                changes,
+                not_movable,
+                truncated,
+            } => writeln!(
+                out,
+                "{}  {:<16} {:<24} iface {:<14} {changes} changes{}{}",
+                shown(journal),
+                state.as_str(),
+                created,
+                iface.as_deref().unwrap_or("-"),
+                match not_movable {
+                    0 => String::new(),
+                    n => format!(", {n} IRQs not movable"),
+                },
+                truncated
+                    .as_deref()
+                    .map(|why| format!("; truncated: {why}"))
+                    .unwrap_or_default()
+            ),
+        };
+    }
+    w.write_all(out.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_tune::State;
+
+    #[test]
+    fn journals_one_line_each_named_as_the_reader_finds_them() {
+        let rows = [
+            JournalRow::Read {
+                journal: "/var/lib/j-1.jsonl".into(),
+                created: "2025-11-22T07:55:01.123Z".into(),
+                state: State::Applied,
+                iface: Some("eth0".into()),
+                changes: 3,
+                not_movable: 2,
+                truncated: Some("line 4 cut".into()),
+            },
+            JournalRow::Unreadable {
+                journal: "/var/lib/j-2.jsonl".into(),
+                error: "bad".into(),
+            },
+        ];
+        let mut out = Vec::new();
+        write_journals(&mut out, &rows, |p| format!("/copy{p}")).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].starts_with("/copy/var/lib/j-1.jsonl  "), "{text}");
+        assert!(
+            lines[0].ends_with(
+                "iface eth0           3 changes, 2 IRQs not movable; truncated: line 4 cut"
+            ),
+            "{text}"
+        );
+        assert_eq!(lines[1], "/copy/var/lib/j-2.jsonl  unreadable: bad");
+    }
+
+    #[test]
+    fn an_already_reverted_journal_is_one_line() {
+        let report = RevertReport {
+            journal: "/j".into(),
+            already_reverted: true,
+            items: Vec::new(),
+            unreadable: Vec::new(),
+            truncated: None,
+            interrupted: false,
+        };
+        let mut out = Vec::new();
+        write_reverted(&mut out, &report, "/shown").unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "/shown: already reverted; nothing to do.\n"
+        );
+        let counted = RevertReport {
+            already_reverted: false,
+            interrupted: true,
+            ..report
+        };
+        let mut out = Vec::new();
+        write_reverted(&mut out, &counted, "/shown").unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with(
+                "/shown: 0 restored, 0 already original, 0 left alone (changed since), 0 failed.\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("/shown: has no end record"), "{text}");
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::doc::{scale_range, Matrix, Summary, SCALE_FLOOR};
+use wirespeed_model::doc::{scale_range, IrqSweepReport, Matrix, Summary, SCALE_FLOOR};
 
 const SHADES: [char; 5] = [' ', '░', '▒', '▓', '█'];
 
@@ -110,4 +110,151 @@ pub fn write_summary<W: Write + ?Sized>(w: &mut W, m: &Matrix, s: &Summary) -> i
         _ => "recommended",
     };
     writeln!(w, "{label}: {}", s.recommendation)
+}
+
+/// A CPU-pair sweep as text: the heatmap, its summary when there is one, and a line when the
+/// sweep was interrupted (the matrix is partial).
+pub fn write_sweep<W: Write + ?Sized>(
+    out: &mut W,
+    m: &Matrix,
+    summary: Option<&Summary>,
+    interrupted: bool,
+    color: bool,
+) -> io::Result<()> {
+    write_heatmap(out, m, color)?;
+    if let Some(s) = summary {
+        write_summary(out, m, s)?;
+    }
+    if interrupted {
+        writeln!(out, "(interrupted: the matrix is partial)")?;
+    }
+    Ok(())
+}
+
+/// An IRQ sweep as text: the heatmap and its summary, the IRQs the kernel kept in place, the
+/// steps whose move did not take effect (`ineffective` of them, left out of the summary), and
+/// the count of steps with where their journals were reverted (`on_server`: the sweep moved
+/// the server's IRQs).
+pub fn write_irq_sweep<W: Write + ?Sized>(
+    out: &mut W,
+    report: &IrqSweepReport,
+    summary: Option<&Summary>,
+    ineffective: usize,
+    on_server: bool,
+    color: bool,
+) -> io::Result<()> {
+    write_heatmap(out, &report.matrix, color)?;
+    if let Some(s) = summary {
+        write_summary(out, &report.matrix, s)?;
+    }
+    for s in &report.steps {
+        if !s.not_movable.is_empty() {
+            writeln!(
+                out,
+                "IRQ CPU {}: IRQs {:?} are managed by the kernel and stayed put",
+                s.irq_cpu, s.not_movable
+            )?;
+        }
+    }
+    if ineffective > 0 {
+        let example = report
+            .steps
+            .iter()
+            .find_map(|s| s.elsewhere.first().map(|(irq, e)| (s.irq_cpu, *irq, e)))
+            .map_or(String::new(), |(cpu, irq, e)| {
+                format!(" (e.g. IRQ {irq}, moved to CPU {cpu}, ran on CPU {e})")
+            });
+        writeln!(
+            out,
+            "{ineffective} of {} step(s) did not take effect{example}: left out of the summary",
+            report.steps.len()
+        )?;
+    }
+    writeln!(
+        out,
+        "{} step(s), every journal reverted{}{}",
+        report.steps.len(),
+        if on_server { " on the server" } else { "" },
+        if report.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_model::doc::{Axes, StepOutcome};
+    use wirespeed_model::CpuSet;
+
+    #[test]
+    fn an_irq_sweep_says_what_stayed_put_what_did_not_take_effect_and_where_it_reverted() {
+        let matrix = Matrix::new(
+            Axes::ClientServer,
+            CpuSet::from_cpus([0]),
+            CpuSet::from_cpus([1, 2]),
+        );
+        let step = |irq_cpu, elsewhere: Vec<(u32, CpuSet)>| StepOutcome {
+            irq_cpu,
+            journal: "/j".into(),
+            moved: vec![40],
+            not_movable: if irq_cpu == 1 { vec![41] } else { Vec::new() },
+            failed: Vec::new(),
+            elsewhere,
+            reverted: true,
+        };
+        let report = IrqSweepReport {
+            iface: "eth0".into(),
+            irqs: Vec::new(),
+            matrix,
+            steps: vec![
+                step(1, Vec::new()),
+                step(2, vec![(40, CpuSet::from_cpus([3]))]),
+            ],
+            interrupted: true,
+        };
+        let mut out = Vec::new();
+        write_irq_sweep(&mut out, &report, None, 1, true, false).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let tail: Vec<&str> = text.lines().rev().take(3).collect();
+        assert_eq!(
+            tail,
+            [
+                "2 step(s), every journal reverted on the server (interrupted)",
+                "1 of 2 step(s) did not take effect (e.g. IRQ 40, moved to CPU 2, ran on CPU 3): left out of the summary",
+                "IRQ CPU 1: IRQs [41] are managed by the kernel and stayed put",
+            ],
+            "{text}"
+        );
+        let mut out = Vec::new();
+        write_irq_sweep(&mut out, &report, None, 0, false, false).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.ends_with("\n2 step(s), every journal reverted (interrupted)\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_sweep_says_its_matrix_is_partial() {
+        let m = Matrix::new(
+            Axes::ClientServer,
+            CpuSet::from_cpus([0]),
+            CpuSet::from_cpus([1]),
+        );
+        let mut whole = Vec::new();
+        write_sweep(&mut whole, &m, None, false, false).unwrap();
+        let mut heatmap = Vec::new();
+        write_heatmap(&mut heatmap, &m, false).unwrap();
+        assert_eq!(whole, heatmap);
+        let mut cut = Vec::new();
+        write_sweep(&mut cut, &m, None, true, false).unwrap();
+        let text = String::from_utf8(cut).unwrap();
+        assert!(
+            text.ends_with("\n(interrupted: the matrix is partial)\n"),
+            "{text}"
+        );
+    }
 }

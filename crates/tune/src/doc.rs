@@ -44,6 +44,30 @@ pub enum JournalRow {
 }
 
 impl JournalRow {
+    /// Every journal in `dir` (host path) of `root`, oldest first, read or not.
+    pub fn list(root: &wirespeed_host::Root, dir: &str) -> Vec<JournalRow> {
+        crate::journal::list(root, dir)
+            .into_iter()
+            .map(|path| {
+                let jf = JournalFile::read(root, &path);
+                JournalRow::of(&path, jf.as_ref().map_err(|e| e.to_string()))
+            })
+            .collect()
+    }
+
+    /// A journal that cannot be read, or is cut short: its changes may still be applied
+    /// without anything here naming them all (a finding).
+    pub fn damaged(&self) -> bool {
+        matches!(
+            self,
+            JournalRow::Unreadable { .. }
+                | JournalRow::Read {
+                    truncated: Some(_),
+                    ..
+                }
+        )
+    }
+
     /// The row of the journal at `path` (its host path), read or not.
     pub fn of(path: &str, jf: Result<&JournalFile, String>) -> JournalRow {
         match jf {

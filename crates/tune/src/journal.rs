@@ -578,6 +578,22 @@ impl JournalFile {
     }
 }
 
+/// The journal `name` names: a host path as given, or a file name in `dir`.
+pub fn resolve(dir: &str, name: &str) -> String {
+    if name.starts_with('/') {
+        name.to_string()
+    } else {
+        format!("{}/{name}", dir.trim_end_matches('/'))
+    }
+}
+
+/// Where a host path of `root` is on this machine (under `--root DIR`, DIR's copy; the same
+/// path on the live host), for text that names a journal file to open.
+pub fn shown_path(root: &Root, host_path: &str) -> String {
+    root.path(host_path)
+        .map_or_else(|_| host_path.to_string(), |p| p.display().to_string())
+}
+
 /// Journals in `dir` (host path), oldest first (their names sort by time).
 pub fn list(root: &Root, dir: &str) -> Vec<String> {
     let mut names: Vec<String> = root
@@ -606,6 +622,13 @@ pub fn compact_stamp(t: SystemTime) -> String {
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn a_journal_name_is_a_file_in_the_directory_unless_a_path() {
+        assert_eq!(resolve("/var/lib/ws/", "j.jsonl"), "/var/lib/ws/j.jsonl");
+        assert_eq!(resolve("/var/lib/ws", "j.jsonl"), "/var/lib/ws/j.jsonl");
+        assert_eq!(resolve("/var/lib/ws", "/tmp/j.jsonl"), "/tmp/j.jsonl");
+    }
 
     #[test]
     fn time_formats() {

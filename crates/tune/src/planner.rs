@@ -113,6 +113,23 @@ impl Category {
             _ => return None,
         })
     }
+
+    /// The categories `--only` names (`list`, each word trimmed), every one when it names
+    /// none; the first word that is not a category is the error.
+    pub fn parse_only(list: &[String]) -> Result<BTreeSet<Category>, String> {
+        if list.is_empty() {
+            return Ok(Category::ALL.into_iter().collect());
+        }
+        list.iter()
+            .map(|s| {
+                Category::parse(s.trim()).ok_or_else(|| {
+                    format!(
+                        "--only {s}: not one of irq, stack, link, governor, ring, coalesce, pause, irqbalance"
+                    )
+                })
+            })
+            .collect()
+    }
 }
 
 /// What the user asked for.

@@ -754,3 +754,21 @@ fn unknown_speed_sizes_for_rate_or_instance_else_names_what_is_missing() {
         Some("268435456")
     );
 }
+
+#[test]
+fn only_names_categories_or_says_which_word_is_not_one() {
+    use wirespeed_tune::planner::Category;
+    assert_eq!(
+        Category::parse_only(&[]).unwrap().len(),
+        Category::ALL.len()
+    );
+    let some = Category::parse_only(&[" irq".into(), "ring".into()]).unwrap();
+    assert_eq!(
+        some.into_iter().collect::<Vec<_>>(),
+        [Category::Irq, Category::Ring]
+    );
+    assert_eq!(
+        Category::parse_only(&["irq".into(), "nope".into()]).unwrap_err(),
+        "--only nope: not one of irq, stack, link, governor, ring, coalesce, pause, irqbalance"
+    );
+}
