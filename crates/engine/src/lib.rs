@@ -40,6 +40,7 @@ pub mod targets;
 pub mod timeline;
 pub mod tune;
 pub mod usage;
+pub mod values;
 
 pub use client::{run_client, ClientConfig};
 pub use error::EngineError;
