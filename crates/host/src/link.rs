@@ -269,8 +269,11 @@ fn find_reply(buf: &[u8], seq: u32) -> io::Result<Option<(u16, &[u8])>> {
     })
 }
 
-/// The attributes (type without the nested/byte-order bits, value) of a message body.
-fn attrs(body: &[u8]) -> io::Result<Vec<(u16, &[u8])>> {
+/// A message's attributes: type (without the nested/byte-order bits) and value.
+type Attrs<'a> = Vec<(u16, &'a [u8])>;
+
+/// The attributes of a message body.
+fn attrs(body: &[u8]) -> io::Result<Attrs<'_>> {
     let mut out = Vec::new();
     let mut o = 0;
     while o + 4 <= body.len() {
@@ -491,15 +494,24 @@ pub fn getfamily_request(seq: u32, name: &str) -> Vec<u8> {
     genl_message(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, seq, &a)
 }
 
-/// The family id in the controller's answer to request `seq`.
-pub fn parse_family_id(buf: &[u8], seq: u32) -> io::Result<Option<u16>> {
+/// The attributes of the generic-netlink answer to request `seq` (after its `genlmsghdr`);
+/// `None` when `buf` holds no answer to it.
+fn genl_reply_attrs(buf: &[u8], seq: u32) -> io::Result<Option<Attrs<'_>>> {
     let Some((_, payload)) = find_reply(buf, seq)? else {
         return Ok(None);
     };
     let body = payload
         .get(GENLMSG_LEN..)
         .ok_or_else(|| bad("short genlmsghdr"))?;
-    for (kind, value) in attrs(body)? {
+    attrs(body).map(Some)
+}
+
+/// The family id in the controller's answer to request `seq`.
+pub fn parse_family_id(buf: &[u8], seq: u32) -> io::Result<Option<u16>> {
+    let Some(attrs) = genl_reply_attrs(buf, seq)? else {
+        return Ok(None);
+    };
+    for (kind, value) in attrs {
         if kind == CTRL_ATTR_FAMILY_ID {
             return u16_at(value, 0).map(Some).ok_or_else(|| bad("family id"));
         }
@@ -523,13 +535,10 @@ pub fn rings_request(family: u16, seq: u32, iface: &str) -> io::Result<Vec<u8>> 
 /// answer lacks it (a kernel before 6.0 or a driver that does not say), else its value
 /// (0 unknown, 1 disabled, 2 enabled).
 pub fn parse_tcp_data_split(buf: &[u8], seq: u32) -> io::Result<Option<Option<u8>>> {
-    let Some((_, payload)) = find_reply(buf, seq)? else {
+    let Some(attrs) = genl_reply_attrs(buf, seq)? else {
         return Ok(None);
     };
-    let body = payload
-        .get(GENLMSG_LEN..)
-        .ok_or_else(|| bad("short genlmsghdr"))?;
-    for (kind, value) in attrs(body)? {
+    for (kind, value) in attrs {
         if kind == ETHTOOL_A_RINGS_TCP_DATA_SPLIT {
             return Ok(Some(value.first().copied()));
         }
