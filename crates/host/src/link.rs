@@ -25,24 +25,19 @@ use std::io;
 use std::net::IpAddr;
 use std::ops::ControlFlow;
 
-/// The sizes the kernel reports for one interface; `None` for an attribute it did not send
-/// (an older kernel).
+/// The sizes the kernel reports for one interface: the four wirespeed can set, and the
+/// driver's limit; `None` for an attribute it did not send (an older kernel).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkSizes {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gso_max_size: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gro_max_size: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gso_ipv4_max_size: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gro_ipv4_max_size: Option<u32>,
+    #[serde(flatten)]
+    pub sizes: SizesSet,
     /// The driver's limit (read only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tso_max_size: Option<u32>,
 }
 
-/// The sizes wirespeed sets; `None` leaves one as it is.
+/// The four GSO/GRO sizes of an interface: in a set wirespeed writes, `None` leaves one as it
+/// is; in [`LinkSizes`], `None` is one the kernel did not report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SizesSet {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,6 +84,7 @@ impl SizesSet {
 
     /// This set without the sizes `cur` does not report (the kernel has no such attribute).
     pub fn supported_by(&self, cur: &LinkSizes) -> SizesSet {
+        let cur = &cur.sizes;
         SizesSet {
             gso_max_size: self.gso_max_size.filter(|_| cur.gso_max_size.is_some()),
             gro_max_size: self.gro_max_size.filter(|_| cur.gro_max_size.is_some()),
@@ -103,6 +99,7 @@ impl SizesSet {
 
     /// The values `cur` holds for the sizes this set names (what a journal saves).
     pub fn current_in(&self, cur: &LinkSizes) -> SizesSet {
+        let cur = &cur.sizes;
         SizesSet {
             gso_max_size: self.gso_max_size.and(cur.gso_max_size),
             gro_max_size: self.gro_max_size.and(cur.gro_max_size),
@@ -272,8 +269,11 @@ fn find_reply(buf: &[u8], seq: u32) -> io::Result<Option<(u16, &[u8])>> {
     })
 }
 
-/// The attributes (type without the nested/byte-order bits, value) of a message body.
-fn attrs(body: &[u8]) -> io::Result<Vec<(u16, &[u8])>> {
+/// A message's attributes: type (without the nested/byte-order bits) and value.
+type Attrs<'a> = Vec<(u16, &'a [u8])>;
+
+/// The attributes of a message body.
+fn attrs(body: &[u8]) -> io::Result<Attrs<'_>> {
     let mut out = Vec::new();
     let mut o = 0;
     while o + 4 <= body.len() {
@@ -308,10 +308,10 @@ pub fn parse_link_reply(buf: &[u8], seq: u32) -> io::Result<Option<LinkSizes>> {
             None
         };
         match kind {
-            IFLA_GSO_MAX_SIZE => s.gso_max_size = v,
-            IFLA_GRO_MAX_SIZE => s.gro_max_size = v,
-            IFLA_GSO_IPV4_MAX_SIZE => s.gso_ipv4_max_size = v,
-            IFLA_GRO_IPV4_MAX_SIZE => s.gro_ipv4_max_size = v,
+            IFLA_GSO_MAX_SIZE => s.sizes.gso_max_size = v,
+            IFLA_GRO_MAX_SIZE => s.sizes.gro_max_size = v,
+            IFLA_GSO_IPV4_MAX_SIZE => s.sizes.gso_ipv4_max_size = v,
+            IFLA_GRO_IPV4_MAX_SIZE => s.sizes.gro_ipv4_max_size = v,
             IFLA_TSO_MAX_SIZE => s.tso_max_size = v,
             _ => {}
         }
@@ -494,15 +494,24 @@ pub fn getfamily_request(seq: u32, name: &str) -> Vec<u8> {
     genl_message(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, seq, &a)
 }
 
-/// The family id in the controller's answer to request `seq`.
-pub fn parse_family_id(buf: &[u8], seq: u32) -> io::Result<Option<u16>> {
+/// The attributes of the generic-netlink answer to request `seq` (after its `genlmsghdr`);
+/// `None` when `buf` holds no answer to it.
+fn genl_reply_attrs(buf: &[u8], seq: u32) -> io::Result<Option<Attrs<'_>>> {
     let Some((_, payload)) = find_reply(buf, seq)? else {
         return Ok(None);
     };
     let body = payload
         .get(GENLMSG_LEN..)
         .ok_or_else(|| bad("short genlmsghdr"))?;
-    for (kind, value) in attrs(body)? {
+    attrs(body).map(Some)
+}
+
+/// The family id in the controller's answer to request `seq`.
+pub fn parse_family_id(buf: &[u8], seq: u32) -> io::Result<Option<u16>> {
+    let Some(attrs) = genl_reply_attrs(buf, seq)? else {
+        return Ok(None);
+    };
+    for (kind, value) in attrs {
         if kind == CTRL_ATTR_FAMILY_ID {
             return u16_at(value, 0).map(Some).ok_or_else(|| bad("family id"));
         }
@@ -526,13 +535,10 @@ pub fn rings_request(family: u16, seq: u32, iface: &str) -> io::Result<Vec<u8>> 
 /// answer lacks it (a kernel before 6.0 or a driver that does not say), else its value
 /// (0 unknown, 1 disabled, 2 enabled).
 pub fn parse_tcp_data_split(buf: &[u8], seq: u32) -> io::Result<Option<Option<u8>>> {
-    let Some((_, payload)) = find_reply(buf, seq)? else {
+    let Some(attrs) = genl_reply_attrs(buf, seq)? else {
         return Ok(None);
     };
-    let body = payload
-        .get(GENLMSG_LEN..)
-        .ok_or_else(|| bad("short genlmsghdr"))?;
-    for (kind, value) in attrs(body)? {
+    for (kind, value) in attrs {
         if kind == ETHTOOL_A_RINGS_TCP_DATA_SPLIT {
             return Ok(Some(value.first().copied()));
         }
@@ -571,10 +577,12 @@ pub fn collect_sizes(root: &Root, iface: &str) -> Option<LinkSizes> {
     }
     let net = format!("/sys/class/net/{iface}");
     let files = LinkSizes {
-        gso_max_size: root.parse_opt(&format!("{net}/gso_max_size")),
-        gro_max_size: root.parse_opt(&format!("{net}/gro_max_size")),
-        gso_ipv4_max_size: root.parse_opt(&format!("{net}/gso_ipv4_max_size")),
-        gro_ipv4_max_size: root.parse_opt(&format!("{net}/gro_ipv4_max_size")),
+        sizes: SizesSet {
+            gso_max_size: root.parse_opt(&format!("{net}/gso_max_size")),
+            gro_max_size: root.parse_opt(&format!("{net}/gro_max_size")),
+            gso_ipv4_max_size: root.parse_opt(&format!("{net}/gso_ipv4_max_size")),
+            gro_ipv4_max_size: root.parse_opt(&format!("{net}/gro_ipv4_max_size")),
+        },
         tso_max_size: root.parse_opt(&format!("{net}/tso_max_size")),
     };
     if files != LinkSizes::default() {
@@ -833,10 +841,12 @@ mod tests {
         assert_eq!(
             s,
             LinkSizes {
-                gso_max_size: Some(65_536),
-                gro_max_size: Some(185_000),
-                gso_ipv4_max_size: None,
-                gro_ipv4_max_size: None,
+                sizes: SizesSet {
+                    gso_max_size: Some(65_536),
+                    gro_max_size: Some(185_000),
+                    gso_ipv4_max_size: None,
+                    gro_ipv4_max_size: None,
+                },
                 tso_max_size: Some(524_280),
             }
         );
@@ -888,7 +898,10 @@ mod tests {
         assert!(parse_link_reply(&b, 1).is_err());
         // a size attribute of the wrong width is not a size
         let b = reply(1, &[(IFLA_GSO_MAX_SIZE, &[1, 2])]);
-        assert_eq!(parse_link_reply(&b, 1).unwrap().unwrap().gso_max_size, None);
+        assert_eq!(
+            parse_link_reply(&b, 1).unwrap().unwrap().sizes.gso_max_size,
+            None
+        );
         assert_eq!(parse_link_reply(&[], 1).unwrap(), None);
     }
 
@@ -897,8 +910,8 @@ mod tests {
         match get_sizes("lo") {
             Ok(s) => {
                 eprintln!("lo: {s:?}");
-                assert!(s.gso_max_size.is_some(), "{s:?}");
-                if let (Some(g), Some(t)) = (s.gso_max_size, s.tso_max_size) {
+                assert!(s.sizes.gso_max_size.is_some(), "{s:?}");
+                if let (Some(g), Some(t)) = (s.sizes.gso_max_size, s.tso_max_size) {
                     assert!(g <= t, "{s:?}");
                 }
             }
@@ -1025,6 +1038,28 @@ mod tests {
         );
     }
 
+    /// A recording's `sizes.json`: the four sizes and the driver's limit at one level, in this
+    /// order, an absent one left out; what an earlier build wrote still reads.
+    #[test]
+    fn sizes_json_is_flat() {
+        let s = LinkSizes {
+            sizes: SizesSet {
+                gso_max_size: Some(65_536),
+                gro_ipv4_max_size: Some(185_000),
+                ..SizesSet::default()
+            },
+            tso_max_size: Some(524_280),
+        };
+        let text = r#"{"gso_max_size":65536,"gro_ipv4_max_size":185000,"tso_max_size":524280}"#;
+        assert_eq!(serde_json::to_string(&s).unwrap(), text);
+        assert_eq!(serde_json::from_str::<LinkSizes>(text).unwrap(), s);
+        assert_eq!(serde_json::to_string(&LinkSizes::default()).unwrap(), "{}");
+        assert_eq!(
+            serde_json::from_str::<LinkSizes>("{}").unwrap(),
+            LinkSizes::default()
+        );
+    }
+
     #[test]
     fn tree_files_then_answer_file() {
         let t = tempfile::tempdir().unwrap();
@@ -1034,7 +1069,7 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("sizes.json"), r#"{"gso_max_size":65536}"#).unwrap();
         assert_eq!(
-            collect_sizes(&root, "eth0").unwrap().gso_max_size,
+            collect_sizes(&root, "eth0").unwrap().sizes.gso_max_size,
             Some(65_536)
         );
         let n = t.path().join("sys/class/net/eth0");
@@ -1043,7 +1078,7 @@ mod tests {
         std::fs::write(n.join("tso_max_size"), "524280\n").unwrap();
         let s = collect_sizes(&root, "eth0").unwrap();
         assert_eq!(
-            (s.gso_max_size, s.tso_max_size, s.gro_max_size),
+            (s.sizes.gso_max_size, s.tso_max_size, s.sizes.gro_max_size),
             (Some(185_000), Some(524_280), None)
         );
     }

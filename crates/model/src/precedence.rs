@@ -12,7 +12,7 @@
 //! headline is `no-cpu-saturated`.
 //!
 //! docs/explain.md's precedence table is [`markdown`]'s output (a test keeps them equal), and
-//! [`crate::VerdictId::ALL`] is in the order of the ids' first rows (tested).
+//! [`crate::VerdictId::ALL`] is read from the table: every id once, in the order of its first row.
 
 pub use crate::rank::{Bound, Rank};
 use crate::verdict::VerdictId;
@@ -121,6 +121,41 @@ pub const PRECEDENCE: &[Row] = &[
         reason: "no rule found a limit: the path or the peer, with what could not be seen said",
     },
 ];
+
+/// Every id of the table once, in the order of its first row ([`VerdictId::ALL`]); `N` must be
+/// the number of distinct ids, or the build fails.
+pub(crate) const fn ids_in_table_order<const N: usize>() -> [VerdictId; N] {
+    let mut out = [VerdictId::Unknown; N];
+    let mut n = 0;
+    let mut r = 0;
+    while r < PRECEDENCE.len() {
+        let ids = PRECEDENCE[r].ids;
+        let mut i = 0;
+        while i < ids.len() {
+            let mut seen = false;
+            let mut j = 0;
+            while j < n {
+                seen |= out[j] as u8 == ids[i] as u8;
+                j += 1;
+            }
+            if !seen {
+                assert!(n < N, "the table has more ids than VerdictId::ALL's length");
+                out[n] = ids[i];
+                n += 1;
+            }
+            i += 1;
+        }
+        r += 1;
+    }
+    assert!(
+        n == N,
+        "the table has fewer ids than VerdictId::ALL's length"
+    );
+    out
+}
+
+// Evaluated by every build (an associated const is only where it is used).
+const _: &[VerdictId] = &VerdictId::ALL;
 
 /// The row of `rank`.
 pub fn row(rank: Rank) -> &'static Row {

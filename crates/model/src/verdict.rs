@@ -261,35 +261,9 @@ pub enum VerdictId {
 
 impl VerdictId {
     /// Every id a verdict can have, in the order of their first rows in the precedence table
-    /// ([`crate::precedence::PRECEDENCE`], tested there; not [`VerdictId::Unknown`]).
-    pub const ALL: [VerdictId; 26] = [
-        VerdictId::UdpForeignDatagrams,
-        VerdictId::MtuBlackhole,
-        VerdictId::PeerSilent,
-        VerdictId::LineRate,
-        VerdictId::BondMemberLimited,
-        VerdictId::PmtuBelowMtu,
-        VerdictId::MtuMismatch,
-        VerdictId::CpuQuota,
-        VerdictId::UdpReceiverCpuBound,
-        VerdictId::UdpPathLoss,
-        VerdictId::AtTargetRate,
-        VerdictId::PathLimited,
-        VerdictId::SameHost,
-        VerdictId::WindowLimited,
-        VerdictId::SndbufLimited,
-        VerdictId::LossLimited,
-        VerdictId::ReceiverSharesCpuWithSoftirq,
-        VerdictId::CpuContended,
-        VerdictId::IrqNumaRemote,
-        VerdictId::AppNumaRemote,
-        VerdictId::IrqCrossL3,
-        VerdictId::ReceiverCpuBound,
-        VerdictId::SenderCpuBound,
-        VerdictId::SoftirqCpuBound,
-        VerdictId::CpuSteal,
-        VerdictId::NoCpuSaturated,
-    ];
+    /// ([`crate::precedence::PRECEDENCE`], read from it when this builds; not
+    /// [`VerdictId::Unknown`]).
+    pub const ALL: [VerdictId; 26] = crate::precedence::ids_in_table_order();
 
     /// The id as JSON and the text output write it (`window-limited`).
     pub fn as_str(self) -> &'static str {

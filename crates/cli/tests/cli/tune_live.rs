@@ -524,9 +524,9 @@ fn veth_big_tcp_sizes_change_for_real_and_revert_and_pause_is_not_supported() {
     );
     let after = sizes_shown(&ns.0, "ws0");
     let v4 = in_netns(&ns.0, || wirespeed_host::link::get_sizes("ws0").unwrap());
-    if v4_before.gso_ipv4_max_size.is_some() {
+    if v4_before.sizes.gso_ipv4_max_size.is_some() {
         assert_eq!(
-            (v4.gso_ipv4_max_size, v4.gro_ipv4_max_size),
+            (v4.sizes.gso_ipv4_max_size, v4.sizes.gro_ipv4_max_size),
             (Some(185_000), Some(185_000)),
             "{v4:?}"
         );

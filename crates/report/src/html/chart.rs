@@ -148,6 +148,41 @@ fn axes(h: &mut String, x: Axis, y: Axis, x_label: &str, y_label: &str) {
     );
 }
 
+/// The plot of a chart over time ([`line_chart`], [`bar_chart`]): x in seconds, y in the
+/// chart's unit.
+struct TimePlot {
+    x_max: f64,
+    y_max: f64,
+}
+
+impl TimePlot {
+    /// Opens the figure with its caption and draws the axes, reaching `x_max` seconds and
+    /// `y_max` in `unit` (each rounded up to a tick).
+    fn open(h: &mut String, caption: &str, unit: &str, x_max: f64, y_max: f64) -> TimePlot {
+        let (xa, ya) = (Axis::time(x_max), Axis::values(y_max));
+        let _ = write!(
+            h,
+            "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" style=\"max-width:820px\" role=\"img\" aria-label=\"{}\">",
+            esc(caption),
+            esc(caption)
+        );
+        axes(h, xa, ya, "seconds", unit);
+        TimePlot {
+            x_max: xa.max,
+            y_max: ya.max,
+        }
+    }
+
+    fn x(&self, v: f64) -> f64 {
+        L + (W - L - R) * v / self.x_max
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        let ph = H - T - B;
+        T + ph - ph * v / self.y_max
+    }
+}
+
 /// The largest value of `series` (what their y axis must reach).
 pub fn series_max(series: &[Series]) -> f64 {
     series
@@ -160,25 +195,12 @@ pub fn series_max(series: &[Series]) -> f64 {
 /// y values are already in `unit`, the y axis reaches `y_max` (at least the series' largest
 /// value: side-by-side documents pass the largest of them all, so their charts share one scale).
 pub fn line_chart(h: &mut String, caption: &str, unit: &str, series: &[Series], y_max: f64) {
-    let xa = Axis::time(
-        series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1))
-            .fold(0.0, f64::max),
-    );
-    let ya = Axis::values(series_max(series).max(y_max));
-    let (xmax, ymax) = (xa.max, ya.max);
-    let pw = W - L - R;
-    let ph = H - T - B;
-    let x = |v: f64| L + pw * v / xmax;
-    let y = |v: f64| T + ph - ph * v / ymax;
-    let _ = write!(
-        h,
-        "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" style=\"max-width:820px\" role=\"img\" aria-label=\"{}\">",
-        esc(caption),
-        esc(caption)
-    );
-    axes(h, xa, ya, "seconds", unit);
+    let x_max = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(0.0, f64::max);
+    let plot = TimePlot::open(h, caption, unit, x_max, series_max(series).max(y_max));
+    let (x, y) = (|v| plot.x(v), |v| plot.y(v));
     let mut colour = 0;
     let mut legend = String::new();
     for s in series {
@@ -251,20 +273,15 @@ pub fn placeholder(h: &mut String, caption: &str, why: &str) {
 /// (as [`line_chart`]).
 pub fn bar_chart(h: &mut String, caption: &str, unit: &str, bars: &[(f64, f64, f64)], y_max: f64) {
     // (start, end, value)
-    let xa = Axis::time(bars.iter().map(|b| b.1).fold(0.0, f64::max));
-    let ya = Axis::values(bars.iter().map(|b| b.2).fold(y_max, f64::max));
-    let (xmax, ymax) = (xa.max, ya.max);
-    let pw = W - L - R;
-    let ph = H - T - B;
-    let x = |v: f64| L + pw * v / xmax;
-    let y = |v: f64| T + ph - ph * v / ymax;
-    let _ = write!(
+    let x_max = bars.iter().map(|b| b.1).fold(0.0, f64::max);
+    let plot = TimePlot::open(
         h,
-        "<figure><figcaption>{}</figcaption><svg viewBox=\"0 0 {W} {H}\" style=\"max-width:820px\" role=\"img\" aria-label=\"{}\">",
-        esc(caption),
-        esc(caption)
+        caption,
+        unit,
+        x_max,
+        bars.iter().map(|b| b.2).fold(y_max, f64::max),
     );
-    axes(h, xa, ya, "seconds", unit);
+    let (x, y) = (|v| plot.x(v), |v| plot.y(v));
     for &(s, e, v) in bars {
         let w = (x(e) - x(s) - 2.0).max(1.0);
         let _ = write!(
@@ -272,7 +289,7 @@ pub fn bar_chart(h: &mut String, caption: &str, unit: &str, bars: &[(f64, f64, f
             "<rect class=\"bar\" x=\"{:.1}\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\"><title>{}–{} s: {} {}</title></rect>",
             x(s) + 1.0,
             y(v),
-            (T + ph - y(v)).max(0.0),
+            (plot.y(0.0) - y(v)).max(0.0),
             tick(s),
             tick(e),
             tick(v),

@@ -35,10 +35,12 @@ impl FakeNic {
     fn new(ipv4: bool, pause: Option<Pause>) -> FakeNic {
         FakeNic {
             sizes: RefCell::new(LinkSizes {
-                gso_max_size: Some(65_536),
-                gro_max_size: Some(65_536),
-                gso_ipv4_max_size: ipv4.then_some(65_536),
-                gro_ipv4_max_size: ipv4.then_some(65_536),
+                sizes: SizesSet {
+                    gso_max_size: Some(65_536),
+                    gro_max_size: Some(65_536),
+                    gso_ipv4_max_size: ipv4.then_some(65_536),
+                    gro_ipv4_max_size: ipv4.then_some(65_536),
+                },
                 tso_max_size: Some(524_280),
             }),
             pause: RefCell::new(pause),
@@ -82,16 +84,16 @@ impl LinkDevice for FakeNic {
             return Err(io::Error::from_raw_os_error(libc_einval()));
         }
         if let Some(v) = set.gso_max_size {
-            s.gso_max_size = Some(v);
+            s.sizes.gso_max_size = Some(v);
         }
         if let Some(v) = set.gro_max_size {
-            s.gro_max_size = Some(v);
+            s.sizes.gro_max_size = Some(v);
         }
         if let Some(v) = set.gso_ipv4_max_size {
-            s.gso_ipv4_max_size = Some(v);
+            s.sizes.gso_ipv4_max_size = Some(v);
         }
         if let Some(v) = set.gro_ipv4_max_size {
-            s.gro_ipv4_max_size = Some(v);
+            s.sizes.gro_ipv4_max_size = Some(v);
         }
         Ok(())
     }
@@ -207,8 +209,11 @@ fn big_tcp_is_planned_from_doctors_finding_up_to_the_driver_limit() {
 
     // a kernel without the IPv4 sizes (before 6.3): only the two it has
     let old_kernel = LinkSizes {
-        gso_ipv4_max_size: None,
-        gro_ipv4_max_size: None,
+        sizes: SizesSet {
+            gso_ipv4_max_size: None,
+            gro_ipv4_max_size: None,
+            ..cur.sizes
+        },
         ..cur
     };
     let p = planner::plan(&view(old_kernel, None), &PlanOptions::new("test")).unwrap();
@@ -311,7 +316,7 @@ fn big_tcp_applies_journaled_first_and_reverts_exactly() {
         .contains("kernel reports gso_max_size 185000 gro_max_size 185000"));
     let now = *nic.sizes.borrow();
     assert_eq!(
-        (now.gso_max_size, now.gro_ipv4_max_size),
+        (now.sizes.gso_max_size, now.sizes.gro_ipv4_max_size),
         (Some(185_000), Some(185_000))
     );
     let jf = JournalFile::read(&root, &r.journal).unwrap();
@@ -352,8 +357,8 @@ fn sizes_changed_since_are_left_alone_unless_forced_and_refusals_write_nothing()
         engine::apply_with(&root, &plan, &ApplyOptions::default(), &mut |_, _| {}, &nic).unwrap();
     assert_eq!(r.steps[0].status, StepStatus::Applied, "{r:#?}");
     // the IPv4 sizes this kernel lacks were not asked of it
-    assert_eq!(nic.sizes.borrow().gso_ipv4_max_size, None);
-    nic.sizes.borrow_mut().gso_max_size = Some(100_000);
+    assert_eq!(nic.sizes.borrow().sizes.gso_ipv4_max_size, None);
+    nic.sizes.borrow_mut().sizes.gso_max_size = Some(100_000);
     let rv = engine::revert_with(&root, &r.journal, false, &nic).unwrap();
     assert_eq!(rv.items[0].status, RevertStatus::LeftChanged, "{rv:#?}");
     assert!(rv.items[0]
