@@ -68,6 +68,11 @@ pub fn rate(s: &str) -> Result<units::Rate, String> {
     units::Rate::parse(s, "--rate").map_err(|e| e.why().to_string())
 }
 
+/// A CPU list (`6-11`, `0,2,4`; not empty) in every command that takes one.
+pub fn cpu_list(s: &str) -> Result<wirespeed_host::CpuSet, String> {
+    wirespeed_host::CpuSet::parse_nonempty(s).map_err(|e| e.to_string())
+}
+
 /// `--rtt MS` in every command that takes it: one bound ([`units::parse_rtt_ms`]).
 pub fn rtt(s: &str) -> Result<f64, String> {
     units::parse_rtt_ms(s, "--rtt").map_err(|e| e.why().to_string())

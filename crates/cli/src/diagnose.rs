@@ -34,7 +34,7 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "IFACE")]
     iface: Option<String>,
     /// CPUs the application runs on (e.g. 6 or 6-7,10): enables the placement checks.
-    #[arg(long, value_name = "LIST", value_parser = parse_cpus)]
+    #[arg(long, value_name = "LIST", value_parser = crate::common::cpu_list)]
     app_cpus: Option<CpuSet>,
     /// Round-trip time of the paths to serve, in ms (socket buffers vs bandwidth × RTT)
     /// [default: 10].
@@ -91,10 +91,6 @@ pub struct CaptureArgs {
     /// Capture from a tree standing for `/` instead of this host.
     #[arg(long, value_name = "DIR")]
     root: Option<PathBuf>,
-}
-
-fn parse_cpus(s: &str) -> Result<CpuSet, String> {
-    CpuSet::parse_nonempty(s).map_err(|e| e.to_string())
 }
 
 /// An opened source; holds the unpacked snapshot alive while it is read.
@@ -164,11 +160,7 @@ fn open_source(a: &SourceArgs) -> anyhow::Result<Source> {
 /// Write to stdout; a closed pipe (`| head`) is not an error.
 pub(crate) fn emit(bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|_| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(exit::fail(exit::IO, format!("stdout: {e}"))),
-    }
+    exit::stdout_written(out.write_all(bytes).and_then(|_| out.flush()))
 }
 
 fn emit_json(mut doc: String) -> anyhow::Result<()> {

@@ -190,6 +190,17 @@ pub fn one_line(e: &anyhow::Error) -> String {
     parts.join(": ")
 }
 
+/// What writing to stdout came to: done, or a reader that went away (`| head`: not an error,
+/// as for iperf3 and coreutils), or a failure (`IO`).
+pub fn stdout_written(r: std::io::Result<()>) -> anyhow::Result<()> {
+    match r {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(fail(IO, format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

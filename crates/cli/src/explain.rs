@@ -19,9 +19,7 @@ use wirespeed_latency::{self as latency, LatencyError, Options};
 
 use crate::exit::{self, engine_code};
 
-fn cpu_list(s: &str) -> Result<CpuSet, String> {
-    CpuSet::parse_nonempty(s).map_err(|e| e.to_string())
-}
+use crate::common::cpu_list;
 
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
@@ -119,8 +117,8 @@ fn sweep_spec(a: &SweepArgs) -> anyhow::Result<SweepSpec> {
 }
 
 /// Progress lines on stderr (also with `-J`: stdout holds only the document).
-fn progress(_text: bool) -> impl FnMut(String) {
-    move |line| eprintln!("{line}")
+fn progress(line: String) {
+    eprintln!("{line}")
 }
 
 /// A refusal before the first test: a server that cannot be reached (`CONNECT`).
@@ -191,16 +189,9 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
     if let Some(irq_cpus) = &a.irq_cpus {
         let spec = sweep_spec(&a)?;
         let run = if a.reverse {
-            drive::run_local_irq_sweep(
-                &spec,
-                irq_cpus,
-                &Root::live(),
-                peer,
-                &stop,
-                &mut progress(text),
-            )
+            drive::run_local_irq_sweep(&spec, irq_cpus, &Root::live(), peer, &stop, &mut progress)
         } else {
-            drive::run_server_irq_sweep(&spec, irq_cpus, &stop, &mut progress(text))
+            drive::run_server_irq_sweep(&spec, irq_cpus, &stop, &mut progress)
         }
         .map_err(irq_fail)?;
         return finish_irq_sweep(&a, run);
@@ -215,21 +206,10 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
         ran,
         interrupted,
         first_err,
-    } = drive::run_pair_sweep(&sweep_spec(&a)?, &stop, &mut progress(text));
+    } = drive::run_pair_sweep(&sweep_spec(&a)?, &stop, &mut progress);
     let summary = m.summary(same_host.then_some(&topo));
     if summary.is_none() {
-        if let Some(e) = first_err {
-            return Err(exit::fail(
-                engine_code(&e),
-                format!("sweep: every test failed: {e}"),
-            ));
-        }
-        if interrupted {
-            return Err(exit::fail(
-                exit::PEER,
-                "sweep: interrupted before any test finished",
-            ));
-        }
+        nothing_to_summarize(first_err, interrupted)?;
     }
     let j = Written::Sweep(SweepDoc {
         matrix: m.clone(),
@@ -238,26 +218,34 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
         interrupted,
         topology: None,
     });
+    let colour = a.csv.text_is_terminal();
+    write_sweep_doc(&a, &j, same_host.then_some(&topo), |out| {
+        wirespeed_report::sweep::write_sweep(out, &m, summary.as_ref(), interrupted, colour)
+    })
+}
+
+/// A sweep's document: its pictures (`--html`, `--csv`), then on stdout the document (`-J`)
+/// or its text.
+fn write_sweep_doc(
+    a: &SweepArgs,
+    j: &Written,
+    topo: Option<&wirespeed_model::Topology>,
+    text: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> anyhow::Result<ExitCode> {
     crate::pictures::save(
         &a.html,
         Some(&a.csv),
         "sweep",
         || Ok(Document::from(j.clone())),
-        same_host.then_some(&topo),
+        topo,
     )?;
     let mut out = a.csv.text_out();
     let written = (|| -> std::io::Result<()> {
         if a.json {
-            serde_json::to_writer_pretty(&mut out, &j)?;
+            serde_json::to_writer_pretty(&mut out, j)?;
             writeln!(out)?;
         } else {
-            wirespeed_report::sweep::write_sweep(
-                &mut out,
-                &m,
-                summary.as_ref(),
-                interrupted,
-                a.csv.text_is_terminal(),
-            )?;
+            text(&mut out)?;
         }
         out.flush()
     })();
@@ -280,20 +268,30 @@ fn finish_irq_sweep(a: &SweepArgs, mut run: IrqDrive) -> anyhow::Result<ExitCode
         ));
     }
     if summary.is_none() {
-        if let Some(e) = run.first_err {
-            return Err(exit::fail(
-                engine_code(&e),
-                format!("sweep: every test failed: {e}"),
-            ));
-        }
-        if run.report.interrupted && !a.reverse {
-            return Err(exit::fail(
-                exit::PEER,
-                "sweep: interrupted before any test finished",
-            ));
-        }
+        nothing_to_summarize(run.first_err, run.report.interrupted && !a.reverse)?;
     }
     write_irq_report(a, &run.report, summary.as_ref(), ineffective)
+}
+
+/// A sweep without a single finished test is an error: every test failed (the first failure's
+/// code), or it was interrupted before any finished.
+fn nothing_to_summarize(
+    first_err: Option<wirespeed_engine::EngineError>,
+    interrupted: bool,
+) -> anyhow::Result<()> {
+    if let Some(e) = first_err {
+        return Err(exit::fail(
+            engine_code(&e),
+            format!("sweep: every test failed: {e}"),
+        ));
+    }
+    if interrupted {
+        return Err(exit::fail(
+            exit::PEER,
+            "sweep: interrupted before any test finished",
+        ));
+    }
+    Ok(())
 }
 
 /// The IRQ sweep's output: heatmap and summary (text), or the report and summary (JSON).
@@ -308,31 +306,17 @@ fn write_irq_report(
         summary: summary.cloned(),
         ineffective_steps: ineffective,
     });
-    crate::pictures::save(
-        &a.html,
-        Some(&a.csv),
-        "sweep",
-        || Ok(Document::from(j.clone())),
-        None,
-    )?;
-    let mut out = a.csv.text_out();
-    let written = (|| -> std::io::Result<()> {
-        if a.json {
-            serde_json::to_writer_pretty(&mut out, &j)?;
-            writeln!(out)?;
-        } else {
-            wirespeed_report::sweep::write_irq_sweep(
-                &mut out,
-                report,
-                summary,
-                ineffective,
-                !a.reverse,
-                a.csv.text_is_terminal(),
-            )?;
-        }
-        out.flush()
-    })();
-    stdout_result(written)
+    let colour = a.csv.text_is_terminal();
+    write_sweep_doc(a, &j, None, |out| {
+        wirespeed_report::sweep::write_irq_sweep(
+            out,
+            report,
+            summary,
+            ineffective,
+            !a.reverse,
+            colour,
+        )
+    })
 }
 
 pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
@@ -433,11 +417,7 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
 
 /// A closed pipe (`| head`) ends the output quietly; other write errors are local I/O errors.
 fn stdout_result(r: std::io::Result<()>) -> anyhow::Result<ExitCode> {
-    match r {
-        Ok(()) => Ok(ExitCode::from(exit::OK)),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::from(exit::OK)),
-        Err(e) => Err(exit::fail(exit::IO, format!("writing to stdout: {e}"))),
-    }
+    exit::stdout_written(r).map(|()| ExitCode::from(exit::OK))
 }
 
 /// `client --repeat N`: N tests in a row with the same settings, then min / median / max /

@@ -6,7 +6,6 @@
 //! shows) and EXAMPLES (from [`EXAMPLES`]); the help's `code` spans are set in bold instead of
 //! showing their backticks.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -258,12 +257,7 @@ fn bold_code_spans(roff: &str) -> String {
 
 /// Write to stdout; a closed pipe (`| head`) is not an error.
 fn write_stdout(buf: &[u8]) -> anyhow::Result<ExitCode> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(buf).and_then(|()| out.flush()) {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-        Err(e) => Err(exit::fail(exit::IO, format!("stdout: {e}"))),
-    }
+    crate::diagnose::emit(buf).map(|()| ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -99,9 +99,7 @@ pub(crate) fn rsa_client_auth(
 }
 
 fn cpu_list(s: &str) -> Result<CpuList, String> {
-    CpuSet::parse_nonempty(s)
-        .map(CpuList)
-        .map_err(|e| e.to_string())
+    crate::common::cpu_list(s).map(CpuList)
 }
 
 fn unit_format(s: &str) -> Result<UnitFormat, String> {

@@ -13,10 +13,9 @@ use clap::{Subcommand, ValueEnum};
 use wirespeed_doctor::placement::PlacementError;
 use wirespeed_host::ethtool::{CoalesceSet, PauseSet};
 use wirespeed_host::{CpuSet, Root};
-use wirespeed_tune::collect::{self, CollectError};
 use wirespeed_tune::engine::{self, RevertStatus, StepStatus};
 use wirespeed_tune::journal;
-use wirespeed_tune::planner::{self, Category, IrqPolicy, PlanError, PlanOptions};
+use wirespeed_tune::planner::{self, Category, HostPlanError, IrqPolicy, PlanError, PlanOptions};
 use wirespeed_tune::{ApplyOptions, TuneError};
 
 use crate::{diagnose, exit};
@@ -269,11 +268,6 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     let target = crate::common::resolve_target(Command::Tune, Some((&root, &facts)), &ask)?;
     let rtt = target.rtt_ms();
     let rate_mbps = target.requested_mbps();
-    let mut view = collect::view(&root, &facts, a.iface.as_deref()).map_err(|e| match e {
-        CollectError::UnknownInterface { .. } => exit::fail(exit::HOST, e.to_string()),
-    })?;
-    let nic = view.nic.as_ref().map(|n| n.name.clone());
-    view.findings = collect::findings(&facts, nic.as_deref(), app.as_ref(), rtt, rate_mbps);
 
     let opts = PlanOptions {
         root: root_shown,
@@ -304,21 +298,11 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         only,
     };
     // an upper device (bond, VLAN, bridge) with NICs beneath it: a plan for each, and the stack's
-    let stack = match a.iface.as_deref() {
-        Some(i) => {
-            collect::stack_views_of(&root, &facts, i, opts.app_cpus.as_ref(), rtt, rate_mbps)
-                .map_err(|e| exit::fail(exit::HOST, e.to_string()))?
-        }
-        None => None,
-    };
-    let planned = match &stack {
-        Some(sv) => planner::plan_stack(sv, &opts),
-        None => planner::plan(&view, &opts),
-    };
-    let plan = planned.map_err(|e| {
+    let plan = planner::plan_host(&root, &facts, a.iface.as_deref(), &opts).map_err(|e| {
         let code = match e {
-            PlanError::Placement(PlacementError::NoNic) => exit::HOST,
-            _ => exit::USAGE,
+            HostPlanError::Plan(PlanError::Placement(PlacementError::NoNic)) => exit::HOST,
+            HostPlanError::Plan(_) => exit::USAGE,
+            HostPlanError::Collect(_) => exit::HOST,
         };
         exit::fail(code, e.to_string())
     })?;

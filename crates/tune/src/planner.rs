@@ -270,6 +270,39 @@ impl Builder<'_> {
     }
 }
 
+/// Why no plan could be made for a host.
+#[derive(Debug, thiserror::Error)]
+pub enum HostPlanError {
+    /// The interface named is not one of the host's.
+    #[error(transparent)]
+    Collect(#[from] crate::collect::CollectError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+}
+
+/// The plan for a host read through `root` (`facts` collected through it), for the interface
+/// named or else the host's NIC: an upper device (bond, VLAN, bridge) with NICs beneath it gets
+/// a plan for each NIC and one for the stack ([`plan_stack`]), anything else the one view's
+/// ([`plan`]), each with doctor's findings at the options' RTT, rate and app CPUs.
+pub fn plan_host(
+    root: &wirespeed_host::Root,
+    facts: &wirespeed_host::HostFacts,
+    iface: Option<&str>,
+    opts: &PlanOptions,
+) -> Result<Plan, HostPlanError> {
+    use crate::collect;
+    let (app, rtt, rate) = (opts.app_cpus.as_ref(), opts.rtt_ms, opts.rate_mbps);
+    if let Some(i) = iface {
+        if let Some(sv) = collect::stack_views_of(root, facts, i, app, rtt, rate)? {
+            return Ok(plan_stack(&sv, opts)?);
+        }
+    }
+    let mut view = collect::view(root, facts, iface)?;
+    let nic = view.nic.as_ref().map(|n| n.name.clone());
+    view.findings = collect::findings(facts, nic.as_deref(), app, rtt, rate);
+    Ok(plan(&view, opts)?)
+}
+
 /// Build the plan.
 pub fn plan(view: &HostView, opts: &PlanOptions) -> Result<Plan, PlanError> {
     if let Some(m) = opts.mtu {
