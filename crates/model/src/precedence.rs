@@ -157,6 +157,26 @@ pub(crate) const fn ids_in_table_order<const N: usize>() -> [VerdictId; N] {
 // Evaluated by every build (an associated const is only where it is used).
 const _: &[VerdictId] = &VerdictId::ALL;
 
+// The list of ids and the reading of one lie here, beside the table they come from: the
+// verdict module defines the ids and knows nothing of the table.
+impl VerdictId {
+    /// Every id a verdict can have, in the order of their first rows in the precedence table
+    /// ([`PRECEDENCE`], read from it when this builds; not [`VerdictId::Unknown`]).
+    pub const ALL: [VerdictId; 26] = ids_in_table_order();
+}
+
+impl std::str::FromStr for VerdictId {
+    type Err = crate::verdict::UnknownVerdictId;
+
+    /// One of [`VerdictId::ALL`] by its string; anything else (`unknown` too) is an error.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        VerdictId::ALL
+            .into_iter()
+            .find(|id| id.as_str() == s)
+            .ok_or_else(|| crate::verdict::UnknownVerdictId(s.to_string()))
+    }
+}
+
 /// The row of `rank`.
 pub fn row(rank: Rank) -> &'static Row {
     PRECEDENCE

@@ -260,11 +260,6 @@ pub enum VerdictId {
 }
 
 impl VerdictId {
-    /// Every id a verdict can have, in the order of their first rows in the precedence table
-    /// ([`crate::precedence::PRECEDENCE`], read from it when this builds; not
-    /// [`VerdictId::Unknown`]).
-    pub const ALL: [VerdictId; 26] = crate::precedence::ids_in_table_order();
-
     /// The id as JSON and the text output write it (`window-limited`).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -316,18 +311,6 @@ impl std::fmt::Display for UnknownVerdictId {
 }
 
 impl std::error::Error for UnknownVerdictId {}
-
-impl std::str::FromStr for VerdictId {
-    type Err = UnknownVerdictId;
-
-    /// One of [`VerdictId::ALL`] by its string; anything else (`unknown` too) is an error.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        VerdictId::ALL
-            .into_iter()
-            .find(|id| id.as_str() == s)
-            .ok_or_else(|| UnknownVerdictId(s.to_string()))
-    }
-}
 
 /// The end a verdict concerns, by its role in the direction judged: `sender` or `receiver` in
 /// JSON. (An end that both sends and receives is named by the side the finding concerns.)

@@ -356,7 +356,7 @@ fn offline_cpu_is_a_host_error() {
         "-t",
         "1",
     ]);
-    assert_fails(&o, HOST, "CPU 4000", "--cpus 4000-4001");
+    assert_fails(&o, HOST, "CPUs 4000-4001", "--cpus 4000-4001");
     let o = ws(&["-s", "-p", "1", "--cpus", "4000"]);
     assert_fails(&o, HOST, "CPU 4000", "server --cpus 4000");
 }
