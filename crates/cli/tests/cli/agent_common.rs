@@ -107,6 +107,11 @@ pub fn raw_within(addr: SocketAddr, request: &[u8], limit: Duration) -> (u16, St
     let mut s = TcpStream::connect(addr).expect("connect to the agent");
     s.set_read_timeout(Some(limit)).unwrap();
     s.write_all(request).expect("send the request");
+    read_answer(&mut s)
+}
+
+/// Read an HTTP answer to its end: (status, body); status 0 when there was none.
+pub fn read_answer(s: &mut impl Read) -> (u16, String) {
     let mut buf = Vec::new();
     let _ = s.read_to_end(&mut buf);
     let text = String::from_utf8_lossy(&buf).into_owned();

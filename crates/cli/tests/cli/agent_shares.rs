@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::agent_common::{get, start_agent, value};
+use crate::agent_common::{get, read_answer, start_agent, value};
 use crate::measure_common::wait_until;
 
 /// Scrapes counted during an attack.
@@ -229,19 +229,7 @@ fn scrape_from(from: IpAddr, to: SocketAddr, auth: Option<&str>) -> (u16, String
     {
         return (0, String::new());
     }
-    let mut buf = Vec::new();
-    let _ = s.read_to_end(&mut buf);
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let code = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (code, body)
+    read_answer(&mut s)
 }
 
 /// [`SCRAPES`] scrapes by `one` (true when answered 200), paced: how many were answered, and
