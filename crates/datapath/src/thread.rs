@@ -58,6 +58,18 @@ impl<R, C> WorkerThread<R, C> {
             let _ = self.done_rx.recv();
         }
     }
+    /// [`WorkerThread::wait_finished`], giving up at `deadline`; whether it finished.
+    pub fn wait_finished_until(&self, deadline: std::time::Instant) -> bool {
+        if self.is_finished() {
+            return true;
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        // Disconnected: the thread ended without a word (a panic); finished either way
+        !matches!(
+            self.done_rx.recv_timeout(left),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+        ) || self.is_finished()
+    }
     /// Wait for the worker to end and collect its report (and the sockets).
     pub fn join(mut self) -> Result<R, DatapathError> {
         drop(self.release.take());

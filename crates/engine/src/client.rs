@@ -22,9 +22,10 @@ use crate::data::{DataSocket, DataStream};
 use crate::drive::{self, Endpoint, Failed, Link, Step};
 use crate::measurement::{self, LocalPaths, Whence};
 use crate::net::{self, Ctrl, Family};
+use crate::observe::TestObserver;
 use crate::output::Reporter;
 use crate::placement::WorkerPlacement;
-use crate::shell::{unix_now, Begin, Peer, Shell};
+use crate::shell::{unix_now, Begin, Peer, Ready, Shell};
 pub use crate::stall::{control_stalled, STALL_AFTER, STALL_RETRANSMITS};
 use crate::EngineError;
 use wirespeed_host::CpuSet;
@@ -394,6 +395,9 @@ struct Run<'a> {
     target: SocketAddr,
     ctrl_local: Option<SocketAddr>,
     streams: Vec<DataStream>,
+    /// The data phase readied once the streams opened ([`Shell::prepare`]): at
+    /// `TEST_RUNNING` only the workers are left to start.
+    ready: Option<Ready>,
     /// The parameters sent to the server: they describe the test at both ends.
     params: TestParams,
     local_results: Option<TestResults>,
@@ -402,7 +406,7 @@ struct Run<'a> {
     interrupted: bool,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
     fn connect_streams(&mut self) -> Result<(), EngineError> {
         let cfg = self.cfg;
         let total = cfg.total_streams();
@@ -461,11 +465,12 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn begin(&mut self, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
+    /// Where and how this end's data phase runs.
+    fn how(&self) -> Begin<'a> {
         let cfg = self.cfg;
         let placement = WorkerPlacement::pinned(cfg.cpus.clone(), cfg.affinity)
             .unwrap_or_else(WorkerPlacement::float);
-        let how = Begin {
+        Begin {
             whence: Whence::ConnectingTo(HostPort {
                 host: cfg.host.clone(),
                 port: cfg.port,
@@ -488,12 +493,25 @@ impl Run<'_> {
             peer: self.target.ip(),
             local: self.ctrl_local.map(|a| a.ip()),
             started: None,
-        };
-        let streams = std::mem::take(&mut self.streams);
-        self.link
+        }
+    }
+
+    /// Ready the data phase over the opened streams (the `start` section, the result builder)
+    /// before `TEST_START` is read: what runs between the server's `TEST_START` and this
+    /// end's clock runs on the server's clock and not on this end's.
+    fn prepare(
+        &mut self,
+        observer: TestObserver,
+        reporter: &mut dyn Reporter,
+    ) -> Result<(), EngineError> {
+        let how = self.how();
+        let ready = self
+            .link
             .sh
-            .begin(&self.params, streams, how, reporter)
-            .map_err(EngineError::Peer)
+            .prepare(&self.params, &self.streams, how, observer, reporter)
+            .map_err(EngineError::Peer)?;
+        self.ready = Some(ready);
+        Ok(())
     }
 
     /// Interrupted: stop sending, close the last interval at this moment and count what this
@@ -597,12 +615,23 @@ impl<'a> Endpoint<'a> for Run<'a> {
         Some(EngineError::Interrupted)
     }
 
-    fn open_streams(&mut self) -> Result<(), EngineError> {
-        self.connect_streams()
+    /// The observer's first look comes before the connections (the server starts its clock
+    /// once the last is up and says `TEST_START`), the rest of the data phase after.
+    fn open_streams(&mut self, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
+        let observer = self.link.sh.observer(&self.params, &self.how());
+        self.connect_streams()?;
+        self.prepare(observer, reporter)
     }
 
-    fn start_data(&mut self, reporter: &mut dyn Reporter) -> Result<(), EngineError> {
-        self.begin(reporter)
+    fn start_data(&mut self, started: Duration, _: &mut dyn Reporter) -> Result<(), EngineError> {
+        let ready = self.ready.take().ok_or_else(|| {
+            EngineError::Peer("the server said the test runs before it asked for streams".into())
+        })?;
+        let streams = std::mem::take(&mut self.streams);
+        self.link
+            .sh
+            .start_data(ready, streams, Some(started))
+            .map_err(EngineError::Peer)
     }
 
     fn local_results(&mut self, _: &mut dyn Reporter) -> TestResults {
@@ -760,6 +789,7 @@ pub fn run_client(
         target,
         ctrl_local,
         streams: Vec::new(),
+        ready: None,
         params,
         local_results: None,
         tcp_mss_default,

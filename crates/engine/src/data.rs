@@ -121,6 +121,13 @@ impl AnyWorker {
         }
     }
 
+    fn wait_finished_until(&self, deadline: Instant) -> bool {
+        match self {
+            AnyWorker::Tcp(h) => h.wait_finished_until(deadline),
+            AnyWorker::Udp(h) => h.wait_finished_until(deadline),
+        }
+    }
+
     fn tid(&self) -> u32 {
         match self {
             AnyWorker::Tcp(h) => h.tid(),
@@ -670,6 +677,16 @@ impl DataPhase {
     /// waits and joins them): what they write from here on is still counted.
     pub fn signal_stop_senders(&self) {
         self.send_ctl.stop();
+    }
+
+    /// After [`DataPhase::signal_stop_senders`]: wait, up to `within`, until every sender has
+    /// ended (each stops within one write, or one [`dp::POLL_INTERVAL`] when its socket takes
+    /// nothing), without joining them; whether they all did.
+    pub fn wait_senders_ended(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        self.send_workers
+            .iter()
+            .all(|w| w.wait_finished_until(deadline))
     }
 
     /// [`DataPhase::stop_senders`], calling `ended` once every sender has ended and before

@@ -21,6 +21,12 @@ use crate::net::{Ctrl, ReadOutcome};
 use crate::output::Reporter;
 use crate::shell::{SendError, Shell};
 
+/// How long a client waits for its senders to end after telling them to stop, before it says
+/// `TEST_END`: each ends within one write, or one [`wirespeed_datapath::POLL_INTERVAL`] when
+/// its socket takes nothing (a stalled path); past this its interval ends when it was decided.
+const SENDERS_END_WITHIN: Duration =
+    Duration::from_millis(2 * wirespeed_datapath::POLL_INTERVAL.as_millis() as u64);
+
 /// An end's control connection, as the loop uses it.
 pub trait Control {
     /// Write all of `bytes`.
@@ -106,11 +112,17 @@ pub trait Endpoint<'k> {
         None
     }
 
-    /// `Action::OpenStreams`: open the data connections.
-    fn open_streams(&mut self) -> Result<(), Self::Error>;
+    /// `Action::OpenStreams`: open the data connections and ready the data phase
+    /// ([`Shell::prepare`]), so that only its workers are left for `TEST_RUNNING`.
+    fn open_streams(&mut self, reporter: &mut dyn Reporter) -> Result<(), Self::Error>;
 
-    /// `Action::StartData`: start the data phase ([`Shell::begin`]).
-    fn start_data(&mut self, reporter: &mut dyn Reporter) -> Result<(), Self::Error>;
+    /// `Action::StartData`: start the data phase ([`Shell::start_data`]), its clock at
+    /// `started`.
+    fn start_data(
+        &mut self,
+        started: Duration,
+        reporter: &mut dyn Reporter,
+    ) -> Result<(), Self::Error>;
 
     /// Control bytes that came (read at `now`): hand them to the core (`handle_input`), after
     /// whatever this end counts of them. An error ends the test; what it queued in the core
@@ -258,9 +270,9 @@ fn act<'k, E: Endpoint<'k>>(
     reporter: &mut dyn Reporter,
 ) -> Result<(), E::Error> {
     match action {
-        Action::OpenStreams => end.open_streams()?,
-        Action::StartData => {
-            end.start_data(reporter)?;
+        Action::OpenStreams => end.open_streams(reporter)?,
+        Action::StartData { started } => {
+            end.start_data(started, reporter)?;
             let Link { sh, core, .. } = end.link();
             core.data_started(sh.now());
         }
@@ -269,7 +281,9 @@ fn act<'k, E: Endpoint<'k>>(
             let Link { sh, core, .. } = end.link();
             let decided = sh.now();
             if sh.ends_before_joining(paced) {
-                sh.signal_stop_senders();
+                let decided = sh
+                    .signal_stop_senders(SENDERS_END_WITHIN)
+                    .unwrap_or(decided);
                 if let Err(e) = core.senders_stopped(sh.now(), decided) {
                     return Err(fail(end, Failed::Session(Step::EndTest, e)));
                 }
@@ -370,7 +384,7 @@ mod tests {
     use crate::measurement::{LocalPaths, Whence};
     use crate::output::NullReporter;
     use crate::placement::WorkerPlacement;
-    use crate::shell::Begin;
+    use crate::shell::{Begin, Ready};
 
     const S: Duration = Duration::from_secs(1);
 
@@ -451,6 +465,8 @@ mod tests {
         link: Link<'k, Mem>,
         params: TestParams,
         streams: Vec<DataStream>,
+        /// The client's data phase, readied when its streams opened.
+        ready: Option<Ready>,
         peer: SocketAddr,
         opened: bool,
         released: bool,
@@ -461,8 +477,8 @@ mod tests {
     }
 
     impl<'k> TestEnd<'k> {
-        fn begin(&mut self, reporter: &mut dyn Reporter) -> Result<(), String> {
-            let how = Begin {
+        fn how(&self) -> Begin<'static> {
+            Begin {
                 whence: match self.link.sh.side {
                     End::Client => Whence::ConnectingTo(HostPort {
                         host: "127.0.0.1".into(),
@@ -482,7 +498,12 @@ mod tests {
                 peer: self.peer.ip(),
                 local: None,
                 started: None,
-            };
+            }
+        }
+
+        /// The server's start: ready and start at once, its clock at the workers' start.
+        fn begin(&mut self, reporter: &mut dyn Reporter) -> Result<(), String> {
+            let how = self.how();
             let streams = std::mem::take(&mut self.streams);
             self.link.sh.begin(&self.params, streams, how, reporter)
         }
@@ -508,12 +529,21 @@ mod tests {
             self.failed = Some(what.clone());
             what
         }
-        fn open_streams(&mut self) -> Result<(), String> {
+        fn open_streams(&mut self, reporter: &mut dyn Reporter) -> Result<(), String> {
             self.opened = true;
+            let how = self.how();
+            let observer = self.link.sh.observer(&self.params, &how);
+            let ready =
+                self.link
+                    .sh
+                    .prepare(&self.params, &self.streams, how, observer, reporter)?;
+            self.ready = Some(ready);
             Ok(())
         }
-        fn start_data(&mut self, reporter: &mut dyn Reporter) -> Result<(), String> {
-            self.begin(reporter)
+        fn start_data(&mut self, started: Duration, _: &mut dyn Reporter) -> Result<(), String> {
+            let ready = self.ready.take().ok_or("TEST_RUNNING before the streams")?;
+            let streams = std::mem::take(&mut self.streams);
+            self.link.sh.start_data(ready, streams, Some(started))
         }
         fn data_over(&mut self) {
             self.released = true;
@@ -602,6 +632,7 @@ mod tests {
                         socket: DataSocket::Tcp(sender),
                         send: true,
                     }],
+                    ready: None,
                     peer: to,
                     opened: false,
                     released: false,
@@ -649,6 +680,7 @@ mod tests {
                         socket: DataSocket::Tcp(receiver),
                         send: false,
                     }],
+                    ready: None,
                     peer: from,
                     opened: false,
                     released: false,

@@ -194,12 +194,21 @@ impl<'a> Shell<'a> {
         reporter: &mut dyn Reporter,
     ) -> Result<(), String> {
         let started = how.started;
-        let ready = self.prepare(p, &streams, how, reporter)?;
+        let observer = self.observer(p, &how);
+        let ready = self.prepare(p, &streams, how, observer, reporter)?;
         self.start_data(ready, streams, started)
     }
 
+    /// The observer's first snapshot of this end (milliseconds, tens on a loaded host): taken
+    /// before the data connections open by a client (whose server starts its clock once the
+    /// last one is up), before `TEST_START` by a server.
+    pub fn observer(&self, p: &TestParams, how: &Begin<'_>) -> TestObserver {
+        TestObserver::start(how.observe, p.direction, self.client(), how.peer, how.local)
+    }
+
     /// Everything the data phase needs before its workers: the `start` section (given to the
-    /// reporter), the result builder, the observer's first snapshot and the CPU meter. An end
+    /// reporter), the result builder and the CPU meter, beside the `observer`
+    /// ([`Shell::observer`]). An end
     /// whose clock starts when it tells the peer the test runs (a server under an iperf3
     /// client) prepares before it tells: this work takes milliseconds, tens on a loaded host,
     /// and done after `TEST_START` it competes for the CPUs with the peer that has just been
@@ -209,6 +218,7 @@ impl<'a> Shell<'a> {
         p: &TestParams,
         streams: &[DataStream],
         how: Begin<'_>,
+        observer: TestObserver,
         reporter: &mut dyn Reporter,
     ) -> Result<Ready, String> {
         let client = self.client();
@@ -225,13 +235,6 @@ impl<'a> Shell<'a> {
         let builder =
             measurement::builder(p, client, self.interval, streams).map_err(|e| e.to_string())?;
         let dcfg = measurement::data_config(p, client, how.paths);
-        let observer = crate::observe::TestObserver::start(
-            how.observe,
-            p.direction,
-            client,
-            how.peer,
-            how.local,
-        );
         Ok(Ready {
             builder,
             dcfg,
@@ -395,11 +398,16 @@ impl<'a> Shell<'a> {
         self.client() && !paced
     }
 
-    /// Tell the senders to stop without waiting for them ([`Self::stop_senders`] joins them).
-    pub fn signal_stop_senders(&mut self) {
-        if let Some(m) = self.m.as_mut() {
-            m.data_mut().signal_stop_senders();
-        }
+    /// Tell the senders to stop and wait, up to `within`, until each has ended, without
+    /// joining them ([`Self::stop_senders`] does, and the final tick): when they ended, the
+    /// end of this sender's interval, as iperf3's client ends its interval once its sending
+    /// threads are gone and says `TEST_END` right after. `None` when one had not ended by
+    /// then (its interval ends when it was decided).
+    pub fn signal_stop_senders(&mut self, within: Duration) -> Option<Duration> {
+        let m = self.m.as_mut()?;
+        let d = m.data_mut();
+        d.signal_stop_senders();
+        d.wait_senders_ended(within).then(|| self.epoch.elapsed())
     }
 
     /// `Action::PeerLive`: the peer's observation of an interval, shown with this end's.
@@ -639,7 +647,7 @@ mod tests {
             while let Some(a) = core.poll_action() {
                 match a {
                     Action::OpenStreams | Action::PeerLive(_) => {}
-                    Action::StartData => {
+                    Action::StartData { .. } => {
                         core.data_started(now);
                         self.started = Some(now);
                     }

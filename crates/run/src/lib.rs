@@ -105,7 +105,11 @@ pub enum Action {
     /// Client: open the data connections now (each sends the cookie first).
     OpenStreams,
     /// Client: start moving data (`TEST_RUNNING`); answer with [`TestRun::data_started`].
-    StartData,
+    /// The test's clock starts at `started`, when `TEST_START` arrived, as iperf3's client
+    /// starts its `-t` there and its server its own clock when it sent it: the server's
+    /// receiver interval then spans what the client's sender interval does, however long
+    /// the client takes to start its workers.
+    StartData { started: Duration },
     /// Client: the test is over: stop the senders (paced: wait until what they wrote was
     /// sent) and answer with [`TestRun::senders_stopped`] and the moment the data phase ended.
     StopSenders { paced: bool },
@@ -187,6 +191,8 @@ pub struct TestRun {
     progress: Progress,
     /// The client's decision: when the data phase ended.
     decided: Option<Duration>,
+    /// Client: when `TEST_START` arrived.
+    test_start: Option<Duration>,
     /// When this end asked for (server) or was asked for (client) the results.
     results_asked: Option<Duration>,
     /// When this end's results went out, and the control connection's retransmits then.
@@ -251,6 +257,7 @@ impl TestRun {
             watch: None,
             progress: Progress::default(),
             decided: None,
+            test_start: None,
             results_asked: None,
             results_sent: None,
             peer_results: false,
@@ -563,8 +570,10 @@ impl TestRun {
     fn client_event(&mut self, now: Duration, ev: ClientEvent, before: Option<ClientPhase>) {
         match ev {
             ClientEvent::CreateStreams => self.actions.push_back(Action::OpenStreams),
-            ClientEvent::TestStart => {}
-            ClientEvent::TestRunning => self.actions.push_back(Action::StartData),
+            ClientEvent::TestStart => self.test_start = Some(now),
+            ClientEvent::TestRunning => self.actions.push_back(Action::StartData {
+                started: self.test_start.unwrap_or(now),
+            }),
             ClientEvent::PeerLive(li) => self.actions.push_back(Action::PeerLive(li)),
             ClientEvent::ResultsRequested => {
                 self.results_asked = Some(now);

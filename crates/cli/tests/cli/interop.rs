@@ -276,7 +276,7 @@ fn summary_lines(j: &Value, what: &str) -> [(f64, f64); 2] {
 /// One case against a wirespeed server, then iperf3's: each run's receiver line relative to its
 /// sender line (end, rate), after checking that the wirespeed server's own report has the
 /// line the client printed for it.
-fn receiver_ratios(name: &str, args: &[&str]) -> [(f64, f64); 2] {
+fn receiver_ratios(name: &str, args: &[&str]) -> [Ratios; 2] {
     [Side::Wirespeed, Side::Iperf3].map(|server| {
         let what = format!("{name} against a {server:?} server");
         let (sj, [(sent_end, _), (recv_end, _)], ratios) =
@@ -304,7 +304,7 @@ fn one_run(
     server: Side,
     args: &[&str],
     what: &str,
-) -> (serde_json::Value, [(f64, f64); 2], (f64, f64)) {
+) -> (serde_json::Value, [(f64, f64); 2], Ratios) {
     let (cj, sj) = one_off_json(client, server, args, what);
     assert_no_error(&cj, &sj, what);
     let lines = summary_lines(&cj, what);
@@ -315,7 +315,29 @@ fn one_run(
         sent_bps / 1e9,
         recv_bps / 1e9
     );
-    (sj, lines, (recv_end / sent_end, recv_bps / sent_bps))
+    let bytes = |k: &str| cj["end"][k]["bytes"].as_u64().unwrap_or(0);
+    let (sent, received) = (bytes("sum_sent"), bytes("sum_received"));
+    let streams = cj["end"]["streams"].as_array().map_or(1, Vec::len) as u64;
+    // SO_SNDBUF/SO_RCVBUF are doubled by the kernel for its bookkeeping.
+    let buffers = streams * 2 * (tcp_mem_max("tcp_wmem") + tcp_mem_max("tcp_rmem"));
+    let ratios = Ratios {
+        end: recv_end / sent_end,
+        rate: recv_bps / sent_bps,
+        unread_in_buffers: !args.contains(&"-u") && sent.saturating_sub(received) <= buffers,
+    };
+    (sj, lines, ratios)
+}
+
+/// A run's receiver line relative to its sender line.
+#[derive(Debug, Clone, Copy)]
+struct Ratios {
+    /// The receiver line's end over the sender line's.
+    end: f64,
+    /// The receiver line's rate over the sender line's.
+    rate: f64,
+    /// TCP: what the sender wrote and the receiver never counted is no more than the two
+    /// ends' socket buffers can hold (what an iperf3 server leaves unread at `TEST_END`).
+    unread_in_buffers: bool,
 }
 
 /// Debian's iperf3 client against a wirespeed server and against iperf3's own server on the
@@ -349,25 +371,39 @@ fn iperf3_clients_read_the_same_receiver_interval() {
         // the server sends: its sender line's time, TEST_START to TEST_END, as iperf3's server's
         ("UDP -R", &["-t", "3", "-u", "-b", "20M", "-R"]),
     ];
-    agree_within_half_a_percent(cases, receiver_ratios);
+    agree_within_half_a_percent(cases, receiver_ratios, Unread::Counts);
 }
 
 /// One case's run against wirespeed and against iperf3: each the receiver line relative to the
-/// sender line (end, rate).
-type RunCase = fn(&str, &[&str]) -> [(f64, f64); 2];
+/// sender line.
+type RunCase = fn(&str, &[&str]) -> [Ratios; 2];
+
+/// Whether the rates may differ by bytes the receiver left in its socket buffers.
+#[derive(Clone, Copy, PartialEq)]
+enum Unread {
+    /// No: the receivers are what is compared.
+    Counts,
+    /// Yes: both runs' receiver is iperf3's server, which stops reading at `TEST_END`; what
+    /// its sockets hold then depends on how far the sender was ahead of it, not on how
+    /// either end counts.
+    MayDiffer,
+}
 
 /// Each case's ratios (`run` gives wirespeed's run and iperf3's, each the receiver line
-/// relative to the sender line: end, rate) agree within 0.5 % in one of three tries.
-fn agree_within_half_a_percent(cases: &[(&str, &[&str])], run: RunCase) {
+/// relative to the sender line) agree within 0.5 % in one of three tries: the ends always, the
+/// rates too unless `unread` lets them differ by what the receiver left in its buffers.
+fn agree_within_half_a_percent(cases: &[(&str, &[&str])], run: RunCase, unread: Unread) {
     for (name, args) in cases {
         let mut tries = Vec::new();
         let mut agreed = false;
         for _ in 0..3 {
             let [ws, ip] = run(name, args);
-            agreed = (ws.0 - ip.0).abs() <= 0.005 && (ws.1 - ip.1).abs() <= 0.005;
+            let rates = (ws.rate - ip.rate).abs() <= 0.005
+                || (unread == Unread::MayDiffer && ws.unread_in_buffers && ip.unread_in_buffers);
+            agreed = (ws.end - ip.end).abs() <= 0.005 && rates;
             tries.push(format!(
                 "end {:.4} vs {:.4}, rate {:.4} vs {:.4}",
-                ws.0, ip.0, ws.1, ip.1
+                ws.end, ip.end, ws.rate, ip.rate
             ));
             if agreed {
                 break;
@@ -384,7 +420,7 @@ fn agree_within_half_a_percent(cases: &[(&str, &[&str])], run: RunCase) {
 
 /// One case against iperf3's server, from a wirespeed client, then from Debian's iperf3
 /// client: each run's receiver line relative to its sender line (end, rate).
-fn client_receiver_ratios(name: &str, args: &[&str]) -> [(f64, f64); 2] {
+fn client_receiver_ratios(name: &str, args: &[&str]) -> [Ratios; 2] {
     [Side::Wirespeed, Side::Iperf3].map(|client| {
         let what = format!("{name} from a {client:?} client to an iperf3 server");
         one_run(client, Side::Iperf3, args, &what).2
@@ -393,11 +429,15 @@ fn client_receiver_ratios(name: &str, args: &[&str]) -> [(f64, f64); 2] {
 
 /// A wirespeed client against iperf3's own server prints the receiver line an iperf3 client
 /// prints against it (TCP both directions and -P 4, UDP both directions, -t 3, loopback):
-/// relative to the sender line, its end and rate agree within 0.5 % (docs/measure.md; `-R -P 4`
-/// through a shaper does not, and is not a case here). The wirespeed client sends
-/// TEST_END when it decides the test is over, as iperf3's does; one that sent it after joining
-/// its senders and its last observation stretched the server's receiver interval (0.00-3.25
-/// against 0.00-3.01 through a shaper).
+/// relative to the sender line, its end agrees within 0.5 %, and its rate too, or differs by
+/// no more than what iperf3's server left unread in its socket buffers at `TEST_END` (a client
+/// that sends faster than the server reads leaves more there, whoever wrote it). The
+/// wirespeed client's clock starts when `TEST_START` arrives and its sender interval ends
+/// when its senders have stopped, right before it says `TEST_END`, as iperf3's client's do;
+/// one whose observer took its first look after the connections opened read `TEST_START`
+/// 6–8 ms late (0.00-3.01 against 0.00-3.00: 0.2–0.3 % on every run, more on a loaded
+/// host), and one that said `TEST_END` after joining its senders and its last observation
+/// stretched the server's receiver interval (0.00-3.25 against 0.00-3.01 through a shaper).
 #[test]
 fn wirespeed_clients_read_the_receiver_interval_iperf3_clients_read() {
     let test = "wirespeed_clients_read_the_receiver_interval_iperf3_clients_read";
@@ -411,5 +451,5 @@ fn wirespeed_clients_read_the_receiver_interval_iperf3_clients_read() {
         ("UDP", &["-t", "3", "-u", "-b", "20M"]),
         ("UDP -R", &["-t", "3", "-u", "-b", "20M", "-R"]),
     ];
-    agree_within_half_a_percent(cases, client_receiver_ratios);
+    agree_within_half_a_percent(cases, client_receiver_ratios, Unread::MayDiffer);
 }

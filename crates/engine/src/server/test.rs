@@ -623,9 +623,10 @@ impl<'a> ServerTest<'a> {
             local: self.link.ctrl.stream().local_addr().ok().map(|a| a.ip()),
             started: None,
         };
+        let observer = self.link.sh.observer(p, &how);
         self.link
             .sh
-            .prepare(p, streams, how, reporter)
+            .prepare(p, streams, how, observer, reporter)
             .map_err(TestError::Start)
     }
 
@@ -742,11 +743,11 @@ impl<'a> Endpoint<'a> for ServerTest<'a> {
         }
     }
 
-    fn open_streams(&mut self) -> Result<(), TestError> {
+    fn open_streams(&mut self, _: &mut dyn Reporter) -> Result<(), TestError> {
         Err(TestError::Unexpected("OpenStreams".into()))
     }
 
-    fn start_data(&mut self, _: &mut dyn Reporter) -> Result<(), TestError> {
+    fn start_data(&mut self, _: Duration, _: &mut dyn Reporter) -> Result<(), TestError> {
         Err(TestError::Unexpected("StartData".into()))
     }
 

@@ -1,3 +1,4 @@
 //! The test-run core, two ends in memory.
 
+mod clock;
 mod two_ends;

@@ -356,7 +356,7 @@ fn step_end(e: &mut EndState, out: &mut Link, inp: &mut Link, now: Duration, cli
     while let Some(a) = run.poll_action() {
         match a {
             Action::OpenStreams => {} // the server's streams_ready follows its accept below
-            Action::StartData => {
+            Action::StartData { .. } => {
                 run.data_started(now);
                 e.started = Some(now);
                 e.sending = e.sends;
