@@ -9,7 +9,12 @@
 use crate::measure_common;
 
 use measure_common::*;
+use std::process::Command;
+use std::time::Duration;
+
 use serde_json::Value;
+
+use crate::need;
 
 struct Case {
     name: &'static str,
@@ -98,7 +103,7 @@ fn check_direction(what: &str, sent: u64, received: u64, receiver: Side, streams
             received, sent,
             "{what}: wirespeed received {received} of {sent} bytes"
         ),
-        Side::Iperf3 => {
+        Side::Iperf3 | Side::Iperf3Latest => {
             // SO_SNDBUF/SO_RCVBUF are doubled by the kernel for its bookkeeping.
             let buffered = 2 * (tcp_mem_max("tcp_wmem") + tcp_mem_max("tcp_rmem"));
             let bound = streams as u64 * buffered;
@@ -273,27 +278,83 @@ fn summary_lines(j: &Value, what: &str) -> [(f64, f64); 2] {
     })
 }
 
-/// One case against a wirespeed server, then iperf3's: each run's receiver line relative to its
-/// sender line (end, rate), after checking that the wirespeed server's own report has the
-/// line the client printed for it.
-fn receiver_ratios(name: &str, args: &[&str]) -> [Ratios; 2] {
-    [Side::Wirespeed, Side::Iperf3].map(|server| {
-        let what = format!("{name} against a {server:?} server");
-        let (sj, [(sent_end, _), (recv_end, _)], ratios) =
-            one_run(Side::Iperf3, server, args, &what);
-        if server == Side::Wirespeed {
-            let reverse = args.contains(&"-R");
-            let own = if reverse { "sum_sent" } else { "sum_received" };
-            let client_has = if reverse { sent_end } else { recv_end };
-            let server_end = sj["end"][own]["end"].as_f64().unwrap_or(0.0);
-            assert!(
-                (server_end - client_has).abs() < 0.0005,
-                "{what}: the server's end.{own} ends at {server_end}, the client printed \
+/// Where a case runs.
+#[derive(Debug, Clone, Copy)]
+enum Path<'a> {
+    Loopback,
+    /// Between a lab's ends (`wirespeed lab up --name NAME`): the client in `NAME-a`, the server
+    /// in `NAME-b` at 10.77.3.2.
+    Lab(&'a str),
+}
+
+/// The servers an iperf3 client is pointed at, wirespeed's first.
+const SERVERS: [Side; 3] = [Side::Wirespeed, Side::Iperf3, Side::Iperf3Latest];
+
+/// One case from Debian's iperf3 client against a wirespeed server, then each iperf3 server:
+/// each run's receiver line relative to its sender line, after checking that the wirespeed
+/// server's own report has the line the client printed for it.
+fn receiver_ratios(name: &str, args: &[&str], path: Path<'_>) -> Vec<Ratios> {
+    SERVERS
+        .map(|server| {
+            let what = format!("{name} against a {server:?} server ({path:?})");
+            let (sj, [(sent_end, _), (recv_end, _)], ratios) =
+                one_run(Side::Iperf3, server, args, &what, path);
+            if server == Side::Wirespeed {
+                let reverse = args.contains(&"-R");
+                let own = if reverse { "sum_sent" } else { "sum_received" };
+                let client_has = if reverse { sent_end } else { recv_end };
+                let server_end = sj["end"][own]["end"].as_f64().unwrap_or(0.0);
+                assert!(
+                    (server_end - client_has).abs() < 0.0005,
+                    "{what}: the server's end.{own} ends at {server_end}, the client printed \
                  {client_has}"
-            );
-        }
-        ratios
-    })
+                );
+            }
+            ratios
+        })
+        .to_vec()
+}
+
+/// [`one_off_json`] between a lab's namespaces: the server (`-s -1 -J`) in `NAME-b`, listening
+/// before the client starts in `NAME-a`.
+fn lab_one_off_json(
+    lab: &str,
+    client: Side,
+    server: Side,
+    args: &[&str],
+    what: &str,
+) -> (Value, Value) {
+    let port = "5201";
+    let mut s = Command::new("ip");
+    s.args(["netns", "exec", &format!("{lab}-b")])
+        .arg(server.command().get_program())
+        .args(["-s", "-1", "-J", "-p", port]);
+    let srv = spawn(&mut s);
+    // `ip netns exec` becomes the server: its /proc/PID/net is the namespace's
+    let needle = format!(":{:04X}", port.parse::<u16>().unwrap());
+    wait_until(&format!("{what}: the server listening"), || {
+        ["tcp", "tcp6"].iter().any(|t| {
+            let table = std::fs::read_to_string(format!("/proc/{}/net/{t}", srv.pid()));
+            table.is_ok_and(|t| {
+                t.lines().any(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    f.len() > 3 && f[1].ends_with(&needle) && f[3] == "0A"
+                })
+            })
+        })
+    });
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &format!("{lab}-a")])
+        .arg(client.command().get_program())
+        .args(["-c", "10.77.3.2", "-p", port, "-J"])
+        .args(args);
+    let out = run(&mut c, Duration::from_secs(30));
+    let sout = srv.wait_output(Duration::from_secs(15));
+    assert_success(&out, what);
+    (
+        json_of(&out.stdout, "client"),
+        json_of(&sout.stdout, "server"),
+    )
 }
 
 /// One run of `client` against `server`, printed: the server's document, the client's sender
@@ -304,8 +365,12 @@ fn one_run(
     server: Side,
     args: &[&str],
     what: &str,
+    path: Path<'_>,
 ) -> (serde_json::Value, [(f64, f64); 2], Ratios) {
-    let (cj, sj) = one_off_json(client, server, args, what);
+    let (cj, sj) = match path {
+        Path::Loopback => one_off_json(client, server, args, what),
+        Path::Lab(lab) => lab_one_off_json(lab, client, server, args, what),
+    };
     assert_no_error(&cj, &sj, what);
     let lines = summary_lines(&cj, what);
     let [(sent_end, sent_bps), (recv_end, recv_bps)] = lines;
@@ -347,7 +412,7 @@ struct Ratios {
 /// what the loaded machine did to the rate in one run and not in the other drops out; what is
 /// left is how each server counts the receiver's interval, plus the client's own scheduling
 /// (when it saw TEST_START, when it sent TEST_END), which a loaded machine can stretch by
-/// milliseconds in one run and not the other: a case passes when one of three tries agrees.
+/// milliseconds in one run and not the other: a case passes when a try agrees.
 /// A server that counts on to the last byte (`0.00-3.05` against `0.00-3.00`, 1–4 % off
 /// every time) fails all three.
 #[test]
@@ -360,10 +425,11 @@ fn iperf3_clients_read_the_same_receiver_interval() {
         ("TCP", &["-t", "3"]),
         ("TCP -P 4", &["-t", "3", "-P", "4"]),
         // -R: the receiver is the client itself; the server's part is the sender line, whose
-        // bytes include what its socket buffers held when the client stopped counting —
-        // with -P 4 on a loaded machine that alone moves the ratio by more than 0.5 %, for
-        // either server, so -R is checked with one stream (docs/measure.md has -P 4's figures)
+        // bytes include what its socket buffers held when the client stopped counting (with
+        // -P 4 on a loaded machine that alone moves the rate ratio by more than 0.5 %, for
+        // either server): the ends must agree, the rates within what the buffers hold
         ("TCP -R", &["-t", "3", "-R"]),
+        ("TCP -R -P 4", &["-t", "3", "-R", "-P", "4"]),
         // rates a loaded machine receives without loss: UDP's rate ratio is then the
         // interval's, not the receiver's drops
         ("UDP", &["-t", "3", "-u", "-b", "20M"]),
@@ -371,48 +437,131 @@ fn iperf3_clients_read_the_same_receiver_interval() {
         // the server sends: its sender line's time, TEST_START to TEST_END, as iperf3's server's
         ("UDP -R", &["-t", "3", "-u", "-b", "20M", "-R"]),
     ];
-    agree_within_half_a_percent(cases, receiver_ratios, Unread::Counts);
+    if !need::iperf3_latest(test) {
+        return;
+    }
+    agree_within_half_a_percent(
+        cases,
+        &|name, args| receiver_ratios(name, args, Path::Loopback),
+        Compared::Servers,
+    );
 }
 
-/// One case's run against wirespeed and against iperf3: each the receiver line relative to the
-/// sender line.
-type RunCase = fn(&str, &[&str]) -> [Ratios; 2];
+/// Removes the lab when the test ends, however it ends.
+struct LabDown(String);
 
-/// Whether the rates may differ by bytes the receiver left in its socket buffers.
+impl Drop for LabDown {
+    fn drop(&mut self) {
+        wirespeed_lab::remove(&self.0);
+    }
+}
+
+/// [`iperf3_clients_read_the_same_receiver_interval`] through a 5 Gbit/s bottleneck (tbf on a
+/// lab's middle link, `wirespeed lab up --rate 5G`): Debian's iperf3 client against a
+/// wirespeed server, iperf3 3.12's and 3.21's, TCP and UDP, both directions, `-P 1` and
+/// `-P 4`. Through a shaper the path holds what the sender wrote for milliseconds, so a
+/// server that counted on to the last byte, or started its clock before the client could,
+/// is off by more than 0.5 % (`0.00-3.11` against `0.00-3.00` before wirespeed's server
+/// counted as iperf3's does). Needs root and iproute2 (skips without, fails under CI).
+#[test]
+fn iperf3_clients_read_the_same_receiver_interval_through_a_shaper() {
+    let test = "iperf3_clients_read_the_same_receiver_interval_through_a_shaper";
+    if !have_iperf3(test) || !need::iperf3_latest(test) {
+        return;
+    }
+    if let Err(e) = wirespeed_lab::check_can_run(false) {
+        need::unavailable(test, &e.to_string());
+        return;
+    }
+    let lab = wirespeed_lab::unique_name("wsiv");
+    let _down = LabDown(lab.clone());
+    let up = run(
+        Command::new(wirespeed()).args(["lab", "up", "--name", &lab, "--rate", "5G"]),
+        HANG,
+    );
+    assert_success(&up, "lab up --rate 5G");
+    let cases: &[(&str, &[&str])] = &[
+        ("TCP", &["-t", "3"]),
+        ("TCP -P 4", &["-t", "3", "-P", "4"]),
+        ("TCP -R", &["-t", "3", "-R"]),
+        ("TCP -R -P 4", &["-t", "3", "-R", "-P", "4"]),
+        // rates no receiver here loses datagrams at, as over loopback (at 100 Mbit/s
+        // Debian's iperf3 client, receiving with -R, lost 5–14 % of what iperf3's server sent
+        // and none of what wirespeed's did: a difference in bursts, not in counting)
+        ("UDP", &["-t", "3", "-u", "-b", "20M"]),
+        ("UDP -P 4", &["-t", "3", "-u", "-b", "5M", "-P", "4"]),
+        ("UDP -R", &["-t", "3", "-u", "-b", "20M", "-R"]),
+    ];
+    agree_within_half_a_percent(
+        cases,
+        &|name, args| receiver_ratios(name, args, Path::Lab(&lab)),
+        Compared::Servers,
+    );
+}
+
+/// One case's runs: wirespeed's first, then iperf3's (one or more), each the receiver line
+/// relative to the sender line.
+type RunCase<'a> = &'a dyn Fn(&str, &[&str]) -> Vec<Ratios>;
+
+/// Which end differs between a case's runs (the other is the same iperf3 in every run).
 #[derive(Clone, Copy, PartialEq)]
-enum Unread {
-    /// No: the receivers are what is compared.
-    Counts,
-    /// Yes: both runs' receiver is iperf3's server, which stops reading at `TEST_END`; what
-    /// its sockets hold then depends on how far the sender was ahead of it, not on how
-    /// either end counts.
-    MayDiffer,
+enum Compared {
+    Servers,
+    Clients,
+}
+
+impl Compared {
+    /// Whether the receiving end is the one the runs share: an iperf3 that stops reading at
+    /// `TEST_END`, so that what its sockets (and the sender's) hold then differs between the
+    /// runs by how far the sender was ahead, not by how either end counts. The rates may then
+    /// differ by that much, and no more than the buffers can hold; the ends may not.
+    fn shared_receiver(self, args: &[&str]) -> bool {
+        let reverse = args.contains(&"-R");
+        match self {
+            Compared::Servers => reverse,
+            Compared::Clients => !reverse,
+        }
+    }
 }
 
 /// Each case's ratios (`run` gives wirespeed's run and iperf3's, each the receiver line
-/// relative to the sender line) agree within 0.5 % in one of three tries: the ends always, the
-/// rates too unless `unread` lets them differ by what the receiver left in its buffers.
-fn agree_within_half_a_percent(cases: &[(&str, &[&str])], run: RunCase, unread: Unread) {
+/// relative to the sender line) agree within 0.5 %, wirespeed's with each of iperf3's in one
+/// of up to five tries (each pair on its own: a try where iperf3 3.12's single thread was
+/// starved on a loaded host says nothing about how wirespeed compares with 3.21): the ends
+/// always, the rates too unless the receiver is the end the runs share (see
+/// [`Compared::shared_receiver`]).
+fn agree_within_half_a_percent(cases: &[(&str, &[&str])], run: RunCase<'_>, compared: Compared) {
     for (name, args) in cases {
+        let shared_receiver = compared.shared_receiver(args);
         let mut tries = Vec::new();
-        let mut agreed = false;
-        for _ in 0..3 {
-            let [ws, ip] = run(name, args);
-            let rates = (ws.rate - ip.rate).abs() <= 0.005
-                || (unread == Unread::MayDiffer && ws.unread_in_buffers && ip.unread_in_buffers);
-            agreed = (ws.end - ip.end).abs() <= 0.005 && rates;
+        let mut agreed: Vec<bool> = Vec::new();
+        for _ in 0..5 {
+            let runs = run(name, args);
+            let (ws, iperf3s) = runs.split_first().expect("wirespeed's run first");
+            agreed.resize(iperf3s.len(), false);
+            for (ok, ip) in agreed.iter_mut().zip(iperf3s) {
+                let rates = (ws.rate - ip.rate).abs() <= 0.005
+                    || (shared_receiver && ws.unread_in_buffers && ip.unread_in_buffers);
+                *ok |= (ws.end - ip.end).abs() <= 0.005 && rates;
+            }
+            let theirs: Vec<String> = iperf3s
+                .iter()
+                .map(|ip| format!("{:.4}/{:.4}", ip.end, ip.rate))
+                .collect();
             tries.push(format!(
-                "end {:.4} vs {:.4}, rate {:.4} vs {:.4}",
-                ws.end, ip.end, ws.rate, ip.rate
+                "end/rate {:.4}/{:.4} vs {}",
+                ws.end,
+                ws.rate,
+                theirs.join(", ")
             ));
-            if agreed {
+            if agreed.iter().all(|a| *a) {
                 break;
             }
         }
         assert!(
-            agreed,
+            agreed.iter().all(|a| *a),
             "{name}: the receiver line relative to the sender line, wirespeed's run vs \
-             iperf3's, differs by more than 0.5 % in every try: {tries:?}"
+             iperf3's (each iperf3 in turn), differs by more than 0.5 % in every try: {tries:?}"
         );
         eprintln!("{name}: receiver/sender, wirespeed's run vs iperf3's: {tries:?}");
     }
@@ -420,11 +569,13 @@ fn agree_within_half_a_percent(cases: &[(&str, &[&str])], run: RunCase, unread: 
 
 /// One case against iperf3's server, from a wirespeed client, then from Debian's iperf3
 /// client: each run's receiver line relative to its sender line (end, rate).
-fn client_receiver_ratios(name: &str, args: &[&str]) -> [Ratios; 2] {
-    [Side::Wirespeed, Side::Iperf3].map(|client| {
-        let what = format!("{name} from a {client:?} client to an iperf3 server");
-        one_run(client, Side::Iperf3, args, &what).2
-    })
+fn client_receiver_ratios(name: &str, args: &[&str]) -> Vec<Ratios> {
+    [Side::Wirespeed, Side::Iperf3]
+        .map(|client| {
+            let what = format!("{name} from a {client:?} client to an iperf3 server");
+            one_run(client, Side::Iperf3, args, &what, Path::Loopback).2
+        })
+        .to_vec()
 }
 
 /// A wirespeed client against iperf3's own server prints the receiver line an iperf3 client
@@ -451,5 +602,5 @@ fn wirespeed_clients_read_the_receiver_interval_iperf3_clients_read() {
         ("UDP", &["-t", "3", "-u", "-b", "20M"]),
         ("UDP -R", &["-t", "3", "-u", "-b", "20M", "-R"]),
     ];
-    agree_within_half_a_percent(cases, client_receiver_ratios, Unread::MayDiffer);
+    agree_within_half_a_percent(cases, &client_receiver_ratios, Compared::Clients);
 }

@@ -18,7 +18,10 @@ pub fn wirespeed() -> PathBuf {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Side {
     Wirespeed,
+    /// Debian's iperf3 (3.12: one thread for every stream).
     Iperf3,
+    /// iperf3 3.21, the static build in `tests/peers` (a thread per stream, since 3.16).
+    Iperf3Latest,
 }
 
 impl Side {
@@ -27,8 +30,20 @@ impl Side {
         match self {
             Side::Wirespeed => Command::new(wirespeed()),
             Side::Iperf3 => Command::new("iperf3"),
+            // starts: by path (the repository's iperf3 3.21, tests/peers)
+            Side::Iperf3Latest => Command::new(iperf3_latest()),
         }
     }
+
+    /// Whether this end counts as iperf3 does (either version).
+    pub fn is_iperf3(self) -> bool {
+        self != Side::Wirespeed
+    }
+}
+
+/// iperf3 3.21's static build, in the repository (`tests/peers/README.md`).
+pub fn iperf3_latest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/iperf3-3.21")
 }
 
 /// How many CPUs are online here (0 when unknown).

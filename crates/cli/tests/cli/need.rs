@@ -45,6 +45,19 @@ pub fn iperf3(test: &str) -> bool {
     }
 }
 
+/// `true` if the repository's iperf3 3.21 (`tests/peers`) runs here; otherwise [`unavailable`].
+pub fn iperf3_latest(test: &str) -> bool {
+    let path = crate::measure_common::iperf3_latest();
+    // starts: by path (the repository's iperf3 3.21, tests/peers)
+    match Command::new(&path).arg("--version").output() {
+        Ok(o) if o.status.success() => true,
+        _ => {
+            unavailable(test, &format!("{} does not run here", path.display()));
+            false
+        }
+    }
+}
+
 /// `true` when this process runs as root; otherwise [`unavailable`].
 pub fn root(test: &str) -> bool {
     let uid = Command::new("id").arg("-u").output();
