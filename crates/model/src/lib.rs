@@ -39,7 +39,7 @@ pub mod worker;
 
 pub use cost::{Cost, CpuFreq, EndCost, Projection};
 pub use cpuset::{CpuId, CpuSet, CpuSetError, UnusableCpus};
-pub use irq::{MoveReport, QueueIrq};
+pub use irq::{MoveOutcome, MoveReport, QueueIrq};
 pub use observation::{
     EndObservation, IfaceStack, RunningEnd, StackBond, StackMember, TestObservation,
 };

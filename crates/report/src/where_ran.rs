@@ -445,24 +445,25 @@ pub fn cpus_text(cpus: &CpuSet) -> String {
 /// One line about a move for text output: `tune: 12 queue IRQs of enp1s0f0np0 moved to CPU 3
 /// for this test (journal ...), reverted`.
 pub fn describe_move(r: &MoveReport) -> String {
+    let o = &r.outcome;
     let mut s = format!(
         "tune: {} queue IRQ{} of {} moved to {} for this test",
-        r.moved.len(),
-        if r.moved.len() == 1 { "" } else { "s" },
+        o.moved.len(),
+        if o.moved.len() == 1 { "" } else { "s" },
         r.iface,
         cpus_text(&r.cpus)
     );
-    if !r.not_movable.is_empty() {
+    if !o.not_movable.is_empty() {
         s.push_str(&format!(
             "; {} managed by the kernel stayed put",
-            r.not_movable.len()
+            o.not_movable.len()
         ));
     }
-    if !r.failed.is_empty() {
-        s.push_str(&format!("; {} failed", r.failed.len()));
+    if !o.failed.is_empty() {
+        s.push_str(&format!("; {} failed", o.failed.len()));
     }
-    if !r.elsewhere.is_empty() {
-        let shown: Vec<String> = r
+    if !o.elsewhere.is_empty() {
+        let shown: Vec<String> = o
             .elsewhere
             .iter()
             .take(3)
@@ -470,17 +471,17 @@ pub fn describe_move(r: &MoveReport) -> String {
             .collect();
         s.push_str(&format!(
             "; the kernel reports {} of them effective elsewhere ({}{})",
-            r.elsewhere.len(),
+            o.elsewhere.len(),
             shown.join(", "),
-            if r.elsewhere.len() > 3 { ", ..." } else { "" }
+            if o.elsewhere.len() > 3 { ", ..." } else { "" }
         ));
     }
-    if r.reverted {
+    if o.reverted {
         s.push_str(", reverted");
     } else {
         s.push_str(&format!(
             ", NOT reverted: run `wirespeed tune revert {}`",
-            r.journal
+            o.journal
         ));
     }
     s
