@@ -60,20 +60,14 @@ pub fn write_cpu_table<W: Write + ?Sized>(
         let l3 = topo
             .l3_of(c.cpu)
             .map_or_else(|| "-".to_string(), |g| g.to_string());
+        write!(w, "{indent}{:>4}", c.cpu)?;
+        for (_, share) in c.shares() {
+            write!(w, " {:>5.1}", share.get())?;
+        }
         write!(
             w,
-            "{indent}{:>4} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>9} {:>9} {:>9} {:>3}",
-            c.cpu,
-            c.user.get(),
-            c.system.get(),
-            c.irq.get(),
-            c.softirq.get(),
-            c.steal.get(),
-            c.idle.get(),
-            c.nic_irqs,
-            c.net_rx,
-            c.net_tx,
-            l3
+            " {:>9} {:>9} {:>9} {:>3}",
+            c.nic_irqs, c.net_rx, c.net_tx, l3
         )?;
         if multi_node {
             let n = topo
@@ -742,7 +736,9 @@ mod tests {
             "{s}"
         );
         assert!(
-            lines[1].trim_start().starts_with("3 ") && lines[1].contains("20000"),
+            lines[1].starts_with(
+                "   3   0.0   0.0   0.0  30.0   0.0  70.0     20000     20000         0 "
+            ),
             "{s}"
         );
         assert!(
