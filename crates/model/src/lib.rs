@@ -49,7 +49,7 @@ pub use topology::Topology;
 pub use transport::Transport;
 pub use verdict::{
     Agreement, Also, AlsoKind, BusyCpu, Confidence, ControlStall, End, Evidence, Flow, HostLoad,
-    LoadedEnd, Measured, PathCeiling, PeerSilent, SilentPhase, UnknownVerdictId, Verdict,
+    LoadedEnd, Measured, PathCeiling, PeerSilent, SilentPhase, Standing, UnknownVerdictId, Verdict,
     VerdictEnd, VerdictId,
 };
 pub use worker::{RxZerocopy, Worker};
