@@ -53,13 +53,8 @@ pub struct SweepArgs {
     /// Reverse: the server sends, this host receives.
     #[arg(short = 'R', long)]
     pub reverse: bool,
-    /// JSON output.
-    #[arg(short = 'J', long)]
-    pub json: bool,
     #[command(flatten)]
-    pub html: crate::pictures::HtmlArg,
-    #[command(flatten)]
-    pub csv: crate::pictures::CsvFileArg,
+    pub out: crate::pictures::DocOutput,
 }
 
 #[derive(Debug, clap::Args)]
@@ -81,13 +76,8 @@ pub struct LatencyArgs {
     #[arg(long = "max-rounds", value_name = "N", default_value_t = 5,
           value_parser = crate::common::limit::usize_in::<1, 1_000_000>)]
     pub max_rounds: usize,
-    /// JSON output.
-    #[arg(short = 'J', long)]
-    pub json: bool,
     #[command(flatten)]
-    pub html: crate::pictures::HtmlArg,
-    #[command(flatten)]
-    pub csv: crate::pictures::CsvFileArg,
+    pub out: crate::pictures::DocOutput,
 }
 
 /// SIGINT and SIGTERM set the returned flag instead of killing the process, so a sweep can
@@ -171,9 +161,9 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
             "-t and --repeat must be at least 1",
         ));
     }
-    a.csv.check_stdout(a.json.then_some("-J"))?;
+    a.out.check_stdout()?;
     let stop = stop_flag()?;
-    let text = !a.json;
+    let text = !a.out.json;
     let (peer, same_host) = drive::locate_peer(&Root::live(), &a.host, a.port);
     // Refuse up front, once: CPUs this host lacks (the server's too when it runs here), no server.
     let mut cpus = vec![("--cpus", &a.cpus)];
@@ -218,7 +208,7 @@ pub fn run_sweep(a: SweepArgs) -> anyhow::Result<ExitCode> {
         interrupted,
         topology: None,
     });
-    let colour = a.csv.text_is_terminal();
+    let colour = a.out.csv.text_is_terminal();
     write_sweep_doc(&a, &j, same_host.then_some(&topo), |out| {
         wirespeed_report::sweep::write_sweep(out, &m, summary.as_ref(), interrupted, colour)
     })
@@ -233,15 +223,15 @@ fn write_sweep_doc(
     text: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> anyhow::Result<ExitCode> {
     crate::pictures::save(
-        &a.html,
-        Some(&a.csv),
+        &a.out.html,
+        Some(&a.out.csv),
         "sweep",
         || Ok(Document::from(j.clone())),
         topo,
     )?;
-    let mut out = a.csv.text_out();
+    let mut out = a.out.csv.text_out();
     let written = (|| -> std::io::Result<()> {
-        if a.json {
+        if a.out.json {
             serde_json::to_writer_pretty(&mut out, j)?;
             writeln!(out)?;
         } else {
@@ -306,7 +296,7 @@ fn write_irq_report(
         summary: summary.cloned(),
         ineffective_steps: ineffective,
     });
-    let colour = a.csv.text_is_terminal();
+    let colour = a.out.csv.text_is_terminal();
     write_sweep_doc(a, &j, None, |out| {
         wirespeed_report::sweep::write_irq_sweep(
             out,
@@ -326,7 +316,7 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
             "--samples, --round-trips and --max-rounds must be at least 1",
         ));
     }
-    args.csv.check_stdout(args.json.then_some("-J"))?;
+    args.out.check_stdout()?;
     if !(args.max_stderr > 0.0 && args.max_stderr <= 100.0) {
         return Err(exit::fail(
             exit::USAGE,
@@ -376,7 +366,7 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
         };
         exit::fail(code, format!("latency: {e}"))
     })?;
-    if args.json || args.csv.to_stdout() {
+    if args.out.json || args.out.csv.to_stdout() {
         if let Some(w) = m.noise_warning() {
             eprintln!("{w}");
         }
@@ -386,22 +376,22 @@ pub fn run_latency(args: LatencyArgs) -> anyhow::Result<ExitCode> {
         topology: None,
     });
     crate::pictures::save(
-        &args.html,
+        &args.out.html,
         None,
         "latency",
         || Ok(Document::from(doc.clone())),
         Some(&topo),
     )?;
-    if let Some(p) = &args.csv.csv {
+    if let Some(p) = &args.out.csv.csv {
         crate::pictures::write_csv(p, &Document::from(doc.clone()))?;
-        if args.csv.to_stdout() {
+        if args.out.csv.to_stdout() {
             return Ok(ExitCode::from(exit::OK));
         }
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let written = (|| -> std::io::Result<()> {
-        if args.json {
+        if args.out.json {
             serde_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;
         } else {

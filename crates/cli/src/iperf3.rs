@@ -72,6 +72,11 @@ pub struct SctpArgs {
 }
 
 impl CommonArgs {
+    /// `-I FILE` of either end: the pid written now, the file removed when the guard is dropped.
+    pub fn write_pidfile(&self) -> anyhow::Result<Option<PidFile>> {
+        self.pidfile.as_deref().map(PidFile::create).transpose()
+    }
+
     /// Refuse what wirespeed does not do, with the reason and what to use instead.
     pub fn refuse_unsupported(&self) -> anyhow::Result<()> {
         if self.file.is_some() {

@@ -743,13 +743,7 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
     a.csv.check_stdout(json)?;
     let strict = strict(&a.out, as_iperf3);
     let mut cfg = client_config(&a)?;
-    let _pidfile = a
-        .out
-        .iperf3
-        .pidfile
-        .as_deref()
-        .map(crate::iperf3::PidFile::create)
-        .transpose()?;
+    let _pidfile = a.out.iperf3.write_pidfile()?;
     a.out.iperf3.debug(&cfg);
     let interrupt = Arc::new(AtomicBool::new(false));
     let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&interrupt));
@@ -996,13 +990,7 @@ pub fn run_server(a: ServerArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
              whole documents",
         ));
     }
-    let _pidfile = a
-        .out
-        .iperf3
-        .pidfile
-        .as_deref()
-        .map(crate::iperf3::PidFile::create)
-        .transpose()?;
+    let _pidfile = a.out.iperf3.write_pidfile()?;
     let mut guarded = ServerConfig::default();
     a.guard.apply(&mut guarded)?;
     a.guard.tune_needs_psk(a.allow_tune)?;

@@ -76,6 +76,26 @@ impl CsvFileArg {
     }
 }
 
+/// `-J`, `--html FILE` and `--csv [FILE]` of sweep and latency: their document on stdout as JSON
+/// (or as text), and its pictures beside it.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DocOutput {
+    /// JSON output.
+    #[arg(short = 'J', long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub html: HtmlArg,
+    #[command(flatten)]
+    pub csv: CsvFileArg,
+}
+
+impl DocOutput {
+    /// `--csv -` with `-J` is refused: both would write to stdout.
+    pub fn check_stdout(&self) -> anyhow::Result<()> {
+        self.csv.check_stdout(self.json.then_some("-J"))
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
     /// JSON results (client -J, client --repeat N -J, sweep -J, latency --json, doctor --json);

@@ -224,8 +224,8 @@ impl PreparedChange for PreparedMove {
                     other => format!("moving {iface}'s queue IRQs failed: {other}"),
                 })
             })?;
-        if mv.report().moved.is_empty() {
-            let r = mv.report().clone();
+        if mv.report().outcome.moved.is_empty() {
+            let r = mv.report().outcome.clone();
             let _ = mv.revert();
             tune.kernel();
             let why = r

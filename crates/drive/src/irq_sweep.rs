@@ -87,7 +87,7 @@ pub struct IrqSweepSpec {
     pub repeat: u32,
 }
 
-pub use wirespeed_model::irq::{MoveReport, QueueIrq};
+pub use wirespeed_model::irq::{MoveOutcome, MoveReport, QueueIrq};
 
 /// A move of a NIC's queue IRQs, applied through tune's journal and reverted by
 /// [`IrqMove::revert`] — or, as the last line of defence (a panic, an early return), when
@@ -107,16 +107,16 @@ impl IrqMove {
 
     /// Host path of the journal.
     pub fn journal(&self) -> &str {
-        &self.report.journal
+        &self.report.outcome.journal
     }
 
     /// Revert the journal now; `Ok(true)` when every value is back (also when reverted
     /// before). A value someone else changed since is left alone and makes it `Ok(false)`.
     pub fn revert(&mut self) -> Result<bool, IrqSweepError> {
         if let Some(j) = self.journal.take() {
-            self.report.reverted = engine::revert(&self.root, &j, false)?.complete();
+            self.report.outcome.reverted = engine::revert(&self.root, &j, false)?.complete();
         }
-        Ok(self.report.reverted)
+        Ok(self.report.outcome.reverted)
     }
 
     /// Give up the duty to revert (someone else reverted the journal, e.g. a server shutting
@@ -184,11 +184,13 @@ pub fn apply_irq_move(
             iface: iface.to_string(),
             irqs: irqs.to_vec(),
             cpus: cpus.clone(),
-            journal: applied.journal.clone(),
-            ..MoveReport::default()
+            outcome: MoveOutcome {
+                journal: applied.journal.clone(),
+                ..MoveOutcome::default()
+            },
         },
     };
-    let r = &mut mv.report;
+    let r = &mut mv.report.outcome;
     for s in &applied.steps {
         let irq = irqs[s.step].irq;
         match s.status {
@@ -249,7 +251,7 @@ pub fn run_irq_sweep(
             opts,
             kernel,
         )?;
-        if mv.report().moved.is_empty() {
+        if mv.report().outcome.moved.is_empty() {
             // Nothing could be moved there: every cell of the column says why.
             for app in spec.app_cpus.iter() {
                 report.matrix.record_error(
@@ -337,12 +339,14 @@ mod honest_tests {
     fn step(cpu: u32, moved: Vec<u32>, elsewhere: Vec<(u32, CpuSet)>) -> StepOutcome {
         StepOutcome {
             irq_cpu: cpu,
-            journal: String::new(),
-            moved,
-            not_movable: vec![],
-            failed: vec![],
-            elsewhere,
-            reverted: true,
+            outcome: MoveOutcome {
+                journal: String::new(),
+                moved,
+                not_movable: vec![],
+                failed: vec![],
+                elsewhere,
+                reverted: true,
+            },
         }
     }
 
@@ -368,7 +372,7 @@ mod honest_tests {
             ],
             interrupted: false,
         };
-        assert!(!r.steps[0].took_effect() && r.steps[1].took_effect());
+        assert!(!r.steps[0].outcome.took_effect() && r.steps[1].outcome.took_effect());
         assert_eq!(r.drop_ineffective(), 2);
         let s = r.matrix.summary(None).expect("one effective step");
         assert_eq!((s.best.col, s.worst.col), (1, 1));

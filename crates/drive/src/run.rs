@@ -288,7 +288,7 @@ pub enum IrqDriveError {
     #[error(
         "sweep --irq-cpus: the server could not put its IRQs back (journal {} on the server: \
          run `wirespeed tune revert {}` there)",
-        .0.journal, .0.journal
+        .0.outcome.journal, .0.outcome.journal
     )]
     ServerNotReverted(Box<MoveReport>),
 }
@@ -418,7 +418,7 @@ pub fn run_server_irq_sweep(
                     report.matrix.record_error(app, irq_cpu, e);
                     continue;
                 };
-                if !m.reverted {
+                if !m.outcome.reverted {
                     report.steps.push(StepOutcome::from_move(irq_cpu, &m));
                     return Err(IrqDriveError::ServerNotReverted(Box::new(m)));
                 }

@@ -166,6 +166,7 @@ mod tests {
     use super::*;
     use crate::hooks::PreparedChange;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use wirespeed_model::MoveOutcome;
 
     /// A host change that records what happens to it.
     #[derive(Default)]
@@ -205,8 +206,11 @@ mod tests {
             let report = MoveReport {
                 iface: "eth9".into(),
                 cpus: self.1,
-                journal: "/j/1".into(),
-                moved: vec![40],
+                outcome: MoveOutcome {
+                    journal: "/j/1".into(),
+                    moved: vec![40],
+                    ..MoveOutcome::default()
+                },
                 ..MoveReport::default()
             };
             Ok(Box::new(FakeApplied(self.0, report, false)))
@@ -218,11 +222,11 @@ mod tests {
             &self.1
         }
         fn journal(&self) -> &str {
-            &self.1.journal
+            &self.1.outcome.journal
         }
         fn revert(&mut self) {
             self.0.fetch_add(1, Ordering::SeqCst);
-            self.1.reverted = true;
+            self.1.outcome.reverted = true;
         }
         fn disarm(&mut self) {
             self.2 = true;
@@ -249,8 +253,8 @@ mod tests {
             .err()
             .unwrap();
         assert!(bad.0.contains("not online"), "{}", bad.0);
-        assert!(held.release().reverted);
-        assert!(held.release().reverted, "released once");
+        assert!(held.release().outcome.reverted);
+        assert!(held.release().outcome.reverted, "released once");
         assert_eq!(fake.reverted.load(Ordering::SeqCst), 1);
         assert_eq!(slot.holder(), None);
         drop(held);
@@ -274,7 +278,7 @@ mod tests {
         assert_eq!(slot.close(Some(&cfg)).as_deref(), Some("/j/1"));
         assert_eq!(*fake.journals_reverted.lock().unwrap(), vec!["/j/1"]);
         // The test ends later: it finds the change gone and does not revert again.
-        assert!(!held.release().reverted);
+        assert!(!held.release().outcome.reverted);
         assert_eq!(fake.reverted.load(Ordering::SeqCst), 0);
         let e = apply(&slot, &cfg, 8, &CpuSet::from_cpus([3]), ip(), None)
             .err()

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::irq::{MoveReport, QueueIrq};
+use crate::irq::{MoveOutcome, MoveReport, QueueIrq};
 use crate::observation::{BitsPerSecond, Percent};
 use crate::topology::Relation;
 use crate::verdict::VerdictId;
@@ -444,40 +444,21 @@ impl Signature {
     }
 }
 
-/// What one step did.
+/// What one step did: the move of the queue IRQs to its one CPU.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepOutcome {
     pub irq_cpu: u32,
-    /// Host path of the step's journal.
-    pub journal: String,
-    /// IRQs whose affinity was written (or already held the CPU).
-    pub moved: Vec<u32>,
-    /// IRQs the kernel manages (EIO or read-only): left where they are.
-    pub not_movable: Vec<u32>,
-    /// IRQs whose write failed, with the reason.
-    pub failed: Vec<(u32, String)>,
-    /// IRQs whose effective affinity (read after the step) is not the requested CPU.
-    pub elsewhere: Vec<(u32, CpuSet)>,
-    /// The journal was reverted completely.
-    pub reverted: bool,
+    /// What the move did (the step's journal, the IRQs moved or not).
+    #[serde(flatten)]
+    pub outcome: MoveOutcome,
 }
 
 impl StepOutcome {
-    /// The move took effect: it moved some IRQ and every IRQ it moved runs on the step's CPU.
-    pub fn took_effect(&self) -> bool {
-        !self.moved.is_empty() && self.elsewhere.is_empty()
-    }
-
     /// A sweep step as a move of the queue IRQs to its one CPU reports it.
     pub fn from_move(irq_cpu: u32, m: &MoveReport) -> StepOutcome {
         StepOutcome {
             irq_cpu,
-            journal: m.journal.clone(),
-            moved: m.moved.clone(),
-            not_movable: m.not_movable.clone(),
-            failed: m.failed.clone(),
-            elsewhere: m.elsewhere.clone(),
-            reverted: m.reverted,
+            outcome: m.outcome.clone(),
         }
     }
 }
@@ -495,18 +476,18 @@ pub struct IrqSweepReport {
 }
 
 impl IrqSweepReport {
-    /// Leave the steps whose move did not take effect (see [`StepOutcome::took_effect`]) out of
+    /// Leave the steps whose move did not take effect (see [`MoveOutcome::took_effect`]) out of
     /// the matrix: their cells lose their runs and say why, so the summary and its
     /// recommendation rest only on moves that happened. Returns how many steps did not take
     /// effect.
     pub fn drop_ineffective(&mut self) -> usize {
         let mut n = 0;
         for s in &self.steps {
-            if s.took_effect() {
+            if s.outcome.took_effect() {
                 continue;
             }
             n += 1;
-            let why = match s.elsewhere.first() {
+            let why = match s.outcome.elsewhere.first() {
                 Some((irq, cpus)) => format!(
                     "the move to CPU {} did not take effect (IRQ {irq} ran on CPU {cpus})",
                     s.irq_cpu

@@ -39,7 +39,7 @@ pub mod worker;
 
 pub use cost::{Cost, CpuFreq, EndCost, Projection};
 pub use cpuset::{CpuId, CpuSet, CpuSetError, UnusableCpus};
-pub use irq::{MoveReport, QueueIrq};
+pub use irq::{MoveOutcome, MoveReport, QueueIrq};
 pub use observation::{
     EndObservation, IfaceStack, RunningEnd, StackBond, StackMember, TestObservation,
 };
@@ -49,7 +49,7 @@ pub use topology::Topology;
 pub use transport::Transport;
 pub use verdict::{
     Agreement, Also, AlsoKind, BusyCpu, Confidence, ControlStall, End, Evidence, Flow, HostLoad,
-    LoadedEnd, Measured, PathCeiling, PeerSilent, SilentPhase, UnknownVerdictId, Verdict,
+    LoadedEnd, Measured, PathCeiling, PeerSilent, SilentPhase, Standing, UnknownVerdictId, Verdict,
     VerdictEnd, VerdictId,
 };
 pub use worker::{RxZerocopy, Worker};

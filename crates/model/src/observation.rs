@@ -119,6 +119,19 @@ pub struct CpuUse {
 }
 
 impl CpuUse {
+    /// Its time by what ran, named, in `/proc/stat`'s order with idle last (they add up to 100):
+    /// the one list every table, chart and line of a CPU's shares is written from.
+    pub fn shares(&self) -> [(&'static str, Percent); 6] {
+        [
+            ("user", self.user),
+            ("system", self.system),
+            ("irq", self.irq),
+            ("softirq", self.softirq),
+            ("steal", self.steal),
+            ("idle", self.idle),
+        ]
+    }
+
     /// Everything but idle.
     pub fn busy(&self) -> Percent {
         Percent::new(100.0 - self.idle.get())

@@ -15,17 +15,9 @@ pub struct Verdict {
     pub end: Option<VerdictEnd>,
     /// The verdict in one line with the evidence.
     pub line: String,
-    /// How its own evidence relates to this test (see [`crate::precedence`]); absent in
-    /// reports of earlier versions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bound: Option<Bound>,
-    /// How strongly the measurement shows that it bound this test, 0 to 1 (a CPU's saturated
-    /// share, the rate's flatness, the window's fill, the share of datagrams lost ...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strength: Option<f64>,
-    /// Its row in the precedence table.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rank: Option<Rank>,
+    /// How it stands: bound, strength, row (absent in reports of earlier versions).
+    #[serde(flatten)]
+    pub standing: Standing,
     /// Further findings and notes that also hold, each with its id and strength where it is a
     /// finding (a report of an earlier version has plain lines: they read as notes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -54,9 +46,7 @@ impl Verdict {
             id,
             end,
             line: line.into(),
-            bound: None,
-            strength: None,
-            rank: None,
+            standing: Standing::default(),
             also: Vec::new(),
             evidence: None,
             host_load: None,
@@ -69,6 +59,23 @@ impl Verdict {
     pub fn also_findings(&self) -> impl Iterator<Item = &Also> {
         self.also.iter().filter(|a| a.id.is_some())
     }
+}
+
+/// How a finding stands against the test and against the other findings: the verdict and each
+/// finding under its `also` carry one, its keys beside theirs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Standing {
+    /// How its own evidence relates to this test (see [`crate::precedence`]); absent in
+    /// reports of earlier versions and in notes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Bound>,
+    /// How strongly the measurement shows that it bound this test, 0 to 1 (a CPU's saturated
+    /// share, the rate's flatness, the window's fill, the share of datagrams lost ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strength: Option<f64>,
+    /// Its row in the precedence table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<Rank>,
 }
 
 /// What an `also` entry is.
@@ -96,12 +103,9 @@ pub struct Also {
     pub id: Option<VerdictId>,
     pub kind: AlsoKind,
     pub line: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bound: Option<Bound>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub strength: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rank: Option<Rank>,
+    /// How the finding stands (a note has none).
+    #[serde(flatten)]
+    pub standing: Standing,
     /// What the finding rests on (its counters, the intervals that agreed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
@@ -117,9 +121,7 @@ impl Also {
             id: None,
             kind,
             line: line.into(),
-            bound: None,
-            strength: None,
-            rank: None,
+            standing: Standing::default(),
             evidence: None,
             direction: None,
         }
@@ -131,9 +133,7 @@ impl Also {
             id: Some(v.id),
             kind: AlsoKind::Finding,
             line: v.line.clone(),
-            bound: v.bound,
-            strength: v.strength,
-            rank: v.rank,
+            standing: v.standing,
             evidence: v.evidence.clone(),
             direction: v.direction,
         }
@@ -188,12 +188,8 @@ impl<'de> Deserialize<'de> for Also {
             #[serde(default)]
             kind: AlsoKind,
             line: String,
-            #[serde(default)]
-            bound: Option<Bound>,
-            #[serde(default)]
-            strength: Option<f64>,
-            #[serde(default)]
-            rank: Option<Rank>,
+            #[serde(flatten)]
+            standing: Standing,
             #[serde(default)]
             evidence: Option<Evidence>,
             #[serde(default)]
@@ -211,9 +207,10 @@ impl<'de> Deserialize<'de> for Also {
                 id: o.id,
                 kind: o.kind,
                 line: o.line,
-                bound: o.bound,
-                strength: o.strength.filter(|s| s.is_finite()),
-                rank: o.rank,
+                standing: Standing {
+                    strength: o.standing.strength.filter(|s| s.is_finite()),
+                    ..o.standing
+                },
                 evidence: o.evidence,
                 direction: o.direction,
             },
@@ -775,9 +772,9 @@ mod tests {
     fn also_is_typed_and_reads_earlier_reports_lines_as_notes() {
         let mut v = Verdict::new(VerdictId::PathLimited, None, "path-limited: flat");
         let mut same = Verdict::new(VerdictId::SameHost, None, "both ends on one host");
-        same.bound = Some(Bound::Fact);
-        same.strength = Some(0.18);
-        same.rank = Some(Rank::SharedCpus);
+        same.standing.bound = Some(Bound::Fact);
+        same.standing.strength = Some(0.18);
+        same.standing.rank = Some(Rank::SharedCpus);
         v.also.push(Also::finding(&same));
         v.also
             .push(Also::note(AlsoKind::Loss, "loss seen but did not bind"));
@@ -796,5 +793,29 @@ mod tests {
         assert_eq!(old.also[0].kind, AlsoKind::Note);
         assert_eq!(old.also[0].id, None);
         assert!(old.also[0].starts_with("path-limited"));
+    }
+
+    #[test]
+    fn a_standing_writes_its_keys_where_the_verdict_and_its_findings_always_had_them() {
+        let mut v = Verdict::new(VerdictId::PathLimited, Some(VerdictEnd::Sender), "flat");
+        v.standing = Standing {
+            bound: Some(Bound::Binding),
+            strength: Some(0.5),
+            rank: Some(Rank::Shaper),
+        };
+        let mut same = Verdict::new(VerdictId::SameHost, None, "one host");
+        same.standing.bound = Some(Bound::Fact);
+        v.also.push(Also::finding(&same));
+        v.also.push(Also::note(AlsoKind::Note, "a note"));
+        v.direction = Some(Flow::ClientToServer);
+        let text = serde_json::to_string(&v).unwrap();
+        assert_eq!(
+            text,
+            r#"{"id":"path-limited","end":"sender","line":"flat","bound":"binding","strength":0.5,"rank":"shaper","also":[{"id":"same-host","kind":"finding","line":"one host","bound":"fact"},{"kind":"note","line":"a note"}],"direction":"client-to-server"}"#
+        );
+        assert_eq!(serde_json::from_str::<Verdict>(&text).unwrap(), v);
+        // a key this version does not know is passed over, beside the standing's
+        let newer = text.replace(r#""bound":"binding","#, r#""bound":"binding","new":1,"#);
+        assert_eq!(serde_json::from_str::<Verdict>(&newer).unwrap(), v);
     }
 }

@@ -208,6 +208,7 @@ impl ResultsExt {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wirespeed_model::MoveOutcome;
 
     #[test]
     fn a_tune_request_travels_and_its_size_is_capped() {
@@ -265,7 +266,10 @@ mod tests {
         let m = MoveReport {
             iface: "eth1".into(),
             cpus: CpuSet::from_cpus([3]),
-            moved: vec![99],
+            outcome: MoveOutcome {
+                moved: vec![99],
+                ..MoveOutcome::default()
+            },
             ..MoveReport::default()
         };
         let v = serde_json::to_value(ResultsExt {

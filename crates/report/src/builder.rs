@@ -156,6 +156,21 @@ pub enum BuildError {
     DuplicateStream(u32),
 }
 
+/// A figure over the whole test, from 0 to `end` seconds: `bytes` and their rate over that span
+/// (a stream's, with its `socket`, or a sum's, without).
+fn whole_test(socket: Option<u32>, end: f64, bytes: u64, sender: bool) -> Summary {
+    Summary {
+        socket,
+        start: 0.0,
+        end,
+        seconds: end,
+        bytes,
+        bits_per_second: bits_per_second(bytes, end),
+        sender,
+        ..Summary::default()
+    }
+}
+
 /// bits per second from bytes and seconds; 0 unless seconds is positive and finite.
 pub fn bits_per_second(bytes: u64, seconds: f64) -> f64 {
     if seconds > 0.0 && seconds.is_finite() {
@@ -585,16 +600,7 @@ impl ResultBuilder {
                 let mut es = EndStream::default();
                 match self.protocol {
                     Transport::Tcp => {
-                        let mut s = Summary {
-                            socket: Some(acc.id),
-                            start: 0.0,
-                            end: sender_time,
-                            seconds: sender_time,
-                            bytes: bytes_sent,
-                            bits_per_second: bits_per_second(bytes_sent, sender_time),
-                            sender: acc.sender,
-                            ..Summary::default()
-                        };
+                        let mut s = whole_test(Some(acc.id), sender_time, bytes_sent, acc.sender);
                         if acc.sender && acc.saw_tcp {
                             any_retrans = true;
                             total_retrans += acc.retrans;
@@ -625,14 +631,8 @@ impl ResultBuilder {
                         }
                         es.sender = Some(s);
                         es.receiver = Some(Summary {
-                            socket: Some(acc.id),
-                            start: 0.0,
-                            end: receiver_time,
                             seconds: local,
-                            bytes: bytes_received,
-                            bits_per_second: bits_per_second(bytes_received, receiver_time),
-                            sender: acc.sender,
-                            ..Summary::default()
+                            ..whole_test(Some(acc.id), receiver_time, bytes_received, acc.sender)
                         });
                     }
                     Transport::Udp => {
@@ -665,19 +665,12 @@ impl ResultBuilder {
                         t.out_of_order = Some(ooo);
                         t.jitter_ms = Some(jitter);
                         es.udp = Some(Summary {
-                            socket: Some(acc.id),
-                            start: 0.0,
-                            end: sender_time,
-                            seconds: sender_time,
-                            bytes: bytes_sent,
-                            bits_per_second: bits_per_second(bytes_sent, sender_time),
                             jitter_ms: Some(jitter),
                             lost_packets: Some(lost),
                             packets: Some(packets),
                             lost_percent: Some(lost_percent(lost, sent_pk)),
                             out_of_order: Some(ooo),
-                            sender: acc.sender,
-                            ..Summary::default()
+                            ..whole_test(Some(acc.id), sender_time, bytes_sent, acc.sender)
                         });
                     }
                 }
@@ -685,41 +678,35 @@ impl ResultBuilder {
                 totals.push(t);
             }
 
-            let base = |end_t: f64, bytes: u64, sender: bool| Summary {
-                socket: None,
-                start: 0.0,
-                end: end_t,
-                seconds: end_t,
-                bytes,
-                bits_per_second: bits_per_second(bytes, end_t),
-                sender,
-                ..Summary::default()
-            };
             let (sum, sum_sent, sum_received) = match self.protocol {
                 Transport::Tcp => {
-                    let mut sent = base(sender_time, total_sent, gsender);
+                    let mut sent = whole_test(None, sender_time, total_sent, gsender);
                     if any_retrans {
                         sent.retransmits = Some(total_retrans);
                     }
-                    (None, sent, base(receiver_time, total_received, gsender))
+                    (
+                        None,
+                        sent,
+                        whole_test(None, receiver_time, total_received, gsender),
+                    )
                 }
                 Transport::Udp => {
                     let n = group.len().max(1) as f64;
                     let jitter = crate::num::finite(jitter_sum / n);
                     let pct = lost_percent(lost_total, packets_total);
-                    let mut sum = base(receiver_time, total_sent, gsender);
+                    let mut sum = whole_test(None, receiver_time, total_sent, gsender);
                     // iperf3 writes the sender's rate here, over the receiver's time span.
                     sum.bits_per_second = bits_per_second(total_sent, sender_time);
                     sum.jitter_ms = Some(jitter);
                     sum.lost_packets = Some(lost_total);
                     sum.packets = Some(packets_total);
                     sum.lost_percent = Some(pct);
-                    let mut sent = base(sender_time, total_sent, true);
+                    let mut sent = whole_test(None, sender_time, total_sent, true);
                     sent.jitter_ms = Some(0.0);
                     sent.lost_packets = Some(0);
                     sent.packets = Some(sender_packets_total);
                     sent.lost_percent = Some(0.0);
-                    let mut recv = base(receiver_time, total_received, false);
+                    let mut recv = whole_test(None, receiver_time, total_received, false);
                     recv.jitter_ms = Some(jitter);
                     recv.lost_packets = Some(lost_total);
                     recv.packets = Some(receiver_packets_total);

@@ -148,11 +148,11 @@ pub fn write_irq_sweep<W: Write + ?Sized>(
         write_summary(out, &report.matrix, s)?;
     }
     for s in &report.steps {
-        if !s.not_movable.is_empty() {
+        if !s.outcome.not_movable.is_empty() {
             writeln!(
                 out,
                 "IRQ CPU {}: IRQs {:?} are managed by the kernel and stayed put",
-                s.irq_cpu, s.not_movable
+                s.irq_cpu, s.outcome.not_movable
             )?;
         }
     }
@@ -160,7 +160,12 @@ pub fn write_irq_sweep<W: Write + ?Sized>(
         let example = report
             .steps
             .iter()
-            .find_map(|s| s.elsewhere.first().map(|(irq, e)| (s.irq_cpu, *irq, e)))
+            .find_map(|s| {
+                s.outcome
+                    .elsewhere
+                    .first()
+                    .map(|(irq, e)| (s.irq_cpu, *irq, e))
+            })
             .map_or(String::new(), |(cpu, irq, e)| {
                 format!(" (e.g. IRQ {irq}, moved to CPU {cpu}, ran on CPU {e})")
             });
@@ -188,6 +193,7 @@ mod tests {
     use super::*;
     use wirespeed_model::doc::{Axes, StepOutcome};
     use wirespeed_model::CpuSet;
+    use wirespeed_model::MoveOutcome;
 
     #[test]
     fn an_irq_sweep_says_what_stayed_put_what_did_not_take_effect_and_where_it_reverted() {
@@ -198,12 +204,14 @@ mod tests {
         );
         let step = |irq_cpu, elsewhere: Vec<(u32, CpuSet)>| StepOutcome {
             irq_cpu,
-            journal: "/j".into(),
-            moved: vec![40],
-            not_movable: if irq_cpu == 1 { vec![41] } else { Vec::new() },
-            failed: Vec::new(),
-            elsewhere,
-            reverted: true,
+            outcome: MoveOutcome {
+                journal: "/j".into(),
+                moved: vec![40],
+                not_movable: if irq_cpu == 1 { vec![41] } else { Vec::new() },
+                failed: Vec::new(),
+                elsewhere,
+                reverted: true,
+            },
         };
         let report = IrqSweepReport {
             iface: "eth0".into(),

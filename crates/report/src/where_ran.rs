@@ -60,20 +60,14 @@ pub fn write_cpu_table<W: Write + ?Sized>(
         let l3 = topo
             .l3_of(c.cpu)
             .map_or_else(|| "-".to_string(), |g| g.to_string());
+        write!(w, "{indent}{:>4}", c.cpu)?;
+        for (_, share) in c.shares() {
+            write!(w, " {:>5.1}", share.get())?;
+        }
         write!(
             w,
-            "{indent}{:>4} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>5.1} {:>9} {:>9} {:>9} {:>3}",
-            c.cpu,
-            c.user.get(),
-            c.system.get(),
-            c.irq.get(),
-            c.softirq.get(),
-            c.steal.get(),
-            c.idle.get(),
-            c.nic_irqs,
-            c.net_rx,
-            c.net_tx,
-            l3
+            " {:>9} {:>9} {:>9} {:>3}",
+            c.nic_irqs, c.net_rx, c.net_tx, l3
         )?;
         if multi_node {
             let n = topo
@@ -445,24 +439,25 @@ pub fn cpus_text(cpus: &CpuSet) -> String {
 /// One line about a move for text output: `tune: 12 queue IRQs of enp1s0f0np0 moved to CPU 3
 /// for this test (journal ...), reverted`.
 pub fn describe_move(r: &MoveReport) -> String {
+    let o = &r.outcome;
     let mut s = format!(
         "tune: {} queue IRQ{} of {} moved to {} for this test",
-        r.moved.len(),
-        if r.moved.len() == 1 { "" } else { "s" },
+        o.moved.len(),
+        if o.moved.len() == 1 { "" } else { "s" },
         r.iface,
         cpus_text(&r.cpus)
     );
-    if !r.not_movable.is_empty() {
+    if !o.not_movable.is_empty() {
         s.push_str(&format!(
             "; {} managed by the kernel stayed put",
-            r.not_movable.len()
+            o.not_movable.len()
         ));
     }
-    if !r.failed.is_empty() {
-        s.push_str(&format!("; {} failed", r.failed.len()));
+    if !o.failed.is_empty() {
+        s.push_str(&format!("; {} failed", o.failed.len()));
     }
-    if !r.elsewhere.is_empty() {
-        let shown: Vec<String> = r
+    if !o.elsewhere.is_empty() {
+        let shown: Vec<String> = o
             .elsewhere
             .iter()
             .take(3)
@@ -470,17 +465,17 @@ pub fn describe_move(r: &MoveReport) -> String {
             .collect();
         s.push_str(&format!(
             "; the kernel reports {} of them effective elsewhere ({}{})",
-            r.elsewhere.len(),
+            o.elsewhere.len(),
             shown.join(", "),
-            if r.elsewhere.len() > 3 { ", ..." } else { "" }
+            if o.elsewhere.len() > 3 { ", ..." } else { "" }
         ));
     }
-    if r.reverted {
+    if o.reverted {
         s.push_str(", reverted");
     } else {
         s.push_str(&format!(
             ", NOT reverted: run `wirespeed tune revert {}`",
-            r.journal
+            o.journal
         ));
     }
     s
@@ -741,7 +736,9 @@ mod tests {
             "{s}"
         );
         assert!(
-            lines[1].trim_start().starts_with("3 ") && lines[1].contains("20000"),
+            lines[1].starts_with(
+                "   3   0.0   0.0   0.0  30.0   0.0  70.0     20000     20000         0 "
+            ),
             "{s}"
         );
         assert!(

@@ -8,15 +8,13 @@ use std::io::{self, Write};
 
 use wirespeed_model::precedence::{position, row, PRECEDENCE};
 use wirespeed_model::text::terminal_short;
-use wirespeed_model::{Also, AlsoKind, Bound, Evidence, Rank, Verdict};
+use wirespeed_model::{Also, AlsoKind, Bound, Evidence, Standing, Verdict};
 
 /// One finding as the decision saw it.
 struct Entry<'a> {
     id: String,
     line: &'a str,
-    bound: Option<Bound>,
-    strength: Option<f64>,
-    rank: Option<Rank>,
+    standing: Standing,
     evidence: Option<&'a Evidence>,
 }
 
@@ -25,9 +23,7 @@ impl<'a> Entry<'a> {
         Entry {
             id: v.id.to_string(),
             line: &v.line,
-            bound: v.bound,
-            strength: v.strength,
-            rank: v.rank,
+            standing: v.standing,
             evidence: v.evidence.as_ref(),
         }
     }
@@ -36,20 +32,21 @@ impl<'a> Entry<'a> {
         Entry {
             id: a.id.map_or("?".to_string(), |i| i.to_string()),
             line: &a.line,
-            bound: a.bound,
-            strength: a.strength,
-            rank: a.rank,
+            standing: a.standing,
             evidence: a.evidence.as_ref(),
         }
     }
 
     /// `bound, strength 0.98, row 9 of 15`
-    fn standing(&self) -> String {
-        let mut s = self.bound.map_or("?".to_string(), |b| b.word().to_string());
-        if let Some(x) = self.strength {
+    fn standing_words(&self) -> String {
+        let mut s = self
+            .standing
+            .bound
+            .map_or("?".to_string(), |b| b.word().to_string());
+        if let Some(x) = self.standing.strength {
             s.push_str(&format!(", strength {x:.2}"));
         }
-        if let Some(r) = self.rank {
+        if let Some(r) = self.standing.rank {
             s.push_str(&format!(
                 ", row {} of {}",
                 position(r) + 1,
@@ -62,7 +59,7 @@ impl<'a> Entry<'a> {
 
 /// Why `head` outranks `other` in the decision: its bound, then its row, then its strength.
 fn outranks(head: &Entry, other: &Entry) -> String {
-    match (head.bound, other.bound) {
+    match (head.standing.bound, other.standing.bound) {
         (Some(h), Some(o)) if h != o => {
             return match o {
                 Bound::Fact => format!(
@@ -82,14 +79,14 @@ fn outranks(head: &Entry, other: &Entry) -> String {
         }
         _ => {}
     }
-    match (head.rank, other.rank) {
+    match (head.standing.rank, other.standing.rank) {
         (Some(h), Some(o)) if position(h) < position(o) => format!(
             "row {} before row {}: {}",
             position(h) + 1,
             position(o) + 1,
             row(h).reason
         ),
-        (Some(h), Some(o)) if h == o => match (head.strength, other.strength) {
+        (Some(h), Some(o)) if h == o => match (head.standing.strength, other.standing.strength) {
             (Some(a), Some(b)) => format!("the same row; stronger ({a:.2} against {b:.2})"),
             _ => "the same row; decided first".to_string(),
         },
@@ -113,12 +110,17 @@ pub fn write_why<W: Write + ?Sized>(w: &mut W, v: &Verdict) -> io::Result<()> {
     let direction = v
         .direction
         .map_or(String::new(), |d| format!(" ({})", d.words()));
-    writeln!(w, "Verdict{direction}: {} ({})", head.id, head.standing())?;
+    writeln!(
+        w,
+        "Verdict{direction}: {} ({})",
+        head.id,
+        head.standing_words()
+    )?;
     writeln!(w, "  {}", terminal_short(head.line, 2000))?;
     if let Some(e) = head.evidence {
         writeln!(w, "  evidence: {}", evidence_words(e))?;
     }
-    if let Some(r) = head.rank {
+    if let Some(r) = head.standing.rank {
         writeln!(w, "  its row: {}", row(r).reason)?;
     }
     let findings: Vec<&Also> = v
@@ -132,7 +134,7 @@ pub fn write_why<W: Write + ?Sized>(w: &mut W, v: &Verdict) -> io::Result<()> {
         writeln!(w, "Other rules that fired, and why the verdict leads them:")?;
         for a in findings {
             let e = Entry::of_also(a);
-            writeln!(w, "- {} ({})", e.id, e.standing())?;
+            writeln!(w, "- {} ({})", e.id, e.standing_words())?;
             writeln!(w, "  {}", terminal_short(e.line, 2000))?;
             if let Some(ev) = e.evidence {
                 writeln!(w, "  evidence: {}", evidence_words(ev))?;
@@ -153,7 +155,7 @@ pub fn write_why<W: Write + ?Sized>(w: &mut W, v: &Verdict) -> io::Result<()> {
             writeln!(w, "- {}", terminal_short(&a.line, 2000))?;
         }
     }
-    if v.bound.is_none() {
+    if v.standing.bound.is_none() {
         writeln!(
             w,
             "(a report of an earlier version: its verdict carries no bound, strength or row; run the test again for the decision)"
@@ -182,13 +184,15 @@ pub fn write_table<W: Write + ?Sized>(w: &mut W) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirespeed_model::{Agreement, Confidence, VerdictId};
+    use wirespeed_model::{Agreement, Confidence, Rank, VerdictId};
 
     fn finding(id: VerdictId, line: &str, bound: Bound, strength: f64, rank: Rank) -> Verdict {
         let mut v = Verdict::new(id, None, line);
-        v.bound = Some(bound);
-        v.strength = Some(strength);
-        v.rank = Some(rank);
+        v.standing = Standing {
+            bound: Some(bound),
+            strength: Some(strength),
+            rank: Some(rank),
+        };
         v.evidence = Some(Evidence {
             counters: vec!["the intervals' throughput".into()],
             intervals: Some(Agreement { agreed: 3, of: 3 }),

@@ -2,7 +2,7 @@
 //! over the one [`Context`] every rule reads.
 
 use wirespeed_model::{
-    Agreement, Also, Bound, Confidence, Evidence, Rank, Verdict, VerdictEnd, VerdictId,
+    Agreement, Also, Bound, Confidence, Evidence, Rank, Standing, Verdict, VerdictEnd, VerdictId,
 };
 
 use super::context::Context;
@@ -121,9 +121,11 @@ impl Finding {
     pub fn into_verdict(self) -> Verdict {
         let evidence = self.evidence();
         let mut v = self.verdict;
-        v.bound = Some(self.bound);
-        v.strength = Some((self.strength * 1000.0).round() / 1000.0);
-        v.rank = Some(self.rank);
+        v.standing = Standing {
+            bound: Some(self.bound),
+            strength: Some((self.strength * 1000.0).round() / 1000.0),
+            rank: Some(self.rank),
+        };
         v.evidence = Some(evidence);
         v
     }

@@ -169,7 +169,7 @@ pub(super) fn with_host_load(
     cpus: &[wirespeed_model::BusyCpu],
     th: &Thresholds,
 ) {
-    if v.rank == Some(Rank::Contention) {
+    if v.standing.rank == Some(Rank::Contention) {
         return;
     }
     if cpus.is_empty() {

@@ -399,7 +399,7 @@ fn tcp_limits_and_pmtu() {
     assert_eq!(v.id, VerdictId::SndbufLimited, "{v:?}");
     assert_eq!(v.also.len(), 1);
     assert_eq!(v.also[0].id, Some(VerdictId::PmtuBelowMtu));
-    assert_eq!(v.also[0].bound, Some(Bound::Fact));
+    assert_eq!(v.also[0].standing.bound, Some(Bound::Fact));
     assert_eq!(
         v.also[0].line,
         "path MTU 1500 below the interface MTU 9000 of eth1: jumbo frames are not passed end to end (a switch or the peer)"
@@ -409,7 +409,7 @@ fn tcp_limits_and_pmtu() {
     hot.total.cpus = vec![cpu_row(6, 5.0, 80.0, 13.0, 0.0, 2.0)];
     let v = verdict(&test(s, hot), Some(BitsPerSecond::from_gbps(10.0)));
     assert_eq!(v.id, VerdictId::PmtuBelowMtu, "{v:?}");
-    assert_eq!(v.bound, Some(Bound::Binding));
+    assert_eq!(v.standing.bound, Some(Bound::Binding));
 }
 
 #[test]
@@ -910,7 +910,7 @@ fn same_host_pinned_apart_is_only_the_fallback() {
         .iter()
         .find(|a| a.id == Some(VerdictId::SameHost))
         .expect("same-host under also");
-    assert_eq!(same.bound, Some(Bound::Fact));
+    assert_eq!(same.standing.bound, Some(Bound::Fact));
     assert!(same.line.starts_with("both ends on one host (vm, over lo, sender on CPU 0; receiver on CPU 1): the figure is this host's"), "{}", same.line);
     let mut r = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
     r.host = Some("vm".into());
@@ -955,7 +955,7 @@ fn a_shaper_between_unpinned_ends_of_one_host_leads_over_same_host() {
         .iter()
         .find(|a| a.id == Some(VerdictId::SameHost))
         .expect("same-host under also");
-    assert_eq!(same.bound, Some(Bound::Fact));
+    assert_eq!(same.standing.bound, Some(Bound::Fact));
     // over lo there is no path: the limit is said as one on lo itself
     let mut lo = t.clone();
     for e in [&mut lo.local, lo.remote.as_mut().unwrap()] {
@@ -2868,10 +2868,10 @@ fn a_setup_fact_without_its_evidence_never_leads_over_a_limit_that_bound() {
             ..Default::default()
         };
         let v = verdict_of(&test(s, r), &m);
-        let head_bound = v.bound.expect("a decided verdict has its bound");
+        let head_bound = v.standing.bound.expect("a decided verdict has its bound");
         for a in v.also_findings() {
             assert!(
-                a.bound.is_none_or(|b| head_bound <= b),
+                a.standing.bound.is_none_or(|b| head_bound <= b),
                 "case {case}: {} ({head_bound:?}) leads a more bound {:?}: {v:?}",
                 v.id,
                 a
@@ -2885,9 +2885,9 @@ fn a_setup_fact_without_its_evidence_never_leads_over_a_limit_that_bound() {
             );
             led_by_fact_with_evidence += 1;
         }
-        if v.also_findings()
-            .any(|a| a.id.is_some_and(|id| facts.contains(&id)) && a.bound == Some(Bound::Fact))
-            && head_bound == Bound::Binding
+        if v.also_findings().any(|a| {
+            a.id.is_some_and(|id| facts.contains(&id)) && a.standing.bound == Some(Bound::Fact)
+        }) && head_bound == Bound::Binding
         {
             limits_over_facts += 1;
         }
@@ -2981,7 +2981,7 @@ fn a_rate_at_one_bond_members_speed_is_that_members_line() {
     };
     let v = verdict_of(&mk("layer2"), &at(94.0));
     assert_eq!(v.id, VerdictId::BondMemberLimited, "{v:?}");
-    assert_eq!(v.bound, Some(Bound::Binding));
+    assert_eq!(v.standing.bound, Some(Bound::Binding));
     assert!(v.line.contains("xmit_hash_policy layer2"), "{}", v.line);
     assert!(
         v.line.contains("layer3+4 (wirespeed tune --iface bond0)"),
@@ -3046,7 +3046,7 @@ fn loss_far_below_mathis_is_judged_with_the_connections_timeouts() {
     };
     let v = verdict_of(&with_rto(Some((120, 24_000))), &m);
     assert_eq!(v.id, VerdictId::LossLimited, "{v:?}");
-    assert_eq!(v.bound, Some(Bound::Binding));
+    assert_eq!(v.standing.bound, Some(Bound::Binding));
     assert!(
         v.line
             .starts_with("loss-limited by retransmission timeouts"),
@@ -3064,8 +3064,8 @@ fn loss_far_below_mathis_is_judged_with_the_connections_timeouts() {
     );
     // a kernel that does not count them: consistent, not shown
     let v = verdict_of(&with_rto(None), &m);
-    let loss = std::iter::once((v.id, v.bound))
-        .chain(v.also_findings().map(|a| (a.id.unwrap(), a.bound)))
+    let loss = std::iter::once((v.id, v.standing.bound))
+        .chain(v.also_findings().map(|a| (a.id.unwrap(), a.standing.bound)))
         .find(|(id, _)| *id == VerdictId::LossLimited);
     assert_eq!(
         loss,

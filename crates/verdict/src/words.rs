@@ -14,13 +14,11 @@ pub(super) fn end_of(e: &EndObservation, as_receiver: bool) -> VerdictEnd {
 }
 
 pub(super) fn parts(c: &CpuUse) -> String {
-    let mut v: Vec<(&str, f64)> = vec![
-        ("user", c.user.get()),
-        ("system", c.system.get()),
-        ("irq", c.irq.get()),
-        ("softirq", c.softirq.get()),
-        ("steal", c.steal.get()),
-    ];
+    // the busy shares: all but idle, the last
+    let mut v: Vec<(&str, f64)> = c.shares()[..5]
+        .iter()
+        .map(|(name, p)| (*name, p.get()))
+        .collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1));
     let shown: Vec<String> = v
         .iter()

@@ -404,10 +404,10 @@ fn the_servers_irqs_move_for_the_test_and_come_back() {
     let x = r.wirespeed.as_ref().unwrap();
     let m = x.remote_irq_move.as_ref().expect("the server's IRQ move");
     assert_eq!(m.iface, IFACE, "{m:?}");
-    assert_eq!(m.moved.len(), 12, "{m:?}");
+    assert_eq!(m.outcome.moved.len(), 12, "{m:?}");
     assert_eq!(m.cpus.iter().collect::<Vec<_>>(), vec![3]);
-    assert!(m.elsewhere.is_empty(), "{m:?}");
-    assert!(m.reverted, "reverted before the results: {m:?}");
+    assert!(m.outcome.elsewhere.is_empty(), "{m:?}");
+    assert!(m.outcome.reverted, "reverted before the results: {m:?}");
     // Back, byte for byte, as soon as the client has its results.
     assert_unchanged(&before, &dir);
     assert_eq!(journal_count(&dir), 1);

@@ -143,7 +143,7 @@ fn sweep_moves_the_irqs_finds_the_best_core_and_reverts() {
     assert_eq!(calls, vec![(6, 3), (6, 3), (6, 6), (6, 6), (6, 8), (6, 8)]);
     assert!(!report.interrupted);
     assert_eq!(report.steps.len(), 3);
-    for s in &report.steps {
+    for s in report.steps.iter().map(|s| &s.outcome) {
         assert_eq!(s.moved.len(), 12, "{s:?}");
         assert!(
             s.not_movable.is_empty() && s.failed.is_empty() && s.elsewhere.is_empty(),
@@ -200,7 +200,7 @@ fn ctrl_c_mid_sweep_reverts_and_stops() {
     assert!(report.interrupted);
     assert_eq!(n, 3);
     assert_eq!(report.steps.len(), 2);
-    assert!(report.steps.iter().all(|s| s.reverted));
+    assert!(report.steps.iter().all(|s| s.outcome.reverted));
     assert_eq!(affinity_files(&root), before);
     assert_eq!(report.matrix.median(6, 9), Some(50e9));
     assert_eq!(report.matrix.median(7, 9), None);
@@ -265,8 +265,8 @@ fn one_move_spreads_the_irqs_in_turn_and_reverts() {
     )
     .unwrap();
     let r = mv.report().clone();
-    assert_eq!(r.moved.len(), 12);
-    assert!(r.elsewhere.is_empty(), "{r:?}");
+    assert_eq!(r.outcome.moved.len(), 12);
+    assert!(r.outcome.elsewhere.is_empty(), "{r:?}");
     for (k, q) in irqs.iter().enumerate() {
         let want = if k % 2 == 0 { "9" } else { "10" };
         assert_eq!(
@@ -279,7 +279,7 @@ fn one_move_spreads_the_irqs_in_turn_and_reverts() {
     let back: MoveReport = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
     assert_eq!(back, r);
     assert!(mv.revert().unwrap());
-    assert!(mv.report().reverted);
+    assert!(mv.report().outcome.reverted);
     assert_eq!(affinity_files(&root), before);
     // Reverting again changes nothing.
     assert!(mv.revert().unwrap());

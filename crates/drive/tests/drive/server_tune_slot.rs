@@ -53,12 +53,12 @@ fn a_change_moves_the_queue_irqs_and_release_puts_them_back() {
     .unwrap();
     let r = held.report().clone();
     assert_eq!(r.iface, IFACE);
-    assert_eq!(r.moved.len(), 12, "{r:?}");
+    assert_eq!(r.outcome.moved.len(), 12, "{r:?}");
     assert_eq!(affinity(&dir, 109), "3");
     assert_eq!(affinity(&dir, 99), "3");
     assert_eq!(slot.holder(), Some(1));
     let after = held.release().clone();
-    assert!(after.reverted);
+    assert!(after.outcome.reverted);
     assert_eq!(slot.holder(), None);
     assert!(
         tree::diff(&before, &tree::snapshot(&dir)).is_empty(),

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use wirespeed_model::observation::CpuUse;
+use wirespeed_model::observation::{CpuUse, Percent};
 use wirespeed_model::{CpuSet, Topology};
 
 use super::esc;
@@ -388,26 +388,15 @@ pub fn cpu_bars(
         };
         let x = L + step * i as f64 + (step - bw) / 2.0;
         let mut top = T + ph;
-        let parts = [
-            ("u", "user", c.user.get()),
-            ("sy", "system", c.system.get()),
-            ("irq", "irq", c.irq.get()),
-            ("si", "softirq", c.softirq.get()),
-            ("st", "steal", c.steal.get()),
-        ];
         let tip = format!(
-            "CPU {}: user {:.1} %, system {:.1} %, irq {:.1} %, softirq {:.1} %, steal {:.1} %, idle {:.1} %; NIC interrupts {}",
+            "CPU {}: {}; NIC interrupts {}",
             c.cpu,
-            c.user.get(),
-            c.system.get(),
-            c.irq.get(),
-            c.softirq.get(),
-            c.steal.get(),
-            c.idle.get(),
+            shares_text(&c.shares()),
             c.nic_irqs
         );
-        for (cls, name, v) in parts {
-            let v = v.clamp(0.0, 100.0);
+        // The bar stacks the busy shares (idle, the last, is the gap above them).
+        for ((name, v), cls) in c.shares().into_iter().zip(["u", "sy", "irq", "si", "st"]) {
+            let v = v.get().clamp(0.0, 100.0);
             if v <= 0.0 {
                 continue;
             }
@@ -491,6 +480,15 @@ pub fn cpu_bars(
         h.push_str("<span><i style=\"background:var(--nic)\"></i>NIC interrupts</span>");
     }
     h.push_str("</div></figure>\n");
+}
+
+/// A CPU's shares in words, as its tooltips write them: `user 1.0 %, system 2.5 %, ...`.
+pub(super) fn shares_text(shares: &[(&str, Percent)]) -> String {
+    let words: Vec<String> = shares
+        .iter()
+        .map(|(name, v)| format!("{name} {:.1} %", v.get()))
+        .collect();
+    words.join(", ")
 }
 
 pub(super) fn short_count(n: u64) -> String {
@@ -969,6 +967,39 @@ fn boundaries(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_bar_stacks_its_busy_shares_and_its_tooltip_names_every_share() {
+        let c = CpuUse {
+            cpu: 3,
+            user: Percent::new(10.0),
+            softirq: Percent::new(30.0),
+            idle: Percent::new(60.0),
+            nic_irqs: 20000,
+            ..Default::default()
+        };
+        let mut h = String::new();
+        cpu_bars(&mut h, "CPUs", &[c], &CpuSet::default(), None, true);
+        let tip = "CPU 3: user 10.0 %, system 0.0 %, irq 0.0 %, softirq 30.0 %, steal 0.0 %, \
+                   idle 60.0 %; NIC interrupts 20000";
+        assert!(
+            h.contains(&format!("<title>CPU 3: user 10.0 %\n{tip}</title>")),
+            "{h}"
+        );
+        assert!(
+            h.contains(&format!("<title>CPU 3: softirq 30.0 %\n{tip}</title>")),
+            "{h}"
+        );
+        assert!(
+            h.contains("<rect class=\"u\" ") && h.contains("<rect class=\"si\" "),
+            "{h}"
+        );
+        // a share of zero has no rect, and idle is the gap above the stack
+        assert!(
+            !h.contains("<rect class=\"sy\" ") && !h.contains(": idle 60.0 %\n"),
+            "{h}"
+        );
+    }
 
     #[test]
     fn nice_maxima() {

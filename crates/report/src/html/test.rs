@@ -464,13 +464,10 @@ fn end_time(h: &mut String, e: &EndObservation, app: &CpuSet, who: &str) {
     let cpu_at = |r: u32, c: u32| ivs.get(c as usize).and_then(|iv| iv.cpu(r));
     let detail = |r: u32, c: u32| {
         cpu_at(r, c).map(|u| {
+            // the busy shares: all but idle, the last
             format!(
-                "user {:.1} %, system {:.1} %, irq {:.1} %, softirq {:.1} %, steal {:.1} %; NIC interrupts {}",
-                u.user.get(),
-                u.system.get(),
-                u.irq.get(),
-                u.softirq.get(),
-                u.steal.get(),
+                "{}; NIC interrupts {}",
+                chart::shares_text(&u.shares()[..5]),
                 u.nic_irqs
             )
         })
