@@ -235,7 +235,7 @@ impl Options {
             iface: self.iface.clone(),
             rate,
             rtt_ms: Some(self.rtt_ms),
-            cpus: Vec::new(),
+            ..target::Ask::default()
         }
         .with_cpus("--app-cpus", self.app_cpus.as_ref());
         let host = target::Host {
