@@ -717,13 +717,15 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
 /// server; with one host and port), the rate `--rate` gave (the cost projection's; `-b` is
 /// iperf3's sending rate, read as iperf3 reads it, not a target) and the CPUs `--cpus` or `-A`
 /// named, checked on this host (online, allowed for this process) in every command's words.
-/// Reads the CPUs' facts and the routes only, before the test: nothing on the data path.
+/// Before the test, reads the route and, where CPUs are named, the online CPUs, the NUMA nodes
+/// and what this process may use: a few files, nothing on the data path.
 fn client_target(a: &ClientArgs, cfg: &ClientConfig, one: bool) -> anyhow::Result<HostTarget> {
     let root = Root::live();
-    let facts = wirespeed_host::HostFacts {
-        cpu: wirespeed_host::cpu::collect_cpus(&root),
+    let named_cpus = cfg.cpus.is_some() || cfg.affinity.is_some();
+    let facts = named_cpus.then(|| wirespeed_host::HostFacts {
+        cpu: wirespeed_host::cpu::collect_online(&root),
         ..Default::default()
-    };
+    });
     let dev = cfg.extras.bind_dev.as_deref();
     let flag = if a.bind_dev.is_some() {
         "--bind-dev"
@@ -744,7 +746,8 @@ fn client_target(a: &ClientArgs, cfg: &ClientConfig, one: bool) -> anyhow::Resul
     .with_iface(flag, dev)
     .with_cpus("--cpus", cfg.cpus.as_ref())
     .with_cpus("-A", cfg.affinity.is_some().then_some(&client));
-    crate::common::resolve_target(TargetCommand::Client, Some((&root, &facts)), &ask)
+    let host = facts.as_ref().map(|f| (&root, f));
+    crate::common::resolve_target(TargetCommand::Client, host, &ask)
 }
 
 /// The interface the route to the client's server takes (its first address of the family
