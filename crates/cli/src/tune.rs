@@ -292,8 +292,9 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         // the target's RTT, rate (and where it came from) and app CPUs: the planner takes them
         ..PlanOptions::new(&root_shown).with_target(&target)
     };
-    // an upper device (bond, VLAN, bridge) with NICs beneath it: a plan for each, and the stack's
-    let plan = planner::plan_host(&root, &facts, a.iface.as_deref(), &opts).map_err(|e| {
+    // an upper device (bond, VLAN, bridge) with NICs beneath it: a plan for each, and the stack's;
+    // the interface the target's --iface named (else the view takes the same rule's NIC)
+    let plan = planner::plan_host(&root, &facts, target.named_iface(), &opts).map_err(|e| {
         let code = match e {
             HostPlanError::Plan(PlanError::Placement(PlacementError::NoNic)) => exit::HOST,
             HostPlanError::Plan(_) => exit::USAGE,
