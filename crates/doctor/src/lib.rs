@@ -326,7 +326,7 @@ pub fn diagnose_target(
 ) -> Result<Vec<Finding>, DoctorError> {
     let opts = Options::from(t);
     check_iface(facts, &opts)?;
-    let mut findings = checks::run_all(facts, &opts);
+    let mut findings = checks::run_all(facts, &opts, t.sized_for(facts));
     findings.extend(upper::run_all(facts, &opts));
     upper::label_members(facts, &opts, &mut findings);
     sort_findings(&mut findings);

@@ -406,6 +406,13 @@ impl HostTarget {
             .map(|r| r.rate.mbps())
     }
 
+    /// The rate and the NIC whose link it stands for ([`link_nic`]; with `--rate`, the NIC the
+    /// command is about): what buffers are sized for. `None` without a rate or a NIC.
+    pub fn sized_for<'a>(&'a self, facts: &'a HostFacts) -> Option<(&'a Basis, &'a NicFacts)> {
+        let nic = link_nic(facts, &self.iface.as_ref()?.name)?;
+        Some((&self.rate.as_ref()?.basis, nic))
+    }
+
     /// The RTT, ms ([`DEFAULT_RTT_MS`] where the command has none).
     pub fn rtt_ms(&self) -> f64 {
         self.rtt.map_or(DEFAULT_RTT_MS, |r| r.ms)
@@ -432,7 +439,7 @@ impl HostTarget {
 /// The NIC whose link speed stands for interface `name`: the NIC itself, or for an upper device
 /// (bond, VLAN, bridge, macvlan) the fastest NIC beneath it that is up (what one flow can
 /// reach; ties by name), else the first beneath it.
-fn link_nic<'a>(facts: &'a HostFacts, name: &str) -> Option<&'a NicFacts> {
+pub fn link_nic<'a>(facts: &'a HostFacts, name: &str) -> Option<&'a NicFacts> {
     if let Some(n) = facts.nic(name) {
         return Some(n);
     }
