@@ -184,7 +184,7 @@ pub fn run_doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         iface: args.iface.clone(),
         rate: args.rate,
         rtt_ms: args.rtt,
-        cpus: Vec::new(),
+        ..Ask::default()
     }
     .with_cpus("--app-cpus", args.app_cpus.as_ref());
     let target = crate::common::resolve_target(Command::Doctor, Some((&src.root, &facts)), &ask)?;

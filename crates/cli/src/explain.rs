@@ -423,12 +423,7 @@ pub fn run_repeat(
     if n == 0 {
         return Err(exit::fail(exit::USAGE, "--repeat must be at least 1"));
     }
-    let affinity = cfg.affinity.map(|c| CpuSet::from_cpus([c]));
-    let cpus: Vec<(&str, &CpuSet)> = [("--cpus", cfg.cpus.as_ref()), ("-A", affinity.as_ref())]
-        .into_iter()
-        .filter_map(|(flag, c)| Some((flag, c?)))
-        .collect();
-    cpu_target(Command::Client, &cpus)?;
+    // the CPUs were checked by the client's target (`measure::run_client`), once
     drive::check_peer(&cfg.host, cfg.port, PREFLIGHT_CONNECT).map_err(preflight_fail)?;
     let stop = stop_flag()?;
     let Repeat {

@@ -23,6 +23,7 @@ use wirespeed_engine::{
 };
 
 use crate::common::{limit, live_observer, read_psk, read_small};
+use wirespeed_doctor::target::{Ask, Command as TargetCommand, HostTarget, RouteTo};
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_protocol::Direction;
 use wirespeed_report::text::TextOptions;
@@ -708,9 +709,70 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
             .collect(),
         ..ClientConfig::default()
     };
-    // The one check of the client's choices (the engine's): before anything runs.
-    cfg.validate().map_err(exit::engine_fail)?;
     Ok(cfg)
+}
+
+/// The client's host target, resolved once ([`wirespeed_doctor::target::resolve`]) as every
+/// command's is: the interface its test takes (the device it binds to, else the route to its
+/// server; with one host and port), the rate `--rate` gave (the cost projection's; `-b` is
+/// iperf3's sending rate, read as iperf3 reads it, not a target) and the CPUs `--cpus` or `-A`
+/// named, checked on this host (online, allowed for this process) in every command's words.
+/// Before the test, reads the route and, where CPUs are named, the online CPUs, the NUMA nodes
+/// and what this process may use: a few files, nothing on the data path.
+fn client_target(a: &ClientArgs, cfg: &ClientConfig, one: bool) -> anyhow::Result<HostTarget> {
+    let root = Root::live();
+    let named_cpus = cfg.cpus.is_some() || cfg.affinity.is_some();
+    let facts = named_cpus.then(|| wirespeed_host::HostFacts {
+        cpu: wirespeed_host::cpu::collect_online(&root),
+        ..Default::default()
+    });
+    let dev = cfg.extras.bind_dev.as_deref();
+    let flag = if a.bind_dev.is_some() {
+        "--bind-dev"
+    } else if a.host.as_deref().is_some_and(|h| split_dev(h).1.is_some()) {
+        "HOST%DEV"
+    } else {
+        "-B ADDR%DEV"
+    };
+    let route = (dev.is_none() && one)
+        .then(|| route_to(&root, cfg))
+        .flatten();
+    let client = CpuSet::from_cpus(cfg.affinity);
+    let ask = Ask {
+        rate: a.rate,
+        route,
+        ..Ask::default()
+    }
+    .with_iface(flag, dev)
+    .with_cpus("--cpus", cfg.cpus.as_ref())
+    .with_cpus("-A", cfg.affinity.is_some().then_some(&client));
+    let host = facts.as_ref().map(|f| (&root, f));
+    crate::common::resolve_target(TargetCommand::Client, host, &ask)
+}
+
+/// The interface the route to the client's server takes (its first address of the family
+/// asked for; the address `-B` binds to where no route says), and that address.
+fn route_to(root: &Root, cfg: &ClientConfig) -> Option<RouteTo> {
+    use std::net::ToSocketAddrs;
+    let peer = (cfg.host.as_str(), cfg.port)
+        .to_socket_addrs()
+        .ok()?
+        .map(|a| a.ip())
+        .find(|ip| match cfg.family {
+            Family::V4 => ip.is_ipv4(),
+            Family::V6 => ip.is_ipv6(),
+            Family::Any => true,
+        })?;
+    let iface = wirespeed_observe::route::iface_for_peer(root, peer, cfg.bind)?;
+    Some(RouteTo { iface, peer })
+}
+
+/// The target's line at the top of the human report (wirespeed's text, never iperf3's strict
+/// output, a JSON document or the live view).
+fn say_target(out: &SharedWriter, target: &HostTarget) {
+    if let (Some(line), Ok(mut w)) = (target.line(), out.lock()) {
+        let _ = writeln!(w, "{line}");
+    }
 }
 
 /// Whether a client or server runs in strict iperf3 mode: `--iperf3-strict`, or the program
@@ -743,6 +805,12 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
     a.csv.check_stdout(json)?;
     let strict = strict(&a.out, as_iperf3);
     let mut cfg = client_config(&a)?;
+    let targets = targets(&a);
+    // the command line's contradictions first, then the one resolution of the interface, the
+    // rate and the CPUs (checked here, in every command's words); the engine checks the CPUs
+    // again only as a library's guard, for callers that resolve no target
+    cfg.check_choices().map_err(exit::engine_fail)?;
+    let target = client_target(&a, &cfg, targets.len() == 1)?;
     let _pidfile = a.out.iperf3.write_pidfile()?;
     a.out.iperf3.debug(&cfg);
     let interrupt = Arc::new(AtomicBool::new(false));
@@ -751,7 +819,7 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
     cfg.interrupt = Some(interrupt);
     let out = a.out.writer(Some(&a.csv))?;
     let format = a.out.format();
-    let targets = targets(&a);
+    let human = format == Format::Text && !strict && !a.live;
     if targets.len() > 1 {
         if a.loopback || a.repeat.is_some() || format == Format::JsonStream {
             return Err(exit::fail(
@@ -764,6 +832,9 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
                 exit::USAGE,
                 "--html and --csv write one test: not with several hosts or ports",
             ));
+        }
+        if human {
+            say_target(&out, &target);
         }
         return run_targets(&cfg, &targets, &out, format, a.out.text_options());
     }
@@ -784,6 +855,9 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
                 let _ = writeln!(w, "{}", wirespeed_engine::sysinfo::host_summary());
             }
         }
+    }
+    if human {
+        say_target(&out, &target);
     }
     if let Some(n) = a.repeat {
         let r = match out.lock() {

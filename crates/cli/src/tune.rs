@@ -261,19 +261,12 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         iface: a.iface.clone(),
         rate: a.rate,
         rtt_ms: a.rtt,
-        cpus: Vec::new(),
+        ..Ask::default()
     }
     .with_cpus("--app-cpus", app.as_ref())
     .with_cpus("--irq-cpus", irq_cpus);
     let target = crate::common::resolve_target(Command::Tune, Some((&root, &facts)), &ask)?;
-    let rtt = target.rtt_ms();
-    let rate_mbps = target.requested_mbps();
-
     let opts = PlanOptions {
-        root: root_shown,
-        app_cpus: app,
-        rtt_ms: rtt,
-        rate_mbps,
         irq,
         allow_irq_on_app_cpus: a.allow_irq_on_app_cpus,
         mtu: a.mtu,
@@ -296,9 +289,12 @@ fn run_plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
         stop_irqbalance: a.stop_irqbalance,
         persist: a.persist,
         only,
+        // the target's RTT, rate (and where it came from) and app CPUs: the planner takes them
+        ..PlanOptions::new(&root_shown).with_target(&target)
     };
-    // an upper device (bond, VLAN, bridge) with NICs beneath it: a plan for each, and the stack's
-    let plan = planner::plan_host(&root, &facts, a.iface.as_deref(), &opts).map_err(|e| {
+    // an upper device (bond, VLAN, bridge) with NICs beneath it: a plan for each, and the stack's;
+    // the interface the target's --iface named (else the view takes the same rule's NIC)
+    let plan = planner::plan_host(&root, &facts, target.named_iface(), &opts).map_err(|e| {
         let code = match e {
             HostPlanError::Plan(PlanError::Placement(PlacementError::NoNic)) => exit::HOST,
             HostPlanError::Plan(_) => exit::USAGE,

@@ -10,7 +10,11 @@ use wirespeed_host::stack::paths;
 use wirespeed_host::{CpuSet, HostFacts};
 
 /// Run every check.
-pub fn run_all(facts: &HostFacts, opts: &Options) -> Vec<Finding> {
+pub fn run_all(
+    facts: &HostFacts,
+    opts: &Options,
+    sized_for: Option<(&crate::rate::Basis, &NicFacts)>,
+) -> Vec<Finding> {
     let nics = target_nics(facts, opts);
     let mut out = Vec::new();
     for nic in &nics {
@@ -23,7 +27,7 @@ pub fn run_all(facts: &HostFacts, opts: &Options) -> Vec<Finding> {
         out.extend(mtu_below_jumbo(nic));
         out.extend(nic_temperature_high(nic));
     }
-    out.extend(socket_buffers_small(facts, &nics, opts));
+    out.extend(socket_buffers_small(facts, sized_for, opts));
     out.extend(congestion_control_loss_based(facts));
     out.extend(default_qdisc_not_fq(facts, &nics));
     out.extend(tcp_mtu_probing_off(facts, &nics));
@@ -638,21 +642,18 @@ pub fn mtu_below_jumbo(nic: &NicFacts) -> Option<Finding> {
 }
 
 /// **socket-buffers-small**: the TCP autotuning maximum (`tcp_rmem`/`tcp_wmem` third value) is
-/// below one bandwidth-delay product (link speed × `--rtt`), so one TCP stream cannot keep the
-/// link full at that RTT. The speed is `--iface`'s, else that of the NIC
-/// [`crate::target::fastest_up`] chooses; unknown speed → no finding.
+/// below one bandwidth-delay product (rate × `--rtt`), so one TCP stream cannot keep the link
+/// full at that RTT. The rate is the target's and the NIC whose link it stands for
+/// ([`crate::target::HostTarget::sized_for`]: `--rate`, else the link speed of `--iface` — of
+/// the fastest NIC beneath an upper device — or of the NIC [`crate::target::fastest_up`] chooses,
+/// else the instance type's); no rate → no finding.
 pub fn socket_buffers_small(
     facts: &HostFacts,
-    nics: &[&NicFacts],
+    sized_for: Option<(&crate::rate::Basis, &NicFacts)>,
     opts: &Options,
 ) -> Option<Finding> {
     let st = &facts.stack;
-    let nic = if opts.iface.is_some() {
-        *nics.first()?
-    } else {
-        crate::target::fastest_up(facts)?.nic
-    };
-    let basis = crate::rate::basis(facts, nic, opts).ok()?;
+    let (basis, nic) = sized_for?;
     let speed = basis.mbps();
     let bdp = sizing::bdp_bytes(speed, opts.rtt_ms);
     let rmax = st.tcp_rmem.map(|t| t[2]);

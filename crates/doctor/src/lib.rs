@@ -235,7 +235,7 @@ impl Options {
             iface: self.iface.clone(),
             rate,
             rtt_ms: Some(self.rtt_ms),
-            cpus: Vec::new(),
+            ..target::Ask::default()
         }
         .with_cpus("--app-cpus", self.app_cpus.as_ref());
         let host = target::Host {
@@ -326,7 +326,7 @@ pub fn diagnose_target(
 ) -> Result<Vec<Finding>, DoctorError> {
     let opts = Options::from(t);
     check_iface(facts, &opts)?;
-    let mut findings = checks::run_all(facts, &opts);
+    let mut findings = checks::run_all(facts, &opts, t.sized_for(facts));
     findings.extend(upper::run_all(facts, &opts));
     upper::label_members(facts, &opts, &mut findings);
     sort_findings(&mut findings);

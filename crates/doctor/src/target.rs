@@ -8,9 +8,14 @@
 //! Which interface a command is about when `--iface` names none, one rule ([`fastest_up`]):
 //! among the PCI NICs whose link is up, the fastest (a NIC that reports no speed counts below any
 //! that does); several as fast → the first by name, and the words name the others and say
-//! `--iface` chooses. The rate: `--rate`, else the chosen NIC's link speed, else the instance
-//! type's ([`crate::rate::Basis`]). The RTT: `--rtt` within [`units::MAX_RTT_MS`], else
-//! [`DEFAULT_RTT_MS`] where the command assumes one.
+//! `--iface` chooses. The client's interface is the one its test takes: the device it binds to
+//! (`--bind-dev`, `-B ADDR%DEV`, `HOST%DEV`), else the route to its server's address (looked up
+//! on the host by the caller: [`Ask::route`]). The rate: `--rate`, else (doctor and tune) the
+//! chosen interface's link speed — for an upper device (bond, VLAN, bridge) the fastest NIC
+//! beneath it that is up —, else the instance type's ([`crate::rate::Basis`]). The RTT: `--rtt`
+//! within [`units::MAX_RTT_MS`], else [`DEFAULT_RTT_MS`] where the command assumes one.
+
+use std::net::IpAddr;
 
 use wirespeed_host::{CpuSet, HostFacts, UnusableCpus};
 use wirespeed_model::units::{self, Rate, UnitError, DEFAULT_RTT_MS};
@@ -58,7 +63,7 @@ impl From<&NicChoice<'_>> for IfaceTarget {
     fn from(c: &NicChoice<'_>) -> IfaceTarget {
         IfaceTarget {
             name: c.nic.name.clone(),
-            named: false,
+            how: IfaceHow::Fastest,
             speed_mbps: c.nic.speed_mbps,
             tied: c.tied.clone(),
         }
@@ -106,8 +111,17 @@ impl Command {
         !matches!(self, Command::Model | Command::Lab)
     }
 
-    /// Whether it is about a NIC (`--iface`, the fastest that is up without it).
+    /// Whether it is about an interface: doctor and tune a NIC (`--iface`, the fastest that is
+    /// up without it), the client the one its test takes (the device it binds to, else the
+    /// route to its server).
     pub fn takes_iface(self) -> bool {
+        matches!(self, Command::Doctor | Command::Tune | Command::Client)
+    }
+
+    /// Whether, without `--rate`, the rate is the interface's link speed (else the instance
+    /// type's): doctor and tune size for it. The client's cost projection has `--rate` only
+    /// (without it the projection reads both ends' interfaces after the test).
+    pub fn rate_from_link(self) -> bool {
         matches!(self, Command::Doctor | Command::Tune)
     }
 
@@ -142,6 +156,12 @@ pub enum Rtt {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ask {
     pub iface: Option<String>,
+    /// The option that named `iface` when it is not `--iface` (the client's `--bind-dev`,
+    /// `-B ADDR%DEV`, `HOST%DEV`).
+    pub iface_flag: Option<String>,
+    /// The client with no interface named: the one its route to the server takes, looked up
+    /// on the host by the caller (`None`: not looked up, or no route).
+    pub route: Option<RouteTo>,
     pub rate: Option<Rate>,
     pub rtt_ms: Option<f64>,
     /// CPU lists by the option that named them (`--app-cpus`, `--irq-cpus`, `--cpus`, `-A`).
@@ -159,6 +179,8 @@ impl Ask {
     ) -> Result<Ask, TargetError> {
         Ok(Ask {
             iface: iface.map(str::to_string),
+            iface_flag: None,
+            route: None,
             rate: rate.map(|r| Rate::parse(r, "--rate")).transpose()?,
             rtt_ms: rtt.map(|r| units::parse_rtt_ms(r, "--rtt")).transpose()?,
             cpus: cpus
@@ -176,6 +198,15 @@ impl Ask {
         })
     }
 
+    /// The interface `flag` named (the client's `--bind-dev`, `-B ADDR%DEV`, `HOST%DEV`).
+    pub fn with_iface(mut self, flag: &str, iface: Option<&str>) -> Ask {
+        if let Some(i) = iface {
+            self.iface = Some(i.to_string());
+            self.iface_flag = (flag != "--iface").then(|| flag.to_string());
+        }
+        self
+    }
+
     /// Add a CPU list named by `flag`, when there is one.
     pub fn with_cpus(mut self, flag: &str, cpus: Option<&CpuSet>) -> Ask {
         if let Some(c) = cpus {
@@ -183,6 +214,13 @@ impl Ask {
         }
         self
     }
+}
+
+/// The interface a route to a peer takes, and the peer's address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteTo {
+    pub iface: String,
+    pub peer: IpAddr,
 }
 
 /// The host a target is resolved on: its facts and the CPUs this process may run on
@@ -219,21 +257,42 @@ impl TargetError {
     }
 }
 
+/// How the interface was chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IfaceHow {
+    /// An option named it: `--iface`, or the client's `--bind-dev`, `-B ADDR%DEV`, `HOST%DEV`.
+    Named(String),
+    /// The rule: the fastest NIC that is up ([`fastest_up`]), with its speed and the NICs as
+    /// fast.
+    Fastest,
+    /// The route to the client's server, at this address.
+    Route(IpAddr),
+}
+
 /// The interface a command is about, and how it was chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IfaceTarget {
     pub name: String,
-    /// `--iface` named it; else the rule chose it, with its speed and the NICs as fast.
-    pub named: bool,
+    pub how: IfaceHow,
     pub speed_mbps: Option<u64>,
     pub tied: Vec<String>,
 }
 
 impl IfaceTarget {
-    /// `interface eth0 (--iface)`, or the rule's words ([`NicChoice::words`]).
+    /// Whether an option named it.
+    pub fn is_named(&self) -> bool {
+        matches!(self.how, IfaceHow::Named(_))
+    }
+
+    /// `interface eth0 (--iface)`, `interface eth0 (--bind-dev)`, `interface eth0: the route to
+    /// 192.0.2.1`, or the rule's words ([`NicChoice::words`]).
     pub fn words(&self) -> String {
-        if self.named {
-            return format!("interface {} (--iface)", self.name);
+        match &self.how {
+            IfaceHow::Named(flag) => return format!("interface {} ({flag})", self.name),
+            IfaceHow::Route(peer) => {
+                return format!("interface {}: the route to {peer}", self.name)
+            }
+            IfaceHow::Fastest => {}
         }
         let speed = self
             .speed_mbps
@@ -331,11 +390,11 @@ impl HostTarget {
         self.cpus.iter().find(|c| c.flag == flag).map(|c| &c.cpus)
     }
 
-    /// `--iface` when it named one (`None`: the rule, or every NIC for doctor).
+    /// The interface an option named (`None`: the rule, the route, or every NIC for doctor).
     pub fn named_iface(&self) -> Option<&str> {
         self.iface
             .as_ref()
-            .filter(|i| i.named)
+            .filter(|i| i.is_named())
             .map(|i| i.name.as_str())
     }
 
@@ -345,6 +404,13 @@ impl HostTarget {
             .as_ref()
             .filter(|r| matches!(r.basis, Basis::Requested(_)))
             .map(|r| r.rate.mbps())
+    }
+
+    /// The rate and the NIC whose link it stands for ([`link_nic`]; with `--rate`, the NIC the
+    /// command is about): what buffers are sized for. `None` without a rate or a NIC.
+    pub fn sized_for<'a>(&'a self, facts: &'a HostFacts) -> Option<(&'a Basis, &'a NicFacts)> {
+        let nic = link_nic(facts, &self.iface.as_ref()?.name)?;
+        Some((&self.rate.as_ref()?.basis, nic))
     }
 
     /// The RTT, ms ([`DEFAULT_RTT_MS`] where the command has none).
@@ -368,6 +434,28 @@ impl HostTarget {
         let parts = self.parts();
         (!parts.is_empty()).then(|| format!("target: {}", parts.join("; ")))
     }
+}
+
+/// The NIC whose link speed stands for interface `name`: the NIC itself, or for an upper device
+/// (bond, VLAN, bridge, macvlan) the fastest NIC beneath it that is up (what one flow can
+/// reach; ties by name), else the first beneath it.
+pub fn link_nic<'a>(facts: &'a HostFacts, name: &str) -> Option<&'a NicFacts> {
+    if let Some(n) = facts.nic(name) {
+        return Some(n);
+    }
+    let mut leaves: Vec<&NicFacts> = facts
+        .upper(name)?
+        .leaves()
+        .into_iter()
+        .filter_map(|l| facts.nic(&l.name))
+        .collect();
+    leaves.sort_by(|a, b| {
+        b.is_up()
+            .cmp(&a.is_up())
+            .then(b.speed_mbps.cmp(&a.speed_mbps))
+            .then(a.name.cmp(&b.name))
+    });
+    leaves.first().copied()
 }
 
 /// Resolve what `command` was asked (`ask`) on `host` (`None` for the commands that read no host:
@@ -423,14 +511,22 @@ pub fn resolve(
         }
     }
 
+    let speed_of = |name: &str| {
+        host.and_then(|h| h.facts.nic(name))
+            .and_then(|n| n.speed_mbps)
+    };
     let iface = match (command.takes_iface(), &ask.iface, host) {
         (false, _, _) => None,
         (true, Some(name), _) => Some(IfaceTarget {
             name: name.clone(),
-            named: true,
-            speed_mbps: host
-                .and_then(|h| h.facts.nic(name))
-                .and_then(|n| n.speed_mbps),
+            how: IfaceHow::Named(ask.iface_flag.clone().unwrap_or("--iface".into())),
+            speed_mbps: speed_of(name),
+            tied: Vec::new(),
+        }),
+        (true, None, _) if command == Command::Client => ask.route.as_ref().map(|r| IfaceTarget {
+            name: r.iface.clone(),
+            how: IfaceHow::Route(r.peer),
+            speed_mbps: speed_of(&r.iface),
             tied: Vec::new(),
         }),
         (true, None, Some(h)) => fastest_up(h.facts).map(|c| IfaceTarget::from(&c)),
@@ -444,8 +540,8 @@ pub fn resolve(
                 rate: r,
                 basis: Basis::Requested(r.mbps()),
             });
-        } else if let (Some(h), true) = (host, command.takes_iface()) {
-            let nic = iface.as_ref().and_then(|i| h.facts.nic(&i.name));
+        } else if let (Some(h), true) = (host, command.rate_from_link()) {
+            let nic = iface.as_ref().and_then(|i| link_nic(h.facts, &i.name));
             match nic.map(|n| crate::rate::basis_for(h.facts, n, None)) {
                 Some(Ok(basis)) => match Rate::from_mbps(basis.mbps()) {
                     Some(r) => rate = Some(RateTarget { rate: r, basis }),
@@ -617,21 +713,41 @@ mod tests {
         },
     ];
 
+    /// The client's server, and the interface its route takes.
+    fn route() -> RouteTo {
+        RouteTo {
+            iface: "eth1".into(),
+            peer: "192.0.2.1".parse().unwrap(),
+        }
+    }
+
     /// The one table: the same `--rate`, `--rtt`, `--iface` and CPU strings give the same
-    /// target, in the same words, in every command that takes them.
+    /// target, in the same words, in every command that takes them. The client names its
+    /// interface with `--bind-dev` (it has no `--iface`), else takes its route's.
     #[test]
     fn the_same_strings_resolve_to_the_same_target_in_every_command() {
         let f = two_node_host();
         let allowed = CpuSet::from_cpus([0, 1, 2]);
         for (i, row) in ROWS.iter().enumerate() {
-            let ask = Ask::parse(row.iface, row.rate, row.rtt, row.cpus).unwrap();
+            let asked = Ask::parse(row.iface, row.rate, row.rtt, row.cpus).unwrap();
+            let client = Ask {
+                iface: None,
+                route: Some(route()),
+                ..asked.clone()
+            }
+            .with_iface("--bind-dev", row.iface);
             for cmd in Command::ALL {
                 let ctx = format!("row {i}, {}", cmd.name());
+                let ask = if cmd == Command::Client {
+                    &client
+                } else {
+                    &asked
+                };
                 let host = cmd.reads_host().then_some(Host {
                     facts: &f,
                     allowed: Some(&allowed),
                 });
-                let t = match (resolve(cmd, host, &ask), row.cpus_words) {
+                let t = match (resolve(cmd, host, ask), row.cpus_words) {
                     (Err(e), Err(why)) if host.is_some() => {
                         assert_eq!(e.to_string(), why, "{ctx}");
                         assert!(e.is_host(), "{ctx}");
@@ -660,9 +776,16 @@ mod tests {
                     Some(_) => Some(row.rtt_words.to_string()),
                 };
                 assert_eq!(rtt, want, "{ctx}");
-                // the interface: named, or the one rule with the tie said
+                // the interface: named, or the one rule with the tie said; the client's: the
+                // device it binds to, else its route's
                 let iface = t.iface.as_ref().map(IfaceTarget::words);
-                let want = cmd.takes_iface().then(|| row.iface_words.to_string());
+                let want = match (cmd, row.iface) {
+                    (Command::Client, Some(i)) => Some(format!("interface {i} (--bind-dev)")),
+                    (Command::Client, None) => {
+                        Some("interface eth1: the route to 192.0.2.1".to_string())
+                    }
+                    _ => cmd.takes_iface().then(|| row.iface_words.to_string()),
+                };
                 assert_eq!(iface, want, "{ctx}");
                 // the CPUs: checked on the host, with their nodes
                 if host.is_some() {
@@ -678,6 +801,81 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The client's rate is `--rate` only (its cost projection reads both ends' interfaces
+    /// after the test otherwise); doctor and tune size for the link.
+    #[test]
+    fn the_client_has_its_route_and_no_rate_from_the_link() {
+        let f = two_node_host();
+        let host = Some(Host {
+            facts: &f,
+            allowed: None,
+        });
+        let ask = Ask {
+            route: Some(route()),
+            ..Ask::default()
+        };
+        let t = resolve(Command::Client, host, &ask).unwrap();
+        assert_eq!(
+            t.line().as_deref(),
+            Some("target: interface eth1: the route to 192.0.2.1")
+        );
+        assert_eq!(t.named_iface(), None);
+        assert_eq!((t.rate, t.no_rate), (None, None));
+        // doctor and tune never take a route: their rule
+        let t = resolve(Command::Tune, host, &ask).unwrap();
+        assert_eq!(t.iface.unwrap().words(), TIE);
+        let ask = Ask::parse(None, Some("25G"), None, &[("-A", "1")])
+            .unwrap()
+            .with_iface("--bind-dev", Some("eth0"));
+        let t = resolve(Command::Client, host, &ask).unwrap();
+        assert_eq!(
+            t.line().as_deref(),
+            Some(
+                "target: interface eth0 (--bind-dev); rate 25 Gbit/s (--rate); -A 1 (NUMA node 0)"
+            )
+        );
+        assert_eq!(t.named_iface(), Some("eth0"));
+    }
+
+    /// An upper device named: the link speed of the fastest NIC beneath it that is up.
+    #[test]
+    fn an_upper_device_sizes_for_the_fastest_nic_beneath_it() {
+        let mut f = two_node_host();
+        f.nics.push(nic("eth2", true, Some(25_000)));
+        f.nics.push(nic("eth3", false, Some(400_000)));
+        let node = |name: &str, kind: &str, lowers: Vec<serde_json::Value>| {
+            serde_json::json!({
+                "name": name, "kind": kind, "sysfs": format!("/sys/class/net/{name}"),
+                "speed_mbps": null, "mtu": null, "operstate": null, "carrier": null,
+                "lowers": lowers,
+            })
+        };
+        let leaves = ["eth2", "eth3", "ens5"].map(|n| node(n, "pci", vec![]));
+        let top = node("bond0", "bond", leaves.to_vec());
+        f.uppers
+            .push(serde_json::from_value(serde_json::json!({ "top": top })).unwrap());
+        let host = Some(Host {
+            facts: &f,
+            allowed: None,
+        });
+        let ask = Ask::parse(Some("bond0"), None, None, &[]).unwrap();
+        for cmd in [Command::Doctor, Command::Tune] {
+            let t = resolve(cmd, host, &ask).unwrap();
+            assert_eq!(
+                t.parts()[..2],
+                ["interface bond0 (--iface)", "rate 25 Gbit/s (link speed)"],
+                "{}",
+                cmd.name()
+            );
+            // the rate the link gave is not one asked for: doctor's checks keep each NIC's own
+            assert_eq!(t.requested_mbps(), None);
+        }
+        // a name that is neither a NIC nor an upper device: no link to size for
+        let ask = Ask::parse(Some("veth0"), None, None, &[]).unwrap();
+        let t = resolve(Command::Tune, host, &ask).unwrap();
+        assert_eq!((t.rate, t.no_rate), (None, None));
     }
 
     #[test]

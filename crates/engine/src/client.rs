@@ -193,6 +193,25 @@ impl ClientConfig {
     /// client's choices (the command line only parses; the server's bounds on the parameters
     /// are the protocol's, `params::check_client`, applied here too).
     pub fn validate(&self) -> Result<(), EngineError> {
+        self.check_choices()?;
+        let mut wanted = self.cpus.clone().unwrap_or_default();
+        wanted.extend(self.affinity);
+        if !wanted.is_empty() {
+            check_cpus(
+                &wanted,
+                if self.affinity.is_some() {
+                    "-A"
+                } else {
+                    "--cpus"
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// What [`ClientConfig::validate`] checks of the choices alone, reading nothing of the
+    /// host: a command line's contradictions are refused before its CPUs are looked up.
+    pub fn check_choices(&self) -> Result<(), EngineError> {
         wirespeed_protocol::params::check_client(&wirespeed_protocol::params::ClientChoices {
             time: self.time,
             omit: self.omit,
@@ -253,18 +272,6 @@ impl ClientConfig {
             return Err(EngineError::Config(
                 "-A and --cpus cannot both be given".into(),
             ));
-        }
-        let mut wanted = self.cpus.clone().unwrap_or_default();
-        wanted.extend(self.affinity);
-        if !wanted.is_empty() {
-            check_cpus(
-                &wanted,
-                if self.affinity.is_some() {
-                    "-A"
-                } else {
-                    "--cpus"
-                },
-            )?;
         }
         Ok(())
     }

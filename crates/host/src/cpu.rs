@@ -253,6 +253,29 @@ pub(crate) fn numbered(root: &Root, dir: &str, prefix: &str) -> Vec<u32> {
     v
 }
 
+/// The NUMA nodes and their CPUs.
+fn collect_numa_nodes(root: &Root) -> BTreeMap<u32, CpuSet> {
+    let mut numa_nodes = BTreeMap::new();
+    for n in numbered(root, "/sys/devices/system/node", "node") {
+        let cpus = root
+            .cpu_list_opt(&format!("/sys/devices/system/node/node{n}/cpulist"))
+            .unwrap_or_default();
+        numa_nodes.insert(n, cpus);
+    }
+    numa_nodes
+}
+
+/// Only what a CPU list a person named is checked against and said with: the online CPUs and
+/// the NUMA nodes (a few files whatever the number of CPUs, for a client before its test); the
+/// rest of [`collect_cpus`] unknown.
+pub fn collect_online(root: &Root) -> CpuFacts {
+    CpuFacts {
+        online: root.cpu_list_opt("/sys/devices/system/cpu/online"),
+        numa_nodes: collect_numa_nodes(root),
+        ..CpuFacts::default()
+    }
+}
+
 /// Read the CPU facts through `root`.
 pub fn collect_cpus(root: &Root) -> CpuFacts {
     const CPU: &str = "/sys/devices/system/cpu";
@@ -266,14 +289,7 @@ pub fn collect_cpus(root: &Root) -> CpuFacts {
         .read_opt(&format!("{CPU}/smt/active"))
         .map(|v| v == "1");
 
-    // NUMA nodes.
-    let mut numa_nodes = BTreeMap::new();
-    for n in numbered(root, "/sys/devices/system/node", "node") {
-        let cpus = root
-            .cpu_list_opt(&format!("/sys/devices/system/node/node{n}/cpulist"))
-            .unwrap_or_default();
-        numa_nodes.insert(n, cpus);
-    }
+    let numa_nodes = collect_numa_nodes(root);
 
     // L3 groups: distinct shared_cpu_list of the level-3 data/unified cache.
     let mut l3_by_cpu: BTreeMap<u32, (CpuSet, Option<u32>, Option<String>)> = BTreeMap::new();
@@ -510,6 +526,10 @@ mod tests {
         assert_eq!(f.cores, Some(12));
         assert_eq!(f.cpu(6).unwrap().max_freq_khz, Some(5662000));
         assert_eq!(f.packages[&0].len(), 12);
+        // what a named CPU list is checked against: the same online CPUs and nodes, nothing else
+        let o = collect_online(&fixture("crow-9900x-cx5-x4"));
+        assert_eq!((&o.online, &o.numa_nodes), (&f.online, &f.numa_nodes));
+        assert!(o.cpus.is_empty() && o.l3_groups.is_empty() && o.model.is_none());
     }
 
     #[test]

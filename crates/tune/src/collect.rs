@@ -61,11 +61,6 @@ pub fn view(root: &Root, facts: &HostFacts, iface: Option<&str>) -> Result<HostV
         hostname: facts.hostname.clone(),
         live: root.is_live(),
         layout: CpuLayout::from_facts(facts),
-        instance: facts
-            .platform
-            .product_name
-            .as_deref()
-            .and_then(|p| wirespeed_doctor::rate::instance_rate(p).map(|r| (p.to_string(), r))),
         cstates: facts.cpu.cstates.clone(),
         ..HostView::default()
     };

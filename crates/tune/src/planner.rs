@@ -26,7 +26,9 @@
 //!   `ethtool -K IF ntuple on` through `ETHTOOL_SFEATURES` when the NIC can); deep C-states
 //!   off (`cstates-deep`) on the CPUs that serve the NIC after the IRQ moves; rings by doctor's
 //!   `ring-below-max` rule.
-//! - Socket buffers sized for `--rate`, else the link speed, else the instance type's rate.
+//! - Socket buffers sized for the rate the command's target resolved (`--rate`, else the link
+//!   speed, else the instance type's rate: `wirespeed_doctor::target`), passed in
+//!   ([`PlanOptions::rate`]): the planner chooses no rate itself.
 //! - An app on another NUMA node than the NIC: the plan's first line says where to run it, and
 //!   the plan is made for the app there (no dead end).
 //! - BIG TCP (`big-tcp-off`): GSO/GRO sizes (and the IPv4 ones the kernel reports) to doctor's
@@ -38,7 +40,9 @@
 use std::collections::BTreeSet;
 
 use wirespeed_doctor::placement::{self, auto_policy, IrqCpus, PlacementError, Vector};
+use wirespeed_doctor::rate::Basis;
 use wirespeed_doctor::sizing;
+use wirespeed_doctor::target::{HostTarget, RateTarget};
 use wirespeed_host::ethtool::{CoalesceSet, PauseSet, NTUPLE};
 use wirespeed_host::link::SizesSet;
 use wirespeed_host::CpuSet;
@@ -138,9 +142,11 @@ pub struct PlanOptions {
     pub root: String,
     pub app_cpus: Option<CpuSet>,
     pub rtt_ms: f64,
-    /// The rate wanted from the path, Mbit/s (`--rate`): buffers are sized for it; else the link
-    /// speed, else the instance type's advertised rate.
-    pub rate_mbps: Option<u64>,
+    /// The rate socket buffers are sized for, and where it came from: the command's target's
+    /// (`wirespeed_doctor::target::resolve`: `--rate`, else the interface's link speed, else the
+    /// instance type's advertised rate). The planner sizes for it and chooses none itself;
+    /// `None`: no rate, and the plan says buffers are not sized.
+    pub rate: Option<RateTarget>,
     pub irq: Option<IrqPolicy>,
     /// Let `--irq-cpus` include app CPUs.
     pub allow_irq_on_app_cpus: bool,
@@ -163,7 +169,7 @@ impl PlanOptions {
             root: root.to_string(),
             app_cpus: None,
             rtt_ms: wirespeed_model::units::DEFAULT_RTT_MS,
-            rate_mbps: None,
+            rate: None,
             irq: None,
             allow_irq_on_app_cpus: false,
             mtu: None,
@@ -174,6 +180,26 @@ impl PlanOptions {
             persist: false,
             only: Category::ALL.into_iter().collect(),
         }
+    }
+
+    /// What the resolved target says: its RTT, its rate and where that came from, and the CPUs
+    /// `--app-cpus` named (each checked once, by the target).
+    pub fn with_target(self, t: &HostTarget) -> PlanOptions {
+        PlanOptions {
+            rtt_ms: t.rtt_ms(),
+            rate: t.rate.clone(),
+            app_cpus: t.cpus("--app-cpus").cloned(),
+            ..self
+        }
+    }
+
+    /// The rate `--rate` asked for, Mbit/s: what doctor's checks take (without it each NIC is
+    /// checked at its own link speed, as `wirespeed doctor` does).
+    pub fn requested_mbps(&self) -> Option<u64> {
+        self.rate
+            .as_ref()
+            .filter(|r| matches!(r.basis, Basis::Requested(_)))
+            .map(|r| r.rate.mbps())
     }
 }
 
@@ -291,7 +317,7 @@ pub fn plan_host(
     opts: &PlanOptions,
 ) -> Result<Plan, HostPlanError> {
     use crate::collect;
-    let (app, rtt, rate) = (opts.app_cpus.as_ref(), opts.rtt_ms, opts.rate_mbps);
+    let (app, rtt, rate) = (opts.app_cpus.as_ref(), opts.rtt_ms, opts.requested_mbps());
     if let Some(i) = iface {
         if let Some(sv) = collect::stack_views_of(root, facts, i, app, rtt, rate)? {
             return Ok(plan_stack(&sv, opts)?);
@@ -520,7 +546,7 @@ fn context(b: &mut Builder<'_>) {
             .as_ref()
             .map_or_else(|| "CPUs not given".into(), wirespeed_model::units::cpu_list),
         b.opts.rtt_ms,
-        rate_basis(v, b.opts)
+        rate_basis(b.opts)
             .map(|(_, words)| format!(" and {words}"))
             .unwrap_or_default()
     ));
@@ -727,23 +753,16 @@ fn place_irqs(b: &mut Builder<'_>, targets: Option<&CpuSet>) -> CpuSet {
 }
 
 /// The rate socket buffers are sized for, Mbit/s, and the words that say it and where it came
-/// from (doctor's rule and words, [`wirespeed_doctor::rate::Basis`]): `40 Gbit/s (--rate)`.
-fn rate_basis(v: &HostView, opts: &PlanOptions) -> Option<(u64, String)> {
-    let speed = v.nic.as_ref().and_then(|n| n.speed_mbps);
-    // an instance type's rate stands for a NIC's missing speed: only with a NIC
-    let instance = v
-        .instance
-        .as_ref()
-        .filter(|_| v.nic.is_some())
-        .map(|(p, r)| (p.as_str(), *r));
-    let b = wirespeed_doctor::rate::Basis::choose(opts.rate_mbps, speed, instance)?;
-    Some((b.mbps(), b.words()))
+/// from: the target's ([`PlanOptions::rate`]), `40 Gbit/s (--rate)`, `100 Gbit/s (link speed)`.
+fn rate_basis(opts: &PlanOptions) -> Option<(u64, String)> {
+    let r = opts.rate.as_ref()?;
+    Some((r.rate.mbps(), r.rate.from_source(&r.basis.whence())))
 }
 
 fn stack(b: &mut Builder<'_>) {
     let v = b.view;
     let s = &v.stack;
-    match rate_basis(v, b.opts) {
+    match rate_basis(b.opts) {
         Some((speed, rate_words)) => {
             let target = buffer_target(speed, b.opts.rtt_ms);
             let bdp = sizing::bdp_bytes(speed, b.opts.rtt_ms);

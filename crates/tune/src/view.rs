@@ -145,10 +145,6 @@ pub struct HostView {
     pub nic_choice: Option<String>,
     /// The doctor's findings for this host with the same interface, app CPUs and RTT.
     pub findings: Vec<FindingView>,
-    /// The cloud instance type DMI names and its advertised rate in Mbit/s, when doctor's table
-    /// knows it (sizes buffers for a NIC that reports no speed).
-    #[serde(default)]
-    pub instance: Option<(String, u64)>,
     /// The CPUs' idle states (`cpuidle/stateK`), for `cstates-deep`.
     #[serde(default)]
     pub cstates: Vec<wirespeed_host::cpu::CState>,

@@ -1,7 +1,8 @@
 //! One host target: the same `--rate`, `--rtt` and `--iface` strings give the same resolved
-//! target in every command that takes them (`model`, `doctor`, `tune`, `lab up`, the client's
-//! cost projection), and each command says it in the same words. Doctor and tune read a captured
-//! host (`--root`); `lab up --dry-run` plans without root; the client runs a loopback test.
+//! target in every command that takes them (`model`, `doctor`, `tune`, `lab up`, the client and
+//! its cost projection), and each command says it in the same words and refuses CPUs the host
+//! lacks in one sentence. Doctor and tune read a captured host (`--root`) or this one; `lab up
+//! --dry-run` plans without root; the client runs a loopback test.
 
 use std::process::Output;
 
@@ -297,5 +298,145 @@ fn doctor_tune_model_and_lab_print_the_same_target_for_the_same_strings() {
             "{cmd}: {}",
             text(&o)
         );
+    }
+}
+
+/// The CPU part of doctor's `target:` line on this host for `--app-cpus LIST`, said of `flag`
+/// (`--cpus 0 (NUMA node 0)`): the live host's words, whatever its NUMA layout.
+fn live_cpu_words(list: &str, flag: &str) -> String {
+    let o = run(&["doctor", "--app-cpus", list]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
+    let parts = target_parts("doctor", &o);
+    let part = parts
+        .iter()
+        .find(|p| p.starts_with("--app-cpus "))
+        .unwrap_or_else(|| panic!("no CPU part in {parts:?}"));
+    part.replacen("--app-cpus", flag, 1)
+}
+
+/// The plain client (no `--repeat`) resolves the same target as every other command and says it
+/// in the same words on its `target:` line: the interface its test takes (the route to its
+/// server, or the device it binds to), the rate `--rate` gave and the CPUs `--cpus` or `-A`
+/// named, each part as doctor, tune, model and lab say it. A loopback test of one second each.
+#[test]
+fn the_plain_client_prints_the_same_target_as_every_command() {
+    for (rate, _, words) in [RATES[0], RATES[4]] {
+        let o = run(&[
+            "client",
+            "--loopback",
+            "-t",
+            "1",
+            "--rate",
+            rate,
+            "--cpus",
+            "0",
+        ]);
+        assert!(o.status.success(), "client --rate {rate}: {}", text(&o));
+        // model says the rate the same way
+        let m = run(&["model", "--rate", rate, "--rtt", "10"]);
+        let model_rate = target_parts("model", &m)[0].clone();
+        assert_eq!(model_rate, format!("rate {words}"));
+        assert_eq!(
+            target_parts("client", &o),
+            [
+                "interface lo: the route to 127.0.0.1".to_string(),
+                model_rate,
+                live_cpu_words("0", "--cpus"),
+            ],
+            "client --rate {rate}"
+        );
+    }
+    // the device it binds to, and -A's CPU
+    let o = run(&[
+        "client",
+        "--loopback",
+        "-t",
+        "1",
+        "--bind-dev",
+        "lo",
+        "-A",
+        "0",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        target_parts("client", &o),
+        [
+            "interface lo (--bind-dev)".to_string(),
+            live_cpu_words("0", "-A")
+        ]
+    );
+    // no target line where the output is iperf3's or a document: strict mode, -J
+    let o = run(&[
+        "client",
+        "--loopback",
+        "-t",
+        "1",
+        "--iperf3-strict",
+        "-A",
+        "0",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!stdout(&o).contains("target:"), "{}", text(&o));
+    let o = run(&["client", "--loopback", "-t", "1", "-J", "-A", "0"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let j: Value = serde_json::from_slice(&o.stdout).expect("client -J is one JSON document");
+    assert!(j["end"].is_object(), "{j}");
+}
+
+/// CPUs this host lacks: the plain client refuses `--cpus` and `-A` in the sentence doctor (and
+/// tune) refuse `--app-cpus` in, with the same exit code; in strict iperf3 mode the same sentence
+/// in iperf3's shape, with iperf3's exit status; with `-J`, in the document's `error`.
+#[test]
+fn the_plain_client_refuses_cpus_the_host_lacks_as_doctor_does() {
+    let list = "0,4095";
+    let d = run(&["doctor", "--app-cpus", list]);
+    assert_eq!(d.status.code(), Some(6), "{}", text(&d));
+    let doctor = stderr(&d);
+    assert!(
+        doctor.contains("CPU 4095 is not online on this host (online: "),
+        "{doctor}"
+    );
+    // port 1: nothing listens, but the CPUs are refused before any connection
+    for (flag, value) in [("--cpus", list), ("-A", "4095")] {
+        let want = doctor
+            .trim_end()
+            .replacen("--app-cpus", flag, 1)
+            .replacen(list, value, 1);
+        let o = run(&["client", "127.0.0.1", "-p", "1", "-t", "1", flag, value]);
+        assert_eq!(o.status.code(), Some(6), "client {flag}: {}", text(&o));
+        assert_eq!(stderr(&o).trim_end(), want, "client {flag}");
+        let o = run(&[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            "1",
+            "-t",
+            "1",
+            "--iperf3-strict",
+            flag,
+            value,
+        ]);
+        assert_eq!(o.status.code(), Some(1), "strict {flag}: {}", text(&o));
+        let sentence = want.trim_start_matches("wirespeed: ");
+        assert_eq!(
+            stderr(&o).trim_end(),
+            format!("iperf3: error - {sentence}"),
+            "strict {flag}"
+        );
+        assert!(!stdout(&o).contains("target:"), "{}", text(&o));
+        let o = run(&[
+            "client",
+            "127.0.0.1",
+            "-p",
+            "1",
+            "-t",
+            "1",
+            "-J",
+            flag,
+            value,
+        ]);
+        assert_eq!(o.status.code(), Some(1), "-J {flag}: {}", text(&o));
+        let j: Value = serde_json::from_slice(&o.stdout).expect("-J: a document");
+        assert_eq!(j["error"].as_str(), Some(sentence), "-J {flag}");
     }
 }

@@ -449,3 +449,40 @@ fn fixture_facts_round_trip_through_json() {
         assert_eq!(back, facts, "{host}");
     }
 }
+
+/// Socket buffers are sized for the target's rate: for a bond, the link speed of the fastest
+/// member that is up (what one flow can reach, the rate tune's plan sizes for too), not of the
+/// first member listed.
+#[test]
+fn a_bond_s_buffers_are_checked_against_the_target_s_rate() {
+    let dir = hosts_dir().join("bond-cx6-lacp");
+    let mut facts = collect(&Root::new(&dir));
+    facts.stack.tcp_rmem = Some([4096, 131_072, 6_291_456]);
+    let first = facts
+        .nics
+        .iter_mut()
+        .find(|n| n.name == "ens1f0np0")
+        .expect("the bond's first member");
+    first.speed_mbps = Some(25_000);
+    let opts = Options {
+        iface: Some("bond0".into()),
+        ..Options::default()
+    };
+    let t = opts.target(&facts).unwrap();
+    assert_eq!(
+        t.parts()[..2],
+        ["interface bond0 (--iface)", "rate 100 Gbit/s (link speed)"]
+    );
+    let f = diagnose(&facts, &opts).unwrap();
+    let s = f
+        .iter()
+        .find(|f| f.id == ids::SOCKET_BUFFERS_SMALL)
+        .expect("6 MiB is below 100 Gbit/s x 10 ms");
+    let speed = s
+        .evidence
+        .iter()
+        .find(|e| e.what == "link speed")
+        .expect("the link speed's evidence");
+    assert_eq!(speed.value, "100 Gbit/s");
+    assert!(speed.source.contains("ens1f1np1"), "{}", speed.source);
+}

@@ -6,7 +6,8 @@
 
 use crate::common;
 
-use wirespeed_host::{CpuSet, Root};
+use wirespeed_doctor::target::{self, Ask, Command, Host, HostTarget};
+use wirespeed_host::{CpuSet, HostFacts, Root};
 use wirespeed_tune::collect;
 use wirespeed_tune::plan::{Change, Plan};
 use wirespeed_tune::planner::{self, IrqPolicy, PlanOptions};
@@ -56,6 +57,23 @@ fn wanted(plan: &Plan, irq: u32) -> Option<String> {
     })
 }
 
+/// What `wirespeed tune --iface IFACE [--app-cpus APP] [--rate RATE]` resolves on `facts`.
+fn tune_target(
+    facts: &HostFacts,
+    iface: &str,
+    app: Option<&CpuSet>,
+    rate: Option<&str>,
+) -> HostTarget {
+    let ask = Ask::parse(Some(iface), rate, None, &[])
+        .unwrap()
+        .with_cpus("--app-cpus", app);
+    let host = Host {
+        facts,
+        allowed: None,
+    };
+    target::resolve(Command::Tune, Some(host), &ask).unwrap()
+}
+
 #[test]
 fn doctor_fixes_and_tune_plans_name_the_same_cpus() {
     let mut compared = 0;
@@ -81,8 +99,8 @@ fn doctor_fixes_and_tune_plans_name_the_same_cpus() {
             // an upper device (bond, VLAN, bridge): the plan of the NICs beneath it
             let stack =
                 collect::stack_views_of(&root, &facts, iface, Some(&app), 10.0, None).unwrap();
-            let mut opts = PlanOptions::new("test");
-            opts.app_cpus = Some(app.clone());
+            let mut opts =
+                PlanOptions::new("test").with_target(&tune_target(&facts, iface, Some(&app), None));
             let plan_for = |opts: &PlanOptions| match &stack {
                 Some(sv) => planner::plan_stack(sv, opts).unwrap(),
                 None => planner::plan(&view, opts).unwrap(),
@@ -187,7 +205,8 @@ fn the_path_model_s_buffers_are_doctor_s_and_tune_s_at_100g_10ms() {
     }
     let mut view = collect::view(&root, &facts, Some(&iface)).unwrap();
     view.findings = collect::findings(&facts, Some(&iface), None, 10.0, None);
-    let plan = planner::plan(&view, &PlanOptions::new("test")).unwrap();
+    let opts = PlanOptions::new("test").with_target(&tune_target(&facts, &iface, None, None));
+    let plan = planner::plan(&view, &opts).unwrap();
     let mut planned = 0;
     for key in [
         "net.core.rmem_max",
@@ -202,4 +221,36 @@ fn the_path_model_s_buffers_are_doctor_s_and_tune_s_at_100g_10ms() {
     }
     assert_eq!(planned, 4, "tune plans all four buffer sysctls");
     eprintln!("model, doctor and tune: {want} bytes at 100 Gbit/s x 10 ms");
+}
+
+/// The plan's rate is the target's: on the captured 100 Gbit/s host, without `--rate` the
+/// buffers are sized for the link's speed and said to be, with `--rate 40G` for 40 Gbit/s
+/// (2 x BDP at 10 ms, rounded up to a power of two), each in the target's words.
+#[test]
+fn the_plan_sizes_for_the_rate_its_target_resolved() {
+    let host = common::fixtures().join("crow-9900x-cx5-x4");
+    let root = Root::new(&host);
+    let facts = wirespeed_host::collect(&root);
+    let iface = "enp1s0f0np0";
+    for (rate, words, rmem) in [
+        (None, "100 Gbit/s (link speed)", "268435456"),
+        (Some("40G"), "40 Gbit/s (--rate)", "134217728"),
+        (Some("400"), "400 Mbit/s (--rate)", "1048576"),
+    ] {
+        let t = tune_target(&facts, iface, None, rate);
+        assert_eq!(t.parts()[1], format!("rate {words}"), "{rate:?}");
+        let opts = PlanOptions::new("test").with_target(&t);
+        let plan = planner::plan_host(&root, &facts, Some(iface), &opts).unwrap();
+        let planned = plan
+            .boot
+            .iter()
+            .find(|s| s.setting == "net.core.rmem_max")
+            .map(|s| s.new.clone());
+        assert_eq!(planned.as_deref(), Some(rmem), "{rate:?}");
+        let ctx = plan.context.join("\n");
+        assert!(
+            ctx.contains(&format!("sized for RTT 10 ms and {words}")),
+            "{rate:?}: {ctx}"
+        );
+    }
 }

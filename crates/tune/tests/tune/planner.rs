@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use wirespeed_doctor::rate::Basis;
+use wirespeed_doctor::target::RateTarget;
 use wirespeed_host::CpuSet;
+use wirespeed_model::units::Rate;
 use wirespeed_tune::plan::{Change, Plan};
 use wirespeed_tune::planner::{self, buffer_target, IrqPolicy, PlanError, PlanOptions};
 use wirespeed_tune::view::{
@@ -59,7 +62,6 @@ fn ryzen() -> HostView {
         ));
     }
     HostView {
-        instance: None,
         nic_choice: None,
         cstates: vec![],
         hostname: Some("crow".into()),
@@ -115,10 +117,21 @@ fn finding(id: &str) -> FindingView {
     }
 }
 
+/// The rate a target resolved and where it came from (`mbps`, by `basis`).
+fn rate(basis: Basis) -> Option<RateTarget> {
+    Some(RateTarget {
+        rate: Rate::from_mbps(basis.mbps()).unwrap(),
+        basis,
+    })
+}
+
+/// The options for the ryzen view: the rate its target resolves without `--rate` (the NIC's
+/// link speed, 100 Gbit/s), the app CPUs and the IRQ policy.
 fn opts(app: Option<&str>, irq: Option<IrqPolicy>) -> PlanOptions {
     let mut o = PlanOptions::new("test");
     o.app_cpus = app.map(set);
     o.irq = irq;
+    o.rate = rate(Basis::Link(100_000));
     o
 }
 
@@ -342,10 +355,11 @@ fn buffers_from_speed_and_rtt_never_lowered() {
         .boot
         .iter()
         .any(|s| s.setting == "net.core.rmem_max" && s.new == "2147483647"));
-    // unknown link speed: no buffer step, a note
-    let mut v = ryzen();
-    v.nic.as_mut().unwrap().speed_mbps = None;
-    let p = planner::plan(&v, &opts(Some("6"), None)).unwrap();
+    // no rate from the target (no --rate, no link speed, no known instance type): no buffer
+    // step, a note
+    let mut o = opts(Some("6"), None);
+    o.rate = None;
+    let p = planner::plan(&ryzen(), &o).unwrap();
     assert_eq!(step_value(&p, "net.core.rmem_max"), None);
     assert!(p
         .notes
@@ -728,11 +742,16 @@ fn deep_cstates_off_on_the_cpus_that_serve_the_nic_after_the_moves() {
     );
 }
 
+/// The planner sizes socket buffers for the rate it is given (the target's: `--rate`, the link
+/// speed, the instance type's) and chooses none itself: not from the view's link speed, not
+/// from an instance type.
 #[test]
-fn unknown_speed_sizes_for_rate_or_instance_else_names_what_is_missing() {
-    let mut v = ryzen();
-    v.nic.as_mut().unwrap().speed_mbps = None;
-    let p = planner::plan(&v, &opts(Some("6"), None)).unwrap();
+fn buffers_are_sized_for_the_target_s_rate_and_no_other() {
+    let v = ryzen();
+    // the view's NIC runs at 100 Gbit/s; the target gave no rate: nothing sized, and why
+    let mut o = opts(Some("6"), None);
+    o.rate = None;
+    let p = planner::plan(&v, &o).unwrap();
     assert!(step_value(&p, "net.core.rmem_max").is_none());
     let note = p
         .notes
@@ -740,19 +759,37 @@ fn unknown_speed_sizes_for_rate_or_instance_else_names_what_is_missing() {
         .find(|n| n.finding.as_deref() == Some("socket-buffers-small"))
         .unwrap();
     assert!(note.text.contains("--rate"), "{}", note.text);
-    let mut o = opts(Some("6"), None);
-    o.rate_mbps = Some(50_000);
-    let p = planner::plan(&v, &o).unwrap();
-    assert_eq!(
-        step_value(&p, "net.core.rmem_max").as_deref(),
-        Some("134217728")
-    );
-    v.instance = Some(("c5n.18xlarge".into(), 100_000));
-    let p = planner::plan(&v, &opts(Some("6"), None)).unwrap();
-    assert_eq!(
-        step_value(&p, "net.core.rmem_max").as_deref(),
-        Some("268435456")
-    );
+    // each basis the target resolves: its rate sizes the buffers, its words say where from
+    for (basis, rmem, words) in [
+        (Basis::Requested(50_000), "134217728", "50 Gbit/s (--rate)"),
+        (Basis::Link(100_000), "268435456", "100 Gbit/s (link speed)"),
+        (
+            Basis::Instance {
+                mbps: 25_000,
+                product: "c5n.4xlarge".into(),
+            },
+            "67108864",
+            "25 Gbit/s (instance type c5n.4xlarge: no link speed)",
+        ),
+    ] {
+        o.rate = rate(basis);
+        let p = planner::plan(&v, &o).unwrap();
+        assert_eq!(
+            step_value(&p, "net.core.rmem_max").as_deref(),
+            Some(rmem),
+            "{words}"
+        );
+        let ctx = p.context.join("\n");
+        assert!(
+            ctx.contains(&format!("sized for RTT 10 ms and {words}")),
+            "{ctx}"
+        );
+    }
+    // doctor's checks are given the rate only when --rate asked for it
+    o.rate = rate(Basis::Requested(50_000));
+    assert_eq!(o.requested_mbps(), Some(50_000));
+    o.rate = rate(Basis::Link(100_000));
+    assert_eq!(o.requested_mbps(), None);
 }
 
 #[test]
