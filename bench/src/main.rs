@@ -101,6 +101,12 @@ struct Args {
     /// --root` on the same trees (wall time, peak RSS) when the wirespeed binary is there.
     #[arg(long)]
     observer: bool,
+    /// `--observer`'s CPU counts, a subset of 2,64,192,512 (all by default).
+    #[arg(long, value_delimiter = ',')]
+    observer_cpus: Vec<u32>,
+    /// `--observer`'s vector counts, a subset of 100,1000,4000 (all by default).
+    #[arg(long, value_delimiter = ',')]
+    observer_vectors: Vec<u32>,
 }
 
 /// Every allocation of the bench, counted (for `--observer`'s allocations per interval).
@@ -1046,7 +1052,20 @@ fn main() {
     }
     if args.observer {
         let bin = find_wirespeed(&args.wirespeed).ok();
-        let rep = observer::run(bin.as_ref());
+        let pick = |asked: &[u32], all: &[u32], what: &str| -> Vec<u32> {
+            if let Some(bad) = asked.iter().find(|a| !all.contains(a)) {
+                eprintln!("wirespeed-bench: --observer-{what} {bad} is not one of {all:?}");
+                std::process::exit(2);
+            }
+            if asked.is_empty() {
+                all.to_vec()
+            } else {
+                all.iter().copied().filter(|a| asked.contains(a)).collect()
+            }
+        };
+        let cpus = pick(&args.observer_cpus, &observer::CPUS, "cpus");
+        let vectors = pick(&args.observer_vectors, &observer::VECTORS, "vectors");
+        let rep = observer::run(bin.as_ref(), &cpus, &vectors);
         if let Some(path) = &args.json {
             let doc = serde_json::json!({ "observer": rep });
             if let Err(e) = std::fs::write(path, format!("{doc:#}\n")) {

@@ -177,6 +177,11 @@ pub fn write_tree(dir: &Path, cpus: u32, vectors: u32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The ids of [`write_threads`]' `n` threads.
+fn thread_ids(n: u32) -> Vec<u32> {
+    (10_000..10_000 + n).collect()
+}
+
 /// Replace the tree's `/proc/self/task` with `n` worker threads.
 pub fn write_threads(dir: &Path, n: u32) -> std::io::Result<()> {
     let task = dir.join("proc/self/task");
@@ -266,7 +271,11 @@ pub struct Row {
     pub interrupts_full_parse: Figure,
     /// The NIC's `/sys/kernel/irq/N/per_cpu_count` files (`None`: cut at this size).
     pub per_irq: Option<Figure>,
+    /// The worker threads named by their ids, as the engine names them (`own_threads`).
     pub threads_read: Figure,
+    /// The worker threads found by listing `/proc/self/task` (an observer not told its
+    /// workers' ids: before the engine names them).
+    pub threads_listed: Figure,
     pub net: Figure,
     /// One whole interval (`Observer::sample`), the NIC's counts from `/proc/interrupts`.
     pub sample_proc: Figure,
@@ -328,10 +337,17 @@ fn row(dir: &Path, cpus: u32, vectors: u32, threads: u32) -> Row {
             assert!(reader.nic(&root, &irqs).is_some());
         }));
     }
+    // the engine names its workers (`Observer::own_threads`): their ids, not a listing
+    let tids = thread_ids(threads);
     let mut reader = Reader::default();
     r.threads_read = measure(|| {
-        let t = reader.threads(&root, None);
+        let t = reader.threads(&root, Some(&tids));
         assert_eq!(t.len(), threads as usize, "every worker read");
+    });
+    let mut reader = Reader::default();
+    r.threads_listed = measure(|| {
+        let t = reader.threads(&root, None);
+        assert_eq!(t.len(), threads as usize, "every worker listed and read");
     });
     r.net = measure(|| {
         let online: wirespeed_host::CpuSet = (0..cpus).collect();
@@ -353,6 +369,7 @@ fn row(dir: &Path, cpus: u32, vectors: u32, threads: u32) -> Row {
             per_irq,
             "the NIC's counts come from where expected"
         );
+        obs.own_threads(&tids);
         let mut i = 0.0;
         let f = measure(|| {
             let iv = obs.sample(Some((i, i + 1.0)), &[], None).expect("sample");
@@ -369,6 +386,78 @@ fn row(dir: &Path, cpus: u32, vectors: u32, threads: u32) -> Row {
         r.sample_per_irq = Some(sample(true));
     }
     r
+}
+
+/// Reading `n` worker threads of this process on the live host (`/proc/self/task`, printed by
+/// the kernel at each read, where a tree's files are only copied): real threads named as the
+/// engine's workers, waiting on a barrier, read by their ids as the engine has the observer read
+/// them — floating (`stat` read for the CPU each ran on last), then each pinned to one of the
+/// CPUs this process may use (that CPU, from `sched_getaffinity`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveThreads {
+    pub threads: u32,
+    pub floating: Figure,
+    pub pinned: Option<Figure>,
+}
+
+fn live_threads(n: u32) -> Result<LiveThreads, String> {
+    use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet};
+    let mine = sched_getaffinity(None).map_err(|e| format!("sched_getaffinity: {e}"))?;
+    let allowed: Vec<usize> = (0..CpuSet::MAX_CPU).filter(|&c| mine.is_set(c)).collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let go = std::sync::Arc::new(std::sync::Barrier::new(n as usize + 1));
+    let mut handles = Vec::new();
+    for i in 0..n {
+        let (tx, go) = (tx.clone(), go.clone());
+        let h = std::thread::Builder::new()
+            .name(format!("ws-dp-{i}"))
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                let _ = tx.send(rustix::thread::gettid().as_raw_nonzero().get() as u32);
+                go.wait();
+            });
+        match h {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                // the threads started wait for n + 1: they cannot be let go; the bench ends soon
+                return Err(format!("thread {i} of {n} did not start: {e}"));
+            }
+        }
+    }
+    let tids: Vec<u32> = (0..n).filter_map(|_| rx.recv().ok()).collect();
+    let root = Root::live();
+    let read = |tids: &[u32]| -> Result<Figure, String> {
+        let mut reader = Reader::default();
+        let got = reader.threads(&root, Some(tids)).len();
+        if got != tids.len() {
+            return Err(format!(
+                "{got} of {} threads read in /proc/self/task",
+                tids.len()
+            ));
+        }
+        Ok(measure(|| {
+            std::hint::black_box(reader.threads(&root, Some(tids)));
+        }))
+    };
+    let floating = read(&tids);
+    let pinned = tids.iter().enumerate().all(|(i, &t)| {
+        let mut one = CpuSet::new();
+        one.set(allowed[i % allowed.len()]);
+        let pid = i32::try_from(t)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw);
+        pid.is_some() && sched_setaffinity(pid, &one).is_ok()
+    });
+    let pinned = if pinned { read(&tids).ok() } else { None };
+    go.wait();
+    for h in handles {
+        let _ = h.join();
+    }
+    Ok(LiveThreads {
+        threads: n,
+        floating: floating?,
+        pinned,
+    })
 }
 
 /// `doctor --root` on one tree: wall seconds and the child's own peak RSS (`wait4`'s rusage).
@@ -419,12 +508,15 @@ fn doctor(bin: &Path, dir: &Path, cpus: u32, vectors: u32) -> Option<DoctorRun> 
 #[derive(Debug, Default, Serialize)]
 pub struct Report {
     pub rows: Vec<Row>,
+    pub live_threads: Vec<LiveThreads>,
     pub doctor: Vec<DoctorRun>,
     pub goal_met: bool,
 }
 
-/// Run the section; `wirespeed` is the binary for `doctor --root` (skipped when `None`).
-pub fn run(wirespeed: Option<&PathBuf>) -> Report {
+/// Run the section over the trees of `cpus` × `vectors` (subsets of [`CPUS`] and [`VECTORS`];
+/// every thread count of [`THREADS`]); `wirespeed` is the binary for `doctor --root` (skipped
+/// when `None`).
+pub fn run(wirespeed: Option<&PathBuf>, cpus: &[u32], vectors: &[u32]) -> Report {
     let mut rep = Report::default();
     println!(
         "observer: per interval, median CPU ms of the thread and allocations (a) of one run; \
@@ -447,8 +539,8 @@ pub fn run(wirespeed: Option<&PathBuf>) -> Report {
         "interval /proc",
         "interval per-IRQ"
     );
-    for &cpus in &CPUS {
-        for &vectors in &VECTORS {
+    for &cpus in cpus {
+        for &vectors in vectors {
             let tmp = tempfile::tempdir().expect("a temporary directory");
             if let Err(e) = write_tree(tmp.path(), cpus, vectors) {
                 println!("observer: cannot write a tree: {e}");
@@ -549,6 +641,38 @@ pub fn run(wirespeed: Option<&PathBuf>) -> Report {
             )),
         );
     }
+    println!(
+        "worker threads found by listing /proc/self/task (not named by the engine), 512 CPUs, \
+         4,000 vectors: {}",
+        THREADS
+            .iter()
+            .filter_map(|&t| Some(format!(
+                "{t}: {}",
+                find(512, 4_000, t)?.threads_listed.cell()
+            )))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut live = Vec::new();
+    for &n in &THREADS {
+        match live_threads(n) {
+            Ok(l) => live.push(l),
+            Err(e) => println!("live threads: NOT MEASURED at {n}: {e}"),
+        }
+    }
+    println!(
+        "worker threads of this process on the live host (/proc/self/task, by id): {}",
+        live.iter()
+            .map(|l| format!(
+                "{}: {} floating, {} pinned",
+                l.threads,
+                l.floating.cell(),
+                l.pinned.map_or("-".to_string(), |f| f.cell())
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    rep.live_threads = live;
     match wirespeed {
         None => println!("doctor --root: NOT RUN — no wirespeed binary (see --wirespeed)"),
         Some(bin) => {

@@ -135,6 +135,28 @@ impl HeldFile {
         Ok(n)
     }
 
+    /// One read at `offset` into `buf` (a buffer the caller keeps: nothing is cleared or
+    /// allocated), retried only when interrupted: how many bytes it gave. A procfs or sysfs file
+    /// of a page or less gives all it holds in one read when `buf` can take it, and so does a
+    /// file of a tree; fewer than `buf.len()` bytes is where the file ended, `buf.len()` may be a
+    /// part of it. A small file read at each interval costs one system call this way, where
+    /// [`HeldFile::read_at`] needs a second to see the end.
+    pub fn pread(&self, offset: u64, buf: &mut [u8]) -> Result<usize, RootError> {
+        use std::os::unix::fs::FileExt;
+        loop {
+            match self.file.read_at(buf, offset) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(RootError::Io {
+                        path: self.path.clone(),
+                        source: e,
+                    })
+                }
+            }
+        }
+    }
+
     /// The host path it was opened as.
     pub fn path(&self) -> &str {
         &self.path
@@ -536,6 +558,35 @@ impl Root {
     /// Names in a directory, sorted; empty when missing.
     pub fn list_opt(&self, host_path: &str) -> Vec<String> {
         self.list(host_path).unwrap_or_default()
+    }
+
+    /// The names in a directory that are decimal numbers (process and thread ids: `/proc`,
+    /// `/proc/self/task`), sorted, into `ids` (cleared first; no name is allocated); empty when
+    /// the directory is missing or unreadable. Recorded as [`Root::list`] is.
+    pub fn list_ids(&self, host_path: &str, ids: &mut Vec<u32>) {
+        ids.clear();
+        self.note(|r| {
+            r.dirs.insert(host_path.to_string());
+        });
+        let Ok(dir) = self.open(host_path, OFlags::RDONLY | OFlags::DIRECTORY) else {
+            return;
+        };
+        let Ok(entries) = rustix::fs::Dir::new(dir) else {
+            return;
+        };
+        for entry in entries {
+            let Ok(entry) = entry else {
+                ids.clear();
+                return;
+            };
+            let name = entry.file_name().to_bytes();
+            if !name.is_empty() && name.len() <= 10 && name.iter().all(u8::is_ascii_digit) {
+                if let Some(id) = std::str::from_utf8(name).ok().and_then(|n| n.parse().ok()) {
+                    ids.push(id);
+                }
+            }
+        }
+        ids.sort_unstable();
     }
 
     /// The target of a symbolic link, as stored (relative links stay relative).
@@ -982,6 +1033,43 @@ mod tests {
         ));
         assert!(buf.is_empty());
         assert!(r.read_into("/proc/../etc", &mut buf).is_err());
+    }
+
+    #[test]
+    fn a_held_file_reads_in_one_pread_into_the_callers_buffer() {
+        let t = tempfile::tempdir().unwrap();
+        let r = Root::new(t.path());
+        std::fs::create_dir_all(t.path().join("proc/self/task/7")).unwrap();
+        let path = t.path().join("proc/self/task/7/schedstat");
+        std::fs::write(&path, "450604054 930342084 5677\n").unwrap();
+        let f = r.open_held("/proc/self/task/7/schedstat").unwrap();
+        let mut buf = [0u8; 128];
+        let n = f.pread(0, &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"450604054 930342084 5677\n");
+        // a buffer smaller than the file takes its first bytes; past the end, nothing
+        assert_eq!(f.pread(0, &mut buf[..9]).unwrap(), 9);
+        assert_eq!(&buf[..9], b"450604054");
+        assert_eq!(f.pread(100, &mut buf).unwrap(), 0);
+        // rewritten in place: the next read sees it, and nothing of the longer text before
+        std::fs::write(&path, "1 2 3\n").unwrap();
+        let n = f.pread(0, &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"1 2 3\n");
+    }
+
+    #[test]
+    fn numeric_names_are_listed_as_ids_sorted_and_nothing_else() {
+        let t = tempfile::tempdir().unwrap();
+        for d in ["10000", "9", "1023", "self", "12x", "4294967296", "42"] {
+            std::fs::create_dir_all(t.path().join("proc/self/task").join(d)).unwrap();
+        }
+        let r = Root::new(t.path()).recording();
+        let mut ids = vec![5];
+        r.list_ids("/proc/self/task", &mut ids);
+        // 4294967296 does not fit a u32; names with letters are not ids
+        assert_eq!(ids, vec![9, 42, 1023, 10000]);
+        assert!(r.recorded().unwrap().dirs.contains("/proc/self/task"));
+        r.list_ids("/proc/missing", &mut ids);
+        assert!(ids.is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 use wirespeed_host::cgroup::{self, CpuLimit, CpuStat};
 use wirespeed_host::interrupts;
 use wirespeed_host::softirqs::{self, Softirqs, NET_RX, NET_TX};
@@ -70,7 +71,8 @@ pub struct Snapshot {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ThreadSample {
     pub tid: u32,
-    pub name: String,
+    /// Its name (`comm`), read once per thread and shared by every reading of it.
+    pub name: Arc<str>,
     /// `schedstat`: nanoseconds run and waited on a run queue.
     pub run_ns: u64,
     pub wait_ns: u64,
@@ -86,17 +88,56 @@ pub fn is_worker_thread(name: &str) -> bool {
 
 /// `/proc/PID/task/TID/schedstat`: nanoseconds on the CPU and waiting on a run queue.
 pub fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
-    let mut f = text.split_ascii_whitespace();
-    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+    parse_schedstat_bytes(text.as_bytes())
+}
+
+/// [`parse_schedstat`] of the bytes as read (no copy, nothing allocated).
+pub fn parse_schedstat_bytes(text: &[u8]) -> Option<(u64, u64)> {
+    let mut f = words(text);
+    Some((number(f.next()?)?, number(f.next()?)?))
 }
 
 /// `/proc/PID/task/TID/stat`'s `processor` (field 39), read after the command's closing
 /// parenthesis (a name may hold spaces and parentheses).
 pub fn parse_stat_processor(text: &str) -> Option<u32> {
-    let rest = &text[text.rfind(')')? + 1..];
-    // fields 3.. follow; `processor` is field 39
-    rest.split_ascii_whitespace().nth(36)?.parse().ok()
+    parse_stat_processor_bytes(text.as_bytes())
 }
+
+/// [`parse_stat_processor`] of the bytes as read (no copy, nothing allocated; a name that is
+/// not UTF-8 does not matter: only what follows it is read).
+pub fn parse_stat_processor_bytes(text: &[u8]) -> Option<u32> {
+    let rest = &text[text.iter().rposition(|&b| b == b')')? + 1..];
+    // fields 3.. follow; `processor` is field 39
+    number(words(rest).nth(36)?)
+}
+
+/// The words of a text split at ASCII whitespace (`str::split_ascii_whitespace` of bytes).
+fn words(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    text.split(u8::is_ascii_whitespace)
+        .filter(|w| !w.is_empty())
+}
+
+/// A decimal word, read as `str::parse` reads it.
+fn number<T: std::str::FromStr>(word: &[u8]) -> Option<T> {
+    std::str::from_utf8(word).ok()?.parse().ok()
+}
+
+/// What a read of `n` bytes into a buffer of `len` gave, without a word the buffer may have
+/// cut: when it filled the buffer, the text up to its last whitespace.
+fn whole_words(buf: &[u8], n: usize) -> &[u8] {
+    let text = &buf[..n];
+    if n < buf.len() {
+        return text;
+    }
+    match text.iter().rposition(u8::is_ascii_whitespace) {
+        Some(i) => &text[..=i],
+        None => &[],
+    }
+}
+
+/// The most a worker's `schedstat` and `stat` are read of (`stat`'s 52 fields are under 1,100
+/// bytes; `processor` is the 39th).
+const TASK_FILE_BYTES: usize = 2048;
 
 /// This process's worker threads and their counters, through `root` (none on a captured tree
 /// without `/proc/self/task`): those of `only` when given, else every thread named as a worker.
@@ -107,36 +148,42 @@ pub fn worker_threads(root: &Root, only: Option<&[u32]>) -> Vec<ThreadSample> {
 
 /// [`worker_threads`] with `reader`'s buffers and the threads it knows: a worker's `comm` is
 /// read once, and its `schedstat` and `stat` are held open ([`Root::open_held`]) and read again
-/// at each interval (as many as [`Reader`]'s share of the open-file limit allows; past it, and on
-/// a recording root, they are opened by path each time). A thread whose files no longer read
-/// has ended: left out, its files closed.
+/// at each interval, one `pread` each into one buffer the reader keeps, parsed where they lie
+/// (as many as [`Reader`]'s share of the open-file limit allows; past it, and on a recording
+/// root, they are opened by path each time). On the live host a worker pinned to one CPU is
+/// there: its `stat` is not read (see [`pinned_cpu`]). A thread whose files no longer read has
+/// ended: left out, its files closed. The ids listed (`only` not given) are in numeric order.
 fn worker_threads_with(
     root: &Root,
     only: Option<&[u32]>,
     reader: &mut Reader,
 ) -> Vec<ThreadSample> {
-    let tids: Vec<u32> = match only {
-        Some(t) => t.to_vec(),
-        None => {
-            let tids: Vec<u32> = root
-                .list_opt("/proc/self/task")
-                .iter()
-                .filter_map(|t| t.parse().ok())
-                .collect();
-            // an id no longer listed may come back as another thread
-            reader.tasks.retain(|t, _| tids.contains(t));
-            tids
-        }
-    };
     let budget = reader.held_budget(root);
+    let live = root.is_live();
     let Reader {
         tasks,
         small,
-        bytes,
         path,
         held,
+        tids,
+        task_bytes,
         ..
     } = reader;
+    match only {
+        Some(t) => {
+            tids.clear();
+            tids.extend_from_slice(t);
+        }
+        None => {
+            // sorted, as numbers
+            root.list_ids("/proc/self/task", tids);
+            // an id no longer listed may come back as another thread
+            tasks.retain(|t, _| tids.binary_search(t).is_ok());
+        }
+    }
+    if task_bytes.len() != TASK_FILE_BYTES {
+        task_bytes.resize(TASK_FILE_BYTES, 0);
+    }
     let mut read = |n: u32, file: &str, buf: &mut String| {
         use std::fmt::Write;
         path.clear();
@@ -144,14 +191,14 @@ fn worker_threads_with(
         root.read_into(path, buf).is_ok()
     };
     let mut out = Vec::with_capacity(tids.len());
-    for n in tids {
+    for &n in tids.iter() {
         let task = match tasks.entry(n) {
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::btree_map::Entry::Vacant(e) => {
                 if !read(n, "comm", small) {
                     continue;
                 }
-                let name = small.trim().to_string();
+                let name: Arc<str> = Arc::from(small.trim());
                 if !is_worker_thread(&name) {
                     // not remembered: a thread may name itself a moment after it starts
                     continue;
@@ -164,23 +211,38 @@ fn worker_threads_with(
                     })
                     .flatten();
                 *held += if files.is_some() { 2 } else { 0 };
-                e.insert(Task { name, files })
+                e.insert(Task {
+                    name,
+                    files,
+                    pinned: None,
+                    readings: 0,
+                })
             }
         };
+        // on the live host, a thread allowed one CPU only is there: its `stat` (the kernel's
+        // dearest file to print, for `processor` alone) is not read. A pinned thread's
+        // affinity is looked at each reading (it may be let go); a floating one's at its first
+        // and every `AFFINITY_EVERY`th (its `stat` is read meanwhile: nothing is missed)
+        if live && (task.pinned.is_some() || task.readings % AFFINITY_EVERY == 0) {
+            task.pinned = pinned_cpu(n, task.pinned);
+        }
+        task.readings = task.readings.wrapping_add(1);
+        let pinned = task.pinned;
         let counters = match &task.files {
+            // one `pread` each into the one buffer, the words parsed where they lie
             Some((sched, stat)) => {
+                let buf = &mut task_bytes[..];
                 let run_wait = sched
-                    .read_at(0, 128, bytes)
+                    .pread(0, &mut buf[..128])
                     .ok()
                     .filter(|&k| k > 0)
-                    .and_then(|_| std::str::from_utf8(bytes).ok())
-                    .and_then(parse_schedstat);
+                    .and_then(|k| parse_schedstat_bytes(whole_words(&buf[..128], k)));
                 run_wait.map(|rw| {
-                    let cpu = stat
-                        .read_at(0, 2048, bytes)
-                        .ok()
-                        .and_then(|_| std::str::from_utf8(bytes).ok())
-                        .and_then(parse_stat_processor);
+                    let cpu = pinned.or_else(|| {
+                        stat.pread(0, buf)
+                            .ok()
+                            .and_then(|k| parse_stat_processor_bytes(whole_words(buf, k)))
+                    });
                     (rw, cpu)
                 })
             }
@@ -188,9 +250,11 @@ fn worker_threads_with(
                 .then(|| parse_schedstat(small))
                 .flatten()
                 .map(|rw| {
-                    let cpu = read(n, "stat", small)
-                        .then(|| parse_stat_processor(small))
-                        .flatten();
+                    let cpu = pinned.or_else(|| {
+                        read(n, "stat", small)
+                            .then(|| parse_stat_processor(small))
+                            .flatten()
+                    });
                     (rw, cpu)
                 }),
         };
@@ -203,7 +267,7 @@ fn worker_threads_with(
         };
         out.push(ThreadSample {
             tid: n,
-            name: task.name.clone(),
+            name: Arc::clone(&task.name),
             run_ns,
             wait_ns,
             cpu,
@@ -216,8 +280,33 @@ fn worker_threads_with(
 /// `schedstat` and `stat`.
 #[derive(Debug)]
 struct Task {
-    name: String,
+    name: Arc<str>,
     files: Option<(wirespeed_host::HeldFile, wirespeed_host::HeldFile)>,
+    /// The one CPU it was allowed at the last look at its affinity (live host only).
+    pinned: Option<u32>,
+    /// How many times it was read.
+    readings: u32,
+}
+
+/// A floating worker's affinity is looked at once in this many readings (a pinned one's at each).
+const AFFINITY_EVERY: u32 = 16;
+
+/// The one CPU thread `tid` of this process may run on, if it may run on one only
+/// (`sched_getaffinity`: a cheaper call than printing its `stat`); `last`, the one it had at the
+/// reading before, is looked at first.
+fn pinned_cpu(tid: u32, last: Option<u32>) -> Option<u32> {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(tid).ok()?)?;
+    let set = rustix::thread::sched_getaffinity(Some(pid)).ok()?;
+    if set.count() != 1 {
+        return None;
+    }
+    let max = rustix::thread::CpuSet::MAX_CPU;
+    last.filter(|&c| (c as usize) < max && set.is_set(c as usize))
+        .or_else(|| {
+            (0..max)
+                .find(|&i| set.is_set(i))
+                .and_then(|i| u32::try_from(i).ok())
+        })
 }
 
 /// What the observer keeps from one reading to the next so that an interval costs little on a
@@ -234,6 +323,10 @@ pub struct Reader {
     /// Bytes read at an offset of a held file, and one row's counts.
     bytes: Vec<u8>,
     counts: Vec<u64>,
+    /// The worker threads' ids being read, and the buffer their held files are read into
+    /// ([`TASK_FILE_BYTES`], one `pread` a file).
+    tids: Vec<u32>,
+    task_bytes: Vec<u8>,
     /// The possible CPUs, when every NIC IRQ's `/sys/kernel/irq/N/per_cpu_count` was read whole
     /// at the start: the NIC's counts come from those files (a few KB each) instead of the
     /// whole of `/proc/interrupts` (one to twenty MB on a host with hundreds of CPUs and
@@ -561,18 +654,25 @@ pub fn thread_uses(before: &Snapshot, after: &Snapshot) -> Vec<ThreadUse> {
         return Vec::new();
     }
     let pct = |ns: u64| Percent::new(ns as f64 * 100.0 / wall_ns as f64);
-    // by id: one look-up per thread, not a scan (1,024 workers are a million comparisons)
-    let then: std::collections::HashMap<u32, &ThreadSample> =
-        before.threads.iter().map(|b| (b.tid, b)).collect();
+    // the same thread at the same place in both readings (the threads read in the same order),
+    // else by id: one look-up per thread, not a scan (1,024 workers are a million comparisons)
+    let mut by_id: Option<std::collections::HashMap<u32, &ThreadSample>> = None;
     after
         .threads
         .iter()
-        .map(|t| {
-            let then = then.get(&t.tid);
+        .enumerate()
+        .map(|(i, t)| {
+            let then = match before.threads.get(i) {
+                Some(b) if b.tid == t.tid => Some(b),
+                _ => by_id
+                    .get_or_insert_with(|| before.threads.iter().map(|b| (b.tid, b)).collect())
+                    .get(&t.tid)
+                    .copied(),
+            };
             let (r0, w0) = then.map_or((0, 0), |b| (b.run_ns, b.wait_ns));
             ThreadUse {
                 tid: t.tid,
-                name: t.name.clone(),
+                name: t.name.to_string(),
                 cpu: t.cpu,
                 run: pct(t.run_ns.saturating_sub(r0)),
                 wait: pct(t.wait_ns.saturating_sub(w0)),
@@ -588,8 +688,15 @@ pub fn thread_uses(before: &Snapshot, after: &Snapshot) -> Vec<ThreadUse> {
 /// every ended thread (`counted` empty). Pure.
 pub fn keep_ended(now: &mut Snapshot, held: &[ThreadSample], counted: &[u32]) -> Vec<u32> {
     let mut added = Vec::new();
+    if held.is_empty() {
+        return added;
+    }
+    // read now or counted before: sorted, a look-up each (not a scan: 1,024 workers)
+    let mut skip: Vec<u32> = now.threads.iter().map(|t| t.tid).collect();
+    skip.extend_from_slice(counted);
+    skip.sort_unstable();
     for h in held {
-        if counted.contains(&h.tid) || now.threads.iter().any(|t| t.tid == h.tid) {
+        if skip.binary_search(&h.tid).is_ok() {
             continue;
         }
         now.threads.push(h.clone());
@@ -901,10 +1008,19 @@ impl Observer {
     /// no `/proc/self/task`).
     pub fn hold_threads(&mut self) {
         let t0 = thread_cpu_ns();
+        let mut at: std::collections::HashMap<u32, usize> = self
+            .held
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (h.tid, i))
+            .collect();
         for t in worker_threads_with(&self.root, self.own.as_deref(), &mut self.reader) {
-            match self.held.iter_mut().find(|h| h.tid == t.tid) {
-                Some(h) => *h = t,
-                None => self.held.push(t),
+            match at.get(&t.tid) {
+                Some(&i) => self.held[i] = t,
+                None => {
+                    at.insert(t.tid, self.held.len());
+                    self.held.push(t);
+                }
             }
         }
         let mut reading = reading_since(t0);
@@ -1110,6 +1226,124 @@ mod tests {
         assert_eq!(u.len(), 1);
         assert_eq!((u[0].run.get(), u[0].wait.get()), (25.0, 50.0));
         assert_eq!(u[0].cpu, Some(1));
+    }
+
+    /// Issue 38: a worker's files are parsed from the bytes of one read into a buffer kept
+    /// from one reading to the next: the same numbers as the text parsers, nothing of a longer
+    /// text before, and a word the buffer cut is not read as a number.
+    #[test]
+    fn the_workers_files_parse_from_one_read_into_a_reused_buffer() {
+        let sched = "450604054 930342084 5677\n";
+        let stat = "4242 (ws (x) y) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 \
+                    23 24 25 26 27 28 29 30 31 32 33 34 35 7 0 0\n";
+        for (text, bytes) in [
+            (
+                parse_schedstat(sched),
+                parse_schedstat_bytes(sched.as_bytes()),
+            ),
+            (
+                parse_schedstat("garbage"),
+                parse_schedstat_bytes(b"garbage"),
+            ),
+            (parse_schedstat("1"), parse_schedstat_bytes(b"1")),
+        ] {
+            assert_eq!(text, bytes);
+        }
+        assert_eq!(parse_stat_processor_bytes(stat.as_bytes()), Some(7));
+        assert_eq!(parse_stat_processor(stat), Some(7));
+        // a name that is not UTF-8: only what follows it is read
+        let mut odd = b"4242 (ws\xff\xfe) S".to_vec();
+        odd.extend_from_slice(&stat.as_bytes()[stat.find(") S").unwrap() + 3..]);
+        assert_eq!(parse_stat_processor_bytes(&odd), Some(7));
+        // a read that filled the buffer may have cut its last word: it is left out
+        let buf = b"450604054 930342084 56";
+        assert_eq!(whole_words(buf, buf.len()), b"450604054 930342084 ");
+        assert_eq!(whole_words(&buf[..], 9), b"450604054");
+        assert_eq!(whole_words(b"12345", 5), b"");
+        // the buffer filled right after `processor` and its space: read; filled in the middle
+        // of it (`7` of `71`?): not read
+        let at = stat.find(" 7 0 0").unwrap();
+        let whole = &stat.as_bytes()[..at + 3];
+        assert_eq!(
+            parse_stat_processor_bytes(whole_words(whole, whole.len())),
+            Some(7)
+        );
+        let cut = &stat.as_bytes()[..at + 2];
+        assert_eq!(
+            parse_stat_processor_bytes(whole_words(cut, cut.len())),
+            None
+        );
+        assert_eq!(
+            parse_stat_processor_bytes(cut),
+            Some(7),
+            "what a whole text says"
+        );
+        // through a tree: a worker's files rewritten shorter read as they are now
+        let t = tempfile::tempdir().unwrap();
+        let task = t.path().join("proc/self/task/10000");
+        std::fs::create_dir_all(&task).unwrap();
+        std::fs::write(task.join("comm"), "ws-dp-cpu3\n").unwrap();
+        std::fs::write(task.join("schedstat"), sched).unwrap();
+        std::fs::write(task.join("stat"), stat).unwrap();
+        let root = Root::new(t.path());
+        let mut reader = Reader::default();
+        let first = reader.threads(&root, None);
+        assert_eq!(first.len(), 1);
+        assert_eq!(
+            (
+                first[0].tid,
+                &*first[0].name,
+                first[0].run_ns,
+                first[0].wait_ns,
+                first[0].cpu
+            ),
+            (10000, "ws-dp-cpu3", 450604054, 930342084, Some(7))
+        );
+        assert_eq!(reader.held, 2, "schedstat and stat held open");
+        std::fs::write(task.join("schedstat"), "12 34 5\n").unwrap();
+        std::fs::write(task.join("stat"), stat.replace(" 7 0 0", " 1 0 0")).unwrap();
+        let again = reader.threads(&root, Some(&[10000]));
+        assert_eq!(
+            (again[0].run_ns, again[0].wait_ns, again[0].cpu),
+            (12, 34, Some(1))
+        );
+        assert!(
+            Arc::ptr_eq(&first[0].name, &again[0].name),
+            "the name is read once and shared"
+        );
+    }
+
+    /// Ids listed from `/proc/self/task` are read in numeric order (not as text: 9 before
+    /// 10000), and a thread read at the same place in both readings is matched there or, where
+    /// the order changed, by id.
+    #[test]
+    fn listed_threads_are_in_numeric_order_and_matched_by_id() {
+        let t = tempfile::tempdir().unwrap();
+        for (tid, run) in [(10000u32, 500u64), (9, 100)] {
+            let task = t.path().join(format!("proc/self/task/{tid}"));
+            std::fs::create_dir_all(&task).unwrap();
+            std::fs::write(task.join("comm"), "ws-dp\n").unwrap();
+            std::fs::write(task.join("schedstat"), format!("{run} 0 1\n")).unwrap();
+        }
+        let root = Root::new(t.path());
+        let threads = worker_threads(&root, None);
+        assert_eq!(
+            threads.iter().map(|t| t.tid).collect::<Vec<_>>(),
+            vec![9, 10000]
+        );
+        assert!(threads.iter().all(|t| t.cpu.is_none()), "no stat: no CPU");
+        let stat = "cpu 0 0 0 100 0 0 0 0 0 0\ncpu0 0 0 0 100 0 0 0 0 0 0\n";
+        let mut a = Snapshot::from_texts(stat, None, None, &[]).unwrap();
+        a.threads = threads.clone();
+        let mut b = a.clone();
+        b.threads = threads.iter().rev().cloned().collect();
+        b.threads[0].run_ns += 1_000_000;
+        let t0 = std::time::Instant::now();
+        a.taken = Some(t0);
+        b.taken = Some(t0 + std::time::Duration::from_millis(10));
+        let u = thread_uses(&a, &b);
+        assert_eq!((u[0].tid, u[0].run.get()), (10000, 10.0));
+        assert_eq!((u[1].tid, u[1].run.get()), (9, 0.0));
     }
 
     #[test]
@@ -1767,7 +2001,7 @@ mod tests {
             worker.join().unwrap();
             return;
         }
-        assert_eq!(first[0].name, "ws-dp-held");
+        assert_eq!(&*first[0].name, "ws-dp-held");
         assert_eq!(reader.held, 2, "schedstat and stat held open");
         let again = reader.threads(&root, Some(&[tid]));
         assert_eq!(again.len(), 1);
@@ -1781,6 +2015,62 @@ mod tests {
         assert!(reader.threads(&root, Some(&[tid])).is_empty(), "ended");
         assert_eq!(reader.held, 0, "its files closed");
         assert!(reader.tasks.is_empty());
+    }
+
+    /// Issue 38: on the live host a worker pinned to one CPU is read without its `stat`: its
+    /// CPU is the one it may run on; let go, its `stat` says where it ran.
+    #[test]
+    fn a_live_worker_pinned_to_one_cpu_is_there_without_its_stat() {
+        let Some(allowed) = affinity_of(None).filter(|a| !a.is_empty()) else {
+            eprintln!("SKIP: a_live_worker_pinned_to_one_cpu_is_there_without_its_stat because this thread's affinity cannot be read");
+            return;
+        };
+        let cpu = allowed.iter().last().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::Builder::new()
+            .name("ws-dp-pinned".into())
+            .spawn(move || {
+                tx.send(rustix::thread::gettid().as_raw_nonzero().get() as u32)
+                    .unwrap();
+                let _ = done_rx.recv();
+            })
+            .unwrap();
+        let tid = rx.recv().unwrap();
+        let root = Root::live();
+        let mut reader = Reader::default();
+        if reader.threads(&root, Some(&[tid])).is_empty() {
+            eprintln!(
+                "SKIP: a_live_worker_pinned_to_one_cpu_is_there_without_its_stat because \
+                 /proc/self/task/{tid} cannot be read here"
+            );
+            done_tx.send(()).unwrap();
+            worker.join().unwrap();
+            return;
+        }
+        assert!(set_affinity(tid, &[cpu].into_iter().collect::<CpuSet>()));
+        // a floating thread's affinity is looked at again within `AFFINITY_EVERY` readings
+        let mut seen = None;
+        for _ in 0..=AFFINITY_EVERY {
+            let t = reader.threads(&root, Some(&[tid]));
+            assert_eq!(t.len(), 1);
+            seen = t[0].cpu;
+            if reader.tasks[&tid].pinned.is_some() {
+                break;
+            }
+        }
+        assert_eq!(reader.tasks[&tid].pinned, Some(cpu), "seen pinned");
+        assert_eq!(seen, Some(cpu));
+        assert_eq!(reader.threads(&root, Some(&[tid]))[0].cpu, Some(cpu));
+        // let go: looked at again at once, and its CPU read from its `stat` again
+        if allowed.len() > 1 {
+            assert!(set_affinity(tid, &allowed));
+            let t = reader.threads(&root, Some(&[tid]));
+            assert_eq!(reader.tasks[&tid].pinned, None);
+            assert!(t[0].cpu.is_some_and(|c| allowed.contains(c)));
+        }
+        done_tx.send(()).unwrap();
+        worker.join().unwrap();
     }
 
     /// A per-IRQ file cut at a page (many CPUs, large counts) is not trusted: the counts come
