@@ -75,8 +75,6 @@ pub(crate) fn rsa_client_auth(
     };
     let flag = format!("{flags}rsa-public-key-path");
     let pem = String::from_utf8_lossy(&read_small(path, &flag)?).into_owned();
-    let key = auth::public_key_from_pem(&pem)
-        .map_err(|e| exit::fail(exit::USAGE, format!("{flag} {}: {e}", path.display())))?;
     // iperf3 reads IPERF3_PASSWORD, else prompts; wirespeed never prompts.
     let password = std::env::var("IPERF3_PASSWORD").map_err(|_| {
         exit::fail(
@@ -87,16 +85,9 @@ pub(crate) fn rsa_client_auth(
             ),
         )
     })?;
-    Ok(Some(auth::ClientAuth {
-        user: user.to_string(),
-        password,
-        key,
-        padding: if pkcs1 {
-            auth::Padding::Pkcs1v15
-        } else {
-            auth::Padding::Oaep
-        },
-    }))
+    auth::ClientAuth::new(user, password, &pem, pkcs1)
+        .map(Some)
+        .map_err(|e| exit::fail(exit::USAGE, format!("{flag} {}: {e}", path.display())))
 }
 
 fn cpu_list(s: &str) -> Result<CpuList, String> {
@@ -608,16 +599,6 @@ pub struct ServerArgs {
     pub out: OutputArgs,
 }
 
-fn family(v4: bool, v6: bool) -> Family {
-    if v4 {
-        Family::V4
-    } else if v6 {
-        Family::V6
-    } else {
-        Family::Any
-    }
-}
-
 fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
     // The range (iperf3's, 100 ms to a day) was checked when the command line was read.
     let rcv_timeout = Some(a.rcv_timeout.map_or(
@@ -667,7 +648,7 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
     let cfg = ClientConfig {
         host,
         port: a.port.first().copied().unwrap_or(DEFAULT_PORT),
-        family: family(a.v4, a.v6),
+        family: Family::from_flags(a.v4, a.v6),
         bind: a.bind.as_ref().map(|b| b.0),
         cport: a.cport,
         connect_timeout: a.connect_timeout.map(Duration::from_millis),
@@ -721,19 +702,17 @@ fn client_config(a: &ClientArgs) -> anyhow::Result<ClientConfig> {
 /// and what this process may use: a few files, nothing on the data path.
 fn client_target(a: &ClientArgs, cfg: &ClientConfig, one: bool) -> anyhow::Result<HostTarget> {
     let root = Root::live();
-    let named_cpus = cfg.cpus.is_some() || cfg.affinity.is_some();
-    let facts = named_cpus.then(|| wirespeed_host::HostFacts {
-        cpu: wirespeed_host::cpu::collect_online(&root),
-        ..Default::default()
-    });
+    let facts = (cfg.cpus.is_some() || cfg.affinity.is_some())
+        .then(|| wirespeed_host::HostFacts::of_cpus(wirespeed_host::cpu::collect_online(&root)));
     let dev = cfg.extras.bind_dev.as_deref();
-    let flag = if a.bind_dev.is_some() {
-        "--bind-dev"
-    } else if a.host.as_deref().is_some_and(|h| split_dev(h).1.is_some()) {
-        "HOST%DEV"
-    } else {
-        "-B ADDR%DEV"
-    };
+    let host_dev = a.host.as_deref().and_then(|h| split_dev(h).1);
+    let flag = [
+        (a.bind_dev.is_some(), "--bind-dev"),
+        (host_dev.is_some(), "HOST%DEV"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+    .unwrap_or("-B ADDR%DEV");
     let route = (dev.is_none() && one)
         .then(|| route_to(&root, cfg))
         .flatten();
@@ -750,27 +729,19 @@ fn client_target(a: &ClientArgs, cfg: &ClientConfig, one: bool) -> anyhow::Resul
     crate::common::resolve_target(TargetCommand::Client, host, &ask)
 }
 
-/// The interface the route to the client's server takes (its first address of the family
-/// asked for; the address `-B` binds to where no route says), and that address.
+/// The interface the route to the client's server takes (the first address the engine would
+/// connect to; the address `-B` binds to where no route says), and that address.
 fn route_to(root: &Root, cfg: &ClientConfig) -> Option<RouteTo> {
-    use std::net::ToSocketAddrs;
-    let peer = (cfg.host.as_str(), cfg.port)
-        .to_socket_addrs()
-        .ok()?
-        .map(|a| a.ip())
-        .find(|ip| match cfg.family {
-            Family::V4 => ip.is_ipv4(),
-            Family::V6 => ip.is_ipv6(),
-            Family::Any => true,
-        })?;
+    let peer = wirespeed_engine::net::resolve(&cfg.host, cfg.port, cfg.family).ok()?;
+    let peer = peer.first()?.ip();
     let iface = wirespeed_observe::route::iface_for_peer(root, peer, cfg.bind)?;
     Some(RouteTo { iface, peer })
 }
 
 /// The target's line at the top of the human report (wirespeed's text, never iperf3's strict
-/// output, a JSON document or the live view).
-fn say_target(out: &SharedWriter, target: &HostTarget) {
-    if let (Some(line), Ok(mut w)) = (target.line(), out.lock()) {
+/// output, a JSON document or the live view: `human`).
+fn say_target(human: bool, out: &SharedWriter, target: &HostTarget) {
+    if let (true, Some(line), Ok(mut w)) = (human, target.line(), out.lock()) {
         let _ = writeln!(w, "{line}");
     }
 }
@@ -833,9 +804,7 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
                 "--html and --csv write one test: not with several hosts or ports",
             ));
         }
-        if human {
-            say_target(&out, &target);
-        }
+        say_target(human, &out, &target);
         return run_targets(&cfg, &targets, &out, format, a.out.text_options());
     }
     let mut server = None;
@@ -856,9 +825,7 @@ pub fn run_client(a: ClientArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    if human {
-        say_target(&out, &target);
-    }
+    say_target(human, &out, &target);
     if let Some(n) = a.repeat {
         let r = match out.lock() {
             Ok(mut w) => crate::explain::run_repeat(
@@ -1093,7 +1060,7 @@ pub fn run_server(a: ServerArgs, as_iperf3: bool) -> anyhow::Result<ExitCode> {
             ..Default::default()
         },
         port: a.port,
-        family: family(a.v4, a.v6),
+        family: Family::from_flags(a.v4, a.v6),
         one_off: a.one_off,
         log: Some(log),
         cpus: a.cpus.clone().map(|c| c.0),

@@ -147,27 +147,11 @@ fn string(e: &clap::Error, k: ContextKind) -> Option<String> {
     }
 }
 
-/// Edit distance, for suggestions that are near what was typed.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
-
 /// A suggestion worth making: a misspelling (two edits at most) or a prefix of a longer name.
 fn near(typed: &str, suggested: &str) -> bool {
     let t = typed.trim_start_matches('-');
     let s = suggested.trim_start_matches('-');
-    distance(t, s) <= 2 || (t.len() >= 3 && s.starts_with(t))
+    strsim::levenshtein(t, s) <= 2 || (t.len() >= 3 && s.starts_with(t))
 }
 
 /// The words of a flag's own range parser (`common::limit`: `a whole number from 1 to 65536`),

@@ -21,6 +21,17 @@ pub enum Family {
 }
 
 impl Family {
+    /// `-4` and `-6` (`-4` when both are given, as iperf3).
+    pub fn from_flags(v4: bool, v6: bool) -> Family {
+        if v4 {
+            Family::V4
+        } else if v6 {
+            Family::V6
+        } else {
+            Family::Any
+        }
+    }
+
     fn admits(self, a: &SocketAddr) -> bool {
         match self {
             Family::Any => true,

@@ -29,6 +29,17 @@ pub struct HostFacts {
     pub uppers: Vec<UpperStack>,
 }
 
+impl HostFacts {
+    /// A host known only by its CPUs (what a command that names CPUs, and nothing else of the
+    /// host, needs read before it runs).
+    pub fn of_cpus(cpu: CpuFacts) -> HostFacts {
+        HostFacts {
+            cpu,
+            ..HostFacts::default()
+        }
+    }
+}
+
 /// The machine around the CPUs and NICs: what it is (DMI) and how the kernel was booted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlatformFacts {

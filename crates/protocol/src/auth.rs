@@ -182,6 +182,26 @@ pub struct ClientAuth {
 }
 
 impl ClientAuth {
+    /// Credentials from the server's public key (PEM), with OAEP padding unless `pkcs1`
+    /// (`--use-pkcs1-padding`), as iperf3's client builds them.
+    pub fn new(
+        user: &str,
+        password: String,
+        key_pem: &str,
+        pkcs1: bool,
+    ) -> Result<Self, AuthError> {
+        Ok(ClientAuth {
+            user: user.to_string(),
+            password,
+            key: public_key_from_pem(key_pem)?,
+            padding: if pkcs1 {
+                Padding::Pkcs1v15
+            } else {
+                Padding::Oaep
+            },
+        })
+    }
+
     /// A fresh token stamped `now` (Unix seconds), encrypted with the operating system's
     /// random numbers.
     pub fn token(&self, now: i64) -> Result<String, AuthError> {
