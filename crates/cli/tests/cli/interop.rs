@@ -540,6 +540,7 @@ impl Compared {
 /// always, the rates too unless the receiver is the end the runs share (see
 /// [`Compared::shared_receiver`]).
 fn agree_within_half_a_percent(cases: &[(&str, &[&str])], run: RunCase<'_>, compared: Compared) {
+    let _measuring = measuring();
     for (name, args) in cases {
         let shared_receiver = compared.shared_receiver(args);
         let mut tries = Vec::new();

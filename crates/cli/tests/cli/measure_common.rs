@@ -46,6 +46,18 @@ pub fn iperf3_latest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/iperf3-3.21")
 }
 
+/// Held by every test whose checks read how this host's CPUs were shared while it ran (the
+/// verdict tables, the receiver-interval comparisons with iperf3), so that no two of them load
+/// the machine for each other: each still runs beside the suite's light tests, and the verdict
+/// tables measure and say the host's load before each run. A test that failed while holding it
+/// does not stop the others (the lock guards nothing but the time).
+pub fn measuring() -> std::sync::MutexGuard<'static, ()> {
+    static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    MEASURING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// How many CPUs are online here (0 when unknown).
 pub fn online_cpus() -> usize {
     std::fs::read_to_string("/sys/devices/system/cpu/online")

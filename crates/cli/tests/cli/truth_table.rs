@@ -405,6 +405,7 @@ fn each_induced_limit_gets_its_verdict() {
     if !can_run("each_induced_limit_gets_its_verdict") {
         return;
     }
+    let _measuring = crate::measure_common::measuring();
     let mut failed = Vec::new();
     for s in SCENARIOS {
         if let Gate::Report(why) = s.gate {
@@ -453,6 +454,7 @@ fn truth_table_report() {
     if !can_run("truth_table_report") {
         return;
     }
+    let _measuring = crate::measure_common::measuring();
     let mut table = String::from(
         "| induced condition | gate | want | runs: verdict (host busy before) |\n|---|---|---|---|\n",
     );

@@ -746,6 +746,7 @@ fn matrix_rows_that_bind_by_construction_get_their_verdict() {
     if !can_run(test) {
         return;
     }
+    let _measuring = crate::measure_common::measuring();
     let mut failed = Vec::new();
     for row in rows() {
         if let Gate::Report(why) = row.gate {
@@ -792,6 +793,7 @@ fn verdict_matrix_report() {
     if !can_run("verdict_matrix_report") {
         return;
     }
+    let _measuring = crate::measure_common::measuring();
     let mut table = String::from(
         "| condition, direction | gate | want | verdict (met) rate; confidence; load — line |\n|---|---|---|---|\n",
     );
@@ -827,6 +829,7 @@ fn a_shaper_on_lo_leads_over_the_same_host() {
     {
         return;
     }
+    let _measuring = crate::measure_common::measuring();
     struct Ns(String);
     impl Drop for Ns {
         fn drop(&mut self) {
@@ -1128,6 +1131,7 @@ fn a_fact_about_the_setup_never_outranks_the_limit_that_bound() {
     if !(can_run(test) && need::iperf3(test)) {
         return;
     }
+    let _measuring = crate::measure_common::measuring();
     let mut failed = Vec::new();
     for case in [
         Case::Streams4Unpinned,
