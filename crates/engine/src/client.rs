@@ -499,7 +499,6 @@ impl<'a> Run<'a> {
             observe: cfg.observe.as_ref(),
             peer: self.target.ip(),
             local: self.ctrl_local.map(|a| a.ip()),
-            started: None,
         }
     }
 

@@ -497,15 +497,19 @@ mod tests {
                 observe: None,
                 peer: self.peer.ip(),
                 local: None,
-                started: None,
             }
         }
 
         /// The server's start: ready and start at once, its clock at the workers' start.
         fn begin(&mut self, reporter: &mut dyn Reporter) -> Result<(), String> {
             let how = self.how();
+            let observer = self.link.sh.observer(&self.params, &how);
             let streams = std::mem::take(&mut self.streams);
-            self.link.sh.begin(&self.params, streams, how, reporter)
+            let ready = self
+                .link
+                .sh
+                .prepare(&self.params, &streams, how, observer, reporter)?;
+            self.link.sh.start_data(ready, streams, None)
         }
     }
 

@@ -111,9 +111,6 @@ pub struct Begin<'p> {
     pub observe: Option<&'p ObserveHook>,
     pub peer: IpAddr,
     pub local: Option<IpAddr>,
-    /// When the test's clock starts, when not at the workers' start (an iperf3 client's test
-    /// time at the server starts when `TEST_START` went out).
-    pub started: Option<Duration>,
 }
 
 /// What [`Shell::prepare`] readied for the data phase: all but its workers.
@@ -182,21 +179,6 @@ impl<'a> Shell<'a> {
     /// This end's test clock.
     pub fn now(&self) -> Duration {
         self.epoch.elapsed()
-    }
-
-    /// Start the data phase over `streams`: [`Shell::prepare`], then [`Shell::start_data`]
-    /// with the clock `how.started` names.
-    pub fn begin(
-        &mut self,
-        p: &TestParams,
-        streams: Vec<DataStream>,
-        how: Begin<'_>,
-        reporter: &mut dyn Reporter,
-    ) -> Result<(), String> {
-        let started = how.started;
-        let observer = self.observer(p, &how);
-        let ready = self.prepare(p, &streams, how, observer, reporter)?;
-        self.start_data(ready, streams, started)
     }
 
     /// The observer's first snapshot of this end (milliseconds, tens on a loaded host): taken

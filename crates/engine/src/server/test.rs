@@ -621,7 +621,6 @@ impl<'a> ServerTest<'a> {
             observe: cfg.observe.as_ref(),
             peer: self.peer.ip(),
             local: self.link.ctrl.stream().local_addr().ok().map(|a| a.ip()),
-            started: None,
         };
         let observer = self.link.sh.observer(p, &how);
         self.link
