@@ -59,6 +59,7 @@ fn main() {
         send_path,
         recv_path,
         budget: None,
+        wake: Wake::default(),
     };
     let rx = spawn_worker(mk(rcpu, r, Direction::Recv), Arc::new(Control::new())).expect("rx");
     let t0 = Instant::now();

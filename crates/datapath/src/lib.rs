@@ -19,7 +19,10 @@
 //!   A receiver also sets `SO_RCVLOWAT` to its read length (at most
 //!   [`RCVLOWAT_MAX`], and a share of its receive buffer as that grows:
 //!   [`lowat_mark`]) so it is woken once per read rather than once per
-//!   segment; a shorter tail is still read when the timeout expires.
+//!   segment; a shorter tail is still read when the timeout expires. Unless the
+//!   engine says its workers share their CPUs ([`Wake::Batch`]): then the worker runs
+//!   under `SCHED_BATCH` and sets no mark (a mark makes the kernel ACK every second
+//!   segment while the reader waits; batching lets it find many queued instead).
 //! * **many streams** — non-blocking sockets on one level-triggered `epoll`;
 //!   each ready stream gets a bounded burst of calls per wake-up (fairness),
 //!   so >1000 streams share one or two workers. Receivers keep the same mark:
@@ -287,6 +290,37 @@ pub struct WorkerSpec {
     pub recv_path: RecvPath,
     /// `-n` / `-k`, shared across all streams and workers of a test.
     pub budget: Option<std::sync::Arc<Budget>>,
+    /// How the worker is woken for its streams.
+    pub wake: Wake,
+}
+
+/// How a TCP worker is woken for its streams: the rule the engine picks for each test end
+/// from how its workers sit on its CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Wake {
+    /// Receivers on a short path set a wake-up mark (`SO_RCVLOWAT`, [`lowat_mark`]): woken
+    /// once per read instead of once per segment, at the price of an ACK for every second
+    /// segment below the mark (the kernel acknowledges at once while a reader waits for its
+    /// mark). What a worker with a CPU of its own gains from.
+    #[default]
+    Mark,
+    /// The worker runs under `SCHED_BATCH` and its copying receivers set no mark: a woken
+    /// worker waits for the running one to block or spend its slice instead of preempting it,
+    /// so a receiver finds a batch queued when it runs, and no early ACKs are sent. What
+    /// workers that share their CPUs (with each other, or with the other end's on the same
+    /// host) gain from. A zero-copy receiver keeps its mark (a mapping call maps what is
+    /// queued); a kernel that refuses the policy leaves the worker as it was, named in
+    /// [`WorkerReport::fallbacks`].
+    Batch,
+}
+
+impl Wake {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Wake::Mark => "mark",
+            Wake::Batch => "batch",
+        }
+    }
 }
 
 /// How a stream ended.

@@ -5,7 +5,7 @@
 //! timeouts; pipes, splice, sendfile and send/recv in `zerocopy`; affinity in `cpu`). `libc`
 //! remains only where rustix has no call: socket options by number (`TCP_INFO`, `TCP_MAXSEG`,
 //! `SO_ZEROCOPY`, `SO_MAX_PACING_RATE`, `UDP_SEGMENT`, `UDP_GRO`, `SO_RCVLOWAT`),
-//! `getrusage(RUSAGE_THREAD)`, the MSG_ZEROCOPY error queue and `sendmmsg`/`recvmmsg` with their
+//! `getrusage(RUSAGE_THREAD)`, `sched_setscheduler`/`sched_getscheduler` (SCHED_BATCH), the MSG_ZEROCOPY error queue and `sendmmsg`/`recvmmsg` with their
 //! control messages (GSO/GRO) in `udp`.
 //!
 //! Functions here take the raw fd of a descriptor the calling worker owns (a stream's socket
@@ -116,6 +116,27 @@ pub fn getsockopt_bytes(
     // SAFETY: `buf` is writable for `len` bytes; the kernel writes at most `len` and updates it.
     check(unsafe { libc::getsockopt(fd, level, opt, buf.as_mut_ptr().cast(), &mut len) })?;
     Ok((len as usize).min(buf.len()))
+}
+
+/// Run the calling thread under SCHED_BATCH at nice 0 (any user may: it asks for less of the
+/// scheduler, not more). The kernel then never preempts a running thread when this one wakes:
+/// a woken worker waits for the CPU's running thread to block or spend its slice.
+pub fn set_sched_batch() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param for the call.
+    check(unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) })
+}
+
+/// The scheduling policy of thread `tid` (0: the caller): `libc::SCHED_OTHER`,
+/// `libc::SCHED_BATCH`, ...
+pub fn sched_policy(tid: i32) -> io::Result<libc::c_int> {
+    // SAFETY: a plain query of a thread id; no pointers.
+    let p = unsafe { libc::sched_getscheduler(tid) };
+    if p < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(p)
+    }
 }
 
 /// Put a descriptor into (non-)blocking mode.

@@ -7,7 +7,7 @@ use crate::thread::{spawn_pinned, WorkerThread};
 use crate::zerocopy::{recv_once, SendOp, SendSetup};
 use crate::{
     Budget, Control, DatapathError, Direction, RecvPath, RxZerocopyCounts, SendPath,
-    StreamCounters, StreamEnd, StreamResult, WorkerReport, WorkerSpec, POLL_INTERVAL,
+    StreamCounters, StreamEnd, StreamResult, Wake, WorkerReport, WorkerSpec, POLL_INTERVAL,
 };
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
@@ -326,6 +326,13 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
     let mut recv_path = spec.recv_path;
 
     let single = spec.streams.len() == 1;
+    if spec.wake == Wake::Batch {
+        if let Err(e) = sys::set_sched_batch() {
+            fallbacks.push(format!(
+                "SCHED_BATCH refused ({e}): woken as the scheduler decides"
+            ));
+        }
+    }
     let recv_lowat = std::env::var_os("WIRESPEED_NO_RCVLOWAT").is_none();
     let mut sts: Vec<St> = Vec::with_capacity(spec.streams.len());
     for (s, ctr) in spec.streams.iter().zip(ctrs) {
@@ -388,6 +395,9 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         // mark every readable event carries a segment or two, and each TCP_ZEROCOPY_RECEIVE
         // maps little.
         for st in sts.iter_mut().filter(|s| s.dir == Direction::Recv) {
+            if spec.wake == Wake::Batch && st.zc.is_none() {
+                continue;
+            }
             let read = match &st.zc {
                 Some(z) if !single => z.map_len(),
                 _ => recv_len(spec.block_len),

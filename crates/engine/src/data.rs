@@ -27,7 +27,7 @@ use wirespeed_report::builder::{StreamSample, TcpSample, UdpSample};
 
 use wirespeed_host::CpuSet;
 
-use crate::placement::{plan, WorkerPlacement};
+use crate::placement::{self, plan, WorkerPlacement};
 use crate::EngineError;
 
 /// A connected data socket.
@@ -341,8 +341,16 @@ impl DataPhase {
             senders_stopped: false,
             receivers_stopped: false,
         };
-        for (group, is_send) in [(recv, false), (send, true)] {
-            let plans = plan(group.len(), &cfg.placement);
+        let recv_plans = plan(recv.len(), &cfg.placement);
+        let send_plans = plan(send.len(), &cfg.placement);
+        let wake = placement::wake(
+            &cfg.placement,
+            &[recv_plans.as_slice(), send_plans.as_slice()].concat(),
+        );
+        for ((group, is_send), plans) in [(recv, false), (send, true)]
+            .into_iter()
+            .zip([recv_plans, send_plans])
+        {
             let mut slots: Vec<Option<DataStream>> = group.into_iter().map(Some).collect();
             let ctl = if is_send { &send_ctl } else { &recv_ctl };
             let direction = if is_send {
@@ -373,6 +381,7 @@ impl DataPhase {
                             send_path: cfg.send_path,
                             recv_path: cfg.recv_path,
                             budget: if is_send { cfg.budget.clone() } else { None },
+                            wake,
                         };
                         spawn_worker(spec, Arc::clone(ctl)).map(|h| {
                             let ctrs: Vec<(u32, AnyCounter)> = h
@@ -899,7 +908,7 @@ mod tests {
             block_len: 64 * 1024,
             send_path: SendPath::Copy,
             recv_path: RecvPath::Copy,
-            placement: WorkerPlacement::Float { max_workers: 1 },
+            placement: WorkerPlacement::Float { cpus: 1 },
             budget: None,
             udp: None,
         };

@@ -6,12 +6,17 @@
 //! - `-A N` alone: one worker pinned to CPU N carrying every stream (iperf3 pins its whole
 //!   process).
 //! - neither: one unpinned worker per stream (a blocking loop each, as iperf3's thread per
-//!   stream) up to the number of CPUs this process may use; beyond that, one worker per CPU
-//!   with the streams shared round-robin (epoll).
+//!   stream) up to [`THREADS_PER_CPU`] per CPU this process may use; beyond that, one worker
+//!   per CPU with the streams shared round-robin (epoll).
 //!
 //! Sending and receiving streams get separate workers (so each direction can be stopped on
 //! its own); in `--bidir` each CPU then hosts one worker per direction.
+//!
+//! How the workers are woken ([`wake`]): unpinned workers of one stream each that outnumber
+//! half the CPUs run `SCHED_BATCH` with no wake-up mark ([`Wake::Batch`]); every other worker
+//! keeps its mark ([`Wake::Mark`]).
 
+use wirespeed_datapath::Wake;
 use wirespeed_host::CpuSet;
 
 /// One planned worker: where it runs and the indices of the streams it carries.
@@ -28,12 +33,18 @@ pub enum WorkerPlacement {
     Cpus(CpuSet),
     /// Everything on one CPU (`-A`).
     Affinity(u32),
-    /// Unpinned: a worker per stream, at most `max_workers` (the CPUs this process may use).
-    /// More threads than CPUs cost more than they save: on two CPUs, loopback, `-P 3` and
-    /// `-P 4` moved 43–65 Gbit/s with a thread per stream and 61–76 with two epoll workers per
-    /// end (every receiver woken a read's worth at a time in both).
-    Float { max_workers: usize },
+    /// Unpinned over `cpus` CPUs (those this process may use): a worker per stream up to
+    /// [`THREADS_PER_CPU`] per CPU, then a worker per CPU.
+    Float { cpus: usize },
 }
+
+/// Unpinned threads per CPU before streams share epoll workers. Measured on two CPUs, loopback,
+/// 128 KiB, BBR, `-t 3`, rounds alternating with iperf3 3.21 (Gbit/s): a thread per stream
+/// ([`Wake::Batch`]) moved 44–61 at `-P 3`, 62–65 at `-P 4` and 38–49 at `-P 8`, where two
+/// epoll workers per end (marked) moved 33–38, 32–34 and 29–41, and iperf3 3.21 29–39, 33–37
+/// and 33–47. Each thread holds its read buffer (1 MiB) or its block, so past this many the
+/// streams share workers.
+pub const THREADS_PER_CPU: usize = 4;
 
 impl WorkerPlacement {
     /// A CPU set (`--cpus`) if given, else one CPU (`-A`), else none: both ends' rule, applied
@@ -46,7 +57,7 @@ impl WorkerPlacement {
     /// Unpinned, over the CPUs this process may use.
     pub fn float() -> WorkerPlacement {
         WorkerPlacement::Float {
-            max_workers: usable_cpus(),
+            cpus: usable_cpus(),
         }
     }
 }
@@ -85,8 +96,13 @@ pub fn plan(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
             cpu: None,
             streams: (0..n).collect(),
         }],
-        WorkerPlacement::Float { max_workers } => {
-            let k = (*max_workers).max(1).min(n);
+        WorkerPlacement::Float { cpus } => {
+            let cpus = (*cpus).max(1);
+            let k = if n <= cpus.saturating_mul(THREADS_PER_CPU) {
+                n
+            } else {
+                cpus
+            };
             let mut w: Vec<WorkerPlan> = (0..k)
                 .map(|_| WorkerPlan {
                     cpu: None,
@@ -98,6 +114,34 @@ pub fn plan(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
             }
             w
         }
+    }
+}
+
+/// How the workers of one test end are woken, from all of that end's workers (both
+/// directions) and where they may run.
+///
+/// [`Wake::Batch`] where the workers are unpinned, carry a stream each, and number more than
+/// half the CPUs: they then share CPUs with each other or, on one host, with the other end's
+/// workers (over loopback the sending CPU also runs both ends' TCP work). There a woken
+/// receiver that preempts the running sender finds a segment or two to read, and a wake-up
+/// mark makes the kernel ACK every second segment at once while the reader waits (twice the
+/// TCP work of both ends in a profile of `-P 8`); under `SCHED_BATCH` without a mark it waits
+/// for the sender's slice and reads a batch. Measured on two CPUs, loopback, 128 KiB, BBR,
+/// `-t 3`, a thread per stream (Gbit/s): `-P 2` 51–54 batch against 37–39 marked (a mark under
+/// batch: 31–34), `-P 8` 38–49 against 33–34 marked. `-P 1` (two threads on two CPUs, one each)
+/// moved 12–14 batch against 17–20 marked, so one stream keeps its mark. [`Wake::Mark`]
+/// everywhere else: pinned workers (placed by the user), and epoll workers of many streams (a
+/// mark spares them a wake-up per segment of any of their streams: `-P 8` on two epoll workers
+/// per end moved 31–33 batch without marks against 29–41 marked).
+pub fn wake(placement: &WorkerPlacement, workers: &[WorkerPlan]) -> Wake {
+    match placement {
+        WorkerPlacement::Float { cpus }
+            if workers.iter().all(|w| w.streams.len() == 1)
+                && workers.len() * 2 > (*cpus).max(1) =>
+        {
+            Wake::Batch
+        }
+        _ => Wake::Mark,
     }
 }
 
@@ -140,21 +184,58 @@ mod tests {
                 streams: vec![0, 1, 2]
             }]
         );
-        let p = plan(1024, &WorkerPlacement::Float { max_workers: 2 });
+        let p = plan(1024, &WorkerPlacement::Float { cpus: 2 });
         assert_eq!(p.len(), 2);
         assert_eq!(p[0].streams.len(), 512);
         assert!(p.iter().all(|w| w.cpu.is_none()));
-        assert!(plan(0, &WorkerPlacement::Float { max_workers: 2 }).is_empty());
+        assert!(plan(0, &WorkerPlacement::Float { cpus: 2 }).is_empty());
         let mut all: Vec<usize> = p.iter().flat_map(|w| w.streams.clone()).collect();
         all.sort_unstable();
         assert_eq!(all, (0..1024).collect::<Vec<_>>());
-        // Up to one stream per CPU: a worker (thread) each; beyond, a worker per CPU.
-        let q = plan(2, &WorkerPlacement::Float { max_workers: 2 });
+        // Up to THREADS_PER_CPU streams per CPU: a worker (thread) each; beyond, a worker per
+        // CPU.
+        for n in [1, 2, 3, 8] {
+            let q = plan(n, &WorkerPlacement::Float { cpus: 2 });
+            assert_eq!(q.len(), n, "-P {n} on two CPUs");
+            assert!(q.iter().all(|w| w.streams.len() == 1));
+        }
+        let q = plan(9, &WorkerPlacement::Float { cpus: 2 });
         assert_eq!(q.len(), 2);
-        assert!(q.iter().all(|w| w.streams.len() == 1));
-        let q = plan(3, &WorkerPlacement::Float { max_workers: 2 });
-        assert_eq!(q.len(), 2);
-        assert_eq!(q[0].streams, vec![0, 2]);
-        assert_eq!(plan(6, &WorkerPlacement::Float { max_workers: 8 }).len(), 6);
+        assert_eq!(q[0].streams, vec![0, 2, 4, 6, 8]);
+        assert_eq!(plan(64, &WorkerPlacement::Float { cpus: 16 }).len(), 64);
+        assert_eq!(plan(65, &WorkerPlacement::Float { cpus: 16 }).len(), 16);
+    }
+
+    /// Unpinned workers of a stream each that outnumber half the CPUs run batch; one stream
+    /// per end on two CPUs, pinned workers and epoll workers keep their marks.
+    #[test]
+    fn workers_that_share_cpus_run_batch_and_the_rest_keep_their_marks() {
+        let float = |cpus| WorkerPlacement::Float { cpus };
+        // a test end's workers: its receivers' plan and its senders'
+        let end = |recv: usize, send: usize, placement: &WorkerPlacement| {
+            let mut w = plan(recv, placement);
+            w.extend(plan(send, placement));
+            wake(placement, &w)
+        };
+        // two CPUs: -P 1 one way keeps its mark; -P 2 on, and --bidir -P 1, share them
+        assert_eq!(end(1, 0, &float(2)), Wake::Mark);
+        assert_eq!(end(0, 1, &float(2)), Wake::Mark);
+        for p in [2, 3, 4, 8] {
+            assert_eq!(end(p, 0, &float(2)), Wake::Batch, "-P {p}");
+            assert_eq!(end(0, p, &float(2)), Wake::Batch, "-R -P {p}");
+        }
+        assert_eq!(end(1, 1, &float(2)), Wake::Batch, "--bidir");
+        // beyond THREADS_PER_CPU a CPU, epoll workers of many streams each: marked
+        assert_eq!(end(9, 0, &float(2)), Wake::Mark);
+        // one CPU: even one stream shares it with the kernel's work for the other end
+        assert_eq!(end(1, 0, &float(1)), Wake::Batch);
+        // sixteen CPUs: up to eight workers keep their marks
+        assert_eq!(end(8, 0, &float(16)), Wake::Mark);
+        assert_eq!(end(9, 0, &float(16)), Wake::Batch);
+        assert_eq!(end(4, 4, &float(16)), Wake::Mark);
+        // the user's placement is kept as placed
+        let pinned = WorkerPlacement::Cpus(CpuSet::from_cpus([0, 1]));
+        assert_eq!(end(8, 0, &pinned), Wake::Mark);
+        assert_eq!(end(8, 0, &WorkerPlacement::Affinity(0)), Wake::Mark);
     }
 }

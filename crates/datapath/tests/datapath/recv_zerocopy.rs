@@ -128,6 +128,7 @@ fn spec(streams: Vec<StreamSpec>, send_path: SendPath, budget: Option<Arc<Budget
         send_path,
         recv_path: RecvPath::Zerocopy,
         budget,
+        wake: Wake::default(),
     }
 }
 

@@ -67,6 +67,7 @@ fn send_total(streams: Vec<StreamSpec>, block: usize, path: SendPath, total: u64
             send_path: path,
             recv_path: RecvPath::Copy,
             budget: Some(Arc::new(Budget::bytes(total))),
+            wake: Wake::default(),
         },
         Arc::new(Control::new()),
     )
@@ -137,6 +138,7 @@ fn skip_copy_receiver_counts_exactly() {
             send_path: SendPath::Sendfile,
             recv_path: RecvPath::SkipCopy,
             budget,
+            wake: Wake::default(),
         };
         let rx = spawn_worker(mk(recvs, None), Arc::new(Control::new())).expect("rx");
         let tx = spawn_worker(

@@ -22,6 +22,7 @@ fn spec(
         send_path: SendPath::Copy,
         recv_path: RecvPath::Copy,
         budget,
+        wake: Wake::default(),
     }
 }
 
@@ -428,4 +429,53 @@ fn an_epoll_receiver_marks_its_streams_and_still_counts_a_short_tail() {
     got.sort_unstable();
     assert_eq!(got, vec![(1, 1000), (2, 700)]);
     drop((a1, a2));
+}
+
+/// A worker woken as one that shares its CPU (`Wake::Batch`) runs under SCHED_BATCH and its
+/// copying receiver sets no mark (the kernel would ACK every second segment below it), yet
+/// it still counts every byte, a short tail included; a worker left as it was (`Wake::Mark`)
+/// keeps the normal policy and its mark.
+#[test]
+fn a_batch_worker_runs_sched_batch_and_its_receiver_sets_no_mark() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let (a, b) = pairs(1).pop().expect("pair");
+    let (c, d) = pairs(1).pop().expect("pair");
+    let ctl = Arc::new(Control::new());
+    let with = |wake, socket| {
+        let mut s = spec(
+            None,
+            vec![one(1, socket, Direction::Recv)],
+            128 * 1024,
+            None,
+        );
+        s.wake = wake;
+        spawn_worker(s, ctl.clone()).expect("rx")
+    };
+    let batch = with(Wake::Batch, b);
+    let marked = with(Wake::Mark, d);
+    let policy = |w: &WorkerHandle| sys::sched_policy(w.tid() as i32).expect("sched_getscheduler");
+    let mark = |w: &WorkerHandle| {
+        let fd = w.stream_fd(1).expect("socket").as_raw_fd();
+        sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT).expect("getsockopt")
+    };
+    wait_until("the batch worker takes its policy", || {
+        policy(&batch) == libc::SCHED_BATCH
+    });
+    wait_until("the marked receiver sets its mark", || mark(&marked) > 1);
+    assert_eq!(policy(&marked), libc::SCHED_OTHER);
+    (&a).write_all(&[7u8; 64 * 1024]).expect("write");
+    (&c).write_all(&[8u8; 1000]).expect("write");
+    let ctr = |w: &WorkerHandle| w.counters()[0].1.clone();
+    let (cb, cm) = (ctr(&batch), ctr(&marked));
+    wait_until("both receivers count what was sent", || {
+        cb.bytes() >= 64 * 1024 && cm.bytes() >= 1000
+    });
+    assert_eq!(mark(&batch), 1, "a batch receiver keeps the kernel's mark");
+    let rb = stop_and_join(batch, &ctl, "batch receiver").expect("join");
+    let rm = marked.join().expect("join");
+    assert_eq!(rb.streams[0].bytes, 64 * 1024);
+    assert_eq!(rm.streams[0].bytes, 1000);
+    assert!(rb.fallbacks.is_empty(), "{:?}", rb.fallbacks);
+    drop((a, c));
 }
