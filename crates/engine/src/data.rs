@@ -27,7 +27,7 @@ use wirespeed_report::builder::{StreamSample, TcpSample, UdpSample};
 
 use wirespeed_host::CpuSet;
 
-use crate::placement::{self, plan, WorkerPlacement};
+use crate::placement::{self, plan, WorkerPlacement, WorkerPlan};
 use crate::EngineError;
 
 /// A connected data socket.
@@ -98,6 +98,16 @@ pub struct DataConfig {
     pub budget: Option<Arc<Budget>>,
     /// `Some` for UDP tests.
     pub udp: Option<UdpConfig>,
+}
+
+impl DataConfig {
+    /// The workers `n` streams of one direction get ([`plan`], or [`placement::plan_udp`]).
+    pub fn plan(&self, n: usize) -> Vec<WorkerPlan> {
+        match self.udp {
+            Some(_) => placement::plan_udp(n, &self.placement),
+            None => plan(n, &self.placement),
+        }
+    }
 }
 
 /// A worker of either kind.
@@ -341,8 +351,8 @@ impl DataPhase {
             senders_stopped: false,
             receivers_stopped: false,
         };
-        let recv_plans = plan(recv.len(), &cfg.placement);
-        let send_plans = plan(send.len(), &cfg.placement);
+        let recv_plans = cfg.plan(recv.len());
+        let send_plans = cfg.plan(send.len());
         let wake = placement::wake(
             &cfg.placement,
             &[recv_plans.as_slice(), send_plans.as_slice()].concat(),

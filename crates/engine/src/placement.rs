@@ -6,8 +6,9 @@
 //! - `-A N` alone: one worker pinned to CPU N carrying every stream (iperf3 pins its whole
 //!   process).
 //! - neither: one unpinned worker per stream (a blocking loop each, as iperf3's thread per
-//!   stream) up to [`THREADS_PER_CPU`] per CPU this process may use; beyond that, one worker
-//!   per CPU with the streams shared round-robin (epoll).
+//!   stream) up to [`THREADS_PER_CPU`] per CPU this process may use, and no more than
+//!   [`SHARED_THREADS_MAX`] unless the CPUs are more ([`float_threads_max`]); beyond that, one
+//!   worker per CPU with the streams shared round-robin (epoll).
 //!
 //! Sending and receiving streams get separate workers (so each direction can be stopped on
 //! its own); in `--bidir` each CPU then hosts one worker per direction.
@@ -34,7 +35,7 @@ pub enum WorkerPlacement {
     /// Everything on one CPU (`-A`).
     Affinity(u32),
     /// Unpinned over `cpus` CPUs (those this process may use): a worker per stream up to
-    /// [`THREADS_PER_CPU`] per CPU, then a worker per CPU.
+    /// [`float_threads_max`], then a worker per CPU.
     Float { cpus: usize },
 }
 
@@ -45,6 +46,17 @@ pub enum WorkerPlacement {
 /// and 33–47. Each thread holds its read buffer (1 MiB) or its block, so past this many the
 /// streams share workers.
 pub const THREADS_PER_CPU: usize = 4;
+
+/// More unpinned threads than CPUs only up to this many in all (iperf3's most streams): a
+/// thread holds a 1 MiB read buffer, and a host of more CPUs already has one a stream up to
+/// its CPU count.
+pub const SHARED_THREADS_MAX: usize = 128;
+
+/// How many unpinned threads an end runs at most, a stream each, on `cpus` CPUs.
+pub fn float_threads_max(cpus: usize) -> usize {
+    let cpus = cpus.max(1);
+    cpus.max(cpus.saturating_mul(THREADS_PER_CPU).min(SHARED_THREADS_MAX))
+}
 
 impl WorkerPlacement {
     /// A CPU set (`--cpus`) if given, else one CPU (`-A`), else none: both ends' rule, applied
@@ -97,11 +109,10 @@ pub fn plan(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
             streams: (0..n).collect(),
         }],
         WorkerPlacement::Float { cpus } => {
-            let cpus = (*cpus).max(1);
-            let k = if n <= cpus.saturating_mul(THREADS_PER_CPU) {
+            let k = if n <= float_threads_max(*cpus) {
                 n
             } else {
-                cpus
+                (*cpus).max(1)
             };
             let mut w: Vec<WorkerPlan> = (0..k)
                 .map(|_| WorkerPlan {
@@ -114,6 +125,28 @@ pub fn plan(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
             }
             w
         }
+    }
+}
+
+/// Spread `n` UDP streams over workers: as [`plan`], but unpinned a thread per stream only up to
+/// the CPUs (UDP workers were not measured with more, and [`Wake`] is TCP's).
+pub fn plan_udp(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
+    match placement {
+        WorkerPlacement::Float { cpus } if n > (*cpus).max(1) => {
+            let k = (*cpus).max(1);
+            let mut w = vec![
+                WorkerPlan {
+                    cpu: None,
+                    streams: Vec::new(),
+                };
+                k
+            ];
+            for i in 0..n {
+                w[i % k].streams.push(i);
+            }
+            w
+        }
+        _ => plan(n, placement),
     }
 }
 
@@ -204,6 +237,25 @@ mod tests {
         assert_eq!(q[0].streams, vec![0, 2, 4, 6, 8]);
         assert_eq!(plan(64, &WorkerPlacement::Float { cpus: 16 }).len(), 64);
         assert_eq!(plan(65, &WorkerPlacement::Float { cpus: 16 }).len(), 16);
+        // more threads than CPUs up to 128 in all; a larger host a thread per CPU at most
+        assert_eq!(plan(128, &WorkerPlacement::Float { cpus: 64 }).len(), 128);
+        assert_eq!(plan(129, &WorkerPlacement::Float { cpus: 64 }).len(), 64);
+        assert_eq!(plan(512, &WorkerPlacement::Float { cpus: 512 }).len(), 512);
+        assert_eq!(plan(513, &WorkerPlacement::Float { cpus: 512 }).len(), 512);
+        assert_eq!(float_threads_max(0), 4);
+    }
+
+    #[test]
+    fn udp_streams_get_a_thread_each_only_up_to_the_cpus() {
+        let float = WorkerPlacement::Float { cpus: 2 };
+        assert_eq!(plan_udp(2, &float).len(), 2);
+        let p = plan_udp(3, &float);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].streams, vec![0, 2]);
+        assert_eq!(p[1].streams, vec![1]);
+        let pinned = WorkerPlacement::Cpus(CpuSet::from_cpus([6, 7]));
+        assert_eq!(plan_udp(5, &pinned), plan(5, &pinned));
+        assert!(plan_udp(0, &float).is_empty());
     }
 
     /// Unpinned workers of a stream each that outnumber half the CPUs run batch; one stream

@@ -311,7 +311,7 @@ pub fn test_buffers(p: &TestParams, cfg: &ServerConfig) -> u64 {
     [(send, true), (recv, false)]
         .into_iter()
         .map(|(streams, sends)| {
-            let workers = crate::placement::plan(streams, &dc.placement).len() as u64;
+            let workers = dc.plan(streams).len() as u64;
             let each = match &dc.udp {
                 Some(u) => dp::udp::worker_buffers(
                     u.datagram_len,
