@@ -90,19 +90,7 @@ pub fn plan(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
             streams: (0..n).collect(),
         }],
         WorkerPlacement::Cpus(cpus) if !cpus.is_empty() => {
-            let used = cpus.len().min(n);
-            let mut w: Vec<WorkerPlan> = cpus
-                .iter()
-                .take(used)
-                .map(|c| WorkerPlan {
-                    cpu: Some(c),
-                    streams: Vec::new(),
-                })
-                .collect();
-            for i in 0..n {
-                w[i % used].streams.push(i);
-            }
-            w
+            deal(n, cpus.iter().take(cpus.len().min(n)).map(Some))
         }
         WorkerPlacement::Cpus(_) => vec![WorkerPlan {
             cpu: None,
@@ -114,18 +102,25 @@ pub fn plan(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
             } else {
                 (*cpus).max(1)
             };
-            let mut w: Vec<WorkerPlan> = (0..k)
-                .map(|_| WorkerPlan {
-                    cpu: None,
-                    streams: Vec::new(),
-                })
-                .collect();
-            for i in 0..n {
-                w[i % k].streams.push(i);
-            }
-            w
+            deal(n, std::iter::repeat_n(None, k))
         }
     }
+}
+
+/// Streams `0..n` dealt round-robin over one worker per place given (stream k on the k mod
+/// len'th).
+fn deal(n: usize, places: impl Iterator<Item = Option<u32>>) -> Vec<WorkerPlan> {
+    let mut w: Vec<WorkerPlan> = places
+        .map(|cpu| WorkerPlan {
+            cpu,
+            streams: Vec::new(),
+        })
+        .collect();
+    let k = w.len();
+    for i in 0..n {
+        w[i % k].streams.push(i);
+    }
+    w
 }
 
 /// Spread `n` UDP streams over workers: as [`plan`], but unpinned a thread per stream only up to
@@ -133,18 +128,7 @@ pub fn plan(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
 pub fn plan_udp(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
     match placement {
         WorkerPlacement::Float { cpus } if n > (*cpus).max(1) => {
-            let k = (*cpus).max(1);
-            let mut w = vec![
-                WorkerPlan {
-                    cpu: None,
-                    streams: Vec::new(),
-                };
-                k
-            ];
-            for i in 0..n {
-                w[i % k].streams.push(i);
-            }
-            w
+            deal(n, std::iter::repeat_n(None, (*cpus).max(1)))
         }
         _ => plan(n, placement),
     }
