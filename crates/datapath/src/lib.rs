@@ -20,7 +20,7 @@
 //!   [`RCVLOWAT_MAX`], and a share of its receive buffer as that grows:
 //!   [`lowat_mark`]) so it is woken once per read rather than once per
 //!   segment; a shorter tail is still read when the timeout expires. Unless the
-//!   engine says its workers share their CPUs ([`Wake::Batch`]): then the worker runs
+//!   engine says its workers share their CPUs over loopback ([`Wake::Batch`]): then it runs
 //!   under `SCHED_BATCH` and sets no mark (a mark makes the kernel ACK every second
 //!   segment while the reader waits; batching lets it find many queued instead).
 //! * **many streams** — non-blocking sockets on one level-triggered `epoll`;
@@ -307,8 +307,8 @@ pub enum Wake {
     /// The worker runs under `SCHED_BATCH` and its copying receivers set no mark: a woken
     /// worker waits for the running one to block or spend its slice instead of preempting it,
     /// so a receiver finds a batch queued when it runs, and no early ACKs are sent. What
-    /// workers that share their CPUs (with each other, or with the other end's on the same
-    /// host) gain from. A zero-copy receiver keeps its mark (a mapping call maps what is
+    /// workers that share their CPUs with each other and the other end's over loopback gain
+    /// from (the engine's rule says where). A zero-copy receiver keeps its mark (a mapping call maps what is
     /// queued); a kernel that refuses the policy leaves the worker as it was, named in
     /// [`WorkerReport::fallbacks`].
     Batch,

@@ -353,9 +353,17 @@ impl DataPhase {
         };
         let recv_plans = cfg.plan(recv.len());
         let send_plans = cfg.plan(send.len());
+        let loopback = recv.iter().chain(&send).all(|s| match &s.socket {
+            DataSocket::Tcp(t) => matches!(
+                (t.local_addr(), t.peer_addr()),
+                (Ok(l), Ok(p)) if placement::over_loopback(l.ip(), p.ip())
+            ),
+            DataSocket::Udp(_) => false,
+        });
         let wake = placement::wake(
             &cfg.placement,
             &[recv_plans.as_slice(), send_plans.as_slice()].concat(),
+            loopback,
         );
         for ((group, is_send), plans) in [(recv, false), (send, true)]
             .into_iter()

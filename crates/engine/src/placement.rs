@@ -13,10 +13,11 @@
 //! Sending and receiving streams get separate workers (so each direction can be stopped on
 //! its own); in `--bidir` each CPU then hosts one worker per direction.
 //!
-//! How the workers are woken ([`wake`]): unpinned workers of one stream each that outnumber
-//! half the CPUs run `SCHED_BATCH` with no wake-up mark ([`Wake::Batch`]); every other worker
-//! keeps its mark ([`Wake::Mark`]).
+//! How the workers are woken ([`wake`]): over loopback, unpinned workers of one stream each
+//! that outnumber half the CPUs run `SCHED_BATCH` with no wake-up mark ([`Wake::Batch`]); every
+//! other worker keeps its mark ([`Wake::Mark`]).
 
+use std::net::IpAddr;
 use wirespeed_datapath::Wake;
 use wirespeed_host::CpuSet;
 
@@ -135,31 +136,44 @@ pub fn plan_udp(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
 }
 
 /// How the workers of one test end are woken, from all of that end's workers (both
-/// directions) and where they may run.
+/// directions), where they may run, and whether the test runs over the loopback device
+/// ([`over_loopback`]).
 ///
-/// [`Wake::Batch`] where the workers are unpinned, carry a stream each, and number more than
-/// half the CPUs: they then share CPUs with each other or, on one host, with the other end's
-/// workers (over loopback the sending CPU also runs both ends' TCP work). There a woken
-/// receiver that preempts the running sender finds a segment or two to read, and a wake-up
-/// mark makes the kernel ACK every second segment at once while the reader waits (twice the
-/// TCP work of both ends in a profile of `-P 8`); under `SCHED_BATCH` without a mark it waits
-/// for the sender's slice and reads a batch. Measured on two CPUs, loopback, 128 KiB, BBR,
-/// `-t 3`, a thread per stream (Gbit/s): `-P 2` 51–54 batch against 37–39 marked (a mark under
-/// batch: 31–34), `-P 8` 38–49 against 33–34 marked. `-P 1` (two threads on two CPUs, one each)
-/// moved 12–14 batch against 17–20 marked, so one stream keeps its mark. [`Wake::Mark`]
-/// everywhere else: pinned workers (placed by the user), and epoll workers of many streams (a
-/// mark spares them a wake-up per segment of any of their streams: `-P 8` on two epoll workers
-/// per end moved 31–33 batch without marks against 29–41 marked).
-pub fn wake(placement: &WorkerPlacement, workers: &[WorkerPlan]) -> Wake {
+/// [`Wake::Batch`] over loopback where the workers are unpinned, carry a stream each, and
+/// number more than half the CPUs: they then share CPUs with each other and with the other
+/// end's workers (the sending CPU also runs both ends' TCP work). There a woken receiver that
+/// preempts the running sender finds a segment or two to read, and a wake-up mark makes the
+/// kernel ACK every second segment at once while the reader waits (twice the TCP work of both
+/// ends in a profile of `-P 8`); under `SCHED_BATCH` without a mark it waits for the sender's
+/// slice and reads a batch. Measured on two CPUs, loopback, 128 KiB, BBR, `-t 3`, a thread
+/// per stream (Gbit/s): `-P 2` 51–54 batch against 37–39 marked (a mark under batch: 31–34),
+/// `-P 8` 38–49 against 33–34 marked. `-P 1` (two threads on two CPUs, one each) moved 12–14
+/// batch against 17–20 marked, so one stream keeps its mark. [`Wake::Mark`] everywhere else:
+/// pinned workers (placed by the user); epoll workers of many streams (a mark spares them a
+/// wake-up per segment of any of their streams: `-P 8` on two epoll workers per end moved
+/// 31–33 batch without marks against 29–41 marked); and any other path, a veth pair between
+/// two namespaces on the same two CPUs included: there, MTU 1500, batch cost 0.077–0.097
+/// CPU-s/Gbit at `-P 2`, `-P 4` and `-P 8` where marked threads cost 0.051–0.083 (the
+/// rule before it, threads up to the CPUs then epoll workers, all marked: 0.060–0.078).
+pub fn wake(placement: &WorkerPlacement, workers: &[WorkerPlan], over_loopback: bool) -> Wake {
     match placement {
         WorkerPlacement::Float { cpus }
-            if workers.iter().all(|w| w.streams.len() == 1)
+            if over_loopback
+                && workers.iter().all(|w| w.streams.len() == 1)
                 && workers.len() * 2 > (*cpus).max(1) =>
         {
             Wake::Batch
         }
         _ => Wake::Mark,
     }
+}
+
+/// Whether a connection from `local` to `peer` runs over the loopback device: a loopback
+/// address, or one of this host's own (the kernel routes a host's traffic to itself through
+/// `lo`, whichever address it names).
+pub fn over_loopback(local: IpAddr, peer: IpAddr) -> bool {
+    let canon = |a: IpAddr| a.to_canonical();
+    canon(peer).is_loopback() || canon(local) == canon(peer)
 }
 
 #[cfg(test)]
@@ -251,7 +265,7 @@ mod tests {
         let end = |recv: usize, send: usize, placement: &WorkerPlacement| {
             let mut w = plan(recv, placement);
             w.extend(plan(send, placement));
-            wake(placement, &w)
+            wake(placement, &w, true)
         };
         // two CPUs: -P 1 one way keeps its mark; -P 2 on, and --bidir -P 1, share them
         assert_eq!(end(1, 0, &float(2)), Wake::Mark);
@@ -273,5 +287,25 @@ mod tests {
         let pinned = WorkerPlacement::Cpus(CpuSet::from_cpus([0, 1]));
         assert_eq!(end(8, 0, &pinned), Wake::Mark);
         assert_eq!(end(8, 0, &WorkerPlacement::Affinity(0)), Wake::Mark);
+        // any path but loopback keeps its marks (a veth pair on the same CPUs included)
+        let w = plan(8, &float(2));
+        assert_eq!(wake(&float(2), &w, false), Wake::Mark);
+    }
+
+    #[test]
+    fn loopback_is_a_loopback_address_or_the_hosts_own() {
+        let ip = |s: &str| s.parse::<IpAddr>().expect("address");
+        assert!(over_loopback(ip("127.0.0.1"), ip("127.0.0.1")));
+        assert!(over_loopback(ip("127.0.0.1"), ip("127.0.0.2")));
+        assert!(over_loopback(ip("::1"), ip("::1")));
+        assert!(over_loopback(
+            ip("::ffff:127.0.0.1"),
+            ip("::ffff:127.0.0.1")
+        ));
+        // this host's own address: routed through lo
+        assert!(over_loopback(ip("192.0.2.7"), ip("192.0.2.7")));
+        // a peer across a veth pair or a NIC
+        assert!(!over_loopback(ip("10.79.0.1"), ip("10.79.0.2")));
+        assert!(!over_loopback(ip("2001:db8::1"), ip("2001:db8::2")));
     }
 }
