@@ -294,34 +294,10 @@ pub struct WorkerSpec {
     pub wake: Wake,
 }
 
-/// How a TCP worker is woken for its streams: the rule the engine picks for each test end
-/// from how its workers sit on its CPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Wake {
-    /// Receivers on a short path set a wake-up mark (`SO_RCVLOWAT`, [`lowat_mark`]): woken
-    /// once per read instead of once per segment, at the price of an ACK for every second
-    /// segment below the mark (the kernel acknowledges at once while a reader waits for its
-    /// mark). What a worker with a CPU of its own gains from.
-    #[default]
-    Mark,
-    /// The worker runs under `SCHED_BATCH` and its copying receivers set no mark: a woken
-    /// worker waits for the running one to block or spend its slice instead of preempting it,
-    /// so a receiver finds a batch queued when it runs, and no early ACKs are sent. What
-    /// workers that share their CPUs with each other and the other end's over loopback gain
-    /// from (the engine's rule says where). A zero-copy receiver keeps its mark (a mapping call maps what is
-    /// queued); a kernel that refuses the policy leaves the worker as it was, named in
-    /// [`WorkerReport::fallbacks`].
-    Batch,
-}
-
-impl Wake {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Wake::Mark => "mark",
-            Wake::Batch => "batch",
-        }
-    }
-}
+/// How a TCP worker is woken ([`WorkerSpec::wake`], and what it ran with in
+/// [`WorkerReport::wake`]): a kernel that refuses `SCHED_BATCH` leaves the worker as it was,
+/// named in [`WorkerReport::fallbacks`].
+pub use wirespeed_model::worker::Wake;
 
 /// How a stream ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,6 +345,8 @@ pub struct WorkerReport {
     pub recv_path: Option<RecvPath>,
     /// Why a requested path was not used, one line each.
     pub fallbacks: Vec<String>,
+    /// How it was woken: [`WorkerSpec::wake`], or [`Wake::Mark`] where batch was refused.
+    pub wake: Wake,
     pub streams: Vec<StreamResult>,
     /// MSG_ZEROCOPY send calls whose completion was read back.
     pub zerocopy_completions: u64,

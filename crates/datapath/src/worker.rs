@@ -194,6 +194,7 @@ fn empty_report(spec: &WorkerSpec) -> WorkerReport {
         send_path: None,
         recv_path: None,
         fallbacks: Vec::new(),
+        wake: spec.wake,
         streams: Vec::new(),
         zerocopy_completions: 0,
         zerocopy_copied: 0,
@@ -326,13 +327,17 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
     let mut recv_path = spec.recv_path;
 
     let single = spec.streams.len() == 1;
-    if spec.wake == Wake::Batch {
-        if let Err(e) = sys::set_sched_batch() {
-            fallbacks.push(format!(
-                "SCHED_BATCH refused ({e}): woken as the scheduler decides"
-            ));
-        }
-    }
+    // a kernel that refuses the policy leaves the worker as it was: marked
+    let wake = match spec.wake {
+        Wake::Batch => match sys::set_sched_batch() {
+            Ok(()) => Wake::Batch,
+            Err(e) => {
+                fallbacks.push(format!("SCHED_BATCH refused ({e}): woken by a mark"));
+                Wake::Mark
+            }
+        },
+        Wake::Mark => Wake::Mark,
+    };
     let recv_lowat = std::env::var_os("WIRESPEED_NO_RCVLOWAT").is_none();
     let mut sts: Vec<St> = Vec::with_capacity(spec.streams.len());
     for (s, ctr) in spec.streams.iter().zip(ctrs) {
@@ -395,7 +400,7 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         // mark every readable event carries a segment or two, and each TCP_ZEROCOPY_RECEIVE
         // maps little.
         for st in sts.iter_mut().filter(|s| s.dir == Direction::Recv) {
-            if spec.wake == Wake::Batch && st.zc.is_none() {
+            if wake == Wake::Batch && st.zc.is_none() {
                 continue;
             }
             let read = match &st.zc {
@@ -506,6 +511,7 @@ fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> W
         send_path,
         recv_path: if has_recv { Some(recv_path) } else { None },
         fallbacks,
+        wake,
         streams,
         zerocopy_completions: zc_done,
         zerocopy_copied: zc_copied,

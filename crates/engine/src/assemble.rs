@@ -111,6 +111,7 @@ pub fn worker_infos(reports: &[WorkerSummary]) -> Vec<Worker> {
             cpus_seen: r.cpus_seen.clone(),
             streams: r.streams.clone(),
             rx_zerocopy: r.rx_zerocopy,
+            wake: r.wake,
         })
         .collect()
 }

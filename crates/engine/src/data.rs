@@ -194,6 +194,8 @@ pub struct WorkerSummary {
     pub cpu_system: Duration,
     /// Zero-copy receive: bytes mapped and copied (TCP receivers on that path only).
     pub rx_zerocopy: Option<wirespeed_model::RxZerocopy>,
+    /// How a TCP worker was woken (`None` for UDP workers).
+    pub wake: Option<dp::Wake>,
 }
 
 impl From<&WorkerReport> for WorkerSummary {
@@ -211,6 +213,7 @@ impl From<&WorkerReport> for WorkerSummary {
                 mapped_bytes: z.mapped,
                 copied_bytes: z.copied,
             }),
+            wake: Some(r.wake),
         }
     }
 }
@@ -227,6 +230,7 @@ impl From<&UdpWorkerReport> for WorkerSummary {
             cpu_user: r.cpu_user,
             cpu_system: r.cpu_system,
             rx_zerocopy: None,
+            wake: None,
         }
     }
 }

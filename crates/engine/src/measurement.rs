@@ -571,6 +571,7 @@ mod tests {
                 cpus_seen: CpuSet::from_cpus([4]),
                 streams: vec![1],
                 rx_zerocopy: None,
+                wake: None,
             }]
         }
     }

@@ -451,6 +451,7 @@ mod tests {
             cpus_seen: CpuSet::from_cpus([3, 5]),
             streams: vec![1, 3],
             rx_zerocopy: None,
+            wake: None,
         }]);
         assert_eq!(w[0].cpus_seen.to_string(), "3,5");
         assert_eq!(w[0].streams, vec![1, 3]);
@@ -768,6 +769,7 @@ mod tests {
             cpus_seen: CpuSet::from_cpus([2]),
             streams: vec![1],
             rx_zerocopy: None,
+            wake: None,
         }];
         o.close(&workers, None);
         o.close(&[], None);

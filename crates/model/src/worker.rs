@@ -23,6 +23,59 @@ pub struct Worker {
     /// and what they copied. Absent on the other receive paths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rx_zerocopy: Option<RxZerocopy>,
+    /// How a TCP worker was woken for its streams; absent for UDP workers and from peers that
+    /// do not say, or say a word this version does not know.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "known_wake"
+    )]
+    pub wake: Option<Wake>,
+}
+
+/// How a TCP worker is woken for its streams: the rule the engine picks for each test end
+/// from how its workers sit on its CPUs, and what the worker ran with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Wake {
+    /// Receivers on a short path set a wake-up mark (`SO_RCVLOWAT`): woken once per read
+    /// instead of once per segment, at the price of an ACK for every second segment below the
+    /// mark (the kernel acknowledges at once while a reader waits for its mark). What a worker
+    /// with a CPU of its own gains from.
+    #[default]
+    Mark,
+    /// The worker runs under `SCHED_BATCH` and its copying receivers set no mark: a woken
+    /// worker waits for the running one to block or spend its slice instead of preempting it,
+    /// so a receiver finds a batch queued when it runs, and no early ACKs are sent. What
+    /// workers that share their CPUs with each other and the other end's over loopback gain
+    /// from (the engine's rule says where). A zero-copy receiver keeps its mark (a mapping
+    /// call maps what is queued).
+    Batch,
+}
+
+/// A peer's wake word, `None` when absent, not a string, or not one this version knows (a
+/// newer peer's rule does not cost the rest of its report).
+fn known_wake<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Wake>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Word {
+        Text(String),
+        Other(serde::de::IgnoredAny),
+    }
+    Ok(match Option::<Word>::deserialize(d)? {
+        Some(Word::Text(w)) if w == "mark" => Some(Wake::Mark),
+        Some(Word::Text(w)) if w == "batch" => Some(Wake::Batch),
+        Some(Word::Text(_) | Word::Other(_)) | None => None,
+    })
+}
+
+impl Wake {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Wake::Mark => "mark",
+            Wake::Batch => "batch",
+        }
+    }
 }
 
 /// The bytes a worker received on the zero-copy receive path, by how they came: the two add
@@ -36,4 +89,36 @@ pub struct RxZerocopy {
     /// Bytes copied: what could not be mapped (a short tail, a buffer not in whole pages).
     #[serde(default)]
     pub copied_bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker says how it was woken in one lowercase word, and a peer that says nothing
+    /// (or a UDP worker) has no wake at all rather than a made-up one.
+    #[test]
+    fn a_workers_wake_is_one_word_and_absent_when_unsaid() {
+        let w = Worker {
+            streams: vec![1],
+            wake: Some(Wake::Batch),
+            ..Worker::default()
+        };
+        let text = serde_json::to_string(&w).expect("serialize");
+        assert!(text.contains(r#""wake":"batch""#), "{text}");
+        assert_eq!(serde_json::from_str::<Worker>(&text).expect("parse"), w);
+        let old: Worker =
+            serde_json::from_str(r#"{"cpu_requested":null,"cpus_seen":[0],"streams":[1]}"#)
+                .expect("parse");
+        assert_eq!(old.wake, None);
+        assert!(!serde_json::to_string(&old)
+            .expect("serialize")
+            .contains("wake"));
+        // a newer peer's word costs nothing else of its report
+        let newer: Worker =
+            serde_json::from_str(r#"{"streams":[1],"wake":"spin"}"#).expect("parse");
+        assert_eq!((newer.wake, newer.streams), (None, vec![1]));
+        let odd: Worker = serde_json::from_str(r#"{"streams":[1],"wake":7}"#).expect("parse");
+        assert_eq!(odd.wake, None);
+    }
 }

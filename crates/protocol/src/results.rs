@@ -265,6 +265,7 @@ mod tests {
                     cpus_seen: wirespeed_model::CpuSet::from_cpus([1]),
                     streams: vec![1],
                     rx_zerocopy: None,
+                    wake: Some(wirespeed_model::worker::Wake::Batch),
                 }],
                 send_path: Some("copy".into()),
                 ..ResultsExt::default()

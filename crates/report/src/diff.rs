@@ -496,6 +496,7 @@ mod tests {
                 cpus_seen: CpuSet::from_cpus([cpu]),
                 streams: vec![1],
                 rx_zerocopy: None,
+                wake: None,
             }],
             verdict: Some(Verdict::new(
                 serde_json::from_value(verdict.into()).unwrap(),

@@ -337,7 +337,8 @@ pub fn write_paths<W: Write + ?Sized>(w: &mut W, r: &TestResult) -> io::Result<(
 
 fn paths_line(r: &TestResult) -> Option<String> {
     let x = r.wirespeed.as_ref()?;
-    // `CPU 3 (1 stream, ran on 3), unpinned (2 streams, ran on 0-1)`. `zc`: each worker's
+    // `CPU 3 (1 stream, ran on 3), unpinned (2 streams, ran on 0-1)`, `unpinned (1 stream,
+    // batch, ran on 0-1)` for a worker run under SCHED_BATCH. `zc`: each worker's
     // zero-copy receive counts (the server's; this end's total is in its receive-path text).
     let workers = |ws: &[wirespeed_model::Worker], zc: bool| -> String {
         ws.iter()
@@ -358,7 +359,12 @@ fn paths_line(r: &TestResult) -> Option<String> {
                         units::bytes(z.copied_bytes)
                     )
                 });
-                format!("{at} ({streams}, ran on {}{zc})", w.cpus_seen)
+                // batch is the exception worth naming; a mark is how a worker runs otherwise
+                let wake = match w.wake {
+                    Some(wirespeed_model::worker::Wake::Batch) => ", batch",
+                    _ => "",
+                };
+                format!("{at} ({streams}{wake}, ran on {}{zc})", w.cpus_seen)
             })
             .collect::<Vec<_>>()
             .join(", ")

@@ -274,6 +274,51 @@ fn cpu_placement_on_both_ends() {
     }
 }
 
+/// Over loopback, unpinned workers of a stream each that outnumber half the CPUs run batch on
+/// both ends and say so, in `-J` and in the text's worker line; one stream each way on two or
+/// more CPUs, and pinned workers, keep their marks.
+#[test]
+fn workers_say_how_they_were_woken_on_both_ends() {
+    let cpus = wirespeed_datapath::cpu::allowed_cpus().map_or(1, |v| v.len().max(1));
+    let wakes = |c: &Value| -> Vec<String> {
+        ["workers", "remote_workers"]
+            .iter()
+            .flat_map(|k| c["wirespeed"][*k].as_array().cloned().unwrap_or_default())
+            .map(|w| w["wake"].as_str().unwrap_or("absent").to_string())
+            .collect()
+    };
+    // as many streams as CPUs: with the other end's on the same CPUs, they share them
+    let n = cpus.min(128).to_string();
+    let (c, _) = pair_json(&["-t", "1", "-P", &n]);
+    let w = wakes(&c);
+    assert!(
+        !w.is_empty() && w.iter().all(|x| x == "batch"),
+        "-P {n}: {w:?}"
+    );
+    // the worker line comes with the full tables (-V)
+    let (c, _) = pair(&["-t", "1", "-P", &n, "-V"]);
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(text.contains("stream, batch, ran on"), "-P {n} -V:\n{text}");
+    if cpus < 2 {
+        eprintln!(
+            "SKIP: the marked cases of workers_say_how_they_were_woken_on_both_ends need two CPUs"
+        );
+        return;
+    }
+    let (c, _) = pair_json(&["-t", "1"]);
+    let w = wakes(&c);
+    assert_eq!(w, vec!["mark", "mark"], "-P 1 on {cpus} CPUs");
+    let all = wirespeed_datapath::cpu::allowed_cpus().unwrap_or_default();
+    let mut two = all.iter();
+    let (a, b) = (two.next().unwrap_or(0), two.next().unwrap_or(0));
+    let (c, _) = pair_json(&["-t", "1", "-P", &n, "-A", &format!("{a},{b}")]);
+    let w = wakes(&c);
+    assert!(
+        !w.is_empty() && w.iter().all(|x| x == "mark"),
+        "pinned: {w:?}"
+    );
+}
+
 #[test]
 fn json_stream_logfile_and_text() {
     // --json-stream: one JSON object per line, start .. interval .. end.

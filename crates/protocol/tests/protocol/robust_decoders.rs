@@ -121,6 +121,7 @@ fn seeds() -> Vec<Vec<u8>> {
                 cpus_seen: wirespeed_model::CpuSet::from_cpus([1]),
                 streams: vec![1, 3],
                 rx_zerocopy: None,
+                wake: Some(wirespeed_model::worker::Wake::Batch),
             }],
             ..ResultsExt::default()
         }),

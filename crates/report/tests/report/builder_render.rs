@@ -120,6 +120,7 @@ fn tcp_two_streams_with_omit_reads_like_iperf3() {
                 cpus_seen: wirespeed_model::CpuSet::from_cpus([0]),
                 streams: vec![5, 7],
                 rx_zerocopy: None,
+                wake: None,
             }],
             streams: rep.totals,
             ..WirespeedExt::default()
