@@ -473,7 +473,11 @@ fn the_paths_line_reads_as_words() {
             .find(|l| l.starts_with("wirespeed: local "))
             .unwrap_or_else(|| panic!("{args:?}: no paths line: {text}"));
         assert!(line.contains(path), "{args:?}: {line}");
-        assert!(line.contains("(1 stream, ran on "), "{args:?}: {line}");
+        // a worker run under SCHED_BATCH says so before where it ran
+        assert!(
+            line.contains("(1 stream, ran on ") || line.contains("(1 stream, batch, ran on "),
+            "{args:?}: {line}"
+        );
         for wrong in ["[", "path -", "1 streams", "fallbacks: ["] {
             assert!(!line.contains(wrong), "{args:?}: {wrong:?} in {line}");
         }
