@@ -5,8 +5,9 @@
 //! timeouts; pipes, splice, sendfile and send/recv in `zerocopy`; affinity in `cpu`). `libc`
 //! remains only where rustix has no call: socket options by number (`TCP_INFO`, `TCP_MAXSEG`,
 //! `SO_ZEROCOPY`, `SO_MAX_PACING_RATE`, `UDP_SEGMENT`, `UDP_GRO`, `SO_RCVLOWAT`),
-//! `getrusage(RUSAGE_THREAD)`, `sched_setscheduler`/`sched_getscheduler` (SCHED_BATCH), the MSG_ZEROCOPY error queue and `sendmmsg`/`recvmmsg` with their
-//! control messages (GSO/GRO) in `udp`.
+//! `getrusage(RUSAGE_THREAD)`, `sched_setscheduler`/`sched_getscheduler` (SCHED_BATCH), the
+//! MSG_ZEROCOPY error queue and `sendmmsg`/`recvmmsg` with their control messages (GSO/GRO) in
+//! `udp`.
 //!
 //! Functions here take the raw fd of a descriptor the calling worker owns (a stream's socket
 //! from its `StreamSpec`, or an `OwnedFd` it holds) and keeps open for the whole call.

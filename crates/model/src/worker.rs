@@ -63,13 +63,16 @@ fn known_wake<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Wake>, D:
         Other(serde::de::IgnoredAny),
     }
     Ok(match Option::<Word>::deserialize(d)? {
-        Some(Word::Text(w)) if w == "mark" => Some(Wake::Mark),
-        Some(Word::Text(w)) if w == "batch" => Some(Wake::Batch),
-        Some(Word::Text(_) | Word::Other(_)) | None => None,
+        Some(Word::Text(w)) => [Wake::Mark, Wake::Batch]
+            .into_iter()
+            .find(|k| k.as_str() == w),
+        Some(Word::Other(_)) | None => None,
     })
 }
 
 impl Wake {
+    /// The word `-J` and the protocol extension carry (serde's lowercase name; the round-trip
+    /// test holds the two together).
     pub fn as_str(self) -> &'static str {
         match self {
             Wake::Mark => "mark",
