@@ -35,14 +35,18 @@ struct Scenario {
     /// Extra client arguments.
     args: &'static [&'static str],
     want: &'static str,
-    /// A busy loop pinned on the server's CPU (1) for the test's length.
-    busy_loop: bool,
+    /// A busy loop pinned on the server's CPU (1) for the test's length, at this nice level.
+    busy_loop: Option<i8>,
     /// Sysctls set in the client's namespace before the test (`key`, `value`).
     client_sysctls: &'static [(&'static str, &'static str)],
     /// Commands run in the client's namespace before the test (after the sysctls).
     client_setup: &'static [&'static [&'static str]],
     /// Gated in CI, or only reported (and why).
     gate: Gate,
+    /// The wanted id is a fact about the setup: it leads only where its own evidence shows it
+    /// bound (a CPU saturated paying the smaller frames' per-packet work); where no limit bound
+    /// (`no-cpu-saturated`) it is said under `also`, which meets the row too.
+    fact: bool,
 }
 
 /// Whether the suite asserts a row.
@@ -60,10 +64,11 @@ const BASE: Scenario = Scenario {
     place: Place::Loopback,
     args: &[],
     want: "",
-    busy_loop: false,
+    busy_loop: None,
     client_sysctls: &[],
     client_setup: &[],
     gate: Gate::Ci,
+    fact: false,
 };
 
 const SCENARIOS: &[Scenario] = &[
@@ -75,6 +80,9 @@ const SCENARIOS: &[Scenario] = &[
             ..s
         }),
         want: "pmtu-below-mtu",
+        // measured: the sender's CPU 0 at 81-90 % busy over a veth path at 1500, either side of
+        // the saturation threshold from run to run
+        fact: true,
         ..BASE
     },
     Scenario {
@@ -151,11 +159,26 @@ const SCENARIOS: &[Scenario] = &[
         ),
         ..BASE
     },
+    // a loop of the worker's own weight leaves the receiver half its CPU, more than it needs
+    // when its softirq runs on the sender's CPU (a veth pair): it binds through wake-up latency
+    // only (the rate 20-25 % lower), and whether the wait crosses the threshold is the machine's
+    // (the verdict matrix's row of the same loop read `sender-cpu-bound` in 3 runs of one CI)
+    Scenario {
+        name: "a busy loop at nice -10 on the receiver's app CPU",
+        place: Place::Lab(|s| s),
+        want: "cpu-contended",
+        busy_loop: Some(-10),
+        ..BASE
+    },
     Scenario {
         name: "a busy loop on the receiver's app CPU",
         place: Place::Lab(|s| s),
         want: "cpu-contended",
-        busy_loop: true,
+        busy_loop: Some(0),
+        gate: Gate::Report(
+            "a loop of the worker's weight binds a veth receiver through wake-up latency only: \
+             whether its run-queue wait reaches the threshold depends on the machine",
+        ),
         ..BASE
     },
     Scenario {
@@ -201,12 +224,14 @@ impl Drop for Server {
 pub(crate) struct BusyLoop(Child);
 
 impl BusyLoop {
-    pub(crate) fn on(cpu: u32) -> BusyLoop {
+    /// At nice level `nice` (below 0 needs root: the tests that use it run as root).
+    pub(crate) fn at(cpu: u32, nice: i8) -> BusyLoop {
         BusyLoop(
-            Command::new("taskset")
-                .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
+            Command::new("nice")
+                .args(["-n", &nice.to_string(), "taskset", "-c", &cpu.to_string()])
+                .args(["sh", "-c", "while :; do :; done"])
                 .spawn()
-                .expect("start a busy loop (taskset)"),
+                .expect("start a busy loop (nice, taskset)"),
         )
     }
 }
@@ -253,7 +278,14 @@ fn start_server(mut cmd: Command, port: u16) -> Option<Server> {
 }
 
 /// The verdict `wirespeed client -J` printed: (id, line).
-fn client_verdict(mut cmd: Command, host: &str, port: u16, args: &[&str]) -> (String, String) {
+/// A run's verdict: its id and line, and the ids under `also`.
+struct Said {
+    id: String,
+    line: String,
+    also: Vec<String>,
+}
+
+fn client_verdict(mut cmd: Command, host: &str, port: u16, args: &[&str]) -> Said {
     let out = cmd
         .args(["client", host, "-p", &port.to_string(), "-t", "4", "-J"])
         .args(args)
@@ -275,10 +307,15 @@ fn client_verdict(mut cmd: Command, host: &str, port: u16, args: &[&str]) -> (St
         "the report is not intact: {j}"
     );
     let v = &j["wirespeed"]["verdict"];
-    (
-        v["id"].as_str().unwrap_or_default().to_string(),
-        v["line"].as_str().unwrap_or_default().to_string(),
-    )
+    let text = |x: &serde_json::Value| x.as_str().unwrap_or_default().to_string();
+    Said {
+        id: text(&v["id"]),
+        line: text(&v["line"]),
+        also: v["also"]
+            .as_array()
+            .map(|a| a.iter().map(|x| text(&x["id"])).collect())
+            .unwrap_or_default(),
+    }
 }
 
 fn port() -> u16 {
@@ -286,7 +323,7 @@ fn port() -> u16 {
     20_000 + (std::process::id() % 20_000) as u16
 }
 
-fn run(s: &Scenario) -> (String, String) {
+fn run(s: &Scenario) -> Said {
     match s.place {
         Place::Loopback => {
             // a port another process holds: the next one (up to 8)
@@ -316,7 +353,7 @@ fn run(s: &Scenario) -> (String, String) {
             }
             let _server = start_server(ws(Some((&lab, Side::Server))), port())
                 .expect("the server in the lab's namespace listens");
-            let _busy = s.busy_loop.then(|| BusyLoop::on(1));
+            let _busy = s.busy_loop.map(|nice| BusyLoop::at(1, nice));
             // client on CPU 0, server on CPU 1: the ends do not compete
             let mut args = vec!["-A", "0,1"];
             args.extend_from_slice(s.args);
@@ -375,11 +412,28 @@ fn can_run(test: &str) -> bool {
 struct Outcome {
     id: String,
     line: String,
+    /// The ids under `also`.
+    also: Vec<String>,
     /// The host's busy share before the run (%).
     load: f64,
 }
 
 impl Outcome {
+    /// The run named the row's id: first, or for a setup fact under `also` where no limit bound.
+    fn meets(&self, s: &Scenario) -> bool {
+        self.id == s.want
+            || (s.fact && self.id == "no-cpu-saturated" && self.also.iter().any(|a| a == s.want))
+    }
+
+    /// The id, with the fact's place when it was met under `also`.
+    fn said(&self, s: &Scenario) -> String {
+        if self.id != s.want && self.meets(s) {
+            format!("{} (also {})", self.id, s.want)
+        } else {
+            self.id.clone()
+        }
+    }
+
     /// What the run itself measured of other tasks on a worker's CPU, where its verdict says so
     /// (`cpu-contended`: "... while other tasks took 53.9 % of that CPU").
     fn others_share(&self) -> Option<f64> {
@@ -405,10 +459,16 @@ fn runs(s: &Scenario) -> Vec<Outcome> {
     let mut out = Vec::new();
     for attempt in 1..=ATTEMPTS {
         let load = host_busy(std::time::Duration::from_millis(500));
-        let (id, line) = run(s);
-        eprintln!("{} (run {attempt}) → {id}: {line}", s.name);
-        let hit = id == s.want;
-        out.push(Outcome { id, line, load });
+        let Said { id, line, also } = run(s);
+        let o = Outcome {
+            id,
+            line,
+            also,
+            load,
+        };
+        eprintln!("{} (run {attempt}) → {}: {}", s.name, o.said(s), o.line);
+        let hit = o.meets(s);
+        out.push(o);
         if hit {
             break;
         }
@@ -438,7 +498,7 @@ fn each_induced_limit_gets_its_verdict() {
         // measured; a row passes when one run gets its id, or when every run that missed it
         // was masked that way. Any other verdict fails it.
         let outcomes = runs(s);
-        if outcomes.iter().any(|o| o.id == s.want) {
+        if outcomes.iter().any(|o| o.meets(s)) {
             continue;
         }
         let mut got = Vec::new();
@@ -473,6 +533,7 @@ fn only_contention_by_other_work_is_masked() {
     let o = |id: &str, line: &str, load| Outcome {
         id: id.into(),
         line: line.into(),
+        also: Vec::new(),
         load,
     };
     let line = "CPU contended: the receiver's worker (ws-dp-cpu1) on CPU 1 waited 21 % of the \
@@ -485,6 +546,35 @@ fn only_contention_by_other_work_is_masked() {
     assert!(o("cpu-contended", &light, 60.0).contended_by_others());
     assert!(!o("pmtu-below-mtu", line, 90.0).contended_by_others());
     assert_eq!(o("cpu-contended", "no figure", 0.0).others_share(), None);
+}
+
+/// A setup fact's row is met under `also` only where no limit bound; every other row only by
+/// its id first.
+#[test]
+fn a_fact_meets_its_row_under_also_only_where_nothing_bound() {
+    let o = |id: &str, also: &[&str]| Outcome {
+        id: id.into(),
+        line: String::new(),
+        also: also.iter().map(|a| a.to_string()).collect(),
+        load: 0.0,
+    };
+    let pmtu = SCENARIOS
+        .iter()
+        .find(|s| s.want == "pmtu-below-mtu")
+        .unwrap();
+    assert!(pmtu.fact);
+    assert!(o("pmtu-below-mtu", &["sender-cpu-bound"]).meets(pmtu));
+    assert!(o("no-cpu-saturated", &["pmtu-below-mtu", "same-host"]).meets(pmtu));
+    assert!(!o("no-cpu-saturated", &["same-host"]).meets(pmtu));
+    // a limit that bound first while the fact did not: not met
+    assert!(!o("loss-limited", &["pmtu-below-mtu"]).meets(pmtu));
+    let window = SCENARIOS
+        .iter()
+        .find(|s| s.want == "window-limited")
+        .unwrap();
+    assert!(!window.fact);
+    assert!(!o("no-cpu-saturated", &["window-limited"]).meets(window));
+    assert!(o("window-limited", &[]).meets(window));
 }
 
 /// Every row, gated and reported, run and printed as a table with what each run measured; never
@@ -507,7 +597,7 @@ fn truth_table_report() {
         };
         let got: Vec<String> = outcomes
             .iter()
-            .map(|o| format!("`{}` {} ({:.0} %)", o.id, o.line, o.load))
+            .map(|o| format!("`{}` {} ({:.0} %)", o.said(s), o.line, o.load))
             .collect();
         table.push_str(&format!(
             "| {} | {gate} | `{}` | {} |\n",
