@@ -14,9 +14,10 @@ use std::time::Instant;
 
 use serde::Serialize;
 use wirespeed_host::interrupts::{self, Interrupts};
+
 use wirespeed_host::{softirqs, stack, stat, Root};
 use wirespeed_model::observation::Role;
-use wirespeed_observe::observer::{thread_cpu_ns, NicSpec, Observer, Reader};
+use wirespeed_observe::observer::{thread_cpu_ns, NicSpec, Observer, Reader, ThreadWatch};
 
 use crate::alloc_count;
 
@@ -182,6 +183,18 @@ fn thread_ids(n: u32) -> Vec<u32> {
     (10_000..10_000 + n).collect()
 }
 
+/// Threads `tids` as the engine tells its observer of its workers, each having noted the CPU
+/// it runs on (the calling thread's, standing in for each).
+fn noted(tids: &[u32]) -> Vec<ThreadWatch> {
+    tids.iter()
+        .map(|&tid| {
+            let w = ThreadWatch::unnoted(tid);
+            w.cpu.note();
+            w
+        })
+        .collect()
+}
+
 /// Replace the tree's `/proc/self/task` with `n` worker threads.
 pub fn write_threads(dir: &Path, n: u32) -> std::io::Result<()> {
     let task = dir.join("proc/self/task");
@@ -271,8 +284,13 @@ pub struct Row {
     pub interrupts_full_parse: Figure,
     /// The NIC's `/sys/kernel/irq/N/per_cpu_count` files (`None`: cut at this size).
     pub per_irq: Option<Figure>,
-    /// The worker threads named by their ids, as the engine names them (`own_threads`).
+    /// The worker threads named by their ids, as the engine names them (`own_threads`), each
+    /// noting where it runs as the engine's workers do (`CpuNow`, noted here by the bench's
+    /// thread): `schedstat` read, `stat` not.
     pub threads_read: Figure,
+    /// The same threads named by id only: where each ran read from its `stat` (an observer not
+    /// told where they run: the engine before its workers noted it).
+    pub threads_by_stat: Figure,
     /// The worker threads found by listing `/proc/self/task` (an observer not told its
     /// workers' ids: before the engine names them).
     pub threads_listed: Figure,
@@ -337,12 +355,22 @@ fn row(dir: &Path, cpus: u32, vectors: u32, threads: u32) -> Row {
             assert!(reader.nic(&root, &irqs).is_some());
         }));
     }
-    // the engine names its workers (`Observer::own_threads`): their ids, not a listing
+    // the engine names its workers (`Observer::own_threads`): their ids, not a listing, and
+    // where each notes it runs (here the bench's thread stands in for each worker)
     let tids = thread_ids(threads);
+    let watches = noted(&tids);
     let mut reader = Reader::default();
+    reader.watch(&watches);
     r.threads_read = measure(|| {
         let t = reader.threads(&root, Some(&tids));
         assert_eq!(t.len(), threads as usize, "every worker read");
+        assert!(t.iter().all(|t| t.cpu.is_some()), "where each ran");
+    });
+    let mut reader = Reader::default();
+    r.threads_by_stat = measure(|| {
+        let t = reader.threads(&root, Some(&tids));
+        assert_eq!(t.len(), threads as usize, "every worker read");
+        assert!(t.iter().all(|t| t.cpu.is_some()), "where each ran");
     });
     let mut reader = Reader::default();
     r.threads_listed = measure(|| {
@@ -369,7 +397,7 @@ fn row(dir: &Path, cpus: u32, vectors: u32, threads: u32) -> Row {
             per_irq,
             "the NIC's counts come from where expected"
         );
-        obs.own_threads(&tids);
+        obs.own_threads(&watches);
         let mut i = 0.0;
         let f = measure(|| {
             let iv = obs.sample(Some((i, i + 1.0)), &[], None).expect("sample");
@@ -398,6 +426,8 @@ pub struct LiveThreads {
     pub threads: u32,
     pub floating: Figure,
     pub pinned: Option<Figure>,
+    /// Floating, each having noted where it runs (as the engine's workers do): `schedstat` only.
+    pub noted: Figure,
 }
 
 fn live_threads(n: u32) -> Result<LiveThreads, String> {
@@ -413,7 +443,10 @@ fn live_threads(n: u32) -> Result<LiveThreads, String> {
             .name(format!("ws-dp-{i}"))
             .stack_size(64 * 1024)
             .spawn(move || {
-                let _ = tx.send(rustix::thread::gettid().as_raw_nonzero().get() as u32);
+                let w =
+                    ThreadWatch::unnoted(rustix::thread::gettid().as_raw_nonzero().get() as u32);
+                w.cpu.note();
+                let _ = tx.send(w);
                 go.wait();
             });
         match h {
@@ -424,10 +457,13 @@ fn live_threads(n: u32) -> Result<LiveThreads, String> {
             }
         }
     }
-    let tids: Vec<u32> = (0..n).filter_map(|_| rx.recv().ok()).collect();
+    let watches: Vec<ThreadWatch> = (0..n).filter_map(|_| rx.recv().ok()).collect();
+    let tids: Vec<u32> = watches.iter().map(|w| w.tid).collect();
     let root = Root::live();
-    let read = |tids: &[u32]| -> Result<Figure, String> {
+    // `watches`: the threads that note where they run (none: each one's `stat` is read)
+    let read = |tids: &[u32], watches: &[ThreadWatch]| -> Result<Figure, String> {
         let mut reader = Reader::default();
+        reader.watch(watches);
         let got = reader.threads(&root, Some(tids)).len();
         if got != tids.len() {
             return Err(format!(
@@ -439,7 +475,8 @@ fn live_threads(n: u32) -> Result<LiveThreads, String> {
             std::hint::black_box(reader.threads(&root, Some(tids)));
         }))
     };
-    let floating = read(&tids);
+    let floating = read(&tids, &[]);
+    let noted = read(&tids, &watches);
     let pinned = tids.iter().enumerate().all(|(i, &t)| {
         let mut one = CpuSet::new();
         one.set(allowed[i % allowed.len()]);
@@ -448,7 +485,7 @@ fn live_threads(n: u32) -> Result<LiveThreads, String> {
             .and_then(rustix::process::Pid::from_raw);
         pid.is_some() && sched_setaffinity(pid, &one).is_ok()
     });
-    let pinned = if pinned { read(&tids).ok() } else { None };
+    let pinned = if pinned { read(&tids, &[]).ok() } else { None };
     go.wait();
     for h in handles {
         let _ = h.join();
@@ -457,6 +494,7 @@ fn live_threads(n: u32) -> Result<LiveThreads, String> {
         threads: n,
         floating: floating?,
         pinned,
+        noted: noted?,
     })
 }
 
@@ -642,6 +680,18 @@ pub fn run(wirespeed: Option<&PathBuf>, cpus: &[u32], vectors: &[u32]) -> Report
         );
     }
     println!(
+        "worker threads named by id, where each ran read from its stat (not noted by the \
+         workers), 512 CPUs, 4,000 vectors: {}",
+        THREADS
+            .iter()
+            .filter_map(|&t| Some(format!(
+                "{t}: {}",
+                find(512, 4_000, t)?.threads_by_stat.cell()
+            )))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
         "worker threads found by listing /proc/self/task (not named by the engine), 512 CPUs, \
          4,000 vectors: {}",
         THREADS
@@ -664,10 +714,11 @@ pub fn run(wirespeed: Option<&PathBuf>, cpus: &[u32], vectors: &[u32]) -> Report
         "worker threads of this process on the live host (/proc/self/task, by id): {}",
         live.iter()
             .map(|l| format!(
-                "{}: {} floating, {} pinned",
+                "{}: {} floating, {} pinned, {} noting where they run",
                 l.threads,
                 l.floating.cell(),
-                l.pinned.map_or("-".to_string(), |f| f.cell())
+                l.pinned.map_or("-".to_string(), |f| f.cell()),
+                l.noted.cell()
             ))
             .collect::<Vec<_>>()
             .join(", ")

@@ -2,6 +2,8 @@
 //! function ([`pin_current_thread`]); the latency measurement and every worker use it.
 
 use crate::DatapathError;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use wirespeed_model::CpuSet;
 
 /// Largest CPU number `cpu_set_t` can hold.
@@ -45,29 +47,78 @@ pub fn pin_current_thread(cpu: u32) -> Result<(), DatapathError> {
     }
 }
 
-/// The CPU the calling thread runs on right now (vDSO/rseq-backed, cheap).
+/// The CPU the calling thread runs on right now: the C library's `sched_getcpu`, which reads
+/// the CPU the kernel keeps in the thread's registered `rseq` area (glibc 2.35 and later), or
+/// asks the vDSO's `getcpu` — no system call either way (rustix's `sched_getcpu` makes one).
 #[inline]
 pub fn current_cpu() -> Option<u32> {
-    u32::try_from(rustix::thread::sched_getcpu()).ok()
+    // SAFETY: no arguments, no memory handed over; -1 on failure
+    u32::try_from(unsafe { libc::sched_getcpu() }).ok()
 }
 
-/// A fixed-size, allocation-free record of CPUs seen; sampled from hot loops.
+/// Where a worker thread runs, as the thread itself last saw it ([`current_cpu`] at each of its
+/// I/O calls): what an observer would otherwise learn from the thread's
+/// `/proc/self/task/TID/stat` (`processor`), which the kernel prints whole at each read. One
+/// writer (the worker), any number of readers.
+#[derive(Debug)]
+pub struct CpuNow(AtomicU32);
+
+impl Default for CpuNow {
+    fn default() -> CpuNow {
+        CpuNow(AtomicU32::new(u32::MAX))
+    }
+}
+
+impl CpuNow {
+    /// The CPU last noted; `None` before the thread noted one.
+    #[inline]
+    pub fn get(&self) -> Option<u32> {
+        Some(self.0.load(Ordering::Relaxed)).filter(|&c| c != u32::MAX)
+    }
+
+    /// Note the calling thread's CPU now (a worker calls it; so may a test or a bench standing in
+    /// for one).
+    #[inline]
+    pub fn note(&self) {
+        if let Some(c) = current_cpu() {
+            self.0.store(c, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A worker thread as an observer is told of it: its kernel id (its `/proc/self/task` entry)
+/// and where it runs now.
+#[derive(Debug, Clone)]
+pub struct ThreadWatch {
+    pub tid: u32,
+    pub cpu: Arc<CpuNow>,
+}
+
+impl ThreadWatch {
+    /// A thread that has noted no CPU (an observer reads where it ran from its `stat`).
+    pub fn unnoted(tid: u32) -> ThreadWatch {
+        ThreadWatch {
+            tid,
+            cpu: Arc::default(),
+        }
+    }
+}
+
+/// A fixed-size, allocation-free record of CPUs seen, sampled at each I/O call of a worker's
+/// loop, which also notes where the worker runs now ([`CpuNow`]).
 #[derive(Clone)]
 pub(crate) struct CpuSampler {
     bits: [u64; 16], // CPUs 0..1023; higher ones are folded into `overflow`
     overflow: Vec<u32>,
-    tick: u32,
+    now: Arc<CpuNow>,
 }
 
 impl CpuSampler {
-    /// Sample every `EVERY` calls to `tick()`.
-    const EVERY: u32 = 64;
-
-    pub(crate) fn new() -> CpuSampler {
+    pub(crate) fn new(now: Arc<CpuNow>) -> CpuSampler {
         let mut s = CpuSampler {
             bits: [0; 16],
             overflow: Vec::new(),
-            tick: 0,
+            now,
         };
         s.sample();
         s
@@ -75,20 +126,28 @@ impl CpuSampler {
 
     #[inline]
     pub(crate) fn tick(&mut self) {
-        self.tick = self.tick.wrapping_add(1);
-        if self.tick % Self::EVERY == 0 {
-            self.sample();
+        self.sample();
+    }
+
+    #[inline]
+    pub(crate) fn sample(&mut self) {
+        let Some(c) = current_cpu() else {
+            return;
+        };
+        if self.now.0.load(Ordering::Relaxed) != c {
+            self.now.0.store(c, Ordering::Relaxed);
+        }
+        if c < 1024 {
+            self.bits[(c / 64) as usize] |= 1 << (c % 64);
+        } else {
+            self.note_high(c);
         }
     }
 
     #[cold]
-    pub(crate) fn sample(&mut self) {
-        if let Some(c) = current_cpu() {
-            if c < 1024 {
-                self.bits[(c / 64) as usize] |= 1 << (c % 64);
-            } else if !self.overflow.contains(&c) {
-                self.overflow.push(c);
-            }
+    fn note_high(&mut self, c: u32) {
+        if !self.overflow.contains(&c) {
+            self.overflow.push(c);
         }
     }
 
@@ -135,9 +194,26 @@ mod tests {
     }
 
     #[test]
-    fn sampler_records_current_cpu() {
-        let s = CpuSampler::new();
-        let cpus = s.cpus();
-        assert_eq!(cpus.len(), 1);
+    fn sampler_records_current_cpu_and_notes_it_for_the_observer() {
+        let allowed = allowed_cpus().expect("affinity");
+        let now = Arc::new(CpuNow::default());
+        assert_eq!(now.get(), None, "nothing noted yet");
+        let seen = std::thread::spawn({
+            let now = Arc::clone(&now);
+            move || {
+                let mut s = CpuSampler::new(now);
+                for c in allowed.iter() {
+                    pin_current_thread(c).expect("pin");
+                    s.tick();
+                }
+                s.cpus()
+            }
+        })
+        .join()
+        .expect("thread");
+        // every CPU it was pinned to, and the last one as where it runs now
+        let allowed = allowed_cpus().expect("affinity");
+        assert_eq!(seen, allowed);
+        assert_eq!(now.get(), allowed.iter().last());
     }
 }

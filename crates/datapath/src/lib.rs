@@ -68,6 +68,7 @@ pub mod udp;
 mod worker;
 mod zerocopy;
 
+pub use cpu::{CpuNow, ThreadWatch};
 pub use worker::{
     lowat_mark, recv_len, spawn_worker, worker_buffers, WorkerHandle, MAX_BLOCK_LEN, RCVLOWAT_MAX,
     RECV_LEN_MIN, SHORT_PATH_US,
@@ -337,7 +338,7 @@ pub struct RxZerocopyCounts {
 #[derive(Debug)]
 pub struct WorkerReport {
     pub cpu_requested: Option<u32>,
-    /// CPUs the worker thread was observed on (sampled with current_cpu()).
+    /// CPUs the worker thread was observed on ([`cpu::current_cpu`] at each I/O call).
     pub cpus_seen: wirespeed_model::CpuSet,
     /// Path that actually ran for sending streams (None if there were none).
     pub send_path: Option<SendPath>,

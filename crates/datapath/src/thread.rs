@@ -1,7 +1,8 @@
 //! What TCP and UDP workers share that is not about bytes: a thread pinned before it reports
 //! ready, the live counters of its streams, their sockets borrowed while it runs, and the join.
 
-use crate::{cpu, DatapathError};
+use crate::cpu::{self, CpuNow, ThreadWatch};
+use crate::DatapathError;
 use std::os::fd::{BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -17,6 +18,8 @@ use std::sync::Arc;
 pub struct WorkerThread<R, C> {
     thread: std::thread::JoinHandle<R>,
     tid: u32,
+    /// Where it runs now, as it notes at each I/O call.
+    cpu_now: Arc<CpuNow>,
     /// Set when `run` has returned.
     done: Arc<AtomicBool>,
     /// Gets a message (or closes) when `run` has returned.
@@ -44,6 +47,13 @@ impl<R, C> WorkerThread<R, C> {
     /// The thread's kernel id (its `/proc/self/task` entry while it runs).
     pub fn tid(&self) -> u32 {
         self.tid
+    }
+    /// The thread as an observer is told of it: its id, and where it runs now.
+    pub fn watch(&self) -> ThreadWatch {
+        ThreadWatch {
+            tid: self.tid,
+            cpu: Arc::clone(&self.cpu_now),
+        }
     }
     /// True once every stream of this worker has ended (stop, EOF, budget, error).
     pub fn is_finished(&self) -> bool {
@@ -81,7 +91,8 @@ impl<R, C> WorkerThread<R, C> {
 
 /// Start `run` on a thread named `{prefix}-cpu{N}` (or `{prefix}` when not pinned), with a
 /// fresh counter per stream of `streams` (stream id, socket fd; in spec order, the order `run`
-/// gets the counters in). Returns once the thread runs, pinned to `cpu` if asked. A pin failure
+/// gets the counters in), and the cell `run` notes where it runs in ([`CpuNow`]). Returns once
+/// the thread runs, pinned to `cpu` if asked. A pin failure
 /// is returned here: the thread then ends with `unpinned` without calling `run`, and drops
 /// what `run` captured (the spec's sockets are closed).
 pub(crate) fn spawn_pinned<R, C>(
@@ -89,7 +100,7 @@ pub(crate) fn spawn_pinned<R, C>(
     cpu: Option<u32>,
     streams: Vec<(u32, RawFd)>,
     unpinned: R,
-    run: impl FnOnce(Vec<Arc<C>>) -> R + Send + 'static,
+    run: impl FnOnce(Vec<Arc<C>>, Arc<CpuNow>) -> R + Send + 'static,
 ) -> Result<WorkerThread<R, C>, DatapathError>
 where
     R: Send + 'static,
@@ -105,6 +116,8 @@ where
     let (done_tx, done_rx) = sync_channel::<()>(1);
     let (release, released) = sync_channel::<()>(0);
     let done_here = Arc::clone(&done);
+    let cpu_now = Arc::new(CpuNow::default());
+    let cpu_here = Arc::clone(&cpu_now);
     let name = match cpu {
         Some(c) => format!("{prefix}-cpu{c}"),
         None => prefix.to_string(),
@@ -120,7 +133,7 @@ where
             }
             let tid = rustix::thread::gettid().as_raw_nonzero().get();
             let _ = tx.send(Ok(u32::try_from(tid).unwrap_or(0)));
-            let report = run(ctrs);
+            let report = run(ctrs, cpu_here);
             done_here.store(true, Ordering::Release);
             let _ = done_tx.send(());
             // idle until joined (or the handle is dropped): see the type's docs
@@ -132,6 +145,7 @@ where
         Ok(Ok(tid)) => Ok(WorkerThread {
             thread,
             tid,
+            cpu_now,
             done,
             done_rx,
             release: Some(release),

@@ -1,6 +1,6 @@
 //! Worker threads: one-stream blocking loop and many-stream epoll loop.
 
-use crate::cpu::CpuSampler;
+use crate::cpu::{CpuNow, CpuSampler};
 use crate::rx_zerocopy::ZcRx;
 use crate::sys;
 use crate::thread::{spawn_pinned, WorkerThread};
@@ -182,8 +182,8 @@ pub fn spawn_worker(
         .map(|s| (s.id, s.socket.as_raw_fd()))
         .collect();
     let unpinned = empty_report(&spec);
-    spawn_pinned("ws-dp", spec.cpu, streams, unpinned, move |ctrs| {
-        run(spec, &control, ctrs)
+    spawn_pinned("ws-dp", spec.cpu, streams, unpinned, move |ctrs, now| {
+        run(spec, &control, ctrs, now)
     })
 }
 
@@ -311,8 +311,13 @@ impl St {
     }
 }
 
-fn run(spec: WorkerSpec, control: &Control, ctrs: Vec<Arc<StreamCounters>>) -> WorkerReport {
-    let mut sampler = CpuSampler::new();
+fn run(
+    spec: WorkerSpec,
+    control: &Control,
+    ctrs: Vec<Arc<StreamCounters>>,
+    now: Arc<CpuNow>,
+) -> WorkerReport {
+    let mut sampler = CpuSampler::new(now);
     let has_send = spec.streams.iter().any(|s| s.direction == Direction::Send);
     let has_recv = spec.streams.iter().any(|s| s.direction == Direction::Recv);
     let mut block = AlignedBuf::new(if has_send { spec.block_len } else { 0 });

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use wirespeed_engine::hooks::{
-    AppliedChange, EndObserver, HostChange, Observe, PreparedChange, Refusal,
+    AppliedChange, EndObserver, HostChange, Observe, PreparedChange, Refusal, ThreadWatch,
 };
 use wirespeed_host::{CpuSet, Root};
 use wirespeed_model::observation::{
@@ -70,8 +70,8 @@ impl EndObserver for Running {
         Some(self.0.head())
     }
 
-    fn own_threads(&mut self, tids: &[u32]) {
-        self.0.own_threads(tids);
+    fn own_threads(&mut self, threads: &[ThreadWatch]) {
+        self.0.own_threads(threads);
     }
 
     fn hold_threads(&mut self) {

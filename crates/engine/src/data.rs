@@ -21,7 +21,7 @@ use wirespeed_datapath::udp::{
 };
 use wirespeed_datapath::{
     self as dp, spawn_worker, Budget, Control, RecvPath, SendPath, StreamCounters, StreamSpec,
-    WorkerHandle, WorkerReport, WorkerSpec,
+    ThreadWatch, WorkerHandle, WorkerReport, WorkerSpec,
 };
 use wirespeed_report::builder::{StreamSample, TcpSample, UdpSample};
 
@@ -138,10 +138,10 @@ impl AnyWorker {
         }
     }
 
-    fn tid(&self) -> u32 {
+    fn watch(&self) -> ThreadWatch {
         match self {
-            AnyWorker::Tcp(h) => h.tid(),
-            AnyWorker::Udp(h) => h.tid(),
+            AnyWorker::Tcp(h) => h.watch(),
+            AnyWorker::Udp(h) => h.watch(),
         }
     }
 
@@ -299,8 +299,8 @@ pub struct DataPhase {
     streams: Vec<StreamInfo>,
     send_workers: Vec<AnyWorker>,
     recv_workers: Vec<AnyWorker>,
-    /// Every worker's thread id, in the order they started.
-    tids: Vec<u32>,
+    /// Every worker's thread (its id, where it runs now), in the order they started.
+    threads: Vec<ThreadWatch>,
     send_ctl: Arc<Control>,
     recv_ctl: Arc<Control>,
     summaries: Vec<WorkerSummary>,
@@ -347,7 +347,7 @@ impl DataPhase {
             streams: Vec::new(),
             send_workers: Vec::new(),
             recv_workers: Vec::new(),
-            tids: Vec::new(),
+            threads: Vec::new(),
             send_ctl: Arc::clone(&send_ctl),
             recv_ctl: Arc::clone(&recv_ctl),
             summaries: Vec::new(),
@@ -468,7 +468,7 @@ impl DataPhase {
                         closed: None,
                     });
                 }
-                phase.tids.push(w.tid());
+                phase.threads.push(w.watch());
                 if is_send {
                     phase.send_workers.push(w);
                 } else {
@@ -693,10 +693,11 @@ impl DataPhase {
         self.recv_workers.iter().all(AnyWorker::is_finished)
     }
 
-    /// This end's worker threads (their kernel ids), in the order they started: what its
-    /// observer reads, and nothing else (over `--loopback` both ends' workers share a process).
-    pub fn worker_tids(&self) -> &[u32] {
-        &self.tids
+    /// This end's worker threads (their kernel ids, and where each runs now), in the order they
+    /// started: what its observer reads, and nothing else (over `--loopback` both ends' workers
+    /// share a process).
+    pub fn worker_threads(&self) -> &[ThreadWatch] {
+        &self.threads
     }
 
     /// Stop the senders, read their final TCP_INFO, half-close their TCP sockets.

@@ -15,6 +15,8 @@ use std::fmt;
 use std::net::IpAddr;
 use std::sync::Arc;
 
+pub use wirespeed_datapath::ThreadWatch;
+
 use wirespeed_model::observation::{
     EndObservation, IntervalObservation, Role, TcpLimits, WorkerRun,
 };
@@ -63,10 +65,11 @@ pub trait EndObserver: Send {
         None
     }
 
-    /// This end's worker threads (kernel thread ids), once they run: the observer reads these
-    /// and no other thread of the process (over `--loopback` the other end's workers run in
-    /// the same process). Until told, it reads every worker thread. Nothing by default.
-    fn own_threads(&mut self, _tids: &[u32]) {}
+    /// This end's worker threads (kernel thread ids, and where each runs now as it notes
+    /// itself), once they run: the observer reads these and no other thread of the process
+    /// (over `--loopback` the other end's workers run in the same process). Until told, it reads
+    /// every worker thread. Nothing by default.
+    fn own_threads(&mut self, _threads: &[ThreadWatch]) {}
 
     /// The engine is about to stop the workers, whose threads then end: read them now, so
     /// that the last interval and the totals still hold what they ran. Nothing by default.

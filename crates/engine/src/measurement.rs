@@ -274,7 +274,7 @@ impl Measurement<DataPhase> {
         let started = now();
         let data = DataPhase::start(streams, cfg)?;
         let mut observer = observer;
-        observer.own_threads(data.worker_tids());
+        observer.own_threads(data.worker_threads());
         Ok(Measurement::new(
             data, builder, observer, cpu, started, interval, omit,
         ))

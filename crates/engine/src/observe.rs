@@ -12,6 +12,7 @@
 use std::net::IpAddr;
 
 use wirespeed_datapath::tcp::TcpInfo;
+use wirespeed_datapath::ThreadWatch;
 use wirespeed_model::observation::{
     BitsPerSecond, EndObservation, IntervalObservation, Role, TcpLimits, WorkerRun,
 };
@@ -307,9 +308,9 @@ impl TestObserver {
     }
 
     /// This end's worker threads, once they run (see [`EndObserver::own_threads`]).
-    pub fn own_threads(&mut self, tids: &[u32]) {
+    pub fn own_threads(&mut self, threads: &[ThreadWatch]) {
         if let Some(o) = self.running.as_mut() {
-            o.own_threads(tids);
+            o.own_threads(threads);
         }
     }
 

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
+pub use wirespeed_datapath::{CpuNow, ThreadWatch};
 use wirespeed_host::cgroup::{self, CpuLimit, CpuStat};
 use wirespeed_host::interrupts;
 use wirespeed_host::softirqs::{self, Softirqs, NET_RX, NET_TX};
@@ -76,7 +77,7 @@ pub struct ThreadSample {
     /// `schedstat`: nanoseconds run and waited on a run queue.
     pub run_ns: u64,
     pub wait_ns: u64,
-    /// `stat`'s `processor`: the CPU it last ran on.
+    /// The CPU it last ran on: where it noted it runs ([`CpuNow`]), else `stat`'s `processor`.
     pub cpu: Option<u32>,
 }
 
@@ -150,9 +151,12 @@ pub fn worker_threads(root: &Root, only: Option<&[u32]>) -> Vec<ThreadSample> {
 /// read once, and its `schedstat` and `stat` are held open ([`Root::open_held`]) and read again
 /// at each interval, one `pread` each into one buffer the reader keeps, parsed where they lie
 /// (as many as [`Reader`]'s share of the open-file limit allows; past it, and on a recording
-/// root, they are opened by path each time). On the live host a worker pinned to one CPU is
-/// there: its `stat` is not read (see [`pinned_cpu`]). A thread whose files no longer read has
-/// ended: left out, its files closed. The ids listed (`only` not given) are in numeric order.
+/// root, they are opened by path each time). A worker that notes where it runs
+/// ([`Reader::watch`]: the engine's do, at each I/O call) is not asked: its `stat` is neither
+/// held nor read, nor its affinity looked at, until it has noted a CPU. Else, on the live host
+/// a worker pinned to one CPU is there: its `stat` is not read (see [`pinned_cpu`]). A thread
+/// whose files no longer read has ended: left out, its files closed. The ids listed (`only` not
+/// given) are in numeric order.
 fn worker_threads_with(
     root: &Root,
     only: Option<&[u32]>,
@@ -167,6 +171,7 @@ fn worker_threads_with(
         held,
         tids,
         task_bytes,
+        noted,
         ..
     } = reader;
     match only {
@@ -177,8 +182,16 @@ fn worker_threads_with(
         None => {
             // sorted, as numbers
             root.list_ids("/proc/self/task", tids);
-            // an id no longer listed may come back as another thread
-            tasks.retain(|t, _| tids.binary_search(t).is_ok());
+            // an id no longer listed may come back as another thread: forgotten, its files
+            // closed and no longer counted
+            tasks.retain(|t, task| {
+                let listed = tids.binary_search(t).is_ok();
+                if !listed {
+                    *held -= task.held_files();
+                    noted.remove(t);
+                }
+                listed
+            });
         }
     }
     if task_bytes.len() != TASK_FILE_BYTES {
@@ -203,31 +216,46 @@ fn worker_threads_with(
                     // not remembered: a thread may name itself a moment after it starts
                     continue;
                 }
-                let files = (*held + 2 <= budget)
-                    .then(|| {
-                        let open =
-                            |f: &str| root.open_held(&format!("/proc/self/task/{n}/{f}")).ok();
-                        Some((open("schedstat")?, open("stat")?))
-                    })
+                let now = noted.get(&n).cloned();
+                // a worker that notes its CPU needs no `stat`
+                let want = if now.is_some() { 1 } else { 2 };
+                let open = |f: &str| root.open_held(&format!("/proc/self/task/{n}/{f}")).ok();
+                let sched = (*held + want <= budget)
+                    .then(|| open("schedstat"))
                     .flatten();
-                *held += if files.is_some() { 2 } else { 0 };
-                e.insert(Task {
+                let stat = sched
+                    .as_ref()
+                    .filter(|_| now.is_none())
+                    .and_then(|_| open("stat"));
+                let files = match (sched, stat) {
+                    (Some(sched), stat) if now.is_some() || stat.is_some() => Some((sched, stat)),
+                    _ => None,
+                };
+                let task = e.insert(Task {
                     name,
                     files,
+                    now,
                     pinned: None,
                     readings: 0,
-                })
+                });
+                *held += task.held_files();
+                task
             }
         };
         // on the live host, a thread allowed one CPU only is there: its `stat` (the kernel's
         // dearest file to print, for `processor` alone) is not read. A pinned thread's
         // affinity is looked at each reading (it may be let go); a floating one's at its first
         // and every `AFFINITY_EVERY`th (its `stat` is read meanwhile: nothing is missed)
-        if live && (task.pinned.is_some() || task.readings % AFFINITY_EVERY == 0) {
+        // and a worker that notes where it runs is not asked at all
+        let noted_cpu = task.now.as_deref().and_then(CpuNow::get);
+        if noted_cpu.is_none()
+            && live
+            && (task.pinned.is_some() || task.readings % AFFINITY_EVERY == 0)
+        {
             task.pinned = pinned_cpu(n, task.pinned);
         }
         task.readings = task.readings.wrapping_add(1);
-        let pinned = task.pinned;
+        let pinned = noted_cpu.or(task.pinned);
         let counters = match &task.files {
             // one `pread` each into the one buffer, the words parsed where they lie
             Some((sched, stat)) => {
@@ -238,10 +266,15 @@ fn worker_threads_with(
                     .filter(|&k| k > 0)
                     .and_then(|k| parse_schedstat_bytes(whole_words(&buf[..128], k)));
                 run_wait.map(|rw| {
-                    let cpu = pinned.or_else(|| {
-                        stat.pread(0, buf)
+                    let cpu = pinned.or_else(|| match stat {
+                        Some(stat) => stat
+                            .pread(0, buf)
                             .ok()
-                            .and_then(|k| parse_stat_processor_bytes(whole_words(buf, k)))
+                            .and_then(|k| parse_stat_processor_bytes(whole_words(buf, k))),
+                        // a noting worker before its first note: its `stat` by path
+                        None => read(n, "stat", small)
+                            .then(|| parse_stat_processor(small))
+                            .flatten(),
                     });
                     (rw, cpu)
                 })
@@ -260,8 +293,9 @@ fn worker_threads_with(
         };
         let Some(((run_ns, wait_ns), cpu)) = counters else {
             // ended: its files closed, its id forgotten (it may come back as another thread)
+            noted.remove(&n);
             if let Some(t) = tasks.remove(&n) {
-                *held -= if t.files.is_some() { 2 } else { 0 };
+                *held -= t.held_files();
             }
             continue;
         };
@@ -276,16 +310,27 @@ fn worker_threads_with(
     out
 }
 
-/// A worker thread a [`Reader`] knows: its name (`comm`, read once) and, when held open, its
-/// `schedstat` and `stat`.
+/// A worker thread a [`Reader`] knows: its name (`comm`, read once), when held open its
+/// `schedstat` and (for a worker that does not note where it runs) its `stat`, and where it
+/// notes it runs.
 #[derive(Debug)]
 struct Task {
     name: Arc<str>,
-    files: Option<(wirespeed_host::HeldFile, wirespeed_host::HeldFile)>,
+    files: Option<(wirespeed_host::HeldFile, Option<wirespeed_host::HeldFile>)>,
+    now: Option<Arc<CpuNow>>,
     /// The one CPU it was allowed at the last look at its affinity (live host only).
     pinned: Option<u32>,
     /// How many times it was read.
     readings: u32,
+}
+
+impl Task {
+    /// How many files it holds open.
+    fn held_files(&self) -> usize {
+        self.files
+            .as_ref()
+            .map_or(0, |(_, stat)| 1 + usize::from(stat.is_some()))
+    }
 }
 
 /// A floating worker's affinity is looked at once in this many readings (a pinned one's at each).
@@ -338,6 +383,8 @@ pub struct Reader {
     rows: Option<interrupts::RowSpans>,
     /// Worker threads by id: `comm` is read once per thread, its counters' files held open.
     tasks: BTreeMap<u32, Task>,
+    /// Where the workers the reader was told of note they run ([`Reader::watch`]), by id.
+    noted: BTreeMap<u32, Arc<CpuNow>>,
     /// Files held open for threads now, and how many may be ([`Reader::held_budget`]).
     held: usize,
     budget: Option<usize>,
@@ -426,6 +473,17 @@ impl Reader {
     /// This process's worker threads (see [`worker_threads`]), with the names this reader knows.
     pub fn threads(&mut self, root: &Root, only: Option<&[u32]>) -> Vec<ThreadSample> {
         worker_threads_with(root, only, self)
+    }
+
+    /// Where these threads note they run: read from them instead of their `stat` (and their
+    /// affinity) from the next reading that first meets each of them.
+    pub fn watch(&mut self, threads: &[ThreadWatch]) {
+        for t in threads {
+            self.noted.insert(t.tid, Arc::clone(&t.cpu));
+            if let Some(task) = self.tasks.get_mut(&t.tid) {
+                task.now = Some(Arc::clone(&t.cpu));
+            }
+        }
     }
 
     /// The NIC's interrupts per CPU, summed over `irqs`: per IRQ when the start found those
@@ -969,11 +1027,13 @@ impl Observer {
     /// On the live host, the observer's thread (the one calling) is also kept off the CPUs the
     /// pinned workers among them hold, from now until the observer is done; where every CPU it
     /// may use holds one it stays, and says so ([`ObserverUse::shared`]).
-    pub fn own_threads(&mut self, tids: &[u32]) {
-        self.own = Some(tids.to_vec());
+    pub fn own_threads(&mut self, threads: &[ThreadWatch]) {
+        let tids: Vec<u32> = threads.iter().map(|t| t.tid).collect();
+        self.reader.watch(threads);
         if self.root.is_live() {
-            self.keep_off(tids);
+            self.keep_off(&tids);
         }
+        self.own = Some(tids);
     }
 
     fn keep_off(&mut self, tids: &[u32]) {
@@ -1344,6 +1404,67 @@ mod tests {
         let u = thread_uses(&a, &b);
         assert_eq!((u[0].tid, u[0].run.get()), (10000, 10.0));
         assert_eq!((u[1].tid, u[1].run.get()), (9, 0.0));
+    }
+
+    /// A worker that notes where it runs is read from its note, not its `stat` (the tree's says
+    /// CPU 777, which no test machine's thread runs on); before its first note, and for a worker
+    /// not told of, from its `stat`; with no `stat` at all a noting worker still has its CPU.
+    #[test]
+    fn a_worker_that_notes_its_cpu_is_read_from_the_note_not_its_stat() {
+        let t = tempfile::tempdir().unwrap();
+        let stat = |cpu: u32| {
+            // fields after the name: state (3) ... processor (39)
+            let mut f: Vec<String> = (3..=52).map(|i| i.to_string()).collect();
+            f[0] = "S".into();
+            f[39 - 3] = cpu.to_string();
+            format!("1 (ws-dp (x)) {}\n", f.join(" "))
+        };
+        for tid in [21u32, 22, 23] {
+            let task = t.path().join(format!("proc/self/task/{tid}"));
+            std::fs::create_dir_all(&task).unwrap();
+            std::fs::write(task.join("comm"), "ws-dp\n").unwrap();
+            std::fs::write(task.join("schedstat"), "100 50 1\n").unwrap();
+            if tid != 23 {
+                std::fs::write(task.join("stat"), stat(777)).unwrap();
+            }
+        }
+        let root = Root::new(t.path());
+        let noting = ThreadWatch::unnoted(21);
+        let late = ThreadWatch::unnoted(22);
+        let bare = ThreadWatch::unnoted(23);
+        noting.cpu.note();
+        bare.cpu.note();
+        // each note is where the test's thread ran at that moment (it may move between them)
+        let (here, there) = (noting.cpu.get().unwrap(), bare.cpu.get().unwrap());
+        assert_ne!(here, 777);
+        let mut reader = Reader::default();
+        reader.watch(&[noting.clone(), late.clone(), bare.clone()]);
+        let cpus = |r: &mut Reader| {
+            r.threads(&root, Some(&[21, 22, 23]))
+                .iter()
+                .map(|t| (t.tid, t.cpu, t.wait_ns))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            cpus(&mut reader),
+            vec![
+                (21, Some(here), 50),
+                (22, Some(777), 50),
+                (23, Some(there), 50)
+            ]
+        );
+        // its first note: read from it from then on
+        late.cpu.note();
+        assert_eq!(cpus(&mut reader)[1], (22, late.cpu.get(), 50));
+        // a reader not told reads every `stat`
+        let mut plain = Reader::default();
+        assert_eq!(
+            cpus(&mut plain),
+            vec![(21, Some(777), 50), (22, Some(777), 50), (23, None, 50)]
+        );
+        // told later: the note wins from the next reading
+        plain.watch(&[noting]);
+        assert_eq!(cpus(&mut plain)[0], (21, Some(here), 50));
     }
 
     #[test]
@@ -2175,7 +2296,7 @@ mod tests {
         });
         let tid = rx.recv().unwrap();
         let mut obs = Observer::new(Root::live(), Role::Sender, NicSpec::None).unwrap();
-        obs.own_threads(&[tid]);
+        obs.own_threads(&[ThreadWatch::unnoted(tid)]);
         let now = affinity_of(None).unwrap();
         assert!(!now.contains(cpu), "kept off CPU {cpu}: {now}");
         assert_eq!(obs.cost().kept_off, CpuSet::from_cpus([cpu]));

@@ -5,7 +5,7 @@ use super::pacer::{paced_batch, Pacer};
 use super::{
     UdpCounters, UdpRecvPath, UdpSendPath, UdpStreamResult, UdpWorkerReport, UdpWorkerSpec,
 };
-use crate::cpu::CpuSampler;
+use crate::cpu::{CpuNow, CpuSampler};
 use crate::thread::{spawn_pinned, WorkerThread};
 use crate::{sys, Budget, Control, DatapathError, Direction, StreamEnd, POLL_INTERVAL};
 use std::os::fd::{AsRawFd, RawFd};
@@ -87,8 +87,8 @@ pub fn spawn_udp_worker(
         .map(|s| (s.id, s.socket.as_raw_fd()))
         .collect();
     let unpinned = empty_report(spec.cpu);
-    spawn_pinned("ws-udp", spec.cpu, streams, unpinned, move |ctrs| {
-        run(spec, &control, ctrs)
+    spawn_pinned("ws-udp", spec.cpu, streams, unpinned, move |ctrs, now| {
+        run(spec, &control, ctrs, now)
     })
 }
 
@@ -538,8 +538,13 @@ struct RecvSt {
     err: Option<String>,
 }
 
-fn run(spec: UdpWorkerSpec, control: &Control, ctrs: Vec<Arc<UdpCounters>>) -> UdpWorkerReport {
-    let mut sampler = CpuSampler::new();
+fn run(
+    spec: UdpWorkerSpec,
+    control: &Control,
+    ctrs: Vec<Arc<UdpCounters>>,
+    now: Arc<CpuNow>,
+) -> UdpWorkerReport {
+    let mut sampler = CpuSampler::new(now);
     let len = spec.datagram_len;
     let c64 = spec.counters_64bit;
     let mut fallbacks = Vec::new();
