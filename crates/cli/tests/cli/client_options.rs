@@ -319,6 +319,77 @@ fn workers_say_how_they_were_woken_on_both_ends() {
     );
 }
 
+/// The wake rule's place, end to end: across a veth pair between two namespaces the workers
+/// keep their marks (batch measured worse there), and a test to the host's own address in one
+/// namespace — which the kernel routes through `lo` — runs batch. Needs root and iproute2 (the
+/// lab): `SKIP:` without, a failure under `CI`.
+#[test]
+fn a_veth_path_keeps_its_marks_and_the_hosts_own_address_runs_batch() {
+    let me = "a_veth_path_keeps_its_marks_and_the_hosts_own_address_runs_batch";
+    if let Err(e) = wirespeed_lab::check_can_run(false) {
+        crate::need::unavailable(me, &format!("the lab cannot run: {e}"));
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    use wirespeed_lab::{Lab, Side as LabSide, Spec};
+    let lab = Lab::up(Spec::new(wirespeed_lab::unique_name("wswk"))).expect("lab up");
+    let cpus = wirespeed_datapath::cpu::allowed_cpus().map_or(1, |v| v.len().max(1));
+    // as many streams as CPUs, unpinned: over loopback every worker of both ends runs batch
+    let n = cpus.min(128).to_string();
+    let bin = env!("CARGO_BIN_EXE_wirespeed");
+    let wakes = |server_side: LabSide, to: std::net::Ipv4Addr| -> Vec<String> {
+        let mut server = lab
+            .command(server_side, bin)
+            .args(["server", "-1", "-p", "5431"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the server");
+        // readiness: the banner comes once the listening socket is bound
+        let out = server.stdout.take().expect("the server's stdout");
+        let banner = BufReader::new(out)
+            .lines()
+            .map_while(Result::ok)
+            .any(|l| l.contains("Server listening"));
+        assert!(banner, "the server did not listen");
+        let o = lab
+            .command(LabSide::Client, bin)
+            .args([
+                "client",
+                &to.to_string(),
+                "-p",
+                "5431",
+                "-t",
+                "1",
+                "-P",
+                &n,
+                "-J",
+            ])
+            .output()
+            .expect("run the client");
+        let _ = server.kill();
+        let _ = server.wait();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let c: Value = serde_json::from_slice(&o.stdout).expect("-J");
+        ["workers", "remote_workers"]
+            .iter()
+            .flat_map(|k| c["wirespeed"][*k].as_array().cloned().unwrap_or_default())
+            .map(|w| w["wake"].as_str().unwrap_or("absent").to_string())
+            .collect()
+    };
+    let server = lab.addr(LabSide::Server).expect("the server's address");
+    let w = wakes(LabSide::Server, server);
+    assert!(
+        !w.is_empty() && w.iter().all(|x| x == "mark"),
+        "-P {n} across the veth pair: {w:?}"
+    );
+    let own = lab.addr(LabSide::Client).expect("the client's address");
+    let w = wakes(LabSide::Client, own);
+    assert!(
+        !w.is_empty() && w.iter().all(|x| x == "batch"),
+        "-P {n} to the namespace's own address {own}: {w:?}"
+    );
+}
+
 #[test]
 fn json_stream_logfile_and_text() {
     // --json-stream: one JSON object per line, start .. interval .. end.
