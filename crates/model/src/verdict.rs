@@ -27,8 +27,8 @@ pub struct Verdict {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
     /// Other tasks took a significant share of the CPUs this test's workers ran on (the
-    /// verdict's `also` says so in words): the verdict may be a consequence of that load.
-    /// Absent where the host was quiet, and where the verdict is `cpu-contended` itself.
+    /// verdict's `also` says so in words, but for `cpu-contended`, whose own line says it): the
+    /// verdict may be a consequence of that load. Absent where the host was quiet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_load: Option<HostLoad>,
     /// `--bidir`: the direction this verdict judges (the slower one); the other direction's

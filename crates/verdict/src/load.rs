@@ -160,8 +160,8 @@ pub(super) fn host_load(test: &TestObservation, th: &Thresholds) -> Vec<wirespee
     out
 }
 
-/// The busy-host statement of verdict `v` (not for `cpu-contended`, which says it already):
-/// `host_load` set and a line first under `also`.
+/// The busy-host statement of verdict `v`: `host_load` set and a line first under `also` (not
+/// for `cpu-contended`, whose own line says it: its `host_load` only).
 /// `cpus`: the context's [`host_load`], computed once.
 pub(super) fn with_host_load(
     v: &mut Verdict,
@@ -169,10 +169,14 @@ pub(super) fn with_host_load(
     cpus: &[wirespeed_model::BusyCpu],
     th: &Thresholds,
 ) {
-    if v.standing.rank == Some(Rank::Contention) {
+    if cpus.is_empty() {
         return;
     }
-    if cpus.is_empty() {
+    if v.standing.rank == Some(Rank::Contention) {
+        v.host_load = Some(wirespeed_model::HostLoad {
+            cpus: cpus.to_vec(),
+            marginal: false,
+        });
         return;
     }
     let each: Vec<String> = cpus

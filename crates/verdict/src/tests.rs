@@ -2303,12 +2303,20 @@ fn a_marginal_tcp_limit_beside_contention_names_the_contention_first() {
     );
 }
 
+/// Its own line says other tasks took the worker's CPU: no busy-host line, but the load typed.
 #[test]
 fn a_contended_verdict_does_not_say_the_host_was_busy_twice() {
     let r = contended_receiver();
     let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(1.0)));
     assert_eq!(v.id, VerdictId::CpuContended);
-    assert_eq!(v.host_load, None);
+    let load = v.host_load.as_ref().expect("the load typed");
+    assert!(!load.marginal);
+    assert!(
+        load.cpus
+            .iter()
+            .any(|c| c.end == wirespeed_model::LoadedEnd::Receiver && c.others_pct >= 25.0),
+        "{load:?}"
+    );
     assert!(
         !v.also.iter().any(|a| a.starts_with("host busy")),
         "{:?}",

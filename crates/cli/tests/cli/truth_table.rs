@@ -277,12 +277,13 @@ fn start_server(mut cmd: Command, port: u16) -> Option<Server> {
     Some(Server(child))
 }
 
-/// The verdict `wirespeed client -J` printed: (id, line).
-/// A run's verdict: its id and line, and the ids under `also`.
+/// The verdict `wirespeed client -J` printed: its id and line, the ids under `also`, and the
+/// largest share (%) other tasks took of a CPU the test's workers ran on (`host_load`, typed).
 struct Said {
     id: String,
     line: String,
     also: Vec<String>,
+    others: Option<f64>,
 }
 
 fn client_verdict(mut cmd: Command, host: &str, port: u16, args: &[&str]) -> Said {
@@ -315,7 +316,26 @@ fn client_verdict(mut cmd: Command, host: &str, port: u16, args: &[&str]) -> Sai
             .as_array()
             .map(|a| a.iter().map(|x| text(&x["id"])).collect())
             .unwrap_or_default(),
+        others: others_share(v),
     }
+}
+
+/// The largest share (%) other tasks took of a CPU the test's workers ran on, as verdict `v`
+/// (its `-J` object) types it (`host_load`); `None` where it names none.
+pub(crate) fn others_share(v: &serde_json::Value) -> Option<f64> {
+    v["host_load"]["cpus"]
+        .as_array()?
+        .iter()
+        .filter_map(|x| x["others_pct"].as_f64())
+        .reduce(f64::max)
+}
+
+/// Whether a run's verdict `id` is other work contending for the workers' CPUs, the truth for
+/// any row whatever it induces: `cpu-contended` on a host over [`LOADED_HOST`] busy before the
+/// run (`load`), or where the run measured other tasks over that share of a worker's CPU
+/// (`others`, [`others_share`]).
+pub(crate) fn contended_by_others(id: &str, load: f64, others: Option<f64>) -> bool {
+    id == "cpu-contended" && (load >= LOADED_HOST || others.is_some_and(|x| x >= LOADED_HOST))
 }
 
 fn port() -> u16 {
@@ -414,6 +434,8 @@ struct Outcome {
     line: String,
     /// The ids under `also`.
     also: Vec<String>,
+    /// Other tasks' largest share (%) of a worker's CPU during the run, as its verdict typed it.
+    others: Option<f64>,
     /// The host's busy share before the run (%).
     load: f64,
 }
@@ -434,18 +456,10 @@ impl Outcome {
         }
     }
 
-    /// What the run itself measured of other tasks on a worker's CPU, where its verdict says so
-    /// (`cpu-contended`: "... while other tasks took 53.9 % of that CPU").
-    fn others_share(&self) -> Option<f64> {
-        let (_, rest) = self.line.split_once("other tasks took ")?;
-        rest.split_once(" %")?.0.trim().parse().ok()
-    }
-
     /// Contention the host's own other work explains: over [`LOADED_HOST`] busy before the run,
     /// or other tasks measured by the run taking over that share of a worker's CPU.
     fn contended_by_others(&self) -> bool {
-        self.id == "cpu-contended"
-            && (self.load >= LOADED_HOST || self.others_share().is_some_and(|x| x >= LOADED_HOST))
+        contended_by_others(&self.id, self.load, self.others)
     }
 }
 
@@ -459,11 +473,17 @@ fn runs(s: &Scenario) -> Vec<Outcome> {
     let mut out = Vec::new();
     for attempt in 1..=ATTEMPTS {
         let load = host_busy(std::time::Duration::from_millis(500));
-        let Said { id, line, also } = run(s);
+        let Said {
+            id,
+            line,
+            also,
+            others,
+        } = run(s);
         let o = Outcome {
             id,
             line,
             also,
+            others,
             load,
         };
         eprintln!("{} (run {attempt}) → {}: {}", s.name, o.said(s), o.line);
@@ -510,7 +530,7 @@ fn each_induced_limit_gets_its_verdict() {
                      workers' CPUs is the truth",
                     s.name,
                     o.load,
-                    o.others_share().unwrap_or(0.0)
+                    o.others.unwrap_or(0.0)
                 );
             } else {
                 got.push(format!(
@@ -526,26 +546,22 @@ fn each_induced_limit_gets_its_verdict() {
     assert!(failed.is_empty(), "{failed:#?}");
 }
 
-/// The run's own measure of other tasks is read from the verdict's words, and masks only a
-/// `cpu-contended` verdict whose other tasks took over half a worker's CPU.
+/// The run's own measure of other tasks (the verdict's typed `host_load`) or the host's load
+/// before it masks only a `cpu-contended` verdict, and only over half a worker's CPU.
 #[test]
 fn only_contention_by_other_work_is_masked() {
-    let o = |id: &str, line: &str, load| Outcome {
+    let o = |id: &str, others, load| Outcome {
         id: id.into(),
-        line: line.into(),
+        line: String::new(),
         also: Vec::new(),
+        others,
         load,
     };
-    let line = "CPU contended: the receiver's worker (ws-dp-cpu1) on CPU 1 waited 21 % of the \
-                test for its CPU and ran 26.9 %, while other tasks took 53.9 % of that CPU — \
-                another process runs there";
-    assert_eq!(o("cpu-contended", line, 0.0).others_share(), Some(53.9));
-    assert!(o("cpu-contended", line, 10.0).contended_by_others());
-    let light = line.replace("53.9 %", "20.0 %");
-    assert!(!o("cpu-contended", &light, 10.0).contended_by_others());
-    assert!(o("cpu-contended", &light, 60.0).contended_by_others());
-    assert!(!o("pmtu-below-mtu", line, 90.0).contended_by_others());
-    assert_eq!(o("cpu-contended", "no figure", 0.0).others_share(), None);
+    assert!(o("cpu-contended", Some(53.9), 10.0).contended_by_others());
+    assert!(!o("cpu-contended", Some(20.0), 10.0).contended_by_others());
+    assert!(o("cpu-contended", Some(20.0), 60.0).contended_by_others());
+    assert!(!o("cpu-contended", None, 10.0).contended_by_others());
+    assert!(!o("pmtu-below-mtu", Some(90.0), 90.0).contended_by_others());
 }
 
 /// A setup fact's row is met under `also` only where no limit bound; every other row only by
@@ -556,6 +572,7 @@ fn a_fact_meets_its_row_under_also_only_where_nothing_bound() {
         id: id.into(),
         line: String::new(),
         also: also.iter().map(|a| a.to_string()).collect(),
+        others: None,
         load: 0.0,
     };
     let pmtu = SCENARIOS

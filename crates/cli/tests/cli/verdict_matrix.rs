@@ -25,7 +25,7 @@
 //! **gated** rows bind by construction on any machine (a 200 Mbit/s shaper on a path that does
 //! Gbit/s, a 16 KiB window, a favoured busy loop, an MTU) and `matrix_rows_that_bind_by_construction_get_their_verdict`
 //! asserts them (up to three runs each, a run that read `cpu-contended` on a host over half
-//! busy before it counted as masked); **reported** rows depend on the machine's relative CPU
+//! busy before or during it counted as masked); **reported** rows depend on the machine's relative CPU
 //! speeds or load (how near the Mathis ceiling a sub-millisecond path runs, which CPU keeps up
 //! with UDP) and are only printed. `verdict_matrix_report` (ignored by default) runs every row
 //! once per direction and prints the table with each run's measured line
@@ -40,7 +40,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 
 use crate::need;
-use crate::truth_table::{host_busy, BusyLoop, LOADED_HOST};
+use crate::truth_table::{contended_by_others, host_busy, others_share, BusyLoop};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_wirespeed")
@@ -586,6 +586,9 @@ struct Outcome {
     confidence: String,
     /// The host's busy share before the run (%).
     load: f64,
+    /// Other tasks' largest share (%) of a worker's CPU during the run (the verdict's typed
+    /// `host_load`).
+    others: Option<f64>,
 }
 
 impl Outcome {
@@ -655,6 +658,7 @@ fn run(row: &Row) -> Outcome {
             rate: String::new(),
             confidence: String::new(),
             load,
+            others: None,
         };
     }
     let v = &j["wirespeed"]["verdict"];
@@ -736,6 +740,7 @@ fn run(row: &Row) -> Outcome {
         rate,
         confidence,
         load,
+        others: others_share(v),
     }
 }
 
@@ -786,13 +791,15 @@ fn matrix_rows_that_bind_by_construction_get_their_verdict() {
                 hit = true;
                 break;
             }
-            // a host over half busy before the run: other work contending for the workers'
-            // CPUs is the truth whatever the row induces
-            if o.id == "cpu-contended" && o.load >= LOADED_HOST {
+            // a host over half busy before or during the run: other work contending for the
+            // workers' CPUs is the truth whatever the row induces
+            if contended_by_others(&o.id, o.load, o.others) {
                 eprintln!(
-                    "MASKED: {}: the host was {:.0} % busy before the run",
+                    "MASKED: {}: the host was {:.0} % busy before the run, other tasks took {:.0} % \
+                     of a worker's CPU during it",
                     row.name(),
-                    o.load
+                    o.load,
+                    o.others.unwrap_or(0.0)
                 );
             } else {
                 missed.push(o.measured());
@@ -903,7 +910,7 @@ fn a_shaper_on_lo_leads_over_the_same_host() {
         // the limit that bound leads; both ends on one host with idle workers is a fact (on a
         // host over half busy before the run, other work contending for the workers' CPUs is
         // the truth: the matrix's rule)
-        if v["id"] == "cpu-contended" && load >= LOADED_HOST {
+        if contended_by_others(v["id"].as_str().unwrap_or_default(), load, others_share(v)) {
             eprintln!("MASKED: {extra:?}: the host was {load:.0} % busy before the run: {v}");
             continue;
         }
@@ -948,8 +955,8 @@ enum Case {
 enum CaseRun {
     Met,
     Missed(String),
-    /// `cpu-contended` on a host over half busy before the run: the truth whatever the case
-    /// induces (the matrix's rule).
+    /// `cpu-contended` on a host over half busy before or during the run: the truth whatever the
+    /// case induces (the matrix's rule).
     Masked(String),
 }
 
@@ -958,15 +965,16 @@ impl Case {
         let load = host_busy(std::time::Duration::from_millis(500));
         match self.check() {
             Ok(()) => CaseRun::Met,
-            Err((id, e)) if id == "cpu-contended" && load >= LOADED_HOST => {
+            Err(((id, others), e)) if contended_by_others(&id, load, others) => {
                 CaseRun::Masked(format!("the host was {load:.0} % busy before the run: {e}"))
             }
             Err((_, e)) => CaseRun::Missed(e),
         }
     }
 
-    /// `Err((the verdict's id, why))` when the case's want is not met.
-    fn check(self) -> Result<(), (String, String)> {
+    /// `Err(((the verdict's id, other tasks' share of a worker's CPU), why))` when the case's
+    /// want is not met.
+    fn check(self) -> Result<(), ((String, Option<f64>), String)> {
         let udp = matches!(self, Case::UdpJumboSenderShaped | Case::UdpIperf3Receiver);
         let net = if udp {
             Net::up(9000, 1500)
@@ -1013,9 +1021,9 @@ impl Case {
             .expect("run the client");
         let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
         let v = &j["wirespeed"]["verdict"];
-        let Some(head) = v["id"].as_str().map(str::to_string) else {
+        let Some(head) = v["id"].as_str().map(|id| (id.to_string(), others_share(v))) else {
             return Err((
-                String::new(),
+                (String::new(), None),
                 format!(
                     "no verdict: exit {:?}, {}",
                     o.status.code(),
