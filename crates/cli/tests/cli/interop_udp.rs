@@ -72,8 +72,21 @@ fn run_udp(client: Side, server: Side, extra: &[&str], bidir: bool, reverse: boo
                 "sum_received_bidir_reverse"
             };
             let rj = if receiver == client { &cj } else { &sj };
+            let sender = if receiver == client { server } else { client };
             if let Some(rb) = rj["end"][recv_key]["bytes"].as_u64() {
-                assert_eq!(rb, (cp - cl) * LEN, "{tag}: {key}: received bytes");
+                let whole = (cp - cl) * LEN;
+                if sender == Side::Iperf3 {
+                    // Receiving from an iperf3 client, wirespeed closes its count at TEST_END
+                    // as iperf3's receiver does (docs/measure.md): datagrams still in its socket
+                    // then are in neither its count nor its loss, the same short tail as an
+                    // iperf3 server's above (a CI run on a loaded host: 2 of 3,397).
+                    assert!(
+                        rb <= whole && rb % LEN == 0 && (whole - rb) * 4 <= whole,
+                        "{tag}: {key}: received {rb} bytes of {whole} sent and not lost"
+                    );
+                } else {
+                    assert_eq!(rb, whole, "{tag}: {key}: received bytes");
+                }
             }
         }
         eprintln!("ok: {tag} {key}: {cp} datagrams, {cl} lost");
