@@ -964,4 +964,48 @@ mod tests {
         assert_eq!(d.measured_bytes().1, 300_000);
         d.close();
     }
+
+    /// The data phase names each worker thread to its observer with the cell the worker notes
+    /// its CPU in: one cell per worker, the worker's own id, and a CPU this process may run on
+    /// once the worker has moved bytes.
+    #[test]
+    fn each_worker_is_named_with_where_it_runs() {
+        let l = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let mut tx = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let (rx, _) = l.accept().expect("accept");
+        let cfg = DataConfig {
+            block_len: 64 * 1024,
+            send_path: SendPath::Copy,
+            recv_path: RecvPath::Copy,
+            placement: WorkerPlacement::Float { cpus: 1 },
+            budget: None,
+            udp: None,
+        };
+        let mut d = DataPhase::start(
+            vec![DataStream {
+                id: 1,
+                socket: DataSocket::Tcp(rx),
+                send: false,
+            }],
+            &cfg,
+        )
+        .expect("data phase");
+        let watches = d.worker_threads().to_vec();
+        assert_eq!(watches.len(), 1, "one worker");
+        let me = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+        assert!(
+            watches[0].tid != 0 && watches[0].tid != me,
+            "the worker's own id"
+        );
+        tx.write_all(&[7u8; 100_000]).expect("write");
+        wait_for("the bytes read", || d.measured_bytes().1 == 100_000);
+        let allowed = dp::cpu::allowed_cpus().expect("affinity");
+        let cpu = watches[0].cpu.get().expect("the worker noted a CPU");
+        assert!(allowed.contains(cpu), "CPU {cpu} of {allowed}");
+        drop(tx);
+        d.finish_receivers(Drain::UntilEof {
+            within: Duration::from_secs(120),
+        });
+        d.close();
+    }
 }
