@@ -336,9 +336,16 @@ pub(crate) fn others_share(v: &serde_json::Value) -> Option<f64> {
 /// Whether a run's verdict `id` is other work contending for the workers' CPUs, the truth for
 /// any row whatever it induces: `cpu-contended` on a host over [`LOADED_HOST`] busy before the
 /// run (`load`), or where the run measured other tasks over that share of a worker's CPU
-/// (`others`, [`others_share`]).
+/// (`others`, [`others_share`]), or both over [`BUSY_HOST`] — other work there before the run
+/// began, and the run's own measure of it over the verdict's threshold for another process.
+/// (CI runs other tests beside the table's: three CI runs read `cpu-contended` for the path-MTU
+/// row with the host 44-49 % busy before and other tasks taking 42-50 % of the receiver's CPU.)
 pub(crate) fn contended_by_others(id: &str, load: f64, others: Option<f64>) -> bool {
-    id == "cpu-contended" && (load >= LOADED_HOST || others.is_some_and(|x| x >= LOADED_HOST))
+    let others = others.unwrap_or(0.0);
+    id == "cpu-contended"
+        && (load >= LOADED_HOST
+            || others >= LOADED_HOST
+            || (load >= BUSY_HOST && others >= BUSY_HOST))
 }
 
 fn port() -> u16 {
@@ -416,6 +423,10 @@ pub(crate) fn host_busy(window: std::time::Duration) -> f64 {
 /// time busy before a run starts, with nothing of the table running (other tests, other
 /// processes — CI's busy loops).
 pub(crate) const LOADED_HOST: f64 = 50.0;
+
+/// A host busy with other work: a quarter of its CPU time, the verdict's own threshold for other
+/// tasks on a worker's CPU (`contended_others`, `busy_others`).
+pub(crate) const BUSY_HOST: f64 = 25.0;
 
 /// Root, iproute2 and two CPUs; `false` after saying why not (a failure under CI).
 fn can_run(test: &str) -> bool {
@@ -549,8 +560,8 @@ fn each_induced_limit_gets_its_verdict() {
     assert!(failed.is_empty(), "{failed:#?}");
 }
 
-/// The run's own measure of other tasks (the verdict's typed `host_load`) or the host's load
-/// before it masks only a `cpu-contended` verdict, and only over half a worker's CPU.
+/// The run's own measure of other tasks (the verdict's typed `host_load`) and the host's load
+/// before it mask only a `cpu-contended` verdict: either over half, or both over a quarter.
 #[test]
 fn only_contention_by_other_work_is_masked() {
     let o = |id: &str, others, load| Outcome {
@@ -564,6 +575,10 @@ fn only_contention_by_other_work_is_masked() {
     assert!(!o("cpu-contended", Some(20.0), 10.0).contended_by_others());
     assert!(o("cpu-contended", Some(20.0), 60.0).contended_by_others());
     assert!(!o("cpu-contended", None, 10.0).contended_by_others());
+    // both loads over a quarter: other work was there before and took the worker's CPU
+    assert!(o("cpu-contended", Some(42.5), 49.0).contended_by_others());
+    assert!(!o("cpu-contended", Some(42.5), 10.0).contended_by_others());
+    assert!(!o("cpu-contended", Some(20.0), 40.0).contended_by_others());
     assert!(!o("pmtu-below-mtu", Some(90.0), 90.0).contended_by_others());
 }
 
