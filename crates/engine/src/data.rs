@@ -922,10 +922,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_closed_count_reads_on_but_counts_what_came_before() {
+    /// A data phase receiving one TCP stream on one floating worker, and the socket that sends
+    /// into it.
+    fn one_receiver() -> (TcpStream, DataPhase) {
         let l = TcpListener::bind("127.0.0.1:0").expect("listen");
-        let mut tx = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let tx = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
         let (rx, _) = l.accept().expect("accept");
         let cfg = DataConfig {
             block_len: 64 * 1024,
@@ -935,7 +936,7 @@ mod tests {
             budget: None,
             udp: None,
         };
-        let mut d = DataPhase::start(
+        let d = DataPhase::start(
             vec![DataStream {
                 id: 1,
                 socket: DataSocket::Tcp(rx),
@@ -944,6 +945,12 @@ mod tests {
             &cfg,
         )
         .expect("data phase");
+        (tx, d)
+    }
+
+    #[test]
+    fn a_closed_count_reads_on_but_counts_what_came_before() {
+        let (mut tx, mut d) = one_receiver();
         let before = vec![7u8; 300_000];
         tx.write_all(&before).expect("write");
         wait_for("the first bytes read", || d.measured_bytes().1 == 300_000);
@@ -970,26 +977,7 @@ mod tests {
     /// once the worker has moved bytes.
     #[test]
     fn each_worker_is_named_with_where_it_runs() {
-        let l = TcpListener::bind("127.0.0.1:0").expect("listen");
-        let mut tx = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
-        let (rx, _) = l.accept().expect("accept");
-        let cfg = DataConfig {
-            block_len: 64 * 1024,
-            send_path: SendPath::Copy,
-            recv_path: RecvPath::Copy,
-            placement: WorkerPlacement::Float { cpus: 1 },
-            budget: None,
-            udp: None,
-        };
-        let mut d = DataPhase::start(
-            vec![DataStream {
-                id: 1,
-                socket: DataSocket::Tcp(rx),
-                send: false,
-            }],
-            &cfg,
-        )
-        .expect("data phase");
+        let (mut tx, mut d) = one_receiver();
         let watches = d.worker_threads().to_vec();
         assert_eq!(watches.len(), 1, "one worker");
         let me = rustix::thread::gettid().as_raw_nonzero().get() as u32;
