@@ -81,7 +81,9 @@ pub(super) fn bidir(
         (c2s, s2c)
     };
     // the other direction's line, then its own `also` lines, each naming that direction (its
-    // busy-host line names the same CPUs as this verdict's: said once)
+    // busy-host line names the same CPUs as this verdict's, where this one has such a line:
+    // said once)
+    let said_busy = first.also.iter().any(|a| a.kind == AlsoKind::HostLoad);
     let flow = other.direction;
     let words = flow.map_or("", Flow::words);
     let mut head = Also::finding(&other);
@@ -89,7 +91,7 @@ pub(super) fn bidir(
     let others_also = other
         .also
         .iter()
-        .filter(|a| !(first.host_load.is_some() && a.kind == AlsoKind::HostLoad))
+        .filter(|a| !(said_busy && a.kind == AlsoKind::HostLoad))
         .map(|a| Also {
             line: format!("{words}: {}", a.line),
             direction: flow,

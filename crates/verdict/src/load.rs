@@ -172,11 +172,12 @@ pub(super) fn with_host_load(
     if cpus.is_empty() {
         return;
     }
-    if v.standing.rank == Some(Rank::Contention) {
-        v.host_load = Some(wirespeed_model::HostLoad {
-            cpus: cpus.to_vec(),
-            marginal: false,
-        });
+    let contended = v.standing.rank == Some(Rank::Contention);
+    v.host_load = Some(wirespeed_model::HostLoad {
+        cpus: cpus.to_vec(),
+        marginal: !contended && near.is_some(),
+    });
+    if contended {
         return;
     }
     let each: Vec<String> = cpus
@@ -228,10 +229,6 @@ pub(super) fn with_host_load(
         None => {}
     }
     v.also.insert(0, Also::note(AlsoKind::HostLoad, line));
-    v.host_load = Some(wirespeed_model::HostLoad {
-        cpus: cpus.to_vec(),
-        marginal: near.is_some(),
-    });
 }
 
 /// Each of `e`'s workers over the intervals: its run and wait, and the other tasks and
