@@ -76,13 +76,18 @@ impl CpuNow {
         Some(self.0.load(Ordering::Relaxed)).filter(|&c| c != u32::MAX)
     }
 
-    /// Note the calling thread's CPU now (a worker calls it; so may a test or a bench standing in
-    /// for one).
+    /// Note the calling thread's CPU now (a worker's sampler does at each I/O call; so may a
+    /// test or a bench standing in for a worker).
     #[inline]
     pub fn note(&self) {
         if let Some(c) = current_cpu() {
-            self.0.store(c, Ordering::Relaxed);
+            self.set(c);
         }
+    }
+
+    #[inline]
+    fn set(&self, cpu: u32) {
+        self.0.store(cpu, Ordering::Relaxed);
     }
 }
 
@@ -124,19 +129,13 @@ impl CpuSampler {
         s
     }
 
-    #[inline]
-    pub(crate) fn tick(&mut self) {
-        self.sample();
-    }
-
+    /// Where the worker runs now: noted for the observer, and recorded.
     #[inline]
     pub(crate) fn sample(&mut self) {
         let Some(c) = current_cpu() else {
             return;
         };
-        if self.now.0.load(Ordering::Relaxed) != c {
-            self.now.0.store(c, Ordering::Relaxed);
-        }
+        self.now.set(c);
         if c < 1024 {
             self.bits[(c / 64) as usize] |= 1 << (c % 64);
         } else {
@@ -204,7 +203,7 @@ mod tests {
                 let mut s = CpuSampler::new(now);
                 for c in allowed.iter() {
                     pin_current_thread(c).expect("pin");
-                    s.tick();
+                    s.sample();
                 }
                 s.cpus()
             }

@@ -581,7 +581,7 @@ fn single_send(
                 }
             }
         }
-        sampler.tick();
+        sampler.sample();
     };
     st.bytes = bytes;
     st.blocks = blocks;
@@ -761,7 +761,7 @@ fn recv_loop(
                 reads += 1;
                 st.ctr.publish(bytes, reads);
                 st.lowat.follow(st.fd);
-                sampler.tick();
+                sampler.sample();
             }
             Got::Nothing => {}
             Got::End(end) => break end,
@@ -846,7 +846,7 @@ fn epoll_loop(
                 }
             }
             st.ctr.publish(st.bytes, st.blocks);
-            sampler.tick();
+            sampler.sample();
             if st.end.is_some() {
                 let _ = ep.delete(st.fd);
                 active -= 1;

@@ -62,10 +62,13 @@ fn known_wake<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Wake>, D:
         Text(String),
         Other(serde::de::IgnoredAny),
     }
+    use serde::de::IntoDeserializer;
     Ok(match Option::<Word>::deserialize(d)? {
-        Some(Word::Text(w)) => [Wake::Mark, Wake::Batch]
-            .into_iter()
-            .find(|k| k.as_str() == w),
+        // serde's own names for the variants: no second list of them
+        Some(Word::Text(w)) => Wake::deserialize(
+            IntoDeserializer::<serde::de::value::Error>::into_deserializer(w.as_str()),
+        )
+        .ok(),
         Some(Word::Other(_)) | None => None,
     })
 }

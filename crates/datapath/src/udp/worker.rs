@@ -710,7 +710,7 @@ fn run(
                     s.end = outcome;
                 }
                 progressed = true;
-                sampler.tick();
+                sampler.sample();
             }
         }
         if let (Some(rcv), Some(ep)) = (receiver.as_mut(), ep.as_ref()) {
@@ -733,7 +733,7 @@ fn run(
                 }
                 for _ in 0..RECV_ROUNDS {
                     match rcv.round(r.fd, &mut r.acc, c64) {
-                        Ok(_) => sampler.tick(),
+                        Ok(_) => sampler.sample(),
                         Err(libc::EAGAIN) => break,
                         // ICMP errors from earlier sends on this socket: not fatal for a receiver.
                         Err(libc::EINTR) | Err(libc::ECONNREFUSED) => {}
