@@ -216,25 +216,19 @@ fn worker_threads_with(
                     // not remembered: a thread may name itself a moment after it starts
                     continue;
                 }
-                let now = noted.get(&n).cloned();
                 // a worker that notes its CPU needs no `stat`
-                let want = if now.is_some() { 1 } else { 2 };
+                let noting = noted.contains_key(&n);
                 let open = |f: &str| root.open_held(&format!("/proc/self/task/{n}/{f}")).ok();
-                let sched = (*held + want <= budget)
-                    .then(|| open("schedstat"))
+                let files = (*held + 2 - usize::from(noting) <= budget)
+                    .then(|| {
+                        let sched = open("schedstat")?;
+                        let stat = if noting { None } else { Some(open("stat")?) };
+                        Some((sched, stat))
+                    })
                     .flatten();
-                let stat = sched
-                    .as_ref()
-                    .filter(|_| now.is_none())
-                    .and_then(|_| open("stat"));
-                let files = match (sched, stat) {
-                    (Some(sched), stat) if now.is_some() || stat.is_some() => Some((sched, stat)),
-                    _ => None,
-                };
                 let task = e.insert(Task {
                     name,
                     files,
-                    now,
                     pinned: None,
                     readings: 0,
                 });
@@ -247,7 +241,7 @@ fn worker_threads_with(
         // affinity is looked at each reading (it may be let go); a floating one's at its first
         // and every `AFFINITY_EVERY`th (its `stat` is read meanwhile: nothing is missed)
         // and a worker that notes where it runs is not asked at all
-        let noted_cpu = task.now.as_deref().and_then(CpuNow::get);
+        let noted_cpu = noted.get(&n).and_then(|c| c.get());
         if noted_cpu.is_none()
             && live
             && (task.pinned.is_some() || task.readings % AFFINITY_EVERY == 0)
@@ -310,14 +304,12 @@ fn worker_threads_with(
     out
 }
 
-/// A worker thread a [`Reader`] knows: its name (`comm`, read once), when held open its
-/// `schedstat` and (for a worker that does not note where it runs) its `stat`, and where it
-/// notes it runs.
+/// A worker thread a [`Reader`] knows: its name (`comm`, read once) and, when held open, its
+/// `schedstat` and (for a worker that did not note where it runs when first read) its `stat`.
 #[derive(Debug)]
 struct Task {
     name: Arc<str>,
     files: Option<(wirespeed_host::HeldFile, Option<wirespeed_host::HeldFile>)>,
-    now: Option<Arc<CpuNow>>,
     /// The one CPU it was allowed at the last look at its affinity (live host only).
     pinned: Option<u32>,
     /// How many times it was read.
@@ -480,9 +472,6 @@ impl Reader {
     pub fn watch(&mut self, threads: &[ThreadWatch]) {
         for t in threads {
             self.noted.insert(t.tid, Arc::clone(&t.cpu));
-            if let Some(task) = self.tasks.get_mut(&t.tid) {
-                task.now = Some(Arc::clone(&t.cpu));
-            }
         }
     }
 
