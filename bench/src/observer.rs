@@ -14,7 +14,6 @@ use std::time::Instant;
 
 use serde::Serialize;
 use wirespeed_host::interrupts::{self, Interrupts};
-
 use wirespeed_host::{softirqs, stack, stat, Root};
 use wirespeed_model::observation::Role;
 use wirespeed_observe::observer::{thread_cpu_ns, NicSpec, Observer, Reader, ThreadWatch};
@@ -679,29 +678,21 @@ pub fn run(wirespeed: Option<&PathBuf>, cpus: &[u32], vectors: &[u32]) -> Report
             )),
         );
     }
-    println!(
-        "worker threads named by id, where each ran read from its stat (not noted by the \
-         workers), 512 CPUs, 4,000 vectors: {}",
-        THREADS
+    // one figure of the largest tree at each thread count
+    let over_threads = |what: &str, figure: fn(&Row) -> Figure| {
+        let cells: Vec<String> = THREADS
             .iter()
-            .filter_map(|&t| Some(format!(
-                "{t}: {}",
-                find(512, 4_000, t)?.threads_by_stat.cell()
-            )))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .filter_map(|&t| Some(format!("{t}: {}", figure(find(512, 4_000, t)?).cell())))
+            .collect();
+        println!("{what}, 512 CPUs, 4,000 vectors: {}", cells.join(", "));
+    };
+    over_threads(
+        "worker threads named by id, where each ran read from its stat (not noted by the workers)",
+        |r| r.threads_by_stat,
     );
-    println!(
-        "worker threads found by listing /proc/self/task (not named by the engine), 512 CPUs, \
-         4,000 vectors: {}",
-        THREADS
-            .iter()
-            .filter_map(|&t| Some(format!(
-                "{t}: {}",
-                find(512, 4_000, t)?.threads_listed.cell()
-            )))
-            .collect::<Vec<_>>()
-            .join(", ")
+    over_threads(
+        "worker threads found by listing /proc/self/task (not named by the engine)",
+        |r| r.threads_listed,
     );
     let mut live = Vec::new();
     for &n in &THREADS {
