@@ -274,19 +274,22 @@ fn cpu_placement_on_both_ends() {
     }
 }
 
+/// How each worker of both ends says it was woken in a client's `-J` (`absent` where one says
+/// nothing).
+fn wakes(c: &Value) -> Vec<String> {
+    ["workers", "remote_workers"]
+        .iter()
+        .flat_map(|k| c["wirespeed"][*k].as_array().cloned().unwrap_or_default())
+        .map(|w| w["wake"].as_str().unwrap_or("absent").to_string())
+        .collect()
+}
+
 /// Over loopback, unpinned workers of a stream each that outnumber half the CPUs run batch on
 /// both ends and say so, in `-J` and in the text's worker line; one stream each way on two or
 /// more CPUs, and pinned workers, keep their marks.
 #[test]
 fn workers_say_how_they_were_woken_on_both_ends() {
     let cpus = wirespeed_datapath::cpu::allowed_cpus().map_or(1, |v| v.len().max(1));
-    let wakes = |c: &Value| -> Vec<String> {
-        ["workers", "remote_workers"]
-            .iter()
-            .flat_map(|k| c["wirespeed"][*k].as_array().cloned().unwrap_or_default())
-            .map(|w| w["wake"].as_str().unwrap_or("absent").to_string())
-            .collect()
-    };
     // as many streams as CPUs: with the other end's on the same CPUs, they share them
     let n = cpus.min(128).to_string();
     let (c, _) = pair_json(&["-t", "1", "-P", &n]);
@@ -330,7 +333,6 @@ fn a_veth_path_keeps_its_marks_and_the_hosts_own_address_runs_batch() {
         crate::need::unavailable(me, &format!("the lab cannot run: {e}"));
         return;
     }
-    use std::io::{BufRead, BufReader};
     use wirespeed_lab::{Lab, Side as LabSide, Spec};
     let lab = Lab::up(Spec::new(wirespeed_lab::unique_name("wswk"))).expect("lab up");
     let cpus = wirespeed_datapath::cpu::allowed_cpus().map_or(1, |v| v.len().max(1));
@@ -338,43 +340,16 @@ fn a_veth_path_keeps_its_marks_and_the_hosts_own_address_runs_batch() {
     let n = cpus.min(128).to_string();
     let bin = env!("CARGO_BIN_EXE_wirespeed");
     let wakes = |server_side: LabSide, to: std::net::Ipv4Addr| -> Vec<String> {
-        let mut server = lab
-            .command(server_side, bin)
-            .args(["server", "-1", "-p", "5431"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("start the server");
-        // readiness: the banner comes once the listening socket is bound
-        let out = server.stdout.take().expect("the server's stdout");
-        let banner = BufReader::new(out)
-            .lines()
-            .map_while(Result::ok)
-            .any(|l| l.contains("Server listening"));
-        assert!(banner, "the server did not listen");
+        let _server = crate::truth_table::start_server(lab.command(server_side, bin), 5431)
+            .expect("the server in the lab's namespace listens");
         let o = lab
             .command(LabSide::Client, bin)
-            .args([
-                "client",
-                &to.to_string(),
-                "-p",
-                "5431",
-                "-t",
-                "1",
-                "-P",
-                &n,
-                "-J",
-            ])
+            .args(["client", &to.to_string(), "-p", "5431", "-t", "1", "-P", &n])
+            .arg("-J")
             .output()
             .expect("run the client");
-        let _ = server.kill();
-        let _ = server.wait();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let c: Value = serde_json::from_slice(&o.stdout).expect("-J");
-        ["workers", "remote_workers"]
-            .iter()
-            .flat_map(|k| c["wirespeed"][*k].as_array().cloned().unwrap_or_default())
-            .map(|w| w["wake"].as_str().unwrap_or("absent").to_string())
-            .collect()
+        wakes(&serde_json::from_slice(&o.stdout).expect("-J"))
     };
     let server = lab.addr(LabSide::Server).expect("the server's address");
     let w = wakes(LabSide::Server, server);

@@ -214,7 +214,7 @@ const SCENARIOS: &[Scenario] = &[
 ];
 
 /// A server that is listening (it printed its banner), killed on drop.
-struct Server(Child);
+pub(crate) struct Server(Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -256,7 +256,7 @@ fn ws(lab: Option<(&Lab, Side)>) -> Command {
 
 /// A server listening on `port`; `None` when it ended before listening (the port is taken:
 /// on loopback other test processes share the ports).
-fn start_server(mut cmd: Command, port: u16) -> Option<Server> {
+pub(crate) fn start_server(mut cmd: Command, port: u16) -> Option<Server> {
     let mut child = cmd
         .args(["server", "-1", "-p", &port.to_string()])
         .stdout(Stdio::piped())
