@@ -3081,3 +3081,61 @@ fn loss_far_below_mathis_is_judged_with_the_connections_timeouts() {
         "{v:?}"
     );
 }
+
+#[test]
+fn bidir_keeps_the_other_directions_busy_line_beside_a_contended_verdict() {
+    // one host's CPU 6 busy with other tasks; the client's workers wait for it (40 % of the
+    // test), the server's hardly; the server's sends window-limited (the rates equal, so
+    // client → server is the verdict's direction)
+    let mut t = bidir_test(600);
+    let busy = |e: &mut EndObservation, run: f64, wait: f64| {
+        let b = end(Role::Both, ryzen(), 6, &[(6, 10.0, 5.0, 10.0, 0, 0)]);
+        e.intervals = with_threads(b, &[(6, run, wait), (6, run, wait), (6, run, wait)]).intervals;
+    };
+    busy(&mut t.local, 30.0, 40.0);
+    busy(t.remote.as_mut().unwrap(), 10.0, 2.0);
+    let busy_lines = |v: &Verdict| -> Vec<String> {
+        v.also
+            .iter()
+            .filter(|a| a.kind == AlsoKind::HostLoad)
+            .map(|a| a.line.clone())
+            .collect()
+    };
+    let m = |local| Measured {
+        reverse: Some(Box::new(fast())),
+        local: Some(local),
+        ..fast()
+    };
+    // read from the client: client → server contended, which carries the load typed but says
+    // it in its own line; server → client window-limited, with its busy-host line, kept
+    let v = verdict_of(&t, &m(End::Client));
+    assert_eq!(
+        (v.id, v.direction),
+        (VerdictId::CpuContended, Some(Flow::ClientToServer)),
+        "{v:?}"
+    );
+    assert!(v.host_load.is_some(), "{v:?}");
+    let other = v.other_direction.as_deref().unwrap();
+    assert_eq!(other.id, VerdictId::WindowLimited, "{other:?}");
+    let lines = busy_lines(&v);
+    assert_eq!(lines.len(), 1, "{:?}", v.also);
+    assert!(
+        lines[0].starts_with("server → client: host busy: other tasks took "),
+        "{lines:?}"
+    );
+    // read from the server (the waiting worker now the server's): client → server
+    // window-limited says the busy host; server → client contended has no such line to drop
+    let v = verdict_of(&t, &m(End::Server));
+    assert_eq!(
+        (v.id, v.direction),
+        (VerdictId::WindowLimited, Some(Flow::ClientToServer)),
+        "{v:?}"
+    );
+    assert_eq!(
+        v.other_direction.as_deref().map(|o| o.id),
+        Some(VerdictId::CpuContended)
+    );
+    let lines = busy_lines(&v);
+    assert_eq!(lines.len(), 1, "{:?}", v.also);
+    assert!(lines[0].starts_with("host busy: "), "{lines:?}");
+}
