@@ -298,6 +298,14 @@ pub(super) fn wanted_cpu(e: &EndObservation, th: &Thresholds) -> bool {
         .any(|(_, _, run, wait)| run + wait >= th.contended_demand)
 }
 
+/// Some worker thread of the end needed a CPU (ran + waited) ≥ `saturated` % of the time: it
+/// never blocked on the network. `false` when the threads were not observed.
+pub(super) fn never_blocked(e: &EndObservation, th: &Thresholds) -> bool {
+    thread_means(e)
+        .iter()
+        .any(|(_, _, run, wait)| run + wait >= th.saturated)
+}
+
 pub(super) fn cpu_candidates(e: &EndObservation, th: &Thresholds, out: &mut Vec<Candidate>) {
     cpu_candidates_with(e, th, true, out);
 }

@@ -7,6 +7,7 @@ use wirespeed_model::verdict::Measured;
 use wirespeed_model::{Bound, Rank, VerdictId};
 
 use super::context::Context;
+use super::cpu::never_blocked;
 use super::finding::Finding;
 use super::load::contended;
 use super::Thresholds;
@@ -166,13 +167,23 @@ pub(super) fn path_loss(
     // backlog (and on one host, softirq waiting for a CPU) grows the RTT at the host too —
     // a 16-CPU loopback run at -P 32, every CPU busy, read 0.24 -> 1.26 ms at a flat rate
     let queued = queued && contention.is_empty() && !saturated;
+    // A shaper holds the rate below what the ends can move, so their workers block on it (a
+    // full send buffer, an empty receive queue): where a worker of either end needed its CPU
+    // nearly all the test, or another task held one off its CPU, the host held the rate, and
+    // a drop at that flat rate is no shaper's evidence. A veth pair with a busy loop on the
+    // receiver's CPU read `path-limited` on one retransmit in 4 s (15.5 Gbit/s, the sender's
+    // worker running 97 % of the test) and on two (37.3 Gbit/s, the receiver's worker waiting
+    // 13 % of it for its CPU).
+    let dropped = pm.retransmits.is_some_and(|r| r > 0)
+        && contention.is_empty()
+        && !test.ends().any(|e| never_blocked(e, th));
     // No exception for BBR, whose probing above a tbf's rate can drop more than
     // `shaped_loss`: where no CPU, contention or window limit is found, such a flat rate is
     // named `path-limited` by step 6 anyway; where one is, the queue's RTT growth is no
     // evidence (a CPU-bound receiver's backlog or a contended worker grows the RTT too), and
     // BBR under random loss runs flat at the CPUs' speed: the two cannot be told apart there.
     // A cgroup's CPU-time limit holds a rate as flat as a shaper does, at the host.
-    let shaped = (pm.retransmits.is_some_and(|r| r > 0) || queued)
+    let shaped = (dropped || queued)
         && pm.tcp_loss().is_none_or(|p| p * 100.0 < th.shaped_loss)
         && flatness(m).is_some_and(|(_, cv, _)| cv <= th.shaped_cv)
         && quota_bound(test, th).is_empty();
