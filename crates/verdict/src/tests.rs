@@ -3142,16 +3142,28 @@ fn bidir_keeps_the_other_directions_busy_line_beside_a_contended_verdict() {
 
 #[test]
 fn a_flat_rate_with_drops_is_no_shaper_where_the_host_held_a_worker() {
+    // an end of one worker on `cpu`: the CPU's system, softirq and idle shares (the rest
+    // user), and the worker's run and wait in each of three intervals
+    let at = |role, cpu: u32, (sys, sirq, idle), runs: [(f64, f64); 3]| {
+        with_threads(
+            end(role, ryzen(), cpu, &[(cpu, sys, sirq, idle, 0, 0)]),
+            &runs.map(|(run, wait)| (cpu, run, wait)),
+        )
+    };
     // a veth pair, no shaper: the sender's CPU 0 full of its own work (81 % system, 16.5 %
     // softirq) at 15.5 Gbit/s, flat within 0.4 %, with one retransmit in the test; the
     // receiver's CPU full of another task (a busy loop) and its worker mostly waiting for data
-    let sender = with_threads(
-        end(Role::Sender, ryzen(), 0, &[(0, 81.0, 16.5, 1.5, 0, 0)]),
-        &[(0, 97.0, 1.0), (0, 98.0, 1.0), (0, 97.0, 1.0)],
+    let sender = at(
+        Role::Sender,
+        0,
+        (81.0, 16.5, 1.5),
+        [(97.0, 1.0), (98.0, 1.0), (97.0, 1.0)],
     );
-    let receiver = with_threads(
-        end(Role::Receiver, ryzen(), 1, &[(1, 14.0, 0.0, 0.0, 0, 0)]),
-        &[(1, 14.0, 3.0), (1, 14.0, 2.0), (1, 14.0, 2.0)],
+    let receiver = at(
+        Role::Receiver,
+        1,
+        (14.0, 0.0, 0.0),
+        [(14.0, 3.0), (14.0, 2.0), (14.0, 2.0)],
     );
     let m = Measured {
         throughput: Some(BitsPerSecond(15.5e9)),
@@ -3172,21 +3184,27 @@ fn a_flat_rate_with_drops_is_no_shaper_where_the_host_held_a_worker() {
     assert_eq!(v.id, VerdictId::SenderCpuBound, "{} / {:?}", v.line, v.also);
     assert!(!path_said(&v), "{} / {:?}", v.line, v.also);
     // the same rate and drop with the sender's CPU to spare: a shaper held it
-    let spare = with_threads(
-        end(Role::Sender, ryzen(), 0, &[(0, 30.0, 10.0, 60.0, 0, 0)]),
-        &[(0, 30.0, 0.0), (0, 31.0, 0.0), (0, 30.0, 0.0)],
+    let spare = at(
+        Role::Sender,
+        0,
+        (30.0, 10.0, 60.0),
+        [(30.0, 0.0), (31.0, 0.0), (30.0, 0.0)],
     );
     let v = verdict_of(&test(spare.clone(), receiver), &m);
     assert_eq!(v.id, VerdictId::PathLimited, "{} / {:?}", v.line, v.also);
     // the receiver's worker held off its CPU by the loop (waiting 13 % of the test) beside a
     // sender with room (running 88 %), 37.3 Gbit/s flat with two retransmits: contended
-    let held = with_threads(
-        end(Role::Receiver, ryzen(), 1, &[(1, 31.0, 3.0, 0.0, 0, 0)]),
-        &[(1, 39.0, 14.0), (1, 37.0, 10.0), (1, 37.0, 13.0)],
+    let held = at(
+        Role::Receiver,
+        1,
+        (31.0, 3.0, 0.0),
+        [(39.0, 14.0), (37.0, 10.0), (37.0, 13.0)],
     );
-    let room = with_threads(
-        end(Role::Sender, ryzen(), 0, &[(0, 59.0, 29.0, 12.0, 0, 0)]),
-        &[(0, 91.0, 1.0), (0, 87.0, 1.0), (0, 85.0, 1.0)],
+    let room = at(
+        Role::Sender,
+        0,
+        (59.0, 29.0, 12.0),
+        [(91.0, 1.0), (87.0, 1.0), (85.0, 1.0)],
     );
     let m = Measured {
         throughput: Some(BitsPerSecond(37.3e9)),
@@ -3199,9 +3217,11 @@ fn a_flat_rate_with_drops_is_no_shaper_where_the_host_held_a_worker() {
     assert_eq!(v.id, VerdictId::CpuContended, "{} / {:?}", v.line, v.also);
     assert!(!path_said(&v), "{} / {:?}", v.line, v.also);
     // the same rate and drops with both ends' CPUs to spare: a shaper
-    let idle_rx = with_threads(
-        end(Role::Receiver, ryzen(), 1, &[(1, 20.0, 5.0, 75.0, 0, 0)]),
-        &[(1, 25.0, 0.0), (1, 25.0, 0.0), (1, 25.0, 0.0)],
+    let idle_rx = at(
+        Role::Receiver,
+        1,
+        (20.0, 5.0, 75.0),
+        [(25.0, 0.0), (25.0, 0.0), (25.0, 0.0)],
     );
     let v = verdict_of(&test(spare, idle_rx), &m);
     assert_eq!(v.id, VerdictId::PathLimited, "{} / {:?}", v.line, v.also);
