@@ -49,7 +49,14 @@ pub(crate) struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    pub fn new(test: &'a TestObservation, m: &'a Measured, th: &'a Thresholds) -> Context<'a> {
+    /// `two_way`: the direction judged is one of a `--bidir` test's two, whose ends' workers of
+    /// both directions the observation does not tell apart ([`super::two_way`]).
+    pub fn new(
+        test: &'a TestObservation,
+        m: &'a Measured,
+        th: &'a Thresholds,
+        two_way: bool,
+    ) -> Context<'a> {
         let m = with_sender_tcp(test, m);
         let mut cands = Vec::new();
         for e in test.ends() {
@@ -66,7 +73,7 @@ impl<'a> Context<'a> {
                     softirq(a).cmp(&softirq(b))
                 })
         });
-        let pl = path_loss(test, &m, th, !cands.is_empty());
+        let pl = path_loss(test, &m, th, !cands.is_empty(), two_way);
         Context {
             test,
             same_host: same_host(test),

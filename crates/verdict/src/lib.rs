@@ -321,13 +321,19 @@ fn nothing_found(cx: &Context) -> Finding {
 /// One direction's verdict (every test but `--bidir` has one). `whole`: the test's own
 /// observation, for the cost per bit (none for `--bidir`: an end's CPU time pays for both
 /// directions).
+/// A `--bidir` test (either end sends and receives): its ends' workers of the two directions
+/// are not told apart in the observation (a thread carries no direction).
+fn two_way(test: &TestObservation) -> bool {
+    test.ends().any(|e| e.role == Role::Both)
+}
+
 fn one_direction(
     test: &TestObservation,
     whole: Option<&TestObservation>,
     m: &Measured,
     th: &Thresholds,
 ) -> Verdict {
-    let cx = Context::new(test, m, th);
+    let cx = Context::new(test, m, th, two_way(whole.unwrap_or(test)));
     let (mut found, notes) = decide(&cx);
     let cost = whole.and_then(|w| crate::cost::cost_of(w, &cx.m));
     let head = found.remove(0);
@@ -378,14 +384,14 @@ fn with_projection(v: &mut Verdict, cost: Option<&wirespeed_model::Cost>) {
 /// its `other_direction` where both bind, else the one that binds.
 pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
     let Some((forward, reverse, local)) = bidir::directions(m) else {
-        return one_ceiling(test, m);
+        return one_ceiling(test, m, two_way(test));
     };
     let slower = bidir::reverse_slower(&forward, &reverse);
     let c2s = (Flow::ClientToServer, forward);
     let s2c = (Flow::ServerToClient, reverse);
     let order = if slower { [s2c, c2s] } else { [c2s, s2c] };
     let mut binding = order.into_iter().filter_map(|(flow, m)| {
-        let mut c = one_ceiling(&bidir::one_way(test, local, flow), &m)?;
+        let mut c = one_ceiling(&bidir::one_way(test, local, flow), &m, true)?;
         c.direction = Some(flow);
         Some(c)
     });
@@ -394,10 +400,14 @@ pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> 
     Some(first)
 }
 
-/// [`ceiling_for`] of one direction.
-pub(crate) fn one_ceiling(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
+/// [`ceiling_for`] of one direction (`two_way`: of a `--bidir` test's two).
+pub(crate) fn one_ceiling(
+    test: &TestObservation,
+    m: &Measured,
+    two_way: bool,
+) -> Option<PathCeiling> {
     let th = &THRESHOLDS;
-    let cx = Context::new(test, m, th);
+    let cx = Context::new(test, m, th, two_way);
     match loss::loss_judgement(&cx) {
         loss::LossJudgement::Binds(f) if f.bound == Bound::Binding => ceiling(&cx.pm),
         _ => None,

@@ -3226,3 +3226,32 @@ fn a_flat_rate_with_drops_is_no_shaper_where_the_host_held_a_worker() {
     let v = verdict_of(&test(spare, idle_rx), &m);
     assert_eq!(v.id, VerdictId::PathLimited, "{} / {:?}", v.line, v.also);
 }
+
+#[test]
+fn a_bidir_shaped_direction_keeps_its_drops_beside_the_other_directions_busy_worker() {
+    // client → server through a 200 Mbit/s shaper (flat, 40 drops); server → client free, its
+    // worker running 97 % of the test on a CPU full of its own work. Each end's workers carry
+    // both directions and the observation does not tell them apart: the busy worker is the
+    // other direction's, and the shaped direction's drops are still a shaper's
+    let mut t = bidir_test(0);
+    let busy = |e: &mut EndObservation| {
+        let b = end(Role::Both, ryzen(), 6, &[(6, 60.0, 30.0, 5.0, 0, 0)]);
+        e.total.cpus = b.total.cpus.clone();
+        e.intervals = with_threads(b, &[(6, 97.0, 1.0), (6, 98.0, 1.0), (6, 97.0, 1.0)]).intervals;
+    };
+    busy(&mut t.local);
+    busy(t.remote.as_mut().unwrap());
+    let m = Measured {
+        reverse: Some(Box::new(fast())),
+        local: Some(End::Client),
+        ..shaped_200()
+    };
+    let v = verdict_of(&t, &m);
+    assert_eq!(
+        (v.id, v.direction),
+        (VerdictId::PathLimited, Some(Flow::ClientToServer)),
+        "{} / {:?}",
+        v.line,
+        v.also
+    );
+}
