@@ -2353,6 +2353,16 @@ fn shaped_200() -> Measured {
     }
 }
 
+/// `--bidir` read from `local`: client → server through the 200 Mbit/s shaper, server → client
+/// fast.
+fn shaped_client_to_server(local: End) -> Measured {
+    Measured {
+        reverse: Some(Box::new(fast())),
+        local: Some(local),
+        ..shaped_200()
+    }
+}
+
 fn fast() -> Measured {
     Measured {
         throughput: Some(BitsPerSecond::from_gbps(9.0)),
@@ -2390,11 +2400,7 @@ fn bidir_judges_each_direction_the_slower_first() {
     );
 
     // the client → server direction shaped, judged on the server's report
-    let m = Measured {
-        reverse: Some(Box::new(fast())),
-        local: Some(End::Server),
-        ..shaped_200()
-    };
+    let m = shaped_client_to_server(End::Server);
     let v = verdict_of(&t, &m);
     assert_eq!(
         (v.id, v.direction),
@@ -2475,11 +2481,7 @@ fn bidir_shows_the_other_directions_also_lines_naming_it() {
     if let Some(tcp) = t.remote.as_mut().and_then(|r| r.total.tcp.as_mut()) {
         tcp.sndbuf_limited_us = 400_000;
     }
-    let m = Measured {
-        reverse: Some(Box::new(fast())),
-        local: Some(End::Client),
-        ..shaped_200()
-    };
+    let m = shaped_client_to_server(End::Client);
     let v = verdict_of(&t, &m);
     assert_eq!(
         (v.id, v.direction),
@@ -3241,11 +3243,7 @@ fn a_bidir_shaped_direction_keeps_its_drops_beside_the_other_directions_busy_wor
     };
     busy(&mut t.local);
     busy(t.remote.as_mut().unwrap());
-    let m = Measured {
-        reverse: Some(Box::new(fast())),
-        local: Some(End::Client),
-        ..shaped_200()
-    };
+    let m = shaped_client_to_server(End::Client);
     let v = verdict_of(&t, &m);
     assert_eq!(
         (v.id, v.direction),
