@@ -132,7 +132,7 @@ fn place(e: &EndObservation, n: u32, taken: &CpuSet) -> (CpuSet, String) {
 /// Both ends' cost and the projection (see the module docs); `None` for `--bidir` or when
 /// neither end's cost is known.
 pub fn cost_of(test: &TestObservation, m: &Measured) -> Option<Cost> {
-    if test.ends().any(|e| e.role == Role::Both) {
+    if crate::two_way(test) {
         return None;
     }
     let shared = test.same_host().is_some() && test.remote.is_some();

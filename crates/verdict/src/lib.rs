@@ -318,15 +318,16 @@ fn nothing_found(cx: &Context) -> Finding {
     }))
 }
 
-/// One direction's verdict (every test but `--bidir` has one). `whole`: the test's own
-/// observation, for the cost per bit (none for `--bidir`: an end's CPU time pays for both
-/// directions).
 /// A `--bidir` test (either end sends and receives): its ends' workers of the two directions
-/// are not told apart in the observation (a thread carries no direction).
-fn two_way(test: &TestObservation) -> bool {
+/// are not told apart in the observation (a thread carries no direction), and an end's CPU
+/// time pays for both.
+pub(crate) fn two_way(test: &TestObservation) -> bool {
     test.ends().any(|e| e.role == Role::Both)
 }
 
+/// One direction's verdict (every test but `--bidir` has one). `whole`: the test's own
+/// observation, for the cost per bit (none for `--bidir`: an end's CPU time pays for both
+/// directions).
 fn one_direction(
     test: &TestObservation,
     whole: Option<&TestObservation>,
