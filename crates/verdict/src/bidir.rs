@@ -68,7 +68,7 @@ pub(super) fn bidir(
     th: &Thresholds,
 ) -> Verdict {
     let one = |flow: Flow, m: &Measured| {
-        let mut v = one_direction(&one_way(test, local, flow), Some(test), m, th);
+        let mut v = one_direction(&one_way(test, local, flow), test, m, th);
         v.direction = Some(flow);
         v.line = format!("{}: {}", flow.words(), v.line);
         v

@@ -228,7 +228,7 @@ pub fn verdict_of(test: &TestObservation, m: &Measured) -> Verdict {
 pub fn verdict_measured(test: &TestObservation, m: &Measured, th: &Thresholds) -> Verdict {
     match bidir::directions(m) {
         Some((forward, reverse, local)) => bidir::bidir(test, &forward, &reverse, local, th),
-        None => one_direction(test, Some(test), m, th),
+        None => one_direction(test, test, m, th),
     }
 }
 
@@ -326,17 +326,17 @@ pub(crate) fn two_way(test: &TestObservation) -> bool {
 }
 
 /// One direction's verdict (every test but `--bidir` has one). `whole`: the test's own
-/// observation, for the cost per bit (none for `--bidir`: an end's CPU time pays for both
-/// directions).
+/// observation — `test` itself, or the `--bidir` test `test` is one direction of (no cost per
+/// bit then: an end's CPU time pays for both directions).
 fn one_direction(
     test: &TestObservation,
-    whole: Option<&TestObservation>,
+    whole: &TestObservation,
     m: &Measured,
     th: &Thresholds,
 ) -> Verdict {
-    let cx = Context::new(test, m, th, two_way(whole.unwrap_or(test)));
+    let cx = Context::new(test, m, th, two_way(whole));
     let (mut found, notes) = decide(&cx);
-    let cost = whole.and_then(|w| crate::cost::cost_of(w, &cx.m));
+    let cost = crate::cost::cost_of(whole, &cx.m);
     let head = found.remove(0);
     let near = head.near;
     let mut first = head.into_verdict();
