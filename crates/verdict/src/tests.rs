@@ -3144,30 +3144,50 @@ fn bidir_keeps_the_other_directions_busy_line_beside_a_contended_verdict() {
 
 #[test]
 fn a_flat_rate_with_drops_is_no_shaper_where_the_host_held_a_worker() {
-    // an end of one worker on `cpu`: the CPU's system, softirq and idle shares (the rest
-    // user), and the worker's run and wait in each of three intervals
-    let at = |role, cpu: u32, (sys, sirq, idle), runs: [(f64, f64); 3]| {
+    // An end of one worker on `cpu`: the CPU's system, softirq and idle shares (the rest
+    // user), and the worker's run and wait in each of three intervals.
+    type Worker = (u32, (f64, f64, f64), [(f64, f64); 3]);
+    let at = |role, (cpu, (sys, sirq, idle), runs): Worker| {
         with_threads(
             end(role, ryzen(), cpu, &[(cpu, sys, sirq, idle, 0, 0)]),
             &runs.map(|(run, wait)| (cpu, run, wait)),
         )
     };
-    // a veth pair, no shaper: the sender's CPU 0 full of its own work (81 % system, 16.5 %
-    // softirq) at 15.5 Gbit/s, flat within 0.4 %, with one retransmit in the test; the
-    // receiver's CPU full of another task (a busy loop) and its worker mostly waiting for data
-    let sender = at(
-        Role::Sender,
+    // a veth pair, no shaper: the sender's CPU 0 full of its own work, its worker running 97 %
+    let tx_full: Worker = (
         0,
         (81.0, 16.5, 1.5),
         [(97.0, 1.0), (98.0, 1.0), (97.0, 1.0)],
     );
-    let receiver = at(
-        Role::Receiver,
-        1,
-        (14.0, 0.0, 0.0),
-        [(14.0, 3.0), (14.0, 2.0), (14.0, 2.0)],
+    // the same rate with the sender's CPU to spare
+    let tx_spare: Worker = (
+        0,
+        (30.0, 10.0, 60.0),
+        [(30.0, 0.0), (31.0, 0.0), (30.0, 0.0)],
     );
-    let m = Measured {
+    // a sender with room, running 85-91 %
+    let tx_room: Worker = (
+        0,
+        (59.0, 29.0, 12.0),
+        [(91.0, 1.0), (87.0, 1.0), (85.0, 1.0)],
+    );
+    // the receiver's CPU full of a busy loop, its worker mostly waiting for data
+    let rx_idle: Worker = (1, (14.0, 0.0, 0.0), [(14.0, 3.0), (14.0, 2.0), (14.0, 2.0)]);
+    // the receiver's worker held off its CPU by the loop, waiting 10-14 % of each interval
+    let rx_held: Worker = (
+        1,
+        (31.0, 3.0, 0.0),
+        [(39.0, 14.0), (37.0, 10.0), (37.0, 13.0)],
+    );
+    // both ends' CPUs to spare
+    let rx_spare: Worker = (
+        1,
+        (20.0, 5.0, 75.0),
+        [(25.0, 0.0), (25.0, 0.0), (25.0, 0.0)],
+    );
+    // cubic over a 30 µs path, flat after the first interval: one retransmit at 15.5 Gbit/s,
+    // two at 37.3
+    let one_drop = Measured {
         throughput: Some(BitsPerSecond(15.5e9)),
         interval_bps: vec![26.5e9, 15.4e9, 15.51e9, 15.48e9],
         retransmits: Some(1),
@@ -3177,56 +3197,30 @@ fn a_flat_rate_with_drops_is_no_shaper_where_the_host_held_a_worker() {
         congestion: Some("cubic".into()),
         ..Default::default()
     };
-    let path_said = |v: &Verdict| {
-        std::iter::once(&v.line)
-            .chain(v.also.iter().map(|a| &a.line))
-            .any(|l| l.starts_with("path-limited"))
-    };
-    let v = verdict_of(&test(sender, receiver.clone()), &m);
-    assert_eq!(v.id, VerdictId::SenderCpuBound, "{} / {:?}", v.line, v.also);
-    assert!(!path_said(&v), "{} / {:?}", v.line, v.also);
-    // the same rate and drop with the sender's CPU to spare: a shaper held it
-    let spare = at(
-        Role::Sender,
-        0,
-        (30.0, 10.0, 60.0),
-        [(30.0, 0.0), (31.0, 0.0), (30.0, 0.0)],
-    );
-    let v = verdict_of(&test(spare.clone(), receiver), &m);
-    assert_eq!(v.id, VerdictId::PathLimited, "{} / {:?}", v.line, v.also);
-    // the receiver's worker held off its CPU by the loop (waiting 13 % of the test) beside a
-    // sender with room (running 88 %), 37.3 Gbit/s flat with two retransmits: contended
-    let held = at(
-        Role::Receiver,
-        1,
-        (31.0, 3.0, 0.0),
-        [(39.0, 14.0), (37.0, 10.0), (37.0, 13.0)],
-    );
-    let room = at(
-        Role::Sender,
-        0,
-        (59.0, 29.0, 12.0),
-        [(91.0, 1.0), (87.0, 1.0), (85.0, 1.0)],
-    );
-    let m = Measured {
+    let two_drops = Measured {
         throughput: Some(BitsPerSecond(37.3e9)),
         interval_bps: vec![37.57e9, 36.61e9, 36.84e9, 38.52e9],
         retransmits: Some(2),
         bytes_sent: Some(18_650_000_000),
-        ..m
+        ..one_drop.clone()
     };
-    let v = verdict_of(&test(room, held), &m);
-    assert_eq!(v.id, VerdictId::CpuContended, "{} / {:?}", v.line, v.also);
-    assert!(!path_said(&v), "{} / {:?}", v.line, v.also);
-    // the same rate and drops with both ends' CPUs to spare: a shaper
-    let idle_rx = at(
-        Role::Receiver,
-        1,
-        (20.0, 5.0, 75.0),
-        [(25.0, 0.0), (25.0, 0.0), (25.0, 0.0)],
-    );
-    let v = verdict_of(&test(spare, idle_rx), &m);
-    assert_eq!(v.id, VerdictId::PathLimited, "{} / {:?}", v.line, v.also);
+    for (sender, receiver, m, want) in [
+        (tx_full, rx_idle, &one_drop, VerdictId::SenderCpuBound),
+        (tx_spare, rx_idle, &one_drop, VerdictId::PathLimited),
+        (tx_room, rx_held, &two_drops, VerdictId::CpuContended),
+        (tx_spare, rx_spare, &two_drops, VerdictId::PathLimited),
+    ] {
+        let v = verdict_of(
+            &test(at(Role::Sender, sender), at(Role::Receiver, receiver)),
+            m,
+        );
+        assert_eq!(v.id, want, "{} / {:?}", v.line, v.also);
+        // where the host held a worker, no `path-limited` under `also` either
+        let path_said = std::iter::once(&v.line)
+            .chain(v.also.iter().map(|a| &a.line))
+            .any(|l| l.starts_with("path-limited"));
+        assert_eq!(path_said, want == VerdictId::PathLimited, "{:?}", v.also);
+    }
 }
 
 #[test]
