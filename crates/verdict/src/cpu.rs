@@ -290,20 +290,13 @@ pub(super) fn workers_idle(e: &EndObservation, th: &Thresholds) -> bool {
             .all(|(_, _, run, wait)| run + wait < th.worker_demand)
 }
 
-/// Some worker thread of the end needed a CPU (ran + waited) ≥ `contended_demand` % of the
-/// time: it did work, though less than a CPU-bound one.
-pub(super) fn wanted_cpu(e: &EndObservation, th: &Thresholds) -> bool {
+/// Some worker thread of the end needed a CPU (ran + waited) ≥ `pct` % of the time (`false`
+/// when the threads were not observed): at `contended_demand` it did work, though less than a
+/// CPU-bound one; at `saturated` it never blocked on the network.
+pub(super) fn worker_needed(e: &EndObservation, pct: f64) -> bool {
     thread_means(e)
         .iter()
-        .any(|(_, _, run, wait)| run + wait >= th.contended_demand)
-}
-
-/// Some worker thread of the end needed a CPU (ran + waited) ≥ `saturated` % of the time: it
-/// never blocked on the network. `false` when the threads were not observed.
-pub(super) fn never_blocked(e: &EndObservation, th: &Thresholds) -> bool {
-    thread_means(e)
-        .iter()
-        .any(|(_, _, run, wait)| run + wait >= th.saturated)
+        .any(|(_, _, run, wait)| run + wait >= pct)
 }
 
 pub(super) fn cpu_candidates(e: &EndObservation, th: &Thresholds, out: &mut Vec<Candidate>) {
@@ -328,7 +321,7 @@ pub(super) fn cpu_candidates_with(
             .iter()
             .filter(|&c| {
                 e.role.receives()
-                    && wanted_cpu(e, th)
+                    && worker_needed(e, th.contended_demand)
                     && e.total.cpu(c).is_some_and(|u| {
                         u.net_rx > 0 && u.softirq.get() + u.irq.get() >= th.softirq_heavy
                     })

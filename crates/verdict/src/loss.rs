@@ -7,7 +7,7 @@ use wirespeed_model::verdict::Measured;
 use wirespeed_model::{Bound, Rank, VerdictId};
 
 use super::context::Context;
-use super::cpu::never_blocked;
+use super::cpu::worker_needed;
 use super::finding::Finding;
 use super::load::contended;
 use super::Thresholds;
@@ -178,7 +178,7 @@ pub(super) fn path_loss(
     // 13 % of it for its CPU). In a `--bidir` test each end's workers carry both directions,
     // which the observation does not tell apart: the other direction's busy or held worker
     // says nothing of this direction's path, so there a drop counts as it did.
-    let held = !contention.is_empty() || test.ends().any(|e| never_blocked(e, th));
+    let held = !contention.is_empty() || test.ends().any(|e| worker_needed(e, th.saturated));
     let dropped = pm.retransmits.is_some_and(|r| r > 0) && (two_way || !held);
     // No exception for BBR, whose probing above a tbf's rate can drop more than
     // `shaped_loss`: where no CPU, contention or window limit is found, such a flat rate is
