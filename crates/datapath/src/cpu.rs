@@ -91,12 +91,15 @@ impl CpuNow {
     }
 }
 
-/// A worker thread as an observer is told of it: its kernel id (its `/proc/self/task` entry)
-/// and where it runs now.
+/// A worker thread as an observer is told of it: its kernel id (its `/proc/self/task` entry),
+/// where it runs now, and which way its streams carry data at this end.
 #[derive(Debug, Clone)]
 pub struct ThreadWatch {
     pub tid: u32,
     pub cpu: Arc<CpuNow>,
+    /// `Sender` or `Receiver`: a worker carries one direction's streams (in `--bidir` each
+    /// end runs a worker per direction); `None` where whoever started it did not say.
+    pub role: Option<wirespeed_model::observation::Role>,
 }
 
 impl ThreadWatch {
@@ -105,6 +108,7 @@ impl ThreadWatch {
         ThreadWatch {
             tid,
             cpu: Arc::default(),
+            role: None,
         }
     }
 }

@@ -53,6 +53,7 @@ impl<R, C> WorkerThread<R, C> {
         ThreadWatch {
             tid: self.tid,
             cpu: Arc::clone(&self.cpu_now),
+            role: None,
         }
     }
     /// True once every stream of this worker has ended (stop, EOF, budget, error).

@@ -26,6 +26,7 @@ use wirespeed_datapath::{
 use wirespeed_report::builder::{StreamSample, TcpSample, UdpSample};
 
 use wirespeed_host::CpuSet;
+use wirespeed_model::observation::Role;
 
 use crate::placement::{self, plan, WorkerPlacement, WorkerPlan};
 use crate::EngineError;
@@ -468,7 +469,14 @@ impl DataPhase {
                         closed: None,
                     });
                 }
-                phase.threads.push(w.watch());
+                phase.threads.push(ThreadWatch {
+                    role: Some(if is_send {
+                        Role::Sender
+                    } else {
+                        Role::Receiver
+                    }),
+                    ..w.watch()
+                });
                 if is_send {
                     phase.send_workers.push(w);
                 } else {

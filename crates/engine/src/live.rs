@@ -298,6 +298,7 @@ mod tests {
                 cpu: Some(cpu),
                 run: Percent::new(50.0),
                 wait: Percent::new(0.0),
+                role: None,
             }],
             ..Default::default()
         }

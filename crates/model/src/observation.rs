@@ -485,12 +485,23 @@ pub struct ThreadUse {
     pub run: Percent,
     /// Runnable but waiting on its CPU's run queue, % of the interval's wall time.
     pub wait: Percent,
+    /// Which way its streams carried data at this end, `Sender` or `Receiver` (a worker
+    /// carries one direction's: in `--bidir` each end runs a worker per direction), as the
+    /// engine told the observer; absent where it was not told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
 }
 
 impl ThreadUse {
     /// Ran or wanted to: % of the wall time the thread needed a CPU.
     pub fn demand(&self) -> Percent {
         Percent::new(self.run.get() + self.wait.get())
+    }
+
+    /// It carried data the way an end of `role` does: a worker of that role, of a role not
+    /// told, or any worker of an end that both sends and receives.
+    pub fn serves(&self, role: Role) -> bool {
+        role == Role::Both || self.role.is_none_or(|r| r == role)
     }
 }
 

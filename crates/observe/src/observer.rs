@@ -79,6 +79,8 @@ pub struct ThreadSample {
     pub wait_ns: u64,
     /// The CPU it last ran on: where it noted it runs ([`CpuNow`]), else `stat`'s `processor`.
     pub cpu: Option<u32>,
+    /// Which way its streams carry data, where the engine said ([`ThreadWatch::role`]).
+    pub role: Option<Role>,
 }
 
 /// Names of the engine's worker threads (`ws-dp`, `ws-dp-cpuN`, `ws-udp`, `ws-udp-cpuN`).
@@ -241,7 +243,9 @@ fn worker_threads_with(
         // affinity is looked at each reading (it may be let go); a floating one's at its first
         // and every `AFFINITY_EVERY`th (its `stat` is read meanwhile: nothing is missed)
         // and a worker that notes where it runs is not asked at all
-        let noted_cpu = noted.get(&n).and_then(|c| c.get());
+        let (noted_cpu, role) = noted
+            .get(&n)
+            .map_or((None, None), |(c, role)| (c.get(), *role));
         if noted_cpu.is_none()
             && live
             && (task.pinned.is_some() || task.readings % AFFINITY_EVERY == 0)
@@ -299,6 +303,7 @@ fn worker_threads_with(
             run_ns,
             wait_ns,
             cpu,
+            role,
         });
     }
     out
@@ -375,8 +380,9 @@ pub struct Reader {
     rows: Option<interrupts::RowSpans>,
     /// Worker threads by id: `comm` is read once per thread, its counters' files held open.
     tasks: BTreeMap<u32, Task>,
-    /// Where the workers the reader was told of note they run ([`Reader::watch`]), by id.
-    noted: BTreeMap<u32, Arc<CpuNow>>,
+    /// Where the workers the reader was told of note they run ([`Reader::watch`]), and which
+    /// way their streams carry data, by id.
+    noted: BTreeMap<u32, (Arc<CpuNow>, Option<Role>)>,
     /// Files held open for threads now, and how many may be ([`Reader::held_budget`]).
     held: usize,
     budget: Option<usize>,
@@ -471,7 +477,7 @@ impl Reader {
     /// affinity) from the next reading that first meets each of them.
     pub fn watch(&mut self, threads: &[ThreadWatch]) {
         for t in threads {
-            self.noted.insert(t.tid, Arc::clone(&t.cpu));
+            self.noted.insert(t.tid, (Arc::clone(&t.cpu), t.role));
         }
     }
 
@@ -723,6 +729,7 @@ pub fn thread_uses(before: &Snapshot, after: &Snapshot) -> Vec<ThreadUse> {
                 cpu: t.cpu,
                 run: pct(t.run_ns.saturating_sub(r0)),
                 wait: pct(t.wait_ns.saturating_sub(w0)),
+                role: t.role,
             }
         })
         .collect()
@@ -1266,6 +1273,7 @@ mod tests {
             run_ns,
             wait_ns,
             cpu: Some(1),
+            role: Some(Role::Receiver),
         };
         let mut a = Snapshot::from_texts(stat0, None, None, &[]).unwrap();
         a.threads = vec![th(1_000_000_000, 0)];
@@ -1274,7 +1282,7 @@ mod tests {
         let u = thread_uses(&a, &b);
         assert_eq!(u.len(), 1);
         assert_eq!((u[0].run.get(), u[0].wait.get()), (25.0, 50.0));
-        assert_eq!(u[0].cpu, Some(1));
+        assert_eq!((u[0].cpu, u[0].role), (Some(1), Some(Role::Receiver)));
     }
 
     /// Issue 38: a worker's files are parsed from the bytes of one read into a buffer kept
@@ -1418,8 +1426,14 @@ mod tests {
             }
         }
         let root = Root::new(t.path());
-        let noting = ThreadWatch::unnoted(21);
-        let late = ThreadWatch::unnoted(22);
+        let noting = ThreadWatch {
+            role: Some(Role::Sender),
+            ..ThreadWatch::unnoted(21)
+        };
+        let late = ThreadWatch {
+            role: Some(Role::Receiver),
+            ..ThreadWatch::unnoted(22)
+        };
         let bare = ThreadWatch::unnoted(23);
         noting.cpu.note();
         bare.cpu.note();
@@ -1442,6 +1456,17 @@ mod tests {
                 (23, Some(there), 50)
             ]
         );
+        // the way each one's streams carry data, as told (none where not told)
+        let roles = |r: &mut Reader| {
+            r.threads(&root, Some(&[21, 22, 23]))
+                .iter()
+                .map(|t| t.role)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            roles(&mut reader),
+            [Some(Role::Sender), Some(Role::Receiver), None]
+        );
         // its first note: read from it from then on
         late.cpu.note();
         assert_eq!(cpus(&mut reader)[1], (22, late.cpu.get(), 50));
@@ -1451,9 +1476,11 @@ mod tests {
             cpus(&mut plain),
             vec![(21, Some(777), 50), (22, Some(777), 50), (23, None, 50)]
         );
+        assert_eq!(roles(&mut plain), [None, None, None]);
         // told later: the note wins from the next reading
         plain.watch(&[noting]);
         assert_eq!(cpus(&mut plain)[0], (21, Some(here), 50));
+        assert_eq!(roles(&mut plain)[0], Some(Role::Sender));
     }
 
     #[test]
@@ -1470,6 +1497,7 @@ mod tests {
             run_ns,
             wait_ns: 0,
             cpu: Some(0),
+            role: None,
         };
         // tick 1: both workers running
         let mut a = Snapshot::from_texts(&stat(100), None, None, &[]).unwrap();

@@ -49,13 +49,13 @@ pub(crate) struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    /// `two_way`: the direction judged is one of a `--bidir` test's two, whose ends' workers of
-    /// both directions the observation does not tell apart ([`super::two_way`]).
+    /// `mixed`: the direction judged is one of a `--bidir` test's two, whose ends' workers of
+    /// both directions the observation does not tell apart ([`super::directions_mixed`]).
     pub fn new(
         test: &'a TestObservation,
         m: &'a Measured,
         th: &'a Thresholds,
-        two_way: bool,
+        mixed: bool,
     ) -> Context<'a> {
         let m = with_sender_tcp(test, m);
         let mut cands = Vec::new();
@@ -73,7 +73,7 @@ impl<'a> Context<'a> {
                     softirq(a).cmp(&softirq(b))
                 })
         });
-        let pl = path_loss(test, &m, th, !cands.is_empty(), two_way);
+        let pl = path_loss(test, &m, th, !cands.is_empty(), mixed);
         Context {
             test,
             same_host: same_host(test),

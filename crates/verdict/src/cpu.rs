@@ -170,7 +170,8 @@ pub(super) fn app_candidates(
     }
 }
 
-/// Each worker followed through the intervals: in each, the busiest of the CPUs it ran on
+/// Each worker followed through the intervals (those that serve the end's role, where their
+/// threads say): in each, the busiest of the CPUs it ran on
 /// (the interval's own record of its CPUs, else the whole test's). A worker whose CPU was
 /// saturated in `th.saturated_intervals` % of the intervals or more is saturated; its CPU is
 /// the average of those intervals' CPUs (numbered as the one it was on most).
@@ -181,6 +182,14 @@ pub(super) fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuU
         return out;
     }
     for w in &e.total.workers {
+        // in `--bidir`, the other direction's worker is not this one's to follow
+        if intervals
+            .iter()
+            .filter_map(|i| interval_thread_of(e, i, w.worker))
+            .any(|t| !t.serves(e.role))
+        {
+            continue;
+        }
         let mut hot: Vec<&CpuUse> = Vec::new();
         let mut cpus_used = wirespeed_host::CpuSet::new();
         for i in &intervals {
@@ -243,29 +252,38 @@ pub(super) fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuU
     out
 }
 
-/// The CPU worker `worker` was on at the end of interval `i`: its thread (the end's worker
-/// threads in the order they started, which is the workers' order) when the interval has one
-/// per worker.
+/// The CPU worker `worker` was on at the end of interval `i` (see [`interval_thread_of`]).
 pub(super) fn interval_cpu_of(
     e: &EndObservation,
     i: &wirespeed_model::observation::IntervalObservation,
     worker: u32,
 ) -> Option<u32> {
+    interval_thread_of(e, i, worker)?.cpu
+}
+
+/// Worker `worker`'s thread in interval `i` (the end's worker threads in the order they
+/// started, which is the workers' order) when the interval has one per worker.
+fn interval_thread_of<'a>(
+    e: &EndObservation,
+    i: &'a wirespeed_model::observation::IntervalObservation,
+    worker: u32,
+) -> Option<&'a wirespeed_model::observation::ThreadUse> {
     if i.threads.len() != e.total.workers.len() {
         return None;
     }
     let mut t: Vec<_> = i.threads.iter().collect();
     t.sort_by_key(|t| t.tid);
-    t.get(worker as usize)?.cpu
+    t.get(worker as usize).copied()
 }
 
-/// Each worker thread of an end over the test: (name, CPU it ran on last, mean run %, mean
-/// wait %), averaged over the intervals that saw it.
+/// Each worker thread of an end over the test (those that serve its role: in `--bidir`, the
+/// direction judged): (name, CPU it ran on last, mean run %, mean wait %), averaged over the
+/// intervals that saw it.
 pub(super) fn thread_means(e: &EndObservation) -> Vec<(String, Option<u32>, f64, f64)> {
     let mut acc: std::collections::BTreeMap<u32, (String, Option<u32>, f64, f64, f64)> =
         Default::default();
     for i in &e.intervals {
-        for t in &i.threads {
+        for t in i.threads.iter().filter(|t| t.serves(e.role)) {
             let a = acc
                 .entry(t.tid)
                 .or_insert((t.name.clone(), None, 0.0, 0.0, 0.0));

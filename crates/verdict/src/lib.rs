@@ -318,11 +318,25 @@ fn nothing_found(cx: &Context) -> Finding {
     }))
 }
 
-/// A `--bidir` test (either end sends and receives): its ends' workers of the two directions
-/// are not told apart in the observation (a thread carries no direction), and an end's CPU
-/// time pays for both.
+/// A `--bidir` test (either end sends and receives): an end's CPU time pays for both
+/// directions.
 pub(crate) fn two_way(test: &TestObservation) -> bool {
     test.ends().any(|e| e.role == Role::Both)
+}
+
+/// A `--bidir` test whose observation does not tell the two directions' workers apart: a
+/// worker thread without its role (a peer or capture that does not say). There one
+/// direction's busy or held worker may be the other's. Where every thread has its role, each
+/// direction is judged on its own workers ([`ThreadUse::serves`]).
+///
+/// [`ThreadUse::serves`]: wirespeed_model::observation::ThreadUse::serves
+pub(crate) fn directions_mixed(test: &TestObservation) -> bool {
+    two_way(test)
+        && test
+            .ends()
+            .flat_map(|e| &e.intervals)
+            .flat_map(|i| &i.threads)
+            .any(|t| t.role.is_none())
 }
 
 /// One direction's verdict (every test but `--bidir` has one). `whole`: the test's own
@@ -334,7 +348,7 @@ fn one_direction(
     m: &Measured,
     th: &Thresholds,
 ) -> Verdict {
-    let cx = Context::new(test, m, th, two_way(whole));
+    let cx = Context::new(test, m, th, directions_mixed(whole));
     let (mut found, notes) = decide(&cx);
     let cost = crate::cost::cost_of(whole, &cx.m);
     let head = found.remove(0);
@@ -385,14 +399,18 @@ fn with_projection(v: &mut Verdict, cost: Option<&wirespeed_model::Cost>) {
 /// its `other_direction` where both bind, else the one that binds.
 pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
     let Some((forward, reverse, local)) = bidir::directions(m) else {
-        return one_ceiling(test, m, two_way(test));
+        return one_ceiling(test, m, directions_mixed(test));
     };
     let slower = bidir::reverse_slower(&forward, &reverse);
     let c2s = (Flow::ClientToServer, forward);
     let s2c = (Flow::ServerToClient, reverse);
     let order = if slower { [s2c, c2s] } else { [c2s, s2c] };
     let mut binding = order.into_iter().filter_map(|(flow, m)| {
-        let mut c = one_ceiling(&bidir::one_way(test, local, flow), &m, true)?;
+        let mut c = one_ceiling(
+            &bidir::one_way(test, local, flow),
+            &m,
+            directions_mixed(test),
+        )?;
         c.direction = Some(flow);
         Some(c)
     });
@@ -401,14 +419,15 @@ pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> 
     Some(first)
 }
 
-/// [`ceiling_for`] of one direction (`two_way`: of a `--bidir` test's two).
+/// [`ceiling_for`] of one direction (`mixed`: of a `--bidir` test whose directions' workers
+/// are not told apart, [`directions_mixed`]).
 pub(crate) fn one_ceiling(
     test: &TestObservation,
     m: &Measured,
-    two_way: bool,
+    mixed: bool,
 ) -> Option<PathCeiling> {
     let th = &THRESHOLDS;
-    let cx = Context::new(test, m, th, two_way);
+    let cx = Context::new(test, m, th, mixed);
     match loss::loss_judgement(&cx) {
         loss::LossJudgement::Binds(f) if f.bound == Bound::Binding => ceiling(&cx.pm),
         _ => None,

@@ -231,9 +231,10 @@ pub(super) fn with_host_load(
     v.also.insert(0, Also::note(AlsoKind::HostLoad, line));
 }
 
-/// Each of `e`'s workers over the intervals: its run and wait, and the other tasks and
-/// interrupt work on the CPU it was on. On one host the peer's workers (`peer`) are the
-/// test's, not other tasks — the same rule as [`host_load`]'s.
+/// Each of `e`'s workers over the intervals (those that serve its role: in `--bidir`, the
+/// direction judged): its run and wait, and the other tasks and interrupt work on the CPU it
+/// was on. Every worker of the test is no other task: on one host the peer's (`peer`) too —
+/// the same rule as [`host_load`]'s.
 pub(super) fn thread_loads(e: &EndObservation, peer: Option<&EndObservation>) -> Vec<ThreadLoad> {
     // tid → (name, cpu, run, wait, others, interrupts, intervals)
     type Acc = (String, Option<u32>, f64, f64, f64, f64, f64);
@@ -242,7 +243,9 @@ pub(super) fn thread_loads(e: &EndObservation, peer: Option<&EndObservation>) ->
         if peer_unread(peer, n) {
             continue;
         }
-        for t in &i.threads {
+        // the end's own workers (in `--bidir`, the direction judged); any worker of the test
+        // is no "other task" ([`others_in`])
+        for t in i.threads.iter().filter(|t| t.serves(e.role)) {
             let Some(c) = t.cpu.and_then(|c| i.cpu(c)) else {
                 continue;
             };
@@ -324,7 +327,9 @@ pub(super) fn contended(
             )
             .reads(CONTENDED_COUNTERS)
             .agreed(evidence::per_interval(test, Some(who), &|i| {
-                i.threads.iter().any(|x| x.wait.get() >= th.contended_wait)
+                i.threads
+                    .iter()
+                    .any(|x| x.serves(e.role) && x.wait.get() >= th.contended_wait)
             }));
             match t.cpu {
                 Some(c) => f.on_cpu(c),

@@ -138,13 +138,14 @@ pub(super) struct PathLoss {
 }
 
 /// `saturated`: some CPU the test's workers needed was saturated (a CPU-verdict candidate);
-/// `two_way`: one direction of a `--bidir` test (see [`super::two_way`]).
+/// `mixed`: one direction of a `--bidir` test whose directions' workers are not told apart
+/// (see [`super::directions_mixed`]).
 pub(super) fn path_loss(
     test: &TestObservation,
     m: &Measured,
     th: &Thresholds,
     saturated: bool,
-    two_way: bool,
+    mixed: bool,
 ) -> PathLoss {
     // a shaper's queue holds milliseconds; tens of microseconds doubling on a veth is noise
     let queued = m.rtt_us.is_some_and(|(min, _, max)| {
@@ -175,11 +176,12 @@ pub(super) fn path_loss(
     // a drop at that flat rate is no shaper's evidence. A veth pair with a busy loop on the
     // receiver's CPU read `path-limited` on one retransmit in 4 s (15.5 Gbit/s, the sender's
     // worker running 97 % of the test) and on two (37.3 Gbit/s, the receiver's worker waiting
-    // 13 % of it for its CPU). In a `--bidir` test each end's workers carry both directions,
-    // which the observation does not tell apart: the other direction's busy or held worker
-    // says nothing of this direction's path, so there a drop counts as it did.
+    // 13 % of it for its CPU). Only the judged direction's workers count (in `--bidir` each
+    // end runs a worker per direction): the other direction's busy or held worker says nothing
+    // of this direction's path; where the observation does not tell them apart (`mixed`) a
+    // drop counts as it did.
     let held = !contention.is_empty() || test.ends().any(|e| worker_needed(e, th.saturated));
-    let dropped = pm.retransmits.is_some_and(|r| r > 0) && (two_way || !held);
+    let dropped = pm.retransmits.is_some_and(|r| r > 0) && (mixed || !held);
     // No exception for BBR, whose probing above a tbf's rate can drop more than
     // `shaped_loss`: where no CPU, contention or window limit is found, such a flat rate is
     // named `path-limited` by step 6 anyway; where one is, the queue's RTT growth is no

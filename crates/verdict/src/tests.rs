@@ -1258,6 +1258,7 @@ fn with_threads(mut e: EndObservation, per_interval: &[(u32, f64, f64)]) -> EndO
                 cpu: Some(cpu),
                 run: Percent::new(run),
                 wait: Percent::new(wait),
+                role: None,
             }],
             ..Default::default()
         })
@@ -1495,6 +1496,7 @@ fn worker(tid: u32, cpu: u32, run: f64, wait: f64) -> wirespeed_model::observati
         cpu: Some(cpu),
         run: Percent::new(run),
         wait: Percent::new(wait),
+        role: None,
     }
 }
 
@@ -1638,6 +1640,7 @@ fn a_busy_loop_beside_a_loopback_sender_is_named_when_its_run_holds_softirq() {
                     cpu: Some(app),
                     run: Percent::new(run),
                     wait: Percent::new(wait),
+                    role: None,
                 }],
                 ..Default::default()
             })
@@ -3224,26 +3227,130 @@ fn a_flat_rate_with_drops_is_no_shaper_where_the_host_held_a_worker() {
 }
 
 #[test]
-fn a_bidir_shaped_direction_keeps_its_drops_beside_the_other_directions_busy_worker() {
-    // client → server through a 200 Mbit/s shaper (flat, 40 drops); server → client free, its
-    // worker running 97 % of the test on a CPU full of its own work. Each end's workers carry
-    // both directions and the observation does not tell them apart: the busy worker is the
-    // other direction's, and the shaped direction's drops are still a shaper's
-    let mut t = bidir_test(0);
-    let busy = |e: &mut EndObservation| {
-        let b = end(Role::Both, ryzen(), 6, &[(6, 60.0, 30.0, 5.0, 0, 0)]);
-        e.total.cpus = b.total.cpus.clone();
-        e.intervals = with_threads(b, &[(6, 97.0, 1.0), (6, 98.0, 1.0), (6, 97.0, 1.0)]).intervals;
+fn a_bidir_direction_is_not_contended_for_the_other_directions_held_worker() {
+    use wirespeed_model::observation::ThreadUse;
+    // client → server through a 200 Mbit/s shaper; server → client free. At the client
+    // another task fills CPU 6, where its server → client worker (the receiver) waited 40 %
+    // of the test; its client → server worker ran on CPU 7, free
+    let thread = |tid, cpu, run, wait, role| ThreadUse {
+        tid,
+        name: format!("ws-dp-cpu{cpu}"),
+        cpu: Some(cpu),
+        run: Percent::new(run),
+        wait: Percent::new(wait),
+        role,
     };
-    busy(&mut t.local);
-    busy(t.remote.as_mut().unwrap());
-    let m = shaped_client_to_server(End::Client);
-    let v = verdict_of(&t, &m);
-    assert_eq!(
-        (v.id, v.direction),
-        (VerdictId::PathLimited, Some(Flow::ClientToServer)),
-        "{} / {:?}",
-        v.line,
-        v.also
-    );
+    for told in [true, false] {
+        let mut t = bidir_test(0);
+        let b = end(
+            Role::Both,
+            ryzen(),
+            6,
+            &[(6, 20.0, 5.0, 0.0, 0, 0), (7, 20.0, 5.0, 70.0, 0, 0)],
+        );
+        t.local.total.cpus = b.total.cpus.clone();
+        t.local.intervals = (0..3)
+            .map(|_| IntervalObservation {
+                cpus: b.total.cpus.clone(),
+                threads: vec![
+                    thread(42, 7, 25.0, 0.5, told.then_some(Role::Sender)),
+                    thread(43, 6, 30.0, 40.0, told.then_some(Role::Receiver)),
+                ],
+                ..Default::default()
+            })
+            .collect();
+        let v = verdict_of(&t, &shaped_client_to_server(End::Client));
+        let other = v.other_direction.as_deref().expect("the other direction");
+        assert_eq!(
+            (v.direction, other.direction),
+            (Some(Flow::ClientToServer), Some(Flow::ServerToClient))
+        );
+        // the held worker is server → client's: its verdict; client → server's shaper stands
+        assert_eq!(other.id, VerdictId::CpuContended, "{told}: {}", other.line);
+        assert_eq!(
+            v.id,
+            VerdictId::PathLimited,
+            "{told}: {} / {:?}",
+            v.line,
+            v.also
+        );
+        // client → server's own findings name CPU 6's contention and saturation (as the
+        // sender's) only where the threads do not say whose worker waited there
+        let own: Vec<&str> = v
+            .also
+            .iter()
+            .filter(|a| a.direction.is_none() && a.id.is_some())
+            .map(|a| a.line.as_str())
+            .collect();
+        assert_eq!(
+            own.iter().any(|l| l.contains("CPU 6")),
+            !told,
+            "{told}: {own:?}"
+        );
+    }
+}
+
+#[test]
+fn a_bidir_direction_is_judged_on_its_own_workers_where_the_threads_say_whose() {
+    use wirespeed_model::observation::ThreadUse;
+    // client → server through a 200 Mbit/s shaper (flat, 40 drops); server → client free. At
+    // each end CPU 6 is full of work, and of the end's two workers on it (one per direction)
+    // one ran 97 % of the test, the other 20 %
+    let thread = |tid, run, role| ThreadUse {
+        tid,
+        name: "ws-dp".into(),
+        cpu: Some(6),
+        run: Percent::new(run),
+        wait: Percent::new(1.0),
+        role,
+    };
+    // (the busy worker is client → server's, the threads carry their roles, path-limited)
+    for (busy_c2s, told, shaped) in [
+        // the other direction's busy worker says nothing of this one's path: its drops are
+        // a shaper's
+        (false, true, true),
+        // this direction's own workers never blocked: the host held the rate, as in a
+        // one-way test
+        (true, true, false),
+        // threads that do not say whose (a peer that does not tell): the drops count as
+        // they did, whichever worker was busy
+        (true, false, true),
+        (false, false, true),
+    ] {
+        let mut t = bidir_test(0);
+        for (e, client) in [(&mut t.local, true), (t.remote.as_mut().unwrap(), false)] {
+            let (c2s, s2c) = if client {
+                (Role::Sender, Role::Receiver)
+            } else {
+                (Role::Receiver, Role::Sender)
+            };
+            let (c2s_run, s2c_run) = if busy_c2s { (97.0, 20.0) } else { (20.0, 97.0) };
+            let b = end(Role::Both, ryzen(), 6, &[(6, 60.0, 30.0, 5.0, 0, 0)]);
+            e.total.cpus = b.total.cpus.clone();
+            e.intervals = (0..3)
+                .map(|_| IntervalObservation {
+                    cpus: b.total.cpus.clone(),
+                    threads: vec![
+                        thread(42, c2s_run, told.then_some(c2s)),
+                        thread(43, s2c_run, told.then_some(s2c)),
+                    ],
+                    ..Default::default()
+                })
+                .collect();
+        }
+        let v = verdict_of(&t, &shaped_client_to_server(End::Client));
+        assert_eq!(
+            v.direction,
+            Some(Flow::ClientToServer),
+            "{busy_c2s} {told}: {}",
+            v.line
+        );
+        assert_eq!(
+            v.id == VerdictId::PathLimited,
+            shaped,
+            "{busy_c2s} {told}: {} / {:?}",
+            v.line,
+            v.also
+        );
+    }
 }

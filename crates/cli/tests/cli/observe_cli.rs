@@ -69,7 +69,8 @@ fn pinned_workers_are_seen_on_both_ends() {
 /// Each end's observation holds its own worker threads and only those, in every interval and
 /// in the totals: over `--loopback` both ends' workers run in one process, and a worker whose
 /// streams ended (stopped, or at the peer's end of stream) must still count in the interval it
-/// ended in.
+/// ended in. Each thread says which way its streams carried data: the end's role, and in
+/// `--bidir` a worker per direction at each end (the verdict judges each direction on its own).
 #[test]
 fn each_end_observes_its_own_workers_to_the_last_interval() {
     for extra in [&[][..], &["-R"], &["--bidir"], &["-u", "-b", "0"]] {
@@ -85,16 +86,33 @@ fn each_end_observes_its_own_workers_to_the_last_interval() {
             t.sort_unstable();
             t
         };
+        let roles = |iv: &serde_json::Value| -> std::collections::BTreeSet<String> {
+            iv["threads"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|t| t["role"].as_str().unwrap_or("none").to_string())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
         let mut ends = Vec::new();
         for who in ["local", "remote"] {
             let e = &obs[who];
             let workers = e["total"]["workers"].as_array().unwrap().len();
             let own = tids(&e["total"]);
             assert_eq!(own.len(), workers, "{extra:?} {who}: totals: {e}");
+            let want: std::collections::BTreeSet<String> = match e["role"].as_str() {
+                Some("both") => ["receiver".to_string(), "sender".to_string()].into(),
+                Some(r) => [r.to_string()].into(),
+                None => panic!("{extra:?} {who}: no role: {e}"),
+            };
+            assert_eq!(roles(&e["total"]), want, "{extra:?} {who}: totals: {e}");
             let intervals = e["intervals"].as_array().unwrap();
             assert!(!intervals.is_empty(), "{extra:?} {who}");
             for (n, iv) in intervals.iter().enumerate() {
                 assert_eq!(tids(iv), own, "{extra:?} {who}: interval {n}: {iv}");
+                assert_eq!(roles(iv), want, "{extra:?} {who}: interval {n}: {iv}");
             }
             ends.push(own);
         }
