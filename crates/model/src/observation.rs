@@ -487,8 +487,13 @@ pub struct ThreadUse {
     pub wait: Percent,
     /// Which way its streams carried data at this end, `Sender` or `Receiver` (a worker
     /// carries one direction's: in `--bidir` each end runs a worker per direction), as the
-    /// engine told the observer; absent where it was not told.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// engine told the observer; absent where it was not told (or a peer's word this
+    /// version does not know).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::worker::known_word"
+    )]
     pub role: Option<Role>,
 }
 
@@ -1169,6 +1174,42 @@ mod stack_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A worker thread says which way its streams carried data in one word; a thread whose
+    /// engine did not say (an older peer, a capture) has none, and a word this version does
+    /// not know costs nothing else of the reading. It serves its own role's end, and any end
+    /// where it does not say or where the end both sends and receives.
+    #[test]
+    fn a_threads_role_is_one_word_absent_when_unsaid_and_serves_its_ends_role() {
+        let t = ThreadUse {
+            tid: 7,
+            name: "ws-dp".into(),
+            cpu: Some(1),
+            run: Percent::new(40.0),
+            wait: Percent::new(2.0),
+            role: Some(Role::Receiver),
+        };
+        let text = serde_json::to_string(&t).expect("serialize");
+        assert!(text.contains(r#""role":"receiver""#), "{text}");
+        assert_eq!(serde_json::from_str::<ThreadUse>(&text).expect("parse"), t);
+        let bare = r#"{"tid":7,"name":"ws-dp","run":40.0,"wait":2.0"#;
+        let old: ThreadUse = serde_json::from_str(&format!("{bare}}}")).expect("parse");
+        assert_eq!(old.role, None);
+        assert!(!serde_json::to_string(&old)
+            .expect("serialize")
+            .contains("role"));
+        for odd in [r#""spin""#, "7", "null"] {
+            let u: ThreadUse =
+                serde_json::from_str(&format!(r#"{bare},"role":{odd}}}"#)).expect("parse");
+            assert_eq!(
+                (u.role, u.tid, u.run),
+                (None, 7, Percent::new(40.0)),
+                "{odd}"
+            );
+        }
+        assert!(t.serves(Role::Receiver) && t.serves(Role::Both) && !t.serves(Role::Sender));
+        assert!(old.serves(Role::Sender) && old.serves(Role::Receiver));
+    }
 
     #[test]
     fn two_intervals_merge_weighted_by_their_spans() {

@@ -28,7 +28,7 @@ pub struct Worker {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "known_wake"
+        deserialize_with = "known_word"
     )]
     pub wake: Option<Wake>,
 }
@@ -53,9 +53,14 @@ pub enum Wake {
     Batch,
 }
 
-/// A peer's wake word, `None` when absent, not a string, or not one this version knows (a
-/// newer peer's rule does not cost the rest of its report).
-fn known_wake<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Wake>, D::Error> {
+/// A peer's word for one of this version's enums (`wake`, a thread's `role`): `None` when
+/// absent, not a string, or not one this version knows (a newer peer's word does not cost the
+/// rest of its report).
+pub(crate) fn known_word<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Word {
@@ -65,7 +70,7 @@ fn known_wake<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Wake>, D:
     use serde::de::IntoDeserializer;
     Ok(match Option::<Word>::deserialize(d)? {
         // serde's own names for the variants: no second list of them
-        Some(Word::Text(w)) => Wake::deserialize(
+        Some(Word::Text(w)) => T::deserialize(
             IntoDeserializer::<serde::de::value::Error>::into_deserializer(w.as_str()),
         )
         .ok(),
