@@ -112,6 +112,7 @@ pub fn worker_infos(reports: &[WorkerSummary]) -> Vec<Worker> {
             streams: r.streams.clone(),
             rx_zerocopy: r.rx_zerocopy,
             wake: r.wake,
+            tid: r.tid,
         })
         .collect()
 }

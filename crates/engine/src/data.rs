@@ -197,6 +197,8 @@ pub struct WorkerSummary {
     pub rx_zerocopy: Option<wirespeed_model::RxZerocopy>,
     /// How a TCP worker was woken (`None` for UDP workers).
     pub wake: Option<dp::Wake>,
+    /// Its thread's kernel id.
+    pub tid: Option<u32>,
 }
 
 impl From<&WorkerReport> for WorkerSummary {
@@ -215,6 +217,7 @@ impl From<&WorkerReport> for WorkerSummary {
                 copied_bytes: z.copied,
             }),
             wake: Some(r.wake),
+            tid: None,
         }
     }
 }
@@ -232,6 +235,7 @@ impl From<&UdpWorkerReport> for WorkerSummary {
             cpu_system: r.cpu_system,
             rx_zerocopy: None,
             wake: None,
+            tid: None,
         }
     }
 }
@@ -489,10 +493,14 @@ impl DataPhase {
     }
 
     fn join(&mut self, w: AnyWorker, shutdown: bool) {
+        let tid = Some(w.watch().tid);
         match w {
             AnyWorker::Tcp(h) => {
                 if let Ok(r) = h.join() {
-                    self.summaries.push(WorkerSummary::from(&r));
+                    self.summaries.push(WorkerSummary {
+                        tid,
+                        ..WorkerSummary::from(&r)
+                    });
                     for (id, sock) in r.sockets {
                         if shutdown {
                             if let Some(s) = self.streams.iter_mut().find(|s| s.id == id) {
@@ -519,7 +527,10 @@ impl DataPhase {
             }
             AnyWorker::Udp(h) => {
                 if let Ok(r) = h.join() {
-                    self.summaries.push(WorkerSummary::from(&r));
+                    self.summaries.push(WorkerSummary {
+                        tid,
+                        ..WorkerSummary::from(&r)
+                    });
                     for (id, sock) in r.sockets {
                         self.sockets.push((id, OwnedFd::from(sock)));
                     }

@@ -572,6 +572,7 @@ mod tests {
                 streams: vec![1],
                 rx_zerocopy: None,
                 wake: None,
+                tid: None,
             }]
         }
     }

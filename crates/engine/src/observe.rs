@@ -56,6 +56,7 @@ pub fn worker_runs(workers: &[Worker]) -> Vec<WorkerRun> {
                 .iter()
                 .filter_map(|&s| i32::try_from(s).ok())
                 .collect(),
+            tid: w.tid,
         })
         .collect()
 }
@@ -453,6 +454,7 @@ mod tests {
             streams: vec![1, 3],
             rx_zerocopy: None,
             wake: None,
+            tid: None,
         }]);
         assert_eq!(w[0].cpus_seen.to_string(), "3,5");
         assert_eq!(w[0].streams, vec![1, 3]);
@@ -771,6 +773,7 @@ mod tests {
             streams: vec![1],
             rx_zerocopy: None,
             wake: None,
+            tid: None,
         }];
         o.close(&workers, None);
         o.close(&[], None);

@@ -169,6 +169,10 @@ pub struct WorkerRun {
     /// The stream ids it carried.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<i32>,
+    /// Its thread's kernel id: its entry in each interval's `threads` (absent where the end
+    /// did not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tid: Option<u32>,
 }
 
 /// What `TCP_INFO` says limited the senders of this end, summed over its streams (microseconds).
@@ -671,14 +675,15 @@ impl IntervalObservation {
                     .name
                     .rsplit_once("-cpu")
                     .and_then(|(_, n)| n.parse::<u32>().ok());
-                Some((cpu, pinned))
+                Some((cpu, pinned, t.tid))
             })
             .enumerate()
-            .map(|(i, (cpu, pinned))| WorkerRun {
+            .map(|(i, (cpu, pinned, tid))| WorkerRun {
                 worker: i as u32,
                 cpu_requested: pinned,
                 cpus_seen: CpuSet::from_cpus([cpu]),
                 streams: Vec::new(),
+                tid: Some(tid),
             })
             .collect()
     }
@@ -1378,6 +1383,7 @@ mod tests {
                 cpu_requested: Some(5),
                 cpus_seen: CpuSet::from_cpus([5]),
                 streams: vec![1],
+                tid: None,
             }],
             ..Default::default()
         });

@@ -31,6 +31,10 @@ pub struct Worker {
         deserialize_with = "known_word"
     )]
     pub wake: Option<Wake>,
+    /// Its thread's kernel id (its `/proc/self/task` entry, `top -H`'s PID): what ties it to its
+    /// thread's scheduling in the observation. Absent from peers that do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tid: Option<u32>,
 }
 
 /// How a TCP worker is woken for its streams: the rule the engine picks for each test end

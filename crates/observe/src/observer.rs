@@ -1196,6 +1196,7 @@ mod tests {
             cpu_requested: Some(cpu),
             cpus_seen: CpuSet::from_cpus([cpu]),
             streams: vec![5],
+            tid: None,
         }
     }
 

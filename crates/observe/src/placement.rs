@@ -112,6 +112,7 @@ mod tests {
                 cpu_requested: Some(app),
                 cpus_seen: CpuSet::from_cpus([app]),
                 streams: vec![],
+                tid: None,
             }],
             ..Default::default()
         }

@@ -266,6 +266,7 @@ mod tests {
                     streams: vec![1],
                     rx_zerocopy: None,
                     wake: Some(wirespeed_model::worker::Wake::Batch),
+                    tid: None,
                 }],
                 send_path: Some("copy".into()),
                 ..ResultsExt::default()

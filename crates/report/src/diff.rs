@@ -497,6 +497,7 @@ mod tests {
                 streams: vec![1],
                 rx_zerocopy: None,
                 wake: None,
+                tid: None,
             }],
             verdict: Some(Verdict::new(
                 serde_json::from_value(verdict.into()).unwrap(),

@@ -721,6 +721,7 @@ mod tests {
                 cpu_requested: Some(6),
                 cpus_seen: set("6"),
                 streams: vec![5],
+                tid: None,
             }],
             tcp: Some(TcpLimits {
                 busy_us: 100,

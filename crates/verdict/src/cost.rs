@@ -376,6 +376,7 @@ mod tests {
                     cpu_requested: Some(app),
                     cpus_seen: CpuSet::from_cpus([app]),
                     streams: vec![5],
+                    tid: None,
                 }],
                 worker_cpu_s: Some(worker_s),
                 cpu_freq: Some(CpuFreq {

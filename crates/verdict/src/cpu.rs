@@ -185,7 +185,7 @@ pub(super) fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuU
         // in `--bidir`, the other direction's worker is not this one's to follow
         if intervals
             .iter()
-            .filter_map(|i| interval_thread_of(e, i, w.worker))
+            .filter_map(|i| interval_thread_of(e, i, w))
             .any(|t| !t.serves(e.role))
         {
             continue;
@@ -193,7 +193,9 @@ pub(super) fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuU
         let mut hot: Vec<&CpuUse> = Vec::new();
         let mut cpus_used = wirespeed_host::CpuSet::new();
         for i in &intervals {
-            let exact = interval_cpu_of(e, i, w.worker).map(|c| CpuSet::from_cpus([c]));
+            let exact = interval_thread_of(e, i, w)
+                .and_then(|t| t.cpu)
+                .map(|c| CpuSet::from_cpus([c]));
             let seen = exact.as_ref().unwrap_or_else(|| {
                 i.workers
                     .iter()
@@ -252,28 +254,23 @@ pub(super) fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuU
     out
 }
 
-/// The CPU worker `worker` was on at the end of interval `i` (see [`interval_thread_of`]).
-pub(super) fn interval_cpu_of(
-    e: &EndObservation,
-    i: &wirespeed_model::observation::IntervalObservation,
-    worker: u32,
-) -> Option<u32> {
-    interval_thread_of(e, i, worker)?.cpu
-}
-
-/// Worker `worker`'s thread in interval `i` (the end's worker threads in the order they
-/// started, which is the workers' order) when the interval has one per worker.
-fn interval_thread_of<'a>(
+/// Worker `w`'s thread in interval `i`: the one of its id, where the end said it; else, from
+/// an end that did not, by order (the end's worker threads in the order they started, taken
+/// as the workers' order) when the interval has one per worker.
+pub(super) fn interval_thread_of<'a>(
     e: &EndObservation,
     i: &'a wirespeed_model::observation::IntervalObservation,
-    worker: u32,
+    w: &wirespeed_model::observation::WorkerRun,
 ) -> Option<&'a wirespeed_model::observation::ThreadUse> {
+    if let Some(tid) = w.tid {
+        return i.threads.iter().find(|t| t.tid == tid);
+    }
     if i.threads.len() != e.total.workers.len() {
         return None;
     }
     let mut t: Vec<_> = i.threads.iter().collect();
     t.sort_by_key(|t| t.tid);
-    t.get(worker as usize).copied()
+    t.get(w.worker as usize).copied()
 }
 
 /// Each worker thread of an end over the test (those that serve its role: in `--bidir`, the

@@ -48,6 +48,7 @@ fn end(role: Role, topo: Topology, app: u32, rows: &[Row]) -> EndObservation {
                 cpu_requested: Some(app),
                 cpus_seen: CpuSet::from_cpus([app]),
                 streams: vec![5],
+                tid: None,
             }],
             ..Default::default()
         },
@@ -494,6 +495,7 @@ fn migrating(role: Role, steal: f64) -> EndObservation {
         cpu_requested: None,
         cpus_seen: set("0-1"),
         streams: vec![5],
+        tid: None,
     }];
     let hot = |cpu| cpu_row(cpu, 50.0, 45.0 - steal, 0.0, steal, 5.0);
     let cold = |cpu| cpu_row(cpu, 20.0, 20.0, 0.0, 0.0, 60.0);
@@ -641,6 +643,7 @@ fn a_host_whose_cpus_are_all_full_is_said_so_not_one_cpu() {
             cpu_requested: Some(c),
             cpus_seen: CpuSet::from_cpus([c]),
             streams: vec![c as i32],
+            tid: None,
         })
         .collect();
     let v = verdict(&test(idle_sender(), r), Some(BitsPerSecond::from_gbps(9.0)));
@@ -892,6 +895,7 @@ fn same_host_pinned_apart_is_only_the_fallback() {
             cpu_requested: Some(cpu),
             cpus_seen: CpuSet::from_cpus([cpu]),
             streams: vec![5],
+            tid: None,
         }];
         e.total.cpus = vec![cpu_row(cpu, 30.0, 20.0, 0.0, 0.0, 50.0)];
         e.total.tcp = None;
@@ -3353,4 +3357,43 @@ fn a_bidir_direction_is_judged_on_its_own_workers_where_the_threads_say_whose() 
             v.also
         );
     }
+}
+
+/// A worker is followed on its own thread: the one of its id where the end said it. An end
+/// lists its workers as they ended (senders first) while its threads started receivers first,
+/// so in `--bidir` the order matched a sender to a receiver's thread; an end that did not say
+/// is still read by order.
+#[test]
+fn a_worker_is_followed_on_the_thread_of_its_id() {
+    use super::cpu::interval_thread_of;
+    use wirespeed_model::observation::ThreadUse;
+    let thread = |tid, cpu, role| ThreadUse {
+        tid,
+        name: "ws-dp".into(),
+        cpu: Some(cpu),
+        run: Percent::new(50.0),
+        wait: Percent::new(0.0),
+        role: Some(role),
+    };
+    let worker = |n, tid| WorkerRun {
+        worker: n,
+        tid,
+        ..Default::default()
+    };
+    let mut e = end(Role::Both, ryzen(), 6, &[(6, 20.0, 5.0, 70.0, 0, 0)]);
+    // the receiver started first (the lower id), on CPU 6; the sender on CPU 7
+    let i = IntervalObservation {
+        threads: vec![thread(10, 6, Role::Receiver), thread(20, 7, Role::Sender)],
+        ..Default::default()
+    };
+    e.total.workers = vec![worker(0, Some(20)), worker(1, Some(10))];
+    let cpu_of =
+        |e: &EndObservation, w: &WorkerRun| interval_thread_of(e, &i, w).and_then(|t| t.cpu);
+    assert_eq!(cpu_of(&e, &e.total.workers[0]), Some(7));
+    assert_eq!(cpu_of(&e, &e.total.workers[1]), Some(6));
+    // a thread of that id not in the interval: not another one's
+    assert_eq!(cpu_of(&e, &worker(0, Some(30))), None);
+    // an end that did not say: by order
+    e.total.workers = vec![worker(0, None), worker(1, None)];
+    assert_eq!(cpu_of(&e, &e.total.workers[0]), Some(6));
 }

@@ -102,6 +102,15 @@ fn each_end_observes_its_own_workers_to_the_last_interval() {
             let workers = e["total"]["workers"].as_array().unwrap().len();
             let own = tids(&e["total"]);
             assert_eq!(own.len(), workers, "{extra:?} {who}: totals: {e}");
+            // each worker names its thread
+            let mut named: Vec<u64> = e["total"]["workers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|w| w["tid"].as_u64())
+                .collect();
+            named.sort_unstable();
+            assert_eq!(named, own, "{extra:?} {who}: workers' threads: {e}");
             let want: std::collections::BTreeSet<String> = match e["role"].as_str() {
                 Some("both") => ["receiver".to_string(), "sender".to_string()].into(),
                 Some(r) => [r.to_string()].into(),

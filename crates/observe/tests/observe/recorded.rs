@@ -72,6 +72,7 @@ fn recorded_loopback_test_shows_where_the_work_ran() {
         cpu_requested: Some(1),
         cpus_seen: CpuSet::from_cpus([1]),
         streams: vec![5],
+        tid: None,
     };
     let d = delta(&before, &after, &[client], None);
     assert_eq!(d.cpus.len(), 2);

@@ -122,6 +122,7 @@ fn seeds() -> Vec<Vec<u8>> {
                 streams: vec![1, 3],
                 rx_zerocopy: None,
                 wake: Some(wirespeed_model::worker::Wake::Batch),
+                tid: None,
             }],
             ..ResultsExt::default()
         }),

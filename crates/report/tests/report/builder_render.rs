@@ -121,6 +121,7 @@ fn tcp_two_streams_with_omit_reads_like_iperf3() {
                 streams: vec![5, 7],
                 rx_zerocopy: None,
                 wake: None,
+                tid: None,
             }],
             streams: rep.totals,
             ..WirespeedExt::default()
