@@ -5,7 +5,7 @@ use wirespeed_model::verdict::{End, Flow, Measured};
 use wirespeed_model::{Also, AlsoKind, Verdict};
 
 use super::{one_direction, Thresholds};
-use wirespeed_model::observation::{Role, TestObservation};
+use wirespeed_model::observation::{EndObservation, Role, TestObservation, WorkerRun};
 
 /// `--bidir` judged per direction (`m.reverse` and `m.local` known, and neither a stalled
 /// control connection nor a silent peer, which are the whole test's, judged once): the
@@ -41,7 +41,8 @@ pub(super) fn reverse_slower(forward: &Measured, reverse: &Measured) -> bool {
 
 /// The observation of one direction of a `--bidir` test: the end that sends in `flow` the
 /// sender, the other the receiver (each end's `TCP_INFO` limits are its own sending streams',
-/// so they belong to the direction it sends in).
+/// so they belong to the direction it sends in), each with its workers of that direction
+/// ([`own_workers`]).
 pub(super) fn one_way(test: &TestObservation, local: End, flow: Flow) -> TestObservation {
     let local_sends = Flow::sent_by(local) == flow;
     let (mine, peers) = if local_sends {
@@ -51,10 +52,35 @@ pub(super) fn one_way(test: &TestObservation, local: End, flow: Flow) -> TestObs
     };
     let mut t = test.clone();
     t.local.role = mine;
+    own_workers(&mut t.local);
     if let Some(r) = &mut t.remote {
         r.role = peers;
+        own_workers(r);
     }
     t
+}
+
+/// Leave out of `e`'s workers (where they ran: its app CPUs, the workers followed) those of
+/// the other direction, by their threads' roles; a worker whose thread does not say stays.
+/// The threads all stay: the other direction's worker is still the test's, never another task
+/// on a CPU, and the rules that judge a worker's own run and wait read only those that serve
+/// the end's role ([`ThreadUse::serves`]).
+///
+/// [`ThreadUse::serves`]: wirespeed_model::observation::ThreadUse::serves
+fn own_workers(e: &mut EndObservation) {
+    let others: std::collections::BTreeSet<u32> = std::iter::once(&e.total)
+        .chain(&e.intervals)
+        .flat_map(|i| &i.threads)
+        .filter(|t| !t.serves(e.role))
+        .map(|t| t.tid)
+        .collect();
+    if others.is_empty() {
+        return;
+    }
+    let theirs = |w: &WorkerRun| w.tid.is_some_and(|tid| others.contains(&tid));
+    for i in std::iter::once(&mut e.total).chain(&mut e.intervals) {
+        i.workers.retain(|w| !theirs(w));
+    }
 }
 
 /// `--bidir`: each direction judged as a test of its own (its observation by [`one_way`], its

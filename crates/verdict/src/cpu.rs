@@ -170,8 +170,7 @@ pub(super) fn app_candidates(
     }
 }
 
-/// Each worker followed through the intervals (those that serve the end's role, where their
-/// threads say): in each, the busiest of the CPUs it ran on
+/// Each worker followed through the intervals: in each, the busiest of the CPUs it ran on
 /// (the interval's own record of its CPUs, else the whole test's). A worker whose CPU was
 /// saturated in `th.saturated_intervals` % of the intervals or more is saturated; its CPU is
 /// the average of those intervals' CPUs (numbered as the one it was on most).
@@ -182,14 +181,6 @@ pub(super) fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuU
         return out;
     }
     for w in &e.total.workers {
-        // in `--bidir`, the other direction's worker is not this one's to follow
-        if intervals
-            .iter()
-            .filter_map(|i| interval_thread_of(e, i, w))
-            .any(|t| !t.serves(e.role))
-        {
-            continue;
-        }
         let mut hot: Vec<&CpuUse> = Vec::new();
         let mut cpus_used = wirespeed_host::CpuSet::new();
         for i in &intervals {

@@ -3397,3 +3397,74 @@ fn a_worker_is_followed_on_the_thread_of_its_id() {
     e.total.workers = vec![worker(0, None), worker(1, None)];
     assert_eq!(cpu_of(&e, &e.total.workers[0]), Some(6));
 }
+
+/// `--bidir`: a CPU only the other direction's worker ran on is not this direction's. At the
+/// client, the server → client receiver filled CPU 6 with its own work while the client →
+/// server sender ran 60 % of the test on CPU 7, which had room, through a 200 Mbit/s shaper:
+/// client → server is the shaper's, with no CPU 6 among its own findings (it read "sender
+/// CPU-bound (CPU 6 ...)" there before), and CPU 6 is server → client's.
+#[test]
+fn a_bidir_direction_leaves_out_the_cpus_of_the_other_directions_workers() {
+    use wirespeed_model::observation::ThreadUse;
+    let mut t = bidir_test(0);
+    let c = end(
+        Role::Both,
+        ryzen(),
+        6,
+        &[(6, 60.0, 35.0, 2.0, 0, 0), (7, 15.0, 5.0, 78.0, 0, 0)],
+    );
+    let thread = |tid, cpu, run, role| ThreadUse {
+        tid,
+        name: format!("ws-dp-cpu{cpu}"),
+        cpu: Some(cpu),
+        run: Percent::new(run),
+        wait: Percent::new(1.0),
+        role: Some(role),
+    };
+    let workers = vec![
+        WorkerRun {
+            worker: 0,
+            cpu_requested: Some(7),
+            cpus_seen: CpuSet::from_cpus([7]),
+            streams: vec![5],
+            tid: Some(20),
+        },
+        WorkerRun {
+            worker: 1,
+            cpu_requested: Some(6),
+            cpus_seen: CpuSet::from_cpus([6]),
+            streams: vec![7],
+            tid: Some(10),
+        },
+    ];
+    t.local.total.cpus = c.total.cpus.clone();
+    t.local.total.workers = workers.clone();
+    t.local.intervals = (0..3)
+        .map(|_| IntervalObservation {
+            cpus: c.total.cpus.clone(),
+            workers: workers.clone(),
+            threads: vec![
+                thread(10, 6, 95.0, Role::Receiver),
+                thread(20, 7, 60.0, Role::Sender),
+            ],
+            ..Default::default()
+        })
+        .collect();
+    let v = verdict_of(&t, &shaped_client_to_server(End::Client));
+    assert_eq!(
+        (v.id, v.direction),
+        (VerdictId::PathLimited, Some(Flow::ClientToServer)),
+        "{} / {:?}",
+        v.line,
+        v.also
+    );
+    let own: Vec<&str> = v
+        .also
+        .iter()
+        .filter(|a| a.direction.is_none() && a.id.is_some())
+        .map(|a| a.line.as_str())
+        .collect();
+    assert!(!own.iter().any(|l| l.contains("CPU 6")), "{own:?}");
+    let other = v.other_direction.as_deref().expect("the other direction");
+    assert!(other.line.contains("CPU 6"), "{}", other.line);
+}
