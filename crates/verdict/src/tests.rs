@@ -1494,14 +1494,34 @@ fn the_other_end_on_one_host_is_not_another_process() {
 
 /// A worker thread's scheduling in one interval.
 fn worker(tid: u32, cpu: u32, run: f64, wait: f64) -> wirespeed_model::observation::ThreadUse {
+    worker_of(tid, cpu, run, wait, None)
+}
+
+/// [`worker`] whose streams carried data the way `role` says (`None`: not told).
+fn worker_of(
+    tid: u32,
+    cpu: u32,
+    run: f64,
+    wait: f64,
+    role: Option<Role>,
+) -> wirespeed_model::observation::ThreadUse {
     wirespeed_model::observation::ThreadUse {
         tid,
         name: "ws-dp".into(),
         cpu: Some(cpu),
         run: Percent::new(run),
         wait: Percent::new(wait),
-        role: None,
+        role,
     }
+}
+
+/// A `--bidir` verdict's own findings under `also` (the other direction's lines carry theirs).
+fn own_findings(v: &Verdict) -> Vec<&str> {
+    v.also
+        .iter()
+        .filter(|a| a.direction.is_none() && a.id.is_some())
+        .map(|a| a.line.as_str())
+        .collect()
 }
 
 /// An unpinned end over `lo` on a host whose CPUs 0 and 1 are both 99 % busy, with these
@@ -3232,18 +3252,10 @@ fn a_flat_rate_with_drops_is_no_shaper_where_the_host_held_a_worker() {
 
 #[test]
 fn a_bidir_direction_is_not_contended_for_the_other_directions_held_worker() {
-    use wirespeed_model::observation::ThreadUse;
     // client → server through a 200 Mbit/s shaper; server → client free. At the client
     // another task fills CPU 6, where its server → client worker (the receiver) waited 40 %
     // of the test; its client → server worker ran on CPU 7, free
-    let thread = |tid, cpu, run, wait, role| ThreadUse {
-        tid,
-        name: format!("ws-dp-cpu{cpu}"),
-        cpu: Some(cpu),
-        run: Percent::new(run),
-        wait: Percent::new(wait),
-        role,
-    };
+    let thread = worker_of;
     for told in [true, false] {
         let mut t = bidir_test(0);
         let b = end(
@@ -3280,12 +3292,7 @@ fn a_bidir_direction_is_not_contended_for_the_other_directions_held_worker() {
         );
         // client → server's own findings name CPU 6's contention and saturation (as the
         // sender's) only where the threads do not say whose worker waited there
-        let own: Vec<&str> = v
-            .also
-            .iter()
-            .filter(|a| a.direction.is_none() && a.id.is_some())
-            .map(|a| a.line.as_str())
-            .collect();
+        let own = own_findings(&v);
         assert_eq!(
             own.iter().any(|l| l.contains("CPU 6")),
             !told,
@@ -3296,18 +3303,10 @@ fn a_bidir_direction_is_not_contended_for_the_other_directions_held_worker() {
 
 #[test]
 fn a_bidir_direction_is_judged_on_its_own_workers_where_the_threads_say_whose() {
-    use wirespeed_model::observation::ThreadUse;
     // client → server through a 200 Mbit/s shaper (flat, 40 drops); server → client free. At
     // each end CPU 6 is full of work, and of the end's two workers on it (one per direction)
     // one ran 97 % of the test, the other 20 %
-    let thread = |tid, run, role| ThreadUse {
-        tid,
-        name: "ws-dp".into(),
-        cpu: Some(6),
-        run: Percent::new(run),
-        wait: Percent::new(1.0),
-        role,
-    };
+    let thread = |tid, run, role| worker_of(tid, 6, run, 1.0, role);
     // (the busy worker is client → server's, the threads carry their roles, path-limited)
     for (busy_c2s, told, shaped) in [
         // the other direction's busy worker says nothing of this one's path: its drops are
@@ -3366,15 +3365,7 @@ fn a_bidir_direction_is_judged_on_its_own_workers_where_the_threads_say_whose() 
 #[test]
 fn a_worker_is_followed_on_the_thread_of_its_id() {
     use super::cpu::interval_thread_of;
-    use wirespeed_model::observation::ThreadUse;
-    let thread = |tid, cpu, role| ThreadUse {
-        tid,
-        name: "ws-dp".into(),
-        cpu: Some(cpu),
-        run: Percent::new(50.0),
-        wait: Percent::new(0.0),
-        role: Some(role),
-    };
+    let thread = |tid, cpu, role| worker_of(tid, cpu, 50.0, 0.0, Some(role));
     let worker = |n, tid| WorkerRun {
         worker: n,
         tid,
@@ -3405,7 +3396,6 @@ fn a_worker_is_followed_on_the_thread_of_its_id() {
 /// CPU-bound (CPU 6 ...)" there before), and CPU 6 is server → client's.
 #[test]
 fn a_bidir_direction_leaves_out_the_cpus_of_the_other_directions_workers() {
-    use wirespeed_model::observation::ThreadUse;
     let mut t = bidir_test(0);
     let c = end(
         Role::Both,
@@ -3413,14 +3403,7 @@ fn a_bidir_direction_leaves_out_the_cpus_of_the_other_directions_workers() {
         6,
         &[(6, 60.0, 35.0, 2.0, 0, 0), (7, 15.0, 5.0, 78.0, 0, 0)],
     );
-    let thread = |tid, cpu, run, role| ThreadUse {
-        tid,
-        name: format!("ws-dp-cpu{cpu}"),
-        cpu: Some(cpu),
-        run: Percent::new(run),
-        wait: Percent::new(1.0),
-        role: Some(role),
-    };
+    let thread = |tid, cpu, run, role| worker_of(tid, cpu, run, 1.0, Some(role));
     let workers = vec![
         WorkerRun {
             worker: 0,
@@ -3458,12 +3441,7 @@ fn a_bidir_direction_leaves_out_the_cpus_of_the_other_directions_workers() {
         v.line,
         v.also
     );
-    let own: Vec<&str> = v
-        .also
-        .iter()
-        .filter(|a| a.direction.is_none() && a.id.is_some())
-        .map(|a| a.line.as_str())
-        .collect();
+    let own = own_findings(&v);
     assert!(!own.iter().any(|l| l.contains("CPU 6")), "{own:?}");
     let other = v.other_direction.as_deref().expect("the other direction");
     assert!(other.line.contains("CPU 6"), "{}", other.line);
