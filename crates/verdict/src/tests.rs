@@ -3364,7 +3364,7 @@ fn a_bidir_direction_is_judged_on_its_own_workers_where_the_threads_say_whose() 
 /// is still read by order.
 #[test]
 fn a_worker_is_followed_on_the_thread_of_its_id() {
-    use super::cpu::interval_thread_of;
+    use super::cpu::IntervalThreads;
     let thread = |tid, cpu, role| worker_of(tid, cpu, 50.0, 0.0, Some(role));
     let worker = |n, tid| WorkerRun {
         worker: n,
@@ -3378,8 +3378,9 @@ fn a_worker_is_followed_on_the_thread_of_its_id() {
         ..Default::default()
     };
     e.total.workers = vec![worker(0, Some(20)), worker(1, Some(10))];
-    let cpu_of =
-        |e: &EndObservation, w: &WorkerRun| interval_thread_of(e, &i, w).and_then(|t| t.cpu);
+    let cpu_of = |e: &EndObservation, w: &WorkerRun| {
+        IntervalThreads::of(e, &i).of_worker(w).and_then(|t| t.cpu)
+    };
     assert_eq!(cpu_of(&e, &e.total.workers[0]), Some(7));
     assert_eq!(cpu_of(&e, &e.total.workers[1]), Some(6));
     // a thread of that id not in the interval: not another one's
