@@ -24,19 +24,6 @@ pub(super) struct ThreadLoad {
     pub(super) interrupts: f64,
 }
 
-/// The test's worker threads' run share (%) on CPU `cpu` in interval `i` (a `--bidir` end's
-/// two workers can share one CPU: neither is the other's "other task").
-pub(super) fn workers_run_on(
-    i: &wirespeed_model::observation::IntervalObservation,
-    cpu: u32,
-) -> f64 {
-    i.threads
-        .iter()
-        .filter(|t| t.cpu == Some(cpu))
-        .map(|t| t.run.get())
-        .sum()
-}
-
 /// The other end of a test whose ends share one host: its workers are the test's too, never
 /// "other tasks" on a CPU they share with `e`'s. `None` on two hosts.
 pub(super) fn peer_on_host<'a>(
@@ -45,20 +32,6 @@ pub(super) fn peer_on_host<'a>(
 ) -> Option<&'a EndObservation> {
     same_host(test)?;
     test.ends().find(|p| !std::ptr::eq(*p, e))
-}
-
-/// The test's workers' run share (%) on `cpu` in `e`'s interval `n`: `e`'s own and, on one
-/// host, its peer's in the same interval.
-pub(super) fn test_run_on(
-    e: &EndObservation,
-    peer: Option<&EndObservation>,
-    n: usize,
-    cpu: u32,
-) -> f64 {
-    e.intervals.get(n).map_or(0.0, |i| workers_run_on(i, cpu))
-        + peer
-            .and_then(|p| p.intervals.get(n))
-            .map_or(0.0, |pi| workers_run_on(pi, cpu))
 }
 
 /// On one host, the peer's workers were not read in interval `n` though they were in others
@@ -71,46 +44,66 @@ pub(super) fn peer_unread(peer: Option<&EndObservation>, n: usize) -> bool {
     })
 }
 
-/// At most what other tasks took of the whole host in `e`'s interval `n`, in % of one CPU:
-/// every listed CPU's busy time less the test's workers' run (each worker once, wherever it
-/// was), irq and steal. A worker is placed on the CPU it was on at the interval's end, so one
-/// that moved during the interval leaves its run on another CPU looking like other tasks' —
-/// with many unpinned workers a CPU's "other tasks" can be the test's own; over the host that
-/// error cancels, and other tasks cannot have taken more of one CPU than of all of them.
-/// Softirq stays in: a kernel without `CONFIG_IRQ_TIME_ACCOUNTING` counts the softirq a worker
-/// ran in its own context in the worker's run too, and taking it out twice would hide a real
-/// competitor (a busy loop beside a loopback sender); left in, the figure is an upper bound
-/// either way.
-pub(super) fn others_on_host(e: &EndObservation, peer: Option<&EndObservation>, n: usize) -> f64 {
-    let Some(i) = e.intervals.get(n) else {
-        return 0.0;
-    };
-    let run = |i: &wirespeed_model::observation::IntervalObservation| -> f64 {
-        i.threads.iter().map(|t| t.run.get()).sum()
-    };
-    let busy: f64 = i
-        .cpus
-        .iter()
-        .map(|c| c.busy().get() - c.irq.get() - c.steal.get())
-        .sum();
-    let test_run = run(i) + peer.and_then(|p| p.intervals.get(n)).map_or(0.0, run);
-    (busy - test_run).max(0.0)
+/// What other tasks took of the CPUs in `e`'s interval `n` (the one rule for "other tasks",
+/// read by `cpu-contended` and by the busy-host statement): on each CPU, [`others_on`] with the
+/// test's workers' run there — `e`'s and, on one host, its peer's in the same interval (a
+/// `--bidir` end's two workers can share one CPU: neither is the other's "other task") — and
+/// no more than on the whole host. Made once per interval: a scan of the threads for each
+/// thread was quadratic (1,024 workers an end over 60 intervals took a third of a second).
+pub(super) struct Others {
+    /// The test's workers' run (%) by the CPU each was on at the interval's end.
+    run: std::collections::BTreeMap<u32, f64>,
+    /// At most what other tasks took of the whole host, in % of one CPU: every listed CPU's
+    /// busy time less the test's workers' run (each worker once, wherever it was), irq and
+    /// steal. A worker is placed on the CPU it was on at the interval's end, so one that moved
+    /// during the interval leaves its run on another CPU looking like other tasks' — with many
+    /// unpinned workers a CPU's "other tasks" can be the test's own; over the host that error
+    /// cancels, and other tasks cannot have taken more of one CPU than of all of them. Softirq
+    /// stays in: a kernel without `CONFIG_IRQ_TIME_ACCOUNTING` counts the softirq a worker ran
+    /// in its own context in the worker's run too, and taking it out twice would hide a real
+    /// competitor (a busy loop beside a loopback sender); left in, the figure is an upper
+    /// bound either way.
+    host: f64,
 }
 
-/// Other tasks' share (%) of CPU `c` in `e`'s interval `n` (the one rule for "other tasks",
-/// read by `cpu-contended` and by the busy-host statement): [`others_on`] with the test's
-/// workers' run there, and no more than [`others_on_host`].
-pub(super) fn others_in(
-    e: &EndObservation,
-    peer: Option<&EndObservation>,
-    n: usize,
-    c: &CpuUse,
-) -> f64 {
-    others_on(c, test_run_on(e, peer, n, c.cpu)).min(others_on_host(e, peer, n))
+impl Others {
+    pub(super) fn of(e: &EndObservation, peer: Option<&EndObservation>, n: usize) -> Others {
+        let Some(i) = e.intervals.get(n) else {
+            return Others {
+                run: Default::default(),
+                host: 0.0,
+            };
+        };
+        let mut run = std::collections::BTreeMap::new();
+        let mut total = 0.0;
+        for t in std::iter::once(i)
+            .chain(peer.and_then(|p| p.intervals.get(n)))
+            .flat_map(|i| &i.threads)
+        {
+            total += t.run.get();
+            if let Some(c) = t.cpu {
+                *run.entry(c).or_insert(0.0) += t.run.get();
+            }
+        }
+        let busy: f64 = i
+            .cpus
+            .iter()
+            .map(|c| c.busy().get() - c.irq.get() - c.steal.get())
+            .sum();
+        Others {
+            run,
+            host: (busy - total).max(0.0),
+        }
+    }
+
+    /// Other tasks' share (%) of CPU `c`.
+    pub(super) fn on(&self, c: &CpuUse) -> f64 {
+        others_on(c, self.run.get(&c.cpu).copied().unwrap_or(0.0)).min(self.host)
+    }
 }
 
 /// Other tasks' share (%) of CPU `c` by itself: busy less the test's workers' run there
-/// (`run`), softirq, irq and steal ([`others_in`] caps it by the whole host's).
+/// (`run`), softirq, irq and steal ([`Others::on`] caps it by the whole host's).
 pub(super) fn others_on(c: &CpuUse, run: f64) -> f64 {
     (c.busy().get() - run - c.softirq.get() - c.irq.get() - c.steal.get()).max(0.0)
 }
@@ -131,10 +124,11 @@ pub(super) fn host_load(test: &TestObservation, th: &Thresholds) -> Vec<wirespee
             }
             let cpus: std::collections::BTreeSet<u32> =
                 i.threads.iter().filter_map(|t| t.cpu).collect();
+            let others = Others::of(e, peer, n);
             for cpu in cpus {
                 let Some(c) = i.cpu(cpu) else { continue };
                 let a = acc.entry(cpu).or_insert((0.0, 0));
-                a.0 += others_in(e, peer, n, c);
+                a.0 += others.on(c);
                 a.1 += 1;
             }
         }
@@ -244,13 +238,14 @@ pub(super) fn thread_loads(e: &EndObservation, peer: Option<&EndObservation>) ->
             continue;
         }
         // the end's own workers (in `--bidir`, the direction judged); any worker of the test
-        // is no "other task" ([`others_in`])
+        // is no "other task" ([`Others`])
+        let on = Others::of(e, peer, n);
         for t in i.threads.iter().filter(|t| t.serves(e.role)) {
             let Some(c) = t.cpu.and_then(|c| i.cpu(c)) else {
                 continue;
             };
             let irq = c.softirq.get() + c.irq.get();
-            let others = others_in(e, peer, n, c);
+            let others = on.on(c);
             let a = acc
                 .entry(t.tid)
                 .or_insert((t.name.clone(), None, 0.0, 0.0, 0.0, 0.0, 0.0));
