@@ -324,19 +324,21 @@ pub(crate) fn two_way(test: &TestObservation) -> bool {
     test.ends().any(|e| e.role == Role::Both)
 }
 
-/// A `--bidir` test whose observation does not tell the two directions' workers apart: a
+/// `judged`, an observation of the `--bidir` test `whole` (or `whole` itself), does not tell
+/// the two directions' workers apart: the test judged as a whole (an end of both roles), or a
 /// worker thread without its role (a peer or capture that does not say). There one
 /// direction's busy or held worker may be the other's. Where every thread has its role, each
 /// direction is judged on its own workers ([`ThreadUse::serves`]).
 ///
 /// [`ThreadUse::serves`]: wirespeed_model::observation::ThreadUse::serves
-pub(crate) fn directions_mixed(test: &TestObservation) -> bool {
-    two_way(test)
-        && test
-            .ends()
-            .flat_map(|e| &e.intervals)
-            .flat_map(|i| &i.threads)
-            .any(|t| t.role.is_none())
+pub(crate) fn directions_mixed(judged: &TestObservation, whole: &TestObservation) -> bool {
+    two_way(whole)
+        && (two_way(judged)
+            || judged
+                .ends()
+                .flat_map(|e| &e.intervals)
+                .flat_map(|i| &i.threads)
+                .any(|t| t.role.is_none()))
 }
 
 /// One direction's verdict (every test but `--bidir` has one). `whole`: the test's own
@@ -348,7 +350,7 @@ fn one_direction(
     m: &Measured,
     th: &Thresholds,
 ) -> Verdict {
-    let cx = Context::new(test, m, th, directions_mixed(whole));
+    let cx = Context::new(test, m, th, directions_mixed(test, whole));
     let (mut found, notes) = decide(&cx);
     let cost = crate::cost::cost_of(whole, &cx.m);
     let head = found.remove(0);
@@ -399,18 +401,15 @@ fn with_projection(v: &mut Verdict, cost: Option<&wirespeed_model::Cost>) {
 /// its `other_direction` where both bind, else the one that binds.
 pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
     let Some((forward, reverse, local)) = bidir::directions(m) else {
-        return one_ceiling(test, m, directions_mixed(test));
+        return one_ceiling(test, m, directions_mixed(test, test));
     };
     let slower = bidir::reverse_slower(&forward, &reverse);
     let c2s = (Flow::ClientToServer, forward);
     let s2c = (Flow::ServerToClient, reverse);
     let order = if slower { [s2c, c2s] } else { [c2s, s2c] };
     let mut binding = order.into_iter().filter_map(|(flow, m)| {
-        let mut c = one_ceiling(
-            &bidir::one_way(test, local, flow),
-            &m,
-            directions_mixed(test),
-        )?;
+        let one = bidir::one_way(test, local, flow);
+        let mut c = one_ceiling(&one, &m, directions_mixed(&one, test))?;
         c.direction = Some(flow);
         Some(c)
     });

@@ -3355,6 +3355,16 @@ fn a_bidir_direction_is_judged_on_its_own_workers_where_the_threads_say_whose() 
             v.line,
             v.also
         );
+        // judged as a whole (no direction's own figures), the workers of both directions are
+        // one end's: a held one may be the other direction's, and the drops count
+        let whole = verdict_of(&t, &shaped_200());
+        assert_eq!(
+            (whole.id, whole.direction),
+            (VerdictId::PathLimited, None),
+            "{busy_c2s} {told}: {} / {:?}",
+            whole.line,
+            whole.also
+        );
     }
 }
 
