@@ -547,7 +547,103 @@ pub struct Report {
     pub rows: Vec<Row>,
     pub live_threads: Vec<LiveThreads>,
     pub doctor: Vec<DoctorRun>,
+    pub verdict: Vec<VerdictCost>,
     pub goal_met: bool,
+}
+
+/// What the verdict costs over two ends' observations of one size (what `-J` and the text
+/// compute at the test's end, and the live view at every tick).
+#[derive(Debug, Clone, Serialize)]
+pub struct VerdictCost {
+    pub workers: u32,
+    pub cpus: u32,
+    pub intervals: u32,
+    pub figure: Figure,
+}
+
+/// The intervals of a one-minute test at `-i 1`.
+const VERDICT_INTERVALS: u32 = 60;
+
+/// The verdict over a synthetic test of `workers` workers an end on `cpus` CPUs (both ends
+/// on one host's numbering, each worker its own thread, named), every CPU 95 % busy (50 %
+/// system, 45 % softirq) in each of [`VERDICT_INTERVALS`] intervals and each worker running
+/// half of it: a busy test, where every CPU rule reads every worker and CPU.
+pub fn verdict_cost(workers: u32, cpus: u32) -> VerdictCost {
+    use wirespeed_model::observation::{
+        BitsPerSecond, CpuUse, EndObservation, IntervalObservation, Percent, Role, TestObservation,
+        ThreadUse, WorkerRun,
+    };
+    use wirespeed_model::verdict::Measured;
+    let rows: Vec<CpuUse> = (0..cpus)
+        .map(|cpu| CpuUse {
+            cpu,
+            system: Percent::new(50.0),
+            softirq: Percent::new(45.0),
+            idle: Percent::new(5.0),
+            ..CpuUse::default()
+        })
+        .collect();
+    let end = |role: Role, first_tid: u32| {
+        let runs: Vec<WorkerRun> = (0..workers)
+            .map(|k| WorkerRun {
+                worker: k,
+                cpu_requested: None,
+                cpus_seen: wirespeed_model::CpuSet::from_cpus([k % cpus]),
+                streams: vec![i32::try_from(k).unwrap_or(i32::MAX)],
+                tid: Some(first_tid + k),
+            })
+            .collect();
+        let interval = IntervalObservation {
+            cpus: rows.clone(),
+            workers: runs.clone(),
+            threads: (0..workers)
+                .map(|k| ThreadUse {
+                    tid: first_tid + k,
+                    name: "ws-dp".into(),
+                    cpu: Some(k % cpus),
+                    run: Percent::new(50.0),
+                    wait: Percent::new(1.0),
+                    role: Some(role),
+                })
+                .collect(),
+            ..IntervalObservation::default()
+        };
+        EndObservation {
+            role,
+            host: None,
+            iface: Some("eth0".into()),
+            iface_mtu: Some(9000),
+            iface_speed_mbps: Some(100_000),
+            nic_numa_node: None,
+            nic_irqs: Vec::new(),
+            topology: Default::default(),
+            intervals: vec![interval.clone(); VERDICT_INTERVALS as usize],
+            total: interval,
+            notes: Vec::new(),
+            cpu_quota: None,
+            iface_link: None,
+            iface_stack: None,
+        }
+    };
+    let test = TestObservation {
+        local: end(Role::Sender, 1_000),
+        remote: Some(end(Role::Receiver, 1_000 + workers)),
+        remote_absent: None,
+    };
+    let m = Measured {
+        throughput: Some(BitsPerSecond(90e9)),
+        interval_bps: vec![90e9; VERDICT_INTERVALS as usize],
+        ..Measured::default()
+    };
+    let figure = measure(|| {
+        std::hint::black_box(wirespeed_verdict::verdict_of(&test, &m));
+    });
+    VerdictCost {
+        workers,
+        cpus,
+        intervals: VERDICT_INTERVALS,
+        figure,
+    }
 }
 
 /// Run the section over the trees of `cpus` × `vectors` (subsets of [`CPUS`] and [`VECTORS`];
@@ -715,6 +811,23 @@ pub fn run(wirespeed: Option<&PathBuf>, cpus: &[u32], vectors: &[u32]) -> Report
             .join(", ")
     );
     rep.live_threads = live;
+    rep.verdict = [(64, 64), (1_024, 64), (1_024, 512)]
+        .into_iter()
+        .map(|(w, c)| verdict_cost(w, c))
+        .collect();
+    println!(
+        "the verdict over two ends, {VERDICT_INTERVALS} intervals, every CPU 95 % busy: {}",
+        rep.verdict
+            .iter()
+            .map(|v| format!(
+                "{} workers an end on {} CPUs: {}",
+                v.workers,
+                v.cpus,
+                v.figure.cell()
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     match wirespeed {
         None => println!("doctor --root: NOT RUN — no wirespeed binary (see --wirespeed)"),
         Some(bin) => {

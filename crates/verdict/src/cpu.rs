@@ -20,9 +20,15 @@ pub(super) struct Candidate {
     pub(super) verdict: Verdict,
 }
 
-pub(super) fn receiver_cause(e: &EndObservation, c: &CpuUse, th: &Thresholds) -> Verdict {
+/// `place`: the end's placement over the test ([`IrqPlacement::of_end`], made once for all its
+/// CPUs).
+pub(super) fn receiver_cause(
+    e: &EndObservation,
+    place: &IrqPlacement,
+    c: &CpuUse,
+    th: &Thresholds,
+) -> Verdict {
     let who = end_of(e, true);
-    let place = IrqPlacement::of_end(e);
     let nic_total = e.total.nic_irq_total();
     let irq_share = if nic_total > 0 {
         c.nic_irqs as f64 * 100.0 / nic_total as f64
@@ -136,6 +142,7 @@ pub(super) fn steal_candidate(
 /// The candidates of one saturated app CPU `c` (its `busy`), with `suffix` after each line.
 pub(super) fn app_candidates(
     e: &EndObservation,
+    place: &IrqPlacement,
     c: &CpuUse,
     busy: f64,
     suffix: &str,
@@ -144,7 +151,7 @@ pub(super) fn app_candidates(
 ) {
     out.extend(steal_candidate(e, c, busy, th));
     if e.role.receives() {
-        let mut verdict = receiver_cause(e, c, th);
+        let mut verdict = receiver_cause(e, place, c, th);
         verdict.line.push_str(suffix);
         out.push(Candidate {
             busy,
@@ -363,6 +370,7 @@ pub(super) fn cpu_candidates_with(
     } else {
         e.total.app_cpus()
     };
+    let place = IrqPlacement::of_end(e);
     let mut saturated_app = false;
     for c in &e.total.cpus {
         let busy = c.busy().get();
@@ -371,7 +379,7 @@ pub(super) fn cpu_candidates_with(
         }
         if app.contains(c.cpu) {
             saturated_app = true;
-            app_candidates(e, c, busy, "", th, out);
+            app_candidates(e, &place, c, busy, "", th, out);
         } else if c.softirq.get() + c.irq.get() >= th.softirq_cpu {
             let who = end_of(e, e.role.receives());
             out.push(Candidate {
@@ -390,7 +398,7 @@ pub(super) fn cpu_candidates_with(
     // Averages hide a worker that migrates: follow each one through the intervals.
     if !saturated_app && !idle {
         for (c, busy, suffix) in followed_workers(e, th) {
-            app_candidates(e, &c, busy, &suffix, th, out);
+            app_candidates(e, &place, &c, busy, &suffix, th, out);
         }
     }
 }
