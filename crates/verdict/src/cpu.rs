@@ -3,6 +3,7 @@
 
 use super::words::{end_of, l3_words, parts};
 use super::Thresholds;
+use std::cell::OnceCell;
 use wirespeed_host::CpuSet;
 use wirespeed_model::observation::{CpuUse, EndObservation, Percent};
 use wirespeed_model::topology::Relation;
@@ -187,27 +188,41 @@ pub(super) fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuU
     if intervals.is_empty() {
         return out;
     }
-    let threads: Vec<_> = intervals
+    // each interval's threads, CPUs and workers, looked up rather than scanned for each worker
+    let index: Vec<_> = intervals
         .iter()
-        .map(|i| IntervalThreads::of(e, i))
+        .map(|i| {
+            (
+                i,
+                IntervalThreads::of(e, i),
+                CpusById::of(i),
+                OnceCell::new(),
+            )
+        })
         .collect();
     for w in &e.total.workers {
         let mut hot: Vec<&CpuUse> = Vec::new();
         let mut cpus_used = wirespeed_host::CpuSet::new();
-        for (i, threads) in intervals.iter().zip(&threads) {
+        for (i, threads, cpus, workers) in &index {
             let exact = threads
                 .of_worker(w)
                 .and_then(|t| t.cpu)
                 .map(|c| CpuSet::from_cpus([c]));
             let seen = exact.as_ref().unwrap_or_else(|| {
-                i.workers
-                    .iter()
-                    .find(|x| x.worker == w.worker)
-                    .map_or(&w.cpus_seen, |x| &x.cpus_seen)
+                // the interval's own record of where the worker was, by number (made the first
+                // time a worker's thread is not there)
+                let workers = workers.get_or_init(|| {
+                    let mut m = std::collections::HashMap::new();
+                    for x in &i.workers {
+                        m.entry(x.worker).or_insert(&x.cpus_seen);
+                    }
+                    m
+                });
+                workers.get(&w.worker).copied().unwrap_or(&w.cpus_seen)
             });
             let busiest = seen
                 .iter()
-                .filter_map(|c| i.cpu(c))
+                .filter_map(|c| cpus.get(c))
                 .max_by(|a, b| a.busy().get().total_cmp(&b.busy().get()));
             if let Some(c) = busiest.filter(|c| c.busy().get() >= th.saturated) {
                 cpus_used.insert(c.cpu);
@@ -255,6 +270,27 @@ pub(super) fn followed_workers(e: &EndObservation, th: &Thresholds) -> Vec<(CpuU
         out.push((avg, busy, suffix));
     }
     out
+}
+
+/// An interval's CPUs by id, each found by a binary search rather than a scan of the list for
+/// each thread or worker (the list is ascending as the observer writes it, but a peer's or a
+/// file's need not be): the first of an id, as [`IntervalObservation::cpu`] finds it.
+///
+/// [`IntervalObservation::cpu`]: wirespeed_model::observation::IntervalObservation::cpu
+pub(super) struct CpusById<'a>(Vec<(u32, &'a CpuUse)>);
+
+impl<'a> CpusById<'a> {
+    pub(super) fn of(i: &'a wirespeed_model::observation::IntervalObservation) -> CpusById<'a> {
+        let mut v: Vec<_> = i.cpus.iter().map(|c| (c.cpu, c)).collect();
+        // stable: the first of an id stays first
+        v.sort_by_key(|&(id, _)| id);
+        CpusById(v)
+    }
+
+    pub(super) fn get(&self, cpu: u32) -> Option<&'a CpuUse> {
+        let k = self.0.partition_point(|&(id, _)| id < cpu);
+        self.0.get(k).filter(|&&(id, _)| id == cpu).map(|&(_, c)| c)
+    }
 }
 
 /// An interval's worker threads, to find each worker's: the one of its id, where the end said

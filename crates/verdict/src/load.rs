@@ -3,6 +3,7 @@
 
 use wirespeed_model::{Also, AlsoKind, Bound, LoadedEnd, Rank, Verdict, VerdictId};
 
+use super::cpu::CpusById;
 use super::evidence;
 use super::finding::{Finding, Near};
 use super::loss::LossAccount;
@@ -125,8 +126,9 @@ pub(super) fn host_load(test: &TestObservation, th: &Thresholds) -> Vec<wirespee
             let cpus: std::collections::BTreeSet<u32> =
                 i.threads.iter().filter_map(|t| t.cpu).collect();
             let others = Others::of(e, peer, n);
+            let by_id = CpusById::of(i);
             for cpu in cpus {
-                let Some(c) = i.cpu(cpu) else { continue };
+                let Some(c) = by_id.get(cpu) else { continue };
                 let a = acc.entry(cpu).or_insert((0.0, 0));
                 a.0 += others.on(c);
                 a.1 += 1;
@@ -240,8 +242,9 @@ pub(super) fn thread_loads(e: &EndObservation, peer: Option<&EndObservation>) ->
         // the end's own workers (in `--bidir`, the direction judged); any worker of the test
         // is no "other task" ([`Others`])
         let on = Others::of(e, peer, n);
+        let by_id = CpusById::of(i);
         for t in i.threads.iter().filter(|t| t.serves(e.role)) {
-            let Some(c) = t.cpu.and_then(|c| i.cpu(c)) else {
+            let Some(c) = t.cpu.and_then(|c| by_id.get(c)) else {
                 continue;
             };
             let irq = c.softirq.get() + c.irq.get();

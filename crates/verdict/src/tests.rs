@@ -3457,3 +3457,24 @@ fn a_bidir_direction_leaves_out_the_cpus_of_the_other_directions_workers() {
     let other = v.other_direction.as_deref().expect("the other direction");
     assert!(other.line.contains("CPU 6"), "{}", other.line);
 }
+
+/// An interval's CPUs are found by id whatever their order (a peer's list need not be
+/// ascending), the first of an id as a scan finds it, and an absent one is none.
+#[test]
+fn an_intervals_cpus_are_found_by_id_in_any_order() {
+    use super::cpu::CpusById;
+    let i = IntervalObservation {
+        cpus: vec![
+            cpu_row(7, 10.0, 0.0, 0.0, 0.0, 90.0),
+            cpu_row(2, 20.0, 0.0, 0.0, 0.0, 80.0),
+            cpu_row(7, 30.0, 0.0, 0.0, 0.0, 70.0),
+            cpu_row(0, 40.0, 0.0, 0.0, 0.0, 60.0),
+        ],
+        ..Default::default()
+    };
+    let by_id = CpusById::of(&i);
+    for cpu in [0, 2, 7, 5, 9] {
+        assert_eq!(by_id.get(cpu), i.cpu(cpu), "CPU {cpu}");
+    }
+    assert_eq!(by_id.get(7).map(|c| c.user), Some(Percent::new(10.0)));
+}
