@@ -334,6 +334,16 @@ impl<'a> IntervalThreads<'a> {
     }
 }
 
+/// `e`'s own worker threads in interval `i`: those that serve its role (in `--bidir`, the
+/// direction judged; the other direction's are still the test's, never other tasks).
+pub(super) fn own_threads<'a>(
+    e: &EndObservation,
+    i: &'a wirespeed_model::observation::IntervalObservation,
+) -> impl Iterator<Item = &'a wirespeed_model::observation::ThreadUse> {
+    let role = e.role;
+    i.threads.iter().filter(move |t| t.serves(role))
+}
+
 /// Each worker thread of an end over the test (those that serve its role: in `--bidir`, the
 /// direction judged): (name, CPU it ran on last, mean run %, mean wait %), averaged over the
 /// intervals that saw it.
@@ -341,7 +351,7 @@ pub(super) fn thread_means(e: &EndObservation) -> Vec<(String, Option<u32>, f64,
     let mut acc: std::collections::BTreeMap<u32, (String, Option<u32>, f64, f64, f64)> =
         Default::default();
     for i in &e.intervals {
-        for t in i.threads.iter().filter(|t| t.serves(e.role)) {
+        for t in own_threads(e, i) {
             let a = acc
                 .entry(t.tid)
                 .or_insert((t.name.clone(), None, 0.0, 0.0, 0.0));

@@ -3,7 +3,7 @@
 
 use wirespeed_model::{Also, AlsoKind, Bound, LoadedEnd, Rank, Verdict, VerdictId};
 
-use super::cpu::CpusById;
+use super::cpu::{own_threads, CpusById};
 use super::evidence;
 use super::finding::{Finding, Near};
 use super::loss::LossAccount;
@@ -243,7 +243,7 @@ pub(super) fn thread_loads(e: &EndObservation, peer: Option<&EndObservation>) ->
         // is no "other task" ([`Others`])
         let on = Others::of(e, peer, n);
         let by_id = CpusById::of(i);
-        for t in i.threads.iter().filter(|t| t.serves(e.role)) {
+        for t in own_threads(e, i) {
             let Some(c) = t.cpu.and_then(|c| by_id.get(c)) else {
                 continue;
             };
@@ -325,9 +325,7 @@ pub(super) fn contended(
             )
             .reads(CONTENDED_COUNTERS)
             .agreed(evidence::per_interval(test, Some(who), &|i| {
-                i.threads
-                    .iter()
-                    .any(|x| x.serves(e.role) && x.wait.get() >= th.contended_wait)
+                own_threads(e, i).any(|x| x.wait.get() >= th.contended_wait)
             }));
             match t.cpu {
                 Some(c) => f.on_cpu(c),
