@@ -61,12 +61,17 @@ fn finding(cx: &Context, c: &Candidate, rank: Rank, line: String) -> Finding {
 /// how many more of its CPUs were saturated too.
 fn saturated(cx: &Context) -> Vec<Out> {
     let (test, th) = (cx.test, cx.th);
+    // the receiver's workers' loads, made once for every candidate CPU asked about
+    let loads = std::cell::OnceCell::new();
     let others_first = |cpu: u32| {
-        test.receiver().is_some_and(|e| {
-            thread_loads(e, peer_on_host(test, e))
-                .iter()
-                .any(|t| t.cpu == Some(cpu) && t.others > t.interrupts)
-        })
+        loads
+            .get_or_init(|| {
+                test.receiver()
+                    .map(|e| thread_loads(e, peer_on_host(test, e)))
+                    .unwrap_or_default()
+            })
+            .iter()
+            .any(|t| t.cpu == Some(cpu) && t.others > t.interrupts)
     };
     let mut cands: Vec<&Candidate> = cx.cands.iter().collect();
     let mut out = Vec::new();
