@@ -146,6 +146,13 @@ impl AnyWorker {
         }
     }
 
+    fn tid(&self) -> u32 {
+        match self {
+            AnyWorker::Tcp(h) => h.tid(),
+            AnyWorker::Udp(h) => h.tid(),
+        }
+    }
+
     /// Stream `id`'s socket while this worker runs it.
     fn stream_fd(&self, id: u32) -> Option<BorrowedFd<'_>> {
         match self {
@@ -493,7 +500,7 @@ impl DataPhase {
     }
 
     fn join(&mut self, w: AnyWorker, shutdown: bool) {
-        let tid = Some(w.watch().tid);
+        let tid = Some(w.tid());
         match w {
             AnyWorker::Tcp(h) => {
                 if let Ok(r) = h.join() {
