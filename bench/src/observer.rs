@@ -558,17 +558,29 @@ pub struct VerdictCost {
     pub workers: u32,
     pub cpus: u32,
     pub intervals: u32,
+    /// Each worker names its thread (the engine's); else none does and each interval holds one
+    /// thread more than the workers, so nothing pairs them (a peer's worst shape).
+    pub named: bool,
     pub figure: Figure,
 }
 
 /// The intervals of a one-minute test at `-i 1`.
 const VERDICT_INTERVALS: u32 = 60;
 
+/// The sizes timed: the engine's tests (60 intervals, named workers), and a peer's worst
+/// shape within the results message's caps (its observation is the peer's to size).
+const VERDICT_SIZES: [(u32, u32, u32, bool); 4] = [
+    (64, 64, VERDICT_INTERVALS, true),
+    (1_024, 64, VERDICT_INTERVALS, true),
+    (1_024, 512, VERDICT_INTERVALS, true),
+    (20_000, 20_000, 3, false),
+];
+
 /// The verdict over a synthetic test of `workers` workers an end on `cpus` CPUs (both ends
-/// on one host's numbering, each worker its own thread, named), every CPU 95 % busy (50 %
-/// system, 45 % softirq) in each of [`VERDICT_INTERVALS`] intervals and each worker running
-/// half of it: a busy test, where every CPU rule reads every worker and CPU.
-pub fn verdict_cost(workers: u32, cpus: u32) -> VerdictCost {
+/// on one host's numbering, each worker its own thread), every CPU 95 % busy (50 % system,
+/// 45 % softirq) in each of `intervals` intervals and each worker running half of it: a busy
+/// test, where every CPU rule reads every worker and CPU. `named`: see [`VerdictCost`].
+pub fn verdict_cost(workers: u32, cpus: u32, intervals: u32, named: bool) -> VerdictCost {
     use wirespeed_model::observation::{
         BitsPerSecond, CpuUse, EndObservation, IntervalObservation, Percent, Role, TestObservation,
         ThreadUse, WorkerRun,
@@ -583,6 +595,7 @@ pub fn verdict_cost(workers: u32, cpus: u32) -> VerdictCost {
             ..CpuUse::default()
         })
         .collect();
+    let threads_per_end = workers + u32::from(!named);
     let end = |role: Role, first_tid: u32| {
         let runs: Vec<WorkerRun> = (0..workers)
             .map(|k| WorkerRun {
@@ -590,13 +603,13 @@ pub fn verdict_cost(workers: u32, cpus: u32) -> VerdictCost {
                 cpu_requested: None,
                 cpus_seen: wirespeed_model::CpuSet::from_cpus([k % cpus]),
                 streams: vec![i32::try_from(k).unwrap_or(i32::MAX)],
-                tid: Some(first_tid + k),
+                tid: named.then_some(first_tid + k),
             })
             .collect();
         let interval = IntervalObservation {
             cpus: rows.clone(),
             workers: runs.clone(),
-            threads: (0..workers)
+            threads: (0..threads_per_end)
                 .map(|k| ThreadUse {
                     tid: first_tid + k,
                     name: "ws-dp".into(),
@@ -617,7 +630,7 @@ pub fn verdict_cost(workers: u32, cpus: u32) -> VerdictCost {
             nic_numa_node: None,
             nic_irqs: Vec::new(),
             topology: Default::default(),
-            intervals: vec![interval.clone(); VERDICT_INTERVALS as usize],
+            intervals: vec![interval.clone(); intervals as usize],
             total: interval,
             notes: Vec::new(),
             cpu_quota: None,
@@ -627,12 +640,12 @@ pub fn verdict_cost(workers: u32, cpus: u32) -> VerdictCost {
     };
     let test = TestObservation {
         local: end(Role::Sender, 1_000),
-        remote: Some(end(Role::Receiver, 1_000 + workers)),
+        remote: Some(end(Role::Receiver, 1_000 + threads_per_end)),
         remote_absent: None,
     };
     let m = Measured {
         throughput: Some(BitsPerSecond(90e9)),
-        interval_bps: vec![90e9; VERDICT_INTERVALS as usize],
+        interval_bps: vec![90e9; intervals as usize],
         ..Measured::default()
     };
     let figure = measure(|| {
@@ -641,7 +654,8 @@ pub fn verdict_cost(workers: u32, cpus: u32) -> VerdictCost {
     VerdictCost {
         workers,
         cpus,
-        intervals: VERDICT_INTERVALS,
+        intervals,
+        named,
         figure,
     }
 }
@@ -811,18 +825,20 @@ pub fn run(wirespeed: Option<&PathBuf>, cpus: &[u32], vectors: &[u32]) -> Report
             .join(", ")
     );
     rep.live_threads = live;
-    rep.verdict = [(64, 64), (1_024, 64), (1_024, 512)]
+    rep.verdict = VERDICT_SIZES
         .into_iter()
-        .map(|(w, c)| verdict_cost(w, c))
+        .map(|(w, c, i, named)| verdict_cost(w, c, i, named))
         .collect();
     println!(
-        "the verdict over two ends, {VERDICT_INTERVALS} intervals, every CPU 95 % busy: {}",
+        "the verdict over two ends, every CPU 95 % busy: {}",
         rep.verdict
             .iter()
             .map(|v| format!(
-                "{} workers an end on {} CPUs: {}",
+                "{} workers an end on {} CPUs, {} intervals{}: {}",
                 v.workers,
                 v.cpus,
+                v.intervals,
+                if v.named { "" } else { ", threads not named" },
                 v.figure.cell()
             ))
             .collect::<Vec<_>>()
