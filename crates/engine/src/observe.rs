@@ -76,6 +76,7 @@ pub fn tcp_limits<'a>(infos: impl IntoIterator<Item = &'a TcpInfo>) -> Option<Tc
             mss: (i.snd_mss > 0).then_some(i.snd_mss),
             srtt_us: (i.rtt_us > 0).then_some(i.rtt_us),
             rtt_us: None,
+            min_rtt_us: i.min_rtt_us.filter(|r| *r > 0),
             snd_wnd: i.snd_wnd.map(u64::from),
             rto_timeouts: i.total_rto.map(u64::from),
             rto_time_ms: i.total_rto_time_ms.map(u64::from),
@@ -468,9 +469,17 @@ mod tests {
         };
         let t = tcp_limits(&[info(8948, 40), info(1448, 90)]).unwrap();
         assert_eq!((t.busy_us, t.mss, t.srtt_us), (2000, Some(1448), Some(90)));
+        // the path's own RTT: the smallest any stream's kernel measured
+        let based = |min_rtt: u32| TcpInfo {
+            min_rtt_us: Some(min_rtt),
+            ..info(1448, 5000)
+        };
+        let t = tcp_limits(&[based(25), based(12)]).unwrap();
+        assert_eq!(t.min_rtt_us, Some(12));
         // a kernel's 0 is unknown, not a value
         let t = tcp_limits(&[info(0, 0)]).unwrap();
-        assert_eq!((t.mss, t.srtt_us), (None, None));
+        assert_eq!((t.mss, t.srtt_us, t.min_rtt_us), (None, None, None));
+        assert_eq!(tcp_limits(&[based(0)]).unwrap().min_rtt_us, None);
     }
 
     #[test]

@@ -207,6 +207,11 @@ pub struct TcpLimits {
     /// whose own report lacks them. Filled for the whole end, not per stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtt_us: Option<(u64, u64, u64)>,
+    /// `tcpi_min_rtt`: the smallest RTT the kernel measured over the streams' lives (its
+    /// windowed minimum, the handshake's sample included), µs — the path's RTT with no queue
+    /// on it, which a smoothed RTT that never came down near it says a queue stood over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rtt_us: Option<u32>,
     /// `tcpi_snd_wnd`: the receive window the peer advertised, summed over the streams (bytes;
     /// kernels from 6.2 on report it) — in an interval its last reading, over the whole test the
     /// largest of the intervals' readings and the last. With the rate and the RTT it says how
@@ -225,8 +230,8 @@ pub struct TcpLimits {
 }
 
 impl TcpLimits {
-    /// Add another stream's counters (pmtu and MSS: the smaller; smoothed RTT: the larger;
-    /// advertised windows: the sum).
+    /// Add another stream's counters (pmtu, MSS and the smallest RTT: the smaller; smoothed
+    /// RTT: the larger; advertised windows: the sum).
     pub fn add(&mut self, other: &TcpLimits) {
         self.busy_us = self.busy_us.saturating_add(other.busy_us);
         self.rwnd_limited_us = self.rwnd_limited_us.saturating_add(other.rwnd_limited_us);
@@ -245,6 +250,7 @@ impl TcpLimits {
         self.mss = pick(self.mss, other.mss, u32::min);
         self.srtt_us = pick(self.srtt_us, other.srtt_us, u32::max);
         self.rtt_us = self.rtt_us.or(other.rtt_us);
+        self.min_rtt_us = pick(self.min_rtt_us, other.min_rtt_us, u32::min);
         let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
             (Some(a), Some(b)) => Some(a.saturating_add(b)),
             (a, b) => a.or(b),
@@ -258,7 +264,8 @@ impl TcpLimits {
     }
 
     /// The counters accumulated between an earlier reading and this one (`TCP_INFO` counts from
-    /// the connection's start); pmtu, MSS, RTTs and the window are this reading's.
+    /// the connection's start); pmtu, MSS, RTTs (the smallest too) and the window are this
+    /// reading's.
     pub fn since(&self, earlier: &TcpLimits) -> TcpLimits {
         TcpLimits {
             busy_us: self.busy_us.saturating_sub(earlier.busy_us),
@@ -271,6 +278,7 @@ impl TcpLimits {
             mss: self.mss,
             srtt_us: self.srtt_us,
             rtt_us: self.rtt_us,
+            min_rtt_us: self.min_rtt_us,
             snd_wnd: self.snd_wnd,
             rto_timeouts: self
                 .rto_timeouts
@@ -1282,6 +1290,7 @@ mod tests {
             sndbuf_limited_us: 0,
             pmtu: Some(9000),
             dsack_dups: 0,
+            min_rtt_us: Some(40),
             ..Default::default()
         };
         a.add(&TcpLimits {
@@ -1290,11 +1299,22 @@ mod tests {
             sndbuf_limited_us: 100,
             pmtu: Some(1500),
             dsack_dups: 0,
+            min_rtt_us: Some(25),
             ..Default::default()
         });
         assert_eq!(a.rwnd_share().get(), 25.0);
         assert_eq!(a.sndbuf_share().get(), 5.0);
         assert_eq!(a.pmtu, Some(1500));
+        // the path's base RTT is the smallest any stream saw; a stream that does not say
+        // leaves it as it was
+        assert_eq!(a.min_rtt_us, Some(25));
+        a.add(&TcpLimits::default());
+        assert_eq!(a.min_rtt_us, Some(25));
+        let later = TcpLimits {
+            min_rtt_us: Some(20),
+            ..a
+        };
+        assert_eq!(later.since(&a).min_rtt_us, Some(20));
     }
 
     #[test]

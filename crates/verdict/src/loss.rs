@@ -148,9 +148,7 @@ pub(super) fn path_loss(
     mixed: bool,
 ) -> PathLoss {
     // a shaper's queue holds milliseconds; tens of microseconds doubling on a veth is noise
-    let queued = m.rtt_us.is_some_and(|(min, _, max)| {
-        min > 0 && max as f64 >= min as f64 * th.queue_rtt && max - min >= th.queue_rtt_us
-    });
+    let queued = queue_grew(m, th).is_some() || standing_queue(test, m, th).is_some();
     // a shaper's tail drops are rare (about one per congestion cycle: 0.005-0.2 % in the lab);
     // a loss rate as high as a lossy path's is that path's loss, not a shaper's
     // Retransmits the receiving host explains (spurious ones, its own drops) are not the
@@ -199,6 +197,38 @@ pub(super) fn path_loss(
         contention,
         shaped,
     }
+}
+
+/// A queue that filled during the test: the senders' largest smoothed RTT ≥ `queue_rtt` × the
+/// smallest and `queue_rtt_us` above it (a shaper's queue holds milliseconds; tens of
+/// microseconds doubling on a veth is noise). The smallest and largest, µs.
+pub(super) fn queue_grew(m: &Measured, th: &Thresholds) -> Option<(u64, u64)> {
+    let (min, _, max) = m.rtt_us?;
+    (min > 0 && max as f64 >= min as f64 * th.queue_rtt && max - min >= th.queue_rtt_us)
+        .then_some((min, max))
+}
+
+/// A queue that stood over the whole test: the senders' smoothed RTT never came down to
+/// `queue_rtt` × (or `queue_rtt_us` above) the smallest RTT the kernel measured on them over
+/// the connection (`tcpi_min_rtt`, the handshake's sample included: the path with no queue
+/// on it). A shaper's queue that filled in slow start, before the first interval's sample,
+/// shows no growth over the intervals — a 200 Mbit/s `tbf` with a 50 ms queue on a veth pair
+/// held the RTT at 5.0–5.5 ms from the first interval over a base of tens of microseconds.
+/// The smallest smoothed RTT and the base, µs.
+pub(super) fn standing_queue(
+    test: &TestObservation,
+    m: &Measured,
+    th: &Thresholds,
+) -> Option<(u64, u64)> {
+    let base = test
+        .ends()
+        .filter_map(|e| e.total.tcp?.min_rtt_us)
+        .filter(|r| *r > 0)
+        .min()
+        .map(u64::from)?;
+    let (least, _, _) = m.rtt_us?;
+    (least as f64 >= base as f64 * th.queue_rtt && least.saturating_sub(base) >= th.queue_rtt_us)
+        .then_some((least, base))
 }
 
 /// What the loss model says about a TCP test (see [`loss_judgement`]).

@@ -2170,6 +2170,74 @@ fn flat_throughput_below_the_link_is_path_limited() {
     );
 }
 
+#[test]
+fn a_queue_that_stood_from_the_first_interval_is_a_shapers() {
+    // a 200 Mbit/s tbf with a 50 ms queue on a veth pair: the queue fills in slow start, so
+    // every interval's RTT is 5.0-5.4 ms (no growth to see) over a path of 0.03 ms, and a
+    // loss-based sender that never overflowed it retransmitted nothing
+    let with_base = |e: EndObservation, base: Option<u32>| {
+        let mut e = e;
+        e.total.tcp = Some(TcpLimits {
+            busy_us: 4_000_000,
+            min_rtt_us: base,
+            ..Default::default()
+        });
+        e
+    };
+    let quiet = end(Role::Receiver, ryzen(), 6, &[(6, 3.0, 2.0, 95.0, 0, 0)]);
+    let m = Measured {
+        throughput: Some(BitsPerSecond(1.88e8)),
+        interval_bps: vec![1.9e8, 1.88e8, 1.87e8, 1.89e8],
+        rtt_us: Some((5_000, 5_200, 5_400)),
+        retransmits: Some(0),
+        ..Default::default()
+    };
+    let v = verdict_of(&test(with_base(idle_sender(), Some(30)), quiet.clone()), &m);
+    assert_eq!(
+        (v.id, v.standing.bound),
+        (VerdictId::PathLimited, Some(Bound::Binding)),
+        "{}",
+        v.line
+    );
+    assert!(
+        v.line
+            .contains("RTT at least 5.00 ms over a 0.030 ms path (a queue standing)"),
+        "{}",
+        v.line
+    );
+    // a queue that also grew is told once, by its growth
+    let grew = Measured {
+        rtt_us: Some((5_000, 8_000, 12_000)),
+        ..m.clone()
+    };
+    let v = verdict_of(
+        &test(with_base(idle_sender(), Some(30)), quiet.clone()),
+        &grew,
+    );
+    assert!(
+        v.line.contains("RTT grew from 5.00 to 12.00 ms") && !v.line.contains("standing"),
+        "{}",
+        v.line
+    );
+    // without the path's base RTT (a peer that does not say), or over a path that long
+    // itself (no queue on it), the flat rate alone is only consistent with a shaper
+    for base in [None, Some(4_900)] {
+        let v = verdict_of(&test(with_base(idle_sender(), base), quiet.clone()), &m);
+        assert_eq!(
+            (v.id, v.standing.bound),
+            (VerdictId::PathLimited, Some(Bound::Consistent)),
+            "{base:?}: {}",
+            v.line
+        );
+        assert!(!v.line.contains("standing"), "{}", v.line);
+    }
+    // a queue at the host is no shaper's: beside a saturated receiver CPU its backlog grows
+    // the RTT as much, and the CPU is named
+    let busy = end(Role::Receiver, ryzen(), 6, &[(6, 99.0, 0.0, 1.0, 0, 0)]);
+    let v = verdict_of(&test(with_base(idle_sender(), Some(30)), busy), &m);
+    assert_eq!(v.id, VerdictId::ReceiverCpuBound, "{}", v.line);
+}
+
 /// A sender held by the receiver's window `rwnd` ‰ of its busy time, on CPU 0 at `busy` %
 /// (10 % system, 5 % softirq) with its worker running 20 % and waiting 4 %: what is left
 /// of `busy` is other tasks'.

@@ -61,6 +61,14 @@ fn pinned_workers_are_seen_on_both_ends() {
         assert!(!end["intervals"].as_array().unwrap().is_empty());
     }
     assert!(local["total"]["tcp"]["busy_us"].as_u64().unwrap() > 0);
+    // the path's own RTT, which the smoothed RTT the report sampled never goes below
+    let base = local["total"]["tcp"]["min_rtt_us"]
+        .as_u64()
+        .expect("min_rtt_us");
+    let sampled = &local["total"]["tcp"]["rtt_us"];
+    if let Some(least) = sampled[0].as_u64() {
+        assert!(base > 0 && base <= least, "{base} over {sampled}");
+    }
     let v = &j["wirespeed"]["verdict"];
     assert!(a_verdict_id(&v["id"]), "{v}");
     assert!(!v["line"].as_str().unwrap().is_empty());

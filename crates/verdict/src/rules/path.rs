@@ -7,7 +7,7 @@ use wirespeed_model::{Also, AlsoKind, Bound, Rank, VerdictId};
 use super::super::context::Context;
 use super::super::evidence;
 use super::super::finding::{Finding, Out, Rule};
-use super::super::loss::{loss_judgement, LossJudgement};
+use super::super::loss::{loss_judgement, standing_queue, LossJudgement};
 use super::super::{is_virtual, Thresholds};
 use wirespeed_model::observation::{BitsPerSecond, TestObservation};
 
@@ -107,14 +107,22 @@ fn path_limited(
         )),
         None => evidence.push("the link's own speed unknown or virtual".into()),
     }
-    if let Some((min, _, max)) = m.rtt_us {
-        if min > 0 && max >= 2 * min {
-            evidence.push(format!(
-                "RTT grew from {:.2} to {:.2} ms (a queue filling)",
-                min as f64 / 1000.0,
-                max as f64 / 1000.0
-            ));
-        }
+    let grew = m
+        .rtt_us
+        .filter(|(min, _, max)| *min > 0 && *max >= 2 * *min);
+    if let Some((min, _, max)) = grew {
+        evidence.push(format!(
+            "RTT grew from {:.2} to {:.2} ms (a queue filling)",
+            min as f64 / 1000.0,
+            max as f64 / 1000.0
+        ));
+    } else if let Some((least, base)) = standing_queue(test, m, th) {
+        // a queue that filled before the first sample: no growth to show
+        evidence.push(format!(
+            "RTT at least {:.2} ms over a {:.3} ms path (a queue standing)",
+            least as f64 / 1000.0,
+            base as f64 / 1000.0
+        ));
     }
     if let Some(r) = m.retransmits.filter(|r| *r > 0) {
         evidence.push(format!("{r} retransmits (drops)"));
