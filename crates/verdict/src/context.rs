@@ -12,7 +12,7 @@ use super::finding::Finding;
 use super::load::host_load;
 use super::loss::{flatness, path_loss, quota_bound, with_sender_tcp, LossAccount};
 use super::rules::setup::{ends_compete, same_host};
-use super::Thresholds;
+use super::{Directions, Thresholds};
 use wirespeed_model::observation::TestObservation;
 
 pub(crate) struct Context<'a> {
@@ -39,6 +39,8 @@ pub(crate) struct Context<'a> {
     pub contention: Vec<Finding>,
     /// A rate held flat while the path dropped or queued.
     pub shaped: bool,
+    /// A queue that stood over the whole test (smallest smoothed RTT and the path's, µs).
+    pub standing_queue: Option<(u64, u64)>,
     /// A cgroup's CPU-time limit held an end back.
     pub quota: bool,
     /// The intervals' rate after the first: mean, coefficient of variation (%), count.
@@ -49,13 +51,13 @@ pub(crate) struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    /// `mixed`: the direction judged is one of a `--bidir` test's two, whose ends' workers of
-    /// both directions the observation does not tell apart ([`super::directions_mixed`]).
+    /// `dirs`: whether the direction judged is one of a `--bidir` test's two, and whether the
+    /// observation tells their workers apart ([`super::directions`]).
     pub fn new(
         test: &'a TestObservation,
         m: &'a Measured,
         th: &'a Thresholds,
-        mixed: bool,
+        dirs: Directions,
     ) -> Context<'a> {
         let m = with_sender_tcp(test, m);
         let mut cands = Vec::new();
@@ -73,7 +75,7 @@ impl<'a> Context<'a> {
                     softirq(a).cmp(&softirq(b))
                 })
         });
-        let pl = path_loss(test, &m, th, !cands.is_empty(), mixed);
+        let pl = path_loss(test, &m, th, !cands.is_empty(), dirs);
         Context {
             test,
             same_host: same_host(test),
@@ -86,6 +88,7 @@ impl<'a> Context<'a> {
             pm: pl.pm,
             contention: pl.contention,
             shaped: pl.shaped,
+            standing_queue: pl.standing_queue,
             quota: !quota_bound(test, th).is_empty(),
             flat: flatness(&m),
             busy: host_load(test, th),

@@ -324,6 +324,24 @@ pub(crate) fn two_way(test: &TestObservation) -> bool {
     test.ends().any(|e| e.role == Role::Both)
 }
 
+/// How the directions of the test a verdict judges bear on the path's evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Directions {
+    /// One direction of a `--bidir` test: its ACKs wait in the same queues as the other
+    /// direction's data, so its RTT is not its own path's alone.
+    pub two_way: bool,
+    /// The observation does not tell the two directions' workers apart ([`directions_mixed`]).
+    pub mixed: bool,
+}
+
+/// [`Directions`] of `judged`, an observation of the test `whole` (or `whole` itself).
+pub(crate) fn directions(judged: &TestObservation, whole: &TestObservation) -> Directions {
+    Directions {
+        two_way: two_way(whole),
+        mixed: directions_mixed(judged, whole),
+    }
+}
+
 /// `judged`, an observation of the `--bidir` test `whole` (or `whole` itself), does not tell
 /// the two directions' workers apart: the test judged as a whole (an end of both roles), or a
 /// worker thread without its role (a peer or capture that does not say). There one
@@ -350,7 +368,7 @@ fn one_direction(
     m: &Measured,
     th: &Thresholds,
 ) -> Verdict {
-    let cx = Context::new(test, m, th, directions_mixed(test, whole));
+    let cx = Context::new(test, m, th, directions(test, whole));
     let (mut found, notes) = decide(&cx);
     let cost = crate::cost::cost_of(whole, &cx.m);
     let head = found.remove(0);
@@ -401,7 +419,7 @@ fn with_projection(v: &mut Verdict, cost: Option<&wirespeed_model::Cost>) {
 /// its `other_direction` where both bind, else the one that binds.
 pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> {
     let Some((forward, reverse, local)) = bidir::directions(m) else {
-        return one_ceiling(test, m, directions_mixed(test, test));
+        return one_ceiling(test, m, directions(test, test));
     };
     let slower = bidir::reverse_slower(&forward, &reverse);
     let c2s = (Flow::ClientToServer, forward);
@@ -409,7 +427,7 @@ pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> 
     let order = if slower { [s2c, c2s] } else { [c2s, s2c] };
     let mut binding = order.into_iter().filter_map(|(flow, m)| {
         let one = bidir::one_way(test, local, flow);
-        let mut c = one_ceiling(&one, &m, directions_mixed(&one, test))?;
+        let mut c = one_ceiling(&one, &m, directions(&one, test))?;
         c.direction = Some(flow);
         Some(c)
     });
@@ -418,15 +436,14 @@ pub fn ceiling_for(test: &TestObservation, m: &Measured) -> Option<PathCeiling> 
     Some(first)
 }
 
-/// [`ceiling_for`] of one direction (`mixed`: of a `--bidir` test whose directions' workers
-/// are not told apart, [`directions_mixed`]).
+/// [`ceiling_for`] of one direction (`dirs`: of which test, [`directions`]).
 pub(crate) fn one_ceiling(
     test: &TestObservation,
     m: &Measured,
-    mixed: bool,
+    dirs: Directions,
 ) -> Option<PathCeiling> {
     let th = &THRESHOLDS;
-    let cx = Context::new(test, m, th, mixed);
+    let cx = Context::new(test, m, th, dirs);
     match loss::loss_judgement(&cx) {
         loss::LossJudgement::Binds(f) if f.bound == Bound::Binding => ceiling(&cx.pm),
         _ => None,

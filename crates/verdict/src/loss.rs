@@ -10,7 +10,7 @@ use super::context::Context;
 use super::cpu::worker_needed;
 use super::finding::Finding;
 use super::load::contended;
-use super::Thresholds;
+use super::{Directions, Thresholds};
 use wirespeed_model::observation::{BitsPerSecond, EndObservation, Percent, TestObservation};
 
 /// What the receiving host did to the test's segments itself, against the sender's
@@ -135,20 +135,32 @@ pub(super) struct PathLoss {
     pub(super) pm: Measured,
     pub(super) contention: Vec<Finding>,
     pub(super) shaped: bool,
+    /// A queue that stood over the whole test ([`standing_queue`]), counted only for a test of
+    /// one direction.
+    pub(super) standing_queue: Option<(u64, u64)>,
 }
 
 /// `saturated`: some CPU the test's workers needed was saturated (a CPU-verdict candidate);
-/// `mixed`: one direction of a `--bidir` test whose directions' workers are not told apart
-/// (see [`super::directions_mixed`]).
+/// `dirs`: of which test the direction judged is ([`super::directions`]).
 pub(super) fn path_loss(
     test: &TestObservation,
     m: &Measured,
     th: &Thresholds,
     saturated: bool,
-    mixed: bool,
+    dirs: Directions,
 ) -> PathLoss {
+    let mixed = dirs.mixed;
+    // One direction of a `--bidir` test: its ACKs wait in the queue the other direction's data
+    // fills, so a queue that stood in its RTT from the start may be the other's — a 200 Mbit/s
+    // tbf on the client's egress alone held server -> client's RTT at 4 ms, its own data
+    // unshaped at 3.9 Gbit/s. The growth of a queue is still read there, as it was.
+    let standing = if dirs.two_way {
+        None
+    } else {
+        standing_queue(test, m, th)
+    };
     // a shaper's queue holds milliseconds; tens of microseconds doubling on a veth is noise
-    let queued = queue_grew(m, th).is_some() || standing_queue(test, m, th).is_some();
+    let queued = queue_grew(m, th).is_some() || standing.is_some();
     // a shaper's tail drops are rare (about one per congestion cycle: 0.005-0.2 % in the lab);
     // a loss rate as high as a lossy path's is that path's loss, not a shaper's
     // Retransmits the receiving host explains (spurious ones, its own drops) are not the
@@ -196,6 +208,7 @@ pub(super) fn path_loss(
         pm,
         contention,
         shaped,
+        standing_queue: standing,
     }
 }
 

@@ -2466,6 +2466,53 @@ fn fast() -> Measured {
     }
 }
 
+/// `--bidir` through a shaper on the client's egress alone: client → server's data fill its
+/// queue, and server → client's ACKs wait in it, so both directions' RTTs stand at its delay from
+/// the first interval — server → client's own data unshaped.
+#[test]
+fn bidir_counts_no_standing_queue_its_acks_may_have_waited_in() {
+    let mut t = bidir_test(0);
+    for e in [&mut t.local, t.remote.as_mut().expect("server")] {
+        if let Some(tcp) = e.total.tcp.as_mut() {
+            tcp.min_rtt_us = Some(10);
+        }
+    }
+    let queued = |gbps: f64| Measured {
+        throughput: Some(BitsPerSecond::from_gbps(gbps)),
+        interval_bps: vec![gbps * 0.8e9, gbps * 1e9, gbps * 1.01e9, gbps * 0.99e9],
+        rtt_us: Some((4_000, 4_200, 4_400)),
+        retransmits: Some(0),
+        ..Default::default()
+    };
+    let m = Measured {
+        reverse: Some(Box::new(queued(3.9))),
+        local: Some(End::Client),
+        ..queued(0.19)
+    };
+    let v = verdict_of(&t, &m);
+    let other = v.other_direction.as_deref().expect("the other direction");
+    for d in [&v, other] {
+        assert!(
+            d.id != VerdictId::PathLimited || d.standing.bound == Some(Bound::Consistent),
+            "{}",
+            d.line
+        );
+        assert!(!d.line.contains("standing"), "{}", d.line);
+    }
+    // the same figures of one direction: its standing queue is its own path's
+    let mut one = bidir_test(0);
+    one.local.role = Role::Sender;
+    one.remote.as_mut().expect("server").role = Role::Receiver;
+    one.local.total.tcp.as_mut().expect("tcp").min_rtt_us = Some(10);
+    let v = verdict_of(&one, &queued(0.19));
+    assert_eq!(
+        (v.id, v.standing.bound),
+        (VerdictId::PathLimited, Some(Bound::Binding)),
+        "{}",
+        v.line
+    );
+}
+
 #[test]
 fn bidir_judges_each_direction_the_slower_first() {
     let t = bidir_test(0);

@@ -7,7 +7,7 @@ use wirespeed_model::{Also, AlsoKind, Bound, Rank, VerdictId};
 use super::super::context::Context;
 use super::super::evidence;
 use super::super::finding::{Finding, Out, Rule};
-use super::super::loss::{loss_judgement, standing_queue, LossJudgement};
+use super::super::loss::{loss_judgement, LossJudgement};
 use super::super::{is_virtual, Thresholds};
 use wirespeed_model::observation::{BitsPerSecond, TestObservation};
 
@@ -42,7 +42,7 @@ fn path(cx: &Context) -> Vec<Out> {
     } else {
         return Vec::new();
     };
-    let Some((line, cv)) = path_limited(cx.test, &cx.pm, cx.th, max_cv) else {
+    let Some((line, cv)) = path_limited(cx.test, &cx.pm, cx.th, max_cv, cx.standing_queue) else {
         return Vec::new();
     };
     let flat_cv = cx.th.flat_cv;
@@ -81,6 +81,7 @@ fn path_limited(
     m: &Measured,
     th: &Thresholds,
     max_cv: f64,
+    standing: Option<(u64, u64)>,
 ) -> Option<(String, f64)> {
     let (mean, cv, n) = super::super::loss::flatness(m)?;
     if cv > max_cv {
@@ -116,7 +117,7 @@ fn path_limited(
             min as f64 / 1000.0,
             max as f64 / 1000.0
         ));
-    } else if let Some((least, base)) = standing_queue(test, m, th) {
+    } else if let Some((least, base)) = standing {
         // a queue that filled before the first sample: no growth to show
         evidence.push(format!(
             "RTT at least {:.2} ms over a {:.3} ms path (a queue standing)",
