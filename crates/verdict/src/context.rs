@@ -10,7 +10,7 @@ use wirespeed_model::verdict::Measured;
 use super::cpu::{cpu_candidates, workers_idle, Candidate};
 use super::finding::Finding;
 use super::load::host_load;
-use super::loss::{flatness, path_loss, quota_bound, with_sender_tcp, LossAccount};
+use super::loss::{flatness, path_loss, quota_bound, with_sender_tcp, LossAccount, QueueSeen};
 use super::rules::setup::{ends_compete, same_host};
 use super::{Directions, Thresholds};
 use wirespeed_model::observation::TestObservation;
@@ -39,8 +39,8 @@ pub(crate) struct Context<'a> {
     pub contention: Vec<Finding>,
     /// A rate held flat while the path dropped or queued.
     pub shaped: bool,
-    /// A queue that stood over the whole test (smallest smoothed RTT and the path's, µs).
-    pub standing_queue: Option<(u64, u64)>,
+    /// What the senders' RTT says of a queue on the path.
+    pub queue: Option<QueueSeen>,
     /// A cgroup's CPU-time limit held an end back.
     pub quota: bool,
     /// The intervals' rate after the first: mean, coefficient of variation (%), count.
@@ -88,7 +88,7 @@ impl<'a> Context<'a> {
             pm: pl.pm,
             contention: pl.contention,
             shaped: pl.shaped,
-            standing_queue: pl.standing_queue,
+            queue: pl.queue,
             quota: !quota_bound(test, th).is_empty(),
             flat: flatness(&m),
             busy: host_load(test, th),

@@ -135,9 +135,8 @@ pub(super) struct PathLoss {
     pub(super) pm: Measured,
     pub(super) contention: Vec<Finding>,
     pub(super) shaped: bool,
-    /// A queue that stood over the whole test ([`standing_queue`]), counted only for a test of
-    /// one direction.
-    pub(super) standing_queue: Option<(u64, u64)>,
+    /// What the senders' RTT says of a queue on the path ([`queue_seen`]).
+    pub(super) queue: Option<QueueSeen>,
 }
 
 /// `saturated`: some CPU the test's workers needed was saturated (a CPU-verdict candidate);
@@ -150,17 +149,7 @@ pub(super) fn path_loss(
     dirs: Directions,
 ) -> PathLoss {
     let mixed = dirs.mixed;
-    // One direction of a `--bidir` test: its ACKs wait in the queue the other direction's data
-    // fills, so a queue that stood in its RTT from the start may be the other's — a 200 Mbit/s
-    // tbf on the client's egress alone held server -> client's RTT at 4 ms, its own data
-    // unshaped at 3.9 Gbit/s. The growth of a queue is still read there, as it was.
-    let standing = if dirs.two_way {
-        None
-    } else {
-        standing_queue(test, m, th)
-    };
-    // a shaper's queue holds milliseconds; tens of microseconds doubling on a veth is noise
-    let queued = queue_grew(m, th) || standing.is_some();
+    let queue = queue_seen(test, m, th, dirs);
     // a shaper's tail drops are rare (about one per congestion cycle: 0.005-0.2 % in the lab);
     // a loss rate as high as a lossy path's is that path's loss, not a shaper's
     // Retransmits the receiving host explains (spurious ones, its own drops) are not the
@@ -179,7 +168,7 @@ pub(super) fn path_loss(
     // nor beside a CPU the test's workers needed and found full: a saturated receiver's
     // backlog (and on one host, softirq waiting for a CPU) grows the RTT at the host too —
     // a 16-CPU loopback run at -P 32, every CPU busy, read 0.24 -> 1.26 ms at a flat rate
-    let queued = queued && contention.is_empty() && !saturated;
+    let queued = queue.is_some() && contention.is_empty() && !saturated;
     // A shaper holds the rate below what the ends can move, so their workers block on it (a
     // full send buffer, an empty receive queue): where a worker of either end needed its CPU
     // nearly all the test, or another task held one off its CPU, the host held the rate, and
@@ -208,40 +197,58 @@ pub(super) fn path_loss(
         pm,
         contention,
         shaped,
-        standing_queue: standing,
+        queue,
     }
 }
 
-/// A queue that filled during the test: the senders' largest smoothed RTT ≥ `queue_rtt` × the
-/// smallest and `queue_rtt_us` above it (a shaper's queue holds milliseconds; tens of
-/// microseconds doubling on a veth is noise).
-pub(super) fn queue_grew(m: &Measured, th: &Thresholds) -> bool {
-    m.rtt_us.is_some_and(|(min, _, max)| {
-        min > 0 && max as f64 >= min as f64 * th.queue_rtt && max - min >= th.queue_rtt_us
-    })
+/// A queue on the path, as the senders' RTT shows it (µs): what the shaped check reads, under
+/// its guards, and what the `path-limited` line says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum QueueSeen {
+    /// It filled during the test: the largest smoothed RTT against the smallest.
+    Grew { from: u64, to: u64 },
+    /// It stood over the whole test: the smallest smoothed RTT against the path's own
+    /// (`tcpi_min_rtt`).
+    Stood { least: u64, path: u64 },
 }
 
-/// A queue that stood over the whole test: the senders' smoothed RTT never came down to
-/// `queue_rtt` × (or `queue_rtt_us` above) the smallest RTT the kernel measured on them over
-/// the connection (`tcpi_min_rtt`, the handshake's sample included: the path with no queue
-/// on it). A shaper's queue that filled in slow start, before the first interval's sample,
-/// shows no growth over the intervals — a 200 Mbit/s `tbf` with a 50 ms queue on a veth pair
-/// held every interval's RTT at 3.4–5.4 ms over a path of 7–22 µs.
-/// The smallest smoothed RTT and the base, µs.
-pub(super) fn standing_queue(
+/// The queue the senders' RTT shows, by one measure — `queue_rtt` × and `queue_rtt_us` above
+/// (a shaper's queue holds milliseconds; tens of microseconds doubling on a veth is noise):
+/// - it grew: the largest smoothed RTT that far above the smallest;
+/// - else it stood: the smallest smoothed RTT that far above the smallest RTT the kernel
+///   measured over the connection (`tcpi_min_rtt`, the handshake's sample included: the path
+///   with no queue on it). A shaper's queue that filled in slow start, before the first
+///   interval's sample, shows no growth — a 200 Mbit/s `tbf` with a 50 ms queue on a veth pair
+///   held every interval's RTT at 3.4–5.4 ms over a path of 7–22 µs. Not for one direction of
+///   a `--bidir` test (`dirs`): its ACKs wait in the queue the other direction's data fill, so
+///   a queue standing in its RTT from the start may be the other's — a `tbf` on the client's
+///   egress alone held server → client's RTT at 4 ms, its own data unshaped at 3.9 Gbit/s.
+pub(super) fn queue_seen(
     test: &TestObservation,
     m: &Measured,
     th: &Thresholds,
-) -> Option<(u64, u64)> {
-    let base = test
+    dirs: Directions,
+) -> Option<QueueSeen> {
+    let (least, _, most) = m.rtt_us.filter(|r| r.0 > 0)?;
+    let above = |hi: u64, lo: u64| {
+        hi as f64 >= lo as f64 * th.queue_rtt && hi.saturating_sub(lo) >= th.queue_rtt_us
+    };
+    if above(most, least) {
+        return Some(QueueSeen::Grew {
+            from: least,
+            to: most,
+        });
+    }
+    if dirs.two_way {
+        return None;
+    }
+    let path = test
         .ends()
         .filter_map(|e| e.total.tcp?.min_rtt_us)
         .filter(|r| *r > 0)
         .min()
         .map(u64::from)?;
-    let (least, _, _) = m.rtt_us?;
-    (least as f64 >= base as f64 * th.queue_rtt && least.saturating_sub(base) >= th.queue_rtt_us)
-        .then_some((least, base))
+    above(least, path).then_some(QueueSeen::Stood { least, path })
 }
 
 /// What the loss model says about a TCP test (see [`loss_judgement`]).

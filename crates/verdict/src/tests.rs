@@ -2219,6 +2219,20 @@ fn a_queue_that_stood_from_the_first_interval_is_a_shapers() {
         "{}",
         v.line
     );
+    // tens of microseconds doubling on a veth are no queue, in the line as in the rule
+    let jitter = Measured {
+        rtt_us: Some((30, 45, 70)),
+        ..m.clone()
+    };
+    let v = verdict_of(
+        &test(with_base(idle_sender(), Some(20)), quiet.clone()),
+        &jitter,
+    );
+    assert!(
+        v.line.starts_with("path-limited") && !v.line.contains("RTT"),
+        "{}",
+        v.line
+    );
     // without the path's base RTT (a peer that does not say), or over a path that long
     // itself (no queue on it), the flat rate alone is only consistent with a shaper
     for base in [None, Some(4_900)] {

@@ -7,7 +7,7 @@ use wirespeed_model::{Also, AlsoKind, Bound, Rank, VerdictId};
 use super::super::context::Context;
 use super::super::evidence;
 use super::super::finding::{Finding, Out, Rule};
-use super::super::loss::{loss_judgement, LossJudgement};
+use super::super::loss::{loss_judgement, LossJudgement, QueueSeen};
 use super::super::{is_virtual, Thresholds};
 use wirespeed_model::observation::{BitsPerSecond, TestObservation};
 
@@ -42,7 +42,7 @@ fn path(cx: &Context) -> Vec<Out> {
     } else {
         return Vec::new();
     };
-    let Some((line, cv)) = path_limited(cx.test, &cx.pm, cx.th, max_cv, cx.standing_queue) else {
+    let Some((line, cv)) = path_limited(cx.test, &cx.pm, cx.th, max_cv, cx.queue) else {
         return Vec::new();
     };
     let flat_cv = cx.th.flat_cv;
@@ -81,7 +81,7 @@ fn path_limited(
     m: &Measured,
     th: &Thresholds,
     max_cv: f64,
-    standing: Option<(u64, u64)>,
+    queue: Option<QueueSeen>,
 ) -> Option<(String, f64)> {
     let (mean, cv, n) = super::super::loss::flatness(m)?;
     if cv > max_cv {
@@ -108,22 +108,19 @@ fn path_limited(
         )),
         None => evidence.push("the link's own speed unknown or virtual".into()),
     }
-    let grew = m
-        .rtt_us
-        .filter(|(min, _, max)| *min > 0 && *max >= 2 * *min);
-    if let Some((min, _, max)) = grew {
-        evidence.push(format!(
+    let ms = |us: u64| us as f64 / 1000.0;
+    match queue {
+        Some(QueueSeen::Grew { from, to }) => evidence.push(format!(
             "RTT grew from {:.2} to {:.2} ms (a queue filling)",
-            min as f64 / 1000.0,
-            max as f64 / 1000.0
-        ));
-    } else if let Some((least, base)) = standing {
-        // a queue that filled before the first sample: no growth to show
-        evidence.push(format!(
+            ms(from),
+            ms(to)
+        )),
+        Some(QueueSeen::Stood { least, path }) => evidence.push(format!(
             "RTT at least {:.2} ms over a {:.3} ms path (a queue standing)",
-            least as f64 / 1000.0,
-            base as f64 / 1000.0
-        ));
+            ms(least),
+            ms(path)
+        )),
+        None => {}
     }
     if let Some(r) = m.retransmits.filter(|r| *r > 0) {
         evidence.push(format!("{r} retransmits (drops)"));
