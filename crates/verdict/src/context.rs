@@ -9,7 +9,7 @@ use wirespeed_model::verdict::Measured;
 
 use super::cpu::{cpu_candidates, workers_idle, Candidate};
 use super::finding::Finding;
-use super::load::host_load;
+use super::load::{end_loads, host_load, EndLoads};
 use super::loss::{flatness, path_loss, quota_bound, with_sender_tcp, LossAccount, QueueSeen};
 use super::rules::setup::{ends_compete, same_host};
 use super::{Directions, Thresholds};
@@ -41,6 +41,9 @@ pub(crate) struct Context<'a> {
     pub shaped: bool,
     /// What the senders' RTT says of a queue on the path.
     pub queue: Option<QueueSeen>,
+    /// Each end's workers' loads: their run and wait, other tasks and interrupt work on their
+    /// CPUs.
+    pub loads: EndLoads<'a>,
     /// A cgroup's CPU-time limit held an end back.
     pub quota: bool,
     /// The intervals' rate after the first: mean, coefficient of variation (%), count.
@@ -75,7 +78,8 @@ impl<'a> Context<'a> {
                     softirq(a).cmp(&softirq(b))
                 })
         });
-        let pl = path_loss(test, &m, th, !cands.is_empty(), dirs);
+        let loads = end_loads(test);
+        let pl = path_loss(test, &m, th, &loads, !cands.is_empty(), dirs);
         Context {
             test,
             same_host: same_host(test),
@@ -89,6 +93,7 @@ impl<'a> Context<'a> {
             contention: pl.contention,
             shaped: pl.shaped,
             queue: pl.queue,
+            loads,
             quota: !quota_bound(test, th).is_empty(),
             flat: flatness(&m),
             busy: host_load(test, th),

@@ -227,6 +227,18 @@ pub(super) fn with_host_load(
     v.also.insert(0, Also::note(AlsoKind::HostLoad, line));
 }
 
+/// Each end of a test with its workers' loads ([`thread_loads`]), made once for the rules that
+/// read them (`cpu-contended`, the saturated-CPU rule's "other tasks first"), in
+/// [`TestObservation::ends`]' order.
+pub(super) type EndLoads<'a> = Vec<(&'a EndObservation, Vec<ThreadLoad>)>;
+
+/// [`EndLoads`] of `test`.
+pub(super) fn end_loads(test: &TestObservation) -> EndLoads<'_> {
+    test.ends()
+        .map(|e| (e, thread_loads(e, peer_on_host(test, e))))
+        .collect()
+}
+
 /// Each of `e`'s workers over the intervals (those that serve its role: in `--bidir`, the
 /// direction judged): its run and wait, and the other tasks and interrupt work on the CPU it
 /// was on. Every worker of the test is no other task: on one host the peer's (`peer`) too —
@@ -279,15 +291,16 @@ pub(super) fn thread_loads(e: &EndObservation, peer: Option<&EndObservation>) ->
 /// verdict's): another task held its CPU.
 pub(super) fn contended(
     test: &TestObservation,
+    loads: &EndLoads,
     th: &Thresholds,
     loss: &LossAccount,
 ) -> Vec<Finding> {
     // the most-waiting worker of each end, the longer wait first
-    let mut per_end: Vec<(&EndObservation, ThreadLoad)> = test
-        .ends()
-        .filter_map(|e| {
-            thread_loads(e, peer_on_host(test, e))
-                .into_iter()
+    let mut per_end: Vec<(&EndObservation, &ThreadLoad)> = loads
+        .iter()
+        .filter_map(|&(e, ref loads)| {
+            loads
+                .iter()
                 .filter(|t| {
                     t.wait >= th.contended_wait
                         && t.run + t.wait >= th.contended_demand

@@ -9,7 +9,7 @@ use wirespeed_model::{Bound, Rank, VerdictId};
 use super::context::Context;
 use super::cpu::worker_needed;
 use super::finding::Finding;
-use super::load::contended;
+use super::load::{contended, EndLoads};
 use super::{Directions, Thresholds};
 use wirespeed_model::observation::{BitsPerSecond, EndObservation, Percent, TestObservation};
 
@@ -145,6 +145,7 @@ pub(super) fn path_loss(
     test: &TestObservation,
     m: &Measured,
     th: &Thresholds,
+    loads: &EndLoads,
     saturated: bool,
     dirs: Directions,
 ) -> PathLoss {
@@ -164,7 +165,7 @@ pub(super) fn path_loss(
     };
     // a worker held off its CPU acknowledges late: the RTT then grows at the host, not in a
     // queue on the path, so RTT growth is no shaper's evidence beside a contended worker
-    let contention = contended(test, th, &loss);
+    let contention = contended(test, loads, th, &loss);
     // nor beside a CPU the test's workers needed and found full: a saturated receiver's
     // backlog (and on one host, softirq waiting for a CPU) grows the RTT at the host too —
     // a 16-CPU loopback run at -P 32, every CPU busy, read 0.24 -> 1.26 ms at a flat rate

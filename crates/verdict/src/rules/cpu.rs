@@ -8,7 +8,6 @@ use super::super::context::Context;
 use super::super::cpu::Candidate;
 use super::super::evidence;
 use super::super::finding::{Finding, Out, Rule};
-use super::super::load::{peer_on_host, thread_loads};
 use super::super::words::end_of;
 use wirespeed_host::CpuSet;
 use wirespeed_model::observation::Percent;
@@ -61,15 +60,15 @@ fn finding(cx: &Context, c: &Candidate, rank: Rank, line: String) -> Finding {
 /// how many more of its CPUs were saturated too.
 fn saturated(cx: &Context) -> Vec<Out> {
     let (test, th) = (cx.test, cx.th);
-    // the receiver's workers' loads, made once for every candidate CPU asked about
-    let loads = std::cell::OnceCell::new();
+    // the receiver's workers' loads (the context's, made once)
+    let receiver = test.receiver();
+    let loads = cx
+        .loads
+        .iter()
+        .find(|(e, _)| receiver.is_some_and(|r| std::ptr::eq(*e, r)))
+        .map_or(&[][..], |(_, l)| l);
     let others_first = |cpu: u32| {
         loads
-            .get_or_init(|| {
-                test.receiver()
-                    .map(|e| thread_loads(e, peer_on_host(test, e)))
-                    .unwrap_or_default()
-            })
             .iter()
             .any(|t| t.cpu == Some(cpu) && t.others > t.interrupts)
     };
