@@ -2192,7 +2192,18 @@ fn a_queue_that_stood_from_the_first_interval_is_a_shapers() {
         retransmits: Some(0),
         ..Default::default()
     };
-    let v = verdict_of(&test(with_base(idle_sender(), Some(30)), quiet.clone()), &m);
+    // the verdict over the path's own RTT `base` with the senders' smoothed RTTs `rtt`
+    let over = |base: u32, rtt: (u64, u64, u64)| {
+        let m = Measured {
+            rtt_us: Some(rtt),
+            ..m.clone()
+        };
+        verdict_of(
+            &test(with_base(idle_sender(), Some(base)), quiet.clone()),
+            &m,
+        )
+    };
+    let v = over(30, (5_000, 5_200, 5_400));
     assert_eq!(
         (v.id, v.standing.bound),
         (VerdictId::PathLimited, Some(Bound::Binding)),
@@ -2206,28 +2217,14 @@ fn a_queue_that_stood_from_the_first_interval_is_a_shapers() {
         v.line
     );
     // a queue that also grew is told once, by its growth
-    let grew = Measured {
-        rtt_us: Some((5_000, 8_000, 12_000)),
-        ..m.clone()
-    };
-    let v = verdict_of(
-        &test(with_base(idle_sender(), Some(30)), quiet.clone()),
-        &grew,
-    );
+    let v = over(30, (5_000, 8_000, 12_000));
     assert!(
         v.line.contains("RTT grew from 5.00 to 12.00 ms") && !v.line.contains("standing"),
         "{}",
         v.line
     );
     // tens of microseconds doubling on a veth are no queue, in the line as in the rule
-    let jitter = Measured {
-        rtt_us: Some((30, 45, 70)),
-        ..m.clone()
-    };
-    let v = verdict_of(
-        &test(with_base(idle_sender(), Some(20)), quiet.clone()),
-        &jitter,
-    );
+    let v = over(20, (30, 45, 70));
     assert!(
         v.line.starts_with("path-limited") && !v.line.contains("RTT"),
         "{}",
