@@ -86,9 +86,10 @@ struct Args {
     json: Option<PathBuf>,
     /// Many-core mode: instead of the sections, the many-stream comparison sized to this
     /// machine — `-P` 1, 2, 4 … up to the online CPUs and twice them, TCP (128 KiB, copy) and
-    /// UDP (1472 B, `-b 0`), unpinned, wirespeed vs iperf3 3.21 (and Debian's iperf3) — with
+    /// UDP (1472 B, `-b 0`), no CPUs given, wirespeed vs iperf3 3.21 (and Debian's iperf3) — with
     /// CPU per bit, Gbit/s per busy core, where the aggregate stops growing, the cores a
-    /// 100 Gbit/s link needs, and issue 23's goal (CPU per bit <= 0.8 x iperf3's, every round).
+    /// 100 Gbit/s link needs, issue 23's goal (CPU per bit <= 0.8 x iperf3's, every round)
+    /// and issue 38's (<= 0.9 x with at least twice as many streams as CPUs).
     #[arg(long)]
     scale: bool,
     /// `--scale`'s `-P` values instead of the ladder sized to the machine (`1,2,3,4,8`: more
@@ -1031,6 +1032,7 @@ fn scale_ladders(outcomes: &[Outcome]) -> Vec<scale::Ladder> {
             first.test.block,
             cells,
             &[Kind::Iperf3Peer.name(), Kind::Iperf3.name()],
+            num_cpus() as u32,
         ));
     }
     out

@@ -24,7 +24,7 @@ use crate::measurement::{self, LocalPaths, Whence};
 use crate::net::{self, Ctrl, Family};
 use crate::observe::TestObserver;
 use crate::output::Reporter;
-use crate::placement::WorkerPlacement;
+use crate::placement::{self, WorkerPlacement};
 use crate::shell::{unix_now, Begin, Peer, Ready, Shell};
 pub use crate::stall::{control_stalled, STALL_AFTER, STALL_RETRANSMITS};
 use crate::EngineError;
@@ -309,6 +309,35 @@ impl ClientConfig {
     }
 
     /// The parameters, with the control connection's MSS for UDP's default datagram size.
+    /// Where each stream's two ends run ([`placement::pair_cpus`]): a TCP test over loopback
+    /// (`local` → `target`) that places neither end's workers itself, on the CPUs this process
+    /// may use, from an offset the cookie's random bytes give (concurrent tests start on
+    /// different CPUs). The server is asked to follow (`wirespeed.paired_cpus`).
+    pub fn paired_cpus(
+        &self,
+        local: Option<SocketAddr>,
+        target: SocketAddr,
+        cookie: &Cookie,
+    ) -> Option<Vec<u32>> {
+        let placed = self.cpus.is_some()
+            || self.affinity.is_some()
+            || self.server_cpus.is_some()
+            || self.server_affinity.is_some();
+        if self.udp || placed || !placement::over_loopback(local?.ip(), target.ip()) {
+            return None;
+        }
+        let allowed = dp::cpu::allowed_cpus().ok()?;
+        let directions = if self.direction == Direction::Both {
+            2
+        } else {
+            1
+        };
+        let offset = cookie.as_bytes().iter().fold(0usize, |h, &b| {
+            h.wrapping_mul(31).wrapping_add(usize::from(b))
+        });
+        placement::pair_cpus(&allowed, self.parallel as usize, directions, offset)
+    }
+
     pub fn params_with_mss(&self, ctrl_mss: Option<u32>) -> TestParams {
         let timed = self.bytes.is_none() && self.blocks.is_none();
         let rate = self.rate();
@@ -353,6 +382,7 @@ impl ClientConfig {
                 version: VERSION.into(),
                 protocol: wirespeed_protocol::ext::EXT_PROTOCOL_VERSION,
                 server_cpus: self.server_cpus.clone(),
+                paired_cpus: None,
                 observe: false,
                 recv_path: if self.zerocopy_rx {
                     Some("zerocopy".to_string())
@@ -401,6 +431,8 @@ struct Run<'a> {
     link: Link<'a, Ctrl>,
     target: SocketAddr,
     ctrl_local: Option<SocketAddr>,
+    /// Where each stream's two ends run over loopback ([`ClientConfig::paired_cpus`]).
+    paired: Option<Vec<u32>>,
     streams: Vec<DataStream>,
     /// The data phase readied once the streams opened ([`Shell::prepare`]): at
     /// `TEST_RUNNING` only the workers are left to start.
@@ -476,6 +508,7 @@ impl<'a> Run<'a> {
     fn how(&self) -> Begin<'a> {
         let cfg = self.cfg;
         let placement = WorkerPlacement::pinned(cfg.cpus.clone(), cfg.affinity)
+            .or_else(|| self.paired.clone().map(WorkerPlacement::Paired))
             .unwrap_or_else(WorkerPlacement::float);
         Begin {
             whence: Whence::ConnectingTo(HostPort {
@@ -749,6 +782,10 @@ pub fn run_client(
         cfg.interval,
     );
     let mut params = cfg.params_with_mss(tcp_mss_default);
+    let paired = cfg.paired_cpus(ctrl_local, target, &sh.cookie);
+    if let Some(ext) = params.wirespeed.as_mut() {
+        ext.paired_cpus.clone_from(&paired);
+    }
     if let Some(a) = &cfg.auth {
         match a.token(unix_now()) {
             Ok(t) => params.authtoken = Some(t),
@@ -794,6 +831,7 @@ pub fn run_client(
         link: Link { sh, core, ctrl },
         target,
         ctrl_local,
+        paired,
         streams: Vec::new(),
         ready: None,
         params,

@@ -104,9 +104,13 @@ pub struct DataConfig {
 impl DataConfig {
     /// The workers `n` streams of one direction get ([`plan`], or [`placement::plan_udp`]).
     pub fn plan(&self, n: usize) -> Vec<WorkerPlan> {
+        self.plan_at(n, &self.placement)
+    }
+
+    fn plan_at(&self, n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
         match self.udp {
-            Some(_) => placement::plan_udp(n, &self.placement),
-            None => plan(n, &self.placement),
+            Some(_) => placement::plan_udp(n, placement),
+            None => plan(n, placement),
         }
     }
 }
@@ -367,8 +371,6 @@ impl DataPhase {
             senders_stopped: false,
             receivers_stopped: false,
         };
-        let recv_plans = cfg.plan(recv.len());
-        let send_plans = cfg.plan(send.len());
         let loopback = recv.iter().chain(&send).all(|s| match &s.socket {
             DataSocket::Tcp(t) => matches!(
                 (t.local_addr(), t.peer_addr()),
@@ -376,8 +378,15 @@ impl DataPhase {
             ),
             DataSocket::Udp(_) => false,
         });
+        let place = if loopback {
+            cfg.placement.clone()
+        } else {
+            cfg.placement.clone().off_loopback()
+        };
+        let recv_plans = cfg.plan_at(recv.len(), &place);
+        let send_plans = cfg.plan_at(send.len(), &place);
         let wake = placement::wake(
-            &cfg.placement,
+            &place,
             &[recv_plans.as_slice(), send_plans.as_slice()].concat(),
             loopback,
         );

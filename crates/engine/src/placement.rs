@@ -9,12 +9,15 @@
 //!   stream) up to [`THREADS_PER_CPU`] per CPU this process may use, and no more than
 //!   [`SHARED_THREADS_MAX`] unless the CPUs are more ([`float_threads_max`]); beyond that, one
 //!   worker per CPU with the streams shared round-robin (epoll).
+//! - neither, over loopback between two wirespeed ends, TCP, where a thread per stream crowds
+//!   the CPUs ([`crowded`]): each stream's two ends on one CPU, stream k of either direction on
+//!   the k-th of the CPUs the client names ([`pair_cpus`]), a thread each, pinned.
 //!
 //! Sending and receiving streams get separate workers (so each direction can be stopped on
 //! its own); in `--bidir` each CPU then hosts one worker per direction.
 //!
-//! How the workers are woken ([`wake`]): over loopback, unpinned workers of one stream each
-//! that outnumber half the CPUs run `SCHED_BATCH` with no wake-up mark ([`Wake::Batch`]); every
+//! How the workers are woken ([`wake`]): over loopback, workers of one stream each that crowd
+//! the CPUs, unpinned or paired, run `SCHED_BATCH` with no wake-up mark ([`Wake::Batch`]); every
 //! other worker keeps its mark ([`Wake::Mark`]).
 
 use std::net::IpAddr;
@@ -38,6 +41,9 @@ pub enum WorkerPlacement {
     /// Unpinned over `cpus` CPUs (those this process may use): a worker per stream up to
     /// [`float_threads_max`], then a worker per CPU.
     Float { cpus: usize },
+    /// Each stream's two ends on one CPU (over loopback, [`pair_cpus`]): a worker per stream,
+    /// stream k's pinned to the k mod len'th of these CPUs, in this order.
+    Paired(Vec<u32>),
 }
 
 /// Unpinned threads per CPU before streams share epoll workers. Measured on two CPUs, loopback,
@@ -73,6 +79,66 @@ impl WorkerPlacement {
             cpus: usable_cpus(),
         }
     }
+
+    /// The CPUs a peer named for each stream's two ends ([`pair_cpus`]), where this end may run
+    /// on every one of them (`allowed`) and its `streams` streams a direction would get a thread
+    /// each unpinned ([`float_threads_max`]); `None` (unpinned, then) for an empty list, one that
+    /// names a CPU this end may not use, or more streams (a pairing never adds threads).
+    pub fn paired(cpus: &[u32], allowed: &CpuSet, streams: usize) -> Option<WorkerPlacement> {
+        (!cpus.is_empty()
+            && streams <= float_threads_max(allowed.len())
+            && cpus.iter().all(|&c| allowed.contains(c)))
+        .then(|| WorkerPlacement::Paired(cpus.to_vec()))
+    }
+
+    /// This placement as it applies to streams that do not run over loopback: a pairing is
+    /// loopback's ([`pair_cpus`]), so there the workers run unpinned.
+    pub fn off_loopback(self) -> WorkerPlacement {
+        match self {
+            WorkerPlacement::Paired(_) => WorkerPlacement::float(),
+            other => other,
+        }
+    }
+}
+
+/// Whether one end's `workers` threads crowd its `cpus` CPUs: they number more than half of
+/// them, so over loopback, where the other end's as many run on the same CPUs, every CPU
+/// carries more than one data thread. Where [`wake`] makes them wait for each other
+/// ([`Wake::Batch`]) and [`pair_cpus`] puts each stream's two ends on one CPU.
+pub fn crowded(workers: usize, cpus: usize) -> bool {
+    workers.saturating_mul(2) > cpus.max(1)
+}
+
+/// The CPUs for each stream's two ends of a test over loopback (the client decides, the server
+/// follows: the protocol extension's `paired_cpus`), or `None` where the streams run unpinned:
+/// `allowed` rotated by `offset`, where `streams` streams in `directions` directions get a
+/// thread each ([`float_threads_max`]) that crowd two or more CPUs ([`crowded`]).
+///
+/// Over loopback a stream's receive path runs in the sender's system call (the segments are
+/// delivered in its softirq, on its CPU), so a receiver on that CPU copies from a warm cache and
+/// is woken without an interrupt to another CPU; unpinned, the scheduler moves the two ends
+/// apart. Measured on two CPUs, loopback, 128 KiB, BBR, `-t 3`, a thread per stream under
+/// [`Wake::Batch`], the bench's `--scale` ladder (CPU per bit ÷ iperf3 3.21's, three rounds):
+/// `-P 4` 0.413 0.481 0.626 paired against 0.778 0.921 0.855 unpinned, `-P 8` 0.792 0.731
+/// 0.873 against 0.923 0.784 0.934 (`bench/README.md`). One stream each way on two CPUs keeps
+/// both CPUs (the ends apart: it is not crowded). The offset spreads concurrent tests over a
+/// larger host's CPUs.
+pub fn pair_cpus(
+    allowed: &CpuSet,
+    streams: usize,
+    directions: usize,
+    offset: usize,
+) -> Option<Vec<u32>> {
+    let cpus: Vec<u32> = allowed.iter().collect();
+    let n = cpus.len();
+    if n < 2 || streams == 0 || streams > float_threads_max(n) {
+        return None;
+    }
+    if !crowded(streams.saturating_mul(directions.max(1)), n) {
+        return None;
+    }
+    let k = offset % n;
+    Some(cpus[k..].iter().chain(&cpus[..k]).copied().collect())
 }
 
 /// Number of CPUs this process may use (at least 1).
@@ -105,6 +171,10 @@ pub fn plan(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
             };
             deal(n, std::iter::repeat_n(None, k))
         }
+        WorkerPlacement::Paired(cpus) if !cpus.is_empty() => {
+            deal(n, (0..n).map(|k| Some(cpus[k % cpus.len()])))
+        }
+        WorkerPlacement::Paired(_) => plan(n, &WorkerPlacement::float()),
     }
 }
 
@@ -125,12 +195,13 @@ fn deal(n: usize, places: impl Iterator<Item = Option<u32>>) -> Vec<WorkerPlan> 
 }
 
 /// Spread `n` UDP streams over workers: as [`plan`], but unpinned a thread per stream only up to
-/// the CPUs (UDP workers were not measured with more, and [`Wake`] is TCP's).
+/// the CPUs (UDP workers were not measured with more, and [`Wake`] and the pairing are TCP's).
 pub fn plan_udp(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
     match placement {
         WorkerPlacement::Float { cpus } if n > (*cpus).max(1) => {
             deal(n, std::iter::repeat_n(None, (*cpus).max(1)))
         }
+        WorkerPlacement::Paired(_) => plan_udp(n, &WorkerPlacement::float()),
         _ => plan(n, placement),
     }
 }
@@ -140,8 +211,9 @@ pub fn plan_udp(n: usize, placement: &WorkerPlacement) -> Vec<WorkerPlan> {
 /// ([`over_loopback`]).
 ///
 /// [`Wake::Batch`] over loopback where the workers are unpinned, carry a stream each, and
-/// number more than half the CPUs: they then share CPUs with each other and with the other
-/// end's workers (the sending CPU also runs both ends' TCP work). There a woken receiver that
+/// number more than half the CPUs ([`crowded`]), or are paired ([`pair_cpus`], which asks as
+/// much): they then share CPUs with each other and with the other end's workers (the sending
+/// CPU also runs both ends' TCP work). There a woken receiver that
 /// preempts the running sender finds a segment or two to read, and a wake-up mark makes the
 /// kernel ACK every second segment at once while the reader waits (twice the TCP work of both
 /// ends in a profile of `-P 8`); under `SCHED_BATCH` without a mark it waits for the sender's
@@ -160,10 +232,11 @@ pub fn wake(placement: &WorkerPlacement, workers: &[WorkerPlan], over_loopback: 
         WorkerPlacement::Float { cpus }
             if over_loopback
                 && workers.iter().all(|w| w.streams.len() == 1)
-                && workers.len() * 2 > (*cpus).max(1) =>
+                && crowded(workers.len(), *cpus) =>
         {
             Wake::Batch
         }
+        WorkerPlacement::Paired(_) if over_loopback => Wake::Batch,
         _ => Wake::Mark,
     }
 }
@@ -290,6 +363,110 @@ mod tests {
         // any path but loopback keeps its marks (a veth pair on the same CPUs included)
         let w = plan(8, &float(2));
         assert_eq!(wake(&float(2), &w, false), Wake::Mark);
+    }
+
+    /// Each stream's two ends share a CPU where a thread per stream crowds two or more CPUs:
+    /// the same condition the batch wake-up has, so a pairing always runs batch; never with one
+    /// CPU, one stream each way on two, or streams past a thread each.
+    #[test]
+    fn streams_pair_where_their_threads_crowd_the_cpus() {
+        let two = CpuSet::from_cpus([0, 1]);
+        assert_eq!(pair_cpus(&two, 1, 1, 0), None, "-P 1 keeps both CPUs");
+        assert_eq!(pair_cpus(&two, 1, 2, 0), Some(vec![0, 1]), "--bidir -P 1");
+        for p in [2, 3, 4, 8] {
+            assert_eq!(pair_cpus(&two, p, 1, 0), Some(vec![0, 1]), "-P {p}");
+        }
+        assert_eq!(
+            pair_cpus(&two, 9, 1, 0),
+            None,
+            "epoll workers of many streams each"
+        );
+        assert_eq!(pair_cpus(&CpuSet::from_cpus([3]), 8, 1, 0), None, "one CPU");
+        assert_eq!(pair_cpus(&two, 0, 1, 0), None);
+        // the offset rotates the CPUs, so concurrent tests start apart
+        let four = CpuSet::from_cpus([2, 4, 6, 8]);
+        assert_eq!(pair_cpus(&four, 8, 1, 1), Some(vec![4, 6, 8, 2]));
+        assert_eq!(pair_cpus(&four, 8, 1, 7), Some(vec![8, 2, 4, 6]));
+        assert_eq!(pair_cpus(&four, 2, 1, 0), None, "two streams on four CPUs");
+        assert_eq!(pair_cpus(&four, 2, 2, 0).map(|c| c.len()), Some(4));
+        // the same condition as the batch wake-up, at every size
+        for cpus in 1..=8u32 {
+            let set: CpuSet = (0..cpus).collect();
+            for p in 1..=40 {
+                for dirs in [1, 2] {
+                    let float = WorkerPlacement::Float {
+                        cpus: cpus as usize,
+                    };
+                    let mut w: Vec<WorkerPlan> = plan(p, &float);
+                    if dirs == 2 {
+                        w.extend(plan(p, &float));
+                    }
+                    let batch = wake(&float, &w, true) == Wake::Batch;
+                    let paired = pair_cpus(&set, p, dirs, 0);
+                    assert_eq!(
+                        paired.is_some(),
+                        batch && cpus >= 2,
+                        "{cpus} CPUs, -P {p}, {dirs} directions"
+                    );
+                    if let Some(c) = paired {
+                        let place = WorkerPlacement::Paired(c);
+                        let q = plan(p, &place);
+                        assert_eq!(wake(&place, &q, true), Wake::Batch);
+                        assert_eq!(q.len(), w.len() / dirs);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A paired placement pins stream k of a direction to the k mod len'th CPU named, a thread
+    /// each; off loopback, or for UDP, the streams run as unpinned ones would.
+    #[test]
+    fn paired_streams_run_a_thread_each_on_their_cpu() {
+        let place = WorkerPlacement::Paired(vec![1, 0]);
+        let p = plan(5, &place);
+        let got: Vec<(Option<u32>, Vec<usize>)> =
+            p.into_iter().map(|w| (w.cpu, w.streams)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some(1), vec![0]),
+                (Some(0), vec![1]),
+                (Some(1), vec![2]),
+                (Some(0), vec![3]),
+                (Some(1), vec![4]),
+            ]
+        );
+        assert_eq!(wake(&place, &plan(5, &place), true), Wake::Batch);
+        assert_eq!(wake(&place, &plan(5, &place), false), Wake::Mark);
+        assert!(matches!(
+            place.clone().off_loopback(),
+            WorkerPlacement::Float { .. }
+        ));
+        let pinned = WorkerPlacement::Cpus(CpuSet::from_cpus([3]));
+        assert_eq!(pinned.clone().off_loopback(), pinned);
+        assert!(plan_udp(4, &place).iter().all(|w| w.cpu.is_none()));
+        assert!(plan(3, &WorkerPlacement::Paired(Vec::new()))
+            .iter()
+            .all(|w| w.cpu.is_none()));
+    }
+
+    /// What a peer names is followed only where this end may run on all of it, for no more
+    /// streams than would get a thread each.
+    #[test]
+    fn a_peers_pairing_is_followed_only_within_this_ends_cpus() {
+        let allowed = CpuSet::from_cpus([0, 1, 2, 3]);
+        assert_eq!(
+            WorkerPlacement::paired(&[2, 3, 0, 1], &allowed, 8),
+            Some(WorkerPlacement::Paired(vec![2, 3, 0, 1]))
+        );
+        assert_eq!(WorkerPlacement::paired(&[2, 9], &allowed, 8), None);
+        assert_eq!(WorkerPlacement::paired(&[], &allowed, 8), None);
+        assert_eq!(
+            WorkerPlacement::paired(&[0, 1], &allowed, float_threads_max(4) + 1),
+            None,
+            "a pairing never adds threads"
+        );
     }
 
     #[test]

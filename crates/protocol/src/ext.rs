@@ -84,6 +84,13 @@ pub struct ParamsExt {
         with = "cpuset::as_array::option"
     )]
     pub server_cpus: Option<CpuSet>,
+    /// Each stream's two ends on one CPU (a TCP test over loopback with many streams): the
+    /// client pins its worker of stream k, in either direction, to the k mod len'th of these
+    /// CPUs and asks the server to pin its worker of the same stream there too. A server that
+    /// places its workers otherwise (`server_cpus`, `-A`, its own options), runs the test over
+    /// another path, or may not use one of these CPUs runs them unpinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_cpus: Option<Vec<u32>>,
     /// Ask the server to observe where the work runs and return it in its results.
     #[serde(default, skip_serializing_if = "is_false")]
     pub observe: bool,
@@ -162,24 +169,30 @@ pub struct ResultsExt {
     pub extra: Map<String, Value>,
 }
 
-fn check_cpus(key: &str, list: Option<&CpuSet>) -> Result<(), WireError> {
-    if let Some(l) = list {
-        if l.len() > MAX_CPU_LIST {
-            return Err(WireError::field(
-                key,
-                format!("{} CPUs, more than {MAX_CPU_LIST}", l.len()),
-            ));
-        }
+/// A CPU list of `len` CPUs under `key` is within [`MAX_CPU_LIST`].
+fn check_cpus(key: &str, len: Option<usize>) -> Result<(), WireError> {
+    match len {
+        Some(n) if n > MAX_CPU_LIST => Err(WireError::field(
+            key,
+            format!("{n} CPUs, more than {MAX_CPU_LIST}"),
+        )),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 impl ParamsExt {
     pub(crate) fn from_value(v: &Value) -> Result<ParamsExt, WireError> {
         let e: ParamsExt = serde_json::from_value(v.clone())
             .map_err(|e| WireError::field(EXT_KEY, e.to_string()))?;
-        check_cpus("wirespeed.server_cpus", e.server_cpus.as_ref())?;
-        check_cpus("wirespeed.irq_cpus", e.irq_cpus.as_ref())?;
+        check_cpus(
+            "wirespeed.server_cpus",
+            e.server_cpus.as_ref().map(CpuSet::len),
+        )?;
+        check_cpus("wirespeed.irq_cpus", e.irq_cpus.as_ref().map(CpuSet::len))?;
+        check_cpus(
+            "wirespeed.paired_cpus",
+            e.paired_cpus.as_ref().map(Vec::len),
+        )?;
         Ok(e)
     }
 }
@@ -232,6 +245,35 @@ mod tests {
         assert!(err.contains("wirespeed.irq_cpus"), "{err}");
         let bad = serde_json::json!({"version": "x", "irq_cpus": [-1]});
         assert!(ParamsExt::from_value(&bad).is_err());
+    }
+
+    /// The CPUs each stream's two ends are paired on travel as an ordered list (the client's
+    /// rotation kept), are absent unless set, and a list past [`MAX_CPU_LIST`] or of
+    /// non-CPUs is refused by its key.
+    #[test]
+    fn paired_cpus_travel_in_order_and_are_bounded() {
+        let e = ParamsExt {
+            paired_cpus: Some(vec![3, 0, 1, 2]),
+            ..ParamsExt::default()
+        };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["paired_cpus"], serde_json::json!([3, 0, 1, 2]));
+        assert_eq!(
+            ParamsExt::from_value(&v).unwrap().paired_cpus,
+            e.paired_cpus
+        );
+        assert!(serde_json::to_value(ParamsExt::default())
+            .unwrap()
+            .get("paired_cpus")
+            .is_none());
+        let many: Vec<u32> = std::iter::repeat_n(0, MAX_CPU_LIST + 1).collect();
+        let big = serde_json::json!({"version": "x", "paired_cpus": many});
+        let err = ParamsExt::from_value(&big).unwrap_err().to_string();
+        assert!(err.contains("wirespeed.paired_cpus"), "{err}");
+        for bad in [serde_json::json!([-1]), serde_json::json!("0-3")] {
+            let v = serde_json::json!({"version": "x", "paired_cpus": bad});
+            assert!(ParamsExt::from_value(&v).is_err(), "{v}");
+        }
     }
 
     #[test]

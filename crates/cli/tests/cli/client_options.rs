@@ -322,6 +322,92 @@ fn workers_say_how_they_were_woken_on_both_ends() {
     );
 }
 
+/// Where each end pinned its worker of each stream (`None`: unpinned), by stream id, from a
+/// client's `-J`: this end's and the peer's. A stream on no worker, or a pinned worker seen
+/// off its CPU, fails.
+fn stream_cpus(c: &Value) -> [std::collections::BTreeMap<u64, Option<u64>>; 2] {
+    ["workers", "remote_workers"].map(|k| {
+        let mut m = std::collections::BTreeMap::new();
+        for w in c["wirespeed"][k].as_array().cloned().unwrap_or_default() {
+            let cpu = w["cpu_requested"].as_u64();
+            if let Some(cpu) = cpu {
+                assert_eq!(w["cpus_seen"], serde_json::json!([cpu]), "{k}: {w}");
+            }
+            for id in w["streams"].as_array().cloned().unwrap_or_default() {
+                m.insert(id.as_u64().expect("a stream id"), cpu);
+            }
+        }
+        assert!(!m.is_empty(), "{k}: no streams in {}", c["wirespeed"]);
+        m
+    })
+}
+
+/// Over loopback, where a thread per stream crowds the CPUs, each stream's two ends run on one
+/// CPU: the client pins its worker of stream k and the server (a process of its own: the
+/// pairing crosses the protocol) pins its worker of the same stream to the same CPU, in either
+/// direction and both, the streams spread over the CPUs. One stream each way keeps the ends
+/// apart, and the user's placement of either end is kept as placed, the other end unpinned.
+#[test]
+fn each_streams_two_ends_share_a_cpu_over_loopback() {
+    let me = "each_streams_two_ends_share_a_cpu_over_loopback";
+    let cpus = wirespeed_datapath::cpu::allowed_cpus().unwrap_or_default();
+    if cpus.len() < 2 {
+        eprintln!("SKIP: {me} because only {} CPU is usable", cpus.len());
+        return;
+    }
+    let n = cpus.len().min(128);
+    let p = n.to_string();
+    for extra in [&[][..], &["-R"], &["--bidir"]] {
+        let mut args = vec!["-t", "1", "-P", &p];
+        args.extend_from_slice(extra);
+        let (c, _) = pair_json(&args);
+        let [here, there] = stream_cpus(&c);
+        assert_eq!(
+            here.len(),
+            n * if extra.is_empty() || extra[0] != "--bidir" {
+                1
+            } else {
+                2
+            }
+        );
+        assert_eq!(here, there, "{extra:?}: each stream's two ends on one CPU");
+        let used: std::collections::BTreeSet<u64> = here
+            .values()
+            .map(|c| c.unwrap_or_else(|| panic!("{extra:?}: an unpinned stream in {here:?}")))
+            .collect();
+        assert_eq!(
+            used.len(),
+            n,
+            "{extra:?}: the streams spread over the CPUs: {here:?}"
+        );
+        assert!(used.iter().all(|&c| cpus.contains(c as u32)));
+        assert!(wakes(&c).iter().all(|w| w == "batch"), "{extra:?}");
+    }
+    let unpinned = |c: &Value| {
+        stream_cpus(c)
+            .iter()
+            .all(|m| m.values().all(Option::is_none))
+    };
+    let (c, _) = pair_json(&["-t", "1"]);
+    assert!(unpinned(&c), "-P 1: {}", c["wirespeed"]);
+    let first = cpus.iter().next().unwrap_or(0).to_string();
+    for placed in ["--cpus", "--server-cpus"] {
+        let (c, _) = pair_json(&["-t", "1", "-P", &p, placed, &first]);
+        let [here, there] = stream_cpus(&c);
+        let (user, other) = if placed == "--cpus" {
+            (here, there)
+        } else {
+            (there, here)
+        };
+        assert!(
+            user.values()
+                .all(|c| c.map(|c| c.to_string()) == Some(first.clone())),
+            "{placed}: {user:?}"
+        );
+        assert!(other.values().all(Option::is_none), "{placed}: {other:?}");
+    }
+}
+
 /// The wake rule's place, end to end: across a veth pair between two namespaces the workers
 /// keep their marks (batch measured worse there), and a test to the host's own address in one
 /// namespace — which the kernel routes through `lo` — runs batch. Needs root and iproute2 (the
@@ -339,7 +425,7 @@ fn a_veth_path_keeps_its_marks_and_the_hosts_own_address_runs_batch() {
     // as many streams as CPUs, unpinned: over loopback every worker of both ends runs batch
     let n = cpus.min(128).to_string();
     let bin = env!("CARGO_BIN_EXE_wirespeed");
-    let wakes = |server_side: LabSide, to: std::net::Ipv4Addr| -> Vec<String> {
+    let run = |server_side: LabSide, to: std::net::Ipv4Addr| -> Value {
         let _server = crate::truth_table::start_server(lab.command(server_side, bin), 5431)
             .expect("the server in the lab's namespace listens");
         let o = lab
@@ -349,20 +435,33 @@ fn a_veth_path_keeps_its_marks_and_the_hosts_own_address_runs_batch() {
             .output()
             .expect("run the client");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        wakes(&serde_json::from_slice(&o.stdout).expect("-J"))
+        serde_json::from_slice(&o.stdout).expect("-J")
     };
     let server = lab.addr(LabSide::Server).expect("the server's address");
-    let w = wakes(LabSide::Server, server);
+    let c = run(LabSide::Server, server);
+    let w = wakes(&c);
     assert!(
         !w.is_empty() && w.iter().all(|x| x == "mark"),
         "-P {n} across the veth pair: {w:?}"
     );
+    // the pairing is loopback's: across the veth pair both ends run unpinned
+    let [here, there] = stream_cpus(&c);
+    assert!(
+        here.values().chain(there.values()).all(Option::is_none),
+        "across the veth pair: {here:?} {there:?}"
+    );
     let own = lab.addr(LabSide::Client).expect("the client's address");
-    let w = wakes(LabSide::Client, own);
+    let c = run(LabSide::Client, own);
+    let w = wakes(&c);
     assert!(
         !w.is_empty() && w.iter().all(|x| x == "batch"),
         "-P {n} to the namespace's own address {own}: {w:?}"
     );
+    let [here, there] = stream_cpus(&c);
+    if cpus >= 2 {
+        assert_eq!(here, there, "to its own address {own}: paired");
+        assert!(here.values().all(Option::is_some), "{here:?}");
+    }
 }
 
 #[test]

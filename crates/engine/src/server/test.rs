@@ -204,8 +204,10 @@ pub(super) fn serve_test(
 
 /// Where this server runs a test's workers, and on which paths, from the client's wishes and
 /// the server's own options. WorkerPlacement, first that applies: the client's `--server-cpus`, the
-/// client's `-A n,m` (the server's CPU), the server's `--cpus`, the server's `-A`; else
-/// unpinned. Send path: the client's wish (`wirespeed.send_path`, or iperf3's `-Z` as
+/// client's `-A n,m` (the server's CPU), the server's `--cpus`, the server's `-A`, the CPUs a
+/// wirespeed client pairs a TCP test's streams on over loopback (`wirespeed.paired_cpus`, where
+/// this process may use them all: [`WorkerPlacement::paired`]; the data phase runs them
+/// unpinned over any other path); else unpinned. Send path: the client's wish (`wirespeed.send_path`, or iperf3's `-Z` as
 /// sendfile), else the server's default; receive path: zero-copy or skip-copy when the client
 /// asks for it.
 pub(super) fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
@@ -213,6 +215,12 @@ pub(super) fn local_paths(p: &TestParams, cfg: &ServerConfig) -> LocalPaths {
     let placement =
         WorkerPlacement::pinned(ext.and_then(|e| e.server_cpus.clone()), p.server_affinity)
             .or_else(|| WorkerPlacement::pinned(cfg.cpus.clone(), cfg.affinity))
+            .or_else(|| {
+                let cpus = ext?.paired_cpus.as_deref()?;
+                let allowed = dp::cpu::allowed_cpus().ok()?;
+                (p.transport == Transport::Tcp)
+                    .then(|| WorkerPlacement::paired(cpus, &allowed, p.parallel as usize))?
+            })
             .unwrap_or_else(WorkerPlacement::float);
     // An unknown name never gets this far: admission refuses it by name.
     let send_path = ext
@@ -900,6 +908,40 @@ mod tests {
         );
         assert!(matches!(
             place(&plain, &ServerConfig::default()),
+            WorkerPlacement::Float { .. }
+        ));
+        // then the CPUs a wirespeed client pairs a TCP test's streams on, where this process
+        // may run on every one of them
+        let allowed: Vec<u32> = dp::cpu::allowed_cpus().expect("affinity").iter().collect();
+        let paired = |cpus: Vec<u32>, transport| TestParams {
+            transport,
+            parallel: 4,
+            wirespeed: Some(ParamsExt {
+                paired_cpus: Some(cpus),
+                ..ParamsExt::default()
+            }),
+            ..TestParams::default()
+        };
+        let tcp = paired(allowed.clone(), Transport::Tcp);
+        assert_eq!(
+            place(&tcp, &ServerConfig::default()),
+            WorkerPlacement::Paired(allowed.clone()),
+            "then the client's pairing"
+        );
+        assert_eq!(
+            place(&tcp, &only_a),
+            WorkerPlacement::Affinity(5),
+            "the server's own options before it"
+        );
+        assert!(matches!(
+            place(&paired(allowed, Transport::Udp), &ServerConfig::default()),
+            WorkerPlacement::Float { .. }
+        ));
+        assert!(matches!(
+            place(
+                &paired(vec![1 << 20], Transport::Tcp),
+                &ServerConfig::default()
+            ),
             WorkerPlacement::Float { .. }
         ));
     }
