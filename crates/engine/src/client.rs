@@ -327,15 +327,10 @@ impl ClientConfig {
             return None;
         }
         let allowed = dp::cpu::allowed_cpus().ok()?;
-        let directions = if self.direction == Direction::Both {
-            2
-        } else {
-            1
-        };
         let offset = cookie.as_bytes().iter().fold(0usize, |h, &b| {
             h.wrapping_mul(31).wrapping_add(usize::from(b))
         });
-        placement::pair_cpus(&allowed, self.parallel as usize, directions, offset)
+        placement::pair_cpus(&allowed, self.parallel as usize, offset)
     }
 
     pub fn params_with_mss(&self, ctrl_mss: Option<u32>) -> TestParams {

@@ -9,9 +9,9 @@
 //!   stream) up to [`THREADS_PER_CPU`] per CPU this process may use, and no more than
 //!   [`SHARED_THREADS_MAX`] unless the CPUs are more ([`float_threads_max`]); beyond that, one
 //!   worker per CPU with the streams shared round-robin (epoll).
-//! - neither, over loopback between two wirespeed ends, TCP, where a thread per stream crowds
-//!   the CPUs ([`crowded`]): each stream's two ends on one CPU, stream k of either direction on
-//!   the k-th of the CPUs the client names ([`pair_cpus`]), a thread each, pinned.
+//! - neither, over loopback between two wirespeed ends, TCP, with at least as many streams a
+//!   direction as CPUs and a thread each: each stream's two ends on one CPU, stream k of either
+//!   direction on the k-th of the CPUs the client names ([`pair_cpus`]), a thread each, pinned.
 //!
 //! Sending and receiving streams get separate workers (so each direction can be stopped on
 //! its own); in `--bidir` each CPU then hosts one worker per direction.
@@ -104,15 +104,17 @@ impl WorkerPlacement {
 /// Whether one end's `workers` threads crowd its `cpus` CPUs: they number more than half of
 /// them, so over loopback, where the other end's as many run on the same CPUs, every CPU
 /// carries more than one data thread. Where [`wake`] makes them wait for each other
-/// ([`Wake::Batch`]) and [`pair_cpus`] puts each stream's two ends on one CPU.
+/// ([`Wake::Batch`]); [`pair_cpus`] asks more.
 pub fn crowded(workers: usize, cpus: usize) -> bool {
     workers.saturating_mul(2) > cpus.max(1)
 }
 
 /// The CPUs for each stream's two ends of a test over loopback (the client decides, the server
 /// follows: the protocol extension's `paired_cpus`), or `None` where the streams run unpinned:
-/// `allowed` rotated by `offset`, where `streams` streams in `directions` directions get a
-/// thread each ([`float_threads_max`]) that crowd two or more CPUs ([`crowded`]).
+/// `allowed` rotated by `offset`, where two or more CPUs carry `streams` streams a direction,
+/// at least one a CPU (so no CPU is left idle: both directions' stream k share the k-th) and a
+/// thread each ([`float_threads_max`]). Such streams always crowd the CPUs ([`crowded`]): the
+/// paired threads run batch.
 ///
 /// Over loopback a stream's receive path runs in the sender's system call (the segments are
 /// delivered in its softirq, on its CPU), so a receiver on that CPU copies from a warm cache and
@@ -120,21 +122,14 @@ pub fn crowded(workers: usize, cpus: usize) -> bool {
 /// apart. Measured on two CPUs, loopback, 128 KiB, BBR, `-t 3`, a thread per stream under
 /// [`Wake::Batch`], the bench's `--scale` ladder (CPU per bit ÷ iperf3 3.21's, three rounds):
 /// `-P 4` 0.413 0.481 0.626 paired against 0.778 0.921 0.855 unpinned, `-P 8` 0.792 0.731
-/// 0.873 against 0.923 0.784 0.934 (`bench/README.md`). One stream each way on two CPUs keeps
-/// both CPUs (the ends apart: it is not crowded). The offset spreads concurrent tests over a
-/// larger host's CPUs.
-pub fn pair_cpus(
-    allowed: &CpuSet,
-    streams: usize,
-    directions: usize,
-    offset: usize,
-) -> Option<Vec<u32>> {
+/// 0.873 against 0.923 0.784 0.934 (`bench/README.md`). Fewer streams than CPUs stay
+/// unpinned: paired, the CPUs without a stream would idle where unpinned threads use them (one
+/// stream each way on two CPUs; `--bidir -P 1`, whose four threads would share one CPU). The
+/// offset spreads concurrent tests over a larger host's CPUs.
+pub fn pair_cpus(allowed: &CpuSet, streams: usize, offset: usize) -> Option<Vec<u32>> {
     let cpus: Vec<u32> = allowed.iter().collect();
     let n = cpus.len();
-    if n < 2 || streams == 0 || streams > float_threads_max(n) {
-        return None;
-    }
-    if !crowded(streams.saturating_mul(directions.max(1)), n) {
+    if n < 2 || streams < n || streams > float_threads_max(n) {
         return None;
     }
     let k = offset % n;
@@ -365,55 +360,57 @@ mod tests {
         assert_eq!(wake(&float(2), &w, false), Wake::Mark);
     }
 
-    /// Each stream's two ends share a CPU where a thread per stream crowds two or more CPUs:
-    /// the same condition the batch wake-up has, so a pairing always runs batch; never with one
-    /// CPU, one stream each way on two, or streams past a thread each.
+    /// Each stream's two ends share a CPU where two or more CPUs carry a stream a direction
+    /// each at least, a thread each: never with one CPU, fewer streams than CPUs (one stream
+    /// each way on two, `--bidir -P 1`), or streams past a thread each; and a pairing always
+    /// runs batch.
     #[test]
-    fn streams_pair_where_their_threads_crowd_the_cpus() {
+    fn streams_pair_where_every_cpu_carries_one() {
         let two = CpuSet::from_cpus([0, 1]);
-        assert_eq!(pair_cpus(&two, 1, 1, 0), None, "-P 1 keeps both CPUs");
-        assert_eq!(pair_cpus(&two, 1, 2, 0), Some(vec![0, 1]), "--bidir -P 1");
+        assert_eq!(
+            pair_cpus(&two, 1, 0),
+            None,
+            "-P 1 (and --bidir -P 1) keep both CPUs"
+        );
         for p in [2, 3, 4, 8] {
-            assert_eq!(pair_cpus(&two, p, 1, 0), Some(vec![0, 1]), "-P {p}");
+            assert_eq!(pair_cpus(&two, p, 0), Some(vec![0, 1]), "-P {p}");
         }
         assert_eq!(
-            pair_cpus(&two, 9, 1, 0),
+            pair_cpus(&two, 9, 0),
             None,
             "epoll workers of many streams each"
         );
-        assert_eq!(pair_cpus(&CpuSet::from_cpus([3]), 8, 1, 0), None, "one CPU");
-        assert_eq!(pair_cpus(&two, 0, 1, 0), None);
+        assert_eq!(pair_cpus(&CpuSet::from_cpus([3]), 8, 0), None, "one CPU");
+        assert_eq!(pair_cpus(&two, 0, 0), None);
         // the offset rotates the CPUs, so concurrent tests start apart
         let four = CpuSet::from_cpus([2, 4, 6, 8]);
-        assert_eq!(pair_cpus(&four, 8, 1, 1), Some(vec![4, 6, 8, 2]));
-        assert_eq!(pair_cpus(&four, 8, 1, 7), Some(vec![8, 2, 4, 6]));
-        assert_eq!(pair_cpus(&four, 2, 1, 0), None, "two streams on four CPUs");
-        assert_eq!(pair_cpus(&four, 2, 2, 0).map(|c| c.len()), Some(4));
-        // the same condition as the batch wake-up, at every size
+        assert_eq!(pair_cpus(&four, 8, 1), Some(vec![4, 6, 8, 2]));
+        assert_eq!(pair_cpus(&four, 8, 7), Some(vec![8, 2, 4, 6]));
+        assert_eq!(pair_cpus(&four, 3, 0), None, "three streams on four CPUs");
+        assert_eq!(pair_cpus(&four, 4, 0).map(|c| c.len()), Some(4));
+        // wherever streams pair, their workers crowd the CPUs and run batch, in one direction
+        // or both; and every CPU carries a stream
         for cpus in 1..=8u32 {
             let set: CpuSet = (0..cpus).collect();
+            let float = WorkerPlacement::Float {
+                cpus: cpus as usize,
+            };
             for p in 1..=40 {
-                for dirs in [1, 2] {
-                    let float = WorkerPlacement::Float {
-                        cpus: cpus as usize,
-                    };
-                    let mut w: Vec<WorkerPlan> = plan(p, &float);
-                    if dirs == 2 {
-                        w.extend(plan(p, &float));
-                    }
-                    let batch = wake(&float, &w, true) == Wake::Batch;
-                    let paired = pair_cpus(&set, p, dirs, 0);
-                    assert_eq!(
-                        paired.is_some(),
-                        batch && cpus >= 2,
-                        "{cpus} CPUs, -P {p}, {dirs} directions"
+                let Some(c) = pair_cpus(&set, p, 0) else {
+                    assert!(
+                        cpus < 2 || (p as u32) < cpus || plan(p, &float).len() < p,
+                        "{cpus} CPUs, -P {p}"
                     );
-                    if let Some(c) = paired {
-                        let place = WorkerPlacement::Paired(c);
-                        let q = plan(p, &place);
-                        assert_eq!(wake(&place, &q, true), Wake::Batch);
-                        assert_eq!(q.len(), w.len() / dirs);
-                    }
+                    continue;
+                };
+                let place = WorkerPlacement::Paired(c);
+                for dirs in [1, 2] {
+                    let w: Vec<WorkerPlan> = (0..dirs).flat_map(|_| plan(p, &place)).collect();
+                    assert_eq!(w.len(), p * dirs);
+                    assert_eq!(wake(&float, &w, true), Wake::Batch, "{cpus} CPUs, -P {p}");
+                    assert_eq!(wake(&place, &w, true), Wake::Batch);
+                    let used: CpuSet = w.iter().filter_map(|w| w.cpu).collect();
+                    assert_eq!(used, set, "{cpus} CPUs, -P {p}: every CPU carries a stream");
                 }
             }
         }
