@@ -108,6 +108,7 @@ pub fn worker_infos(reports: &[WorkerSummary]) -> Vec<Worker> {
         .filter(|r| !r.streams.is_empty())
         .map(|r| Worker {
             cpu_requested: r.cpu_requested,
+            paired: r.paired,
             cpus_seen: r.cpus_seen.clone(),
             streams: r.streams.clone(),
             rx_zerocopy: r.rx_zerocopy,

@@ -210,6 +210,8 @@ pub struct WorkerSummary {
     pub wake: Option<dp::Wake>,
     /// Its thread's kernel id.
     pub tid: Option<u32>,
+    /// Pinned by the pairing rule over loopback ([`WorkerPlacement::Paired`]).
+    pub paired: bool,
 }
 
 impl From<&WorkerReport> for WorkerSummary {
@@ -229,6 +231,7 @@ impl From<&WorkerReport> for WorkerSummary {
             }),
             wake: Some(r.wake),
             tid: None,
+            paired: false,
         }
     }
 }
@@ -247,6 +250,7 @@ impl From<&UdpWorkerReport> for WorkerSummary {
             rx_zerocopy: None,
             wake: None,
             tid: None,
+            paired: false,
         }
     }
 }
@@ -320,6 +324,8 @@ pub struct DataPhase {
     send_ctl: Arc<Control>,
     recv_ctl: Arc<Control>,
     summaries: Vec<WorkerSummary>,
+    /// The workers were pinned by the pairing rule ([`WorkerPlacement::Paired`]).
+    paired: bool,
     /// The streams' sockets once their workers ended (stream id, socket), until `close`.
     sockets: Vec<(u32, OwnedFd)>,
     senders_stopped: bool,
@@ -367,6 +373,7 @@ impl DataPhase {
             send_ctl: Arc::clone(&send_ctl),
             recv_ctl: Arc::clone(&recv_ctl),
             summaries: Vec::new(),
+            paired: false,
             sockets: Vec::new(),
             senders_stopped: false,
             receivers_stopped: false,
@@ -383,6 +390,7 @@ impl DataPhase {
         } else {
             cfg.placement.clone().off_loopback()
         };
+        phase.paired = matches!(place, WorkerPlacement::Paired(_));
         let recv_plans = cfg.plan_at(recv.len(), &place);
         let send_plans = cfg.plan_at(send.len(), &place);
         let wake = placement::wake(
@@ -515,6 +523,7 @@ impl DataPhase {
                 if let Ok(r) = h.join() {
                     self.summaries.push(WorkerSummary {
                         tid,
+                        paired: self.paired,
                         ..WorkerSummary::from(&r)
                     });
                     for (id, sock) in r.sockets {

@@ -568,6 +568,7 @@ mod tests {
         fn workers(&self) -> Vec<Worker> {
             vec![Worker {
                 cpu_requested: Some(4),
+                paired: false,
                 cpus_seen: CpuSet::from_cpus([4]),
                 streams: vec![1],
                 rx_zerocopy: None,

@@ -451,6 +451,7 @@ mod tests {
     fn workers_and_tcp_limits_convert() {
         let w = worker_runs(&[Worker {
             cpu_requested: Some(3),
+            paired: false,
             cpus_seen: CpuSet::from_cpus([3, 5]),
             streams: vec![1, 3],
             rx_zerocopy: None,
@@ -778,6 +779,7 @@ mod tests {
         o.tick(1.0, 2.0);
         let workers = [Worker {
             cpu_requested: Some(2),
+            paired: false,
             cpus_seen: CpuSet::from_cpus([2]),
             streams: vec![1],
             rx_zerocopy: None,

@@ -12,6 +12,10 @@ pub struct Worker {
     /// The CPU it was asked to run on; `None` when not pinned.
     #[serde(default)]
     pub cpu_requested: Option<u32>,
+    /// Pinned by wirespeed, not by the user: over loopback each stream's two ends on one CPU
+    /// (the engine's pairing rule). Absent when false, and from peers that do not say.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub paired: bool,
     /// The CPUs it was actually seen running on (sched_getcpu samples), written as an array
     /// of numbers, ascending.
     #[serde(default, with = "cpuset::as_array")]
@@ -35,6 +39,10 @@ pub struct Worker {
     /// thread's scheduling in the observation. Absent from peers that do not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tid: Option<u32>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// How a TCP worker is woken for its streams: the rule the engine picks for each test end
@@ -135,5 +143,28 @@ mod tests {
         assert_eq!((newer.wake, newer.streams), (None, vec![1]));
         let odd: Worker = serde_json::from_str(r#"{"streams":[1],"wake":7}"#).expect("parse");
         assert_eq!(odd.wake, None);
+    }
+
+    /// A worker the pairing rule pinned says so; one the user pinned, or a peer that does not
+    /// say, writes nothing of it.
+    #[test]
+    fn a_paired_worker_says_so_and_others_say_nothing() {
+        let w = Worker {
+            cpu_requested: Some(1),
+            paired: true,
+            streams: vec![1],
+            ..Worker::default()
+        };
+        let text = serde_json::to_string(&w).expect("serialize");
+        assert!(text.contains(r#""paired":true"#), "{text}");
+        assert_eq!(serde_json::from_str::<Worker>(&text).expect("parse"), w);
+        let user = Worker { paired: false, ..w };
+        assert!(!serde_json::to_string(&user)
+            .expect("serialize")
+            .contains("paired"));
+        let old: Worker =
+            serde_json::from_str(r#"{"cpu_requested":1,"cpus_seen":[1],"streams":[1]}"#)
+                .expect("parse");
+        assert!(!old.paired);
     }
 }

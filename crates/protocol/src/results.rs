@@ -262,6 +262,7 @@ mod tests {
                 protocol: 1,
                 workers: vec![WorkerInfo {
                     cpu_requested: Some(1),
+                    paired: false,
                     cpus_seen: wirespeed_model::CpuSet::from_cpus([1]),
                     streams: vec![1],
                     rx_zerocopy: None,

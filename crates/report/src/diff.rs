@@ -495,9 +495,7 @@ mod tests {
                 cpu_requested: Some(cpu),
                 cpus_seen: CpuSet::from_cpus([cpu]),
                 streams: vec![1],
-                rx_zerocopy: None,
-                wake: None,
-                tid: None,
+                ..Worker::default()
             }],
             verdict: Some(Verdict::new(
                 serde_json::from_value(verdict.into()).unwrap(),

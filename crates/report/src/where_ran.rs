@@ -338,7 +338,8 @@ pub fn write_paths<W: Write + ?Sized>(w: &mut W, r: &TestResult) -> io::Result<(
 fn paths_line(r: &TestResult) -> Option<String> {
     let x = r.wirespeed.as_ref()?;
     // `CPU 3 (1 stream, ran on 3), unpinned (2 streams, ran on 0-1)`, `unpinned (1 stream,
-    // batch, ran on 0-1)` for a worker run under SCHED_BATCH. `zc`: each worker's
+    // batch, ran on 0-1)` for a worker run under SCHED_BATCH, `CPU 1 (paired, 1 stream, batch,
+    // ran on 1)` for one the pairing rule pinned. `zc`: each worker's
     // zero-copy receive counts (the server's; this end's total is in its receive-path text).
     let workers = |ws: &[wirespeed_model::Worker], zc: bool| -> String {
         ws.iter()
@@ -364,7 +365,9 @@ fn paths_line(r: &TestResult) -> Option<String> {
                     Some(wirespeed_model::worker::Wake::Batch) => ", batch",
                     _ => "",
                 };
-                format!("{at} ({streams}{wake}, ran on {}{zc})", w.cpus_seen)
+                // pinned by the pairing rule, not by the user
+                let paired = if w.paired { "paired, " } else { "" };
+                format!("{at} ({paired}{streams}{wake}, ran on {}{zc})", w.cpus_seen)
             })
             .collect::<Vec<_>>()
             .join(", ")
@@ -613,6 +616,41 @@ mod tests {
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse_list(s).unwrap()
+    }
+
+    /// The worker line names a worker the pairing rule pinned (`paired`), unlike one the user
+    /// pinned, and says which run batch.
+    #[test]
+    fn the_worker_line_names_paired_workers() {
+        use wirespeed_model::worker::{Wake, Worker};
+        let r = TestResult {
+            wirespeed: Some(crate::model::WirespeedExt {
+                send_path: Some("copy".into()),
+                workers: vec![
+                    Worker {
+                        cpu_requested: Some(1),
+                        paired: true,
+                        cpus_seen: set("1"),
+                        streams: vec![1],
+                        wake: Some(Wake::Batch),
+                        ..Worker::default()
+                    },
+                    Worker {
+                        cpu_requested: Some(0),
+                        cpus_seen: set("0"),
+                        streams: vec![3],
+                        ..Worker::default()
+                    },
+                ],
+                ..Default::default()
+            }),
+            ..TestResult::default()
+        };
+        let line = paths_line(&r).expect("a worker line");
+        assert!(
+            line.contains("CPU 1 (paired, 1 stream, batch, ran on 1), CPU 0 (1 stream, ran on 0)"),
+            "{line}"
+        );
     }
 
     #[test]

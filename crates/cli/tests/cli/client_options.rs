@@ -376,7 +376,15 @@ fn each_streams_two_ends_share_a_cpu_over_loopback() {
         );
         assert!(used.iter().all(|&c| cpus.contains(c as u32)));
         assert!(wakes(&c).iter().all(|w| w == "batch"), "{extra:?}");
+        assert!(
+            paired(&c).iter().all(|&p| p),
+            "{extra:?}: each worker says it was paired"
+        );
     }
+    // the text's worker line says so too (-V)
+    let (c, _) = pair(&["-t", "1", "-P", &p, "-V"]);
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(text.contains("(paired, 1 stream, batch, ran on"), "{text}");
     let unpinned = |c: &Value| {
         stream_cpus(c)
             .iter()
@@ -401,7 +409,20 @@ fn each_streams_two_ends_share_a_cpu_over_loopback() {
             "{placed}: {user:?}"
         );
         assert!(other.values().all(Option::is_none), "{placed}: {other:?}");
+        assert!(
+            paired(&c).iter().all(|&p| !p),
+            "{placed}: the user's pinning, not a pairing"
+        );
     }
+}
+
+/// Whether each worker of both ends says the pairing rule pinned it, from a client's `-J`.
+fn paired(c: &Value) -> Vec<bool> {
+    ["workers", "remote_workers"]
+        .iter()
+        .flat_map(|k| c["wirespeed"][*k].as_array().cloned().unwrap_or_default())
+        .map(|w| w["paired"].as_bool().unwrap_or(false))
+        .collect()
 }
 
 /// The wake rule's place, end to end: across a veth pair between two namespaces the workers

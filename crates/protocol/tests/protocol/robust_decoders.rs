@@ -118,6 +118,7 @@ fn seeds() -> Vec<Vec<u8>> {
             version: "0.1.0".into(),
             workers: vec![WorkerInfo {
                 cpu_requested: Some(1),
+                paired: false,
                 cpus_seen: wirespeed_model::CpuSet::from_cpus([1]),
                 streams: vec![1, 3],
                 rx_zerocopy: None,

@@ -119,9 +119,7 @@ fn tcp_two_streams_with_omit_reads_like_iperf3() {
                 cpu_requested: Some(0),
                 cpus_seen: wirespeed_model::CpuSet::from_cpus([0]),
                 streams: vec![5, 7],
-                rx_zerocopy: None,
-                wake: None,
-                tid: None,
+                ..Worker::default()
             }],
             streams: rep.totals,
             ..WirespeedExt::default()
