@@ -508,9 +508,16 @@ fn the_paths_line_reads_as_words() {
             .find(|l| l.starts_with("wirespeed: local "))
             .unwrap_or_else(|| panic!("{args:?}: no paths line: {text}"));
         assert!(line.contains(path), "{args:?}: {line}");
-        // a worker run under SCHED_BATCH says so before where it ran
+        // a worker run under SCHED_BATCH says so before where it ran, and one the pairing
+        // rule pinned says so first
         assert!(
-            line.contains("(1 stream, ran on ") || line.contains("(1 stream, batch, ran on "),
+            [
+                "(1 stream, ran on ",
+                "(1 stream, batch, ran on ",
+                "(paired, 1 stream, batch, ran on "
+            ]
+            .iter()
+            .any(|w| line.contains(w)),
             "{args:?}: {line}"
         );
         for wrong in ["[", "path -", "1 streams", "fallbacks: ["] {
