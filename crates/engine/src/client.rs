@@ -308,7 +308,6 @@ impl ClientConfig {
         self.params_with_mss(None)
     }
 
-    /// The parameters, with the control connection's MSS for UDP's default datagram size.
     /// Where each stream's two ends run ([`placement::pair_cpus`]): a TCP test over loopback
     /// (`local` → `target`) that places neither end's workers itself, on the CPUs this process
     /// may use, from an offset the cookie's random bytes give (concurrent tests start on
@@ -333,6 +332,7 @@ impl ClientConfig {
         placement::pair_cpus(&allowed, self.parallel as usize, offset)
     }
 
+    /// The parameters, with the control connection's MSS for UDP's default datagram size.
     pub fn params_with_mss(&self, ctrl_mss: Option<u32>) -> TestParams {
         let timed = self.bytes.is_none() && self.blocks.is_none();
         let rate = self.rate();
