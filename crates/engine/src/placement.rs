@@ -125,7 +125,7 @@ pub fn crowded(workers: usize, cpus: usize) -> bool {
 /// 0.873 against 0.923 0.784 0.934 (`bench/README.md`). Fewer streams than CPUs stay
 /// unpinned: paired, the CPUs without a stream would idle where unpinned threads use them (one
 /// stream each way on two CPUs; `--bidir -P 1`, whose four threads would share one CPU). The
-/// offset spreads concurrent tests over a larger host's CPUs.
+/// offset (random, from the client) keeps concurrent tests from all starting on the first CPU.
 pub fn pair_cpus(allowed: &CpuSet, streams: usize, offset: usize) -> Option<Vec<u32>> {
     let cpus: Vec<u32> = allowed.iter().collect();
     let n = cpus.len();
@@ -382,7 +382,7 @@ mod tests {
         );
         assert_eq!(pair_cpus(&CpuSet::from_cpus([3]), 8, 0), None, "one CPU");
         assert_eq!(pair_cpus(&two, 0, 0), None);
-        // the offset rotates the CPUs, so concurrent tests start apart
+        // the offset rotates the CPUs: tests with different offsets start on different CPUs
         let four = CpuSet::from_cpus([2, 4, 6, 8]);
         assert_eq!(pair_cpus(&four, 8, 1), Some(vec![4, 6, 8, 2]));
         assert_eq!(pair_cpus(&four, 8, 7), Some(vec![8, 2, 4, 6]));
