@@ -310,8 +310,9 @@ impl ClientConfig {
 
     /// Where each stream's two ends run ([`placement::pair_cpus`]): a TCP test over loopback
     /// (`local` → `target`) that places neither end's workers itself, on the CPUs this process
-    /// may use, from an offset the cookie's random bytes give (concurrent tests start on
-    /// different CPUs). The server is asked to follow (`wirespeed.paired_cpus`).
+    /// may use, from an offset the cookie's random bytes give (so concurrent tests start on CPUs
+    /// chosen at random, not all on the first: they may still meet). The server is asked to
+    /// follow (`wirespeed.paired_cpus`).
     pub fn paired_cpus(
         &self,
         local: Option<SocketAddr>,
@@ -861,4 +862,88 @@ pub fn rcv_timeout_message(quiet: Duration, limit: Duration) -> String {
         quiet.as_secs_f64(),
         limit.as_millis()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_protocol::COOKIE_LEN;
+
+    /// The client asks for a pairing only for a TCP test over loopback where neither end was
+    /// placed by the user and the streams are at least the CPUs; the cookie's bytes pick where
+    /// the list starts.
+    #[test]
+    fn the_client_pairs_only_an_unplaced_tcp_test_over_loopback() {
+        let allowed = dp::cpu::allowed_cpus().expect("affinity");
+        let n = allowed.len();
+        if n < 2 {
+            eprintln!("SKIP: the_client_pairs_only_an_unplaced_tcp_test_over_loopback: one CPU");
+            return;
+        }
+        let lo: SocketAddr = "127.0.0.1:5201".parse().unwrap();
+        let far: SocketAddr = "192.0.2.9:5201".parse().unwrap();
+        let near: SocketAddr = "192.0.2.1:40000".parse().unwrap();
+        // cookies that differ in their first character
+        let cookie = |b: u8| {
+            let mut e = [0u8; COOKIE_LEN - 1];
+            e[0] = b;
+            Cookie::from_entropy(&e)
+        };
+        let many = ClientConfig {
+            parallel: n as u32,
+            ..ClientConfig::default()
+        };
+        let got = many.paired_cpus(Some(lo), lo, &cookie(1)).expect("paired");
+        let mut sorted = got.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            allowed.iter().collect::<Vec<_>>(),
+            "every CPU, once"
+        );
+        // the cookie decides where the list starts: some cookie starts elsewhere
+        assert!(
+            (0..=255u8).any(|b| many.paired_cpus(Some(lo), lo, &cookie(b)).as_ref() != Some(&got)),
+            "the offset never moved"
+        );
+        assert_eq!(
+            many.paired_cpus(Some(near), far, &cookie(1)),
+            None,
+            "not loopback"
+        );
+        assert_eq!(
+            many.paired_cpus(None, lo, &cookie(1)),
+            None,
+            "no local address"
+        );
+        let first = allowed.iter().next().unwrap_or(0);
+        for placed in [
+            ClientConfig {
+                udp: true,
+                ..many.clone()
+            },
+            ClientConfig {
+                affinity: Some(first),
+                ..many.clone()
+            },
+            ClientConfig {
+                server_affinity: Some(first),
+                ..many.clone()
+            },
+            ClientConfig {
+                cpus: Some(CpuSet::from_cpus([first])),
+                ..many.clone()
+            },
+            ClientConfig {
+                server_cpus: Some(CpuSet::from_cpus([first])),
+                ..many.clone()
+            },
+            ClientConfig {
+                parallel: 1,
+                ..many.clone()
+            },
+        ] {
+            assert_eq!(placed.paired_cpus(Some(lo), lo, &cookie(1)), None);
+        }
+    }
 }
