@@ -277,10 +277,17 @@ fn cpu_placement_on_both_ends() {
 /// How each worker of both ends says it was woken in a client's `-J` (`absent` where one says
 /// nothing).
 fn wakes(c: &Value) -> Vec<String> {
+    both_ends_workers(c)
+        .iter()
+        .map(|w| w["wake"].as_str().unwrap_or("absent").to_string())
+        .collect()
+}
+
+/// Each worker of both ends in a client's `-J`: this end's, then the peer's.
+fn both_ends_workers(c: &Value) -> Vec<Value> {
     ["workers", "remote_workers"]
         .iter()
         .flat_map(|k| c["wirespeed"][*k].as_array().cloned().unwrap_or_default())
-        .map(|w| w["wake"].as_str().unwrap_or("absent").to_string())
         .collect()
 }
 
@@ -418,9 +425,8 @@ fn each_streams_two_ends_share_a_cpu_over_loopback() {
 
 /// Whether each worker of both ends says the pairing rule pinned it, from a client's `-J`.
 fn paired(c: &Value) -> Vec<bool> {
-    ["workers", "remote_workers"]
+    both_ends_workers(c)
         .iter()
-        .flat_map(|k| c["wirespeed"][*k].as_array().cloned().unwrap_or_default())
         .map(|w| w["paired"].as_bool().unwrap_or(false))
         .collect()
 }
